@@ -1,0 +1,269 @@
+/**
+ * @file trainer.h
+ * @brief Data-parallel training: one parameter replica per device, split batches, all-reduced gradients.
+ *
+ * Each step splits the caller's batch across the trainer's devices (evenly, by weights, or by measured
+ * speed), every device computes the summed per-sample gradient of its slice on its own replica, the
+ * gradients are all-reduced in a fixed order, divided by the global batch size, and every replica applies
+ * the same optimizer step. A K-device step therefore equals the 1-device step on the whole batch (up to
+ * float rounding), and the replicas stay bitwise identical. Same seed and configuration give bitwise
+ * identical runs.
+ *
+ * Threading: one trainer is used by one thread at a time. Trainers sharing a context may run on
+ * different threads; their device work is serialized. dpt_trainer_fit() calls the progress callback on
+ * the thread that called it. The library keeps no caller pointer past a call.
+ */
+#ifndef DPTRAIN_TRAINER_H
+#define DPTRAIN_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataset.h"
+#include "device.h"
+#include "export.h"
+#include "model.h"
+#include "status.h"
+
+DPT_EXTERN_C_BEGIN
+
+/** @brief Opaque trainer. */
+typedef struct dpt_trainer dpt_trainer;
+
+/** @brief How a batch is divided among the devices. */
+typedef enum dpt_split_policy {
+  DPT_SPLIT_EVEN = 0,     /**< Equal slices; the first (batch % K) devices get one more sample. */
+  DPT_SPLIT_WEIGHTED = 1, /**< Slices proportional to split_weights (largest-remainder rounding). */
+  DPT_SPLIT_AUTO = 2      /**< Weights measured once, at the first step, from each device's speed. */
+} dpt_split_policy;
+
+/** @brief All-reduce algorithm for the gradients. */
+typedef enum dpt_allreduce_algorithm {
+  DPT_ALLREDUCE_RING = 0, /**< Ring: reduce-scatter then all-gather across the device threads. */
+  DPT_ALLREDUCE_NAIVE = 1 /**< Textbook: reduce to device 0, then broadcast. */
+} dpt_allreduce_algorithm;
+
+/** @brief Parameter initialisation. Biases start at zero in both schemes. */
+typedef enum dpt_init_scheme {
+  DPT_INIT_UNIFORM_FAN_IN = 0, /**< Weights ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's default bound). */
+  DPT_INIT_NORMAL = 1          /**< Weights ~ N(0, init_std^2). */
+} dpt_init_scheme;
+
+/** @brief Optimizer kinds. */
+typedef enum dpt_optimizer_kind {
+  DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
+  DPT_OPTIMIZER_ADAMW = 1 /**< Adam with decoupled weight decay. */
+} dpt_optimizer_kind;
+
+/** @brief Learning-rate schedules, applied after an optional linear warm-up. */
+typedef enum dpt_schedule_kind {
+  DPT_SCHEDULE_CONSTANT = 0, /**< lr */
+  DPT_SCHEDULE_STEP = 1,     /**< lr * gamma^floor((t - warmup) / step_size) */
+  DPT_SCHEDULE_COSINE = 2 /**< min_lr + (lr - min_lr) * (1 + cos(pi * (t - warmup) / (total - warmup))) / 2 */
+} dpt_schedule_kind;
+
+/** @brief Trainer options. Fill with dpt_trainer_options_init() first. */
+typedef struct dpt_trainer_options {
+  size_t struct_size;         /**< Set by dpt_trainer_options_init(). */
+  const size_t *devices;      /**< Device indices of the context to use (copied); NULL = all devices. */
+  size_t device_count;        /**< Entries in @p devices; 0 with devices == NULL = all devices. */
+  dpt_split_policy split;     /**< Default DPT_SPLIT_EVEN. */
+  const float *split_weights; /**< device_count positive weights for DPT_SPLIT_WEIGHTED (copied). */
+  dpt_allreduce_algorithm allreduce; /**< Default DPT_ALLREDUCE_RING. */
+  uint64_t seed;                     /**< Seeds initialisation, shuffling and dropout. Default 0. */
+  size_t accumulation_steps; /**< Micro-batches (dpt_trainer_step calls) per optimizer step; default 1. */
+  dpt_init_scheme init;      /**< Default DPT_INIT_UNIFORM_FAN_IN. */
+  float init_std;            /**< Standard deviation for DPT_INIT_NORMAL; default 0.01. */
+} dpt_trainer_options;
+
+/** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */
+typedef struct dpt_optimizer_options {
+  size_t struct_size;         /**< Set by dpt_optimizer_options_init(). */
+  dpt_optimizer_kind kind;    /**< Default DPT_OPTIMIZER_SGD. */
+  float learning_rate;        /**< Base learning rate; default 0.1. */
+  float momentum;             /**< SGD momentum in [0, 1); default 0. */
+  int nesterov;               /**< SGD: nonzero for Nesterov momentum (needs momentum > 0). */
+  float weight_decay;         /**< SGD: added to the gradient (L2); AdamW: decoupled. Default 0. */
+  float beta1;                /**< AdamW; default 0.9. */
+  float beta2;                /**< AdamW; default 0.999. */
+  float epsilon;              /**< AdamW; default 1e-8. */
+  dpt_schedule_kind schedule; /**< Default DPT_SCHEDULE_CONSTANT. */
+  uint64_t warmup_steps;   /**< Linear warm-up from lr/warmup_steps to lr over this many steps; default 0. */
+  uint64_t step_size;      /**< DPT_SCHEDULE_STEP: steps between decays (> 0). */
+  float gamma;             /**< DPT_SCHEDULE_STEP: decay factor; default 0.1. */
+  uint64_t total_steps;    /**< DPT_SCHEDULE_COSINE: optimizer steps of the whole run (> warmup_steps). */
+  float min_learning_rate; /**< DPT_SCHEDULE_COSINE: final learning rate; default 0. */
+  float clip_norm;         /**< Clip the global gradient norm to this value; 0 = off. */
+} dpt_optimizer_options;
+
+/** @brief Outcome of one dpt_trainer_step(). The caller sets struct_size = sizeof(dpt_step_result). */
+typedef struct dpt_step_result {
+  size_t struct_size;       /**< Set by the caller; the library writes only this many bytes. */
+  double loss;              /**< Mean cross-entropy over this batch (before the update). */
+  double accuracy;          /**< Fraction of this batch classified correctly (before the update). */
+  uint64_t samples;         /**< Samples in this batch. */
+  int applied;              /**< 1 when this call completed an accumulation window and updated parameters. */
+  uint64_t optimizer_steps; /**< Optimizer steps taken so far. */
+  double learning_rate;     /**< Learning rate of the update (when applied). */
+  double grad_norm;         /**< Global norm of the averaged gradient before clipping (when applied). */
+  double compute_seconds;   /**< Forward and backward on all devices (wall time). */
+  double allreduce_seconds; /**< Gradient all-reduce (wall time). */
+  double update_seconds;    /**< Normalisation, clipping and optimizer update (wall time). */
+  double total_seconds;     /**< The whole call. */
+} dpt_step_result;
+
+/** @brief Outcome of an evaluation. The caller sets struct_size = sizeof(dpt_eval_result). */
+typedef struct dpt_eval_result {
+  size_t struct_size; /**< Set by the caller. */
+  double loss;        /**< Mean cross-entropy. */
+  double accuracy;    /**< Fraction classified correctly. */
+  uint64_t samples;   /**< Samples evaluated. */
+  double seconds;     /**< Wall time. */
+} dpt_eval_result;
+
+/** @brief When a progress report is made. */
+typedef enum dpt_progress_kind {
+  DPT_PROGRESS_BATCH = 0, /**< Every progress_every batches during an epoch. */
+  DPT_PROGRESS_EPOCH = 1  /**< Once at the end of each epoch, after evaluation. */
+} dpt_progress_kind;
+
+/** @brief A progress report passed to the callback of dpt_trainer_fit(). */
+typedef struct dpt_progress {
+  size_t struct_size;        /**< sizeof(dpt_progress) of the library. */
+  dpt_progress_kind kind;    /**< Batch or epoch report. */
+  size_t epoch;              /**< 1-based epoch of this fit call. */
+  size_t epochs;             /**< Epochs requested. */
+  size_t batch;              /**< Batches done in this epoch. */
+  size_t batches;            /**< Batches per epoch. */
+  uint64_t samples;          /**< Samples done in this epoch. */
+  double loss;               /**< Mean training loss over the epoch so far. */
+  double accuracy;           /**< Training accuracy over the epoch so far. */
+  double samples_per_second; /**< Training throughput over the epoch so far. */
+  double epoch_seconds;      /**< Seconds spent in this epoch so far (training only). */
+  int has_test;              /**< Epoch reports: 1 when a test set was evaluated. */
+  double test_loss;          /**< Epoch reports with has_test. */
+  double test_accuracy;      /**< Epoch reports with has_test. */
+  double learning_rate;      /**< Learning rate of the latest update. */
+} dpt_progress;
+
+/** @brief Progress callback: return 0 to continue, nonzero to stop training after this report. */
+typedef int (*dpt_progress_fn)(const dpt_progress *progress, void *user_data);
+
+/** @brief Options of dpt_trainer_fit(). Fill with dpt_fit_options_init() first. */
+typedef struct dpt_fit_options {
+  size_t struct_size;       /**< Set by dpt_fit_options_init(). */
+  size_t epochs;            /**< Default 1. */
+  size_t batch_size;        /**< Global (micro-)batch size; default 256. The last batch may be smaller. */
+  int shuffle;              /**< Nonzero (default): a new permutation each epoch, drawn from the seed. */
+  size_t progress_every;    /**< Batch reports every this many batches; 0 = epoch reports only. Default 0. */
+  dpt_progress_fn progress; /**< May be NULL. */
+  void *user_data;          /**< Passed to @p progress. */
+  size_t eval_batch_size;   /**< Batch size for the test-set evaluation; default 1000. */
+} dpt_fit_options;
+
+/** @brief Outcome of dpt_trainer_fit(). The caller sets struct_size = sizeof(dpt_fit_result). */
+typedef struct dpt_fit_result {
+  size_t struct_size;        /**< Set by the caller. */
+  size_t epochs_completed;   /**< Epochs fully trained. */
+  int stopped;               /**< 1 when the callback asked to stop. */
+  double train_loss;         /**< Mean training loss of the last (possibly partial) epoch. */
+  double train_accuracy;     /**< Training accuracy of the last (possibly partial) epoch. */
+  int has_test;              /**< 1 when a test set was evaluated. */
+  double test_loss;          /**< Test loss after the last epoch. */
+  double test_accuracy;      /**< Test accuracy after the last epoch. */
+  double train_seconds;      /**< Seconds spent training, partial epochs included (evaluation excluded). */
+  double samples_per_second; /**< Training throughput over all epochs. */
+  uint64_t optimizer_steps;  /**< Optimizer steps taken by the trainer so far. */
+} dpt_fit_result;
+
+/** @brief Fills @p options with defaults. NULL is ignored. */
+DPT_API void dpt_trainer_options_init(dpt_trainer_options *options);
+/** @brief Fills @p options with defaults. NULL is ignored. */
+DPT_API void dpt_optimizer_options_init(dpt_optimizer_options *options);
+/** @brief Fills @p options with defaults. NULL is ignored. */
+DPT_API void dpt_fit_options_init(dpt_fit_options *options);
+
+/**
+ * @brief Creates a trainer: one replica of @p model per device, initialised on the first device and
+ * broadcast to the others.
+ * @param options NULL for defaults; @p optimizer NULL for defaults.
+ * @return DPT_ERROR_DEVICE_NOT_FOUND for a bad device index, DPT_ERROR_INVALID_ARGUMENT for a repeated
+ *         device, bad weights or optimizer settings, DPT_ERROR_OUT_OF_MEMORY when a replica does not fit.
+ */
+DPT_API dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt_model *model,
+                                      const dpt_trainer_options *options,
+                                      const dpt_optimizer_options *optimizer);
+
+/** @brief Destroys a trainer and frees its device memory. Accepts NULL. */
+DPT_API void dpt_trainer_destroy(dpt_trainer *trainer);
+
+/**
+ * @brief Trains on one batch (or micro-batch, with accumulation) held in host memory.
+ * @param inputs batch_size * input size floats (input_count of them), NCHW.
+ * @param labels batch_size class indices in [0, classes).
+ * @param result may be NULL.
+ * @return DPT_ERROR_SIZE_MISMATCH when input_count is wrong, DPT_ERROR_OUT_OF_RANGE for a bad label,
+ *         DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice (the trainer stays usable).
+ */
+DPT_API dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t input_count,
+                                    const int32_t *labels, size_t batch_size, dpt_step_result *result);
+
+/** @brief Evaluates loss and accuracy on a batch (split across the devices; dropout off). */
+DPT_API dpt_status dpt_trainer_evaluate(dpt_trainer *trainer, const float *inputs, size_t input_count,
+                                        const int32_t *labels, size_t sample_count, dpt_eval_result *result);
+
+/** @brief Evaluates a whole dataset in batches of @p batch_size (0 = 1000). */
+DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_dataset *dataset,
+                                                size_t batch_size, dpt_eval_result *result);
+
+/**
+ * @brief Computes the logits (pre-softmax outputs) of @p sample_count samples.
+ * @param logits receives sample_count * output size floats (logit_count of them).
+ */
+DPT_API dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t input_count,
+                                       size_t sample_count, float *logits, size_t logit_count);
+
+/**
+ * @brief Trains for options->epochs epochs over @p train, evaluating @p test (may be NULL) after each.
+ *
+ * With accumulation, an unfinished window is applied at the end of each epoch. Epoch numbering (and
+ * so the shuffle order) continues across calls.
+ * @return DPT_OK also when the callback stopped training (result->stopped = 1).
+ */
+DPT_API dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const dpt_dataset *test,
+                                   const dpt_fit_options *options, dpt_fit_result *result);
+
+/** @brief Number of parameters (floats) of one replica. */
+DPT_API dpt_status dpt_trainer_parameter_count(const dpt_trainer *trainer, size_t *count);
+
+/** @brief Copies the parameters (of the first replica) into @p parameters; count must equal the parameter
+ * count. */
+DPT_API dpt_status dpt_trainer_get_parameters(dpt_trainer *trainer, float *parameters, size_t count);
+
+/** @brief Copies the parameters of replica @p replica (0 .. device count - 1). */
+DPT_API dpt_status dpt_trainer_get_replica_parameters(dpt_trainer *trainer, size_t replica, float *parameters,
+                                                      size_t count);
+
+/** @brief Sets the parameters of every replica; optimizer state is kept. */
+DPT_API dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *parameters, size_t count);
+
+/**
+ * @brief FNV-1a 64-bit hash of the parameter bytes (little-endian float32) of the first replica, so
+ * runs can be compared bit for bit.
+ */
+DPT_API dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checksum);
+
+/** @brief Number of devices (replicas) of the trainer. */
+DPT_API dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count);
+
+/**
+ * @brief The slice sizes the trainer would give each device for a batch of @p batch_size samples.
+ * @param counts receives device count entries; @p count must equal the device count.
+ * With DPT_SPLIT_AUTO before the first step, reports the even split.
+ */
+DPT_API dpt_status dpt_trainer_split_sizes(const dpt_trainer *trainer, size_t batch_size, size_t *counts,
+                                           size_t count);
+
+DPT_EXTERN_C_END
+
+#endif /* DPTRAIN_TRAINER_H */

@@ -1,0 +1,345 @@
+// dpt_trainer_*: creating trainers, stepping, evaluating, fitting, parameters.
+#include <cmath>
+#include <cstring>
+
+#include "api_support.hpp"
+#include "handles.hpp"
+#include "parallel/fit.hpp"
+#include "parallel/run_on_devices.hpp"
+
+using dpt::capi::checked_mul;
+using dpt::capi::guarded;
+using dpt::capi::require_not_null;
+
+namespace {
+
+dpt::OptimizerConfig to_config(const dpt_optimizer_options &o) {
+  const dpt_optimizer_kind kind =
+      dpt::capi::checked_enum(o.kind, {DPT_OPTIMIZER_SGD, DPT_OPTIMIZER_ADAMW}, "optimizer kind");
+  const dpt_schedule_kind schedule = dpt::capi::checked_enum(
+      o.schedule, {DPT_SCHEDULE_CONSTANT, DPT_SCHEDULE_STEP, DPT_SCHEDULE_COSINE}, "schedule");
+  dpt::OptimizerConfig c;
+  c.kind = kind == DPT_OPTIMIZER_ADAMW ? dpt::OptimizerKind::kAdamW : dpt::OptimizerKind::kSgd;
+  c.learning_rate = o.learning_rate;
+  c.momentum = o.momentum;
+  c.nesterov = o.nesterov != 0;
+  c.weight_decay = o.weight_decay;
+  c.beta1 = o.beta1;
+  c.beta2 = o.beta2;
+  c.epsilon = o.epsilon;
+  c.schedule = schedule == DPT_SCHEDULE_STEP     ? dpt::ScheduleKind::kStep
+               : schedule == DPT_SCHEDULE_COSINE ? dpt::ScheduleKind::kCosine
+                                                   : dpt::ScheduleKind::kConstant;
+  c.warmup_steps = o.warmup_steps;
+  c.step_size = o.step_size;
+  c.gamma = o.gamma;
+  c.total_steps = o.total_steps;
+  c.min_learning_rate = o.min_learning_rate;
+  c.clip_norm = o.clip_norm;
+  dpt::validate(c);
+  return c;
+}
+
+dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_devices) {
+  dpt::TrainerConfig c;
+  dpt::require(o.devices != nullptr || o.device_count == 0, DPT_ERROR_NULL_POINTER,
+               "options->devices is NULL but device_count is " + std::to_string(o.device_count));
+  dpt::require(o.device_count <= dpt::kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
+               "device_count " + std::to_string(o.device_count) + " exceeds 64");
+  if (o.devices != nullptr) c.devices.assign(o.devices, o.devices + o.device_count);
+  const dpt_split_policy split =
+      dpt::capi::checked_enum(o.split, {DPT_SPLIT_EVEN, DPT_SPLIT_WEIGHTED, DPT_SPLIT_AUTO}, "split policy");
+  c.split = split == DPT_SPLIT_WEIGHTED ? dpt::SplitPolicy::kWeighted
+            : split == DPT_SPLIT_AUTO   ? dpt::SplitPolicy::kAuto
+                                          : dpt::SplitPolicy::kEven;
+  if (split == DPT_SPLIT_WEIGHTED) {
+    require_not_null(o.split_weights, "options->split_weights");
+    const size_t k = o.devices != nullptr ? o.device_count : context_devices;
+    c.weights.assign(o.split_weights, o.split_weights + k);
+  }
+  const dpt_allreduce_algorithm allreduce =
+      dpt::capi::checked_enum(o.allreduce, {DPT_ALLREDUCE_RING, DPT_ALLREDUCE_NAIVE}, "all-reduce algorithm");
+  c.allreduce = allreduce == DPT_ALLREDUCE_NAIVE ? dpt::AllReduceAlgorithm::kNaive : dpt::AllReduceAlgorithm::kRing;
+  c.seed = o.seed;
+  c.accumulation_steps = o.accumulation_steps;
+  const dpt_init_scheme init =
+      dpt::capi::checked_enum(o.init, {DPT_INIT_UNIFORM_FAN_IN, DPT_INIT_NORMAL}, "init scheme");
+  c.init = init == DPT_INIT_NORMAL ? dpt::InitScheme::kNormal : dpt::InitScheme::kUniformFanIn;
+  c.init_std = o.init_std;
+  return c;
+}
+
+// Checks a host batch against the model: pointers, input_count == n * input size.
+void check_batch(const dpt::Trainer &t, const float *inputs, size_t input_count, size_t n,
+                 const char *count_name) {
+  require_not_null(inputs, "inputs");
+  dpt::require(n > 0, DPT_ERROR_INVALID_ARGUMENT, std::string(count_name) + " must be positive");
+  const size_t expected = checked_mul(n, t.spec().input().size(), "sample count * input size");
+  dpt::require(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
+               "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(n) + " x " +
+                   std::to_string(t.spec().input().size()) + " = " + std::to_string(expected));
+}
+
+dpt_eval_result to_result(const dpt::EvalStats &e) {
+  dpt_eval_result r;
+  std::memset(&r, 0, sizeof r);
+  r.loss = e.samples ? e.loss_sum / double(e.samples) : 0.0;
+  r.accuracy = e.samples ? double(e.correct) / double(e.samples) : 0.0;
+  r.samples = e.samples;
+  r.seconds = e.seconds;
+  return r;
+}
+
+dpt_progress to_progress(const dpt::Progress &p) {
+  dpt_progress r;
+  std::memset(&r, 0, sizeof r);
+  r.struct_size = sizeof r;
+  r.kind = p.epoch_end ? DPT_PROGRESS_EPOCH : DPT_PROGRESS_BATCH;
+  r.epoch = p.epoch;
+  r.epochs = p.epochs;
+  r.batch = p.batch;
+  r.batches = p.batches;
+  r.samples = p.samples;
+  r.loss = p.loss;
+  r.accuracy = p.accuracy;
+  r.samples_per_second = p.samples_per_second;
+  r.epoch_seconds = p.epoch_seconds;
+  r.has_test = p.has_test;
+  r.test_loss = p.test_loss;
+  r.test_accuracy = p.test_accuracy;
+  r.learning_rate = p.learning_rate;
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+void dpt_trainer_options_init(dpt_trainer_options *options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->split = DPT_SPLIT_EVEN;
+  options->allreduce = DPT_ALLREDUCE_RING;
+  options->accumulation_steps = 1;
+  options->init = DPT_INIT_UNIFORM_FAN_IN;
+  options->init_std = 0.01f;
+}
+
+void dpt_optimizer_options_init(dpt_optimizer_options *options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->kind = DPT_OPTIMIZER_SGD;
+  options->learning_rate = 0.1f;
+  options->beta1 = 0.9f;
+  options->beta2 = 0.999f;
+  options->epsilon = 1e-8f;
+  options->schedule = DPT_SCHEDULE_CONSTANT;
+  options->gamma = 0.1f;
+}
+
+void dpt_fit_options_init(dpt_fit_options *options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->epochs = 1;
+  options->batch_size = 256;
+  options->shuffle = 1;
+  options->eval_batch_size = 1000;
+}
+
+dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt_model *model,
+                              const dpt_trainer_options *options, const dpt_optimizer_options *optimizer) {
+  return guarded(__func__, [&] {
+    require_not_null(out, "out");
+    require_not_null(context, "context");
+    require_not_null(model, "model");
+    dpt_trainer_options topt;
+    dpt_trainer_options_init(&topt);
+    dpt_optimizer_options oopt;
+    dpt_optimizer_options_init(&oopt);
+    topt = dpt::capi::read_options(options, topt, "options");
+    oopt = dpt::capi::read_options(optimizer, oopt, "optimizer");
+    dpt::TrainerConfig config = to_config(topt, context->impl->device_count());
+    config.optimizer = to_config(oopt);
+    auto trainer = std::make_unique<dpt::Trainer>(context->impl, model->impl, std::move(config));
+    *out = new dpt_trainer{std::move(trainer)};
+  });
+}
+
+void dpt_trainer_destroy(dpt_trainer *trainer) {
+  delete trainer;
+}
+
+dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t input_count,
+                            const int32_t *labels, size_t batch_size, dpt_step_result *result) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    check_batch(*trainer->impl, inputs, input_count, batch_size, "batch_size");
+    require_not_null(labels, "labels");
+    dpt::capi::check_result(result, "result");
+    const dpt::StepStats s = trainer->impl->step(inputs, labels, batch_size);
+    dpt_step_result r;
+    std::memset(&r, 0, sizeof r);
+    r.loss = s.loss;
+    r.accuracy = s.accuracy;
+    r.samples = s.samples;
+    r.applied = s.applied;
+    r.optimizer_steps = s.optimizer_steps;
+    r.learning_rate = s.learning_rate;
+    r.grad_norm = s.grad_norm;
+    r.compute_seconds = s.compute_seconds;
+    r.allreduce_seconds = s.allreduce_seconds;
+    r.update_seconds = s.update_seconds;
+    r.total_seconds = s.total_seconds;
+    dpt::capi::write_result(result, r);
+  });
+}
+
+dpt_status dpt_trainer_evaluate(dpt_trainer *trainer, const float *inputs, size_t input_count,
+                                const int32_t *labels, size_t sample_count, dpt_eval_result *result) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
+    require_not_null(labels, "labels");
+    require_not_null(result, "result");
+    dpt::capi::check_result(result, "result");
+    dpt::capi::write_result(result, to_result(trainer->impl->evaluate(inputs, labels, sample_count)));
+  });
+}
+
+dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_dataset *dataset, size_t batch_size,
+                                        dpt_eval_result *result) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(dataset, "dataset");
+    require_not_null(result, "result");
+    dpt::capi::check_result(result, "result");
+    const dpt::EvalStats e =
+        dpt::evaluate_dataset(*trainer->impl, dataset->impl, batch_size ? batch_size : 1000);
+    dpt::capi::write_result(result, to_result(e));
+  });
+}
+
+dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t input_count,
+                               size_t sample_count, float *logits, size_t logit_count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
+    require_not_null(logits, "logits");
+    const size_t expected = checked_mul(sample_count, trainer->impl->spec().output().size(), "logit count");
+    dpt::require(logit_count == expected, DPT_ERROR_SIZE_MISMATCH,
+                 "logit_count is " + std::to_string(logit_count) + ", expected " + std::to_string(expected));
+    trainer->impl->predict(inputs, sample_count, logits);
+  });
+}
+
+dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const dpt_dataset *test,
+                           const dpt_fit_options *options, dpt_fit_result *result) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(train, "train");
+    dpt::capi::check_result(result, "result");
+    dpt_fit_options defaults;
+    dpt_fit_options_init(&defaults);
+    const dpt_fit_options o = dpt::capi::read_options(options, defaults, "options");
+    dpt::FitConfig config;
+    config.epochs = o.epochs;
+    config.batch_size = o.batch_size;
+    config.shuffle = o.shuffle != 0;
+    config.progress_every = o.progress_every;
+    config.eval_batch_size = o.eval_batch_size;
+    dpt::ProgressFn progress;
+    if (o.progress != nullptr) {
+      progress = [&o](const dpt::Progress &p) {
+        const dpt_progress report = to_progress(p);
+        return o.progress(&report, o.user_data) != 0;
+      };
+    }
+    const dpt::FitStats s =
+        dpt::fit(*trainer->impl, train->impl, test ? &test->impl : nullptr, config, progress);
+    dpt_fit_result r;
+    std::memset(&r, 0, sizeof r);
+    r.epochs_completed = s.epochs_completed;
+    r.stopped = s.stopped;
+    r.train_loss = s.train_loss;
+    r.train_accuracy = s.train_accuracy;
+    r.has_test = s.has_test;
+    r.test_loss = s.test_loss;
+    r.test_accuracy = s.test_accuracy;
+    r.train_seconds = s.train_seconds;
+    r.samples_per_second = s.samples_per_second;
+    r.optimizer_steps = s.optimizer_steps;
+    dpt::capi::write_result(result, r);
+  });
+}
+
+dpt_status dpt_trainer_parameter_count(const dpt_trainer *trainer, size_t *count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(count, "count");
+    *count = trainer->impl->parameter_count();
+  });
+}
+
+static void check_parameter_count(const dpt_trainer *trainer, size_t count) {
+  const size_t expected = trainer->impl->parameter_count();
+  dpt::require(
+      count == expected, DPT_ERROR_SIZE_MISMATCH,
+      "count is " + std::to_string(count) + ", the model has " + std::to_string(expected) + " parameters");
+}
+
+dpt_status dpt_trainer_get_parameters(dpt_trainer *trainer, float *parameters, size_t count) {
+  return dpt_trainer_get_replica_parameters(trainer, 0, parameters, count);
+}
+
+dpt_status dpt_trainer_get_replica_parameters(dpt_trainer *trainer, size_t replica, float *parameters,
+                                              size_t count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(parameters, "parameters");
+    check_parameter_count(trainer, count);
+    trainer->impl->get_parameters(replica, parameters);
+  });
+}
+
+dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *parameters, size_t count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(parameters, "parameters");
+    check_parameter_count(trainer, count);
+    trainer->impl->set_parameters(parameters);
+  });
+}
+
+dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checksum) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(checksum, "checksum");
+    *checksum = trainer->impl->parameter_checksum();
+  });
+}
+
+dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(count, "count");
+    *count = trainer->impl->device_count();
+  });
+}
+
+dpt_status dpt_trainer_split_sizes(const dpt_trainer *trainer, size_t batch_size, size_t *counts,
+                                   size_t count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    require_not_null(counts, "counts");
+    dpt::require(count == trainer->impl->device_count(), DPT_ERROR_SIZE_MISMATCH,
+                 "count is " + std::to_string(count) + ", the trainer has " +
+                     std::to_string(trainer->impl->device_count()) + " devices");
+    const std::vector<size_t> sizes = trainer->impl->split_sizes(batch_size);
+    std::copy(sizes.begin(), sizes.end(), counts);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,438 @@
+/* Strict, table-driven parsing of `dptrain train` options. Every problem is one usage error line. */
+#include "args.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/** @brief A named value of an enumerated option. */
+typedef struct choice {
+  const char *name;
+  int value;
+} choice;
+
+static const choice kModels[] = {{"lenet", CLI_MODEL_LENET}, {"mlp", CLI_MODEL_MLP}, {NULL, 0}};
+static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
+static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
+static const choice kInits[] = {{"normal", DPT_INIT_NORMAL}, {"uniform", DPT_INIT_UNIFORM_FAN_IN}, {NULL, 0}};
+static const choice kSchedules[] = {{"constant", DPT_SCHEDULE_CONSTANT},
+                                    {"step", DPT_SCHEDULE_STEP},
+                                    {"cosine", DPT_SCHEDULE_COSINE},
+                                    {NULL, 0}};
+static const choice kSplits[] = {
+    {"even", DPT_SPLIT_EVEN}, {"weighted", DPT_SPLIT_WEIGHTED}, {"auto", DPT_SPLIT_AUTO}, {NULL, 0}};
+
+/** @brief How an option's value is read. */
+typedef enum arg_kind {
+  ARG_FLAG,    /**< No value: sets an int to 1. */
+  ARG_STRING,  /**< Any non-empty text. */
+  ARG_SIZE,    /**< A size_t of at least min_int. */
+  ARG_U64,     /**< A uint64_t of at least min_int. */
+  ARG_REAL,    /**< A finite double in the range given by real_range. */
+  ARG_CHOICE,  /**< One of choices, stored as int. */
+  ARG_DEVICES, /**< cpu:K. */
+  ARG_SPLIT    /**< even, auto or a comma-separated list of weights. */
+} arg_kind;
+
+/** @brief Accepted ranges of real-valued options. */
+typedef enum real_range {
+  REAL_POSITIVE,    /**< (0, inf) */
+  REAL_NONNEGATIVE, /**< [0, inf) */
+  REAL_FRACTION     /**< [0, 1) */
+} real_range;
+
+/** @brief One option of the table. */
+typedef struct option_spec {
+  const char *name; /**< Including the leading "--". */
+  arg_kind kind;
+  size_t offset;              /**< Offset of the field in train_config. */
+  unsigned long long min_int; /**< ARG_SIZE, ARG_U64: smallest value. */
+  real_range range;           /**< ARG_REAL. */
+  const choice *choices;      /**< ARG_CHOICE. */
+} option_spec;
+
+#define FIELD(f) offsetof(train_config, f)
+
+static const option_spec kOptions[] = {
+    {"--model", ARG_CHOICE, FIELD(model), 0, REAL_POSITIVE, kModels},
+    {"--data", ARG_STRING, FIELD(data_dir), 0, REAL_POSITIVE, NULL},
+    {"--devices", ARG_DEVICES, FIELD(cpu_devices), 0, REAL_POSITIVE, NULL},
+    {"--epochs", ARG_SIZE, FIELD(epochs), 1, REAL_POSITIVE, NULL},
+    {"--batch", ARG_SIZE, FIELD(batch), 1, REAL_POSITIVE, NULL},
+    {"--lr", ARG_REAL, FIELD(lr), 0, REAL_POSITIVE, NULL},
+    {"--optimizer", ARG_CHOICE, FIELD(optimizer), 0, REAL_POSITIVE, kOptimizers},
+    {"--momentum", ARG_REAL, FIELD(momentum), 0, REAL_FRACTION, NULL},
+    {"--nesterov", ARG_FLAG, FIELD(nesterov), 0, REAL_POSITIVE, NULL},
+    {"--weight-decay", ARG_REAL, FIELD(weight_decay), 0, REAL_NONNEGATIVE, NULL},
+    {"--split", ARG_SPLIT, FIELD(split), 0, REAL_POSITIVE, NULL},
+    {"--allreduce", ARG_CHOICE, FIELD(allreduce), 0, REAL_POSITIVE, kAllreduce},
+    {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
+    {"--seed", ARG_U64, FIELD(seed), 0, REAL_POSITIVE, NULL},
+    {"--init", ARG_CHOICE, FIELD(init), 0, REAL_POSITIVE, kInits},
+    {"--init-std", ARG_REAL, FIELD(init_std), 0, REAL_POSITIVE, NULL},
+    {"--schedule", ARG_CHOICE, FIELD(schedule), 0, REAL_POSITIVE, kSchedules},
+    {"--warmup", ARG_U64, FIELD(warmup), 0, REAL_POSITIVE, NULL},
+    {"--step-size", ARG_U64, FIELD(step_size), 1, REAL_POSITIVE, NULL},
+    {"--gamma", ARG_REAL, FIELD(gamma), 0, REAL_POSITIVE, NULL},
+    {"--min-lr", ARG_REAL, FIELD(min_lr), 0, REAL_NONNEGATIVE, NULL},
+    {"--clip", ARG_REAL, FIELD(clip), 0, REAL_NONNEGATIVE, NULL},
+    {"--train-limit", ARG_SIZE, FIELD(train_limit), 1, REAL_POSITIVE, NULL},
+    {"--test-limit", ARG_SIZE, FIELD(test_limit), 1, REAL_POSITIVE, NULL},
+    {"--progress-every", ARG_SIZE, FIELD(progress_every), 1, REAL_POSITIVE, NULL},
+    {"--json", ARG_FLAG, FIELD(json), 0, REAL_POSITIVE, NULL},
+    {"--metrics", ARG_STRING, FIELD(metrics_path), 0, REAL_POSITIVE, NULL},
+    {"--plot", ARG_STRING, FIELD(plot_path), 0, REAL_POSITIVE, NULL},
+};
+
+static const char *choice_name(const choice *choices, int value) {
+  for (; choices->name != NULL; ++choices) {
+    if (choices->value == value) return choices->name;
+  }
+  return "?";
+}
+
+const char *model_name(int model) {
+  return choice_name(kModels, model);
+}
+const char *optimizer_name(int optimizer) {
+  return choice_name(kOptimizers, optimizer);
+}
+const char *split_name(int split) {
+  return choice_name(kSplits, split);
+}
+const char *allreduce_name(int allreduce) {
+  return choice_name(kAllreduce, allreduce);
+}
+const char *schedule_name(int schedule) {
+  return choice_name(kSchedules, schedule);
+}
+const char *init_name(int init) {
+  return choice_name(kInits, init);
+}
+
+double effective_learning_rate(const train_config *config) {
+  if (config->lr > 0) return config->lr;
+  /* The textbook recipe is for SGD; Adam-type optimizers want a far smaller step. */
+  if (config->optimizer == DPT_OPTIMIZER_ADAMW) return 0.001;
+  return config->model == CLI_MODEL_LENET ? 0.2 : 0.1;
+}
+
+/** @brief Fills @p config with the textbook defaults. */
+static void set_defaults(train_config *config) {
+  memset(config, 0, sizeof *config);
+  config->model = CLI_MODEL_NONE;
+  config->epochs = 10;
+  config->batch = 256;
+  config->optimizer = DPT_OPTIMIZER_SGD;
+  config->split = DPT_SPLIT_EVEN;
+  config->allreduce = DPT_ALLREDUCE_RING;
+  config->accumulate = 1;
+  config->init = DPT_INIT_NORMAL;
+  config->init_std = 0.01;
+  config->schedule = DPT_SCHEDULE_CONSTANT;
+  config->gamma = 0.1;
+}
+
+/** @brief Reads a whole decimal unsigned integer; rejects signs, spaces, trailing text and overflow. */
+static int parse_unsigned(const char *text, unsigned long long *out) {
+  char *end = NULL;
+  unsigned long long value;
+  /* strtoull would accept leading blanks and a minus sign (wrapping around), so demand a digit. */
+  if (!isdigit((unsigned char)text[0])) return 0;
+  errno = 0;
+  value = strtoull(text, &end, 10);
+  if (errno == ERANGE || *end != '\0') return 0;
+  *out = value;
+  return 1;
+}
+
+/** @brief Reads a whole finite real number that also fits a float. */
+static int parse_real(const char *text, double *out) {
+  char *end = NULL;
+  double value;
+  if (text[0] == '\0' || isspace((unsigned char)text[0])) return 0;
+  errno = 0;
+  value = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(value)) return 0;
+  /* The library takes floats: a value that overflows float is out of range too. */
+  if (!isfinite((float)value)) return 0;
+  *out = value;
+  return 1;
+}
+
+static int real_in_range(double value, real_range range) {
+  switch (range) {
+    case REAL_POSITIVE:
+      return value > 0 && (float)value > 0;
+    case REAL_NONNEGATIVE:
+      return value >= 0;
+    case REAL_FRACTION:
+      return value >= 0 && value < 1;
+  }
+  return 0;
+}
+
+static const char *real_range_text(real_range range) {
+  switch (range) {
+    case REAL_POSITIVE:
+      return "a positive number";
+    case REAL_NONNEGATIVE:
+      return "a non-negative number";
+    case REAL_FRACTION:
+      return "a number in [0, 1)";
+  }
+  return "a number";
+}
+
+static int apply_integer(const option_spec *spec, const char *value, void *field) {
+  unsigned long long number = 0;
+  const char *what = spec->min_int > 0 ? "a positive integer" : "a non-negative integer";
+  if (!parse_unsigned(value, &number) || number < spec->min_int) {
+    return cli_usage_error("%s: expected %s, got '%s'", spec->name, what, value);
+  }
+  if (spec->kind == ARG_SIZE) {
+    if (number > (unsigned long long)SIZE_MAX)
+      return cli_usage_error("%s: '%s' is too large", spec->name, value);
+    *(size_t *)field = (size_t)number;
+  } else {
+    *(uint64_t *)field = (uint64_t)number;
+  }
+  return ARGS_RUN;
+}
+
+static int apply_real(const option_spec *spec, const char *value, double *field) {
+  double number = 0;
+  if (!parse_real(value, &number) || !real_in_range(number, spec->range)) {
+    return cli_usage_error("%s: expected %s, got '%s'", spec->name, real_range_text(spec->range), value);
+  }
+  *field = number;
+  return ARGS_RUN;
+}
+
+/** @brief "a|b|c" for error messages (static storage: one message at a time). */
+static const char *choice_list(const choice *choices) {
+  static char text[128];
+  size_t used = 0;
+  text[0] = '\0';
+  for (; choices->name != NULL && used < sizeof text; ++choices) {
+    used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", used > 0 ? "|" : "", choices->name);
+  }
+  return text;
+}
+
+static int apply_choice(const option_spec *spec, const char *value, int *field) {
+  const choice *c;
+  for (c = spec->choices; c->name != NULL; ++c) {
+    if (strcmp(c->name, value) == 0) {
+      *field = c->value;
+      return ARGS_RUN;
+    }
+  }
+  return cli_usage_error("%s: unknown value '%s' (expected %s)", spec->name, value,
+                         choice_list(spec->choices));
+}
+
+/** @brief --devices cpu:K, K in 1..DPT_MAX_CPU_DEVICES. */
+static int apply_devices(const char *value, size_t *cpu_devices) {
+  unsigned long long count = 0;
+  if (strncmp(value, "cpu:", 4) != 0 || !parse_unsigned(value + 4, &count) || count < 1 ||
+      count > DPT_MAX_CPU_DEVICES) {
+    return cli_usage_error("--devices: expected cpu:K with K in 1..%d, got '%s'", DPT_MAX_CPU_DEVICES, value);
+  }
+  *cpu_devices = (size_t)count;
+  return ARGS_RUN;
+}
+
+/** @brief Reads "w1,w2,..." into config->split_weights. */
+static int parse_split_weights(const char *value, train_config *config) {
+  const char *cursor = value;
+  size_t count = 0;
+  for (;;) {
+    char item[64];
+    size_t length = strcspn(cursor, ",");
+    double weight = 0;
+    if (length == 0 || length >= sizeof item) {
+      return cli_usage_error("--split: expected even, auto or positive weights w1,w2,..., got '%s'", value);
+    }
+    memcpy(item, cursor, length);
+    item[length] = '\0';
+    if (!parse_real(item, &weight) || !real_in_range(weight, REAL_POSITIVE)) {
+      return cli_usage_error("--split: weight '%s' is not a positive number", item);
+    }
+    if (count == DPT_MAX_CPU_DEVICES) {
+      return cli_usage_error("--split: more than %d weights", DPT_MAX_CPU_DEVICES);
+    }
+    config->split_weights[count++] = (float)weight;
+    if (cursor[length] == '\0') break;
+    cursor += length + 1;
+  }
+  config->split = DPT_SPLIT_WEIGHTED;
+  config->split_weight_count = count;
+  return ARGS_RUN;
+}
+
+static int apply_split(const char *value, train_config *config) {
+  if (strcmp(value, "even") == 0 || strcmp(value, "auto") == 0) {
+    config->split = strcmp(value, "even") == 0 ? DPT_SPLIT_EVEN : DPT_SPLIT_AUTO;
+    config->split_weight_count = 0;
+    return ARGS_RUN;
+  }
+  return parse_split_weights(value, config);
+}
+
+/** @brief Stores @p value (non-NULL unless the option is a flag) into the field of @p spec. */
+static int apply_option(const option_spec *spec, const char *value, train_config *config) {
+  void *field = (char *)config + spec->offset;
+  switch (spec->kind) {
+    case ARG_FLAG:
+      *(int *)field = 1;
+      return ARGS_RUN;
+    case ARG_STRING:
+      if (value[0] == '\0') return cli_usage_error("%s: empty value", spec->name);
+      *(const char **)field = value;
+      return ARGS_RUN;
+    case ARG_SIZE:
+    case ARG_U64:
+      return apply_integer(spec, value, field);
+    case ARG_REAL:
+      return apply_real(spec, value, (double *)field);
+    case ARG_CHOICE:
+      return apply_choice(spec, value, (int *)field);
+    case ARG_DEVICES:
+      return apply_devices(value, (size_t *)field);
+    case ARG_SPLIT:
+      return apply_split(value, config);
+  }
+  return cli_usage_error("%s: unhandled option", spec->name);
+}
+
+/** @brief Finds the option named by @p arg ("--name" or "--name=value"); NULL when unknown. */
+static const option_spec *find_option(const char *arg, size_t name_length) {
+  size_t i;
+  for (i = 0; i < sizeof kOptions / sizeof kOptions[0]; ++i) {
+    if (strlen(kOptions[i].name) == name_length && strncmp(kOptions[i].name, arg, name_length) == 0) {
+      return &kOptions[i];
+    }
+  }
+  return NULL;
+}
+
+/**
+ * @brief Parses the option at argv[*index] and its value (inline after '=' or the next argument),
+ * advancing *index past what it used.
+ */
+static int parse_one(int argc, char **argv, int *index, train_config *config) {
+  const char *arg = argv[*index];
+  const char *equals = strchr(arg, '=');
+  size_t name_length = equals != NULL ? (size_t)(equals - arg) : strlen(arg);
+  const option_spec *spec = find_option(arg, name_length);
+  const char *value = NULL;
+  if (spec == NULL) {
+    if (strncmp(arg, "-", 1) != 0) return cli_usage_error("unexpected argument '%s'", arg);
+    return cli_usage_error("unknown option '%.*s' (see 'dptrain train --help')", (int)name_length, arg);
+  }
+  if (spec->kind == ARG_FLAG) {
+    if (equals != NULL) return cli_usage_error("%s takes no value", spec->name);
+  } else if (equals != NULL) {
+    value = equals + 1;
+  } else if (*index + 1 < argc && strncmp(argv[*index + 1], "--", 2) != 0) {
+    /* A following "--option" means the value was forgotten; "-1" is still taken as a value. */
+    value = argv[++*index];
+  } else {
+    return cli_usage_error("%s: missing value", spec->name);
+  }
+  ++*index;
+  return apply_option(spec, value, config);
+}
+
+/** @brief Checks combinations that no single option can reject by itself. */
+static int check_config(const train_config *config) {
+  if (config->model == CLI_MODEL_NONE) return cli_usage_error("missing --model (lenet or mlp)");
+  if (config->cpu_devices > 0 && config->split == DPT_SPLIT_WEIGHTED &&
+      config->split_weight_count != config->cpu_devices) {
+    return cli_usage_error("--split: %zu weights given for %zu devices", config->split_weight_count,
+                           config->cpu_devices);
+  }
+  if (config->optimizer == DPT_OPTIMIZER_ADAMW && (config->momentum > 0 || config->nesterov)) {
+    return cli_usage_error("--momentum and --nesterov apply to --optimizer sgd only");
+  }
+  if (config->nesterov && config->momentum <= 0) {
+    return cli_usage_error("--nesterov needs --momentum greater than 0");
+  }
+  return ARGS_RUN;
+}
+
+static int is_help(const char *arg) {
+  return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int parse_train_args(int argc, char **argv, train_config *config) {
+  int index = 0;
+  set_defaults(config);
+  for (index = 0; index < argc; ++index) {
+    if (is_help(argv[index])) {
+      print_train_help(stdout);
+      return CLI_EXIT_OK;
+    }
+  }
+  index = 0;
+  while (index < argc) {
+    int status = parse_one(argc, argv, &index, config);
+    if (status != ARGS_RUN) return status;
+  }
+  return check_config(config);
+}
+
+void print_train_help(FILE *out) {
+  fputs(
+      "usage: dptrain train --model lenet|mlp [options]\n"
+      "\n"
+      "Trains a built-in model on Fashion-MNIST, data-parallel across CPU devices.\n"
+      "\n"
+      "data and devices:\n"
+      "  --data DIR             Fashion-MNIST directory (default: $DPTRAIN_DATA_DIR or\n"
+      "                         " DPT_FASHION_MNIST_DEFAULT_DIR
+      ")\n"
+      "  --train-limit N        use only the first N training samples\n"
+      "  --test-limit N         use only the first N test samples\n"
+      "  --devices cpu:K        train on K CPU devices (default: $DPTRAIN_CPU_DEVICES or the core count)\n"
+      "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
+      "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
+      "\n"
+      "training:\n"
+      "  --epochs N             epochs (default: 10)\n"
+      "  --batch B              global batch size (default: 256)\n"
+      "  --accumulate N         batches per optimizer step (default: 1)\n"
+      "  --seed S               seed of initialisation and shuffling (default: 0)\n"
+      "  --init normal|uniform  weight initialisation (default: normal); biases start at 0\n"
+      "  --init-std S           standard deviation of --init normal (default: 0.01)\n"
+      "\n"
+      "optimizer:\n"
+      "  --optimizer sgd|adamw  (default: sgd)\n"
+      "  --lr LR                learning rate (default: 0.2 lenet, 0.1 mlp; 0.001 with adamw)\n"
+      "  --momentum M           SGD momentum in [0, 1) (default: 0)\n"
+      "  --nesterov             Nesterov momentum (needs --momentum)\n"
+      "  --weight-decay W       L2 for sgd, decoupled for adamw (default: 0)\n"
+      "  --clip NORM            clip the global gradient norm (default: 0 = off)\n"
+      "  --schedule constant|step|cosine  learning-rate schedule (default: constant)\n"
+      "  --warmup N             linear warm-up over N optimizer steps (default: 0)\n"
+      "  --step-size N          step schedule: steps between decays (default: a third of the run)\n"
+      "  --gamma G              step schedule: decay factor (default: 0.1)\n"
+      "  --min-lr LR            cosine schedule: final learning rate (default: 0)\n"
+      "\n"
+      "output:\n"
+      "  --progress-every N     batches between progress reports (default: ~20 per epoch on a\n"
+      "                         terminal, 4 otherwise)\n"
+      "  --json                 print one JSON result object on stdout; progress goes to stderr\n"
+      "  --metrics FILE.csv     write per-epoch metrics as CSV\n"
+      "  --plot FILE.svg        draw the loss and accuracy curves as SVG\n"
+      "  --help                 show this help\n"
+      "\n"
+      "Exit status: 0 success, 1 library or system error, 2 bad command line, 130 interrupted.\n",
+      out);
+}

@@ -1,0 +1,80 @@
+/**
+ * @file args.h
+ * @brief The command line of `dptrain train`: its settings and a strict parser.
+ */
+#ifndef DPTRAIN_CLI_ARGS_H
+#define DPTRAIN_CLI_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <dptrain/dptrain.h>
+
+/** @brief The built-in models the CLI offers. */
+enum { CLI_MODEL_NONE = -1, CLI_MODEL_LENET = 0, CLI_MODEL_MLP = 1 };
+
+/** @brief Everything `dptrain train` was asked to do. Enumerations are stored as int. */
+typedef struct train_config {
+  int model;            /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
+  const char *data_dir; /**< NULL = the library's default directory. */
+  size_t cpu_devices;   /**< Context cpu_devices; 0 = DPTRAIN_CPU_DEVICES or the core count. */
+  size_t epochs;        /**< Epochs to train. */
+  size_t batch;         /**< Global (micro-)batch size. */
+  double lr;            /**< Base learning rate; 0 = the default of the model and optimizer. */
+  int optimizer;        /**< dpt_optimizer_kind. */
+  double momentum;      /**< SGD momentum in [0, 1). */
+  double weight_decay;  /**< Weight decay (L2 for SGD, decoupled for AdamW). */
+  int nesterov;         /**< Nonzero for Nesterov momentum. */
+  int split;            /**< dpt_split_policy. */
+  float split_weights[DPT_MAX_CPU_DEVICES]; /**< Weights for DPT_SPLIT_WEIGHTED. */
+  size_t split_weight_count;                /**< Number of split_weights given. */
+  int allreduce;                            /**< dpt_allreduce_algorithm. */
+  size_t accumulate;                        /**< Micro-batches per optimizer step. */
+  uint64_t seed;                            /**< Seed of initialisation and shuffling. */
+  int init;                                 /**< dpt_init_scheme. */
+  double init_std;                          /**< Standard deviation of DPT_INIT_NORMAL. */
+  int schedule;                             /**< dpt_schedule_kind. */
+  uint64_t warmup;                          /**< Warm-up optimizer steps. */
+  uint64_t step_size;       /**< Step schedule: steps between decays; 0 = a third of the run. */
+  double gamma;             /**< Step schedule: decay factor. */
+  double min_lr;            /**< Cosine schedule: final learning rate. */
+  double clip;              /**< Gradient-norm clip; 0 = off. */
+  size_t train_limit;       /**< Use only the first N training samples; 0 = all. */
+  size_t test_limit;        /**< Use only the first N test samples; 0 = all. */
+  size_t progress_every;    /**< Batches between progress reports; 0 = automatic. */
+  int json;                 /**< Nonzero: a JSON result on stdout, progress on stderr. */
+  const char *metrics_path; /**< CSV of per-epoch metrics, or NULL. */
+  const char *plot_path;    /**< SVG plot of the curves, or NULL. */
+} train_config;
+
+/** @brief Outcome of parse_train_args() besides the exit statuses of cli.h. */
+enum { ARGS_RUN = -1 /**< The configuration is complete: train. */ };
+
+/**
+ * @brief Parses the arguments after "train" into @p config.
+ * @return ARGS_RUN to go on, CLI_EXIT_OK after printing --help, or CLI_EXIT_USAGE after printing
+ *         one error line.
+ */
+int parse_train_args(int argc, char **argv, train_config *config);
+
+/** @brief Name of a model, e.g. "lenet". */
+const char *model_name(int model);
+/** @brief Name of an optimizer kind, e.g. "adamw". */
+const char *optimizer_name(int optimizer);
+/** @brief Name of a split policy: "even", "weighted" or "auto". */
+const char *split_name(int split);
+/** @brief Name of an all-reduce algorithm: "ring" or "naive". */
+const char *allreduce_name(int allreduce);
+/** @brief Name of a schedule: "constant", "step" or "cosine". */
+const char *schedule_name(int schedule);
+/** @brief Name of an initialisation scheme: "normal" or "uniform". */
+const char *init_name(int init);
+
+/** @brief The learning rate to use: --lr, else the textbook default of the model and optimizer. */
+double effective_learning_rate(const train_config *config);
+
+/** @brief Prints the help of `dptrain train` to @p out. */
+void print_train_help(FILE *out);
+
+#endif /* DPTRAIN_CLI_ARGS_H */

@@ -1,0 +1,112 @@
+/* The progress callback of dpt_trainer_fit(). */
+#include "progress.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include "metrics_csv.h"
+
+/** @brief Characters of the progress bar between its brackets. */
+#define BAR_WIDTH 24
+
+static volatile sig_atomic_t g_interrupted = 0;
+
+static void on_interrupt(int signal_number) {
+  g_interrupted = 1;
+  /* Restore the default action so that a second Ctrl-C ends a run that does not stop quickly. */
+  signal(signal_number, SIG_DFL);
+}
+
+void progress_install_interrupt_handler(void) {
+  signal(SIGINT, on_interrupt);
+}
+
+int progress_interrupted(void) {
+  return g_interrupted != 0;
+}
+
+/** @brief Number of decimal digits of @p value, for aligning "epoch  3/10". */
+static int digits_of(size_t value) {
+  int digits = 1;
+  while (value >= 10) {
+    value /= 10;
+    ++digits;
+  }
+  return digits;
+}
+
+static void draw_bar(progress_state *state, const dpt_progress *p) {
+  char bar[BAR_WIDTH + 1];
+  size_t filled = p->batches > 0 ? p->batch * BAR_WIDTH / p->batches : 0;
+  int width = digits_of(p->epochs);
+  if (filled > BAR_WIDTH) filled = BAR_WIDTH;
+  memset(bar, '#', filled);
+  memset(bar + filled, '.', BAR_WIDTH - filled);
+  bar[BAR_WIDTH] = '\0';
+  /* "\033[K" clears what a longer previous line left behind. */
+  fprintf(state->out, "\repoch %*zu/%zu [%s] %*zu/%zu  %7.0f img/s  loss %.4f\033[K", width, p->epoch,
+          p->epochs, bar, digits_of(p->batches), p->batch, p->batches, p->samples_per_second, p->loss);
+  fflush(state->out);
+  state->bar_visible = 1;
+}
+
+static void print_batch_line(progress_state *state, const dpt_progress *p) {
+  fprintf(state->out, "epoch %*zu/%zu  batch %*zu/%zu  %7.0f img/s  loss %.4f\n", digits_of(p->epochs),
+          p->epoch, p->epochs, digits_of(p->batches), p->batch, p->batches, p->samples_per_second, p->loss);
+  fflush(state->out);
+}
+
+static epoch_record record_of(const dpt_progress *p) {
+  epoch_record record;
+  record.epoch = p->epoch;
+  record.train_loss = p->loss;
+  record.train_accuracy = p->accuracy;
+  record.has_test = p->has_test;
+  record.test_loss = p->has_test ? p->test_loss : 0.0;
+  record.test_accuracy = p->has_test ? p->test_accuracy : 0.0;
+  record.seconds = p->epoch_seconds;
+  record.images_per_second = p->samples_per_second;
+  record.learning_rate = p->learning_rate;
+  return record;
+}
+
+static void print_epoch_line(progress_state *state, const dpt_progress *p, const epoch_record *r) {
+  FILE *out = state->out;
+  fprintf(out, "epoch %*zu/%zu  train loss %.4f  train acc %.4f", digits_of(p->epochs), r->epoch, p->epochs,
+          r->train_loss, r->train_accuracy);
+  if (r->has_test) fprintf(out, "  test loss %.4f  test acc %.4f", r->test_loss, r->test_accuracy);
+  fprintf(out, "  %.2f s  %.0f img/s\n", r->seconds, r->images_per_second);
+  fflush(out);
+}
+
+static void clear_bar(progress_state *state) {
+  if (!state->bar_visible) return;
+  fputs("\r\033[K", state->out);
+  state->bar_visible = 0;
+}
+
+static void on_epoch(progress_state *state, const dpt_progress *p) {
+  epoch_record record = record_of(p);
+  clear_bar(state);
+  print_epoch_line(state, p, &record);
+  if (state->metrics != NULL) metrics_csv_write_row(state->metrics, &record);
+  if (!epoch_log_append(&state->log, &record)) state->failed = 1;
+}
+
+int progress_callback(const dpt_progress *progress, void *user_data) {
+  progress_state *state = (progress_state *)user_data;
+  if (progress->kind == DPT_PROGRESS_EPOCH) {
+    on_epoch(state, progress);
+  } else if (state->tty) {
+    draw_bar(state, progress);
+  } else {
+    print_batch_line(state, progress);
+  }
+  return g_interrupted || state->failed;
+}
+
+void progress_finish(progress_state *state) {
+  if (!state->bar_visible) return;
+  fputc('\n', state->out);
+  state->bar_visible = 0;
+}

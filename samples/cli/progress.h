@@ -1,0 +1,37 @@
+/**
+ * @file progress.h
+ * @brief Progress of dpt_trainer_fit(): a live bar on a terminal, plain lines otherwise, one line per
+ * epoch, per-epoch metrics collected (and appended to the CSV), and Ctrl-C turned into a clean stop.
+ */
+#ifndef DPTRAIN_CLI_PROGRESS_H
+#define DPTRAIN_CLI_PROGRESS_H
+
+#include <stdio.h>
+
+#include <dptrain/dptrain.h>
+
+#include "epoch_log.h"
+
+/** @brief State of the progress callback. Zero it, then set the fields marked "set by the caller". */
+typedef struct progress_state {
+  FILE *out;       /**< Set by the caller: the stream for human-readable progress. */
+  int tty;         /**< Set by the caller: nonzero to redraw a bar in place with '\r'. */
+  FILE *metrics;   /**< Set by the caller: CSV stream with its header written, or NULL. */
+  epoch_log log;   /**< Epochs reported so far. */
+  int bar_visible; /**< A bar is drawn on the current line. */
+  int failed;      /**< Recording an epoch ran out of memory (training is stopped). */
+} progress_state;
+
+/** @brief The dpt_progress_fn to pass to dpt_trainer_fit() with a progress_state as user data. */
+int progress_callback(const dpt_progress *progress, void *user_data);
+
+/** @brief Ends a bar left on screen (after an interrupted epoch). */
+void progress_finish(progress_state *state);
+
+/** @brief Makes the first Ctrl-C stop training at the next report; a second one kills the program. */
+void progress_install_interrupt_handler(void);
+
+/** @brief Nonzero after Ctrl-C. */
+int progress_interrupted(void);
+
+#endif /* DPTRAIN_CLI_PROGRESS_H */

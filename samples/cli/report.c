@@ -1,0 +1,132 @@
+/* The end-of-run summary and the --json result object. */
+#include "report.h"
+
+#include <inttypes.h>
+
+#include "json_out.h"
+
+/** @brief Significant digits of metrics in the JSON (beyond float32 noise, short enough to read). */
+#define METRIC_DIGITS 10
+/** @brief Learning rates are float32 in the library: 7 digits print 0.1f as 0.1. */
+#define LR_DIGITS 7
+
+void format_checksum(uint64_t checksum, char text[17]) {
+  snprintf(text, 17, "%016" PRIx64, checksum);
+}
+
+void report_print_summary(FILE *out, const run_summary *s) {
+  char checksum[17];
+  format_checksum(s->checksum, checksum);
+  fprintf(out, "\nsummary%s\n", s->fit.stopped ? " (stopped early)" : "");
+  fprintf(out, "  model           %s (%zu parameters)\n", model_name(s->config->model), s->parameters);
+  fprintf(out, "  devices         %zu\n", s->devices);
+  fprintf(out, "  epochs          %zu of %zu\n", s->fit.epochs_completed, s->config->epochs);
+  /* The fit result describes completed epochs only; a run stopped inside its first epoch has none. */
+  if (s->fit.epochs_completed > 0) {
+    if (s->fit.has_test) {
+      fprintf(out, "  test accuracy   %.4f (loss %.4f)\n", s->fit.test_accuracy, s->fit.test_loss);
+    }
+    fprintf(out, "  train accuracy  %.4f (loss %.4f)\n", s->fit.train_accuracy, s->fit.train_loss);
+    fprintf(out, "  images/s        %.0f\n", s->fit.samples_per_second);
+  }
+  fprintf(out, "  total seconds   %.2f (training %.2f)\n", s->seconds, s->fit.train_seconds);
+  fprintf(out, "  param_checksum  %s\n", checksum);
+  fflush(out);
+}
+
+static void write_epochs_detail(json_writer *w, const epoch_log *log) {
+  size_t i;
+  json_array_begin(w, "epochs_detail");
+  for (i = 0; i < log->count; ++i) {
+    const epoch_record *r = &log->records[i];
+    json_object_begin(w, NULL);
+    json_uint(w, "epoch", r->epoch);
+    json_number(w, "train_loss", r->train_loss, METRIC_DIGITS);
+    json_number(w, "train_accuracy", r->train_accuracy, METRIC_DIGITS);
+    if (r->has_test) {
+      json_number(w, "test_loss", r->test_loss, METRIC_DIGITS);
+      json_number(w, "test_accuracy", r->test_accuracy, METRIC_DIGITS);
+    } else {
+      json_null(w, "test_loss");
+      json_null(w, "test_accuracy");
+    }
+    json_number(w, "seconds", r->seconds, METRIC_DIGITS);
+    json_number(w, "images_per_second", r->images_per_second, METRIC_DIGITS);
+    json_number(w, "learning_rate", r->learning_rate, LR_DIGITS);
+    json_object_end(w);
+  }
+  json_array_end(w);
+}
+
+/** @brief The settings of the run, as given or defaulted. */
+static void write_settings(json_writer *w, const run_summary *s) {
+  const train_config *c = s->config;
+  size_t i;
+  json_string(w, "model", model_name(c->model));
+  json_uint(w, "parameters", s->parameters);
+  json_uint(w, "devices", s->devices);
+  json_uint(w, "epochs", c->epochs);
+  json_uint(w, "batch", c->batch);
+  json_number(w, "lr", s->learning_rate, LR_DIGITS);
+  json_string(w, "optimizer", optimizer_name(c->optimizer));
+  json_number(w, "momentum", c->momentum, LR_DIGITS);
+  json_bool(w, "nesterov", c->nesterov);
+  json_number(w, "weight_decay", c->weight_decay, LR_DIGITS);
+  json_string(w, "schedule", schedule_name(c->schedule));
+  json_uint(w, "warmup", c->warmup);
+  json_number(w, "clip", c->clip, LR_DIGITS);
+  json_string(w, "init", init_name(c->init));
+  json_number(w, "init_std", c->init_std, LR_DIGITS);
+  json_string(w, "split", split_name(c->split));
+  if (c->split == DPT_SPLIT_WEIGHTED) {
+    json_array_begin(w, "split_weights");
+    for (i = 0; i < c->split_weight_count; ++i) json_number(w, NULL, c->split_weights[i], LR_DIGITS);
+    json_array_end(w);
+  }
+  json_string(w, "allreduce", allreduce_name(c->allreduce));
+  json_uint(w, "accumulate", c->accumulate);
+  json_uint(w, "seed", c->seed);
+  json_uint(w, "train_samples", s->train_samples);
+  json_uint(w, "test_samples", s->test_samples);
+}
+
+/** @brief A metric, or null when the run produced none (stopped before the first epoch ended). */
+static void write_metric(json_writer *w, const char *key, double value, int present) {
+  if (present) {
+    json_number(w, key, value, METRIC_DIGITS);
+  } else {
+    json_null(w, key);
+  }
+}
+
+static void write_results(json_writer *w, const run_summary *s) {
+  /* The fit result describes completed epochs only. */
+  int have_epoch = s->fit.epochs_completed > 0;
+  int have_test = have_epoch && s->fit.has_test;
+  char checksum[17];
+  format_checksum(s->checksum, checksum);
+  json_uint(w, "epochs_completed", s->fit.epochs_completed);
+  json_bool(w, "stopped", s->fit.stopped);
+  write_metric(w, "test_accuracy", s->fit.test_accuracy, have_test);
+  write_metric(w, "test_loss", s->fit.test_loss, have_test);
+  write_metric(w, "train_loss", s->fit.train_loss, have_epoch);
+  write_metric(w, "train_accuracy", s->fit.train_accuracy, have_epoch);
+  write_metric(w, "images_per_second", s->fit.samples_per_second, have_epoch);
+  json_number(w, "seconds", s->seconds, METRIC_DIGITS);
+  json_number(w, "train_seconds", s->fit.train_seconds, METRIC_DIGITS);
+  json_uint(w, "optimizer_steps", s->fit.optimizer_steps);
+  json_uint(w, "planned_optimizer_steps", s->total_steps);
+  json_string(w, "param_checksum", checksum);
+}
+
+void report_write_json(FILE *out, const run_summary *s) {
+  json_writer w;
+  json_init(&w, out);
+  json_object_begin(&w, NULL);
+  write_settings(&w, s);
+  write_results(&w, s);
+  write_epochs_detail(&w, s->log);
+  json_object_end(&w);
+  fputc('\n', out);
+  fflush(out);
+}

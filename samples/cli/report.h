@@ -1,0 +1,40 @@
+/**
+ * @file report.h
+ * @brief The end of a training run: the human-readable summary and the --json result object.
+ */
+#ifndef DPTRAIN_CLI_REPORT_H
+#define DPTRAIN_CLI_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <dptrain/dptrain.h>
+
+#include "args.h"
+#include "epoch_log.h"
+
+/** @brief What a finished (or stopped) run produced. */
+typedef struct run_summary {
+  const train_config *config; /**< The command line. */
+  double learning_rate;       /**< Base learning rate used. */
+  size_t devices;             /**< Devices of the trainer. */
+  size_t parameters;          /**< Parameters of one replica. */
+  size_t train_samples;       /**< Training samples used. */
+  size_t test_samples;        /**< Test samples used. */
+  uint64_t total_steps;       /**< Optimizer steps the run was planned for. */
+  dpt_fit_result fit;         /**< Outcome of dpt_trainer_fit(). */
+  uint64_t checksum;          /**< dpt_trainer_parameter_checksum() after training. */
+  double seconds;             /**< Wall time of training and evaluation. */
+  const epoch_log *log;       /**< Per-epoch metrics. */
+} run_summary;
+
+/** @brief Formats @p checksum as 16 lowercase hex digits into @p text (17 bytes). */
+void format_checksum(uint64_t checksum, char text[17]);
+
+/** @brief Prints the end-of-run summary block. */
+void report_print_summary(FILE *out, const run_summary *summary);
+
+/** @brief Writes the result as one JSON object on one line. */
+void report_write_json(FILE *out, const run_summary *summary);
+
+#endif /* DPTRAIN_CLI_REPORT_H */

@@ -1,0 +1,288 @@
+/*
+ * `dptrain train`: context -> data -> model -> trainer -> dpt_trainer_fit() -> summary, JSON, plot.
+ * Each stage is one function that returns an exit status; the run stops at the first failure and
+ * destroy_run() releases whatever was created.
+ */
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "metrics_csv.h"
+#include "platform.h"
+#include "progress.h"
+#include "report.h"
+#include "svg_plot.h"
+
+/** @brief Progress reports per epoch on a terminal (a bar redrawn in place) and in a log (lines). */
+#define REPORTS_PER_EPOCH_TTY 20
+#define REPORTS_PER_EPOCH_PLAIN 4
+/** @brief Device names listed in the run header; more are only counted. */
+#define MAX_NAMED_DEVICES 8
+
+/** @brief Everything a training run owns. */
+typedef struct train_run {
+  train_config config;
+  FILE *out; /**< Human-readable output: stdout, or stderr with --json. */
+  dpt_context *context;
+  dpt_model *model;
+  dpt_dataset *train;
+  dpt_dataset *test;
+  dpt_trainer *trainer;
+  FILE *metrics;
+  FILE *plot;
+  progress_state progress;
+  run_summary summary;
+} train_run;
+
+static size_t ceil_div(size_t a, size_t b) {
+  return a / b + (a % b != 0);
+}
+
+static int open_outputs(train_run *run) {
+  /* Open both files before the (long) training, so that a bad path fails at once. */
+  if (run->config.metrics_path != NULL) {
+    run->metrics = fopen(run->config.metrics_path, "w");
+    if (run->metrics == NULL) return cli_system_error("cannot write", run->config.metrics_path);
+    metrics_csv_write_header(run->metrics);
+  }
+  if (run->config.plot_path != NULL) {
+    run->plot = fopen(run->config.plot_path, "w");
+    if (run->plot == NULL) return cli_system_error("cannot write", run->config.plot_path);
+  }
+  return CLI_EXIT_OK;
+}
+
+static int create_context(train_run *run) {
+  dpt_context_options options;
+  dpt_context_options_init(&options);
+  options.cpu_devices = run->config.cpu_devices;
+  CLI_TRY(dpt_context_create(&run->context, &options));
+  CLI_TRY(dpt_device_count(run->context, &run->summary.devices));
+  /* Without --devices the device count is known only now. */
+  if (run->config.split == DPT_SPLIT_WEIGHTED && run->config.split_weight_count != run->summary.devices) {
+    return cli_usage_error("--split: %zu weights given for %zu devices", run->config.split_weight_count,
+                           run->summary.devices);
+  }
+  return CLI_EXIT_OK;
+}
+
+/** @brief Loads one part of Fashion-MNIST, keeping only its first @p limit samples when limit > 0. */
+static int load_part(const char *directory, dpt_dataset_part part, size_t limit, dpt_dataset **out,
+                     size_t *count) {
+  dpt_dataset *full = NULL;
+  dpt_status status;
+  CLI_TRY(dpt_dataset_load_fashion_mnist(&full, directory, part));
+  status = dpt_dataset_sample_count(full, count);
+  /* A limit beyond the data set simply means all of it. */
+  if (status == DPT_OK && limit > 0 && limit < *count) {
+    status = dpt_dataset_subset(out, full, 0, limit);
+    if (status == DPT_OK) *count = limit;
+    dpt_dataset_destroy(full);
+  } else if (status == DPT_OK) {
+    *out = full;
+  } else {
+    dpt_dataset_destroy(full);
+  }
+  return status == DPT_OK ? CLI_EXIT_OK : cli_library_error(status);
+}
+
+static int load_data(train_run *run) {
+  int rc = load_part(run->config.data_dir, DPT_DATASET_TRAIN, run->config.train_limit, &run->train,
+                     &run->summary.train_samples);
+  if (rc != CLI_EXIT_OK) return rc;
+  return load_part(run->config.data_dir, DPT_DATASET_TEST, run->config.test_limit, &run->test,
+                   &run->summary.test_samples);
+}
+
+/**
+ * @brief Optimizer steps of the whole run. The library applies an unfinished accumulation window at
+ * the end of each epoch, so the steps of an epoch are ceil(batches / accumulate).
+ */
+static uint64_t planned_steps(const train_config *c, size_t train_samples) {
+  size_t batches = ceil_div(train_samples, c->batch);
+  return (uint64_t)c->epochs * ceil_div(batches, c->accumulate);
+}
+
+static void fill_trainer_options(const train_config *c, dpt_trainer_options *options) {
+  dpt_trainer_options_init(options);
+  options->split = (dpt_split_policy)c->split;
+  options->split_weights = c->split == DPT_SPLIT_WEIGHTED ? c->split_weights : NULL;
+  options->allreduce = (dpt_allreduce_algorithm)c->allreduce;
+  options->seed = c->seed;
+  options->accumulation_steps = c->accumulate;
+  options->init = (dpt_init_scheme)c->init;
+  options->init_std = (float)c->init_std;
+}
+
+/** @brief Fills the optimizer options; checks the schedule against the planned steps. */
+static int fill_optimizer_options(const train_run *run, dpt_optimizer_options *options) {
+  const train_config *c = &run->config;
+  uint64_t total = run->summary.total_steps;
+  dpt_optimizer_options_init(options);
+  options->kind = (dpt_optimizer_kind)c->optimizer;
+  options->learning_rate = (float)run->summary.learning_rate;
+  options->momentum = (float)c->momentum;
+  options->nesterov = c->nesterov;
+  options->weight_decay = (float)c->weight_decay;
+  options->clip_norm = (float)c->clip;
+  options->schedule = (dpt_schedule_kind)c->schedule;
+  options->warmup_steps = c->warmup;
+  options->gamma = (float)c->gamma;
+  options->min_learning_rate = (float)c->min_lr;
+  options->total_steps = total;
+  if (c->schedule == DPT_SCHEDULE_COSINE && total <= c->warmup) {
+    return cli_usage_error("--warmup %llu must be below the %llu optimizer steps of the run",
+                           (unsigned long long)c->warmup, (unsigned long long)total);
+  }
+  options->step_size = c->step_size;
+  if (c->schedule == DPT_SCHEDULE_STEP && c->step_size == 0) {
+    uint64_t decaying = total > c->warmup ? total - c->warmup : 1;
+    options->step_size = decaying / 3 > 0 ? decaying / 3 : 1;
+  }
+  return CLI_EXIT_OK;
+}
+
+static int create_trainer(train_run *run) {
+  dpt_trainer_options trainer_options;
+  dpt_optimizer_options optimizer_options;
+  int rc;
+  run->summary.learning_rate = effective_learning_rate(&run->config);
+  run->summary.total_steps = planned_steps(&run->config, run->summary.train_samples);
+  rc = fill_optimizer_options(run, &optimizer_options);
+  if (rc != CLI_EXIT_OK) return rc;
+  fill_trainer_options(&run->config, &trainer_options);
+  CLI_TRY(dpt_model_create_builtin(&run->model, model_name(run->config.model)));
+  CLI_TRY(dpt_model_parameter_count(run->model, &run->summary.parameters));
+  CLI_TRY(dpt_trainer_create(&run->trainer, run->context, run->model, &trainer_options, &optimizer_options));
+  CLI_TRY(dpt_trainer_device_count(run->trainer, &run->summary.devices));
+  return CLI_EXIT_OK;
+}
+
+/** @brief "cpu:0, cpu:1" for a few devices, "" for many. */
+static void device_names(const train_run *run, char *text, size_t capacity) {
+  size_t i, used = 0;
+  text[0] = '\0';
+  if (run->summary.devices > MAX_NAMED_DEVICES) return;
+  for (i = 0; i < run->summary.devices; ++i) {
+    dpt_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (dpt_device_get_info(run->context, i, &info) != DPT_OK) return;
+    used += (size_t)snprintf(text + used, capacity - used, "%s%s", i > 0 ? ", " : "", info.name);
+    if (used >= capacity) return;
+  }
+}
+
+static void print_header(const train_run *run) {
+  const train_config *c = &run->config;
+  char names[MAX_NAMED_DEVICES * 70];
+  device_names(run, names, sizeof names);
+  fprintf(run->out, "dptrain %s: %s, %zu parameters, %zu devices%s%s%s\n", dpt_version_string(),
+          model_name(c->model), run->summary.parameters, run->summary.devices, names[0] ? " (" : "", names,
+          names[0] ? ")" : "");
+  fprintf(run->out, "data: %zu train, %zu test samples; batch %zu, lr %g, %s, split %s, allreduce %s\n",
+          run->summary.train_samples, run->summary.test_samples, c->batch, run->summary.learning_rate,
+          optimizer_name(c->optimizer), split_name(c->split), allreduce_name(c->allreduce));
+  fflush(run->out);
+}
+
+/** @brief --progress-every, else about REPORTS_PER_EPOCH_* reports per epoch. */
+static size_t progress_interval(const train_run *run) {
+  size_t batches = ceil_div(run->summary.train_samples, run->config.batch);
+  size_t reports = run->progress.tty ? REPORTS_PER_EPOCH_TTY : REPORTS_PER_EPOCH_PLAIN;
+  if (run->config.progress_every > 0) return run->config.progress_every;
+  return batches > reports ? ceil_div(batches, reports) : 1;
+}
+
+static int fit(train_run *run) {
+  dpt_fit_options options;
+  dpt_status status;
+  double start;
+  run->progress.out = run->out;
+  run->progress.tty = platform_is_terminal(run->out);
+  run->progress.metrics = run->metrics;
+  dpt_fit_options_init(&options);
+  options.epochs = run->config.epochs;
+  options.batch_size = run->config.batch;
+  options.progress_every = progress_interval(run);
+  options.progress = progress_callback;
+  options.user_data = &run->progress;
+  memset(&run->summary.fit, 0, sizeof run->summary.fit);
+  run->summary.fit.struct_size = sizeof run->summary.fit;
+  progress_install_interrupt_handler();
+  start = platform_now_seconds();
+  status = dpt_trainer_fit(run->trainer, run->train, run->test, &options, &run->summary.fit);
+  run->summary.seconds = platform_now_seconds() - start;
+  progress_finish(&run->progress);
+  if (status != DPT_OK) return cli_library_error(status);
+  if (run->progress.failed) {
+    fprintf(stderr, "dptrain: error: out of memory while recording epoch metrics\n");
+    return CLI_EXIT_FAILURE;
+  }
+  CLI_TRY(dpt_trainer_parameter_checksum(run->trainer, &run->summary.checksum));
+  return CLI_EXIT_OK;
+}
+
+static int write_plot(train_run *run) {
+  const train_config *c = &run->config;
+  char title[256];
+  if (run->plot == NULL) return CLI_EXIT_OK;
+  snprintf(title, sizeof title, "dptrain %s on Fashion-MNIST: %zu devices, batch %zu, lr %g, %s",
+           model_name(c->model), run->summary.devices, c->batch, run->summary.learning_rate,
+           optimizer_name(c->optimizer));
+  svg_plot_write(run->plot, title, &run->progress.log);
+  /* fclose reports write errors (a full disk) that fprintf left in the stream. */
+  if (fclose(run->plot) != 0) {
+    run->plot = NULL;
+    return cli_system_error("cannot write", c->plot_path);
+  }
+  run->plot = NULL;
+  return CLI_EXIT_OK;
+}
+
+static int finish(train_run *run) {
+  int rc;
+  run->summary.config = &run->config;
+  run->summary.log = &run->progress.log;
+  report_print_summary(run->out, &run->summary);
+  rc = write_plot(run);
+  if (rc != CLI_EXIT_OK) return rc;
+  if (run->metrics != NULL) {
+    int failed = ferror(run->metrics) || fclose(run->metrics) != 0;
+    run->metrics = NULL;
+    if (failed) return cli_system_error("cannot write", run->config.metrics_path);
+  }
+  if (run->config.json) report_write_json(stdout, &run->summary);
+  if (run->summary.fit.stopped && progress_interrupted()) return CLI_EXIT_INTERRUPT;
+  return CLI_EXIT_OK;
+}
+
+static void destroy_run(train_run *run) {
+  /* Trainers before their context; datasets and the model are independent. */
+  dpt_trainer_destroy(run->trainer);
+  dpt_model_destroy(run->model);
+  dpt_dataset_destroy(run->train);
+  dpt_dataset_destroy(run->test);
+  dpt_context_destroy(run->context);
+  if (run->metrics != NULL) fclose(run->metrics);
+  if (run->plot != NULL) fclose(run->plot);
+  epoch_log_free(&run->progress.log);
+}
+
+int cli_train_main(int argc, char **argv) {
+  train_run run;
+  int rc;
+  memset(&run, 0, sizeof run);
+  rc = parse_train_args(argc, argv, &run.config);
+  if (rc != ARGS_RUN) return rc;
+  run.out = run.config.json ? stderr : stdout;
+  rc = open_outputs(&run);
+  if (rc == CLI_EXIT_OK) rc = create_context(&run);
+  if (rc == CLI_EXIT_OK) rc = load_data(&run);
+  if (rc == CLI_EXIT_OK) rc = create_trainer(&run);
+  if (rc == CLI_EXIT_OK) print_header(&run);
+  if (rc == CLI_EXIT_OK) rc = fit(&run);
+  if (rc == CLI_EXIT_OK) rc = finish(&run);
+  destroy_run(&run);
+  return rc;
+}

@@ -1,0 +1,21 @@
+#include "backend/cpu/blas.hpp"
+
+#include <cblas.h>
+
+#include <mutex>
+
+namespace dpt::blas {
+
+void use_single_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+          const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+  if (m == 0 || n == 0) return;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m),
+              int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+}  // namespace dpt::blas

@@ -1,0 +1,50 @@
+// One replica's network on one device: the layers of a model description plus the device buffers a pass
+// needs (input staging, activations, saved state, gradient ping-pong, scratch). Parameters and gradients
+// are flat buffers owned by the caller, so that the all-reduce sees one contiguous vector.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/arena.hpp"
+#include "nn/layer.hpp"
+#include "nn/model_spec.hpp"
+#include "nn/softmax_cross_entropy.hpp"
+
+namespace dpt {
+
+enum class InitScheme { kUniformFanIn, kNormal };
+
+// Fills params (parameter_count floats) deterministically from the seed. Biases are zero.
+void init_parameters(const ModelSpec &spec, float *params, uint64_t seed, InitScheme scheme, float std);
+
+class Network {
+ public:
+  Network(const ModelSpec &spec, MemoryArena &arena);
+
+  // Makes room for slices of n samples. Allocates only when n exceeds the largest slice seen so far.
+  void reserve(size_t n);
+  size_t capacity() const { return capacity_; }
+  // The slice's inputs go here before forward() (capacity * input size floats).
+  float *input() { return input_.data(); }
+
+  // Forward over input()[0, info.n); with labels, also the loss, and for training the logit gradient.
+  LossStats forward(const float *params, const int32_t *labels, const PassInfo &info);
+  // After a training forward(): adds the slice's summed gradient into grads.
+  void backward(const float *params, float *grads, const PassInfo &info);
+  const float *logits() const { return outputs_.back(); }
+
+ private:
+  const ModelSpec &spec_;
+  MemoryArena &arena_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<size_t> param_offset_;
+  size_t first_trainable_ = 0;  // backward stops at the first layer with parameters
+  size_t capacity_ = 0;
+  size_t max_width_ = 0;  // largest per-sample tensor of any layer boundary
+  DeviceBuffer input_, scratch_, grad_a_, grad_b_;
+  std::vector<DeviceBuffer> activations_, saved_;
+  std::vector<float *> outputs_;  // per layer; a view layer's output is its input
+};
+
+}  // namespace dpt

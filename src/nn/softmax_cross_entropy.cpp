@@ -1,0 +1,30 @@
+#include "nn/softmax_cross_entropy.hpp"
+
+#include <cmath>
+
+namespace dpt {
+
+LossStats softmax_cross_entropy(const float *logits, const int32_t *labels, size_t n, size_t classes,
+                                float *dlogits) {
+  LossStats stats;
+  for (size_t s = 0; s < n; ++s) {
+    const float *z = logits + s * classes;
+    size_t best = 0;
+    for (size_t c = 1; c < classes; ++c)
+      if (z[c] > z[best]) best = c;
+    const double zmax = z[best];
+    double sum = 0.0;
+    for (size_t c = 0; c < classes; ++c) sum += std::exp(double(z[c]) - zmax);
+    const size_t label = size_t(labels[s]);
+    stats.loss_sum += std::log(sum) - (double(z[label]) - zmax);
+    if (best == label) ++stats.correct;
+    if (dlogits != nullptr) {
+      float *d = dlogits + s * classes;
+      for (size_t c = 0; c < classes; ++c) d[c] = float(std::exp(double(z[c]) - zmax) / sum);
+      d[label] -= 1.0f;
+    }
+  }
+  return stats;
+}
+
+}  // namespace dpt

@@ -1,0 +1,120 @@
+#include "parallel/fit.hpp"
+
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/platform.hpp"
+#include "core/rng.hpp"
+
+namespace dpt {
+
+void check_dataset_fits(const Trainer &trainer, const Dataset &data, const char *role) {
+  const ModelSpec &spec = trainer.spec();
+  require(data.shape().size() == spec.input().size(), DPT_ERROR_SIZE_MISMATCH,
+          std::string(role) + " samples have " + std::to_string(data.shape().size()) +
+              " floats, the model takes " + std::to_string(spec.input().size()));
+  require(data.classes() <= spec.output().size(), DPT_ERROR_SIZE_MISMATCH,
+          std::string(role) + " dataset has " + std::to_string(data.classes()) +
+              " classes, the model outputs " + std::to_string(spec.output().size()));
+}
+
+EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_size) {
+  check_dataset_fits(trainer, data, "evaluation");
+  require(batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "evaluation batch size must be positive");
+  EvalStats total;
+  const size_t per = data.shape().size();
+  for (size_t start = 0; start < data.size(); start += batch_size) {
+    const size_t n = std::min(batch_size, data.size() - start);
+    EvalStats e = trainer.evaluate(data.inputs() + start * per, data.labels() + start, n);
+    total.loss_sum += e.loss_sum;
+    total.correct += e.correct;
+    total.samples += e.samples;
+    total.seconds += e.seconds;
+  }
+  return total;
+}
+
+FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const FitConfig &config,
+             const ProgressFn &progress) {
+  require(config.epochs > 0, DPT_ERROR_INVALID_ARGUMENT, "epochs must be positive");
+  require(config.batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
+  require(config.eval_batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "eval_batch_size must be positive");
+  check_dataset_fits(trainer, train, "training");
+  if (test != nullptr) check_dataset_fits(trainer, *test, "test");
+
+  const size_t n = train.size(), per = train.shape().size();
+  const size_t batch = std::min(config.batch_size, n);
+  const size_t batches = (n + batch - 1) / batch;
+  std::vector<size_t> order(n);
+  std::vector<float> x(batch * per);  // host staging, reused for every batch
+  std::vector<int32_t> y(batch);
+  FitStats stats;
+  uint64_t total_samples = 0;
+
+  for (size_t epoch = 1; epoch <= config.epochs && !stats.stopped; ++epoch) {
+    std::iota(order.begin(), order.end(), size_t(0));
+    if (config.shuffle) {  // Fisher-Yates, keyed by the trainer's global epoch number
+      Rng rng(
+          hash_combine(hash_combine(trainer.config().seed, uint64_t(Stream::kShuffle)), trainer.epochs_done));
+      for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+    }
+    Progress p;
+    p.epoch = epoch;
+    p.epochs = config.epochs;
+    p.batches = batches;
+    double loss_sum = 0, seconds = 0;
+    uint64_t correct = 0;
+    for (size_t b = 0; b < batches; ++b) {
+      const size_t start = b * batch, count = std::min(batch, n - start);
+      const double t0 = platform::now_seconds();
+      train.gather(order.data() + start, count, x.data(), y.data());
+      StepStats s = trainer.step(x.data(), y.data(), count);
+      seconds += platform::now_seconds() - t0;
+      loss_sum += s.loss * double(count);
+      correct += s.correct;
+      p.batch = b + 1;
+      p.samples += count;
+      p.loss = loss_sum / double(p.samples);
+      p.accuracy = double(correct) / double(p.samples);
+      p.epoch_seconds = seconds;
+      p.samples_per_second = double(p.samples) / seconds;
+      p.learning_rate = trainer.last_learning_rate();
+      if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < batches && progress &&
+          progress(p)) {
+        stats.stopped = true;
+        break;
+      }
+    }
+    if (stats.stopped) {  // a partial epoch still counts towards time, throughput and the latest loss
+      stats.train_seconds += seconds;
+      total_samples += p.samples;
+      stats.train_loss = p.loss;
+      stats.train_accuracy = p.accuracy;
+      break;
+    }
+    const double t0 = platform::now_seconds();
+    trainer.flush();  // an unfinished accumulation window still counts
+    seconds += platform::now_seconds() - t0;
+    ++trainer.epochs_done;
+    ++stats.epochs_completed;
+    total_samples += p.samples;
+    stats.train_seconds += seconds;
+    stats.train_loss = p.loss;
+    stats.train_accuracy = p.accuracy;
+    p.epoch_end = true;
+    p.epoch_seconds = seconds;
+    p.learning_rate = trainer.last_learning_rate();
+    if (test != nullptr) {
+      EvalStats e = evaluate_dataset(trainer, *test, config.eval_batch_size);
+      p.has_test = stats.has_test = true;
+      p.test_loss = stats.test_loss = e.loss_sum / double(e.samples);
+      p.test_accuracy = stats.test_accuracy = double(e.correct) / double(e.samples);
+    }
+    if (progress && progress(p)) stats.stopped = true;
+  }
+  stats.samples_per_second = stats.train_seconds > 0 ? double(total_samples) / stats.train_seconds : 0;
+  stats.optimizer_steps = trainer.optimizer_steps();
+  return stats;
+}
+
+}  // namespace dpt

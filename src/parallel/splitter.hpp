@@ -1,0 +1,18 @@
+// Divides a batch among devices in proportion to weights, by largest remainder (ties go to the lower
+// device index), so every sample is assigned exactly once and the split is deterministic.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace dpt {
+
+// weights: positive and finite. Equal weights give the even split: the first (batch % K) devices get one
+// more.
+std::vector<size_t> split_batch(size_t batch, const std::vector<double> &weights);
+
+// Weights from measured seconds per sample: proportional to speed, rounded to twentieths of the fastest
+// so that timing noise rarely changes the split.
+std::vector<double> weights_from_speed(const std::vector<double> &seconds_per_sample);
+
+}  // namespace dpt

@@ -1,0 +1,269 @@
+#include "parallel/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "core/checksum.hpp"
+#include "core/error.hpp"
+#include "core/platform.hpp"
+#include "parallel/run_on_devices.hpp"
+#include "parallel/splitter.hpp"
+
+namespace dpt {
+
+namespace {
+
+std::vector<Device *> pick_devices(const Context &context, const std::vector<size_t> &indices) {
+  std::vector<Device *> devices;
+  if (indices.empty()) {
+    for (size_t i = 0; i < context.device_count(); ++i) devices.push_back(&context.device(i));
+  } else {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      require(indices[i] < context.device_count(), DPT_ERROR_DEVICE_NOT_FOUND,
+              "device index " + std::to_string(indices[i]) + " does not exist (the context has " +
+                  std::to_string(context.device_count()) + " devices)");
+      for (size_t j = 0; j < i; ++j)
+        require(indices[j] != indices[i], DPT_ERROR_INVALID_ARGUMENT,
+                "device " + std::to_string(indices[i]) + " is listed twice");
+      devices.push_back(&context.device(indices[i]));
+    }
+  }
+  require(!devices.empty(), DPT_ERROR_DEVICE_NOT_FOUND, "the context has no devices");
+  require(devices.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE, "a trainer spans at most 64 devices");
+  return devices;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, TrainerConfig config)
+    : context_(std::move(context)),
+      spec_(spec),
+      config_(std::move(config)),
+      devices_(pick_devices(*context_, config_.devices)),
+      collective_(devices_.size()) {
+  validate(config_.optimizer);
+  require(spec_.parameter_count() > 0, DPT_ERROR_INVALID_ARGUMENT, "the model has no trainable parameters");
+  require(config_.accumulation_steps >= 1, DPT_ERROR_INVALID_ARGUMENT,
+          "accumulation_steps must be at least 1");
+  require(config_.init_std >= 0.0f && std::isfinite(config_.init_std), DPT_ERROR_INVALID_ARGUMENT,
+          "init_std must be finite and non-negative");
+  if (config_.split == SplitPolicy::kWeighted) {
+    require(config_.weights.size() == devices_.size(), DPT_ERROR_SIZE_MISMATCH,
+            "split weights: " + std::to_string(config_.weights.size()) + " given for " +
+                std::to_string(devices_.size()) + " devices");
+    for (double w : config_.weights)
+      require(std::isfinite(w) && w > 0.0, DPT_ERROR_INVALID_ARGUMENT,
+              "split weights must be positive and finite");
+  }
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  for (Device *d : devices_) replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer));
+  // Initialise on the first device, then broadcast, so every replica starts bitwise identical.
+  init_parameters(spec_, replicas_[0]->params.data(), config_.seed, config_.init, config_.init_std);
+  run_on_devices(devices_, [&](size_t rank) {
+    Replica &r = *replicas_[rank];
+    collective_.broadcast(rank, r.params.data(), r.params.size(), 0);
+  });
+}
+
+std::vector<double> Trainer::split_weights() const {
+  if (config_.split == SplitPolicy::kWeighted) return config_.weights;
+  if (config_.split == SplitPolicy::kAuto && !measured_weights_.empty()) return measured_weights_;
+  return std::vector<double>(devices_.size(), 1.0);
+}
+
+std::vector<size_t> Trainer::split_sizes(size_t batch) const {
+  return split_batch(batch, split_weights());
+}
+
+void Trainer::assign_slices(size_t batch) {
+  const std::vector<size_t> counts = split_sizes(batch);
+  size_t begin = 0;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    replicas_[i]->begin = begin;
+    replicas_[i]->count = counts[i];
+    begin += counts[i];
+  }
+}
+
+// Device memory for the slices is allocated before any gradient work starts, so that an out-of-memory
+// error leaves every replica's parameters, gradients and state as they were.
+void Trainer::reserve_slices() {
+  bool grow = false;
+  for (auto &r : replicas_) grow |= r->count > r->network.capacity();
+  if (!grow) return;
+  run_on_devices(devices_, [&](size_t rank) {
+    Replica &r = *replicas_[rank];
+    r.network.reserve(r.count);
+  });
+}
+
+void Trainer::check_labels(const int32_t *labels, size_t n) const {
+  const int64_t classes = int64_t(spec_.output().size());
+  for (size_t i = 0; i < n; ++i)
+    require(labels[i] >= 0 && labels[i] < classes, DPT_ERROR_OUT_OF_RANGE,
+            "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) + " is outside [0, " +
+                std::to_string(classes) + ")");
+}
+
+// DPT_SPLIT_AUTO: every device trains on the same probe slice at once (as in a real step, so contention
+// counts); the best of three timings per device sets its weight. The probe's gradients are discarded.
+void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch) {
+  const size_t probe = std::min<size_t>(batch, 64);
+  const size_t in = spec_.input().size();
+  for (auto &r : replicas_) r->begin = 0, r->count = probe;
+  reserve_slices();
+  std::vector<double> best(replicas_.size(), 1e300);
+  for (int round = 0; round < 3; ++round) {
+    run_on_devices(devices_, [&](size_t rank) {
+      Replica &r = *replicas_[rank];
+      const double t0 = platform::now_seconds();
+      std::memcpy(r.network.input(), x, probe * in * sizeof(float));
+      PassInfo info{probe, 0, config_.seed, optimizer_steps_, 0, true};
+      r.network.forward(r.params.data(), labels, info);
+      r.network.backward(r.params.data(), r.grads.data(), info);
+      best[rank] = std::min(best[rank], (platform::now_seconds() - t0) / double(probe));
+    });
+  }
+  for (auto &r : replicas_) r->grads.zero();
+  measured_weights_ = weights_from_speed(best);
+}
+
+StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
+  require(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
+  check_labels(labels, batch);
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  const double t0 = platform::now_seconds();
+  if (config_.split == SplitPolicy::kAuto && measured_weights_.empty()) measure_speeds(x, labels, batch);
+  assign_slices(batch);
+  reserve_slices();
+
+  const size_t in = spec_.input().size();
+  run_on_devices(devices_, [&](size_t rank) {
+    Replica &r = *replicas_[rank];
+    r.stats = {};
+    if (r.count == 0) return;  // an empty slice contributes zero gradient
+    std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
+    // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
+    // split nor the division into micro-batches changes the masks.
+    PassInfo info{r.count, pending_samples_ + r.begin, config_.seed, optimizer_steps_, 0, true};
+    r.stats = r.network.forward(r.params.data(), labels + r.begin, info);
+    r.network.backward(r.params.data(), r.grads.data(), info);
+  });
+  StepStats s;
+  const double t1 = platform::now_seconds();
+  s.compute_seconds = t1 - t0;
+  s.samples = batch;
+  double loss_sum = 0;
+  uint64_t correct = 0;
+  for (auto &r : replicas_) loss_sum += r->stats.loss_sum, correct += r->stats.correct;  // device order
+  s.loss = loss_sum / double(batch);
+  s.correct = correct;
+  s.accuracy = double(correct) / double(batch);
+
+  ++pending_micro_;
+  pending_samples_ += batch;
+  if (pending_micro_ == config_.accumulation_steps) update_replicas(s);
+  s.optimizer_steps = optimizer_steps_;
+  s.total_seconds = platform::now_seconds() - t0;
+  return s;
+}
+
+// All-reduces the summed gradients, divides by the samples of the window, clips, and applies the same
+// optimizer step on every replica. Nothing in here allocates or can fail.
+void Trainer::update_replicas(StepStats &s) {
+  double allreduce_seconds = 0, grad_norm = 0;
+  const double t0 = platform::now_seconds();
+  s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
+  const double inv_samples = 1.0 / double(pending_samples_);
+  run_on_devices(devices_, [&](size_t rank) {
+    Replica &r = *replicas_[rank];
+    const double a0 = platform::now_seconds();
+    collective_.all_reduce(rank, r.grads.data(), r.grads.size(), config_.allreduce);
+    if (rank == 0) allreduce_seconds = platform::now_seconds() - a0;
+    // Every replica now holds the same summed gradient, so each computes the same norm and update.
+    const double norm = l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
+    double scale = inv_samples;
+    const double clip = config_.optimizer.clip_norm;
+    if (clip > 0.0 && norm > clip) scale *= clip / (norm + 1e-6);  // as PyTorch's clip_grad_norm_
+    apply_update(config_.optimizer, optimizer_steps_, float(s.learning_rate), float(scale), r.params.data(),
+                 r.grads.data(), r.state.data(), r.params.size());
+    r.grads.zero();
+    if (rank == 0) grad_norm = norm;
+  });
+  s.applied = true;
+  s.grad_norm = grad_norm;
+  s.allreduce_seconds = allreduce_seconds;
+  s.update_seconds = platform::now_seconds() - t0 - allreduce_seconds;
+  last_lr_ = s.learning_rate;
+  ++optimizer_steps_;
+  pending_micro_ = 0;
+  pending_samples_ = 0;
+}
+
+bool Trainer::flush() {
+  if (pending_micro_ == 0) return false;
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  StepStats unused;
+  update_replicas(unused);
+  return true;
+}
+
+EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
+  require(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
+  check_labels(labels, n);
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  const double t0 = platform::now_seconds();
+  assign_slices(n);
+  reserve_slices();
+  const size_t in = spec_.input().size();
+  run_on_devices(devices_, [&](size_t rank) {
+    Replica &r = *replicas_[rank];
+    r.stats = {};
+    if (r.count == 0) return;
+    std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
+    r.stats = r.network.forward(r.params.data(), labels + r.begin,
+                                PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
+  });
+  EvalStats e;
+  for (auto &r : replicas_) e.loss_sum += r->stats.loss_sum, e.correct += r->stats.correct;
+  e.samples = n;
+  e.seconds = platform::now_seconds() - t0;
+  return e;
+}
+
+void Trainer::predict(const float *x, size_t n, float *logits) {
+  require(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  assign_slices(n);
+  reserve_slices();
+  const size_t in = spec_.input().size(), classes = spec_.output().size();
+  run_on_devices(devices_, [&](size_t rank) {
+    Replica &r = *replicas_[rank];
+    if (r.count == 0) return;
+    std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
+    r.network.forward(r.params.data(), nullptr, PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
+    std::memcpy(logits + r.begin * classes, r.network.logits(), r.count * classes * sizeof(float));
+  });
+}
+
+void Trainer::get_parameters(size_t replica, float *out) const {
+  require(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
+          "replica " + std::to_string(replica) + " does not exist (the trainer has " +
+              std::to_string(replicas_.size()) + ")");
+  const DeviceBuffer &p = replicas_[replica]->params;
+  std::memcpy(out, p.data(), p.size() * sizeof(float));
+}
+
+void Trainer::set_parameters(const float *in) {
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  for (auto &r : replicas_) std::memcpy(r->params.data(), in, r->params.size() * sizeof(float));
+}
+
+uint64_t Trainer::parameter_checksum() const {
+  const DeviceBuffer &p = replicas_[0]->params;
+  return fnv1a64(p.data(), p.size() * sizeof(float));
+}
+
+}  // namespace dpt

@@ -1,0 +1,91 @@
+// The data-parallel trainer: the step (split, per-device forward/backward, all-reduce, identical update),
+// evaluation and prediction across the replicas.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/context.hpp"
+#include "comm/thread_collective.hpp"
+#include "nn/model_spec.hpp"
+#include "parallel/replica.hpp"
+
+namespace dpt {
+
+enum class SplitPolicy { kEven, kWeighted, kAuto };
+
+struct TrainerConfig {
+  std::vector<size_t> devices;  // empty = all devices of the context
+  SplitPolicy split = SplitPolicy::kEven;
+  std::vector<double> weights;  // for kWeighted, one per device
+  AllReduceAlgorithm allreduce = AllReduceAlgorithm::kRing;
+  uint64_t seed = 0;
+  size_t accumulation_steps = 1;
+  InitScheme init = InitScheme::kUniformFanIn;
+  float init_std = 0.01f;
+  OptimizerConfig optimizer;
+};
+
+struct StepStats {
+  double loss = 0, accuracy = 0;
+  uint64_t samples = 0, correct = 0;
+  bool applied = false;
+  uint64_t optimizer_steps = 0;
+  double learning_rate = 0, grad_norm = 0;
+  double compute_seconds = 0, allreduce_seconds = 0, update_seconds = 0, total_seconds = 0;
+};
+
+struct EvalStats {
+  double loss_sum = 0;
+  uint64_t correct = 0, samples = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, TrainerConfig config);
+
+  const ModelSpec &spec() const { return spec_; }
+  const TrainerConfig &config() const { return config_; }
+  size_t device_count() const { return replicas_.size(); }
+  size_t parameter_count() const { return spec_.parameter_count(); }
+  uint64_t optimizer_steps() const { return optimizer_steps_; }
+  double last_learning_rate() const { return last_lr_; }
+
+  // x: batch * input size floats; labels in [0, classes).
+  StepStats step(const float *x, const int32_t *labels, size_t batch);
+  // Applies a pending, unfinished accumulation window; returns whether there was one.
+  bool flush();
+  EvalStats evaluate(const float *x, const int32_t *labels, size_t n);
+  void predict(const float *x, size_t n, float *logits);
+
+  void get_parameters(size_t replica, float *out) const;
+  void set_parameters(const float *in);
+  uint64_t parameter_checksum() const;
+  std::vector<size_t> split_sizes(size_t batch) const;
+
+  // Epochs trained by fit() so far: keys the shuffle order, so a second fit() continues the sequence.
+  uint64_t epochs_done = 0;
+
+ private:
+  std::vector<double> split_weights() const;
+  void assign_slices(size_t batch);
+  void reserve_slices();
+  void measure_speeds(const float *x, const int32_t *labels, size_t batch);
+  void update_replicas(StepStats &s);
+  void check_labels(const int32_t *labels, size_t n) const;
+
+  std::shared_ptr<Context> context_;
+  ModelSpec spec_;
+  TrainerConfig config_;
+  std::vector<Device *> devices_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  ThreadCollective collective_;
+  std::vector<double> measured_weights_;  // kAuto, after the first step
+  uint64_t optimizer_steps_ = 0;
+  size_t pending_micro_ = 0;  // micro-batches accumulated since the last update
+  uint64_t pending_samples_ = 0;
+  double last_lr_ = 0;
+};
+
+}  // namespace dpt

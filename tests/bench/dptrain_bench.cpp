@@ -1,0 +1,180 @@
+// dptrain_bench: LeNet training throughput for K CPU devices, all-reduce time and bus bandwidth for ring and
+// textbook algorithms next to single-thread memcpy bandwidth. Prints tables; numbers go to
+// docs/benchmarks.md.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/context.hpp"
+#include "comm/thread_collective.hpp"
+#include "core/platform.hpp"
+#include "core/rng.hpp"
+#include "data/dataset.hpp"
+#include "parallel/run_on_devices.hpp"
+#include "parallel/trainer.hpp"
+
+namespace {
+
+using dpt::platform::now_seconds;
+
+struct Options {
+  std::vector<size_t> devices{1, 2, 4};
+  std::vector<size_t> reduce_devices{2, 4};
+  size_t steps = 30;
+  size_t batch = 256;
+  std::string model = "lenet";
+  bool training = true, allreduce = true;
+};
+
+std::vector<size_t> parse_list(const char *text) {
+  std::vector<size_t> out;
+  for (const char *p = text; *p;) {
+    char *end = nullptr;
+    unsigned long v = std::strtoul(p, &end, 10);
+    if (end == p || v == 0) {
+      std::fprintf(stderr, "dptrain_bench: bad list '%s'\n", text);
+      std::exit(2);
+    }
+    out.push_back(v);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+// Best of several timings of one memcpy of `bytes`, in bytes copied per second.
+double memcpy_bandwidth(size_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  double best = 1e300;
+  for (int i = 0; i < 7; ++i) {
+    const double t0 = now_seconds();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::min(best, now_seconds() - t0);
+  }
+  if (b[bytes / 2] != 1) std::abort();
+  return double(bytes) / best;
+}
+
+// Median time of one all-reduce of `bytes` across k device threads.
+double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::AllReduceAlgorithm algorithm) {
+  std::vector<dpt::Device *> devices;
+  for (size_t i = 0; i < k; ++i) devices.push_back(&context.device(i));
+  const size_t count = bytes / sizeof(float);
+  std::vector<std::vector<float>> buffers(k, std::vector<float>(count, 1.0f));
+  dpt::ThreadCollective collective(k);
+  const size_t iterations = std::clamp<size_t>((size_t(1) << 30) / bytes, 5, 2000);
+  std::vector<double> times(iterations);
+  dpt::run_on_devices(devices, [&](size_t rank) {
+    for (size_t it = 0; it < iterations; ++it) {
+      const double t0 = now_seconds();
+      collective.all_reduce(rank, buffers[rank].data(), count, algorithm);
+      if (rank == 0) times[it] = now_seconds() - t0;
+    }
+  });
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void bench_allreduce(const Options &o) {
+  const double copy = memcpy_bandwidth(64u << 20);
+  std::printf("\nsingle-thread memcpy bandwidth (64 MiB, best of 7): %.2f GB/s\n\n", copy / 1e9);
+  std::printf("%-6s %-3s %10s %12s %12s %12s %12s\n", "algo", "K", "size", "time_us", "algbw_GB/s",
+              "busbw_GB/s", "busbw/memcpy");
+  const size_t max_devices = *std::max_element(o.reduce_devices.begin(), o.reduce_devices.end());
+  dpt::Context context(dpt::ContextConfig{max_devices, 0});
+  for (size_t k : o.reduce_devices)
+    for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive})
+      for (size_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+        const double t = allreduce_seconds(context, k, bytes, algorithm);
+        const double algbw = double(bytes) / t;
+        const double busbw = algbw * 2.0 * double(k - 1) / double(k);  // as nccl-tests defines it
+        char size[32];
+        if (bytes >= (1u << 20))
+          std::snprintf(size, sizeof size, "%zu MiB", bytes >> 20);
+        else
+          std::snprintf(size, sizeof size, "%zu KiB", bytes >> 10);
+        std::printf("%-6s %-3zu %10s %12.1f %12.2f %12.2f %12.2f\n",
+                    algorithm == dpt::AllReduceAlgorithm::kRing ? "ring" : "naive", k, size, t * 1e6,
+                    algbw / 1e9, busbw / 1e9, busbw / copy);
+      }
+}
+
+void bench_training(const Options &o) {
+  const dpt::ModelSpec spec = dpt::ModelSpec::builtin(o.model);
+  const size_t in = spec.input().size();
+  std::vector<float> x(o.batch * in);
+  std::vector<int32_t> y(o.batch);
+  dpt::Rng rng(1);
+  for (auto &v : x) v = rng.uniform();
+  for (auto &v : y) v = int32_t(rng.below(10));
+  std::printf(
+      "\n%s training step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up\n\n",
+      o.model.c_str(), o.batch, o.steps);
+  std::printf("%-3s %12s %10s %12s %12s %12s\n", "K", "images/s", "speedup", "compute_ms", "allreduce_ms",
+              "update_ms");
+  double base = 0;
+  for (size_t k : o.devices) {
+    auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
+    dpt::TrainerConfig config;
+    config.optimizer.learning_rate = 0.01f;
+    dpt::Trainer trainer(context, spec, config);
+    for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
+    double compute = 0, reduce = 0, update = 0;
+    const double t0 = now_seconds();
+    for (size_t i = 0; i < o.steps; ++i) {
+      dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+      compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
+    }
+    const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
+    if (base == 0) base = rate;
+    std::printf("%-3zu %12.0f %9.2fx %12.2f %12.2f %12.2f\n", k, rate, rate / base,
+                compute / double(o.steps) * 1e3, reduce / double(o.steps) * 1e3,
+                update / double(o.steps) * 1e3);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "dptrain_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--devices")
+      o.devices = parse_list(value());
+    else if (a == "--reduce-devices")
+      o.reduce_devices = parse_list(value());
+    else if (a == "--steps")
+      o.steps = parse_list(value()).at(0);
+    else if (a == "--batch")
+      o.batch = parse_list(value()).at(0);
+    else if (a == "--model")
+      o.model = value();
+    else if (a == "--only-training")
+      o.allreduce = false;
+    else if (a == "--only-allreduce")
+      o.training = false;
+    else {
+      std::printf(
+          "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
+          "                     [--model lenet|mlp] [--only-training|--only-allreduce]\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  try {
+    if (o.training) bench_training(o);
+    if (o.allreduce) bench_allreduce(o);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "dptrain_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

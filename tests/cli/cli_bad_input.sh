@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Bad command lines exit with status 2 and print exactly one "dptrain: error:" line on stderr and nothing
+# on stdout; a library failure exits with status 1 the same way; --help exits 0.
+# shellcheck source=tests/cli/common.sh
+source "$(dirname "$0")/common.sh" "$@"
+
+# expect_error STATUS ARGS...: the command line must fail with STATUS and one error line.
+expect_error() {
+  local want=$1
+  shift
+  run_cli case "$@"
+  local lines first
+  lines=$(wc -l <"$WORK/case.err")
+  first=$(head -n 1 "$WORK/case.err")
+  if [ "$RC" -ne "$want" ]; then
+    fail "'$*': exit status $RC, expected $want (stderr: $(cat "$WORK/case.err"))"
+  elif [ "$lines" -ne 1 ] || [[ "$first" != "dptrain: error: "* ]]; then
+    fail "'$*': expected one 'dptrain: error:' line, got $lines: $(cat "$WORK/case.err")"
+  elif [ -s "$WORK/case.out" ]; then
+    fail "'$*': unexpected stdout: $(cat "$WORK/case.out")"
+  else
+    pass "'$*' -> $want: $first"
+  fi
+}
+
+# Usage errors: exit 2, detected before any data is loaded.
+expect_error 2
+expect_error 2 frobnicate
+expect_error 2 devices --frobnicate
+expect_error 2 train
+expect_error 2 train --model resnet18
+expect_error 2 train --model
+expect_error 2 train --model mlp --epochs
+expect_error 2 train --model mlp --epochs abc
+expect_error 2 train --model mlp --epochs 0
+expect_error 2 train --model mlp --epochs -3
+expect_error 2 train --model mlp --epochs 2x
+expect_error 2 train --model mlp --epochs --json
+expect_error 2 train --model mlp --batch 99999999999999999999999
+expect_error 2 train --model mlp --lr -0.1
+expect_error 2 train --model mlp --lr 0
+expect_error 2 train --model mlp --lr nan
+expect_error 2 train --model mlp --momentum 1.5
+expect_error 2 train --model mlp --nesterov
+expect_error 2 train --model mlp --optimizer adam
+expect_error 2 train --model mlp --optimizer adamw --momentum 0.9
+expect_error 2 train --model mlp --seed -1
+expect_error 2 train --model mlp --devices gpu:2
+expect_error 2 train --model mlp --devices cpu:0
+expect_error 2 train --model mlp --devices cpu:
+expect_error 2 train --model mlp --devices cpu:65
+expect_error 2 train --model mlp --devices cpu:2 --split 1,2,3
+expect_error 2 train --model mlp --split 1,2,3 # two devices from DPTRAIN_CPU_DEVICES
+expect_error 2 train --model mlp --split 1,,2
+expect_error 2 train --model mlp --split 1,-2
+expect_error 2 train --model mlp --schedule exponential
+expect_error 2 train --model mlp --init xavier
+expect_error 2 train --model mlp --frobnicate
+expect_error 2 train --model mlp stray-argument
+expect_error 2 train --model mlp --json=yes
+
+# Library failures: exit 1 with the status text and the library's message.
+expect_error 1 train --model mlp --data "$WORK/no-such-directory" --epochs 1
+expect_error 1 train --model mlp --metrics "$WORK/no-such-directory/m.csv"
+DPTRAIN_CPU_DEVICES=not-a-number expect_error 1 devices
+
+# Help is not an error.
+for args in "--help" "train --help" "devices --help"; do
+  # shellcheck disable=SC2086 # split on purpose
+  run_cli help $args
+  if [ "$RC" -eq 0 ] && grep -q "usage: dptrain" "$WORK/help.out" && [ ! -s "$WORK/help.err" ]; then
+    pass "'$args' prints usage and exits 0"
+  else
+    fail "'$args': status $RC, stderr: $(cat "$WORK/help.err")"
+  fi
+done
+
+finish

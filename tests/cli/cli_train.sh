@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Short runs of `dptrain train` on the real Fashion-MNIST: the JSON result, the CSV metrics and the SVG
+# plot are complete and sane, a run is reproducible bit for bit, and 1 vs 2 devices agree.
+# shellcheck source=tests/cli/common.sh
+source "$(dirname "$0")/common.sh" "$@"
+
+DATA=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
+  echo "skipped: Fashion-MNIST not found in $DATA"
+  exit 77
+fi
+
+SHORT=(--model mlp --epochs 2 --train-limit 2000 --test-limit 500 --json)
+
+run_cli a train "${SHORT[@]}" --devices cpu:2 --metrics "$WORK/m.csv" --plot "$WORK/p.svg"
+[ "$RC" -eq 0 ] || fail "training run exited with $RC: $(tail -n 3 "$WORK/a.err")"
+A=$WORK/a.out
+
+# stdout is exactly one JSON object.
+json_check "$A" "isinstance(d, dict)" "stdout is one JSON object"
+for key in model devices epochs batch lr optimizer split allreduce seed test_accuracy test_loss train_loss \
+  train_accuracy images_per_second seconds param_checksum epochs_detail; do
+  json_check "$A" "'$key' in d" "field $key present"
+done
+json_check "$A" "d['model'] == 'mlp' and d['devices'] == 2 and d['epochs'] == 2" "model, devices, epochs"
+json_check "$A" "d['batch'] == 256 and abs(d['lr'] - 0.1) < 1e-9 and d['optimizer'] == 'sgd'" "textbook defaults"
+json_check "$A" "d['split'] == 'even' and d['allreduce'] == 'ring' and d['seed'] == 0" "split, allreduce, seed"
+json_check "$A" "d['train_samples'] == 2000 and d['test_samples'] == 500" "sample limits applied"
+json_check "$A" "0 <= d['test_accuracy'] <= 1 and 0 <= d['train_accuracy'] <= 1" "accuracies in [0, 1]"
+json_check "$A" "d['test_accuracy'] > 0.3" "learns something (test accuracy > 0.3 after 2 short epochs)"
+json_check "$A" "0 < d['train_loss'] < 2.31 and 0 < d['test_loss'] < 2.31" "losses below chance (ln 10)"
+json_check "$A" "d['images_per_second'] > 0 and d['seconds'] > 0" "throughput and time"
+json_check "$A" "len(d['param_checksum']) == 16 and all(c in '0123456789abcdef' for c in d['param_checksum'])" \
+  "param_checksum is 16 lowercase hex digits"
+json_check "$A" "[e['epoch'] for e in d['epochs_detail']] == [1, 2]" "epochs_detail has epochs 1 and 2"
+json_check "$A" "d['epochs_detail'][-1]['test_accuracy'] == d['test_accuracy']" "last epoch matches the result"
+if grep -q '^epoch 2/2 ' "$WORK/a.err"; then pass "progress went to stderr"; else fail "no progress on stderr"; fi
+
+# The CSV: the header and one row per epoch, 8 columns each.
+HEADER="epoch,train_loss,train_accuracy,test_loss,test_accuracy,seconds,images_per_second,learning_rate"
+if [ "$(head -n 1 "$WORK/m.csv")" = "$HEADER" ]; then pass "CSV header"; else fail "CSV header: $(head -n 1 "$WORK/m.csv")"; fi
+if [ "$(wc -l <"$WORK/m.csv")" -eq 3 ]; then pass "CSV has 2 rows"; else fail "CSV rows: $(cat "$WORK/m.csv")"; fi
+if awk -F, 'NR > 1 && (NF != 8 || $1 != NR - 1) { bad = 1 } END { exit bad }' "$WORK/m.csv"; then
+  pass "CSV rows have 8 fields and epochs 1, 2"
+else
+  fail "CSV rows: $(cat "$WORK/m.csv")"
+fi
+
+# The SVG: well-formed XML with an <svg> root and the curves in it.
+if "$PYTHON" - "$WORK/p.svg" <<'PY'; then
+import sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+ns = {"s": "http://www.w3.org/2000/svg"}
+lines = root.findall(".//s:polyline", ns)
+assert len(lines) == 4, len(lines)  # train/test loss and train/test accuracy
+assert all(len(l.get("points").split()) == 2 for l in lines), "one point per epoch"
+texts = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+for word in ("Loss", "Accuracy", "epoch", "train loss", "test accuracy"):
+    assert word in texts, word
+PY
+  pass "SVG is well-formed with 4 curves, axes and legend"
+else
+  fail "SVG check"
+fi
+
+# Same command, same result, bit for bit.
+run_cli b train "${SHORT[@]}" --devices cpu:2
+CHECK_A=$(json_get "$A" "d['param_checksum']")
+CHECK_B=$(json_get "$WORK/b.out" "d['param_checksum']")
+if [ "$RC" -eq 0 ] && [ "$CHECK_A" = "$CHECK_B" ]; then
+  pass "reproducible: param_checksum $CHECK_A twice"
+else
+  fail "param_checksum differs between identical runs: $CHECK_A vs $CHECK_B (status $RC)"
+fi
+
+# One device trains the same model as two (up to float rounding).
+run_cli c train "${SHORT[@]}" --devices cpu:1
+ACC_A=$(json_get "$A" "d['test_accuracy']")
+json_check "$WORK/c.out" "d['devices'] == 1 and abs(d['test_accuracy'] - $ACC_A) <= 0.05" \
+  "cpu:1 and cpu:2 test accuracies within 0.05"
+
+# Without --json: human-readable output on stdout, ending with the summary and the same checksum.
+run_cli text train --model mlp --epochs 2 --train-limit 2000 --test-limit 500 --devices cpu:2
+if [ "$RC" -eq 0 ] && grep -q "param_checksum  $CHECK_A" "$WORK/text.out" &&
+  grep -q '^epoch 1/2  train loss' "$WORK/text.out" && [ ! -s "$WORK/text.err" ]; then
+  pass "text output: epoch lines and summary with the same checksum"
+else
+  fail "text output (status $RC): $(cat "$WORK/text.out" "$WORK/text.err")"
+fi
+
+# LeNet and the other options run too (a tiny smoke run).
+run_cli lenet train --model lenet --epochs 1 --train-limit 512 --test-limit 256 --batch 128 --json \
+  --optimizer sgd --momentum 0.9 --nesterov --schedule cosine --warmup 1 --clip 5 --init uniform \
+  --split 1,3 --allreduce naive --accumulate 2 --seed 3
+json_check "$WORK/lenet.out" "d['model'] == 'lenet' and d['split'] == 'weighted' and d['epochs_completed'] == 1" \
+  "lenet with weighted split, naive all-reduce, accumulation and cosine schedule"
+
+finish

@@ -1,0 +1,85 @@
+// The batch splitter: every sample assigned exactly once, the even rule, proportional weighted slices, and
+// sane results for absurd batch sizes; weights from measured speeds.
+#include <cstdint>
+#include <vector>
+
+#include "parallel/splitter.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+namespace {
+
+size_t sum(const std::vector<size_t> &v) {
+  size_t s = 0;
+  for (size_t x : v) s += x;
+  return s;
+}
+
+void test_even_split(void **) {
+  for (size_t k = 1; k <= 9; ++k)
+    for (size_t batch = 0; batch <= 40; ++batch) {
+      const std::vector<size_t> c = dpt::split_batch(batch, std::vector<double>(k, 2.5));
+      assert_int_equal(sum(c), batch);
+      for (size_t i = 0; i < k; ++i) assert_int_equal(c[i], batch / k + (i < batch % k ? 1 : 0));
+    }
+}
+
+void test_weighted_split_is_proportional(void **) {
+  const std::vector<double> w = {1.0, 3.0, 0.5, 2.0, 0.25};
+  const double total = 6.75;
+  for (size_t batch = 0; batch <= 500; ++batch) {
+    const std::vector<size_t> c = dpt::split_batch(batch, w);
+    assert_int_equal(sum(c), batch);
+    for (size_t i = 0; i < w.size(); ++i) {
+      const double quota = double(batch) * w[i] / total;
+      assert_true(double(c[i]) >= quota - 1.0 && double(c[i]) <= quota + 1.0);
+    }
+  }
+  const std::vector<size_t> c = dpt::split_batch(135, w);  // quotas 20, 60, 10, 40, 5 exactly
+  const size_t expected[] = {20, 60, 10, 40, 5};
+  for (size_t i = 0; i < 5; ++i) assert_int_equal(c[i], expected[i]);
+}
+
+void test_huge_batches(void **) {
+  const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, size_t(1) << 63, (size_t(1) << 53) + 1};
+  for (size_t batch : huge) {
+    const std::vector<size_t> even = dpt::split_batch(batch, {1.0, 1.0, 1.0});
+    assert_true(sum(even) == batch);
+    const std::vector<size_t> weighted = dpt::split_batch(batch, {1.0, 1e-9, 3.0});
+    size_t total = 0;
+    for (size_t x : weighted) {
+      assert_true(x <= batch - total);  // no overflow on the way
+      total += x;
+    }
+    assert_true(total == batch);
+  }
+}
+
+void test_weights_from_speed(void **) {
+  // Seconds per sample 1, 2 and 4: speeds 1, 0.5, 0.25 of the fastest, in twentieths.
+  const std::vector<double> w = dpt::weights_from_speed({1.0, 2.0, 4.0});
+  assert_true(w[0] == 1.0 && w[1] == 0.5 && w[2] == 0.25);
+  // 1% timing noise does not change the weights.
+  const std::vector<double> n = dpt::weights_from_speed({1.0, 1.01, 0.995});
+  assert_true(n[0] == 1.0 && n[1] == 1.0 && n[2] == 1.0);
+  // A device 100x slower still gets the minimum weight, never zero.
+  assert_true(dpt::weights_from_speed({1.0, 100.0})[1] == 0.05);
+}
+
+}  // namespace
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(test_even_split),
+      cmocka_unit_test(test_weighted_split_is_proportional),
+      cmocka_unit_test(test_huge_batches),
+      cmocka_unit_test(test_weights_from_speed),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, then builds the C quick start against it twice: through
+# find_package(dptrain) and through pkg-config. Runs the first and checks the accuracy it prints.
+set -euo pipefail
+build=$(realpath "$1") source=$(realpath "$2")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake -S "$source/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+  -DQUICKSTART_SOURCE="$source/samples/c/quickstart.c" >/dev/null
+cmake --build "$tmp/consumer" >/dev/null
+libdir=$(dirname "$(find "$tmp/prefix" -name 'libdptrain.so.0' | head -n 1)")
+PKG_CONFIG_PATH="$libdir/pkgconfig" cc -std=c99 -Wall -Wextra -Werror "$source/samples/c/quickstart.c" \
+  $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs dptrain) -o "$tmp/quickstart-pc"
+out=$(LD_LIBRARY_PATH="$libdir" DPTRAIN_CPU_DEVICES=2 "$tmp/consumer/quickstart")
+echo "$out"
+acc=$(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\) after 1 epoch(s)$/\1/p')
+python3 -c "import sys; a=float('$acc'); sys.exit(0 if a >= 0.70 else 1)" || { echo "accuracy '$acc' below 0.70"; exit 1; }
