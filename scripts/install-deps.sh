@@ -3,7 +3,8 @@
 # missing). The Fashion-MNIST data set is Debian's dataset-fashion-mnist.
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist)
+packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
+  swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go)
 
 missing=()
 for p in "${packages[@]}"; do

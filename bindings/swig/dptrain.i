@@ -1,0 +1,391 @@
+/* dptrain.i: the one SWIG interface shared by the Java, C# and Go bindings.
+ *
+ * It allow-lists the C API: only what is declared or %included below is wrapped, every free dpt_*
+ * function is hidden, and each opaque handle becomes a class through %extend (constructor, destructor,
+ * methods), so every language sees the same contract. Generated code is produced by the build, never
+ * committed.
+ *
+ * Each language file (java.i, csharp.i, go.i) is included first and must define:
+ *   - an %exception handler mapping dptrain_binding::Error (status, category, message) to the language's
+ *     error, and rethrowing director exceptions raised in a ProgressListener;
+ *   - typemaps for the five (pointer, count) patterns named in CAPITALS below, zero-copy where the
+ *     language allows it;
+ *   - naming (Java lowerCamelCase as written here, C# PascalCase, Go exported names) and module code. */
+%module(directors="1") dptrain
+
+%{
+#include <dptrain/dptrain.h>
+
+#include <cstdio>
+
+#include "dptrain_binding.hpp"
+%}
+
+%include <stdint.i>
+%include <std_string.i>
+
+/* size_t is 64-bit on every supported platform; bindings expose it as a 64-bit integer. */
+#if defined(SWIGJAVA)
+%include "java.i"
+#elif defined(SWIGCSHARP)
+%include "csharp.i"
+#elif defined(SWIGGO)
+%include "go.i"
+#endif
+
+/* The (pointer, count) patterns every language file implements. */
+%apply (const float *IN_FLOATS, size_t IN_COUNT) {
+  (const float *inputs, size_t input_count), (const float *params, size_t param_count),
+  (const float *weights, size_t weight_count) };
+%apply (float *OUT_FLOATS, size_t OUT_COUNT) {
+  (float *out_inputs, size_t out_input_count), (float *out_logits, size_t out_logit_count),
+  (float *out_params, size_t out_param_count) };
+%apply (const int32_t *IN_INTS, size_t IN_COUNT) { (const int32_t *labels, size_t label_count) };
+%apply (int32_t *OUT_INTS, size_t OUT_COUNT) { (int32_t *out_labels, size_t out_label_count) };
+%apply (const size_t *IN_SIZES, size_t IN_COUNT) { (const size_t *devices, size_t device_count) };
+
+/* ---- Allow-list ---------------------------------------------------------------------------------- */
+
+/* Every free function of the headers is hidden; the handles' methods below call them. */
+%rename("$ignore", %$isfunction, %$not %$ismember) "";
+
+/* Fields that are set by the constructors or make no sense across a language boundary. */
+%ignore struct_size;
+%ignore dpt_trainer_options::devices;
+%ignore dpt_trainer_options::device_count;
+%ignore dpt_trainer_options::split_weights;
+%ignore dpt_fit_options::progress;
+%ignore dpt_fit_options::user_data;
+
+%rename(Status) dpt_status;
+%rename(DeviceKind) dpt_device_kind;
+%rename(Activation) dpt_activation;
+%rename(PoolKind) dpt_pool_kind;
+%rename(DatasetPart) dpt_dataset_part;
+%rename(SplitPolicy) dpt_split_policy;
+%rename(AllReduceAlgorithm) dpt_allreduce_algorithm;
+%rename(InitScheme) dpt_init_scheme;
+%rename(OptimizerKind) dpt_optimizer_kind;
+%rename(ScheduleKind) dpt_schedule_kind;
+%rename(ProgressKind) dpt_progress_kind;
+%rename(DeviceInfo) dpt_device_info;
+%rename(ContextOptions) dpt_context_options;
+%rename(TrainerOptions) dpt_trainer_options;
+%rename(OptimizerOptions) dpt_optimizer_options;
+%rename(FitOptions) dpt_fit_options;
+%rename(StepResult) dpt_step_result;
+%rename(EvalResult) dpt_eval_result;
+%rename(FitResult) dpt_fit_result;
+%rename(Progress) dpt_progress;
+%rename(Context) dpt_context;
+%rename(Model) dpt_model;
+%rename(Dataset) dpt_dataset;
+%rename(Trainer) dpt_trainer;
+
+%immutable dpt_device_info::name;
+%immutable dpt_device_info::kind;
+
+/* Enums and value structs straight from the public headers (their functions are ignored above). */
+%include <dptrain/export.h>
+%include <dptrain/status.h>
+%include <dptrain/device.h>
+%include <dptrain/model.h>
+%include <dptrain/dataset.h>
+%include <dptrain/trainer.h>
+
+/* ---- Value structs: constructors fill the defaults and struct_size ------------------------------- */
+
+%define DPT_VALUE_STRUCT(TYPE, INIT)
+%extend TYPE {
+  TYPE() {
+    TYPE *v = new TYPE();
+    INIT;
+    return v;
+  }
+  ~TYPE() { delete $self; }
+}
+%enddef
+
+DPT_VALUE_STRUCT(dpt_context_options, dpt_context_options_init(v))
+DPT_VALUE_STRUCT(dpt_trainer_options, dpt_trainer_options_init(v))
+DPT_VALUE_STRUCT(dpt_optimizer_options, dpt_optimizer_options_init(v))
+DPT_VALUE_STRUCT(dpt_fit_options, dpt_fit_options_init(v))
+DPT_VALUE_STRUCT(dpt_device_info, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_step_result, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_eval_result, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_fit_result, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_progress, v->struct_size = sizeof *v)
+
+/* ---- Handles ------------------------------------------------------------------------------------- */
+
+/* Opaque in C; SWIG only needs to know they are classes. */
+struct dpt_context {};
+struct dpt_model {};
+struct dpt_dataset {};
+struct dpt_trainer {};
+
+%feature("director") dptrain_binding::ProgressListener;
+%rename(ProgressListener) dptrain_binding::ProgressListener;
+namespace dptrain_binding {
+class ProgressListener {
+ public:
+  virtual ~ProgressListener();
+  virtual bool onProgress(const dpt_progress &progress) = 0;
+};
+}
+
+%extend dpt_context {
+  /* cpu_devices 0 = DPTRAIN_CPU_DEVICES or the core count; cpu_memory_limit 0 = unlimited. */
+  dpt_context(size_t cpu_devices = 0, uint64_t cpu_memory_limit = 0) {
+    dpt_context_options o;
+    dpt_context_options_init(&o);
+    o.cpu_devices = cpu_devices;
+    o.cpu_memory_limit = cpu_memory_limit;
+    dpt_context *c = NULL;
+    dptrain_binding::check(dpt_context_create(&c, &o));
+    return c;
+  }
+  ~dpt_context() { dpt_context_destroy($self); }
+  size_t deviceCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_device_count($self, &n));
+    return n;
+  }
+  dpt_device_info deviceInfo(size_t index) {
+    dpt_device_info info;
+    info.struct_size = sizeof info;
+    dptrain_binding::check(dpt_device_get_info($self, index, &info));
+    return info;
+  }
+}
+
+%newobject dpt_model::builtin;
+%extend dpt_model {
+  dpt_model(size_t channels, size_t height, size_t width) {
+    dpt_model *m = NULL;
+    dptrain_binding::check(dpt_model_create(&m, channels, height, width));
+    return m;
+  }
+  /* "lenet" or "mlp". */
+  static dpt_model *builtin(const char *name) {
+    dpt_model *m = NULL;
+    dptrain_binding::check(dpt_model_create_builtin(&m, name));
+    return m;
+  }
+  ~dpt_model() { dpt_model_destroy($self); }
+  void addDense(size_t units) { dptrain_binding::check(dpt_model_add_dense($self, units)); }
+  void addConv2d(size_t out_channels, size_t kernel, size_t stride, size_t padding) {
+    dptrain_binding::check(dpt_model_add_conv2d($self, out_channels, kernel, stride, padding));
+  }
+  void addPool(dpt_pool_kind kind, size_t window, size_t stride) {
+    dptrain_binding::check(dpt_model_add_pool($self, kind, window, stride));
+  }
+  void addActivation(dpt_activation activation) {
+    dptrain_binding::check(dpt_model_add_activation($self, activation));
+  }
+  void addFlatten() { dptrain_binding::check(dpt_model_add_flatten($self)); }
+  void addDropout(float rate) { dptrain_binding::check(dpt_model_add_dropout($self, rate)); }
+  size_t inputSize() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_input_size($self, &n));
+    return n;
+  }
+  size_t outputSize() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_output_size($self, &n));
+    return n;
+  }
+  size_t parameterCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_parameter_count($self, &n));
+    return n;
+  }
+  size_t layerCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_layer_count($self, &n));
+    return n;
+  }
+  std::string describe() {
+    size_t needed = 0;
+    dpt_status s = dpt_model_describe($self, NULL, 0, &needed);
+    if (s != DPT_ERROR_BUFFER_TOO_SMALL) dptrain_binding::check(s);
+    std::string text(needed, '\0');
+    dptrain_binding::check(dpt_model_describe($self, &text[0], needed, &needed));
+    text.resize(needed - 1);
+    return text;
+  }
+}
+
+%newobject dpt_dataset::loadIdx;
+%newobject dpt_dataset::loadFashionMnist;
+%newobject dpt_dataset::subset;
+%extend dpt_dataset {
+  /* Copies the caller's arrays: label_count samples of channels x height x width floats. */
+  dpt_dataset(const float *inputs, size_t input_count, const int32_t *labels, size_t label_count,
+              size_t channels, size_t height, size_t width, size_t classes) {
+    dpt_dataset *d = NULL;
+    dptrain_binding::check(
+        dpt_dataset_create(&d, inputs, input_count, labels, label_count, channels, height, width, classes));
+    return d;
+  }
+  static dpt_dataset *loadIdx(const char *images_path, const char *labels_path) {
+    dpt_dataset *d = NULL;
+    dptrain_binding::check(dpt_dataset_load_idx(&d, images_path, labels_path));
+    return d;
+  }
+  /* directory NULL = DPTRAIN_DATA_DIR or /usr/share/datasets/fashion-mnist. */
+  static dpt_dataset *loadFashionMnist(const char *directory, dpt_dataset_part part) {
+    dpt_dataset *d = NULL;
+    dptrain_binding::check(dpt_dataset_load_fashion_mnist(&d, directory, part));
+    return d;
+  }
+  ~dpt_dataset() { dpt_dataset_destroy($self); }
+  dpt_dataset *subset(size_t start, size_t count) {
+    dpt_dataset *d = NULL;
+    dptrain_binding::check(dpt_dataset_subset(&d, $self, start, count));
+    return d;
+  }
+  size_t sampleCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_dataset_sample_count($self, &n));
+    return n;
+  }
+  size_t channels() {
+    size_t c = 0;
+    dptrain_binding::check(dpt_dataset_shape($self, &c, NULL, NULL));
+    return c;
+  }
+  size_t height() {
+    size_t h = 0;
+    dptrain_binding::check(dpt_dataset_shape($self, NULL, &h, NULL));
+    return h;
+  }
+  size_t width() {
+    size_t w = 0;
+    dptrain_binding::check(dpt_dataset_shape($self, NULL, NULL, &w));
+    return w;
+  }
+  size_t classCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_dataset_class_count($self, &n));
+    return n;
+  }
+  void copyBatch(size_t start, size_t count, float *out_inputs, size_t out_input_count, int32_t *out_labels,
+                 size_t out_label_count) {
+    dptrain_binding::check(dpt_dataset_copy_batch($self, start, count, out_inputs, out_input_count, out_labels,
+                                                  out_label_count));
+  }
+}
+
+%extend dpt_trainer {
+  /* options / optimizer may be null (defaults). */
+  dpt_trainer(dpt_context *context, dpt_model *model, const dpt_trainer_options *options,
+              const dpt_optimizer_options *optimizer) {
+    dpt_trainer *t = NULL;
+    dptrain_binding::check(dpt_trainer_create(&t, context, model, options, optimizer));
+    return t;
+  }
+  /* The same, on the listed devices of the context, with split weights (used with SPLIT_WEIGHTED;
+   * pass an empty array otherwise). */
+  dpt_trainer(dpt_context *context, dpt_model *model, const dpt_trainer_options *options,
+              const dpt_optimizer_options *optimizer, const size_t *devices, size_t device_count,
+              const float *weights, size_t weight_count) {
+    dpt_trainer_options o;
+    dpt_trainer_options_init(&o);
+    if (options != NULL) o = *options;
+    o.struct_size = sizeof o;
+    o.devices = devices;
+    o.device_count = device_count;
+    if (weight_count != 0) {  /* the C API reads one weight per device: check the count here */
+      size_t expected = device_count;
+      if (expected == 0) dptrain_binding::check(dpt_device_count(context, &expected));
+      if (weight_count != expected)
+        throw dptrain_binding::Error(DPT_ERROR_SIZE_MISMATCH, "dpt_trainer_create: " + std::to_string(weight_count) +
+                                                                  " split weights for " + std::to_string(expected) +
+                                                                  " devices");
+    }
+    o.split_weights = weight_count != 0 ? weights : NULL;
+    dpt_trainer *t = NULL;
+    dptrain_binding::check(dpt_trainer_create(&t, context, model, &o, optimizer));
+    return t;
+  }
+  ~dpt_trainer() { dpt_trainer_destroy($self); }
+  /* One (micro-)batch: label_count samples. */
+  dpt_step_result step(const float *inputs, size_t input_count, const int32_t *labels, size_t label_count) {
+    dpt_step_result r;
+    r.struct_size = sizeof r;
+    dptrain_binding::check(dpt_trainer_step($self, inputs, input_count, labels, label_count, &r));
+    return r;
+  }
+  dpt_eval_result evaluate(const float *inputs, size_t input_count, const int32_t *labels, size_t label_count) {
+    dpt_eval_result r;
+    r.struct_size = sizeof r;
+    dptrain_binding::check(dpt_trainer_evaluate($self, inputs, input_count, labels, label_count, &r));
+    return r;
+  }
+  dpt_eval_result evaluateDataset(dpt_dataset *dataset, size_t batch_size) {
+    dpt_eval_result r;
+    r.struct_size = sizeof r;
+    dptrain_binding::check(dpt_trainer_evaluate_dataset($self, dataset, batch_size, &r));
+    return r;
+  }
+  void predict(const float *inputs, size_t input_count, size_t sample_count, float *out_logits,
+               size_t out_logit_count) {
+    dptrain_binding::check(
+        dpt_trainer_predict($self, inputs, input_count, sample_count, out_logits, out_logit_count));
+  }
+  /* test and options may be null; listener may be null. An exception thrown by the listener stops
+   * training and is rethrown here. */
+  dpt_fit_result fit(dpt_dataset *train, dpt_dataset *test, const dpt_fit_options *options,
+                     dptrain_binding::ProgressListener *listener) {
+    dpt_fit_options o;
+    dpt_fit_options_init(&o);
+    if (options != NULL) o = *options;
+    o.struct_size = sizeof o;
+    dptrain_binding::ProgressBridge bridge{listener, nullptr};
+    o.progress = listener != NULL ? &dptrain_binding::ProgressBridge::call : NULL;
+    o.user_data = &bridge;
+    dpt_fit_result r;
+    r.struct_size = sizeof r;
+    dpt_status s = dpt_trainer_fit($self, train, test, &o, &r);
+    if (bridge.error) std::rethrow_exception(bridge.error);
+    dptrain_binding::check(s);
+    return r;
+  }
+  size_t parameterCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_trainer_parameter_count($self, &n));
+    return n;
+  }
+  size_t deviceCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_trainer_device_count($self, &n));
+    return n;
+  }
+  void getParameters(float *out_params, size_t out_param_count) {
+    dptrain_binding::check(dpt_trainer_get_parameters($self, out_params, out_param_count));
+  }
+  void getReplicaParameters(size_t replica, float *out_params, size_t out_param_count) {
+    dptrain_binding::check(dpt_trainer_get_replica_parameters($self, replica, out_params, out_param_count));
+  }
+  void setParameters(const float *params, size_t param_count) {
+    dptrain_binding::check(dpt_trainer_set_parameters($self, params, param_count));
+  }
+  /* FNV-1a 64 of the parameter bytes as 16 lowercase hex digits, as the CLI prints it. */
+  std::string parameterChecksum() {
+    uint64_t sum = 0;
+    dptrain_binding::check(dpt_trainer_parameter_checksum($self, &sum));
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", (unsigned long long)sum);
+    return text;
+  }
+}
+
+/* Library-level helpers. */
+%inline %{
+namespace dptrain_binding {
+inline unsigned versionNumber() { return dpt_version_number(); }
+inline std::string versionString() { return dpt_version_string(); }
+inline std::string statusString(int status) { return dpt_status_string(static_cast<dpt_status>(status)); }
+}
+%}
