@@ -38,14 +38,14 @@ dpt_status guarded(const char *function, Body &&body) noexcept {
 }
 
 inline void require_not_null(const void *p, const char *name) {
-  require(p != nullptr, DPT_ERROR_NULL_POINTER, std::string(name) + " is NULL");
+  DPT_REQUIRE(p != nullptr, DPT_ERROR_NULL_POINTER, std::string(name) + " is NULL");  // built on failure only
 }
 
 // a * b, or DPT_ERROR_SIZE_MISMATCH-free overflow detection: throws INVALID_ARGUMENT when it overflows.
 inline size_t checked_mul(size_t a, size_t b, const char *what) {
   size_t r;
-  require(!__builtin_mul_overflow(a, b, &r), DPT_ERROR_INVALID_ARGUMENT,
-          std::string(what) + " overflows size_t");
+  DPT_REQUIRE(!__builtin_mul_overflow(a, b, &r), DPT_ERROR_INVALID_ARGUMENT,
+              std::string(what) + " overflows size_t");
   return r;
 }
 
@@ -66,9 +66,11 @@ E checked_enum(const E &value, std::initializer_list<int> known, const char *wha
 // Pinned by the last field of 0.1; never change these when appending.
 template <typename T>
 constexpr size_t struct_size_v0_1();
-#define DPT_PIN_STRUCT(T, last) \
-  template <>               \
-  constexpr size_t struct_size_v0_1<T>() { return offsetof(T, last) + sizeof(T::last); }
+#define DPT_PIN_STRUCT(T, last)                 \
+  template <>                                   \
+  constexpr size_t struct_size_v0_1<T>() {      \
+    return offsetof(T, last) + sizeof(T::last); \
+  }
 DPT_PIN_STRUCT(dpt_context_options, cpu_memory_limit)
 DPT_PIN_STRUCT(dpt_device_info, memory_in_use)
 DPT_PIN_STRUCT(dpt_trainer_options, init_std)
@@ -81,9 +83,9 @@ DPT_PIN_STRUCT(dpt_fit_result, optimizer_steps)
 
 template <typename T>
 void check_struct_size(size_t struct_size, const char *name) {
-  require(struct_size >= struct_size_v0_1<T>(), DPT_ERROR_INVALID_ARGUMENT,
-          std::string(name) + "->struct_size is " + std::to_string(struct_size) + ", expected at least " +
-              std::to_string(struct_size_v0_1<T>()) + " (use the _init function or sizeof)");
+  DPT_REQUIRE(struct_size >= struct_size_v0_1<T>(), DPT_ERROR_INVALID_ARGUMENT,
+              std::string(name) + "->struct_size is " + std::to_string(struct_size) + ", expected at least " +
+                  std::to_string(struct_size_v0_1<T>()) + " (use the _init function or sizeof)");
 }
 
 // Options struct: NULL = defaults. An older caller's smaller struct fills the fields it has and leaves the

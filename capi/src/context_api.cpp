@@ -47,9 +47,9 @@ dpt_status dpt_device_get_info(const dpt_context *context, size_t index, dpt_dev
     require_not_null(info, "info");
     dpt::capi::check_result(info, "info");
     const size_t n = context->impl->device_count();
-    dpt::require(index < n, DPT_ERROR_DEVICE_NOT_FOUND,
-                 "device index " + std::to_string(index) + " does not exist (the context has " +
-                     std::to_string(n) + " devices)");
+    DPT_REQUIRE(index < n, DPT_ERROR_DEVICE_NOT_FOUND,
+                "device index " + std::to_string(index) + " does not exist (the context has " +
+                    std::to_string(n) + " devices)");
     dpt::Device &d = context->impl->device(index);
     dpt_device_info v;
     std::memset(&v, 0, sizeof v);

@@ -36,18 +36,18 @@ dpt_status dpt_dataset_create(dpt_dataset **out, const float *inputs, size_t inp
     require_not_null(out, "out");
     require_not_null(inputs, "inputs");
     require_not_null(labels, "labels");
-    dpt::require(sample_count > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
-    dpt::require(classes > 0 && classes <= (1u << 24), DPT_ERROR_INVALID_ARGUMENT,
-                 "classes must be in 1..2^24");
+    DPT_REQUIRE(sample_count > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
+    DPT_REQUIRE(classes > 0 && classes <= (1u << 24), DPT_ERROR_INVALID_ARGUMENT,
+                "classes must be in 1..2^24");
     dpt::ModelSpec shape_check(dpt::Shape{channels, height, width});  // validates the sample shape
     const size_t per = shape_check.input().size();
     const size_t expected = checked_mul(sample_count, per, "sample_count * sample size");
-    dpt::require(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
-                 "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(expected));
+    DPT_REQUIRE(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
+                "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(expected));
     for (size_t i = 0; i < sample_count; ++i)
-      dpt::require(labels[i] >= 0 && size_t(labels[i]) < classes, DPT_ERROR_OUT_OF_RANGE,
-                   "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
-                       " is outside [0, " + std::to_string(classes) + ")");
+      DPT_REQUIRE(labels[i] >= 0 && size_t(labels[i]) < classes, DPT_ERROR_OUT_OF_RANGE,
+                  "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+                      " is outside [0, " + std::to_string(classes) + ")");
     std::vector<float> x(inputs, inputs + input_count);
     std::vector<int32_t> y(labels, labels + sample_count);
     *out = new dpt_dataset{
@@ -100,16 +100,16 @@ dpt_status dpt_dataset_copy_batch(const dpt_dataset *dataset, size_t start, size
     require_not_null(inputs, "inputs");
     require_not_null(labels, "labels");
     const dpt::Dataset &d = dataset->impl;
-    dpt::require(count > 0, DPT_ERROR_INVALID_ARGUMENT, "count must be positive");
-    dpt::require(start <= d.size() && count <= d.size() - start, DPT_ERROR_OUT_OF_RANGE,
-                 "samples [" + std::to_string(start) + ", +" + std::to_string(count) + ") exceed the " +
-                     std::to_string(d.size()) + " samples");
+    DPT_REQUIRE(count > 0, DPT_ERROR_INVALID_ARGUMENT, "count must be positive");
+    DPT_REQUIRE(start <= d.size() && count <= d.size() - start, DPT_ERROR_OUT_OF_RANGE,
+                "samples [" + std::to_string(start) + ", +" + std::to_string(count) + ") exceed the " +
+                    std::to_string(d.size()) + " samples");
     const size_t per = d.shape().size();
-    dpt::require(
+    DPT_REQUIRE(
         input_count == count * per, DPT_ERROR_SIZE_MISMATCH,
         "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(count * per));
-    dpt::require(label_count == count, DPT_ERROR_SIZE_MISMATCH,
-                 "label_count is " + std::to_string(label_count) + ", expected " + std::to_string(count));
+    DPT_REQUIRE(label_count == count, DPT_ERROR_SIZE_MISMATCH,
+                "label_count is " + std::to_string(label_count) + ", expected " + std::to_string(count));
     std::memcpy(inputs, d.inputs() + start * per, count * per * sizeof(float));
     std::memcpy(labels, d.labels() + start, count * sizeof(int32_t));
   });

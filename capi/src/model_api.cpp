@@ -59,8 +59,8 @@ dpt_status dpt_model_add_pool(dpt_model *model, dpt_pool_kind kind, size_t windo
 
 dpt_status dpt_model_add_activation(dpt_model *model, dpt_activation activation) {
   return with_model(__func__, model, [&](dpt::ModelSpec &m) {
-    switch (dpt::capi::checked_enum(activation, {DPT_ACTIVATION_RELU, DPT_ACTIVATION_SIGMOID, DPT_ACTIVATION_TANH},
-                                    "activation")) {
+    switch (dpt::capi::checked_enum(
+        activation, {DPT_ACTIVATION_RELU, DPT_ACTIVATION_SIGMOID, DPT_ACTIVATION_TANH}, "activation")) {
       case DPT_ACTIVATION_RELU:
         m.add_activation(dpt::LayerKind::kRelu);
         return;
@@ -100,13 +100,13 @@ DPT_MODEL_GETTER(dpt_model_layer_count, model->impl.layers().size())
 dpt_status dpt_model_describe(const dpt_model *model, char *buffer, size_t capacity, size_t *needed) {
   return guarded(__func__, [&] {
     require_not_null(model, "model");
-    dpt::require(buffer != nullptr || capacity == 0, DPT_ERROR_NULL_POINTER,
-                 "buffer is NULL but capacity is not 0");
+    DPT_REQUIRE(buffer != nullptr || capacity == 0, DPT_ERROR_NULL_POINTER,
+                "buffer is NULL but capacity is not 0");
     const std::string text = model->impl.describe();
     if (needed != nullptr) *needed = text.size() + 1;
-    dpt::require(capacity >= text.size() + 1, DPT_ERROR_BUFFER_TOO_SMALL,
-                 "the description needs " + std::to_string(text.size() + 1) + " bytes, capacity is " +
-                     std::to_string(capacity));
+    DPT_REQUIRE(capacity >= text.size() + 1, DPT_ERROR_BUFFER_TOO_SMALL,
+                "the description needs " + std::to_string(text.size() + 1) + " bytes, capacity is " +
+                    std::to_string(capacity));
     std::memcpy(buffer, text.c_str(), text.size() + 1);
   });
 }

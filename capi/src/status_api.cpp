@@ -2,6 +2,7 @@
 #include <dptrain/status.h>
 #include <dptrain/version.h>
 
+#include <cstring>
 #include <string>
 
 #include "api_support.hpp"
@@ -24,7 +25,9 @@ void set_last_error(const char *function, const std::string &message) {
 extern "C" {
 
 const char *dpt_status_string(dpt_status status) {
-  switch (status) {
+  int raw;  // read as int: a caller may pass any value, and an out-of-range enum load is undefined
+  std::memcpy(&raw, &status, sizeof raw);
+  switch (raw) {
     case DPT_OK:
       return "ok";
     case DPT_ERROR_INVALID_ARGUMENT:

@@ -29,7 +29,7 @@ dpt::OptimizerConfig to_config(const dpt_optimizer_options &o) {
   c.epsilon = o.epsilon;
   c.schedule = schedule == DPT_SCHEDULE_STEP     ? dpt::ScheduleKind::kStep
                : schedule == DPT_SCHEDULE_COSINE ? dpt::ScheduleKind::kCosine
-                                                   : dpt::ScheduleKind::kConstant;
+                                                 : dpt::ScheduleKind::kConstant;
   c.warmup_steps = o.warmup_steps;
   c.step_size = o.step_size;
   c.gamma = o.gamma;
@@ -42,16 +42,16 @@ dpt::OptimizerConfig to_config(const dpt_optimizer_options &o) {
 
 dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_devices) {
   dpt::TrainerConfig c;
-  dpt::require(o.devices != nullptr || o.device_count == 0, DPT_ERROR_NULL_POINTER,
-               "options->devices is NULL but device_count is " + std::to_string(o.device_count));
-  dpt::require(o.device_count <= dpt::kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
-               "device_count " + std::to_string(o.device_count) + " exceeds 64");
+  DPT_REQUIRE(o.devices != nullptr || o.device_count == 0, DPT_ERROR_NULL_POINTER,
+              "options->devices is NULL but device_count is " + std::to_string(o.device_count));
+  DPT_REQUIRE(o.device_count <= dpt::kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
+              "device_count " + std::to_string(o.device_count) + " exceeds 64");
   if (o.devices != nullptr) c.devices.assign(o.devices, o.devices + o.device_count);
   const dpt_split_policy split =
       dpt::capi::checked_enum(o.split, {DPT_SPLIT_EVEN, DPT_SPLIT_WEIGHTED, DPT_SPLIT_AUTO}, "split policy");
   c.split = split == DPT_SPLIT_WEIGHTED ? dpt::SplitPolicy::kWeighted
             : split == DPT_SPLIT_AUTO   ? dpt::SplitPolicy::kAuto
-                                          : dpt::SplitPolicy::kEven;
+                                        : dpt::SplitPolicy::kEven;
   if (split == DPT_SPLIT_WEIGHTED) {
     require_not_null(o.split_weights, "options->split_weights");
     const size_t k = o.devices != nullptr ? o.device_count : context_devices;
@@ -59,7 +59,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   }
   const dpt_allreduce_algorithm allreduce =
       dpt::capi::checked_enum(o.allreduce, {DPT_ALLREDUCE_RING, DPT_ALLREDUCE_NAIVE}, "all-reduce algorithm");
-  c.allreduce = allreduce == DPT_ALLREDUCE_NAIVE ? dpt::AllReduceAlgorithm::kNaive : dpt::AllReduceAlgorithm::kRing;
+  c.allreduce =
+      allreduce == DPT_ALLREDUCE_NAIVE ? dpt::AllReduceAlgorithm::kNaive : dpt::AllReduceAlgorithm::kRing;
   c.seed = o.seed;
   c.accumulation_steps = o.accumulation_steps;
   const dpt_init_scheme init =
@@ -73,11 +74,11 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
 void check_batch(const dpt::Trainer &t, const float *inputs, size_t input_count, size_t n,
                  const char *count_name) {
   require_not_null(inputs, "inputs");
-  dpt::require(n > 0, DPT_ERROR_INVALID_ARGUMENT, std::string(count_name) + " must be positive");
+  DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, std::string(count_name) + " must be positive");
   const size_t expected = checked_mul(n, t.spec().input().size(), "sample count * input size");
-  dpt::require(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
-               "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(n) + " x " +
-                   std::to_string(t.spec().input().size()) + " = " + std::to_string(expected));
+  DPT_REQUIRE(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
+              "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(n) + " x " +
+                  std::to_string(t.spec().input().size()) + " = " + std::to_string(expected));
 }
 
 dpt_eval_result to_result(const dpt::EvalStats &e) {
@@ -229,8 +230,8 @@ dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t
     check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
     require_not_null(logits, "logits");
     const size_t expected = checked_mul(sample_count, trainer->impl->spec().output().size(), "logit count");
-    dpt::require(logit_count == expected, DPT_ERROR_SIZE_MISMATCH,
-                 "logit_count is " + std::to_string(logit_count) + ", expected " + std::to_string(expected));
+    DPT_REQUIRE(logit_count == expected, DPT_ERROR_SIZE_MISMATCH,
+                "logit_count is " + std::to_string(logit_count) + ", expected " + std::to_string(expected));
     trainer->impl->predict(inputs, sample_count, logits);
   });
 }
@@ -285,7 +286,7 @@ dpt_status dpt_trainer_parameter_count(const dpt_trainer *trainer, size_t *count
 
 static void check_parameter_count(const dpt_trainer *trainer, size_t count) {
   const size_t expected = trainer->impl->parameter_count();
-  dpt::require(
+  DPT_REQUIRE(
       count == expected, DPT_ERROR_SIZE_MISMATCH,
       "count is " + std::to_string(count) + ", the model has " + std::to_string(expected) + " parameters");
 }
@@ -334,9 +335,9 @@ dpt_status dpt_trainer_split_sizes(const dpt_trainer *trainer, size_t batch_size
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
     require_not_null(counts, "counts");
-    dpt::require(count == trainer->impl->device_count(), DPT_ERROR_SIZE_MISMATCH,
-                 "count is " + std::to_string(count) + ", the trainer has " +
-                     std::to_string(trainer->impl->device_count()) + " devices");
+    DPT_REQUIRE(count == trainer->impl->device_count(), DPT_ERROR_SIZE_MISMATCH,
+                "count is " + std::to_string(count) + ", the trainer has " +
+                    std::to_string(trainer->impl->device_count()) + " devices");
     const std::vector<size_t> sizes = trainer->impl->split_sizes(batch_size);
     std::copy(sizes.begin(), sizes.end(), counts);
   });

@@ -18,18 +18,18 @@ size_t resolve_cpu_device_count(size_t requested) {
       char *end = nullptr;
       errno = 0;
       long long v = std::strtoll(text->c_str(), &end, 10);
-      require(errno == 0 && end != text->c_str() && *end == '\0' && v > 0, DPT_ERROR_INVALID_ARGUMENT,
-              "DPTRAIN_CPU_DEVICES must be a positive integer, got '" + *text + "'");
-      require(v <= DPT_MAX_CPU_DEVICES, DPT_ERROR_OUT_OF_RANGE,
-              "DPTRAIN_CPU_DEVICES=" + *text + " exceeds " + std::to_string(DPT_MAX_CPU_DEVICES));
+      DPT_REQUIRE(errno == 0 && end != text->c_str() && *end == '\0' && v > 0, DPT_ERROR_INVALID_ARGUMENT,
+                  "DPTRAIN_CPU_DEVICES must be a positive integer, got '" + *text + "'");
+      DPT_REQUIRE(v <= DPT_MAX_CPU_DEVICES, DPT_ERROR_OUT_OF_RANGE,
+                  "DPTRAIN_CPU_DEVICES=" + *text + " exceeds " + std::to_string(DPT_MAX_CPU_DEVICES));
       count = size_t(v);
     } else {
       count = platform::core_count();
       if (count > DPT_MAX_CPU_DEVICES) count = DPT_MAX_CPU_DEVICES;
     }
   }
-  require(count <= DPT_MAX_CPU_DEVICES, DPT_ERROR_OUT_OF_RANGE,
-          "cpu_devices " + std::to_string(count) + " exceeds " + std::to_string(DPT_MAX_CPU_DEVICES));
+  DPT_REQUIRE(count <= DPT_MAX_CPU_DEVICES, DPT_ERROR_OUT_OF_RANGE,
+              "cpu_devices " + std::to_string(count) + " exceeds " + std::to_string(DPT_MAX_CPU_DEVICES));
   return count;
 }
 

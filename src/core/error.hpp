@@ -21,8 +21,11 @@ class Error : public std::runtime_error {
   throw Error(status, message);
 }
 
-inline void require(bool condition, dpt_status status, const std::string &message) {
-  if (!condition) throw_error(status, message);
-}
-
 }  // namespace dpt
+
+// Throws unless condition holds. A macro so that the message (often built with std::to_string) is only
+// computed on failure: checks on the training path must not allocate.
+#define DPT_REQUIRE(condition, status, message)                \
+  do {                                                         \
+    if (!(condition)) ::dpt::throw_error((status), (message)); \
+  } while (0)

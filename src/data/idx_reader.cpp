@@ -29,7 +29,7 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 class IdxFile {
  public:
   explicit IdxFile(const std::string &path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
-    require(file_ != nullptr, DPT_ERROR_IO, "cannot open '" + path + "': " + std::strerror(errno));
+    DPT_REQUIRE(file_ != nullptr, DPT_ERROR_IO, "cannot open '" + path + "': " + std::strerror(errno));
   }
 
   uint32_t read_u32(const char *what) {
@@ -52,8 +52,8 @@ class IdxFile {
     unsigned char extra;
     int got = gzread(file_.get(), &extra, 1);
     check_stream();
-    require(got == 0, DPT_ERROR_FORMAT,
-            "'" + path_ + "' has trailing bytes after " + std::to_string(n) + " bytes of data");
+    DPT_REQUIRE(got == 0, DPT_ERROR_FORMAT,
+                "'" + path_ + "' has trailing bytes after " + std::to_string(n) + " bytes of data");
     return data;
   }
 
@@ -66,7 +66,7 @@ class IdxFile {
       unsigned chunk = unsigned(std::min<size_t>(n - done, 1u << 30));
       int got = gzread(file_.get(), dst + done, chunk);
       check_stream();
-      require(got > 0, DPT_ERROR_FORMAT, "'" + path_ + "' is truncated (reading " + what + ")");
+      DPT_REQUIRE(got > 0, DPT_ERROR_FORMAT, "'" + path_ + "' is truncated (reading " + what + ")");
       done += size_t(got);
     }
   }
@@ -76,7 +76,8 @@ class IdxFile {
     const char *message = gzerror(file_.get(), &code);
     if (code == Z_ERRNO) throw_error(DPT_ERROR_IO, "cannot read '" + path_ + "': " + std::strerror(errno));
     // Z_BUF_ERROR: the gzip stream ends early (a missing CRC/length trailer included).
-    if (code == Z_BUF_ERROR) throw_error(DPT_ERROR_FORMAT, "'" + path_ + "' is truncated (gzip stream ends early)");
+    if (code == Z_BUF_ERROR)
+      throw_error(DPT_ERROR_FORMAT, "'" + path_ + "' is truncated (gzip stream ends early)");
     if (code != Z_OK && code != Z_STREAM_END)
       throw_error(DPT_ERROR_FORMAT, "'" + path_ + "' is not a valid gzip stream: " + message);
   }
@@ -96,8 +97,8 @@ void check_magic(IdxFile &f, uint32_t expected, const char *kind) {
 
 uint32_t read_dimension(IdxFile &f, const char *what, uint32_t max) {
   uint32_t v = f.read_u32(what);
-  require(v > 0 && v <= max, DPT_ERROR_FORMAT,
-          "'" + f.path() + "': implausible " + what + " " + std::to_string(v));
+  DPT_REQUIRE(v > 0 && v <= max, DPT_ERROR_FORMAT,
+              "'" + f.path() + "': implausible " + what + " " + std::to_string(v));
   return v;
 }
 
@@ -113,12 +114,12 @@ Dataset load_idx(const std::string &images_path, const std::string &labels_path)
   IdxFile labels(labels_path);
   check_magic(labels, kLabelMagic, "IDX labels: u8, 1 dimension");
   const uint32_t label_count = read_dimension(labels, "label count", kMaxSamples);
-  require(label_count == count, DPT_ERROR_FORMAT,
-          "'" + labels_path + "' has " + std::to_string(label_count) + " labels for " +
-              std::to_string(count) + " images");
+  DPT_REQUIRE(label_count == count, DPT_ERROR_FORMAT,
+              "'" + labels_path + "' has " + std::to_string(label_count) + " labels for " +
+                  std::to_string(count) + " images");
 
   const uint64_t pixels_per_image = uint64_t(rows) * cols;
-  require(pixels_per_image <= (1u << 28), DPT_ERROR_FORMAT, "'" + images_path + "': images too large");
+  DPT_REQUIRE(pixels_per_image <= (1u << 28), DPT_ERROR_FORMAT, "'" + images_path + "': images too large");
   const std::vector<unsigned char> pixels = images.read_payload(uint64_t(count) * pixels_per_image);
   const std::vector<unsigned char> raw_labels = labels.read_payload(count);
 
@@ -134,9 +135,9 @@ Dataset load_fashion_mnist(const std::string &directory, bool train) {
   if (dir.empty()) dir = platform::env("DPTRAIN_DATA_DIR").value_or("/usr/share/datasets/fashion-mnist");
   const std::string prefix = dir + (train ? "/train" : "/t10k");
   Dataset d = load_idx(prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz");
-  require(d.shape() == (Shape{1, 28, 28}), DPT_ERROR_FORMAT,
-          "Fashion-MNIST images under '" + dir + "' are not 28x28");
-  require(d.classes() <= 10, DPT_ERROR_FORMAT, "Fashion-MNIST labels under '" + dir + "' exceed 9");
+  DPT_REQUIRE(d.shape() == (Shape{1, 28, 28}), DPT_ERROR_FORMAT,
+              "Fashion-MNIST images under '" + dir + "' are not 28x28");
+  DPT_REQUIRE(d.classes() <= 10, DPT_ERROR_FORMAT, "Fashion-MNIST labels under '" + dir + "' exceed 9");
   d.widen_classes(10);  // a subset of the files may lack the last classes
   return d;
 }

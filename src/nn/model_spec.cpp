@@ -39,12 +39,12 @@ size_t LayerSpec::fan_in() const {
 }
 
 ModelSpec::ModelSpec(Shape input) : input_(input) {
-  require(input.c > 0 && input.h > 0 && input.w > 0, DPT_ERROR_INVALID_ARGUMENT,
-          "model input dimensions must be positive, got " + shape_text(input));
-  require(input.c <= kMaxFloatsPerSample && input.h <= kMaxFloatsPerSample &&
-              input.w <= kMaxFloatsPerSample && input.c * input.h <= kMaxFloatsPerSample &&
-              input.size() <= kMaxFloatsPerSample,
-          DPT_ERROR_INVALID_ARGUMENT, "model input has more than 2^28 floats per sample");
+  DPT_REQUIRE(input.c > 0 && input.h > 0 && input.w > 0, DPT_ERROR_INVALID_ARGUMENT,
+              "model input dimensions must be positive, got " + shape_text(input));
+  DPT_REQUIRE(input.c <= kMaxFloatsPerSample && input.h <= kMaxFloatsPerSample &&
+                  input.w <= kMaxFloatsPerSample && input.c * input.h <= kMaxFloatsPerSample &&
+                  input.size() <= kMaxFloatsPerSample,
+              DPT_ERROR_INVALID_ARGUMENT, "model input has more than 2^28 floats per sample");
 }
 
 ModelSpec ModelSpec::builtin(const std::string &name) {
@@ -72,18 +72,18 @@ ModelSpec ModelSpec::builtin(const std::string &name) {
 }
 
 void ModelSpec::push(LayerSpec spec) {
-  require(spec.out.size() > 0 && spec.out.size() <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
-          "layer output must have between 1 and 2^28 floats per sample");
-  require(parameter_count() + spec.parameters() <= kMaxParameters, DPT_ERROR_INVALID_ARGUMENT,
-          "model would have more than 2^30 parameters");
+  DPT_REQUIRE(spec.out.size() > 0 && spec.out.size() <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
+              "layer output must have between 1 and 2^28 floats per sample");
+  DPT_REQUIRE(parameter_count() + spec.parameters() <= kMaxParameters, DPT_ERROR_INVALID_ARGUMENT,
+              "model would have more than 2^30 parameters");
   layers_.push_back(spec);
 }
 
 void ModelSpec::add_dense(size_t units) {
-  require(units > 0 && units <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
-          "dense units must be in 1..2^28, got " + std::to_string(units));
-  require(current().size() <= kMaxParameters / units, DPT_ERROR_INVALID_ARGUMENT,
-          "dense layer would have more than 2^30 parameters");
+  DPT_REQUIRE(units > 0 && units <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
+              "dense units must be in 1..2^28, got " + std::to_string(units));
+  DPT_REQUIRE(current().size() <= kMaxParameters / units, DPT_ERROR_INVALID_ARGUMENT,
+              "dense layer would have more than 2^30 parameters");
   LayerSpec s;
   s.kind = LayerKind::kDense;
   s.units = units;
@@ -94,15 +94,16 @@ void ModelSpec::add_dense(size_t units) {
 
 void ModelSpec::add_conv2d(size_t out_channels, size_t kernel, size_t stride, size_t padding) {
   Shape in = current();
-  require(out_channels > 0 && out_channels <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
-          "conv2d out_channels must be in 1..2^28");
-  require(kernel > 0 && stride > 0, DPT_ERROR_INVALID_ARGUMENT, "conv2d kernel and stride must be positive");
-  require(padding <= 1024 && kernel <= 4096 && stride <= 4096, DPT_ERROR_INVALID_ARGUMENT,
-          "conv2d kernel, stride or padding too large");
-  require(kernel <= in.h + 2 * padding && kernel <= in.w + 2 * padding, DPT_ERROR_INVALID_ARGUMENT,
-          "conv2d kernel " + std::to_string(kernel) + " does not fit the padded input " + shape_text(in));
-  require(in.c * kernel * kernel <= kMaxParameters / out_channels, DPT_ERROR_INVALID_ARGUMENT,
-          "conv2d layer would have more than 2^30 parameters");
+  DPT_REQUIRE(out_channels > 0 && out_channels <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d out_channels must be in 1..2^28");
+  DPT_REQUIRE(kernel > 0 && stride > 0, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d kernel and stride must be positive");
+  DPT_REQUIRE(padding <= 1024 && kernel <= 4096 && stride <= 4096, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d kernel, stride or padding too large");
+  DPT_REQUIRE(kernel <= in.h + 2 * padding && kernel <= in.w + 2 * padding, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d kernel " + std::to_string(kernel) + " does not fit the padded input " + shape_text(in));
+  DPT_REQUIRE(in.c * kernel * kernel <= kMaxParameters / out_channels, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d layer would have more than 2^30 parameters");
   LayerSpec s;
   s.kind = LayerKind::kConv2d;
   s.units = out_channels;
@@ -112,16 +113,17 @@ void ModelSpec::add_conv2d(size_t out_channels, size_t kernel, size_t stride, si
   s.in = in;
   s.out = Shape{out_channels, (in.h + 2 * padding - kernel) / stride + 1,
                 (in.w + 2 * padding - kernel) / stride + 1};
-  require(s.out.h * s.out.w <= kMaxFloatsPerSample / out_channels, DPT_ERROR_INVALID_ARGUMENT,
-          "conv2d output has more than 2^28 floats per sample");
+  DPT_REQUIRE(s.out.h * s.out.w <= kMaxFloatsPerSample / out_channels, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d output has more than 2^28 floats per sample");
   push(s);
 }
 
 void ModelSpec::add_pool(LayerKind kind, size_t window, size_t stride) {
   Shape in = current();
-  require(window > 0 && stride > 0, DPT_ERROR_INVALID_ARGUMENT, "pool window and stride must be positive");
-  require(window <= in.h && window <= in.w, DPT_ERROR_INVALID_ARGUMENT,
-          "pool window " + std::to_string(window) + " does not fit the input " + shape_text(in));
+  DPT_REQUIRE(window > 0 && stride > 0, DPT_ERROR_INVALID_ARGUMENT,
+              "pool window and stride must be positive");
+  DPT_REQUIRE(window <= in.h && window <= in.w, DPT_ERROR_INVALID_ARGUMENT,
+              "pool window " + std::to_string(window) + " does not fit the input " + shape_text(in));
   LayerSpec s;
   s.kind = kind;
   s.kernel = window;
@@ -147,8 +149,8 @@ void ModelSpec::add_flatten() {
 }
 
 void ModelSpec::add_dropout(float rate) {
-  require(std::isfinite(rate) && rate >= 0.0f && rate < 1.0f, DPT_ERROR_OUT_OF_RANGE,
-          "dropout rate must be in [0, 1), got " + std::to_string(rate));
+  DPT_REQUIRE(std::isfinite(rate) && rate >= 0.0f && rate < 1.0f, DPT_ERROR_OUT_OF_RANGE,
+              "dropout rate must be in [0, 1), got " + std::to_string(rate));
   LayerSpec s;
   s.kind = LayerKind::kDropout;
   s.rate = rate;

@@ -65,7 +65,7 @@ void Network::reserve(size_t n) {
 }
 
 LossStats Network::forward(const float *params, const int32_t *labels, const PassInfo &info) {
-  require(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
+  DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
   const float *x = input_.data();
   for (size_t l = 0; l < layers_.size(); ++l) {
     PassInfo li = info;

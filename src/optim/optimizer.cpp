@@ -11,8 +11,8 @@ namespace dpt {
 namespace {
 
 void check(bool ok, const char *what, double value) {
-  require(ok, DPT_ERROR_INVALID_ARGUMENT,
-          std::string("invalid optimizer setting ") + what + " = " + std::to_string(value));
+  DPT_REQUIRE(ok, DPT_ERROR_INVALID_ARGUMENT,
+              std::string("invalid optimizer setting ") + what + " = " + std::to_string(value));
 }
 
 void sgd(const OptimizerConfig &c, float lr, float scale, float *p, const float *g, float *buf, size_t n) {
@@ -48,17 +48,17 @@ void adamw(const OptimizerConfig &c, uint64_t t, float lr, float scale, float *p
 }  // namespace
 
 void validate(const OptimizerConfig &c) {
-  require(c.kind == OptimizerKind::kSgd || c.kind == OptimizerKind::kAdamW, DPT_ERROR_INVALID_ARGUMENT,
-          "unknown optimizer kind");
-  require(c.schedule == ScheduleKind::kConstant || c.schedule == ScheduleKind::kStep ||
-              c.schedule == ScheduleKind::kCosine,
-          DPT_ERROR_INVALID_ARGUMENT, "unknown learning-rate schedule");
+  DPT_REQUIRE(c.kind == OptimizerKind::kSgd || c.kind == OptimizerKind::kAdamW, DPT_ERROR_INVALID_ARGUMENT,
+              "unknown optimizer kind");
+  DPT_REQUIRE(c.schedule == ScheduleKind::kConstant || c.schedule == ScheduleKind::kStep ||
+                  c.schedule == ScheduleKind::kCosine,
+              DPT_ERROR_INVALID_ARGUMENT, "unknown learning-rate schedule");
   check(std::isfinite(c.learning_rate) && c.learning_rate >= 0.0f, "learning_rate", c.learning_rate);
   check(std::isfinite(c.weight_decay) && c.weight_decay >= 0.0f, "weight_decay", c.weight_decay);
   check(std::isfinite(c.clip_norm) && c.clip_norm >= 0.0f, "clip_norm", c.clip_norm);
   if (c.kind == OptimizerKind::kSgd) {
     check(c.momentum >= 0.0f && c.momentum < 1.0f, "momentum", c.momentum);
-    require(!c.nesterov || c.momentum > 0.0f, DPT_ERROR_INVALID_ARGUMENT, "nesterov needs momentum > 0");
+    DPT_REQUIRE(!c.nesterov || c.momentum > 0.0f, DPT_ERROR_INVALID_ARGUMENT, "nesterov needs momentum > 0");
   } else {
     check(c.beta1 >= 0.0f && c.beta1 < 1.0f, "beta1", c.beta1);
     check(c.beta2 >= 0.0f && c.beta2 < 1.0f, "beta2", c.beta2);

@@ -10,17 +10,17 @@ namespace dpt {
 
 void check_dataset_fits(const Trainer &trainer, const Dataset &data, const char *role) {
   const ModelSpec &spec = trainer.spec();
-  require(data.shape().size() == spec.input().size(), DPT_ERROR_SIZE_MISMATCH,
-          std::string(role) + " samples have " + std::to_string(data.shape().size()) +
-              " floats, the model takes " + std::to_string(spec.input().size()));
-  require(data.classes() <= spec.output().size(), DPT_ERROR_SIZE_MISMATCH,
-          std::string(role) + " dataset has " + std::to_string(data.classes()) +
-              " classes, the model outputs " + std::to_string(spec.output().size()));
+  DPT_REQUIRE(data.shape().size() == spec.input().size(), DPT_ERROR_SIZE_MISMATCH,
+              std::string(role) + " samples have " + std::to_string(data.shape().size()) +
+                  " floats, the model takes " + std::to_string(spec.input().size()));
+  DPT_REQUIRE(data.classes() <= spec.output().size(), DPT_ERROR_SIZE_MISMATCH,
+              std::string(role) + " dataset has " + std::to_string(data.classes()) +
+                  " classes, the model outputs " + std::to_string(spec.output().size()));
 }
 
 EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_size) {
   check_dataset_fits(trainer, data, "evaluation");
-  require(batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "evaluation batch size must be positive");
+  DPT_REQUIRE(batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "evaluation batch size must be positive");
   EvalStats total;
   const size_t per = data.shape().size();
   for (size_t start = 0; start < data.size(); start += batch_size) {
@@ -36,9 +36,9 @@ EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_s
 
 FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const FitConfig &config,
              const ProgressFn &progress) {
-  require(config.epochs > 0, DPT_ERROR_INVALID_ARGUMENT, "epochs must be positive");
-  require(config.batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
-  require(config.eval_batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "eval_batch_size must be positive");
+  DPT_REQUIRE(config.epochs > 0, DPT_ERROR_INVALID_ARGUMENT, "epochs must be positive");
+  DPT_REQUIRE(config.batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
+  DPT_REQUIRE(config.eval_batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "eval_batch_size must be positive");
   check_dataset_fits(trainer, train, "training");
   if (test != nullptr) check_dataset_fits(trainer, *test, "test");
 

@@ -25,7 +25,7 @@ void run_on_devices(const std::vector<Device *> &devices, Fn &&fn) {
     std::array<std::exception_ptr, kMaxTrainerDevices> errors;
     Fn *fn;
   } state;
-  require(devices.size() <= kMaxTrainerDevices, DPT_ERROR_INTERNAL, "too many devices");
+  DPT_REQUIRE(devices.size() <= kMaxTrainerDevices, DPT_ERROR_INTERNAL, "too many devices");
   state.remaining = devices.size();
   state.fn = &fn;
   // The task captures two words only, so std::function stores it without a heap allocation.

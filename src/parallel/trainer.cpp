@@ -21,17 +21,18 @@ std::vector<Device *> pick_devices(const Context &context, const std::vector<siz
     for (size_t i = 0; i < context.device_count(); ++i) devices.push_back(&context.device(i));
   } else {
     for (size_t i = 0; i < indices.size(); ++i) {
-      require(indices[i] < context.device_count(), DPT_ERROR_DEVICE_NOT_FOUND,
-              "device index " + std::to_string(indices[i]) + " does not exist (the context has " +
-                  std::to_string(context.device_count()) + " devices)");
+      DPT_REQUIRE(indices[i] < context.device_count(), DPT_ERROR_DEVICE_NOT_FOUND,
+                  "device index " + std::to_string(indices[i]) + " does not exist (the context has " +
+                      std::to_string(context.device_count()) + " devices)");
       for (size_t j = 0; j < i; ++j)
-        require(indices[j] != indices[i], DPT_ERROR_INVALID_ARGUMENT,
-                "device " + std::to_string(indices[i]) + " is listed twice");
+        DPT_REQUIRE(indices[j] != indices[i], DPT_ERROR_INVALID_ARGUMENT,
+                    "device " + std::to_string(indices[i]) + " is listed twice");
       devices.push_back(&context.device(indices[i]));
     }
   }
-  require(!devices.empty(), DPT_ERROR_DEVICE_NOT_FOUND, "the context has no devices");
-  require(devices.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE, "a trainer spans at most 64 devices");
+  DPT_REQUIRE(!devices.empty(), DPT_ERROR_DEVICE_NOT_FOUND, "the context has no devices");
+  DPT_REQUIRE(devices.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
+              "a trainer spans at most 64 devices");
   return devices;
 }
 
@@ -44,18 +45,19 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       devices_(pick_devices(*context_, config_.devices)),
       collective_(devices_.size()) {
   validate(config_.optimizer);
-  require(spec_.parameter_count() > 0, DPT_ERROR_INVALID_ARGUMENT, "the model has no trainable parameters");
-  require(config_.accumulation_steps >= 1, DPT_ERROR_INVALID_ARGUMENT,
-          "accumulation_steps must be at least 1");
-  require(config_.init_std >= 0.0f && std::isfinite(config_.init_std), DPT_ERROR_INVALID_ARGUMENT,
-          "init_std must be finite and non-negative");
+  DPT_REQUIRE(spec_.parameter_count() > 0, DPT_ERROR_INVALID_ARGUMENT,
+              "the model has no trainable parameters");
+  DPT_REQUIRE(config_.accumulation_steps >= 1, DPT_ERROR_INVALID_ARGUMENT,
+              "accumulation_steps must be at least 1");
+  DPT_REQUIRE(config_.init_std >= 0.0f && std::isfinite(config_.init_std), DPT_ERROR_INVALID_ARGUMENT,
+              "init_std must be finite and non-negative");
   if (config_.split == SplitPolicy::kWeighted) {
-    require(config_.weights.size() == devices_.size(), DPT_ERROR_SIZE_MISMATCH,
-            "split weights: " + std::to_string(config_.weights.size()) + " given for " +
-                std::to_string(devices_.size()) + " devices");
+    DPT_REQUIRE(config_.weights.size() == devices_.size(), DPT_ERROR_SIZE_MISMATCH,
+                "split weights: " + std::to_string(config_.weights.size()) + " given for " +
+                    std::to_string(devices_.size()) + " devices");
     for (double w : config_.weights)
-      require(std::isfinite(w) && w > 0.0, DPT_ERROR_INVALID_ARGUMENT,
-              "split weights must be positive and finite");
+      DPT_REQUIRE(std::isfinite(w) && w > 0.0, DPT_ERROR_INVALID_ARGUMENT,
+                  "split weights must be positive and finite");
   }
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (Device *d : devices_) replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer));
@@ -78,12 +80,15 @@ std::vector<size_t> Trainer::split_sizes(size_t batch) const {
 }
 
 void Trainer::assign_slices(size_t batch) {
-  const std::vector<size_t> counts = split_sizes(batch);
+  if (batch != cached_batch_ || cached_counts_.empty()) {  // steps of one size allocate nothing here
+    cached_counts_ = split_sizes(batch);
+    cached_batch_ = batch;
+  }
   size_t begin = 0;
   for (size_t i = 0; i < replicas_.size(); ++i) {
     replicas_[i]->begin = begin;
-    replicas_[i]->count = counts[i];
-    begin += counts[i];
+    replicas_[i]->count = cached_counts_[i];
+    begin += cached_counts_[i];
   }
 }
 
@@ -102,9 +107,9 @@ void Trainer::reserve_slices() {
 void Trainer::check_labels(const int32_t *labels, size_t n) const {
   const int64_t classes = int64_t(spec_.output().size());
   for (size_t i = 0; i < n; ++i)
-    require(labels[i] >= 0 && labels[i] < classes, DPT_ERROR_OUT_OF_RANGE,
-            "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) + " is outside [0, " +
-                std::to_string(classes) + ")");
+    DPT_REQUIRE(labels[i] >= 0 && labels[i] < classes, DPT_ERROR_OUT_OF_RANGE,
+                "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+                    " is outside [0, " + std::to_string(classes) + ")");
 }
 
 // DPT_SPLIT_AUTO: every device trains on the same probe slice at once (as in a real step, so contention
@@ -128,10 +133,11 @@ void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch
   }
   for (auto &r : replicas_) r->grads.zero();
   measured_weights_ = weights_from_speed(best);
+  cached_counts_.clear();  // the split changes with the weights
 }
 
 StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
-  require(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
+  DPT_REQUIRE(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
   check_labels(labels, batch);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
@@ -211,7 +217,7 @@ bool Trainer::flush() {
 }
 
 EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
-  require(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
+  DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   check_labels(labels, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
@@ -234,7 +240,7 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
 }
 
 void Trainer::predict(const float *x, size_t n, float *logits) {
-  require(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
+  DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   assign_slices(n);
   reserve_slices();
@@ -249,9 +255,9 @@ void Trainer::predict(const float *x, size_t n, float *logits) {
 }
 
 void Trainer::get_parameters(size_t replica, float *out) const {
-  require(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
-          "replica " + std::to_string(replica) + " does not exist (the trainer has " +
-              std::to_string(replicas_.size()) + ")");
+  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
+              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
+                  std::to_string(replicas_.size()) + ")");
   const DeviceBuffer &p = replicas_[replica]->params;
   std::memcpy(out, p.data(), p.size() * sizeof(float));
 }

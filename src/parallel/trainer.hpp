@@ -82,6 +82,8 @@ class Trainer {
   std::vector<std::unique_ptr<Replica>> replicas_;
   ThreadCollective collective_;
   std::vector<double> measured_weights_;  // kAuto, after the first step
+  size_t cached_batch_ = 0;               // the split of the last batch size, reused while it repeats
+  std::vector<size_t> cached_counts_;
   uint64_t optimizer_steps_ = 0;
   size_t pending_micro_ = 0;  // micro-batches accumulated since the last update
   uint64_t pending_samples_ = 0;

@@ -140,6 +140,36 @@ static void test_predict_matches_evaluate(void **state) {
   dpt_trainer_destroy(t3), dpt_trainer_destroy(t1);
 }
 
+static uint64_t device_memory_in_use(size_t index) {
+  dpt_device_info info;
+  info.struct_size = sizeof info;
+  ok(dpt_device_get_info(context, index, &info));
+  return info.memory_in_use;
+}
+
+/* Device memory is allocated when a trainer is created and at the first step of the largest slice size;
+ * later steps of that size or smaller allocate nothing (the arenas' usage stays constant). */
+static void test_no_device_allocation_after_first_step(void **state) {
+  (void)state;
+  const uint64_t before[3] = {device_memory_in_use(0), device_memory_in_use(1), device_memory_in_use(2)};
+  dpt_trainer *t = make_trainer(3, 1, 2);
+  float *x = malloc(SAMPLES * 36 * sizeof(float));
+  int32_t y[SAMPLES];
+  ok(dpt_dataset_copy_batch(dataset, 0, SAMPLES, x, SAMPLES * 36, y, SAMPLES));
+  ok(dpt_trainer_step(t, x, 64 * 36, y, 64, NULL));
+  uint64_t after_first[3];
+  for (size_t d = 0; d < 3; ++d) {
+    after_first[d] = device_memory_in_use(d);
+    assert_true(after_first[d] > before[d]); /* the replica and its activations live in the arena */
+  }
+  const size_t sizes[] = {64, 17, 1, 64, 50, 3};
+  for (size_t i = 0; i < 6; ++i) ok(dpt_trainer_step(t, x, sizes[i] * 36, y, sizes[i], NULL));
+  for (size_t d = 0; d < 3; ++d) assert_true(device_memory_in_use(d) == after_first[d]);
+  dpt_trainer_destroy(t);
+  for (size_t d = 0; d < 3; ++d) assert_true(device_memory_in_use(d) == before[d]); /* all returned */
+  free(x);
+}
+
 static int setup(void **state) {
   (void)state;
   dpt_context_options o;
@@ -174,6 +204,7 @@ int main(void) {
       cmocka_unit_test(test_fit_continues_epochs),
       cmocka_unit_test(test_checksum_tracks_parameters),
       cmocka_unit_test(test_predict_matches_evaluate),
+      cmocka_unit_test(test_no_device_allocation_after_first_step),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

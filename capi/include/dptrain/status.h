@@ -35,7 +35,8 @@ typedef enum dpt_status {
 /** @brief Static, human-readable name of a status, e.g. "invalid argument". Never NULL. */
 DPT_API const char *dpt_status_string(dpt_status status);
 
-/** @brief The category of a status: its value rounded down to a multiple of 1000 (0 for DPT_OK). */
+/** @brief The category of a status: its value rounded down to a multiple of 1000 (0 for DPT_OK and negative
+ * values). */
 DPT_API int dpt_status_category(dpt_status status);
 
 /**

@@ -27,7 +27,14 @@ uint64_t CpuDevice::total_memory() const {
 void CpuDevice::submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
+    if (queued_ == slots_.size()) {  // full: unroll the ring into a buffer twice the size
+      std::vector<std::function<void()>> bigger(2 * slots_.size());
+      for (size_t i = 0; i < queued_; ++i) bigger[i] = std::move(slots_[(head_ + i) % slots_.size()]);
+      slots_ = std::move(bigger);
+      head_ = 0;
+    }
+    slots_[(head_ + queued_) % slots_.size()] = std::move(task);
+    ++queued_;
   }
   wake_.notify_one();
 }
@@ -37,10 +44,11 @@ void CpuDevice::run() {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left to do
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      wake_.wait(lock, [this] { return stopping_ || queued_ != 0; });
+      if (queued_ == 0) return;  // stopping, and nothing left to do
+      task = std::move(slots_[head_]);
+      head_ = (head_ + 1) % slots_.size();
+      --queued_;
     }
     task();  // tasks catch their own exceptions (see parallel_for_devices)
   }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
+#include <vector>
 #include <mutex>
 #include <thread>
 
@@ -30,7 +30,9 @@ class CpuDevice final : public Device {
   MemoryArena arena_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;
+  // A ring of task slots: no heap allocation per task once it has grown to the peak queue length.
+  std::vector<std::function<void()>> slots_ = std::vector<std::function<void()>>(16);
+  size_t head_ = 0, queued_ = 0;
   bool stopping_ = false;
   std::thread worker_;
 };
