@@ -87,6 +87,8 @@ static const option_spec kOptions[] = {
     {"--json", ARG_FLAG, FIELD(json), 0, REAL_POSITIVE, NULL},
     {"--metrics", ARG_STRING, FIELD(metrics_path), 0, REAL_POSITIVE, NULL},
     {"--plot", ARG_STRING, FIELD(plot_path), 0, REAL_POSITIVE, NULL},
+    {"--checkpoint", ARG_STRING, FIELD(checkpoint_path), 0, REAL_POSITIVE, NULL},
+    {"--resume", ARG_STRING, FIELD(resume_path), 0, REAL_POSITIVE, NULL},
 };
 
 static const char *choice_name(const choice *choices, int value) {
@@ -431,6 +433,9 @@ void print_train_help(FILE *out) {
       "  --json                 print one JSON result object on stdout; progress goes to stderr\n"
       "  --metrics FILE.csv     write per-epoch metrics as CSV\n"
       "  --plot FILE.svg        draw the loss and accuracy curves as SVG\n"
+      "  --checkpoint PATH      save a checkpoint atomically after every epoch\n"
+      "  --resume PATH          load a checkpoint first and train only the epochs it lacks\n"
+      "                         (same model and optimizer; any number of devices)\n"
       "  --help                 show this help\n"
       "\n"
       "Exit status: 0 success, 1 library or system error, 2 bad command line, 130 interrupted.\n",

@@ -36,16 +36,18 @@ typedef struct train_config {
   double init_std;                          /**< Standard deviation of DPT_INIT_NORMAL. */
   int schedule;                             /**< dpt_schedule_kind. */
   uint64_t warmup;                          /**< Warm-up optimizer steps. */
-  uint64_t step_size;       /**< Step schedule: steps between decays; 0 = a third of the run. */
-  double gamma;             /**< Step schedule: decay factor. */
-  double min_lr;            /**< Cosine schedule: final learning rate. */
-  double clip;              /**< Gradient-norm clip; 0 = off. */
-  size_t train_limit;       /**< Use only the first N training samples; 0 = all. */
-  size_t test_limit;        /**< Use only the first N test samples; 0 = all. */
-  size_t progress_every;    /**< Batches between progress reports; 0 = automatic. */
-  int json;                 /**< Nonzero: a JSON result on stdout, progress on stderr. */
-  const char *metrics_path; /**< CSV of per-epoch metrics, or NULL. */
-  const char *plot_path;    /**< SVG plot of the curves, or NULL. */
+  uint64_t step_size;          /**< Step schedule: steps between decays; 0 = a third of the run. */
+  double gamma;                /**< Step schedule: decay factor. */
+  double min_lr;               /**< Cosine schedule: final learning rate. */
+  double clip;                 /**< Gradient-norm clip; 0 = off. */
+  size_t train_limit;          /**< Use only the first N training samples; 0 = all. */
+  size_t test_limit;           /**< Use only the first N test samples; 0 = all. */
+  size_t progress_every;       /**< Batches between progress reports; 0 = automatic. */
+  int json;                    /**< Nonzero: a JSON result on stdout, progress on stderr. */
+  const char *metrics_path;    /**< CSV of per-epoch metrics, or NULL. */
+  const char *plot_path;       /**< SVG plot of the curves, or NULL. */
+  const char *checkpoint_path; /**< Checkpoint saved after every epoch, or NULL. */
+  const char *resume_path;     /**< Checkpoint to resume from, or NULL. */
 } train_config;
 
 /** @brief Outcome of parse_train_args() besides the exit statuses of cli.h. */

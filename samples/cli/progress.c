@@ -38,27 +38,31 @@ static int digits_of(size_t value) {
 static void draw_bar(progress_state *state, const dpt_progress *p) {
   char bar[BAR_WIDTH + 1];
   size_t filled = p->batches > 0 ? p->batch * BAR_WIDTH / p->batches : 0;
-  int width = digits_of(p->epochs);
+  size_t epochs = p->epochs + state->epoch_offset;
+  int width = digits_of(epochs);
   if (filled > BAR_WIDTH) filled = BAR_WIDTH;
   memset(bar, '#', filled);
   memset(bar + filled, '.', BAR_WIDTH - filled);
   bar[BAR_WIDTH] = '\0';
   /* "\033[K" clears what a longer previous line left behind. */
-  fprintf(state->out, "\repoch %*zu/%zu [%s] %*zu/%zu  %7.0f img/s  loss %.4f\033[K", width, p->epoch,
-          p->epochs, bar, digits_of(p->batches), p->batch, p->batches, p->samples_per_second, p->loss);
+  fprintf(state->out, "\repoch %*zu/%zu [%s] %*zu/%zu  %7.0f img/s  loss %.4f\033[K", width,
+          p->epoch + state->epoch_offset, epochs, bar, digits_of(p->batches), p->batch, p->batches,
+          p->samples_per_second, p->loss);
   fflush(state->out);
   state->bar_visible = 1;
 }
 
 static void print_batch_line(progress_state *state, const dpt_progress *p) {
-  fprintf(state->out, "epoch %*zu/%zu  batch %*zu/%zu  %7.0f img/s  loss %.4f\n", digits_of(p->epochs),
-          p->epoch, p->epochs, digits_of(p->batches), p->batch, p->batches, p->samples_per_second, p->loss);
+  size_t epochs = p->epochs + state->epoch_offset;
+  fprintf(state->out, "epoch %*zu/%zu  batch %*zu/%zu  %7.0f img/s  loss %.4f\n", digits_of(epochs),
+          p->epoch + state->epoch_offset, epochs, digits_of(p->batches), p->batch, p->batches,
+          p->samples_per_second, p->loss);
   fflush(state->out);
 }
 
-static epoch_record record_of(const dpt_progress *p) {
+static epoch_record record_of(const progress_state *state, const dpt_progress *p) {
   epoch_record record;
-  record.epoch = p->epoch;
+  record.epoch = p->epoch + state->epoch_offset;
   record.train_loss = p->loss;
   record.train_accuracy = p->accuracy;
   record.has_test = p->has_test;
@@ -72,7 +76,8 @@ static epoch_record record_of(const dpt_progress *p) {
 
 static void print_epoch_line(progress_state *state, const dpt_progress *p, const epoch_record *r) {
   FILE *out = state->out;
-  fprintf(out, "epoch %*zu/%zu  train loss %.4f  train acc %.4f", digits_of(p->epochs), r->epoch, p->epochs,
+  size_t epochs = p->epochs + state->epoch_offset;
+  fprintf(out, "epoch %*zu/%zu  train loss %.4f  train acc %.4f", digits_of(epochs), r->epoch, epochs,
           r->train_loss, r->train_accuracy);
   if (r->has_test) fprintf(out, "  test loss %.4f  test acc %.4f", r->test_loss, r->test_accuracy);
   fprintf(out, "  %.2f s  %.0f img/s\n", r->seconds, r->images_per_second);
@@ -85,12 +90,23 @@ static void clear_bar(progress_state *state) {
   state->bar_visible = 0;
 }
 
+/* After every epoch, before the next starts: the trainer is between steps, so the checkpoint is exact. */
+static void save_checkpoint(progress_state *state) {
+  dpt_status status;
+  if (state->checkpoint_path == NULL || state->checkpoint_status != DPT_OK) return;
+  status = dpt_trainer_save(state->trainer, state->checkpoint_path);
+  if (status == DPT_OK) return;
+  state->checkpoint_status = status;
+  snprintf(state->checkpoint_error, sizeof state->checkpoint_error, "%s", dpt_last_error_message());
+}
+
 static void on_epoch(progress_state *state, const dpt_progress *p) {
-  epoch_record record = record_of(p);
+  epoch_record record = record_of(state, p);
   clear_bar(state);
   print_epoch_line(state, p, &record);
   if (state->metrics != NULL) metrics_csv_write_row(state->metrics, &record);
   if (!epoch_log_append(&state->log, &record)) state->failed = 1;
+  save_checkpoint(state);
 }
 
 int progress_callback(const dpt_progress *progress, void *user_data) {
@@ -102,7 +118,7 @@ int progress_callback(const dpt_progress *progress, void *user_data) {
   } else {
     print_batch_line(state, progress);
   }
-  return g_interrupted || state->failed;
+  return g_interrupted || state->failed || state->checkpoint_status != DPT_OK;
 }
 
 void progress_finish(progress_state *state) {

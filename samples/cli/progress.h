@@ -14,12 +14,17 @@
 
 /** @brief State of the progress callback. Zero it, then set the fields marked "set by the caller". */
 typedef struct progress_state {
-  FILE *out;       /**< Set by the caller: the stream for human-readable progress. */
-  int tty;         /**< Set by the caller: nonzero to redraw a bar in place with '\r'. */
-  FILE *metrics;   /**< Set by the caller: CSV stream with its header written, or NULL. */
-  epoch_log log;   /**< Epochs reported so far. */
-  int bar_visible; /**< A bar is drawn on the current line. */
-  int failed;      /**< Recording an epoch ran out of memory (training is stopped). */
+  FILE *out;                    /**< Set by the caller: the stream for human-readable progress. */
+  int tty;                      /**< Set by the caller: nonzero to redraw a bar in place with '\r'. */
+  FILE *metrics;                /**< Set by the caller: CSV stream with its header written, or NULL. */
+  epoch_log log;                /**< Epochs reported so far. */
+  int bar_visible;              /**< A bar is drawn on the current line. */
+  int failed;                   /**< Recording an epoch ran out of memory (training is stopped). */
+  size_t epoch_offset;          /**< Set by the caller: epochs done before this run (after --resume). */
+  dpt_trainer *trainer;         /**< Set by the caller with checkpoint_path. */
+  const char *checkpoint_path;  /**< Set by the caller: save a checkpoint here after every epoch, or NULL. */
+  dpt_status checkpoint_status; /**< The first failed save (training is stopped), else DPT_OK. */
+  char checkpoint_error[512];   /**< Its message. */
 } progress_state;
 
 /** @brief The dpt_progress_fn to pass to dpt_trainer_fit() with a progress_state as user data. */

@@ -155,6 +155,12 @@ static int create_trainer(train_run *run) {
   CLI_TRY(dpt_model_parameter_count(run->model, &run->summary.parameters));
   CLI_TRY(dpt_trainer_create(&run->trainer, run->context, run->model, &trainer_options, &optimizer_options));
   CLI_TRY(dpt_trainer_device_count(run->trainer, &run->summary.devices));
+  if (run->config.resume_path != NULL) {
+    uint64_t done = 0;
+    CLI_TRY(dpt_trainer_load(run->trainer, run->config.resume_path));
+    CLI_TRY(dpt_trainer_epoch_count(run->trainer, &done));
+    run->progress.epoch_offset = (size_t)done;
+  }
   return CLI_EXIT_OK;
 }
 
@@ -201,8 +207,17 @@ static int fit(train_run *run) {
   run->progress.out = run->out;
   run->progress.tty = platform_is_terminal(run->out);
   run->progress.metrics = run->metrics;
+  run->progress.trainer = run->trainer;
+  run->progress.checkpoint_path = run->config.checkpoint_path;
+  if (run->progress.epoch_offset >= run->config.epochs) {
+    fprintf(run->out, "nothing to train: the checkpoint already has %zu of %zu epochs\n",
+            run->progress.epoch_offset, run->config.epochs);
+    memset(&run->summary.fit, 0, sizeof run->summary.fit);
+    CLI_TRY(dpt_trainer_parameter_checksum(run->trainer, &run->summary.checksum));
+    return CLI_EXIT_OK;
+  }
   dpt_fit_options_init(&options);
-  options.epochs = run->config.epochs;
+  options.epochs = run->config.epochs - run->progress.epoch_offset;
   options.batch_size = run->config.batch;
   options.progress_every = progress_interval(run);
   options.progress = progress_callback;
@@ -215,6 +230,11 @@ static int fit(train_run *run) {
   run->summary.seconds = platform_now_seconds() - start;
   progress_finish(&run->progress);
   if (status != DPT_OK) return cli_library_error(status);
+  if (run->progress.checkpoint_status != DPT_OK) {
+    fprintf(stderr, "dptrain: error: %s: %s\n", dpt_status_string(run->progress.checkpoint_status),
+            run->progress.checkpoint_error);
+    return CLI_EXIT_FAILURE;
+  }
   if (run->progress.failed) {
     fprintf(stderr, "dptrain: error: out of memory while recording epoch metrics\n");
     return CLI_EXIT_FAILURE;

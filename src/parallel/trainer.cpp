@@ -272,4 +272,40 @@ uint64_t Trainer::parameter_checksum() const {
   return fnv1a64(p.data(), p.size() * sizeof(float));
 }
 
+TrainerState Trainer::save_state() const {
+  DPT_REQUIRE(pending_micro_ == 0, DPT_ERROR_INVALID_STATE,
+              "cannot checkpoint inside an accumulation window (" + std::to_string(pending_micro_) + " of " +
+                  std::to_string(config_.accumulation_steps) + " micro-batches done)");
+  const Replica &r = *replicas_[0];
+  TrainerState state;
+  state.parameters.assign(r.params.data(), r.params.data() + r.params.size());
+  state.optimizer_state.assign(r.state.data(), r.state.data() + r.state.size());
+  state.optimizer_steps = optimizer_steps_;
+  state.epochs_done = epochs_done;
+  state.seed = config_.seed;
+  return state;
+}
+
+void Trainer::load_state(const TrainerState &state) {
+  const Replica &first = *replicas_[0];
+  DPT_REQUIRE(state.parameters.size() == first.params.size(), DPT_ERROR_INVALID_ARGUMENT,
+              "the checkpoint has " + std::to_string(state.parameters.size()) + " parameters, the model " +
+                  std::to_string(first.params.size()));
+  DPT_REQUIRE(state.optimizer_state.size() == first.state.size(), DPT_ERROR_INVALID_ARGUMENT,
+              "the checkpoint has " + std::to_string(state.optimizer_state.size()) +
+                  " floats of optimizer state, the trainer's optimizer needs " + std::to_string(first.state.size()));
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  for (auto &r : replicas_) {
+    std::memcpy(r->params.data(), state.parameters.data(), r->params.size() * sizeof(float));
+    if (r->state.size() != 0)
+      std::memcpy(r->state.data(), state.optimizer_state.data(), r->state.size() * sizeof(float));
+    r->grads.zero();
+  }
+  optimizer_steps_ = state.optimizer_steps;
+  epochs_done = state.epochs_done;
+  config_.seed = state.seed;
+  pending_micro_ = 0;
+  pending_samples_ = 0;
+}
+
 }  // namespace dpt

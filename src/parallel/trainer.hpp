@@ -35,6 +35,12 @@ struct StepStats {
   double compute_seconds = 0, allreduce_seconds = 0, update_seconds = 0, total_seconds = 0;
 };
 
+// Everything a checkpoint holds of a trainer (besides the model description).
+struct TrainerState {
+  std::vector<float> parameters, optimizer_state;
+  uint64_t optimizer_steps = 0, epochs_done = 0, seed = 0;
+};
+
 struct EvalStats {
   double loss_sum = 0;
   uint64_t correct = 0, samples = 0;
@@ -63,6 +69,12 @@ class Trainer {
   void set_parameters(const float *in);
   uint64_t parameter_checksum() const;
   std::vector<size_t> split_sizes(size_t batch) const;
+
+  // The state of the first replica (they are identical). DPT_ERROR_INVALID_STATE inside an unfinished
+  // accumulation window.
+  TrainerState save_state() const;
+  // Checks the sizes, then sets every replica; an unfinished accumulation window is discarded.
+  void load_state(const TrainerState &state);
 
   // Epochs trained by fit() so far: keys the shuffle order, so a second fit() continues the sequence.
   uint64_t epochs_done = 0;

@@ -10,6 +10,7 @@
 #ifndef DPTRAIN_DPTRAIN_H
 #define DPTRAIN_DPTRAIN_H
 
+#include "checkpoint.h"
 #include "dataset.h"
 #include "device.h"
 #include "export.h"

@@ -1,0 +1,146 @@
+#include "core/file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace dpt::file_io {
+
+namespace {
+
+constexpr size_t kOps = 6;
+struct Fault {
+  std::atomic<uint64_t> nth{0};
+  std::atomic<int> error{0};
+  std::atomic<uint64_t> calls{0};
+};
+std::array<Fault, kOps> faults;
+
+const char *op_name(Op op) {
+  switch (op) {
+    case Op::kOpen:
+      return "open";
+    case Op::kWrite:
+      return "write";
+    case Op::kFsync:
+      return "fsync";
+    case Op::kRename:
+      return "rename";
+    case Op::kFsyncDir:
+      return "fsync of the directory";
+    case Op::kRead:
+      return "read";
+  }
+  return "?";
+}
+
+// Counts the call and reports an injected failure by setting errno and returning true.
+bool injected(Op op) {
+  Fault &f = faults[size_t(op)];
+  const uint64_t call = f.calls.fetch_add(1) + 1;
+  if (f.nth.load() != 0 && call == f.nth.load()) {
+    errno = f.error.load();
+    return true;
+  }
+  return false;
+}
+
+[[noreturn]] void io_error(Op op, const std::string &path) {
+  throw_error(DPT_ERROR_IO, std::string(op_name(op)) + " of '" + path + "' failed: " + std::strerror(errno));
+}
+
+std::string directory_of(const std::string &path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Closes a descriptor on scope exit unless released.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+void inject_fault(Op op, uint64_t nth, int error) {
+  faults[size_t(op)].error = error;
+  faults[size_t(op)].nth = nth;
+}
+
+void clear_faults() {
+  for (Fault &f : faults) f.nth = 0, f.calls = 0, f.error = 0;
+}
+
+uint64_t call_count(Op op) {
+  return faults[size_t(op)].calls.load();
+}
+
+std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes) {
+  Fd file;
+  if (injected(Op::kOpen) || (file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0)
+    io_error(Op::kOpen, path);
+  struct stat st;
+  if (::fstat(file.fd, &st) != 0) io_error(Op::kRead, path);
+  DPT_REQUIRE(uint64_t(st.st_size) <= max_bytes, DPT_ERROR_FORMAT,
+              "'" + path + "' is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
+                  std::to_string(max_bytes));
+  std::vector<unsigned char> data(size_t(st.st_size));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = injected(Op::kRead) ? -1 : ::read(file.fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_error(Op::kRead, path);
+    if (n == 0) break;  // the file shrank while reading: what we have is checked by the caller's format
+    done += size_t(n);
+  }
+  data.resize(done);
+  return data;
+}
+
+void write_file_atomic(const std::string &path, const std::vector<unsigned char> &bytes) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string temporary =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  Fd file;
+  if (injected(Op::kOpen) ||
+      (file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
+    io_error(Op::kOpen, temporary);
+  try {
+    size_t done = 0;
+    constexpr size_t kChunk = 1 << 20;
+    while (done < bytes.size()) {
+      const size_t want = std::min(kChunk, bytes.size() - done);
+      ssize_t n = injected(Op::kWrite) ? -1 : ::write(file.fd, bytes.data() + done, want);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) io_error(Op::kWrite, temporary);
+      done += size_t(n);
+    }
+    if (injected(Op::kFsync) || ::fsync(file.fd) != 0) io_error(Op::kFsync, temporary);
+    ::close(file.fd);
+    file.fd = -1;
+    if (injected(Op::kRename) || ::rename(temporary.c_str(), path.c_str()) != 0) io_error(Op::kRename, path);
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  // The rename is only durable once the directory entry is on disk.
+  const std::string directory = directory_of(path);
+  Fd dir;
+  if (injected(Op::kFsyncDir) ||
+      (dir.fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || ::fsync(dir.fd) != 0)
+    io_error(Op::kFsyncDir, directory);
+}
+
+}  // namespace dpt::file_io

@@ -1,0 +1,96 @@
+#include "io/checkpoint.hpp"
+
+#include <bit>
+#include <cstring>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "io/checkpoint_format.hpp"
+
+namespace dpt {
+
+static_assert(std::endian::native == std::endian::little, "checkpoints store little-endian tensors");
+
+namespace {
+
+// Counters, in this order, in the "trainer.counters" tensor.
+enum Counter { kOptimizerSteps, kEpochsDone, kSamplesIntoEpoch, kSeed, kCounterCount };
+
+template <typename T>
+Tensor make_tensor(const std::string &name, DType dtype, const T *data, size_t count) {
+  Tensor t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = {count};
+  t.bytes.resize(count * sizeof(T));
+  if (count != 0) std::memcpy(t.bytes.data(), data, count * sizeof(T));
+  return t;
+}
+
+const Tensor &find(const std::map<std::string, const Tensor *> &tensors, const std::string &name, DType dtype,
+                   const std::string &path) {
+  auto it = tensors.find(name);
+  DPT_REQUIRE(it != tensors.end(), DPT_ERROR_FORMAT,
+              "checkpoint '" + path + "' has no tensor '" + name + "'");
+  DPT_REQUIRE(it->second->dtype == dtype && it->second->shape.size() == 1, DPT_ERROR_FORMAT,
+              "checkpoint '" + path + "': tensor '" + name + "' has the wrong dtype or rank");
+  return *it->second;
+}
+
+template <typename T>
+std::vector<T> values(const Tensor &t) {
+  std::vector<T> v(t.bytes.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+  return v;
+}
+
+}  // namespace
+
+void save_checkpoint(const Trainer &trainer, const std::string &path) {
+  const TrainerState state = trainer.save_state();
+  const std::string model = trainer.spec().describe();
+  const uint64_t counters[kCounterCount] = {state.optimizer_steps, state.epochs_done, 0,
+                                            trainer.config().seed};
+  const uint64_t optimizer_kind = uint64_t(trainer.config().optimizer.kind);
+  std::vector<Tensor> tensors;
+  tensors.push_back(make_tensor("model.description", DType::kU8, model.data(), model.size()));
+  tensors.push_back(
+      make_tensor("model.parameters", DType::kF32, state.parameters.data(), state.parameters.size()));
+  tensors.push_back(make_tensor("optimizer.kind", DType::kU64, &optimizer_kind, 1));
+  tensors.push_back(make_tensor("optimizer.state", DType::kF32, state.optimizer_state.data(),
+                                state.optimizer_state.size()));
+  tensors.push_back(make_tensor("trainer.counters", DType::kU64, counters, kCounterCount));
+  file_io::write_file_atomic(path, encode_checkpoint(tensors));
+}
+
+void load_checkpoint(Trainer &trainer, const std::string &path) {
+  const std::vector<Tensor> decoded = decode_checkpoint(file_io::read_file(path, kMaxCheckpointBytes), path);
+  std::map<std::string, const Tensor *> tensors;
+  for (const Tensor &t : decoded) tensors[t.name] = &t;
+
+  const Tensor &description = find(tensors, "model.description", DType::kU8, path);
+  const std::string model(description.bytes.begin(), description.bytes.end());
+  DPT_REQUIRE(model == trainer.spec().describe(), DPT_ERROR_INVALID_ARGUMENT,
+              "checkpoint '" + path + "' holds model '" + model + "', the trainer's is '" +
+                  trainer.spec().describe() + "'");
+  const std::vector<uint64_t> kind = values<uint64_t>(find(tensors, "optimizer.kind", DType::kU64, path));
+  DPT_REQUIRE(kind.size() == 1 && kind[0] == uint64_t(trainer.config().optimizer.kind),
+              DPT_ERROR_INVALID_ARGUMENT,
+              "checkpoint '" + path + "' was written with another optimizer than the trainer's");
+  const std::vector<uint64_t> counters =
+      values<uint64_t>(find(tensors, "trainer.counters", DType::kU64, path));
+  DPT_REQUIRE(
+      counters.size() == kCounterCount, DPT_ERROR_FORMAT,
+      "checkpoint '" + path + "': trainer.counters has " + std::to_string(counters.size()) + " entries");
+
+  TrainerState state;
+  state.parameters = values<float>(find(tensors, "model.parameters", DType::kF32, path));
+  state.optimizer_state = values<float>(find(tensors, "optimizer.state", DType::kF32, path));
+  state.optimizer_steps = counters[kOptimizerSteps];
+  state.epochs_done = counters[kEpochsDone];
+  state.seed = counters[kSeed];
+  trainer.load_state(state);  // checks the sizes against the trainer before changing anything
+}
+
+}  // namespace dpt

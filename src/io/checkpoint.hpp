@@ -1,0 +1,19 @@
+// Trainer checkpoints: what a trainer must keep to resume exactly (docs/checkpoint-format.md), written
+// atomically and validated strictly on load. Independent of the number and kind of devices.
+#pragma once
+
+#include <string>
+
+#include "parallel/trainer.hpp"
+
+namespace dpt {
+
+// Largest checkpoint file accepted (a corrupt size field must not make us read gigabytes).
+constexpr uint64_t kMaxCheckpointBytes = uint64_t(16) << 30;
+
+void save_checkpoint(const Trainer &trainer, const std::string &path);
+
+// Validates the file completely before changing anything: on error the trainer is untouched.
+void load_checkpoint(Trainer &trainer, const std::string &path);
+
+}  // namespace dpt

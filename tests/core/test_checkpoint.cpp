@@ -1,0 +1,307 @@
+// Checkpoints: round trip across device counts; every single-byte corruption and every truncation is
+// rejected without touching the trainer; model and optimizer mismatches; I/O failures injected at every
+// open, write, fsync, rename and directory fsync; and 200 SIGKILLs of a child in the middle of saving.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/context.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "io/checkpoint.hpp"
+#include "io/checkpoint_format.hpp"
+#include "io/crc32c.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <setjmp.h>
+extern "C" {
+#include <cmocka.h>
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_dir() {
+  char pattern[] = "/tmp/dptrain-ckpt-XXXXXX";
+  const char *dir = mkdtemp(pattern);
+  if (dir == nullptr) fail_msg("mkdtemp failed");
+  return dir;
+}
+
+std::shared_ptr<dpt::Context> context(size_t devices) {
+  return std::make_shared<dpt::Context>(dpt::ContextConfig{devices, 0});
+}
+
+dpt::ModelSpec small_model() {
+  dpt::ModelSpec m(dpt::Shape{1, 4, 4});
+  m.add_dense(5);
+  m.add_activation(dpt::LayerKind::kTanh);
+  m.add_dense(3);
+  return m;
+}
+
+dpt::TrainerConfig sgd_momentum(uint64_t seed) {
+  dpt::TrainerConfig c;
+  c.seed = seed;
+  c.optimizer.momentum = 0.9f;
+  return c;
+}
+
+std::vector<float> parameters(const dpt::Trainer &t) {
+  std::vector<float> p(t.parameter_count());
+  t.get_parameters(0, p.data());
+  return p;
+}
+
+void train_steps(dpt::Trainer &t, int steps) {
+  const size_t n = 8, in = t.spec().input().size();
+  std::vector<float> x(n * in);
+  std::vector<int32_t> y(n);
+  for (int s = 0; s < steps; ++s) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7 + size_t(s) * 13) % 11) / 11.0f - 0.5f;
+    for (size_t i = 0; i < n; ++i) y[i] = int32_t((i + size_t(s)) % 3);
+    t.step(x.data(), y.data(), n);
+  }
+}
+
+dpt_status load_status(dpt::Trainer &t, const std::string &path) {
+  try {
+    dpt::load_checkpoint(t, path);
+    return DPT_OK;
+  } catch (const dpt::Error &e) {
+    return e.status();
+  }
+}
+
+void write_bytes(const std::string &path, const std::vector<unsigned char> &bytes, size_t count) {
+  FILE *f = std::fopen(path.c_str(), "wb");
+  assert_non_null(f);
+  if (count != 0) assert_int_equal(std::fwrite(bytes.data(), 1, count, f), count);
+  std::fclose(f);
+}
+
+void test_crc32c_known_value(void **) {
+  assert_int_equal(dpt::crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  assert_int_equal(dpt::crc32c("", 0), 0u);
+}
+
+// Save on 3 devices, load on 1 and on 2: parameters, momentum and counters arrive, and training goes on
+// identically (bitwise) on the same device count.
+void test_round_trip_across_device_counts(void **) {
+  const std::string dir = temp_dir(), path = dir + "/a.ckpt";
+  dpt::Trainer source(context(3), small_model(), sgd_momentum(11));
+  train_steps(source, 5);
+  source.epochs_done = 2;
+  dpt::save_checkpoint(source, path);
+  for (size_t k : {1, 2, 3}) {
+    dpt::Trainer target(context(k), small_model(), sgd_momentum(99));  // another seed: replaced by the file's
+    dpt::load_checkpoint(target, path);
+    assert_true(parameters(target) == parameters(source));
+    assert_int_equal(target.optimizer_steps(), 5);
+    assert_int_equal(target.epochs_done, 2);
+    assert_int_equal(target.config().seed, 11);
+    const dpt::TrainerState a = source.save_state(), b = target.save_state();
+    assert_true(a.optimizer_state == b.optimizer_state);
+    if (k == 3) {  // same devices: continuing gives bitwise the same parameters
+      dpt::Trainer copy(context(3), small_model(), sgd_momentum(11));
+      dpt::load_checkpoint(copy, path);
+      train_steps(copy, 3);
+      dpt::Trainer reference(context(3), small_model(), sgd_momentum(11));
+      dpt::load_checkpoint(reference, path);
+      train_steps(reference, 3);
+      assert_true(parameters(copy) == parameters(reference));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Every byte of a small checkpoint flipped (two ways), one at a time, and every truncation: each load
+// fails with a format-type status and leaves the trainer exactly as it was.
+void test_every_corruption_is_rejected(void **) {
+  const std::string dir = temp_dir(), good = dir + "/good.ckpt", bad = dir + "/bad.ckpt";
+  dpt::Trainer source(context(1), small_model(), sgd_momentum(3));
+  train_steps(source, 2);
+  dpt::save_checkpoint(source, good);
+  const std::vector<unsigned char> image = dpt::file_io::read_file(good, 1 << 20);
+  dpt::Trainer target(context(2), small_model(), sgd_momentum(4));
+  const std::vector<float> before = parameters(target);
+  size_t rejected = 0;
+  for (size_t i = 0; i < image.size(); ++i) {
+    for (unsigned char mask : {0x01, 0xFF}) {
+      std::vector<unsigned char> copy = image;
+      copy[i] ^= mask;
+      write_bytes(bad, copy, copy.size());
+      const dpt_status s = load_status(target, bad);
+      if (s != DPT_ERROR_FORMAT && s != DPT_ERROR_UNSUPPORTED)
+        fail_msg("byte %zu ^ 0x%02x: status %d, expected a format error", i, mask, int(s));
+      ++rejected;
+    }
+  }
+  for (size_t length = 0; length < image.size(); ++length) {
+    write_bytes(bad, image, length);
+    if (load_status(target, bad) != DPT_ERROR_FORMAT) fail_msg("truncation to %zu bytes was not rejected", length);
+    ++rejected;
+  }
+  std::vector<unsigned char> longer = image;
+  longer.push_back(0);
+  write_bytes(bad, longer, longer.size());
+  assert_int_equal(load_status(target, bad), DPT_ERROR_FORMAT);
+  assert_true(parameters(target) == before);  // no failed load changed anything
+  assert_int_equal(target.optimizer_steps(), 0);
+  std::printf("# %zu corrupted or truncated images of a %zu-byte checkpoint rejected\n", rejected, image.size());
+  fs::remove_all(dir);
+}
+
+void test_mismatches_are_rejected(void **) {
+  const std::string dir = temp_dir(), path = dir + "/m.ckpt";
+  dpt::Trainer source(context(1), small_model(), sgd_momentum(1));
+  dpt::save_checkpoint(source, path);
+  dpt::ModelSpec other(dpt::Shape{1, 4, 4});  // same parameter count would not help: the description differs
+  other.add_dense(5);
+  other.add_activation(dpt::LayerKind::kRelu);
+  other.add_dense(3);
+  dpt::Trainer wrong_model(context(1), other, sgd_momentum(1));
+  try {
+    dpt::load_checkpoint(wrong_model, path);
+    fail_msg("another architecture was accepted");
+  } catch (const dpt::Error &e) {
+    assert_int_equal(e.status(), DPT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(std::strstr(e.what(), "relu"));
+  }
+  dpt::TrainerConfig adam = sgd_momentum(1);
+  adam.optimizer.kind = dpt::OptimizerKind::kAdamW;
+  dpt::Trainer wrong_optimizer(context(1), small_model(), adam);
+  assert_int_equal(load_status(wrong_optimizer, path), DPT_ERROR_INVALID_ARGUMENT);
+  dpt::TrainerConfig plain = sgd_momentum(1);
+  plain.optimizer.momentum = 0;  // no momentum buffer: the state sizes differ
+  dpt::Trainer wrong_state(context(1), small_model(), plain);
+  assert_int_equal(load_status(wrong_state, path), DPT_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(load_status(wrong_state, dir + "/missing.ckpt"), DPT_ERROR_IO);
+  fs::remove_all(dir);
+}
+
+size_t temporary_files(const std::string &dir) {
+  size_t n = 0;
+  for (const auto &entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos) ++n;
+  return n;
+}
+
+// An injected failure at each call of each operation: the save reports DPT_ERROR_IO, the file at the
+// path is the complete old checkpoint (or, once the rename has happened, the complete new one), and no
+// temporary file is left behind.
+void test_injected_io_failures(void **) {
+  using dpt::file_io::Op;
+  const std::string dir = temp_dir(), path = dir + "/io.ckpt";
+  dpt::Trainer old_state(context(1), small_model(), sgd_momentum(5));
+  dpt::save_checkpoint(old_state, path);
+  const std::vector<unsigned char> old_image = dpt::file_io::read_file(path, 1 << 20);
+  dpt::Trainer new_state(context(1), small_model(), sgd_momentum(6));
+  train_steps(new_state, 1);
+  size_t injected = 0;
+  for (Op op : {Op::kOpen, Op::kWrite, Op::kFsync, Op::kRename, Op::kFsyncDir}) {
+    dpt::file_io::clear_faults();
+    dpt::save_checkpoint(new_state, dir + "/probe.ckpt");  // counts the calls of one save
+    const uint64_t calls = dpt::file_io::call_count(op);
+    assert_true(calls >= 1);
+    for (uint64_t nth = 1; nth <= calls; ++nth) {
+      write_bytes(path, old_image, old_image.size());
+      dpt::file_io::clear_faults();
+      dpt::file_io::inject_fault(op, nth, op == Op::kWrite ? ENOSPC : EIO);
+      try {
+        dpt::save_checkpoint(new_state, path);
+        fail_msg("injected failure %d/%llu was not reported", int(op), (unsigned long long)nth);
+      } catch (const dpt::Error &e) {
+        assert_int_equal(e.status(), DPT_ERROR_IO);
+      }
+      dpt::file_io::clear_faults();
+      const std::vector<unsigned char> now = dpt::file_io::read_file(path, 1 << 20);
+      dpt::Trainer check(context(1), small_model(), sgd_momentum(0));
+      dpt::load_checkpoint(check, path);  // complete either way
+      if (op == Op::kFsyncDir) {
+        assert_true(parameters(check) == parameters(new_state));  // renamed already; durability unknown
+      } else {
+        assert_true(now == old_image);
+      }
+      assert_int_equal(temporary_files(dir), 0);
+      ++injected;
+    }
+  }
+  std::printf("# %zu injected I/O failures, each left a complete checkpoint\n", injected);
+  fs::remove_all(dir);
+}
+
+// 200 trials: a child saves two alternating checkpoints in a loop and is SIGKILLed at a random moment.
+// The file must then be one of the two, complete. (The child writes pre-encoded images: after fork()
+// only the calling thread exists, so the child stays away from the device threads.)
+void test_sigkill_during_save(void **) {
+  const std::string dir = temp_dir(), path = dir + "/crash.ckpt";
+  dpt::ModelSpec bigger = dpt::ModelSpec::builtin("lenet");  // ~0.5 MB: a save takes a while
+  dpt::Trainer a(context(1), bigger, dpt::TrainerConfig{}), b(context(1), bigger, sgd_momentum(8));
+  dpt::save_checkpoint(a, path);
+  const std::vector<unsigned char> image_a = dpt::file_io::read_file(path, 1 << 24);
+  dpt::save_checkpoint(b, path + ".b");
+  const std::vector<unsigned char> image_b = dpt::file_io::read_file(path + ".b", 1 << 24);
+  fs::remove(path + ".b");
+  std::mt19937 rng(2026);
+  size_t saw_a = 0, saw_b = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const pid_t child = fork();
+    if (child == 0) {
+      for (uint64_t i = 0;; ++i) {
+        try {
+          dpt::file_io::write_file_atomic(path, i % 2 ? image_a : image_b);
+        } catch (...) {
+          _exit(3);
+        }
+      }
+    }
+    assert_true(child > 0);
+    usleep(useconds_t(std::uniform_int_distribution<int>(0, 4000)(rng)));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    assert_true(WIFSIGNALED(status));
+    const std::vector<unsigned char> now = dpt::file_io::read_file(path, 1 << 24);
+    if (now == image_a) {
+      ++saw_a;
+    } else if (now == image_b) {
+      ++saw_b;
+    } else {
+      fail_msg("trial %d: the file is neither checkpoint (%zu bytes)", trial, now.size());
+    }
+    for (const auto &entry : fs::directory_iterator(dir))  // a killed save may leave its temporary file
+      if (entry.path() != path) fs::remove(entry.path());
+  }
+  std::printf("# 200 SIGKILLs during saves: %zu left the first checkpoint, %zu the second, 0 a mix\n", saw_a,
+              saw_b);
+  assert_true(saw_a + saw_b == 200);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(test_crc32c_known_value),
+      cmocka_unit_test(test_round_trip_across_device_counts),
+      cmocka_unit_test(test_every_corruption_is_rejected),
+      cmocka_unit_test(test_mismatches_are_rejected),
+      cmocka_unit_test(test_injected_io_failures),
+      cmocka_unit_test(test_sigkill_during_save),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
