@@ -42,6 +42,8 @@ const char *dpt_status_string(dpt_status status) {
       return "invalid state";
     case DPT_ERROR_BUFFER_TOO_SMALL:
       return "buffer too small";
+    case DPT_ERROR_NON_FINITE:
+      return "non-finite value";
     case DPT_ERROR_UNSUPPORTED:
       return "unsupported";
     case DPT_ERROR_DEVICE:

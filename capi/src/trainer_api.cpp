@@ -66,6 +66,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   const dpt_init_scheme init =
       dpt::capi::checked_enum(o.init, {DPT_INIT_UNIFORM_FAN_IN, DPT_INIT_NORMAL}, "init scheme");
   c.init = init == DPT_INIT_NORMAL ? dpt::InitScheme::kNormal : dpt::InitScheme::kUniformFanIn;
+  c.error_on_nonfinite = dpt::capi::checked_enum(o.nonfinite, {DPT_NONFINITE_SKIP, DPT_NONFINITE_ERROR},
+                                                 "non-finite policy") == DPT_NONFINITE_ERROR;
   c.init_std = o.init_std;
   return c;
 }
@@ -125,6 +127,7 @@ void dpt_trainer_options_init(dpt_trainer_options *options) {
   options->accumulation_steps = 1;
   options->init = DPT_INIT_UNIFORM_FAN_IN;
   options->init_std = 0.01f;
+  options->nonfinite = DPT_NONFINITE_SKIP;
 }
 
 void dpt_optimizer_options_init(dpt_optimizer_options *options) {
@@ -194,6 +197,8 @@ dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t in
     r.allreduce_seconds = s.allreduce_seconds;
     r.update_seconds = s.update_seconds;
     r.total_seconds = s.total_seconds;
+    r.skipped_nonfinite = s.skipped_nonfinite;
+    r.nonfinite_steps = s.nonfinite_steps;
     dpt::capi::write_result(result, r);
   });
 }
@@ -272,6 +277,7 @@ dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const
     r.train_seconds = s.train_seconds;
     r.samples_per_second = s.samples_per_second;
     r.optimizer_steps = s.optimizer_steps;
+    r.nonfinite_steps = s.nonfinite_steps;
     dpt::capi::write_result(result, r);
   });
 }

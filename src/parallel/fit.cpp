@@ -63,19 +63,22 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
     p.epochs = config.epochs;
     p.batches = batches;
     double loss_sum = 0, seconds = 0;
-    uint64_t correct = 0;
+    uint64_t correct = 0, scored = 0;
     for (size_t b = 0; b < batches; ++b) {
       const size_t start = b * batch, count = std::min(batch, n - start);
       const double t0 = platform::now_seconds();
       train.gather(order.data() + start, count, x.data(), y.data());
       StepStats s = trainer.step(x.data(), y.data(), count);
       seconds += platform::now_seconds() - t0;
-      loss_sum += s.loss * double(count);
-      correct += s.correct;
       p.batch = b + 1;
+      if (!s.skipped_nonfinite) {  // a skipped batch has no meaningful loss
+        loss_sum += s.loss * double(count);
+        correct += s.correct;
+        scored += count;
+      }
       p.samples += count;
-      p.loss = loss_sum / double(p.samples);
-      p.accuracy = double(correct) / double(p.samples);
+      p.loss = scored ? loss_sum / double(scored) : 0.0;
+      p.accuracy = scored ? double(correct) / double(scored) : 0.0;
       p.epoch_seconds = seconds;
       p.samples_per_second = double(p.samples) / seconds;
       p.learning_rate = trainer.last_learning_rate();
@@ -114,6 +117,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
   }
   stats.samples_per_second = stats.train_seconds > 0 ? double(total_samples) / stats.train_seconds : 0;
   stats.optimizer_steps = trainer.optimizer_steps();
+  stats.nonfinite_steps = trainer.nonfinite_steps();
   return stats;
 }
 

@@ -32,7 +32,7 @@ struct FitStats {
   bool has_test = false;
   double test_loss = 0, test_accuracy = 0;
   double train_seconds = 0, samples_per_second = 0;
-  uint64_t optimizer_steps = 0;
+  uint64_t optimizer_steps = 0, nonfinite_steps = 0;
 };
 
 // Returns true to stop.

@@ -25,6 +25,7 @@ struct Replica {
   // This replica's slice of the current batch, and its loss statistics.
   size_t begin = 0, count = 0;
   LossStats stats;
+  bool nonfinite = false;  // the slice's inputs or loss held a NaN or an infinity
 };
 
 }  // namespace dpt

@@ -15,6 +15,13 @@ namespace dpt {
 
 namespace {
 
+bool all_finite(const float *x, size_t n) {
+  // Summing x * 0 keeps NaN and turns infinities into NaN; one pass, no branch per element.
+  float acc = 0.0f;
+  for (size_t i = 0; i < n; ++i) acc += x[i] * 0.0f;
+  return acc == 0.0f;
+}
+
 std::vector<Device *> pick_devices(const Context &context, const std::vector<size_t> &indices) {
   std::vector<Device *> devices;
   if (indices.empty()) {
@@ -149,12 +156,22 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
   run_on_devices(devices_, [&](size_t rank) {
     Replica &r = *replicas_[rank];
     r.stats = {};
+    r.nonfinite = false;
     if (r.count == 0) return;  // an empty slice contributes zero gradient
-    std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
+    float *input = r.network.input();
+    std::memcpy(input, x + r.begin * in, r.count * in * sizeof(float));
+    if (!all_finite(input, r.count * in)) {
+      r.nonfinite = true;
+      return;
+    }
     // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
     // split nor the division into micro-batches changes the masks.
     PassInfo info{r.count, pending_samples_ + r.begin, config_.seed, optimizer_steps_, 0, true};
     r.stats = r.network.forward(r.params.data(), labels + r.begin, info);
+    if (!std::isfinite(r.stats.loss_sum)) {
+      r.nonfinite = true;
+      return;
+    }
     r.network.backward(r.params.data(), r.grads.data(), info);
   });
   StepStats s;
@@ -170,15 +187,38 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
 
   ++pending_micro_;
   pending_samples_ += batch;
-  if (pending_micro_ == config_.accumulation_steps) update_replicas(s);
+  bool nonfinite = false;
+  for (auto &r : replicas_) nonfinite |= r->nonfinite;
+  if (nonfinite) {
+    discard_window(s, "the inputs or the loss");
+  } else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s)) {
+    discard_window(s, "the gradients");
+  }
   s.optimizer_steps = optimizer_steps_;
+  s.nonfinite_steps = nonfinite_steps_;
   s.total_seconds = platform::now_seconds() - t0;
   return s;
 }
 
+// A NaN or an infinity: the whole accumulation window is dropped (gradients zeroed on every replica),
+// parameters and optimizer state stay as they were, and the policy decides whether the caller hears of it
+// as an error.
+void Trainer::discard_window(StepStats &s, const char *where) {
+  run_on_devices(devices_, [&](size_t rank) { replicas_[rank]->grads.zero(); });
+  pending_micro_ = 0;
+  pending_samples_ = 0;
+  ++nonfinite_steps_;
+  s.applied = false;
+  s.skipped_nonfinite = true;
+  DPT_REQUIRE(!config_.error_on_nonfinite, DPT_ERROR_NON_FINITE,
+              std::string("a NaN or infinity in ") + where + " of this batch; the update was skipped (" +
+                  std::to_string(nonfinite_steps_) + " so far)");
+}
+
 // All-reduces the summed gradients, divides by the samples of the window, clips, and applies the same
-// optimizer step on every replica. Nothing in here allocates or can fail.
-void Trainer::update_replicas(StepStats &s) {
+// optimizer step on every replica. Nothing in here allocates or can fail. Returns false, changing nothing,
+// when the gradients are not finite (every replica sees the same all-reduced norm, so all agree).
+bool Trainer::update_replicas(StepStats &s) {
   double allreduce_seconds = 0, grad_norm = 0;
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
@@ -190,14 +230,16 @@ void Trainer::update_replicas(StepStats &s) {
     if (rank == 0) allreduce_seconds = platform::now_seconds() - a0;
     // Every replica now holds the same summed gradient, so each computes the same norm and update.
     const double norm = l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
+    if (rank == 0) grad_norm = norm;
+    if (!std::isfinite(norm)) return;
     double scale = inv_samples;
     const double clip = config_.optimizer.clip_norm;
     if (clip > 0.0 && norm > clip) scale *= clip / (norm + 1e-6);  // as PyTorch's clip_grad_norm_
     apply_update(config_.optimizer, optimizer_steps_, float(s.learning_rate), float(scale), r.params.data(),
                  r.grads.data(), r.state.data(), r.params.size());
     r.grads.zero();
-    if (rank == 0) grad_norm = norm;
   });
+  if (!std::isfinite(grad_norm)) return false;
   s.applied = true;
   s.grad_norm = grad_norm;
   s.allreduce_seconds = allreduce_seconds;
@@ -206,13 +248,14 @@ void Trainer::update_replicas(StepStats &s) {
   ++optimizer_steps_;
   pending_micro_ = 0;
   pending_samples_ = 0;
+  return true;
 }
 
 bool Trainer::flush() {
   if (pending_micro_ == 0) return false;
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   StepStats unused;
-  update_replicas(unused);
+  if (!update_replicas(unused)) discard_window(unused, "the gradients");
   return true;
 }
 
@@ -293,7 +336,8 @@ void Trainer::load_state(const TrainerState &state) {
                   std::to_string(first.params.size()));
   DPT_REQUIRE(state.optimizer_state.size() == first.state.size(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.optimizer_state.size()) +
-                  " floats of optimizer state, the trainer's optimizer needs " + std::to_string(first.state.size()));
+                  " floats of optimizer state, the trainer's optimizer needs " +
+                  std::to_string(first.state.size()));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (auto &r : replicas_) {
     std::memcpy(r->params.data(), state.parameters.data(), r->params.size() * sizeof(float));

@@ -23,6 +23,7 @@ struct TrainerConfig {
   size_t accumulation_steps = 1;
   InitScheme init = InitScheme::kUniformFanIn;
   float init_std = 0.01f;
+  bool error_on_nonfinite = false;  // else skip: discard the window, count it, go on
   OptimizerConfig optimizer;
 };
 
@@ -33,6 +34,8 @@ struct StepStats {
   uint64_t optimizer_steps = 0;
   double learning_rate = 0, grad_norm = 0;
   double compute_seconds = 0, allreduce_seconds = 0, update_seconds = 0, total_seconds = 0;
+  bool skipped_nonfinite = false;
+  uint64_t nonfinite_steps = 0;
 };
 
 // Everything a checkpoint holds of a trainer (besides the model description).
@@ -56,6 +59,7 @@ class Trainer {
   size_t device_count() const { return replicas_.size(); }
   size_t parameter_count() const { return spec_.parameter_count(); }
   uint64_t optimizer_steps() const { return optimizer_steps_; }
+  uint64_t nonfinite_steps() const { return nonfinite_steps_; }
   double last_learning_rate() const { return last_lr_; }
 
   // x: batch * input size floats; labels in [0, classes).
@@ -84,7 +88,8 @@ class Trainer {
   void assign_slices(size_t batch);
   void reserve_slices();
   void measure_speeds(const float *x, const int32_t *labels, size_t batch);
-  void update_replicas(StepStats &s);
+  bool update_replicas(StepStats &s);
+  void discard_window(StepStats &s, const char *where);
   void check_labels(const int32_t *labels, size_t n) const;
 
   std::shared_ptr<Context> context_;
@@ -99,6 +104,7 @@ class Trainer {
   uint64_t optimizer_steps_ = 0;
   size_t pending_micro_ = 0;  // micro-batches accumulated since the last update
   uint64_t pending_samples_ = 0;
+  uint64_t nonfinite_steps_ = 0;  // windows discarded for NaN or infinity
   double last_lr_ = 0;
 };
 

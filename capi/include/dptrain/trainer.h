@@ -49,6 +49,13 @@ typedef enum dpt_init_scheme {
   DPT_INIT_NORMAL = 1          /**< Weights ~ N(0, init_std^2). */
 } dpt_init_scheme;
 
+/** @brief What a step does when its inputs, loss or gradients hold a NaN or an infinity. */
+typedef enum dpt_nonfinite_policy {
+  DPT_NONFINITE_SKIP =
+      0, /**< Skip the update (parameters and optimizer state bitwise unchanged) and count it. */
+  DPT_NONFINITE_ERROR = 1 /**< The same, and the step returns DPT_ERROR_NON_FINITE. */
+} dpt_nonfinite_policy;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -74,6 +81,8 @@ typedef struct dpt_trainer_options {
   size_t accumulation_steps; /**< Micro-batches (dpt_trainer_step calls) per optimizer step; default 1. */
   dpt_init_scheme init;      /**< Default DPT_INIT_UNIFORM_FAN_IN. */
   float init_std;            /**< Standard deviation for DPT_INIT_NORMAL; default 0.01. */
+  /** Default DPT_NONFINITE_SKIP. A skip discards the whole accumulation window. */
+  dpt_nonfinite_policy nonfinite;
 } dpt_trainer_options;
 
 /** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */
@@ -110,6 +119,8 @@ typedef struct dpt_step_result {
   double allreduce_seconds; /**< Gradient all-reduce (wall time). */
   double update_seconds;    /**< Normalisation, clipping and optimizer update (wall time). */
   double total_seconds;     /**< The whole call. */
+  int skipped_nonfinite;    /**< 1 when a NaN or infinity made this call discard its accumulation window. */
+  uint64_t nonfinite_steps; /**< Windows discarded for non-finite values so far. */
 } dpt_step_result;
 
 /** @brief Outcome of an evaluation. The caller sets struct_size = sizeof(dpt_eval_result). */
@@ -174,6 +185,7 @@ typedef struct dpt_fit_result {
   double train_seconds;      /**< Seconds spent training, partial epochs included (evaluation excluded). */
   double samples_per_second; /**< Training throughput over all epochs. */
   uint64_t optimizer_steps;  /**< Optimizer steps taken by the trainer so far. */
+  uint64_t nonfinite_steps;  /**< Windows the trainer discarded for non-finite values so far. */
 } dpt_fit_result;
 
 /** @brief Fills @p options with defaults. NULL is ignored. */
