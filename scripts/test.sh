@@ -1,15 +1,50 @@
 #!/usr/bin/env bash
-# The whole test command: installs what is needed, builds, runs every test suite through CTest, and ends
-# with one line "N passed, N failed".
+# The whole test command: installs what is needed, builds, and runs every test suite through CTest: the
+# Release build (C API, C++ core, CLI, ABI, install, bindings), then the C API and core tests under
+# ASan+UBSan, then the threaded tests under TSan. Ends with one line "N passed, N failed" over all runs.
+# DPTRAIN_SKIP_SANITIZERS=1 runs the Release build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-set +e
-ctest --test-dir build --output-on-failure --no-tests=error 2>&1 | tee build/ctest.log
-status=${PIPESTATUS[0]}
-set -e
-total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' build/ctest.log | tail -n 1)
-failed=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' build/ctest.log | tail -n 1)
-if [ -n "$total" ]; then echo "$((total - failed)) passed, $failed failed"; fi
+
+passed=0
+failed=0
+status=0
+# run_ctest BUILD_DIR [CTEST ARGS...]: runs the tests, adds their counts to the totals.
+run_ctest() {
+  local dir=$1
+  shift
+  echo "== ctest in $dir $*"
+  set +e
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error "$@" 2>&1 | tee "$dir/ctest.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local line
+  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$dir/ctest.log" | tail -n 1 || true)
+  if [ -n "$line" ]; then
+    local f t
+    f=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/')
+    t=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/')
+    passed=$((passed + t - f))
+    failed=$((failed + f))
+  else
+    failed=$((failed + 1))
+  fi
+  [ "$rc" -eq 0 ] || status=1
+}
+
+run_ctest build
+
+if [ "${DPTRAIN_SKIP_SANITIZERS:-0}" != "1" ]; then
+  sanitized=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_BUILD_BINDINGS=OFF -DDPTRAIN_BUILD_BENCH=OFF)
+  cmake -S . -B build-asan "${sanitized[@]}" -DDPTRAIN_SANITIZE=address,undefined >/dev/null
+  cmake --build build-asan -j"$(nproc)" >/dev/null
+  run_ctest build-asan -L 'capi|core' -E 'install_consumer|public_headers|exported_symbols|readme_quick_start'
+  cmake -S . -B build-tsan "${sanitized[@]}" -DDPTRAIN_SANITIZE=thread >/dev/null
+  cmake --build build-tsan -j"$(nproc)" --target test_allreduce test_threads test_determinism test_equivalence >/dev/null
+  run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence)$'
+fi
+
+echo "$passed passed, $failed failed"
 exit "$status"
