@@ -65,7 +65,11 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
 }
 
 void load_checkpoint(Trainer &trainer, const std::string &path) {
-  const std::vector<Tensor> decoded = decode_checkpoint(file_io::read_file(path, kMaxCheckpointBytes), path);
+  load_checkpoint_image(trainer, file_io::read_file(path, kMaxCheckpointBytes), path);
+}
+
+void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image, const std::string &path) {
+  const std::vector<Tensor> decoded = decode_checkpoint(image, path);
   std::map<std::string, const Tensor *> tensors;
   for (const Tensor &t : decoded) tensors[t.name] = &t;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "parallel/trainer.hpp"
 
@@ -15,5 +16,8 @@ void save_checkpoint(const Trainer &trainer, const std::string &path);
 
 // Validates the file completely before changing anything: on error the trainer is untouched.
 void load_checkpoint(Trainer &trainer, const std::string &path);
+
+// The same for a file image already in memory (path only names it in messages).
+void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image, const std::string &path);
 
 }  // namespace dpt

@@ -1,0 +1,98 @@
+// Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/{checkpoint,idx,api}. Run it after a
+// format change: build/bin/fuzz_make_seeds tests/fuzz/corpus
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/context.hpp"
+#include "core/file_io.hpp"
+#include "io/checkpoint.hpp"
+
+namespace {
+
+using Bytes = std::vector<unsigned char>;
+
+void write(const std::string &path, const Bytes &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+void be32(Bytes &b, uint32_t v) {
+  for (int i = 3; i >= 0; --i) b.push_back(uint8_t(v >> (8 * i)));
+}
+
+Bytes gzip(const Bytes &plain) {
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);  // 31: gzip wrapper
+  Bytes out(deflateBound(&z, uLong(plain.size())) + 32);
+  z.next_in = const_cast<Bytes::value_type *>(plain.data());
+  z.avail_in = uInt(plain.size());
+  z.next_out = out.data();
+  z.avail_out = uInt(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// The fuzz_idx input layout: one byte placing the split, then the image file, then the label file.
+Bytes idx_input(const Bytes &images, const Bytes &labels) {
+  const size_t size = 1 + images.size() + labels.size();
+  // split = 1 + data[0] * (size - 1) / 255 must equal 1 + images.size(): pick the byte that gives it.
+  for (int b = 0; b < 256; ++b)
+    if (1 + (size_t(b) * (size - 1)) / 255 == 1 + images.size()) {
+      Bytes out{uint8_t(b)};
+      out.insert(out.end(), images.begin(), images.end());
+      out.insert(out.end(), labels.begin(), labels.end());
+      return out;
+    }
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const std::string dir = argc > 1 ? argv[1] : "tests/fuzz/corpus";
+  // Checkpoints of the fuzz_checkpoint model: complete, and cut short.
+  dpt::ModelSpec m(dpt::Shape{1, 4, 4});
+  m.add_dense(5);
+  m.add_activation(dpt::LayerKind::kTanh);
+  m.add_dense(3);
+  dpt::TrainerConfig config;
+  config.optimizer.momentum = 0.9f;
+  dpt::Trainer trainer(std::make_shared<dpt::Context>(dpt::ContextConfig{1, 0}), m, config);
+  dpt::save_checkpoint(trainer, dir + "/checkpoint/valid.ckpt");
+  Bytes ckpt = dpt::file_io::read_file(dir + "/checkpoint/valid.ckpt", 1 << 20);
+  write(dir + "/checkpoint/truncated.ckpt", Bytes(ckpt.begin(), ckpt.begin() + 200));
+
+  // IDX: 3 images of 2x2 and their labels, plain and gzip.
+  Bytes images, labels;
+  be32(images, 0x803), be32(images, 3), be32(images, 2), be32(images, 2);
+  for (int i = 0; i < 12; ++i) images.push_back(uint8_t(i * 20));
+  be32(labels, 0x801), be32(labels, 3);
+  labels.push_back(0), labels.push_back(2), labels.push_back(1);
+  write(dir + "/idx/plain", idx_input(images, labels));
+  write(dir + "/idx/gzip", idx_input(gzip(images), gzip(labels)));
+
+  // API sequences: build the fuzz model, train, evaluate, predict, round-trip parameters, fit.
+  const Bytes model = {0, 1, 4, 4, 1, 5, 4, 2, 1, 3};
+  Bytes train = model;
+  const Bytes trainer_args = {7, 0, 0, 0, 1, 0, 0, 7, 0, 130, 200, 0, 10, 0, 1, 2, 8, 0};
+  train.insert(train.end(), trainer_args.begin(), trainer_args.end());
+  Bytes step = {8, 4};
+  for (int i = 0; i < 4 * 16 + 4; ++i) step.push_back(uint8_t(i * 37));
+  step.push_back(1), step.push_back(1);
+  train.insert(train.end(), step.begin(), step.end());
+  train.insert(train.end(), step.begin(), step.end());
+  write(dir + "/api/train", train);
+  Bytes more = train;
+  const Bytes tail = {9, 3, 1, 2, 3, 4, 5, 6, 10, 2, 11, 1, 0, 12, 13, 5, 3, 1, 14, 1, 9};
+  more.insert(more.end(), tail.begin(), tail.end());
+  write(dir + "/api/everything", more);
+  std::printf("seeds written under %s\n", dir.c_str());
+  return 0;
+}
