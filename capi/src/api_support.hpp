@@ -14,7 +14,9 @@
 
 namespace dpt::capi {
 
-void set_last_error(const char *function, const std::string &message);
+// Records "function: <prefix><message>" as the thread's last error, on one line, truncated to 1023 bytes.
+// Never allocates, so it is safe while handling std::bad_alloc.
+void set_last_error(const char *function, const char *prefix, const char *message) noexcept;
 
 // Runs body; turns every exception into a status and a one-line message. Nothing escapes into C.
 template <typename Body>
@@ -23,16 +25,16 @@ dpt_status guarded(const char *function, Body &&body) noexcept {
     body();
     return DPT_OK;
   } catch (const Error &e) {
-    set_last_error(function, e.what());
+    set_last_error(function, "", e.what());
     return e.status();
   } catch (const std::bad_alloc &) {
-    set_last_error(function, "out of host memory");
+    set_last_error(function, "", "out of host memory");
     return DPT_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception &e) {
-    set_last_error(function, std::string("internal error: ") + e.what());
+    set_last_error(function, "internal error: ", e.what());
     return DPT_ERROR_INTERNAL;
   } catch (...) {
-    set_last_error(function, "internal error: unknown exception");
+    set_last_error(function, "internal error: ", "unknown exception");
     return DPT_ERROR_INTERNAL;
   }
 }

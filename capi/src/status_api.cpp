@@ -2,22 +2,23 @@
 #include <dptrain/status.h>
 #include <dptrain/version.h>
 
+#include <cstdio>
 #include <cstring>
-#include <string>
 
 #include "api_support.hpp"
 
 namespace dpt::capi {
 
 namespace {
-thread_local std::string last_error;
-}
+// A fixed buffer, not a std::string: recording an out-of-memory error must not allocate.
+constexpr size_t kMessageCapacity = 1024;
+thread_local char last_error[kMessageCapacity];
+}  // namespace
 
-void set_last_error(const char *function, const std::string &message) {
-  std::string line = std::string(function) + ": " + message;
-  for (char &c : line)
-    if (c == '\n' || c == '\r') c = ' ';  // the message is one line by contract
-  last_error = std::move(line);
+void set_last_error(const char *function, const char *prefix, const char *message) noexcept {
+  std::snprintf(last_error, sizeof last_error, "%s: %s%s", function, prefix, message);
+  for (char *c = last_error; *c != '\0'; ++c)
+    if (*c == '\n' || *c == '\r') *c = ' ';  // the message is one line by contract
 }
 
 }  // namespace dpt::capi
@@ -71,7 +72,7 @@ int dpt_status_category(dpt_status status) {
 }
 
 const char *dpt_last_error_message(void) {
-  return dpt::capi::last_error.c_str();
+  return dpt::capi::last_error;
 }
 
 unsigned dpt_version_number(void) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/platform.hpp"
 
 namespace dpt {
@@ -15,7 +16,7 @@ void *MemoryArena::allocate(size_t bytes) {
                                              " bytes requested, " + std::to_string(before) + " of " +
                                              std::to_string(limit_) + " in use");
   }
-  void *p = platform::aligned_allocate(bytes, 64);
+  void *p = fault_injection::allocation_should_fail() ? nullptr : platform::aligned_allocate(bytes, 64);
   if (p == nullptr) {
     in_use_.fetch_sub(bytes);
     throw_error(DPT_ERROR_OUT_OF_MEMORY,

@@ -29,19 +29,28 @@ void run_on_devices(const std::vector<Device *> &devices, Fn &&fn) {
   state.remaining = devices.size();
   state.fn = &fn;
   // The task captures two words only, so std::function stores it without a heap allocation.
+  std::exception_ptr submit_error;
   for (size_t rank = 0; rank < devices.size(); ++rank) {
-    devices[rank]->submit([s = &state, rank] {
-      try {
-        (*s->fn)(rank);
-      } catch (...) {
-        s->errors[rank] = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(s->mutex);
-      if (--s->remaining == 0) s->done.notify_one();
-    });
+    try {
+      devices[rank]->submit([s = &state, rank] {
+        try {
+          (*s->fn)(rank);
+        } catch (...) {
+          s->errors[rank] = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(s->mutex);
+        if (--s->remaining == 0) s->done.notify_one();
+      });
+    } catch (...) {  // (out of memory growing a queue) the tasks already queued still point at `state`
+      submit_error = std::current_exception();
+      std::lock_guard<std::mutex> lock(state.mutex);
+      state.remaining -= devices.size() - rank;
+      break;
+    }
   }
   std::unique_lock<std::mutex> lock(state.mutex);
   state.done.wait(lock, [&] { return state.remaining == 0; });
+  if (submit_error) std::rethrow_exception(submit_error);
   for (size_t rank = 0; rank < devices.size(); ++rank)
     if (state.errors[rank]) std::rethrow_exception(state.errors[rank]);
 }
