@@ -42,8 +42,9 @@ if [ "${DPTRAIN_SKIP_SANITIZERS:-0}" != "1" ]; then
   cmake --build build-asan -j"$(nproc)" >/dev/null
   run_ctest build-asan -L 'capi|core' -E 'install_consumer|public_headers|exported_symbols|readme_quick_start'
   cmake -S . -B build-tsan "${sanitized[@]}" -DDPTRAIN_SANITIZE=thread >/dev/null
-  cmake --build build-tsan -j"$(nproc)" --target test_allreduce test_threads test_determinism test_equivalence >/dev/null
-  run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence)$'
+  cmake --build build-tsan -j"$(nproc)" --target test_allreduce test_threads test_determinism test_equivalence \
+    test_device_faults >/dev/null
+  run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence|test_device_faults)$'
 fi
 
 echo "$passed passed, $failed failed"

@@ -5,7 +5,7 @@
 #include "api_support.hpp"
 #include "handles.hpp"
 #include "parallel/fit.hpp"
-#include "parallel/run_on_devices.hpp"
+#include "parallel/device_group.hpp"
 
 using dpt::capi::checked_mul;
 using dpt::capi::guarded;
@@ -66,6 +66,9 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   const dpt_init_scheme init =
       dpt::capi::checked_enum(o.init, {DPT_INIT_UNIFORM_FAN_IN, DPT_INIT_NORMAL}, "init scheme");
   c.init = init == DPT_INIT_NORMAL ? dpt::InitScheme::kNormal : dpt::InitScheme::kUniformFanIn;
+  DPT_REQUIRE(std::isfinite(o.timeout_seconds) && o.timeout_seconds >= 0, DPT_ERROR_INVALID_ARGUMENT,
+              "timeout_seconds must be finite and non-negative");
+  c.timeout_seconds = o.timeout_seconds;
   c.error_on_nonfinite = dpt::capi::checked_enum(o.nonfinite, {DPT_NONFINITE_SKIP, DPT_NONFINITE_ERROR},
                                                  "non-finite policy") == DPT_NONFINITE_ERROR;
   c.init_std = o.init_std;
@@ -128,6 +131,7 @@ void dpt_trainer_options_init(dpt_trainer_options *options) {
   options->init = DPT_INIT_UNIFORM_FAN_IN;
   options->init_std = 0.01f;
   options->nonfinite = DPT_NONFINITE_SKIP;
+  options->timeout_seconds = 300.0;
 }
 
 void dpt_optimizer_options_init(dpt_optimizer_options *options) {

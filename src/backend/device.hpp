@@ -4,6 +4,7 @@
 
 #include <dptrain/device.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -11,6 +12,14 @@
 #include "core/arena.hpp"
 
 namespace dpt {
+
+// A fault a test injects into a device (see Device::inject_fault).
+enum class FaultKind { kNone, kFail, kStall };
+
+struct Fault {
+  FaultKind kind = FaultKind::kNone;
+  double stall_seconds = 0;
+};
 
 class Device {
  public:
@@ -20,8 +29,27 @@ class Device {
   virtual const std::string &name() const = 0;
   virtual uint64_t total_memory() const = 0;
   virtual MemoryArena &arena() = 0;
-  // Runs task on the device; done() is called on the device's thread when it has finished.
+  // Queues task to run on the device, after the tasks queued before it.
   virtual void submit(std::function<void()> task) = 0;
+
+  // Test seam: the (after_tasks + 1)-th task a DeviceGroup runs on this device from now fails (throws
+  // DPT_ERROR_DEVICE) or stalls (sleeps stall_seconds, or until the group aborts). Once.
+  void inject_fault(FaultKind kind, uint64_t after_tasks, double stall_seconds = 0) {
+    fault_stall_seconds_ = stall_seconds;
+    fault_countdown_ = after_tasks + 1;
+    fault_kind_ = kind;
+  }
+  // Counts one task; returns the fault when it is due.
+  Fault take_fault() {
+    if (fault_kind_.load(std::memory_order_relaxed) == FaultKind::kNone) return {};
+    if (fault_countdown_.fetch_sub(1) != 1) return {};
+    return Fault{fault_kind_.exchange(FaultKind::kNone), fault_stall_seconds_.load()};
+  }
+
+ private:
+  std::atomic<FaultKind> fault_kind_{FaultKind::kNone};
+  std::atomic<uint64_t> fault_countdown_{0};
+  std::atomic<double> fault_stall_seconds_{0};
 };
 
 }  // namespace dpt

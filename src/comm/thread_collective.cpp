@@ -4,8 +4,7 @@
 
 namespace dpt {
 
-ThreadCollective::ThreadCollective(size_t ranks)
-    : ranks_(ranks), buffers_(ranks, nullptr), barrier_(std::ptrdiff_t(ranks)) {}
+ThreadCollective::ThreadCollective(size_t ranks) : ranks_(ranks), buffers_(ranks, nullptr), barrier_(ranks) {}
 
 void ThreadCollective::publish(size_t rank, float *buf) {
   buffers_[rank] = buf;

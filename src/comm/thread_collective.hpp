@@ -3,9 +3,10 @@
 // Additions happen in a fixed order, so results are deterministic and identical on every rank.
 #pragma once
 
-#include <barrier>
 #include <cstddef>
 #include <vector>
+
+#include "comm/abortable_barrier.hpp"
 
 namespace dpt {
 
@@ -21,6 +22,11 @@ class ThreadCollective {
   // Copies root's buf to every rank.
   void broadcast(size_t rank, float *buf, size_t count, size_t root);
 
+  // Makes every rank waiting in (or entering) an operation throw DPT_ERROR_COMMUNICATION.
+  void abort() { barrier_.abort(); }
+  // Re-arms after an abort, when no rank is inside an operation.
+  void reset() { barrier_.reset(); }
+
  private:
   void publish(size_t rank, float *buf);
   void ring(size_t rank, float *buf, size_t count);
@@ -29,7 +35,7 @@ class ThreadCollective {
 
   size_t ranks_;
   std::vector<float *> buffers_;
-  std::barrier<> barrier_;
+  AbortableBarrier barrier_;
 };
 
 }  // namespace dpt

@@ -8,7 +8,7 @@
 #include "core/checksum.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
-#include "parallel/run_on_devices.hpp"
+#include "parallel/device_group.hpp"
 #include "parallel/splitter.hpp"
 
 namespace dpt {
@@ -50,7 +50,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       spec_(spec),
       config_(std::move(config)),
       devices_(pick_devices(*context_, config_.devices)),
-      collective_(devices_.size()) {
+      group_(std::make_unique<DeviceGroup>(devices_, config_.timeout_seconds)) {
   validate(config_.optimizer);
   DPT_REQUIRE(spec_.parameter_count() > 0, DPT_ERROR_INVALID_ARGUMENT,
               "the model has no trainable parameters");
@@ -70,10 +70,27 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   for (Device *d : devices_) replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer));
   // Initialise on the first device, then broadcast, so every replica starts bitwise identical.
   init_parameters(spec_, replicas_[0]->params.data(), config_.seed, config_.init, config_.init_std);
-  run_on_devices(devices_, [&](size_t rank) {
+  run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
-    collective_.broadcast(rank, r.params.data(), r.params.size(), 0);
+    group_->collective().broadcast(rank, r.params.data(), r.params.size(), 0);
   });
+}
+
+Trainer::~Trainer() {
+  if (group_ != nullptr && group_->lost()) {
+    // A device task never came back and may still touch the group, the replicas and the devices: leak them
+    // rather than free memory in use (or join a thread that does not return).
+    group_.release();
+    for (auto &r : replicas_) r.release();
+    new std::shared_ptr<Context>(context_);
+  }
+}
+
+void Trainer::check_usable() const {
+  DPT_REQUIRE(
+      !broken_, DPT_ERROR_INVALID_STATE,
+      "a device failed or timed out in an earlier call, so the replicas may differ; destroy this trainer "
+      "and create a new one (from the last checkpoint)");
 }
 
 std::vector<double> Trainer::split_weights() const {
@@ -105,7 +122,7 @@ void Trainer::reserve_slices() {
   bool grow = false;
   for (auto &r : replicas_) grow |= r->count > r->network.capacity();
   if (!grow) return;
-  run_on_devices(devices_, [&](size_t rank) {
+  run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     r.network.reserve(r.count);
   });
@@ -128,7 +145,7 @@ void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch
   reserve_slices();
   std::vector<double> best(replicas_.size(), 1e300);
   for (int round = 0; round < 3; ++round) {
-    run_on_devices(devices_, [&](size_t rank) {
+    run_phase([&](size_t rank) {
       Replica &r = *replicas_[rank];
       const double t0 = platform::now_seconds();
       std::memcpy(r.network.input(), x, probe * in * sizeof(float));
@@ -144,6 +161,7 @@ void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch
 }
 
 StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
+  check_usable();
   DPT_REQUIRE(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
   check_labels(labels, batch);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
@@ -153,7 +171,7 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
   reserve_slices();
 
   const size_t in = spec_.input().size();
-  run_on_devices(devices_, [&](size_t rank) {
+  run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     r.stats = {};
     r.nonfinite = false;
@@ -204,7 +222,7 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
 // parameters and optimizer state stay as they were, and the policy decides whether the caller hears of it
 // as an error.
 void Trainer::discard_window(StepStats &s, const char *where) {
-  run_on_devices(devices_, [&](size_t rank) { replicas_[rank]->grads.zero(); });
+  run_phase([&](size_t rank) { replicas_[rank]->grads.zero(); });
   pending_micro_ = 0;
   pending_samples_ = 0;
   ++nonfinite_steps_;
@@ -223,10 +241,10 @@ bool Trainer::update_replicas(StepStats &s) {
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
   const double inv_samples = 1.0 / double(pending_samples_);
-  run_on_devices(devices_, [&](size_t rank) {
+  run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     const double a0 = platform::now_seconds();
-    collective_.all_reduce(rank, r.grads.data(), r.grads.size(), config_.allreduce);
+    group_->collective().all_reduce(rank, r.grads.data(), r.grads.size(), config_.allreduce);
     if (rank == 0) allreduce_seconds = platform::now_seconds() - a0;
     // Every replica now holds the same summed gradient, so each computes the same norm and update.
     const double norm = l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
@@ -253,6 +271,7 @@ bool Trainer::update_replicas(StepStats &s) {
 
 bool Trainer::flush() {
   if (pending_micro_ == 0) return false;
+  check_usable();
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   StepStats unused;
   if (!update_replicas(unused)) discard_window(unused, "the gradients");
@@ -260,6 +279,7 @@ bool Trainer::flush() {
 }
 
 EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
+  check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   check_labels(labels, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
@@ -267,7 +287,7 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
   assign_slices(n);
   reserve_slices();
   const size_t in = spec_.input().size();
-  run_on_devices(devices_, [&](size_t rank) {
+  run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     r.stats = {};
     if (r.count == 0) return;
@@ -283,12 +303,13 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
 }
 
 void Trainer::predict(const float *x, size_t n, float *logits) {
+  check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   assign_slices(n);
   reserve_slices();
   const size_t in = spec_.input().size(), classes = spec_.output().size();
-  run_on_devices(devices_, [&](size_t rank) {
+  run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     if (r.count == 0) return;
     std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
@@ -316,6 +337,7 @@ uint64_t Trainer::parameter_checksum() const {
 }
 
 TrainerState Trainer::save_state() const {
+  check_usable();
   DPT_REQUIRE(pending_micro_ == 0, DPT_ERROR_INVALID_STATE,
               "cannot checkpoint inside an accumulation window (" + std::to_string(pending_micro_) + " of " +
                   std::to_string(config_.accumulation_steps) + " micro-batches done)");
@@ -330,6 +352,7 @@ TrainerState Trainer::save_state() const {
 }
 
 void Trainer::load_state(const TrainerState &state) {
+  check_usable();
   const Replica &first = *replicas_[0];
   DPT_REQUIRE(state.parameters.size() == first.params.size(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.parameters.size()) + " parameters, the model " +

@@ -7,7 +7,9 @@
 
 #include "backend/context.hpp"
 #include "comm/thread_collective.hpp"
+#include "core/error.hpp"
 #include "nn/model_spec.hpp"
+#include "parallel/device_group.hpp"
 #include "parallel/replica.hpp"
 
 namespace dpt {
@@ -24,6 +26,7 @@ struct TrainerConfig {
   InitScheme init = InitScheme::kUniformFanIn;
   float init_std = 0.01f;
   bool error_on_nonfinite = false;  // else skip: discard the window, count it, go on
+  double timeout_seconds = 0;       // deadline of each multi-device operation; 0 = none
   OptimizerConfig optimizer;
 };
 
@@ -53,6 +56,7 @@ struct EvalStats {
 class Trainer {
  public:
   Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, TrainerConfig config);
+  ~Trainer();
 
   const ModelSpec &spec() const { return spec_; }
   const TrainerConfig &config() const { return config_; }
@@ -91,13 +95,28 @@ class Trainer {
   bool update_replicas(StepStats &s);
   void discard_window(StepStats &s, const char *where);
   void check_labels(const int32_t *labels, size_t n) const;
+  void check_usable() const;
+  // Runs one phase on every device. A device failure, a timeout or an aborted collective leaves the
+  // replicas in an unknown state: the trainer refuses further work.
+  template <typename Fn>
+  void run_phase(Fn &&fn) {
+    try {
+      group_->run(fn);
+    } catch (const Error &e) {
+      if (e.status() == DPT_ERROR_DEVICE || e.status() == DPT_ERROR_TIMEOUT ||
+          e.status() == DPT_ERROR_COMMUNICATION)
+        broken_ = true;
+      throw;
+    }
+  }
 
   std::shared_ptr<Context> context_;
   ModelSpec spec_;
   TrainerConfig config_;
   std::vector<Device *> devices_;
   std::vector<std::unique_ptr<Replica>> replicas_;
-  ThreadCollective collective_;
+  std::unique_ptr<DeviceGroup> group_;
+  bool broken_ = false;                   // a device failed or timed out: the replicas may differ
   std::vector<double> measured_weights_;  // kAuto, after the first step
   size_t cached_batch_ = 0;               // the split of the last batch size, reused while it repeats
   std::vector<size_t> cached_counts_;

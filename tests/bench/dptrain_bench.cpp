@@ -13,7 +13,7 @@
 #include "core/platform.hpp"
 #include "core/rng.hpp"
 #include "data/dataset.hpp"
-#include "parallel/run_on_devices.hpp"
+#include "parallel/device_group.hpp"
 #include "parallel/trainer.hpp"
 
 namespace {
@@ -66,7 +66,7 @@ double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::All
   dpt::ThreadCollective collective(k);
   const size_t iterations = std::clamp<size_t>((size_t(1) << 30) / bytes, 5, 2000);
   std::vector<double> times(iterations);
-  dpt::run_on_devices(devices, [&](size_t rank) {
+  dpt::DeviceGroup(devices, 0).run([&](size_t rank) {
     for (size_t it = 0; it < iterations; ++it) {
       const double t0 = now_seconds();
       collective.all_reduce(rank, buffers[rank].data(), count, algorithm);

@@ -5,7 +5,8 @@
 
 #include "backend/context.hpp"
 #include "comm/thread_collective.hpp"
-#include "parallel/run_on_devices.hpp"
+#include "core/error.hpp"
+#include "parallel/device_group.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -37,7 +38,7 @@ void check_all_reduce(dpt::Context &context, size_t count, dpt::AllReduceAlgorit
   for (int round = 0; round < 2; ++round) {  // twice: the second call reuses the barrier
     for (size_t r = 0; r < k; ++r)
       for (size_t i = 0; i < count; ++i) buffers[r][i] = value(r, i) * float(round + 1);
-    dpt::run_on_devices(devices_of(context), [&](size_t rank) {
+    dpt::DeviceGroup(devices_of(context), 0).run([&](size_t rank) {
       collective.all_reduce(rank, buffers[rank].data(), count, algorithm);
     });
     for (size_t i = 0; i < count; ++i) {
@@ -76,7 +77,7 @@ void test_all_reduce_deterministic(void **) {
       std::vector<std::vector<float>> buffers(5, std::vector<float>(count));
       for (size_t r = 0; r < 5; ++r)
         for (size_t i = 0; i < count; ++i) buffers[r][i] = 1.0f / float(1 + r + i);
-      dpt::run_on_devices(devices_of(context), [&](size_t rank) {
+      dpt::DeviceGroup(devices_of(context), 0).run([&](size_t rank) {
         collective.all_reduce(rank, buffers[rank].data(), count, algorithm);
       });
       if (run == 0) first = buffers[0];
@@ -92,21 +93,22 @@ void test_broadcast(void **) {
     std::vector<std::vector<float>> buffers(4, std::vector<float>(1001));
     for (size_t r = 0; r < 4; ++r)
       for (size_t i = 0; i < 1001; ++i) buffers[r][i] = value(r, i);
-    dpt::run_on_devices(devices_of(context),
-                        [&](size_t rank) { collective.broadcast(rank, buffers[rank].data(), 1001, root); });
+    dpt::DeviceGroup(devices_of(context), 0).run([&](size_t rank) {
+      collective.broadcast(rank, buffers[rank].data(), 1001, root);
+    });
     for (size_t r = 0; r < 4; ++r)
       for (size_t i = 0; i < 1001; ++i) assert_true(buffers[r][i] == value(root, i));
   }
 }
 
-// A failing task does not stop the others, and the first failure (in device order) is reported.
-void test_run_on_devices_reports_first_error(void **) {
+// A failing task does not stop the others, and its error is the one reported.
+void test_group_reports_the_failure(void **) {
   dpt::Context context(dpt::ContextConfig{3, 0});
   std::vector<int> ran(3, 0);
   try {
-    dpt::run_on_devices(devices_of(context), [&](size_t rank) {
+    dpt::DeviceGroup(devices_of(context), 0).run([&](size_t rank) {
       ran[rank] = 1;
-      if (rank >= 1) dpt::throw_error(DPT_ERROR_DEVICE, "device " + std::to_string(rank) + " failed");
+      if (rank == 1) dpt::throw_error(DPT_ERROR_DEVICE, "device 1 failed");
     });
     fail_msg("no exception");
   } catch (const dpt::Error &e) {
@@ -123,7 +125,7 @@ int main() {
       cmocka_unit_test(test_all_reduce_exact),
       cmocka_unit_test(test_all_reduce_deterministic),
       cmocka_unit_test(test_broadcast),
-      cmocka_unit_test(test_run_on_devices_reports_first_error),
+      cmocka_unit_test(test_group_reports_the_failure),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

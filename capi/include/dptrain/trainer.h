@@ -83,6 +83,11 @@ typedef struct dpt_trainer_options {
   float init_std;            /**< Standard deviation for DPT_INIT_NORMAL; default 0.01. */
   /** Default DPT_NONFINITE_SKIP. A skip discards the whole accumulation window. */
   dpt_nonfinite_policy nonfinite;
+  /** Deadline of each multi-device operation (a step's compute or update, an evaluation) in seconds;
+   * default 300, 0 = none. When it passes, or a device fails, the operation is aborted on every device
+   * and returns DPT_ERROR_TIMEOUT or DPT_ERROR_DEVICE within twice the timeout; the trainer then refuses
+   * further work (DPT_ERROR_INVALID_STATE): destroy it and create a new one from the last checkpoint. */
+  double timeout_seconds;
 } dpt_trainer_options;
 
 /** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */

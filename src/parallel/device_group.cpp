@@ -1,0 +1,114 @@
+#include "parallel/device_group.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/platform.hpp"
+
+namespace dpt {
+
+DeviceGroup::DeviceGroup(std::vector<Device *> devices, double timeout_seconds)
+    : devices_(std::move(devices)), timeout_(timeout_seconds), collective_(devices_.size()) {
+  DPT_REQUIRE(devices_.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
+              "a trainer spans at most 64 devices");
+}
+
+DeviceGroup::~DeviceGroup() {
+  // Tasks of a lost run may still come back; waiting for them here would hang, so the owner leaks instead.
+  if (lost_) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return remaining_ == 0; });
+}
+
+void DeviceGroup::abort_all() {
+  aborted_.store(true);
+  collective_.abort();
+}
+
+// An injected stall: sleeps, but returns early when the group aborts (as a real device reset would).
+void DeviceGroup::stall(double seconds) {
+  const double end = platform::now_seconds() + seconds;
+  while (platform::now_seconds() < end && !aborted_.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void DeviceGroup::task(size_t rank) {
+  try {
+    const Fault fault = devices_[rank]->take_fault();
+    if (fault.kind == FaultKind::kFail)
+      throw_error(DPT_ERROR_DEVICE, "device " + devices_[rank]->name() + " failed (injected fault)");
+    if (fault.kind == FaultKind::kStall) stall(fault.stall_seconds);
+    call_(fn_, rank);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      errors_[rank] = std::current_exception();
+      if (!failed_) failed_ = true, first_failure_ = rank;
+    }
+    abort_all();  // peers waiting for this device in a collective must not wait forever
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--remaining_ == 0) done_.notify_all();
+}
+
+void DeviceGroup::run_erased(void (*call)(void *, size_t), void *fn) {
+  DPT_REQUIRE(!lost_, DPT_ERROR_INVALID_STATE, "a device of this group never returned from an earlier call");
+  const size_t k = devices_.size();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    call_ = call;
+    fn_ = fn;
+    remaining_ = k;
+    failed_ = false;
+    for (size_t r = 0; r < k; ++r) errors_[r] = nullptr;
+  }
+  std::exception_ptr submit_error;
+  for (size_t rank = 0; rank < k; ++rank) {
+    try {
+      devices_[rank]->submit([this, rank] { task(rank); });  // two words: no heap allocation
+    } catch (...) {  // out of memory growing a queue: the tasks already queued must still finish
+      submit_error = std::current_exception();
+      abort_all();
+      std::lock_guard<std::mutex> lock(mutex_);
+      remaining_ -= k - rank;
+      break;
+    }
+  }
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto finished = [&] { return remaining_ == 0; };
+    if (timeout_ <= 0) {
+      done_.wait(lock, finished);
+    } else {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+      if (!done_.wait_until(lock, deadline, finished)) {
+        timed_out = true;
+        lock.unlock();
+        abort_all();
+        lock.lock();
+        // The aborted tasks get as long again to come back; a task that does not is lost.
+        if (!done_.wait_until(lock, deadline + std::chrono::duration<double>(timeout_), finished))
+          lost_ = true;
+      }
+    }
+  }
+  const bool aborted = aborted_.load();
+  if (!lost_ && aborted) {  // every task has returned: re-arm for the next run
+    collective_.reset();
+    aborted_.store(false);
+  }
+  if (lost_)
+    throw_error(DPT_ERROR_TIMEOUT,
+                "a device did not return within twice the " + std::to_string(timeout_) +
+                    " s timeout; the trainer is unusable and its device memory is abandoned");
+  if (timed_out)
+    throw_error(DPT_ERROR_TIMEOUT, "a multi-device operation exceeded the " + std::to_string(timeout_) +
+                                       " s timeout and was aborted on every device");
+  if (submit_error) std::rethrow_exception(submit_error);
+  if (failed_) std::rethrow_exception(errors_[first_failure_]);
+}
+
+}  // namespace dpt
