@@ -68,6 +68,7 @@
 %rename(OptimizerKind) dpt_optimizer_kind;
 %rename(ScheduleKind) dpt_schedule_kind;
 %rename(ProgressKind) dpt_progress_kind;
+%rename(NonfinitePolicy) dpt_nonfinite_policy;
 %rename(DeviceInfo) dpt_device_info;
 %rename(ContextOptions) dpt_context_options;
 %rename(TrainerOptions) dpt_trainer_options;
@@ -92,6 +93,7 @@
 %include <dptrain/model.h>
 %include <dptrain/dataset.h>
 %include <dptrain/trainer.h>
+%include <dptrain/checkpoint.h>
 
 /* ---- Value structs: constructors fill the defaults and struct_size ------------------------------- */
 
@@ -329,10 +331,13 @@ class ProgressListener {
     dptrain_binding::check(dpt_trainer_evaluate_dataset($self, dataset, batch_size, &r));
     return r;
   }
+  /* const: SWIG names this method's helper dpt_trainer_predict, like the C function with the same
+   * parameters; the const self makes it a distinct overload (the wrapper passes a const pointer, so it
+   * calls the helper; the helper's non-const pointer calls the C function). */
   void predict(const float *inputs, size_t input_count, size_t sample_count, float *out_logits,
-               size_t out_logit_count) {
-    dptrain_binding::check(
-        dpt_trainer_predict($self, inputs, input_count, sample_count, out_logits, out_logit_count));
+               size_t out_logit_count) const {
+    dptrain_binding::check(dpt_trainer_predict(const_cast<dpt_trainer *>($self), inputs, input_count, sample_count,
+                                               out_logits, out_logit_count));
   }
   /* test and options may be null; listener may be null. An exception thrown by the listener stops
    * training and is rethrown here. */
@@ -378,6 +383,20 @@ class ProgressListener {
     char text[17];
     std::snprintf(text, sizeof text, "%016llx", (unsigned long long)sum);
     return text;
+  }
+  /* Checkpoints (dptrain/checkpoint.h). The method names differ from the C functions' on purpose: SWIG
+   * names an %extend helper <struct>_<method>, which must not collide with a C function. */
+  void saveCheckpoint(const char *path) { dptrain_binding::check(dpt_trainer_save($self, path)); }
+  void loadCheckpoint(const char *path) { dptrain_binding::check(dpt_trainer_load($self, path)); }
+  uint64_t epochCount() {
+    uint64_t n = 0;
+    dptrain_binding::check(dpt_trainer_epoch_count($self, &n));
+    return n;
+  }
+  uint64_t stepCount() {
+    uint64_t n = 0;
+    dptrain_binding::check(dpt_trainer_step_count($self, &n));
+    return n;
   }
 }
 

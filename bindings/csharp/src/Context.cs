@@ -1,0 +1,23 @@
+// Hand-written half of Context (the generated half is produced by SWIG from dptrain.i).
+namespace DPTrain {
+
+/// <summary>The devices dptrain may use: CPU devices, each with its own worker thread and memory arena.</summary>
+/// <remarks>Dispose trainers before their context. One object, one thread at a time.</remarks>
+public partial class Context {
+  /// <summary>Number of devices, CPU and CUDA together.</summary>
+  public ulong DeviceCount { get { return GetDeviceCount(); } }
+
+  /// <summary>A description of every device, in index order.</summary>
+  public DeviceInfo[] GetDevices() {
+    ulong n = GetDeviceCount();
+    var devices = new DeviceInfo[n];
+    for (ulong i = 0; i < n; ++i) devices[i] = GetDeviceInfo(i);
+    return devices;
+  }
+}
+
+public partial class DeviceInfo {
+  public override string ToString() { return Name; }
+}
+
+}

@@ -1,0 +1,134 @@
+// Hand-written half of Trainer: properties, array-returning overloads, and Fit with progress reporting.
+using System;
+using System.Runtime.ExceptionServices;
+using System.Threading;
+
+namespace DPTrain {
+
+/// <summary>Data-parallel training: one parameter replica per device, split batches, all-reduced gradients.</summary>
+/// <remarks>One trainer is used by one thread at a time. Arrays are pinned for the duration of a call, never
+/// copied or kept.</remarks>
+public partial class Trainer {
+  /// Running Fit calls on this trainer (Dispose refuses while nonzero).
+  internal int swigBusy;
+
+  /// <summary>A trainer on every device of <paramref name="context"/>, with default options.</summary>
+  public Trainer(Context context, Model model) : this(context, model, null, null) {}
+
+  /// <summary>Number of parameters (floats) of one replica.</summary>
+  public ulong ParameterCount { get { return GetParameterCount(); } }
+
+  /// <summary>Number of devices (replicas).</summary>
+  public ulong DeviceCount { get { return GetDeviceCount(); } }
+
+  /// <summary>A copy of the parameters of the first replica.</summary>
+  public float[] GetParameters() {
+    var parameters = new float[GetParameterCount()];
+    GetParameters(parameters);
+    return parameters;
+  }
+
+  /// <summary>A copy of the parameters of replica <paramref name="replica"/>.</summary>
+  public float[] GetReplicaParameters(ulong replica) {
+    var parameters = new float[GetParameterCount()];
+    GetReplicaParameters(replica, parameters);
+    return parameters;
+  }
+
+  /// <summary>Logits of <paramref name="sampleCount"/> samples, sampleCount * output size floats.</summary>
+  public float[] Predict(float[] inputs, ulong sampleCount, ulong outputSize) {
+    var logits = new float[checked(sampleCount * outputSize)];
+    Predict(inputs, sampleCount, logits);
+    return logits;
+  }
+
+  /// <summary>Raised with each progress report of <see cref="Fit"/>, on the thread the library reports on
+  /// (the thread that called Fit). Set <see cref="ProgressEventArgs.Stop"/> to stop training; an exception
+  /// thrown by a handler stops training and is rethrown by Fit.</summary>
+  public event EventHandler<ProgressEventArgs> ProgressChanged;
+
+  /// <summary>Trains for options.Epochs epochs over <paramref name="train"/>, evaluating
+  /// <paramref name="test"/> (may be null) after each epoch.</summary>
+  /// <param name="train">Training set.</param>
+  /// <param name="test">Test set, or null.</param>
+  /// <param name="options">Epochs, batch size, shuffling, report interval; null for the defaults.</param>
+  /// <param name="listener">Receives the progress reports too (before the event handlers); may be null.
+  /// It is kept alive for the duration of the call.</param>
+  /// <exception cref="DptrainException">The library failed.</exception>
+  /// <remarks>An exception thrown by the listener or a ProgressChanged handler stops training after that
+  /// report and is rethrown here, with its original stack trace. While Fit runs, disposing the trainer or one
+  /// of its datasets (from a handler or another thread) throws InvalidOperationException instead of freeing
+  /// them under the library.</remarks>
+  public FitResult Fit(Dataset train, Dataset test = null, FitOptions options = null,
+                       ProgressListener listener = null) {
+    // Neither the trainer nor the datasets may be freed while the library uses them.
+    Interlocked.Increment(ref swigBusy);
+    if (train != null) Interlocked.Increment(ref train.swigBusy);
+    if (test != null) Interlocked.Increment(ref test.swigBusy);
+    try {
+      return FitWithReports(train, test, options, listener);
+    } finally {
+      if (test != null) Interlocked.Decrement(ref test.swigBusy);
+      if (train != null) Interlocked.Decrement(ref train.swigBusy);
+      Interlocked.Decrement(ref swigBusy);
+    }
+  }
+
+  FitResult FitWithReports(Dataset train, Dataset test, FitOptions options, ProgressListener listener) {
+    EventHandler<ProgressEventArgs> handlers = ProgressChanged;
+    if (listener == null && handlers == null) return FitNative(train, test, options, null);
+    using (var adapter = new FitProgressAdapter(this, listener, handlers)) {
+      FitResult result = null;
+      try {
+        result = FitNative(train, test, options, adapter);
+      } catch (Exception) {
+        if (adapter.Error == null) throw;
+      }
+      if (adapter.Error != null) {
+        if (result != null) result.Dispose();
+        adapter.Error.Throw();
+      }
+      return result;
+    }
+  }
+
+  /// <summary>The director behind Fit: forwards each report to the listener and the event handlers, and
+  /// turns their exceptions into "stop" so that no managed exception unwinds through native frames.</summary>
+  sealed class FitProgressAdapter : ProgressListener {
+    readonly Trainer trainer;
+    readonly ProgressListener listener;
+    readonly EventHandler<ProgressEventArgs> handlers;
+
+    internal ExceptionDispatchInfo Error { get; private set; }
+
+    internal FitProgressAdapter(Trainer trainer, ProgressListener listener, EventHandler<ProgressEventArgs> handlers) {
+      this.trainer = trainer;
+      this.listener = listener;
+      this.handlers = handlers;
+    }
+
+    public override bool OnProgress(Progress progress) {
+      if (Error != null) return true;
+      try {
+        bool stop = false;
+        if (listener != null) stop = listener.OnProgress(progress);
+        if (handlers != null) {
+          var args = new ProgressEventArgs(progress);
+          handlers(trainer, args);
+          stop = stop || args.Stop;
+        }
+        return stop;
+      } catch (Exception e) {
+        Error = ExceptionDispatchInfo.Capture(e);
+        return true;
+      }
+    }
+  }
+}
+
+/// <summary>Receives the progress reports of <see cref="Trainer.Fit"/>: subclass it and override
+/// OnProgress (return true to stop training). The <see cref="Progress"/> it receives is only valid during
+/// the call; copy what you need.</summary>
+public partial class ProgressListener {}
+
+}

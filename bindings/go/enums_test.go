@@ -1,0 +1,64 @@
+package dptrain
+
+import (
+	"testing"
+
+	"dptrain.org/dptrain/internal/swig"
+)
+
+// The Go constants are written out (the C values are pinned forever); check them against the headers
+// as SWIG read them.
+func TestConstantsMatchTheCHeaders(t *testing.T) {
+	pairs := []struct {
+		name   string
+		goV, c int
+	}{
+		{"StatusOK", int(StatusOK), int(swig.DPT_OK)},
+		{"StatusInvalidArgument", int(StatusInvalidArgument), int(swig.DPT_ERROR_INVALID_ARGUMENT)},
+		{"StatusNullPointer", int(StatusNullPointer), int(swig.DPT_ERROR_NULL_POINTER)},
+		{"StatusOutOfRange", int(StatusOutOfRange), int(swig.DPT_ERROR_OUT_OF_RANGE)},
+		{"StatusSizeMismatch", int(StatusSizeMismatch), int(swig.DPT_ERROR_SIZE_MISMATCH)},
+		{"StatusInvalidState", int(StatusInvalidState), int(swig.DPT_ERROR_INVALID_STATE)},
+		{"StatusBufferTooSmall", int(StatusBufferTooSmall), int(swig.DPT_ERROR_BUFFER_TOO_SMALL)},
+		{"StatusNonFinite", int(StatusNonFinite), int(swig.DPT_ERROR_NON_FINITE)},
+		{"StatusUnsupported", int(StatusUnsupported), int(swig.DPT_ERROR_UNSUPPORTED)},
+		{"StatusDevice", int(StatusDevice), int(swig.DPT_ERROR_DEVICE)},
+		{"StatusOutOfMemory", int(StatusOutOfMemory), int(swig.DPT_ERROR_OUT_OF_MEMORY)},
+		{"StatusDeviceNotFound", int(StatusDeviceNotFound), int(swig.DPT_ERROR_DEVICE_NOT_FOUND)},
+		{"StatusCommunication", int(StatusCommunication), int(swig.DPT_ERROR_COMMUNICATION)},
+		{"StatusTimeout", int(StatusTimeout), int(swig.DPT_ERROR_TIMEOUT)},
+		{"StatusIO", int(StatusIO), int(swig.DPT_ERROR_IO)},
+		{"StatusFormat", int(StatusFormat), int(swig.DPT_ERROR_FORMAT)},
+		{"StatusInternal", int(StatusInternal), int(swig.DPT_ERROR_INTERNAL)},
+		{"DeviceCPU", int(DeviceCPU), int(swig.DPT_DEVICE_CPU)},
+		{"DeviceCUDA", int(DeviceCUDA), int(swig.DPT_DEVICE_CUDA)},
+		{"ReLU", int(ReLU), int(swig.DPT_ACTIVATION_RELU)},
+		{"Sigmoid", int(Sigmoid), int(swig.DPT_ACTIVATION_SIGMOID)},
+		{"Tanh", int(Tanh), int(swig.DPT_ACTIVATION_TANH)},
+		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
+		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
+		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},
+		{"DatasetTest", int(DatasetTest), int(swig.DPT_DATASET_TEST)},
+		{"SplitEven", int(SplitEven), int(swig.DPT_SPLIT_EVEN)},
+		{"SplitWeighted", int(SplitWeighted), int(swig.DPT_SPLIT_WEIGHTED)},
+		{"SplitAuto", int(SplitAuto), int(swig.DPT_SPLIT_AUTO)},
+		{"AllReduceRing", int(AllReduceRing), int(swig.DPT_ALLREDUCE_RING)},
+		{"AllReduceNaive", int(AllReduceNaive), int(swig.DPT_ALLREDUCE_NAIVE)},
+		{"InitUniformFanIn", int(InitUniformFanIn), int(swig.DPT_INIT_UNIFORM_FAN_IN)},
+		{"InitNormal", int(InitNormal), int(swig.DPT_INIT_NORMAL)},
+		{"NonFiniteSkip", int(NonFiniteSkip), int(swig.DPT_NONFINITE_SKIP)},
+		{"NonFiniteError", int(NonFiniteError), int(swig.DPT_NONFINITE_ERROR)},
+		{"SGD", int(SGD), int(swig.DPT_OPTIMIZER_SGD)},
+		{"AdamW", int(AdamW), int(swig.DPT_OPTIMIZER_ADAMW)},
+		{"ScheduleConstant", int(ScheduleConstant), int(swig.DPT_SCHEDULE_CONSTANT)},
+		{"ScheduleStep", int(ScheduleStep), int(swig.DPT_SCHEDULE_STEP)},
+		{"ScheduleCosine", int(ScheduleCosine), int(swig.DPT_SCHEDULE_COSINE)},
+		{"ProgressBatch", int(ProgressBatch), int(swig.DPT_PROGRESS_BATCH)},
+		{"ProgressEpoch", int(ProgressEpoch), int(swig.DPT_PROGRESS_EPOCH)},
+	}
+	for _, p := range pairs {
+		if p.goV != p.c {
+			t.Errorf("%s = %d, the C header says %d", p.name, p.goV, p.c)
+		}
+	}
+}

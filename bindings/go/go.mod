@@ -1,0 +1,3 @@
+module dptrain.org/dptrain
+
+go 1.19

@@ -1,0 +1,434 @@
+package dptrain
+
+import (
+	"runtime"
+	"time"
+
+	"dptrain.org/dptrain/internal/swig"
+)
+
+// SplitPolicy says how a batch is divided among the devices.
+type SplitPolicy int
+
+// Split policies.
+const (
+	SplitEven     SplitPolicy = 0 // equal slices; the first (batch % K) devices get one more sample
+	SplitWeighted SplitPolicy = 1 // slices proportional to TrainerOptions.SplitWeights
+	SplitAuto     SplitPolicy = 2 // weights measured once, at the first step, from each device's speed
+)
+
+// AllReduceAlgorithm is the gradient all-reduce algorithm.
+type AllReduceAlgorithm int
+
+// All-reduce algorithms.
+const (
+	AllReduceRing  AllReduceAlgorithm = 0 // reduce-scatter then all-gather
+	AllReduceNaive AllReduceAlgorithm = 1 // reduce to device 0, then broadcast
+)
+
+// InitScheme is the parameter initialisation; biases start at zero in both schemes.
+type InitScheme int
+
+// Initialisation schemes.
+const (
+	InitUniformFanIn InitScheme = 0 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (the library's default)
+	InitNormal       InitScheme = 1 // N(0, InitStd^2)
+)
+
+// NonFinitePolicy says what a step does when its inputs, loss or gradients hold a NaN or an infinity.
+type NonFinitePolicy int
+
+// Non-finite policies.
+const (
+	NonFiniteSkip  NonFinitePolicy = 0 // skip the update (parameters and optimizer state unchanged) and count it
+	NonFiniteError NonFinitePolicy = 1 // the same, and the step returns an error (StatusNonFinite)
+)
+
+// OptimizerKind is the optimizer.
+type OptimizerKind int
+
+// Optimizers.
+const (
+	SGD   OptimizerKind = 0 // SGD with optional momentum, Nesterov and L2 weight decay
+	AdamW OptimizerKind = 1 // Adam with decoupled weight decay
+)
+
+// ScheduleKind is the learning-rate schedule, applied after an optional linear warm-up.
+type ScheduleKind int
+
+// Learning-rate schedules.
+const (
+	ScheduleConstant ScheduleKind = 0 // lr
+	ScheduleStep     ScheduleKind = 1 // lr * gamma^floor((t - warmup) / step_size)
+	ScheduleCosine   ScheduleKind = 2 // min_lr + (lr - min_lr) * (1 + cos(pi * (t - warmup) / (total - warmup))) / 2
+)
+
+// OptimizerOptions configures the optimizer. Zero fields take the library's defaults, as noted.
+type OptimizerOptions struct {
+	Kind            OptimizerKind // default SGD
+	LearningRate    float32       // 0 = 0.1
+	Momentum        float32       // SGD momentum in [0, 1)
+	Nesterov        bool          // SGD: Nesterov momentum (needs Momentum > 0)
+	WeightDecay     float32       // SGD: L2 added to the gradient; AdamW: decoupled
+	Beta1           float32       // AdamW; 0 = 0.9
+	Beta2           float32       // AdamW; 0 = 0.999
+	Epsilon         float32       // AdamW; 0 = 1e-8
+	Schedule        ScheduleKind  // default ScheduleConstant
+	WarmupSteps     uint64        // linear warm-up over this many optimizer steps
+	StepSize        uint64        // ScheduleStep: steps between decays (> 0)
+	Gamma           float32       // ScheduleStep: decay factor; 0 = 0.1
+	TotalSteps      uint64        // ScheduleCosine: optimizer steps of the whole run
+	MinLearningRate float32       // ScheduleCosine: final learning rate
+	ClipNorm        float32       // clip the global gradient norm to this value; 0 = off
+}
+
+// TrainerOptions configures NewTrainer. The zero value (or nil) asks for the library's defaults.
+type TrainerOptions struct {
+	Devices           []int              // device indices of the context; nil = all devices
+	Split             SplitPolicy        // default SplitEven
+	SplitWeights      []float32          // SplitWeighted: one positive weight per device
+	AllReduce         AllReduceAlgorithm // default AllReduceRing
+	Seed              uint64             // seeds initialisation, shuffling and dropout
+	AccumulationSteps int                // micro-batches (Step calls) per optimizer step; 0 = 1
+	Init              InitScheme         // default InitUniformFanIn
+	InitStd           float32            // InitNormal's standard deviation; 0 = 0.01
+	NonFinite         NonFinitePolicy    // default NonFiniteSkip (a skip discards the accumulation window)
+	// Timeout is the deadline of each multi-device operation (a step's compute or update, an evaluation);
+	// 0 = the library's default (300 s), negative = none. When it passes, or a device fails, the call
+	// returns StatusTimeout or StatusDevice and the trainer refuses further work: close it and create a
+	// new one (from the last checkpoint).
+	Timeout   time.Duration
+	Optimizer OptimizerOptions
+}
+
+// StepResult is the outcome of one Trainer.Step.
+type StepResult struct {
+	Loss             float64 // mean cross-entropy over this batch (before the update)
+	Accuracy         float64 // fraction of this batch classified correctly (before the update)
+	Samples          uint64  // samples in this batch
+	Applied          bool    // this call completed an accumulation window and updated the parameters
+	OptimizerSteps   uint64  // optimizer steps taken so far
+	LearningRate     float64 // learning rate of the update (when applied)
+	GradNorm         float64 // global norm of the averaged gradient before clipping (when applied)
+	ComputeSeconds   float64 // forward and backward on all devices
+	AllReduceSeconds float64 // gradient all-reduce
+	UpdateSeconds    float64 // normalisation, clipping and optimizer update
+	TotalSeconds     float64 // the whole call
+	SkippedNonFinite bool    // a NaN or infinity made this call discard its accumulation window
+	NonFiniteSteps   uint64  // windows discarded for non-finite values so far
+}
+
+// EvalResult is the outcome of an evaluation.
+type EvalResult struct {
+	Loss     float64 // mean cross-entropy
+	Accuracy float64 // fraction classified correctly
+	Samples  uint64  // samples evaluated
+	Seconds  float64 // wall time
+}
+
+// Trainer trains one model data-parallel: one parameter replica per device. It is used by one goroutine
+// at a time (a concurrent call returns an error wrapping ErrBusy).
+type Trainer struct {
+	ptr swig.Trainer
+	h   *handle
+	ctx *Context // kept reachable: the context is destroyed after its trainers
+}
+
+// NewTrainer creates a trainer on ctx: one replica of model per device, initialised on the first device
+// and broadcast to the others. opts may be nil (defaults). The model may be closed afterwards.
+func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, error) {
+	const op = "NewTrainer"
+	var o TrainerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if model == nil || model.h == nil {
+		return nil, nilHandle(op, "model")
+	}
+	var devices []uint64 // nil = all devices
+	if len(o.Devices) > 0 {
+		devices = make([]uint64, len(o.Devices))
+	}
+	for i, d := range o.Devices {
+		if d < 0 {
+			return nil, newError(op, StatusOutOfRange, "Devices[%d] is negative (%d)", i, d)
+		}
+		devices[i] = uint64(d)
+	}
+	if o.AccumulationSteps < 0 {
+		return nil, newError(op, StatusOutOfRange, "AccumulationSteps is negative (%d)", o.AccumulationSteps)
+	}
+	if err := ctx.begin(op); err != nil {
+		return nil, err
+	}
+	defer ctx.h.release(shared)
+	if _, err := model.h.acquire(op, shared); err != nil {
+		return nil, err
+	}
+	defer model.h.release(shared)
+
+	var ptr swig.Trainer
+	err := call(op, func() {
+		to := swig.NewTrainerOptions()
+		defer swig.DeleteTrainerOptions(to)
+		to.SetSplit(swig.Dpt_split_policy(o.Split))
+		to.SetAllreduce(swig.Dpt_allreduce_algorithm(o.AllReduce))
+		to.SetSeed(o.Seed)
+		if o.AccumulationSteps != 0 {
+			to.SetAccumulation_steps(int64(o.AccumulationSteps))
+		}
+		to.SetInit(swig.Dpt_init_scheme(o.Init))
+		if o.InitStd != 0 {
+			to.SetInit_std(o.InitStd)
+		}
+		to.SetNonfinite(swig.Dpt_nonfinite_policy(o.NonFinite))
+		if o.Timeout > 0 {
+			to.SetTimeout_seconds(o.Timeout.Seconds())
+		} else if o.Timeout < 0 {
+			to.SetTimeout_seconds(0)
+		}
+		oo := swig.NewOptimizerOptions()
+		defer swig.DeleteOptimizerOptions(oo)
+		fillOptimizer(oo, &o.Optimizer)
+		weights := o.SplitWeights
+		if weights == nil {
+			weights = []float32{}
+		}
+		ptr = swig.NewTrainer__SWIG_1(ctx.ptr, model.ptr, to, oo, devices, weights)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx.h.addDep()
+	t := &Trainer{ptr: ptr, ctx: ctx}
+	t.h = newHandle("Trainer", func() {
+		swig.DeleteTrainer(ptr)
+		ctx.h.releaseDep()
+	})
+	runtime.SetFinalizer(t, (*Trainer).Close)
+	return t, nil
+}
+
+// fillOptimizer copies the non-zero fields of o over the library's defaults (zero = default).
+func fillOptimizer(oo swig.OptimizerOptions, o *OptimizerOptions) {
+	if o.Kind != 0 {
+		oo.SetKind(swig.Dpt_optimizer_kind(o.Kind))
+	}
+	for _, f := range []struct {
+		v   float32
+		set func(float32)
+	}{
+		{o.LearningRate, oo.SetLearning_rate}, {o.Momentum, oo.SetMomentum}, {o.WeightDecay, oo.SetWeight_decay},
+		{o.Beta1, oo.SetBeta1}, {o.Beta2, oo.SetBeta2}, {o.Epsilon, oo.SetEpsilon}, {o.Gamma, oo.SetGamma},
+		{o.MinLearningRate, oo.SetMin_learning_rate}, {o.ClipNorm, oo.SetClip_norm},
+	} {
+		if f.v != 0 {
+			f.set(f.v)
+		}
+	}
+	if o.Nesterov {
+		oo.SetNesterov(1)
+	}
+	if o.Schedule != 0 {
+		oo.SetSchedule(swig.Dpt_schedule_kind(o.Schedule))
+	}
+	for _, f := range []struct {
+		v   uint64
+		set func(uint64)
+	}{{o.WarmupSteps, oo.SetWarmup_steps}, {o.StepSize, oo.SetStep_size}, {o.TotalSteps, oo.SetTotal_steps}} {
+		if f.v != 0 {
+			f.set(f.v)
+		}
+	}
+}
+
+// Close destroys the trainer and frees its device memory (after a call running on it returns). It is
+// idempotent and always returns nil.
+func (t *Trainer) Close() error {
+	if t != nil && t.h != nil {
+		t.h.close()
+	}
+	return nil
+}
+
+// do runs f as one exclusive call on the trainer.
+func (t *Trainer) do(op string, f func()) error { return t.run(op, exclusive, f) }
+
+// read runs f as one call that only reads the trainer (or saves a checkpoint): also allowed from the
+// progress callback of a running Fit, which is paused at a report.
+func (t *Trainer) read(op string, f func()) error { return t.run(op, reentrant, f) }
+
+func (t *Trainer) run(op string, a access, f func()) error {
+	if t == nil || t.h == nil {
+		return nilHandle(op, "trainer")
+	}
+	token, err := t.h.acquire(op, a)
+	if err != nil {
+		return err
+	}
+	defer t.h.release(token)
+	return call(op, f)
+}
+
+func checkBatch(op string, inputs []float32, labels []int32) error {
+	if inputs == nil {
+		return nilSlice(op, "inputs")
+	}
+	if labels == nil {
+		return nilSlice(op, "labels")
+	}
+	return nil
+}
+
+// Step trains on one batch (or micro-batch, with accumulation): len(labels) samples whose inputs
+// (len(labels) * input size floats, NCHW) are read from the caller's slice without a copy.
+func (t *Trainer) Step(inputs []float32, labels []int32) (StepResult, error) {
+	const op = "Trainer.Step"
+	if err := checkBatch(op, inputs, labels); err != nil {
+		return StepResult{}, err
+	}
+	var out StepResult
+	err := t.do(op, func() {
+		r := t.ptr.Step(inputs, labels)
+		if r.Swigcptr() == 0 {
+			return // failed: the error is recorded
+		}
+		out = StepResult{
+			Loss:             r.GetLoss(),
+			Accuracy:         r.GetAccuracy(),
+			Samples:          r.GetSamples(),
+			Applied:          r.GetApplied() != 0,
+			OptimizerSteps:   r.GetOptimizer_steps(),
+			LearningRate:     r.GetLearning_rate(),
+			GradNorm:         r.GetGrad_norm(),
+			ComputeSeconds:   r.GetCompute_seconds(),
+			AllReduceSeconds: r.GetAllreduce_seconds(),
+			UpdateSeconds:    r.GetUpdate_seconds(),
+			TotalSeconds:     r.GetTotal_seconds(),
+			SkippedNonFinite: r.GetSkipped_nonfinite() != 0,
+			NonFiniteSteps:   r.GetNonfinite_steps(),
+		}
+		swig.DeleteStepResult(r)
+	})
+	return out, err
+}
+
+func evalResult(r swig.EvalResult) EvalResult {
+	if r.Swigcptr() == 0 {
+		return EvalResult{}
+	}
+	defer swig.DeleteEvalResult(r)
+	return EvalResult{Loss: r.GetLoss(), Accuracy: r.GetAccuracy(), Samples: r.GetSamples(), Seconds: r.GetSeconds()}
+}
+
+// Evaluate computes loss and accuracy on a batch (split across the devices; dropout off).
+func (t *Trainer) Evaluate(inputs []float32, labels []int32) (EvalResult, error) {
+	const op = "Trainer.Evaluate"
+	if err := checkBatch(op, inputs, labels); err != nil {
+		return EvalResult{}, err
+	}
+	var out EvalResult
+	err := t.do(op, func() { out = evalResult(t.ptr.Evaluate(inputs, labels)) })
+	return out, err
+}
+
+// EvaluateDataset evaluates a whole dataset in batches of batchSize (0 = 1000).
+func (t *Trainer) EvaluateDataset(d *Dataset, batchSize int) (EvalResult, error) {
+	const op = "Trainer.EvaluateDataset"
+	b, err := toSize(op, "batchSize", batchSize)
+	if err != nil {
+		return EvalResult{}, err
+	}
+	if err := d.begin(op); err != nil {
+		return EvalResult{}, err
+	}
+	defer d.h.release(shared)
+	var out EvalResult
+	err = t.do(op, func() { out = evalResult(t.ptr.EvaluateDataset(d.ptr, b)) })
+	return out, err
+}
+
+// Predict writes the logits of samples samples (inputs: samples * input size floats) into logits
+// (samples * output size floats), both the caller's slices.
+func (t *Trainer) Predict(inputs []float32, samples int, logits []float32) error {
+	const op = "Trainer.Predict"
+	n, err := toSize(op, "samples", samples)
+	if err != nil {
+		return err
+	}
+	if inputs == nil {
+		return nilSlice(op, "inputs")
+	}
+	if logits == nil {
+		return nilSlice(op, "logits")
+	}
+	return t.do(op, func() { t.ptr.Predict(inputs, n, logits) })
+}
+
+// ParameterCount returns the number of parameters (floats) of one replica.
+func (t *Trainer) ParameterCount() (int, error) {
+	var n int64
+	err := t.read("Trainer.ParameterCount", func() { n = t.ptr.ParameterCount() })
+	return int(n), err
+}
+
+// DeviceCount returns the number of devices (replicas) of the trainer.
+func (t *Trainer) DeviceCount() (int, error) {
+	var n int64
+	err := t.read("Trainer.DeviceCount", func() { n = t.ptr.DeviceCount() })
+	return int(n), err
+}
+
+// ReadParameters copies the parameters (of the first replica) into dst, whose length must be
+// ParameterCount().
+func (t *Trainer) ReadParameters(dst []float32) error {
+	const op = "Trainer.ReadParameters"
+	if dst == nil {
+		return nilSlice(op, "dst")
+	}
+	return t.read(op, func() { t.ptr.GetParameters(dst) })
+}
+
+// Parameters returns a new slice holding the parameters of the first replica.
+func (t *Trainer) Parameters() ([]float32, error) {
+	n, err := t.ParameterCount()
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]float32, n)
+	if err := t.ReadParameters(dst); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// ReadReplicaParameters copies the parameters of replica (0 .. DeviceCount()-1) into dst.
+func (t *Trainer) ReadReplicaParameters(replica int, dst []float32) error {
+	const op = "Trainer.ReadReplicaParameters"
+	r, err := toSize(op, "replica", replica)
+	if err != nil {
+		return err
+	}
+	if dst == nil {
+		return nilSlice(op, "dst")
+	}
+	return t.read(op, func() { t.ptr.GetReplicaParameters(r, dst) })
+}
+
+// SetParameters sets the parameters of every replica from src (length ParameterCount()); the optimizer
+// state is kept.
+func (t *Trainer) SetParameters(src []float32) error {
+	const op = "Trainer.SetParameters"
+	if src == nil {
+		return nilSlice(op, "src")
+	}
+	return t.do(op, func() { t.ptr.SetParameters(src) })
+}
+
+// Checksum returns the FNV-1a 64 hash of the parameter bytes as 16 lowercase hex digits, as the CLI
+// prints it (param_checksum).
+func (t *Trainer) Checksum() (string, error) {
+	var s string
+	err := t.read("Trainer.Checksum", func() { s = t.ptr.ParameterChecksum() })
+	return s, err
+}

@@ -1,0 +1,21 @@
+package dptrain
+
+import "dptrain.org/dptrain/internal/swig"
+
+// Version returns the library's version string, e.g. "0.1.0".
+func Version() string {
+	var v string
+	if err := call("Version", func() { v = swig.VersionString() }); err != nil {
+		return ""
+	}
+	return v
+}
+
+// VersionNumber returns the library's version as major*10000 + minor*100 + patch.
+func VersionNumber() int {
+	var v uint
+	if err := call("VersionNumber", func() { v = swig.VersionNumber() }); err != nil {
+		return 0
+	}
+	return int(v)
+}

@@ -1,0 +1,300 @@
+/* csharp.i: the C# part of the shared interface (included by dptrain.i before anything else).
+ *
+ * - size_t is ulong; uint64_t already is (stdint.i without SWIGWORDSIZE64).
+ * - Arrays cross pinned, never copied: a (pointer, count) pair becomes one C# array parameter; the
+ *   proxy pins it with `fixed` and passes its address and length (the classes are `unsafe partial`,
+ *   compiled with mcs -unsafe; the hand-written halves live in bindings/csharp/src/).
+ * - A failed call (dptrain_binding::Error) becomes a pending DPTrain.DptrainException subclass (one per
+ *   status category, see Exceptions.cs), thrown by the proxy as soon as the native call returns.
+ * - A disposed proxy is rejected before the C API sees it: as `this` by a native check of `self`, as an
+ *   argument by getCPtr; both throw ObjectDisposedException. A Trainer or Dataset in use by a running Fit
+ *   refuses to be disposed.
+ * - Progress: Trainer.fit is internal (FitNative); the public Trainer.Fit (src/Trainer.cs) passes a
+ *   ProgressListener director that catches every managed exception of the user's listener or event
+ *   handlers, asks the library to stop, and rethrows it once the native call has returned: no managed
+ *   exception ever unwinds through native frames, so ProgressBridge's C++ path is not needed here.
+ * - Naming: PascalCase methods and properties, enum items without their DPT_ prefix; argument-free getters
+ *   (deviceCount, parameterCount ...) become read-only properties in the hand-written halves. */
+
+/* ---- Integers --------------------------------------------------------------------------------- */
+
+%apply unsigned long long { size_t };
+%apply const unsigned long long & { const size_t & };
+
+/* ---- Errors: native -> pending managed exception ------------------------------------------------ */
+
+%insert(runtime) %{
+/* Set by DPTrain's intermediary class when it loads: they build the managed exception and make it pending. */
+typedef void (SWIGSTDCALL *DptrainCSharpErrorCallback)(int status, int category, const char *message);
+typedef void (SWIGSTDCALL *DptrainCSharpDisposedCallback)(const char *type_name);
+static DptrainCSharpErrorCallback dptrain_csharp_error_callback = NULL;
+static DptrainCSharpDisposedCallback dptrain_csharp_disposed_callback = NULL;
+
+#ifdef __cplusplus
+extern "C"
+#endif
+SWIGEXPORT void SWIGSTDCALL DptrainCSharpRegisterCallbacks(DptrainCSharpErrorCallback error,
+                                                           DptrainCSharpDisposedCallback disposed) {
+  dptrain_csharp_error_callback = error;
+  dptrain_csharp_disposed_callback = disposed;
+}
+
+static void DptrainCSharpSetError(int status, int category, const char *message) {
+  if (dptrain_csharp_error_callback != NULL) {
+    dptrain_csharp_error_callback(status, category, message);
+  } else {
+    SWIG_CSharpSetPendingException(SWIG_CSharpApplicationException, message);
+  }
+}
+
+static void DptrainCSharpSetDisposed(const char *type_name) {
+  if (dptrain_csharp_disposed_callback != NULL) {
+    dptrain_csharp_disposed_callback(type_name);
+  } else {
+    SWIG_CSharpSetPendingException(SWIG_CSharpNullReferenceException, type_name);
+  }
+}
+%}
+
+%pragma(csharp) imclassimports=%{
+using System;
+using System.Runtime.InteropServices;
+%}
+
+%pragma(csharp) imclasscode=%{
+  /* Registers the two callbacks above when the intermediary class is first used, i.e. before any call
+   * can fail. The delegates are static, so they outlive every native call. */
+  internal class DptrainExceptionHelper {
+    public delegate void ErrorDelegate(int status, int category, [MarshalAs(UnmanagedType.LPStr)] string message);
+    public delegate void DisposedDelegate([MarshalAs(UnmanagedType.LPStr)] string typeName);
+
+    static readonly ErrorDelegate errorDelegate = new ErrorDelegate(SetError);
+    static readonly DisposedDelegate disposedDelegate = new DisposedDelegate(SetDisposed);
+
+    [DllImport("$dllimport", EntryPoint = "DptrainCSharpRegisterCallbacks")]
+    static extern void RegisterCallbacks(ErrorDelegate error, DisposedDelegate disposed);
+
+    static void SetError(int status, int category, string message) {
+      SWIGPendingException.Set(global::DPTrain.DptrainException.FromStatus(status, category, message));
+    }
+
+    static void SetDisposed(string typeName) {
+      SWIGPendingException.Set(new ObjectDisposedException(typeName, "the " + typeName + " has been disposed"));
+    }
+
+    static DptrainExceptionHelper() {
+      RegisterCallbacks(errorDelegate, disposedDelegate);
+    }
+  }
+
+  static protected DptrainExceptionHelper exceptionHelper = new DptrainExceptionHelper();
+%}
+
+%exception {
+  try {
+    $action
+  } catch (const dptrain_binding::Error &e) {
+    DptrainCSharpSetError(static_cast<int>(e.status()), e.category(), e.what());
+    return $null;
+  } catch (const std::bad_alloc &) {
+    DptrainCSharpSetError(DPT_ERROR_OUT_OF_MEMORY, 3000, "out of memory in the C# binding");
+    return $null;
+  } catch (const std::exception &e) {
+    DptrainCSharpSetError(DPT_ERROR_INTERNAL, 9000, e.what());
+    return $null;
+  } catch (...) {
+    DptrainCSharpSetError(DPT_ERROR_INTERNAL, 9000, "unknown C++ exception in the C# binding");
+    return $null;
+  }
+}
+
+/* ---- Disposed proxies --------------------------------------------------------------------------- */
+
+/* `this` of a disposed proxy reaches the wrapper as NULL (member variables would be dereferenced). */
+%define DPT_CS_SELF_CHECK(CTYPE, NAME)
+%typemap(check, canthrow=1) CTYPE *self %{
+  if (!$1) {
+    DptrainCSharpSetDisposed(NAME);
+    return $null;
+  }
+%}
+%enddef
+DPT_CS_SELF_CHECK(dpt_context, "Context")
+DPT_CS_SELF_CHECK(dpt_model, "Model")
+DPT_CS_SELF_CHECK(dpt_dataset, "Dataset")
+DPT_CS_SELF_CHECK(dpt_trainer, "Trainer")
+DPT_CS_SELF_CHECK(dpt_device_info, "DeviceInfo")
+DPT_CS_SELF_CHECK(dpt_context_options, "ContextOptions")
+DPT_CS_SELF_CHECK(dpt_trainer_options, "TrainerOptions")
+DPT_CS_SELF_CHECK(dpt_optimizer_options, "OptimizerOptions")
+DPT_CS_SELF_CHECK(dpt_fit_options, "FitOptions")
+DPT_CS_SELF_CHECK(dpt_step_result, "StepResult")
+DPT_CS_SELF_CHECK(dpt_eval_result, "EvalResult")
+DPT_CS_SELF_CHECK(dpt_fit_result, "FitResult")
+DPT_CS_SELF_CHECK(dpt_progress, "Progress")
+DPT_CS_SELF_CHECK(dptrain_binding::ProgressListener, "ProgressListener")
+
+/* A disposed proxy passed as an argument: getCPtr throws instead of passing NULL (which the C API would
+ * reject, or, for options, silently read as "defaults"). Otherwise SWIG's stock proxy body. */
+%typemap(csbody) SWIGTYPE %{
+  private global::System.Runtime.InteropServices.HandleRef swigCPtr;
+  protected bool swigCMemOwn;
+
+  internal $csclassname(global::System.IntPtr cPtr, bool cMemoryOwn) {
+    swigCMemOwn = cMemoryOwn;
+    swigCPtr = new global::System.Runtime.InteropServices.HandleRef(this, cPtr);
+  }
+
+  internal static global::System.Runtime.InteropServices.HandleRef getCPtr($csclassname obj) {
+    if (obj == null) return new global::System.Runtime.InteropServices.HandleRef(null, global::System.IntPtr.Zero);
+    if (obj.swigCPtr.Handle == global::System.IntPtr.Zero)
+      throw new global::System.ObjectDisposedException("$csclassname", "the $csclassname has been disposed");
+    return obj.swigCPtr;
+  }
+
+  internal static global::System.Runtime.InteropServices.HandleRef swigRelease($csclassname obj) {
+    if (obj != null) {
+      if (!obj.swigCMemOwn)
+        throw new global::System.ApplicationException("Cannot release ownership as memory is not owned");
+      global::System.Runtime.InteropServices.HandleRef ptr = obj.swigCPtr;
+      obj.swigCMemOwn = false;
+      obj.Dispose();
+      return ptr;
+    } else {
+      return new global::System.Runtime.InteropServices.HandleRef(null, global::System.IntPtr.Zero);
+    }
+  }
+
+  /// <summary>True once Dispose has run (or for a proxy that never owned a native object).</summary>
+  public bool IsDisposed { get { return swigCPtr.Handle == global::System.IntPtr.Zero; } }
+%}
+
+/* A Trainer or Dataset in use by a running Fit (e.g. disposed from a progress handler or another thread) is
+ * not freed under the library's feet: Dispose throws instead. swigBusy is counted by Trainer.Fit. */
+%define DPT_CS_GUARDED_DISPOSE(CTYPE)
+%typemap(csdisposing, methodname="Dispose", methodmodifiers="protected", parameters="bool disposing") CTYPE {
+    if (disposing && global::System.Threading.Volatile.Read(ref swigBusy) != 0)
+      throw new global::System.InvalidOperationException("the $csclassname is in use by a running Fit and cannot be disposed now");
+    lock(this) {
+      if (swigCPtr.Handle != global::System.IntPtr.Zero) {
+        if (swigCMemOwn) {
+          swigCMemOwn = false;
+          $imcall;
+        }
+        swigCPtr = new global::System.Runtime.InteropServices.HandleRef(null, global::System.IntPtr.Zero);
+      }
+    }
+  }
+%enddef
+DPT_CS_GUARDED_DISPOSE(dpt_trainer)
+DPT_CS_GUARDED_DISPOSE(dpt_dataset)
+
+/* Every proxy is `unsafe` (for `fixed`) and `partial` (for the hand-written halves). */
+%typemap(csclassmodifiers) SWIGTYPE "public unsafe partial class"
+
+/* ---- Arrays: (pointer, count) -> one pinned C# array ---------------------------------------------- */
+
+/* The intermediary signature carries both halves: "IntPtr name, ulong jargN" (and "T *name, unsigned
+ * long long jargN" in C). A null array is an ArgumentNullException before anything is pinned. */
+%define DPT_CS_PINNED_ARRAY(CTYPE, CSTYPE, PTR, COUNT)
+%typemap(ctype) (CTYPE *PTR, size_t COUNT) "CTYPE *$1_name_ptr, unsigned long long"
+%typemap(imtype) (CTYPE *PTR, size_t COUNT) "global::System.IntPtr $1_name_ptr, ulong"
+%typemap(cstype) (CTYPE *PTR, size_t COUNT) "CSTYPE[]"
+%typemap(csin,
+         pre="    if ($csinput == null) throw new global::System.ArgumentNullException(\"$csinput\");\n"
+             "    fixed (CSTYPE* swig_ptrTo_$csinput = $csinput) {",
+         terminator="    }")
+  (CTYPE *PTR, size_t COUNT) "(global::System.IntPtr)swig_ptrTo_$csinput, (ulong)$csinput.LongLength"
+%typemap(in) (CTYPE *PTR, size_t COUNT) %{
+  $1 = ($1_ltype)$1_name_ptr;
+  $2 = (size_t)$input;
+%}
+%typemap(freearg) (CTYPE *PTR, size_t COUNT) ""
+%typemap(argout) (CTYPE *PTR, size_t COUNT) ""
+%enddef
+
+DPT_CS_PINNED_ARRAY(const float, float, IN_FLOATS, IN_COUNT)
+DPT_CS_PINNED_ARRAY(float, float, OUT_FLOATS, OUT_COUNT)
+DPT_CS_PINNED_ARRAY(const int32_t, int, IN_INTS, IN_COUNT)
+DPT_CS_PINNED_ARRAY(int32_t, int, OUT_INTS, OUT_COUNT)
+DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
+
+/* ---- Naming ------------------------------------------------------------------------------------- */
+
+/* Methods (written lowerCamelCase in dptrain.i) and fields (snake_case in the headers) in PascalCase. */
+%rename("%(firstuppercase)s", %$isfunction, %$ismember) "";
+%rename("%(camelcase)s", %$isvariable, %$ismember) "";
+
+/* Trainer.fit is wrapped by the hand-written Trainer.Fit (event, listener lifetime, callback errors). */
+%rename(FitNative) dpt_trainer::fit;
+%csmethodmodifiers dpt_trainer::fit "internal";
+
+/* Enum items without the enum's prefix: SplitPolicy.Even, Status.InvalidArgument ... */
+%rename(Ok) DPT_OK;
+%rename(InvalidArgument) DPT_ERROR_INVALID_ARGUMENT;
+%rename(NullPointer) DPT_ERROR_NULL_POINTER;
+%rename(OutOfRange) DPT_ERROR_OUT_OF_RANGE;
+%rename(SizeMismatch) DPT_ERROR_SIZE_MISMATCH;
+%rename(InvalidState) DPT_ERROR_INVALID_STATE;
+%rename(BufferTooSmall) DPT_ERROR_BUFFER_TOO_SMALL;
+%rename(NonFinite) DPT_ERROR_NON_FINITE;
+%rename(Unsupported) DPT_ERROR_UNSUPPORTED;
+%rename(Device) DPT_ERROR_DEVICE;
+%rename(OutOfMemory) DPT_ERROR_OUT_OF_MEMORY;
+%rename(DeviceNotFound) DPT_ERROR_DEVICE_NOT_FOUND;
+%rename(Communication) DPT_ERROR_COMMUNICATION;
+%rename(Timeout) DPT_ERROR_TIMEOUT;
+%rename(IO) DPT_ERROR_IO;
+%rename(Format) DPT_ERROR_FORMAT;
+%rename(Internal) DPT_ERROR_INTERNAL;
+%rename(Cpu) DPT_DEVICE_CPU;
+%rename(Cuda) DPT_DEVICE_CUDA;
+%rename(Relu) DPT_ACTIVATION_RELU;
+%rename(Sigmoid) DPT_ACTIVATION_SIGMOID;
+%rename(Tanh) DPT_ACTIVATION_TANH;
+%rename(Avg) DPT_POOL_AVG;
+%rename(Max) DPT_POOL_MAX;
+%rename(Train) DPT_DATASET_TRAIN;
+%rename(Test) DPT_DATASET_TEST;
+%rename(Even) DPT_SPLIT_EVEN;
+%rename(Weighted) DPT_SPLIT_WEIGHTED;
+%rename(Auto) DPT_SPLIT_AUTO;
+%rename(Ring) DPT_ALLREDUCE_RING;
+%rename(Naive) DPT_ALLREDUCE_NAIVE;
+%rename(UniformFanIn) DPT_INIT_UNIFORM_FAN_IN;
+%rename(Normal) DPT_INIT_NORMAL;
+%rename(Sgd) DPT_OPTIMIZER_SGD;
+%rename(AdamW) DPT_OPTIMIZER_ADAMW;
+%rename(Constant) DPT_SCHEDULE_CONSTANT;
+%rename(Step) DPT_SCHEDULE_STEP;
+%rename(Cosine) DPT_SCHEDULE_COSINE;
+%rename(Skip) DPT_NONFINITE_SKIP;
+%rename(Error) DPT_NONFINITE_ERROR;
+%rename(Batch) DPT_PROGRESS_BATCH;
+%rename(Epoch) DPT_PROGRESS_EPOCH;
+
+/* Read-only getters become properties: the generated method turns private under another name and the
+ * hand-written half of the class adds the property (Context.DeviceCount, Model.ParameterCount ...). */
+%define DPT_CS_PROPERTY(METHOD, PRIVATE_NAME)
+%rename(PRIVATE_NAME) METHOD;
+%csmethodmodifiers METHOD "private";
+%enddef
+DPT_CS_PROPERTY(dpt_context::deviceCount, GetDeviceCount)
+DPT_CS_PROPERTY(dpt_model::inputSize, GetInputSize)
+DPT_CS_PROPERTY(dpt_model::outputSize, GetOutputSize)
+DPT_CS_PROPERTY(dpt_model::parameterCount, GetParameterCount)
+DPT_CS_PROPERTY(dpt_model::layerCount, GetLayerCount)
+DPT_CS_PROPERTY(dpt_dataset::sampleCount, GetSampleCount)
+DPT_CS_PROPERTY(dpt_dataset::channels, GetChannels)
+DPT_CS_PROPERTY(dpt_dataset::height, GetHeight)
+DPT_CS_PROPERTY(dpt_dataset::width, GetWidth)
+DPT_CS_PROPERTY(dpt_dataset::classCount, GetClassCount)
+DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
+DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
+%rename(GetDeviceInfo) dpt_context::deviceInfo;
+
+/* Module-level helpers, reached through the hand-written DPTrain.Library (the module class is internal). */
+%pragma(csharp) moduleclassmodifiers="internal class"
+%rename(VersionNumber) dptrain_binding::versionNumber;
+%rename(VersionString) dptrain_binding::versionString;
+%rename(StatusString) dptrain_binding::statusString;

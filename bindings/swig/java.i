@@ -1,0 +1,560 @@
+/* java.i: the Java part of dptrain.i (included from it, before any declaration is wrapped).
+ *
+ * Package org.dptrain (swig -package org.dptrain -module Dptrain, see bindings/java/CMakeLists.txt):
+ *   - handles (Context, Model, Dataset, Trainer) are AutoCloseable; close() is the destructor, idempotent;
+ *     a call on a closed handle throws InvalidArgumentException ("... is closed"), never a crash;
+ *   - a failed status becomes DptrainException.of(...): one subclass per status category;
+ *   - (pointer, count) patterns: float[] / int[] pinned with GetPrimitiveArrayCritical (zero-copy), direct
+ *     FloatBuffer / IntBuffer overloads (zero-copy), long[] for device lists; null, negative sizes and
+ *     non-direct buffers are rejected with a clear message;
+ *   - size_t is a Java long (negative values are rejected), uint64_t a Java long holding the same 64 bits;
+ *   - naming: fields lowerCamelCase (getLearningRate), enum items and constants without DPT_.
+ *
+ * A wrapper never throws while a Java array is pinned: the %exception handler releases the pinned arrays
+ * ($cleanup) before it raises the Java exception, because no JNI call is allowed inside a critical region.
+ */
+
+%include <enums.swg>
+%javaconst(1);
+
+/* ---- Naming -------------------------------------------------------------------------------------- */
+
+%rename("%(lowercamelcase)s", %$isvariable) "";
+%rename("%(strip:[DPT_])s", %$isenumitem) "";
+%rename("%(strip:[DPT_])s", %$isconstant) "";
+
+/* dptrain.i hides every free function ("$ignore" for non-members), its own %inline helpers included; an
+ * explicit %rename takes precedence over that pattern, so these stay wrapped (as Dptrain.versionString() ...). */
+%rename(versionNumber) dptrain_binding::versionNumber;
+%rename(versionString) dptrain_binding::versionString;
+%rename(statusString) dptrain_binding::statusString;
+
+%pragma(java) jniclassclassmodifiers = "final class"
+%pragma(java) moduleclassmodifiers = "public final class"
+%pragma(java) jniclasscode = %{
+  static {
+    NativeLoader.load();
+  }
+%}
+%pragma(java) modulecode = %{
+  private Dptrain() {}
+%}
+
+/* The C ints that are booleans. */
+%apply bool { int nesterov, int applied, int stopped, int has_test };
+
+/* uint64_t (seeds, byte counts, step counters) as a Java long with the same 64 bits. */
+%apply long long { uint64_t };
+%apply const long long & { const uint64_t & };
+
+/* ---- Support code -------------------------------------------------------------------------------- */
+
+%{
+#include <cstring>
+#include <string>
+
+namespace dptrain_java {
+
+/* "Trainer_step" -> "Trainer.step", "new_Trainer" -> "new Trainer", "FitOptions_epochs_set" -> "FitOptions.epochs". */
+static std::string pretty_name(const char *symname) {
+  std::string s(symname);
+  if (s.compare(0, 4, "new_") == 0) return "new " + s.substr(4);
+  const size_t set = s.rfind("_set");
+  if (set != std::string::npos && set + 4 == s.size()) s.erase(set);
+  const size_t get = s.rfind("_get");
+  if (get != std::string::npos && get + 4 == s.size()) s.erase(get);
+  const size_t underscore = s.find('_');
+  if (underscore != std::string::npos) s[underscore] = '.';
+  return s;
+}
+
+/* Java wants modified UTF-8: keep ASCII, replace anything else. */
+static std::string ascii(const char *text) {
+  std::string s(text != NULL ? text : "");
+  for (char &c : s) {
+    if (static_cast<unsigned char>(c) >= 0x80 || c == '\0') c = '?';
+  }
+  return s;
+}
+
+/* Raises org.dptrain.DptrainException.of(status, category, statusName, message) in the calling thread.
+ * Keeps an exception that is already pending. */
+static void throw_status(JNIEnv *env, int status, const std::string &message) {
+  if (env->ExceptionCheck()) return;
+  jclass cls = env->FindClass("org/dptrain/DptrainException");
+  if (cls == NULL) return; /* NoClassDefFoundError is pending */
+  jmethodID of = env->GetStaticMethodID(cls, "of", "(IILjava/lang/String;Ljava/lang/String;)Lorg/dptrain/DptrainException;");
+  if (of == NULL) {
+    env->DeleteLocalRef(cls);
+    return;
+  }
+  const dpt_status s = static_cast<dpt_status>(status);
+  jstring name = env->NewStringUTF(ascii(dpt_status_string(s)).c_str());
+  jstring text = name != NULL ? env->NewStringUTF(ascii(message.c_str()).c_str()) : NULL;
+  if (text != NULL) {
+    jobject error = env->CallStaticObjectMethod(cls, of, (jint)status, (jint)dpt_status_category(s), name, text);
+    if (error != NULL && !env->ExceptionCheck()) env->Throw(static_cast<jthrowable>(error));
+    if (error != NULL) env->DeleteLocalRef(error);
+  }
+  if (text != NULL) env->DeleteLocalRef(text);
+  if (name != NULL) env->DeleteLocalRef(name);
+  env->DeleteLocalRef(cls);
+}
+
+static void throw_closed(JNIEnv *env, const char *symname) {
+  std::string where = pretty_name(symname);
+  std::string type = where.substr(0, where.find('.'));
+  throw_status(env, DPT_ERROR_NULL_POINTER, where + ": this " + type + " is closed");
+}
+
+static bool check_size(JNIEnv *env, jlong value, const char *symname, const char *name) {
+  if (value >= 0) return true;
+  throw_status(env, DPT_ERROR_OUT_OF_RANGE,
+               pretty_name(symname) + ": " + name + " must not be negative (got " + std::to_string((long long)value) + ")");
+  return false;
+}
+
+/* A float[] / int[] argument pinned with GetPrimitiveArrayCritical, or a direct buffer's memory.
+ * bind() (in typemap) validates and may throw; pin() (check typemap, after every argument is validated)
+ * enters the critical region; unpin() (freearg, and $cleanup on failure) leaves it. The destructor is a
+ * safety net for paths that return without the cleanup. */
+class ArrayArg {
+ public:
+  ArrayArg() = default;
+  ArrayArg(const ArrayArg &) = delete;
+  ArrayArg &operator=(const ArrayArg &) = delete;
+  ~ArrayArg() { unpin(); }
+
+  bool bind(JNIEnv *env, jobject object, const char *symname, const char *name) {
+    env_ = env;
+    if (object == NULL) {
+      throw_status(env, DPT_ERROR_NULL_POINTER, pretty_name(symname) + ": " + name + " must not be null");
+      return false;
+    }
+    void *address = env->GetDirectBufferAddress(object); /* NULL unless a direct java.nio.Buffer */
+    if (address != NULL) {
+      data_ = address;
+      count_ = static_cast<size_t>(env->GetDirectBufferCapacity(object));
+      return true;
+    }
+    array_ = static_cast<jarray>(object);
+    count_ = static_cast<size_t>(env->GetArrayLength(array_));
+    return true;
+  }
+  bool pin(jint release_mode) {
+    if (array_ == NULL) return true;
+    mode_ = release_mode;
+    data_ = env_->GetPrimitiveArrayCritical(array_, NULL);
+    pinned_ = data_ != NULL; /* NULL: OutOfMemoryError is pending */
+    return pinned_;
+  }
+  void unpin() {
+    if (!pinned_) return;
+    pinned_ = false;
+    env_->ReleasePrimitiveArrayCritical(array_, data_, mode_);
+  }
+  void *data() const { return data_; }
+  size_t count() const { return count_; }
+
+ private:
+  JNIEnv *env_ = NULL;
+  jarray array_ = NULL;
+  void *data_ = NULL;
+  size_t count_ = 0;
+  jint mode_ = 0;
+  bool pinned_ = false;
+};
+
+}  // namespace dptrain_java
+%}
+
+/* ---- Errors -------------------------------------------------------------------------------------- */
+
+%exception {
+  try {
+    $action
+  } catch (const dptrain_binding::Error &e) {
+    $cleanup
+    dptrain_java::throw_status(jenv, e.status(), e.what());
+    return $null;
+  } catch (Swig::DirectorException &e) {
+    $cleanup
+    e.throwException(jenv);
+    return $null;
+  } catch (const std::bad_alloc &) {
+    $cleanup
+    dptrain_java::throw_status(jenv, DPT_ERROR_OUT_OF_MEMORY, dptrain_java::pretty_name("$symname") + ": out of host memory");
+    return $null;
+  } catch (const std::exception &e) {
+    $cleanup
+    dptrain_java::throw_status(jenv, DPT_ERROR_INTERNAL, dptrain_java::pretty_name("$symname") + ": " + e.what());
+    return $null;
+  } catch (...) {
+    $cleanup
+    dptrain_java::throw_status(jenv, DPT_ERROR_INTERNAL, dptrain_java::pretty_name("$symname") + ": unknown C++ exception");
+    return $null;
+  }
+}
+
+/* A method called on a closed proxy passes a NULL self: say so instead of letting the C API see NULL. */
+%typemap(check) SWIGTYPE *self %{
+  if ($1 == NULL) {
+    dptrain_java::throw_closed(jenv, "$symname");
+    return $null;
+  }
+%}
+
+/* Sizes and indices: a negative Java long is an error, not a huge size_t. */
+%typemap(in) size_t %{
+  if (!dptrain_java::check_size(jenv, $input, "$symname", "$1_name")) return $null;
+  $1 = (size_t)$input;
+%}
+
+/* ---- (pointer, count) patterns ------------------------------------------------------------------- */
+
+%define DPTRAIN_JAVA_ARRAY(CTYPE, JAVATYPE, RELEASE, PATTERN)
+%typemap(jni) PATTERN "jobject"
+%typemap(jtype) PATTERN "Object"
+%typemap(jstype) PATTERN "JAVATYPE[]"
+%typemap(javain) PATTERN "$javainput"
+%typemap(in) PATTERN (dptrain_java::ArrayArg array) %{
+  if (!array.bind(jenv, $input, "$symname", "$1_name")) return $null;
+  $2 = array.count();
+%}
+%typemap(check) PATTERN %{
+  if (!array$argnum.pin(RELEASE)) {
+    $cleanup
+    return $null;
+  }
+  $1 = (CTYPE *)array$argnum.data();
+%}
+%typemap(freearg) PATTERN %{
+  array$argnum.unpin();
+%}
+%enddef
+
+/* Inputs are released without copying back (JNI_ABORT), outputs with mode 0 (copied back if the JVM copied). */
+DPTRAIN_JAVA_ARRAY(float, float, JNI_ABORT, (const float *IN_FLOATS, size_t IN_COUNT))
+DPTRAIN_JAVA_ARRAY(float, float, 0, (float *OUT_FLOATS, size_t OUT_COUNT))
+DPTRAIN_JAVA_ARRAY(int32_t, int, JNI_ABORT, (const int32_t *IN_INTS, size_t IN_COUNT))
+DPTRAIN_JAVA_ARRAY(int32_t, int, 0, (int32_t *OUT_INTS, size_t OUT_COUNT))
+
+/* Device lists are short: copied (and checked for negative entries) rather than pinned. */
+%typemap(jni) (const size_t *IN_SIZES, size_t IN_COUNT) "jlongArray"
+%typemap(jtype) (const size_t *IN_SIZES, size_t IN_COUNT) "long[]"
+%typemap(jstype) (const size_t *IN_SIZES, size_t IN_COUNT) "long[]"
+%typemap(javain) (const size_t *IN_SIZES, size_t IN_COUNT) "$javainput"
+%typemap(in) (const size_t *IN_SIZES, size_t IN_COUNT) (std::vector<size_t> sizes) %{
+  if ($input == NULL) {
+    dptrain_java::throw_status(jenv, DPT_ERROR_NULL_POINTER,
+                               dptrain_java::pretty_name("$symname") + ": $1_name must not be null (pass an empty array)");
+    return $null;
+  }
+  {
+    const jsize n = jenv->GetArrayLength($input);
+    std::vector<jlong> values((size_t)n);
+    if (n > 0) jenv->GetLongArrayRegion($input, 0, n, values.data());
+    for (jsize i = 0; i < n; ++i) {
+      if (values[(size_t)i] < 0) {
+        dptrain_java::throw_status(jenv, DPT_ERROR_OUT_OF_RANGE,
+                                   dptrain_java::pretty_name("$symname") + ": $1_name[" + std::to_string(i) +
+                                       "] must not be negative (got " + std::to_string((long long)values[(size_t)i]) + ")");
+        return $null;
+      }
+      sizes.push_back((size_t)values[(size_t)i]);
+    }
+  }
+  $1 = sizes.data();
+  $2 = sizes.size();
+%}
+%{
+#include <vector>
+%}
+
+/* ---- Proxy classes ------------------------------------------------------------------------------- */
+
+/* Every proxy: a closed (or deleted) object passed as an argument is an error, not a silent NULL. */
+%typemap(javabody) SWIGTYPE %{
+  private transient long swigCPtr;
+  protected transient boolean swigCMemOwn;
+
+  protected $javaclassname(long cPtr, boolean cMemoryOwn) {
+    swigCMemOwn = cMemoryOwn;
+    swigCPtr = cPtr;
+  }
+
+  protected static long getCPtr($javaclassname obj) {
+    return (obj == null) ? 0 : obj.swigCPtr;
+  }
+
+  /** The native pointer of an argument: 0 for null, an error for a closed object. */
+  static long swigArg($javaclassname obj, String name) {
+    if (obj == null) return 0;
+    long p = obj.swigCPtr;
+    if (p == 0) throw DptrainException.closed(name + ": this $javaclassname is closed");
+    return p;
+  }
+
+  /** True once close() (or delete()) has released the native object. */
+  public synchronized boolean isClosed() {
+    return swigCPtr == 0;
+  }
+%}
+%typemap(javain) SWIGTYPE *, SWIGTYPE & "$javaclassname.swigArg($javainput, \"$javainput\")"
+
+/* Handles: AutoCloseable; close() is the destructor (idempotent); finalize() is only a safety net. */
+%define DPTRAIN_JAVA_HANDLE(TYPE)
+%typemap(javainterfaces) TYPE "AutoCloseable"
+%typemap(javadestruct, methodname="close", methodmodifiers="public synchronized", parameters="") TYPE {
+    if (swigCPtr != 0) {
+      swigBeforeClose();
+      if (swigCMemOwn) {
+        swigCMemOwn = false;
+        $jnicall;
+      }
+      swigCPtr = 0;
+      swigAfterClose();
+    }
+  }
+%typemap(javafinalize) TYPE %{
+  @SuppressWarnings("deprecation")
+  protected void finalize() {
+    close();
+  }
+%}
+%enddef
+
+DPTRAIN_JAVA_HANDLE(dpt_context)
+DPTRAIN_JAVA_HANDLE(dpt_model)
+DPTRAIN_JAVA_HANDLE(dpt_dataset)
+DPTRAIN_JAVA_HANDLE(dpt_trainer)
+
+/* Progress reports handed to Java are owned copies, so a callback may keep them. */
+%copyctor dpt_progress;
+%typemap(javadirectorin) const dpt_progress & "new $javaclassname(new $javaclassname($jniinput, false))"
+
+/* The director class is the native side of ProgressCallback; Trainer.fit adapts callbacks to it. */
+%typemap(javainterfaces) dptrain_binding::ProgressListener "ProgressCallback"
+%rename(fitNative) dpt_trainer::fit;
+%javamethodmodifiers dpt_trainer::fit "private";
+
+%typemap(javaimports) dpt_dataset, dpt_trainer %{
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+%}
+
+%typemap(javacode) dpt_context %{
+  private final java.util.Set<Trainer> swigTrainers =
+      java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<Trainer, Boolean>());
+
+  /** Closing a context first closes the trainers created on it that are still open. */
+  private void swigBeforeClose() {
+    Trainer[] open;
+    synchronized (swigTrainers) {
+      open = swigTrainers.toArray(new Trainer[0]);
+    }
+    for (Trainer t : open) t.swigCheckNotInFit("Context.close");
+    synchronized (swigTrainers) {
+      swigTrainers.clear();
+    }
+    for (Trainer t : open) t.close();
+  }
+
+  private void swigAfterClose() {}
+
+  void swigTrainerOpened(Trainer trainer) {
+    synchronized (swigTrainers) {
+      swigTrainers.add(trainer);
+    }
+  }
+
+  void swigTrainerClosed(Trainer trainer) {
+    synchronized (swigTrainers) {
+      swigTrainers.remove(trainer);
+    }
+  }
+
+  /** The devices of this context, in index order. */
+  public java.util.List<DeviceInfo> devices() {
+    int n = Math.toIntExact(deviceCount());
+    java.util.List<DeviceInfo> list = new java.util.ArrayList<>(n);
+    for (int i = 0; i < n; ++i) list.add(deviceInfo(i));
+    return java.util.Collections.unmodifiableList(list);
+  }
+%}
+
+%typemap(javacode) dpt_model %{
+  private void swigBeforeClose() {}
+  private void swigAfterClose() {}
+%}
+
+%typemap(javacode) dpt_dataset %{
+  /** Trainer.fit calls in progress that read this dataset (a progress callback must not close it). */
+  private int swigFits;
+
+  synchronized void swigFitBegin() {
+    ++swigFits;
+  }
+
+  synchronized void swigFitEnd() {
+    --swigFits;
+  }
+
+  private void swigBeforeClose() {
+    if (swigFits > 0) {
+      throw DptrainException.of(Status.ERROR_INVALID_STATE,
+          "Dataset.close: this Dataset is used by a running Trainer.fit; return true from the progress callback to "
+              + "stop training, then close it");
+    }
+  }
+
+  private void swigAfterClose() {}
+
+  /** Same as {@link #Dataset(float[], int[], long, long, long, long)}, from direct buffers (remaining elements). */
+  public Dataset(FloatBuffer inputs, IntBuffer labels, long channels, long height, long width, long classes) {
+    this(DptrainJNI.new_Dataset(Buffers.arg(inputs, "inputs"), Buffers.arg(labels, "labels"), channels, height,
+                                width, classes), true);
+  }
+
+  /** Copies samples [start, start + count) into direct buffers (their remaining elements). */
+  public void copyBatch(long start, long count, FloatBuffer outInputs, IntBuffer outLabels) {
+    DptrainJNI.Dataset_copyBatch(swigCPtr, this, start, count, Buffers.arg(outInputs, "outInputs"),
+                                 Buffers.arg(outLabels, "outLabels"));
+  }
+%}
+
+%typemap(javaconstruct) dpt_trainer {
+    this($imcall, true);
+    this.swigContext = context;
+    this.swigOutputs = model.outputSize();
+    context.swigTrainerOpened(this);
+  }
+
+%typemap(javacode) dpt_trainer %{
+  /** Keeps the context alive (and lets it close this trainer first). */
+  private Context swigContext;
+  /** Outputs (classes) per sample of the model. */
+  private long swigOutputs;
+
+  /** True while fit runs (its progress callback must not close this trainer, its context or its data). */
+  private boolean swigInFit;
+
+  synchronized void swigCheckNotInFit(String what) {
+    if (swigInFit) {
+      throw DptrainException.of(Status.ERROR_INVALID_STATE,
+          what + ": a Trainer is in fit; return true from the progress callback to stop training, then close it");
+    }
+  }
+
+  private synchronized void swigSetInFit(boolean inFit) {
+    swigInFit = inFit;
+  }
+
+  private void swigBeforeClose() {
+    swigCheckNotInFit("Trainer.close");
+  }
+
+  private void swigAfterClose() {
+    if (swigContext != null) swigContext.swigTrainerClosed(this);
+    swigContext = null;
+  }
+
+  /** A trainer on every device of the context with default trainer and optimizer options. */
+  public Trainer(Context context, Model model) {
+    this(context, model, null, null);
+  }
+
+  /** A trainer on the listed devices of the context (even split). */
+  public Trainer(Context context, Model model, TrainerOptions options, OptimizerOptions optimizer, long[] devices) {
+    this(context, model, options, optimizer, devices, new float[0]);
+  }
+
+  /** {@link #step(float[], int[])} on direct buffers (their remaining elements); no copy. */
+  public StepResult step(FloatBuffer inputs, IntBuffer labels) {
+    return new StepResult(DptrainJNI.Trainer_step(swigCPtr, this, Buffers.arg(inputs, "inputs"),
+                                                  Buffers.arg(labels, "labels")), true);
+  }
+
+  /** {@link #evaluate(float[], int[])} on direct buffers (their remaining elements); no copy. */
+  public EvalResult evaluate(FloatBuffer inputs, IntBuffer labels) {
+    return new EvalResult(DptrainJNI.Trainer_evaluate(swigCPtr, this, Buffers.arg(inputs, "inputs"),
+                                                      Buffers.arg(labels, "labels")), true);
+  }
+
+  /** {@link #predict(float[], long, float[])} on direct buffers (their remaining elements); no copy. */
+  public void predict(FloatBuffer inputs, long sampleCount, FloatBuffer outLogits) {
+    DptrainJNI.Trainer_predict(swigCPtr, this, Buffers.arg(inputs, "inputs"), sampleCount,
+                               Buffers.arg(outLogits, "outLogits"));
+  }
+
+  /** The logits of {@code sampleCount} samples, in a new array. */
+  public float[] predict(float[] inputs, long sampleCount) {
+    float[] logits = Buffers.newArray(Math.multiplyExact(sampleCount, swigOutputs), "sampleCount");
+    predict(inputs, sampleCount, logits);
+    return logits;
+  }
+
+  /** Copies the parameters (of the first replica) into a direct buffer (its remaining elements). */
+  public void getParameters(FloatBuffer outParams) {
+    DptrainJNI.Trainer_getParameters(swigCPtr, this, Buffers.arg(outParams, "outParams"));
+  }
+
+  /** The parameters (of the first replica), in a new array. */
+  public float[] getParameters() {
+    float[] params = Buffers.newArray(parameterCount(), "parameterCount");
+    getParameters(params);
+    return params;
+  }
+
+  /** The parameters of one replica, in a new array. */
+  public float[] getReplicaParameters(long replica) {
+    float[] params = Buffers.newArray(parameterCount(), "parameterCount");
+    getReplicaParameters(replica, params);
+    return params;
+  }
+
+  /** Sets the parameters of every replica from a direct buffer (its remaining elements). */
+  public void setParameters(FloatBuffer params) {
+    DptrainJNI.Trainer_setParameters(swigCPtr, this, Buffers.arg(params, "params"));
+  }
+
+  /**
+   * Trains for options.getEpochs() epochs over {@code train}, evaluating {@code test} (may be null) after
+   * each epoch. {@code callback} (may be null) receives progress reports on the thread that called fit and
+   * returns true to stop training. An exception thrown by the callback stops training and is rethrown here.
+   */
+  public FitResult fit(Dataset train, Dataset test, FitOptions options, ProgressCallback callback) {
+    if (callback == null) return fitNative(train, test, options, null);
+    ProgressAdapter adapter = new ProgressAdapter(callback);
+    swigSetInFit(true);
+    if (train != null) train.swigFitBegin();
+    if (test != null) test.swigFitBegin();
+    try {
+      FitResult result;
+      try {
+        result = fitNative(train, test, options, adapter);
+      } catch (RuntimeException | Error e) {
+        adapter.rethrowFailure(e);
+        throw e;
+      }
+      adapter.rethrowFailure(null);
+      return result;
+    } finally {
+      if (test != null) test.swigFitEnd();
+      if (train != null) train.swigFitEnd();
+      swigSetInFit(false);
+      adapter.delete();
+      java.lang.ref.Reference.reachabilityFence(callback);
+    }
+  }
+
+  /** {@link #fit(Dataset, Dataset, FitOptions, ProgressCallback)} without a callback. */
+  public FitResult fit(Dataset train, Dataset test, FitOptions options) {
+    return fit(train, test, options, null);
+  }
+
+  /** One epoch with the default fit options, no callback. */
+  public FitResult fit(Dataset train, Dataset test) {
+    return fit(train, test, null, null);
+  }
+%}
