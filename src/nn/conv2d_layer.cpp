@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/blas.hpp"
@@ -11,46 +12,71 @@ size_t Conv2dLayer::scratch_floats() const {
   return 2 * s.in.c * s.kernel * s.kernel * s.out.h * s.out.w;
 }
 
+namespace {
+
+// The output columns xo whose input column xo * stride + kj - padding lies inside the image [0, w), as the
+// range [lo, hi): outside it the column matrix holds padding zeros. Computing it once per kernel column
+// turns the inner loops into branch-free copies (contiguous for stride 1).
+struct ColumnRange {
+  size_t lo, hi;
+};
+
+ColumnRange valid_columns(size_t ow, size_t w, size_t stride, size_t kj, size_t padding) {
+  size_t lo = kj >= padding ? 0 : (padding - kj + stride - 1) / stride;
+  size_t hi = w + padding >= kj + 1 ? (w + padding - kj - 1) / stride + 1 : 0;
+  lo = std::min(lo, ow);
+  hi = std::max(lo, std::min(hi, ow));
+  return {lo, hi};
+}
+
+}  // namespace
+
 void Conv2dLayer::im2col(const float *x, float *col) const {
   const auto &s = spec();
-  const size_t k = s.kernel, oh = s.out.h, ow = s.out.w, h = s.in.h, w = s.in.w;
+  const size_t k = s.kernel, oh = s.out.h, ow = s.out.w, h = s.in.h, w = s.in.w, stride = s.stride;
   for (size_t c = 0; c < s.in.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
       for (size_t kj = 0; kj < k; ++kj) {
         float *row = col + ((c * k + ki) * k + kj) * oh * ow;
+        const ColumnRange r = valid_columns(ow, w, stride, kj, s.padding);
         for (size_t y = 0; y < oh; ++y) {
           // ptrdiff arithmetic: padding may put the source row above the image.
-          std::ptrdiff_t iy = std::ptrdiff_t(y * s.stride + ki) - std::ptrdiff_t(s.padding);
-          float *dst = row + y * ow;
+          const std::ptrdiff_t iy = std::ptrdiff_t(y * stride + ki) - std::ptrdiff_t(s.padding);
+          float *__restrict dst = row + y * ow;
           if (iy < 0 || iy >= std::ptrdiff_t(h)) {
-            std::memset(dst, 0, ow * sizeof(float));
+            for (size_t xo = 0; xo < ow; ++xo) dst[xo] = 0.0f;
             continue;
           }
-          const float *src = x + (c * h + size_t(iy)) * w;
-          for (size_t xo = 0; xo < ow; ++xo) {
-            std::ptrdiff_t ix = std::ptrdiff_t(xo * s.stride + kj) - std::ptrdiff_t(s.padding);
-            dst[xo] = ix < 0 || ix >= std::ptrdiff_t(w) ? 0.0f : src[ix];
+          // src[xo * stride] is the input column of output column xo.
+          const float *__restrict src = x + (c * h + size_t(iy)) * w + kj - s.padding;
+          // Plain loops, not memcpy/memset: the rows are short (9 floats in LeNet) and a library call per
+          // row costs more than the copy (this file is compiled without loop-to-call conversion).
+          for (size_t xo = 0; xo < r.lo; ++xo) dst[xo] = 0.0f;
+          if (stride == 1) {
+            for (size_t xo = r.lo; xo < r.hi; ++xo) dst[xo] = src[xo];
+          } else {
+            for (size_t xo = r.lo; xo < r.hi; ++xo) dst[xo] = src[xo * stride];
           }
+          for (size_t xo = r.hi; xo < ow; ++xo) dst[xo] = 0.0f;
         }
       }
 }
 
 void Conv2dLayer::col2im(const float *col, float *dx) const {
   const auto &s = spec();
-  const size_t k = s.kernel, oh = s.out.h, ow = s.out.w, h = s.in.h, w = s.in.w;
+  const size_t k = s.kernel, oh = s.out.h, ow = s.out.w, h = s.in.h, w = s.in.w, stride = s.stride;
   std::memset(dx, 0, s.in.size() * sizeof(float));
   for (size_t c = 0; c < s.in.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
       for (size_t kj = 0; kj < k; ++kj) {
         const float *row = col + ((c * k + ki) * k + kj) * oh * ow;
+        const ColumnRange r = valid_columns(ow, w, stride, kj, s.padding);
         for (size_t y = 0; y < oh; ++y) {
-          std::ptrdiff_t iy = std::ptrdiff_t(y * s.stride + ki) - std::ptrdiff_t(s.padding);
+          const std::ptrdiff_t iy = std::ptrdiff_t(y * stride + ki) - std::ptrdiff_t(s.padding);
           if (iy < 0 || iy >= std::ptrdiff_t(h)) continue;
-          float *dst = dx + (c * h + size_t(iy)) * w;
-          for (size_t xo = 0; xo < ow; ++xo) {
-            std::ptrdiff_t ix = std::ptrdiff_t(xo * s.stride + kj) - std::ptrdiff_t(s.padding);
-            if (ix >= 0 && ix < std::ptrdiff_t(w)) dst[ix] += row[y * ow + xo];
-          }
+          float *__restrict dst = dx + (c * h + size_t(iy)) * w + kj - s.padding;
+          const float *__restrict src = row + y * ow;
+          for (size_t xo = r.lo; xo < r.hi; ++xo) dst[xo * stride] += src[xo];
         }
       }
 }

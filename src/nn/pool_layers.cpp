@@ -6,21 +6,24 @@
 
 namespace dpt {
 
+// Row by row: the innermost loop runs over the output columns, so it vectorizes.
 void AvgPoolLayer::forward(const float *, const float *x, float *y, float *, float *,
                            const PassInfo &info) const {
   const auto &s = spec();
-  const size_t k = s.kernel, h = s.in.h, w = s.in.w;
+  const size_t k = s.kernel, h = s.in.h, w = s.in.w, oh = s.out.h, ow = s.out.w, stride = s.stride;
   const float scale = 1.0f / float(k * k);
   for (size_t plane = 0; plane < info.n * s.in.c; ++plane) {
     const float *xp = x + plane * h * w;
-    float *yp = y + plane * s.out.h * s.out.w;
-    for (size_t oy = 0; oy < s.out.h; ++oy)
-      for (size_t ox = 0; ox < s.out.w; ++ox) {
-        float sum = 0.0f;
-        for (size_t i = 0; i < k; ++i)
-          for (size_t j = 0; j < k; ++j) sum += xp[(oy * s.stride + i) * w + ox * s.stride + j];
-        yp[oy * s.out.w + ox] = sum * scale;
+    for (size_t oy = 0; oy < oh; ++oy) {
+      float *__restrict yrow = y + (plane * oh + oy) * ow;
+      std::memset(yrow, 0, ow * sizeof(float));
+      for (size_t i = 0; i < k; ++i) {
+        const float *__restrict xrow = xp + (oy * stride + i) * w;
+        for (size_t j = 0; j < k; ++j)
+          for (size_t ox = 0; ox < ow; ++ox) yrow[ox] += xrow[ox * stride + j];
       }
+      for (size_t ox = 0; ox < ow; ++ox) yrow[ox] *= scale;
+    }
   }
 }
 
@@ -28,18 +31,19 @@ void AvgPoolLayer::backward(const float *, const float *, const float *, const f
                             const float *, float *, const PassInfo &info) const {
   if (dx == nullptr) return;
   const auto &s = spec();
-  const size_t k = s.kernel, h = s.in.h, w = s.in.w;
+  const size_t k = s.kernel, h = s.in.h, w = s.in.w, oh = s.out.h, ow = s.out.w, stride = s.stride;
   const float scale = 1.0f / float(k * k);
   std::memset(dx, 0, info.n * s.in.size() * sizeof(float));
   for (size_t plane = 0; plane < info.n * s.in.c; ++plane) {
     float *dxp = dx + plane * h * w;
-    const float *dyp = dy + plane * s.out.h * s.out.w;
-    for (size_t oy = 0; oy < s.out.h; ++oy)
-      for (size_t ox = 0; ox < s.out.w; ++ox) {
-        const float g = dyp[oy * s.out.w + ox] * scale;
-        for (size_t i = 0; i < k; ++i)
-          for (size_t j = 0; j < k; ++j) dxp[(oy * s.stride + i) * w + ox * s.stride + j] += g;
+    for (size_t oy = 0; oy < oh; ++oy) {
+      const float *__restrict dyrow = dy + (plane * oh + oy) * ow;
+      for (size_t i = 0; i < k; ++i) {
+        float *__restrict dxrow = dxp + (oy * stride + i) * w;
+        for (size_t j = 0; j < k; ++j)
+          for (size_t ox = 0; ox < ow; ++ox) dxrow[ox * stride + j] += dyrow[ox] * scale;
       }
+    }
   }
 }
 

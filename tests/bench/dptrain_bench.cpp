@@ -45,15 +45,23 @@ std::vector<size_t> parse_list(const char *text) {
 }
 
 // Best of several timings of one memcpy of `bytes`, in bytes copied per second.
+// Allocated like device buffers (platform::aligned_allocate: huge pages for large buffers), so that the
+// all-reduce is compared with a copy over the same kind of memory.
 double memcpy_bandwidth(size_t bytes) {
-  std::vector<char> a(bytes, 1), b(bytes, 2);
+  char *a = static_cast<char *>(dpt::platform::aligned_allocate(bytes, 64));
+  char *b = static_cast<char *>(dpt::platform::aligned_allocate(bytes, 64));
+  if (a == nullptr || b == nullptr) std::abort();
+  std::memset(a, 1, bytes);
+  std::memset(b, 2, bytes);
   double best = 1e300;
   for (int i = 0; i < 7; ++i) {
     const double t0 = now_seconds();
-    std::memcpy(b.data(), a.data(), bytes);
+    std::memcpy(b, a, bytes);
     best = std::min(best, now_seconds() - t0);
   }
   if (b[bytes / 2] != 1) std::abort();
+  dpt::platform::aligned_free(a);
+  dpt::platform::aligned_free(b);
   return double(bytes) / best;
 }
 
@@ -62,7 +70,12 @@ double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::All
   std::vector<dpt::Device *> devices;
   for (size_t i = 0; i < k; ++i) devices.push_back(&context.device(i));
   const size_t count = bytes / sizeof(float);
-  std::vector<std::vector<float>> buffers(k, std::vector<float>(count, 1.0f));
+  // Device buffers from the devices' own arenas, as the trainer's gradients are.
+  std::vector<dpt::DeviceBuffer> buffers;
+  for (size_t r = 0; r < k; ++r) {
+    buffers.emplace_back(context.device(r).arena(), count);
+    std::fill(buffers[r].data(), buffers[r].data() + count, 1.0f);
+  }
   dpt::ThreadCollective collective(k);
   const size_t iterations = std::clamp<size_t>((size_t(1) << 30) / bytes, 5, 2000);
   std::vector<double> times(iterations);
@@ -80,6 +93,7 @@ double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::All
 void bench_allreduce(const Options &o) {
   const double copy = memcpy_bandwidth(64u << 20);
   std::printf("\nsingle-thread memcpy bandwidth (64 MiB, best of 7): %.2f GB/s\n\n", copy / 1e9);
+  std::fflush(stdout);
   std::printf("%-6s %-3s %10s %12s %12s %12s %12s\n", "algo", "K", "size", "time_us", "algbw_GB/s",
               "busbw_GB/s", "busbw/memcpy");
   const size_t max_devices = *std::max_element(o.reduce_devices.begin(), o.reduce_devices.end());
