@@ -13,6 +13,7 @@
 #include "core/platform.hpp"
 #include "core/rng.hpp"
 #include "data/dataset.hpp"
+#include "layer_times.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/trainer.hpp"
 
@@ -26,7 +27,8 @@ struct Options {
   size_t steps = 30;
   size_t batch = 256;
   std::string model = "lenet";
-  bool training = true, allreduce = true;
+  bool training = true, allreduce = true, layers = true;
+  std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
 
 std::vector<size_t> parse_list(const char *text) {
@@ -109,10 +111,15 @@ void bench_allreduce(const Options &o) {
           std::snprintf(size, sizeof size, "%zu MiB", bytes >> 20);
         else
           std::snprintf(size, sizeof size, "%zu KiB", bytes >> 10);
-        std::printf("%-6s %-3zu %10s %12.1f %12.2f %12.2f %12.2f\n",
-                    algorithm == dpt::AllReduceAlgorithm::kRing ? "ring" : "naive", k, size, t * 1e6,
-                    algbw / 1e9, busbw / 1e9, busbw / copy);
+        const char *name = algorithm == dpt::AllReduceAlgorithm::kRing ? "ring" : "naive";
+        std::printf("%-6s %-3zu %10s %12.1f %12.2f %12.2f %12.2f\n", name, k, size, t * 1e6, algbw / 1e9,
+                    busbw / 1e9, busbw / copy);
+        if (o.csv != nullptr) {
+          std::fprintf(o.csv, "allreduce,%s %zu bytes,%zu,time_us,%.3f\n", name, bytes, k, t * 1e6);
+          std::fprintf(o.csv, "allreduce,%s %zu bytes,%zu,busbw_GBps,%.4f\n", name, bytes, k, busbw / 1e9);
+        }
       }
+  if (o.csv != nullptr) std::fprintf(o.csv, "memcpy,64 MiB,1,GBps,%.4f\n", copy / 1e9);
 }
 
 void bench_training(const Options &o) {
@@ -173,19 +180,32 @@ int main(int argc, char **argv) {
     else if (a == "--model")
       o.model = value();
     else if (a == "--only-training")
-      o.allreduce = false;
+      o.allreduce = false, o.layers = false;
     else if (a == "--only-allreduce")
-      o.training = false;
-    else {
+      o.training = false, o.layers = false;
+    else if (a == "--only-layers")
+      o.training = false, o.allreduce = false;
+    else if (a == "--csv") {
+      const char *path = value();
+      o.csv = std::fopen(path, "w");
+      if (o.csv == nullptr) {
+        std::fprintf(stderr, "dptrain_bench: cannot write %s\n", path);
+        return 2;
+      }
+      std::fprintf(o.csv, "section,item,devices,metric,value\n");
+    } else {
       std::printf(
           "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
-          "                     [--model lenet|mlp] [--only-training|--only-allreduce]\n");
+          "                     [--model lenet|mlp] [--only-training|--only-layers|--only-allreduce]\n"
+          "                     [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
     }
   }
   try {
     if (o.training) bench_training(o);
+    if (o.layers) dpt::bench::print_layer_times(o.model, o.batch, 5, o.csv);
     if (o.allreduce) bench_allreduce(o);
+    if (o.csv != nullptr) std::fclose(o.csv);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "dptrain_bench: %s\n", e.what());
     return 1;
