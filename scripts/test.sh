@@ -5,6 +5,11 @@
 # DPTRAIN_SKIP_SANITIZERS=1 runs the Release build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Mono, Java and Go want a home directory for their caches; CI environments may have none.
+if [ -z "${HOME:-}" ] || [ ! -w "${HOME:-/nonexistent}" ]; then
+  HOME=$(mktemp -d)
+  export HOME
+fi
 scripts/install-deps.sh
 scripts/build.sh
 
