@@ -17,6 +17,7 @@
 #include <dptrain/dptrain.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "dptrain_binding.hpp"
 %}
@@ -400,11 +401,16 @@ class ProgressListener {
   }
 }
 
-/* Library-level helpers. */
+/* Library-level helpers. The blanket ignore of free functions above hides them too: each language file
+ * names them explicitly (versionNumber, or VersionNumber in C# and Go), which also sets the language's case. */
 %inline %{
 namespace dptrain_binding {
 inline unsigned versionNumber() { return dpt_version_number(); }
 inline std::string versionString() { return dpt_version_string(); }
-inline std::string statusString(int status) { return dpt_status_string(static_cast<dpt_status>(status)); }
+inline std::string statusString(int status) {
+  dpt_status s;  // any int: copied, not cast (an out-of-range enum value would be undefined)
+  std::memcpy(&s, &status, sizeof s);
+  return dpt_status_string(s);
+}
 }
 %}

@@ -88,22 +88,19 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
         break;
       }
     }
-    if (stats.stopped) {  // a partial epoch still counts towards time, throughput and the latest loss
-      stats.train_seconds += seconds;
-      total_samples += p.samples;
-      stats.train_loss = p.loss;
-      stats.train_accuracy = p.accuracy;
-      break;
+    if (!stats.stopped) {
+      const double t0 = platform::now_seconds();
+      trainer.flush();  // an unfinished accumulation window still counts
+      seconds += platform::now_seconds() - t0;
     }
-    const double t0 = platform::now_seconds();
-    trainer.flush();  // an unfinished accumulation window still counts
-    seconds += platform::now_seconds() - t0;
-    ++trainer.epochs_done;
-    ++stats.epochs_completed;
+    // A partial (stopped) epoch counts towards time, throughput and the latest loss too.
     total_samples += p.samples;
     stats.train_seconds += seconds;
     stats.train_loss = p.loss;
     stats.train_accuracy = p.accuracy;
+    if (stats.stopped) break;
+    ++trainer.epochs_done;
+    ++stats.epochs_completed;
     p.epoch_end = true;
     p.epoch_seconds = seconds;
     p.learning_rate = trainer.last_learning_rate();

@@ -320,7 +320,9 @@ static void apply_fields(void *base, const field_set *sets) {
   for (i = 0; i < 4 && sets[i].size != 0; ++i) {
     char *field = (char *)base + sets[i].offset;
     const field_set *s = &sets[i];
-    if (s->kind == 'f') {
+    if (s->kind == 'f' && s->size == sizeof(double)) {
+      memcpy(field, &s->number, sizeof s->number);
+    } else if (s->kind == 'f') {
       float v = (float)s->number;
       assert_int_equal(s->size, sizeof v);
       memcpy(field, &v, sizeof v);
@@ -425,6 +427,8 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.accumulation_steps, 1);
   assert_int_equal(t.init, DPT_INIT_UNIFORM_FAN_IN);
   assert_true(t.init_std == 0.01f);
+  assert_int_equal(t.nonfinite, DPT_NONFINITE_SKIP);
+  assert_true(t.timeout_seconds == 300.0);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -971,6 +975,10 @@ static void test_trainer_create_misuse(void **state) {
       {"allreduce 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce, 99)}},
       {"init 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, init, 99)}},
       {"accumulation_steps 0", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, accumulation_steps, 0)}},
+      {"nonfinite 7", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, nonfinite, 7)}},
+      {"timeout_seconds -1", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, timeout_seconds, -1.0)}},
+      {"timeout_seconds NaN", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, timeout_seconds, NAN)}},
+      {"timeout_seconds inf", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, timeout_seconds, INFINITY)}},
       {"normal init, init_std -1", DPT_ERROR_INVALID_ARGUMENT, {NORMAL_INIT, SET_FLT(TOPT, init_std, -1.0)}},
       {"normal init, init_std NaN", DPT_ERROR_INVALID_ARGUMENT, {NORMAL_INIT, SET_FLT(TOPT, init_std, NAN)}},
       {"normal init, init_std inf",
