@@ -41,7 +41,8 @@ printf '\n%-8s %-14s %-14s %s\n' threads "dptrain img/s" "pytorch img/s" ratio
 for t in $THREADS; do
   d=() p=()
   for ((r = 0; r < ROUNDS; ++r)); do
-    d+=("$(build/bin/dptrain_bench --only-training --devices "$t" --steps "$STEPS" | awk -v k="$t" '$1 == k {print $2}')")
+    d+=("$(build/bin/dptrain_bench --only-training --models lenet --bucket-kib 1024 --devices "$t" \
+      --steps "$STEPS" | awk -v k="$t" '$1 == "lenet" && $2 == k {print $(NF - 6)}')")
     p+=("$($python tests/bench/pytorch_lenet.py "$t" "$STEPS" | awk '{print $(NF - 1)}')")
   done
   dm=$(printf '%s\n' "${d[@]}" | median)

@@ -12,7 +12,7 @@ targets=("$@")
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_FUZZ=ON \
   -DDPTRAIN_SANITIZE=address,undefined -DDPTRAIN_BUILD_BINDINGS=OFF -DDPTRAIN_BUILD_SAMPLES=OFF \
-  -DDPTRAIN_BUILD_BENCH=OFF >/dev/null
+  -DDPTRAIN_BUILD_BENCH=OFF -DDPTRAIN_CUDA=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 
 for t in "${targets[@]}"; do

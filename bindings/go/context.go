@@ -15,6 +15,9 @@ type ContextOptions struct {
 	CPUDevices int
 	// CPUMemoryLimit caps each CPU device's memory arena in bytes; 0 = unlimited.
 	CPUMemoryLimit uint64
+	// Devices selects the kinds of devices to discover; the zero value, DevicesCPU, never loads the CUDA
+	// module.
+	Devices DeviceSelection
 }
 
 // DeviceKind is the kind of a device.
@@ -44,6 +47,12 @@ type DeviceInfo struct {
 	TotalMemory uint64 // bytes the device can hold
 	MemoryLimit uint64 // arena cap in bytes; 0 = unlimited
 	MemoryInUse uint64 // bytes currently allocated
+	FreeMemory  uint64 // bytes free now (a GPU's, measured; a CPU device's arena room)
+	// ComputeCapabilityMajor and ComputeCapabilityMinor: a GPU's CUDA compute capability; 0 for a CPU device.
+	ComputeCapabilityMajor, ComputeCapabilityMinor int
+	Multiprocessors                                int    // a GPU's SM count; 0 for a CPU device
+	PCIBusID                                       string // a GPU's PCI bus id; empty for a CPU device
+	ProductName                                    string // a GPU's product name; empty for a CPU device
 }
 
 // Context owns the devices dptrain may use. Close it when done; it stays alive (closed to new use)
@@ -65,7 +74,8 @@ func NewContext(opts *ContextOptions) (*Context, error) {
 		return nil, err
 	}
 	var ptr swig.Context
-	if err := call(op, func() { ptr = swig.NewContext__SWIG_0(devices, o.CPUMemoryLimit) }); err != nil {
+	selection := swig.Dpt_device_selection(o.Devices)
+	if err := call(op, func() { ptr = swig.NewContext__SWIG_3(devices, o.CPUMemoryLimit, selection) }); err != nil {
 		return nil, err
 	}
 	c := &Context{ptr: ptr}
@@ -127,6 +137,13 @@ func (c *Context) Device(index int) (DeviceInfo, error) {
 			TotalMemory: info.GetTotal_memory(),
 			MemoryLimit: info.GetMemory_limit(),
 			MemoryInUse: info.GetMemory_in_use(),
+			FreeMemory:  info.GetFree_memory(),
+
+			ComputeCapabilityMajor: info.GetCompute_capability_major(),
+			ComputeCapabilityMinor: info.GetCompute_capability_minor(),
+			Multiprocessors:        info.GetMultiprocessor_count(),
+			PCIBusID:               info.GetPci_bus_id(),
+			ProductName:            info.GetProduct_name(),
 		}
 	})
 	return d, err

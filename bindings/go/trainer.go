@@ -97,8 +97,11 @@ type TrainerOptions struct {
 	// 0 = the library's default (300 s), negative = none. When it passes, or a device fails, the call
 	// returns StatusTimeout or StatusDevice and the trainer refuses further work: close it and create a
 	// new one (from the last checkpoint).
-	Timeout   time.Duration
-	Optimizer OptimizerOptions
+	Timeout time.Duration
+	// BucketBytes is the gradient bucket size of the all-reduce overlapped with backward; 0 = the
+	// library's default (1 MiB), negative = one all-reduce after backward. Results are bitwise the same.
+	BucketBytes int
+	Optimizer   OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step.
@@ -186,6 +189,11 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 			to.SetTimeout_seconds(o.Timeout.Seconds())
 		} else if o.Timeout < 0 {
 			to.SetTimeout_seconds(0)
+		}
+		if o.BucketBytes > 0 {
+			to.SetBucket_bytes(int64(o.BucketBytes))
+		} else if o.BucketBytes < 0 {
+			to.SetBucket_bytes(0)
 		}
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)

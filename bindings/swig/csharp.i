@@ -124,6 +124,7 @@ DPT_CS_SELF_CHECK(dpt_model, "Model")
 DPT_CS_SELF_CHECK(dpt_dataset, "Dataset")
 DPT_CS_SELF_CHECK(dpt_trainer, "Trainer")
 DPT_CS_SELF_CHECK(dpt_device_info, "DeviceInfo")
+DPT_CS_SELF_CHECK(dpt_backend_info, "BackendInfo")
 DPT_CS_SELF_CHECK(dpt_context_options, "ContextOptions")
 DPT_CS_SELF_CHECK(dpt_trainer_options, "TrainerOptions")
 DPT_CS_SELF_CHECK(dpt_optimizer_options, "OptimizerOptions")
@@ -249,6 +250,9 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Internal) DPT_ERROR_INTERNAL;
 %rename(Cpu) DPT_DEVICE_CPU;
 %rename(Cuda) DPT_DEVICE_CUDA;
+%rename(CpuOnly) DPT_DEVICES_CPU; /* (one C scope: the names must differ from DeviceKind's) */
+%rename(CudaOnly) DPT_DEVICES_CUDA;
+%rename(All) DPT_DEVICES_ALL;
 %rename(Relu) DPT_ACTIVATION_RELU;
 %rename(Sigmoid) DPT_ACTIVATION_SIGMOID;
 %rename(Tanh) DPT_ACTIVATION_TANH;
@@ -292,6 +296,7 @@ DPT_CS_PROPERTY(dpt_dataset::classCount, GetClassCount)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
+%rename(GetBackendInfo) dpt_context::backendInfo;
 
 /* Module-level helpers, reached through the hand-written DPTrain.Library (the module class is internal). */
 %pragma(csharp) moduleclassmodifiers="internal class"

@@ -60,6 +60,7 @@
 
 %rename(Status) dpt_status;
 %rename(DeviceKind) dpt_device_kind;
+%rename(DeviceSelection) dpt_device_selection;
 %rename(Activation) dpt_activation;
 %rename(PoolKind) dpt_pool_kind;
 %rename(DatasetPart) dpt_dataset_part;
@@ -71,6 +72,7 @@
 %rename(ProgressKind) dpt_progress_kind;
 %rename(NonfinitePolicy) dpt_nonfinite_policy;
 %rename(DeviceInfo) dpt_device_info;
+%rename(BackendInfo) dpt_backend_info;
 %rename(ContextOptions) dpt_context_options;
 %rename(TrainerOptions) dpt_trainer_options;
 %rename(OptimizerOptions) dpt_optimizer_options;
@@ -86,6 +88,12 @@
 
 %immutable dpt_device_info::name;
 %immutable dpt_device_info::kind;
+%immutable dpt_device_info::pci_bus_id;
+%immutable dpt_device_info::product_name;
+%immutable dpt_backend_info::kind;
+%immutable dpt_backend_info::module_path;
+%immutable dpt_backend_info::reason;
+%immutable dpt_backend_info::versions;
 
 /* Enums and value structs straight from the public headers (their functions are ignored above). */
 %include <dptrain/export.h>
@@ -114,6 +122,7 @@ DPT_VALUE_STRUCT(dpt_trainer_options, dpt_trainer_options_init(v))
 DPT_VALUE_STRUCT(dpt_optimizer_options, dpt_optimizer_options_init(v))
 DPT_VALUE_STRUCT(dpt_fit_options, dpt_fit_options_init(v))
 DPT_VALUE_STRUCT(dpt_device_info, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_backend_info, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_step_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_eval_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_fit_result, v->struct_size = sizeof *v)
@@ -148,7 +157,32 @@ class ProgressListener {
     dptrain_binding::check(dpt_context_create(&c, &o));
     return c;
   }
+  /* The same, choosing the kinds of devices (declared after the one above, so that its generated overload
+   * names stay as they were). CUDA devices come from libdptrain_cuda.so; none is not an error. */
+  dpt_context(size_t cpu_devices, uint64_t cpu_memory_limit, dpt_device_selection device_selection) {
+    dpt_context_options o;
+    dpt_context_options_init(&o);
+    o.cpu_devices = cpu_devices;
+    o.cpu_memory_limit = cpu_memory_limit;
+    o.device_selection = device_selection;
+    dpt_context *c = NULL;
+    dptrain_binding::check(dpt_context_create(&c, &o));
+    return c;
+  }
   ~dpt_context() { dpt_context_destroy($self); }
+  /* How the backend of devices of this kind fared: requested, loaded, device count, and why none. */
+  dpt_backend_info backendInfo(dpt_device_kind kind) {
+    dpt_backend_info info;
+    info.struct_size = sizeof info;
+    dptrain_binding::check(dpt_backend_get_info($self, kind, &info));
+    return info;
+  }
+  /* Whether device index can access device peer_index's memory directly (two CUDA devices only). */
+  bool canAccessPeer(size_t index, size_t peer_index) {
+    int can = 0;
+    dptrain_binding::check(dpt_device_can_access_peer($self, index, peer_index, &can));
+    return can != 0;
+  }
   size_t deviceCount() {
     size_t n = 0;
     dptrain_binding::check(dpt_device_count($self, &n));

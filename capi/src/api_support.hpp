@@ -81,6 +81,8 @@ DPT_PIN_STRUCT(dpt_fit_options, eval_batch_size)
 DPT_PIN_STRUCT(dpt_step_result, total_seconds)
 DPT_PIN_STRUCT(dpt_eval_result, seconds)
 DPT_PIN_STRUCT(dpt_fit_result, optimizer_steps)
+// Structs added after 0.1: their first layout is their smallest.
+DPT_PIN_STRUCT(dpt_backend_info, versions)
 #undef DPT_PIN_STRUCT
 
 template <typename T>

@@ -3,9 +3,10 @@
 #include <cstring>
 
 #include "api_support.hpp"
+#include "comm/world.hpp"
 #include "handles.hpp"
-#include "parallel/fit.hpp"
 #include "parallel/device_group.hpp"
+#include "parallel/fit.hpp"
 
 using dpt::capi::checked_mul;
 using dpt::capi::guarded;
@@ -69,6 +70,10 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   DPT_REQUIRE(std::isfinite(o.timeout_seconds) && o.timeout_seconds >= 0, DPT_ERROR_INVALID_ARGUMENT,
               "timeout_seconds must be finite and non-negative");
   c.timeout_seconds = o.timeout_seconds;
+  c.bucket_bytes = o.bucket_bytes;
+  if (dpt::capi::checked_enum(o.communicator, {DPT_COMMUNICATOR_LOCAL, DPT_COMMUNICATOR_MPI},
+                              "communicator") == DPT_COMMUNICATOR_MPI)
+    c.world = &dpt::World::get();
   c.error_on_nonfinite = dpt::capi::checked_enum(o.nonfinite, {DPT_NONFINITE_SKIP, DPT_NONFINITE_ERROR},
                                                  "non-finite policy") == DPT_NONFINITE_ERROR;
   c.init_std = o.init_std;
@@ -132,6 +137,7 @@ void dpt_trainer_options_init(dpt_trainer_options *options) {
   options->init_std = 0.01f;
   options->nonfinite = DPT_NONFINITE_SKIP;
   options->timeout_seconds = 300.0;
+  options->bucket_bytes = size_t(1) << 20;
 }
 
 void dpt_optimizer_options_init(dpt_optimizer_options *options) {
@@ -171,6 +177,7 @@ dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt
     oopt = dpt::capi::read_options(optimizer, oopt, "optimizer");
     dpt::TrainerConfig config = to_config(topt, context->impl->device_count());
     config.optimizer = to_config(oopt);
+    context->impl->require_trainable(config.devices);  // no training on CUDA devices yet
     auto trainer = std::make_unique<dpt::Trainer>(context->impl, model->impl, std::move(config));
     *out = new dpt_trainer{std::move(trainer)};
   });
@@ -203,6 +210,7 @@ dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t in
     r.total_seconds = s.total_seconds;
     r.skipped_nonfinite = s.skipped_nonfinite;
     r.nonfinite_steps = s.nonfinite_steps;
+    r.allreduce_exposed_seconds = s.allreduce_exposed_seconds;
     dpt::capi::write_result(result, r);
   });
 }

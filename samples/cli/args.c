@@ -19,6 +19,10 @@ typedef struct choice {
 static const choice kModels[] = {{"lenet", CLI_MODEL_LENET}, {"mlp", CLI_MODEL_MLP}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
+static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
+                                        {"local", DPT_COMMUNICATOR_LOCAL},
+                                        {"mpi", DPT_COMMUNICATOR_MPI},
+                                        {NULL, 0}};
 static const choice kInits[] = {{"normal", DPT_INIT_NORMAL}, {"uniform", DPT_INIT_UNIFORM_FAN_IN}, {NULL, 0}};
 static const choice kSchedules[] = {{"constant", DPT_SCHEDULE_CONSTANT},
                                     {"step", DPT_SCHEDULE_STEP},
@@ -72,6 +76,8 @@ static const option_spec kOptions[] = {
     {"--split", ARG_SPLIT, FIELD(split), 0, REAL_POSITIVE, NULL},
     {"--allreduce", ARG_CHOICE, FIELD(allreduce), 0, REAL_POSITIVE, kAllreduce},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
+    {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
+    {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
     {"--seed", ARG_U64, FIELD(seed), 0, REAL_POSITIVE, NULL},
     {"--init", ARG_CHOICE, FIELD(init), 0, REAL_POSITIVE, kInits},
     {"--init-std", ARG_REAL, FIELD(init_std), 0, REAL_POSITIVE, NULL},
@@ -134,6 +140,8 @@ static void set_defaults(train_config *config) {
   config->split = DPT_SPLIT_EVEN;
   config->allreduce = DPT_ALLREDUCE_RING;
   config->accumulate = 1;
+  config->bucket_kib = 1024;
+  config->communicator = CLI_COMMUNICATOR_AUTO;
   config->init = DPT_INIT_NORMAL;
   config->init_std = 0.01;
   config->schedule = DPT_SCHEDULE_CONSTANT;
@@ -405,11 +413,15 @@ void print_train_help(FILE *out) {
       "  --devices cpu:K        train on K CPU devices (default: $DPTRAIN_CPU_DEVICES or the core count)\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
+      "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"
+      "                         started by mpirun); only process 0 prints and writes files\n"
       "\n"
       "training:\n"
       "  --epochs N             epochs (default: 10)\n"
       "  --batch B              global batch size (default: 256)\n"
       "  --accumulate N         batches per optimizer step (default: 1)\n"
+      "  --bucket-kib N         gradient bucket size for the all-reduce overlapped with backward;\n"
+      "                         0 = one all-reduce after backward (default: 1024)\n"
       "  --seed S               seed of initialisation and shuffling (default: 0)\n"
       "  --init normal|uniform  weight initialisation (default: normal); biases start at 0\n"
       "  --init-std S           standard deviation of --init normal (default: 0.01)\n"

@@ -15,6 +15,9 @@
 enum { CLI_MODEL_NONE = -1, CLI_MODEL_LENET = 0, CLI_MODEL_MLP = 1 };
 
 /** @brief Everything `dptrain train` was asked to do. Enumerations are stored as int. */
+/** @brief --communicator auto: MPI when the process was started by an MPI launcher. */
+#define CLI_COMMUNICATOR_AUTO (-1)
+
 typedef struct train_config {
   int model;            /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
   const char *data_dir; /**< NULL = the library's default directory. */
@@ -31,6 +34,8 @@ typedef struct train_config {
   size_t split_weight_count;                /**< Number of split_weights given. */
   int allreduce;                            /**< dpt_allreduce_algorithm. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
+  size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
+  int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */
   uint64_t seed;                            /**< Seed of initialisation and shuffling. */
   int init;                                 /**< dpt_init_scheme. */
   double init_std;                          /**< Standard deviation of DPT_INIT_NORMAL. */

@@ -1,7 +1,7 @@
 /*
  * dptrain: the command-line front end of the dptrain library (public C API only).
  *
- *   dptrain devices [--json]
+ *   dptrain devices [--kind cpu|cuda|all] [--json]
  *   dptrain train --model lenet|mlp [options]
  *
  * This file only dispatches on the command; each command lives in its own file.
@@ -16,7 +16,7 @@ static void print_usage(FILE *out) {
       "usage: dptrain <command> [options]\n"
       "\n"
       "commands:\n"
-      "  devices [--json]                 list the devices dptrain can use\n"
+      "  devices [--kind K] [--json]      list the devices dptrain can use (CPU and CUDA)\n"
       "  train --model lenet|mlp [...]    train on Fashion-MNIST across CPU devices\n"
       "\n"
       "  dptrain <command> --help         options of a command\n"

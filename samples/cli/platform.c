@@ -34,3 +34,22 @@ int platform_is_terminal(FILE *stream) {
   return isatty(fileno(stream));
 }
 #endif
+
+#include <stdlib.h>
+
+int platform_launched_by_mpi(void) {
+  static const char *const kVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                           "MPI_LOCALNRANKS"};
+  size_t i;
+  for (i = 0; i < sizeof kVariables / sizeof kVariables[0]; ++i)
+    if (getenv(kVariables[i]) != NULL) return 1;
+  return 0;
+}
+
+FILE *platform_null_output(void) {
+#if defined(_WIN32)
+  return fopen("NUL", "w");
+#else
+  return fopen("/dev/null", "w");
+#endif
+}

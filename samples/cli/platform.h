@@ -14,4 +14,11 @@ double platform_now_seconds(void);
 /** @brief Nonzero when @p stream is an interactive terminal. */
 int platform_is_terminal(FILE *stream);
 
+/** @brief Nonzero when an MPI launcher (mpirun/mpiexec of Open MPI, MPICH, or a PMIx/PMI runtime such as
+ * Slurm's srun) started this process. */
+int platform_launched_by_mpi(void);
+
+/** @brief A stream that discards what is written (the output of processes other than 0); NULL on failure. */
+FILE *platform_null_output(void);
+
 #endif /* DPTRAIN_CLI_PLATFORM_H */

@@ -65,6 +65,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_string(w, "model", model_name(c->model));
   json_uint(w, "parameters", s->parameters);
   json_uint(w, "devices", s->devices);
+  json_uint(w, "processes", s->processes);
   json_uint(w, "epochs", c->epochs);
   json_uint(w, "batch", c->batch);
   json_number(w, "lr", s->learning_rate, LR_DIGITS);
@@ -85,6 +86,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   }
   json_string(w, "allreduce", allreduce_name(c->allreduce));
   json_uint(w, "accumulate", c->accumulate);
+  json_uint(w, "bucket_kib", c->bucket_kib);
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);
   json_uint(w, "test_samples", s->test_samples);

@@ -17,7 +17,9 @@
 typedef struct run_summary {
   const train_config *config; /**< The command line. */
   double learning_rate;       /**< Base learning rate used. */
-  size_t devices;             /**< Devices of the trainer. */
+  size_t devices;             /**< Devices of the trainer (in this process). */
+  size_t processes;           /**< Processes of the MPI job (1 without MPI). */
+  size_t rank;                /**< This process's rank in it. */
   size_t parameters;          /**< Parameters of one replica. */
   size_t train_samples;       /**< Training samples used. */
   size_t test_samples;        /**< Test samples used. */

@@ -32,6 +32,8 @@ typedef struct train_run {
   FILE *plot;
   progress_state progress;
   run_summary summary;
+  int mpi;           /**< The trainer spans the processes of an MPI job. */
+  FILE *null_output; /**< Where processes other than 0 write their human-readable output. */
 } train_run;
 
 static size_t ceil_div(size_t a, size_t b) {
@@ -103,13 +105,39 @@ static uint64_t planned_steps(const train_config *c, size_t train_samples) {
   return (uint64_t)c->epochs * ceil_div(batches, c->accumulate);
 }
 
-static void fill_trainer_options(const train_config *c, dpt_trainer_options *options) {
+/**
+ * @brief Joins the MPI job when asked to (or, with --communicator auto, when started by mpirun). Every
+ * process trains; only process 0 prints, writes metrics, plots and checkpoints.
+ */
+static int join_world(train_run *run) {
+  train_config *c = &run->config;
+  run->mpi = c->communicator == DPT_COMMUNICATOR_MPI ||
+             (c->communicator == CLI_COMMUNICATOR_AUTO && platform_launched_by_mpi());
+  run->summary.processes = 1;
+  if (!run->mpi) return CLI_EXIT_OK;
+  CLI_TRY(dpt_world_get(&run->summary.rank, &run->summary.processes));
+  if (run->summary.rank != 0) {
+    run->null_output = platform_null_output();
+    if (run->null_output == NULL) return cli_system_error("cannot open", "the null device");
+    run->out = run->null_output;
+    c->json = 0;
+    c->metrics_path = NULL;
+    c->plot_path = NULL;
+    c->checkpoint_path = NULL;
+  }
+  return CLI_EXIT_OK;
+}
+
+static void fill_trainer_options(const train_run *run, dpt_trainer_options *options) {
+  const train_config *c = &run->config;
   dpt_trainer_options_init(options);
+  options->communicator = run->mpi ? DPT_COMMUNICATOR_MPI : DPT_COMMUNICATOR_LOCAL;
   options->split = (dpt_split_policy)c->split;
   options->split_weights = c->split == DPT_SPLIT_WEIGHTED ? c->split_weights : NULL;
   options->allreduce = (dpt_allreduce_algorithm)c->allreduce;
   options->seed = c->seed;
   options->accumulation_steps = c->accumulate;
+  options->bucket_bytes = c->bucket_kib * 1024;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
 }
@@ -150,7 +178,7 @@ static int create_trainer(train_run *run) {
   run->summary.total_steps = planned_steps(&run->config, run->summary.train_samples);
   rc = fill_optimizer_options(run, &optimizer_options);
   if (rc != CLI_EXIT_OK) return rc;
-  fill_trainer_options(&run->config, &trainer_options);
+  fill_trainer_options(run, &trainer_options);
   CLI_TRY(dpt_model_create_builtin(&run->model, model_name(run->config.model)));
   CLI_TRY(dpt_model_parameter_count(run->model, &run->summary.parameters));
   CLI_TRY(dpt_trainer_create(&run->trainer, run->context, run->model, &trainer_options, &optimizer_options));
@@ -186,6 +214,9 @@ static void print_header(const train_run *run) {
   fprintf(run->out, "dptrain %s: %s, %zu parameters, %zu devices%s%s%s\n", dpt_version_string(),
           model_name(c->model), run->summary.parameters, run->summary.devices, names[0] ? " (" : "", names,
           names[0] ? ")" : "");
+  if (run->summary.processes > 1)
+    fprintf(run->out, "MPI: %zu processes with %zu devices each; each reads its share of every batch\n",
+            run->summary.processes, run->summary.devices);
   fprintf(run->out, "data: %zu train, %zu test samples; batch %zu, lr %g, %s, split %s, allreduce %s\n",
           run->summary.train_samples, run->summary.test_samples, c->batch, run->summary.learning_rate,
           optimizer_name(c->optimizer), split_name(c->split), allreduce_name(c->allreduce));
@@ -286,6 +317,7 @@ static void destroy_run(train_run *run) {
   dpt_context_destroy(run->context);
   if (run->metrics != NULL) fclose(run->metrics);
   if (run->plot != NULL) fclose(run->plot);
+  if (run->null_output != NULL) fclose(run->null_output);
   epoch_log_free(&run->progress.log);
 }
 
@@ -296,7 +328,8 @@ int cli_train_main(int argc, char **argv) {
   rc = parse_train_args(argc, argv, &run.config);
   if (rc != ARGS_RUN) return rc;
   run.out = run.config.json ? stderr : stdout;
-  rc = open_outputs(&run);
+  rc = join_world(&run);
+  if (rc == CLI_EXIT_OK) rc = open_outputs(&run);
   if (rc == CLI_EXIT_OK) rc = create_context(&run);
   if (rc == CLI_EXIT_OK) rc = load_data(&run);
   if (rc == CLI_EXIT_OK) rc = create_trainer(&run);
@@ -304,5 +337,9 @@ int cli_train_main(int argc, char **argv) {
   if (rc == CLI_EXIT_OK) rc = fit(&run);
   if (rc == CLI_EXIT_OK) rc = finish(&run);
   destroy_run(&run);
+  if (run.mpi) {
+    const dpt_status status = dpt_world_finalize();
+    if (status != DPT_OK && rc == CLI_EXIT_OK) rc = cli_library_error(status);
+  }
   return rc;
 }

@@ -21,6 +21,17 @@ struct Fault {
   double stall_seconds = 0;
 };
 
+// What discovery knows of a device beyond the basics (dpt_device_info); zero or empty where it does not
+// apply.
+struct DeviceDetails {
+  uint64_t free_memory = 0;
+  int32_t compute_capability_major = 0;
+  int32_t compute_capability_minor = 0;
+  int32_t multiprocessor_count = 0;
+  std::string pci_bus_id;
+  std::string product_name;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -31,6 +42,13 @@ class Device {
   virtual MemoryArena &arena() = 0;
   // Queues task to run on the device, after the tasks queued before it.
   virtual void submit(std::function<void()> task) = 0;
+  // Discovery facts, measured now. By default (a CPU device): the free room of its arena.
+  virtual DeviceDetails details() {
+    DeviceDetails d;
+    const uint64_t total = total_memory(), used = arena().in_use();
+    d.free_memory = total > used ? total - used : 0;
+    return d;
+  }
 
   // Test seam: the (after_tasks + 1)-th task a DeviceGroup runs on this device from now fails (throws
   // DPT_ERROR_DEVICE) or stalls (sleeps stall_seconds, or until the group aborts). Once.

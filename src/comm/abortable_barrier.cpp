@@ -7,10 +7,6 @@
 namespace dpt {
 
 namespace {
-// Spins this many rounds before sleeping: a peer usually arrives within microseconds, and a futex
-// sleep/wake costs tens of them.
-constexpr int kSpinRounds = 2000;
-
 [[noreturn]] void aborted_error() {
   throw_error(DPT_ERROR_COMMUNICATION, "collective aborted: another device failed or the deadline passed");
 }
@@ -29,10 +25,11 @@ void AbortableBarrier::arrive_and_wait() {
       return;
     }
   }
-  for (int i = 0; i < kSpinRounds; ++i) {
+  // A peer usually arrives within microseconds, and a futex sleep/wake costs tens of them: poll first.
+  for (int i = 0; i < spin_rounds_; ++i) {
     if (generation_.load(std::memory_order_acquire) != generation) return;
     if (aborted_.load(std::memory_order_relaxed)) break;
-    if (i > kSpinRounds / 2) std::this_thread::yield();  // more devices than cores: let the others run
+    if (i > spin_rounds_ / 2) std::this_thread::yield();  // more devices than cores: let the others run
   }
   std::unique_lock<std::mutex> lock(mutex_);
   released_.wait(lock, [&] { return generation_.load() != generation || aborted_.load(); });

@@ -13,7 +13,10 @@ namespace dpt {
 
 class AbortableBarrier {
  public:
-  explicit AbortableBarrier(size_t participants) : participants_(participants) {}
+  // spin_rounds: how long a waiter polls before it sleeps. Polling pays when every participant has a core
+  // of its own (device threads between phases); threads that share cores with busy ones should not poll.
+  explicit AbortableBarrier(size_t participants, int spin_rounds = 2000)
+      : participants_(participants), spin_rounds_(spin_rounds) {}
 
   // Blocks until all participants have arrived; throws DPT_ERROR_COMMUNICATION once aborted.
   void arrive_and_wait();
@@ -23,6 +26,7 @@ class AbortableBarrier {
 
  private:
   const size_t participants_;
+  const int spin_rounds_;
   std::mutex mutex_;
   std::condition_variable released_;
   size_t waiting_ = 0;

@@ -1,61 +1,102 @@
 #include "comm/thread_collective.hpp"
 
+#include <algorithm>
 #include <cstring>
+
+#include "core/platform.hpp"
 
 namespace dpt {
 
-ThreadCollective::ThreadCollective(size_t ranks) : ranks_(ranks), buffers_(ranks, nullptr), barrier_(ranks) {}
+namespace {
+
+// Calls fn(lo, hi) for every run of [begin, end) that belongs to ring chunk `chunk` of k: the blocks whose
+// index is congruent to chunk modulo k.
+template <typename Fn>
+void for_each_run(size_t chunk, size_t k, size_t begin, size_t end, Fn &&fn) {
+  constexpr size_t b = ThreadCollective::kRingBlock;
+  if (begin >= end) return;
+  size_t block = begin / b;
+  block += (chunk + k - block % k) % k;  // the first block of this chunk at or after begin's block
+  for (; block * b < end; block += k) fn(std::max(block * b, begin), std::min((block + 1) * b, end));
+}
+
+}  // namespace
+
+ThreadCollective::ThreadCollective(size_t ranks, int spin_rounds)
+    : ranks_(ranks), buffers_(ranks, nullptr), barrier_(ranks, spin_rounds) {}
 
 void ThreadCollective::publish(size_t rank, float *buf) {
   buffers_[rank] = buf;
   barrier_.arrive_and_wait();  // every buffer is known and every rank has finished writing its input
 }
 
-void ThreadCollective::all_reduce(size_t rank, float *buf, size_t count, AllReduceAlgorithm algorithm) {
-  if (ranks_ == 1) return;
+double ThreadCollective::all_reduce_range(size_t rank, float *buf, size_t begin, size_t end,
+                                          AllReduceAlgorithm algorithm) {
+  if (ranks_ == 1) return 0.0;
   publish(rank, buf);
+  const double t0 = platform::now_seconds();
   if (algorithm == AllReduceAlgorithm::kRing) {
-    ring(rank, buf, count);
+    ring(rank, buf, begin, end);
   } else {
-    naive(rank, buf, count);
+    naive(rank, buf, begin, end);
   }
+  return platform::now_seconds() - t0;
 }
 
-// Ring all-reduce in shared memory. The buffer is cut into K chunks. Reduce-scatter: in step s, rank r adds
-// chunk (r - s - 1) of rank r-1 into its own; rank r+1 meanwhile reads chunk (r - s) of rank r, a different
-// chunk, so there is no race. After K-1 steps rank r holds the full sum of chunk r+1. All-gather: in step s,
-// rank r copies the finished chunk (r - s) from rank r-1. Each chunk is summed starting at the rank with its
-// index and going round the ring: a fixed order.
-void ThreadCollective::ring(size_t rank, float *buf, size_t count) {
+// Ring all-reduce in shared memory, as NCCL's ring does it over links. The range is cut into K chunks.
+// Reduce-scatter: in step s, rank r adds chunk (r - s - 1) of rank r-1 into its own; rank r+1 meanwhile
+// reads chunk (r - s) of rank r, a different chunk, so there is no race. The last step also writes the
+// finished sum into rank r+1's buffer (NCCL's "reduce-copy-send"), which saves the first all-gather step:
+// rank r+1 is then working on chunk r+2 and rank r+2 reads chunk r+3 of it, neither of which is chunk
+// r+1 unless K = 2, where the reader is rank r itself. All-gather: in step s (from 1), rank r copies the
+// finished chunk (r - s) from rank r-1. Chunk c is summed starting at rank c and going round the ring: a
+// fixed order per element.
+void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end) {
   const size_t k = ranks_;
   const float *left = buffers_[(rank + k - 1) % k];
+  float *right = buffers_[(rank + 1) % k];
   for (size_t s = 0; s + 1 < k; ++s) {
-    size_t chunk = (rank + 2 * k - s - 1) % k;
-    size_t begin = chunk_begin(chunk, count), end = chunk_begin(chunk + 1, count);
-    float *__restrict dst = buf;
-    const float *__restrict src = left;
-    for (size_t i = begin; i < end; ++i) dst[i] += src[i];
+    const size_t chunk = (rank + 2 * k - s - 1) % k;
+    if (s + 2 < k) {
+      for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
+        float *__restrict dst = buf;
+        const float *__restrict src = left;
+        for (size_t i = lo; i < hi; ++i) dst[i] += src[i];
+      });
+    } else {
+      // For K = 2 right == left: each element is read before it is written, by this thread only.
+      for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
+        float *__restrict dst = buf;
+        float *next = right;
+        const float *src = left;
+        for (size_t i = lo; i < hi; ++i) {
+          const float v = dst[i] + src[i];
+          dst[i] = v;
+          next[i] = v;
+        }
+      });
+    }
     barrier_.arrive_and_wait();
   }
-  for (size_t s = 0; s + 1 < k; ++s) {
-    size_t chunk = (rank + k - s) % k;
-    size_t begin = chunk_begin(chunk, count), end = chunk_begin(chunk + 1, count);
-    if (end > begin) std::memcpy(buf + begin, left + begin, (end - begin) * sizeof(float));
+  for (size_t s = 1; s + 1 < k; ++s) {
+    const size_t chunk = (rank + k - s) % k;
+    for_each_run(chunk, k, begin, end,
+                 [&](size_t lo, size_t hi) { std::memcpy(buf + lo, left + lo, (hi - lo) * sizeof(float)); });
     barrier_.arrive_and_wait();
   }
 }
 
 // Textbook: device 0 sums every buffer in rank order, then every other rank copies the result.
-void ThreadCollective::naive(size_t rank, float *buf, size_t count) {
+void ThreadCollective::naive(size_t rank, float *buf, size_t begin, size_t end) {
   if (rank == 0) {
     for (size_t r = 1; r < ranks_; ++r) {
       const float *__restrict src = buffers_[r];
       float *__restrict dst = buf;
-      for (size_t i = 0; i < count; ++i) dst[i] += src[i];
+      for (size_t i = begin; i < end; ++i) dst[i] += src[i];
     }
   }
   barrier_.arrive_and_wait();
-  if (rank != 0 && count != 0) std::memcpy(buf, buffers_[0], count * sizeof(float));
+  if (rank != 0 && end > begin) std::memcpy(buf + begin, buffers_[0] + begin, (end - begin) * sizeof(float));
   barrier_.arrive_and_wait();  // nobody reuses buffer 0 before every copy is done
 }
 

@@ -1,9 +1,14 @@
 #include "core/platform.hpp"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <thread>
 
@@ -18,6 +23,23 @@ std::optional<std::string> env(const char *name) {
 size_t core_count() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+bool pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 uint64_t host_memory_bytes() {
@@ -45,6 +67,41 @@ void *aligned_allocate(size_t bytes, size_t alignment) {
 
 void aligned_free(void *p) {
   std::free(p);
+}
+
+bool is_regular_file(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::optional<std::string> directory_of_code(const void *address) {
+  Dl_info info;
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr || info.dli_fname[0] == '\0')
+    return std::nullopt;
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved) == nullptr) return std::nullopt;
+  std::string path(resolved);
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  return slash == 0 ? std::string("/") : path.substr(0, slash);
+}
+
+void *library_open(const std::string &path, std::string &error) {
+  dlerror();  // clear a stale message
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char *message = dlerror();
+    error = message != nullptr ? message : "dlopen failed";
+  }
+  return library;
+}
+
+void *library_symbol(void *library, const char *name) {
+  return library != nullptr ? dlsym(library, name) : nullptr;
+}
+
+void library_close(void *library) {
+  if (library != nullptr) dlclose(library);
 }
 
 }  // namespace dpt::platform

@@ -1,18 +1,33 @@
-// The platform layer: every OS call of the core (environment, clocks, memory, cores) lives here.
+// The platform layer: every OS call of the core (environment, clocks, memory, cores, files, dynamic
+// libraries) lives here.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dpt::platform {
 
 std::optional<std::string> env(const char *name);
 size_t core_count();
+// CPUs this process may run on (its affinity mask), in order; empty when unknown.
+std::vector<int> allowed_cpus();
+// Binds the calling thread to one CPU; false when the OS refuses.
+bool pin_current_thread(int cpu);
 uint64_t host_memory_bytes();
 double now_seconds();                                    // monotonic
 void *aligned_allocate(size_t bytes, size_t alignment);  // nullptr on failure
 void aligned_free(void *p);
+
+// Dynamic libraries, for loadable backends.
+bool is_regular_file(const std::string &path);
+// Absolute directory of the shared library (or executable) whose code contains address; nullopt if unknown.
+std::optional<std::string> directory_of_code(const void *address);
+// Opens a library (symbols resolved now, kept local); nullptr with a one-line reason in error on failure.
+void *library_open(const std::string &path, std::string &error);
+void *library_symbol(void *library, const char *name);  // nullptr when absent
+void library_close(void *library);
 
 }  // namespace dpt::platform

@@ -29,6 +29,19 @@ ColumnRange valid_columns(size_t ow, size_t w, size_t stride, size_t kj, size_t 
   return {lo, hi};
 }
 
+// Sum of n floats in a fixed order: element i into partial sum i % 8, the partial sums added in order.
+// Independent partial sums let the loop vectorize (one running sum waits on each addition's latency).
+inline float sum_fixed_order(const float *x, size_t n) {
+  float lane[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j) lane[j] += x[i + j];
+  for (size_t j = 0; i < n; ++i, ++j) lane[j] += x[i];
+  float sum = 0.0f;
+  for (float l : lane) sum += l;
+  return sum;
+}
+
 }  // namespace
 
 void Conv2dLayer::im2col(const float *x, float *col) const {
@@ -106,11 +119,7 @@ void Conv2dLayer::backward(const float *p, const float *x, const float *, const 
     const float *dys = dy + n * s.out.size();
     im2col(x + n * s.in.size(), col);
     blas::gemm(false, true, oc, ckk, pix, 1.0f, dys, pix, col, pix, 1.0f, dw, ckk);  // dW += dy col^T
-    for (size_t o = 0; o < oc; ++o) {
-      float sum = 0.0f;
-      for (size_t q = 0; q < pix; ++q) sum += dys[o * pix + q];
-      db[o] += sum;
-    }
+    for (size_t o = 0; o < oc; ++o) db[o] += sum_fixed_order(dys + o * pix, pix);
     if (dx != nullptr) {
       blas::gemm(true, false, ckk, pix, oc, 1.0f, p, ckk, dys, pix, 0.0f, dcol, pix);  // dcol = W^T dy
       col2im(dcol, dx + n * s.in.size());

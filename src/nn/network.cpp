@@ -79,7 +79,7 @@ LossStats Network::forward(const float *params, const int32_t *labels, const Pas
                                info.training ? grad_a_.data() : nullptr);
 }
 
-void Network::backward(const float *params, float *grads, const PassInfo &info) {
+void Network::backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook) {
   float *dy = grad_a_.data(), *spare = grad_b_.data();
   for (size_t l = layers_.size(); l-- > first_trainable_;) {
     const Layer &layer = *layers_[l];
@@ -91,6 +91,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info) 
     layer.backward(params + param_offset_[l], x, outputs_[l], dy, dx, grads + param_offset_[l],
                    saved_[l].data(), scratch_.data(), li);
     std::swap(dy, spare);
+    if (hook.layer_done != nullptr) hook.layer_done(hook.context, l);
   }
 }
 

@@ -18,6 +18,13 @@ enum class InitScheme { kUniformFanIn, kNormal };
 // Fills params (parameter_count floats) deterministically from the seed. Biases are zero.
 void init_parameters(const ModelSpec &spec, float *params, uint64_t seed, InitScheme scheme, float std);
 
+// Called by backward() after each layer's parameter gradients are final (the layer's index), so that the
+// caller can start reducing them while backward goes on. A function pointer: nothing to allocate per step.
+struct BackwardHook {
+  void (*layer_done)(void *context, size_t layer) = nullptr;
+  void *context = nullptr;
+};
+
 class Network {
  public:
   Network(const ModelSpec &spec, MemoryArena &arena);
@@ -31,7 +38,7 @@ class Network {
   // Forward over input()[0, info.n); with labels, also the loss, and for training the logit gradient.
   LossStats forward(const float *params, const int32_t *labels, const PassInfo &info);
   // After a training forward(): adds the slice's summed gradient into grads.
-  void backward(const float *params, float *grads, const PassInfo &info);
+  void backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook = {});
   const float *logits() const { return outputs_.back(); }
 
  private:

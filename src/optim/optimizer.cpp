@@ -108,8 +108,16 @@ void apply_update(const OptimizerConfig &c, uint64_t t, float lr, float grad_sca
 }
 
 double l2_norm(const float *grads, size_t count) {
+  // Eight independent partial sums, so the loop vectorizes instead of waiting on one chain of additions
+  // (a single sum ran at one element per add latency: 14 ms for 10 M gradients). The order is still fixed.
+  constexpr size_t kLanes = 8;
+  double lane[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] += double(grads[i + j]) * double(grads[i + j]);
+  for (size_t j = 0; i < count; ++i, ++j) lane[j] += double(grads[i]) * double(grads[i]);
   double sum = 0.0;
-  for (size_t i = 0; i < count; ++i) sum += double(grads[i]) * double(grads[i]);
+  for (size_t j = 0; j < kLanes; ++j) sum += lane[j];
   return std::sqrt(sum);
 }
 

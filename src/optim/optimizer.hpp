@@ -41,7 +41,8 @@ size_t state_floats_per_parameter(const OptimizerConfig &config);
 void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                   const float *grads, float *state, size_t count);
 
-// Euclidean norm of grads, summed in double in index order (so every replica gets the same value).
+// Euclidean norm of grads, summed in double in a fixed order (so every replica gets the same value):
+// element i goes to partial sum i % 8, in index order; the eight partial sums are added in order.
 double l2_norm(const float *grads, size_t count);
 
 }  // namespace dpt

@@ -25,6 +25,7 @@ DeviceGroup::~DeviceGroup() {
 void DeviceGroup::abort_all() {
   aborted_.store(true);
   collective_.abort();
+  if (reducer_ != nullptr) reducer_->abort();
 }
 
 // An injected stall: sleeps, but returns early when the group aborts (as a real device reset would).
@@ -98,6 +99,7 @@ void DeviceGroup::run_erased(void (*call)(void *, size_t), void *fn) {
   const bool aborted = aborted_.load();
   if (!lost_ && aborted) {  // every task has returned: re-arm for the next run
     collective_.reset();
+    if (reducer_ != nullptr) reducer_->reset();
     aborted_.store(false);
   }
   if (lost_)

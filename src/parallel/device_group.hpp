@@ -6,11 +6,13 @@
 #include <array>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "backend/device.hpp"
 #include "comm/thread_collective.hpp"
+#include "parallel/bucket_reducer.hpp"
 
 namespace dpt {
 
@@ -27,6 +29,12 @@ class DeviceGroup {
 
   size_t size() const { return devices_.size(); }
   ThreadCollective &collective() { return collective_; }
+  // The communication threads that reduce gradient buckets during backward; aborted and re-armed with the
+  // group. Created by the trainer when it overlaps (bucket size > 0 and more than one device).
+  void enable_bucket_reducer(std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm) {
+    reducer_ = std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), algorithm);
+  }
+  BucketReducer *bucket_reducer() { return reducer_.get(); }
 
   // Runs fn(rank) on every device at once and waits. Throws the first failure (a device's own error before
   // the communication errors of the peers it aborted), or DPT_ERROR_TIMEOUT when the deadline passed.
@@ -49,6 +57,7 @@ class DeviceGroup {
   std::vector<Device *> devices_;
   double timeout_;
   ThreadCollective collective_;
+  std::unique_ptr<BucketReducer> reducer_;
   // The state of the current run(), kept here rather than on run()'s stack: a task that outlives a timeout
   // must still find it.
   std::mutex mutex_;

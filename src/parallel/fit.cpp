@@ -34,6 +34,15 @@ EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_s
   return total;
 }
 
+// Across processes, the callbacks of all processes vote: one asking to stop stops every process (they
+// must keep making the same calls).
+bool agreed_stop(Trainer &trainer, bool stop) {
+  if (trainer.world() == nullptr) return stop;
+  double votes = stop ? 1.0 : 0.0;
+  trainer.world()->all_reduce(&votes, 1, trainer.config().timeout_seconds);
+  return votes > 0;
+}
+
 FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const FitConfig &config,
              const ProgressFn &progress) {
   DPT_REQUIRE(config.epochs > 0, DPT_ERROR_INVALID_ARGUMENT, "epochs must be positive");
@@ -67,7 +76,9 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
     for (size_t b = 0; b < batches; ++b) {
       const size_t start = b * batch, count = std::min(batch, n - start);
       const double t0 = platform::now_seconds();
-      train.gather(order.data() + start, count, x.data(), y.data());
+      // Across processes, each reads only its own share of the global batch (the trainer reads no other).
+      const auto [first, mine] = trainer.process_range(count);
+      train.gather(order.data() + start + first, mine, x.data() + first * per, y.data() + first);
       StepStats s = trainer.step(x.data(), y.data(), count);
       seconds += platform::now_seconds() - t0;
       p.batch = b + 1;
@@ -83,7 +94,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       p.samples_per_second = double(p.samples) / seconds;
       p.learning_rate = trainer.last_learning_rate();
       if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < batches && progress &&
-          progress(p)) {
+          agreed_stop(trainer, progress(p))) {
         stats.stopped = true;
         break;
       }
@@ -110,7 +121,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       p.test_loss = stats.test_loss = e.loss_sum / double(e.samples);
       p.test_accuracy = stats.test_accuracy = double(e.correct) / double(e.samples);
     }
-    if (progress && progress(p)) stats.stopped = true;
+    if (progress && agreed_stop(trainer, progress(p))) stats.stopped = true;
   }
   stats.samples_per_second = stats.train_seconds > 0 ? double(total_samples) / stats.train_seconds : 0;
   stats.optimizer_steps = trainer.optimizer_steps();

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "parallel/device_group.hpp"
+#include "parallel/gradient_buckets.hpp"
 #include "parallel/splitter.hpp"
 
 namespace dpt {
@@ -70,10 +71,17 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   for (Device *d : devices_) replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer));
   // Initialise on the first device, then broadcast, so every replica starts bitwise identical.
   init_parameters(spec_, replicas_[0]->params.data(), config_.seed, config_.init, config_.init_std);
+  if (config_.world != nullptr) join_world();
   run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     group_->collective().broadcast(rank, r.params.data(), r.params.size(), 0);
   });
+  // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
+  // the plain all-reduce on the device threads saves the hand-over to the communication threads.
+  if (devices_.size() > 1 && config_.bucket_bytes > 0 && config_.world == nullptr) {
+    std::vector<GradientBucket> buckets = plan_buckets(spec_, config_.bucket_bytes);
+    if (buckets.size() > 1) group_->enable_bucket_reducer(std::move(buckets), config_.allreduce);
+  }
 }
 
 Trainer::~Trainer() {
@@ -84,6 +92,39 @@ Trainer::~Trainer() {
     for (auto &r : replicas_) r.release();
     new std::shared_ptr<Context>(context_);
   }
+}
+
+// Learns every process's device count (the weights of the split across processes), checks that all
+// processes built the same model, and starts every process from process 0's parameters.
+void Trainer::join_world() {
+  const World &world = *config_.world;
+  std::vector<double> shape(world.size() + 1, 0.0);
+  shape[world.rank()] = double(devices_.size());
+  shape.back() = double(spec_.parameter_count());
+  world.all_reduce(shape.data(), shape.size(), config_.timeout_seconds);
+  DPT_REQUIRE(shape.back() == double(spec_.parameter_count()) * double(world.size()),
+              DPT_ERROR_INVALID_ARGUMENT, "the processes of the MPI job built models of different sizes");
+  process_weights_.assign(shape.begin(), shape.end() - 1);
+  Replica &first = *replicas_[0];
+  world.broadcast(first.params.data(), first.params.size() * sizeof(float), 0, config_.timeout_seconds);
+}
+
+// A sum over the processes from the trainer's own thread; a failure leaves the processes out of step.
+void Trainer::world_sum(double *values, size_t count) {
+  try {
+    config_.world->all_reduce(values, count, config_.timeout_seconds);
+  } catch (const Error &) {
+    broken_ = true;
+    throw;
+  }
+}
+
+std::pair<size_t, size_t> Trainer::process_range(size_t batch) const {
+  if (config_.world == nullptr) return {0, batch};
+  const std::vector<size_t> parts = split_batch(batch, process_weights_);
+  size_t first = 0;
+  for (size_t p = 0; p < config_.world->rank(); ++p) first += parts[p];
+  return {first, parts[config_.world->rank()]};
 }
 
 void Trainer::check_usable() const {
@@ -103,12 +144,18 @@ std::vector<size_t> Trainer::split_sizes(size_t batch) const {
   return split_batch(batch, split_weights());
 }
 
-void Trainer::assign_slices(size_t batch) {
-  if (batch != cached_batch_ || cached_counts_.empty()) {  // steps of one size allocate nothing here
-    cached_counts_ = split_sizes(batch);
+// Sets each replica's slice of the batch. Across processes, the batch is first split by the processes'
+// device counts and this process's share then across its devices; begin stays a global sample index.
+void Trainer::assign_slices(size_t batch, bool across_processes) {
+  if (batch != cached_batch_ || across_processes != cached_across_ || cached_counts_.empty()) {
+    // steps of one size allocate nothing here
+    auto [first, count] = across_processes ? process_range(batch) : std::pair<size_t, size_t>{0, batch};
+    cached_counts_ = split_sizes(count);
+    cached_first_ = first;
     cached_batch_ = batch;
+    cached_across_ = across_processes;
   }
-  size_t begin = 0;
+  size_t begin = cached_first_;
   for (size_t i = 0; i < replicas_.size(); ++i) {
     replicas_[i]->begin = begin;
     replicas_[i]->count = cached_counts_[i];
@@ -170,52 +217,91 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
   assign_slices(batch);
   reserve_slices();
 
-  const size_t in = spec_.input().size();
+  // The window's last micro-batch reduces its gradients during backward when buckets are on.
+  BucketReducer *reducer = group_->bucket_reducer();
+  const bool overlap = reducer != nullptr && pending_micro_ + 1 == config_.accumulation_steps;
   run_phase([&](size_t rank) {
-    Replica &r = *replicas_[rank];
-    r.stats = {};
-    r.nonfinite = false;
-    if (r.count == 0) return;  // an empty slice contributes zero gradient
-    float *input = r.network.input();
-    std::memcpy(input, x + r.begin * in, r.count * in * sizeof(float));
-    if (!all_finite(input, r.count * in)) {
-      r.nonfinite = true;
-      return;
+    compute_gradients(rank, x, labels, overlap);
+    if (overlap) {
+      Replica &r = *replicas_[rank];
+      // A slice that skipped backward (empty or not finite) posts every bucket here, so the peers' reduction
+      // still completes; the window is then discarded as a whole.
+      reducer->post(rank, r.grads.data(), reducer->buckets().size());
+      reducer->wait_all(rank);
     }
-    // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
-    // split nor the division into micro-batches changes the masks.
-    PassInfo info{r.count, pending_samples_ + r.begin, config_.seed, optimizer_steps_, 0, true};
-    r.stats = r.network.forward(r.params.data(), labels + r.begin, info);
-    if (!std::isfinite(r.stats.loss_sum)) {
-      r.nonfinite = true;
-      return;
-    }
-    r.network.backward(r.params.data(), r.grads.data(), info);
   });
   StepStats s;
   const double t1 = platform::now_seconds();
   s.compute_seconds = t1 - t0;
   s.samples = batch;
-  double loss_sum = 0;
-  uint64_t correct = 0;
-  for (auto &r : replicas_) loss_sum += r->stats.loss_sum, correct += r->stats.correct;  // device order
-  s.loss = loss_sum / double(batch);
-  s.correct = correct;
-  s.accuracy = double(correct) / double(batch);
+  double totals[3] = {0, 0, 0};  // loss sum, correct, replicas with a NaN or an infinity
+  for (auto &r : replicas_)      // device order
+    totals[0] += r->stats.loss_sum, totals[1] += double(r->stats.correct), totals[2] += r->nonfinite;
+  if (config_.world != nullptr) world_sum(totals, 3);  // every process decides alike
+  s.loss = totals[0] / double(batch);
+  s.correct = uint64_t(totals[1]);
+  s.accuracy = totals[1] / double(batch);
 
   ++pending_micro_;
   pending_samples_ += batch;
-  bool nonfinite = false;
-  for (auto &r : replicas_) nonfinite |= r->nonfinite;
+  const bool nonfinite = totals[2] != 0;
   if (nonfinite) {
     discard_window(s, "the inputs or the loss");
-  } else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s)) {
+  } else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s, overlap)) {
     discard_window(s, "the gradients");
   }
   s.optimizer_steps = optimizer_steps_;
   s.nonfinite_steps = nonfinite_steps_;
   s.total_seconds = platform::now_seconds() - t0;
   return s;
+}
+
+namespace {
+// Posts each bucket to the reducer as soon as backward has finished its lowest layer.
+struct BucketPoster {
+  BucketReducer *reducer;
+  size_t rank;
+  float *grads;
+  size_t posted = 0;
+
+  static void layer_done(void *context, size_t layer) {
+    BucketPoster &p = *static_cast<BucketPoster *>(context);
+    const std::vector<GradientBucket> &buckets = p.reducer->buckets();
+    size_t n = p.posted;
+    while (n < buckets.size() && layer <= buckets[n].lowest_layer) ++n;
+    if (n == p.posted) return;
+    p.posted = n;
+    p.reducer->post(p.rank, p.grads, n);
+  }
+};
+}  // namespace
+
+// One device's forward and backward over its slice; with post_buckets, each gradient bucket is handed to
+// the reducer as soon as it is complete.
+void Trainer::compute_gradients(size_t rank, const float *x, const int32_t *labels, bool post_buckets) {
+  Replica &r = *replicas_[rank];
+  r.stats = {};
+  r.nonfinite = false;
+  if (r.count == 0) return;  // an empty slice contributes zero gradient
+  const size_t in = spec_.input().size();
+  float *input = r.network.input();
+  std::memcpy(input, x + r.begin * in, r.count * in * sizeof(float));
+  if (!all_finite(input, r.count * in)) {
+    r.nonfinite = true;
+    return;
+  }
+  // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
+  // split nor the division into micro-batches changes the masks.
+  PassInfo info{r.count, pending_samples_ + r.begin, config_.seed, optimizer_steps_, 0, true};
+  r.stats = r.network.forward(r.params.data(), labels + r.begin, info);
+  if (!std::isfinite(r.stats.loss_sum)) {
+    r.nonfinite = true;
+    return;
+  }
+  BucketPoster poster{group_->bucket_reducer(), rank, r.grads.data()};
+  BackwardHook hook;
+  if (post_buckets) hook = BackwardHook{&BucketPoster::layer_done, &poster};
+  r.network.backward(r.params.data(), r.grads.data(), info, hook);
 }
 
 // A NaN or an infinity: the whole accumulation window is dropped (gradients zeroed on every replica),
@@ -236,16 +322,24 @@ void Trainer::discard_window(StepStats &s, const char *where) {
 // All-reduces the summed gradients, divides by the samples of the window, clips, and applies the same
 // optimizer step on every replica. Nothing in here allocates or can fail. Returns false, changing nothing,
 // when the gradients are not finite (every replica sees the same all-reduced norm, so all agree).
-bool Trainer::update_replicas(StepStats &s) {
+bool Trainer::update_replicas(StepStats &s, bool reduced) {
   double allreduce_seconds = 0, grad_norm = 0;
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
   const double inv_samples = 1.0 / double(pending_samples_);
   run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
-    const double a0 = platform::now_seconds();
-    group_->collective().all_reduce(rank, r.grads.data(), r.grads.size(), config_.allreduce);
-    if (rank == 0) allreduce_seconds = platform::now_seconds() - a0;
+    if (!reduced) {  // else the bucket reducer did it during backward
+      double seconds =
+          group_->collective().all_reduce(rank, r.grads.data(), r.grads.size(), config_.allreduce);
+      if (config_.world != nullptr) {  // hierarchical: this process's sum, across processes, back
+        const double w0 = platform::now_seconds();
+        if (rank == 0) config_.world->all_reduce(r.grads.data(), r.grads.size(), config_.timeout_seconds);
+        group_->collective().broadcast(rank, r.grads.data(), r.grads.size(), 0);
+        seconds += platform::now_seconds() - w0;
+      }
+      if (rank == 0) allreduce_seconds = seconds;
+    }
     // Every replica now holds the same summed gradient, so each computes the same norm and update.
     const double norm = l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
     if (rank == 0) grad_norm = norm;
@@ -260,8 +354,13 @@ bool Trainer::update_replicas(StepStats &s) {
   if (!std::isfinite(grad_norm)) return false;
   s.applied = true;
   s.grad_norm = grad_norm;
-  s.allreduce_seconds = allreduce_seconds;
   s.update_seconds = platform::now_seconds() - t0 - allreduce_seconds;
+  if (reduced) {
+    s.allreduce_seconds = group_->bucket_reducer()->reduce_seconds(0);
+    s.allreduce_exposed_seconds = group_->bucket_reducer()->exposed_seconds(0);
+  } else {
+    s.allreduce_seconds = s.allreduce_exposed_seconds = allreduce_seconds;
+  }
   last_lr_ = s.learning_rate;
   ++optimizer_steps_;
   pending_micro_ = 0;
@@ -274,7 +373,7 @@ bool Trainer::flush() {
   check_usable();
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   StepStats unused;
-  if (!update_replicas(unused)) discard_window(unused, "the gradients");
+  if (!update_replicas(unused, false)) discard_window(unused, "the gradients");
   return true;
 }
 
@@ -296,7 +395,11 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
                                 PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
   });
   EvalStats e;
-  for (auto &r : replicas_) e.loss_sum += r->stats.loss_sum, e.correct += r->stats.correct;
+  double totals[2] = {0, 0};
+  for (auto &r : replicas_) totals[0] += r->stats.loss_sum, totals[1] += double(r->stats.correct);
+  if (config_.world != nullptr) world_sum(totals, 2);
+  e.loss_sum = totals[0];
+  e.correct = uint64_t(totals[1]);
   e.samples = n;
   e.seconds = platform::now_seconds() - t0;
   return e;
@@ -306,7 +409,7 @@ void Trainer::predict(const float *x, size_t n, float *logits) {
   check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
-  assign_slices(n);
+  assign_slices(n, false);  // prediction stays within the process: every process gets all the logits
   reserve_slices();
   const size_t in = spec_.input().size(), classes = spec_.output().size();
   run_phase([&](size_t rank) {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/context.hpp"
 #include "comm/thread_collective.hpp"
+#include "comm/world.hpp"
 #include "core/error.hpp"
 #include "nn/model_spec.hpp"
 #include "parallel/device_group.hpp"
@@ -27,6 +29,11 @@ struct TrainerConfig {
   float init_std = 0.01f;
   bool error_on_nonfinite = false;  // else skip: discard the window, count it, go on
   double timeout_seconds = 0;       // deadline of each multi-device operation; 0 = none
+  // Gradient bucket size for the all-reduce overlapped with backward; 0 = one all-reduce after backward.
+  size_t bucket_bytes = 0;
+  // Spans every process of this MPI world (nullptr: this process only). Every process passes the same
+  // global batch to step() and evaluate() and reads its own share of it.
+  const World *world = nullptr;
   OptimizerConfig optimizer;
 };
 
@@ -37,6 +44,8 @@ struct StepStats {
   uint64_t optimizer_steps = 0;
   double learning_rate = 0, grad_norm = 0;
   double compute_seconds = 0, allreduce_seconds = 0, update_seconds = 0, total_seconds = 0;
+  // The part of allreduce_seconds the step waited for once backward was done (all of it without buckets).
+  double allreduce_exposed_seconds = 0;
   bool skipped_nonfinite = false;
   uint64_t nonfinite_steps = 0;
 };
@@ -77,6 +86,10 @@ class Trainer {
   void set_parameters(const float *in);
   uint64_t parameter_checksum() const;
   std::vector<size_t> split_sizes(size_t batch) const;
+  // The samples [first, first + count) of a global batch that this process trains on (all of them
+  // without a world).
+  std::pair<size_t, size_t> process_range(size_t batch) const;
+  const World *world() const { return config_.world; }
 
   // The state of the first replica (they are identical). DPT_ERROR_INVALID_STATE inside an unfinished
   // accumulation window.
@@ -89,10 +102,13 @@ class Trainer {
 
  private:
   std::vector<double> split_weights() const;
-  void assign_slices(size_t batch);
+  void assign_slices(size_t batch, bool across_processes = true);
+  void world_sum(double *values, size_t count);
+  void join_world();
   void reserve_slices();
   void measure_speeds(const float *x, const int32_t *labels, size_t batch);
-  bool update_replicas(StepStats &s);
+  void compute_gradients(size_t rank, const float *x, const int32_t *labels, bool post_buckets);
+  bool update_replicas(StepStats &s, bool reduced);
   void discard_window(StepStats &s, const char *where);
   void check_labels(const int32_t *labels, size_t n) const;
   void check_usable() const;
@@ -119,7 +135,10 @@ class Trainer {
   bool broken_ = false;                   // a device failed or timed out: the replicas may differ
   std::vector<double> measured_weights_;  // kAuto, after the first step
   size_t cached_batch_ = 0;               // the split of the last batch size, reused while it repeats
+  bool cached_across_ = true;
+  size_t cached_first_ = 0;  // this process's first sample of the cached batch
   std::vector<size_t> cached_counts_;
+  std::vector<double> process_weights_;  // with a world: the device count of every process
   uint64_t optimizer_steps_ = 0;
   size_t pending_micro_ = 0;  // micro-batches accumulated since the last update
   uint64_t pending_samples_ = 0;

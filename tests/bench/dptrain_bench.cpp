@@ -1,6 +1,7 @@
-// dptrain_bench: LeNet training throughput for K CPU devices, all-reduce time and bus bandwidth for ring and
-// textbook algorithms next to single-thread memcpy bandwidth. Prints tables; numbers go to
-// docs/benchmarks.md.
+// dptrain_bench: training throughput for K CPU devices (LeNet, MLP and a wide MLP; with and without the
+// bucket overlap, and the share of the all-reduce hidden behind backward), per-layer times, and all-reduce
+// time and bus bandwidth for the ring and textbook algorithms next to single-thread memcpy bandwidth.
+// Prints tables (and CSV with --csv); numbers go to docs/benchmarks.md.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,21 +23,37 @@ namespace {
 using dpt::platform::now_seconds;
 
 struct Options {
-  std::vector<size_t> devices{1, 2, 4};
+  std::vector<size_t> devices{1, 2};
   std::vector<size_t> reduce_devices{2, 4};
+  std::vector<size_t> bucket_kib{0, 1024};  // per K > 1; 0 = one all-reduce after backward
   size_t steps = 30;
   size_t batch = 256;
-  std::string model = "lenet";
+  std::vector<std::string> models{"lenet", "mlp", "wide-mlp"};
   bool training = true, allreduce = true, layers = true;
   std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
 
-std::vector<size_t> parse_list(const char *text) {
+std::vector<std::string> parse_names(const char *text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (const char *p = text;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+      if (*p == '\0') break;
+    } else {
+      item += *p;
+    }
+  }
+  return out;
+}
+
+std::vector<size_t> parse_list(const char *text, bool allow_zero = false) {
   std::vector<size_t> out;
   for (const char *p = text; *p;) {
     char *end = nullptr;
     unsigned long v = std::strtoul(p, &end, 10);
-    if (end == p || v == 0) {
+    if (end == p || (v == 0 && !allow_zero)) {
       std::fprintf(stderr, "dptrain_bench: bad list '%s'\n", text);
       std::exit(2);
     }
@@ -92,67 +109,110 @@ double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::All
   return times[times.size() / 2];
 }
 
+std::string size_name(size_t bytes) {
+  char text[32];
+  if (bytes >= (1u << 20))
+    std::snprintf(text, sizeof text, "%zu MiB", bytes >> 20);
+  else
+    std::snprintf(text, sizeof text, "%zu KiB", bytes >> 10);
+  return text;
+}
+
 void bench_allreduce(const Options &o) {
+  // The reference: a copy through DRAM (64 MiB is twice this machine's last-level cache).
   const double copy = memcpy_bandwidth(64u << 20);
   std::printf("\nsingle-thread memcpy bandwidth (64 MiB, best of 7): %.2f GB/s\n\n", copy / 1e9);
   std::fflush(stdout);
-  std::printf("%-6s %-3s %10s %12s %12s %12s %12s\n", "algo", "K", "size", "time_us", "algbw_GB/s",
-              "busbw_GB/s", "busbw/memcpy");
+  std::printf("%-6s %-3s %10s %12s %12s %12s %14s %14s\n", "algo", "K", "size", "time_us", "algbw_GB/s",
+              "busbw_GB/s", "memcpy_GB/s", "busbw/memcpy64");
   const size_t max_devices = *std::max_element(o.reduce_devices.begin(), o.reduce_devices.end());
   dpt::Context context(dpt::ContextConfig{max_devices, 0});
+  std::vector<double> copy_at;
+  for (size_t bytes = 4096; bytes <= (256u << 20); bytes *= 4) copy_at.push_back(memcpy_bandwidth(bytes));
   for (size_t k : o.reduce_devices)
-    for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive})
-      for (size_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+    for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive}) {
+      size_t index = 0;
+      for (size_t bytes = 4096; bytes <= (256u << 20); bytes *= 4, ++index) {
         const double t = allreduce_seconds(context, k, bytes, algorithm);
         const double algbw = double(bytes) / t;
         const double busbw = algbw * 2.0 * double(k - 1) / double(k);  // as nccl-tests defines it
-        char size[32];
-        if (bytes >= (1u << 20))
-          std::snprintf(size, sizeof size, "%zu MiB", bytes >> 20);
-        else
-          std::snprintf(size, sizeof size, "%zu KiB", bytes >> 10);
         const char *name = algorithm == dpt::AllReduceAlgorithm::kRing ? "ring" : "naive";
-        std::printf("%-6s %-3zu %10s %12.1f %12.2f %12.2f %12.2f\n", name, k, size, t * 1e6, algbw / 1e9,
-                    busbw / 1e9, busbw / copy);
+        std::printf("%-6s %-3zu %10s %12.1f %12.2f %12.2f %14.2f %14.2f\n", name, k, size_name(bytes).c_str(),
+                    t * 1e6, algbw / 1e9, busbw / 1e9, copy_at[index] / 1e9, busbw / copy);
+        std::fflush(stdout);
         if (o.csv != nullptr) {
           std::fprintf(o.csv, "allreduce,%s %zu bytes,%zu,time_us,%.3f\n", name, bytes, k, t * 1e6);
           std::fprintf(o.csv, "allreduce,%s %zu bytes,%zu,busbw_GBps,%.4f\n", name, bytes, k, busbw / 1e9);
+          std::fprintf(o.csv, "memcpy,%zu bytes,1,GBps,%.4f\n", bytes, copy_at[index] / 1e9);
         }
       }
+    }
   if (o.csv != nullptr) std::fprintf(o.csv, "memcpy,64 MiB,1,GBps,%.4f\n", copy / 1e9);
 }
 
+// The built-in models, and a wide MLP (784-2048-2048-2048-10, 10.5 M parameters, a 42 MB gradient) whose
+// all-reduce is long enough for the overlap with backward to show.
+dpt::ModelSpec bench_model(const std::string &name) {
+  if (name != "wide-mlp") return dpt::ModelSpec::builtin(name);
+  dpt::ModelSpec m(dpt::Shape{1, 28, 28});
+  m.add_flatten();
+  for (int i = 0; i < 3; ++i) {
+    m.add_dense(2048);
+    m.add_activation(dpt::LayerKind::kRelu);
+  }
+  m.add_dense(10);
+  return m;
+}
+
 void bench_training(const Options &o) {
-  const dpt::ModelSpec spec = dpt::ModelSpec::builtin(o.model);
-  const size_t in = spec.input().size();
-  std::vector<float> x(o.batch * in);
-  std::vector<int32_t> y(o.batch);
-  dpt::Rng rng(1);
-  for (auto &v : x) v = rng.uniform();
-  for (auto &v : y) v = int32_t(rng.below(10));
   std::printf(
-      "\n%s training step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up\n\n",
-      o.model.c_str(), o.batch, o.steps);
-  std::printf("%-3s %12s %10s %12s %12s %12s\n", "K", "images/s", "speedup", "compute_ms", "allreduce_ms",
-              "update_ms");
-  double base = 0;
-  for (size_t k : o.devices) {
-    auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
-    dpt::TrainerConfig config;
-    config.optimizer.learning_rate = 0.01f;
-    dpt::Trainer trainer(context, spec, config);
-    for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
-    double compute = 0, reduce = 0, update = 0;
-    const double t0 = now_seconds();
-    for (size_t i = 0; i < o.steps; ++i) {
-      dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
-      compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
+      "\ntraining step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up;\n"
+      "allreduce_ms is the reduction's own time, exposed_ms the part the step waited for after\n"
+      "backward, hidden = 1 - exposed/allreduce\n\n",
+      o.batch, o.steps);
+  std::printf("%-9s %-3s %9s %10s %8s %11s %13s %11s %7s %10s\n", "model", "K", "bucket", "images/s",
+              "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden", "update_ms");
+  for (const std::string &model : o.models) {
+    const dpt::ModelSpec spec = bench_model(model);
+    const size_t in = spec.input().size();
+    std::vector<float> x(o.batch * in);
+    std::vector<int32_t> y(o.batch);
+    dpt::Rng rng(1);
+    for (auto &v : x) v = rng.uniform();
+    for (auto &v : y) v = int32_t(rng.below(10));
+    double base = 0;
+    for (size_t k : o.devices) {
+      auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
+      for (size_t kib : k == 1 ? std::vector<size_t>{0} : o.bucket_kib) {
+        dpt::TrainerConfig config;
+        config.optimizer.learning_rate = 0.01f;
+        config.bucket_bytes = kib * 1024;
+        dpt::Trainer trainer(context, spec, config);
+        for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
+        double compute = 0, reduce = 0, exposed = 0, update = 0;
+        const double t0 = now_seconds();
+        for (size_t i = 0; i < o.steps; ++i) {
+          dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+          compute += s.compute_seconds, reduce += s.allreduce_seconds;
+          exposed += s.allreduce_exposed_seconds, update += s.update_seconds;
+        }
+        const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
+        if (base == 0) base = rate;
+        const double n = double(o.steps);
+        const std::string bucket = k == 1 ? "-" : kib == 0 ? "none" : size_name(kib * 1024);
+        const double hidden = reduce > 0 ? 1.0 - exposed / reduce : 0.0;
+        std::printf("%-9s %-3zu %9s %10.0f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f\n", model.c_str(), k,
+                    bucket.c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3, exposed / n * 1e3,
+                    hidden * 100.0, update / n * 1e3);
+        std::fflush(stdout);
+        if (o.csv != nullptr) {
+          const std::string item = model + " bucket " + bucket;
+          std::fprintf(o.csv, "training,%s,%zu,images_per_s,%.1f\n", item.c_str(), k, rate);
+          std::fprintf(o.csv, "training,%s,%zu,allreduce_ms,%.4f\n", item.c_str(), k, reduce / n * 1e3);
+          std::fprintf(o.csv, "training,%s,%zu,hidden_share,%.4f\n", item.c_str(), k, hidden);
+        }
+      }
     }
-    const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
-    if (base == 0) base = rate;
-    std::printf("%-3zu %12.0f %9.2fx %12.2f %12.2f %12.2f\n", k, rate, rate / base,
-                compute / double(o.steps) * 1e3, reduce / double(o.steps) * 1e3,
-                update / double(o.steps) * 1e3);
   }
 }
 
@@ -177,8 +237,10 @@ int main(int argc, char **argv) {
       o.steps = parse_list(value()).at(0);
     else if (a == "--batch")
       o.batch = parse_list(value()).at(0);
-    else if (a == "--model")
-      o.model = value();
+    else if (a == "--model" || a == "--models")
+      o.models = parse_names(value());
+    else if (a == "--bucket-kib")
+      o.bucket_kib = parse_list(value(), true);
     else if (a == "--only-training")
       o.allreduce = false, o.layers = false;
     else if (a == "--only-allreduce")
@@ -196,14 +258,16 @@ int main(int argc, char **argv) {
     } else {
       std::printf(
           "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
-          "                     [--model lenet|mlp] [--only-training|--only-layers|--only-allreduce]\n"
-          "                     [--csv FILE]\n");
+          "                     [--models lenet,mlp,wide-mlp] [--bucket-kib 0,1024]\n"
+          "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
     }
   }
   try {
     if (o.training) bench_training(o);
-    if (o.layers) dpt::bench::print_layer_times(o.model, o.batch, 5, o.csv);
+    if (o.layers)
+      for (const std::string &model : o.models)
+        if (model != "wide-mlp") dpt::bench::print_layer_times(model, o.batch, 5, o.csv);
     if (o.allreduce) bench_allreduce(o);
     if (o.csv != nullptr) std::fclose(o.csv);
   } catch (const std::exception &e) {

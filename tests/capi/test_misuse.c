@@ -61,6 +61,8 @@ typedef struct outs {
   dpt_eval_result eval;
   dpt_fit_result fit;
   dpt_device_info info;
+  dpt_backend_info backend;
+  int flag;
 } outs;
 
 typedef struct fixture {
@@ -185,6 +187,7 @@ static void reset_outs(outs *o) {
   o->eval.struct_size = sizeof o->eval;
   o->fit.struct_size = sizeof o->fit;
   o->info.struct_size = sizeof o->info;
+  o->backend.struct_size = sizeof o->backend;
 }
 
 static void row_begin(fixture *f) {
@@ -465,6 +468,7 @@ static void test_context_misuse(void **state) {
   fixture *f = (fixture *)*state;
   dpt_context_options opt;
   dpt_device_info info;
+  dpt_backend_info backend;
   dpt_context *big = NULL;
   size_t count = 0;
 
@@ -495,6 +499,29 @@ static void test_context_misuse(void **state) {
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_device_get_info(f->ctx, 0, &info));
   assert_int_equal(info.struct_size, 0);
   assert_int_equal(info.ordinal, (size_t)0xA5A5A5A5A5A5A5A5ull);
+
+  /* device_selection must be a dpt_device_selection value. */
+  dpt_context_options_init(&opt);
+  opt.device_selection = (dpt_device_selection)3;
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_context_create(&f->o.context, &opt));
+  opt.device_selection = (dpt_device_selection)-1;
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_context_create(&f->o.context, &opt));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_device_can_access_peer(NULL, 0, 1, &f->o.flag));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_device_can_access_peer(f->ctx, 0, 1, NULL));
+  ROW(DPT_ERROR_DEVICE_NOT_FOUND, dpt_device_can_access_peer(f->ctx, DEVICES, 0, &f->o.flag));
+  ROW(DPT_ERROR_DEVICE_NOT_FOUND, dpt_device_can_access_peer(f->ctx, 0, DEVICES, &f->o.flag));
+  ROW(DPT_ERROR_DEVICE_NOT_FOUND, dpt_device_can_access_peer(f->ctx, SIZE_MAX, SIZE_MAX, &f->o.flag));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_backend_get_info(NULL, DPT_DEVICE_CUDA, &f->o.backend));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_backend_get_info(f->ctx, DPT_DEVICE_CUDA, NULL));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_backend_get_info(f->ctx, (dpt_device_kind)0, &f->o.backend));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_backend_get_info(f->ctx, (dpt_device_kind)3, &f->o.backend));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_backend_get_info(f->ctx, (dpt_device_kind)-1, &f->o.backend));
+  memset(&backend, 0xA5, sizeof backend);
+  backend.struct_size = offsetof(dpt_backend_info, versions); /* the struct has always had versions */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_backend_get_info(f->ctx, DPT_DEVICE_CPU, &backend));
+  assert_int_equal(backend.device_count, (size_t)0xA5A5A5A5A5A5A5A5ull);
   finish_table(f);
 
   /* Still usable, with the right values. */
@@ -543,6 +570,43 @@ static void test_device_info_partial_struct(void **state) {
     assert_int_equal(info.kind, DPT_DEVICE_CPU);
     assert_int_equal(info.ordinal, 1);
   }
+}
+
+/* Callers built against 0.1 pass the 0.1 struct sizes: the appended fields take their defaults (options)
+ * or are not written (results). */
+static void test_structs_of_0_1(void **state) {
+  fixture *f = (fixture *)*state;
+  dpt_context_options opt;
+  dpt_device_info info;
+  dpt_backend_info backend;
+  dpt_context *c = NULL;
+  unsigned char before[sizeof info];
+  size_t n = 0;
+  const size_t options_0_1 = offsetof(dpt_context_options, cpu_memory_limit) + sizeof(uint64_t);
+  const size_t info_0_1 = offsetof(dpt_device_info, memory_in_use) + sizeof(uint64_t);
+
+  memset(&opt, 0xA5, sizeof opt); /* garbage where device_selection would be */
+  opt.struct_size = options_0_1;
+  opt.cpu_devices = DEVICES;
+  opt.cpu_memory_limit = 0;
+  ASSERT_OK(dpt_context_create(&c, &opt));
+  ASSERT_OK(dpt_device_count(c, &n));
+  assert_int_equal(n, DEVICES);
+  memset(&backend, 0, sizeof backend);
+  backend.struct_size = sizeof backend;
+  ASSERT_OK(dpt_backend_get_info(c, DPT_DEVICE_CUDA, &backend));
+  assert_int_equal(backend.requested, 0); /* CPU only, as in 0.1 */
+
+  memset(&info, 0xA5, sizeof info);
+  info.struct_size = info_0_1;
+  memcpy(before, &info, sizeof info);
+  ASSERT_OK(dpt_device_get_info(c, 1, &info));
+  assert_int_equal(info.kind, DPT_DEVICE_CPU);
+  assert_string_equal(info.name, "cpu:1");
+  assert_int_equal(info.struct_size, info_0_1);
+  assert_memory_equal((unsigned char *)&info + info_0_1, before + info_0_1, sizeof info - info_0_1);
+  dpt_context_destroy(c);
+  (void)f;
 }
 
 typedef struct env_row {
@@ -1427,6 +1491,7 @@ int main(void) {
       cmocka_unit_test(test_status_and_init_functions),
       cmocka_unit_test_setup_teardown(test_context_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_device_info_partial_struct, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_structs_of_0_1, setup, teardown),
       cmocka_unit_test_setup_teardown(test_context_environment, setup, teardown),
       cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_model_misuse, setup, teardown),

@@ -86,6 +86,35 @@ void test_all_reduce_deterministic(void **) {
   }
 }
 
+// Gradient buckets reduce a buffer in pieces; the result must be the very bits of one whole reduction, for
+// any cut, including cuts inside a ring block. Non-integer data, so a change of addition order would show.
+void test_all_reduce_in_pieces_is_bitwise_whole(void **) {
+  const size_t block = dpt::ThreadCollective::kRingBlock;
+  const size_t count = 3 * block + 123;
+  const std::vector<size_t> cuts = {0, 1, 100, block - 1, block + 5, 2 * block, 2 * block + 7, count};
+  for (size_t k = 1; k <= 5; ++k) {
+    dpt::Context context(dpt::ContextConfig{k, 0});
+    for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive}) {
+      std::vector<std::vector<float>> whole(k, std::vector<float>(count)), pieces;
+      for (size_t r = 0; r < k; ++r)
+        for (size_t i = 0; i < count; ++i) whole[r][i] = 1.0f / float(3 + 7 * r + i % 1013);
+      pieces = whole;
+      dpt::ThreadCollective collective(k);
+      dpt::DeviceGroup(devices_of(context), 0).run([&](size_t rank) {
+        collective.all_reduce(rank, whole[rank].data(), count, algorithm);
+        // Last piece first, as buckets go (backward runs from the last layer).
+        for (size_t c = cuts.size() - 1; c-- > 0;)
+          collective.all_reduce_range(rank, pieces[rank].data(), cuts[c], cuts[c + 1], algorithm);
+      });
+      for (size_t r = 0; r < k; ++r)
+        if (std::memcmp(whole[r].data(), pieces[r].data(), count * sizeof(float)) != 0)
+          fail_msg("K=%zu algorithm=%d rank %zu: pieces differ from the whole", k, int(algorithm), r);
+      for (size_t r = 1; r < k; ++r)
+        assert_memory_equal(whole[0].data(), whole[r].data(), count * sizeof(float));
+    }
+  }
+}
+
 void test_broadcast(void **) {
   dpt::Context context(dpt::ContextConfig{4, 0});
   for (size_t root = 0; root < 4; ++root) {
@@ -124,6 +153,7 @@ int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(test_all_reduce_exact),
       cmocka_unit_test(test_all_reduce_deterministic),
+      cmocka_unit_test(test_all_reduce_in_pieces_is_bitwise_whole),
       cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_group_reports_the_failure),
   };

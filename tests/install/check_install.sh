@@ -16,3 +16,17 @@ out=$(LD_LIBRARY_PATH="$libdir" DPTRAIN_CPU_DEVICES=2 "$tmp/consumer/quickstart"
 echo "$out"
 acc=$(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\) after 1 epoch(s)$/\1/p')
 python3 -c "import sys; a=float('$acc'); sys.exit(0 if a >= 0.70 else 1)" || { echo "accuracy '$acc' below 0.70"; exit 1; }
+
+# The CUDA module, when this build has one, is installed next to libdptrain.so, and the installed library
+# finds it there (the installed CLI reports the module's path, or why it could not load it).
+if [ -e "$build/lib/libdptrain_cuda.so" ]; then
+  [ -e "$libdir/libdptrain_cuda.so" ] || { echo "libdptrain_cuda.so is not installed next to libdptrain.so"; exit 1; }
+  cli=$(find "$tmp/prefix" -path '*/bin/dptrain' | head -n 1)
+  if [ -n "$cli" ]; then
+    out=$(env -u DPTRAIN_BACKEND_PATH LD_LIBRARY_PATH="$libdir" DPTRAIN_CPU_DEVICES=1 "$cli" devices --json)
+    module=$(echo "$out" | python3 -c "import json, sys; print(json.load(sys.stdin)['cuda']['module'])")
+    [ "$module" = "$libdir/libdptrain_cuda.so" ] ||
+      { echo "the installed library did not load the installed module: $out"; exit 1; }
+    echo "installed CUDA module found next to libdptrain.so: $module"
+  fi
+fi

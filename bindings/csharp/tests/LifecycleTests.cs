@@ -35,6 +35,22 @@ public class LifecycleTests {
   }
 
   [Test]
+  public void CudaIsAskedForOnlyOnRequest() {
+    using (var cpu = new Context(2))
+    using (var all = new Context(2, 0, DeviceSelection.All)) {
+      BackendInfo none = cpu.GetBackendInfo(DeviceKind.Cuda);
+      Assert.AreEqual(0, none.Requested);
+      StringAssert.Contains("not requested", none.Reason);
+      BackendInfo cuda = all.GetBackendInfo(DeviceKind.Cuda);
+      Assert.AreEqual(1, cuda.Requested);
+      Assert.AreEqual(2 + cuda.DeviceCount, all.DeviceCount);
+      if (cuda.DeviceCount == 0) Assert.IsNotEmpty(cuda.Reason);
+      Assert.IsFalse(all.CanAccessPeer(0, 1));
+      Assert.AreEqual(all.GetDeviceInfo(0).TotalMemory, all.GetDeviceInfo(0).FreeMemory);
+    }
+  }
+
+  [Test]
   public void CreateUseDispose() {
     var context = new Context(2);
     Assert.AreEqual(2UL, context.DeviceCount);

@@ -18,5 +18,6 @@
 #include "status.h"
 #include "trainer.h"
 #include "version.h"
+#include "world.h"
 
 #endif /* DPTRAIN_DPTRAIN_H */

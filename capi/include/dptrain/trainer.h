@@ -24,6 +24,7 @@
 #include "export.h"
 #include "model.h"
 #include "status.h"
+#include "world.h"
 
 DPT_EXTERN_C_BEGIN
 
@@ -88,6 +89,17 @@ typedef struct dpt_trainer_options {
    * and returns DPT_ERROR_TIMEOUT or DPT_ERROR_DEVICE within twice the timeout; the trainer then refuses
    * further work (DPT_ERROR_INVALID_STATE): destroy it and create a new one from the last checkpoint. */
   double timeout_seconds;
+  /** Gradient bucket size in bytes for the all-reduce overlapped with backward: whole layers are grouped,
+   * from the last layer down, into buckets of at least this size, and each bucket is all-reduced by
+   * per-device communication threads as soon as every device has finished it, while backward goes on.
+   * 0 = one all-reduce of the whole gradient after backward. The result is bitwise the same either way.
+   * Default 1 MiB (see docs/decisions.md). Not used with DPT_COMMUNICATOR_MPI (see docs/distributed.md). */
+  size_t bucket_bytes;
+  /** DPT_COMMUNICATOR_LOCAL (default): this process's devices. DPT_COMMUNICATOR_MPI: every process of the
+   * MPI job (world.h). Every process then passes the same global batch to dpt_trainer_step() and
+   * dpt_trainer_evaluate() (only its own share of the samples is read), and all processes must make the
+   * same calls in the same order; prediction stays local to the process. */
+  dpt_communicator communicator;
 } dpt_trainer_options;
 
 /** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */
@@ -126,6 +138,10 @@ typedef struct dpt_step_result {
   double total_seconds;     /**< The whole call. */
   int skipped_nonfinite;    /**< 1 when a NaN or infinity made this call discard its accumulation window. */
   uint64_t nonfinite_steps; /**< Windows discarded for non-finite values so far. */
+  /** Of allreduce_seconds, the part this call waited for after backward had finished; the rest was hidden
+   * behind backward by the bucket overlap (equal to allreduce_seconds when bucket_bytes is 0). With
+   * buckets, compute_seconds includes this wait. */
+  double allreduce_exposed_seconds;
 } dpt_step_result;
 
 /** @brief Outcome of an evaluation. The caller sets struct_size = sizeof(dpt_eval_result). */

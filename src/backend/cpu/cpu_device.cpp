@@ -5,10 +5,13 @@
 
 namespace dpt {
 
-CpuDevice::CpuDevice(size_t ordinal, uint64_t memory_limit)
+CpuDevice::CpuDevice(size_t ordinal, uint64_t memory_limit, int pin_cpu)
     : ordinal_(ordinal), name_("cpu:" + std::to_string(ordinal)), arena_(name_, memory_limit) {
   blas::use_single_thread();  // each device runs its own GEMMs; devices run in parallel
-  worker_ = std::thread([this] { run(); });
+  worker_ = std::thread([this, pin_cpu] {
+    if (pin_cpu >= 0) platform::pin_current_thread(pin_cpu);  // a refusal only costs speed
+    run();
+  });
 }
 
 CpuDevice::~CpuDevice() {

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <condition_variable>
-#include <vector>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "backend/device.hpp"
 
@@ -12,7 +12,8 @@ namespace dpt {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice(size_t ordinal, uint64_t memory_limit);
+  // pin_cpu: the CPU the worker thread is bound to, or -1 to leave it to the scheduler.
+  CpuDevice(size_t ordinal, uint64_t memory_limit, int pin_cpu = -1);
   ~CpuDevice() override;
 
   dpt_device_kind kind() const override { return DPT_DEVICE_CPU; }

@@ -25,6 +25,22 @@ class LifecycleTest {
   }
 
   @Test
+  void cudaIsAskedForOnlyOnRequest() {
+    try (Context cpu = new Context(2, 0); Context all = new Context(2, 0, DeviceSelection.DEVICES_ALL)) {
+      BackendInfo none = cpu.backendInfo(DeviceKind.DEVICE_CUDA);
+      assertEquals(0, none.getRequested());
+      assertTrue(none.getReason().contains("not requested"), none.getReason());
+      BackendInfo cuda = all.backendInfo(DeviceKind.DEVICE_CUDA);
+      assertEquals(1, cuda.getRequested());
+      assertEquals(2 + cuda.getDeviceCount(), all.deviceCount());
+      if (cuda.getDeviceCount() == 0) assertFalse(cuda.getReason().isEmpty());
+      assertFalse(all.canAccessPeer(0, 1));
+      assertEquals(all.deviceInfo(0).getTotalMemory(), all.deviceInfo(0).getFreeMemory());
+      assertThrows(DeviceException.class, () -> all.canAccessPeer(0, 99)); // device not found
+    }
+  }
+
+  @Test
   void memoryLimitIsReported() {
     try (Context context = new Context(1, 1L << 30)) {
       assertEquals(1L << 30, context.deviceInfo(0).getMemoryLimit());

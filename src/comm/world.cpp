@@ -1,0 +1,102 @@
+#include "comm/world.hpp"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "backend/backend_loader.hpp"
+#include "core/error.hpp"
+#include "core/platform.hpp"
+
+namespace dpt {
+
+namespace {
+
+std::mutex world_mutex;
+World *the_world = nullptr;
+bool finalized = false;
+
+// Finds and opens the module; returns its interface, or nullptr with the reason.
+const dpt_world_v1 *load_module(std::string &reason) {
+  const ModuleSearchPath s = module_search_path();
+  for (const std::string &dir : s.directories) {
+    const std::string path = dir + "/" + DPT_WORLD_MODULE_MPI;
+    if (!platform::is_regular_file(path)) continue;
+    std::string error;
+    void *library = platform::library_open(path, error);
+    if (library == nullptr) {
+      reason = std::string(DPT_WORLD_MODULE_MPI) + " could not be loaded (is Open MPI installed?): " + error;
+      return nullptr;
+    }
+    auto entry = reinterpret_cast<dpt_world_entry_fn>(platform::library_symbol(library, DPT_WORLD_ENTRY_MPI));
+    const dpt_world_v1 *api = entry != nullptr ? entry() : nullptr;
+    if (api == nullptr || api->abi_version != DPT_WORLD_ABI_VERSION ||
+        api->struct_size < sizeof(dpt_world_v1)) {
+      reason = path + " is not an MPI module of this libdptrain (interface version " +
+               std::to_string(DPT_WORLD_ABI_VERSION) + " expected)";
+      platform::library_close(library);
+      return nullptr;
+    }
+    return api;  // stays loaded: MPI must not be unloaded
+  }
+  reason = std::string(DPT_WORLD_MODULE_MPI) + " not found in " + join_directories(s.directories) + " (" +
+           s.origin + "); this dptrain was built without MPI, or the module was not installed";
+  return nullptr;
+}
+
+}  // namespace
+
+World &World::get() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  if (the_world != nullptr) return *the_world;
+  DPT_REQUIRE(!finalized, DPT_ERROR_INVALID_STATE, "MPI was finalized in this process and cannot restart");
+  std::string reason;
+  const dpt_world_v1 *api = load_module(reason);
+  DPT_REQUIRE(api != nullptr, DPT_ERROR_UNSUPPORTED, "no MPI: " + reason);
+  char error[512] = "";
+  int rank = 0, size = 1;
+  DPT_REQUIRE(api->init(&rank, &size, error, sizeof error) == DPT_WORLD_OK, DPT_ERROR_COMMUNICATION, error);
+  auto *world = new World();  // lives until the process ends (finalize() keeps it, marked unusable)
+  world->api_ = api;
+  world->rank_ = size_t(rank);
+  world->size_ = size_t(size);
+  world->version_ = api->library_version();
+  the_world = world;
+  // MPI must be finalized before exit, or the launcher reports the process as failed; applications
+  // that do not call dpt_world_finalize() get it here.
+  std::atexit([] { World::finalize(); });
+  return *world;
+}
+
+void World::finalize() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  if (the_world == nullptr || finalized) return;
+  char error[512] = "";
+  finalized = true;
+  const int result = the_world->api_->finalize(error, sizeof error);
+  the_world = nullptr;  // the object is leaked on purpose: a racing reader must not see freed memory
+  DPT_REQUIRE(result == DPT_WORLD_OK, DPT_ERROR_COMMUNICATION, error);
+}
+
+void World::check(int result, const char *error) const {
+  if (result == DPT_WORLD_OK) return;
+  throw_error(
+      result == DPT_WORLD_TIMEOUT ? DPT_ERROR_TIMEOUT : DPT_ERROR_COMMUNICATION,
+      std::string("process ") + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + error);
+}
+
+void World::all_reduce(float *buffer, size_t count, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->all_reduce_sum(buffer, count, 0, timeout_seconds, error, sizeof error), error);
+}
+
+void World::all_reduce(double *buffer, size_t count, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->all_reduce_sum(buffer, count, 1, timeout_seconds, error, sizeof error), error);
+}
+
+void World::broadcast(void *buffer, size_t bytes, size_t root, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->broadcast(buffer, bytes, int(root), timeout_seconds, error, sizeof error), error);
+}
+
+}  // namespace dpt

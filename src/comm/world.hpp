@@ -1,0 +1,40 @@
+// The processes of a multi-process run: MPI, reached through the loadable module libdptrain_mpi.so so that
+// libdptrain.so itself never links MPI. One World per process, created on first use.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/world_interface.h"
+
+namespace dpt {
+
+class World {
+ public:
+  // Loads the module and initializes MPI if the application has not. Throws DPT_ERROR_UNSUPPORTED with
+  // the reason when there is no usable MPI module, DPT_ERROR_COMMUNICATION when MPI fails to start.
+  static World &get();
+  // Ends MPI if get() started it (no-op otherwise, and when get() was never called). After this, get()
+  // fails: MPI cannot be started twice in one process.
+  static void finalize();
+
+  size_t rank() const { return rank_; }
+  size_t size() const { return size_; }
+  const std::string &library_version() const { return version_; }
+
+  // Sums in place over every process; throws DPT_ERROR_TIMEOUT after timeout_seconds (0 = none), or
+  // DPT_ERROR_COMMUNICATION. Calls must not overlap (MPI is initialized for serialized use).
+  void all_reduce(float *buffer, size_t count, double timeout_seconds) const;
+  void all_reduce(double *buffer, size_t count, double timeout_seconds) const;
+  void broadcast(void *buffer, size_t bytes, size_t root, double timeout_seconds) const;
+
+ private:
+  World() = default;
+  void check(int result, const char *error) const;
+
+  const dpt_world_v1 *api_ = nullptr;
+  size_t rank_ = 0, size_ = 1;
+  std::string version_;
+};
+
+}  // namespace dpt

@@ -1,0 +1,46 @@
+/* The interface between libdptrain and its loadable MPI module (libdptrain_mpi.so): plain C, versioned, so
+ * that libdptrain.so works where no MPI is installed (the module then simply fails to load). Internal: not
+ * a public header. */
+#ifndef DPTRAIN_WORLD_INTERFACE_H
+#define DPTRAIN_WORLD_INTERFACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DPT_WORLD_ABI_VERSION 1u
+#define DPT_WORLD_MODULE_MPI "libdptrain_mpi.so"
+#define DPT_WORLD_ENTRY_MPI "dptrain_mpi_world_v1"
+
+/* Results of the module's calls. */
+enum { DPT_WORLD_OK = 0, DPT_WORLD_TIMEOUT = 1, DPT_WORLD_FAILED = 2 };
+
+typedef struct dpt_world_v1 {
+  uint32_t abi_version; /* DPT_WORLD_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(dpt_world_v1) of the module */
+  /* Initializes MPI when the process has not (thread level MPI_THREAD_SERIALIZED: calls never overlap) and
+   * reports this process's rank and the world size. Idempotent. */
+  int (*init)(int *rank, int *size, char *error, size_t error_size);
+  /* Sums count floats (is_double = 0) or doubles (is_double = 1) in place over every process, with a
+   * non-blocking all-reduce polled until timeout_seconds (0 = no limit). */
+  int (*all_reduce_sum)(void *buffer, size_t count, int is_double, double timeout_seconds, char *error,
+                        size_t error_size);
+  /* Copies root's bytes to every process, polled as all_reduce_sum. */
+  int (*broadcast)(void *buffer, size_t bytes, int root, double timeout_seconds, char *error,
+                   size_t error_size);
+  /* Ends MPI when init() started it; a no-op otherwise. */
+  int (*finalize)(char *error, size_t error_size);
+  /* The MPI library's own version line. */
+  const char *(*library_version)(void);
+} dpt_world_v1;
+
+typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPTRAIN_WORLD_INTERFACE_H */

@@ -1,0 +1,22 @@
+// Gradient buckets: the flat gradient vector cut at layer boundaries into pieces of about a given size,
+// in the order backward finishes them (the last layer's first). A bucket can be all-reduced as soon as
+// backward has passed its lowest layer, while backward goes on with the layers below.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "nn/model_spec.hpp"
+
+namespace dpt {
+
+struct GradientBucket {
+  size_t begin = 0, end = 0;  // range of the flat gradient vector
+  size_t lowest_layer = 0;    // the bucket is complete once backward has finished this layer
+};
+
+// Layers are grouped from the last one down until a bucket holds at least bucket_bytes; a layer is never
+// split (its gradient is finished all at once). bucket_bytes == 0 plans a single bucket.
+std::vector<GradientBucket> plan_buckets(const ModelSpec &spec, size_t bucket_bytes);
+
+}  // namespace dpt

@@ -1,0 +1,389 @@
+/*
+ * The CUDA backend through the public API: when libdptrain_cuda.so is loaded (only on request), how a
+ * missing or broken module and a machine without a driver or GPU are reported, and what CUDA devices
+ * look like. Without a GPU the GPU-only cases are reported as SKIPPED, never as passed.
+ *
+ * The cases run in order: the module, once loaded, stays loaded for the life of the process, so the
+ * cases that must see it unloaded come first.
+ *
+ * Built with DPT_TEST_CUDA_MODULE (1 when this build has the module) and DPT_TEST_MODULE_DIR (the
+ * directory of libdptrain.so, where the module is built).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dptrain/dptrain.h>
+
+#ifndef DPT_TEST_CUDA_MODULE
+#define DPT_TEST_CUDA_MODULE 0
+#endif
+#ifndef DPT_TEST_MODULE_DIR
+#define DPT_TEST_MODULE_DIR "."
+#endif
+
+enum { CPU_DEVICES = 2 };
+
+#define ASSERT_OK(call)                                                                                \
+  do {                                                                                                 \
+    dpt_status s_ = (call);                                                                            \
+    if (s_ != DPT_OK) fail_msg("%s: %s (%s)", #call, dpt_status_string(s_), dpt_last_error_message()); \
+  } while (0)
+
+/* 1 when a mapping of this process has a path containing name (/proc/self/maps). */
+static int is_mapped(const char *name) {
+  char line[4096];
+  int found = 0;
+  FILE *maps = fopen("/proc/self/maps", "r");
+  assert_non_null(maps);
+  while (!found && fgets(line, sizeof line, maps) != NULL) found = strstr(line, name) != NULL;
+  fclose(maps);
+  return found;
+}
+
+static dpt_context *make_context(dpt_device_selection selection) {
+  dpt_context_options o;
+  dpt_context *c = NULL;
+  dpt_context_options_init(&o);
+  o.cpu_devices = CPU_DEVICES;
+  o.device_selection = selection;
+  ASSERT_OK(dpt_context_create(&c, &o));
+  return c;
+}
+
+static dpt_backend_info backend(const dpt_context *c, dpt_device_kind kind) {
+  dpt_backend_info info;
+  memset(&info, 0xA5, sizeof info);
+  info.struct_size = sizeof info;
+  ASSERT_OK(dpt_backend_get_info(c, kind, &info));
+  assert_int_equal(info.struct_size, sizeof info);
+  assert_int_equal(info.kind, kind);
+  /* Text fields are NUL-terminated within their arrays. */
+  assert_non_null(memchr(info.reason, '\0', sizeof info.reason));
+  assert_non_null(memchr(info.module_path, '\0', sizeof info.module_path));
+  assert_non_null(memchr(info.versions, '\0', sizeof info.versions));
+  assert_null(strchr(info.reason, '\n'));
+  return info;
+}
+
+static size_t cuda_device_count(void) {
+  dpt_context *c = make_context(DPT_DEVICES_CUDA);
+  size_t n = 0;
+  ASSERT_OK(dpt_device_count(c, &n));
+  dpt_context_destroy(c);
+  return n;
+}
+
+/* A temporary directory, optionally holding a file named libdptrain_cuda.so with the given content. */
+static void make_backend_dir(char *dir, size_t capacity, const char *module_content) {
+  snprintf(dir, capacity, "%s/dptrain-backend-XXXXXX", getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
+  assert_non_null(mkdtemp(dir));
+  if (module_content != NULL) {
+    char path[512];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/libdptrain_cuda.so", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(module_content, f);
+    fclose(f);
+  }
+}
+
+static void remove_backend_dir(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/libdptrain_cuda.so", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* ---- before the module is loaded ------------------------------------------------------------ */
+
+/* Default and CPU-only contexts never open the module, and say that CUDA was not requested. */
+static void test_cpu_only_context_does_not_load_module(void **state) {
+  dpt_context *c = NULL;
+  dpt_backend_info cpu, cuda;
+  size_t n = 0;
+  (void)state;
+  ASSERT_OK(dpt_context_create(&c, NULL));
+  dpt_context_destroy(c);
+  c = make_context(DPT_DEVICES_CPU);
+  ASSERT_OK(dpt_device_count(c, &n));
+  assert_int_equal(n, CPU_DEVICES);
+  cpu = backend(c, DPT_DEVICE_CPU);
+  assert_int_equal(cpu.requested, 1);
+  assert_int_equal(cpu.loaded, 1);
+  assert_int_equal(cpu.device_count, CPU_DEVICES);
+  assert_string_equal(cpu.reason, "");
+  cuda = backend(c, DPT_DEVICE_CUDA);
+  assert_int_equal(cuda.requested, 0);
+  assert_int_equal(cuda.loaded, 0);
+  assert_int_equal(cuda.device_count, 0);
+  assert_non_null(strstr(cuda.reason, "not requested"));
+  assert_string_equal(cuda.module_path, "");
+  dpt_context_destroy(c);
+  assert_false(is_mapped("libdptrain_cuda"));
+  assert_false(is_mapped("libcudart"));
+}
+
+/* DPTRAIN_BACKEND_PATH naming an empty directory: no CUDA devices, "not found in <dir>". */
+static void test_backend_path_without_module(void **state) {
+  char dir[256], expected[400];
+  dpt_context *c;
+  dpt_backend_info cuda;
+  size_t n = 0;
+  (void)state;
+  make_backend_dir(dir, sizeof dir, NULL);
+  setenv("DPTRAIN_BACKEND_PATH", dir, 1);
+  c = make_context(DPT_DEVICES_ALL);
+  unsetenv("DPTRAIN_BACKEND_PATH");
+  ASSERT_OK(dpt_device_count(c, &n));
+  assert_int_equal(n, CPU_DEVICES);
+  cuda = backend(c, DPT_DEVICE_CUDA);
+  assert_int_equal(cuda.requested, 1);
+  assert_int_equal(cuda.loaded, 0);
+  assert_int_equal(cuda.device_count, 0);
+  snprintf(expected, sizeof expected, "libdptrain_cuda.so not found in %s", dir);
+  if (strstr(cuda.reason, expected) == NULL) fail_msg("reason '%s' lacks '%s'", cuda.reason, expected);
+  dpt_context_destroy(c);
+  remove_backend_dir(dir);
+  assert_false(is_mapped("libdptrain_cuda"));
+}
+
+/* A file of that name that is not a shared library: reported, not loaded, no crash. */
+static void test_backend_path_with_broken_module(void **state) {
+  char dir[256];
+  dpt_context *c;
+  dpt_backend_info cuda;
+  (void)state;
+  make_backend_dir(dir, sizeof dir, "not an ELF file\n");
+  setenv("DPTRAIN_BACKEND_PATH", dir, 1);
+  c = make_context(DPT_DEVICES_CUDA);
+  unsetenv("DPTRAIN_BACKEND_PATH");
+  cuda = backend(c, DPT_DEVICE_CUDA);
+  assert_int_equal(cuda.loaded, 0);
+  assert_int_equal(cuda.device_count, 0);
+  if (strstr(cuda.reason, "could not be loaded") == NULL) fail_msg("reason: '%s'", cuda.reason);
+  dpt_context_destroy(c);
+  remove_backend_dir(dir);
+}
+
+/* ---- the module loads (this machine: no driver, no GPU) --------------------------------------- */
+
+/* Found next to libdptrain.so (or through a search list whose first directory lacks it); loaded even
+ * without a driver; the reason of zero devices names the driver when there is none. */
+static void test_module_loads_and_explains(void **state) {
+  char dir[256], search[1024];
+  dpt_context *c;
+  dpt_backend_info cuda, cpu;
+  size_t n = 0;
+  (void)state;
+  make_backend_dir(dir, sizeof dir, NULL);
+  snprintf(search, sizeof search, "%s:%s", dir, DPT_TEST_MODULE_DIR);
+  setenv("DPTRAIN_BACKEND_PATH", search, 1);
+  c = make_context(DPT_DEVICES_CUDA);
+  unsetenv("DPTRAIN_BACKEND_PATH");
+  remove_backend_dir(dir);
+  cuda = backend(c, DPT_DEVICE_CUDA);
+  cpu = backend(c, DPT_DEVICE_CPU);
+  assert_int_equal(cpu.requested, 0);
+  assert_int_equal(cpu.device_count, 0);
+  assert_non_null(strstr(cpu.reason, "not requested"));
+  ASSERT_OK(dpt_device_count(c, &n));
+  assert_int_equal(n, cuda.device_count);
+  print_message("cuda backend: loaded %d, %zu device(s), reason '%s', versions '%s'\n", (int)cuda.loaded,
+                cuda.device_count, cuda.reason, cuda.versions);
+  if (!DPT_TEST_CUDA_MODULE) {
+    assert_int_equal(cuda.loaded, 0);
+    assert_non_null(strstr(cuda.reason, "not found"));
+    assert_non_null(strstr(cuda.reason, "built without the CUDA module"));
+    dpt_context_destroy(c);
+    return;
+  }
+  assert_int_equal(cuda.loaded, 1);
+  assert_true(is_mapped("libdptrain_cuda"));
+  assert_non_null(strstr(cuda.module_path, "/libdptrain_cuda.so"));
+  assert_non_null(strstr(cuda.versions, "cuBLAS"));
+  assert_non_null(strstr(cuda.versions, "cuDNN"));
+  assert_non_null(strstr(cuda.versions, "NCCL"));
+  assert_true(cuda.runtime_version >= 12000);
+  if (cuda.device_count == 0) {
+    assert_true(cuda.reason[0] != '\0');
+    if (cuda.driver_version == 0 && strstr(cuda.reason, "driver") == NULL)
+      fail_msg("no driver, but the reason does not say so: '%s'", cuda.reason);
+  }
+  dpt_context_destroy(c);
+}
+
+/* CPU devices come first in an "all" context, with the appended device_info fields; training on them
+ * works whatever the CUDA backend found. */
+static void test_all_context_cpu_devices(void **state) {
+  dpt_context *c = make_context(DPT_DEVICES_ALL);
+  dpt_model *m = NULL;
+  dpt_trainer *t = NULL;
+  dpt_trainer_options o;
+  size_t cpu_indices[CPU_DEVICES] = {0, 1};
+  size_t n = 0, i, j;
+  (void)state;
+  ASSERT_OK(dpt_device_count(c, &n));
+  assert_int_equal(n, CPU_DEVICES + backend(c, DPT_DEVICE_CUDA).device_count);
+  for (i = 0; i < CPU_DEVICES; ++i) {
+    dpt_device_info info;
+    memset(&info, 0xA5, sizeof info);
+    info.struct_size = sizeof info;
+    ASSERT_OK(dpt_device_get_info(c, i, &info));
+    assert_int_equal(info.kind, DPT_DEVICE_CPU);
+    assert_int_equal(info.ordinal, i);
+    assert_int_equal(info.free_memory, info.total_memory - info.memory_in_use);
+    assert_int_equal(info.compute_capability_major, 0);
+    assert_int_equal(info.compute_capability_minor, 0);
+    assert_int_equal(info.multiprocessor_count, 0);
+    assert_string_equal(info.pci_bus_id, "");
+    assert_string_equal(info.product_name, "");
+    for (j = 0; j < n; ++j) {
+      int can = -1;
+      ASSERT_OK(dpt_device_can_access_peer(c, i, j, &can));
+      assert_int_equal(can, 0);
+      ASSERT_OK(dpt_device_can_access_peer(c, j, i, &can));
+      assert_int_equal(can, 0);
+    }
+  }
+  ASSERT_OK(dpt_model_create_builtin(&m, "mlp"));
+  dpt_trainer_options_init(&o);
+  o.devices = cpu_indices;
+  o.device_count = CPU_DEVICES;
+  ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
+  dpt_trainer_destroy(t);
+  dpt_model_destroy(m);
+  dpt_context_destroy(c);
+}
+
+/* ---- GPU-only cases: SKIPPED without a GPU ---------------------------------------------------- */
+
+static void skip_without_gpu(void) {
+  if (cuda_device_count() == 0) {
+    print_message("no CUDA device here: skipped\n");
+    skip();
+  }
+}
+
+/* Every CUDA device describes itself: name, memory, compute capability, SMs, PCI bus id. */
+static void test_gpu_device_info(void **state) {
+  dpt_context *c;
+  size_t n = 0, i, cuda = 0;
+  (void)state;
+  skip_without_gpu();
+  c = make_context(DPT_DEVICES_ALL);
+  ASSERT_OK(dpt_device_count(c, &n));
+  for (i = CPU_DEVICES; i < n; ++i) {
+    dpt_device_info info;
+    char name[64];
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ASSERT_OK(dpt_device_get_info(c, i, &info));
+    print_message("%s: %s, cc %d.%d, %d SMs, %llu of %llu bytes free, pci %s\n", info.name, info.product_name,
+                  (int)info.compute_capability_major, (int)info.compute_capability_minor,
+                  (int)info.multiprocessor_count, (unsigned long long)info.free_memory,
+                  (unsigned long long)info.total_memory, info.pci_bus_id);
+    assert_int_equal(info.kind, DPT_DEVICE_CUDA);
+    assert_int_equal(info.ordinal, cuda);
+    snprintf(name, sizeof name, "cuda:%zu", cuda);
+    assert_string_equal(info.name, name);
+    assert_true(info.product_name[0] != '\0');
+    assert_true(info.pci_bus_id[0] != '\0');
+    assert_true(info.total_memory > 0);
+    assert_true(info.free_memory > 0 && info.free_memory <= info.total_memory);
+    assert_true(info.compute_capability_major >= 7); /* CUDA 13 supports sm_75 and later */
+    assert_true(info.multiprocessor_count > 0);
+    ++cuda;
+  }
+  assert_int_equal(cuda, backend(c, DPT_DEVICE_CUDA).device_count);
+  assert_string_equal(backend(c, DPT_DEVICE_CUDA).reason, "");
+  dpt_context_destroy(c);
+}
+
+/* The peer-access matrix: never a device and itself; printed for the record. */
+static void test_gpu_peer_matrix(void **state) {
+  dpt_context *c;
+  size_t n = 0, i, j;
+  (void)state;
+  skip_without_gpu();
+  c = make_context(DPT_DEVICES_CUDA);
+  ASSERT_OK(dpt_device_count(c, &n));
+  for (i = 0; i < n; ++i) {
+    for (j = 0; j < n; ++j) {
+      int can = -1;
+      ASSERT_OK(dpt_device_can_access_peer(c, i, j, &can));
+      assert_true(can == 0 || can == 1);
+      if (i == j) assert_int_equal(can, 0);
+      print_message("%s", j + 1 < n ? (can ? "1 " : "0 ") : (can ? "1\n" : "0\n"));
+    }
+  }
+  dpt_context_destroy(c);
+}
+
+/* Training on a CUDA device is not supported in this version: a clear status, nothing half-built. */
+static void test_gpu_trainer_unsupported(void **state) {
+  dpt_context *c;
+  dpt_model *m = NULL;
+  dpt_trainer *t = NULL;
+  dpt_trainer_options o;
+  size_t gpu = CPU_DEVICES, mixed[2] = {0, CPU_DEVICES};
+  (void)state;
+  skip_without_gpu();
+  c = make_context(DPT_DEVICES_ALL);
+  ASSERT_OK(dpt_model_create_builtin(&m, "mlp"));
+  assert_int_equal(dpt_trainer_create(&t, c, m, NULL, NULL), DPT_ERROR_UNSUPPORTED); /* all devices */
+  assert_null(t);
+  assert_non_null(strstr(dpt_last_error_message(), "CUDA"));
+  dpt_trainer_options_init(&o);
+  o.devices = &gpu;
+  o.device_count = 1;
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  o.devices = mixed;
+  o.device_count = 2;
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  assert_null(t);
+  dpt_model_destroy(m);
+  dpt_context_destroy(c);
+}
+
+/* --only PATTERN or --skip PATTERN: run a subset of the cases (CTest runs the GPU cases as their own test).
+ */
+static int select_cases(int argc, char **argv) {
+  if (argc == 1) return 0;
+  if (argc == 3 && strcmp(argv[1], "--only") == 0) {
+    cmocka_set_test_filter(argv[2]);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "--skip") == 0) {
+    cmocka_set_skip_filter(argv[2]);
+    return 0;
+  }
+  fprintf(stderr, "usage: %s [--only PATTERN | --skip PATTERN]\n", argv[0]);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cpu_only_context_does_not_load_module),
+      cmocka_unit_test(test_backend_path_without_module),
+      cmocka_unit_test(test_backend_path_with_broken_module),
+      cmocka_unit_test(test_module_loads_and_explains),
+      cmocka_unit_test(test_all_context_cpu_devices),
+      cmocka_unit_test(test_gpu_device_info),
+      cmocka_unit_test(test_gpu_peer_matrix),
+      cmocka_unit_test(test_gpu_trainer_unsupported),
+  };
+  if (select_cases(argc, argv) != 0) return 2;
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `mpirun -np 2 dptrain train --devices cpu:2` on real Fashion-MNIST: one JSON result (process 0 only), the
+# same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), and
+# the checkpoint written by process 0 only, loadable on one process.
+# usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun
+# shellcheck source=tests/cli/common.sh
+source "$(dirname "$0")/../cli/common.sh" "$1"
+MPIRUN=$2
+
+DATA=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
+  echo "skipped: Fashion-MNIST not found in $DATA"
+  exit 77
+fi
+
+RUN=(train --model lenet --init uniform --optimizer adamw --lr 0.002 --train-limit 3000 --test-limit 1000 --epochs 2
+  --seed 5 --json)
+(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
+  --devices cpu:2 --checkpoint "$WORK/mpi.ckpt" >"$WORK/mpi.out" 2>"$WORK/mpi.err")
+RC=$?
+[ "$RC" -eq 0 ] && pass "mpirun -np 2 exited with 0" || fail "mpirun exited with $RC: $(tail -n 3 "$WORK/mpi.err")"
+run_cli four "${RUN[@]}" --devices cpu:4
+run_cli one "${RUN[@]}" --devices cpu:1
+
+objects=$(grep -c '^{' "$WORK/mpi.out")
+[ "$objects" -eq 1 ] && pass "one JSON result (process 0 only)" || fail "$objects JSON results on stdout"
+headers=$(grep -c '^dptrain ' "$WORK/mpi.err")
+[ "$headers" -eq 1 ] && pass "one run header (process 0 only)" || fail "$headers run headers"
+json_check "$WORK/mpi.out" "d['processes'] == 2 and d['devices'] == 2 and d['epochs_completed'] == 2" \
+  "2 processes x 2 devices trained 2 epochs"
+for ref in four one; do
+  "$PYTHON" - "$WORK/mpi.out" "$WORK/$ref.out" <<'PY' && pass "test loss and accuracy equal the $ref-device run's" ||
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ok = abs(a['test_loss'] - b['test_loss']) <= 1e-5 * abs(b['test_loss']) and abs(a['test_accuracy'] - b['test_accuracy']) <= 0.002
+print(f"mpi: loss {a['test_loss']} acc {a['test_accuracy']}; reference: loss {b['test_loss']} acc {b['test_accuracy']}")
+sys.exit(0 if ok else 1)
+PY
+    fail "2 x 2 processes vs $ref: test loss or accuracy differ"
+done
+json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
+[ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
+run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"
+json_check "$WORK/resumed.out" "d['epochs_completed'] == 0" "the 2-process checkpoint loads on 1 process"
+finish

@@ -1,0 +1,150 @@
+/* Run by mpirun with 2 processes. The application initializes MPI itself (dptrain must then use that MPI,
+ * not start its own). A trainer over both processes, 2 CPU devices each, with the MPI communicator takes
+ * 6 steps (SGD with momentum, ragged global batches of 13 and 7 samples, an accumulation window of 2 in the
+ * middle steps is not used: every step updates). Then:
+ *   - every process holds bitwise the same parameters (compared with MPI_Allreduce MIN/MAX);
+ *   - they equal, within the equivalence tolerance (relative error <= 1e-5, as test_equivalence), a
+ *     1-process trainer over 4 devices and a 1-device trainer on the full batches;
+ *   - the global evaluation equals the 4-device one.
+ * Prints one line per process; exit status 0 only when every check passed on this process. */
+#include <dptrain/dptrain.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                          \
+      fprintf(stderr, "\n");                                 \
+      ++failures;                                            \
+    }                                                        \
+  } while (0)
+#define OK(call) CHECK((call) == DPT_OK, "%s: %s", #call, dpt_last_error_message())
+
+enum { kInput = 28 * 28, kSteps = 6 };
+
+static unsigned long long state = 12345;
+static float next_unit(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
+}
+
+/* The same batches on every process: a fixed generator, reset before each trainer. */
+static void make_batch(size_t n, float *x, int32_t *y) {
+  for (size_t i = 0; i < n * kInput; ++i) x[i] = next_unit();
+  for (size_t i = 0; i < n; ++i) y[i] = (int32_t)(next_unit() * 10.0f) % 10;
+}
+
+/* Trains kSteps steps on `devices` CPU devices; returns the parameters (malloc'd) and the evaluation loss
+ * of one more batch. */
+static float *train(size_t devices, dpt_communicator communicator, const dpt_model *model, size_t *count,
+                    double *eval_loss) {
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = devices;
+  dpt_context *ctx = NULL;
+  OK(dpt_context_create(&ctx, &co));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 7;
+  to.communicator = communicator;
+  to.timeout_seconds = 60;
+  dpt_optimizer_options oo;
+  dpt_optimizer_options_init(&oo);
+  oo.learning_rate = 0.05f;
+  oo.momentum = 0.9f;
+  dpt_trainer *t = NULL;
+  OK(dpt_trainer_create(&t, ctx, model, &to, &oo));
+  float x[13 * kInput];
+  int32_t y[13];
+  state = 12345;
+  for (int s = 0; s < kSteps; ++s) {
+    const size_t n = s % 2 == 0 ? 13 : 7;
+    make_batch(n, x, y);
+    dpt_step_result r = {.struct_size = sizeof r};
+    OK(dpt_trainer_step(t, x, n * kInput, y, n, &r));
+    CHECK(r.applied == 1 && r.samples == n, "step %d: applied %d samples %llu", s, r.applied,
+          (unsigned long long)r.samples);
+  }
+  make_batch(13, x, y);
+  dpt_eval_result e = {.struct_size = sizeof e};
+  OK(dpt_trainer_evaluate(t, x, 13 * kInput, y, 13, &e));
+  *eval_loss = e.loss;
+  OK(dpt_trainer_parameter_count(t, count));
+  float *params = malloc(*count * sizeof(float));
+  OK(dpt_trainer_get_parameters(t, params, *count));
+  dpt_trainer_destroy(t);
+  dpt_context_destroy(ctx);
+  return params;
+}
+
+/* ||a - ref|| / ||ref - start||, as test_equivalence. */
+static double relative_error(const float *a, const float *ref, const float *start, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
+    den += ((double)ref[i] - start[i]) * ((double)ref[i] - start[i]);
+  }
+  return sqrt(num) / sqrt(den);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int mpi_rank = 0, mpi_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  size_t rank = 99, size = 0;
+  OK(dpt_world_get(&rank, &size));
+  CHECK(rank == (size_t)mpi_rank && size == (size_t)mpi_size, "dpt_world_get: %zu of %zu, MPI says %d of %d",
+        rank, size, mpi_rank, mpi_size);
+  CHECK(size == 2, "run with mpirun -np 2 (got %zu processes)", size);
+
+  dpt_model *model = NULL;
+  OK(dpt_model_create_builtin(&model, "lenet"));
+  size_t n = 0, n_local = 0;
+  double loss_world = 0, loss_local = 0, loss_single = 0;
+  float *world = train(2, DPT_COMMUNICATOR_MPI, model, &n, &loss_world);
+
+  /* Bitwise the same on every process. */
+  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
+  MPI_Allreduce(world, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(world, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(memcmp(lo, world, n * sizeof(float)) == 0 && memcmp(hi, world, n * sizeof(float)) == 0,
+        "the processes hold different parameters");
+
+  /* The references, in this process only. */
+  float *four = train(4, DPT_COMMUNICATOR_LOCAL, model, &n_local, &loss_local);
+  float *one = train(1, DPT_COMMUNICATOR_LOCAL, model, &n_local, &loss_single);
+  /* The starting point: a trainer that took no step has the initial parameters. */
+  dpt_context *ctx = NULL;
+  dpt_trainer *t0 = NULL;
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 7;
+  OK(dpt_context_create(&ctx, NULL));
+  OK(dpt_trainer_create(&t0, ctx, model, &to, NULL));
+  float *start = malloc(n * sizeof(float));
+  OK(dpt_trainer_get_parameters(t0, start, n));
+  const double e4 = relative_error(world, four, start, n), e1 = relative_error(world, one, start, n);
+  CHECK(e4 <= 1e-5, "2 processes x 2 devices vs 1 x 4: relative error %g", e4);
+  CHECK(e1 <= 1e-5, "2 processes x 2 devices vs 1 device: relative error %g", e1);
+  CHECK(fabs(loss_world - loss_local) <= 1e-5 * fabs(loss_local), "evaluation loss %.9g vs %.9g", loss_world,
+        loss_local);
+  printf("process %zu of %zu: %zu parameters, relative error vs 1x4 %.3g, vs 1x1 %.3g, eval loss %.6f: %s\n",
+         rank, size, n, e4, e1, loss_world, failures == 0 ? "ok" : "FAILED");
+  fflush(stdout);
+  dpt_trainer_destroy(t0);
+  dpt_context_destroy(ctx);
+  dpt_model_destroy(model);
+  free(world), free(lo), free(hi), free(four), free(one), free(start);
+  OK(dpt_world_finalize()); /* the application started MPI: a no-op */
+  int all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,64 @@
+/* Run by mpirun with 2 processes: process 1 stalls for 4 s before its first step while process 0, with a
+ * 1 s timeout, steps. Process 0's step must end with DPT_ERROR_TIMEOUT within 2.5 s (never hang), and its
+ * trainer must then refuse work with DPT_ERROR_INVALID_STATE and still be destroyable. When process 1
+ * finally steps, its peer is gone from the step: it times out as well. */
+#include <dptrain/dptrain.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int failures = 0;
+  size_t rank = 0, size = 0;
+  dpt_context *ctx = NULL;
+  dpt_model *model = NULL;
+  dpt_trainer *t = NULL;
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.communicator = DPT_COMMUNICATOR_MPI;
+  to.timeout_seconds = 1.0;
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = 2;
+  if (dpt_world_get(&rank, &size) != DPT_OK || dpt_context_create(&ctx, &co) != DPT_OK ||
+      dpt_model_create_builtin(&model, "mlp") != DPT_OK ||
+      dpt_trainer_create(&t, ctx, model, &to, NULL) != DPT_OK) {
+    fprintf(stderr, "setup failed: %s\n", dpt_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  static float x[8 * 784];
+  int32_t y[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  if (rank == 1) sleep(4);
+  const double t0 = now();
+  const dpt_status s = dpt_trainer_step(t, x, 8 * 784, y, 8, NULL);
+  const double elapsed = now() - t0;
+  char line[1200];
+  snprintf(line, sizeof line, "%s", dpt_last_error_message());
+  if (s != DPT_ERROR_TIMEOUT || elapsed > 2.5) {
+    fprintf(stderr, "process %zu: status %d after %.2f s (%s); expected a timeout within 2.5 s\n", rank,
+            (int)s, elapsed, line);
+    ++failures;
+  }
+  if (dpt_trainer_step(t, x, 8 * 784, y, 8, NULL) != DPT_ERROR_INVALID_STATE) {
+    fprintf(stderr, "process %zu: a timed-out trainer took another step\n", rank);
+    ++failures;
+  }
+  dpt_trainer_destroy(t);
+  dpt_model_destroy(model);
+  dpt_context_destroy(ctx);
+  printf("process %zu: step ended with status %d after %.2f s (%s): %s\n", rank, (int)s, elapsed, line,
+         failures == 0 ? "ok" : "FAILED");
+  fflush(stdout);
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}
