@@ -14,9 +14,14 @@ namespace {
 }
 }  // namespace
 
-BucketReducer::BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm)
+BucketReducer::BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
+                             const World *world, double timeout_seconds)
     // The communication threads share cores with busy device threads: they sleep rather than poll.
-    : buckets_(std::move(buckets)), algorithm_(algorithm), collective_(ranks, 0) {
+    : buckets_(std::move(buckets)),
+      algorithm_(algorithm),
+      world_(world),
+      timeout_(timeout_seconds),
+      collective_(ranks, 0) {
   for (size_t r = 0; r < ranks; ++r) lanes_.push_back(std::make_unique<Lane>());
   try {
     for (size_t r = 0; r < ranks; ++r) lanes_[r]->thread = std::thread([this, r] { communicate(r); });
@@ -53,11 +58,13 @@ void BucketReducer::communicate(size_t rank) {
     }
     bool ok = true;
     double seconds = 0;
+    std::exception_ptr error;
     try {
-      seconds =
-          collective_.all_reduce_range(rank, grads, buckets_[bucket].begin, buckets_[bucket].end, algorithm_);
-    } catch (...) {  // aborted: the window is lost, the device thread hears of it in wait_all()
+      seconds = reduce_bucket(rank, grads, buckets_[bucket]);
+    } catch (...) {  // the window is lost; the device thread hears of it in wait_all()
       ok = false;
+      error = std::current_exception();
+      abort();  // peers waiting for this rank must not wait forever
     }
     const double now = platform::now_seconds();
     std::lock_guard<std::mutex> lock(lane.mutex);
@@ -68,9 +75,20 @@ void BucketReducer::communicate(size_t rank) {
       lane.done_at = now;
     } else {
       lane.failed = true;
+      lane.error = error;
     }
     lane.changed.notify_all();
   }
+}
+
+// The process's sum in shared memory; across processes, rank 0 all-reduces it with MPI and hands it back.
+double BucketReducer::reduce_bucket(size_t rank, float *grads, const GradientBucket &bucket) {
+  double seconds = collective_.all_reduce_range(rank, grads, bucket.begin, bucket.end, algorithm_);
+  if (world_ == nullptr) return seconds;
+  const double t0 = platform::now_seconds();
+  if (rank == 0) world_->all_reduce(grads + bucket.begin, bucket.end - bucket.begin, timeout_);
+  collective_.broadcast(rank, grads + bucket.begin, bucket.end - bucket.begin, 0);
+  return seconds + platform::now_seconds() - t0;
 }
 
 void BucketReducer::post(size_t rank, float *grads, size_t count) {
@@ -88,7 +106,10 @@ void BucketReducer::wait_all(size_t rank) {
   Lane &lane = *lanes_[rank];
   std::unique_lock<std::mutex> lock(lane.mutex);
   lane.changed.wait(lock, [&] { return lane.reduced == buckets_.size() || lane.failed || aborted_.load(); });
-  if (lane.reduced != buckets_.size()) aborted_error();
+  if (lane.reduced != buckets_.size()) {
+    if (lane.error) std::rethrow_exception(lane.error);  // this rank's own failure: the root cause
+    aborted_error();
+  }
   lane.posted = lane.reduced = 0;
   lane.last_reduce_seconds = lane.reduce_seconds;
   lane.reduce_seconds = 0;
@@ -119,6 +140,7 @@ void BucketReducer::reset() {
     std::lock_guard<std::mutex> lock(lane->mutex);
     lane->posted = lane->reduced = 0;
     lane->failed = false;
+    lane->error = nullptr;
     lane->reduce_seconds = 0;
   }
   aborted_.store(false);

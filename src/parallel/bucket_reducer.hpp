@@ -7,19 +7,24 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "comm/thread_collective.hpp"
+#include "comm/world.hpp"
 #include "parallel/gradient_buckets.hpp"
 
 namespace dpt {
 
 class BucketReducer {
  public:
-  BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm);
+  // world: when set, each bucket is then all-reduced across the processes too (by rank 0's thread, which
+  // then broadcasts it to the process's other ranks), with timeout_seconds per MPI operation.
+  BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
+                const World *world = nullptr, double timeout_seconds = 0);
   ~BucketReducer();
   BucketReducer(const BucketReducer &) = delete;
   BucketReducer &operator=(const BucketReducer &) = delete;
@@ -50,17 +55,21 @@ class BucketReducer {
     std::condition_variable changed;
     float *grads = nullptr;
     size_t posted = 0, reduced = 0;
-    bool busy = false;    // inside a reduction
-    bool failed = false;  // a reduction of this window was aborted
+    bool busy = false;         // inside a reduction
+    bool failed = false;       // a reduction of this window was aborted
+    std::exception_ptr error;  // the failure of this lane's own reduction (a timeout across processes)
     double reduce_seconds = 0, last_reduce_seconds = 0;
     double all_posted_at = 0, done_at = 0;  // clock times of the window's last post and last reduction
     std::thread thread;
   };
   void communicate(size_t rank);
+  double reduce_bucket(size_t rank, float *grads, const GradientBucket &bucket);
   void stop();
 
   std::vector<GradientBucket> buckets_;
   AllReduceAlgorithm algorithm_;
+  const World *world_;
+  double timeout_;
   ThreadCollective collective_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::atomic<bool> aborted_{false};

@@ -31,8 +31,10 @@ class DeviceGroup {
   ThreadCollective &collective() { return collective_; }
   // The communication threads that reduce gradient buckets during backward; aborted and re-armed with the
   // group. Created by the trainer when it overlaps (bucket size > 0 and more than one device).
-  void enable_bucket_reducer(std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm) {
-    reducer_ = std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), algorithm);
+  void enable_bucket_reducer(std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
+                             const World *world) {
+    reducer_ =
+        std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), algorithm, world, timeout_);
   }
   BucketReducer *bucket_reducer() { return reducer_.get(); }
 

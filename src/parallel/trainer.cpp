@@ -78,9 +78,11 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   });
   // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
   // the plain all-reduce on the device threads saves the hand-over to the communication threads.
-  if (devices_.size() > 1 && config_.bucket_bytes > 0 && config_.world == nullptr) {
+  // Across processes the reducer also runs the MPI all-reduce of each bucket, so one device is enough.
+  if ((devices_.size() > 1 || config_.world != nullptr) && config_.bucket_bytes > 0) {
     std::vector<GradientBucket> buckets = plan_buckets(spec_, config_.bucket_bytes);
-    if (buckets.size() > 1) group_->enable_bucket_reducer(std::move(buckets), config_.allreduce);
+    if (buckets.size() > 1)
+      group_->enable_bucket_reducer(std::move(buckets), config_.allreduce, config_.world);
   }
 }
 

@@ -432,6 +432,8 @@ static void test_status_and_init_functions(void **state) {
   assert_true(t.init_std == 0.01f);
   assert_int_equal(t.nonfinite, DPT_NONFINITE_SKIP);
   assert_true(t.timeout_seconds == 300.0);
+  assert_int_equal(t.bucket_bytes, 1u << 20);
+  assert_int_equal(t.communicator, DPT_COMMUNICATOR_LOCAL);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -463,6 +465,18 @@ static void test_status_and_init_functions(void **state) {
 }
 
 /* ---- contexts and devices -------------------------------------------------------------------- */
+
+/* The MPI world: NULL outputs are refused before MPI is touched; finalizing a world never started is a no-op.
+ */
+static void test_world_misuse(void **state) {
+  size_t rank = 7, size = 7;
+  (void)state;
+  EXPECT_STATUS(DPT_ERROR_NULL_POINTER, dpt_world_get(NULL, &size));
+  EXPECT_STATUS(DPT_ERROR_NULL_POINTER, dpt_world_get(&rank, NULL));
+  assert_int_equal(rank, 7);
+  assert_int_equal(size, 7);
+  assert_int_equal(dpt_world_finalize(), DPT_OK);
+}
 
 static void test_context_misuse(void **state) {
   fixture *f = (fixture *)*state;
@@ -1040,6 +1054,7 @@ static void test_trainer_create_misuse(void **state) {
       {"init 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, init, 99)}},
       {"accumulation_steps 0", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, accumulation_steps, 0)}},
       {"nonfinite 7", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, nonfinite, 7)}},
+      {"communicator 5", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, communicator, 5)}},
       {"timeout_seconds -1", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, timeout_seconds, -1.0)}},
       {"timeout_seconds NaN", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, timeout_seconds, NAN)}},
       {"timeout_seconds inf", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, timeout_seconds, INFINITY)}},
@@ -1489,6 +1504,7 @@ static void test_trainer_parameters_misuse(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_and_init_functions),
+      cmocka_unit_test(test_world_misuse),
       cmocka_unit_test_setup_teardown(test_context_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_device_info_partial_struct, setup, teardown),
       cmocka_unit_test_setup_teardown(test_structs_of_0_1, setup, teardown),

@@ -1,7 +1,8 @@
 /* Run by mpirun with 2 processes. The application initializes MPI itself (dptrain must then use that MPI,
  * not start its own). A trainer over both processes, 2 CPU devices each, with the MPI communicator takes
- * 6 steps (SGD with momentum, ragged global batches of 13 and 7 samples, an accumulation window of 2 in the
- * middle steps is not used: every step updates). Then:
+ * 6 steps (SGD with momentum, ragged global batches of 13 and 7 samples). Then:
+ *   - the same trainer with gradient buckets of single layers (each bucket all-reduced across processes
+ *     during backward) ends with the very same bits (2 processes: every sum has two terms);
  *   - every process holds bitwise the same parameters (compared with MPI_Allreduce MIN/MAX);
  *   - they equal, within the equivalence tolerance (relative error <= 1e-5, as test_equivalence), a
  *     1-process trainer over 4 devices and a 1-device trainer on the full batches;
@@ -42,8 +43,8 @@ static void make_batch(size_t n, float *x, int32_t *y) {
 
 /* Trains kSteps steps on `devices` CPU devices; returns the parameters (malloc'd) and the evaluation loss
  * of one more batch. */
-static float *train(size_t devices, dpt_communicator communicator, const dpt_model *model, size_t *count,
-                    double *eval_loss) {
+static float *train(size_t devices, dpt_communicator communicator, size_t bucket_bytes,
+                    const dpt_model *model, size_t *count, double *eval_loss) {
   dpt_context_options co;
   dpt_context_options_init(&co);
   co.cpu_devices = devices;
@@ -54,6 +55,7 @@ static float *train(size_t devices, dpt_communicator communicator, const dpt_mod
   to.seed = 7;
   to.communicator = communicator;
   to.timeout_seconds = 60;
+  to.bucket_bytes = bucket_bytes;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.learning_rate = 0.05f;
@@ -108,7 +110,11 @@ int main(int argc, char **argv) {
   OK(dpt_model_create_builtin(&model, "lenet"));
   size_t n = 0, n_local = 0;
   double loss_world = 0, loss_local = 0, loss_single = 0;
-  float *world = train(2, DPT_COMMUNICATOR_MPI, model, &n, &loss_world);
+  double loss_bucketed = 0;
+  float *world = train(2, DPT_COMMUNICATOR_MPI, 0, model, &n, &loss_world);
+  /* Buckets of single layers, each all-reduced across processes during backward: the same bits. */
+  float *bucketed = train(2, DPT_COMMUNICATOR_MPI, 1, model, &n, &loss_bucketed);
+  CHECK(memcmp(world, bucketed, n * sizeof(float)) == 0, "buckets across processes changed the parameters");
 
   /* Bitwise the same on every process. */
   float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
@@ -118,8 +124,8 @@ int main(int argc, char **argv) {
         "the processes hold different parameters");
 
   /* The references, in this process only. */
-  float *four = train(4, DPT_COMMUNICATOR_LOCAL, model, &n_local, &loss_local);
-  float *one = train(1, DPT_COMMUNICATOR_LOCAL, model, &n_local, &loss_single);
+  float *four = train(4, DPT_COMMUNICATOR_LOCAL, 0, model, &n_local, &loss_local);
+  float *one = train(1, DPT_COMMUNICATOR_LOCAL, 0, model, &n_local, &loss_single);
   /* The starting point: a trainer that took no step has the initial parameters. */
   dpt_context *ctx = NULL;
   dpt_trainer *t0 = NULL;
@@ -141,7 +147,7 @@ int main(int argc, char **argv) {
   dpt_trainer_destroy(t0);
   dpt_context_destroy(ctx);
   dpt_model_destroy(model);
-  free(world), free(lo), free(hi), free(four), free(one), free(start);
+  free(world), free(bucketed), free(lo), free(hi), free(four), free(one), free(start);
   OK(dpt_world_finalize()); /* the application started MPI: a no-op */
   int all_failures = 0;
   MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -93,7 +93,8 @@ typedef struct dpt_trainer_options {
    * from the last layer down, into buckets of at least this size, and each bucket is all-reduced by
    * per-device communication threads as soon as every device has finished it, while backward goes on.
    * 0 = one all-reduce of the whole gradient after backward. The result is bitwise the same either way.
-   * Default 1 MiB (see docs/decisions.md). Not used with DPT_COMMUNICATOR_MPI (see docs/distributed.md). */
+   * Default 1 MiB (see docs/decisions.md). With DPT_COMMUNICATOR_MPI each bucket is also all-reduced across
+   * the processes during backward (docs/distributed.md). */
   size_t bucket_bytes;
   /** DPT_COMMUNICATOR_LOCAL (default): this process's devices. DPT_COMMUNICATOR_MPI: every process of the
    * MPI job (world.h). Every process then passes the same global batch to dpt_trainer_step() and
