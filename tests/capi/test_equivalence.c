@@ -13,6 +13,8 @@
 #include <cmocka.h>
 #include <dptrain/dptrain.h>
 
+#include "relative_error.h"
+
 #define MAX_DEVICES 8
 #define CLASSES 5
 
@@ -94,17 +96,6 @@ static size_t parameter_count(dpt_trainer *t) {
   return n;
 }
 
-/* ||a - ref|| / ||ref - start||: the error relative to how far training has moved the parameters (not to
- * their size, which the shared initialisation dominates). */
-static double relative_error(const float *a, const float *ref, const float *start, size_t n) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; ++i) {
-    diff += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-    norm += ((double)ref[i] - start[i]) * ((double)ref[i] - start[i]);
-  }
-  return sqrt(diff) / sqrt(norm);
-}
-
 static void assert_replicas_identical(dpt_trainer *t, size_t devices, float *a, float *b) {
   const size_t n = parameter_count(t);
   ok(dpt_trainer_get_replica_parameters(t, 0, a, n));
@@ -146,7 +137,7 @@ static void check_equivalence(const config *c, size_t batch, size_t steps) {
     }
     ok(dpt_trainer_get_parameters(reference, p_ref, n));
     ok(dpt_trainer_get_parameters(parallel, p_par, n));
-    const double err = relative_error(p_par, p_ref, start, n);
+    const double err = tu_relative_error(p_par, p_ref, start, n);
     if (!(err <= 1e-5))
       fail_msg("K=%zu split=%d allreduce=%d opt=%d acc=%zu batch=%zu step %zu: relative error %g", c->devices,
                (int)c->split, (int)c->allreduce, (int)c->optimizer, c->accumulation, batch, step, err);

@@ -199,17 +199,23 @@ dpt_status failing_step(dpt::Trainer &t, double max_seconds, std::string &messag
   return status;
 }
 
+// A trainer with single-layer buckets on 3 devices that has taken one step (buffers reserved).
+std::unique_ptr<dpt::Trainer> warmed_up(std::shared_ptr<dpt::Context> context, double timeout) {
+  auto t = make_trainer(Run{3, 1, 1, false, false}, timeout, std::move(context));
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  batch(0, 13, x, y);
+  t->step(x.data(), y.data(), 13);
+  return t;
+}
+
 // A device that fails while its peers reduce buckets (their communication threads wait for its buckets),
 // and one that stalls past the deadline: an error status within the deadline, the trainer destroyable.
 void test_faults_during_overlap(void **) {
+  std::string message;
   {
     auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
-    auto t = make_trainer(Run{3, 1, 1, false, false}, 5.0, context);
-    std::vector<float> x;
-    std::vector<int32_t> y;
-    batch(0, 13, x, y);
-    t->step(x.data(), y.data(), 13);
-    std::string message;
+    auto t = warmed_up(context, 5.0);
     context->device(1).inject_fault(dpt::FaultKind::kFail, 0);  // its next task: the compute phase
     assert_int_equal(failing_step(*t, 5.0, message), DPT_ERROR_DEVICE);
     assert_non_null(std::strstr(message.c_str(), "cpu:1"));
@@ -217,13 +223,8 @@ void test_faults_during_overlap(void **) {
   const double t0 = dpt::platform::now_seconds();
   {
     auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
-    auto t = make_trainer(Run{3, 1, 1, false, false}, 1.0, context);
-    std::vector<float> x;
-    std::vector<int32_t> y;
-    batch(0, 13, x, y);
-    t->step(x.data(), y.data(), 13);
+    auto t = warmed_up(context, 1.0);
     context->device(2).inject_fault(dpt::FaultKind::kStall, 0, 30.0);
-    std::string message;
     assert_int_equal(failing_step(*t, 2.0, message), DPT_ERROR_TIMEOUT);
   }
   if (dpt::platform::now_seconds() - t0 > 8.0) fail_msg("tearing down after a timeout took too long");

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../capi/relative_error.h"
+
 static int failures = 0;
 #define CHECK(cond, ...)                                     \
   do {                                                       \
@@ -85,16 +87,6 @@ static float *train(size_t devices, dpt_communicator communicator, size_t bucket
   return params;
 }
 
-/* ||a - ref|| / ||ref - start||, as test_equivalence. */
-static double relative_error(const float *a, const float *ref, const float *start, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-    den += ((double)ref[i] - start[i]) * ((double)ref[i] - start[i]);
-  }
-  return sqrt(num) / sqrt(den);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int mpi_rank = 0, mpi_size = 0;
@@ -136,7 +128,7 @@ int main(int argc, char **argv) {
   OK(dpt_trainer_create(&t0, ctx, model, &to, NULL));
   float *start = malloc(n * sizeof(float));
   OK(dpt_trainer_get_parameters(t0, start, n));
-  const double e4 = relative_error(world, four, start, n), e1 = relative_error(world, one, start, n);
+  const double e4 = tu_relative_error(world, four, start, n), e1 = tu_relative_error(world, one, start, n);
   CHECK(e4 <= 1e-5, "2 processes x 2 devices vs 1 x 4: relative error %g", e4);
   CHECK(e1 <= 1e-5, "2 processes x 2 devices vs 1 device: relative error %g", e1);
   CHECK(fabs(loss_world - loss_local) <= 1e-5 * fabs(loss_local), "evaluation loss %.9g vs %.9g", loss_world,
