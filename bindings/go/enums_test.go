@@ -51,6 +51,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"InitNormal", int(InitNormal), int(swig.DPT_INIT_NORMAL)},
 		{"NonFiniteSkip", int(NonFiniteSkip), int(swig.DPT_NONFINITE_SKIP)},
 		{"NonFiniteError", int(NonFiniteError), int(swig.DPT_NONFINITE_ERROR)},
+		{"CommunicatorLocal", int(CommunicatorLocal), int(swig.DPT_COMMUNICATOR_LOCAL)},
+		{"CommunicatorMPI", int(CommunicatorMPI), int(swig.DPT_COMMUNICATOR_MPI)},
 		{"SGD", int(SGD), int(swig.DPT_OPTIMIZER_SGD)},
 		{"AdamW", int(AdamW), int(swig.DPT_OPTIMIZER_ADAMW)},
 		{"ScheduleConstant", int(ScheduleConstant), int(swig.DPT_SCHEDULE_CONSTANT)},

@@ -44,6 +44,15 @@ const (
 	NonFiniteError NonFinitePolicy = 1 // the same, and the step returns an error (StatusNonFinite)
 )
 
+// Communicator says how far a trainer reaches: this process's devices, or every process of an MPI job.
+type Communicator int
+
+// Communicators.
+const (
+	CommunicatorLocal Communicator = 0 // the devices of this process (default)
+	CommunicatorMPI   Communicator = 1 // every process of the MPI job started by mpirun
+)
+
 // OptimizerKind is the optimizer.
 type OptimizerKind int
 
@@ -101,7 +110,10 @@ type TrainerOptions struct {
 	// BucketBytes is the gradient bucket size of the all-reduce overlapped with backward; 0 = the
 	// library's default (1 MiB), negative = one all-reduce after backward. Results are bitwise the same.
 	BucketBytes int
-	Optimizer   OptimizerOptions
+	// Communicator: CommunicatorLocal (default) or CommunicatorMPI, a trainer over every process of an MPI
+	// job (docs/distributed.md); every process then passes the same global batches.
+	Communicator Communicator
+	Optimizer    OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step.
@@ -195,6 +207,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		} else if o.BucketBytes < 0 {
 			to.SetBucket_bytes(0)
 		}
+		to.SetCommunicator(swig.Dpt_communicator(o.Communicator))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)

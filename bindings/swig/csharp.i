@@ -274,6 +274,8 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Cosine) DPT_SCHEDULE_COSINE;
 %rename(Skip) DPT_NONFINITE_SKIP;
 %rename(Error) DPT_NONFINITE_ERROR;
+%rename(Local) DPT_COMMUNICATOR_LOCAL;
+%rename(Mpi) DPT_COMMUNICATOR_MPI;
 %rename(Batch) DPT_PROGRESS_BATCH;
 %rename(Epoch) DPT_PROGRESS_EPOCH;
 

@@ -71,6 +71,7 @@
 %rename(ScheduleKind) dpt_schedule_kind;
 %rename(ProgressKind) dpt_progress_kind;
 %rename(NonfinitePolicy) dpt_nonfinite_policy;
+%rename(Communicator) dpt_communicator;
 %rename(DeviceInfo) dpt_device_info;
 %rename(BackendInfo) dpt_backend_info;
 %rename(ContextOptions) dpt_context_options;
@@ -101,6 +102,7 @@
 %include <dptrain/device.h>
 %include <dptrain/model.h>
 %include <dptrain/dataset.h>
+%include <dptrain/world.h>
 %include <dptrain/trainer.h>
 %include <dptrain/checkpoint.h>
 
