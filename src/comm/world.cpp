@@ -63,7 +63,12 @@ World &World::get() {
   the_world = world;
   // MPI must be finalized before exit, or the launcher reports the process as failed; applications
   // that do not call dpt_world_finalize() get it here.
-  std::atexit([] { World::finalize(); });
+  std::atexit([] {
+    try {
+      World::finalize();
+    } catch (...) {  // nothing can be reported at exit; the launcher sees the process end either way
+    }
+  });
   return *world;
 }
 
