@@ -7,8 +7,19 @@
  * is a different interface) and struct_size (a version-1 table only ever grows by appended members; the
  * core needs at least the members it knows). Everything else in the module is hidden.
  *
- * Every function: never throws, never aborts, is safe to call from any thread, and returns 0 on success
- * or a non-zero value with a one-line, NUL-terminated reason written to error[0 .. error_size).
+ * Every function: never throws, never aborts, and returns 0 (DPT_BACKEND_OK) on success or a non-zero
+ * DPT_BACKEND_ERROR_* code with a one-line, NUL-terminated reason written to error[0 .. error_size) that
+ * names the device and the failed call, e.g. "cuda:0: cudnnConvolutionForward: CUDNN_STATUS_BAD_PARAM".
+ *
+ * Threading: the discovery functions are safe from any thread. A context (one device's stream and library
+ * handles) or a communicator is used by one thread at a time; distinct ones are independent. Every call
+ * makes the context's device current for its duration and restores the caller's device.
+ *
+ * Kernels and copies are asynchronous on the context's stream (in stream order, so a later call sees an
+ * earlier call's results): host buffers of copies must stay valid, and results are readable by the host,
+ * only after context_synchronize. An error of an asynchronous operation may surface at a later call.
+ * Device pointers are those of mem_alloc (any context on the same device); every size is in elements
+ * unless named bytes. A count of zero samples is a no-op.
  */
 #ifndef DPTRAIN_BACKEND_INTERFACE_H
 #define DPTRAIN_BACKEND_INTERFACE_H
@@ -29,6 +40,15 @@ extern "C" {
 /** File name of the CUDA module, looked for next to libdptrain.so or in $DPTRAIN_BACKEND_PATH. */
 #define DPT_BACKEND_MODULE_CUDA "libdptrain_cuda.so"
 
+/** Return codes of the table's functions. */
+enum {
+  DPT_BACKEND_OK = 0,
+  DPT_BACKEND_ERROR = 1,                  /**< a driver, runtime or library call failed */
+  DPT_BACKEND_ERROR_OUT_OF_MEMORY = 2,    /**< device (or host) memory exhausted; nothing was changed */
+  DPT_BACKEND_ERROR_INVALID_ARGUMENT = 3, /**< NULL handle or pointer, bad size, shape or ordinal */
+  DPT_BACKEND_ERROR_COMMUNICATION = 4     /**< a collective failed or timed out; the communicator is dead */
+};
+
 /** Discovery facts of one device. */
 typedef struct dpt_backend_device_props {
   char name[256];      /**< product name, e.g. "NVIDIA H200" */
@@ -46,6 +66,61 @@ typedef struct dpt_backend_versions {
   int32_t driver_version;  /**< 0 = no driver */
   char text[256]; /**< e.g. "CUDA runtime 13.0, driver none, cuBLAS 13.1.0, cuDNN 9.19.0, NCCL 2.28.9" */
 } dpt_backend_versions;
+
+/** One device's execution context: its stream, BLAS and DNN handles, workspace, and the memory allocated
+ *  through it (freed by context_destroy). Opaque. */
+typedef struct dpt_backend_context dpt_backend_context;
+/** A collective communicator over the GPUs of one process (NCCL). Opaque. */
+typedef struct dpt_backend_comm dpt_backend_comm;
+
+/** Context flags. */
+#define DPT_BACKEND_ALLOW_TF32 \
+  1u /**< let cuBLAS and cuDNN use TF32 tensor cores (10-bit mantissa products) */
+#define DPT_BACKEND_DETERMINISTIC \
+  2u /**< deterministic convolution algorithms, chosen by heuristics, never by timing */
+
+/** Options of context_create. */
+typedef struct dpt_backend_context_options {
+  size_t struct_size;       /**< sizeof(dpt_backend_context_options); the module reads only this many bytes */
+  uint32_t flags;           /**< DPT_BACKEND_ALLOW_TF32 | DPT_BACKEND_DETERMINISTIC; 0 = FP32, fastest */
+  uint64_t workspace_limit; /**< bytes of convolution workspace an algorithm may use; 0 = 64 MiB */
+} dpt_backend_context_options;
+
+/** A 2-D convolution (cross-correlation, as the CPU layer): x [n, in_c, in_h, in_w] (NCHW), weights
+ *  [out_c, in_c, kernel, kernel], bias [out_c], y [n, out_c, out_h, out_w] with
+ *  out_h = (in_h + 2 padding - kernel) / stride + 1 (likewise out_w). */
+typedef struct dpt_backend_conv2d_shape {
+  int32_t n, in_c, in_h, in_w;
+  int32_t out_c, kernel, stride, padding;
+} dpt_backend_conv2d_shape;
+
+enum { DPT_BACKEND_POOL_AVERAGE = 0, DPT_BACKEND_POOL_MAX = 1 };
+
+/** Pooling without padding: x [n, c, h, w], y [n, c, (h - window) / stride + 1, (w - window) / stride + 1].
+ */
+typedef struct dpt_backend_pool_shape {
+  int32_t kind; /**< DPT_BACKEND_POOL_AVERAGE or DPT_BACKEND_POOL_MAX */
+  int32_t n, c, h, w;
+  int32_t window, stride;
+} dpt_backend_pool_shape;
+
+enum { DPT_BACKEND_RELU = 0, DPT_BACKEND_SIGMOID = 1, DPT_BACKEND_TANH = 2 };
+
+/** What softmax_cross_entropy writes (into device memory). */
+typedef struct dpt_backend_loss {
+  double loss_sum;  /**< sum over the samples of -log softmax(z)[label], each computed in double */
+  uint64_t correct; /**< samples whose first maximum logit is the label */
+} dpt_backend_loss;
+
+enum { DPT_BACKEND_SGD = 0, DPT_BACKEND_ADAMW = 1 };
+
+/** An optimizer's constants (the learning rate and step are arguments of optimizer_update). */
+typedef struct dpt_backend_optimizer {
+  int32_t kind;     /**< DPT_BACKEND_SGD (momentum, Nesterov, L2 weight decay) or DPT_BACKEND_ADAMW */
+  int32_t nesterov; /**< SGD: non-zero for Nesterov momentum */
+  float momentum, weight_decay;
+  float beta1, beta2, epsilon; /**< AdamW */
+} dpt_backend_optimizer;
 
 /** The function table a module returns. */
 typedef struct dpt_backend_v1 {
@@ -65,7 +140,141 @@ typedef struct dpt_backend_v1 {
   /** Runs a small kernel and each library (BLAS, DNN, collectives) on device @p ordinal and checks the
    *  results: proves that the module's device code and libraries work on this GPU. */
   int (*self_test)(int ordinal, char *error, size_t error_size);
+
+  /* ---- Contexts and memory (phase 2 of the CUDA backend: appended; the table only grows) ---- */
+
+  /** A context on device @p ordinal: its own non-blocking stream, cuBLAS and cuDNN handles. @p options may
+   *  be NULL (defaults). On failure *out is NULL and nothing is left allocated. */
+  int (*context_create)(int ordinal, const dpt_backend_context_options *options, dpt_backend_context **out,
+                        char *error, size_t error_size);
+  /** Waits for the stream, then frees every allocation, the workspace, the handles and the stream.
+   *  NULL is ignored. */
+  void (*context_destroy)(dpt_backend_context *ctx);
+  /** Waits until everything queued on the context's stream has finished; reports its errors. */
+  int (*context_synchronize)(dpt_backend_context *ctx, char *error, size_t error_size);
+  /** Device memory of @p bytes (> 0). Running out is DPT_BACKEND_ERROR_OUT_OF_MEMORY naming the device. */
+  int (*mem_alloc)(dpt_backend_context *ctx, size_t bytes, void **out, char *error, size_t error_size);
+  /** Frees memory of mem_alloc on this context (NULL is ignored; an unknown pointer is an error).
+   *  Waits for the context's stream first (other streams must be done with the buffer). */
+  int (*mem_free)(dpt_backend_context *ctx, void *ptr, char *error, size_t error_size);
+  /** Bytes currently allocated through mem_alloc on this context. */
+  int (*mem_in_use)(dpt_backend_context *ctx, uint64_t *bytes, char *error, size_t error_size);
+  /** Sets @p bytes bytes at @p ptr to (unsigned char) @p value, on the stream. */
+  int (*mem_set)(dpt_backend_context *ctx, void *ptr, int value, size_t bytes, char *error,
+                 size_t error_size);
+  /** Host to device, on the stream. */
+  int (*copy_to_device)(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                        size_t error_size);
+  /** Device to host, on the stream. */
+  int (*copy_to_host)(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                      size_t error_size);
+  /** Device to device, on the stream; @p src may be on another GPU (peer copy). */
+  int (*copy_device)(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                     size_t error_size);
+
+  /* ---- Layers (CPU semantics of src/nn: NCHW, row-major, parameters as weights then biases, parameter
+   *      gradients ADDED to (+=), input gradients written (=)) ---- */
+
+  /** Dense: y [n, out] = x [n, in] W^T + b; W [out, in], b [out] (b may be NULL: no bias). cuBLAS SGEMM. */
+  int (*dense_forward)(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
+                       const float *weights, const float *bias, float *y, char *error, size_t error_size);
+  /** Dense backward: dW += dy^T x, db += column sums of dy (when @p dbias is not NULL), dx = dy W (when
+   *  @p dx is not NULL). */
+  int (*dense_backward)(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
+                        const float *weights, const float *dy, float *dx, float *dweights, float *dbias,
+                        char *error, size_t error_size);
+  /** y [n, channels, pixels] += bias [channels]. */
+  int (*bias_add)(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *bias,
+                  float *y, char *error, size_t error_size);
+  /** dbias [channels] += sum over samples and pixels of dy [n, channels, pixels], in a fixed order. */
+  int (*bias_grad)(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *dy,
+                   float *dbias, char *error, size_t error_size);
+  /** Convolution y = x * W + b (bias may be NULL), cuDNN. The algorithm of each shape is chosen once per
+   *  context within the workspace limit (deterministic ones in deterministic mode). */
+  int (*conv2d_forward)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *x,
+                        const float *weights, const float *bias, float *y, char *error, size_t error_size);
+  /** dx = dL/dx from dy and W. */
+  int (*conv2d_backward_data)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
+                              const float *weights, const float *dy, float *dx, char *error,
+                              size_t error_size);
+  /** dW += dL/dW from x and dy. */
+  int (*conv2d_backward_filter)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
+                                const float *x, const float *dy, float *dweights, char *error,
+                                size_t error_size);
+  /** db += dL/db from dy. */
+  int (*conv2d_backward_bias)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
+                              const float *dy, float *dbias, char *error, size_t error_size);
+  /** Pooling forward, cuDNN (max: deterministic mode of cuDNN). */
+  int (*pool_forward)(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x, float *y,
+                      char *error, size_t error_size);
+  /** dx = dL/dx (written, overlapping windows added) from x, y, dy. */
+  int (*pool_backward)(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x,
+                       const float *y, const float *dy, float *dx, char *error, size_t error_size);
+  /** y = f(x) over @p count floats, f = DPT_BACKEND_RELU, _SIGMOID or _TANH; cuDNN, NaN propagated. */
+  int (*activation_forward)(dpt_backend_context *ctx, int kind, size_t count, const float *x, float *y,
+                            char *error, size_t error_size);
+  /** dx = f'(x) dy, from x, y = f(x) and dy. */
+  int (*activation_backward)(dpt_backend_context *ctx, int kind, size_t count, const float *x, const float *y,
+                             const float *dy, float *dx, char *error, size_t error_size);
+
+  /* ---- Loss and optimizer (CUDA kernels) ---- */
+
+  /** Softmax cross-entropy of logits [n, classes] and int32 labels [n] (device memory): writes *out (device
+   *  memory) and, when @p dlogits is not NULL, dlogits = softmax(z) - onehot(label) per sample (summed
+   *  semantics: not divided by n). A label outside [0, classes) gives a NaN loss. */
+  int (*softmax_cross_entropy)(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
+                               const int32_t *labels, float *dlogits, dpt_backend_loss *out, char *error,
+                               size_t error_size);
+  /** Update number @p t (0-based) with learning rate @p lr and gradient grad_scale * grads, exactly the
+   *  formulas of the CPU optimizer; state: SGD with momentum count floats, AdamW 2 * count (m, then v),
+   *  zeroed before the first update. */
+  int (*optimizer_update)(dpt_backend_context *ctx, const dpt_backend_optimizer *optimizer, uint64_t t,
+                          float lr, float grad_scale, float *params, const float *grads, float *state,
+                          size_t count, char *error, size_t error_size);
+  /** *out (device memory) = Euclidean norm of x [count], squares summed in double in a fixed order. */
+  int (*l2_norm)(dpt_backend_context *ctx, const float *x, size_t count, double *out, char *error,
+                 size_t error_size);
+  /** x [count] *= alpha. */
+  int (*scale)(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *error, size_t error_size);
+
+  /* ---- Collectives ---- */
+
+  /** A communicator over @p count distinct GPUs of this process (ncclCommInitAll); rank r is
+   *  ordinals[r]. Replicas on one GPU use virtual_all_reduce instead. */
+  int (*comm_create)(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
+  /** NULL is ignored. */
+  void (*comm_destroy)(dpt_backend_comm *comm);
+  /** Sums, in place and across the ranks, @p buffer_count buffers per rank in one NCCL group:
+   *  buffers[r * buffer_count + b] holds counts[b] floats on rank r's GPU; contexts[r] (on ordinals[r])
+   *  gives rank r's stream. Waits until done, polling ncclCommGetAsyncError; after @p timeout_seconds
+   *  (<= 0: 300 s; counted from the call, so it includes work queued before on the streams) the
+   *  communicator is aborted (ncclCommAbort) and DPT_BACKEND_ERROR_COMMUNICATION returned: it then refuses
+   *  further work and must be destroyed. */
+  int (*comm_all_reduce)(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
+                         float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
+                         size_t error_size);
+  /** Test seam: the next comm_all_reduce does not start on @p rank (as if that peer hung); -1 clears. */
+  int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
+  /** All-reduce of @p replicas (1 .. 32) buffers of @p count floats on ONE GPU (virtual devices, which
+   *  NCCL refuses): buffers[r] belongs to contexts[r], all contexts on the same device. Sums in the fixed
+   *  order replica 0, 1, ..., K-1 and writes the sum to every buffer; ordered after the work already
+   *  queued on every context's stream, and before anything queued on them later (events). */
+  int (*virtual_all_reduce)(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
+                            size_t count, char *error, size_t error_size);
 } dpt_backend_v1;
+
+/** The function members of dpt_backend_v1, in order, for checks that every one is present. */
+/* clang-format off */
+#define DPT_BACKEND_V1_FUNCTIONS(X)                                                                     \
+  X(device_count) X(device_props) X(can_access_peer) X(versions) X(self_test)                           \
+  X(context_create) X(context_destroy) X(context_synchronize)                                           \
+  X(mem_alloc) X(mem_free) X(mem_in_use) X(mem_set) X(copy_to_device) X(copy_to_host) X(copy_device)    \
+  X(dense_forward) X(dense_backward) X(bias_add) X(bias_grad)                                           \
+  X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_filter) X(conv2d_backward_bias)           \
+  X(pool_forward) X(pool_backward) X(activation_forward) X(activation_backward)                         \
+  X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale)                                      \
+  X(comm_create) X(comm_destroy) X(comm_all_reduce) X(comm_inject_hang) X(virtual_all_reduce)
+/* clang-format on */
 
 /** Signature of a module's entry function. */
 typedef const dpt_backend_v1 *(*dpt_backend_entry_fn)(void);

@@ -1,5 +1,6 @@
 #include "backend/backend_loader.hpp"
 
+#include <cstddef>
 #include <mutex>
 #include <vector>
 
@@ -37,12 +38,12 @@ void open_module(const std::string &path, BackendModule &m) {
   } else if (api->abi_version != DPT_BACKEND_ABI_VERSION) {
     m.reason = path + " has backend interface version " + std::to_string(api->abi_version) +
                ", this libdptrain needs version " + std::to_string(DPT_BACKEND_ABI_VERSION);
-  } else if (api->struct_size < sizeof(dpt_backend_v1) || api->device_count == nullptr ||
-             api->device_props == nullptr || api->can_access_peer == nullptr || api->versions == nullptr ||
-             api->self_test == nullptr) {
+  } else if (api->struct_size < sizeof(dpt_backend_v1)) {
     m.reason = path + " is older than this libdptrain (incomplete backend interface: " +
                std::to_string(api->struct_size) + " bytes, needs " + std::to_string(sizeof(dpt_backend_v1)) +
                ")";
+  } else if (const char *missing = missing_backend_function(*api)) {
+    m.reason = path + " is incomplete (backend interface member " + missing + " is NULL)";
   } else {
     m.api = api;
     m.path = path;
@@ -52,6 +53,21 @@ void open_module(const std::string &path, BackendModule &m) {
 }
 
 }  // namespace
+
+const char *missing_backend_function(const dpt_backend_v1 &api) {
+  // The list must name every function member: then the table is its header plus one pointer per entry.
+#define DPT_COUNT_MEMBER(name) +1
+  static_assert(
+      sizeof(dpt_backend_v1) == offsetof(dpt_backend_v1, device_count) +
+                                    (0 DPT_BACKEND_V1_FUNCTIONS(DPT_COUNT_MEMBER)) * sizeof(void (*)(void)),
+      "DPT_BACKEND_V1_FUNCTIONS must list every function member of dpt_backend_v1");
+#undef DPT_COUNT_MEMBER
+#define DPT_CHECK_MEMBER(name) \
+  if (api.name == nullptr) return #name;
+  DPT_BACKEND_V1_FUNCTIONS(DPT_CHECK_MEMBER)
+#undef DPT_CHECK_MEMBER
+  return nullptr;
+}
 
 ModuleSearchPath module_search_path() {
   ModuleSearchPath s;

@@ -22,6 +22,9 @@ struct BackendModule {
 // Never throws for a missing or broken module: that is a result, not an error.
 BackendModule load_cuda_backend();
 
+// The name of the first function member of the table that is NULL, or nullptr when every one is set.
+const char *missing_backend_function(const dpt_backend_v1 &api);
+
 // Where loadable modules (CUDA, MPI) are looked for: the directories of $DPTRAIN_BACKEND_PATH when set and
 // not empty, else the directory of libdptrain itself; origin names which, for messages.
 struct ModuleSearchPath {

@@ -1,14 +1,64 @@
 // The entry point of libdptrain_cuda.so: the only symbol the module exports (see dptrain_cuda.map).
 #include "backend/backend_interface.h"
+#include "backend/cuda/activation.hpp"
+#include "backend/cuda/bias.hpp"
+#include "backend/cuda/context.hpp"
+#include "backend/cuda/conv2d.hpp"
+#include "backend/cuda/dense.hpp"
 #include "backend/cuda/discovery.hpp"
+#include "backend/cuda/loss.hpp"
+#include "backend/cuda/memory.hpp"
+#include "backend/cuda/nccl_comm.hpp"
+#include "backend/cuda/optimizer.hpp"
+#include "backend/cuda/pooling.hpp"
 #include "backend/cuda/self_test.hpp"
+#include "backend/cuda/virtual_all_reduce.hpp"
 
 namespace {
 
+using namespace dpt::cuda;
+
+// Designated initializers: a member left out, or out of order, does not compile.
 const dpt_backend_v1 kBackend = {
-    DPT_BACKEND_ABI_VERSION,  sizeof(dpt_backend_v1),   "cuda",
-    &dpt::cuda::device_count, &dpt::cuda::device_props, &dpt::cuda::can_access_peer,
-    &dpt::cuda::versions,     &dpt::cuda::self_test,
+    .abi_version = DPT_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(dpt_backend_v1),
+    .name = "cuda",
+    .device_count = &device_count,
+    .device_props = &device_props,
+    .can_access_peer = &can_access_peer,
+    .versions = &versions,
+    .self_test = &self_test,
+    .context_create = &context_create,
+    .context_destroy = &context_destroy,
+    .context_synchronize = &context_synchronize,
+    .mem_alloc = &mem_alloc,
+    .mem_free = &mem_free,
+    .mem_in_use = &mem_in_use,
+    .mem_set = &mem_set,
+    .copy_to_device = &copy_to_device,
+    .copy_to_host = &copy_to_host,
+    .copy_device = &copy_device,
+    .dense_forward = &dense_forward,
+    .dense_backward = &dense_backward,
+    .bias_add = &bias_add,
+    .bias_grad = &bias_grad,
+    .conv2d_forward = &conv2d_forward,
+    .conv2d_backward_data = &conv2d_backward_data,
+    .conv2d_backward_filter = &conv2d_backward_filter,
+    .conv2d_backward_bias = &conv2d_backward_bias,
+    .pool_forward = &pool_forward,
+    .pool_backward = &pool_backward,
+    .activation_forward = &activation_forward,
+    .activation_backward = &activation_backward,
+    .softmax_cross_entropy = &softmax_cross_entropy,
+    .optimizer_update = &optimizer_update,
+    .l2_norm = &l2_norm,
+    .scale = &scale,
+    .comm_create = &comm_create,
+    .comm_destroy = &comm_destroy,
+    .comm_all_reduce = &comm_all_reduce,
+    .comm_inject_hang = &comm_inject_hang,
+    .virtual_all_reduce = &virtual_all_reduce,
 };
 
 }  // namespace
