@@ -70,7 +70,8 @@ typedef struct dpt_backend_versions {
 /** One device's execution context: its stream, BLAS and DNN handles, workspace, and the memory allocated
  *  through it (freed by context_destroy). Opaque. */
 typedef struct dpt_backend_context dpt_backend_context;
-/** A collective communicator over the GPUs of one process (NCCL). Opaque. */
+/** A collective communicator (NCCL) over the GPUs of one process, or over this process's GPUs as part of a
+ *  multi-process job (comm_create_multi). Opaque. */
 typedef struct dpt_backend_comm dpt_backend_comm;
 
 /** Context flags. */
@@ -261,7 +262,24 @@ typedef struct dpt_backend_v1 {
    *  queued on every context's stream, and before anything queued on them later (events). */
   int (*virtual_all_reduce)(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
                             size_t count, char *error, size_t error_size);
+
+  /* ---- Collectives across processes (NCCL over MPI, issue 6: appended; the table only grows) ---- */
+
+  /** A new NCCL unique id (ncclGetUniqueId: it needs no GPU), DPT_BACKEND_NCCL_ID_BYTES opaque bytes that
+   *  one process creates and every process of the job passes to comm_create_multi. */
+  int (*nccl_unique_id)(char *id, char *error, size_t error_size);
+  /** This process's part of a communicator of @p world_ranks GPUs spread over several processes:
+   *  local rank r is global rank first_rank + r, on GPU ordinals[r] (1 .. @p local_count distinct GPUs of
+   *  this process). One ncclCommInitRank per local GPU in one NCCL group; every process of the job must
+   *  call it with the same @p id, and it blocks until all global ranks have joined. comm_all_reduce,
+   *  comm_inject_hang (local rank) and comm_destroy then work on it as on a comm_create communicator; an
+   *  all-reduce needs every process to call comm_all_reduce with the same buffer counts. */
+  int (*comm_create_multi)(const char *id, int world_ranks, int first_rank, int local_count,
+                           const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
 } dpt_backend_v1;
+
+/** Bytes of a NCCL unique id (NCCL_UNIQUE_ID_BYTES). */
+#define DPT_BACKEND_NCCL_ID_BYTES 128
 
 /** The function members of dpt_backend_v1, in order, for checks that every one is present. */
 /* clang-format off */
@@ -273,7 +291,8 @@ typedef struct dpt_backend_v1 {
   X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_filter) X(conv2d_backward_bias)           \
   X(pool_forward) X(pool_backward) X(activation_forward) X(activation_backward)                         \
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale)                                      \
-  X(comm_create) X(comm_destroy) X(comm_all_reduce) X(comm_inject_hang) X(virtual_all_reduce)
+  X(comm_create) X(comm_destroy) X(comm_all_reduce) X(comm_inject_hang) X(virtual_all_reduce)         \
+  X(nccl_unique_id) X(comm_create_multi)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

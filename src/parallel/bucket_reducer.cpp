@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "comm/hierarchical_reduce.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
 
@@ -60,7 +61,8 @@ void BucketReducer::communicate(size_t rank) {
     double seconds = 0;
     std::exception_ptr error;
     try {
-      seconds = reduce_bucket(rank, grads, buckets_[bucket]);
+      seconds = hierarchical_all_reduce(collective_, world_, rank, grads, buckets_[bucket].begin,
+                                        buckets_[bucket].end, algorithm_, timeout_);
     } catch (...) {  // the window is lost; the device thread hears of it in wait_all()
       ok = false;
       error = std::current_exception();
@@ -79,16 +81,6 @@ void BucketReducer::communicate(size_t rank) {
     }
     lane.changed.notify_all();
   }
-}
-
-// The process's sum in shared memory; across processes, rank 0 all-reduces it with MPI and hands it back.
-double BucketReducer::reduce_bucket(size_t rank, float *grads, const GradientBucket &bucket) {
-  double seconds = collective_.all_reduce_range(rank, grads, bucket.begin, bucket.end, algorithm_);
-  if (world_ == nullptr) return seconds;
-  const double t0 = platform::now_seconds();
-  if (rank == 0) world_->all_reduce(grads + bucket.begin, bucket.end - bucket.begin, timeout_);
-  collective_.broadcast(rank, grads + bucket.begin, bucket.end - bucket.begin, 0);
-  return seconds + platform::now_seconds() - t0;
 }
 
 void BucketReducer::post(size_t rank, float *grads, size_t count) {

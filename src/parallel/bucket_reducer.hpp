@@ -63,7 +63,6 @@ class BucketReducer {
     std::thread thread;
   };
   void communicate(size_t rank);
-  double reduce_bucket(size_t rank, float *grads, const GradientBucket &bucket);
   void stop();
 
   std::vector<GradientBucket> buckets_;

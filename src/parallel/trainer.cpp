@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "comm/hierarchical_reduce.hpp"
 #include "core/checksum.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
@@ -332,14 +333,9 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     if (!reduced) {  // else the bucket reducer did it during backward
-      double seconds =
-          group_->collective().all_reduce(rank, r.grads.data(), r.grads.size(), config_.allreduce);
-      if (config_.world != nullptr) {  // hierarchical: this process's sum, across processes, back
-        const double w0 = platform::now_seconds();
-        if (rank == 0) config_.world->all_reduce(r.grads.data(), r.grads.size(), config_.timeout_seconds);
-        group_->collective().broadcast(rank, r.grads.data(), r.grads.size(), 0);
-        seconds += platform::now_seconds() - w0;
-      }
+      const double seconds =
+          hierarchical_all_reduce(group_->collective(), config_.world, rank, r.grads.data(), 0,
+                                  r.grads.size(), config_.allreduce, config_.timeout_seconds);
       if (rank == 0) allreduce_seconds = seconds;
     }
     // Every replica now holds the same summed gradient, so each computes the same norm and update.

@@ -59,6 +59,8 @@ const dpt_backend_v1 kBackend = {
     .comm_all_reduce = &comm_all_reduce,
     .comm_inject_hang = &comm_inject_hang,
     .virtual_all_reduce = &virtual_all_reduce,
+    .nccl_unique_id = &nccl_unique_id,
+    .comm_create_multi = &comm_create_multi,
 };
 
 }  // namespace

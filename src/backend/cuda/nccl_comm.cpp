@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,6 +165,25 @@ int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeo
   }
 }
 
+// Every ordinal names a device of this process, none twice.
+int check_ordinals(const int *ordinals, int count, const char *ranks, const char *call, const Error &e) {
+  int devices = 0;
+  const cudaError_t s = cudaGetDeviceCount(&devices);
+  if (s != cudaSuccess) return cuda_failed(e, ordinals[0], "cudaGetDeviceCount", s);
+  for (int r = 0; r < count; ++r) {
+    if (ordinals[r] < 0 || ordinals[r] >= devices)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: no device cuda:%d (%d CUDA devices)",
+                    ranks, call, ordinals[r], devices);
+    for (int q = 0; q < r; ++q)
+      if (ordinals[q] == ordinals[r])
+        return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                      "%s: %s: cuda:%d appears twice; NCCL needs distinct GPUs (replicas on one GPU: "
+                      "virtual_all_reduce)",
+                      ranks, call, ordinals[r]);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size) {
@@ -178,21 +198,7 @@ int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *er
     auto c = std::make_unique<dpt_backend_comm>();
     c->ranks = rank_names(ordinals, count);
     const char *ranks = c->ranks.c_str();
-    int devices = 0;
-    const cudaError_t s = cudaGetDeviceCount(&devices);
-    if (s != cudaSuccess) return cuda_failed(e, ordinals[0], "cudaGetDeviceCount", s);
-    for (int r = 0; r < count; ++r) {
-      if (ordinals[r] < 0 || ordinals[r] >= devices)
-        return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                      "%s: comm_create: no device cuda:%d (%d CUDA devices)", ranks, ordinals[r], devices);
-      for (int q = 0; q < r; ++q)
-        if (ordinals[q] == ordinals[r])
-          return report(
-              e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-              "%s: comm_create: cuda:%d appears twice; NCCL needs distinct GPUs (replicas on one GPU: "
-              "virtual_all_reduce)",
-              ranks, ordinals[r]);
-    }
+    if (const int rc = check_ordinals(ordinals, count, ranks, "comm_create", e)) return rc;
     c->ordinals.assign(ordinals, ordinals + count);
     c->comms.assign(size_t(count), nullptr);
     DeviceGuard guard(ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
@@ -253,6 +259,90 @@ int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error
                   comm->ranks.c_str(), rank);
   comm->hang_rank = rank;
   return 0;
+}
+
+int nccl_unique_id(char *id, char *error, size_t error_size) {
+  static_assert(sizeof(ncclUniqueId) == DPT_BACKEND_NCCL_ID_BYTES, "the NCCL unique id changed size");
+  const Error e{error, error_size};
+  if (id == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "nccl_unique_id: NULL id");
+  ncclUniqueId unique{};
+  const ncclResult_t status = ncclGetUniqueId(&unique);
+  if (status != ncclSuccess) return nccl_failed(e, "nccl", "ncclGetUniqueId", status, nullptr);
+  std::memcpy(id, &unique, sizeof unique);
+  return 0;
+}
+
+int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
+                      dpt_backend_comm **out, char *error, size_t error_size) {
+  const Error e{error, error_size};
+  if (out == nullptr)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_create_multi: NULL output pointer");
+  *out = nullptr;
+  if (id == nullptr || ordinals == nullptr || local_count < 1 || first_rank < 0 ||
+      world_ranks < local_count || first_rank > world_ranks - local_count)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "comm_create_multi: local ranks %d .. %d of %d (at least 1, within the world, with the id "
+                  "and the ordinals)",
+                  first_rank, first_rank + local_count - 1, world_ranks);
+  try {
+    auto c = std::make_unique<dpt_backend_comm>();
+    c->ranks = rank_names(ordinals, local_count) + " (ranks " + std::to_string(first_rank) + ".." +
+               std::to_string(first_rank + local_count - 1) + " of " + std::to_string(world_ranks) + ")";
+    const char *ranks = c->ranks.c_str();
+    if (const int rc = check_ordinals(ordinals, local_count, ranks, "comm_create_multi", e)) return rc;
+    ncclUniqueId unique;
+    std::memcpy(&unique, id, sizeof unique);
+    c->ordinals.assign(ordinals, ordinals + local_count);
+    c->comms.assign(size_t(local_count), nullptr);
+    DeviceGuard guard(ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
+    ncclResult_t status = ncclGroupStart();
+    if (status != ncclSuccess) return nccl_failed(e, ranks, "ncclGroupStart", status, nullptr);
+    int failed = -1;  // the local rank whose call failed
+    const char *call = "ncclGroupEnd (ncclCommInitRank)";
+    cudaError_t device_status = cudaSuccess;
+    for (int r = 0; r < local_count; ++r) {
+      // ncclCommInitRank binds the rank to the current device.
+      device_status = cudaSetDevice(ordinals[r]);
+      if (device_status != cudaSuccess) {
+        failed = r;
+        break;
+      }
+      status = ncclCommInitRank(&c->comms[r], world_ranks, unique, first_rank + r);
+      if (status != ncclSuccess) {
+        failed = r;
+        call = "ncclCommInitRank";
+        break;
+      }
+    }
+    const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
+    if (status == ncclSuccess) status = end;
+    if (status != ncclSuccess || device_status != cudaSuccess) {
+      char where[96];
+      if (failed >= 0)
+        std::snprintf(where, sizeof where, "cuda:%d (rank %d of %d)", ordinals[failed], first_rank + failed,
+                      world_ranks);
+      else
+        std::snprintf(where, sizeof where, "%s", ranks);
+      const int rc = device_status != cudaSuccess
+                         ? cuda_failed(e, ordinals[failed], "cudaSetDevice", device_status)
+                         : nccl_failed(e, where, call, status, nullptr);
+      // A grouped init that failed may leave communicators in an error state: ncclCommAbort frees them.
+      for (int r = 0; r < local_count; ++r) {
+        if (c->comms[r] == nullptr) continue;
+        DeviceGuard rank_guard(ordinals[r]);
+        ncclCommAbort(c->comms[r]);
+      }
+      c->comms.assign(size_t(local_count), nullptr);
+      cudaGetLastError();
+      return rc;
+    }
+    *out = c.release();
+    return 0;
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "comm_create_multi: out of host memory");
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "comm_create_multi: unexpected C++ exception");
+  }
 }
 
 }  // namespace dpt::cuda

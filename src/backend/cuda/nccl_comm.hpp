@@ -1,4 +1,5 @@
-// The NCCL communicator over the GPUs of one process (backend interface: comm_create ... comm_inject_hang).
+// The NCCL communicator over the GPUs of one process (backend interface: comm_create ... comm_inject_hang),
+// or over this process's GPUs as part of a multi-process job (nccl_unique_id, comm_create_multi).
 //
 // All ranks are driven from one thread: a grouped all-reduce (ncclGroupStart/End) enqueues every rank's
 // buffers on its context's stream, then the call waits, polling each rank's completion event and
@@ -17,5 +18,8 @@ int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts
                     float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
                     size_t error_size);
 int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
+int nccl_unique_id(char *id, char *error, size_t error_size);
+int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
+                      dpt_backend_comm **out, char *error, size_t error_size);
 
 }  // namespace dpt::cuda
