@@ -15,8 +15,13 @@ PEER=${PEER:-auto}
 scripts/install-deps.sh >/dev/null
 scripts/build.sh >/dev/null
 
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
 python=""
 if [ "$PEER" != "debian" ]; then
+  # Debian's python3 makes virtual environments only with python3-venv (ensurepip) installed.
+  python3 -c 'import ensurepip' 2>/dev/null ||
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
   [ -x .venv/bin/python ] || python3 -m venv .venv
   if .venv/bin/python -c 'import torch' 2>/dev/null || { .venv/bin/python -m pip install -q torch numpy &&
     .venv/bin/python -c 'import torch'; }; then
@@ -26,8 +31,6 @@ if [ "$PEER" != "debian" ]; then
   fi
 fi
 if [ -z "$python" ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
   dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed" ||
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-torch >/dev/null
   python=/usr/bin/python3
