@@ -11,6 +11,8 @@
 
 namespace dpt {
 
+namespace {
+
 // When a context has one CPU device for each CPU the process may use (the default), device i's worker is
 // bound to the i-th of them, so that workers neither migrate nor meet on one core; DPTRAIN_PIN_THREADS=0
 // turns this off. With fewer devices the scheduler places them (another context may use the other CPUs);
@@ -20,6 +22,8 @@ int pin_cpu(size_t device, size_t devices) {
   if (auto pin = platform::env("DPTRAIN_PIN_THREADS"); pin && *pin == "0") return -1;
   return devices > 1 && devices == allowed.size() ? allowed[device] : -1;
 }
+
+}  // namespace
 
 size_t resolve_cpu_device_count(size_t requested) {
   size_t count = requested;

@@ -81,16 +81,28 @@ std::vector<std::vector<float>> fill(Ranks &ranks, std::vector<float *> &buffers
   return sums;
 }
 
+// GPUs 0 .. count-1, one rank each.
+std::vector<int> first_gpus(int count) {
+  std::vector<int> ordinals;
+  for (int i = 0; i < count; ++i) ordinals.push_back(i);
+  return ordinals;
+}
+
+// A NCCL communicator with one rank per GPU of ordinals.
+dpt_backend_comm *comm_over(const dpt_backend_v1 &api, Ranks &ranks, const std::vector<int> &ordinals) {
+  dpt_backend_comm *comm = nullptr;
+  check(api.comm_create(int(ordinals.size()), ordinals.data(), &comm, ranks.error, sizeof ranks.error),
+        "comm_create", ranks.error);
+  return comm;
+}
+
 // GPU: a grouped all-reduce of three buffers over every GPU; every rank holds the exact sums.
 void test_gpu_nccl_all_reduce(void **) {
   const dpt_backend_v1 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
-  std::vector<int> ordinals;
-  for (int i = 0; i < count; ++i) ordinals.push_back(i);
+  const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
-  dpt_backend_comm *comm = nullptr;
-  check(api.comm_create(count, ordinals.data(), &comm, ranks.error, sizeof ranks.error), "comm_create",
-        ranks.error);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
   std::vector<float *> buffers;
   const std::vector<std::vector<float>> sums = fill(ranks, buffers, 1200);
   for (int round = 0; round < 2; ++round) {  // the second reuses the connections of the first
@@ -122,12 +134,9 @@ void test_gpu_nccl_all_reduce(void **) {
 void test_gpu_nccl_timeout(void **) {
   const dpt_backend_v1 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
-  std::vector<int> ordinals;
-  for (int i = 0; i < count; ++i) ordinals.push_back(i);
+  const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
-  dpt_backend_comm *comm = nullptr;
-  check(api.comm_create(count, ordinals.data(), &comm, ranks.error, sizeof ranks.error), "comm_create",
-        ranks.error);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
   std::vector<float *> buffers;
   fill(ranks, buffers, 1300);
   if (count > 1)
