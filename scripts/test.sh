@@ -53,6 +53,8 @@ if [ "${DPTRAIN_SKIP_SANITIZERS:-0}" != "1" ]; then
   cmake -S . -B build-asan "${sanitized[@]}" -DDPTRAIN_SANITIZE=address,undefined >/dev/null
   cmake --build build-asan -j"$(nproc)" >/dev/null
   run_ctest build-asan -L 'capi|core' -E 'install_consumer|public_headers|exported_symbols|readme_quick_start'
+  # The core's GPU path against the simulated CUDA module: its use-after-free checks need ASan.
+  run_ctest build-asan -R '^(test_gpu_training_sim|test_cuda_backend_sim)$'
   cmake -S . -B build-tsan "${sanitized[@]}" -DDPTRAIN_SANITIZE=thread >/dev/null
   cmake --build build-tsan -j"$(nproc)" --target test_allreduce test_threads test_determinism test_equivalence \
     test_device_faults test_buckets >/dev/null

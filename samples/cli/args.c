@@ -39,7 +39,7 @@ typedef enum arg_kind {
   ARG_U64,     /**< A uint64_t of at least min_int. */
   ARG_REAL,    /**< A finite double in the range given by real_range. */
   ARG_CHOICE,  /**< One of choices, stored as int. */
-  ARG_DEVICES, /**< cpu:K. */
+  ARG_DEVICES, /**< cpu:K, cuda, cuda:LIST. */
   ARG_SPLIT    /**< even, auto or a comma-separated list of weights. */
 } arg_kind;
 
@@ -72,6 +72,8 @@ static const option_spec kOptions[] = {
     {"--optimizer", ARG_CHOICE, FIELD(optimizer), 0, REAL_POSITIVE, kOptimizers},
     {"--momentum", ARG_REAL, FIELD(momentum), 0, REAL_FRACTION, NULL},
     {"--nesterov", ARG_FLAG, FIELD(nesterov), 0, REAL_POSITIVE, NULL},
+    {"--tf32", ARG_FLAG, FIELD(tf32), 0, REAL_POSITIVE, NULL},
+    {"--deterministic", ARG_FLAG, FIELD(deterministic), 0, REAL_POSITIVE, NULL},
     {"--weight-decay", ARG_REAL, FIELD(weight_decay), 0, REAL_NONNEGATIVE, NULL},
     {"--split", ARG_SPLIT, FIELD(split), 0, REAL_POSITIVE, NULL},
     {"--allreduce", ARG_CHOICE, FIELD(allreduce), 0, REAL_POSITIVE, kAllreduce},
@@ -247,14 +249,65 @@ static int apply_choice(const option_spec *spec, const char *value, int *field) 
                          choice_list(spec->choices));
 }
 
-/** @brief --devices cpu:K, K in 1..DPT_MAX_CPU_DEVICES. */
-static int apply_devices(const char *value, size_t *cpu_devices) {
+/** @brief Reads "N" or "NxR" (R replicas on GPU N) of a cuda: list into config->gpu_ordinals. */
+static int parse_gpu_item(const char *item, size_t length, const char *value, train_config *config) {
+  char text[32];
+  char *times;
+  unsigned long long ordinal = 0, replicas = 1;
+  if (length == 0 || length >= sizeof text) return 0;
+  memcpy(text, item, length);
+  text[length] = '\0';
+  times = strchr(text, 'x');
+  if (times != NULL) {
+    *times = '\0';
+    if (!parse_unsigned(times + 1, &replicas) || replicas < 1) return 0;
+  }
+  if (!parse_unsigned(text, &ordinal) || ordinal > 1023) return 0;
+  while (replicas-- > 0) {
+    if (config->gpu_replicas == DPT_MAX_CPU_DEVICES) {
+      cli_usage_error("--devices %s: at most %d replicas", value, DPT_MAX_CPU_DEVICES);
+      return -1;
+    }
+    config->gpu_ordinals[config->gpu_replicas++] = (int)ordinal;
+  }
+  return 1;
+}
+
+/** @brief --devices cpu:K (K in 1..DPT_MAX_CPU_DEVICES), cuda (every GPU), or cuda:LIST where LIST is
+ *  comma-separated GPU ordinals, each optionally xR for R replicas on that GPU ("cuda:0x2"). */
+static int apply_devices(const char *value, train_config *config) {
   unsigned long long count = 0;
+  config->cuda = 0;
+  config->cpu_devices = 0;
+  config->gpu_replicas = 0;
+  if (strcmp(value, "cuda") == 0) {
+    config->cuda = 1;
+    return ARGS_RUN;
+  }
+  if (strncmp(value, "cuda:", 5) == 0) {
+    const char *item = value + 5;
+    config->cuda = 1;
+    for (;;) {
+      const char *comma = strchr(item, ',');
+      const size_t length = comma != NULL ? (size_t)(comma - item) : strlen(item);
+      const int ok = parse_gpu_item(item, length, value, config);
+      if (ok < 0) return CLI_EXIT_USAGE;
+      if (ok == 0) {
+        return cli_usage_error(
+            "--devices: expected cuda:N[xR][,N[xR]...] (e.g. cuda:0, cuda:0,1, cuda:0x2), "
+            "got '%s'",
+            value);
+      }
+      if (comma == NULL) return ARGS_RUN;
+      item = comma + 1;
+    }
+  }
   if (strncmp(value, "cpu:", 4) != 0 || !parse_unsigned(value + 4, &count) || count < 1 ||
       count > DPT_MAX_CPU_DEVICES) {
-    return cli_usage_error("--devices: expected cpu:K with K in 1..%d, got '%s'", DPT_MAX_CPU_DEVICES, value);
+    return cli_usage_error("--devices: expected cpu:K with K in 1..%d, cuda or cuda:LIST, got '%s'",
+                           DPT_MAX_CPU_DEVICES, value);
   }
-  *cpu_devices = (size_t)count;
+  config->cpu_devices = (size_t)count;
   return ARGS_RUN;
 }
 
@@ -314,7 +367,7 @@ static int apply_option(const option_spec *spec, const char *value, train_config
     case ARG_CHOICE:
       return apply_choice(spec, value, (int *)field);
     case ARG_DEVICES:
-      return apply_devices(value, (size_t *)field);
+      return apply_devices(value, config);
     case ARG_SPLIT:
       return apply_split(value, config);
   }
@@ -363,10 +416,12 @@ static int parse_one(int argc, char **argv, int *index, train_config *config) {
 /** @brief Checks combinations that no single option can reject by itself. */
 static int check_config(const train_config *config) {
   if (config->model == CLI_MODEL_NONE) return cli_usage_error("missing --model (lenet or mlp)");
-  if (config->cpu_devices > 0 && config->split == DPT_SPLIT_WEIGHTED &&
-      config->split_weight_count != config->cpu_devices) {
-    return cli_usage_error("--split: %zu weights given for %zu devices", config->split_weight_count,
-                           config->cpu_devices);
+  const size_t listed = config->cuda ? config->gpu_replicas : config->cpu_devices;
+  if (listed > 0 && config->split == DPT_SPLIT_WEIGHTED && config->split_weight_count != listed) {
+    return cli_usage_error("--split: %zu weights given for %zu devices", config->split_weight_count, listed);
+  }
+  if (!config->cuda && (config->tf32 || config->deterministic)) {
+    return cli_usage_error("--tf32 and --deterministic apply to --devices cuda only");
   }
   if (config->optimizer == DPT_OPTIMIZER_ADAMW && (config->momentum > 0 || config->nesterov)) {
     return cli_usage_error("--momentum and --nesterov apply to --optimizer sgd only");
@@ -402,7 +457,7 @@ void print_train_help(FILE *out) {
   fputs(
       "usage: dptrain train --model lenet|mlp [options]\n"
       "\n"
-      "Trains a built-in model on Fashion-MNIST, data-parallel across CPU devices.\n"
+      "Trains a built-in model on Fashion-MNIST, data-parallel across CPU devices or GPUs.\n"
       "\n"
       "data and devices:\n"
       "  --data DIR             Fashion-MNIST directory (default: $DPTRAIN_DATA_DIR or\n"
@@ -411,6 +466,10 @@ void print_train_help(FILE *out) {
       "  --train-limit N        use only the first N training samples\n"
       "  --test-limit N         use only the first N test samples\n"
       "  --devices cpu:K        train on K CPU devices (default: $DPTRAIN_CPU_DEVICES or the core count)\n"
+      "  --devices cuda[:LIST]  train on GPUs: every GPU, or a list of ordinals, N xR for R replicas on\n"
+      "                         GPU N (cuda:0, cuda:0,1, cuda:0x2)\n"
+      "  --tf32                 GPUs: let cuBLAS and cuDNN use TF32 tensor cores (default: full FP32)\n"
+      "  --deterministic        GPUs: deterministic cuDNN algorithms only\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

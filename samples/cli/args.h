@@ -22,14 +22,20 @@ typedef struct train_config {
   int model;            /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
   const char *data_dir; /**< NULL = the library's default directory. */
   size_t cpu_devices;   /**< Context cpu_devices; 0 = DPTRAIN_CPU_DEVICES or the core count. */
-  size_t epochs;        /**< Epochs to train. */
-  size_t batch;         /**< Global (micro-)batch size. */
-  double lr;            /**< Base learning rate; 0 = the default of the model and optimizer. */
-  int optimizer;        /**< dpt_optimizer_kind. */
-  double momentum;      /**< SGD momentum in [0, 1). */
-  double weight_decay;  /**< Weight decay (L2 for SGD, decoupled for AdamW). */
-  int nesterov;         /**< Nonzero for Nesterov momentum. */
-  int split;            /**< dpt_split_policy. */
+  int cuda;             /**< Nonzero: --devices cuda[...]: train on GPUs. */
+  /** --devices cuda:LIST: the CUDA ordinal of each replica (0x2 gives 0, 0); none = every GPU. */
+  int gpu_ordinals[DPT_MAX_CPU_DEVICES];
+  size_t gpu_replicas; /**< Entries of gpu_ordinals. */
+  int tf32;            /**< --tf32: let cuBLAS and cuDNN use TF32. */
+  int deterministic;   /**< --deterministic: deterministic cuDNN algorithms. */
+  size_t epochs;       /**< Epochs to train. */
+  size_t batch;        /**< Global (micro-)batch size. */
+  double lr;           /**< Base learning rate; 0 = the default of the model and optimizer. */
+  int optimizer;       /**< dpt_optimizer_kind. */
+  double momentum;     /**< SGD momentum in [0, 1). */
+  double weight_decay; /**< Weight decay (L2 for SGD, decoupled for AdamW). */
+  int nesterov;        /**< Nonzero for Nesterov momentum. */
+  int split;           /**< dpt_split_policy. */
   float split_weights[DPT_MAX_CPU_DEVICES]; /**< Weights for DPT_SPLIT_WEIGHTED. */
   size_t split_weight_count;                /**< Number of split_weights given. */
   int allreduce;                            /**< dpt_allreduce_algorithm. */

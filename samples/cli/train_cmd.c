@@ -32,7 +32,9 @@ typedef struct train_run {
   FILE *plot;
   progress_state progress;
   run_summary summary;
-  int mpi;           /**< The trainer spans the processes of an MPI job. */
+  int mpi; /**< The trainer spans the processes of an MPI job. */
+  /** --devices cuda:LIST: the context index of each replica's GPU. */
+  size_t gpu_indices[DPT_MAX_CPU_DEVICES];
   FILE *null_output; /**< Where processes other than 0 write their human-readable output. */
 } train_run;
 
@@ -54,12 +56,54 @@ static int open_outputs(train_run *run) {
   return CLI_EXIT_OK;
 }
 
+/** @brief --devices cuda:LIST: finds each listed GPU ordinal among the context's (CUDA-only) devices. */
+static int map_gpu_ordinals(train_run *run) {
+  size_t r, i, count = 0;
+  CLI_TRY(dpt_device_count(run->context, &count));
+  for (r = 0; r < run->config.gpu_replicas; ++r) {
+    int found = 0;
+    for (i = 0; i < count && !found; ++i) {
+      dpt_device_info info;
+      memset(&info, 0, sizeof info);
+      info.struct_size = sizeof info;
+      CLI_TRY(dpt_device_get_info(run->context, i, &info));
+      if (info.ordinal == (size_t)run->config.gpu_ordinals[r]) {
+        run->gpu_indices[r] = i;
+        found = 1;
+      }
+    }
+    if (!found) {
+      return cli_usage_error("--devices: cuda:%d does not exist (%zu CUDA devices)",
+                             run->config.gpu_ordinals[r], count);
+    }
+  }
+  return CLI_EXIT_OK;
+}
+
+/** @brief --devices cuda with no GPU: the backend's reason, as one line. */
+static int no_gpu_error(const train_run *run) {
+  dpt_backend_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (dpt_backend_get_info(run->context, DPT_DEVICE_CUDA, &info) != DPT_OK) info.reason[0] = '\0';
+  fprintf(stderr, "dptrain: error: --devices cuda: no CUDA devices: %s\n",
+          info.reason[0] ? info.reason : "(no reason given)");
+  return CLI_EXIT_FAILURE;
+}
+
 static int create_context(train_run *run) {
   dpt_context_options options;
   dpt_context_options_init(&options);
   options.cpu_devices = run->config.cpu_devices;
+  if (run->config.cuda) options.device_selection = DPT_DEVICES_CUDA;
   CLI_TRY(dpt_context_create(&run->context, &options));
   CLI_TRY(dpt_device_count(run->context, &run->summary.devices));
+  if (run->config.cuda && run->summary.devices == 0) return no_gpu_error(run);
+  if (run->config.gpu_replicas > 0) {
+    const int rc = map_gpu_ordinals(run);
+    if (rc != CLI_EXIT_OK) return rc;
+    run->summary.devices = run->config.gpu_replicas;
+  }
   /* Without --devices the device count is known only now. */
   if (run->config.split == DPT_SPLIT_WEIGHTED && run->config.split_weight_count != run->summary.devices) {
     return cli_usage_error("--split: %zu weights given for %zu devices", run->config.split_weight_count,
@@ -140,6 +184,11 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->bucket_bytes = c->bucket_kib * 1024;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
+  if (c->gpu_replicas > 0) {
+    options->devices = run->gpu_indices;
+    options->device_count = c->gpu_replicas;
+  }
+  options->gpu_flags = (c->tf32 ? DPT_GPU_ALLOW_TF32 : 0u) | (c->deterministic ? DPT_GPU_DETERMINISTIC : 0u);
 }
 
 /** @brief Fills the optimizer options; checks the schedule against the planned steps. */
@@ -201,7 +250,9 @@ static void device_names(const train_run *run, char *text, size_t capacity) {
     dpt_device_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
-    if (dpt_device_get_info(run->context, i, &info) != DPT_OK) return;
+    if (dpt_device_get_info(run->context, run->config.gpu_replicas > 0 ? run->gpu_indices[i] : i, &info) !=
+        DPT_OK)
+      return;
     used += (size_t)snprintf(text + used, capacity - used, "%s%s", i > 0 ? ", " : "", info.name);
     if (used >= capacity) return;
   }

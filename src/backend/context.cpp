@@ -79,16 +79,4 @@ bool Context::can_access_peer(size_t index, size_t peer) const {
   return cuda_peer_access_[index - first_cuda_][peer - first_cuda_];
 }
 
-void Context::require_trainable(const std::vector<size_t> &indices) const {
-  auto check = [&](size_t i) {
-    if (i >= devices_.size() || devices_[i]->kind() != DPT_DEVICE_CUDA) return;
-    throw_error(DPT_ERROR_UNSUPPORTED,
-                "device " + std::to_string(i) + " (" + devices_[i]->name() +
-                    ") is a CUDA device: training on CUDA devices is not supported yet");
-  };
-  if (indices.empty())
-    for (size_t i = 0; i < devices_.size(); ++i) check(i);
-  for (size_t i : indices) check(i);
-}
-
 }  // namespace dpt

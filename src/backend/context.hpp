@@ -28,9 +28,6 @@ class Context {
   const BackendReport &backend_report(dpt_device_kind kind) const;
   // Whether device index can access device peer's memory directly: both CUDA devices with peer access.
   bool can_access_peer(size_t index, size_t peer) const;
-  // Throws DPT_ERROR_UNSUPPORTED when a device a trainer would use (indices; empty = all) cannot train in
-  // this version (a CUDA device). Indices out of range are left to the trainer.
-  void require_trainable(const std::vector<size_t> &indices) const;
 
   // Held by a trainer for the whole of each multi-device operation, so that the tasks of two trainers
   // sharing devices can never interleave differently on two devices (which would deadlock collectives).

@@ -1,5 +1,6 @@
 #include "backend/cuda_device.hpp"
 
+#include "backend/cuda_kernels.hpp"
 #include "core/error.hpp"
 
 namespace dpt {
@@ -11,9 +12,8 @@ CudaDevice::CudaDevice(const dpt_backend_v1 &api, int ordinal, const dpt_backend
       props_(props),
       arena_(name_, 0) {}
 
-void CudaDevice::submit(std::function<void()>) {
-  throw_error(DPT_ERROR_UNSUPPORTED,
-              name_ + ": training on CUDA devices is not supported yet (discovery only)");
+std::unique_ptr<DeviceKernels> CudaDevice::create_kernels(const KernelOptions &options) {
+  return std::make_unique<CudaKernels>(api_, ordinal_, options);
 }
 
 DeviceDetails CudaDevice::details() {

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "backend/device_kernels.hpp"
 #include "core/arena.hpp"
 
 namespace dpt {
@@ -40,8 +42,10 @@ class Device {
   virtual const std::string &name() const = 0;
   virtual uint64_t total_memory() const = 0;
   virtual MemoryArena &arena() = 0;
-  // Queues task to run on the device, after the tasks queued before it.
+  // Queues task to run on the device's worker thread, after the tasks queued before it.
   virtual void submit(std::function<void()> task) = 0;
+  // Kernels for one replica on this device (a GPU: with a stream of its own). Throws as allocation does.
+  virtual std::unique_ptr<DeviceKernels> create_kernels(const KernelOptions &options) = 0;
   // Discovery facts, measured now. By default (a CPU device): the free room of its arena.
   virtual DeviceDetails details() {
     DeviceDetails d;

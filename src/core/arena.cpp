@@ -31,17 +31,21 @@ void MemoryArena::release(void *p, size_t bytes) {
   in_use_.fetch_sub(bytes);
 }
 
-DeviceBuffer::DeviceBuffer(MemoryArena &arena, size_t count) : arena_(&arena), size_(count) {
+void MemoryArena::zero(void *p, size_t bytes) {
+  if (bytes != 0) std::memset(p, 0, bytes);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceMemory &memory, size_t count) : memory_(&memory), size_(count) {
   if (count > SIZE_MAX / sizeof(float)) throw_error(DPT_ERROR_OUT_OF_MEMORY, "buffer size overflows");
-  data_ = static_cast<float *>(arena.allocate(count * sizeof(float)));
+  data_ = static_cast<float *>(memory.allocate(count * sizeof(float)));
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (arena_ != nullptr) arena_->release(data_, size_ * sizeof(float));
+  if (memory_ != nullptr) memory_->release(data_, size_ * sizeof(float));
 }
 
 void DeviceBuffer::zero() {
-  if (size_ != 0) std::memset(data_, 0, size_ * sizeof(float));
+  if (size_ != 0) memory_->zero(data_, size_ * sizeof(float));
 }
 
 }  // namespace dpt

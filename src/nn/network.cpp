@@ -24,20 +24,21 @@ void init_parameters(const ModelSpec &spec, float *params, uint64_t seed, InitSc
   }
 }
 
-Network::Network(const ModelSpec &spec, MemoryArena &arena) : spec_(spec), arena_(arena) {
+Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), kernels_(kernels) {
   size_t offset = 0, scratch = 0;
   max_width_ = spec.input().size();
   for (const auto &l : spec.layers()) {
+    kernels_.check_supported(l);
     layers_.push_back(make_layer(l));
     param_offset_.push_back(offset);
     offset += l.parameters();
-    scratch = std::max(scratch, layers_.back()->scratch_floats());
+    scratch = std::max(scratch, kernels_.scratch_floats(*layers_.back()));
     max_width_ = std::max(max_width_, l.out.size());
   }
   first_trainable_ = layers_.size();
   for (size_t l = layers_.size(); l-- > 0;)
     if (spec.layers()[l].parameters() != 0) first_trainable_ = l;
-  scratch_ = DeviceBuffer(arena_, scratch);
+  scratch_ = DeviceBuffer(kernels_.memory(), scratch);
   activations_.resize(layers_.size());
   saved_.resize(layers_.size());
   outputs_.assign(layers_.size() + 1, nullptr);  // last entry: the logits (input when there are no layers)
@@ -45,23 +46,30 @@ Network::Network(const ModelSpec &spec, MemoryArena &arena) : spec_(spec), arena
 
 void Network::reserve(size_t n) {
   if (n <= capacity_) return;
-  input_ = DeviceBuffer(arena_, n * spec_.input().size());
-  grad_a_ = DeviceBuffer(arena_, n * max_width_);
-  grad_b_ = DeviceBuffer(arena_, n * max_width_);
+  input_ = DeviceBuffer(kernels_.memory(), n * spec_.input().size());
+  grad_a_ = DeviceBuffer(kernels_.memory(), n * max_width_);
+  grad_b_ = DeviceBuffer(kernels_.memory(), n * max_width_);
   float *previous = input_.data();
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer &layer = *layers_[l];
     if (layer.is_view()) {
       activations_[l] = DeviceBuffer();
     } else {
-      activations_[l] = DeviceBuffer(arena_, n * layer.spec().out.size());
+      activations_[l] = DeviceBuffer(kernels_.memory(), n * layer.spec().out.size());
       previous = activations_[l].data();
     }
     outputs_[l] = previous;
-    saved_[l] = DeviceBuffer(arena_, n * layer.saved_floats_per_sample());
+    saved_[l] = DeviceBuffer(kernels_.memory(), n * layer.saved_floats_per_sample());
   }
   outputs_.back() = previous;
   capacity_ = n;
+}
+
+size_t Network::bytes_per_sample() const {
+  size_t floats = spec_.input().size() + 2 * max_width_;
+  for (const auto &layer : layers_)
+    floats += (layer->is_view() ? 0 : layer->spec().out.size()) + layer->saved_floats_per_sample();
+  return floats * sizeof(float);
 }
 
 LossStats Network::forward(const float *params, const int32_t *labels, const PassInfo &info) {
@@ -71,12 +79,12 @@ LossStats Network::forward(const float *params, const int32_t *labels, const Pas
     PassInfo li = info;
     li.layer_index = l;
     if (!layers_[l]->is_view())
-      layers_[l]->forward(params + param_offset_[l], x, outputs_[l], saved_[l].data(), scratch_.data(), li);
+      kernels_.forward(*layers_[l], params + param_offset_[l], x, outputs_[l], saved_[l].data(),
+                       scratch_.data(), li);
     x = outputs_[l];
   }
   if (labels == nullptr) return {};
-  return softmax_cross_entropy(x, labels, info.n, spec_.output().size(),
-                               info.training ? grad_a_.data() : nullptr);
+  return kernels_.loss(x, labels, info.n, spec_.output().size(), info.training ? grad_a_.data() : nullptr);
 }
 
 void Network::backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook) {
@@ -88,8 +96,8 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     li.layer_index = l;
     const float *x = l == 0 ? input_.data() : outputs_[l - 1];
     float *dx = l == first_trainable_ ? nullptr : spare;  // nothing below needs a gradient
-    layer.backward(params + param_offset_[l], x, outputs_[l], dy, dx, grads + param_offset_[l],
-                   saved_[l].data(), scratch_.data(), li);
+    kernels_.backward(layer, params + param_offset_[l], x, outputs_[l], dy, dx, grads + param_offset_[l],
+                      saved_[l].data(), scratch_.data(), li);
     std::swap(dy, spare);
     if (hook.layer_done != nullptr) hook.layer_done(hook.context, l);
   }

@@ -1,11 +1,13 @@
 // One replica's network on one device: the layers of a model description plus the device buffers a pass
 // needs (input staging, activations, saved state, gradient ping-pong, scratch). Parameters and gradients
-// are flat buffers owned by the caller, so that the all-reduce sees one contiguous vector.
+// are flat buffers owned by the caller, so that the all-reduce sees one contiguous vector. Every pass runs
+// through the device's kernels, so the same network runs on a CPU device or a GPU.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "backend/device_kernels.hpp"
 #include "core/arena.hpp"
 #include "nn/layer.hpp"
 #include "nn/model_spec.hpp"
@@ -27,23 +29,29 @@ struct BackwardHook {
 
 class Network {
  public:
-  Network(const ModelSpec &spec, MemoryArena &arena);
+  // Throws DPT_ERROR_UNSUPPORTED when a layer cannot run on the kernels' device.
+  Network(const ModelSpec &spec, DeviceKernels &kernels);
 
   // Makes room for slices of n samples. Allocates only when n exceeds the largest slice seen so far.
   void reserve(size_t n);
   size_t capacity() const { return capacity_; }
-  // The slice's inputs go here before forward() (capacity * input size floats).
+  // Bytes reserve() allocates per sample of capacity.
+  size_t bytes_per_sample() const;
+  // The slice's inputs go here before forward() (capacity * input size floats of device memory).
   float *input() { return input_.data(); }
 
-  // Forward over input()[0, info.n); with labels, also the loss, and for training the logit gradient.
+  // Forward over input()[0, info.n); with labels (stage_labels of the kernels), also the loss, and for
+  // training the logit gradient.
   LossStats forward(const float *params, const int32_t *labels, const PassInfo &info);
   // After a training forward(): adds the slice's summed gradient into grads.
   void backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook = {});
+  // Device memory.
   const float *logits() const { return outputs_.back(); }
+  DeviceKernels &kernels() { return kernels_; }
 
  private:
   const ModelSpec &spec_;
-  MemoryArena &arena_;
+  DeviceKernels &kernels_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<size_t> param_offset_;
   size_t first_trainable_ = 0;  // backward stops at the first layer with parameters

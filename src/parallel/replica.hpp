@@ -1,6 +1,8 @@
-// One device's full copy of the model: network, parameters, summed gradients and optimizer state, all in
-// the device's arena.
+// One device's full copy of the model: its kernels (on a GPU: its own stream), network, parameters, summed
+// gradients and optimizer state, all in the device's memory.
 #pragma once
+
+#include <memory>
 
 #include "backend/device.hpp"
 #include "nn/network.hpp"
@@ -9,17 +11,20 @@
 namespace dpt {
 
 struct Replica {
-  Replica(Device &device, const ModelSpec &spec, const OptimizerConfig &optimizer)
+  Replica(Device &device, const ModelSpec &spec, const OptimizerConfig &optimizer,
+          const KernelOptions &options)
       : device(&device),
-        network(spec, device.arena()),
-        params(device.arena(), spec.parameter_count()),
-        grads(device.arena(), spec.parameter_count()),
-        state(device.arena(), spec.parameter_count() * state_floats_per_parameter(optimizer)) {
+        kernels(device.create_kernels(options)),
+        network(spec, *kernels),
+        params(kernels->memory(), spec.parameter_count()),
+        grads(kernels->memory(), spec.parameter_count()),
+        state(kernels->memory(), spec.parameter_count() * state_floats_per_parameter(optimizer)) {
     grads.zero();
     state.zero();
   }
 
   Device *device;
+  std::unique_ptr<DeviceKernels> kernels;  // first: everything below lives in its memory
   Network network;
   DeviceBuffer params, grads, state;
   // This replica's slice of the current batch, and its loss statistics.

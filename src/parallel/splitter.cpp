@@ -43,4 +43,20 @@ std::vector<double> weights_from_speed(const std::vector<double> &seconds_per_sa
   return speed;
 }
 
+std::vector<size_t> cap_split(std::vector<size_t> counts, const std::vector<size_t> &room) {
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
+  size_t capacity = 0;  // saturates at total: room may be SIZE_MAX
+  for (size_t r : room) capacity = std::min(total, capacity + std::min(r, total));
+  if (capacity < total) return counts;
+  size_t excess = 0;
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] > room[i]) excess += counts[i] - room[i], counts[i] = room[i];
+  for (size_t i = 0; i < counts.size() && excess > 0; ++i) {
+    const size_t give = std::min(excess, room[i] - counts[i]);
+    counts[i] += give;
+    excess -= give;
+  }
+  return counts;
+}
+
 }  // namespace dpt

@@ -15,4 +15,10 @@ std::vector<size_t> split_batch(size_t batch, const std::vector<double> &weights
 // so that timing noise rarely changes the split.
 std::vector<double> weights_from_speed(const std::vector<double> &seconds_per_sample);
 
+// Caps a split by what each device has room for (samples; SIZE_MAX = no limit): a slice above its room
+// is cut to it and the samples cut are handed, in device order, to devices with room to spare. When the
+// devices hold fewer samples than the batch together, the split is returned unchanged (the step then
+// fails with the device's out-of-memory error).
+std::vector<size_t> cap_split(std::vector<size_t> counts, const std::vector<size_t> &room);
+
 }  // namespace dpt

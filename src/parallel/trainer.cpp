@@ -24,6 +24,8 @@ bool all_finite(const float *x, size_t n) {
   return acc == 0.0f;
 }
 
+// A CUDA device may be listed several times (that many replicas share the GPU); a CPU device holds one
+// replica (its worker thread is its compute).
 std::vector<Device *> pick_devices(const Context &context, const std::vector<size_t> &indices) {
   std::vector<Device *> devices;
   if (indices.empty()) {
@@ -33,15 +35,21 @@ std::vector<Device *> pick_devices(const Context &context, const std::vector<siz
       DPT_REQUIRE(indices[i] < context.device_count(), DPT_ERROR_DEVICE_NOT_FOUND,
                   "device index " + std::to_string(indices[i]) + " does not exist (the context has " +
                       std::to_string(context.device_count()) + " devices)");
+      Device &device = context.device(indices[i]);
       for (size_t j = 0; j < i; ++j)
-        DPT_REQUIRE(indices[j] != indices[i], DPT_ERROR_INVALID_ARGUMENT,
-                    "device " + std::to_string(indices[i]) + " is listed twice");
-      devices.push_back(&context.device(indices[i]));
+        DPT_REQUIRE(indices[j] != indices[i] || device.kind() == DPT_DEVICE_CUDA, DPT_ERROR_INVALID_ARGUMENT,
+                    "device " + std::to_string(indices[i]) + " (" + device.name() +
+                        ") is listed twice; only a CUDA device can hold several replicas");
+      devices.push_back(&device);
     }
   }
   DPT_REQUIRE(!devices.empty(), DPT_ERROR_DEVICE_NOT_FOUND, "the context has no devices");
   DPT_REQUIRE(devices.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
               "a trainer spans at most 64 devices");
+  for (Device *d : devices)
+    DPT_REQUIRE(d->kind() == devices[0]->kind(), DPT_ERROR_UNSUPPORTED,
+                "a trainer's devices must all be CPU devices or all CUDA devices (" + devices[0]->name() +
+                    " and " + d->name() + " were given)");
   return devices;
 }
 
@@ -68,15 +76,29 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       DPT_REQUIRE(std::isfinite(w) && w > 0.0, DPT_ERROR_INVALID_ARGUMENT,
                   "split weights must be positive and finite");
   }
+  on_gpus_ = devices_[0]->kind() == DPT_DEVICE_CUDA;
+  DPT_REQUIRE(!on_gpus_ || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
+              "training on CUDA devices across MPI processes is not supported in this version");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
-  for (Device *d : devices_) replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer));
-  // Initialise on the first device, then broadcast, so every replica starts bitwise identical.
-  init_parameters(spec_, replicas_[0]->params.data(), config_.seed, config_.init, config_.init_std);
-  if (config_.world != nullptr) join_world();
-  run_phase([&](size_t rank) {
-    Replica &r = *replicas_[rank];
-    group_->collective().broadcast(rank, r.params.data(), r.params.size(), 0);
-  });
+  for (Device *d : devices_)
+    replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels));
+  // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
+  // that every replica starts bitwise identical.
+  std::vector<float> initial(spec_.parameter_count());
+  init_parameters(spec_, initial.data(), config_.seed, config_.init, config_.init_std);
+  if (config_.world != nullptr) join_world(initial);
+  set_parameters_locked(initial.data());
+  if (on_gpus_) {
+    if (devices_.size() > 1) {
+      std::vector<CudaKernels *> kernels;
+      for (auto &r : replicas_) kernels.push_back(static_cast<CudaKernels *>(r->kernels.get()));
+      cuda_collective_ = std::make_unique<CudaCollective>(std::move(kernels));
+    }
+    for (const GradientBucket &b : plan_buckets(spec_, config_.bucket_bytes))
+      gpu_buckets_.emplace_back(b.begin, b.end);
+    for (auto &r : replicas_) gpu_grads_.push_back(r->grads.data());
+    return;  // the buckets are all-reduced in one NCCL group after backward
+  }
   // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
   // the plain all-reduce on the device threads saves the hand-over to the communication threads.
   // Across processes the reducer also runs the MPI all-reduce of each bucket, so one device is enough.
@@ -99,7 +121,7 @@ Trainer::~Trainer() {
 
 // Learns every process's device count (the weights of the split across processes), checks that all
 // processes built the same model, and starts every process from process 0's parameters.
-void Trainer::join_world() {
+void Trainer::join_world(std::vector<float> &initial) {
   const World &world = *config_.world;
   std::vector<double> shape(world.size() + 1, 0.0);
   shape[world.rank()] = double(devices_.size());
@@ -108,8 +130,7 @@ void Trainer::join_world() {
   DPT_REQUIRE(shape.back() == double(spec_.parameter_count()) * double(world.size()),
               DPT_ERROR_INVALID_ARGUMENT, "the processes of the MPI job built models of different sizes");
   process_weights_.assign(shape.begin(), shape.end() - 1);
-  Replica &first = *replicas_[0];
-  world.broadcast(first.params.data(), first.params.size() * sizeof(float), 0, config_.timeout_seconds);
+  world.broadcast(initial.data(), initial.size() * sizeof(float), 0, config_.timeout_seconds);
 }
 
 // A sum over the processes from the trainer's own thread; a failure leaves the processes out of step.
@@ -154,6 +175,7 @@ void Trainer::assign_slices(size_t batch, bool across_processes) {
     // steps of one size allocate nothing here
     auto [first, count] = across_processes ? process_range(batch) : std::pair<size_t, size_t>{0, batch};
     cached_counts_ = split_sizes(count);
+    if (!room_.empty()) cached_counts_ = cap_split(cached_counts_, room_);
     cached_first_ = first;
     cached_batch_ = batch;
     cached_across_ = across_processes;
@@ -198,16 +220,31 @@ void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch
     run_phase([&](size_t rank) {
       Replica &r = *replicas_[rank];
       const double t0 = platform::now_seconds();
-      std::memcpy(r.network.input(), x, probe * in * sizeof(float));
+      r.kernels->copy_to_device(r.network.input(), x, probe * in);
       PassInfo info{probe, 0, config_.seed, optimizer_steps_, 0, true};
-      r.network.forward(r.params.data(), labels, info);
+      r.network.forward(r.params.data(), r.kernels->stage_labels(labels, probe), info);
       r.network.backward(r.params.data(), r.grads.data(), info);
+      r.kernels->synchronize();
       best[rank] = std::min(best[rank], (platform::now_seconds() - t0) / double(probe));
     });
   }
   for (auto &r : replicas_) r->grads.zero();
   measured_weights_ = weights_from_speed(best);
+  if (on_gpus_) measure_room();
   cached_counts_.clear();  // the split changes with the weights
+}
+
+// The samples each GPU replica has memory for: what it holds now plus its share (replicas on one GPU
+// share it evenly) of 90% of the GPU's free memory.
+void Trainer::measure_room() {
+  room_.assign(replicas_.size(), 0);
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    size_t sharing = 0;
+    for (Device *d : devices_) sharing += d == devices_[i];
+    const double share = 0.9 * double(devices_[i]->details().free_memory) / double(sharing);
+    const Network &n = replicas_[i]->network;
+    room_[i] = n.capacity() + size_t(share / double(n.bytes_per_sample()));
+  }
 }
 
 StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
@@ -287,16 +324,16 @@ void Trainer::compute_gradients(size_t rank, const float *x, const int32_t *labe
   r.nonfinite = false;
   if (r.count == 0) return;  // an empty slice contributes zero gradient
   const size_t in = spec_.input().size();
-  float *input = r.network.input();
-  std::memcpy(input, x + r.begin * in, r.count * in * sizeof(float));
-  if (!all_finite(input, r.count * in)) {
+  const float *slice = x + r.begin * in;
+  if (!all_finite(slice, r.count * in)) {
     r.nonfinite = true;
     return;
   }
+  r.kernels->copy_to_device(r.network.input(), slice, r.count * in);
   // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
   // split nor the division into micro-batches changes the masks.
   PassInfo info{r.count, pending_samples_ + r.begin, config_.seed, optimizer_steps_, 0, true};
-  r.stats = r.network.forward(r.params.data(), labels + r.begin, info);
+  r.stats = r.network.forward(r.params.data(), r.kernels->stage_labels(labels + r.begin, r.count), info);
   if (!std::isfinite(r.stats.loss_sum)) {
     r.nonfinite = true;
     return;
@@ -305,6 +342,9 @@ void Trainer::compute_gradients(size_t rank, const float *x, const int32_t *labe
   BackwardHook hook;
   if (post_buckets) hook = BackwardHook{&BucketPoster::layer_done, &poster};
   r.network.backward(r.params.data(), r.grads.data(), info, hook);
+  // A GPU's backward is still queued: wait, so that compute_seconds counts it and an error of it surfaces
+  // in this phase, naming the device, rather than in the all-reduce.
+  r.kernels->synchronize();
 }
 
 // A NaN or an infinity: the whole accumulation window is dropped (gradients zeroed on every replica),
@@ -330,23 +370,24 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
   const double inv_samples = 1.0 / double(pending_samples_);
+  if (on_gpus_) allreduce_seconds = gpu_all_reduce();
   run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
-    if (!reduced) {  // else the bucket reducer did it during backward
+    if (!reduced && !on_gpus_) {  // else the bucket reducer did it during backward
       const double seconds =
           hierarchical_all_reduce(group_->collective(), config_.world, rank, r.grads.data(), 0,
                                   r.grads.size(), config_.allreduce, config_.timeout_seconds);
       if (rank == 0) allreduce_seconds = seconds;
     }
     // Every replica now holds the same summed gradient, so each computes the same norm and update.
-    const double norm = l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
+    const double norm = r.kernels->l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
     if (rank == 0) grad_norm = norm;
     if (!std::isfinite(norm)) return;
     double scale = inv_samples;
     const double clip = config_.optimizer.clip_norm;
     if (clip > 0.0 && norm > clip) scale *= clip / (norm + 1e-6);  // as PyTorch's clip_grad_norm_
-    apply_update(config_.optimizer, optimizer_steps_, float(s.learning_rate), float(scale), r.params.data(),
-                 r.grads.data(), r.state.data(), r.params.size());
+    r.kernels->apply_update(config_.optimizer, optimizer_steps_, float(s.learning_rate), float(scale),
+                            r.params.data(), r.grads.data(), r.state.data(), r.params.size());
     r.grads.zero();
   });
   if (!std::isfinite(grad_norm)) return false;
@@ -364,6 +405,30 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   pending_micro_ = 0;
   pending_samples_ = 0;
   return true;
+}
+
+void Trainer::drain_streams() noexcept {
+  if (!on_gpus_ || group_->lost()) return;  // a lost group: a task may still be running on a worker
+  for (auto &r : replicas_) {
+    try {
+      r->kernels->synchronize();
+    } catch (...) {  // the phase's own error is the one to report
+    }
+  }
+}
+
+// GPU replicas: the summed gradients of every replica, from the trainer's thread while the workers are
+// idle (the contexts are used by one thread at a time). Returns the seconds it took.
+double Trainer::gpu_all_reduce() {
+  if (cuda_collective_ == nullptr) return 0;
+  const double t0 = platform::now_seconds();
+  try {
+    cuda_collective_->all_reduce(gpu_grads_, gpu_buckets_, config_.timeout_seconds);
+  } catch (const Error &e) {
+    broken_ = true;  // the replicas' gradients (and a NCCL communicator) are in an unknown state
+    throw;
+  }
+  return platform::now_seconds() - t0;
 }
 
 bool Trainer::flush() {
@@ -388,8 +453,8 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
     Replica &r = *replicas_[rank];
     r.stats = {};
     if (r.count == 0) return;
-    std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
-    r.stats = r.network.forward(r.params.data(), labels + r.begin,
+    r.kernels->copy_to_device(r.network.input(), x + r.begin * in, r.count * in);
+    r.stats = r.network.forward(r.params.data(), r.kernels->stage_labels(labels + r.begin, r.count),
                                 PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
   });
   EvalStats e;
@@ -413,27 +478,41 @@ void Trainer::predict(const float *x, size_t n, float *logits) {
   run_phase([&](size_t rank) {
     Replica &r = *replicas_[rank];
     if (r.count == 0) return;
-    std::memcpy(r.network.input(), x + r.begin * in, r.count * in * sizeof(float));
+    r.kernels->copy_to_device(r.network.input(), x + r.begin * in, r.count * in);
     r.network.forward(r.params.data(), nullptr, PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
-    std::memcpy(logits + r.begin * classes, r.network.logits(), r.count * classes * sizeof(float));
+    r.kernels->copy_to_host(logits + r.begin * classes, r.network.logits(), r.count * classes);
+    r.kernels->synchronize();
   });
+}
+
+// From the caller's thread, between phases (the work mutex keeps the device workers off the replica).
+void Trainer::copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const {
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  DeviceKernels &k = *replicas_[replica]->kernels;
+  k.copy_to_host(out, buffer.data(), buffer.size());
+  k.synchronize();
 }
 
 void Trainer::get_parameters(size_t replica, float *out) const {
   DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
               "replica " + std::to_string(replica) + " does not exist (the trainer has " +
                   std::to_string(replicas_.size()) + ")");
-  const DeviceBuffer &p = replicas_[replica]->params;
-  std::memcpy(out, p.data(), p.size() * sizeof(float));
+  copy_to_host(replica, replicas_[replica]->params, out);
 }
 
 void Trainer::set_parameters(const float *in) {
   std::lock_guard<std::mutex> lock(context_->work_mutex());
-  for (auto &r : replicas_) std::memcpy(r->params.data(), in, r->params.size() * sizeof(float));
+  set_parameters_locked(in);
+}
+
+void Trainer::set_parameters_locked(const float *in) {
+  for (auto &r : replicas_) r->kernels->copy_to_device(r->params.data(), in, r->params.size());
+  for (auto &r : replicas_) r->kernels->synchronize();
 }
 
 uint64_t Trainer::parameter_checksum() const {
-  const DeviceBuffer &p = replicas_[0]->params;
+  std::vector<float> p(parameter_count());
+  copy_to_host(0, replicas_[0]->params, p.data());
   return fnv1a64(p.data(), p.size() * sizeof(float));
 }
 
@@ -444,8 +523,10 @@ TrainerState Trainer::save_state() const {
                   std::to_string(config_.accumulation_steps) + " micro-batches done)");
   const Replica &r = *replicas_[0];
   TrainerState state;
-  state.parameters.assign(r.params.data(), r.params.data() + r.params.size());
-  state.optimizer_state.assign(r.state.data(), r.state.data() + r.state.size());
+  state.parameters.resize(r.params.size());
+  state.optimizer_state.resize(r.state.size());
+  copy_to_host(0, r.params, state.parameters.data());
+  copy_to_host(0, r.state, state.optimizer_state.data());
   state.optimizer_steps = optimizer_steps_;
   state.epochs_done = epochs_done;
   state.seed = config_.seed;
@@ -464,11 +545,11 @@ void Trainer::load_state(const TrainerState &state) {
                   std::to_string(first.state.size()));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (auto &r : replicas_) {
-    std::memcpy(r->params.data(), state.parameters.data(), r->params.size() * sizeof(float));
-    if (r->state.size() != 0)
-      std::memcpy(r->state.data(), state.optimizer_state.data(), r->state.size() * sizeof(float));
+    r->kernels->copy_to_device(r->params.data(), state.parameters.data(), r->params.size());
+    r->kernels->copy_to_device(r->state.data(), state.optimizer_state.data(), r->state.size());
     r->grads.zero();
   }
+  for (auto &r : replicas_) r->kernels->synchronize();
   optimizer_steps_ = state.optimizer_steps;
   epochs_done = state.epochs_done;
   config_.seed = state.seed;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/context.hpp"
+#include "backend/cuda_collective.hpp"
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
 #include "core/error.hpp"
@@ -19,7 +20,9 @@ namespace dpt {
 enum class SplitPolicy { kEven, kWeighted, kAuto };
 
 struct TrainerConfig {
-  std::vector<size_t> devices;  // empty = all devices of the context
+  // Indices of the context's devices, one replica each; empty = all devices of the context. All CPU devices
+  // or all CUDA devices; a CUDA device listed n times holds n replicas ("virtual devices").
+  std::vector<size_t> devices;
   SplitPolicy split = SplitPolicy::kEven;
   std::vector<double> weights;  // for kWeighted, one per device
   AllReduceAlgorithm allreduce = AllReduceAlgorithm::kRing;
@@ -35,6 +38,7 @@ struct TrainerConfig {
   // global batch to step() and evaluate() and reads its own share of it.
   const World *world = nullptr;
   OptimizerConfig optimizer;
+  KernelOptions kernels;  // GPU: TF32, deterministic algorithms
 };
 
 struct StepStats {
@@ -70,6 +74,10 @@ class Trainer {
   const ModelSpec &spec() const { return spec_; }
   const TrainerConfig &config() const { return config_; }
   size_t device_count() const { return replicas_.size(); }
+  // The replicas run on CUDA GPUs.
+  bool on_gpus() const { return on_gpus_; }
+  // GPU replicas: their all-reduce (nullptr with one replica or on CPU devices).
+  CudaCollective *cuda_collective() { return cuda_collective_.get(); }
   size_t parameter_count() const { return spec_.parameter_count(); }
   uint64_t optimizer_steps() const { return optimizer_steps_; }
   uint64_t nonfinite_steps() const { return nonfinite_steps_; }
@@ -104,10 +112,18 @@ class Trainer {
   std::vector<double> split_weights() const;
   void assign_slices(size_t batch, bool across_processes = true);
   void world_sum(double *values, size_t count);
-  void join_world();
+  void join_world(std::vector<float> &initial);
+  void set_parameters_locked(const float *in);
   void reserve_slices();
   void measure_speeds(const float *x, const int32_t *labels, size_t batch);
+  void measure_room();
   void compute_gradients(size_t rank, const float *x, const int32_t *labels, bool post_buckets);
+  double gpu_all_reduce();
+  // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
+  // caller's host buffers), ignoring its errors.
+  void drain_streams() noexcept;
+  // The replica's parameters (or optimizer state) copied to the host.
+  void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   bool update_replicas(StepStats &s, bool reduced);
   void discard_window(StepStats &s, const char *where);
   void check_labels(const int32_t *labels, size_t n) const;
@@ -122,6 +138,7 @@ class Trainer {
       if (e.status() == DPT_ERROR_DEVICE || e.status() == DPT_ERROR_TIMEOUT ||
           e.status() == DPT_ERROR_COMMUNICATION)
         broken_ = true;
+      drain_streams();
       throw;
     }
   }
@@ -132,8 +149,13 @@ class Trainer {
   std::vector<Device *> devices_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<DeviceGroup> group_;
+  bool on_gpus_ = false;
+  std::unique_ptr<CudaCollective> cuda_collective_;
+  std::vector<std::pair<size_t, size_t>> gpu_buckets_;  // ranges of the gradient, one NCCL call each
+  std::vector<float *> gpu_grads_;                      // every replica's gradient buffer
   bool broken_ = false;                   // a device failed or timed out: the replicas may differ
   std::vector<double> measured_weights_;  // kAuto, after the first step
+  std::vector<size_t> room_;              // kAuto on GPUs: samples each replica has memory for
   size_t cached_batch_ = 0;               // the split of the last batch size, reused while it repeats
   bool cached_across_ = true;
   size_t cached_first_ = 0;  // this process's first sample of the cached batch

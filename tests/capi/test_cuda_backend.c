@@ -331,28 +331,62 @@ static void test_gpu_peer_matrix(void **state) {
   dpt_context_destroy(c);
 }
 
-/* Training on a CUDA device is not supported in this version: a clear status, nothing half-built. */
-static void test_gpu_trainer_unsupported(void **state) {
+/* Training on GPUs through the C API: a trainer over one GPU and over two replicas sharing it (virtual
+ * devices) steps, and the two replicas hold the same parameters; a CPU device and a GPU in one trainer,
+ * and unknown gpu_flags, are refused with a clear status and nothing half-built. */
+static void test_gpu_trainer_through_c_api(void **state) {
   dpt_context *c;
   dpt_model *m = NULL;
   dpt_trainer *t = NULL;
   dpt_trainer_options o;
-  size_t gpu = CPU_DEVICES, mixed[2] = {0, CPU_DEVICES};
+  dpt_step_result result;
+  size_t gpu = CPU_DEVICES, twice[2] = {CPU_DEVICES, CPU_DEVICES}, mixed[2] = {0, CPU_DEVICES}, count = 0, i;
+  float x[8 * 784];
+  int32_t y[8];
+  float *p0, *p1;
   (void)state;
   skip_without_gpu();
+  for (i = 0; i < 8 * 784; ++i) x[i] = (float)((i * 7) % 13) / 13.0f;
+  for (i = 0; i < 8; ++i) y[i] = (int32_t)(i % 10);
   c = make_context(DPT_DEVICES_ALL);
   ASSERT_OK(dpt_model_create_builtin(&m, "mlp"));
   assert_int_equal(dpt_trainer_create(&t, c, m, NULL, NULL), DPT_ERROR_UNSUPPORTED); /* all devices */
   assert_null(t);
-  assert_non_null(strstr(dpt_last_error_message(), "CUDA"));
+  assert_non_null(strstr(dpt_last_error_message(), "all be CPU devices or all CUDA devices"));
   dpt_trainer_options_init(&o);
-  o.devices = &gpu;
-  o.device_count = 1;
-  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   o.devices = mixed;
   o.device_count = 2;
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
+  o.devices = &gpu;
+  o.device_count = 1;
+  o.gpu_flags = 4u;
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_INVALID_ARGUMENT);
+  assert_null(t);
+  o.gpu_flags = DPT_GPU_DETERMINISTIC;
+  ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
+  memset(&result, 0, sizeof result);
+  result.struct_size = sizeof result;
+  ASSERT_OK(dpt_trainer_step(t, x, 8 * 784, y, 8, &result));
+  assert_true(result.applied && result.loss > 0.0);
+  dpt_trainer_destroy(t);
+  o.devices = twice;
+  o.device_count = 2;
+  ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
+  ASSERT_OK(dpt_trainer_device_count(t, &count));
+  assert_int_equal(count, 2);
+  ASSERT_OK(dpt_trainer_step(t, x, 8 * 784, y, 8, &result));
+  ASSERT_OK(dpt_model_parameter_count(m, &count));
+  p0 = malloc(count * sizeof *p0);
+  p1 = malloc(count * sizeof *p1);
+  assert_non_null(p0);
+  assert_non_null(p1);
+  ASSERT_OK(dpt_trainer_get_replica_parameters(t, 0, p0, count));
+  ASSERT_OK(dpt_trainer_get_replica_parameters(t, 1, p1, count));
+  assert_memory_equal(p0, p1, count * sizeof *p0);
+  free(p0);
+  free(p1);
+  dpt_trainer_destroy(t);
   dpt_model_destroy(m);
   dpt_context_destroy(c);
 }
@@ -382,7 +416,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_all_context_cpu_devices),
       cmocka_unit_test(test_gpu_device_info),
       cmocka_unit_test(test_gpu_peer_matrix),
-      cmocka_unit_test(test_gpu_trainer_unsupported),
+      cmocka_unit_test(test_gpu_trainer_through_c_api),
   };
   if (select_cases(argc, argv) != 0) return 2;
   return cmocka_run_group_tests(tests, NULL, NULL);

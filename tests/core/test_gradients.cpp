@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/cpu_kernels.hpp"
 #include "core/arena.hpp"
 #include "core/error.hpp"
 #include "nn/layer.hpp"
@@ -635,7 +636,8 @@ void check_network_gradients(bool with_dropout) {
   const ModelSpec spec = network_spec(with_dropout);
   NetworkCase c = make_network_case(spec, 3, h);
   dpt::MemoryArena arena("test", 0);
-  dpt::Network net(spec, arena);
+  dpt::CpuKernels kernels(arena);
+  dpt::Network net(spec, kernels);
   net.reserve(c.n);
   std::copy(c.x.begin(), c.x.end(), net.input());
   const PassInfo info{c.n, 0, c.seed, 0, 0, true};
@@ -693,7 +695,8 @@ void check_batch_is_sum_of_samples(bool with_dropout) {
   const size_t n = 3;
   NetworkCase c = make_network_case(spec, n, 1e-3);
   dpt::MemoryArena arena("test", 0);
-  dpt::Network net(spec, arena);
+  dpt::CpuKernels kernels(arena);
+  dpt::Network net(spec, kernels);
   net.reserve(n);
   const size_t in = spec.input().size();
 
@@ -779,14 +782,16 @@ void test_network_out_of_memory(void **) {
   const ModelSpec spec = network_spec(false);
   // The constructor allocates the conv im2col scratch: 2 * (2*3*3) * (6*6) floats = 5184 bytes.
   dpt::MemoryArena small("cpu:3", 4096);
-  const std::string message = dpt_test::expect_error([&] { dpt::Network net(spec, small); },
+  dpt::CpuKernels small_kernels(small);
+  const std::string message = dpt_test::expect_error([&] { dpt::Network net(spec, small_kernels); },
                                                      DPT_ERROR_OUT_OF_MEMORY, "network in a 4096-byte arena");
   assert_non_null(std::strstr(message.c_str(), "cpu:3"));
   assert_int_equal(small.in_use(), 0);
 
   dpt::MemoryArena medium("cpu:4", 64 * 1024);
   {
-    dpt::Network net(spec, medium);
+    dpt::CpuKernels medium_kernels(medium);
+    dpt::Network net(spec, medium_kernels);
     net.reserve(2);
     const uint64_t after_two = medium.in_use();
     assert_true(after_two > 5184);

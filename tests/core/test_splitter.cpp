@@ -72,14 +72,31 @@ void test_weights_from_speed(void **) {
   assert_true(dpt::weights_from_speed({1.0, 100.0})[1] == 0.05);
 }
 
+void test_cap_split_by_room(void **) {
+  using V = std::vector<size_t>;
+  const size_t none = SIZE_MAX;
+  // Device 0 holds 10 of its 40: 30 go to devices with room, in device order.
+  assert_true(dpt::cap_split(V{40, 30, 30}, V{10, 45, none}) == (V{10, 45, 45}));
+  // Room everywhere: unchanged.
+  assert_true(dpt::cap_split(V{40, 30, 30}, V{none, none, none}) == (V{40, 30, 30}));
+  // Exactly full.
+  assert_true(dpt::cap_split(V{5, 5}, V{2, 8}) == (V{2, 8}));
+  // Not enough room anywhere: unchanged (the step reports the out-of-memory).
+  assert_true(dpt::cap_split(V{5, 5}, V{2, 7}) == (V{5, 5}));
+  // Nothing lost: every capped split sums to the batch.
+  for (size_t r0 = 0; r0 < 50; r0 += 7) {
+    const V capped = dpt::cap_split(V{25, 25}, V{r0, 40});
+    assert_true(capped[0] + capped[1] == 50);
+  }
+}
+
 }  // namespace
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(test_even_split),
-      cmocka_unit_test(test_weighted_split_is_proportional),
-      cmocka_unit_test(test_huge_batches),
-      cmocka_unit_test(test_weights_from_speed),
+      cmocka_unit_test(test_even_split),        cmocka_unit_test(test_weighted_split_is_proportional),
+      cmocka_unit_test(test_huge_batches),      cmocka_unit_test(test_weights_from_speed),
+      cmocka_unit_test(test_cap_split_by_room),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

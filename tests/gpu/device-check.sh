@@ -2,9 +2,11 @@
 # The GPU device check: on a machine with an NVIDIA GPU, builds dptrain with its CUDA module (Release, tests
 # off except those it runs), runs the GPU-labelled tests (the CUDA module's conformance suite: every kernel
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
-# devices`, and ends with a short table: one row per test and one per conformance case. Meant to finish
-# within 8 minutes on one H200 with 16 cores. On a machine without a GPU it runs too: every GPU case is then
-# reported SKIPPED, and the table says that nothing ran on a GPU. The training benchmarks are phase 3.
+# devices`, benchmarks LeNet training images/s on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2 GPUs
+# when there are two, and the all-reduce bus bandwidth (dptrain_gpu_bench), and ends with a short table: one
+# row per test, one per conformance case, one per benchmark figure. Meant to finish within 8 minutes on one
+# H200 with 16 cores. On a machine without a GPU it runs too: every GPU case is then reported SKIPPED, and
+# the table says that nothing ran on a GPU.
 #
 #   tests/gpu/device-check.sh [BUILD_DIR]        (default build-gpu)
 #
@@ -113,7 +115,7 @@ fi
 # ---- build ------------------------------------------------------------------------------------------------
 section "configure"
 if ! timeout 180 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDPTRAIN_CUDA=ON -DDPTRAIN_BUILD_TESTS=ON \
-  -DDPTRAIN_BUILD_SAMPLES=ON -DDPTRAIN_BUILD_BENCH=OFF -DDPTRAIN_BUILD_BINDINGS=OFF "${cmake_args[@]}" \
+  -DDPTRAIN_BUILD_SAMPLES=ON -DDPTRAIN_BUILD_BENCH=ON -DDPTRAIN_BUILD_BINDINGS=OFF "${cmake_args[@]}" \
   >"$out/configure.log" 2>&1; then
   tail -n 30 "$out/configure.log"
   row "configure" "FAILED" "see $out/configure.log"
@@ -130,7 +132,7 @@ fi
 
 section "build (-j$jobs)"
 targets=(dptrain dptrain-cli test_cuda_backend test_cuda_module test_cuda_layers test_cuda_training
-  test_cuda_collectives)
+  test_cuda_collectives test_gpu_training dptrain_gpu_bench)
 grep -q "CUDA module: CUDA" "$out/configure.log" && targets+=(dptrain_cuda)
 build_start=$(date +%s)
 if timeout 360 cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1; then
@@ -189,19 +191,29 @@ while read -r name result; do
 done < <(sed -nE 's/^[0-9]+: \[ *(OK|FAILED|SKIPPED) *\] (test_gpu_[A-Za-z0-9_]+)\r?$/\2 \1/p' "$out/ctest-gpu.log" |
   awk '!seen[$1]++')
 
-# ---- phase 3 of issue 7: not yet ----------------------------------------------------------------------------
-section "benchmarks"
-# TODO(issue 7, phase 3): when trainers run on CUDA devices, benchmark here, within the 8-minute budget:
-#   - LeNet training images/s on 1 GPU:           dptrain train --model lenet --devices cuda:0 ...
-#   - LeNet training images/s on 2 virtual devices: dptrain train --model lenet --devices cuda:0x2 ...
-#   - all-reduce bus bandwidth (NCCL, and the device-memory all-reduce of virtual devices)
-# and record the figures in docs/benchmarks.md.
-echo "TODO (issue 7, phase 3): the kernels and collectives exist (phase 2, checked above), but trainers do not"
-echo "run on CUDA devices yet, so the LeNet images/s benchmarks (1 GPU, 2 virtual devices) and the all-reduce"
-echo "bus bandwidth are not run."
-row "lenet images/s, 1 GPU" "TODO" "phase 3: training on CUDA devices not implemented yet"
-row "lenet images/s, cuda:0x2" "TODO" "phase 3: trainers on virtual devices not implemented yet"
-row "all-reduce bus bandwidth" "TODO" "phase 3: collectives exist, the benchmark does not"
+# ---- benchmarks --------------------------------------------------------------------------------------------
+section "benchmarks (dptrain_gpu_bench)"
+if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
+  # The bench links the core: it finds the module through DPTRAIN_BACKEND_PATH.
+  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models lenet,mlp --batch 256 \
+    --steps 50 --max-mib 256 >"$out/gpu-bench.txt" 2>&1; then
+    cat "$out/gpu-bench.txt"
+    while read -r model devices rate rest; do
+      row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate"}')"
+    done < <(awk '$1 ~ /^(lenet|mlp)$/ && $3 ~ /^[0-9]+$/' "$out/gpu-bench.txt")
+    while read -r line; do
+      row "all-reduce busbw, $(echo "$line" | sed -E 's/ +[0-9]+ MiB.*//')" "$(echo "$line" | awk '{print $NF}') GB/s" \
+        "$(echo "$line" | grep -oE '[0-9]+ MiB')"
+    done < <(grep -E '^(virtual|NCCL).* (64|256) MiB' "$out/gpu-bench.txt")
+  else
+    tail -n 20 "$out/gpu-bench.txt"
+    row "dptrain_gpu_bench" "FAILED" "see $out/gpu-bench.txt"
+    status=1
+  fi
+else
+  echo "no CUDA device: benchmarks not run"
+  row "benchmarks" "SKIPPED" "no CUDA device"
+fi
 
 if [ "$cuda_count" = "0" ]; then
   row "GPU coverage" "NONE" "no CUDA device: every GPU case above was skipped, nothing ran on a GPU"

@@ -9,8 +9,8 @@
  * when dpt_context_options.device_selection asks for CUDA devices. It is looked for in each directory of
  * the environment variable DPTRAIN_BACKEND_PATH (colon-separated) when that is set, otherwise next to
  * libdptrain.so. A missing module, missing CUDA libraries, a missing driver or no GPU simply mean zero CUDA
- * devices; dpt_backend_get_info() says why. In this version CUDA devices are discovered and described, but
- * a trainer cannot use them yet (dpt_trainer_create() returns DPT_ERROR_UNSUPPORTED).
+ * devices; dpt_backend_get_info() says why. A trainer runs on CPU devices or on CUDA devices, not on a mix
+ * (see dpt_trainer_options.devices; docs/cuda.md).
  *
  * Threading: one handle is used by one thread at a time; distinct handles are independent.
  * Trainers that share a context may be used from different threads: their device work is

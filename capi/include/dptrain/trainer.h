@@ -72,11 +72,14 @@ typedef enum dpt_schedule_kind {
 
 /** @brief Trainer options. Fill with dpt_trainer_options_init() first. */
 typedef struct dpt_trainer_options {
-  size_t struct_size;         /**< Set by dpt_trainer_options_init(). */
-  const size_t *devices;      /**< Device indices of the context to use (copied); NULL = all devices. */
-  size_t device_count;        /**< Entries in @p devices; 0 with devices == NULL = all devices. */
-  dpt_split_policy split;     /**< Default DPT_SPLIT_EVEN. */
-  const float *split_weights; /**< device_count positive weights for DPT_SPLIT_WEIGHTED (copied). */
+  size_t struct_size; /**< Set by dpt_trainer_options_init(). */
+  /** Device indices of the context to use, one replica each (copied); NULL = all devices. All CPU devices
+   * or all CUDA devices. A CUDA device listed n times holds n replicas ("virtual devices", each with its
+   * own stream; their gradients are summed in device memory); a CPU device may be listed once. */
+  const size_t *devices;
+  size_t device_count;               /**< Entries in @p devices; 0 with devices == NULL = all devices. */
+  dpt_split_policy split;            /**< Default DPT_SPLIT_EVEN. */
+  const float *split_weights;        /**< device_count positive weights for DPT_SPLIT_WEIGHTED (copied). */
   dpt_allreduce_algorithm allreduce; /**< Default DPT_ALLREDUCE_RING. */
   uint64_t seed;                     /**< Seeds initialisation, shuffling and dropout. Default 0. */
   size_t accumulation_steps; /**< Micro-batches (dpt_trainer_step calls) per optimizer step; default 1. */
@@ -101,7 +104,15 @@ typedef struct dpt_trainer_options {
    * dpt_trainer_evaluate() (only its own share of the samples is read), and all processes must make the
    * same calls in the same order; prediction stays local to the process. */
   dpt_communicator communicator;
+  /** CUDA devices: DPT_GPU_ALLOW_TF32 | DPT_GPU_DETERMINISTIC; default 0 (full FP32, fastest algorithms).
+   * Ignored on CPU devices. */
+  uint32_t gpu_flags;
 } dpt_trainer_options;
+
+/** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
+#define DPT_GPU_ALLOW_TF32 1u
+/** @brief gpu_flags: deterministic convolution algorithms only, chosen by heuristics, never by timing. */
+#define DPT_GPU_DETERMINISTIC 2u
 
 /** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */
 typedef struct dpt_optimizer_options {
@@ -218,11 +229,12 @@ DPT_API void dpt_optimizer_options_init(dpt_optimizer_options *options);
 DPT_API void dpt_fit_options_init(dpt_fit_options *options);
 
 /**
- * @brief Creates a trainer: one replica of @p model per device, initialised on the first device and
- * broadcast to the others.
+ * @brief Creates a trainer: one replica of @p model per entry of options->devices, all initialised alike.
  * @param options NULL for defaults; @p optimizer NULL for defaults.
  * @return DPT_ERROR_DEVICE_NOT_FOUND for a bad device index, DPT_ERROR_INVALID_ARGUMENT for a repeated
- *         device, bad weights or optimizer settings, DPT_ERROR_OUT_OF_MEMORY when a replica does not fit.
+ *         CPU device, bad weights or optimizer settings, DPT_ERROR_UNSUPPORTED for CPU devices and GPUs in
+ *         one trainer (or a layer a GPU cannot run), DPT_ERROR_OUT_OF_MEMORY (naming the device) when a
+ *         replica does not fit, DPT_ERROR_DEVICE when a GPU call fails.
  */
 DPT_API dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt_model *model,
                                       const dpt_trainer_options *options,

@@ -1,0 +1,67 @@
+// A replica's kernels on a CUDA GPU: a context of the CUDA module (its own stream, cuBLAS and cuDNN
+// handles) on which every copy, layer pass, loss and update is queued through the module's table
+// (backend_interface.h). Memory comes from the module's mem_alloc on that context. A module error becomes
+// an Error: DPT_ERROR_OUT_OF_MEMORY or DPT_ERROR_DEVICE with the module's line (it names the GPU and the
+// failed call), DPT_ERROR_COMMUNICATION from a collective.
+#pragma once
+
+#include <string>
+
+#include "backend/backend_interface.h"
+#include "backend/device_kernels.hpp"
+
+namespace dpt {
+
+// Throws the Error for a module return code rc (not DPT_BACKEND_OK) and its message.
+[[noreturn]] void throw_backend_error(int rc, const char *message);
+
+class CudaKernels final : public DeviceKernels, private DeviceMemory {
+ public:
+  CudaKernels(const dpt_backend_v1 &api, int ordinal, const KernelOptions &options);
+  ~CudaKernels() override;
+  CudaKernels(const CudaKernels &) = delete;
+  CudaKernels &operator=(const CudaKernels &) = delete;
+
+  const dpt_backend_v1 &api() const { return api_; }
+  dpt_backend_context *context() const { return ctx_; }
+  int ordinal() const { return ordinal_; }
+
+  DeviceMemory &memory() override { return *this; }
+  void check_supported(const LayerSpec &spec) const override;
+  size_t scratch_floats(const Layer &) const override { return 0; }
+  void copy_to_device(float *device, const float *host, size_t count) override;
+  void copy_to_host(float *host, const float *device, size_t count) override;
+  void synchronize() override;
+  const int32_t *stage_labels(const int32_t *host, size_t n) override;
+  void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
+               float *scratch, const PassInfo &info) override;
+  void backward(const Layer &layer, const float *params, const float *x, const float *y, const float *dy,
+                float *dx, float *dparams, const float *saved, float *scratch, const PassInfo &info) override;
+  LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
+                 float *dlogits) override;
+  double l2_norm(const float *grads, size_t count) override;
+  void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
+                    const float *grads, float *state, size_t count) override;
+
+ private:
+  // DeviceMemory, on the context.
+  void *allocate(size_t bytes) override;
+  void release(void *p, size_t bytes) override;
+  void zero(void *p, size_t bytes) override;
+  // Throws unless rc is DPT_BACKEND_OK.
+  void check(int rc);
+
+  const dpt_backend_v1 &api_;
+  int ordinal_;
+  dpt_backend_context *ctx_ = nullptr;
+  char error_[512] = "";
+  // Device memory the loss and the norm are written to: a dpt_backend_loss, then a double.
+  void *results_ = nullptr;
+  // Their host copies: members, not locals, so that a copy still queued after a failed synchronize never
+  // writes into a stack frame that is gone.
+  dpt_backend_loss host_loss_{};
+  double host_norm_ = 0;
+  DeviceBuffer labels_;  // int32 labels of the current slice (4 bytes each, as floats)
+};
+
+}  // namespace dpt

@@ -1,0 +1,62 @@
+// What one replica runs on its device: memory, copies between host and device, the layers' passes, the
+// loss and the optimizer update. A CPU device runs the src/nn and src/optim code on host memory; a CUDA
+// device queues the CUDA module's kernels on a stream of its own (one per replica, so that several
+// replicas can share a GPU). Used by one thread at a time (the device's worker, or the trainer's thread
+// between phases).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/arena.hpp"
+#include "nn/layer.hpp"
+#include "nn/softmax_cross_entropy.hpp"
+#include "optim/optimizer.hpp"
+
+namespace dpt {
+
+// Per-trainer choices of how kernels compute (GPU only; a CPU device has one way).
+struct KernelOptions {
+  bool allow_tf32 = false;     // cuBLAS and cuDNN may use TF32 tensor cores
+  bool deterministic = false;  // deterministic convolution algorithms only
+};
+
+class DeviceKernels {
+ public:
+  virtual ~DeviceKernels() = default;
+  virtual DeviceMemory &memory() = 0;
+
+  // Throws DPT_ERROR_UNSUPPORTED naming the device when this layer cannot run here.
+  virtual void check_supported(const LayerSpec &spec) const = 0;
+  // Floats of Layer::scratch_floats this device needs (a GPU library brings its own workspace).
+  virtual size_t scratch_floats(const Layer &layer) const = 0;
+
+  // Host to device. The host buffer must stay valid until synchronize().
+  virtual void copy_to_device(float *device, const float *host, size_t count) = 0;
+  // Device to host; the host buffer holds the values after synchronize().
+  virtual void copy_to_host(float *host, const float *device, size_t count) = 0;
+  // Waits for the queued work; throws its error (DPT_ERROR_DEVICE naming the device and the call).
+  virtual void synchronize() = 0;
+  // The labels of a slice where the loss can read them (host memory for a CPU device, a copy on a GPU).
+  virtual const int32_t *stage_labels(const int32_t *host, size_t n) = 0;
+
+  // Layer passes, with the semantics of Layer::forward / Layer::backward.
+  virtual void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
+                       float *scratch, const PassInfo &info) = 0;
+  virtual void backward(const Layer &layer, const float *params, const float *x, const float *y,
+                        const float *dy, float *dx, float *dparams, const float *saved, float *scratch,
+                        const PassInfo &info) = 0;
+  // Softmax cross-entropy of the slice (labels from stage_labels); waits for the result.
+  virtual LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
+                         float *dlogits) = 0;
+
+  // The gradient norm (optim/optimizer.hpp's l2_norm semantics: a fixed order, identical on every replica
+  // of one kind of device); waits for the result.
+  virtual double l2_norm(const float *grads, size_t count) = 0;
+  // optim/optimizer.hpp's apply_update.
+  virtual void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale,
+                            float *params, const float *grads, float *state, size_t count) = 0;
+};
+
+}  // namespace dpt

@@ -1,0 +1,203 @@
+// GPU benchmark (prints tables; tests/gpu/device-check.sh runs it on a lent GPU): training images/s on one
+// GPU, on replicas sharing a GPU ("cuda:0x2") and on distinct GPUs, with synthetic inputs; and the bus
+// bandwidth of the all-reduce across replicas (the module's device-memory virtual all-reduce on one GPU,
+// NCCL across GPUs). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it.
+//
+//   dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] [--tf32]
+//
+// The module is found as the library finds it (DPTRAIN_BACKEND_PATH, else next to the binary's libdptrain;
+// the binary links the core, so its own directory: the device check points DPTRAIN_BACKEND_PATH at lib/).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend_loader.hpp"
+#include "backend/context.hpp"
+#include "core/platform.hpp"
+#include "core/rng.hpp"
+#include "parallel/trainer.hpp"
+
+namespace {
+
+struct Options {
+  std::vector<std::string> models{"lenet", "mlp"};
+  size_t batch = 256, steps = 50, max_mib = 256;
+  bool tf32 = false;
+};
+
+std::vector<std::string> split(const std::string &text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::string layout_name(const std::vector<size_t> &devices) {
+  char text[64];
+  if (devices.size() > 1 && devices[0] == devices[1])
+    std::snprintf(text, sizeof text, "cuda:%zux%zu", devices[0], devices.size());
+  else if (devices.size() > 1)
+    std::snprintf(text, sizeof text, "cuda:%zu,%zu%s", devices[0], devices[1],
+                  devices.size() > 2 ? ",..." : "");
+  else
+    std::snprintf(text, sizeof text, "cuda:%zu", devices[0]);
+  return text;
+}
+
+void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
+  std::printf(
+      "training step, batch %zu (split across the replicas), SGD momentum 0.9, synthetic inputs, %zu timed"
+      " steps after 5 warm-up; TF32 %s\n\n",
+      o.batch, o.steps, o.tf32 ? "on" : "off");
+  std::printf("%-7s %-12s %10s %8s %11s %13s %10s\n", "model", "devices", "images/s", "vs_1", "compute_ms",
+              "allreduce_ms", "update_ms");
+  std::vector<std::vector<size_t>> layouts{{0}, {0, 0}};
+  if (context->device_count() >= 2) layouts.push_back({0, 1});
+  for (const std::string &model : o.models) {
+    const dpt::ModelSpec spec = dpt::ModelSpec::builtin(model);
+    std::vector<float> x(o.batch * spec.input().size());
+    std::vector<int32_t> y(o.batch);
+    dpt::Rng rng(1);
+    for (auto &v : x) v = float(rng.uniform());
+    for (auto &v : y) v = int32_t(rng.below(10));
+    double base = 0;
+    for (const auto &devices : layouts) {
+      dpt::TrainerConfig config;
+      config.devices = devices;
+      config.optimizer.learning_rate = 0.01f;
+      config.optimizer.momentum = 0.9f;
+      config.kernels.allow_tf32 = o.tf32;
+      dpt::Trainer trainer(context, spec, config);
+      for (int i = 0; i < 5; ++i) trainer.step(x.data(), y.data(), o.batch);
+      double compute = 0, reduce = 0, update = 0;
+      const double t0 = dpt::platform::now_seconds();
+      for (size_t i = 0; i < o.steps; ++i) {
+        const dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+        compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
+      }
+      const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
+      if (base == 0) base = rate;
+      const double n = double(o.steps);
+      std::printf("%-7s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f\n", model.c_str(),
+                  layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
+                  update / n * 1e3);
+      std::fflush(stdout);
+    }
+  }
+}
+
+// Times the module's all-reduce directly: K contexts, one buffer each.
+void bench_allreduce(const Options &o, const dpt_backend_v1 &api, int gpus) {
+  std::printf(
+      "\nall-reduce of K float32 buffers, best of 5 after 2 warm-up; busbw = bytes * 2(K-1)/K / s\n\n");
+  std::printf("%-28s %10s %10s %12s\n", "collective", "size", "time_us", "busbw_GBps");
+  struct Layout {
+    const char *name;
+    std::vector<int> ordinals;
+  };
+  std::vector<Layout> layouts{{"virtual, 2 replicas on cuda:0", {0, 0}}};
+  if (gpus >= 2) layouts.push_back({"NCCL, cuda:0,1", {0, 1}});
+  char error[512] = "";
+  auto check = [&](int rc, const char *what) {
+    if (rc != 0) throw std::runtime_error(std::string(what) + ": " + error);
+  };
+  for (const Layout &layout : layouts) {
+    const size_t k = layout.ordinals.size();
+    std::vector<dpt_backend_context *> contexts(k, nullptr);
+    for (size_t r = 0; r < k; ++r)
+      check(api.context_create(layout.ordinals[r], nullptr, &contexts[r], error, sizeof error),
+            "context_create");
+    dpt_backend_comm *comm = nullptr;
+    if (layout.ordinals[0] != layout.ordinals[1])
+      check(api.comm_create(int(k), layout.ordinals.data(), &comm, error, sizeof error), "comm_create");
+    for (size_t mib = 1; mib <= o.max_mib; mib *= 4) {
+      const size_t count = mib * (size_t(1) << 20) / sizeof(float);
+      std::vector<float *> buffers(k);
+      for (size_t r = 0; r < k; ++r) {
+        void *p = nullptr;
+        check(api.mem_alloc(contexts[r], count * sizeof(float), &p, error, sizeof error), "mem_alloc");
+        check(api.mem_set(contexts[r], p, 0, count * sizeof(float), error, sizeof error), "mem_set");
+        buffers[r] = static_cast<float *>(p);
+      }
+      double best = 1e300;
+      for (int round = 0; round < 7; ++round) {
+        for (auto *c : contexts) check(api.context_synchronize(c, error, sizeof error), "synchronize");
+        const double t0 = dpt::platform::now_seconds();
+        if (comm != nullptr) {
+          check(
+              api.comm_all_reduce(comm, contexts.data(), 1, buffers.data(), &count, 60, error, sizeof error),
+              "comm_all_reduce");
+        } else {
+          check(api.virtual_all_reduce(contexts.data(), int(k), buffers.data(), count, error, sizeof error),
+                "virtual_all_reduce");
+          for (auto *c : contexts) check(api.context_synchronize(c, error, sizeof error), "synchronize");
+        }
+        if (round >= 2) best = std::min(best, dpt::platform::now_seconds() - t0);
+      }
+      const double bytes = double(count * sizeof(float));
+      const double busbw = bytes * 2.0 * double(k - 1) / double(k) / best / 1e9;
+      std::printf("%-28s %7zu MiB %10.1f %12.1f\n", layout.name, mib, best * 1e6, busbw);
+      std::fflush(stdout);
+      for (size_t r = 0; r < k; ++r) api.mem_free(contexts[r], buffers[r], error, sizeof error);
+    }
+    if (comm != nullptr) api.comm_destroy(comm);
+    for (auto *c : contexts) api.context_destroy(c);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--models" && has_value)
+      o.models = split(argv[++i]);
+    else if (a == "--batch" && has_value)
+      o.batch = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--steps" && has_value)
+      o.steps = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--max-mib" && has_value)
+      o.max_mib = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--tf32")
+      o.tf32 = true;
+    else {
+      std::printf(
+          "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
+          "[--tf32]\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  if (o.batch < 2 || o.steps < 1) {
+    std::fprintf(stderr, "dptrain_gpu_bench: --batch must be at least 2 and --steps at least 1\n");
+    return 2;
+  }
+  try {
+    dpt::ContextConfig c;
+    c.want_cpu = false;
+    c.want_cuda = true;
+    auto context = std::make_shared<dpt::Context>(c);
+    if (context->device_count() == 0) {
+      std::printf("no CUDA devices: %s\n", context->backend_report(DPT_DEVICE_CUDA).reason.c_str());
+      return 0;
+    }
+    std::printf("%s\n%zu CUDA device(s); %s\n\n", context->backend_report(DPT_DEVICE_CUDA).versions.c_str(),
+                context->device_count(), context->device(0).details().product_name.c_str());
+    bench_training(o, context);
+    const dpt::BackendModule module = dpt::load_cuda_backend();
+    if (module.api != nullptr) bench_allreduce(o, *module.api, int(context->device_count()));
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "dptrain_gpu_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `dptrain train --devices cuda...`: GPU device strings, their errors, and training LeNet on two replicas of
+# one GPU (cuda:0x2) against the same run on one CPU device. Registered as cli_train_cuda_sim (against the
+# simulated module of tests/sim_cuda) and cli_train_cuda (the real module: skipped, exit 77, without a GPU).
+# shellcheck source=tests/cli/common.sh
+source "$(dirname "$0")/common.sh" "$@"
+DATA=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+
+# Bad device strings are usage errors, before anything is loaded.
+for bad in cuda: cuda:x cuda:0x0 cuda:0,,1 cuda:-1 gpu:0; do
+  run_cli bad train --model lenet --devices "$bad"
+  if [ "$RC" -eq 2 ] && grep -q -- "--devices" "$WORK/bad.err"; then pass "--devices $bad: usage error"
+  else fail "--devices $bad: exit $RC, $(cat "$WORK/bad.err")"; fi
+done
+run_cli tf32 train --model lenet --devices cpu:1 --tf32
+[ "$RC" -eq 2 ] && pass "--tf32 without GPUs: usage error" || fail "--tf32 on CPU devices: exit $RC"
+
+# No module: one line with the reason.
+DPTRAIN_BACKEND_PATH="$WORK/none" run_cli nomodule train --model lenet --devices cuda --data "$DATA"
+if [ "$RC" -eq 1 ] && grep -q "no CUDA devices: libdptrain_cuda.so not found" "$WORK/nomodule.err"; then
+  pass "no module: $(cat "$WORK/nomodule.err")"
+else
+  fail "no module: exit $RC, $(cat "$WORK/nomodule.err")"
+fi
+
+run_cli devices devices --kind cuda --json
+gpus=$(json_get "$WORK/devices.out" "d['cuda']['devices']" 2>/dev/null || echo 0)
+if [ "$gpus" -eq 0 ]; then
+  echo "skipped: no CUDA device ($(json_get "$WORK/devices.out" "d['cuda']['reason']" 2>/dev/null))"
+  [ "$FAILURES" -eq 0 ] || finish
+  exit 77
+fi
+run_cli missing train --model lenet --devices cuda:7 --data "$DATA"
+if [ "$RC" -eq 2 ] && grep -q "cuda:7 does not exist" "$WORK/missing.err"; then pass "cuda:7: does not exist"
+else fail "cuda:7: exit $RC, $(cat "$WORK/missing.err")"; fi
+
+if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ] && [ ! -e "$DATA/train-images-idx3-ubyte" ]; then
+  echo "skipped: Fashion-MNIST not found in $DATA"
+  finish
+fi
+common=(train --model lenet --epochs 1 --batch 64 --train-limit 384 --test-limit 128 --data "$DATA" --json)
+run_cli gpu "${common[@]}" --devices cuda:0x2 --deterministic
+[ "$RC" -eq 0 ] || fail "cuda:0x2: exit $RC, $(tail -n 3 "$WORK/gpu.err")"
+run_cli cpu "${common[@]}" --devices cpu:1
+[ "$RC" -eq 0 ] || fail "cpu:1: exit $RC, $(tail -n 3 "$WORK/cpu.err")"
+json_check "$WORK/gpu.out" "d['devices'] == 2" "cuda:0x2: two replicas"
+grep -q "cuda:0, cuda:0" "$WORK/gpu.err" && pass "the header names both replicas' GPU" ||
+  fail "header: $(head -n 1 "$WORK/gpu.err")"
+gpu_loss=$(json_get "$WORK/gpu.out" "d['test_loss']")
+cpu_loss=$(json_get "$WORK/cpu.out" "d['test_loss']")
+if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > 1e-4 * abs(c))" \
+  "$gpu_loss" "$cpu_loss"; then
+  pass "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss (relative difference <= 1e-4)"
+else
+  fail "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss"
+fi
+finish

@@ -1,0 +1,355 @@
+// Training on CUDA devices, through the core's trainer: K replicas (on distinct GPUs, NCCL, or on one GPU,
+// "virtual devices") against one replica on the full batch, one GPU replica against one CPU device, a
+// checkpoint from a GPU trainer loaded on a CPU trainer, and the faults: out of memory, a failing kernel,
+// a hung collective, and the configurations refused.
+//
+// Registered twice: test_gpu_training_gpu runs it against the real module (skipped without a GPU), and
+// test_gpu_training_sim against the simulated module of tests/sim_cuda (docs/cuda-sim.md), which runs
+// everywhere. Cases that need the simulator's fault injection skip on a real GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../capi/relative_error.h"
+#include "backend/context.hpp"
+#include "core/error.hpp"
+#include "core/platform.hpp"
+#include "cuda_harness.hpp"
+#include "parallel/trainer.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "../core/core_test_util.hpp"
+
+namespace {
+
+// The numerics contract of the equivalence tests (TF32 off): relative_error.h's metric.
+constexpr double kEquivalence = 1e-5;
+// One GPU replica against one CPU device: different summation orders in every GEMM and convolution.
+constexpr double kAcrossBackends = 1e-4;
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  size_t n = 0;
+};
+
+Batch batch(size_t n, uint64_t seed) {
+  dpt_test::TestRng rng(seed);
+  Batch b;
+  b.n = n;
+  b.x = rng.vector(n * 28 * 28, 0.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) b.y.push_back(int32_t(rng.below(10)));
+  return b;
+}
+
+std::shared_ptr<dpt::Context> gpu_context() {
+  const dpt_backend_v1 &api = cuda_test::module_or_skip();
+  cuda_test::gpu_count_or_skip(api);
+  dpt::ContextConfig c;
+  c.want_cpu = false;
+  c.want_cuda = true;
+  auto context = std::make_shared<dpt::Context>(c);
+  if (context->device_count() == 0) {
+    print_message("no CUDA device (%s): skipped\n", context->backend_report(DPT_DEVICE_CUDA).reason.c_str());
+    skip();
+  }
+  return context;
+}
+
+std::shared_ptr<dpt::Context> cpu_context() {
+  dpt::ContextConfig c;
+  c.cpu_devices = 1;
+  return std::make_shared<dpt::Context>(c);
+}
+
+bool simulated() {
+  dpt_backend_versions v;
+  cuda_test::module_or_skip().versions(&v);
+  return std::strstr(v.text, "simulated") != nullptr;
+}
+
+void need_gpus(const dpt::Context &context, size_t count) {
+  if (context.device_count() < count) {
+    print_message("%zu GPUs needed, %zu present: skipped\n", count, context.device_count());
+    skip();
+  }
+}
+
+dpt::TrainerConfig config(std::vector<size_t> devices, dpt::OptimizerKind kind = dpt::OptimizerKind::kSgd) {
+  dpt::TrainerConfig c;
+  c.devices = std::move(devices);
+  c.seed = 11;
+  c.timeout_seconds = 60;
+  c.optimizer.kind = kind;
+  c.optimizer.learning_rate = kind == dpt::OptimizerKind::kSgd ? 0.05f : 0.002f;
+  if (kind == dpt::OptimizerKind::kSgd) c.optimizer.momentum = 0.9f;
+  c.optimizer.weight_decay = 1e-4f;
+  return c;
+}
+
+std::unique_ptr<dpt::Trainer> trainer(std::shared_ptr<dpt::Context> context, dpt::TrainerConfig c) {
+  return std::make_unique<dpt::Trainer>(std::move(context), dpt::ModelSpec::builtin("lenet"), std::move(c));
+}
+
+std::vector<float> parameters(const dpt::Trainer &t, size_t replica = 0) {
+  std::vector<float> p(t.parameter_count());
+  t.get_parameters(replica, p.data());
+  return p;
+}
+
+// Four steps, the last on a batch that does not divide evenly.
+void train(dpt::Trainer &t) {
+  for (int s = 0; s < 3; ++s) {
+    const Batch b = batch(32, 100 + uint64_t(s));
+    t.step(b.x.data(), b.y.data(), b.n);
+  }
+  const Batch b = batch(29, 200);
+  t.step(b.x.data(), b.y.data(), b.n);
+}
+
+void expect_equivalent(const char *what, const std::vector<float> &got, const std::vector<float> &want,
+                       const std::vector<float> &start, double tolerance) {
+  const double err = tu_relative_error(got.data(), want.data(), start.data(), want.size());
+  print_message("%s: relative error %.3g (tolerance %.0e)\n", what, err, tolerance);
+  if (!(err <= tolerance)) fail_msg("%s: relative error %.3g exceeds %.0e", what, err, tolerance);
+}
+
+// Trains K replicas and one replica alike and compares; the K replicas must be bitwise identical.
+void check_replicas_match_one(std::vector<size_t> devices, dpt::TrainerConfig c) {
+  auto context = gpu_context();
+  c.devices = devices;
+  auto many = trainer(context, c);
+  c.devices = {devices[0]};
+  auto one = trainer(context, c);
+  const std::vector<float> start = parameters(*one);
+  train(*many);
+  train(*one);
+  const std::vector<float> got = parameters(*many);
+  for (size_t r = 1; r < devices.size(); ++r)
+    cuda_test::expect_bitwise("replica vs replica 0", parameters(*many, r), got);
+  char what[64];
+  std::snprintf(what, sizeof what, "%zu replicas vs 1", devices.size());
+  expect_equivalent(what, got, parameters(*one), start, kEquivalence);
+}
+
+void test_gpu_virtual_replicas_match_one_replica(void **) {
+  auto context = gpu_context();
+  const size_t gpu = 0;
+  check_replicas_match_one({gpu, gpu}, config({}));
+  check_replicas_match_one({gpu, gpu, gpu}, config({}, dpt::OptimizerKind::kAdamW));
+}
+
+void test_gpu_distinct_gpus_match_one_replica(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  dpt::TrainerConfig c = config({});
+  c.bucket_bytes = 0;  // one NCCL call
+  check_replicas_match_one({0, 1}, c);
+  c = config({}, dpt::OptimizerKind::kAdamW);
+  c.bucket_bytes = 4096;  // several buckets in one NCCL group
+  c.optimizer.clip_norm = 0.5f;
+  check_replicas_match_one({0, 1}, c);
+}
+
+void test_gpu_accumulation_matches_full_batch(void **) {
+  auto context = gpu_context();
+  dpt::TrainerConfig c = config({0, 0});
+  c.accumulation_steps = 2;
+  auto accumulated = trainer(context, c);
+  c.accumulation_steps = 1;
+  c.devices = {0};
+  auto full = trainer(context, c);
+  const std::vector<float> start = parameters(*full);
+  const Batch b = batch(40, 300);
+  accumulated->step(b.x.data(), b.y.data(), 24);
+  accumulated->step(b.x.data() + 24 * 784, b.y.data() + 24, 16);
+  full->step(b.x.data(), b.y.data(), 40);
+  expect_equivalent("2 micro-batches on 2 virtual replicas vs 1 batch", parameters(*accumulated),
+                    parameters(*full), start, kEquivalence);
+}
+
+void test_gpu_matches_cpu(void **) {
+  auto gpu = trainer(gpu_context(), config({0}));
+  auto cpu = trainer(cpu_context(), config({0}));
+  const std::vector<float> start = parameters(*cpu);
+  cuda_test::expect_bitwise("initial parameters", parameters(*gpu), start);
+  train(*gpu);
+  train(*cpu);
+  expect_equivalent("GPU vs CPU", parameters(*gpu), parameters(*cpu), start, kAcrossBackends);
+
+  const Batch b = batch(50, 400);
+  const dpt::EvalStats eg = gpu->evaluate(b.x.data(), b.y.data(), b.n);
+  const dpt::EvalStats ec = cpu->evaluate(b.x.data(), b.y.data(), b.n);
+  print_message("evaluate: loss sum GPU %.9g, CPU %.9g; correct %llu, %llu\n", eg.loss_sum, ec.loss_sum,
+                (unsigned long long)eg.correct, (unsigned long long)ec.correct);
+  assert_true(std::fabs(eg.loss_sum - ec.loss_sum) <= 1e-4 * std::fabs(ec.loss_sum));
+  std::vector<float> lg(b.n * 10), lc(b.n * 10);
+  gpu->predict(b.x.data(), b.n, lg.data());
+  cpu->predict(b.x.data(), b.n, lc.data());
+  cuda_test::expect_close("predict logits", lg, lc, nullptr, 1e-4, 1e-5);
+}
+
+void test_gpu_checkpoint_moves_to_cpu(void **) {
+  auto gpu = trainer(gpu_context(), config({0, 0}));
+  train(*gpu);
+  const dpt::TrainerState state = gpu->save_state();
+  cuda_test::expect_bitwise("saved parameters", state.parameters, parameters(*gpu));
+  auto cpu = trainer(cpu_context(), config({0}));
+  cpu->load_state(state);
+  cuda_test::expect_bitwise("loaded on a CPU device", parameters(*cpu), state.parameters);
+  assert_int_equal(cpu->optimizer_steps(), gpu->optimizer_steps());
+  // And back: a second GPU trainer from the same state continues like the first.
+  auto again = trainer(gpu_context(), config({0, 0}));
+  again->load_state(state);
+  const Batch b = batch(32, 500);
+  gpu->step(b.x.data(), b.y.data(), b.n);
+  again->step(b.x.data(), b.y.data(), b.n);
+  cuda_test::expect_bitwise("continued from the checkpoint", parameters(*again), parameters(*gpu));
+}
+
+// A slice too large for the GPU: DPT_ERROR_OUT_OF_MEMORY naming it, and the trainer still works.
+void test_gpu_out_of_memory_names_the_device(void **) {
+  auto context = gpu_context();
+  if (!simulated()) {
+    print_message("needs the simulator's small memory: skipped on a real GPU\n");
+    skip();
+  }
+  auto t = trainer(context, config({0}));
+  const std::vector<float> before = parameters(*t);
+  const Batch big = batch(4096, 600);
+  const std::string message = dpt_test::expect_error([&] { t->step(big.x.data(), big.y.data(), big.n); },
+                                                     DPT_ERROR_OUT_OF_MEMORY, "a 4096-sample slice");
+  print_message("%s\n", message.c_str());
+  assert_non_null(std::strstr(message.c_str(), "cuda:0"));
+  cuda_test::expect_bitwise("parameters after the failed step", parameters(*t), before);
+  const Batch small = batch(16, 601);
+  t->step(small.x.data(), small.y.data(), small.n);
+  assert_int_equal(t->optimizer_steps(), 1);
+}
+
+// A kernel that fails: DPT_ERROR_DEVICE naming the GPU and the call, the trainer refuses further work, and
+// destroying it gives the GPU's memory back.
+void test_gpu_kernel_failure(void **) {
+  auto context = gpu_context();
+  if (!simulated()) {
+    print_message("needs the simulator's fault injection: skipped on a real GPU\n");
+    skip();
+  }
+  dpt::Device &gpu = context->device(0);
+  const uint64_t free_before = gpu.details().free_memory;
+  {
+    auto t = trainer(context, config({0, 0}));
+    setenv("DPTRAIN_SIM_CUDA_FAIL", "conv2d_forward@0", 1);
+    const Batch b = batch(16, 700);
+    const std::string message = dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); },
+                                                       DPT_ERROR_DEVICE, "a failing convolution");
+    unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+    print_message("%s\n", message.c_str());
+    assert_non_null(std::strstr(message.c_str(), "cuda:0"));
+    assert_non_null(std::strstr(message.c_str(), "conv2d_forward"));
+    dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                           "a step after the failure");
+  }
+  assert_int_equal(gpu.details().free_memory, free_before);
+}
+
+// A NCCL all-reduce that never finishes on one GPU: DPT_ERROR_COMMUNICATION within the timeout.
+void test_gpu_hung_collective_times_out(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  dpt::TrainerConfig c = config({0, 1});
+  c.timeout_seconds = 1;
+  auto t = trainer(context, c);
+  t->cuda_collective()->inject_hang(1);
+  const Batch b = batch(16, 800);
+  const double t0 = dpt::platform::now_seconds();
+  const std::string message = dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); },
+                                                     DPT_ERROR_COMMUNICATION, "a hung all-reduce");
+  const double seconds = dpt::platform::now_seconds() - t0;
+  print_message("%s (after %.2f s)\n", message.c_str(), seconds);
+  assert_true(seconds < 10);
+  dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                         "a step after the abort");
+}
+
+void test_gpu_refused_configurations(void **) {
+  auto context = gpu_context();
+  dpt::ModelSpec with_dropout(dpt::Shape{1, 28, 28});
+  with_dropout.add_flatten();
+  with_dropout.add_dense(16);
+  with_dropout.add_dropout(0.5f);
+  with_dropout.add_dense(10);
+  std::string message = dpt_test::expect_error([&] { dpt::Trainer t(context, with_dropout, config({0})); },
+                                               DPT_ERROR_UNSUPPORTED, "dropout on a GPU");
+  assert_non_null(std::strstr(message.c_str(), "dropout"));
+
+  dpt::ContextConfig both;
+  both.cpu_devices = 1;
+  both.want_cuda = true;
+  auto mixed = std::make_shared<dpt::Context>(both);
+  message = dpt_test::expect_error(
+      [&] {
+        trainer(mixed, config({0, 1}));
+      },
+      DPT_ERROR_UNSUPPORTED, "a CPU device and a GPU in one trainer");
+  assert_non_null(std::strstr(message.c_str(), "all be CPU devices or all CUDA devices"));
+  dpt_test::expect_error(
+      [&] {
+        trainer(mixed, config({0, 0}));
+      },
+      DPT_ERROR_INVALID_ARGUMENT, "a CPU device listed twice");
+  if (context->device_count() >= 2) {
+    message = dpt_test::expect_error(
+        [&] {
+          trainer(context, config({0, 0, 1}));
+        },
+        DPT_ERROR_UNSUPPORTED, "replicas sharing a GPU next to one with its own");
+    print_message("%s\n", message.c_str());
+  }
+}
+
+void test_gpu_auto_split(void **) {
+  auto context = gpu_context();
+  dpt::TrainerConfig c = config({0, 0});
+  c.split = dpt::SplitPolicy::kAuto;
+  auto t = trainer(context, c);
+  const Batch b = batch(32, 900);
+  t->step(b.x.data(), b.y.data(), b.n);
+  const std::vector<size_t> sizes = t->split_sizes(b.n);
+  assert_int_equal(sizes.size(), 2);
+  assert_int_equal(sizes[0] + sizes[1], b.n);
+  print_message("auto split of 32 over two replicas of one GPU: %zu + %zu\n", sizes[0], sizes[1]);
+  assert_true(sizes[0] > 0 && sizes[1] > 0);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (!cuda_test::start(argc, argv)) return 2;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gpu_virtual_replicas_match_one_replica),
+      cmocka_unit_test(test_gpu_distinct_gpus_match_one_replica),
+      cmocka_unit_test(test_gpu_accumulation_matches_full_batch),
+      cmocka_unit_test(test_gpu_matches_cpu),
+      cmocka_unit_test(test_gpu_checkpoint_moves_to_cpu),
+      cmocka_unit_test(test_gpu_out_of_memory_names_the_device),
+      cmocka_unit_test(test_gpu_kernel_failure),
+      cmocka_unit_test(test_gpu_hung_collective_times_out),
+      cmocka_unit_test(test_gpu_refused_configurations),
+      cmocka_unit_test(test_gpu_auto_split),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

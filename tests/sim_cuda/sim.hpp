@@ -1,0 +1,260 @@
+// The simulated CUDA backend (docs/cuda-sim.md): a test double of libdptrain_cuda.so that implements the
+// backend interface (src/backend/backend_interface.h) on the host, with no GPU and no CUDA.
+//
+// What makes it a useful double:
+//  * device memory lives in a memfd region mapped twice: callers get addresses in a PROT_NONE view (a host
+//    dereference of a device pointer crashes), the simulator works through a read-write view of the same
+//    pages; every pointer argument is checked to lie inside one live allocation of the right device;
+//  * every copy and kernel is queued on its context and runs only when the context is synchronized (or a
+//    call that waits for the stream): results reach the host, and host sources are read, at that moment;
+//  * failures on demand (DPTRAIN_SIM_CUDA_FAIL), out of memory at a chosen capacity, hung collectives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/backend_interface.h"
+
+namespace dpt_sim {
+
+// ---- errors -------------------------------------------------------------------------------------------
+
+// The caller's error buffer.
+struct Error {
+  char *text;
+  size_t size;
+};
+
+// Writes one printf-style line into e (newlines become spaces) and returns code.
+int report(const Error &e, int code, const char *format, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- configuration (config.cpp) -----------------------------------------------------------------------
+
+constexpr int kMaxDevices = 64;
+constexpr uint64_t kDefaultCapacity = uint64_t(512) << 20;
+
+struct Config {
+  int devices = 2;                       // DPTRAIN_SIM_CUDA_DEVICES
+  uint64_t capacity = kDefaultCapacity;  // DPTRAIN_SIM_CUDA_MEMORY, bytes per device
+  std::string problem;                   // why the environment is unusable; empty when it is fine
+};
+
+// Read once, at the module's first use.
+const Config &config();
+
+// The number of devices, or a report (0 devices, a bad environment) naming `call` when ordinal >= 0.
+int device_count_or_report(const Error &e, int ordinal, const char *call, int &count);
+
+// DPTRAIN_SIM_CUDA_FAIL, read at every call: what happens to this call of member on device ordinal
+// (kAnyOrdinal for a member without a device: device_count).
+constexpr int kAnyOrdinal = -1000000;
+enum class Fault { kNone, kNow, kAsync };
+Fault fault(const char *member, int ordinal);
+// The report of an injected failure.
+int simulated_failure(const Error &e, int ordinal, const char *member, bool async);
+
+// ---- device memory (memory.cpp) -----------------------------------------------------------------------
+
+struct Allocation {
+  size_t offset = 0;    // from the region's start
+  size_t bytes = 0;     // as requested
+  size_t reserved = 0;  // rounded up to the alignment
+  uint64_t serial = 0;  // unique in the process: a freed and reused range has another
+  const dpt_backend_context *owner = nullptr;
+};
+
+// One simulated GPU: its memory region and allocator. Created on first use, never destroyed.
+struct Device {
+  int ordinal = 0;
+  uint64_t capacity = 0;
+  int fd = -1;
+  char *device_base = nullptr;  // PROT_NONE view: what callers get
+  char *host_base = nullptr;    // read-write view of the same pages: what the simulator uses
+
+  std::mutex mutex;                      // guards the maps below (contexts of one device share them)
+  std::map<size_t, size_t> free_blocks;  // offset -> bytes, coalesced
+  std::map<size_t, Allocation> allocations;
+  uint64_t reserved = 0;  // bytes taken from the region
+
+  bool contains(const void *p) const {
+    const auto a = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(device_base);
+    return a >= base && a - base < capacity;
+  }
+};
+
+// The device of ordinal (0 .. count-1), its region made on first use; nullptr and a report on failure.
+Device *get_device(int ordinal, const char *call, const Error &e);
+// The device whose region holds p, or nullptr.
+Device *device_of(const void *p);
+// Bytes taken on a device (0 when its region was never made).
+uint64_t reserved_bytes(int ordinal);
+
+int allocate(Device &d, size_t bytes, const dpt_backend_context *owner, void **out, const Error &e);
+// Frees p if owner allocated it: true and its size; false when it is not owner's.
+bool release(Device &d, void *p, const dpt_backend_context *owner, size_t &bytes);
+// True when p is the start of an allocation of owner.
+bool owned_by(Device &d, const void *p, const dpt_backend_context *owner);
+// Frees every allocation of owner (context_destroy).
+void release_all(Device &d, const dpt_backend_context *owner);
+
+// A checked buffer argument: [address, address + bytes) inside one live allocation.
+struct Span {
+  Device *device = nullptr;  // nullptr: an absent optional argument
+  const char *name = "";
+  const void *address = nullptr;
+  char *host = nullptr;  // the same bytes in the read-write view
+  size_t bytes = 0;
+  uint64_t serial = 0;
+  explicit operator bool() const { return device != nullptr; }
+  float *f() const { return reinterpret_cast<float *>(host); }
+};
+
+enum class Where { kContextDevice, kAnyDevice };
+
+// Checks one pointer argument of call (alignment in bytes). NULL is an error unless optional.
+int resolve(const dpt_backend_context &c, const char *call, const char *name, const void *p, size_t bytes,
+            size_t alignment, Where where, bool optional, Span &out, const Error &e);
+// A float buffer of count elements on the context's device (optional: NULL allowed).
+int floats(const dpt_backend_context &c, const char *call, const char *name, const void *p, size_t count,
+           bool optional, Span &out, const Error &e);
+// The product of the factors; false on overflow.
+bool product(std::initializer_list<size_t> factors, size_t &out);
+// Bytes of count elements of size each; false on overflow.
+bool checked_bytes(size_t count, size_t size, size_t &bytes);
+// True when the allocation the span was checked against is still allocated.
+bool still_allocated(const Span &s);
+// True when p lies in any device's region (a device pointer where a host one belongs).
+bool is_device_pointer(const void *p);
+
+// ---- contexts and their queues (context.cpp) -----------------------------------------------------------
+
+struct Op {
+  const char *call;
+  std::vector<Span> spans;                // re-checked when the operation runs (use after free)
+  std::function<int(const Error &)> run;  // 0, or a report
+};
+
+}  // namespace dpt_sim
+
+struct dpt_backend_context {
+  int ordinal = 0;
+  uint32_t flags = 0;
+  dpt_sim::Device *device = nullptr;
+  uint64_t bytes_in_use = 0;  // guarded by device->mutex
+
+  std::mutex queue_mutex;  // guards queue and the pending error
+  std::vector<dpt_sim::Op> queue;
+  int pending_code = 0;  // the first error of queued work, reported by the next synchronizing call
+  char pending_error[512] = "";
+  std::mutex run_mutex;  // one drain at a time
+
+  bool async_fault = false;  // DPTRAIN_SIM_CUDA_FAIL ...:async for this call: queue a failure instead
+};
+
+namespace dpt_sim {
+
+// True for a context made by context_create and not yet destroyed (guards against stale handles).
+bool context_alive(const dpt_backend_context *c);
+
+// Runs f(context) behind an exception barrier after the NULL, liveness and injected-failure checks.
+int with_context(dpt_backend_context *ctx, const Error &e, const char *call,
+                 const std::function<int(dpt_backend_context &)> &f) noexcept;
+
+// Queues work on the context's stream; its spans are re-checked when it runs.
+int enqueue(dpt_backend_context &c, const char *call, std::vector<Span> spans, std::function<void()> work);
+// Runs everything queued on c; errors stay pending on c.
+void drain(dpt_backend_context &c);
+// Drains c, then reports and clears its pending error (0 when none).
+int synchronize(dpt_backend_context &c, const Error &e);
+// Drains c and reports its pending error without clearing it.
+int drain_and_peek(dpt_backend_context &c, const Error &e);
+
+}  // namespace dpt_sim
+
+// ---- the backend interface's members --------------------------------------------------------------------
+
+namespace dpt_sim {
+
+// discovery.cpp
+int device_count(int *count, char *error, size_t error_size);
+int device_props(int ordinal, dpt_backend_device_props *props, char *error, size_t error_size);
+int can_access_peer(int ordinal, int peer, int *can_access, char *error, size_t error_size);
+void versions(dpt_backend_versions *versions);
+int self_test(int ordinal, char *error, size_t error_size);
+
+// context.cpp
+int context_create(int ordinal, const dpt_backend_context_options *options, dpt_backend_context **out,
+                   char *error, size_t error_size);
+void context_destroy(dpt_backend_context *ctx);
+int context_synchronize(dpt_backend_context *ctx, char *error, size_t error_size);
+
+// copies.cpp
+int mem_alloc(dpt_backend_context *ctx, size_t bytes, void **out, char *error, size_t error_size);
+int mem_free(dpt_backend_context *ctx, void *ptr, char *error, size_t error_size);
+int mem_in_use(dpt_backend_context *ctx, uint64_t *bytes, char *error, size_t error_size);
+int mem_set(dpt_backend_context *ctx, void *ptr, int value, size_t bytes, char *error, size_t error_size);
+int copy_to_device(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                   size_t error_size);
+int copy_to_host(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                 size_t error_size);
+int copy_device(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                size_t error_size);
+
+// layers.cpp
+int dense_forward(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
+                  const float *weights, const float *bias, float *y, char *error, size_t error_size);
+int dense_backward(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
+                   const float *weights, const float *dy, float *dx, float *dweights, float *dbias,
+                   char *error, size_t error_size);
+int bias_add(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *bias, float *y,
+             char *error, size_t error_size);
+int bias_grad(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *dy,
+              float *dbias, char *error, size_t error_size);
+int conv2d_forward(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *x,
+                   const float *weights, const float *bias, float *y, char *error, size_t error_size);
+int conv2d_backward_data(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
+                         const float *weights, const float *dy, float *dx, char *error, size_t error_size);
+int conv2d_backward_filter(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *x,
+                           const float *dy, float *dweights, char *error, size_t error_size);
+int conv2d_backward_bias(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *dy,
+                         float *dbias, char *error, size_t error_size);
+int pool_forward(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x, float *y,
+                 char *error, size_t error_size);
+int pool_backward(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x,
+                  const float *y, const float *dy, float *dx, char *error, size_t error_size);
+int activation_forward(dpt_backend_context *ctx, int kind, size_t count, const float *x, float *y,
+                       char *error, size_t error_size);
+int activation_backward(dpt_backend_context *ctx, int kind, size_t count, const float *x, const float *y,
+                        const float *dy, float *dx, char *error, size_t error_size);
+
+// training.cpp
+int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
+                          const int32_t *labels, float *dlogits, dpt_backend_loss *out, char *error,
+                          size_t error_size);
+int optimizer_update(dpt_backend_context *ctx, const dpt_backend_optimizer *optimizer, uint64_t t, float lr,
+                     float grad_scale, float *params, const float *grads, float *state, size_t count,
+                     char *error, size_t error_size);
+int l2_norm(dpt_backend_context *ctx, const float *x, size_t count, double *out, char *error,
+            size_t error_size);
+int scale(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *error, size_t error_size);
+
+// collectives.cpp
+int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
+void comm_destroy(dpt_backend_comm *comm);
+int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
+                    float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
+                    size_t error_size);
+int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
+int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
+                       size_t count, char *error, size_t error_size);
+int nccl_unique_id(char *id, char *error, size_t error_size);
+int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
+                      dpt_backend_comm **out, char *error, size_t error_size);
+
+}  // namespace dpt_sim

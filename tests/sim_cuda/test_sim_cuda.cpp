@@ -1,0 +1,375 @@
+// What only the simulated CUDA backend does (docs/cuda-sim.md), through its table as dlopen gives it:
+// device pointers that the host cannot read, copies and kernels that run only when the context is
+// synchronized, checked buffer arguments (host pointers, other devices, overruns, use after free), out of
+// memory naming the device, injected failures (DPTRAIN_SIM_CUDA_FAIL), the order of the virtual
+// all-reduce, and a hung all-reduce that times out. Runs with DPTRAIN_SIM_CUDA_DEVICES=2 and
+// DPTRAIN_SIM_CUDA_MEMORY=64M (CMakeLists.txt).
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "backend/backend_interface.h"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+namespace {
+
+const dpt_backend_v1 *api = nullptr;
+char error[512];
+
+#define OK(call)                                                     \
+  do {                                                               \
+    error[0] = '\0';                                                 \
+    const int rc_ = (call);                                          \
+    if (rc_ != 0) fail_msg("%s returned %d: %s", #call, rc_, error); \
+  } while (0)
+
+// Expects code from the call and a message containing text.
+#define EXPECT_ERROR(code, text, call)                                                                   \
+  do {                                                                                                   \
+    error[0] = '\0';                                                                                     \
+    const int rc_ = (call);                                                                              \
+    print_message("%-40.40s -> %d: %s\n", #call, rc_, error);                                            \
+    if (rc_ != (code)) fail_msg("%s returned %d, expected %d (%s)", #call, rc_, int(code), error);       \
+    if (std::strstr(error, text) == nullptr) fail_msg("%s: '%s' does not say '%s'", #call, error, text); \
+  } while (0)
+
+dpt_backend_context *context(int ordinal) {
+  dpt_backend_context *ctx = nullptr;
+  OK(api->context_create(ordinal, nullptr, &ctx, error, sizeof error));
+  return ctx;
+}
+
+float *alloc_floats(dpt_backend_context *ctx, size_t count) {
+  void *p = nullptr;
+  OK(api->mem_alloc(ctx, count * sizeof(float), &p, error, sizeof error));
+  return static_cast<float *>(p);
+}
+
+std::vector<float> download(dpt_backend_context *ctx, const float *p, size_t count) {
+  std::vector<float> host(count);
+  OK(api->copy_to_host(ctx, host.data(), p, count * sizeof(float), error, sizeof error));
+  OK(api->context_synchronize(ctx, error, sizeof error));
+  return host;
+}
+
+int setup(void **) {
+  void *library = dlopen(DPT_SIM_MODULE, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    print_error("dlopen(%s): %s\n", DPT_SIM_MODULE, dlerror());
+    return -1;
+  }
+  auto entry = reinterpret_cast<dpt_backend_entry_fn>(dlsym(library, DPT_BACKEND_ENTRY_CUDA));
+  api = entry != nullptr ? entry() : nullptr;
+  return api != nullptr && api->abi_version == DPT_BACKEND_ABI_VERSION ? 0 : -1;
+}
+
+// The simulated devices describe themselves.
+void test_discovery(void **) {
+  int count = 0;
+  OK(api->device_count(&count, error, sizeof error));
+  assert_int_equal(count, 2);
+  dpt_backend_device_props p;
+  OK(api->device_props(1, &p, error, sizeof error));
+  assert_string_equal(p.name, "dptrain simulated GPU");
+  assert_string_equal(p.pci_bus_id, "0000:01:00.0");
+  assert_int_equal(p.compute_capability_major, 9);
+  assert_int_equal(p.compute_capability_minor, 0);
+  assert_int_equal(p.multiprocessor_count, 132);
+  assert_int_equal(p.total_memory, uint64_t(64) << 20);
+  int can = -1;
+  OK(api->can_access_peer(0, 1, &can, error, sizeof error));
+  assert_int_equal(can, 1);
+  OK(api->can_access_peer(1, 1, &can, error, sizeof error));
+  assert_int_equal(can, 0);
+  EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:2", api->device_props(2, &p, error, sizeof error));
+  dpt_backend_versions v;
+  api->versions(&v);
+  assert_int_equal(v.runtime_version, 13000);
+  assert_int_equal(v.driver_version, 13000);
+  assert_non_null(std::strstr(v.text, "simulated CUDA backend (tests/sim_cuda), no GPU"));
+  OK(api->self_test(0, error, sizeof error));
+  OK(api->self_test(1, error, sizeof error));
+  char id[DPT_BACKEND_NCCL_ID_BYTES];
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "not simulated", api->nccl_unique_id(id, error, sizeof error));
+}
+
+// Copies and kernels run at synchronize: the host source is read then, the host destination written then.
+void test_results_after_synchronize(void **) {
+  dpt_backend_context *ctx = context(0);
+  float *d = alloc_floats(ctx, 3);
+  std::vector<float> source = {1.0f, 2.0f, 3.0f};
+  OK(api->copy_to_device(ctx, d, source.data(), 3 * sizeof(float), error, sizeof error));
+  source = {4.0f, 5.0f, 6.0f};  // before the copy ran: the copy reads these
+  OK(api->scale(ctx, d, 3, 2.0f, error, sizeof error));
+  std::vector<float> host(3, -1.0f);
+  OK(api->copy_to_host(ctx, host.data(), d, 3 * sizeof(float), error, sizeof error));
+  assert_true(host[0] == -1.0f && host[1] == -1.0f && host[2] == -1.0f);  // nothing has run yet
+  OK(api->context_synchronize(ctx, error, sizeof error));
+  assert_true(host[0] == 8.0f && host[1] == 10.0f && host[2] == 12.0f);  // in stream order
+  // mem_free waits for the stream too.
+  float *e = alloc_floats(ctx, 1);
+  const float one = 1.0f;
+  OK(api->copy_to_device(ctx, e, &one, sizeof one, error, sizeof error));
+  OK(api->copy_to_host(ctx, host.data(), e, sizeof one, error, sizeof error));
+  OK(api->mem_free(ctx, e, error, sizeof error));
+  assert_true(host[0] == 1.0f);
+  api->context_destroy(ctx);
+}
+
+// New device memory holds NaNs (garbage on a GPU), not zeros.
+void test_fresh_memory_is_nan(void **) {
+  dpt_backend_context *ctx = context(1);
+  const float *d = alloc_floats(ctx, 1000);
+  for (const float v : download(ctx, d, 1000)) assert_true(std::isnan(v));
+  api->context_destroy(ctx);
+}
+
+// A device pointer read on the host crashes (the caller's view is PROT_NONE).
+void test_device_pointer_not_host_readable(void **) {
+  dpt_backend_context *ctx = context(0);
+  float *d = alloc_floats(ctx, 4);
+  const pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    std::signal(SIGSEGV, SIG_DFL);  // not CMocka's (or a sanitizer's) handler: die of it
+    const volatile float *p = d;
+    const float v = *p;
+    _exit(v == v ? 0 : 0);  // reached only when the read did not fault
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  print_message("reading a device pointer on the host: %s %d\n", WIFSIGNALED(status) ? "signal" : "exit",
+                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+  api->context_destroy(ctx);
+}
+
+// Buffer arguments are checked at the call: device memory of the context's device, inside one live
+// allocation; a buffer freed by another context before queued work ran fails that work at synchronize.
+void test_pointer_checks(void **) {
+  dpt_backend_context *a = context(0), *b = context(0), *other = context(1);
+  float *d = alloc_floats(a, 8);
+  float *remote = alloc_floats(other, 8);
+  float host[8] = {};
+  const int kInvalid = DPT_BACKEND_ERROR_INVALID_ARGUMENT;
+  EXPECT_ERROR(kInvalid, "not device memory", api->scale(a, host, 8, 2.0f, error, sizeof error));
+  EXPECT_ERROR(kInvalid, "runs past the end", api->scale(a, d, 9, 2.0f, error, sizeof error));
+  EXPECT_ERROR(kInvalid, "runs past the end", api->scale(a, d + 4, 5, 2.0f, error, sizeof error));
+  EXPECT_ERROR(kInvalid, "memory of cuda:1", api->scale(a, remote, 8, 2.0f, error, sizeof error));
+  EXPECT_ERROR(kInvalid, "is device memory",
+               api->copy_to_host(a, remote, d, 8 * sizeof(float), error, sizeof error));
+  EXPECT_ERROR(kInvalid, "not aligned",
+               api->scale(a, reinterpret_cast<float *>(reinterpret_cast<char *>(d) + 2), 1, 2.0f, error,
+                          sizeof error));
+  EXPECT_ERROR(kInvalid, "not allocated by this context", api->mem_free(b, d, error, sizeof error));
+  // A peer copy from another device is allowed; a device-to-device copy reads and writes at synchronize.
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};
+  OK(api->copy_to_device(other, remote, values.data(), 8 * sizeof(float), error, sizeof error));
+  OK(api->context_synchronize(other, error, sizeof error));
+  OK(api->copy_device(a, d, remote, 8 * sizeof(float), error, sizeof error));
+  assert_memory_equal(download(a, d, 8).data(), values.data(), 8 * sizeof(float));
+  // Use after free across contexts: a queues work on b's buffer, b frees it, a's work fails when it runs.
+  float *shared = alloc_floats(b, 8);
+  OK(api->scale(a, shared, 8, 2.0f, error, sizeof error));
+  OK(api->mem_free(b, shared, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "use after free", api->context_synchronize(a, error, sizeof error));
+  OK(api->context_synchronize(a, error, sizeof error));  // reported once
+  EXPECT_ERROR(kInvalid, "not in a live allocation", api->scale(a, shared, 8, 2.0f, error, sizeof error));
+  // A destroyed context is refused, not used.
+  api->context_destroy(b);
+  EXPECT_ERROR(kInvalid, "not a live context", api->context_synchronize(b, error, sizeof error));
+  api->context_destroy(other);
+  api->context_destroy(a);
+}
+
+// Out of memory names the device and the call; the context goes on; freed memory is reused.
+void test_out_of_memory(void **) {
+  dpt_backend_context *ctx = context(1);
+  void *p = &p;
+  EXPECT_ERROR(DPT_BACKEND_ERROR_OUT_OF_MEMORY, "cuda:1: cudaMalloc(68157440 bytes): error 2",
+               api->mem_alloc(ctx, size_t(65) << 20, &p, error, sizeof error));
+  assert_null(p);
+  uint64_t in_use = 1;
+  OK(api->mem_in_use(ctx, &in_use, error, sizeof error));
+  assert_int_equal(in_use, 0);
+  dpt_backend_device_props props;
+  OK(api->device_props(1, &props, error, sizeof error));
+  const uint64_t free_before = props.free_memory;
+  void *big = nullptr;
+  OK(api->mem_alloc(ctx, size_t(40) << 20, &big, error, sizeof error));
+  OK(api->device_props(1, &props, error, sizeof error));
+  assert_int_equal(props.free_memory, free_before - (uint64_t(40) << 20));
+  EXPECT_ERROR(DPT_BACKEND_ERROR_OUT_OF_MEMORY, "out of memory",
+               api->mem_alloc(ctx, size_t(40) << 20, &p, error, sizeof error));
+  OK(api->mem_free(ctx, big, error, sizeof error));
+  OK(api->mem_alloc(ctx, size_t(40) << 20, &big, error, sizeof error));
+  OK(api->mem_in_use(ctx, &in_use, error, sizeof error));
+  assert_int_equal(in_use, uint64_t(40) << 20);
+  api->context_destroy(ctx);  // frees it
+  OK(api->device_props(1, &props, error, sizeof error));
+  assert_int_equal(props.free_memory, free_before);
+}
+
+// DPTRAIN_SIM_CUDA_FAIL: a member fails on one device, from its (N+1)-th call, now or when the queue runs.
+void test_fault_injection(void **) {
+  dpt_backend_context *c0 = context(0), *c1 = context(1);
+  float *d0 = alloc_floats(c0, 4), *d1 = alloc_floats(c1, 4);
+  const std::vector<float> values = {1, 2, 3, 4};
+  OK(api->copy_to_device(c0, d0, values.data(), 4 * sizeof(float), error, sizeof error));
+  OK(api->copy_to_device(c1, d1, values.data(), 4 * sizeof(float), error, sizeof error));
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "dense_forward@1", 1);
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:1: dense_forward: simulated failure (DPTRAIN_SIM_CUDA_FAIL)",
+               api->dense_forward(c1, 1, 2, 2, d1, d1, nullptr, d1 + 2, error, sizeof error));
+  OK(api->dense_forward(c0, 1, 2, 2, d0, d0, nullptr, d0 + 2, error, sizeof error));
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "scale@0#2", 1);
+  OK(api->scale(c0, d0, 4, 1.0f, error, sizeof error));
+  OK(api->scale(c0, d0, 4, 1.0f, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:0: scale: simulated failure",
+               api->scale(c0, d0, 4, 1.0f, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:0: scale: simulated failure",
+               api->scale(c0, d0, 4, 1.0f, error, sizeof error));
+  OK(api->scale(c1, d1, 4, 1.0f, error, sizeof error));
+  // Asynchronous: the call succeeds, the next synchronize reports it, and the work queued after it is
+  // skipped.
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "scale@1:async", 1);
+  OK(api->scale(c1, d1, 4, 10.0f, error, sizeof error));
+  unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+  float host[4] = {-1, -1, -1, -1};
+  OK(api->copy_to_host(c1, host, d1, sizeof host, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:1: scale: simulated asynchronous failure",
+               api->context_synchronize(c1, error, sizeof error));
+  assert_true(host[0] == -1.0f);
+  OK(api->context_synchronize(c1, error, sizeof error));
+  assert_memory_equal(download(c1, d1, 4).data(), values.data(), sizeof host);  // the scale by 10 never ran
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "context_create@*", 1);
+  dpt_backend_context *none = nullptr;
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:1: context_create: simulated failure",
+               api->context_create(1, nullptr, &none, error, sizeof error));
+  assert_null(none);
+  unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+  api->context_destroy(c0);
+  api->context_destroy(c1);
+}
+
+// The virtual all-reduce runs after the work queued on every replica and sums in replica order: with
+// 1, 1e8, -1e8 the float sum in order 0, 1, 2 is 0 (1 + 1e8 rounds to 1e8), in reverse order 1.
+void test_virtual_all_reduce_order(void **) {
+  dpt_backend_context *contexts[3] = {context(0), context(0), context(0)};
+  float *buffers[3];
+  const float values[3] = {1.0f, 1e8f, -1e8f};
+  for (int r = 0; r < 3; ++r) {
+    buffers[r] = alloc_floats(contexts[r], 5);
+    const std::vector<float> v(5, r < 2 ? values[r] : 0.0f);
+    OK(api->copy_to_device(contexts[r], buffers[r], v.data(), 5 * sizeof(float), error, sizeof error));
+    OK(api->context_synchronize(contexts[r], error, sizeof error));
+  }
+  // Queued, not run: the all-reduce must run this copy first (else the sum would be 1e8).
+  const std::vector<float> last(5, values[2]);
+  OK(api->copy_to_device(contexts[2], buffers[2], last.data(), 5 * sizeof(float), error, sizeof error));
+  OK(api->virtual_all_reduce(contexts, 3, buffers, 5, error, sizeof error));
+  for (int r = 0; r < 3; ++r)
+    for (const float v : download(contexts[r], buffers[r], 5)) assert_true(v == 0.0f);
+  float *overlapping[2] = {buffers[0], buffers[0] + 1};
+  EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "overlap",
+               api->virtual_all_reduce(contexts, 2, overlapping, 4, error, sizeof error));
+  for (dpt_backend_context *c : contexts) api->context_destroy(c);
+}
+
+// A rank left out by comm_inject_hang: the all-reduce waits out its timeout, fails as an aborted NCCL
+// communicator, and the communicator refuses further work.
+void test_hang_times_out(void **) {
+  dpt_backend_context *contexts[2] = {context(0), context(1)};
+  float *buffers[2] = {alloc_floats(contexts[0], 4), alloc_floats(contexts[1], 4)};
+  const std::vector<float> values = {1, 2, 3, 4};
+  for (int r = 0; r < 2; ++r)
+    OK(api->copy_to_device(contexts[r], buffers[r], values.data(), 4 * sizeof(float), error, sizeof error));
+  const int ordinals[2] = {0, 1};
+  dpt_backend_comm *comm = nullptr;
+  OK(api->comm_create(2, ordinals, &comm, error, sizeof error));
+  const size_t counts[1] = {4};
+  OK(api->comm_all_reduce(comm, contexts, 1, buffers, counts, 10.0, error, sizeof error));
+  const std::vector<float> sums = {2, 4, 6, 8};
+  assert_memory_equal(download(contexts[1], buffers[1], 4).data(), sums.data(), 4 * sizeof(float));
+  OK(api->comm_inject_hang(comm, 1, error, sizeof error));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_ERROR(
+      DPT_BACKEND_ERROR_COMMUNICATION,
+      "cuda:0,1: ncclAllReduce did not finish within 0.3 s (not finished: cuda:1): ncclCommAbort called, "
+      "the communicator is unusable",
+      api->comm_all_reduce(comm, contexts, 1, buffers, counts, 0.3, error, sizeof error));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  assert_true(seconds >= 0.3 && seconds < 10.0);
+  for (const float v : download(contexts[0], buffers[0], 4)) assert_true(std::isnan(v));  // undefined: NaN
+  EXPECT_ERROR(DPT_BACKEND_ERROR_COMMUNICATION, "aborted",
+               api->comm_all_reduce(comm, contexts, 1, buffers, counts, 0.3, error, sizeof error));
+  api->comm_destroy(comm);
+  // An injected all-reduce failure is a communication error too.
+  OK(api->comm_create(2, ordinals, &comm, error, sizeof error));
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "comm_all_reduce@1", 1);
+  EXPECT_ERROR(DPT_BACKEND_ERROR_COMMUNICATION, "simulated failure on cuda:1",
+               api->comm_all_reduce(comm, contexts, 1, buffers, counts, 0.3, error, sizeof error));
+  unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+  api->comm_destroy(comm);
+  for (dpt_backend_context *c : contexts) api->context_destroy(c);
+}
+
+// Distinct contexts are independent: threads allocating, computing and freeing on contexts of one device and
+// of another at once, while a third thread queries the devices (the shared allocator and registries are
+// locked; TSan runs this test too).
+void test_threads(void **) {
+  std::vector<std::thread> threads;
+  bool ok[3] = {false, false, false};
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([t, &ok] {
+      char e[512] = "";
+      dpt_backend_context *ctx = nullptr;
+      if (api->context_create(t == 2 ? 1 : 0, nullptr, &ctx, e, sizeof e) != 0) return;
+      bool good = true;
+      for (int i = 0; i < 200 && good; ++i) {
+        void *p = nullptr;
+        const float v[4] = {1.0f, 2.0f, 3.0f, float(i)};
+        float back[4] = {};
+        good = api->mem_alloc(ctx, sizeof v, &p, e, sizeof e) == 0 &&
+               api->copy_to_device(ctx, p, v, sizeof v, e, sizeof e) == 0 &&
+               api->scale(ctx, static_cast<float *>(p), 4, 2.0f, e, sizeof e) == 0 &&
+               api->copy_to_host(ctx, back, p, sizeof back, e, sizeof e) == 0 &&
+               api->context_synchronize(ctx, e, sizeof e) == 0 && back[3] == 2.0f * float(i) &&
+               api->mem_free(ctx, p, e, sizeof e) == 0;
+        dpt_backend_device_props props;
+        good = good && api->device_props(t % 2, &props, e, sizeof e) == 0;
+      }
+      api->context_destroy(ctx);
+      ok[t] = good;
+    });
+  for (std::thread &t : threads) t.join();
+  assert_true(ok[0] && ok[1] && ok[2]);
+}
+
+}  // namespace
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(test_discovery),           cmocka_unit_test(test_results_after_synchronize),
+      cmocka_unit_test(test_fresh_memory_is_nan), cmocka_unit_test(test_device_pointer_not_host_readable),
+      cmocka_unit_test(test_pointer_checks),      cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_fault_injection),     cmocka_unit_test(test_virtual_all_reduce_order),
+      cmocka_unit_test(test_hang_times_out),      cmocka_unit_test(test_threads),
+  };
+  return cmocka_run_group_tests(tests, setup, nullptr);
+}

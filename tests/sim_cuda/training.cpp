@@ -1,0 +1,105 @@
+// The loss and optimizer members: softmax_cross_entropy (its result written into device memory),
+// optimizer_update (the CPU's formulas), l2_norm (a double in device memory) and scale.
+#include <climits>
+#include <cstring>
+
+#include "kernels.hpp"
+#include "sim.hpp"
+
+namespace dpt_sim {
+
+int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
+                          const int32_t *labels, float *dlogits, dpt_backend_loss *out, char *error,
+                          size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "softmax_cross_entropy";
+  return with_context(ctx, e, call, [&](dpt_backend_context &c) {
+    if (classes == 0 || classes > size_t(INT_MAX) || n > (size_t(1) << 40))
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: bad shape (n %zu, classes %zu)",
+                    c.ordinal, call, n, classes);
+    Span so;
+    if (int rc = resolve(c, call, "out", out, sizeof(dpt_backend_loss), alignof(dpt_backend_loss),
+                         Where::kContextDevice, false, so, e))
+      return rc;
+    if (n == 0)
+      return enqueue(c, call, {so}, [so] {
+        const dpt_backend_loss zero{0.0, 0};
+        std::memcpy(so.host, &zero, sizeof zero);
+      });
+    size_t zs = 0, ls = 0;
+    if (!product({n, classes}, zs) || !checked_bytes(n, sizeof(int32_t), ls))
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: sizes overflow", c.ordinal, call);
+    Span sz, sl, sdz;
+    if (int rc = floats(c, call, "logits", logits, zs, false, sz, e)) return rc;
+    if (int rc =
+            resolve(c, call, "labels", labels, ls, alignof(int32_t), Where::kContextDevice, false, sl, e))
+      return rc;
+    if (int rc = floats(c, call, "dlogits", dlogits, zs, true, sdz, e)) return rc;
+    return enqueue(c, call, {sz, sl, sdz, so}, [=] {
+      const dpt_backend_loss loss = kernels::softmax_cross_entropy(
+          n, classes, sz.f(), reinterpret_cast<const int32_t *>(sl.host), sdz ? sdz.f() : nullptr);
+      std::memcpy(so.host, &loss, sizeof loss);
+    });
+  });
+}
+
+int optimizer_update(dpt_backend_context *ctx, const dpt_backend_optimizer *optimizer, uint64_t t, float lr,
+                     float grad_scale, float *params, const float *grads, float *state, size_t count,
+                     char *error, size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "optimizer_update";
+  return with_context(ctx, e, call, [&](dpt_backend_context &c) {
+    if (optimizer == nullptr)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL pointer (optimizer)", c.ordinal,
+                    call);
+    const dpt_backend_optimizer o = *optimizer;
+    if (o.kind != DPT_BACKEND_SGD && o.kind != DPT_BACKEND_ADAMW)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: unknown optimizer %d", c.ordinal,
+                    call, int(o.kind));
+    if (count == 0) return 0;
+    // State: SGD with momentum count floats, AdamW 2 * count (m, then v); plain SGD none.
+    const size_t state_floats = o.kind == DPT_BACKEND_ADAMW ? 2 : (o.momentum != 0.0f ? 1 : 0);
+    size_t ss = 0;
+    if (!product({state_floats, count}, ss))
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: sizes overflow", c.ordinal, call);
+    Span sp, sg, sst;
+    if (int rc = floats(c, call, "params", params, count, false, sp, e)) return rc;
+    if (int rc = floats(c, call, "grads", grads, count, false, sg, e)) return rc;
+    if (state_floats > 0)
+      if (int rc = floats(c, call, "state", state, ss, false, sst, e)) return rc;
+    return enqueue(c, call, {sp, sg, sst}, [=] {
+      kernels::optimizer_update(o, t, lr, grad_scale, sp.f(), sg.f(), sst ? sst.f() : nullptr, count);
+    });
+  });
+}
+
+int l2_norm(dpt_backend_context *ctx, const float *x, size_t count, double *out, char *error,
+            size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "l2_norm";
+  return with_context(ctx, e, call, [&](dpt_backend_context &c) {
+    Span so, sx;
+    if (int rc = resolve(c, call, "out", out, sizeof(double), alignof(double), Where::kContextDevice, false,
+                         so, e))
+      return rc;
+    if (count > 0)
+      if (int rc = floats(c, call, "x", x, count, false, sx, e)) return rc;
+    return enqueue(c, call, {sx, so}, [=] {
+      const double norm = count > 0 ? kernels::l2_norm(sx.f(), count) : 0.0;
+      std::memcpy(so.host, &norm, sizeof norm);
+    });
+  });
+}
+
+int scale(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *error, size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "scale";
+  return with_context(ctx, e, call, [&](dpt_backend_context &c) {
+    if (count == 0) return 0;
+    Span sx;
+    if (int rc = floats(c, call, "x", x, count, false, sx, e)) return rc;
+    return enqueue(c, call, {sx}, [=] { kernels::scale(sx.f(), count, alpha); });
+  });
+}
+
+}  // namespace dpt_sim
