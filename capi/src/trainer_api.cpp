@@ -77,8 +77,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   c.error_on_nonfinite = dpt::capi::checked_enum(o.nonfinite, {DPT_NONFINITE_SKIP, DPT_NONFINITE_ERROR},
                                                  "non-finite policy") == DPT_NONFINITE_ERROR;
   c.init_std = o.init_std;
-  DPT_REQUIRE((o.gpu_flags & ~(DPT_GPU_ALLOW_TF32 | DPT_GPU_DETERMINISTIC)) == 0, DPT_ERROR_INVALID_ARGUMENT,
-              "gpu_flags has unknown bits: " + std::to_string(o.gpu_flags));
+  DPT_REQUIRE((o.gpu_flags & ~uint32_t(DPT_GPU_ALLOW_TF32 | DPT_GPU_DETERMINISTIC)) == 0,
+              DPT_ERROR_INVALID_ARGUMENT, "gpu_flags has unknown bits: " + std::to_string(o.gpu_flags));
   c.kernels.allow_tf32 = (o.gpu_flags & DPT_GPU_ALLOW_TF32) != 0;
   c.kernels.deterministic = (o.gpu_flags & DPT_GPU_DETERMINISTIC) != 0;
   return c;

@@ -38,8 +38,8 @@ std::vector<Device *> pick_devices(const Context &context, const std::vector<siz
       Device &device = context.device(indices[i]);
       for (size_t j = 0; j < i; ++j)
         DPT_REQUIRE(indices[j] != indices[i] || device.kind() == DPT_DEVICE_CUDA, DPT_ERROR_INVALID_ARGUMENT,
-                    "device " + std::to_string(indices[i]) + " (" + device.name() +
-                        ") is listed twice; only a CUDA device can hold several replicas");
+                    "device " + std::to_string(indices[i]) + " is listed twice (" + device.name() +
+                        "; only a CUDA device can hold several replicas)");
       devices.push_back(&device);
     }
   }

@@ -110,9 +110,9 @@ typedef struct dpt_trainer_options {
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
-#define DPT_GPU_ALLOW_TF32 1u
+#define DPT_GPU_ALLOW_TF32 1
 /** @brief gpu_flags: deterministic convolution algorithms only, chosen by heuristics, never by timing. */
-#define DPT_GPU_DETERMINISTIC 2u
+#define DPT_GPU_DETERMINISTIC 2
 
 /** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */
 typedef struct dpt_optimizer_options {
