@@ -45,6 +45,8 @@ const char *dpt_status_string(dpt_status status) {
       return "buffer too small";
     case DPT_ERROR_NON_FINITE:
       return "non-finite value";
+    case DPT_ERROR_BUSY:
+      return "busy";
     case DPT_ERROR_UNSUPPORTED:
       return "unsupported";
     case DPT_ERROR_DEVICE:
@@ -68,7 +70,7 @@ const char *dpt_status_string(dpt_status status) {
 }
 
 int dpt_status_category(dpt_status status) {
-  return int(status) < 0 ? -1 : int(status) / 1000 * 1000;
+  return int(status) < 0 ? 0 : int(status) / 1000 * 1000;
 }
 
 const char *dpt_last_error_message(void) {

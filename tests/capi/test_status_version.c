@@ -31,6 +31,8 @@ static const struct {
     {DPT_ERROR_SIZE_MISMATCH, 1003},
     {DPT_ERROR_INVALID_STATE, 1004},
     {DPT_ERROR_BUFFER_TOO_SMALL, 1005},
+    {DPT_ERROR_NON_FINITE, 1006},
+    {DPT_ERROR_BUSY, 1007},
     {DPT_ERROR_UNSUPPORTED, 2000},
     {DPT_ERROR_DEVICE, 3000},
     {DPT_ERROR_OUT_OF_MEMORY, 3001},
@@ -113,8 +115,8 @@ static void test_status_category(void **state) {
   static const struct {
     int status;
     int category;
-  } cases[] = {{0, 0},       {1000, 1000}, {1001, 1000}, {1003, 1000}, {1005, 1000},
-               {1999, 1000}, {2000, 2000}, {3001, 3000}, {3002, 3000}, {4001, 4000},
+  } cases[] = {{-5, 0},      {-1, 0},      {0, 0},       {1000, 1000}, {1001, 1000}, {1003, 1000},
+               {1005, 1000}, {1999, 1000}, {2000, 2000}, {3001, 3000}, {3002, 3000}, {4001, 4000},
                {5000, 5000}, {5001, 5000}, {9000, 9000}, {9999, 9000}};
   size_t i;
   (void)state;

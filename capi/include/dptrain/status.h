@@ -22,6 +22,7 @@ typedef enum dpt_status {
   DPT_ERROR_INVALID_STATE = 1004,    /**< The object is not in a state that allows this call. */
   DPT_ERROR_BUFFER_TOO_SMALL = 1005, /**< An output buffer is too small; the needed size is reported. */
   DPT_ERROR_NON_FINITE = 1006,       /**< A NaN or infinity in inputs, loss or gradients (policy "error"). */
+  DPT_ERROR_BUSY = 1007,             /**< Another thread is in a call on this handle; nothing was done. */
   DPT_ERROR_UNSUPPORTED = 2000,      /**< The operation or configuration is not supported. */
   DPT_ERROR_DEVICE = 3000,           /**< A device failed. */
   DPT_ERROR_OUT_OF_MEMORY = 3001,    /**< A device (or the host) ran out of memory. */
