@@ -11,6 +11,7 @@ extern "C" {
 dpt_status dpt_trainer_save(dpt_trainer *trainer, const char *path) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(path, "path");
     DPT_REQUIRE(*path != '\0', DPT_ERROR_INVALID_ARGUMENT, "path is empty");
     dpt::save_checkpoint(*trainer->impl, path);
@@ -20,6 +21,7 @@ dpt_status dpt_trainer_save(dpt_trainer *trainer, const char *path) {
 dpt_status dpt_trainer_load(dpt_trainer *trainer, const char *path) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(path, "path");
     DPT_REQUIRE(*path != '\0', DPT_ERROR_INVALID_ARGUMENT, "path is empty");
     dpt::load_checkpoint(*trainer->impl, path);
@@ -29,6 +31,7 @@ dpt_status dpt_trainer_load(dpt_trainer *trainer, const char *path) {
 dpt_status dpt_trainer_epoch_count(const dpt_trainer *trainer, uint64_t *epochs) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
     require_not_null(epochs, "epochs");
     *epochs = trainer->impl->epochs_done;
   });
@@ -37,6 +40,7 @@ dpt_status dpt_trainer_epoch_count(const dpt_trainer *trainer, uint64_t *epochs)
 dpt_status dpt_trainer_step_count(const dpt_trainer *trainer, uint64_t *steps) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
     require_not_null(steps, "steps");
     *steps = trainer->impl->optimizer_steps();
   });

@@ -13,6 +13,7 @@ template <typename Body>
 dpt_status with_model(const char *function, dpt_model *model, Body &&body) {
   return guarded(function, [&] {
     require_not_null(model, "model");
+    const auto use = dpt::capi::exclusive(model);
     body(model->impl);
   });
 }
@@ -24,7 +25,7 @@ extern "C" {
 dpt_status dpt_model_create(dpt_model **out, size_t channels, size_t height, size_t width) {
   return guarded(__func__, [&] {
     require_not_null(out, "out");
-    *out = new dpt_model{dpt::ModelSpec(dpt::Shape{channels, height, width})};
+    *out = new dpt_model{dpt::ModelSpec(dpt::Shape{channels, height, width}), {}};
   });
 }
 
@@ -32,7 +33,7 @@ dpt_status dpt_model_create_builtin(dpt_model **out, const char *name) {
   return guarded(__func__, [&] {
     require_not_null(out, "out");
     require_not_null(name, "name");
-    *out = new dpt_model{dpt::ModelSpec::builtin(name)};
+    *out = new dpt_model{dpt::ModelSpec::builtin(name), {}};
   });
 }
 
@@ -87,6 +88,7 @@ dpt_status dpt_model_add_dropout(dpt_model *model, float rate) {
   dpt_status fn(const dpt_model *model, size_t *out) { \
     return guarded(__func__, [&] {                     \
       require_not_null(model, "model");                \
+      const auto use = dpt::capi::shared(model);       \
       require_not_null(out, "output pointer");         \
       *out = (expr);                                   \
     });                                                \
@@ -100,6 +102,7 @@ DPT_MODEL_GETTER(dpt_model_layer_count, model->impl.layers().size())
 dpt_status dpt_model_describe(const dpt_model *model, char *buffer, size_t capacity, size_t *needed) {
   return guarded(__func__, [&] {
     require_not_null(model, "model");
+    const auto use = dpt::capi::shared(model);
     DPT_REQUIRE(buffer != nullptr || capacity == 0, DPT_ERROR_NULL_POINTER,
                 "buffer is NULL but capacity is not 0");
     const std::string text = model->impl.describe();

@@ -173,6 +173,7 @@ dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt
     require_not_null(out, "out");
     require_not_null(context, "context");
     require_not_null(model, "model");
+    const auto use = dpt::capi::shared(model);
     dpt_trainer_options topt;
     dpt_trainer_options_init(&topt);
     dpt_optimizer_options oopt;
@@ -182,7 +183,7 @@ dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt
     dpt::TrainerConfig config = to_config(topt, context->impl->device_count());
     config.optimizer = to_config(oopt);
     auto trainer = std::make_unique<dpt::Trainer>(context->impl, model->impl, std::move(config));
-    *out = new dpt_trainer{std::move(trainer)};
+    *out = new dpt_trainer{std::move(trainer), {}};
   });
 }
 
@@ -194,6 +195,7 @@ dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t in
                             const int32_t *labels, size_t batch_size, dpt_step_result *result) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     check_batch(*trainer->impl, inputs, input_count, batch_size, "batch_size");
     require_not_null(labels, "labels");
     dpt::capi::check_result(result, "result");
@@ -222,6 +224,7 @@ dpt_status dpt_trainer_evaluate(dpt_trainer *trainer, const float *inputs, size_
                                 const int32_t *labels, size_t sample_count, dpt_eval_result *result) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
     require_not_null(labels, "labels");
     require_not_null(result, "result");
@@ -234,6 +237,7 @@ dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_dataset 
                                         dpt_eval_result *result) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(dataset, "dataset");
     require_not_null(result, "result");
     dpt::capi::check_result(result, "result");
@@ -247,6 +251,7 @@ dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t
                                size_t sample_count, float *logits, size_t logit_count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
     require_not_null(logits, "logits");
     const size_t expected = checked_mul(sample_count, trainer->impl->spec().output().size(), "logit count");
@@ -260,6 +265,7 @@ dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const
                            const dpt_fit_options *options, dpt_fit_result *result) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(train, "train");
     dpt::capi::check_result(result, "result");
     dpt_fit_options defaults;
@@ -300,6 +306,7 @@ dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const
 dpt_status dpt_trainer_parameter_count(const dpt_trainer *trainer, size_t *count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
     require_not_null(count, "count");
     *count = trainer->impl->parameter_count();
   });
@@ -320,6 +327,7 @@ dpt_status dpt_trainer_get_replica_parameters(dpt_trainer *trainer, size_t repli
                                               size_t count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(parameters, "parameters");
     check_parameter_count(trainer, count);
     trainer->impl->get_parameters(replica, parameters);
@@ -329,6 +337,7 @@ dpt_status dpt_trainer_get_replica_parameters(dpt_trainer *trainer, size_t repli
 dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *parameters, size_t count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(parameters, "parameters");
     check_parameter_count(trainer, count);
     trainer->impl->set_parameters(parameters);
@@ -338,6 +347,7 @@ dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *paramet
 dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checksum) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
     require_not_null(checksum, "checksum");
     *checksum = trainer->impl->parameter_checksum();
   });
@@ -346,6 +356,7 @@ dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checks
 dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
     require_not_null(count, "count");
     *count = trainer->impl->device_count();
   });
@@ -355,6 +366,7 @@ dpt_status dpt_trainer_split_sizes(const dpt_trainer *trainer, size_t batch_size
                                    size_t count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
     require_not_null(counts, "counts");
     DPT_REQUIRE(count == trainer->impl->device_count(), DPT_ERROR_SIZE_MISMATCH,
                 "count is " + std::to_string(count) + ", the trainer has " +

@@ -1,11 +1,14 @@
 /* Threads: several trainers trained at the same time on different threads, sharing one context or each with
- * its own, end bitwise equal to the same trainers trained one after another. */
+ * its own, end bitwise equal to the same trainers trained one after another; two threads in calls on one
+ * trainer get DPT_ERROR_BUSY. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <dptrain/dptrain.h>
@@ -100,6 +103,104 @@ static void test_concurrent_equals_alone(void **state) {
   dpt_context_destroy(shared);
 }
 
+/* ---- overlapping calls on one trainer: the second thread gets DPT_ERROR_BUSY ------------------- */
+
+typedef struct overlap {
+  dpt_trainer *trainer;
+  pthread_mutex_t mutex;
+  pthread_cond_t changed;
+  int in_callback; /* the fit thread is paused in its first progress callback */
+  int release;     /* the main thread is done probing */
+  dpt_status nested_get, nested_save, nested_steps; /* re-entrant calls from the callback */
+  dpt_status fit_status;
+  const char *checkpoint;
+} overlap;
+
+static int pause_in_callback(const dpt_progress *p, void *user_data) {
+  overlap *o = user_data;
+  (void)p;
+  size_t n = 0;
+  float params[4096];
+  uint64_t steps = 0;
+  if (dpt_trainer_parameter_count(o->trainer, &n) != DPT_OK || n > 4096) return 1;
+  o->nested_get = dpt_trainer_get_parameters(o->trainer, params, n);
+  o->nested_save = dpt_trainer_save(o->trainer, o->checkpoint);
+  o->nested_steps = dpt_trainer_step_count(o->trainer, &steps);
+  pthread_mutex_lock(&o->mutex);
+  o->in_callback = 1;
+  pthread_cond_broadcast(&o->changed);
+  while (!o->release) pthread_cond_wait(&o->changed, &o->mutex);
+  pthread_mutex_unlock(&o->mutex);
+  return 1; /* stop after the first report */
+}
+
+static void *fit_with_pause(void *arg) {
+  overlap *o = arg;
+  dpt_fit_options f;
+  dpt_fit_options_init(&f);
+  f.batch_size = 24;
+  f.progress_every = 1;
+  f.progress = pause_in_callback;
+  f.user_data = o;
+  o->fit_status = dpt_trainer_fit(o->trainer, dataset, NULL, &f, NULL);
+  return NULL;
+}
+
+static void test_overlapping_calls_are_busy(void **state) {
+  (void)state;
+  dpt_context *c = make_context(2);
+  dpt_model *m = NULL;
+  ok(dpt_model_create(&m, 1, 6, 6));
+  ok(dpt_model_add_dense(m, CLASSES));
+  overlap o = {.nested_get = -1, .nested_save = -1, .nested_steps = -1, .checkpoint = "busy_test.ckpt"};
+  ok(dpt_trainer_create(&o.trainer, c, m, NULL, NULL));
+  pthread_mutex_init(&o.mutex, NULL);
+  pthread_cond_init(&o.changed, NULL);
+  pthread_t fitter;
+  assert_int_equal(pthread_create(&fitter, NULL, fit_with_pause, &o), 0);
+  pthread_mutex_lock(&o.mutex);
+  while (!o.in_callback) pthread_cond_wait(&o.changed, &o.mutex);
+  pthread_mutex_unlock(&o.mutex);
+
+  /* The fit thread is inside dpt_trainer_fit: every call from here is refused, and does nothing. */
+  static float x[24 * IN];
+  static int32_t y[24];
+  size_t n = 0;
+  uint64_t steps = 99, checksum = 0;
+  float params[4096];
+  assert_int_equal(dpt_trainer_step(o.trainer, x, 24 * IN, y, 24, NULL), DPT_ERROR_BUSY);
+  assert_non_null(strstr(dpt_last_error_message(), "another thread"));
+  assert_int_equal(dpt_trainer_parameter_count(o.trainer, &n), DPT_ERROR_BUSY);
+  assert_int_equal(n, 0);
+  assert_int_equal(dpt_trainer_get_parameters(o.trainer, params, 4096), DPT_ERROR_BUSY);
+  assert_int_equal(dpt_trainer_step_count(o.trainer, &steps), DPT_ERROR_BUSY);
+  assert_int_equal(steps, 99);
+  assert_int_equal(dpt_trainer_parameter_checksum(o.trainer, &checksum), DPT_ERROR_BUSY);
+  assert_int_equal(dpt_trainer_load(o.trainer, o.checkpoint), DPT_ERROR_BUSY);
+  assert_int_equal(dpt_status_category(DPT_ERROR_BUSY), 1000);
+
+  pthread_mutex_lock(&o.mutex);
+  o.release = 1;
+  pthread_cond_broadcast(&o.changed);
+  pthread_mutex_unlock(&o.mutex);
+  assert_int_equal(pthread_join(fitter, NULL), 0);
+  ok(o.fit_status);
+  /* The callback's own calls on the trainer ran: re-entrance from the calling thread is allowed. */
+  ok(o.nested_get);
+  ok(o.nested_save);
+  ok(o.nested_steps);
+  /* Once fit has returned, the trainer is free again for any thread. */
+  ok(dpt_trainer_step_count(o.trainer, &steps));
+  assert_int_equal(steps, 1);
+  ok(dpt_trainer_load(o.trainer, o.checkpoint));
+  remove(o.checkpoint);
+  pthread_cond_destroy(&o.changed);
+  pthread_mutex_destroy(&o.mutex);
+  dpt_trainer_destroy(o.trainer);
+  dpt_model_destroy(m);
+  dpt_context_destroy(c);
+}
+
 static int setup(void **state) {
   (void)state;
   static float x[SAMPLES * IN];
@@ -119,6 +220,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_equals_alone)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_equals_alone),
+                                     cmocka_unit_test(test_overlapping_calls_are_busy)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,9 +12,11 @@
  * devices; dpt_backend_get_info() says why. A trainer runs on CPU devices or on CUDA devices, not on a mix
  * (see dpt_trainer_options.devices; docs/cuda.md).
  *
- * Threading: one handle is used by one thread at a time; distinct handles are independent.
- * Trainers that share a context may be used from different threads: their device work is
- * serialized by the context.
+ * Threading: distinct handles are independent. A context has no calls that change it: any number of
+ * threads may query it and create trainers on it at once, and trainers that share a context may be used
+ * from different threads (their device work is serialized by the context). A trainer or a model is used by
+ * one thread at a time; an overlapping call from a second thread returns DPT_ERROR_BUSY (trainer.h,
+ * model.h).
  */
 #ifndef DPTRAIN_DEVICE_H
 #define DPTRAIN_DEVICE_H

@@ -5,6 +5,10 @@
  * A model is a description (layer list and shapes), not weights: a trainer instantiates one replica of
  * it on each of its devices. Every model ends in a softmax cross-entropy loss over its outputs.
  * Tensors are NCHW, float32; a sample is `channels * height * width` floats.
+ *
+ * Threading: the dpt_model_add_* builders change the model and are refused with DPT_ERROR_BUSY while
+ * another thread is in a call on the same model; queries and dpt_trainer_create() only read it and may run
+ * on several threads at once.
  */
 #ifndef DPTRAIN_MODEL_H
 #define DPTRAIN_MODEL_H

@@ -9,9 +9,13 @@
  * float rounding), and the replicas stay bitwise identical. Same seed and configuration give bitwise
  * identical runs.
  *
- * Threading: one trainer is used by one thread at a time. Trainers sharing a context may run on
- * different threads; their device work is serialized. dpt_trainer_fit() calls the progress callback on
- * the thread that called it. The library keeps no caller pointer past a call.
+ * Threading: one trainer is used by one thread at a time. A call on a trainer while another thread is in
+ * a call on it returns DPT_ERROR_BUSY and does nothing (the counters and sizes, dpt_trainer_parameter_count,
+ * _device_count, _split_sizes, _step_count and _epoch_count, may be read by several threads at once). The
+ * thread inside a call may call again: the progress callback of dpt_trainer_fit() may read, evaluate and
+ * checkpoint its trainer. Trainers sharing a context may run on different threads; their device work is
+ * serialized. dpt_trainer_fit() calls the progress callback on the thread that called it. The library keeps
+ * no caller pointer past a call, and its worker threads never touch caller memory after a call returned.
  */
 #ifndef DPTRAIN_TRAINER_H
 #define DPTRAIN_TRAINER_H
