@@ -7,6 +7,7 @@
 #include "handles.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/fit.hpp"
+#include "parallel/retired_trainers.hpp"
 
 using dpt::capi::checked_mul;
 using dpt::capi::guarded;
@@ -180,6 +181,7 @@ dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt
     dpt_optimizer_options_init(&oopt);
     topt = dpt::capi::read_options(options, topt, "options");
     oopt = dpt::capi::read_options(optimizer, oopt, "optimizer");
+    dpt::sweep_retired_trainers();
     dpt::TrainerConfig config = to_config(topt, context->impl->device_count());
     config.optimizer = to_config(oopt);
     auto trainer = std::make_unique<dpt::Trainer>(context->impl, model->impl, std::move(config));
@@ -188,6 +190,8 @@ dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, const dpt
 }
 
 void dpt_trainer_destroy(dpt_trainer *trainer) {
+  if (trainer == nullptr) return;
+  dpt::retire_trainer(std::move(trainer->impl));  // never waits for a device that did not come back
   delete trainer;
 }
 
@@ -279,8 +283,9 @@ dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const
     config.eval_batch_size = o.eval_batch_size;
     dpt::ProgressFn progress;
     if (o.progress != nullptr) {
-      progress = [&o](const dpt::Progress &p) {
+      progress = [&o, trainer](const dpt::Progress &p) {
         const dpt_progress report = to_progress(p);
+        const dpt::capi::CallGuard::Pause paused(trainer->calls);  // the callback may use the trainer
         return o.progress(&report, o.user_data) != 0;
       };
     }

@@ -55,7 +55,6 @@ CudaKernels::CudaKernels(const dpt_backend_v1 &api, int ordinal, const KernelOpt
 }
 
 CudaKernels::~CudaKernels() {
-  labels_ = DeviceBuffer();    // before the context that owns its memory
   api_.context_destroy(ctx_);  // waits for the stream, frees every allocation
 }
 
@@ -98,12 +97,9 @@ void CudaKernels::synchronize() {
   check(api_.context_synchronize(ctx_, error_, sizeof error_));
 }
 
-const int32_t *CudaKernels::stage_labels(const int32_t *host, size_t n) {
-  static_assert(sizeof(int32_t) == sizeof(float));
-  if (labels_.size() < n) labels_ = DeviceBuffer(*this, n);
-  if (n != 0)
-    check(api_.copy_to_device(ctx_, labels_.data(), host, n * sizeof(int32_t), error_, sizeof error_));
-  return reinterpret_cast<const int32_t *>(labels_.data());
+void CudaKernels::copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) {
+  if (count != 0)
+    check(api_.copy_to_device(ctx_, device, host, count * sizeof(int32_t), error_, sizeof error_));
 }
 
 void CudaKernels::forward(const Layer &layer, const float *params, const float *x, float *y, float *, float *,

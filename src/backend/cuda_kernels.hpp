@@ -32,7 +32,7 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;
   void synchronize() override;
-  const int32_t *stage_labels(const int32_t *host, size_t n) override;
+  void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
   void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
                float *scratch, const PassInfo &info) override;
   void backward(const Layer &layer, const float *params, const float *x, const float *y, const float *dy,
@@ -61,7 +61,6 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   // writes into a stack frame that is gone.
   dpt_backend_loss host_loss_{};
   double host_norm_ = 0;
-  DeviceBuffer labels_;  // int32 labels of the current slice (4 bytes each, as floats)
 };
 
 }  // namespace dpt

@@ -16,7 +16,9 @@
 namespace dpt {
 
 // A fault a test injects into a device (see Device::inject_fault).
-enum class FaultKind { kNone, kFail, kStall };
+// kStall sleeps until the group aborts (a device a reset brings back); kHang sleeps its whole time
+// whatever happens (a device that does not come back within the deadline).
+enum class FaultKind { kNone, kFail, kStall, kHang };
 
 struct Fault {
   FaultKind kind = FaultKind::kNone;
@@ -55,7 +57,8 @@ class Device {
   }
 
   // Test seam: the (after_tasks + 1)-th task a DeviceGroup runs on this device from now fails (throws
-  // DPT_ERROR_DEVICE) or stalls (sleeps stall_seconds, or until the group aborts). Once.
+  // DPT_ERROR_DEVICE), stalls (sleeps stall_seconds, or until the group aborts) or hangs (sleeps
+  // stall_seconds). Once.
   void inject_fault(FaultKind kind, uint64_t after_tasks, double stall_seconds = 0) {
     fault_stall_seconds_ = stall_seconds;
     fault_countdown_ = after_tasks + 1;

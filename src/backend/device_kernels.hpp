@@ -38,8 +38,8 @@ class DeviceKernels {
   virtual void copy_to_host(float *host, const float *device, size_t count) = 0;
   // Waits for the queued work; throws its error (DPT_ERROR_DEVICE naming the device and the call).
   virtual void synchronize() = 0;
-  // The labels of a slice where the loss can read them (host memory for a CPU device, a copy on a GPU).
-  virtual const int32_t *stage_labels(const int32_t *host, size_t n) = 0;
+  // Host to device, as copy_to_device, for the labels of a slice.
+  virtual void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) = 0;
 
   // Layer passes, with the semantics of Layer::forward / Layer::backward.
   virtual void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
@@ -47,7 +47,7 @@ class DeviceKernels {
   virtual void backward(const Layer &layer, const float *params, const float *x, const float *y,
                         const float *dy, float *dx, float *dparams, const float *saved, float *scratch,
                         const PassInfo &info) = 0;
-  // Softmax cross-entropy of the slice (labels from stage_labels); waits for the result.
+  // Softmax cross-entropy of the slice (labels in device memory); waits for the result.
   virtual LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
                          float *dlogits) = 0;
 

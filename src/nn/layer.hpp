@@ -2,6 +2,8 @@
 // owned by the replica (network.hpp) and passed in, so one description serves every device.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,6 +20,9 @@ struct PassInfo {
   uint64_t step = 0;  // optimizer step being computed; keys the dropout masks
   size_t layer_index = 0;
   bool training = false;
+  // Set when the pass should stop (a deadline passed or a peer device failed): checked between layers, so
+  // an aborted device returns within one layer's time.
+  const std::atomic<bool> *cancel = nullptr;
 };
 
 class Layer {

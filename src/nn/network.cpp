@@ -9,6 +9,13 @@
 
 namespace dpt {
 
+namespace {
+void stop_if_cancelled(const PassInfo &info) {
+  if (info.cancel != nullptr && info.cancel->load(std::memory_order_relaxed))
+    throw_error(DPT_ERROR_COMMUNICATION, "pass aborted: another device failed or the deadline passed");
+}
+}  // namespace
+
 void init_parameters(const ModelSpec &spec, float *params, uint64_t seed, InitScheme scheme, float std) {
   float *p = params;
   for (size_t l = 0; l < spec.layers().size(); ++l) {
@@ -47,6 +54,8 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
 void Network::reserve(size_t n) {
   if (n <= capacity_) return;
   input_ = DeviceBuffer(kernels_.memory(), n * spec_.input().size());
+  static_assert(sizeof(int32_t) == sizeof(float));
+  labels_ = DeviceBuffer(kernels_.memory(), n);
   grad_a_ = DeviceBuffer(kernels_.memory(), n * max_width_);
   grad_b_ = DeviceBuffer(kernels_.memory(), n * max_width_);
   float *previous = input_.data();
@@ -66,7 +75,7 @@ void Network::reserve(size_t n) {
 }
 
 size_t Network::bytes_per_sample() const {
-  size_t floats = spec_.input().size() + 2 * max_width_;
+  size_t floats = spec_.input().size() + 1 + 2 * max_width_;  // + 1: the label
   for (const auto &layer : layers_)
     floats += (layer->is_view() ? 0 : layer->spec().out.size()) + layer->saved_floats_per_sample();
   return floats * sizeof(float);
@@ -76,6 +85,7 @@ LossStats Network::forward(const float *params, const int32_t *labels, const Pas
   DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
   const float *x = input_.data();
   for (size_t l = 0; l < layers_.size(); ++l) {
+    stop_if_cancelled(info);
     PassInfo li = info;
     li.layer_index = l;
     if (!layers_[l]->is_view())
@@ -92,6 +102,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
   for (size_t l = layers_.size(); l-- > first_trainable_;) {
     const Layer &layer = *layers_[l];
     if (layer.is_view()) continue;  // the gradient passes through unchanged
+    stop_if_cancelled(info);
     PassInfo li = info;
     li.layer_index = l;
     const float *x = l == 0 ? input_.data() : outputs_[l - 1];

@@ -37,11 +37,12 @@ class Network {
   size_t capacity() const { return capacity_; }
   // Bytes reserve() allocates per sample of capacity.
   size_t bytes_per_sample() const;
-  // The slice's inputs go here before forward() (capacity * input size floats of device memory).
+  // The slice's inputs and labels go here before forward() (capacity samples of device memory).
   float *input() { return input_.data(); }
+  int32_t *labels() { return reinterpret_cast<int32_t *>(labels_.data()); }
 
-  // Forward over input()[0, info.n); with labels (stage_labels of the kernels), also the loss, and for
-  // training the logit gradient.
+  // Forward over input()[0, info.n); with labels (device memory: labels()), also the loss, and for
+  // training the logit gradient. Stops with DPT_ERROR_COMMUNICATION between layers once info.cancel is set.
   LossStats forward(const float *params, const int32_t *labels, const PassInfo &info);
   // After a training forward(): adds the slice's summed gradient into grads.
   void backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook = {});
@@ -57,7 +58,7 @@ class Network {
   size_t first_trainable_ = 0;  // backward stops at the first layer with parameters
   size_t capacity_ = 0;
   size_t max_width_ = 0;  // largest per-sample tensor of any layer boundary
-  DeviceBuffer input_, scratch_, grad_a_, grad_b_;
+  DeviceBuffer input_, labels_, scratch_, grad_a_, grad_b_;  // labels_: int32 in float-sized slots
   std::vector<DeviceBuffer> activations_, saved_;
   std::vector<float *> outputs_;  // per layer; a view layer's output is its input
 };

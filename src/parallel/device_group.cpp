@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "core/error.hpp"
@@ -16,10 +17,15 @@ DeviceGroup::DeviceGroup(std::vector<Device *> devices, double timeout_seconds)
 }
 
 DeviceGroup::~DeviceGroup() {
-  // Tasks of a lost run may still come back; waiting for them here would hang, so the owner leaks instead.
-  if (lost_) return;
+  // The owner destroys the group only once outstanding() is false (see retire_trainer); waiting here keeps
+  // any other order safe.
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return remaining_ == 0; });
+}
+
+bool DeviceGroup::outstanding() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return remaining_ != 0;
 }
 
 void DeviceGroup::abort_all() {
@@ -41,6 +47,8 @@ void DeviceGroup::task(size_t rank) {
     if (fault.kind == FaultKind::kFail)
       throw_error(DPT_ERROR_DEVICE, "device " + devices_[rank]->name() + " failed (injected fault)");
     if (fault.kind == FaultKind::kStall) stall(fault.stall_seconds);
+    if (fault.kind == FaultKind::kHang)
+      std::this_thread::sleep_for(std::chrono::duration<double>(fault.stall_seconds));
     call_(fn_, rank);
   } catch (...) {
     {
@@ -54,13 +62,13 @@ void DeviceGroup::task(size_t rank) {
   if (--remaining_ == 0) done_.notify_all();
 }
 
-void DeviceGroup::run_erased(void (*call)(void *, size_t), void *fn) {
+void DeviceGroup::run_erased(void (*call)(void *, size_t), const void *fn, size_t size) {
   DPT_REQUIRE(!lost_, DPT_ERROR_INVALID_STATE, "a device of this group never returned from an earlier call");
   const size_t k = devices_.size();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     call_ = call;
-    fn_ = fn;
+    std::memcpy(fn_, fn, size);  // trivially copyable: a lost task keeps reading this copy
     remaining_ = k;
     failed_ = false;
     for (size_t r = 0; r < k; ++r) errors_[r] = nullptr;
@@ -105,7 +113,8 @@ void DeviceGroup::run_erased(void (*call)(void *, size_t), void *fn) {
   if (lost_)
     throw_error(DPT_ERROR_TIMEOUT,
                 "a device did not return within twice the " + std::to_string(timeout_) +
-                    " s timeout; the trainer is unusable and its device memory is abandoned");
+                    " s timeout; the trainer is unusable (destroying it frees its memory once the device "
+                    "returns)");
   if (timed_out)
     throw_error(DPT_ERROR_TIMEOUT, "a multi-device operation exceeded the " + std::to_string(timeout_) +
                                        " s timeout and was aborted on every device");

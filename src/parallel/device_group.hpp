@@ -1,13 +1,20 @@
 // The devices of one trainer, run together: one task per device, a collective among them, and a deadline.
 // A device that fails aborts the collective so its peers stop waiting for it; a deadline that passes
-// aborts everything; either way every task has returned before run() does (or the group is "lost").
+// aborts everything (collectives, and the passes, which stop at the next layer); either way every task has
+// returned before run() does, or the group is "lost": a task did not return even after the abort and a
+// second deadline. A lost task may still run after run() returned, so a task may reach only what its
+// owner keeps alive while outstanding() is true: run() keeps its own copy of the task function, and the
+// function captures values and pointers to the owner's memory, never the caller's stack or buffers.
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <cstddef>
 #include <condition_variable>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "backend/device.hpp"
@@ -40,18 +47,28 @@ class DeviceGroup {
 
   // Runs fn(rank) on every device at once and waits. Throws the first failure (a device's own error before
   // the communication errors of the peers it aborted), or DPT_ERROR_TIMEOUT when the deadline passed.
+  // fn is copied into the group (see the top of this file): capture by value, never [&].
   template <typename Fn>
-  void run(Fn &&fn) {
-    using F = std::remove_reference_t<Fn>;
-    run_erased([](void *f, size_t rank) { (*static_cast<F *>(f))(rank); }, &fn);
+  void run(const Fn &fn) {
+    static_assert(std::is_trivially_copyable_v<Fn> && std::is_trivially_destructible_v<Fn> &&
+                      sizeof(Fn) <= kTaskBytes && alignof(Fn) <= alignof(std::max_align_t),
+                  "a device task captures a few values and pointers by value");
+    run_erased([](void *f, size_t rank) { (*static_cast<Fn *>(f))(rank); }, &fn, sizeof(Fn));
   }
 
-  // True once a task did not return even after the abort and a second deadline: its memory may still be
-  // in use, so the owner must not free what the tasks touch.
+  // True once a task did not return even after the abort and a second deadline. The group refuses to
+  // run again.
   bool lost() const { return lost_; }
+  // True while a task of the last run() has not returned (only after a lost run): the owner must keep
+  // everything the tasks reach alive until it is false.
+  bool outstanding() const;
+  // Set while the group is aborting; passes check it between layers (PassInfo::cancel) and stop.
+  const std::atomic<bool> &aborted() const { return aborted_; }
 
  private:
-  void run_erased(void (*call)(void *, size_t), void *fn);
+  static constexpr size_t kTaskBytes = 64;
+
+  void run_erased(void (*call)(void *, size_t), const void *fn, size_t size);
   void task(size_t rank);
   void abort_all();
   void stall(double seconds);
@@ -62,11 +79,11 @@ class DeviceGroup {
   std::unique_ptr<BucketReducer> reducer_;
   // The state of the current run(), kept here rather than on run()'s stack: a task that outlives a timeout
   // must still find it.
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable done_;
   size_t remaining_ = 0;
   void (*call_)(void *, size_t) = nullptr;
-  void *fn_ = nullptr;
+  alignas(std::max_align_t) unsigned char fn_[kTaskBytes];  // the running task function's own copy
   std::array<std::exception_ptr, kMaxTrainerDevices> errors_;
   size_t first_failure_ = 0;
   bool failed_ = false;

@@ -27,10 +27,13 @@ struct Replica {
   std::unique_ptr<DeviceKernels> kernels;  // first: everything below lives in its memory
   Network network;
   DeviceBuffer params, grads, state;
-  // This replica's slice of the current batch, and its loss statistics.
+  // This replica's slice of the current batch, and what its task found: loss statistics, the gradient
+  // norm, timings. Kept here, not on the caller's stack: a task that outlives a timeout still writes them.
   size_t begin = 0, count = 0;
   LossStats stats;
   bool nonfinite = false;  // the slice's inputs or loss held a NaN or an infinity
+  double norm = 0;         // the all-reduced gradient's norm, divided by the window's samples
+  double allreduce_seconds = 0, probe_seconds = 1e300;
 };
 
 }  // namespace dpt

@@ -18,10 +18,15 @@ namespace dpt {
 namespace {
 
 bool all_finite(const float *x, size_t n) {
-  // Summing x * 0 keeps NaN and turns infinities into NaN; one pass, no branch per element.
-  float acc = 0.0f;
-  for (size_t i = 0; i < n; ++i) acc += x[i] * 0.0f;
-  return acc == 0.0f;
+  // NaN and infinities are the floats whose exponent bits are all ones; an OR over integer tests
+  // vectorizes (a float sum would be one dependent add per element).
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bad |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
 }
 
 // A CUDA device may be listed several times (that many replicas share the GPU); a CPU device holds one
@@ -109,14 +114,11 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   }
 }
 
-Trainer::~Trainer() {
-  if (group_ != nullptr && group_->lost()) {
-    // A device task never came back and may still touch the group, the replicas and the devices: leak them
-    // rather than free memory in use (or join a thread that does not return).
-    group_.release();
-    for (auto &r : replicas_) r.release();
-    new std::shared_ptr<Context>(context_);
-  }
+// group_ is destroyed first (it waits for tasks that are still out), then what they touched.
+Trainer::~Trainer() = default;
+
+bool Trainer::tasks_outstanding() const {
+  return group_->outstanding();
 }
 
 // Learns every process's device count (the weights of the split across processes), checks that all
@@ -149,6 +151,12 @@ std::pair<size_t, size_t> Trainer::process_range(size_t batch) const {
   size_t first = 0;
   for (size_t p = 0; p < config_.world->rank(); ++p) first += parts[p];
   return {first, parts[config_.world->rank()]};
+}
+
+void Trainer::check_no_task_out() const {
+  DPT_REQUIRE(!group_->outstanding(), DPT_ERROR_INVALID_STATE,
+              "a device has not yet returned from a call that timed out; its replica cannot be read or "
+              "written until it does");
 }
 
 void Trainer::check_usable() const {
@@ -194,7 +202,7 @@ void Trainer::reserve_slices() {
   bool grow = false;
   for (auto &r : replicas_) grow |= r->count > r->network.capacity();
   if (!grow) return;
-  run_phase([&](size_t rank) {
+  run_phase([this](size_t rank) {
     Replica &r = *replicas_[rank];
     r.network.reserve(r.count);
   });
@@ -212,23 +220,22 @@ void Trainer::check_labels(const int32_t *labels, size_t n) const {
 // counts); the best of three timings per device sets its weight. The probe's gradients are discarded.
 void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch) {
   const size_t probe = std::min<size_t>(batch, 64);
-  const size_t in = spec_.input().size();
-  for (auto &r : replicas_) r->begin = 0, r->count = probe;
+  for (auto &r : replicas_) r->begin = 0, r->count = probe, r->probe_seconds = 1e300;
   reserve_slices();
-  std::vector<double> best(replicas_.size(), 1e300);
+  copy_in(x, labels);
   for (int round = 0; round < 3; ++round) {
-    run_phase([&](size_t rank) {
+    run_phase([this, probe](size_t rank) {
       Replica &r = *replicas_[rank];
       const double t0 = platform::now_seconds();
-      r.kernels->copy_to_device(r.network.input(), x, probe * in);
-      PassInfo info{probe, 0, config_.seed, optimizer_steps_, 0, true};
-      r.network.forward(r.params.data(), r.kernels->stage_labels(labels, probe), info);
+      const PassInfo info = pass_info(probe, 0, optimizer_steps_, true);
+      r.network.forward(r.params.data(), r.network.labels(), info);
       r.network.backward(r.params.data(), r.grads.data(), info);
       r.kernels->synchronize();
-      best[rank] = std::min(best[rank], (platform::now_seconds() - t0) / double(probe));
+      r.probe_seconds = std::min(r.probe_seconds, (platform::now_seconds() - t0) / double(probe));
     });
   }
-  for (auto &r : replicas_) r->grads.zero();
+  std::vector<double> best;
+  for (auto &r : replicas_) r->grads.zero(), best.push_back(r->probe_seconds);
   measured_weights_ = weights_from_speed(best);
   if (on_gpus_) measure_room();
   cached_counts_.clear();  // the split changes with the weights
@@ -256,12 +263,13 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
   if (config_.split == SplitPolicy::kAuto && measured_weights_.empty()) measure_speeds(x, labels, batch);
   assign_slices(batch);
   reserve_slices();
+  copy_in(x, labels);
 
   // The window's last micro-batch reduces its gradients during backward when buckets are on.
   BucketReducer *reducer = group_->bucket_reducer();
   const bool overlap = reducer != nullptr && pending_micro_ + 1 == config_.accumulation_steps;
-  run_phase([&](size_t rank) {
-    compute_gradients(rank, x, labels, overlap);
+  run_phase([this, reducer, overlap](size_t rank) {
+    compute_gradients(rank, overlap);
     if (overlap) {
       Replica &r = *replicas_[rank];
       // A slice that skipped backward (empty or not finite) posts every bucket here, so the peers' reduction
@@ -316,24 +324,36 @@ struct BucketPoster {
 };
 }  // namespace
 
+// Copies each replica's slice of the caller's batch (and its labels, when given) into the replica's device
+// memory from the calling thread, and flags slices that hold a NaN or an infinity. The device tasks never
+// read caller memory: a task that outlives a timeout could otherwise read it after the call returned.
+void Trainer::copy_in(const float *x, const int32_t *labels) {
+  const size_t in = spec_.input().size();
+  guard_devices([&] {
+    for (auto &r : replicas_) {
+      r->nonfinite = false;
+      if (r->count == 0) continue;
+      const float *slice = x + r->begin * in;
+      r->nonfinite = !all_finite(slice, r->count * in);
+      r->kernels->copy_to_device(r->network.input(), slice, r->count * in);
+      if (labels != nullptr)
+        r->kernels->copy_labels_to_device(r->network.labels(), labels + r->begin, r->count);
+    }
+    for (auto &r : replicas_) r->kernels->synchronize();  // a GPU copy reads the host buffer until here
+  });
+}
+
 // One device's forward and backward over its slice; with post_buckets, each gradient bucket is handed to
 // the reducer as soon as it is complete.
-void Trainer::compute_gradients(size_t rank, const float *x, const int32_t *labels, bool post_buckets) {
+void Trainer::compute_gradients(size_t rank, bool post_buckets) {
   Replica &r = *replicas_[rank];
   r.stats = {};
-  r.nonfinite = false;
-  if (r.count == 0) return;  // an empty slice contributes zero gradient
-  const size_t in = spec_.input().size();
-  const float *slice = x + r.begin * in;
-  if (!all_finite(slice, r.count * in)) {
-    r.nonfinite = true;
-    return;
-  }
-  r.kernels->copy_to_device(r.network.input(), slice, r.count * in);
+  // An empty slice contributes zero gradient; copy_in found NaN or infinity in the inputs.
+  if (r.count == 0 || r.nonfinite) return;
   // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
   // split nor the division into micro-batches changes the masks.
-  PassInfo info{r.count, pending_samples_ + r.begin, config_.seed, optimizer_steps_, 0, true};
-  r.stats = r.network.forward(r.params.data(), r.kernels->stage_labels(labels + r.begin, r.count), info);
+  const PassInfo info = pass_info(r.count, pending_samples_ + r.begin, optimizer_steps_, true);
+  r.stats = r.network.forward(r.params.data(), r.network.labels(), info);
   if (!std::isfinite(r.stats.loss_sum)) {
     r.nonfinite = true;
     return;
@@ -351,7 +371,7 @@ void Trainer::compute_gradients(size_t rank, const float *x, const int32_t *labe
 // parameters and optimizer state stay as they were, and the policy decides whether the caller hears of it
 // as an error.
 void Trainer::discard_window(StepStats &s, const char *where) {
-  run_phase([&](size_t rank) { replicas_[rank]->grads.zero(); });
+  run_phase([this](size_t rank) { replicas_[rank]->grads.zero(); });
   pending_micro_ = 0;
   pending_samples_ = 0;
   ++nonfinite_steps_;
@@ -366,30 +386,31 @@ void Trainer::discard_window(StepStats &s, const char *where) {
 // optimizer step on every replica. Nothing in here allocates or can fail. Returns false, changing nothing,
 // when the gradients are not finite (every replica sees the same all-reduced norm, so all agree).
 bool Trainer::update_replicas(StepStats &s, bool reduced) {
-  double allreduce_seconds = 0, grad_norm = 0;
+  double allreduce_seconds = 0;
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
+  const float lr = float(s.learning_rate);
   const double inv_samples = 1.0 / double(pending_samples_);
   if (on_gpus_) allreduce_seconds = gpu_all_reduce();
-  run_phase([&](size_t rank) {
+  run_phase([this, reduced, lr, inv_samples](size_t rank) {
     Replica &r = *replicas_[rank];
-    if (!reduced && !on_gpus_) {  // else the bucket reducer did it during backward
-      const double seconds =
+    r.allreduce_seconds = 0;
+    if (!reduced && !on_gpus_)  // else the bucket reducer did it during backward
+      r.allreduce_seconds =
           hierarchical_all_reduce(group_->collective(), config_.world, rank, r.grads.data(), 0,
                                   r.grads.size(), config_.allreduce, config_.timeout_seconds);
-      if (rank == 0) allreduce_seconds = seconds;
-    }
     // Every replica now holds the same summed gradient, so each computes the same norm and update.
-    const double norm = r.kernels->l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
-    if (rank == 0) grad_norm = norm;
-    if (!std::isfinite(norm)) return;
+    r.norm = r.kernels->l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
+    if (!std::isfinite(r.norm)) return;
     double scale = inv_samples;
     const double clip = config_.optimizer.clip_norm;
-    if (clip > 0.0 && norm > clip) scale *= clip / (norm + 1e-6);  // as PyTorch's clip_grad_norm_
-    r.kernels->apply_update(config_.optimizer, optimizer_steps_, float(s.learning_rate), float(scale),
-                            r.params.data(), r.grads.data(), r.state.data(), r.params.size());
+    if (clip > 0.0 && r.norm > clip) scale *= clip / (r.norm + 1e-6);  // as PyTorch's clip_grad_norm_
+    r.kernels->apply_update(config_.optimizer, optimizer_steps_, lr, float(scale), r.params.data(),
+                            r.grads.data(), r.state.data(), r.params.size());
     r.grads.zero();
   });
+  if (!on_gpus_) allreduce_seconds = replicas_[0]->allreduce_seconds;
+  const double grad_norm = replicas_[0]->norm;
   if (!std::isfinite(grad_norm)) return false;
   s.applied = true;
   s.grad_norm = grad_norm;
@@ -448,14 +469,12 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
   const double t0 = platform::now_seconds();
   assign_slices(n);
   reserve_slices();
-  const size_t in = spec_.input().size();
-  run_phase([&](size_t rank) {
+  copy_in(x, labels);
+  run_phase([this](size_t rank) {
     Replica &r = *replicas_[rank];
     r.stats = {};
     if (r.count == 0) return;
-    r.kernels->copy_to_device(r.network.input(), x + r.begin * in, r.count * in);
-    r.stats = r.network.forward(r.params.data(), r.kernels->stage_labels(labels + r.begin, r.count),
-                                PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
+    r.stats = r.network.forward(r.params.data(), r.network.labels(), pass_info(r.count, r.begin, 0, false));
   });
   EvalStats e;
   double totals[2] = {0, 0};
@@ -474,19 +493,25 @@ void Trainer::predict(const float *x, size_t n, float *logits) {
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   assign_slices(n, false);  // prediction stays within the process: every process gets all the logits
   reserve_slices();
-  const size_t in = spec_.input().size(), classes = spec_.output().size();
-  run_phase([&](size_t rank) {
+  copy_in(x, nullptr);
+  run_phase([this](size_t rank) {
     Replica &r = *replicas_[rank];
     if (r.count == 0) return;
-    r.kernels->copy_to_device(r.network.input(), x + r.begin * in, r.count * in);
-    r.network.forward(r.params.data(), nullptr, PassInfo{r.count, r.begin, config_.seed, 0, 0, false});
-    r.kernels->copy_to_host(logits + r.begin * classes, r.network.logits(), r.count * classes);
+    r.network.forward(r.params.data(), nullptr, pass_info(r.count, r.begin, 0, false));
     r.kernels->synchronize();
+  });
+  // The logits are copied out here, on the caller's thread, once every task has returned.
+  const size_t classes = spec_.output().size();
+  guard_devices([&] {
+    for (auto &r : replicas_)
+      r->kernels->copy_to_host(logits + r->begin * classes, r->network.logits(), r->count * classes);
+    for (auto &r : replicas_) r->kernels->synchronize();
   });
 }
 
 // From the caller's thread, between phases (the work mutex keeps the device workers off the replica).
 void Trainer::copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const {
+  check_no_task_out();
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   DeviceKernels &k = *replicas_[replica]->kernels;
   k.copy_to_host(out, buffer.data(), buffer.size());
@@ -501,6 +526,7 @@ void Trainer::get_parameters(size_t replica, float *out) const {
 }
 
 void Trainer::set_parameters(const float *in) {
+  check_no_task_out();
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   set_parameters_locked(in);
 }

@@ -69,7 +69,11 @@ struct EvalStats {
 class Trainer {
  public:
   Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, TrainerConfig config);
+  // Waits for device tasks that are still out (only after a device did not return within twice the
+  // timeout); retire_trainer() destroys a trainer without waiting.
   ~Trainer();
+  // A device task of a lost call has not returned yet: it may still touch the replicas.
+  bool tasks_outstanding() const;
 
   const ModelSpec &spec() const { return spec_; }
   const TrainerConfig &config() const { return config_; }
@@ -117,7 +121,11 @@ class Trainer {
   void reserve_slices();
   void measure_speeds(const float *x, const int32_t *labels, size_t batch);
   void measure_room();
-  void compute_gradients(size_t rank, const float *x, const int32_t *labels, bool post_buckets);
+  void copy_in(const float *x, const int32_t *labels);
+  PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training) const {
+    return PassInfo{n, first_sample, config_.seed, step, 0, training, &group_->aborted()};
+  }
+  void compute_gradients(size_t rank, bool post_buckets);
   double gpu_all_reduce();
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
   // caller's host buffers), ignoring its errors.
@@ -128,12 +136,13 @@ class Trainer {
   void discard_window(StepStats &s, const char *where);
   void check_labels(const int32_t *labels, size_t n) const;
   void check_usable() const;
-  // Runs one phase on every device. A device failure, a timeout or an aborted collective leaves the
+  void check_no_task_out() const;
+  // Runs fn, which uses the devices. A device failure, a timeout or an aborted collective leaves the
   // replicas in an unknown state: the trainer refuses further work.
   template <typename Fn>
-  void run_phase(Fn &&fn) {
+  void guard_devices(Fn &&fn) {
     try {
-      group_->run(fn);
+      fn();
     } catch (const Error &e) {
       if (e.status() == DPT_ERROR_DEVICE || e.status() == DPT_ERROR_TIMEOUT ||
           e.status() == DPT_ERROR_COMMUNICATION)
@@ -141,6 +150,11 @@ class Trainer {
       drain_streams();
       throw;
     }
+  }
+  // Runs one phase on every device (DeviceGroup::run: fn captures by value).
+  template <typename Fn>
+  void run_phase(const Fn &fn) {
+    guard_devices([&] { group_->run(fn); });
   }
 
   std::shared_ptr<Context> context_;

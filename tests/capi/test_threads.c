@@ -2,6 +2,7 @@
  * its own, end bitwise equal to the same trainers trained one after another; two threads in calls on one
  * trainer get DPT_ERROR_BUSY. */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 
 #include <cmocka.h>
 #include <dptrain/dptrain.h>
+
+#include "test_util.h"
 
 #define SAMPLES 240
 #define IN 36
@@ -107,96 +110,147 @@ static void test_concurrent_equals_alone(void **state) {
 
 typedef struct overlap {
   dpt_trainer *trainer;
-  pthread_mutex_t mutex;
-  pthread_cond_t changed;
-  int in_callback; /* the fit thread is paused in its first progress callback */
-  int release;     /* the main thread is done probing */
-  dpt_status nested_get, nested_save, nested_steps; /* re-entrant calls from the callback */
-  dpt_status fit_status;
-  const char *checkpoint;
+  volatile int fitting;  /* set by the fit thread just before it calls dpt_trainer_fit */
+  volatile int stop;     /* the main thread is done probing: the next epoch report stops the fit */
+  dpt_status fit_status; /* of the fit thread */
 } overlap;
 
-static int pause_in_callback(const dpt_progress *p, void *user_data) {
-  overlap *o = user_data;
+static int stop_when_asked(const dpt_progress *p, void *user_data) {
   (void)p;
-  size_t n = 0;
-  float params[4096];
-  uint64_t steps = 0;
-  if (dpt_trainer_parameter_count(o->trainer, &n) != DPT_OK || n > 4096) return 1;
-  o->nested_get = dpt_trainer_get_parameters(o->trainer, params, n);
-  o->nested_save = dpt_trainer_save(o->trainer, o->checkpoint);
-  o->nested_steps = dpt_trainer_step_count(o->trainer, &steps);
-  pthread_mutex_lock(&o->mutex);
-  o->in_callback = 1;
-  pthread_cond_broadcast(&o->changed);
-  while (!o->release) pthread_cond_wait(&o->changed, &o->mutex);
-  pthread_mutex_unlock(&o->mutex);
-  return 1; /* stop after the first report */
+  return ((overlap *)user_data)->stop;
 }
 
-static void *fit_with_pause(void *arg) {
+static void *long_fit(void *arg) {
   overlap *o = arg;
   dpt_fit_options f;
   dpt_fit_options_init(&f);
+  f.epochs = 100000; /* until the main thread has seen what it probes for */
   f.batch_size = 24;
-  f.progress_every = 1;
-  f.progress = pause_in_callback;
+  f.progress = stop_when_asked;
   f.user_data = o;
-  o->fit_status = dpt_trainer_fit(o->trainer, dataset, NULL, &f, NULL);
+  __atomic_store_n(&o->fitting, 1, __ATOMIC_SEQ_CST);
+  do /* the main thread's probes may hold the trainer for a moment when fit starts */
+    o->fit_status = dpt_trainer_fit(o->trainer, dataset, NULL, &f, NULL);
+  while (o->fit_status == DPT_ERROR_BUSY);
   return NULL;
 }
 
+static dpt_trainer *small_trainer(dpt_context *c, dpt_model **m) {
+  ASSERT_OK(dpt_model_create(m, 1, 6, 6));
+  ASSERT_OK(dpt_model_add_dense(*m, CLASSES));
+  dpt_trainer *t = NULL;
+  ASSERT_OK(dpt_trainer_create(&t, c, *m, NULL, NULL));
+  return t;
+}
+
+/* While one thread is inside dpt_trainer_fit, calls from another thread are refused with DPT_ERROR_BUSY
+ * (exclusive and read-only ones alike) and change nothing. Probes that land in an epoch report, when the
+ * trainer is free, simply succeed; the fit lasts until every kind of probe was refused at least once. */
 static void test_overlapping_calls_are_busy(void **state) {
   (void)state;
   dpt_context *c = make_context(2);
   dpt_model *m = NULL;
-  ok(dpt_model_create(&m, 1, 6, 6));
-  ok(dpt_model_add_dense(m, CLASSES));
-  overlap o = {.nested_get = -1, .nested_save = -1, .nested_steps = -1, .checkpoint = "busy_test.ckpt"};
-  ok(dpt_trainer_create(&o.trainer, c, m, NULL, NULL));
-  pthread_mutex_init(&o.mutex, NULL);
-  pthread_cond_init(&o.changed, NULL);
+  overlap o = {.trainer = small_trainer(c, &m)};
   pthread_t fitter;
-  assert_int_equal(pthread_create(&fitter, NULL, fit_with_pause, &o), 0);
-  pthread_mutex_lock(&o.mutex);
-  while (!o.in_callback) pthread_cond_wait(&o.changed, &o.mutex);
-  pthread_mutex_unlock(&o.mutex);
-
-  /* The fit thread is inside dpt_trainer_fit: every call from here is refused, and does nothing. */
+  assert_int_equal(pthread_create(&fitter, NULL, long_fit, &o), 0);
+  while (!__atomic_load_n(&o.fitting, __ATOMIC_SEQ_CST)) sched_yield();
   static float x[24 * IN];
   static int32_t y[24];
+  float params[64 * CLASSES];
   size_t n = 0;
-  uint64_t steps = 99, checksum = 0;
-  float params[4096];
-  assert_int_equal(dpt_trainer_step(o.trainer, x, 24 * IN, y, 24, NULL), DPT_ERROR_BUSY);
-  assert_non_null(strstr(dpt_last_error_message(), "another thread"));
-  assert_int_equal(dpt_trainer_parameter_count(o.trainer, &n), DPT_ERROR_BUSY);
-  assert_int_equal(n, 0);
-  assert_int_equal(dpt_trainer_get_parameters(o.trainer, params, 4096), DPT_ERROR_BUSY);
-  assert_int_equal(dpt_trainer_step_count(o.trainer, &steps), DPT_ERROR_BUSY);
-  assert_int_equal(steps, 99);
-  assert_int_equal(dpt_trainer_parameter_checksum(o.trainer, &checksum), DPT_ERROR_BUSY);
-  assert_int_equal(dpt_trainer_load(o.trainer, o.checkpoint), DPT_ERROR_BUSY);
-  assert_int_equal(dpt_status_category(DPT_ERROR_BUSY), 1000);
-
-  pthread_mutex_lock(&o.mutex);
-  o.release = 1;
-  pthread_cond_broadcast(&o.changed);
-  pthread_mutex_unlock(&o.mutex);
+  uint64_t steps = 0, checksum = 0;
+  int refused[5] = {0, 0, 0, 0, 0};
+  for (int attempt = 0; attempt < 1000000; ++attempt) {
+    int seen = 0;
+    refused[0] += dpt_trainer_step(o.trainer, x, 24 * IN, y, 24, NULL) == DPT_ERROR_BUSY;
+    size_t before = n = 12345;
+    if (dpt_trainer_parameter_count(o.trainer, &n) == DPT_ERROR_BUSY) {
+      assert_int_equal(n, before); /* nothing written */
+      assert_non_null(strstr(dpt_last_error_message(), "another thread"));
+      ++refused[1];
+    }
+    refused[2] += dpt_trainer_get_parameters(o.trainer, params, 36 * CLASSES + CLASSES) == DPT_ERROR_BUSY;
+    refused[3] += dpt_trainer_step_count(o.trainer, &steps) == DPT_ERROR_BUSY;
+    refused[4] += dpt_trainer_parameter_checksum(o.trainer, &checksum) == DPT_ERROR_BUSY;
+    for (int i = 0; i < 5; ++i) seen += refused[i] > 0;
+    if (seen == 5) break;
+  }
+  o.stop = 1;
   assert_int_equal(pthread_join(fitter, NULL), 0);
-  ok(o.fit_status);
-  /* The callback's own calls on the trainer ran: re-entrance from the calling thread is allowed. */
-  ok(o.nested_get);
-  ok(o.nested_save);
-  ok(o.nested_steps);
+  ASSERT_OK(o.fit_status);
+  for (int i = 0; i < 5; ++i)
+    if (refused[i] == 0) fail_msg("probe %d was never refused while the trainer was fitting", i);
+  assert_int_equal(dpt_status_category(DPT_ERROR_BUSY), 1000);
   /* Once fit has returned, the trainer is free again for any thread. */
-  ok(dpt_trainer_step_count(o.trainer, &steps));
-  assert_int_equal(steps, 1);
-  ok(dpt_trainer_load(o.trainer, o.checkpoint));
-  remove(o.checkpoint);
-  pthread_cond_destroy(&o.changed);
-  pthread_mutex_destroy(&o.mutex);
+  ASSERT_OK(dpt_trainer_step(o.trainer, x, 24 * IN, y, 24, NULL));
   dpt_trainer_destroy(o.trainer);
+  dpt_model_destroy(m);
+  dpt_context_destroy(c);
+}
+
+/* ---- the progress callback may use its trainer, on its own thread or through another ------------ */
+
+typedef struct handoff {
+  dpt_trainer *trainer;
+  dpt_status status;
+  uint64_t checksum;
+} handoff;
+
+static void *read_checksum(void *arg) {
+  handoff *h = arg;
+  h->status = dpt_trainer_parameter_checksum(h->trainer, &h->checksum);
+  return NULL;
+}
+
+typedef struct callback_calls {
+  dpt_trainer *trainer;
+  const char *checkpoint;
+  dpt_status get, save, steps, evaluate;
+  handoff other_thread;
+} callback_calls;
+
+static int use_trainer_in_callback(const dpt_progress *p, void *user_data) {
+  callback_calls *c = user_data;
+  (void)p;
+  float params[36 * CLASSES + CLASSES];
+  uint64_t steps = 0;
+  dpt_eval_result e = {.struct_size = sizeof e};
+  c->get = dpt_trainer_get_parameters(c->trainer, params, 36 * CLASSES + CLASSES);
+  c->save = dpt_trainer_save(c->trainer, c->checkpoint);
+  c->steps = dpt_trainer_step_count(c->trainer, &steps);
+  c->evaluate = dpt_trainer_evaluate_dataset(c->trainer, dataset, 0, &e);
+  /* A thread the callback hands work to (as Go runs callbacks on a goroutine of their own). */
+  pthread_t helper;
+  c->other_thread.trainer = c->trainer;
+  if (pthread_create(&helper, NULL, read_checksum, &c->other_thread) != 0) return 1;
+  pthread_join(helper, NULL);
+  return 1; /* stop after the first report */
+}
+
+static void test_callback_may_use_its_trainer(void **state) {
+  (void)state;
+  dpt_context *c = make_context(2);
+  dpt_model *m = NULL;
+  callback_calls calls = {.trainer = small_trainer(c, &m), .checkpoint = "threads_callback.ckpt"};
+  calls.get = calls.save = calls.steps = calls.evaluate = calls.other_thread.status = DPT_ERROR_INTERNAL;
+  dpt_fit_options f;
+  dpt_fit_options_init(&f);
+  f.batch_size = 24;
+  f.progress_every = 1;
+  f.progress = use_trainer_in_callback;
+  f.user_data = &calls;
+  ASSERT_OK(dpt_trainer_fit(calls.trainer, dataset, NULL, &f, NULL));
+  ASSERT_OK(calls.get);
+  ASSERT_OK(calls.save);
+  ASSERT_OK(calls.steps);
+  ASSERT_OK(calls.evaluate);
+  ASSERT_OK(calls.other_thread.status);
+  uint64_t checksum = 0;
+  ASSERT_OK(dpt_trainer_parameter_checksum(calls.trainer, &checksum));
+  assert_true(checksum == calls.other_thread.checksum); /* fit stopped right after that report */
+  ASSERT_OK(dpt_trainer_load(calls.trainer, calls.checkpoint));
+  remove(calls.checkpoint);
+  dpt_trainer_destroy(calls.trainer);
   dpt_model_destroy(m);
   dpt_context_destroy(c);
 }
@@ -221,6 +275,7 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_equals_alone),
-                                     cmocka_unit_test(test_overlapping_calls_are_busy)};
+                                     cmocka_unit_test(test_overlapping_calls_are_busy),
+                                     cmocka_unit_test(test_callback_may_use_its_trainer)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "io/checkpoint.hpp"
+#include "parallel/retired_trainers.hpp"
 #include "parallel/trainer.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
@@ -120,6 +121,41 @@ void test_stall_times_out(void **) {
   if (total > 8.0) fail_msg("tearing down after a timeout took %.1f s", total);
 }
 
+// A device that does not come back even after the abort (it hangs 1.5 s, past twice the 0.2 s timeout):
+// the step returns, the caller frees its inputs, the trainer refuses work and cannot be read while the
+// task is out, and retiring it does not wait; once the device returns, a sweep frees everything (under
+// ASan: nothing the late task touched was freed before, nothing is leaked after).
+void test_hung_device_is_retired(void **) {
+  auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0});
+  auto t = trainer(context, 0.2);
+  step(*t, 1);
+  context->device(1).inject_fault(dpt::FaultKind::kHang, 0, 1.5);
+  const double t0 = dpt::platform::now_seconds();
+  std::string message;
+  assert_int_equal(failing_step(*t, 1.0, &message), DPT_ERROR_TIMEOUT);  // its inputs are gone now
+  assert_non_null(std::strstr(message.c_str(), "did not return"));
+  assert_true(t->tasks_outstanding());
+  assert_refuses_work(*t);
+  std::vector<float> p(t->parameter_count());
+  try {
+    t->get_parameters(0, p.data());
+    fail_msg("read the replica of a device that is still running");
+  } catch (const dpt::Error &e) {
+    assert_int_equal(e.status(), DPT_ERROR_INVALID_STATE);
+  }
+  context.reset();  // the parked trainer keeps the devices alive
+  const double r0 = dpt::platform::now_seconds();
+  dpt::retire_trainer(std::move(t));
+  if (dpt::platform::now_seconds() - r0 > 0.1) fail_msg("retiring waited for the hung device");
+  assert_int_equal(dpt::sweep_retired_trainers(), 1);
+  while (dpt::sweep_retired_trainers() != 0) {
+    if (dpt::platform::now_seconds() - t0 > 10.0) fail_msg("the hung device never came back");
+    usleep(10000);
+  }
+  // It was freed once the device returned, not before.
+  if (dpt::platform::now_seconds() - t0 < 1.4) fail_msg("freed before the hung task returned");
+}
+
 // A stall shorter than the timeout is just a slow step.
 void test_short_stall_is_not_a_failure(void **) {
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0});
@@ -159,6 +195,7 @@ int main() {
       cmocka_unit_test(test_device_failure_in_compute),
       cmocka_unit_test(test_device_failure_inside_allreduce),
       cmocka_unit_test(test_stall_times_out),
+      cmocka_unit_test(test_hung_device_is_retired),
       cmocka_unit_test(test_short_stall_is_not_a_failure),
       cmocka_unit_test(test_recreate_from_checkpoint),
   };

@@ -15,7 +15,7 @@ class CpuKernels final : public DeviceKernels {
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;
   void synchronize() override {}
-  const int32_t *stage_labels(const int32_t *host, size_t) override { return host; }
+  void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
   void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
                float *scratch, const PassInfo &info) override {
     layer.forward(params, x, y, saved, scratch, info);
