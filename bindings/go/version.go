@@ -2,7 +2,7 @@ package dptrain
 
 import "dptrain.org/dptrain/internal/swig"
 
-// Version returns the library's version string, e.g. "0.1.0".
+// Version returns the library's version string, e.g. "0.2.0".
 func Version() string {
 	var v string
 	if err := call("Version", func() { v = swig.VersionString() }); err != nil {

@@ -3,7 +3,7 @@ namespace DPTrain {
 
 /// <summary>Version and status helpers of the native library.</summary>
 public static class Library {
-  /// <summary>The library's version, e.g. "0.1.0".</summary>
+  /// <summary>The library's version, e.g. "0.2.0".</summary>
   public static string Version { get { return dptrain.VersionString(); } }
 
   /// <summary>MAJOR * 10000 + MINOR * 100 + PATCH.</summary>
