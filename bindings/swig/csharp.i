@@ -239,6 +239,7 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(InvalidState) DPT_ERROR_INVALID_STATE;
 %rename(BufferTooSmall) DPT_ERROR_BUFFER_TOO_SMALL;
 %rename(NonFinite) DPT_ERROR_NON_FINITE;
+%rename(Busy) DPT_ERROR_BUSY;
 %rename(Unsupported) DPT_ERROR_UNSUPPORTED;
 %rename(Device) DPT_ERROR_DEVICE;
 %rename(OutOfMemory) DPT_ERROR_OUT_OF_MEMORY;
