@@ -190,6 +190,12 @@ DPT_CS_SELF_CHECK(dptrain_binding::ProgressListener, "ProgressListener")
 DPT_CS_GUARDED_DISPOSE(dpt_trainer)
 DPT_CS_GUARDED_DISPOSE(dpt_dataset)
 
+/* A listener gets an owned copy of each progress report, which it may keep: the library's report lives on its
+ * stack only for the duration of the callback, so a proxy over it would read (and write) freed memory once
+ * Fit has returned. A copy's native memory goes with Dispose or the finalizer. */
+%copyctor dpt_progress;
+%typemap(csdirectorin) const dpt_progress & "new $csclassname(new $csclassname($iminput, false))"
+
 /* Every proxy is `unsafe` (for `fixed`) and `partial` (for the hand-written halves). */
 %typemap(csclassmodifiers) SWIGTYPE "public unsafe partial class"
 
