@@ -1,6 +1,7 @@
 package dptrain
 
 import (
+	"errors"
 	"testing"
 
 	"dptrain.org/dptrain/internal/swig"
@@ -21,6 +22,7 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"StatusInvalidState", int(StatusInvalidState), int(swig.DPT_ERROR_INVALID_STATE)},
 		{"StatusBufferTooSmall", int(StatusBufferTooSmall), int(swig.DPT_ERROR_BUFFER_TOO_SMALL)},
 		{"StatusNonFinite", int(StatusNonFinite), int(swig.DPT_ERROR_NON_FINITE)},
+		{"StatusBusy", int(StatusBusy), int(swig.DPT_ERROR_BUSY)},
 		{"StatusUnsupported", int(StatusUnsupported), int(swig.DPT_ERROR_UNSUPPORTED)},
 		{"StatusDevice", int(StatusDevice), int(swig.DPT_ERROR_DEVICE)},
 		{"StatusOutOfMemory", int(StatusOutOfMemory), int(swig.DPT_ERROR_OUT_OF_MEMORY)},
@@ -65,5 +67,25 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		if p.goV != p.c {
 			t.Errorf("%s = %d, the C header says %d", p.name, p.goV, p.c)
 		}
+	}
+}
+
+// A library error with status BUSY (a second thread calling into the same trainer) matches ErrBusy, like the
+// Go layer's own busy errors, as well as its status and category.
+func TestLibraryBusyErrorIsErrBusy(t *testing.T) {
+	err := error(libraryError("Trainer.Step", Status(swig.DPT_ERROR_BUSY), "dpt_trainer_step: busy"))
+	if !errors.Is(err, ErrBusy) || !errors.Is(err, StatusBusy) || !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("errors.Is(%v): ErrBusy %v, StatusBusy %v, ErrInvalidArgument %v", err, errors.Is(err, ErrBusy),
+			errors.Is(err, StatusBusy), errors.Is(err, ErrInvalidArgument))
+	}
+	if errors.Is(err, ErrClosed) || errors.Is(err, StatusInvalidState) {
+		t.Fatalf("%v matches ErrClosed or StatusInvalidState", err)
+	}
+	if got, want := err.Error(), "dptrain: Trainer.Step: busy: dpt_trainer_step: busy"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	// Other library errors wrap nothing.
+	if e := libraryError("Trainer.Step", StatusSizeMismatch, "m"); e.Err != nil || errors.Is(e, ErrBusy) {
+		t.Fatalf("a size mismatch wraps %v", e.Err)
 	}
 }

@@ -21,6 +21,7 @@ const (
 	StatusInvalidState    Status = 1004 // the object is not in a state that allows this call
 	StatusBufferTooSmall  Status = 1005 // an output buffer is too small
 	StatusNonFinite       Status = 1006 // a NaN or infinity in inputs, loss or gradients (NonFiniteError)
+	StatusBusy            Status = 1007 // another thread is in a call on this handle; nothing was done
 	StatusUnsupported     Status = 2000 // the operation or configuration is not supported
 	StatusDevice          Status = 3000 // a device failed
 	StatusOutOfMemory     Status = 3001 // a device (or the host) ran out of memory
@@ -100,7 +101,8 @@ var (
 var ErrClosed = errors.New("dptrain: use of a closed handle")
 
 // ErrBusy is wrapped by the *Error returned when a Trainer or Model is used by two calls at once (for
-// example from its own progress callback, or from two goroutines).
+// example from its own progress callback, or from two goroutines): found by the Go layer (status
+// StatusInvalidState) or by the library (StatusBusy).
 var ErrBusy = errors.New("dptrain: handle in use by another call")
 
 // Error is a failed call: the status, its category and the library's one-line message.
@@ -128,6 +130,16 @@ func (e *Error) Is(target error) bool {
 		return e.Category == t
 	}
 	return false
+}
+
+// libraryError builds the *Error of a failed library call. A StatusBusy wraps ErrBusy, like the Go layer's
+// own busy errors, so that errors.Is(err, ErrBusy) holds whichever side noticed the conflict.
+func libraryError(op string, s Status, message string) *Error {
+	e := &Error{Op: op, Status: s, Category: s.Category(), Message: message}
+	if s == StatusBusy {
+		e.Err = ErrBusy
+	}
+	return e
 }
 
 // newError builds an *Error for a check made in Go.

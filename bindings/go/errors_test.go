@@ -65,6 +65,7 @@ func TestStatusNames(t *testing.T) {
 	}{
 		{dptrain.StatusOK, dptrain.CategoryNone},
 		{dptrain.StatusSizeMismatch, dptrain.CategoryInvalidArgument},
+		{dptrain.StatusBusy, dptrain.CategoryInvalidArgument},
 		{dptrain.StatusUnsupported, dptrain.CategoryUnsupported},
 		{dptrain.StatusOutOfMemory, dptrain.CategoryDevice},
 		{dptrain.StatusTimeout, dptrain.CategoryCommunication},
@@ -80,5 +81,8 @@ func TestStatusNames(t *testing.T) {
 	}
 	if got := dptrain.StatusSizeMismatch.String(); got != "size mismatch" {
 		t.Errorf("StatusSizeMismatch.String() = %q", got)
+	}
+	if got := dptrain.StatusBusy.String(); got != "busy" {
+		t.Errorf("StatusBusy.String() = %q", got)
 	}
 }

@@ -25,7 +25,7 @@ func call(op string, f func()) (err error) {
 	}()
 	f()
 	if s := swig.TakeErrorStatus(); s != 0 {
-		return &Error{Op: op, Status: Status(s), Category: Status(s).Category(), Message: swig.TakeErrorMessage()}
+		return libraryError(op, Status(s), swig.TakeErrorMessage())
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime"
 	"testing"
+	"time"
 
 	"dptrain.org/dptrain"
 )
@@ -169,19 +170,77 @@ func TestTrainerLifecycle(t *testing.T) {
 	wantClosed(t, err)
 }
 
+// As in the C API, a trainer may outlive its context: closing the context neither closes nor changes it.
 func TestContextOutlivesItsTrainers(t *testing.T) {
 	ctx, err := dptrain.NewContext(&dptrain.ContextOptions{CPUDevices: 2})
 	must(t, err)
-	tr := newTrainer(t, ctx, tinyModel(t), nil)
-	must(t, ctx.Close()) // the context is released only once the trainer is closed
+	tr := newTrainer(t, ctx, tinyModel(t), &dptrain.TrainerOptions{Seed: 9})
+	reference := newTrainer(t, newContext(t, 2), tinyModel(t), &dptrain.TrainerOptions{Seed: 9})
+	must(t, ctx.Close()) // the native context is released once the trainer is closed
 	_, err = ctx.DeviceCount()
 	wantClosed(t, err)
+	// Same seed, same batches: it trains exactly like the trainer whose context is open.
 	x, y := tinyBatch(6, 3)
 	for i := 0; i < 3; i++ {
-		_, err := tr.Step(x, y)
+		got, err := tr.Step(x, y)
 		must(t, err)
+		want, err := reference.Step(x, y)
+		must(t, err)
+		if got.Loss != want.Loss {
+			t.Fatalf("step %d: loss %v, the reference trainer's %v", i, got.Loss, want.Loss)
+		}
+	}
+	data := tinyDataset(t, 24, 4)
+	for _, trainer := range []*dptrain.Trainer{tr, reference} {
+		r, err := trainer.Fit(data, nil, &dptrain.FitOptions{Epochs: 2, BatchSize: 8})
+		must(t, err)
+		if r.EpochsCompleted != 2 {
+			t.Fatalf("EpochsCompleted = %d, want 2", r.EpochsCompleted)
+		}
+	}
+	got, err := tr.Checksum()
+	must(t, err)
+	want, err := reference.Checksum()
+	must(t, err)
+	if got != want {
+		t.Fatalf("checksum %s, the reference trainer's %s", got, want)
 	}
 	must(t, tr.Close())
+}
+
+// memoryInUse is the bytes the context's devices hold (trainers' replicas live there).
+func memoryInUse(t *testing.T, ctx *dptrain.Context) uint64 {
+	t.Helper()
+	devices, err := ctx.Devices()
+	must(t, err)
+	var n uint64
+	for _, d := range devices {
+		n += d.MemoryInUse
+	}
+	return n
+}
+
+// A context keeps no references to its trainers: unclosed ones are freed by their finalizers.
+func TestDroppedTrainersOfALongLivedContextAreFreed(t *testing.T) {
+	ctx := newContext(t, 2)
+	baseline := memoryInUse(t, ctx)
+	for i := 0; i < 50; i++ {
+		_, err := dptrain.NewTrainer(ctx, tinyModel(t), nil)
+		must(t, err)
+	}
+	alive := memoryInUse(t, ctx)
+	if alive <= baseline {
+		t.Fatalf("50 trainers hold %d bytes, baseline %d", alive, baseline)
+	}
+	now := alive
+	for i := 0; i < 100 && now != baseline; i++ {
+		runtime.GC() // finalizers run on their own goroutine: give them time
+		time.Sleep(10 * time.Millisecond)
+		now = memoryInUse(t, ctx)
+	}
+	if now != baseline {
+		t.Fatalf("dropped trainers still hold %d bytes (baseline %d, alive %d)", now, baseline, alive)
+	}
 }
 
 func TestFinalizersReleaseForgottenHandles(t *testing.T) {

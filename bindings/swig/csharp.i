@@ -190,6 +190,12 @@ DPT_CS_SELF_CHECK(dptrain_binding::ProgressListener, "ProgressListener")
 DPT_CS_GUARDED_DISPOSE(dpt_trainer)
 DPT_CS_GUARDED_DISPOSE(dpt_dataset)
 
+/* A listener gets an owned copy of each progress report, which it may keep: the library's report lives on its
+ * stack only for the duration of the callback, so a proxy over it would read (and write) freed memory once
+ * Fit has returned. A copy's native memory goes with Dispose or the finalizer. */
+%copyctor dpt_progress;
+%typemap(csdirectorin) const dpt_progress & "new $csclassname(new $csclassname($iminput, false))"
+
 /* Every proxy is `unsafe` (for `fixed`) and `partial` (for the hand-written halves). */
 %typemap(csclassmodifiers) SWIGTYPE "public unsafe partial class"
 
@@ -239,6 +245,7 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(InvalidState) DPT_ERROR_INVALID_STATE;
 %rename(BufferTooSmall) DPT_ERROR_BUFFER_TOO_SMALL;
 %rename(NonFinite) DPT_ERROR_NON_FINITE;
+%rename(Busy) DPT_ERROR_BUSY;
 %rename(Unsupported) DPT_ERROR_UNSUPPORTED;
 %rename(Device) DPT_ERROR_DEVICE;
 %rename(OutOfMemory) DPT_ERROR_OUT_OF_MEMORY;

@@ -344,35 +344,13 @@ import java.nio.IntBuffer;
 %}
 
 %typemap(javacode) dpt_context %{
-  private final java.util.Set<Trainer> swigTrainers =
-      java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<Trainer, Boolean>());
-
-  /** Closing a context first closes the trainers created on it that are still open. */
-  private void swigBeforeClose() {
-    Trainer[] open;
-    synchronized (swigTrainers) {
-      open = swigTrainers.toArray(new Trainer[0]);
-    }
-    for (Trainer t : open) t.swigCheckNotInFit("Context.close");
-    synchronized (swigTrainers) {
-      swigTrainers.clear();
-    }
-    for (Trainer t : open) t.close();
-  }
-
+  /*
+   * A context keeps no references to its trainers: closing it does not close them (the C API lets a trainer
+   * outlive its context: it shares the context's devices), and a trainer dropped without close() stays
+   * collectable, so its finalizer can free it.
+   */
+  private void swigBeforeClose() {}
   private void swigAfterClose() {}
-
-  void swigTrainerOpened(Trainer trainer) {
-    synchronized (swigTrainers) {
-      swigTrainers.add(trainer);
-    }
-  }
-
-  void swigTrainerClosed(Trainer trainer) {
-    synchronized (swigTrainers) {
-      swigTrainers.remove(trainer);
-    }
-  }
 
   /** The devices of this context, in index order. */
   public java.util.List<DeviceInfo> devices() {
@@ -425,21 +403,17 @@ import java.nio.IntBuffer;
 
 %typemap(javaconstruct) dpt_trainer {
     this($imcall, true);
-    this.swigContext = context;
     this.swigOutputs = model.outputSize();
-    context.swigTrainerOpened(this);
   }
 
 %typemap(javacode) dpt_trainer %{
-  /** Keeps the context alive (and lets it close this trainer first). */
-  private Context swigContext;
   /** Outputs (classes) per sample of the model. */
   private long swigOutputs;
 
-  /** True while fit runs (its progress callback must not close this trainer, its context or its data). */
+  /** True while fit runs (its progress callback must not close this trainer or its data). */
   private boolean swigInFit;
 
-  synchronized void swigCheckNotInFit(String what) {
+  private synchronized void swigCheckNotInFit(String what) {
     if (swigInFit) {
       throw DptrainException.of(Status.ERROR_INVALID_STATE,
           what + ": a Trainer is in fit; return true from the progress callback to stop training, then close it");
@@ -454,10 +428,7 @@ import java.nio.IntBuffer;
     swigCheckNotInFit("Trainer.close");
   }
 
-  private void swigAfterClose() {
-    if (swigContext != null) swigContext.swigTrainerClosed(this);
-    swigContext = null;
-  }
+  private void swigAfterClose() {}
 
   /** A trainer on every device of the context with default trainer and optimizer options. */
   public Trainer(Context context, Model model) {

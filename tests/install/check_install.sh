@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then builds the C quick start against it twice: through
-# find_package(dptrain) and through pkg-config. Runs the first and checks the accuracy it prints.
+# find_package(dptrain) and through pkg-config. Runs the first and checks the accuracy it prints. Runs the
+# installed CLI from that prefix, which is not on the library path, with LD_LIBRARY_PATH unset.
 set -euo pipefail
 build=$(realpath "$1") source=$(realpath "$2")
 tmp=$(mktemp -d)
@@ -16,6 +17,15 @@ out=$(LD_LIBRARY_PATH="$libdir" DPTRAIN_CPU_DEVICES=2 "$tmp/consumer/quickstart"
 echo "$out"
 acc=$(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\) after 1 epoch(s)$/\1/p')
 python3 -c "import sys; a=float('$acc'); sys.exit(0 if a >= 0.70 else 1)" || { echo "accuracy '$acc' below 0.70"; exit 1; }
+
+# The installed CLI finds the installed libdptrain by itself (RUNPATH $ORIGIN/../lib).
+cli=$(find "$tmp/prefix" -path '*/bin/dptrain' | head -n 1)
+if [ -n "$cli" ]; then
+  out=$(env -u LD_LIBRARY_PATH DPTRAIN_CPU_DEVICES=2 "$cli" devices --json) || { echo "$out"; exit 1; }
+  devices=$(echo "$out" | python3 -c "import json, sys; print(' '.join(d['name'] for d in json.load(sys.stdin)['devices']))")
+  [ "$devices" = "cpu:0 cpu:1" ] || { echo "installed 'dptrain devices' listed '$devices': $out"; exit 1; }
+  echo "installed CLI without LD_LIBRARY_PATH: $devices"
+fi
 
 # The CUDA module, when this build has one, is installed next to libdptrain.so, and the installed library
 # finds it there (the installed CLI reports the module's path, or why it could not load it).

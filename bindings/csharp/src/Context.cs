@@ -2,7 +2,8 @@
 namespace DPTrain {
 
 /// <summary>The devices dptrain may use: CPU devices, each with its own worker thread and memory arena.</summary>
-/// <remarks>Dispose trainers before their context. One object, one thread at a time.</remarks>
+/// <remarks>Trainers share the context's devices: disposing the context does not dispose or break its trainers
+/// (the C API allows either order), each is disposed on its own. One object, one thread at a time.</remarks>
 public partial class Context {
   /// <summary>Number of devices, CPU and CUDA together.</summary>
   public ulong DeviceCount { get { return GetDeviceCount(); } }

@@ -49,7 +49,8 @@ public class DptrainException : Exception {
   }
 }
 
-/// <summary>Status 1000s: an argument, buffer length, index or state the call does not accept.</summary>
+/// <summary>Status 1000s: an argument, buffer length, index or state the call does not accept, or a handle
+/// another thread is calling into (<see cref="DPTrain.Status.Busy"/>).</summary>
 public class InvalidArgumentException : DptrainException {
   public InvalidArgumentException(Status status, string message) : base(status, 1000, message) {}
 }

@@ -117,6 +117,8 @@ public partial class Trainer {
           handlers(trainer, args);
           stop = stop || args.Stop;
         }
+        // progress is this call's own copy (csharp.i): without a listener nobody else can hold it.
+        if (listener == null) progress.Dispose();
         return stop;
       } catch (Exception e) {
         Error = ExceptionDispatchInfo.Capture(e);
@@ -127,8 +129,8 @@ public partial class Trainer {
 }
 
 /// <summary>Receives the progress reports of <see cref="Trainer.Fit"/>: subclass it and override
-/// OnProgress (return true to stop training). The <see cref="Progress"/> it receives is only valid during
-/// the call; copy what you need.</summary>
+/// OnProgress (return true to stop training). The <see cref="Progress"/> it receives is its own copy of the
+/// report: it may be kept (and read or changed) after the call.</summary>
 public partial class ProgressListener {}
 
 }

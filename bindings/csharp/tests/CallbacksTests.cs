@@ -102,6 +102,43 @@ public class CallbacksTests {
     }
   }
 
+  /// Keeps every report it gets, and what each said during the call.
+  sealed class KeepingListener : ProgressListener {
+    public readonly List<Progress> Kept = new List<Progress>();
+    public readonly List<Tuple<ulong, ulong, double>> Seen = new List<Tuple<ulong, ulong, double>>();
+    public override bool OnProgress(Progress progress) {
+      Kept.Add(progress);
+      Seen.Add(Tuple.Create(progress.Epoch, progress.Samples, progress.Loss));
+      return false;
+    }
+  }
+
+  [Test]
+  public void KeptReportsAreOwnedCopies() {
+    var listener = new KeepingListener();
+    using (var trainer = TestData.MakeTrainer(context))
+    using (var options = Options(3, 0)) {
+      trainer.Fit(train, null, options, listener).Dispose();
+    }
+    // Once Fit has returned, every kept report still reads what it said during the call (the library's
+    // report lived on its stack: a proxy over it would read freed memory).
+    Assert.AreEqual(3, listener.Kept.Count);
+    for (int i = 0; i < 3; ++i) {
+      Progress p = listener.Kept[i];
+      Assert.AreEqual((ulong)(i + 1), p.Epoch);
+      Assert.AreEqual(listener.Seen[i].Item1, p.Epoch);
+      Assert.AreEqual(3UL, p.Epochs);
+      Assert.AreEqual(96UL, p.Samples);
+      Assert.AreEqual(listener.Seen[i].Item3, p.Loss);
+      Assert.AreEqual(ProgressKind.Epoch, p.Kind);
+    }
+    // ... and is the caller's own: writing to one changes that copy only.
+    listener.Kept[0].Epoch = 42;
+    Assert.AreEqual(42UL, listener.Kept[0].Epoch);
+    Assert.AreEqual(2UL, listener.Kept[1].Epoch);
+    listener.Kept.ForEach(p => p.Dispose());
+  }
+
   [Test]
   public void ListenerOrEventCanStopTraining() {
     using (var trainer = TestData.MakeTrainer(context))

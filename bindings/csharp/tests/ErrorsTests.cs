@@ -17,7 +17,8 @@ public class ErrorsTests {
       new { Status = Status.SizeMismatch, Type = typeof(InvalidArgumentException) },
       new { Status = Status.InvalidState, Type = typeof(InvalidArgumentException) },
       new { Status = Status.BufferTooSmall, Type = typeof(InvalidArgumentException) },
-      new { Status = (Status)1006, Type = typeof(InvalidArgumentException) },  // a code this build may not name
+      new { Status = Status.NonFinite, Type = typeof(InvalidArgumentException) },
+      new { Status = Status.Busy, Type = typeof(InvalidArgumentException) },
       new { Status = Status.Unsupported, Type = typeof(UnsupportedException) },
       new { Status = Status.Device, Type = typeof(DeviceException) },
       new { Status = Status.OutOfMemory, Type = typeof(DeviceException) },
@@ -38,6 +39,14 @@ public class ErrorsTests {
       Assert.AreEqual("detail " + code, e.LibraryMessage);
       Assert.AreEqual(Library.StatusString(c.Status) + " (" + code + "): detail " + code, e.Message);
     }
+    // The status of a call into a handle another thread is calling into: pinned at 1007, named "busy".
+    Assert.AreEqual(1007, (int)Status.Busy);
+    Assert.AreEqual("busy", Library.StatusString(Status.Busy));
+    Assert.AreEqual("busy (1007): detail 1007", DptrainException.FromStatus(1007, 1000, "detail 1007").Message);
+    // A status this build does not name keeps its number.
+    DptrainException future = DptrainException.FromStatus(1042, 1000, "later");
+    Assert.AreEqual(typeof(InvalidArgumentException), future.GetType());
+    Assert.AreEqual(1042, future.StatusCode);
     // An unknown category still gives a DptrainException.
     DptrainException unknown = DptrainException.FromStatus(7001, 7000, "from the future");
     Assert.AreEqual(typeof(DptrainException), unknown.GetType());

@@ -192,6 +192,63 @@ public class LifecycleTests {
   }
 
   [Test]
+  public void DisposingTheContextLeavesItsTrainersTraining() {
+    // As in the C API, a trainer shares its context's devices: it may outlive the context.
+    float[] x;
+    int[] y;
+    TestData.Make(16, out x, out y);
+    using (var kept = new Context(2))
+    using (var reference = TestData.MakeTrainer(kept, seed: 9)) {
+      var disposed = new Context(2);
+      using (var orphan = TestData.MakeTrainer(disposed, seed: 9)) {
+        disposed.Dispose();
+        Assert.IsTrue(disposed.IsDisposed);
+        Assert.IsFalse(orphan.IsDisposed);
+        Assert.AreEqual(2UL, orphan.DeviceCount);
+        // Same seed, same batches: it trains exactly like the trainer whose context is alive.
+        for (int i = 0; i < 5; ++i) {
+          using (var a = reference.Step(x, y))
+          using (var b = orphan.Step(x, y)) Assert.AreEqual(a.Loss, b.Loss, "step " + i);
+        }
+        using (var data = TestData.MakeDataset(32))
+        using (var options = new FitOptions { Epochs = 2, BatchSize = 8 }) {
+          using (var r = orphan.Fit(data, null, options)) Assert.AreEqual(2UL, r.EpochsCompleted);
+          using (var r = reference.Fit(data, null, options)) Assert.AreEqual(2UL, r.EpochsCompleted);
+        }
+        Assert.AreEqual(reference.ParameterChecksum(), orphan.ParameterChecksum());
+      }
+    }
+  }
+
+  static ulong MemoryInUse(Context context) {
+    ulong bytes = 0;
+    foreach (DeviceInfo d in context.GetDevices()) bytes += d.MemoryInUse;
+    return bytes;
+  }
+
+  static ulong CreateAndDrop(Context context, int count) {
+    for (int i = 0; i < count; ++i) TestData.MakeTrainer(context);
+    return MemoryInUse(context);
+  }
+
+  [Test]
+  public void DroppedTrainersOfALongLivedContextAreFreed() {
+    // The context holds no references to its trainers: undisposed ones are freed by their finalizers.
+    using (var context = new Context(2)) {
+      ulong baseline = MemoryInUse(context);
+      ulong alive = CreateAndDrop(context, 50);
+      Assert.That(alive, Is.GreaterThan(baseline));
+      ulong now = alive;
+      for (int i = 0; i < 100 && now != baseline; ++i) {
+        GC.Collect();
+        GC.WaitForPendingFinalizers();
+        now = MemoryInUse(context);
+      }
+      Assert.AreEqual(baseline, now, "bytes still held by dropped trainers");
+    }
+  }
+
+  [Test]
   public void FinalizersReleaseForgottenObjects() {
     // The safety net: objects never disposed are released by their finalizers without crashing.
     for (int i = 0; i < 20; ++i) {

@@ -1,6 +1,9 @@
 package org.dptrain;
 
-/** An argument was rejected: a null or closed object, a bad value, size or index (status 1000-1999). */
+/**
+ * An argument was rejected: a null or closed object, a bad value, size or index, or a handle another thread is
+ * calling into ({@link Status#ERROR_BUSY}) (status 1000-1999).
+ */
 public class InvalidArgumentException extends DptrainException {
   private static final long serialVersionUID = 1L;
 

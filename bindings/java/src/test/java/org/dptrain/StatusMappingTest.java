@@ -26,6 +26,11 @@ class StatusMappingTest {
       assertEquals(s, e.getStatus());
       assertEquals("msg", e.getLibraryMessage());
     }
+    // The status added with the core's busy detection (a second thread calling into the same trainer).
+    DptrainException busy = DptrainException.of(1007, 1000, Dptrain.statusString(1007), "dpt_trainer_step");
+    assertEquals(InvalidArgumentException.class, busy.getClass());
+    assertEquals(Status.ERROR_BUSY, busy.getStatus());
+    assertEquals("busy", busy.getStatusName());
     DptrainException unknown = DptrainException.of(7001, 7000, "unknown status", "m");
     assertEquals(DptrainException.class, unknown.getClass());
     assertNull(unknown.getStatus());

@@ -112,7 +112,19 @@ class ErrorMappingTest {
   }
 
   @Test
+  void busyIsAnInvalidArgumentWithItsOwnStatus() {
+    // Another thread is in a call on the same handle (status 1007): the 1000s category's class, and the status.
+    assertEquals(1007, Status.ERROR_BUSY.swigValue());
+    InvalidArgumentException e = new InvalidArgumentException(1007, Dptrain.statusString(1007), "dpt_trainer_step");
+    assertEquals(Status.ERROR_BUSY, e.getStatus());
+    assertEquals(1000, e.getCategory());
+    assertEquals("busy", e.getStatusName());
+    assertEquals("dpt_trainer_step [busy, status 1007]", e.getMessage());
+  }
+
+  @Test
   void statusStringsAreTheLibrarys() {
+    assertEquals("busy", Dptrain.statusString(1007));
     assertEquals("size mismatch", Dptrain.statusString(1003));
     assertEquals("device not found", Dptrain.statusString(3002));
     assertEquals("unknown status", Dptrain.statusString(4242));

@@ -128,20 +128,6 @@ class LifecycleTest {
   }
 
   @Test
-  void closingTheContextClosesItsTrainersFirst() {
-    Context context = new Context(2, 0);
-    Model model = Fixtures.tiny();
-    Trainer a = new Trainer(context, model);
-    Trainer b = new Trainer(context, model);
-    b.close();
-    context.close();
-    assertTrue(a.isClosed());
-    assertThrows(InvalidArgumentException.class, a::deviceCount);
-    a.close(); // still idempotent
-    model.close();
-  }
-
-  @Test
   void modelMayBeClosedBeforeItsTrainer() {
     try (Context context = new Context(1, 0)) {
       Trainer trainer;
