@@ -78,7 +78,7 @@ func (h *handle) acquire(op string, a access) (access, error) {
 		h.nested = true
 		return nestedCall, nil
 	case h.exclusive || (a != shared && h.shared > 0):
-		return a, &Error{Op: op, Status: StatusInvalidState, Category: CategoryInvalidArgument,
+		return a, &Error{Op: op, Status: StatusBusy, Category: CategoryInvalidArgument,
 			Message: "the " + h.kind + " is in use by another call (a " + h.kind + " is used by one goroutine " +
 				"at a time; its progress callback may only read it and save checkpoints)", Err: ErrBusy}
 	case a == shared:

@@ -80,6 +80,7 @@ static const option_spec kOptions[] = {
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
+    {"--timeout", ARG_REAL, FIELD(timeout), 0, REAL_NONNEGATIVE, NULL},
     {"--seed", ARG_U64, FIELD(seed), 0, REAL_POSITIVE, NULL},
     {"--init", ARG_CHOICE, FIELD(init), 0, REAL_POSITIVE, kInits},
     {"--init-std", ARG_REAL, FIELD(init_std), 0, REAL_POSITIVE, NULL},
@@ -144,6 +145,7 @@ static void set_defaults(train_config *config) {
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
+  config->timeout = 300.0; /* the library's default */
   config->init = DPT_INIT_NORMAL;
   config->init_std = 0.01;
   config->schedule = DPT_SCHEDULE_CONSTANT;
@@ -474,6 +476,9 @@ void print_train_help(FILE *out) {
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"
       "                         started by mpirun); only process 0 prints and writes files\n"
+      "  --timeout SECONDS      deadline of each multi-device or multi-process operation: a device or\n"
+      "                         process that stalls or dies ends the run with a timeout or\n"
+      "                         communication error within twice this (default: 300; 0 = none)\n"
       "\n"
       "training:\n"
       "  --epochs N             epochs (default: 10)\n"

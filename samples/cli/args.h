@@ -42,6 +42,7 @@ typedef struct train_config {
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
   int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */
+  double timeout;                           /**< dpt_trainer_options.timeout_seconds; 0 = none. */
   uint64_t seed;                            /**< Seed of initialisation and shuffling. */
   int init;                                 /**< dpt_init_scheme. */
   double init_std;                          /**< Standard deviation of DPT_INIT_NORMAL. */

@@ -112,10 +112,11 @@ static void on_epoch(progress_state *state, const dpt_progress *p) {
 int progress_callback(const dpt_progress *progress, void *user_data) {
   progress_state *state = (progress_state *)user_data;
   if (progress->kind == DPT_PROGRESS_EPOCH) {
+    state->reports = 0;
     on_epoch(state, progress);
   } else if (state->tty) {
     draw_bar(state, progress);
-  } else {
+  } else if (state->line_every <= 1 || ++state->reports % state->line_every == 0) {
     print_batch_line(state, progress);
   }
   return g_interrupted || state->failed || state->checkpoint_status != DPT_OK;

@@ -16,6 +16,9 @@
 typedef struct progress_state {
   FILE *out;                    /**< Set by the caller: the stream for human-readable progress. */
   int tty;                      /**< Set by the caller: nonzero to redraw a bar in place with '\r'. */
+  size_t line_every;            /**< Set by the caller: without a terminal, a line every this many batch
+                                     reports (0 = every one); the bar redraws on each. */
+  size_t reports;               /**< Batch reports so far in this epoch. */
   FILE *metrics;                /**< Set by the caller: CSV stream with its header written, or NULL. */
   epoch_log log;                /**< Epochs reported so far. */
   int bar_visible;              /**< A bar is drawn on the current line. */

@@ -14,8 +14,9 @@
 #include "svg_plot.h"
 
 /** @brief Progress reports per epoch on a terminal (a bar redrawn in place) and in a log (lines). */
-#define REPORTS_PER_EPOCH_TTY 20
-#define REPORTS_PER_EPOCH_PLAIN 4
+/* Batch reports per epoch: a terminal's bar is redrawn at each, plain output prints every fifth. */
+#define REPORTS_PER_EPOCH 20
+#define PLAIN_LINE_EVERY 5
 /** @brief Device names listed in the run header; more are only counted. */
 #define MAX_NAMED_DEVICES 8
 
@@ -182,6 +183,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->seed = c->seed;
   options->accumulation_steps = c->accumulate;
   options->bucket_bytes = c->bucket_kib * 1024;
+  options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
   if (c->gpu_replicas > 0) {
@@ -274,12 +276,15 @@ static void print_header(const train_run *run) {
   fflush(run->out);
 }
 
-/** @brief --progress-every, else about REPORTS_PER_EPOCH_* reports per epoch. */
+/**
+ * @brief --progress-every, else about REPORTS_PER_EPOCH reports per epoch. Never depends on where the
+ * output goes: across MPI processes every process must report (and vote on stopping) at the same batches,
+ * and only process 0 writes to a terminal.
+ */
 static size_t progress_interval(const train_run *run) {
   size_t batches = ceil_div(run->summary.train_samples, run->config.batch);
-  size_t reports = run->progress.tty ? REPORTS_PER_EPOCH_TTY : REPORTS_PER_EPOCH_PLAIN;
   if (run->config.progress_every > 0) return run->config.progress_every;
-  return batches > reports ? ceil_div(batches, reports) : 1;
+  return batches > REPORTS_PER_EPOCH ? ceil_div(batches, REPORTS_PER_EPOCH) : 1;
 }
 
 static int fit(train_run *run) {
@@ -288,6 +293,7 @@ static int fit(train_run *run) {
   double start;
   run->progress.out = run->out;
   run->progress.tty = platform_is_terminal(run->out);
+  run->progress.line_every = run->config.progress_every > 0 ? 1 : PLAIN_LINE_EVERY;
   run->progress.metrics = run->metrics;
   run->progress.trainer = run->trainer;
   run->progress.checkpoint_path = run->config.checkpoint_path;

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
+#include "parallel/process_agreement.hpp"
 
 namespace dpt {
 
@@ -34,14 +35,35 @@ EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_s
   return total;
 }
 
-// Across processes, the callbacks of all processes vote: one asking to stop stops every process (they
-// must keep making the same calls).
-bool agreed_stop(Trainer &trainer, bool stop) {
+namespace {
+
+// Across processes, the callbacks of all processes vote at every report: one asking to stop stops every
+// process (they must keep making the same calls). A process without a callback votes too, to go on.
+bool agreed_stop(Trainer &trainer, const ProgressFn &progress, const Progress &p) {
+  const bool stop = progress && progress(p);
   if (trainer.world() == nullptr) return stop;
   double votes = stop ? 1.0 : 0.0;
   trainer.world()->all_reduce(&votes, 1, trainer.config().timeout_seconds);
   return votes > 0;
 }
+
+// Everything that decides which collectives fit() makes, and in which order, is the same on every process.
+void agree_on_fit(Trainer &trainer, const Dataset &train, const Dataset *test, const FitConfig &config) {
+  ProcessAgreement agreed("fit");
+  agreed.add("epochs", uint64_t(config.epochs));
+  agreed.add("batch_size", uint64_t(config.batch_size));
+  agreed.add("shuffle", uint64_t(config.shuffle));
+  agreed.add("progress_every", uint64_t(config.progress_every));
+  agreed.add("eval_batch_size", uint64_t(config.eval_batch_size));
+  agreed.add("training samples", uint64_t(train.size()));
+  agreed.add("test set", uint64_t(test != nullptr));
+  agreed.add("test samples", uint64_t(test != nullptr ? test->size() : 0));
+  agreed.add("epochs done", trainer.epochs_done);
+  agreed.add("optimizer steps", trainer.optimizer_steps());
+  agreed.check(*trainer.world(), trainer.config().timeout_seconds);
+}
+
+}  // namespace
 
 FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const FitConfig &config,
              const ProgressFn &progress) {
@@ -50,6 +72,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
   DPT_REQUIRE(config.eval_batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "eval_batch_size must be positive");
   check_dataset_fits(trainer, train, "training");
   if (test != nullptr) check_dataset_fits(trainer, *test, "test");
+  if (trainer.world() != nullptr) agree_on_fit(trainer, train, test, config);
 
   const size_t n = train.size(), per = train.shape().size();
   const size_t batch = std::min(config.batch_size, n);
@@ -93,8 +116,8 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       p.epoch_seconds = seconds;
       p.samples_per_second = double(p.samples) / seconds;
       p.learning_rate = trainer.last_learning_rate();
-      if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < batches && progress &&
-          agreed_stop(trainer, progress(p))) {
+      if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < batches &&
+          agreed_stop(trainer, progress, p)) {
         stats.stopped = true;
         break;
       }
@@ -121,7 +144,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       p.test_loss = stats.test_loss = e.loss_sum / double(e.samples);
       p.test_accuracy = stats.test_accuracy = double(e.correct) / double(e.samples);
     }
-    if (progress && agreed_stop(trainer, progress(p))) stats.stopped = true;
+    if (agreed_stop(trainer, progress, p)) stats.stopped = true;
   }
   stats.samples_per_second = stats.train_seconds > 0 ? double(total_samples) / stats.train_seconds : 0;
   stats.optimizer_steps = trainer.optimizer_steps();
