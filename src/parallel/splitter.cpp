@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 namespace dpt {
@@ -10,28 +11,33 @@ std::vector<size_t> split_batch(size_t batch, const std::vector<double> &weights
   const size_t k = weights.size();
   std::vector<size_t> counts(k, batch / k);
   const bool even = std::all_of(weights.begin(), weights.end(), [&](double w) { return w == weights[0]; });
-  if (even) {  // exact integer arithmetic: the first batch % k devices get one more
+  if (even) {  // the first batch % k devices get one more
     for (size_t i = 0; i < batch % k; ++i) ++counts[i];
     return counts;
   }
-  // Largest remainder in long double (64-bit mantissa): floors first, then one more sample each to the
-  // devices with the largest fractional parts (ties to the lower index).
-  const long double total = std::accumulate(weights.begin(), weights.end(), 0.0L);
-  std::vector<long double> fraction(k);
+  // Integer weights (see the header): at most 2^40 each, so N < 2^47 and batch * n_i < 2^111.
+  constexpr int kScaleBits = 40;
+  int top = 0;
+  std::frexp(*std::max_element(weights.begin(), weights.end()), &top);
+  std::vector<uint64_t> n(k);
+  uint64_t total = 0;
+  for (size_t i = 0; i < k; ++i)
+    total += n[i] = uint64_t(std::llround(std::ldexp(weights[i], kScaleBits - top)));
+  using u128 = unsigned __int128;
+  std::vector<uint64_t> remainder(k);
   size_t assigned = 0;
   for (size_t i = 0; i < k; ++i) {
-    const long double quota = (long double)batch * ((long double)weights[i] / total);
-    const long double floor = std::min(std::floor(quota), (long double)(batch - assigned));
-    counts[i] = size_t(floor);
-    fraction[i] = quota - floor;
+    const u128 share = u128(batch) * n[i];
+    counts[i] = size_t(share / total);
+    remainder[i] = uint64_t(share % total);
     assigned += counts[i];
   }
+  // The floors leave fewer than k samples (each floor loses less than one).
   std::vector<size_t> order(k);
   std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return fraction[a] > fraction[b]; });
-  // Rounding leaves at most about k samples over; the division keeps this exact even for absurd batches.
-  const size_t left = batch - assigned;
-  for (size_t i = 0; i < k; ++i) counts[order[i]] += left / k + (i < left % k ? 1 : 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return remainder[a] > remainder[b]; });
+  for (size_t i = 0; i < batch - assigned; ++i) ++counts[order[i]];
   return counts;
 }
 
@@ -39,7 +45,7 @@ std::vector<double> weights_from_speed(const std::vector<double> &seconds_per_sa
   std::vector<double> speed(seconds_per_sample.size());
   for (size_t i = 0; i < speed.size(); ++i) speed[i] = 1.0 / std::max(seconds_per_sample[i], 1e-12);
   const double fastest = *std::max_element(speed.begin(), speed.end());
-  for (double &s : speed) s = std::max(1.0, std::round(20.0 * s / fastest)) / 20.0;
+  for (double &s : speed) s = std::max(1.0, std::round(20.0 * s / fastest));
   return speed;
 }
 

@@ -38,7 +38,11 @@ typedef struct dpt_trainer dpt_trainer;
 /** @brief How a batch is divided among the devices. */
 typedef enum dpt_split_policy {
   DPT_SPLIT_EVEN = 0,     /**< Equal slices; the first (batch % K) devices get one more sample. */
-  DPT_SPLIT_WEIGHTED = 1, /**< Slices proportional to split_weights (largest-remainder rounding). */
+  /** Slices proportional to split_weights, rounded exactly by largest remainder: device i gets
+   * floor(B w_i / W) samples and the few left over go one each to the largest remainders, ties to the
+   * lower device index. Exact for every weight at least 2^-16 of the largest (smaller ones are rounded to
+   * 2^-40 of the largest's binade first): weights 8,7,...,1 and B = 162 give 36:32:27:23:18:13:9:4. */
+  DPT_SPLIT_WEIGHTED = 1,
   DPT_SPLIT_AUTO = 2      /**< Weights measured once, at the first step, from each device's speed. */
 } dpt_split_policy;
 
