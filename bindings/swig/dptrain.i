@@ -333,7 +333,7 @@ class ProgressListener {
     dpt_trainer_options_init(&o);
     if (options != NULL) o = *options;
     o.struct_size = sizeof o;
-    o.devices = devices;
+    o.devices = device_count != 0 ? devices : NULL; /* an empty array: every device */
     o.device_count = device_count;
     if (weight_count != 0) {  /* the C API reads one weight per device: check the count here */
       size_t expected = device_count;

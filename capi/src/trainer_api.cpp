@@ -46,6 +46,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   dpt::TrainerConfig c;
   DPT_REQUIRE(o.devices != nullptr || o.device_count == 0, DPT_ERROR_NULL_POINTER,
               "options->devices is NULL but device_count is " + std::to_string(o.device_count));
+  DPT_REQUIRE(o.devices == nullptr || o.device_count != 0, DPT_ERROR_INVALID_ARGUMENT,
+              "options->devices is not NULL but device_count is 0 (devices = NULL means every device)");
   DPT_REQUIRE(o.device_count <= dpt::kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
               "device_count " + std::to_string(o.device_count) + " exceeds 64");
   if (o.devices != nullptr) c.devices.assign(o.devices, o.devices + o.device_count);
@@ -94,6 +96,27 @@ void check_batch(const dpt::Trainer &t, const float *inputs, size_t input_count,
   DPT_REQUIRE(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
               "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(n) + " x " +
                   std::to_string(t.spec().input().size()) + " = " + std::to_string(expected));
+}
+
+// On success, and after DPT_ERROR_NON_FINITE (trainer.h).
+void write_step_result(dpt_step_result *result, const dpt::StepStats &s) {
+  dpt_step_result r;
+  std::memset(&r, 0, sizeof r);
+  r.loss = s.loss;
+  r.accuracy = s.accuracy;
+  r.samples = s.samples;
+  r.applied = s.applied;
+  r.optimizer_steps = s.optimizer_steps;
+  r.learning_rate = s.learning_rate;
+  r.grad_norm = s.grad_norm;
+  r.compute_seconds = s.compute_seconds;
+  r.allreduce_seconds = s.allreduce_seconds;
+  r.update_seconds = s.update_seconds;
+  r.total_seconds = s.total_seconds;
+  r.skipped_nonfinite = s.skipped_nonfinite;
+  r.nonfinite_steps = s.nonfinite_steps;
+  r.allreduce_exposed_seconds = s.allreduce_exposed_seconds;
+  dpt::capi::write_result(result, r);
 }
 
 dpt_eval_result to_result(const dpt::EvalStats &e) {
@@ -203,24 +226,15 @@ dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t in
     check_batch(*trainer->impl, inputs, input_count, batch_size, "batch_size");
     require_not_null(labels, "labels");
     dpt::capi::check_result(result, "result");
-    const dpt::StepStats s = trainer->impl->step(inputs, labels, batch_size);
-    dpt_step_result r;
-    std::memset(&r, 0, sizeof r);
-    r.loss = s.loss;
-    r.accuracy = s.accuracy;
-    r.samples = s.samples;
-    r.applied = s.applied;
-    r.optimizer_steps = s.optimizer_steps;
-    r.learning_rate = s.learning_rate;
-    r.grad_norm = s.grad_norm;
-    r.compute_seconds = s.compute_seconds;
-    r.allreduce_seconds = s.allreduce_seconds;
-    r.update_seconds = s.update_seconds;
-    r.total_seconds = s.total_seconds;
-    r.skipped_nonfinite = s.skipped_nonfinite;
-    r.nonfinite_steps = s.nonfinite_steps;
-    r.allreduce_exposed_seconds = s.allreduce_exposed_seconds;
-    dpt::capi::write_result(result, r);
+    dpt::StepStats s;
+    try {
+      trainer->impl->step(inputs, labels, batch_size, s);
+    } catch (const dpt::Error &e) {
+      // The batch ran and its window was discarded: the caller sees the counters (trainer.h).
+      if (e.status() == DPT_ERROR_NON_FINITE) write_step_result(result, s);
+      throw;
+    }
+    write_step_result(result, s);
   });
 }
 

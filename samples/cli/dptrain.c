@@ -17,7 +17,7 @@ static void print_usage(FILE *out) {
       "\n"
       "commands:\n"
       "  devices [--kind K] [--json]      list the devices dptrain can use (CPU and CUDA)\n"
-      "  train --model lenet|mlp [...]    train on Fashion-MNIST across CPU devices\n"
+      "  train --model lenet|mlp [...]    train on Fashion-MNIST across CPU devices or GPUs\n"
       "\n"
       "  dptrain <command> --help         options of a command\n"
       "  dptrain --version                library version\n",

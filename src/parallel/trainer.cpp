@@ -283,7 +283,7 @@ void Trainer::measure_room() {
   }
 }
 
-StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
+void Trainer::step(const float *x, const int32_t *labels, size_t batch, StepStats &s) {
   check_usable();
   DPT_REQUIRE(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
   check_labels(labels, batch);
@@ -307,7 +307,7 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
       reducer->wait_all(rank);
     }
   });
-  StepStats s;
+  s = StepStats{};
   const double t1 = platform::now_seconds();
   s.compute_seconds = t1 - t0;
   s.samples = batch;
@@ -321,16 +321,16 @@ StepStats Trainer::step(const float *x, const int32_t *labels, size_t batch) {
 
   ++pending_micro_;
   pending_samples_ += batch;
-  const bool nonfinite = totals[2] != 0;
-  if (nonfinite) {
-    discard_window(s, "the inputs or the loss");
-  } else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s, overlap)) {
-    discard_window(s, "the gradients");
-  }
+  const char *discarded = nullptr;  // where a NaN or an infinity was found
+  if (totals[2] != 0)
+    discarded = "the inputs or the loss";
+  else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s, overlap))
+    discarded = "the gradients";
+  if (discarded != nullptr) discard_window(s);
   s.optimizer_steps = optimizer_steps_;
   s.nonfinite_steps = nonfinite_steps_;
   s.total_seconds = platform::now_seconds() - t0;
-  return s;
+  if (discarded != nullptr) report_discarded(discarded);
 }
 
 namespace {
@@ -399,13 +399,16 @@ void Trainer::compute_gradients(size_t rank, bool post_buckets) {
 // A NaN or an infinity: the whole accumulation window is dropped (gradients zeroed on every replica),
 // parameters and optimizer state stay as they were, and the policy decides whether the caller hears of it
 // as an error.
-void Trainer::discard_window(StepStats &s, const char *where) {
+void Trainer::discard_window(StepStats &s) {
   run_phase([this](size_t rank) { replicas_[rank]->grads.zero(); });
   pending_micro_ = 0;
   pending_samples_ = 0;
   ++nonfinite_steps_;
   s.applied = false;
   s.skipped_nonfinite = true;
+}
+
+void Trainer::report_discarded(const char *where) const {
   DPT_REQUIRE(!config_.error_on_nonfinite, DPT_ERROR_NON_FINITE,
               std::string("a NaN or infinity in ") + where + " of this batch; the update was skipped (" +
                   std::to_string(nonfinite_steps_) + " so far)");
@@ -486,7 +489,10 @@ bool Trainer::flush() {
   check_usable();
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   StepStats unused;
-  if (!update_replicas(unused, false)) discard_window(unused, "the gradients");
+  if (!update_replicas(unused, false)) {
+    discard_window(unused);
+    report_discarded("the gradients");
+  }
   return true;
 }
 

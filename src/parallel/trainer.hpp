@@ -87,8 +87,14 @@ class Trainer {
   uint64_t nonfinite_steps() const { return nonfinite_steps_; }
   double last_learning_rate() const { return last_lr_; }
 
-  // x: batch * input size floats; labels in [0, classes).
-  StepStats step(const float *x, const int32_t *labels, size_t batch);
+  // x: batch * input size floats; labels in [0, classes). s is complete when step returns or throws
+  // DPT_ERROR_NON_FINITE (the window was discarded); other errors leave it partly written.
+  void step(const float *x, const int32_t *labels, size_t batch, StepStats &s);
+  StepStats step(const float *x, const int32_t *labels, size_t batch) {
+    StepStats s;
+    step(x, labels, batch, s);
+    return s;
+  }
   // Applies a pending, unfinished accumulation window; returns whether there was one.
   bool flush();
   EvalStats evaluate(const float *x, const int32_t *labels, size_t n);
@@ -133,7 +139,8 @@ class Trainer {
   // The replica's parameters (or optimizer state) copied to the host.
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   bool update_replicas(StepStats &s, bool reduced);
-  void discard_window(StepStats &s, const char *where);
+  void discard_window(StepStats &s);
+  void report_discarded(const char *where) const;
   void check_labels(const int32_t *labels, size_t n) const;
   void check_usable() const;
   void check_no_task_out() const;

@@ -208,6 +208,25 @@ static void test_split_sizes(void **state) {
   assert_int_equal(counts[0] + counts[1] + counts[2], 7);
   assert_int_equal(counts[1], 5);
   dpt_trainer_destroy(t);
+  /* Exact rounding on 8 devices, weights 8, 7, ..., 1: the quotas of 162 are 36, 31.5, 27, 22.5, 18, 13.5,
+   * 9, 4.5, so the two samples left go to the first two tied devices (floating-point quotas gave
+   * 36:31:27:23:18:14:9:4). */
+  {
+    static const size_t all8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    static const float w8[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    const size_t want[8] = {36, 32, 27, 23, 18, 13, 9, 4};
+    size_t got[8];
+    dpt_trainer_options o;
+    dpt_trainer_options_init(&o);
+    o.devices = all8;
+    o.device_count = 8;
+    o.split = DPT_SPLIT_WEIGHTED;
+    o.split_weights = w8;
+    ok(dpt_trainer_create(&t, context, m, &o, NULL));
+    ok(dpt_trainer_split_sizes(t, 162, got, 8));
+    for (size_t i = 0; i < 8; ++i) assert_int_equal(got[i], want[i]);
+    dpt_trainer_destroy(t);
+  }
   dpt_model_destroy(m);
 }
 

@@ -397,6 +397,7 @@ static void test_status_and_init_functions(void **state) {
   assert_non_null(text);
   assert_non_null(dpt_status_string((dpt_status)-5));
   assert_int_equal(dpt_status_category((dpt_status)99), 0);
+  assert_int_equal(dpt_status_category((dpt_status)-5), 0); /* the header: 0 for negative values */
   assert_non_null(dpt_version_string());
   assert_int_equal(dpt_version_number(), DPT_VERSION_NUMBER);
   assert_non_null(dpt_last_error_message());
@@ -1048,6 +1049,11 @@ static void test_trainer_create_misuse(void **state) {
        {SET_PTR(TOPT, devices, dev_1_0_1), SET_INT(TOPT, device_count, 3)}},
       /* devices == NULL means "all" only with device_count 0; NULL with a count is a NULL buffer. */
       {"devices NULL, device_count 2", DPT_ERROR_NULL_POINTER, {SET_INT(TOPT, device_count, 2)}},
+      /* ... and a list with no entries was meant to name devices: refused, not read as "all". */
+      {"devices {0, 1}, device_count 0", DPT_ERROR_INVALID_ARGUMENT, {SET_PTR(TOPT, devices, dev_0_1)}},
+      /* Unknown gpu_flags bits are refused on CPU trainers too (the known ones have no effect there). */
+      {"gpu_flags 4 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, gpu_flags, 4)}},
+      {"gpu_flags 0x80000000", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, gpu_flags, 0x80000000u)}},
       {"split 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, split, 99)}},
       {"split -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, split, -1)}},
       {"allreduce 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce, 99)}},
@@ -1151,6 +1157,14 @@ static void test_trainer_create_misuse(void **state) {
     ASSERT_OK(dpt_trainer_split_sizes(t, 8, counts, DEVICES));
     assert_int_equal(counts[0], 2);
     assert_int_equal(counts[1], 6);
+    ASSERT_OK(dpt_trainer_split_sizes(t, 2, counts, DEVICES)); /* quotas 0.5, 1.5: the tie goes to 0 */
+    assert_int_equal(counts[0], 1);
+    assert_int_equal(counts[1], 1);
+    dpt_trainer_destroy(t);
+    /* Known gpu_flags have no effect on CPU devices: the trainer trains as without them. */
+    dpt_trainer_options_init(&topt);
+    topt.gpu_flags = DPT_GPU_ALLOW_TF32 | DPT_GPU_DETERMINISTIC;
+    ASSERT_OK(dpt_trainer_create(&t, f->ctx, f->model, &topt, NULL));
     dpt_trainer_destroy(t);
   }
 }

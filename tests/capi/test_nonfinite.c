@@ -140,8 +140,21 @@ static void test_error_policy(void **state) {
   dpt_step_result r;
   r.struct_size = sizeof r;
   r.applied = 42;
+  r.skipped_nonfinite = 0;
+  r.nonfinite_steps = 99;
   assert_int_equal(dpt_trainer_step(t, x, N * IN, y, N, &r), DPT_ERROR_NON_FINITE);
-  assert_int_equal(r.applied, 42); /* out-parameters untouched on error */
+  /* The batch ran and was discarded: the result says so (trainer.h), the counters included. */
+  assert_int_equal(r.applied, 0);
+  assert_int_equal(r.skipped_nonfinite, 1);
+  assert_int_equal(r.nonfinite_steps, 1);
+  assert_int_equal(r.optimizer_steps, 1);
+  assert_int_equal(r.samples, N);
+  /* Any other failure leaves the result as the caller set it. */
+  r.applied = 42;
+  const int32_t bad_label[N] = {0, 1, 2, 99};
+  assert_int_equal(dpt_trainer_step(t, x, N * IN, bad_label, N, &r), DPT_ERROR_OUT_OF_RANGE);
+  assert_int_equal(r.applied, 42);
+  assert_int_equal(dpt_trainer_step(t, x, N * IN, y, N, &r), DPT_ERROR_NON_FINITE);
   assert_non_null(strstr(dpt_last_error_message(), "NaN or infinity"));
   assert_int_equal(dpt_status_category(DPT_ERROR_NON_FINITE), 1000);
   assert_same_parameters(t, good);

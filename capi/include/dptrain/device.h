@@ -55,7 +55,7 @@ typedef struct dpt_context_options {
 /** @brief Kind of a device. */
 typedef enum dpt_device_kind {
   DPT_DEVICE_CPU = 1, /**< A CPU device: a worker thread with its own memory arena. */
-  DPT_DEVICE_CUDA = 2 /**< An NVIDIA GPU: discovered and described; training on it is not supported yet. */
+  DPT_DEVICE_CUDA = 2 /**< An NVIDIA GPU of the CUDA module: trainers run on it (docs/cuda.md). */
 } dpt_device_kind;
 
 /**
@@ -119,7 +119,10 @@ DPT_API void dpt_context_options_init(dpt_context_options *options);
  */
 DPT_API dpt_status dpt_context_create(dpt_context **out, const dpt_context_options *options);
 
-/** @brief Destroys a context. Accepts NULL. Every trainer created on it must be destroyed first. */
+/**
+ * @brief Destroys a context. Accepts NULL. Its trainers may be destroyed before or after it: a trainer
+ * keeps the devices it runs on alive until it is destroyed itself.
+ */
 DPT_API void dpt_context_destroy(dpt_context *context);
 
 /** @brief Number of devices of the context, CPU and CUDA together, in the order of their indices. */

@@ -85,7 +85,9 @@ typedef struct dpt_trainer_options {
    * or all CUDA devices. A CUDA device listed n times holds n replicas ("virtual devices", each with its
    * own stream; their gradients are summed in device memory); a CPU device may be listed once. */
   const size_t *devices;
-  size_t device_count;               /**< Entries in @p devices; 0 with devices == NULL = all devices. */
+  /** Entries in @p devices. devices == NULL with 0 = every device of the context; devices != NULL with 0
+   * is refused (DPT_ERROR_INVALID_ARGUMENT), as a list that was meant to name devices. */
+  size_t device_count;
   dpt_split_policy split;            /**< Default DPT_SPLIT_EVEN. */
   const float *split_weights;        /**< device_count positive weights for DPT_SPLIT_WEIGHTED (copied). */
   dpt_allreduce_algorithm allreduce; /**< Default DPT_ALLREDUCE_RING. */
@@ -113,7 +115,8 @@ typedef struct dpt_trainer_options {
    * same calls in the same order; prediction stays local to the process. */
   dpt_communicator communicator;
   /** CUDA devices: DPT_GPU_ALLOW_TF32 | DPT_GPU_DETERMINISTIC; default 0 (full FP32, fastest algorithms).
-   * Ignored on CPU devices. */
+   * The known flags have no effect on CPU devices; unknown bits are refused (DPT_ERROR_INVALID_ARGUMENT)
+   * on every trainer, so that a flag of a newer version is never silently dropped. */
   uint32_t gpu_flags;
 } dpt_trainer_options;
 
@@ -248,16 +251,26 @@ DPT_API dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, c
                                       const dpt_trainer_options *options,
                                       const dpt_optimizer_options *optimizer);
 
-/** @brief Destroys a trainer and frees its device memory. Accepts NULL. */
+/**
+ * @brief Destroys a trainer and frees its device memory. Accepts NULL. Never waits: when a device has not
+ * come back from a call that timed out (see timeout_seconds), the memory is freed by a later
+ * dpt_trainer_create() or dpt_trainer_destroy() once it has. May be called before or after
+ * dpt_context_destroy() of its context.
+ */
 DPT_API void dpt_trainer_destroy(dpt_trainer *trainer);
 
 /**
  * @brief Trains on one batch (or micro-batch, with accumulation) held in host memory.
  * @param inputs batch_size * input size floats (input_count of them), NCHW.
  * @param labels batch_size class indices in [0, classes).
- * @param result may be NULL.
+ * @param result may be NULL. Written on success and with DPT_ERROR_NON_FINITE (the batch ran and its
+ *        window was discarded: skipped_nonfinite, nonfinite_steps and the counters say so); left as the
+ *        caller set it after every other failure (nothing was trained).
  * @return DPT_ERROR_SIZE_MISMATCH when input_count is wrong, DPT_ERROR_OUT_OF_RANGE for a bad label,
- *         DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice (the trainer stays usable).
+ *         DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice (the trainer stays usable),
+ *         DPT_ERROR_NON_FINITE with the policy DPT_NONFINITE_ERROR, DPT_ERROR_TIMEOUT or DPT_ERROR_DEVICE
+ *         (the trainer then refuses work: destroy it), DPT_ERROR_BUSY when another thread is in a call on
+ *         the trainer.
  */
 DPT_API dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                     const int32_t *labels, size_t batch_size, dpt_step_result *result);
