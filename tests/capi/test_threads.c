@@ -110,14 +110,14 @@ static void test_concurrent_equals_alone(void **state) {
 
 typedef struct overlap {
   dpt_trainer *trainer;
-  volatile int fitting;  /* set by the fit thread just before it calls dpt_trainer_fit */
-  volatile int stop;     /* the main thread is done probing: the next epoch report stops the fit */
+  int fitting;           /* set by the fit thread just before it calls dpt_trainer_fit (atomic) */
+  int stop;              /* the main thread is done probing: the next epoch report stops the fit (atomic) */
   dpt_status fit_status; /* of the fit thread */
 } overlap;
 
 static int stop_when_asked(const dpt_progress *p, void *user_data) {
   (void)p;
-  return ((overlap *)user_data)->stop;
+  return __atomic_load_n(&((overlap *)user_data)->stop, __ATOMIC_SEQ_CST);
 }
 
 static void *long_fit(void *arg) {
@@ -175,7 +175,7 @@ static void test_overlapping_calls_are_busy(void **state) {
     for (int i = 0; i < 5; ++i) seen += refused[i] > 0;
     if (seen == 5) break;
   }
-  o.stop = 1;
+  __atomic_store_n(&o.stop, 1, __ATOMIC_SEQ_CST);
   assert_int_equal(pthread_join(fitter, NULL), 0);
   ASSERT_OK(o.fit_status);
   for (int i = 0; i < 5; ++i)

@@ -45,6 +45,9 @@ expect_error 2 train --model mlp --nesterov
 expect_error 2 train --model mlp --optimizer adam
 expect_error 2 train --model mlp --optimizer adamw --momentum 0.9
 expect_error 2 train --model mlp --seed -1
+expect_error 2 train --model mlp --timeout -1
+expect_error 2 train --model mlp --timeout nan
+expect_error 2 train --model mlp --timeout inf
 expect_error 2 train --model mlp --devices gpu:2
 expect_error 2 train --model mlp --devices cpu:0
 expect_error 2 train --model mlp --devices cpu:
