@@ -120,15 +120,21 @@ if start_long death 300; then
   end_check death "$(now)" 10
 fi
 
+# kill_launcher NAME WHAT: kills mpirun; every process of the job must be gone within 10 s.
+kill_launcher() {
+  kill -9 "$JOB"
+  local start
+  start=$(now)
+  wait_for 10 gone "$WORK/$1.csv" && pass "$2: every process exited within $(elapsed "$start" "$(now)") s" ||
+    fail "$2: processes left after 10 s: $(ranks "$WORK/$1.csv")"
+  kill -9 $(ranks "$WORK/$1.csv") 2>/dev/null
+  wait "$JOB" 2>/dev/null
+}
+
 # 5. mpirun killed (SIGKILL: it cannot tell its processes), with processes deaf to the hangup of their
 # output: they notice at their next collective that their launcher is gone, and exit.
 if start_long launcher 300 deaf; then
-  kill -9 "$JOB"
-  start=$(now)
-  wait_for 10 gone "$WORK/launcher.csv" && pass "launcher killed: every process exited within $(elapsed "$start" "$(now)") s" ||
-    fail "launcher killed: processes left after 10 s: $(ranks "$WORK/launcher.csv")"
-  kill -9 $(ranks "$WORK/launcher.csv") 2>/dev/null
-  wait "$JOB" 2>/dev/null
+  kill_launcher launcher "launcher killed"
 fi
 
 # 6. A stalled process, then mpirun killed while the other waits for it in a collective (default 300 s
@@ -137,11 +143,6 @@ fi
 if start_long orphans 300; then
   kill -STOP "$R1"
   sleep 1
-  kill -9 "$JOB"
-  start=$(now)
-  wait_for 10 gone "$WORK/orphans.csv" && pass "stall, then launcher killed: every process exited within $(elapsed "$start" "$(now)") s" ||
-    fail "stall, then launcher killed: processes left after 10 s: $(ranks "$WORK/orphans.csv")"
-  kill -9 $(ranks "$WORK/orphans.csv") 2>/dev/null
-  wait "$JOB" 2>/dev/null
+  kill_launcher orphans "stall, then launcher killed"
 fi
 finish
