@@ -70,7 +70,25 @@ struct Fd {
   ~Fd() {
     if (fd >= 0) ::close(fd);
   }
+  int release() {
+    const int f = fd;
+    fd = -1;
+    return f;
+  }
 };
+
+const char *kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "of an unknown kind";
+}
+
+[[noreturn]] void not_regular(const std::string &path, mode_t mode) {
+  throw_error(DPT_ERROR_IO, "'" + path + "' is not a regular file (" + kind_of(mode) + ")");
+}
 
 }  // namespace
 
@@ -87,25 +105,55 @@ uint64_t call_count(Op op) {
   return faults[size_t(op)].calls.load();
 }
 
-std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes) {
-  Fd file;
-  if (injected(Op::kOpen) || (file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0)
-    io_error(Op::kOpen, path);
+InputFile::InputFile(const std::string &path) : path_(path) {
+  // Refuse what is visibly not a regular file without opening it (opening a FIFO or a device can block
+  // or have effects); the fstat after the open is the check that counts.
   struct stat st;
-  if (::fstat(file.fd, &st) != 0) io_error(Op::kRead, path);
-  DPT_REQUIRE(uint64_t(st.st_size) <= max_bytes, DPT_ERROR_FORMAT,
-              "'" + path + "' is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
-                  std::to_string(max_bytes));
-  std::vector<unsigned char> data(size_t(st.st_size));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = injected(Op::kRead) ? -1 : ::read(file.fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) io_error(Op::kRead, path);
-    if (n == 0) break;  // the file shrank while reading: what we have is checked by the caller's format
-    done += size_t(n);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+  Fd file;
+  if (injected(Op::kOpen) ||
+      (file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+    io_error(Op::kOpen, path);
+  if (::fstat(file.fd, &st) != 0) io_error(Op::kOpen, path);
+  if (!S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+  const int flags = ::fcntl(file.fd, F_GETFL);
+  if (flags < 0 || ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK) != 0) io_error(Op::kOpen, path);
+  size_ = uint64_t(st.st_size);
+  fd_ = file.release();
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+size_t InputFile::read(void *destination, size_t n) {
+  constexpr size_t kMaxRead = size_t(1) << 30;  // what one read() call is asked for at most
+  for (;;) {
+    const ssize_t got = injected(Op::kRead) ? -1 : ::read(fd_, destination, std::min(n, kMaxRead));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) io_error(Op::kRead, path_);
+    return size_t(got);
   }
-  data.resize(done);
+}
+
+size_t InputFile::read_fully(void *destination, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const size_t got = read(static_cast<unsigned char *>(destination) + done, n - done);
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
+std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes) {
+  InputFile file(path);
+  DPT_REQUIRE(file.size() <= max_bytes, DPT_ERROR_FORMAT,
+              "'" + path + "' is " + std::to_string(file.size()) + " bytes, more than the limit of " +
+                  std::to_string(max_bytes));
+  std::vector<unsigned char> data(size_t(file.size()));
+  // A file that shrank while reading gives what it has: the caller's format checks it.
+  data.resize(file.read_fully(data.data(), data.size()));
   return data;
 }
 
@@ -128,8 +176,7 @@ void write_file_atomic(const std::string &path, const std::vector<unsigned char>
       done += size_t(n);
     }
     if (injected(Op::kFsync) || ::fsync(file.fd) != 0) io_error(Op::kFsync, temporary);
-    ::close(file.fd);
-    file.fd = -1;
+    ::close(file.release());
     if (injected(Op::kRename) || ::rename(temporary.c_str(), path.c_str()) != 0) io_error(Op::kRename, path);
   } catch (...) {
     ::unlink(temporary.c_str());

@@ -1,14 +1,20 @@
 /* Checkpoints through the C API: a run stopped after 2 epochs and resumed (in another trainer) matches the
  * uninterrupted run bitwise on the same devices and within the equivalence tolerance on other devices;
- * misuse of the checkpoint functions returns the documented statuses. */
+ * misuse of the checkpoint functions returns the documented statuses; FIFOs, directories and devices are
+ * refused without blocking. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -157,6 +163,76 @@ static void test_save_inside_accumulation_window(void **state) {
   dpt_model_destroy(m);
 }
 
+/* ---- a deadline for calls that could hang ----------------------------------------------------- */
+
+static const char *watchdog_what = "";
+
+static void on_watchdog(int signal_number) {
+  static const char text[] = "test_checkpoint_api: no return within the deadline (a hang): ";
+  (void)signal_number;
+  if (write(2, text, sizeof text - 1) < 0 || write(2, watchdog_what, strlen(watchdog_what)) < 0 ||
+      write(2, "\n", 1) < 0) {
+    /* nothing more to do */
+  }
+  _exit(1);
+}
+
+/* From now on the process ends (failing the test) unless watchdog_stop() comes within @p seconds. */
+static void watchdog_start(const char *what, unsigned seconds) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_watchdog;
+  sigaction(SIGALRM, &action, NULL);
+  watchdog_what = what;
+  alarm(seconds);
+}
+
+static void watchdog_stop(void) {
+  alarm(0);
+}
+
+/* A FIFO (whose plain open() blocks until a writer comes), a directory, /dev/zero and /dev/null are
+ * refused with DPT_ERROR_IO saying what they are, without blocking (each load under a 10 s deadline);
+ * the trainer is unchanged and usable afterwards. */
+static void test_load_refuses_non_regular_files(void **state) {
+  static const char *const kinds[] = {"(a FIFO)", "(a directory)", "(a character device)",
+                                      "(a character device)"};
+  char fifo[96], directory[96];
+  const char *files[4];
+  uint64_t before = 0, after = 0;
+  size_t i;
+  dpt_trainer *t = make_trainer(1);
+  (void)state;
+  snprintf(fifo, sizeof fifo, "%s.fifo", path);
+  snprintf(directory, sizeof directory, "%s.dir", path);
+  unlink(fifo);
+  rmdir(directory);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(mkdir(directory, 0700), 0);
+  files[0] = fifo, files[1] = directory, files[2] = "/dev/zero", files[3] = "/dev/null";
+  ok(dpt_trainer_parameter_checksum(t, &before));
+  for (i = 0; i < 4; ++i) {
+    dpt_status s;
+    watchdog_start(files[i], 10);
+    s = dpt_trainer_load(t, files[i]);
+    watchdog_stop();
+    if (s != DPT_ERROR_IO)
+      fail_msg("%s: status %d (%s), expected DPT_ERROR_IO", files[i], s, dpt_last_error_message());
+    if (strstr(dpt_last_error_message(), "is not a regular file") == NULL ||
+        strstr(dpt_last_error_message(), kinds[i]) == NULL ||
+        strstr(dpt_last_error_message(), files[i]) == NULL)
+      fail_msg("%s: message \"%s\" does not say it is not a regular file %s", files[i],
+               dpt_last_error_message(), kinds[i]);
+  }
+  ok(dpt_trainer_parameter_checksum(t, &after));
+  assert_true(before == after);
+  ok(dpt_trainer_save(t, path)); /* usable */
+  ok(dpt_trainer_load(t, path));
+  unlink(fifo);
+  rmdir(directory);
+  dpt_trainer_destroy(t);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(path, sizeof path, "/tmp/dptrain-capi-%ld.ckpt", (long)getpid());
@@ -187,6 +263,7 @@ int main(void) {
       cmocka_unit_test(test_exact_resume),
       cmocka_unit_test(test_misuse),
       cmocka_unit_test(test_save_inside_accumulation_window),
+      cmocka_unit_test(test_load_refuses_non_regular_files),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Exact resume through the command line: a run stopped after epoch 2 and resumed in a new process from its
 # checkpoint ends with the same param_checksum as an uninterrupted run (same devices). A checkpoint saved
-# on 2 devices resumes on 1. Damaged or foreign checkpoints fail with one error line.
+# on 2 devices resumes on 1. Damaged or foreign checkpoints fail with one error line; so do a FIFO, a
+# directory and /dev/zero given as the checkpoint (at once: each run is killed after 30 s).
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/common.sh" "$@"
 
@@ -48,6 +49,16 @@ run_cli lenet train --model lenet --train-limit 300 --test-limit 100 --epochs 3 
 run_cli missing train "${RUN[@]}" --epochs 3 --resume "$WORK/absent.ckpt"
 [ "$RC" -eq 1 ] && grep -q "^dptrain: error: i/o error" "$WORK/missing.err" && pass "missing checkpoint rejected" ||
   fail "missing checkpoint: rc $RC, $(cat "$WORK/missing.err")"
+# Not regular files: refused at once, saying what they are.
+mkfifo "$WORK/fifo.ckpt"
+mkdir "$WORK/dir.ckpt"
+for ckpt in "$WORK/fifo.ckpt" "$WORK/dir.ckpt" /dev/zero; do
+  timeout -s KILL 30 "$DPTRAIN" train "${RUN[@]}" --epochs 3 --resume "$ckpt" >"$WORK/special.out" 2>"$WORK/special.err"
+  RC=$?
+  [ "$RC" -eq 1 ] && grep -q "^dptrain: error: i/o error: .*is not a regular file" "$WORK/special.err" &&
+    [ "$(wc -l <"$WORK/special.err")" -eq 1 ] && pass "--resume $ckpt refused: $(cat "$WORK/special.err")" ||
+    fail "--resume $ckpt: rc $RC (137: killed after 30 s), $(cat "$WORK/special.err")"
+done
 run_cli unwritable train "${RUN[@]}" --epochs 1 --checkpoint /nonexistent-dir/x.ckpt
 [ "$RC" -eq 1 ] && grep -q "^dptrain: error: i/o error" "$WORK/unwritable.err" && pass "unwritable checkpoint reported" ||
   fail "unwritable checkpoint: rc $RC, $(cat "$WORK/unwritable.err")"
