@@ -1,5 +1,6 @@
 #include "io/checkpoint.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -45,6 +46,30 @@ std::vector<T> values(const Tensor &t) {
   return v;
 }
 
+// Reads a checkpoint file, refusing it from its header (then its table) before reading the rest: a large
+// file that is no checkpoint fails after 64 bytes, without allocating its size.
+std::vector<unsigned char> read_checkpoint_file(const std::string &path) {
+  file_io::InputFile file(path);
+  const uint64_t size = file.size();
+  const std::string where = "checkpoint '" + path + "'";
+  std::vector<unsigned char> image(size_t(std::min<uint64_t>(size, kCheckpointHeaderSize)));
+  image.resize(file.read_fully(image.data(), image.size()));
+  const CheckpointHeader header = decode_checkpoint_header(image.data(), image.size(), size, path);
+  DPT_REQUIRE(size <= kMaxCheckpointBytes, DPT_ERROR_FORMAT,
+              where + " is " + std::to_string(size) + " bytes, more than the limit of " +
+                  std::to_string(kMaxCheckpointBytes));
+  const auto read_up_to = [&](uint64_t end) {
+    const size_t begin = image.size();
+    image.resize(size_t(end));
+    DPT_REQUIRE(file.read_fully(image.data() + begin, image.size() - begin) == image.size() - begin,
+                DPT_ERROR_FORMAT, where + " is truncated (it shrank while being read)");
+  };
+  read_up_to(header.data_offset);
+  decode_checkpoint_table(image.data() + kCheckpointHeaderSize, header, path);
+  read_up_to(size);
+  return image;
+}
+
 }  // namespace
 
 void save_checkpoint(const Trainer &trainer, const std::string &path) {
@@ -65,7 +90,7 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
 }
 
 void load_checkpoint(Trainer &trainer, const std::string &path) {
-  load_checkpoint_image(trainer, file_io::read_file(path, kMaxCheckpointBytes), path);
+  load_checkpoint_image(trainer, read_checkpoint_file(path), path);
 }
 
 void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image, const std::string &path) {

@@ -1,9 +1,11 @@
 /* Checkpoints through the C API: a run stopped after 2 epochs and resumed (in another trainer) matches the
  * uninterrupted run bitwise on the same devices and within the equivalence tolerance on other devices;
  * misuse of the checkpoint functions returns the documented statuses; FIFOs, directories and devices are
- * refused without blocking. */
+ * refused without blocking, and a 3 GiB file that is no checkpoint is refused from its header (fast,
+ * without reading it). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -13,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -191,6 +195,19 @@ static void watchdog_stop(void) {
   alarm(0);
 }
 
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The peak resident set of this process so far, in KiB. */
+static long peak_rss_kib(void) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
 /* A FIFO (whose plain open() blocks until a writer comes), a directory, /dev/zero and /dev/null are
  * refused with DPT_ERROR_IO saying what they are, without blocking (each load under a 10 s deadline);
  * the trainer is unchanged and usable afterwards. */
@@ -233,6 +250,69 @@ static void test_load_refuses_non_regular_files(void **state) {
   dpt_trainer_destroy(t);
 }
 
+/* A 3 GiB sparse file: zeros, garbage, and a real checkpoint's first bytes followed by zeros. Each load
+ * must fail with DPT_ERROR_FORMAT within 2 s and without allocating anything like the file's size (the
+ * process's peak RSS grows by less than 64 MiB). Before, the file was read whole first. */
+static void test_load_refuses_huge_garbage_fast(void **state) {
+  static const char *const names[] = {"zeros", "garbage", "a real header, then zeros"};
+  const off_t huge = (off_t)3 << 30;
+  unsigned char head[4096];
+  char big[96];
+  FILE *small;
+  size_t head_size, i;
+  int fd, variant;
+  dpt_trainer *t = make_trainer(1);
+  (void)state;
+  if (sizeof(off_t) < 8) skip();
+  ok(dpt_trainer_save(t, path));
+  small = fopen(path, "rb");
+  assert_non_null(small);
+  head_size = fread(head, 1, sizeof head, small);
+  fclose(small);
+  assert_true(head_size > 64);
+  snprintf(big, sizeof big, "%s.huge", path);
+  for (variant = 0; variant < 3; ++variant) {
+    long rss_before;
+    double start, seconds;
+    dpt_status s;
+    fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    if (variant == 1) {
+      for (i = 0; i < sizeof head; ++i) head[i] = (unsigned char)(i * 131 + 7);
+      assert_int_equal(pwrite(fd, head, sizeof head, 0), (ssize_t)sizeof head);
+    } else if (variant == 2) {
+      small = fopen(path, "rb");
+      assert_non_null(small);
+      head_size = fread(head, 1, sizeof head, small);
+      fclose(small);
+      assert_int_equal(pwrite(fd, head, head_size, 0), (ssize_t)head_size);
+    }
+    if (ftruncate(fd, huge) != 0) {
+      close(fd);
+      unlink(big);
+      skip(); /* a file system without large (sparse) files */
+    }
+    close(fd);
+    rss_before = peak_rss_kib();
+    watchdog_start(names[variant], 60);
+    start = now_seconds();
+    s = dpt_trainer_load(t, big);
+    seconds = now_seconds() - start;
+    watchdog_stop();
+    if (s != DPT_ERROR_FORMAT)
+      fail_msg("3 GiB of %s: status %d (%s), expected DPT_ERROR_FORMAT", names[variant], s,
+               dpt_last_error_message());
+    print_message("# 3 GiB of %s refused in %.4f s, peak RSS +%ld KiB: %s\n", names[variant], seconds,
+                  peak_rss_kib() - rss_before, dpt_last_error_message());
+    if (seconds > 2.0) fail_msg("3 GiB of %s: took %.1f s to refuse", names[variant], seconds);
+    if (peak_rss_kib() - rss_before > 64 * 1024)
+      fail_msg("3 GiB of %s: the peak RSS grew by %ld KiB", names[variant], peak_rss_kib() - rss_before);
+  }
+  unlink(big);
+  ok(dpt_trainer_load(t, path)); /* usable */
+  dpt_trainer_destroy(t);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(path, sizeof path, "/tmp/dptrain-capi-%ld.ckpt", (long)getpid());
@@ -264,6 +344,7 @@ int main(void) {
       cmocka_unit_test(test_misuse),
       cmocka_unit_test(test_save_inside_accumulation_window),
       cmocka_unit_test(test_load_refuses_non_regular_files),
+      cmocka_unit_test(test_load_refuses_huge_garbage_fast),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
