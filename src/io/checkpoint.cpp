@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -44,6 +46,16 @@ std::vector<T> values(const Tensor &t) {
   std::vector<T> v(t.bytes.size() / sizeof(T));
   if (!v.empty()) std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
   return v;
+}
+
+// Refuses a NaN or an infinity (training from it would "succeed" with a NaN loss), naming the first one.
+void require_finite(const std::vector<float> &v, const char *name, const std::string &path) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw_error(DPT_ERROR_FORMAT, "checkpoint '" + path + "': " + name + "[" + std::to_string(i) + "] is " +
+                                        (std::isnan(v[i]) ? "NaN"
+                                         : v[i] > 0       ? "+Inf"
+                                                          : "-Inf"));
 }
 
 // Reads a checkpoint file, refusing it from its header (then its table) before reading the rest: a large
@@ -116,6 +128,21 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   TrainerState state;
   state.parameters = values<float>(find(tensors, "model.parameters", DType::kF32, path));
   state.optimizer_state = values<float>(find(tensors, "optimizer.state", DType::kF32, path));
+  require_finite(state.parameters, "model.parameters", path);
+  require_finite(state.optimizer_state, "optimizer.state", path);
+  // AdamW divides by the square root of its second moments (the state's second half): a negative one
+  // would turn the next update into NaNs.
+  if (trainer.config().optimizer.kind == OptimizerKind::kAdamW &&
+      state.optimizer_state.size() == 2 * state.parameters.size()) {
+    const size_t p = state.parameters.size();
+    for (size_t i = p; i < 2 * p; ++i)
+      if (state.optimizer_state[i] < 0.0f) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", double(state.optimizer_state[i]));
+        throw_error(DPT_ERROR_FORMAT, "checkpoint '" + path + "': optimizer.state[" + std::to_string(i) +
+                                          "] is negative (" + value + "), an AdamW second moment");
+      }
+  }
   state.optimizer_steps = counters[kOptimizerSteps];
   state.epochs_done = counters[kEpochsDone];
   state.seed = counters[kSeed];

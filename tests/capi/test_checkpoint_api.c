@@ -1,10 +1,11 @@
 /* Checkpoints through the C API: a run stopped after 2 epochs and resumed (in another trainer) matches the
  * uninterrupted run bitwise on the same devices and within the equivalence tolerance on other devices;
  * misuse of the checkpoint functions returns the documented statuses; FIFOs, directories and devices are
- * refused without blocking, and a 3 GiB file that is no checkpoint is refused from its header (fast,
- * without reading it). */
+ * refused without blocking, a 3 GiB file that is no checkpoint is refused from its header (fast, without
+ * reading it), and a checkpoint holding NaN or infinite parameters is refused. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
@@ -313,6 +314,67 @@ static void test_load_refuses_huge_garbage_fast(void **state) {
   dpt_trainer_destroy(t);
 }
 
+/* A checkpoint whose CRCs are all valid but whose parameters hold a NaN or an infinity (saved from a
+ * trainer given such parameters) is refused with DPT_ERROR_FORMAT naming the tensor and the index; the
+ * loading trainer is unchanged and goes on training. (Optimizer state: tests/core/test_checkpoint.cpp.) */
+static void test_load_refuses_non_finite_parameters(void **state) {
+  char bad[96], good[96], says[64];
+  dpt_trainer *source = make_trainer(1), *target = make_trainer(2);
+  uint64_t before = 0, after = 0, steps_before = 0, steps_after = 0;
+  size_t n = 0, c, index[3];
+  float *p, *original, value[3];
+  (void)state;
+  snprintf(bad, sizeof bad, "%s.nan", path);
+  snprintf(good, sizeof good, "%s.good", path);
+  ok(dpt_trainer_parameter_count(source, &n));
+  p = malloc(n * sizeof *p);
+  original = malloc(n * sizeof *original);
+  assert_non_null(p);
+  assert_non_null(original);
+  parameters(source, original, n);
+  index[0] = n / 2, value[0] = NAN;
+  index[1] = 0, value[1] = INFINITY;
+  index[2] = n - 1, value[2] = -INFINITY;
+  fit(target, 1);
+  ok(dpt_trainer_save(target, good));
+  ok(dpt_trainer_parameter_checksum(target, &before));
+  ok(dpt_trainer_step_count(target, &steps_before));
+  for (c = 0; c < 3; ++c) {
+    dpt_status s;
+    memcpy(p, original, n * sizeof *p);
+    p[index[c]] = value[c];
+    if (dpt_trainer_set_parameters(source, p, n) != DPT_OK) {
+      print_message("# dpt_trainer_set_parameters refuses non-finite values: %s\n", dpt_last_error_message());
+      skip();
+    }
+    ok(dpt_trainer_save(source, bad));
+    s = dpt_trainer_load(target, bad);
+    if (s != DPT_ERROR_FORMAT)
+      fail_msg("parameter %zu = %g: status %d (%s), expected DPT_ERROR_FORMAT", index[c], (double)value[c], s,
+               s == DPT_OK ? "loaded" : dpt_last_error_message());
+    snprintf(says, sizeof says, "model.parameters[%zu] is %s", index[c],
+             isnan(value[c]) ? "NaN"
+             : value[c] > 0  ? "+Inf"
+                             : "-Inf");
+    if (strstr(dpt_last_error_message(), says) == NULL)
+      fail_msg("message \"%s\" does not say \"%s\"", dpt_last_error_message(), says);
+  }
+  ok(dpt_trainer_parameter_checksum(target, &after));
+  ok(dpt_trainer_step_count(target, &steps_after));
+  assert_true(before == after);
+  assert_true(steps_before == steps_after);
+  fit(target, 1); /* usable */
+  ok(dpt_trainer_load(target, good));
+  ok(dpt_trainer_parameter_checksum(target, &after));
+  assert_true(before == after);
+  unlink(bad);
+  unlink(good);
+  free(p);
+  free(original);
+  dpt_trainer_destroy(source);
+  dpt_trainer_destroy(target);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(path, sizeof path, "/tmp/dptrain-capi-%ld.ckpt", (long)getpid());
@@ -345,6 +407,7 @@ int main(void) {
       cmocka_unit_test(test_save_inside_accumulation_window),
       cmocka_unit_test(test_load_refuses_non_regular_files),
       cmocka_unit_test(test_load_refuses_huge_garbage_fast),
+      cmocka_unit_test(test_load_refuses_non_finite_parameters),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,11 +1,13 @@
 // Checkpoints: round trip across device counts; every single-byte corruption and every truncation is
-// rejected without touching the trainer; model and optimizer mismatches; I/O failures injected at every
-// open, write, fsync, rename and directory fsync; and 200 SIGKILLs of a child in the middle of saving.
+// rejected without touching the trainer; NaN, infinite or (AdamW) negative state with valid CRCs is
+// rejected the same way; model and optimizer mismatches; I/O failures injected at every open, write,
+// fsync, rename and directory fsync; and 200 SIGKILLs of a child in the middle of saving.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +31,8 @@
 extern "C" {
 #include <cmocka.h>
 }
+
+#include "core_test_util.hpp"
 
 namespace {
 
@@ -193,6 +197,86 @@ void test_mismatches_are_rejected(void **) {
   fs::remove_all(dir);
 }
 
+// The image with element `index` of the f32 tensor `name` set to `value`, re-encoded with valid CRCs.
+std::vector<unsigned char> with_value(const std::vector<unsigned char> &image, const std::string &name,
+                                      size_t index, float value) {
+  std::vector<dpt::Tensor> tensors = dpt::decode_checkpoint(image, "image");
+  bool found = false;
+  for (dpt::Tensor &t : tensors)
+    if (t.name == name) {
+      assert_true((index + 1) * sizeof(float) <= t.bytes.size());
+      std::memcpy(t.bytes.data() + index * sizeof(float), &value, sizeof value);
+      found = true;
+    }
+  assert_true(found);
+  return dpt::encode_checkpoint(tensors);
+}
+
+// Checkpoints whose CRCs are all valid but whose parameters or optimizer state hold a NaN or an infinity
+// (or, for AdamW, a negative second moment, whose square root the next update takes) are rejected with
+// DPT_ERROR_FORMAT naming the tensor and the index; the trainer is unchanged and goes on working.
+void test_non_finite_state_is_rejected(void **) {
+  const std::string dir = temp_dir(), good = dir + "/good.ckpt", bad = dir + "/bad.ckpt";
+  dpt::TrainerConfig adam = sgd_momentum(7);
+  adam.optimizer.kind = dpt::OptimizerKind::kAdamW;
+  for (const dpt::TrainerConfig &config : {sgd_momentum(7), adam}) {
+    const bool is_adam = config.optimizer.kind == dpt::OptimizerKind::kAdamW;
+    dpt::Trainer source(context(1), small_model(), config);
+    train_steps(source, 2);
+    dpt::save_checkpoint(source, good);
+    const std::vector<unsigned char> image = dpt::file_io::read_file(good, 1 << 20);
+    const size_t p = source.parameter_count();
+    struct Case {
+      const char *tensor;
+      size_t index;
+      float value;
+      std::string says;
+    };
+    std::vector<Case> cases = {
+        {"model.parameters", 57, NAN, "model.parameters[57] is NaN"},
+        {"model.parameters", 0, INFINITY, "model.parameters[0] is +Inf"},
+        {"model.parameters", p - 1, -INFINITY, "model.parameters[" + std::to_string(p - 1) + "] is -Inf"},
+        {"optimizer.state", 3, -INFINITY, "optimizer.state[3] is -Inf"},
+        {"optimizer.state", p - 1, NAN, "optimizer.state[" + std::to_string(p - 1) + "] is NaN"},
+    };
+    if (is_adam) {
+      cases.push_back(
+          {"optimizer.state", p + 5, -0.5f,
+           "optimizer.state[" + std::to_string(p + 5) + "] is negative (-0.5), an AdamW second moment"});
+      cases.push_back({"optimizer.state", 2 * p - 1, INFINITY,
+                       "optimizer.state[" + std::to_string(2 * p - 1) + "] is +Inf"});
+    }
+    dpt::Trainer target(context(2), small_model(), config);
+    train_steps(target, 1);
+    const std::vector<float> before = parameters(target);
+    const dpt::TrainerState state_before = target.save_state();
+    for (const Case &c : cases) {
+      const std::vector<unsigned char> damaged = with_value(image, c.tensor, c.index, c.value);
+      write_bytes(bad, damaged, damaged.size());
+      const std::string message = dpt_test::expect_error([&] { dpt::load_checkpoint(target, bad); },
+                                                         DPT_ERROR_FORMAT, c.says.c_str());
+      if (message.find(c.says) == std::string::npos)
+        fail_msg("the message '%s' does not say '%s'", message.c_str(), c.says.c_str());
+    }
+    assert_true(parameters(target) == before);  // unchanged
+    const dpt::TrainerState state_after = target.save_state();
+    assert_true(state_after.optimizer_state == state_before.optimizer_state);
+    assert_int_equal(target.optimizer_steps(), 1);
+    assert_int_equal(target.config().seed, 7);
+    if (is_adam) {  // -0 is not negative: a second moment of -0 loads
+      const std::vector<unsigned char> negative_zero = with_value(image, "optimizer.state", p + 1, -0.0f);
+      write_bytes(bad, negative_zero, negative_zero.size());
+      dpt::load_checkpoint(target, bad);
+    }
+    train_steps(target, 1);  // usable
+    dpt::load_checkpoint(target, good);
+    assert_true(parameters(target) == parameters(source));
+    std::printf("# %s: %zu non-finite checkpoints rejected, the trainer unchanged\n",
+                is_adam ? "AdamW" : "SGD", cases.size());
+  }
+  fs::remove_all(dir);
+}
+
 size_t temporary_files(const std::string &dir) {
   size_t n = 0;
   for (const auto &entry : fs::directory_iterator(dir))
@@ -300,6 +384,7 @@ int main() {
       cmocka_unit_test(test_round_trip_across_device_counts),
       cmocka_unit_test(test_every_corruption_is_rejected),
       cmocka_unit_test(test_mismatches_are_rejected),
+      cmocka_unit_test(test_non_finite_state_is_rejected),
       cmocka_unit_test(test_injected_io_failures),
       cmocka_unit_test(test_sigkill_during_save),
   };
