@@ -1,5 +1,6 @@
 #include "core/file_io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +11,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/platform.hpp"
 
 namespace dpt::file_io {
 
@@ -64,6 +69,11 @@ std::string directory_of(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+std::string base_name_of(const std::string &path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // Closes a descriptor on scope exit unless released.
 struct Fd {
   int fd = -1;
@@ -88,6 +98,46 @@ const char *kind_of(mode_t mode) {
 
 [[noreturn]] void not_regular(const std::string &path, mode_t mode) {
   throw_error(DPT_ERROR_IO, "'" + path + "' is not a regular file (" + kind_of(mode) + ")");
+}
+
+// The temporary-file numbers this process is writing now (write_file_atomic registers a number before it
+// creates the file and forgets it once the file is renamed or removed), so that remove_stale_temporaries
+// can tell this process's live temporary files from those a dead process with the same pid left behind.
+std::mutex in_flight_mutex;
+std::set<uint64_t> in_flight;
+
+struct InFlight {
+  uint64_t n;
+  explicit InFlight(uint64_t number) : n(number) {
+    std::lock_guard<std::mutex> lock(in_flight_mutex);
+    in_flight.insert(n);
+  }
+  ~InFlight() {
+    std::lock_guard<std::mutex> lock(in_flight_mutex);
+    in_flight.erase(n);
+  }
+  InFlight(const InFlight &) = delete;
+  InFlight &operator=(const InFlight &) = delete;
+};
+
+bool is_in_flight(uint64_t n) {
+  std::lock_guard<std::mutex> lock(in_flight_mutex);
+  return in_flight.count(n) != 0;
+}
+
+// Parses a canonical decimal number (no sign, no leading zero unless it is 0) at the start of text;
+// returns the characters used, 0 when there is none or it overflows.
+size_t parse_decimal(const char *text, uint64_t &value) {
+  size_t i = 0;
+  value = 0;
+  while (text[i] >= '0' && text[i] <= '9') {
+    const uint64_t digit = uint64_t(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return 0;
+    value = value * 10 + digit;
+    ++i;
+  }
+  if (i > 1 && text[0] == '0') return 0;
+  return i;
 }
 
 }  // namespace
@@ -157,14 +207,57 @@ std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes
   return data;
 }
 
+std::string temporary_name(const std::string &path, uint64_t pid, uint64_t n) {
+  return path + ".tmp-" + std::to_string(pid) + "-" + std::to_string(n);
+}
+
+size_t remove_stale_temporaries(const std::string &path) {
+  const std::string directory = directory_of(path), prefix = base_name_of(path) + ".tmp-";
+  if (prefix.size() == 5) return 0;  // path names a directory
+  DIR *dir = ::opendir(directory.c_str());
+  if (dir == nullptr) return 0;
+  const uint64_t self = platform::process_id();
+  std::vector<std::string> stale;
+  while (const dirent *entry = ::readdir(dir)) {
+    const char *name = entry->d_name;
+    if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
+    // Exactly <prefix><pid>-<n>, as temporary_name writes it.
+    uint64_t pid = 0, n = 0;
+    const char *rest = name + prefix.size();
+    const size_t pid_digits = parse_decimal(rest, pid);
+    if (pid_digits == 0 || rest[pid_digits] != '-') continue;
+    const size_t n_digits = parse_decimal(rest + pid_digits + 1, n);
+    if (n_digits == 0 || rest[pid_digits + 1 + n_digits] != '\0') continue;
+    const bool gone = pid == self ? !is_in_flight(n) : platform::process_is_gone(pid);
+    if (gone) stale.push_back(temporary_name(path, pid, n));
+  }
+  ::closedir(dir);
+  size_t removed = 0;
+  for (const std::string &file : stale)
+    if (::unlink(file.c_str()) == 0) ++removed;
+  return removed;
+}
+
 void write_file_atomic(const std::string &path, const std::vector<unsigned char> &bytes) {
   static std::atomic<uint64_t> counter{0};
-  const std::string temporary =
-      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  // The name may be taken by a file that a killed writer with the same pid left behind (a container
+  // restarted with the same pid, say): then the next number is tried.
+  constexpr int kAttempts = 1000;
   Fd file;
-  if (injected(Op::kOpen) ||
-      (file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
-    io_error(Op::kOpen, temporary);
+  std::string temporary;
+  std::optional<InFlight> registered;
+  for (int attempt = 1;; ++attempt) {
+    const uint64_t number = counter.fetch_add(1);
+    temporary = temporary_name(path, platform::process_id(), number);
+    registered.emplace(number);  // before the file exists: a concurrent cleanup never sees it unregistered
+    if (!injected(Op::kOpen) &&
+        (file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) >= 0)
+      break;
+    const int error = errno;
+    registered.reset();
+    errno = error;
+    if (error != EEXIST || attempt == kAttempts) io_error(Op::kOpen, temporary);
+  }
   try {
     size_t done = 0;
     constexpr size_t kChunk = 1 << 20;
@@ -182,12 +275,17 @@ void write_file_atomic(const std::string &path, const std::vector<unsigned char>
     ::unlink(temporary.c_str());
     throw;
   }
+  registered.reset();
   // The rename is only durable once the directory entry is on disk.
   const std::string directory = directory_of(path);
   Fd dir;
   if (injected(Op::kFsyncDir) ||
       (dir.fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || ::fsync(dir.fd) != 0)
     io_error(Op::kFsyncDir, directory);
+  try {  // best effort: the save has succeeded whatever happens here
+    remove_stale_temporaries(path);
+  } catch (...) {
+  }
 }
 
 }  // namespace dpt::file_io

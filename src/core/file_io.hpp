@@ -1,7 +1,8 @@
 // File I/O of the core, in one place: reads of regular files only (a FIFO, directory or device is refused
 // before a read could block), and atomic replacement (temporary file in the same directory, fsync, rename
-// over the target, fsync the directory). A fault-injection seam lets tests fail the n-th open, write,
-// fsync, rename or directory fsync with a chosen errno.
+// over the target, fsync the directory; afterwards temporary files of that target left by writers that
+// died are removed). A fault-injection seam lets tests fail the n-th open, write, fsync, rename or
+// directory fsync with a chosen errno.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,18 @@ class InputFile {
 std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes);
 
 // Replaces path with bytes atomically: afterwards path holds either its old content or all of bytes.
-// Throws DPT_ERROR_IO (naming the failed operation) and removes the temporary file on failure.
+// Throws DPT_ERROR_IO (naming the failed operation) and removes the temporary file on failure. The
+// temporary file is temporary_name(path, pid, n) for the next free n. After a successful replacement, the
+// temporary files of path that a killed writer left behind are removed (remove_stale_temporaries).
 void write_file_atomic(const std::string &path, const std::vector<unsigned char> &bytes);
+
+// "PATH.tmp-<pid>-<n>": the temporary file a writer process pid uses for path.
+std::string temporary_name(const std::string &path, uint64_t pid, uint64_t n);
+
+// Removes the files of path's directory named exactly temporary_name(path, pid, n) (decimal pid and n,
+// no sign, no leading zeros) whose writer is gone: pid is not a running process, or it is this process
+// and no write_file_atomic of this process is writing that file. Best effort: failures are ignored.
+// Returns how many files were removed. (Called by write_file_atomic; exposed for tests.)
+size_t remove_stale_temporaries(const std::string &path);
 
 }  // namespace dpt::file_io
