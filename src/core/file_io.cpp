@@ -1,5 +1,6 @@
 #include "core/file_io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +11,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/platform.hpp"
 
 namespace dpt::file_io {
 
@@ -64,13 +69,76 @@ std::string directory_of(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+std::string base_name_of(const std::string &path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // Closes a descriptor on scope exit unless released.
 struct Fd {
   int fd = -1;
   ~Fd() {
     if (fd >= 0) ::close(fd);
   }
+  int release() {
+    const int f = fd;
+    fd = -1;
+    return f;
+  }
 };
+
+const char *kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "of an unknown kind";
+}
+
+[[noreturn]] void not_regular(const std::string &path, mode_t mode) {
+  throw_error(DPT_ERROR_IO, "'" + path + "' is not a regular file (" + kind_of(mode) + ")");
+}
+
+// The temporary-file numbers this process is writing now (write_file_atomic registers a number before it
+// creates the file and forgets it once the file is renamed or removed), so that remove_stale_temporaries
+// can tell this process's live temporary files from those a dead process with the same pid left behind.
+std::mutex in_flight_mutex;
+std::set<uint64_t> in_flight;
+
+struct InFlight {
+  uint64_t n;
+  explicit InFlight(uint64_t number) : n(number) {
+    std::lock_guard<std::mutex> lock(in_flight_mutex);
+    in_flight.insert(n);
+  }
+  ~InFlight() {
+    std::lock_guard<std::mutex> lock(in_flight_mutex);
+    in_flight.erase(n);
+  }
+  InFlight(const InFlight &) = delete;
+  InFlight &operator=(const InFlight &) = delete;
+};
+
+bool is_in_flight(uint64_t n) {
+  std::lock_guard<std::mutex> lock(in_flight_mutex);
+  return in_flight.count(n) != 0;
+}
+
+// Parses a canonical decimal number (no sign, no leading zero unless it is 0) at the start of text;
+// returns the characters used, 0 when there is none or it overflows.
+size_t parse_decimal(const char *text, uint64_t &value) {
+  size_t i = 0;
+  value = 0;
+  while (text[i] >= '0' && text[i] <= '9') {
+    const uint64_t digit = uint64_t(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return 0;
+    value = value * 10 + digit;
+    ++i;
+  }
+  if (i > 1 && text[0] == '0') return 0;
+  return i;
+}
 
 }  // namespace
 
@@ -87,36 +155,109 @@ uint64_t call_count(Op op) {
   return faults[size_t(op)].calls.load();
 }
 
-std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes) {
-  Fd file;
-  if (injected(Op::kOpen) || (file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0)
-    io_error(Op::kOpen, path);
+InputFile::InputFile(const std::string &path) : path_(path) {
+  // Refuse what is visibly not a regular file without opening it (opening a FIFO or a device can block
+  // or have effects); the fstat after the open is the check that counts.
   struct stat st;
-  if (::fstat(file.fd, &st) != 0) io_error(Op::kRead, path);
-  DPT_REQUIRE(uint64_t(st.st_size) <= max_bytes, DPT_ERROR_FORMAT,
-              "'" + path + "' is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
-                  std::to_string(max_bytes));
-  std::vector<unsigned char> data(size_t(st.st_size));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = injected(Op::kRead) ? -1 : ::read(file.fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) io_error(Op::kRead, path);
-    if (n == 0) break;  // the file shrank while reading: what we have is checked by the caller's format
-    done += size_t(n);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+  Fd file;
+  if (injected(Op::kOpen) ||
+      (file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+    io_error(Op::kOpen, path);
+  if (::fstat(file.fd, &st) != 0) io_error(Op::kOpen, path);
+  if (!S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+  const int flags = ::fcntl(file.fd, F_GETFL);
+  if (flags < 0 || ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK) != 0) io_error(Op::kOpen, path);
+  size_ = uint64_t(st.st_size);
+  fd_ = file.release();
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+size_t InputFile::read(void *destination, size_t n) {
+  constexpr size_t kMaxRead = size_t(1) << 30;  // what one read() call is asked for at most
+  for (;;) {
+    const ssize_t got = injected(Op::kRead) ? -1 : ::read(fd_, destination, std::min(n, kMaxRead));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) io_error(Op::kRead, path_);
+    return size_t(got);
   }
-  data.resize(done);
+}
+
+size_t InputFile::read_fully(void *destination, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const size_t got = read(static_cast<unsigned char *>(destination) + done, n - done);
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
+std::vector<unsigned char> read_file(const std::string &path, uint64_t max_bytes) {
+  InputFile file(path);
+  DPT_REQUIRE(file.size() <= max_bytes, DPT_ERROR_FORMAT,
+              "'" + path + "' is " + std::to_string(file.size()) + " bytes, more than the limit of " +
+                  std::to_string(max_bytes));
+  std::vector<unsigned char> data(size_t(file.size()));
+  // A file that shrank while reading gives what it has: the caller's format checks it.
+  data.resize(file.read_fully(data.data(), data.size()));
   return data;
+}
+
+std::string temporary_name(const std::string &path, uint64_t pid, uint64_t n) {
+  return path + ".tmp-" + std::to_string(pid) + "-" + std::to_string(n);
+}
+
+size_t remove_stale_temporaries(const std::string &path) {
+  const std::string directory = directory_of(path), prefix = base_name_of(path) + ".tmp-";
+  if (prefix.size() == 5) return 0;  // path names a directory
+  DIR *dir = ::opendir(directory.c_str());
+  if (dir == nullptr) return 0;
+  const uint64_t self = platform::process_id();
+  std::vector<std::string> stale;
+  while (const dirent *entry = ::readdir(dir)) {
+    const char *name = entry->d_name;
+    if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
+    // Exactly <prefix><pid>-<n>, as temporary_name writes it.
+    uint64_t pid = 0, n = 0;
+    const char *rest = name + prefix.size();
+    const size_t pid_digits = parse_decimal(rest, pid);
+    if (pid_digits == 0 || rest[pid_digits] != '-') continue;
+    const size_t n_digits = parse_decimal(rest + pid_digits + 1, n);
+    if (n_digits == 0 || rest[pid_digits + 1 + n_digits] != '\0') continue;
+    const bool gone = pid == self ? !is_in_flight(n) : platform::process_is_gone(pid);
+    if (gone) stale.push_back(temporary_name(path, pid, n));
+  }
+  ::closedir(dir);
+  size_t removed = 0;
+  for (const std::string &file : stale)
+    if (::unlink(file.c_str()) == 0) ++removed;
+  return removed;
 }
 
 void write_file_atomic(const std::string &path, const std::vector<unsigned char> &bytes) {
   static std::atomic<uint64_t> counter{0};
-  const std::string temporary =
-      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  // The name may be taken by a file that a killed writer with the same pid left behind (a container
+  // restarted with the same pid, say): then the next number is tried.
+  constexpr int kAttempts = 1000;
   Fd file;
-  if (injected(Op::kOpen) ||
-      (file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
-    io_error(Op::kOpen, temporary);
+  std::string temporary;
+  std::optional<InFlight> registered;
+  for (int attempt = 1;; ++attempt) {
+    const uint64_t number = counter.fetch_add(1);
+    temporary = temporary_name(path, platform::process_id(), number);
+    registered.emplace(number);  // before the file exists: a concurrent cleanup never sees it unregistered
+    if (!injected(Op::kOpen) &&
+        (file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) >= 0)
+      break;
+    const int error = errno;
+    registered.reset();
+    errno = error;
+    if (error != EEXIST || attempt == kAttempts) io_error(Op::kOpen, temporary);
+  }
   try {
     size_t done = 0;
     constexpr size_t kChunk = 1 << 20;
@@ -128,19 +269,23 @@ void write_file_atomic(const std::string &path, const std::vector<unsigned char>
       done += size_t(n);
     }
     if (injected(Op::kFsync) || ::fsync(file.fd) != 0) io_error(Op::kFsync, temporary);
-    ::close(file.fd);
-    file.fd = -1;
+    ::close(file.release());
     if (injected(Op::kRename) || ::rename(temporary.c_str(), path.c_str()) != 0) io_error(Op::kRename, path);
   } catch (...) {
     ::unlink(temporary.c_str());
     throw;
   }
+  registered.reset();
   // The rename is only durable once the directory entry is on disk.
   const std::string directory = directory_of(path);
   Fd dir;
   if (injected(Op::kFsyncDir) ||
       (dir.fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || ::fsync(dir.fd) != 0)
     io_error(Op::kFsyncDir, directory);
+  try {  // best effort: the save has succeeded whatever happens here
+    remove_stale_temporaries(path);
+  } catch (...) {
+  }
 }
 
 }  // namespace dpt::file_io

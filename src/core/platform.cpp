@@ -3,13 +3,16 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 namespace dpt::platform {
@@ -67,6 +70,15 @@ void *aligned_allocate(size_t bytes, size_t alignment) {
 
 void aligned_free(void *p) {
   std::free(p);
+}
+
+uint64_t process_id() {
+  return uint64_t(::getpid());
+}
+
+bool process_is_gone(uint64_t pid) {
+  if (pid == 0 || pid > uint64_t(std::numeric_limits<pid_t>::max())) return false;  // not a process id
+  return ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
 }
 
 bool is_regular_file(const std::string &path) {

@@ -21,6 +21,12 @@ double now_seconds();                                    // monotonic
 void *aligned_allocate(size_t bytes, size_t alignment);  // nullptr on failure
 void aligned_free(void *p);
 
+// Processes.
+uint64_t process_id();
+// True only when no process pid exists (for the OS, from this process's view: kill(pid, 0) fails with
+// ESRCH). A process that exists but may not be signalled, or a zombie, is not gone.
+bool process_is_gone(uint64_t pid);
+
 // Dynamic libraries, for loadable backends.
 bool is_regular_file(const std::string &path);
 // Absolute directory of the shared library (or executable) whose code contains address; nullopt if unknown.

@@ -1,6 +1,9 @@
 #include "io/checkpoint.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -45,6 +48,40 @@ std::vector<T> values(const Tensor &t) {
   return v;
 }
 
+// Refuses a NaN or an infinity (training from it would "succeed" with a NaN loss), naming the first one.
+void require_finite(const std::vector<float> &v, const char *name, const std::string &path) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw_error(DPT_ERROR_FORMAT, "checkpoint '" + path + "': " + name + "[" + std::to_string(i) + "] is " +
+                                        (std::isnan(v[i]) ? "NaN"
+                                         : v[i] > 0       ? "+Inf"
+                                                          : "-Inf"));
+}
+
+// Reads a checkpoint file, refusing it from its header (then its table) before reading the rest: a large
+// file that is no checkpoint fails after 64 bytes, without allocating its size.
+std::vector<unsigned char> read_checkpoint_file(const std::string &path) {
+  file_io::InputFile file(path);
+  const uint64_t size = file.size();
+  const std::string where = "checkpoint '" + path + "'";
+  std::vector<unsigned char> image(size_t(std::min<uint64_t>(size, kCheckpointHeaderSize)));
+  image.resize(file.read_fully(image.data(), image.size()));
+  const CheckpointHeader header = decode_checkpoint_header(image.data(), image.size(), size, path);
+  DPT_REQUIRE(size <= kMaxCheckpointBytes, DPT_ERROR_FORMAT,
+              where + " is " + std::to_string(size) + " bytes, more than the limit of " +
+                  std::to_string(kMaxCheckpointBytes));
+  const auto read_up_to = [&](uint64_t end) {
+    const size_t begin = image.size();
+    image.resize(size_t(end));
+    DPT_REQUIRE(file.read_fully(image.data() + begin, image.size() - begin) == image.size() - begin,
+                DPT_ERROR_FORMAT, where + " is truncated (it shrank while being read)");
+  };
+  read_up_to(header.data_offset);
+  decode_checkpoint_table(image.data() + kCheckpointHeaderSize, header, path);
+  read_up_to(size);
+  return image;
+}
+
 }  // namespace
 
 void save_checkpoint(const Trainer &trainer, const std::string &path) {
@@ -65,7 +102,7 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
 }
 
 void load_checkpoint(Trainer &trainer, const std::string &path) {
-  load_checkpoint_image(trainer, file_io::read_file(path, kMaxCheckpointBytes), path);
+  load_checkpoint_image(trainer, read_checkpoint_file(path), path);
 }
 
 void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image, const std::string &path) {
@@ -91,6 +128,21 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   TrainerState state;
   state.parameters = values<float>(find(tensors, "model.parameters", DType::kF32, path));
   state.optimizer_state = values<float>(find(tensors, "optimizer.state", DType::kF32, path));
+  require_finite(state.parameters, "model.parameters", path);
+  require_finite(state.optimizer_state, "optimizer.state", path);
+  // AdamW divides by the square root of its second moments (the state's second half): a negative one
+  // would turn the next update into NaNs.
+  if (trainer.config().optimizer.kind == OptimizerKind::kAdamW &&
+      state.optimizer_state.size() == 2 * state.parameters.size()) {
+    const size_t p = state.parameters.size();
+    for (size_t i = p; i < 2 * p; ++i)
+      if (state.optimizer_state[i] < 0.0f) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", double(state.optimizer_state[i]));
+        throw_error(DPT_ERROR_FORMAT, "checkpoint '" + path + "': optimizer.state[" + std::to_string(i) +
+                                          "] is negative (" + value + "), an AdamW second moment");
+      }
+  }
   state.optimizer_steps = counters[kOptimizerSteps];
   state.epochs_done = counters[kEpochsDone];
   state.seed = counters[kSeed];

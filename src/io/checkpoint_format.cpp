@@ -1,5 +1,6 @@
 #include "io/checkpoint_format.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -11,7 +12,7 @@ namespace dpt {
 namespace {
 
 constexpr unsigned char kMagic[8] = {'D', 'P', 'T', 'R', 'C', 'K', 'P', 'T'};
-constexpr size_t kHeaderSize = 64;
+constexpr size_t kHeaderSize = kCheckpointHeaderSize;
 constexpr size_t kMaxRank = 8;
 
 // Little-endian byte writer.
@@ -36,29 +37,29 @@ class Writer {
   std::vector<unsigned char> &out_;
 };
 
-// Bounds-checked little-endian reader over [begin, end) of an image.
+// Bounds-checked little-endian reader over [bytes, bytes + size).
 class Reader {
  public:
-  Reader(const std::vector<unsigned char> &image, size_t begin, size_t end, std::string what)
-      : image_(image), pos_(begin), end_(end), what_(std::move(what)) {}
+  Reader(const unsigned char *bytes, size_t size, std::string what)
+      : bytes_(bytes), end_(size), what_(std::move(what)) {}
   uint64_t le(size_t n) {
     DPT_REQUIRE(n <= end_ - pos_, DPT_ERROR_FORMAT, what_ + " ends early");
     uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= uint64_t(image_[pos_ + i]) << (8 * i);
+    for (size_t i = 0; i < n; ++i) v |= uint64_t(bytes_[pos_ + i]) << (8 * i);
     pos_ += n;
     return v;
   }
   std::string text(size_t n) {
     DPT_REQUIRE(n <= end_ - pos_, DPT_ERROR_FORMAT, what_ + " ends early");
-    std::string s(reinterpret_cast<const char *>(image_.data() + pos_), n);
+    std::string s(reinterpret_cast<const char *>(bytes_ + pos_), n);
     pos_ += n;
     return s;
   }
   bool done() const { return pos_ == end_; }
 
  private:
-  const std::vector<unsigned char> &image_;
-  size_t pos_, end_;
+  const unsigned char *bytes_;
+  size_t pos_ = 0, end_;
   std::string what_;
 };
 
@@ -131,75 +132,100 @@ std::vector<unsigned char> encode_checkpoint(const std::vector<Tensor> &tensors)
   return image;
 }
 
-std::vector<Tensor> decode_checkpoint(const std::vector<unsigned char> &image, const std::string &path) {
+CheckpointHeader decode_checkpoint_header(const unsigned char *bytes, size_t available, uint64_t file_size,
+                                          const std::string &path) {
   const std::string where = "checkpoint '" + path + "'";
-  DPT_REQUIRE(image.size() >= kHeaderSize, DPT_ERROR_FORMAT,
-              where + " is truncated: " + std::to_string(image.size()) + " bytes, less than its header");
-  DPT_REQUIRE(std::memcmp(image.data(), kMagic, sizeof kMagic) == 0, DPT_ERROR_FORMAT,
+  DPT_REQUIRE(file_size >= kHeaderSize && available >= kHeaderSize, DPT_ERROR_FORMAT,
+              where + " is truncated: " + std::to_string(std::min<uint64_t>(file_size, available)) +
+                  " bytes, less than its header");
+  DPT_REQUIRE(std::memcmp(bytes, kMagic, sizeof kMagic) == 0, DPT_ERROR_FORMAT,
               where + " is not a dptrain checkpoint (bad magic)");
-  Reader h(image, sizeof kMagic, kHeaderSize, where + " header");
+  Reader h(bytes + sizeof kMagic, kHeaderSize - sizeof kMagic, where + " header");
   const uint32_t version = uint32_t(h.le(4));
   const uint32_t header_size = uint32_t(h.le(4));
-  const uint64_t file_size = h.le(8);
-  const uint32_t tensor_count = uint32_t(h.le(4));
-  const uint32_t table_size = uint32_t(h.le(4));
+  CheckpointHeader header;
+  header.file_size = h.le(8);
+  header.tensor_count = uint32_t(h.le(4));
+  header.table_size = uint32_t(h.le(4));
   const uint64_t table_offset = h.le(8);
-  const uint64_t data_offset = h.le(8);
-  const uint32_t table_crc = uint32_t(h.le(4));
+  header.data_offset = h.le(8);
+  header.table_crc = uint32_t(h.le(4));
   const uint32_t flags = uint32_t(h.le(4));
   const uint32_t reserved = uint32_t(h.le(4));
   const uint32_t header_crc = uint32_t(h.le(4));
-  DPT_REQUIRE(crc32c(image.data(), kHeaderSize - 4) == header_crc, DPT_ERROR_FORMAT,
+  DPT_REQUIRE(crc32c(bytes, kHeaderSize - 4) == header_crc, DPT_ERROR_FORMAT,
               where + " has a corrupt header (CRC mismatch)");
   DPT_REQUIRE(version == kCheckpointFormatVersion, DPT_ERROR_UNSUPPORTED,
               where + " has format version " + std::to_string(version) + "; this library reads version " +
                   std::to_string(kCheckpointFormatVersion));
   DPT_REQUIRE(header_size == kHeaderSize && flags == 0 && reserved == 0 && table_offset == kHeaderSize,
               DPT_ERROR_FORMAT, where + " has an invalid header");
-  DPT_REQUIRE(file_size == image.size(), DPT_ERROR_FORMAT,
-              where + " is " + std::to_string(image.size()) + " bytes, its header says " +
-                  std::to_string(file_size) + " (truncated or extended)");
-  DPT_REQUIRE(data_offset == table_offset + table_size && data_offset <= file_size, DPT_ERROR_FORMAT,
-              where + ": the tensor table does not fit the file");
-  DPT_REQUIRE(crc32c(image.data() + table_offset, table_size) == table_crc, DPT_ERROR_FORMAT,
-              where + " has a corrupt tensor table (CRC mismatch)");
+  DPT_REQUIRE(header.file_size == file_size, DPT_ERROR_FORMAT,
+              where + " is " + std::to_string(file_size) + " bytes, its header says " +
+                  std::to_string(header.file_size) + " (truncated or extended)");
+  DPT_REQUIRE(header.data_offset == table_offset + header.table_size && header.data_offset <= file_size,
+              DPT_ERROR_FORMAT, where + ": the tensor table does not fit the file");
+  return header;
+}
 
-  Reader t(image, table_offset, data_offset, where + " tensor table");
-  std::vector<Tensor> tensors;
+std::vector<TensorEntry> decode_checkpoint_table(const unsigned char *table, const CheckpointHeader &header,
+                                                 const std::string &path) {
+  const std::string where = "checkpoint '" + path + "'";
+  DPT_REQUIRE(crc32c(table, header.table_size) == header.table_crc, DPT_ERROR_FORMAT,
+              where + " has a corrupt tensor table (CRC mismatch)");
+  Reader t(table, header.table_size, where + " tensor table");
+  std::vector<TensorEntry> entries;
   std::set<std::string> names;
-  uint64_t expected_offset = data_offset;  // tensors are packed back to back in table order
-  for (uint32_t i = 0; i < tensor_count; ++i) {
-    Tensor tensor;
+  const uint64_t file_size = header.file_size;
+  uint64_t expected_offset = header.data_offset;  // tensors are packed back to back in table order
+  for (uint32_t i = 0; i < header.tensor_count; ++i) {
+    TensorEntry entry;
     const size_t name_length = size_t(t.le(1));
-    tensor.name = t.text(name_length);
-    DPT_REQUIRE(name_length > 0 && names.insert(tensor.name).second, DPT_ERROR_FORMAT,
+    entry.name = t.text(name_length);
+    DPT_REQUIRE(name_length > 0 && names.insert(entry.name).second, DPT_ERROR_FORMAT,
                 where + ": tensor " + std::to_string(i) + " has an empty or repeated name");
     const uint8_t dtype = uint8_t(t.le(1));
     DPT_REQUIRE(dtype >= 1 && dtype <= 4, DPT_ERROR_FORMAT,
-                where + ": tensor '" + tensor.name + "' has unknown dtype " + std::to_string(dtype));
-    tensor.dtype = DType(dtype);
+                where + ": tensor '" + entry.name + "' has unknown dtype " + std::to_string(dtype));
+    entry.dtype = DType(dtype);
     const size_t rank = size_t(t.le(1));
     DPT_REQUIRE(rank <= kMaxRank, DPT_ERROR_FORMAT,
-                where + ": tensor '" + tensor.name + "' has rank " + std::to_string(rank));
-    for (size_t d = 0; d < rank; ++d) tensor.shape.push_back(t.le(8));
-    const uint64_t offset = t.le(8), length = t.le(8);
-    const uint32_t crc = uint32_t(t.le(4));
-    const uint64_t elements = element_count(tensor.shape);
-    DPT_REQUIRE(elements != UINT64_MAX && elements <= UINT64_MAX / dtype_size(tensor.dtype) &&
-                    elements * dtype_size(tensor.dtype) == length,
-                DPT_ERROR_FORMAT, where + ": tensor '" + tensor.name + "' length does not match its shape");
+                where + ": tensor '" + entry.name + "' has rank " + std::to_string(rank));
+    for (size_t d = 0; d < rank; ++d) entry.shape.push_back(t.le(8));
+    entry.offset = t.le(8);
+    entry.length = t.le(8);
+    entry.crc = uint32_t(t.le(4));
+    const uint64_t elements = element_count(entry.shape);
+    DPT_REQUIRE(elements != UINT64_MAX && elements <= UINT64_MAX / dtype_size(entry.dtype) &&
+                    elements * dtype_size(entry.dtype) == entry.length,
+                DPT_ERROR_FORMAT, where + ": tensor '" + entry.name + "' length does not match its shape");
     DPT_REQUIRE(
-        offset == expected_offset && length <= file_size - offset, DPT_ERROR_FORMAT,
-        where + ": tensor '" + tensor.name + "' lies outside its place in the file (bounds or overlap)");
-    DPT_REQUIRE(crc32c(image.data() + offset, length) == crc, DPT_ERROR_FORMAT,
-                where + ": tensor '" + tensor.name + "' is corrupt (CRC mismatch)");
-    tensor.bytes.assign(image.begin() + std::ptrdiff_t(offset),
-                        image.begin() + std::ptrdiff_t(offset + length));
-    expected_offset = offset + length;
-    tensors.push_back(std::move(tensor));
+        entry.offset == expected_offset && entry.length <= file_size - entry.offset, DPT_ERROR_FORMAT,
+        where + ": tensor '" + entry.name + "' lies outside its place in the file (bounds or overlap)");
+    expected_offset = entry.offset + entry.length;
+    entries.push_back(std::move(entry));
   }
   DPT_REQUIRE(t.done(), DPT_ERROR_FORMAT, where + ": the tensor table has trailing bytes");
   DPT_REQUIRE(expected_offset == file_size, DPT_ERROR_FORMAT, where + " has bytes after its last tensor");
+  return entries;
+}
+
+std::vector<Tensor> decode_checkpoint(const std::vector<unsigned char> &image, const std::string &path) {
+  const CheckpointHeader header = decode_checkpoint_header(image.data(), image.size(), image.size(), path);
+  const std::vector<TensorEntry> entries = decode_checkpoint_table(image.data() + kHeaderSize, header, path);
+  std::vector<Tensor> tensors;
+  tensors.reserve(entries.size());
+  for (const TensorEntry &entry : entries) {
+    DPT_REQUIRE(crc32c(image.data() + entry.offset, entry.length) == entry.crc, DPT_ERROR_FORMAT,
+                "checkpoint '" + path + "': tensor '" + entry.name + "' is corrupt (CRC mismatch)");
+    Tensor tensor;
+    tensor.name = entry.name;
+    tensor.dtype = entry.dtype;
+    tensor.shape = entry.shape;
+    tensor.bytes.assign(image.begin() + std::ptrdiff_t(entry.offset),
+                        image.begin() + std::ptrdiff_t(entry.offset + entry.length));
+    tensors.push_back(std::move(tensor));
+  }
   return tensors;
 }
 

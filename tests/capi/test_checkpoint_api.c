@@ -1,14 +1,25 @@
 /* Checkpoints through the C API: a run stopped after 2 epochs and resumed (in another trainer) matches the
  * uninterrupted run bitwise on the same devices and within the equivalence tolerance on other devices;
- * misuse of the checkpoint functions returns the documented statuses. */
+ * misuse of the checkpoint functions returns the documented statuses; FIFOs, directories and devices are
+ * refused without blocking, a 3 GiB file that is no checkpoint is refused from its header (fast, without
+ * reading it), and a checkpoint holding NaN or infinite parameters is refused. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -157,6 +168,213 @@ static void test_save_inside_accumulation_window(void **state) {
   dpt_model_destroy(m);
 }
 
+/* ---- a deadline for calls that could hang ----------------------------------------------------- */
+
+static const char *watchdog_what = "";
+
+static void on_watchdog(int signal_number) {
+  static const char text[] = "test_checkpoint_api: no return within the deadline (a hang): ";
+  (void)signal_number;
+  if (write(2, text, sizeof text - 1) < 0 || write(2, watchdog_what, strlen(watchdog_what)) < 0 ||
+      write(2, "\n", 1) < 0) {
+    /* nothing more to do */
+  }
+  _exit(1);
+}
+
+/* From now on the process ends (failing the test) unless watchdog_stop() comes within @p seconds. */
+static void watchdog_start(const char *what, unsigned seconds) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_watchdog;
+  sigaction(SIGALRM, &action, NULL);
+  watchdog_what = what;
+  alarm(seconds);
+}
+
+static void watchdog_stop(void) {
+  alarm(0);
+}
+
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The peak resident set of this process so far, in KiB. */
+static long peak_rss_kib(void) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+/* A FIFO (whose plain open() blocks until a writer comes), a directory, /dev/zero and /dev/null are
+ * refused with DPT_ERROR_IO saying what they are, without blocking (each load under a 10 s deadline);
+ * the trainer is unchanged and usable afterwards. */
+static void test_load_refuses_non_regular_files(void **state) {
+  static const char *const kinds[] = {"(a FIFO)", "(a directory)", "(a character device)",
+                                      "(a character device)"};
+  char fifo[96], directory[96];
+  const char *files[4];
+  uint64_t before = 0, after = 0;
+  size_t i;
+  dpt_trainer *t = make_trainer(1);
+  (void)state;
+  snprintf(fifo, sizeof fifo, "%s.fifo", path);
+  snprintf(directory, sizeof directory, "%s.dir", path);
+  unlink(fifo);
+  rmdir(directory);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(mkdir(directory, 0700), 0);
+  files[0] = fifo, files[1] = directory, files[2] = "/dev/zero", files[3] = "/dev/null";
+  ok(dpt_trainer_parameter_checksum(t, &before));
+  for (i = 0; i < 4; ++i) {
+    dpt_status s;
+    watchdog_start(files[i], 10);
+    s = dpt_trainer_load(t, files[i]);
+    watchdog_stop();
+    if (s != DPT_ERROR_IO)
+      fail_msg("%s: status %d (%s), expected DPT_ERROR_IO", files[i], s, dpt_last_error_message());
+    if (strstr(dpt_last_error_message(), "is not a regular file") == NULL ||
+        strstr(dpt_last_error_message(), kinds[i]) == NULL ||
+        strstr(dpt_last_error_message(), files[i]) == NULL)
+      fail_msg("%s: message \"%s\" does not say it is not a regular file %s", files[i],
+               dpt_last_error_message(), kinds[i]);
+  }
+  ok(dpt_trainer_parameter_checksum(t, &after));
+  assert_true(before == after);
+  ok(dpt_trainer_save(t, path)); /* usable */
+  ok(dpt_trainer_load(t, path));
+  unlink(fifo);
+  rmdir(directory);
+  dpt_trainer_destroy(t);
+}
+
+/* A 3 GiB sparse file: zeros, garbage, and a real checkpoint's first bytes followed by zeros. Each load
+ * must fail with DPT_ERROR_FORMAT within 2 s and without allocating anything like the file's size (the
+ * process's peak RSS grows by less than 64 MiB). Before, the file was read whole first. */
+static void test_load_refuses_huge_garbage_fast(void **state) {
+  static const char *const names[] = {"zeros", "garbage", "a real header, then zeros"};
+  const off_t huge = (off_t)3 << 30;
+  unsigned char head[4096];
+  char big[96];
+  FILE *small;
+  size_t head_size, i;
+  int fd, variant;
+  dpt_trainer *t = make_trainer(1);
+  (void)state;
+  if (sizeof(off_t) < 8) skip();
+  ok(dpt_trainer_save(t, path));
+  small = fopen(path, "rb");
+  assert_non_null(small);
+  head_size = fread(head, 1, sizeof head, small);
+  fclose(small);
+  assert_true(head_size > 64);
+  snprintf(big, sizeof big, "%s.huge", path);
+  for (variant = 0; variant < 3; ++variant) {
+    long rss_before;
+    double start, seconds;
+    dpt_status s;
+    fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    if (variant == 1) {
+      for (i = 0; i < sizeof head; ++i) head[i] = (unsigned char)(i * 131 + 7);
+      assert_int_equal(pwrite(fd, head, sizeof head, 0), (ssize_t)sizeof head);
+    } else if (variant == 2) {
+      small = fopen(path, "rb");
+      assert_non_null(small);
+      head_size = fread(head, 1, sizeof head, small);
+      fclose(small);
+      assert_int_equal(pwrite(fd, head, head_size, 0), (ssize_t)head_size);
+    }
+    if (ftruncate(fd, huge) != 0) {
+      close(fd);
+      unlink(big);
+      skip(); /* a file system without large (sparse) files */
+    }
+    close(fd);
+    rss_before = peak_rss_kib();
+    watchdog_start(names[variant], 60);
+    start = now_seconds();
+    s = dpt_trainer_load(t, big);
+    seconds = now_seconds() - start;
+    watchdog_stop();
+    if (s != DPT_ERROR_FORMAT)
+      fail_msg("3 GiB of %s: status %d (%s), expected DPT_ERROR_FORMAT", names[variant], s,
+               dpt_last_error_message());
+    print_message("# 3 GiB of %s refused in %.4f s, peak RSS +%ld KiB: %s\n", names[variant], seconds,
+                  peak_rss_kib() - rss_before, dpt_last_error_message());
+    if (seconds > 2.0) fail_msg("3 GiB of %s: took %.1f s to refuse", names[variant], seconds);
+    if (peak_rss_kib() - rss_before > 64 * 1024)
+      fail_msg("3 GiB of %s: the peak RSS grew by %ld KiB", names[variant], peak_rss_kib() - rss_before);
+  }
+  unlink(big);
+  ok(dpt_trainer_load(t, path)); /* usable */
+  dpt_trainer_destroy(t);
+}
+
+/* A checkpoint whose CRCs are all valid but whose parameters hold a NaN or an infinity (saved from a
+ * trainer given such parameters) is refused with DPT_ERROR_FORMAT naming the tensor and the index; the
+ * loading trainer is unchanged and goes on training. (Optimizer state: tests/core/test_checkpoint.cpp.) */
+static void test_load_refuses_non_finite_parameters(void **state) {
+  char bad[96], good[96], says[64];
+  dpt_trainer *source = make_trainer(1), *target = make_trainer(2);
+  uint64_t before = 0, after = 0, steps_before = 0, steps_after = 0;
+  size_t n = 0, c, index[3];
+  float *p, *original, value[3];
+  (void)state;
+  snprintf(bad, sizeof bad, "%s.nan", path);
+  snprintf(good, sizeof good, "%s.good", path);
+  ok(dpt_trainer_parameter_count(source, &n));
+  p = malloc(n * sizeof *p);
+  original = malloc(n * sizeof *original);
+  assert_non_null(p);
+  assert_non_null(original);
+  parameters(source, original, n);
+  index[0] = n / 2, value[0] = NAN;
+  index[1] = 0, value[1] = INFINITY;
+  index[2] = n - 1, value[2] = -INFINITY;
+  fit(target, 1);
+  ok(dpt_trainer_save(target, good));
+  ok(dpt_trainer_parameter_checksum(target, &before));
+  ok(dpt_trainer_step_count(target, &steps_before));
+  for (c = 0; c < 3; ++c) {
+    dpt_status s;
+    memcpy(p, original, n * sizeof *p);
+    p[index[c]] = value[c];
+    if (dpt_trainer_set_parameters(source, p, n) != DPT_OK) {
+      print_message("# dpt_trainer_set_parameters refuses non-finite values: %s\n", dpt_last_error_message());
+      skip();
+    }
+    ok(dpt_trainer_save(source, bad));
+    s = dpt_trainer_load(target, bad);
+    if (s != DPT_ERROR_FORMAT)
+      fail_msg("parameter %zu = %g: status %d (%s), expected DPT_ERROR_FORMAT", index[c], (double)value[c], s,
+               s == DPT_OK ? "loaded" : dpt_last_error_message());
+    snprintf(says, sizeof says, "model.parameters[%zu] is %s", index[c],
+             isnan(value[c]) ? "NaN"
+             : value[c] > 0  ? "+Inf"
+                             : "-Inf");
+    if (strstr(dpt_last_error_message(), says) == NULL)
+      fail_msg("message \"%s\" does not say \"%s\"", dpt_last_error_message(), says);
+  }
+  ok(dpt_trainer_parameter_checksum(target, &after));
+  ok(dpt_trainer_step_count(target, &steps_after));
+  assert_true(before == after);
+  assert_true(steps_before == steps_after);
+  fit(target, 1); /* usable */
+  ok(dpt_trainer_load(target, good));
+  ok(dpt_trainer_parameter_checksum(target, &after));
+  assert_true(before == after);
+  unlink(bad);
+  unlink(good);
+  free(p);
+  free(original);
+  dpt_trainer_destroy(source);
+  dpt_trainer_destroy(target);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(path, sizeof path, "/tmp/dptrain-capi-%ld.ckpt", (long)getpid());
@@ -187,6 +405,9 @@ int main(void) {
       cmocka_unit_test(test_exact_resume),
       cmocka_unit_test(test_misuse),
       cmocka_unit_test(test_save_inside_accumulation_window),
+      cmocka_unit_test(test_load_refuses_non_regular_files),
+      cmocka_unit_test(test_load_refuses_huge_garbage_fast),
+      cmocka_unit_test(test_load_refuses_non_finite_parameters),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

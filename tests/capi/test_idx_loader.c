@@ -3,7 +3,9 @@
  * Fashion-MNIST directory loader and the in-memory dataset calls (create, subset, copy_batch).
  *
  * Files are written to a mkdtemp() directory; gzip versions are made with the `gzip` program (the test
- * links only dptrain), and the gzip rows are skipped when it is missing.
+ * links only dptrain), and the gzip rows are skipped when it is missing; stored (level 0) gzip members
+ * are built by hand, so that the checks of complete streams run everywhere. Files that are not regular
+ * files (FIFOs, directories, devices) are loaded in a child process with a deadline.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -170,6 +172,17 @@ static int check_load(const char *images, const char *labels_path, int want, con
     if (check_load((images), (labels_path), (want), "dpt_dataset_load_idx(" #images ", " #labels_path ")")) \
       fail();                                                                                               \
   } while (0)
+
+/* check_load, and on failure the message must contain @p must_contain. Returns the number of problems. */
+static int check_load_says(const char *images, const char *labels_path, int want, const char *must_contain,
+                           const char *what) {
+  int problems = check_load(images, labels_path, want, what);
+  if (problems == 0 && want != DPT_OK && strstr(dpt_last_error_message(), must_contain) == NULL) {
+    print_error("%s: the message \"%s\" does not say \"%s\"\n", what, dpt_last_error_message(), must_contain);
+    ++problems;
+  }
+  return problems;
+}
 
 /* Copies every sample out of @p dataset. */
 static void copy_all(const dpt_dataset *dataset, float *inputs, int32_t *out_labels) {
@@ -442,10 +455,14 @@ static void test_count_mismatch(void **state) {
 
 /*
  * Runs one load in a child process whose address space is capped at its current size + 1 GiB and
- * which is killed after 10 s, so that trying to allocate what an absurd header claims shows up as a
- * wrong status (or a kill) instead of swapping. Returns the number of problems.
+ * which is killed after @p seconds_limit, so that trying to allocate what an absurd header claims, or
+ * blocking on a file that never delivers, shows up as a wrong status (or a kill) instead of swapping or
+ * hanging the test. The child must return @p want, with a one-line message containing @p must_contain
+ * (unless NULL), within 2 s. With @p labels_path NULL, @p images is a directory given to
+ * dpt_dataset_load_fashion_mnist() (the test part). Returns the number of problems.
  */
-static int check_load_capped(const char *images, const char *labels_path, const char *what) {
+static int check_load_in_child(const char *images, const char *labels_path, dpt_status want,
+                               const char *must_contain, unsigned seconds_limit, const char *what) {
   int fds[2];
   pid_t pid;
   int wait_status = 0;
@@ -475,8 +492,10 @@ static int check_load_capped(const char *images, const char *labels_path, const 
       }
       fclose(statm);
     }
-    alarm(10);
-    report.status = (int)dpt_dataset_load_idx(&dataset, images, labels_path);
+    alarm(seconds_limit);
+    report.status = labels_path != NULL
+                        ? (int)dpt_dataset_load_idx(&dataset, images, labels_path)
+                        : (int)dpt_dataset_load_fashion_mnist(&dataset, images, DPT_DATASET_TEST);
     snprintf(report.message, sizeof report.message, "%s", dpt_last_error_message());
     if (write(fds[1], &report, sizeof report) != (ssize_t)sizeof report) _exit(2);
     _exit(0);
@@ -489,27 +508,36 @@ static int check_load_capped(const char *images, const char *labels_path, const 
   seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
   if (WIFSIGNALED(wait_status)) {
     print_error("%s: the loader was killed by signal %d%s\n", what, WTERMSIG(wait_status),
-                WTERMSIG(wait_status) == SIGALRM ? " (took over 10 s)" : "");
+                WTERMSIG(wait_status) == SIGALRM ? " (it did not return in time: a hang)" : "");
     return 1;
   }
   if (got != (ssize_t)sizeof report) {
     print_error("%s: no report from the child\n", what);
     return 1;
   }
-  if (report.status != DPT_ERROR_FORMAT) {
-    print_error("%s: returned %d (%s), expected %d (format); message: \"%s\"\n", what, report.status,
-                dpt_status_string((dpt_status)report.status), DPT_ERROR_FORMAT, report.message);
+  if (report.status != (int)want) {
+    print_error("%s: returned %d (%s), expected %d (%s); message: \"%s\"\n", what, report.status,
+                dpt_status_string((dpt_status)report.status), (int)want, dpt_status_string(want),
+                report.message);
     return 1;
   }
   if (report.message[0] == '\0' || strchr(report.message, '\n') != NULL) {
     print_error("%s: bad message \"%s\"\n", what, report.message);
     return 1;
   }
+  if (must_contain != NULL && strstr(report.message, must_contain) == NULL) {
+    print_error("%s: the message \"%s\" does not say \"%s\"\n", what, report.message, must_contain);
+    return 1;
+  }
   if (seconds > 2.0) {
-    print_error("%s: took %.1f s to refuse a 76-byte file\n", what, seconds);
+    print_error("%s: took %.1f s to refuse it\n", what, seconds);
     return 1;
   }
   return 0;
+}
+
+static int check_load_capped(const char *images, const char *labels_path, const char *what) {
+  return check_load_in_child(images, labels_path, DPT_ERROR_FORMAT, NULL, 10, what);
 }
 
 static void test_absurd_dimensions(void **state) {
@@ -551,6 +579,365 @@ static void test_absurd_dimensions(void **state) {
     problems += check_load_capped(path, lpath, what);
   }
   assert_int_equal(problems, 0);
+}
+
+/* ---- files that are not regular files -------------------------------------------------------- */
+
+/*
+ * A FIFO (whose open() blocks until a writer comes, so a loader that opens it plainly hangs), a directory,
+ * /dev/zero (endless zeros) and /dev/null are refused with DPT_ERROR_IO naming what they are, within 2 s,
+ * as the images, as the labels, behind a symlink, and through the Fashion-MNIST directory loader. Each
+ * load runs in a child killed after 5 s, so a hang fails the test instead of stopping it.
+ */
+static void test_not_regular_files(void **state) {
+  char images[256], labels_path[256], fifo[256], link_path[256], fashion[256], inside[320];
+  dpt_dataset *dataset = NULL;
+  int problems = 0;
+  (void)state;
+  write_valid_files(images, labels_path, sizeof images);
+  path_of(fifo, sizeof fifo, "fifo");
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+
+  problems += check_load_in_child(fifo, labels_path, DPT_ERROR_IO, "is not a regular file (a FIFO)", 5,
+                                  "a FIFO as the images");
+  problems += check_load_in_child(images, fifo, DPT_ERROR_IO, "is not a regular file (a FIFO)", 5,
+                                  "a FIFO as the labels");
+  problems += check_load_in_child(dir, labels_path, DPT_ERROR_IO, "is not a regular file (a directory)", 5,
+                                  "a directory as the images");
+  problems += check_load_in_child(images, dir, DPT_ERROR_IO, "is not a regular file (a directory)", 5,
+                                  "a directory as the labels");
+  problems += check_load_in_child("/dev/zero", labels_path, DPT_ERROR_IO, "(a character device)", 5,
+                                  "/dev/zero as the images");
+  problems += check_load_in_child(images, "/dev/zero", DPT_ERROR_IO, "(a character device)", 5,
+                                  "/dev/zero as the labels");
+  problems += check_load_in_child("/dev/null", labels_path, DPT_ERROR_IO, "(a character device)", 5,
+                                  "/dev/null as the images");
+
+  /* A symlink is followed: to a FIFO it is refused, to a regular file it loads. */
+  path_of(link_path, sizeof link_path, "link-to-fifo");
+  unlink(link_path);
+  assert_int_equal(symlink(fifo, link_path), 0);
+  problems += check_load_in_child(link_path, labels_path, DPT_ERROR_IO, "(a FIFO)", 5, "a symlink to a FIFO");
+  path_of(link_path, sizeof link_path, "link-to-images");
+  unlink(link_path);
+  assert_int_equal(symlink(images, link_path), 0);
+  ASSERT_OK(dpt_dataset_load_idx(&dataset, link_path, labels_path));
+  check_valid_dataset(dataset);
+  dpt_dataset_destroy(dataset);
+
+  /* A Fashion-MNIST directory whose t10k image file is a FIFO. */
+  path_of(fashion, sizeof fashion, "fashion-fifo");
+  assert_int_equal(mkdir(fashion, 0700), 0);
+  snprintf(inside, sizeof inside, "%s/t10k-images-idx3-ubyte.gz", fashion);
+  assert_int_equal(mkfifo(inside, 0600), 0);
+  snprintf(inside, sizeof inside, "%s/t10k-labels-idx1-ubyte.gz", fashion);
+  assert_int_equal(symlink(labels_path, inside), 0);
+  problems +=
+      check_load_in_child(fashion, NULL, DPT_ERROR_IO, "t10k-images-idx3-ubyte.gz' is not a regular file", 5,
+                          "a Fashion-MNIST directory holding a FIFO");
+  assert_int_equal(problems, 0);
+}
+
+/* ---- gzip streams must be complete ----------------------------------------------------------- */
+
+/* CRC-32 as gzip uses it (reflected polynomial 0xEDB88320). */
+static uint32_t gzip_crc32(const unsigned char *data, size_t size) {
+  uint32_t crc = 0xFFFFFFFFu;
+  size_t i;
+  int k;
+  for (i = 0; i < size; ++i) {
+    crc ^= data[i];
+    for (k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
+
+static void put_le32(unsigned char *to, uint32_t v) {
+  to[0] = (unsigned char)v;
+  to[1] = (unsigned char)(v >> 8);
+  to[2] = (unsigned char)(v >> 16);
+  to[3] = (unsigned char)(v >> 24);
+}
+
+/* Where a stored member's data start: the 10-byte gzip header, then the 5-byte stored-block header. */
+#define STORED_DATA_OFFSET 15
+/* The size of a stored member of @p size bytes: header, 5 bytes per block of up to 65535, trailer. */
+#define STORED_GZIP_SIZE(size) (10 + 5 * ((size) / 65535 + 1) + (size) + 8)
+
+/*
+ * Writes one gzip member holding @p size bytes in stored (level 0) deflate blocks of up to 65535 bytes,
+ * so that the data appear verbatim in the file and a flipped byte changes the data and nothing else
+ * (with one block, data byte i is at STORED_DATA_OFFSET + i). Without @p trailer the 8-byte CRC-32 /
+ * length trailer is left off. Returns the member's length.
+ */
+static size_t stored_gzip(unsigned char *out, const unsigned char *data, size_t size, int trailer) {
+  static const unsigned char header[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+  size_t at = sizeof header, done = 0;
+  memcpy(out, header, sizeof header);
+  do {
+    size_t block = size - done < 65535 ? size - done : 65535;
+    out[at] = done + block == size ? 0x01 : 0x00; /* stored; the last block is final */
+    out[at + 1] = (unsigned char)block;
+    out[at + 2] = (unsigned char)(block >> 8);
+    out[at + 3] = (unsigned char)~block;
+    out[at + 4] = (unsigned char)(~block >> 8);
+    if (block) memcpy(out + at + 5, data + done, block);
+    at += 5 + block;
+    done += block;
+  } while (done < size);
+  if (!trailer) return at;
+  put_le32(out + at, gzip_crc32(data, size));
+  put_le32(out + at + 4, (uint32_t)size);
+  return at + 8;
+}
+
+/* Loads @p member (the images when @p images_side, else the labels) written to a file, expecting @p want. */
+static int check_member(const unsigned char *member, size_t size, int images_side, int want,
+                        const char *must_contain, const char *what) {
+  char images[256], labels_path[256], path[256];
+  write_valid_files(images, labels_path, sizeof images);
+  write_file(path, sizeof path, "member.gz", member, size);
+  return images_side ? check_load_says(path, labels_path, want, must_contain, what)
+                     : check_load_says(images, path, want, must_contain, what);
+}
+
+enum { BIG = 300, BIG_SIDE = 28, BIG_PIXELS = BIG * BIG_SIDE * BIG_SIDE };
+
+/*
+ * A 235 KB image file (300 images of 28x28 with pseudo-random pixels) in a malloc'd buffer of
+ * 16 + BIG_PIXELS bytes; its label file is written to dir/big-labels (@p labels_path receives the path).
+ */
+static unsigned char *big_files(char *labels_path, size_t capacity) {
+  unsigned char *big = (unsigned char *)malloc(16 + BIG_PIXELS);
+  unsigned char big_labels[8 + BIG];
+  size_t i;
+  assert_non_null(big);
+  build_images(big, IMAGE_MAGIC, BIG, BIG_SIDE, BIG_SIDE, NULL, 0);
+  for (i = 0; i < BIG_PIXELS; ++i) big[16 + i] = (unsigned char)((i * 2654435761u) >> 13);
+  for (i = 0; i < BIG; ++i) big_labels[8 + i] = (unsigned char)(i % 10);
+  write_file(labels_path, capacity, "big-labels", big_labels,
+             build_labels(big_labels, LABEL_MAGIC, BIG, big_labels + 8, BIG));
+  return big;
+}
+
+/* Where data byte @p i of a stored member written by stored_gzip() lies in the member. */
+static size_t stored_offset(size_t i) {
+  return 10 + 5 * (i / 65535 + 1) + i;
+}
+
+/*
+ * The gzip trailer (CRC-32 and length) cut short by 1 to 8 bytes: DPT_ERROR_FORMAT saying "truncated",
+ * although every data byte is there. For the small image and label files, made by gzip(1) and by hand
+ * (stored), and for a 235 KB image file (zlib's gzread, which the loader used to read through, reported
+ * the small files' cuts but returned this one's data without an error).
+ */
+static void test_gzip_trailer_cut(void **state) {
+  unsigned char plain[16 + PIXELS], member[STORED_GZIP_SIZE(16 + PIXELS)];
+  unsigned char *big, *big_member, *full;
+  char images[256], labels_path[256], big_images[256], big_labels_path[256], gz[256], path[256];
+  int side, problems = 0;
+  size_t cut, size, member_size, full_size;
+  dpt_dataset *dataset = NULL;
+  (void)state;
+  for (side = 0; side < 2; ++side) {
+    size = side ? build_images(plain, IMAGE_MAGIC, N, ROWS, COLS, pixels, PIXELS)
+                : build_labels(plain, LABEL_MAGIC, N, labels, N);
+    member_size = stored_gzip(member, plain, size, 1);
+    problems += check_member(member, member_size, side, DPT_OK, NULL, "a complete stored member");
+    for (cut = 1; cut <= 8; ++cut) {
+      char what[128];
+      snprintf(what, sizeof what, "stored gzip %s file without the last %zu trailer bytes",
+               side ? "image" : "label", cut);
+      problems += check_member(member, member_size - cut, side, DPT_ERROR_FORMAT, "truncated", what);
+    }
+    if (have_gzip) {
+      write_valid_files(images, labels_path, sizeof images);
+      gzip_file(gz, sizeof gz, side ? "images" : "labels");
+      full = read_file(gz, &full_size);
+      for (cut = 1; cut <= 8; ++cut) {
+        char what[128];
+        snprintf(what, sizeof what, "gzip(1) %s file without the last %zu trailer bytes",
+                 side ? "image" : "label", cut);
+        problems += check_member(full, full_size - cut, side, DPT_ERROR_FORMAT, "truncated", what);
+      }
+      free(full);
+    }
+  }
+
+  /* 300 images of 28x28 with pseudo-random pixels, stored in 4 blocks and compressed by gzip(1). */
+  big = big_files(big_labels_path, sizeof big_labels_path);
+  size = 16 + BIG_PIXELS;
+  big_member = (unsigned char *)malloc(STORED_GZIP_SIZE(16 + BIG_PIXELS));
+  assert_non_null(big_member);
+  member_size = stored_gzip(big_member, big, size, 1);
+  write_file(path, sizeof path, "big-stored.gz", big_member, member_size);
+  ASSERT_OK(dpt_dataset_load_idx(&dataset, path, big_labels_path));
+  dpt_dataset_destroy(dataset);
+  for (cut = 1; cut <= 8; ++cut) {
+    char what[128];
+    write_file(path, sizeof path, "big-stored-cut.gz", big_member, member_size - cut);
+    snprintf(what, sizeof what, "a stored 235 KB image file without the last %zu trailer bytes", cut);
+    problems += check_load_says(path, big_labels_path, DPT_ERROR_FORMAT, "truncated", what);
+  }
+  free(big_member);
+  if (have_gzip) {
+    write_file(big_images, sizeof big_images, "big-images", big, size);
+    gzip_file(gz, sizeof gz, "big-images");
+    ASSERT_OK(dpt_dataset_load_idx(&dataset, gz, big_labels_path));
+    dpt_dataset_destroy(dataset);
+    full = read_file(gz, &full_size);
+    for (cut = 1; cut <= 8; ++cut) {
+      char what[128];
+      write_file(path, sizeof path, "big-cut.gz", full, full_size - cut);
+      snprintf(what, sizeof what, "a gzip(1) 235 KB image file without the last %zu trailer bytes", cut);
+      problems += check_load_says(path, big_labels_path, DPT_ERROR_FORMAT, "truncated", what);
+    }
+    free(full);
+  }
+  free(big);
+  assert_int_equal(problems, 0);
+}
+
+/*
+ * A stored (level 0) gzip member with one data byte flipped: with its trailer the CRC-32 catches it; with
+ * the trailer removed nothing could, so the stream must be refused as truncated instead of loading
+ * different pixels or labels. Every pixel and every label byte of the small files, one at a time, and 8
+ * bytes across the 4 blocks of a 235 KB one (whose flips gzread let through without the trailer).
+ */
+static void test_stored_gzip_flipped_byte(void **state) {
+  static const size_t big_flips[] = {16, 1000, 65534, 65535, 70000, 131070, 200000, 16 + BIG_PIXELS - 1};
+  unsigned char plain[16 + PIXELS], member[STORED_GZIP_SIZE(16 + PIXELS)], *big, *big_member;
+  char images[256], labels_path[256], path[256], big_labels_path[256];
+  dpt_dataset *dataset = NULL;
+  int side, problems = 0;
+  size_t i, size, member_size, header;
+  (void)state;
+  /* The builder is right: a complete stored member loads the same samples as the plain file. */
+  write_valid_files(images, labels_path, sizeof images);
+  size = build_images(plain, IMAGE_MAGIC, N, ROWS, COLS, pixels, PIXELS);
+  write_file(path, sizeof path, "stored-images.gz", member, stored_gzip(member, plain, size, 1));
+  ASSERT_OK(dpt_dataset_load_idx(&dataset, path, labels_path));
+  check_valid_dataset(dataset);
+  dpt_dataset_destroy(dataset);
+
+  for (side = 0; side < 2; ++side) {
+    size = side ? build_images(plain, IMAGE_MAGIC, N, ROWS, COLS, pixels, PIXELS)
+                : build_labels(plain, LABEL_MAGIC, N, labels, N);
+    header = side ? 16 : 8;
+    member_size = stored_gzip(member, plain, size, 1);
+    for (i = header; i < size; ++i) {
+      char what[128];
+      member[STORED_DATA_OFFSET + i] ^= 0x04; /* labels stay below 256 classes, pixels change */
+      snprintf(what, sizeof what, "stored gzip %s file, data byte %zu flipped", side ? "image" : "label", i);
+      problems += check_member(member, member_size, side, DPT_ERROR_FORMAT, "CRC-32", what);
+      snprintf(what, sizeof what, "stored gzip %s file, data byte %zu flipped, no trailer",
+               side ? "image" : "label", i);
+      problems += check_member(member, member_size - 8, side, DPT_ERROR_FORMAT, "truncated", what);
+      member[STORED_DATA_OFFSET + i] ^= 0x04;
+    }
+  }
+
+  /* The 235 KB image file in 4 stored blocks: bytes of the first, the middle and the last block. */
+  big = big_files(big_labels_path, sizeof big_labels_path);
+  big_member = (unsigned char *)malloc(STORED_GZIP_SIZE(16 + BIG_PIXELS));
+  assert_non_null(big_member);
+  member_size = stored_gzip(big_member, big, 16 + BIG_PIXELS, 1);
+  for (i = 0; i < sizeof big_flips / sizeof big_flips[0]; ++i) {
+    char what[128];
+    big_member[stored_offset(big_flips[i])] ^= 0x04;
+    write_file(path, sizeof path, "big-flipped.gz", big_member, member_size);
+    snprintf(what, sizeof what, "a stored 235 KB image file, data byte %zu flipped", big_flips[i]);
+    problems += check_load_says(path, big_labels_path, DPT_ERROR_FORMAT, "CRC-32", what);
+    write_file(path, sizeof path, "big-flipped.gz", big_member, member_size - 8);
+    snprintf(what, sizeof what, "a stored 235 KB image file, data byte %zu flipped, no trailer",
+             big_flips[i]);
+    problems += check_load_says(path, big_labels_path, DPT_ERROR_FORMAT, "truncated", what);
+    big_member[stored_offset(big_flips[i])] ^= 0x04;
+  }
+  free(big_member);
+  free(big);
+  assert_int_equal(problems, 0);
+}
+
+/*
+ * Concatenated gzip members are supported, as RFC 1952 allows and gzip -d reads them: the data are the
+ * concatenation of the members', and every member must be complete and pass its own CRC-32 and length
+ * check. Bytes after the last member that are not a complete gzip member are refused.
+ */
+static void test_gzip_members(void **state) {
+  enum { CAPACITY = 4 * STORED_GZIP_SIZE(16 + PIXELS) };
+  static const unsigned char zeros[4] = {0, 0, 0, 0};
+  unsigned char plain[16 + PIXELS], file[CAPACITY];
+  char images[256], labels_path[256], path[256];
+  dpt_dataset *dataset = NULL;
+  size_t size, first, second, cut;
+  int problems = 0;
+  (void)state;
+  write_valid_files(images, labels_path, sizeof images);
+  size = build_images(plain, IMAGE_MAGIC, N, ROWS, COLS, pixels, PIXELS);
+
+  /* Three members: the first 10 bytes (inside the header), nothing, the rest. */
+  first = stored_gzip(file, plain, 10, 1);
+  first += stored_gzip(file + first, plain, 0, 1);
+  second = stored_gzip(file + first, plain + 10, size - 10, 1);
+  write_file(path, sizeof path, "members.gz", file, first + second);
+  ASSERT_OK(dpt_dataset_load_idx(&dataset, path, labels_path));
+  check_valid_dataset(dataset);
+  dpt_dataset_destroy(dataset);
+
+  for (cut = 1; cut <= 8; ++cut) {
+    char what[96];
+    snprintf(what, sizeof what, "two members, the last one's trailer cut by %zu bytes", cut);
+    problems += check_member(file, first + second - cut, 1, DPT_ERROR_FORMAT, "truncated", what);
+  }
+  file[first + STORED_DATA_OFFSET + 20] ^= 0x01; /* a pixel of the last member */
+  problems += check_member(file, first + second, 1, DPT_ERROR_FORMAT, "CRC-32", "the last member corrupt");
+  file[first + STORED_DATA_OFFSET + 20] ^= 0x01;
+
+  /* The first member without its trailer: the next member's header is read as the trailer. */
+  first = stored_gzip(file, plain, 10, 0);
+  second = stored_gzip(file + first, plain + 10, size - 10, 1);
+  problems +=
+      check_member(file, first + second, 1, DPT_ERROR_FORMAT, "'", "the first member without trailer");
+
+  /* One complete member, then bytes that are not a gzip member. */
+  first = stored_gzip(file, plain, size, 1);
+  memcpy(file + first, zeros, sizeof zeros);
+  problems += check_member(file, first + 4, 1, DPT_ERROR_FORMAT, "after its gzip stream",
+                           "4 zero bytes after the member");
+  memcpy(file + first, "junk", 4);
+  problems +=
+      check_member(file, first + 4, 1, DPT_ERROR_FORMAT, "after its gzip stream", "'junk' after the member");
+  file[first] = 0x1f;
+  problems += check_member(file, first + 1, 1, DPT_ERROR_FORMAT, "truncated", "one byte of a second member");
+  memcpy(file + first, file, 10);
+  problems +=
+      check_member(file, first + 10, 1, DPT_ERROR_FORMAT, "truncated", "a second member's header alone");
+  assert_int_equal(problems, 0);
+}
+
+/* The real Fashion-MNIST files (Debian's dataset-fashion-mnist) load completely: 60000 + 10000 28x28 samples.
+ */
+static void test_real_fashion_mnist_files(void **state) {
+  const char *real = DPT_FASHION_MNIST_DEFAULT_DIR;
+  char probe[256];
+  struct stat st;
+  dpt_dataset *train = NULL, *test = NULL;
+  size_t count = 0, classes = 0;
+  (void)state;
+  snprintf(probe, sizeof probe, "%s/t10k-images-idx3-ubyte.gz", real);
+  if (stat(probe, &st) != 0) skip();
+  ASSERT_OK(dpt_dataset_load_fashion_mnist(&test, real, DPT_DATASET_TEST));
+  ASSERT_OK(dpt_dataset_sample_count(test, &count));
+  assert_int_equal(count, 10000);
+  ASSERT_OK(dpt_dataset_class_count(test, &classes));
+  assert_int_equal(classes, 10);
+  ASSERT_OK(dpt_dataset_load_fashion_mnist(&train, real, DPT_DATASET_TRAIN));
+  ASSERT_OK(dpt_dataset_sample_count(train, &count));
+  assert_int_equal(count, 60000);
+  dpt_dataset_destroy(train);
+  dpt_dataset_destroy(test);
 }
 
 /* ---- Fashion-MNIST directory ----------------------------------------------------------------- */
@@ -735,6 +1122,11 @@ int main(void) {
       cmocka_unit_test(test_trailing_bytes),
       cmocka_unit_test(test_count_mismatch),
       cmocka_unit_test(test_absurd_dimensions),
+      cmocka_unit_test(test_not_regular_files),
+      cmocka_unit_test(test_gzip_trailer_cut),
+      cmocka_unit_test(test_stored_gzip_flipped_byte),
+      cmocka_unit_test(test_gzip_members),
+      cmocka_unit_test(test_real_fashion_mnist_files),
       cmocka_unit_test(test_fashion_mnist_missing_directory),
       cmocka_unit_test(test_fashion_mnist_directory),
       cmocka_unit_test(test_create_subset_copy_round_trip),

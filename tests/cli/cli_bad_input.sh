@@ -62,10 +62,32 @@ expect_error 2 train --model mlp --frobnicate
 expect_error 2 train --model mlp stray-argument
 expect_error 2 train --model mlp --json=yes
 
+# expect_error_within SECONDS STATUS ARGS...: expect_error, with the command killed after SECONDS, so that
+# a hang fails the check (exit status 137) instead of stopping the test.
+expect_error_within() {
+  local seconds=$1 real=$DPTRAIN
+  shift
+  printf '#!/bin/sh\nexec timeout -s KILL %s "%s" "$@"\n' "$seconds" "$real" >"$WORK/bounded.sh"
+  chmod +x "$WORK/bounded.sh"
+  DPTRAIN="$WORK/bounded.sh"
+  expect_error "$@"
+  DPTRAIN=$real
+}
+
 # Library failures: exit 1 with the status text and the library's message.
 expect_error 1 train --model mlp --data "$WORK/no-such-directory" --epochs 1
 expect_error 1 train --model mlp --metrics "$WORK/no-such-directory/m.csv"
 DPTRAIN_CPU_DEVICES=not-a-number expect_error 1 devices
+
+# A data directory whose files are a FIFO (a plain open() of it blocks until a writer comes) or a
+# directory: refused at once, saying what they are.
+mkdir -p "$WORK/fifo-data" "$WORK/dir-data/train-images-idx3-ubyte.gz"
+mkfifo "$WORK/fifo-data/train-images-idx3-ubyte.gz" "$WORK/fifo-data/train-labels-idx1-ubyte.gz"
+for data in fifo-data dir-data; do
+  expect_error_within 20 1 train --model mlp --data "$WORK/$data" --epochs 1
+  grep -q "^dptrain: error: i/o error: .*is not a regular file (a \(FIFO\|directory\))" "$WORK/case.err" &&
+    pass "$data: says the file is not a regular file" || fail "$data: $(cat "$WORK/case.err")"
+done
 
 # Help is not an error.
 for args in "--help" "train --help" "devices --help"; do

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Exact resume through the command line: a run stopped after epoch 2 and resumed in a new process from its
 # checkpoint ends with the same param_checksum as an uninterrupted run (same devices). A checkpoint saved
-# on 2 devices resumes on 1. Damaged or foreign checkpoints fail with one error line.
+# on 2 devices resumes on 1. Damaged or foreign checkpoints fail with one error line; so do a FIFO, a
+# directory and /dev/zero given as the checkpoint (at once: each run is killed after 30 s) and a 3 GiB
+# file that is no checkpoint (from its header: the whole run, data loading included, takes under 10 s).
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/common.sh" "$@"
 
@@ -48,6 +50,26 @@ run_cli lenet train --model lenet --train-limit 300 --test-limit 100 --epochs 3 
 run_cli missing train "${RUN[@]}" --epochs 3 --resume "$WORK/absent.ckpt"
 [ "$RC" -eq 1 ] && grep -q "^dptrain: error: i/o error" "$WORK/missing.err" && pass "missing checkpoint rejected" ||
   fail "missing checkpoint: rc $RC, $(cat "$WORK/missing.err")"
+# Not regular files: refused at once, saying what they are.
+mkfifo "$WORK/fifo.ckpt"
+mkdir "$WORK/dir.ckpt"
+for ckpt in "$WORK/fifo.ckpt" "$WORK/dir.ckpt" /dev/zero; do
+  timeout -s KILL 30 "$DPTRAIN" train "${RUN[@]}" --epochs 3 --resume "$ckpt" >"$WORK/special.out" 2>"$WORK/special.err"
+  RC=$?
+  [ "$RC" -eq 1 ] && grep -q "^dptrain: error: i/o error: .*is not a regular file" "$WORK/special.err" &&
+    [ "$(wc -l <"$WORK/special.err")" -eq 1 ] && pass "--resume $ckpt refused: $(cat "$WORK/special.err")" ||
+    fail "--resume $ckpt: rc $RC (137: killed after 30 s), $(cat "$WORK/special.err")"
+done
+# 3 GiB of zeros (sparse): a format error from the header, without reading the file.
+truncate -s 3G "$WORK/huge.ckpt"
+START=$(date +%s.%N)
+run_cli huge train "${RUN[@]}" --epochs 3 --resume "$WORK/huge.ckpt"
+END=$(date +%s.%N)
+# The run loads the data set first, so the bound covers that too.
+[ "$RC" -eq 1 ] && grep -q "^dptrain: error: format error: .*bad magic" "$WORK/huge.err" &&
+  "$PYTHON" -c "import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) < 10 else 1)" "$START" "$END" &&
+  pass "3 GiB garbage checkpoint refused" || fail "3 GiB garbage checkpoint: rc $RC, $(cat "$WORK/huge.err")"
+rm -f "$WORK/huge.ckpt"
 run_cli unwritable train "${RUN[@]}" --epochs 1 --checkpoint /nonexistent-dir/x.ckpt
 [ "$RC" -eq 1 ] && grep -q "^dptrain: error: i/o error" "$WORK/unwritable.err" && pass "unwritable checkpoint reported" ||
   fail "unwritable checkpoint: rc $RC, $(cat "$WORK/unwritable.err")"

@@ -1,17 +1,23 @@
 // Checkpoints: round trip across device counts; every single-byte corruption and every truncation is
-// rejected without touching the trainer; model and optimizer mismatches; I/O failures injected at every
-// open, write, fsync, rename and directory fsync; and 200 SIGKILLs of a child in the middle of saving.
+// rejected without touching the trainer; NaN, infinite or (AdamW) negative state with valid CRCs is
+// rejected the same way; model and optimizer mismatches; I/O failures injected at every open, write,
+// fsync, rename and directory fsync; 200 SIGKILLs of a child in the middle of saving; temporary files of
+// dead writers removed by the next save, those of live writers kept.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/context.hpp"
@@ -29,6 +35,8 @@
 extern "C" {
 #include <cmocka.h>
 }
+
+#include "core_test_util.hpp"
 
 namespace {
 
@@ -193,6 +201,86 @@ void test_mismatches_are_rejected(void **) {
   fs::remove_all(dir);
 }
 
+// The image with element `index` of the f32 tensor `name` set to `value`, re-encoded with valid CRCs.
+std::vector<unsigned char> with_value(const std::vector<unsigned char> &image, const std::string &name,
+                                      size_t index, float value) {
+  std::vector<dpt::Tensor> tensors = dpt::decode_checkpoint(image, "image");
+  bool found = false;
+  for (dpt::Tensor &t : tensors)
+    if (t.name == name) {
+      assert_true((index + 1) * sizeof(float) <= t.bytes.size());
+      std::memcpy(t.bytes.data() + index * sizeof(float), &value, sizeof value);
+      found = true;
+    }
+  assert_true(found);
+  return dpt::encode_checkpoint(tensors);
+}
+
+// Checkpoints whose CRCs are all valid but whose parameters or optimizer state hold a NaN or an infinity
+// (or, for AdamW, a negative second moment, whose square root the next update takes) are rejected with
+// DPT_ERROR_FORMAT naming the tensor and the index; the trainer is unchanged and goes on working.
+void test_non_finite_state_is_rejected(void **) {
+  const std::string dir = temp_dir(), good = dir + "/good.ckpt", bad = dir + "/bad.ckpt";
+  dpt::TrainerConfig adam = sgd_momentum(7);
+  adam.optimizer.kind = dpt::OptimizerKind::kAdamW;
+  for (const dpt::TrainerConfig &config : {sgd_momentum(7), adam}) {
+    const bool is_adam = config.optimizer.kind == dpt::OptimizerKind::kAdamW;
+    dpt::Trainer source(context(1), small_model(), config);
+    train_steps(source, 2);
+    dpt::save_checkpoint(source, good);
+    const std::vector<unsigned char> image = dpt::file_io::read_file(good, 1 << 20);
+    const size_t p = source.parameter_count();
+    struct Case {
+      const char *tensor;
+      size_t index;
+      float value;
+      std::string says;
+    };
+    std::vector<Case> cases = {
+        {"model.parameters", 57, NAN, "model.parameters[57] is NaN"},
+        {"model.parameters", 0, INFINITY, "model.parameters[0] is +Inf"},
+        {"model.parameters", p - 1, -INFINITY, "model.parameters[" + std::to_string(p - 1) + "] is -Inf"},
+        {"optimizer.state", 3, -INFINITY, "optimizer.state[3] is -Inf"},
+        {"optimizer.state", p - 1, NAN, "optimizer.state[" + std::to_string(p - 1) + "] is NaN"},
+    };
+    if (is_adam) {
+      cases.push_back(
+          {"optimizer.state", p + 5, -0.5f,
+           "optimizer.state[" + std::to_string(p + 5) + "] is negative (-0.5), an AdamW second moment"});
+      cases.push_back({"optimizer.state", 2 * p - 1, INFINITY,
+                       "optimizer.state[" + std::to_string(2 * p - 1) + "] is +Inf"});
+    }
+    dpt::Trainer target(context(2), small_model(), config);
+    train_steps(target, 1);
+    const std::vector<float> before = parameters(target);
+    const dpt::TrainerState state_before = target.save_state();
+    for (const Case &c : cases) {
+      const std::vector<unsigned char> damaged = with_value(image, c.tensor, c.index, c.value);
+      write_bytes(bad, damaged, damaged.size());
+      const std::string message = dpt_test::expect_error([&] { dpt::load_checkpoint(target, bad); },
+                                                         DPT_ERROR_FORMAT, c.says.c_str());
+      if (message.find(c.says) == std::string::npos)
+        fail_msg("the message '%s' does not say '%s'", message.c_str(), c.says.c_str());
+    }
+    assert_true(parameters(target) == before);  // unchanged
+    const dpt::TrainerState state_after = target.save_state();
+    assert_true(state_after.optimizer_state == state_before.optimizer_state);
+    assert_int_equal(target.optimizer_steps(), 1);
+    assert_int_equal(target.config().seed, 7);
+    if (is_adam) {  // -0 is not negative: a second moment of -0 loads
+      const std::vector<unsigned char> negative_zero = with_value(image, "optimizer.state", p + 1, -0.0f);
+      write_bytes(bad, negative_zero, negative_zero.size());
+      dpt::load_checkpoint(target, bad);
+    }
+    train_steps(target, 1);  // usable
+    dpt::load_checkpoint(target, good);
+    assert_true(parameters(target) == parameters(source));
+    std::printf("# %s: %zu non-finite checkpoints rejected, the trainer unchanged\n",
+                is_adam ? "AdamW" : "SGD", cases.size());
+  }
+  fs::remove_all(dir);
+}
+
 size_t temporary_files(const std::string &dir) {
   size_t n = 0;
   for (const auto &entry : fs::directory_iterator(dir))
@@ -257,7 +345,7 @@ void test_sigkill_during_save(void **) {
   const std::vector<unsigned char> image_b = dpt::file_io::read_file(path + ".b", 1 << 24);
   fs::remove(path + ".b");
   std::mt19937 rng(2026);
-  size_t saw_a = 0, saw_b = 0;
+  size_t saw_a = 0, saw_b = 0, max_left = 0;
   for (int trial = 0; trial < 200; ++trial) {
     const pid_t child = fork();
     if (child == 0) {
@@ -283,12 +371,157 @@ void test_sigkill_during_save(void **) {
     } else {
       fail_msg("trial %d: the file is neither checkpoint (%zu bytes)", trial, now.size());
     }
-    for (const auto &entry : fs::directory_iterator(dir))  // a killed save may leave its temporary file
-      if (entry.path() != path) fs::remove(entry.path());
+    // A killed save may leave its temporary file; the next child's first complete save removes it.
+    max_left = std::max(max_left, temporary_files(dir));
   }
   std::printf("# 200 SIGKILLs during saves: %zu left the first checkpoint, %zu the second, 0 a mix\n", saw_a,
               saw_b);
   assert_true(saw_a + saw_b == 200);
+  const size_t left = temporary_files(dir);
+  dpt::file_io::write_file_atomic(path, image_a);  // every writer is dead now: this save removes the rest
+  std::printf(
+      "# temporary files of killed saves: at most %zu at a time, %zu after the 200 kills, %zu after one more "
+      "save\n",
+      max_left, left, temporary_files(dir));
+  assert_int_equal(temporary_files(dir), 0);
+  fs::remove_all(dir);
+}
+
+// A process id that no process has now: a child that has exited and been reaped.
+pid_t dead_pid() {
+  for (;;) {
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    assert_true(child > 0);
+    waitpid(child, nullptr, 0);
+    if (kill(child, 0) != 0 && errno == ESRCH) return child;  // else the id was taken again already
+  }
+}
+
+void touch(const std::string &file, size_t bytes) {
+  write_bytes(file, std::vector<unsigned char>(bytes, 0x5A), bytes);
+}
+
+// Temporary files that killed saves left: the next successful save of the same path removes those of
+// writers that are gone (a dead pid; this process's pid where this process is not writing that file) and
+// keeps those of live processes, files of other paths, and every name that is not exactly
+// PATH.tmp-<pid>-<n>. A failed save removes nothing.
+void test_stale_temporaries_are_removed(void **) {
+  const std::string dir = temp_dir(), path = dir + "/s.ckpt";
+  const std::string dead = std::to_string(dead_pid()), self = std::to_string(getpid());
+  const pid_t live_child = fork();
+  if (live_child == 0) {  // lives until killed below, or 60 s if the test fails first
+    alarm(60);
+    pause();
+    _exit(0);
+  }
+  assert_true(live_child > 0);
+  const std::string live = std::to_string(live_child), parent = std::to_string(getppid());
+  const std::vector<std::string> stale = {"s.ckpt.tmp-" + dead + "-0", "s.ckpt.tmp-" + dead + "-12345",
+                                          "s.ckpt.tmp-" + self + "-987654321"};
+  const std::vector<std::string> kept = {
+      "s.ckpt.tmp-" + live + "-0",          // a live process (a child of this test)
+      "s.ckpt.tmp-" + parent + "-3",        // the process that runs the test
+      "s.ckpt.tmp-1-0",                     // init: alive, and signalling it is not permitted (EPERM)
+      "other.ckpt.tmp-" + dead + "-0",      // another target
+      "xs.ckpt.tmp-" + dead + "-0",         // another target whose name ends like this one
+      "s.ckpt.tmp-" + dead + "-0.partial",  // not exactly the pattern
+      "s.ckpt.tmp-" + dead + "-",
+      "s.ckpt.tmp-" + dead,
+      "s.ckpt.tmp--" + dead + "-0",
+      "s.ckpt.tmp-+" + dead + "-0",
+      "s.ckpt.tmp-0" + dead + "-1",  // leading zero: not a name the writer makes
+      "s.ckpt.tmp-" + dead + "-01",
+      "s.ckpt.tmp-" + dead + "-1-2",
+      "s.ckpt.tmp-" + dead + "-99999999999999999999999",  // overflows
+      "s.ckpt.tmp-0-0",                                   // pid 0 is no process
+      "s.ckpt.tmp-" + dead + "x-0",
+      "s.ckpt",  // the checkpoint itself, written below
+  };
+  for (const std::string &name : stale) touch(dir + "/" + name, 1 << 20);
+  for (const std::string &name : kept)
+    if (name != "s.ckpt") touch(dir + "/" + name, 16);
+  dpt::Trainer trainer(context(1), small_model(), sgd_momentum(2));
+
+  dpt::file_io::clear_faults();
+  dpt::file_io::inject_fault(dpt::file_io::Op::kRename, 1, EIO);
+  dpt_test::expect_error([&] { dpt::save_checkpoint(trainer, path); }, DPT_ERROR_IO, "a failed save");
+  dpt::file_io::clear_faults();
+  for (const std::string &name : stale)
+    if (!fs::exists(dir + "/" + name)) fail_msg("a failed save removed %s", name.c_str());
+
+  dpt::save_checkpoint(trainer, path);
+  size_t problems = 0;
+  for (const std::string &name : stale)
+    if (fs::exists(dir + "/" + name))
+      print_error("%s (its writer is gone) was not removed\n", name.c_str()), ++problems;
+  for (const std::string &name : kept)
+    if (!fs::exists(dir + "/" + name)) print_error("%s was removed\n", name.c_str()), ++problems;
+  kill(live_child, SIGKILL);
+  waitpid(live_child, nullptr, 0);
+  assert_int_equal(problems, 0);
+  dpt::Trainer check(context(1), small_model(), sgd_momentum(0));
+  dpt::load_checkpoint(check, path);
+  assert_true(parameters(check) == parameters(trainer));
+  std::printf("# %zu temporary files of gone writers removed, %zu other files kept\n", stale.size(),
+              kept.size());
+  fs::remove_all(dir);
+}
+
+// A killed process with this process's pid (a container restarted, say) may have left the very names
+// this process takes next. The save goes on with the next free name, and removes those files.
+void test_taken_temporary_names(void **) {
+  const std::string dir = temp_dir(), path = dir + "/t.ckpt";
+  dpt::Trainer trainer(context(1), small_model(), sgd_momentum(4));
+  // Which number does the next save take? An injected fsync failure names the temporary file.
+  dpt::file_io::clear_faults();
+  dpt::file_io::inject_fault(dpt::file_io::Op::kFsync, 1, EIO);
+  const std::string message = dpt_test::expect_error([&] { dpt::save_checkpoint(trainer, path); },
+                                                     DPT_ERROR_IO, "an injected fsync failure");
+  dpt::file_io::clear_faults();
+  const std::string marker = ".tmp-" + std::to_string(getpid()) + "-";
+  const size_t at = message.find(marker);
+  if (at == std::string::npos) fail_msg("no temporary name in '%s'", message.c_str());
+  const unsigned long long used = std::strtoull(message.c_str() + at + marker.size(), nullptr, 10);
+  std::vector<std::string> taken;
+  for (unsigned long long n = used + 1; n <= used + 3; ++n) {
+    taken.push_back(path + marker + std::to_string(n));  // the name docs/checkpoint-format.md gives
+    touch(taken.back(), 100);
+  }
+  try {
+    dpt::save_checkpoint(trainer, path);
+  } catch (const dpt::Error &e) {  // what an open(O_EXCL) of a taken name used to give
+    fail_msg("the save failed: %s", e.what());
+  }
+  for (const std::string &file : taken)
+    if (fs::exists(file)) fail_msg("%s was not removed", file.c_str());
+  dpt::Trainer check(context(1), small_model(), sgd_momentum(0));
+  dpt::load_checkpoint(check, path);
+  assert_true(parameters(check) == parameters(trainer));
+  assert_int_equal(temporary_files(dir), 0);
+  fs::remove_all(dir);
+}
+
+// Two threads of this process save the same path at once, again and again: neither removes the other's
+// temporary file while it is being written (each save succeeds), and none is left at the end.
+void test_concurrent_saves_keep_live_temporaries(void **) {
+  const std::string dir = temp_dir(), path = dir + "/c.ckpt";
+  const std::vector<unsigned char> a(256 << 10, 0xA5), b(256 << 10, 0x5A);
+  std::atomic<int> failures{0};
+  auto saver = [&](const std::vector<unsigned char> &bytes) {
+    for (int i = 0; i < 60; ++i) {
+      try {
+        dpt::file_io::write_file_atomic(path, bytes);
+      } catch (const dpt::Error &e) {
+        if (failures.fetch_add(1) == 0) std::printf("# a concurrent save failed: %s\n", e.what());
+      }
+    }
+  };
+  std::thread first(saver, std::cref(a)), second(saver, std::cref(b));
+  first.join();
+  second.join();
+  assert_int_equal(failures.load(), 0);
+  assert_int_equal(temporary_files(dir), 0);
   fs::remove_all(dir);
 }
 
@@ -300,8 +533,12 @@ int main() {
       cmocka_unit_test(test_round_trip_across_device_counts),
       cmocka_unit_test(test_every_corruption_is_rejected),
       cmocka_unit_test(test_mismatches_are_rejected),
+      cmocka_unit_test(test_non_finite_state_is_rejected),
       cmocka_unit_test(test_injected_io_failures),
       cmocka_unit_test(test_sigkill_during_save),
+      cmocka_unit_test(test_stale_temporaries_are_removed),
+      cmocka_unit_test(test_taken_temporary_names),
+      cmocka_unit_test(test_concurrent_saves_keep_live_temporaries),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -3,7 +3,9 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "backend/context.hpp"
 #include "core/file_io.hpp"
 #include "io/checkpoint.hpp"
+#include "io/checkpoint_format.hpp"
 
 namespace {
 
@@ -68,6 +71,14 @@ int main(int argc, char **argv) {
   dpt::save_checkpoint(trainer, dir + "/checkpoint/valid.ckpt");
   Bytes ckpt = dpt::file_io::read_file(dir + "/checkpoint/valid.ckpt", 1 << 20);
   write(dir + "/checkpoint/truncated.ckpt", Bytes(ckpt.begin(), ckpt.begin() + 200));
+  // Valid CRCs around a NaN parameter: rejected on load.
+  std::vector<dpt::Tensor> tensors = dpt::decode_checkpoint(ckpt, "seed");
+  for (dpt::Tensor &t : tensors)
+    if (t.name == "model.parameters") {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(t.bytes.data() + 7 * sizeof(float), &nan, sizeof nan);
+    }
+  write(dir + "/checkpoint/non-finite.ckpt", dpt::encode_checkpoint(tensors));
 
   // IDX: 3 images of 2x2 and their labels, plain and gzip.
   Bytes images, labels;
@@ -77,6 +88,13 @@ int main(int argc, char **argv) {
   labels.push_back(0), labels.push_back(2), labels.push_back(1);
   write(dir + "/idx/plain", idx_input(images, labels));
   write(dir + "/idx/gzip", idx_input(gzip(images), gzip(labels)));
+  // Two gzip members (accepted: read as one stream), and a member without its 8-byte trailer (rejected).
+  Bytes members = gzip(Bytes(images.begin(), images.begin() + 10));
+  const Bytes rest = gzip(Bytes(images.begin() + 10, images.end()));
+  members.insert(members.end(), rest.begin(), rest.end());
+  write(dir + "/idx/gzip-members", idx_input(members, gzip(labels)));
+  const Bytes cut = gzip(labels);
+  write(dir + "/idx/gzip-no-trailer", idx_input(gzip(images), Bytes(cut.begin(), cut.end() - 8)));
 
   // API sequences: build the fuzz model, train, evaluate, predict, round-trip parameters, fit.
   const Bytes model = {0, 1, 4, 4, 1, 5, 4, 2, 1, 3};

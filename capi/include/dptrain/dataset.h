@@ -30,15 +30,23 @@ typedef enum dpt_dataset_part {
 /**
  * @brief Loads an IDX image file (magic 0x00000803, u8 pixels) and its IDX label file (0x00000801).
  *
- * Files may be gzip-compressed or plain. Headers, dimensions and sizes are validated.
- * @return DPT_ERROR_IO when a file cannot be opened or read, DPT_ERROR_FORMAT for a bad magic,
- *         implausible dimensions, truncated or over-long data, mismatched counts, or labels >= 256.
+ * Files may be gzip-compressed or plain. Headers, dimensions and sizes are validated. Only regular files
+ * (or symbolic links to them) are read: a FIFO, a directory or a device is refused at once, without
+ * blocking. A gzip file must be complete: its data end only where a member's end and its CRC-32 / length
+ * trailer have been verified. Concatenated gzip members are read as one stream (as gzip -d does); bytes
+ * after the last member that are not a complete member are refused.
+ * @return DPT_ERROR_IO when a file cannot be opened or read, or is not a regular file ("'x' is not a
+ *         regular file (a FIFO)"); DPT_ERROR_FORMAT for a bad magic, implausible dimensions, truncated or
+ *         over-long data, a gzip stream that is cut short (a missing trailer included), corrupt (CRC-32 or
+ *         length mismatch) or followed by other bytes, mismatched counts, or labels >= 256.
  */
 DPT_API dpt_status dpt_dataset_load_idx(dpt_dataset **out, const char *images_path, const char *labels_path);
 
 /**
  * @brief Loads Fashion-MNIST from @p directory ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz).
  * @param directory NULL = environment DPTRAIN_DATA_DIR if set, else DPT_FASHION_MNIST_DEFAULT_DIR.
+ * @return as dpt_dataset_load_idx(), which reads the two files; DPT_ERROR_FORMAT also when the images
+ *         are not 28x28 or a label exceeds 9.
  */
 DPT_API dpt_status dpt_dataset_load_fashion_mnist(dpt_dataset **out, const char *directory,
                                                   dpt_dataset_part part);
