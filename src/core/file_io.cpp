@@ -30,6 +30,7 @@ struct Fault {
 };
 std::array<Fault, kOps> faults;
 
+// The verb of "cannot <verb> 'path': reason".
 const char *op_name(Op op) {
   switch (op) {
     case Op::kOpen:
@@ -39,9 +40,9 @@ const char *op_name(Op op) {
     case Op::kFsync:
       return "fsync";
     case Op::kRename:
-      return "rename";
+      return "rename onto";
     case Op::kFsyncDir:
-      return "fsync of the directory";
+      return "fsync the directory";
     case Op::kRead:
       return "read";
   }
@@ -60,7 +61,7 @@ bool injected(Op op) {
 }
 
 [[noreturn]] void io_error(Op op, const std::string &path) {
-  throw_error(DPT_ERROR_IO, std::string(op_name(op)) + " of '" + path + "' failed: " + std::strerror(errno));
+  throw_error(DPT_ERROR_IO, std::string("cannot ") + op_name(op) + " '" + path + "': " + std::strerror(errno));
 }
 
 std::string directory_of(const std::string &path) {
