@@ -2,9 +2,6 @@
 // that the staged reading (header, then table, then data) is fuzzed with the decoder. Any byte string must
 // be rejected with a dpt::Error or load into a small trainer (whose model a seed's description matches),
 // and a successful load must leave a trainer that can take a step.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -14,6 +11,7 @@
 #include "backend/context.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
+#include "mem_file.hpp"
 
 namespace {
 
@@ -25,23 +23,6 @@ dpt::ModelSpec fuzz_model() {
   m.add_dense(3);
   return m;
 }
-
-// A file in memory, reachable through /proc/self/fd.
-struct MemFile {
-  int fd;
-  explicit MemFile(const uint8_t *data, size_t size) : fd(memfd_create("fuzz", 0)) {
-    size_t done = 0;
-    while (fd >= 0 && done < size) {
-      ssize_t n = write(fd, data + done, size - done);
-      if (n <= 0) break;
-      done += size_t(n);
-    }
-  }
-  ~MemFile() {
-    if (fd >= 0) close(fd);
-  }
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd); }
-};
 
 }  // namespace
 

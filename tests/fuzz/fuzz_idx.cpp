@@ -1,35 +1,12 @@
 // Fuzz target: the IDX (gzip or plain) loader. The input is split into an image file and a label file:
 // the first byte (mod size) says where. Both go through real files (memfd), as a user's would.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "core/error.hpp"
 #include "data/dataset.hpp"
-
-namespace {
-
-// A file in memory, reachable through /proc/self/fd.
-struct MemFile {
-  int fd;
-  explicit MemFile(const uint8_t *data, size_t size) : fd(memfd_create("fuzz", 0)) {
-    size_t done = 0;
-    while (fd >= 0 && done < size) {
-      ssize_t n = write(fd, data + done, size - done);
-      if (n <= 0) break;
-      done += size_t(n);
-    }
-  }
-  ~MemFile() {
-    if (fd >= 0) close(fd);
-  }
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd); }
-};
-
-}  // namespace
+#include "mem_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
