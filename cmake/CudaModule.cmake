@@ -1,4 +1,4 @@
-# The CUDA backend module libdptrain_cuda.so (src/backend/cuda/): built when DPTRAIN_CUDA is ON, which is
+# The CUDA backend module libdptrain_cuda.so (modules/cuda/): built when DPTRAIN_CUDA is ON, which is
 # the default when the CUDA toolkit is found (except in sanitizer and fuzz builds, where CUDA's libraries
 # would only add noise and time). It links cudart, cuBLAS, cuDNN and NCCL; libdptrain.so never does.
 # Sets DPTRAIN_HAVE_CUDA_MODULE.

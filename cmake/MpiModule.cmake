@@ -1,4 +1,4 @@
-# The MPI module libdptrain_mpi.so (src/comm/mpi/): built when DPTRAIN_MPI is ON, which is the default when
+# The MPI module libdptrain_mpi.so (modules/mpi/): built when DPTRAIN_MPI is ON, which is the default when
 # MPI's C bindings are found (Debian: libopenmpi-dev), except in sanitizer and fuzz builds. libdptrain.so
 # never links MPI: it loads the module when a trainer asks for the MPI communicator.
 find_package(MPI QUIET COMPONENTS C)

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backend/cuda_discovery.hpp"
+#include "backend/cuda/discovery.hpp"
 #include "backend/device.hpp"
 
 namespace dpt {

@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "backend/backend_interface.h"
+#include "interface/backend_interface.h"
 #include "comm/world.hpp"
 
 namespace dpt {

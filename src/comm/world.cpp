@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "backend/backend_loader.hpp"
+#include "backend/module_loader.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
 

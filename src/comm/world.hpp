@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "comm/world_interface.h"
+#include "interface/world_interface.h"
 
 namespace dpt {
 

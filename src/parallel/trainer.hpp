@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/context.hpp"
-#include "backend/cuda_collective.hpp"
+#include "backend/cuda/collective.hpp"
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
 #include "core/error.hpp"

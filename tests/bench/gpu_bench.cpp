@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_loader.hpp"
+#include "backend/module_loader.hpp"
 #include "backend/context.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/backend_loader.hpp"
+#include "backend/module_loader.hpp"
 #include "core/rng.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/backend_interface.h"
+#include "interface/backend_interface.h"
 
 namespace cuda_test {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_loader.hpp"
+#include "backend/module_loader.hpp"
 #include "cuda_harness.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.

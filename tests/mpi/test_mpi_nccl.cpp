@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_loader.hpp"
+#include "backend/module_loader.hpp"
 #include "comm/nccl_world.hpp"
 #include "comm/world.hpp"
 #include "core/error.hpp"

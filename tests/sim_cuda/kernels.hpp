@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/backend_interface.h"
+#include "interface/backend_interface.h"
 
 namespace dpt_sim::kernels {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_interface.h"
+#include "interface/backend_interface.h"
 
 namespace dpt_sim {
 

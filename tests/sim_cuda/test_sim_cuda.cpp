@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/backend_interface.h"
+#include "interface/backend_interface.h"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>

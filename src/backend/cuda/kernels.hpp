@@ -1,24 +1,66 @@
-// Launchers of the module's own CUDA kernels that other files of the module use, and the limits of
-// their arguments. Each enqueues on the context's stream and returns 0 or a report (launch errors).
+// A replica's kernels on a CUDA GPU: a context of the CUDA module (its own stream, cuBLAS and cuDNN
+// handles) on which every copy, layer pass, loss and update is queued through the module's table
+// (backend_interface.h). Memory comes from the module's mem_alloc on that context. A module error becomes
+// an Error: DPT_ERROR_OUT_OF_MEMORY or DPT_ERROR_DEVICE with the module's line (it names the GPU and the
+// failed call), DPT_ERROR_COMMUNICATION from a collective.
 #pragma once
 
-#include <climits>
-#include <cstddef>
+#include <string>
 
-#include "backend/cuda/context.hpp"
+#include "interface/backend_interface.h"
+#include "backend/device_kernels.hpp"
 
-namespace dpt::cuda {
+namespace dpt {
 
-// True when every value fits an int (cuBLAS and cuDNN take int sizes).
-inline bool fit_int(size_t a, size_t b = 0, size_t c = 0) {
-  return a <= size_t(INT_MAX) && b <= size_t(INT_MAX) && c <= size_t(INT_MAX);
-}
+// Throws the Error for a module return code rc (not DPT_BACKEND_OK) and its message.
+[[noreturn]] void throw_backend_error(int rc, const char *message);
 
-// y [n, channels, pixels] += bias [channels]
-int launch_bias_add(dpt_backend_context &c, size_t n, size_t channels, size_t pixels, const float *bias,
-                    float *y, const Error &e);
-// dbias [channels] += sum of dy [n, channels, pixels] over n and pixels, in a fixed order
-int launch_bias_grad(dpt_backend_context &c, size_t n, size_t channels, size_t pixels, const float *dy,
-                     float *dbias, const Error &e);
+class CudaKernels final : public DeviceKernels, private DeviceMemory {
+ public:
+  CudaKernels(const dpt_backend_v1 &api, int ordinal, const KernelOptions &options);
+  ~CudaKernels() override;
+  CudaKernels(const CudaKernels &) = delete;
+  CudaKernels &operator=(const CudaKernels &) = delete;
 
-}  // namespace dpt::cuda
+  const dpt_backend_v1 &api() const { return api_; }
+  dpt_backend_context *context() const { return ctx_; }
+  int ordinal() const { return ordinal_; }
+
+  DeviceMemory &memory() override { return *this; }
+  void check_supported(const LayerSpec &spec) const override;
+  size_t scratch_floats(const Layer &) const override { return 0; }
+  void copy_to_device(float *device, const float *host, size_t count) override;
+  void copy_to_host(float *host, const float *device, size_t count) override;
+  void synchronize() override;
+  void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
+  void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
+               float *scratch, const PassInfo &info) override;
+  void backward(const Layer &layer, const float *params, const float *x, const float *y, const float *dy,
+                float *dx, float *dparams, const float *saved, float *scratch, const PassInfo &info) override;
+  LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
+                 float *dlogits) override;
+  double l2_norm(const float *grads, size_t count) override;
+  void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
+                    const float *grads, float *state, size_t count) override;
+
+ private:
+  // DeviceMemory, on the context.
+  void *allocate(size_t bytes) override;
+  void release(void *p, size_t bytes) override;
+  void zero(void *p, size_t bytes) override;
+  // Throws unless rc is DPT_BACKEND_OK.
+  void check(int rc);
+
+  const dpt_backend_v1 &api_;
+  int ordinal_;
+  dpt_backend_context *ctx_ = nullptr;
+  char error_[512] = "";
+  // Device memory the loss and the norm are written to: a dpt_backend_loss, then a double.
+  void *results_ = nullptr;
+  // Their host copies: members, not locals, so that a copy still queued after a failed synchronize never
+  // writes into a stack frame that is gone.
+  dpt_backend_loss host_loss_{};
+  double host_norm_ = 0;
+};
+
+}  // namespace dpt

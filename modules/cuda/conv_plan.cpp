@@ -1,0 +1,198 @@
+#include "cuda/conv_plan.hpp"
+
+namespace dpt::cuda {
+
+ConvPlan::~ConvPlan() {
+  if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+  if (w != nullptr) cudnnDestroyFilterDescriptor(w);
+  if (bias != nullptr) cudnnDestroyTensorDescriptor(bias);
+  if (y != nullptr) cudnnDestroyTensorDescriptor(y);
+  if (x != nullptr) cudnnDestroyTensorDescriptor(x);
+}
+
+namespace {
+
+const char *direction_name(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::kForward:
+      return "forward";
+    case ConvDirection::kBackwardData:
+      return "backward data";
+    default:
+      return "backward filter";
+  }
+}
+
+int check_shape(const dpt_backend_context &c, const dpt_backend_conv2d_shape &s, const char *call,
+                const Error &e) {
+  const bool positive = s.n >= 0 && s.in_c > 0 && s.in_h > 0 && s.in_w > 0 && s.out_c > 0 && s.kernel > 0 &&
+                        s.stride > 0 && s.padding >= 0;
+  // (64-bit arithmetic: the sums of int32 fields cannot overflow)
+  const bool fits = positive && int64_t(s.kernel) <= int64_t(s.in_h) + 2 * int64_t(s.padding) &&
+                    int64_t(s.kernel) <= int64_t(s.in_w) + 2 * int64_t(s.padding);
+  if (!fits)
+    return report(
+        e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+        "cuda:%d: %s: bad shape (n %d, input %dx%dx%d, %d outputs, kernel %d, stride %d, padding %d)",
+        c.ordinal, call, s.n, s.in_c, s.in_h, s.in_w, s.out_c, s.kernel, s.stride, s.padding);
+  return 0;
+}
+
+int create_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape &s, ConvPlan &p, const Error &e) {
+  const int ordinal = c.ordinal;
+  p.shape = s;
+  p.out_h = (s.in_h + 2 * s.padding - s.kernel) / s.stride + 1;
+  p.out_w = (s.in_w + 2 * s.padding - s.kernel) / s.stride + 1;
+  DPT_CUDNN("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&p.x));
+  DPT_CUDNN("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&p.y));
+  DPT_CUDNN("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&p.bias));
+  DPT_CUDNN("cudnnCreateFilterDescriptor", cudnnCreateFilterDescriptor(&p.w));
+  DPT_CUDNN("cudnnCreateConvolutionDescriptor", cudnnCreateConvolutionDescriptor(&p.conv));
+  DPT_CUDNN("cudnnSetTensor4dDescriptor", cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                                     s.n, s.in_c, s.in_h, s.in_w));
+  DPT_CUDNN("cudnnSetTensor4dDescriptor", cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                                     s.n, s.out_c, p.out_h, p.out_w));
+  DPT_CUDNN("cudnnSetTensor4dDescriptor",
+            cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, s.out_c, 1, 1));
+  // The CPU layer's weights [out_c, in_c, k, k] are cuDNN's KCRS filter layout.
+  DPT_CUDNN("cudnnSetFilter4dDescriptor", cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                                     s.out_c, s.in_c, s.kernel, s.kernel));
+  // Cross-correlation (no kernel flip), as the CPU layer's im2col + GEMM.
+  DPT_CUDNN("cudnnSetConvolution2dDescriptor",
+            cudnnSetConvolution2dDescriptor(p.conv, s.padding, s.padding, s.stride, s.stride, 1, 1,
+                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  int n = 0, ch = 0, h = 0, w = 0;
+  DPT_CUDNN("cudnnGetConvolution2dForwardOutputDim",
+            cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.w, &n, &ch, &h, &w));
+  if (n != s.n || ch != s.out_c || h != p.out_h || w != p.out_w)
+    return report(e, DPT_BACKEND_ERROR,
+                  "cuda:%d: cudnnGetConvolution2dForwardOutputDim: %dx%dx%dx%d, expected %dx%dx%dx%d",
+                  ordinal, n, ch, h, w, s.n, s.out_c, p.out_h, p.out_w);
+  return 0;
+}
+
+bool uses_tensor_cores(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The first usable entry of a cuDNN result list (sorted best first). workspace(algo, &bytes) asks cuDNN for
+// the workspace of an algorithm under the math type just set on the descriptor.
+template <class Perf, class Workspace>
+bool pick(dpt_backend_context &c, ConvPlan &p, const Perf *perf, int count, Workspace workspace,
+          ConvAlgorithm &out) {
+  for (int i = 0; i < count; ++i) {
+    const Perf &r = perf[i];
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (c.deterministic() && r.determinism != CUDNN_DETERMINISTIC) continue;
+    if (!c.allow_tf32() && uses_tensor_cores(r.mathType)) continue;
+    // Without TF32 the descriptor keeps CUDNN_FMA_MATH: on A100 and later CUDNN_DEFAULT_MATH permits TF32.
+    const cudnnMathType_t math = c.allow_tf32() ? r.mathType : CUDNN_FMA_MATH;
+    if (cudnnSetConvolutionMathType(p.conv, math) != CUDNN_STATUS_SUCCESS) continue;
+    size_t bytes = 0;
+    if (workspace(r.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > c.workspace_limit) continue;
+    out = ConvAlgorithm{true, int(r.algo), math, bytes};
+    return true;
+  }
+  return false;
+}
+
+int choose(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Error &e, ConvAlgorithm &out) {
+  const int ordinal = c.ordinal;
+  const bool heuristic = c.deterministic();
+  DPT_CUDNN("cudnnSetConvolutionMathType",
+            cudnnSetConvolutionMathType(p.conv, c.allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int count = 0;
+  bool found = false;
+  if (d == ConvDirection::kForward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    if (heuristic)
+      DPT_CUDNN("cudnnGetConvolutionForwardAlgorithm_v7",
+                cudnnGetConvolutionForwardAlgorithm_v7(c.dnn, p.x, p.w, p.conv, p.y,
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+    else
+      DPT_CUDNN("cudnnFindConvolutionForwardAlgorithm",
+                cudnnFindConvolutionForwardAlgorithm(c.dnn, p.x, p.w, p.conv, p.y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+    found = pick(
+        c, p, perf, count,
+        [&](cudnnConvolutionFwdAlgo_t a, size_t *bytes) {
+          return cudnnGetConvolutionForwardWorkspaceSize(c.dnn, p.x, p.w, p.conv, p.y, a, bytes);
+        },
+        out);
+  } else if (d == ConvDirection::kBackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    if (heuristic)
+      DPT_CUDNN("cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                    c.dnn, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+    else
+      DPT_CUDNN("cudnnFindConvolutionBackwardDataAlgorithm",
+                cudnnFindConvolutionBackwardDataAlgorithm(
+                    c.dnn, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+    found = pick(
+        c, p, perf, count,
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t *bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(c.dnn, p.w, p.y, p.conv, p.x, a, bytes);
+        },
+        out);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    if (heuristic)
+      DPT_CUDNN("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                    c.dnn, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+    else
+      DPT_CUDNN("cudnnFindConvolutionBackwardFilterAlgorithm",
+                cudnnFindConvolutionBackwardFilterAlgorithm(
+                    c.dnn, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+    found = pick(
+        c, p, perf, count,
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *bytes) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(c.dnn, p.x, p.y, p.conv, p.w, a, bytes);
+        },
+        out);
+  }
+  if (!found)
+    return report(e, DPT_BACKEND_ERROR,
+                  "cuda:%d: conv2d %s: no cuDNN algorithm of %d fits (%s, %s, workspace limit %llu bytes)",
+                  ordinal, direction_name(d), count, c.deterministic() ? "deterministic" : "any determinism",
+                  c.allow_tf32() ? "TF32 allowed" : "FP32 only", (unsigned long long)c.workspace_limit);
+  return 0;
+}
+
+}  // namespace
+
+int conv_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape *shape, const char *call, const Error &e,
+              ConvPlan *&plan) {
+  plan = nullptr;
+  if (shape == nullptr)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL shape", c.ordinal, call);
+  const dpt_backend_conv2d_shape &s = *shape;
+  if (const int rc = check_shape(c, s, call, e)) return rc;
+  if (s.n == 0) return 0;  // nothing to compute (cuDNN refuses empty tensors)
+  const ConvKey key{s.n, s.in_c, s.in_h, s.in_w, s.out_c, s.kernel, s.stride, s.padding};
+  auto it = c.conv_plans.find(key);
+  if (it == c.conv_plans.end()) {
+    auto p = std::make_unique<ConvPlan>();
+    if (const int rc = create_plan(c, s, *p, e)) return rc;
+    it = c.conv_plans.emplace(key, std::move(p)).first;
+  }
+  plan = it->second.get();
+  return 0;
+}
+
+int prepare_algorithm(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Error &e,
+                      const ConvAlgorithm *&algorithm) {
+  const int ordinal = c.ordinal;
+  ConvAlgorithm &a = d == ConvDirection::kForward        ? p.forward
+                     : d == ConvDirection::kBackwardData ? p.backward_data
+                                                         : p.backward_filter;
+  if (!a.chosen)
+    if (const int rc = choose(c, p, d, e, a)) return rc;
+  DPT_CUDNN("cudnnSetConvolutionMathType", cudnnSetConvolutionMathType(p.conv, a.math));
+  if (const int rc = ensure_workspace(c, a.workspace, e)) return rc;
+  algorithm = &a;
+  return 0;
+}
+
+}  // namespace dpt::cuda

@@ -1,0 +1,51 @@
+// A convolution shape as cuDNN needs it: descriptors, and for each direction (forward, backward data,
+// backward filter) the algorithm chosen for it, once per context and shape.
+//
+// Choice: in deterministic mode, the first of cuDNN's heuristic list (cudnnGet*_v7) that is deterministic,
+// fits the workspace limit and (without TF32) uses no tensor-core math. Otherwise the fastest such algorithm
+// measured by cudnnFind*. Deterministic mode never measures: timings vary from run to run, and so would the
+// algorithm, and with it the bits of the results.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+
+#include "cuda/context.hpp"
+
+namespace dpt::cuda {
+
+struct ConvAlgorithm {
+  bool chosen = false;
+  int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  size_t workspace = 0;
+};
+
+struct ConvPlan {
+  dpt_backend_conv2d_shape shape{};
+  int out_h = 0, out_w = 0;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ConvAlgorithm forward, backward_data, backward_filter;
+
+  ConvPlan() = default;
+  ~ConvPlan();
+  ConvPlan(const ConvPlan &) = delete;
+  ConvPlan &operator=(const ConvPlan &) = delete;
+};
+
+enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
+
+// The plan of shape (created on first use); checks the shape. call names the interface function. A shape
+// of zero samples gives no plan (nullptr) and no error: the caller has nothing to do.
+int conv_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape *shape, const char *call, const Error &e,
+              ConvPlan *&plan);
+
+// Chooses the direction's algorithm (once), sets its math type on the descriptor and makes the workspace
+// large enough; *algorithm is then ready to run.
+int prepare_algorithm(dpt_backend_context &c, ConvPlan &plan, ConvDirection direction, const Error &e,
+                      const ConvAlgorithm *&algorithm);
+
+}  // namespace dpt::cuda

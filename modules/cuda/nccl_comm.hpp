@@ -1,0 +1,25 @@
+// The NCCL communicator over the GPUs of one process (backend interface: comm_create ... comm_inject_hang),
+// or over this process's GPUs as part of a multi-process job (nccl_unique_id, comm_create_multi).
+//
+// All ranks are driven from one thread: a grouped all-reduce (ncclGroupStart/End) enqueues every rank's
+// buffers on its context's stream, then the call waits, polling each rank's completion event and
+// ncclCommGetAsyncError. A NCCL error, or a deadline that passes, aborts every rank's communicator
+// (ncclCommAbort, which also ends NCCL kernels waiting for a peer) and returns a communication error:
+// never a hang, never an exit. An aborted communicator refuses further work.
+#pragma once
+
+#include "interface/backend_interface.h"
+
+namespace dpt::cuda {
+
+int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
+void comm_destroy(dpt_backend_comm *comm);
+int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
+                    float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
+                    size_t error_size);
+int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
+int nccl_unique_id(char *id, char *error, size_t error_size);
+int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
+                      dpt_backend_comm **out, char *error, size_t error_size);
+
+}  // namespace dpt::cuda

@@ -1,0 +1,195 @@
+// libdptrain_mpi.so: MPI for libdptrain, behind the plain C interface of comm/world_interface.h. The only
+// file of the project that includes <mpi.h>.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "interface/world_interface.h"
+
+namespace {
+
+bool started_here = false;
+MPI_Comm world = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD: our errors return, our messages stay apart
+// Set once an operation failed or timed out: MPI cannot cancel a collective, so the processes are out of
+// step for good; every later call fails at once instead of waiting for peers that will never match it.
+bool broken = false;
+char broken_reason[256] = "";
+pid_t launcher = 0;  // our parent when MPI started (mpirun or its daemon): if it goes, the job is over
+
+int fail(int result, char *error) {
+  if (result != DPT_WORLD_OK && !broken) {
+    broken = true;
+    std::snprintf(broken_reason, sizeof broken_reason, "%s", error);
+  }
+  return result;
+}
+
+int refuse_if_broken(char *error, size_t size) {
+  if (!broken) return DPT_WORLD_OK;
+  std::snprintf(error, size, "MPI is unusable in this process after an earlier failure: %s", broken_reason);
+  return DPT_WORLD_FAILED;
+}
+
+void describe(int code, const char *call, char *error, size_t size) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    std::snprintf(text, sizeof text, "error %d", code);
+  std::snprintf(error, size, "%s failed: %s", call, text);
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Polls a non-blocking operation: a peer that never arrives ends in DPT_WORLD_TIMEOUT instead of a hang.
+// (MPI cannot cancel a collective: after a timeout the process should end, as after a NCCL abort.)
+int wait_for(MPI_Request *request, double timeout, const char *call, char *error, size_t size) {
+  const double deadline = timeout > 0 ? now() + timeout : 0;
+  for (long round = 0;; ++round) {
+    int done = 0;
+    const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      describe(code, call, error, size);
+      return DPT_WORLD_FAILED;
+    }
+    if (done) return DPT_WORLD_OK;
+    if (deadline != 0 && now() > deadline) {
+      std::snprintf(error, size, "%s did not complete within %.3g s: a process stalled or died", call,
+                    timeout);
+      return DPT_WORLD_TIMEOUT;
+    }
+    // Reparented: mpirun (or its daemon) is gone, the job is over and no peer will ever answer.
+    if (round % 1024 == 0 && launcher > 1 && getppid() != launcher) {
+      std::snprintf(error, size, "%s: the MPI launcher (process %d) has exited; this process ends its job",
+                    call, int(launcher));
+      return DPT_WORLD_FAILED;
+    }
+    // Poll hard for a moment (the peers are usually close), then give the core away between polls.
+    if (round > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+int init(int *rank, int *size, char *error, size_t error_size) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    std::snprintf(error, error_size, "MPI has already been finalized in this process");
+    return DPT_WORLD_FAILED;
+  }
+  if (!initialized) {
+    int provided = 0;
+    const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (code != MPI_SUCCESS) {
+      describe(code, "MPI_Init_thread", error, error_size);
+      return DPT_WORLD_FAILED;
+    }
+    started_here = true;
+    // MPI reports some errors of non-blocking collectives on MPI_COMM_WORLD (Open MPI: MPI_Test's
+    // MPI_ERR_TRUNCATE), whose default handler ends the job: as we own MPI here, make them return.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  }
+  if (world == MPI_COMM_NULL) {
+    const int code = MPI_Comm_dup(MPI_COMM_WORLD, &world);
+    if (code != MPI_SUCCESS) {
+      describe(code, "MPI_Comm_dup", error, error_size);
+      return DPT_WORLD_FAILED;
+    }
+    // Errors come back as codes (and so as dptrain statuses) instead of ending the process.
+    MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  }
+  MPI_Comm_rank(world, rank);
+  MPI_Comm_size(world, size);
+  if (*size > 1) launcher = getppid();
+  return DPT_WORLD_OK;
+}
+
+int all_reduce_pieces(void *buffer, size_t count, int is_double, double timeout, char *error,
+                      size_t error_size) {
+  // MPI counts are int: large buffers go in pieces of at most 2^30 elements.
+  const size_t piece = size_t(1) << 30;
+  char *bytes = static_cast<char *>(buffer);
+  const size_t element = is_double ? sizeof(double) : sizeof(float);
+  for (size_t done = 0; done < count; done += piece) {
+    const int n = int(count - done < piece ? count - done : piece);
+    MPI_Request request;
+    const int code = MPI_Iallreduce(MPI_IN_PLACE, bytes + done * element, n,
+                                    is_double ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, world, &request);
+    if (code != MPI_SUCCESS) {
+      describe(code, "MPI_Iallreduce", error, error_size);
+      return DPT_WORLD_FAILED;
+    }
+    if (int r = wait_for(&request, timeout, "MPI_Iallreduce", error, error_size); r != DPT_WORLD_OK) return r;
+  }
+  return DPT_WORLD_OK;
+}
+
+int all_reduce_sum(void *buffer, size_t count, int is_double, double timeout, char *error,
+                   size_t error_size) {
+  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+  return fail(all_reduce_pieces(buffer, count, is_double, timeout, error, error_size), error);
+}
+
+int broadcast_pieces(void *buffer, size_t bytes, int root, double timeout, char *error, size_t error_size) {
+  const size_t piece = size_t(1) << 30;
+  for (size_t done = 0; done < bytes; done += piece) {
+    const int n = int(bytes - done < piece ? bytes - done : piece);
+    MPI_Request request;
+    const int code = MPI_Ibcast(static_cast<char *>(buffer) + done, n, MPI_BYTE, root, world, &request);
+    if (code != MPI_SUCCESS) {
+      describe(code, "MPI_Ibcast", error, error_size);
+      return DPT_WORLD_FAILED;
+    }
+    if (int r = wait_for(&request, timeout, "MPI_Ibcast", error, error_size); r != DPT_WORLD_OK) return r;
+  }
+  return DPT_WORLD_OK;
+}
+
+int broadcast(void *buffer, size_t bytes, int root, double timeout, char *error, size_t error_size) {
+  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+  return fail(broadcast_pieces(buffer, bytes, root, timeout, error, error_size), error);
+}
+
+int finalize(char *error, size_t error_size) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return DPT_WORLD_OK;
+  // MPI_Finalize may wait for the peers a failed collective is still pending with. Exiting without it
+  // makes the launcher end the whole job, which is what a broken job needs.
+  if (broken) {
+    std::snprintf(error, error_size, "MPI_Finalize skipped after an earlier failure (%s)", broken_reason);
+    return DPT_WORLD_FAILED;
+  }
+  if (world != MPI_COMM_NULL) MPI_Comm_free(&world);
+  if (!started_here) return DPT_WORLD_OK;
+  const int code = MPI_Finalize();
+  if (code != MPI_SUCCESS) {
+    describe(code, "MPI_Finalize", error, error_size);
+    return DPT_WORLD_FAILED;
+  }
+  return DPT_WORLD_OK;
+}
+
+const char *library_version() {
+  static char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (text[0] == '\0') MPI_Get_library_version(text, &length);
+  char *newline = std::strchr(text, '\n');
+  if (newline != nullptr) *newline = '\0';
+  return text;
+}
+
+const dpt_world_v1 kWorld = {
+    DPT_WORLD_ABI_VERSION, sizeof(dpt_world_v1), init, all_reduce_sum, broadcast, finalize, library_version};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const dpt_world_v1 *dptrain_mpi_world_v1(void) {
+  return &kWorld;
+}

@@ -1,0 +1,65 @@
+#include "backend/cuda/collective.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace dpt {
+
+CudaCollective::CudaCollective(std::vector<CudaKernels *> replicas) : replicas_(std::move(replicas)) {
+  std::vector<int> ordinals;
+  for (CudaKernels *k : replicas_) {
+    ordinals.push_back(k->ordinal());
+    contexts_.push_back(k->context());
+  }
+  std::vector<int> distinct = ordinals;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() == 1) return;  // virtual devices on one GPU
+  DPT_REQUIRE(distinct.size() == ordinals.size(), DPT_ERROR_UNSUPPORTED,
+              "a trainer's GPU replicas must each have a GPU of their own, or all share one GPU "
+              "(cuda:0x2); a mix of both is not supported");
+  const dpt_backend_v1 &api = replicas_[0]->api();
+  const int rc = api.comm_create(int(ordinals.size()), ordinals.data(), &comm_, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
+CudaCollective::~CudaCollective() {
+  if (comm_ != nullptr) replicas_[0]->api().comm_destroy(comm_);
+}
+
+void CudaCollective::all_reduce(const std::vector<float *> &buffers,
+                                const std::vector<std::pair<size_t, size_t>> &ranges,
+                                double timeout_seconds) {
+  const dpt_backend_v1 &api = replicas_[0]->api();
+  const size_t k = replicas_.size();
+  if (k < 2 || ranges.empty()) return;
+  int rc = DPT_BACKEND_OK;
+  if (comm_ == nullptr) {
+    // One call over the ranges' hull: they are contiguous pieces of one vector.
+    size_t begin = ranges[0].first, end = ranges[0].second;
+    for (const auto &r : ranges) begin = std::min(begin, r.first), end = std::max(end, r.second);
+    pointers_.resize(k);
+    for (size_t i = 0; i < k; ++i) pointers_[i] = buffers[i] + begin;
+    rc = api.virtual_all_reduce(contexts_.data(), int(k), pointers_.data(), end - begin, error_,
+                                sizeof error_);
+  } else {
+    pointers_.resize(k * ranges.size());
+    counts_.resize(ranges.size());
+    for (size_t b = 0; b < ranges.size(); ++b) counts_[b] = ranges[b].second - ranges[b].first;
+    for (size_t i = 0; i < k; ++i)
+      for (size_t b = 0; b < ranges.size(); ++b)
+        pointers_[i * ranges.size() + b] = buffers[i] + ranges[b].first;
+    rc = api.comm_all_reduce(comm_, contexts_.data(), ranges.size(), pointers_.data(), counts_.data(),
+                             timeout_seconds, error_, sizeof error_);
+  }
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
+void CudaCollective::inject_hang(size_t rank) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
+  const int rc = replicas_[0]->api().comm_inject_hang(comm_, int(rank), error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
+}  // namespace dpt

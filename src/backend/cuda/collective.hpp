@@ -1,0 +1,42 @@
+// The gradient all-reduce across a trainer's GPU replicas in this process, called once per step from the
+// trainer's thread with every replica's buffer: a NCCL communicator when the replicas are on distinct GPUs,
+// the module's virtual all-reduce when they all share one GPU ("cuda:0x2"). Each is bounded: NCCL by the
+// timeout (then aborted: DPT_ERROR_COMMUNICATION, the communicator is dead), the virtual one by the
+// stream order of the contexts.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/kernels.hpp"
+
+namespace dpt {
+
+class CudaCollective {
+ public:
+  // Throws DPT_ERROR_UNSUPPORTED when some replicas share a GPU and others do not.
+  explicit CudaCollective(std::vector<CudaKernels *> replicas);
+  ~CudaCollective();
+  CudaCollective(const CudaCollective &) = delete;
+  CudaCollective &operator=(const CudaCollective &) = delete;
+
+  bool shares_one_gpu() const { return comm_ == nullptr; }
+  // Sums buffers[r][range.first, range.second) over the replicas r, for every range, in place; NCCL: one
+  // group holding one all-reduce per range (gradient buckets).
+  void all_reduce(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges,
+                  double timeout_seconds);
+  // Test seam: the next all_reduce does not start on replica rank (NCCL only).
+  void inject_hang(size_t rank);
+
+ private:
+  std::vector<CudaKernels *> replicas_;
+  std::vector<dpt_backend_context *> contexts_;
+  dpt_backend_comm *comm_ = nullptr;
+  // Scratch of all_reduce, kept so that a step allocates nothing.
+  std::vector<float *> pointers_;
+  std::vector<size_t> counts_;
+  char error_[512] = "";
+};
+
+}  // namespace dpt
