@@ -19,9 +19,9 @@ namespace {
 using namespace dpt::cuda;
 
 // Designated initializers: a member left out, or out of order, does not compile.
-const dpt_backend_v1 kBackend = {
+const dpt_backend_v2 kBackend = {
     .abi_version = DPT_BACKEND_ABI_VERSION,
-    .struct_size = sizeof(dpt_backend_v1),
+    .struct_size = sizeof(dpt_backend_v2),
     .name = "cuda",
     .device_count = &device_count,
     .device_props = &device_props,
@@ -65,6 +65,6 @@ const dpt_backend_v1 kBackend = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const dpt_backend_v1 *dptrain_cuda_backend_v1(void) {
+extern "C" __attribute__((visibility("default"))) const dpt_backend_v2 *dptrain_cuda_backend_v2(void) {
   return &kBackend;
 }

@@ -4,7 +4,7 @@
  *
  * A module exports exactly one symbol, its entry function (DPT_BACKEND_ENTRY_CUDA for the CUDA module),
  * which returns a pointer to a static table of functions. The core checks abi_version (a different value
- * is a different interface) and struct_size (a version-1 table only ever grows by appended members; the
+ * is a different interface) and struct_size (a table of one version only ever grows by appended members; the
  * core needs at least the members it knows). Everything else in the module is hidden.
  *
  * Every function: never throws, never aborts, and returns 0 (DPT_BACKEND_OK) on success or a non-zero
@@ -27,15 +27,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "interface/op_call.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /** Version of the table below; a module with another version is refused. */
-#define DPT_BACKEND_ABI_VERSION 1u
+#define DPT_BACKEND_ABI_VERSION 2u
 
 /** Name of the CUDA module's entry function. */
-#define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v1"
+#define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
 
 /** File name of the CUDA module, looked for next to libdptrain.so or in $DPTRAIN_BACKEND_PATH. */
 #define DPT_BACKEND_MODULE_CUDA "libdptrain_cuda.so"
@@ -87,26 +89,6 @@ typedef struct dpt_backend_context_options {
   uint64_t workspace_limit; /**< bytes of convolution workspace an algorithm may use; 0 = 64 MiB */
 } dpt_backend_context_options;
 
-/** A 2-D convolution (cross-correlation, as the CPU layer): x [n, in_c, in_h, in_w] (NCHW), weights
- *  [out_c, in_c, kernel, kernel], bias [out_c], y [n, out_c, out_h, out_w] with
- *  out_h = (in_h + 2 padding - kernel) / stride + 1 (likewise out_w). */
-typedef struct dpt_backend_conv2d_shape {
-  int32_t n, in_c, in_h, in_w;
-  int32_t out_c, kernel, stride, padding;
-} dpt_backend_conv2d_shape;
-
-enum { DPT_BACKEND_POOL_AVERAGE = 0, DPT_BACKEND_POOL_MAX = 1 };
-
-/** Pooling without padding: x [n, c, h, w], y [n, c, (h - window) / stride + 1, (w - window) / stride + 1].
- */
-typedef struct dpt_backend_pool_shape {
-  int32_t kind; /**< DPT_BACKEND_POOL_AVERAGE or DPT_BACKEND_POOL_MAX */
-  int32_t n, c, h, w;
-  int32_t window, stride;
-} dpt_backend_pool_shape;
-
-enum { DPT_BACKEND_RELU = 0, DPT_BACKEND_SIGMOID = 1, DPT_BACKEND_TANH = 2 };
-
 /** What softmax_cross_entropy writes (into device memory). */
 typedef struct dpt_backend_loss {
   double loss_sum;  /**< sum over the samples of -log softmax(z)[label], each computed in double */
@@ -124,9 +106,9 @@ typedef struct dpt_backend_optimizer {
 } dpt_backend_optimizer;
 
 /** The function table a module returns. */
-typedef struct dpt_backend_v1 {
+typedef struct dpt_backend_v2 {
   uint32_t abi_version; /**< DPT_BACKEND_ABI_VERSION */
-  uint32_t struct_size; /**< sizeof(dpt_backend_v1) as the module was built */
+  uint32_t struct_size; /**< sizeof(dpt_backend_v2) as the module was built */
   const char *name;     /**< "cuda" */
 
   /** Number of usable devices. *count = 0 with a non-zero return and the reason (no driver, no GPU, ...)
@@ -138,11 +120,8 @@ typedef struct dpt_backend_v1 {
   int (*can_access_peer)(int ordinal, int peer, int *can_access, char *error, size_t error_size);
   /** Fills @p versions; never fails. */
   void (*versions)(dpt_backend_versions *versions);
-  /** Runs a small kernel and each library (BLAS, DNN, collectives) on device @p ordinal and checks the
-   *  results: proves that the module's device code and libraries work on this GPU. */
-  int (*self_test)(int ordinal, char *error, size_t error_size);
 
-  /* ---- Contexts and memory (phase 2 of the CUDA backend: appended; the table only grows) ---- */
+  /* ---- Contexts and memory ---- */
 
   /** A context on device @p ordinal: its own non-blocking stream, cuBLAS and cuDNN handles. @p options may
    *  be NULL (defaults). On failure *out is NULL and nothing is left allocated. */
@@ -173,50 +152,18 @@ typedef struct dpt_backend_v1 {
   int (*copy_device)(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
                      size_t error_size);
 
-  /* ---- Layers (CPU semantics of src/nn: NCHW, row-major, parameters as weights then biases, parameter
-   *      gradients ADDED to (+=), input gradients written (=)) ---- */
+  /* ---- Ops (modules/interface/op_call.h: the call, and each op's members and semantics) ---- */
 
-  /** Dense: y [n, out] = x [n, in] W^T + b; W [out, in], b [out] (b may be NULL: no bias). cuBLAS SGEMM. */
-  int (*dense_forward)(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
-                       const float *weights, const float *bias, float *y, char *error, size_t error_size);
-  /** Dense backward: dW += dy^T x, db += column sums of dy (when @p dbias is not NULL), dx = dy W (when
-   *  @p dx is not NULL). */
-  int (*dense_backward)(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
-                        const float *weights, const float *dy, float *dx, float *dweights, float *dbias,
-                        char *error, size_t error_size);
-  /** y [n, channels, pixels] += bias [channels]. */
-  int (*bias_add)(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *bias,
-                  float *y, char *error, size_t error_size);
-  /** dbias [channels] += sum over samples and pixels of dy [n, channels, pixels], in a fixed order. */
-  int (*bias_grad)(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *dy,
-                   float *dbias, char *error, size_t error_size);
-  /** Convolution y = x * W + b (bias may be NULL), cuDNN. The algorithm of each shape is chosen once per
-   *  context within the workspace limit (deterministic ones in deterministic mode). */
-  int (*conv2d_forward)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *x,
-                        const float *weights, const float *bias, float *y, char *error, size_t error_size);
-  /** dx = dL/dx from dy and W. */
-  int (*conv2d_backward_data)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
-                              const float *weights, const float *dy, float *dx, char *error,
-                              size_t error_size);
-  /** dW += dL/dW from x and dy. */
-  int (*conv2d_backward_filter)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
-                                const float *x, const float *dy, float *dweights, char *error,
-                                size_t error_size);
-  /** db += dL/db from dy. */
-  int (*conv2d_backward_bias)(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
-                              const float *dy, float *dbias, char *error, size_t error_size);
-  /** Pooling forward, cuDNN (max: deterministic mode of cuDNN). */
-  int (*pool_forward)(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x, float *y,
-                      char *error, size_t error_size);
-  /** dx = dL/dx (written, overlapping windows added) from x, y, dy. */
-  int (*pool_backward)(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x,
-                       const float *y, const float *dy, float *dx, char *error, size_t error_size);
-  /** y = f(x) over @p count floats, f = DPT_BACKEND_RELU, _SIGMOID or _TANH; cuDNN, NaN propagated. */
-  int (*activation_forward)(dpt_backend_context *ctx, int kind, size_t count, const float *x, float *y,
-                            char *error, size_t error_size);
-  /** dx = f'(x) dy, from x, y = f(x) and dy. */
-  int (*activation_backward)(dpt_backend_context *ctx, int kind, size_t count, const float *x, const float *y,
-                             const float *dy, float *dx, char *error, size_t error_size);
+  /** 1 when the module has a kernel of op @p op (a name of op_call.h) for tensors of @p dtype, else 0. */
+  int (*op_supported)(const char *op, int32_t dtype);
+  /** The op's forward pass, queued on the stream. An op the module does not support is
+   *  DPT_BACKEND_ERROR_INVALID_ARGUMENT naming it. */
+  int (*op_forward)(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
+  /** The op's backward pass, queued on the stream. */
+  int (*op_backward)(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
+  /** y [count] += x [count] (a gradient that several ops contribute to). */
+  int (*accumulate)(dpt_backend_context *ctx, float *y, const float *x, size_t count, char *error,
+                    size_t error_size);
 
   /* ---- Loss and optimizer (CUDA kernels) ---- */
 
@@ -254,8 +201,6 @@ typedef struct dpt_backend_v1 {
   int (*comm_all_reduce)(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
                          float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
                          size_t error_size);
-  /** Test seam: the next comm_all_reduce does not start on @p rank (as if that peer hung); -1 clears. */
-  int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
   /** All-reduce of @p replicas (1 .. 32) buffers of @p count floats on ONE GPU (virtual devices, which
    *  NCCL refuses): buffers[r] belongs to contexts[r], all contexts on the same device. Sums in the fixed
    *  order replica 0, 1, ..., K-1 and writes the sum to every buffer; ordered after the work already
@@ -263,7 +208,7 @@ typedef struct dpt_backend_v1 {
   int (*virtual_all_reduce)(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
                             size_t count, char *error, size_t error_size);
 
-  /* ---- Collectives across processes (NCCL over MPI, issue 6: appended; the table only grows) ---- */
+  /* ---- Collectives across processes (NCCL over MPI) ---- */
 
   /** A new NCCL unique id (ncclGetUniqueId: it needs no GPU), DPT_BACKEND_NCCL_ID_BYTES opaque bytes that
    *  one process creates and every process of the job passes to comm_create_multi. */
@@ -276,27 +221,43 @@ typedef struct dpt_backend_v1 {
    *  all-reduce needs every process to call comm_all_reduce with the same buffer counts. */
   int (*comm_create_multi)(const char *id, int world_ranks, int first_rank, int local_count,
                            const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
-} dpt_backend_v1;
+
+  /* ---- Extensions ---- */
+
+  /** The extension table named @p name (e.g. DPT_BACKEND_TEST_EXTENSION), or NULL when the module has none
+   *  of that name: optional functions stay out of this table. */
+  const void *(*get_extension)(const char *name);
+} dpt_backend_v2;
+
+/** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
+#define DPT_BACKEND_TEST_EXTENSION "dptrain.test.v1"
+
+typedef struct dpt_backend_test_v1 {
+  uint32_t struct_size; /**< sizeof(dpt_backend_test_v1) as the module was built */
+  /** Runs a small kernel and each library (BLAS, DNN, collectives) on device @p ordinal and checks the
+   *  results: proves that the module's device code and libraries work on this GPU. */
+  int (*self_test)(int ordinal, char *error, size_t error_size);
+  /** The next comm_all_reduce does not start on @p rank (as if that peer hung); -1 clears. */
+  int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
+} dpt_backend_test_v1;
 
 /** Bytes of a NCCL unique id (NCCL_UNIQUE_ID_BYTES). */
 #define DPT_BACKEND_NCCL_ID_BYTES 128
 
-/** The function members of dpt_backend_v1, in order, for checks that every one is present. */
+/** The function members of dpt_backend_v2, in order, for checks that every one is present. */
 /* clang-format off */
-#define DPT_BACKEND_V1_FUNCTIONS(X)                                                                     \
-  X(device_count) X(device_props) X(can_access_peer) X(versions) X(self_test)                           \
+#define DPT_BACKEND_V2_FUNCTIONS(X)                                                                     \
+  X(device_count) X(device_props) X(can_access_peer) X(versions)                                        \
   X(context_create) X(context_destroy) X(context_synchronize)                                           \
   X(mem_alloc) X(mem_free) X(mem_in_use) X(mem_set) X(copy_to_device) X(copy_to_host) X(copy_device)    \
-  X(dense_forward) X(dense_backward) X(bias_add) X(bias_grad)                                           \
-  X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_filter) X(conv2d_backward_bias)           \
-  X(pool_forward) X(pool_backward) X(activation_forward) X(activation_backward)                         \
+  X(op_supported) X(op_forward) X(op_backward) X(accumulate)                                            \
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale)                                      \
-  X(comm_create) X(comm_destroy) X(comm_all_reduce) X(comm_inject_hang) X(virtual_all_reduce)         \
-  X(nccl_unique_id) X(comm_create_multi)
+  X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
+  X(nccl_unique_id) X(comm_create_multi) X(get_extension)
 /* clang-format on */
 
 /** Signature of a module's entry function. */
-typedef const dpt_backend_v1 *(*dpt_backend_entry_fn)(void);
+typedef const dpt_backend_v2 *(*dpt_backend_entry_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -32,15 +32,15 @@ void open_module(const std::string &path, BackendModule &m) {
   }
   auto entry =
       reinterpret_cast<dpt_backend_entry_fn>(platform::library_symbol(library, DPT_BACKEND_ENTRY_CUDA));
-  const dpt_backend_v1 *api = entry != nullptr ? entry() : nullptr;
+  const dpt_backend_v2 *api = entry != nullptr ? entry() : nullptr;
   if (api == nullptr) {
     m.reason = path + " is not a dptrain backend (no " DPT_BACKEND_ENTRY_CUDA ")";
   } else if (api->abi_version != DPT_BACKEND_ABI_VERSION) {
     m.reason = path + " has backend interface version " + std::to_string(api->abi_version) +
                ", this libdptrain needs version " + std::to_string(DPT_BACKEND_ABI_VERSION);
-  } else if (api->struct_size < sizeof(dpt_backend_v1)) {
+  } else if (api->struct_size < sizeof(dpt_backend_v2)) {
     m.reason = path + " is older than this libdptrain (incomplete backend interface: " +
-               std::to_string(api->struct_size) + " bytes, needs " + std::to_string(sizeof(dpt_backend_v1)) +
+               std::to_string(api->struct_size) + " bytes, needs " + std::to_string(sizeof(dpt_backend_v2)) +
                ")";
   } else if (const char *missing = missing_backend_function(*api)) {
     m.reason = path + " is incomplete (backend interface member " + missing + " is NULL)";
@@ -54,17 +54,17 @@ void open_module(const std::string &path, BackendModule &m) {
 
 }  // namespace
 
-const char *missing_backend_function(const dpt_backend_v1 &api) {
+const char *missing_backend_function(const dpt_backend_v2 &api) {
   // The list must name every function member: then the table is its header plus one pointer per entry.
 #define DPT_COUNT_MEMBER(name) +1
   static_assert(
-      sizeof(dpt_backend_v1) == offsetof(dpt_backend_v1, device_count) +
-                                    (0 DPT_BACKEND_V1_FUNCTIONS(DPT_COUNT_MEMBER)) * sizeof(void (*)(void)),
-      "DPT_BACKEND_V1_FUNCTIONS must list every function member of dpt_backend_v1");
+      sizeof(dpt_backend_v2) == offsetof(dpt_backend_v2, device_count) +
+                                    (0 DPT_BACKEND_V2_FUNCTIONS(DPT_COUNT_MEMBER)) * sizeof(void (*)(void)),
+      "DPT_BACKEND_V2_FUNCTIONS must list every function member of dpt_backend_v2");
 #undef DPT_COUNT_MEMBER
 #define DPT_CHECK_MEMBER(name) \
   if (api.name == nullptr) return #name;
-  DPT_BACKEND_V1_FUNCTIONS(DPT_CHECK_MEMBER)
+  DPT_BACKEND_V2_FUNCTIONS(DPT_CHECK_MEMBER)
 #undef DPT_CHECK_MEMBER
   return nullptr;
 }

@@ -14,7 +14,7 @@
 namespace dpt {
 
 struct BackendModule {
-  const dpt_backend_v1 *api = nullptr;  // nullptr when the module is unavailable
+  const dpt_backend_v2 *api = nullptr;  // nullptr when the module is unavailable
   std::string path;                     // the module's file when loaded
   std::string reason;                   // one line: why api is nullptr
 };
@@ -23,7 +23,7 @@ struct BackendModule {
 BackendModule load_cuda_backend();
 
 // The name of the first function member of the table that is NULL, or nullptr when every one is set.
-const char *missing_backend_function(const dpt_backend_v1 &api);
+const char *missing_backend_function(const dpt_backend_v2 &api);
 
 // Where loadable modules (CUDA, MPI) are looked for: the directories of $DPTRAIN_BACKEND_PATH when set and
 // not empty, else the directory of libdptrain itself; origin names which, for messages.

@@ -31,7 +31,7 @@ dpt_status status_of(int rc) {
 
 }  // namespace
 
-NcclUniqueId share_nccl_unique_id(const dpt_backend_v1 &api, const World &world, double timeout_seconds) {
+NcclUniqueId share_nccl_unique_id(const dpt_backend_v2 &api, const World &world, double timeout_seconds) {
   IdMessage message;
   if (world.rank() == 0) {
     const int rc = api.nccl_unique_id(message.id.data(), message.error, sizeof message.error);
@@ -58,7 +58,7 @@ NcclRanks nccl_world_ranks(const World &world, size_t local_count, double timeou
   return ranks;
 }
 
-BackendComm create_nccl_world_comm(const dpt_backend_v1 &api, const World &world,
+BackendComm create_nccl_world_comm(const dpt_backend_v2 &api, const World &world,
                                    const std::vector<int> &ordinals, double timeout_seconds) {
   const NcclRanks ranks = nccl_world_ranks(world, ordinals.size(), timeout_seconds);
   const NcclUniqueId id = share_nccl_unique_id(api, world, timeout_seconds);

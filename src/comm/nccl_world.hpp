@@ -25,7 +25,7 @@ using NcclUniqueId = std::array<char, DPT_BACKEND_NCCL_ID_BYTES>;
 
 // Process 0's new unique id, on every process. Throws DPT_ERROR_COMMUNICATION (every process) when process 0
 // could not create one, DPT_ERROR_TIMEOUT when the broadcast did not complete within timeout_seconds.
-NcclUniqueId share_nccl_unique_id(const dpt_backend_v1 &api, const World &world, double timeout_seconds);
+NcclUniqueId share_nccl_unique_id(const dpt_backend_v2 &api, const World &world, double timeout_seconds);
 
 // This process's place among the global ranks.
 struct NcclRanks {
@@ -37,7 +37,7 @@ NcclRanks nccl_world_ranks(const World &world, size_t local_count, double timeou
 
 // Destroys the communicator through the module that made it.
 struct BackendCommDeleter {
-  const dpt_backend_v1 *api = nullptr;
+  const dpt_backend_v2 *api = nullptr;
   void operator()(dpt_backend_comm *comm) const {
     if (api != nullptr) api->comm_destroy(comm);
   }
@@ -46,7 +46,7 @@ using BackendComm = std::unique_ptr<dpt_backend_comm, BackendCommDeleter>;
 
 // Steps 1 to 3 above: ordinals are this process's GPUs (distinct, at least one), local rank r on
 // ordinals[r]. Use the result with api.comm_all_reduce (every process with the same buffer counts).
-BackendComm create_nccl_world_comm(const dpt_backend_v1 &api, const World &world,
+BackendComm create_nccl_world_comm(const dpt_backend_v2 &api, const World &world,
                                    const std::vector<int> &ordinals, double timeout_seconds);
 
 }  // namespace dpt

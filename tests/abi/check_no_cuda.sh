@@ -17,11 +17,11 @@ fi
 echo "$(basename "$lib"): no CUDA library among: $(echo "$needed" | tr '\n' ' ')"
 if [ -n "$module" ]; then
   exports=$(nm -D --defined-only "$module" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//')
-  if [ "$exports" != "dptrain_cuda_backend_v1" ]; then
+  if [ "$exports" != "dptrain_cuda_backend_v2" ]; then
     echo "$module exports more than its entry function:"; echo "$exports"; exit 1
   fi
   for l in libcudart libcublas libcudnn libnccl; do
     readelf -d "$module" | grep -q "NEEDED.*\[$l" || { echo "$module does not link $l"; exit 1; }
   done
-  echo "$(basename "$module"): exports dptrain_cuda_backend_v1 only; links cudart, cuBLAS, cuDNN, NCCL"
+  echo "$(basename "$module"): exports dptrain_cuda_backend_v2 only; links cudart, cuBLAS, cuDNN, NCCL"
 fi

@@ -95,7 +95,7 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
 }
 
 // Times the module's all-reduce directly: K contexts, one buffer each.
-void bench_allreduce(const Options &o, const dpt_backend_v1 &api, int gpus) {
+void bench_allreduce(const Options &o, const dpt_backend_v2 &api, int gpus) {
   std::printf(
       "\nall-reduce of K float32 buffers, best of 5 after 2 warm-up; busbw = bytes * 2(K-1)/K / s\n\n");
   std::printf("%-28s %10s %10s %12s\n", "collective", "size", "time_us", "busbw_GBps");

@@ -33,7 +33,7 @@ bool start(int argc, char **argv) {
   return false;
 }
 
-const dpt_backend_v1 &module_or_skip() {
+const dpt_backend_v2 &module_or_skip() {
   const dpt::BackendModule m = dpt::load_cuda_backend();
   if (m.api == nullptr) {
     print_message("CUDA module unavailable (%s): skipped\n", m.reason.c_str());
@@ -42,7 +42,7 @@ const dpt_backend_v1 &module_or_skip() {
   return *m.api;
 }
 
-int gpu_count_or_skip(const dpt_backend_v1 &api) {
+int gpu_count_or_skip(const dpt_backend_v2 &api) {
   int count = 0;
   char reason[512] = "";
   if (api.device_count(&count, reason, sizeof reason) != 0 || count == 0) {

@@ -20,9 +20,9 @@ namespace cuda_test {
 bool start(int argc, char **argv);
 
 // The module as the core loads it; skips the case when it is unavailable.
-const dpt_backend_v1 &module_or_skip();
+const dpt_backend_v2 &module_or_skip();
 // The number of GPUs; skips the case when there is none.
-int gpu_count_or_skip(const dpt_backend_v1 &api);
+int gpu_count_or_skip(const dpt_backend_v2 &api);
 // Fails the case with the module's one-line error when rc is not 0.
 void check(int rc, const char *call, const char *error);
 
@@ -34,7 +34,7 @@ class Gpu {
   Gpu(const Gpu &) = delete;
   Gpu &operator=(const Gpu &) = delete;
 
-  const dpt_backend_v1 &api() const { return *api_; }
+  const dpt_backend_v2 &api() const { return *api_; }
   dpt_backend_context *ctx() const { return ctx_; }
   int ordinal() const { return ordinal_; }
 
@@ -49,7 +49,7 @@ class Gpu {
   char error[512] = "";  // the last call's message, for check()
 
  private:
-  const dpt_backend_v1 *api_ = nullptr;
+  const dpt_backend_v2 *api_ = nullptr;
   dpt_backend_context *ctx_ = nullptr;
   int ordinal_ = 0;
 };

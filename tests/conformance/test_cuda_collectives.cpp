@@ -31,11 +31,11 @@ constexpr size_t kBuffers = sizeof kCounts / sizeof kCounts[0];
 
 // One context per rank, created on the given GPUs and destroyed at the end.
 struct Ranks {
-  const dpt_backend_v1 &api;
+  const dpt_backend_v2 &api;
   std::vector<dpt_backend_context *> contexts;
   char error[512] = "";
 
-  Ranks(const dpt_backend_v1 &a, const std::vector<int> &ordinals) : api(a) {
+  Ranks(const dpt_backend_v2 &a, const std::vector<int> &ordinals) : api(a) {
     for (const int ordinal : ordinals) {
       dpt_backend_context *ctx = nullptr;
       check(api.context_create(ordinal, nullptr, &ctx, error, sizeof error), "context_create", error);
@@ -89,7 +89,7 @@ std::vector<int> first_gpus(int count) {
 }
 
 // A NCCL communicator with one rank per GPU of ordinals.
-dpt_backend_comm *comm_over(const dpt_backend_v1 &api, Ranks &ranks, const std::vector<int> &ordinals) {
+dpt_backend_comm *comm_over(const dpt_backend_v2 &api, Ranks &ranks, const std::vector<int> &ordinals) {
   dpt_backend_comm *comm = nullptr;
   check(api.comm_create(int(ordinals.size()), ordinals.data(), &comm, ranks.error, sizeof ranks.error),
         "comm_create", ranks.error);
@@ -98,7 +98,7 @@ dpt_backend_comm *comm_over(const dpt_backend_v1 &api, Ranks &ranks, const std::
 
 // GPU: a grouped all-reduce of three buffers over every GPU; every rank holds the exact sums.
 void test_gpu_nccl_all_reduce(void **) {
-  const dpt_backend_v1 &api = cuda_test::module_or_skip();
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
   const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
@@ -132,7 +132,7 @@ void test_gpu_nccl_all_reduce(void **) {
 // rank is left out (nothing runs, the wait times out); with several, the last one is, after a first round
 // that set up NCCL's connections, so the other ranks' kernels really wait for a peer until the abort.
 void test_gpu_nccl_timeout(void **) {
-  const dpt_backend_v1 &api = cuda_test::module_or_skip();
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
   const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
@@ -169,7 +169,7 @@ void test_gpu_nccl_timeout(void **) {
 
 // GPU: the contexts' all-reduce of K replicas on GPU 0, each replica with its own context (stream), and
 // with one context shared by all replicas.
-void check_virtual(const dpt_backend_v1 &api, int replicas, bool shared_context, size_t count,
+void check_virtual(const dpt_backend_v2 &api, int replicas, bool shared_context, size_t count,
                    uint64_t seed) {
   print_message("virtual all-reduce: %d replicas of %zu floats on cuda:0%s\n", replicas, count,
                 shared_context ? ", one context" : "");
@@ -193,7 +193,7 @@ void check_virtual(const dpt_backend_v1 &api, int replicas, bool shared_context,
 }
 
 void test_gpu_virtual_all_reduce(void **) {
-  const dpt_backend_v1 &api = cuda_test::module_or_skip();
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
   check_virtual(api, 2, false, (size_t(1) << 20) + 7, 1400);
   check_virtual(api, 3, false, (size_t(1) << 20) + 7, 1410);
@@ -225,7 +225,7 @@ void test_gpu_virtual_all_reduce(void **) {
 
 // GPU: NCCL needs distinct GPUs; a GPU named twice, or one that does not exist, is refused with a reason.
 void test_gpu_comm_misuse(void **) {
-  const dpt_backend_v1 &api = cuda_test::module_or_skip();
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
   char error[512] = "";
   dpt_backend_comm *comm = nullptr;

@@ -107,7 +107,7 @@ void check_dense(size_t n, size_t in, size_t out, uint64_t seed, uint32_t flags,
   const CpuPass bound = cpu_pass(spec, n, absolute(params), absolute(x), absolute(dy), absolute(dstart));
 
   Gpu gpu(flags);
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   const float *p = gpu.upload(params), *xd = gpu.upload(x), *dyd = gpu.upload(dy);
   float *y = gpu.upload(std::vector<float>(n * out, NAN));
   float *dx = gpu.upload(std::vector<float>(n * in, NAN));  // written, never read
@@ -150,7 +150,7 @@ void test_gpu_bias(void **) {
         db_bound[c] += std::fabs(dy[i]);
       }
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   float *yd = gpu.upload(y0), *dbd = gpu.upload(db0);
   const float *bd = gpu.upload(bias), *dyd = gpu.upload(dy);
   check(api.bias_add(gpu.ctx(), n, channels, pixels, bd, yd, gpu.error, sizeof gpu.error), "bias_add",
@@ -195,7 +195,7 @@ void check_conv(const ConvCase &k, uint64_t seed, uint32_t flags) {
   auto max_of = [](const std::vector<float> &v) { return double(*std::max_element(v.begin(), v.end())); };
 
   Gpu gpu(flags);
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   const dpt_backend_conv2d_shape shape = {int32_t(k.n),      int32_t(k.c),      int32_t(k.h),
                                           int32_t(k.w),      int32_t(k.out_c),  int32_t(k.kernel),
                                           int32_t(k.stride), int32_t(k.padding)};
@@ -273,7 +273,7 @@ void check_pool(LayerKind kind, size_t n, size_t c, size_t h, size_t w, size_t w
   const CpuPass bound = cpu_pass(spec, n, {}, max ? x : absolute(x), absolute(dy), {});
 
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   const dpt_backend_pool_shape shape = {max ? DPT_BACKEND_POOL_MAX : DPT_BACKEND_POOL_AVERAGE,
                                         int32_t(n),
                                         int32_t(c),
@@ -332,7 +332,7 @@ void test_gpu_activations(void **) {
   for (size_t i = 0; i < count; i += 97) x[i] = 0.0f;  // ReLU's kink
   const std::vector<float> dy = uniform(count, 701, -1.0f, 1.0f);
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   const float *xd = gpu.upload(x), *dyd = gpu.upload(dy);
   float *y = gpu.upload(std::vector<float>(count, NAN));
   float *dx = gpu.upload(std::vector<float>(count, NAN));

@@ -28,19 +28,19 @@ namespace {
 using cuda_test::check;
 using cuda_test::Gpu;
 
-const dpt_backend_v1 *module_or_skip() {
+const dpt_backend_v2 *module_or_skip() {
   return &cuda_test::module_or_skip();
 }
 
-int gpu_count_or_skip(const dpt_backend_v1 &api) {
+int gpu_count_or_skip(const dpt_backend_v2 &api) {
   return cuda_test::gpu_count_or_skip(api);
 }
 
 // The table is complete and describes itself.
 void test_interface(void **) {
-  const dpt_backend_v1 *api = module_or_skip();
+  const dpt_backend_v2 *api = module_or_skip();
   assert_int_equal(api->abi_version, DPT_BACKEND_ABI_VERSION);
-  assert_true(api->struct_size >= sizeof(dpt_backend_v1));
+  assert_true(api->struct_size >= sizeof(dpt_backend_v2));
   assert_string_equal(api->name, "cuda");
   // Every function member is set (the loader refuses a table with a NULL one).
   const char *missing = dpt::missing_backend_function(*api);
@@ -54,7 +54,7 @@ void test_interface(void **) {
 
 // Without devices: a count of zero comes with a reason; with devices, no reason is needed.
 void test_device_count(void **) {
-  const dpt_backend_v1 *api = module_or_skip();
+  const dpt_backend_v2 *api = module_or_skip();
   int count = -1;
   char reason[512] = "";
   const int rc = api->device_count(&count, reason, sizeof reason);
@@ -71,7 +71,7 @@ void test_device_count(void **) {
 
 // Bad ordinals are errors naming the call, whatever the machine has.
 void test_bad_ordinals(void **) {
-  const dpt_backend_v1 *api = module_or_skip();
+  const dpt_backend_v2 *api = module_or_skip();
   dpt_backend_device_props props;
   char error[512] = "";
   assert_int_not_equal(api->device_props(-1, &props, error, sizeof error), 0);
@@ -92,7 +92,7 @@ void test_bad_ordinals(void **) {
 
 // GPU: every device's facts, and the self-test (kernel, cuBLAS, cuDNN, NCCL) on each.
 void test_gpu_self_test(void **) {
-  const dpt_backend_v1 *api = module_or_skip();
+  const dpt_backend_v2 *api = module_or_skip();
   const int count = gpu_count_or_skip(*api);
   for (int i = 0; i < count; ++i) {
     dpt_backend_device_props p;
@@ -127,7 +127,7 @@ bool names(const char *error, std::initializer_list<const char *> words) {
 // Contexts on bad ordinals are errors naming the device, whatever the machine has; without a driver (this
 // build machine) so is every context, naming the call that found no driver.
 void test_context_errors(void **) {
-  const dpt_backend_v1 *api = module_or_skip();
+  const dpt_backend_v2 *api = module_or_skip();
   dpt_backend_context *ctx = nullptr;
   dpt_backend_comm *comm = nullptr;
   char error[512] = "";
@@ -164,7 +164,7 @@ void test_context_errors(void **) {
 
 // NULL handles and arrays are errors naming the call, never crashes; destroying NULL is a no-op.
 void test_null_handles(void **) {
-  const dpt_backend_v1 *api = module_or_skip();
+  const dpt_backend_v2 *api = module_or_skip();
   char e[512] = "";
   float f = 0.0f;
   void *p = &f;
@@ -241,7 +241,7 @@ void test_null_handles(void **) {
 // GPU: memory and copies on a context: host -> device -> device -> host, set, the bytes in use, frees.
 void test_gpu_memory(void **) {
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   const std::vector<float> host = cuda_test::uniform(1000003, 7, -1.0f, 1.0f);
   const size_t bytes = host.size() * sizeof(float);
   void *a = gpu.alloc(bytes);
@@ -273,7 +273,7 @@ void test_gpu_memory(void **) {
 // context goes on working.
 void test_gpu_out_of_memory(void **) {
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   dpt_backend_device_props props;
   check(api.device_props(0, &props, gpu.error, sizeof gpu.error), "device_props", gpu.error);
   void *p = &p;
@@ -291,7 +291,7 @@ void test_gpu_out_of_memory(void **) {
 
 // A context's life with failures on the way: allocations, a failed huge one, a convolution (plan and
 // workspace) and a norm (scratch), a convolution with a bad shape. Returns the bytes in use before destroy.
-uint64_t use_and_fail(const dpt_backend_v1 &api, dpt_backend_context *ctx, char *error, size_t size) {
+uint64_t use_and_fail(const dpt_backend_v2 &api, dpt_backend_context *ctx, char *error, size_t size) {
   for (int i = 0; i < 4; ++i) {
     void *p = nullptr;
     check(api.mem_alloc(ctx, size_t(256) << 20, &p, error, size), "mem_alloc(256 MiB)", error);
@@ -319,7 +319,7 @@ uint64_t use_and_fail(const dpt_backend_v1 &api, dpt_backend_context *ctx, char 
   return in_use;
 }
 
-uint64_t free_memory(const dpt_backend_v1 &api) {
+uint64_t free_memory(const dpt_backend_v2 &api) {
   dpt_backend_device_props props;
   char error[512] = "";
   check(api.device_props(0, &props, error, sizeof error), "device_props", error);
@@ -329,7 +329,7 @@ uint64_t free_memory(const dpt_backend_v1 &api) {
 // GPU: destroying a context after failures gives the device its memory back. The first round loads the
 // libraries' kernels into the process (memory that stays); the second is measured.
 void test_gpu_destroy_frees_everything(void **) {
-  const dpt_backend_v1 &api = *module_or_skip();
+  const dpt_backend_v2 &api = *module_or_skip();
   gpu_count_or_skip(api);
   char error[512] = "";
   uint64_t before = 0;

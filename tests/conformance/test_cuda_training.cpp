@@ -53,7 +53,7 @@ void check_loss(Gpu &gpu, size_t n, size_t classes, const std::vector<float> &lo
   const dpt::LossStats cpu =
       dpt::softmax_cross_entropy(logits.data(), labels.data(), n, classes, dlogits.data());
 
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   const float *z = gpu.upload(logits);
   const int32_t *l = gpu.upload(labels);
   float *dz = gpu.upload(std::vector<float>(n * classes, NAN));
@@ -101,7 +101,7 @@ void check_optimizer(const char *name, const dpt::OptimizerConfig &config, uint6
   const size_t state_count = dpt::state_floats_per_parameter(config) * count;
   std::vector<float> params = uniform(count, seed, -1.0f, 1.0f), state(state_count, 0.0f);
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   float *p = gpu.upload(params);
   float *st = gpu.upload(std::vector<float>(std::max<size_t>(state_count, 1), 0.0f));
   const dpt_backend_optimizer o = {
@@ -156,7 +156,7 @@ void test_gpu_adamw(void **) {
 
 void test_gpu_l2_norm_and_scale(void **) {
   Gpu gpu;
-  const dpt_backend_v1 &api = gpu.api();
+  const dpt_backend_v2 &api = gpu.api();
   auto *out = static_cast<double *>(gpu.alloc(sizeof(double)));
   for (const size_t count : {size_t(0), size_t(1), size_t(1000), (size_t(1) << 20) + 3}) {
     const std::vector<float> x = uniform(count, 1000 + count, -3.0f, 3.0f);

@@ -56,7 +56,7 @@ Batch batch(size_t n, uint64_t seed) {
 }
 
 std::shared_ptr<dpt::Context> gpu_context() {
-  const dpt_backend_v1 &api = cuda_test::module_or_skip();
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
   cuda_test::gpu_count_or_skip(api);
   dpt::ContextConfig c;
   c.want_cpu = false;

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/blas.hpp"
+#include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
 #include "core/arena.hpp"
 #include "core/error.hpp"

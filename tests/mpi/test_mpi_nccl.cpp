@@ -47,7 +47,7 @@ int env_int(const char *name, int fallback) {
   return value != nullptr && value[0] != '\0' ? std::atoi(value) : fallback;
 }
 
-void test_unique_id(const dpt_backend_v1 &api, const dpt::World &world) {
+void test_unique_id(const dpt_backend_v2 &api, const dpt::World &world) {
   const dpt::NcclUniqueId id = dpt::share_nccl_unique_id(api, world, kTimeout);
   bool nonzero = false;
   for (const char c : id) nonzero = nonzero || c != 0;
@@ -106,7 +106,7 @@ float value(int global_rank, size_t buffer, size_t i) {
   return float(int((i * 7 + size_t(global_rank) * 131 + buffer * 17) % 2001) - 1000);
 }
 
-int test_all_reduce(const dpt_backend_v1 &api, const dpt::World &world) {
+int test_all_reduce(const dpt_backend_v2 &api, const dpt::World &world) {
   char error[512] = "";
   int gpus = 0;
   if (api.device_count(&gpus, error, sizeof error) != DPT_BACKEND_OK) gpus = 0;

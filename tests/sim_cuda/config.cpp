@@ -102,7 +102,7 @@ struct FaultEntry {
 
 const char *const kMembers[] = {
 #define DPT_SIM_NAME(name) #name,
-    DPT_BACKEND_V1_FUNCTIONS(DPT_SIM_NAME)
+    DPT_BACKEND_V2_FUNCTIONS(DPT_SIM_NAME)
 #undef DPT_SIM_NAME
 };
 

@@ -29,7 +29,7 @@ extern "C" {
 
 namespace {
 
-const dpt_backend_v1 *api = nullptr;
+const dpt_backend_v2 *api = nullptr;
 char error[512];
 
 #define OK(call)                                                     \

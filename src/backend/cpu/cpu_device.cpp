@@ -1,6 +1,6 @@
 #include "backend/cpu/cpu_device.hpp"
 
-#include "backend/cpu/blas.hpp"
+#include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
 #include "core/platform.hpp"
 

@@ -19,7 +19,7 @@ CudaCollective::CudaCollective(std::vector<CudaKernels *> replicas) : replicas_(
   DPT_REQUIRE(distinct.size() == ordinals.size(), DPT_ERROR_UNSUPPORTED,
               "a trainer's GPU replicas must each have a GPU of their own, or all share one GPU "
               "(cuda:0x2); a mix of both is not supported");
-  const dpt_backend_v1 &api = replicas_[0]->api();
+  const dpt_backend_v2 &api = replicas_[0]->api();
   const int rc = api.comm_create(int(ordinals.size()), ordinals.data(), &comm_, error_, sizeof error_);
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
@@ -31,7 +31,7 @@ CudaCollective::~CudaCollective() {
 void CudaCollective::all_reduce(const std::vector<float *> &buffers,
                                 const std::vector<std::pair<size_t, size_t>> &ranges,
                                 double timeout_seconds) {
-  const dpt_backend_v1 &api = replicas_[0]->api();
+  const dpt_backend_v2 &api = replicas_[0]->api();
   const size_t k = replicas_.size();
   if (k < 2 || ranges.empty()) return;
   int rc = DPT_BACKEND_OK;

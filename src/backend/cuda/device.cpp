@@ -5,7 +5,7 @@
 
 namespace dpt {
 
-CudaDevice::CudaDevice(const dpt_backend_v1 &api, int ordinal, const dpt_backend_device_props &props)
+CudaDevice::CudaDevice(const dpt_backend_v2 &api, int ordinal, const dpt_backend_device_props &props)
     : api_(api),
       ordinal_(ordinal),
       name_("cuda:" + std::to_string(ordinal)),

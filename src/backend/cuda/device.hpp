@@ -11,7 +11,7 @@ namespace dpt {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(const dpt_backend_v1 &api, int ordinal, const dpt_backend_device_props &props);
+  CudaDevice(const dpt_backend_v2 &api, int ordinal, const dpt_backend_device_props &props);
 
   dpt_device_kind kind() const override { return DPT_DEVICE_CUDA; }
   size_t ordinal() const override { return size_t(ordinal_); }
@@ -22,10 +22,10 @@ class CudaDevice final : public Device {
   void submit(std::function<void()> task) override { worker_.submit(std::move(task)); }
   std::unique_ptr<DeviceKernels> create_kernels(const KernelOptions &options) override;
   DeviceDetails details() override;
-  const dpt_backend_v1 &api() const { return api_; }
+  const dpt_backend_v2 &api() const { return api_; }
 
  private:
-  const dpt_backend_v1 &api_;
+  const dpt_backend_v2 &api_;
   int ordinal_;
   std::string name_;
   dpt_backend_device_props props_;  // as discovered; details() measures free memory again

@@ -14,7 +14,7 @@ CudaDiscovery discover_cuda_devices() {
     r.reason = module.reason;
     return d;
   }
-  const dpt_backend_v1 &api = *module.api;
+  const dpt_backend_v2 &api = *module.api;
   r.loaded = true;
   r.module_path = module.path;
   dpt_backend_versions versions;

@@ -40,7 +40,7 @@ void throw_backend_error(int rc, const char *message) {
   throw_error(status, message);
 }
 
-CudaKernels::CudaKernels(const dpt_backend_v1 &api, int ordinal, const KernelOptions &options)
+CudaKernels::CudaKernels(const dpt_backend_v2 &api, int ordinal, const KernelOptions &options)
     : api_(api), ordinal_(ordinal) {
   dpt_backend_context_options o{};
   o.struct_size = sizeof o;

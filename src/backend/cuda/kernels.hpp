@@ -17,12 +17,12 @@ namespace dpt {
 
 class CudaKernels final : public DeviceKernels, private DeviceMemory {
  public:
-  CudaKernels(const dpt_backend_v1 &api, int ordinal, const KernelOptions &options);
+  CudaKernels(const dpt_backend_v2 &api, int ordinal, const KernelOptions &options);
   ~CudaKernels() override;
   CudaKernels(const CudaKernels &) = delete;
   CudaKernels &operator=(const CudaKernels &) = delete;
 
-  const dpt_backend_v1 &api() const { return api_; }
+  const dpt_backend_v2 &api() const { return api_; }
   dpt_backend_context *context() const { return ctx_; }
   int ordinal() const { return ordinal_; }
 
@@ -51,7 +51,7 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   // Throws unless rc is DPT_BACKEND_OK.
   void check(int rc);
 
-  const dpt_backend_v1 &api_;
+  const dpt_backend_v2 &api_;
   int ordinal_;
   dpt_backend_context *ctx_ = nullptr;
   char error_[512] = "";

@@ -1,18 +1,30 @@
+// "conv2d": cross-correlation by im2col + GEMM, one sample at a time. W [out_c, in_c, k, k].
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
-#include "backend/cpu/blas.hpp"
-#include "nn/layers.hpp"
+#include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
+#include "backend/cpu/ops/op_tensors.hpp"
 
-namespace dpt {
-
-// Scratch: one sample's column matrix [in_c * k * k, out_h * out_w] and its gradient.
-size_t Conv2dLayer::scratch_floats() const {
-  const auto &s = spec();
-  return 2 * s.in.c * s.kernel * s.kernel * s.out.h * s.out.w;
-}
+namespace dpt::cpu {
 
 namespace {
+
+struct Conv {
+  size_t c, h, w, out_c, k, stride, padding, oh, ow;
+  size_t in_size() const { return c * h * w; }
+  size_t out_size() const { return out_c * oh * ow; }
+  size_t ckk() const { return c * k * k; }
+  size_t pixels() const { return oh * ow; }
+};
+
+Conv conv_of(const dpt_op_call &call) {
+  const dpt_tensor &x = call.inputs[0], &y = call.output;
+  return Conv{size_t(x.dims[0]),     size_t(x.dims[1]),     size_t(x.dims[2]),
+              size_t(call.ints[0]),  size_t(call.ints[1]),  size_t(call.ints[2]),
+              size_t(call.ints[3]),  size_t(y.dims[1]),     size_t(y.dims[2])};
+}
 
 // The output columns xo whose input column xo * stride + kj - padding lies inside the image [0, w), as the
 // range [lo, hi): outside it the column matrix holds padding zeros. Computing it once per kernel column
@@ -42,12 +54,9 @@ inline float sum_fixed_order(const float *x, size_t n) {
   return sum;
 }
 
-}  // namespace
-
-void Conv2dLayer::im2col(const float *x, float *col) const {
-  const auto &s = spec();
-  const size_t k = s.kernel, oh = s.out.h, ow = s.out.w, h = s.in.h, w = s.in.w, stride = s.stride;
-  for (size_t c = 0; c < s.in.c; ++c)
+void im2col(const Conv &s, const float *x, float *col) {
+  const size_t k = s.k, oh = s.oh, ow = s.ow, h = s.h, w = s.w, stride = s.stride;
+  for (size_t c = 0; c < s.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
       for (size_t kj = 0; kj < k; ++kj) {
         float *row = col + ((c * k + ki) * k + kj) * oh * ow;
@@ -75,11 +84,10 @@ void Conv2dLayer::im2col(const float *x, float *col) const {
       }
 }
 
-void Conv2dLayer::col2im(const float *col, float *dx) const {
-  const auto &s = spec();
-  const size_t k = s.kernel, oh = s.out.h, ow = s.out.w, h = s.in.h, w = s.in.w, stride = s.stride;
-  std::memset(dx, 0, s.in.size() * sizeof(float));
-  for (size_t c = 0; c < s.in.c; ++c)
+void col2im(const Conv &s, const float *col, float *dx) {
+  const size_t k = s.k, oh = s.oh, ow = s.ow, h = s.h, w = s.w, stride = s.stride;
+  std::memset(dx, 0, s.in_size() * sizeof(float));
+  for (size_t c = 0; c < s.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
       for (size_t kj = 0; kj < k; ++kj) {
         const float *row = col + ((c * k + ki) * k + kj) * oh * ow;
@@ -94,37 +102,48 @@ void Conv2dLayer::col2im(const float *col, float *dx) const {
       }
 }
 
-void Conv2dLayer::forward(const float *p, const float *x, float *y, float *, float *scratch,
-                          const PassInfo &info) const {
-  const auto &s = spec();
-  const size_t oc = s.units, ckk = s.in.c * s.kernel * s.kernel, pix = s.out.h * s.out.w;
-  const float *w = p, *b = p + oc * ckk;
-  for (size_t n = 0; n < info.n; ++n) {
-    const float *xs = x + n * s.in.size();
-    float *ys = y + n * s.out.size();
-    im2col(xs, scratch);
+// One sample's column matrix [c * k * k, oh * ow] and its gradient.
+size_t scratch_bytes(const dpt_op_call &call) {
+  const Conv s = conv_of(call);
+  return 2 * s.ckk() * s.pixels() * sizeof(float);
+}
+
+void forward(const dpt_op_call &call) {
+  const Conv s = conv_of(call);
+  const size_t oc = s.out_c, ckk = s.ckk(), pix = s.pixels();
+  const float *w = param(call, 0), *b = param(call, 1);
+  float *col = static_cast<float *>(call.scratch);
+  for (size_t i = 0; i < n(call); ++i) {
+    float *ys = out(call) + i * s.out_size();
+    im2col(s, in(call) + i * s.in_size(), col);
     for (size_t o = 0; o < oc; ++o)
-      for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b[o];
-    blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, scratch, pix, 1.0f, ys, pix);
+      for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b != nullptr ? b[o] : 0.0f;
+    blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, col, pix, 1.0f, ys, pix);
   }
 }
 
-void Conv2dLayer::backward(const float *p, const float *x, const float *, const float *dy, float *dx,
-                           float *dp, const float *, float *scratch, const PassInfo &info) const {
-  const auto &s = spec();
-  const size_t oc = s.units, ckk = s.in.c * s.kernel * s.kernel, pix = s.out.h * s.out.w;
-  float *dw = dp, *db = dp + oc * ckk;
-  float *col = scratch, *dcol = scratch + ckk * pix;
-  for (size_t n = 0; n < info.n; ++n) {
-    const float *dys = dy + n * s.out.size();
-    im2col(x + n * s.in.size(), col);
-    blas::gemm(false, true, oc, ckk, pix, 1.0f, dys, pix, col, pix, 1.0f, dw, ckk);  // dW += dy col^T
-    for (size_t o = 0; o < oc; ++o) db[o] += sum_fixed_order(dys + o * pix, pix);
-    if (dx != nullptr) {
-      blas::gemm(true, false, ckk, pix, oc, 1.0f, p, ckk, dys, pix, 0.0f, dcol, pix);  // dcol = W^T dy
-      col2im(dcol, dx + n * s.in.size());
+void backward(const dpt_op_call &call) {
+  const Conv s = conv_of(call);
+  const size_t oc = s.out_c, ckk = s.ckk(), pix = s.pixels();
+  float *dw = param_grad(call, 0), *db = param_grad(call, 1), *d = dx(call);
+  float *col = static_cast<float *>(call.scratch), *dcol = col + ckk * pix;
+  for (size_t i = 0; i < n(call); ++i) {
+    const float *dys = dy(call) + i * s.out_size();
+    if (dw != nullptr) {
+      im2col(s, in(call) + i * s.in_size(), col);
+      blas::gemm(false, true, oc, ckk, pix, 1.0f, dys, pix, col, pix, 1.0f, dw, ckk);  // dW += dy col^T
+    }
+    if (db != nullptr)
+      for (size_t o = 0; o < oc; ++o) db[o] += sum_fixed_order(dys + o * pix, pix);
+    if (d != nullptr) {
+      blas::gemm(true, false, ckk, pix, oc, 1.0f, param(call, 0), ckk, dys, pix, 0.0f, dcol, pix);  // W^T dy
+      col2im(s, dcol, d + i * s.in_size());
     }
   }
 }
 
-}  // namespace dpt
+}  // namespace
+
+extern const OpKernel kConv2d = {"conv2d", forward, backward, scratch_bytes};
+
+}  // namespace dpt::cpu

@@ -1,8 +1,8 @@
-#include "nn/softmax_cross_entropy.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
 
 #include <cmath>
 
-namespace dpt {
+namespace dpt::cpu {
 
 LossStats softmax_cross_entropy(const float *logits, const int32_t *labels, size_t n, size_t classes,
                                 float *dlogits) {
@@ -27,4 +27,4 @@ LossStats softmax_cross_entropy(const float *logits, const int32_t *labels, size
   return stats;
 }
 
-}  // namespace dpt
+}  // namespace dpt::cpu

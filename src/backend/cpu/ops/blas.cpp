@@ -1,4 +1,4 @@
-#include "backend/cpu/blas.hpp"
+#include "backend/cpu/ops/blas.hpp"
 
 #include <cblas.h>
 
