@@ -21,9 +21,9 @@ struct Conv {
 
 Conv conv_of(const dpt_op_call &call) {
   const dpt_tensor &x = call.inputs[0], &y = call.output;
-  return Conv{size_t(x.dims[0]),     size_t(x.dims[1]),     size_t(x.dims[2]),
-              size_t(call.ints[0]),  size_t(call.ints[1]),  size_t(call.ints[2]),
-              size_t(call.ints[3]),  size_t(y.dims[1]),     size_t(y.dims[2])};
+  return Conv{size_t(x.dims[0]),    size_t(x.dims[1]),    size_t(x.dims[2]),
+              size_t(call.ints[0]), size_t(call.ints[1]), size_t(call.ints[2]),
+              size_t(call.ints[3]), size_t(y.dims[1]),    size_t(y.dims[2])};
 }
 
 // The output columns xo whose input column xo * stride + kj - padding lies inside the image [0, w), as the

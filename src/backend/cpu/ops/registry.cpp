@@ -8,7 +8,8 @@ namespace dpt::cpu {
 extern const OpKernel kAvgPool2d, kConv2d, kDense, kDropout, kMaxPool2d, kRelu, kSigmoid, kTanh;
 
 namespace {
-const OpKernel *const kOps[] = {&kAvgPool2d, &kConv2d, &kDense, &kDropout, &kMaxPool2d, &kRelu, &kSigmoid, &kTanh};
+const OpKernel *const kOps[] = {&kAvgPool2d, &kConv2d, &kDense,   &kDropout,
+                                &kMaxPool2d, &kRelu,   &kSigmoid, &kTanh};
 }  // namespace
 
 const OpKernel *find_op(const char *name) {
