@@ -8,7 +8,7 @@
 #include "backend/context.hpp"
 #include "call_guard.hpp"
 #include "data/dataset.hpp"
-#include "nn/model_spec.hpp"
+#include "graph/model_spec.hpp"
 #include "parallel/trainer.hpp"
 
 // A trainer shares ownership of its context's devices, so the two may be destroyed in either order.

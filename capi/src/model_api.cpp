@@ -54,7 +54,7 @@ dpt_status dpt_model_add_conv2d(dpt_model *model, size_t out_channels, size_t ke
 dpt_status dpt_model_add_pool(dpt_model *model, dpt_pool_kind kind, size_t window, size_t stride) {
   return with_model(__func__, model, [&](dpt::ModelSpec &m) {
     const dpt_pool_kind k = dpt::capi::checked_enum(kind, {DPT_POOL_AVG, DPT_POOL_MAX}, "pool kind");
-    m.add_pool(k == DPT_POOL_AVG ? dpt::LayerKind::kAvgPool : dpt::LayerKind::kMaxPool, window, stride);
+    m.add_pool(k == DPT_POOL_AVG ? dpt::PoolKind::kAvg : dpt::PoolKind::kMax, window, stride);
   });
 }
 
@@ -63,13 +63,13 @@ dpt_status dpt_model_add_activation(dpt_model *model, dpt_activation activation)
     switch (dpt::capi::checked_enum(
         activation, {DPT_ACTIVATION_RELU, DPT_ACTIVATION_SIGMOID, DPT_ACTIVATION_TANH}, "activation")) {
       case DPT_ACTIVATION_RELU:
-        m.add_activation(dpt::LayerKind::kRelu);
+        m.add_activation(dpt::Activation::kRelu);
         return;
       case DPT_ACTIVATION_SIGMOID:
-        m.add_activation(dpt::LayerKind::kSigmoid);
+        m.add_activation(dpt::Activation::kSigmoid);
         return;
       case DPT_ACTIVATION_TANH:
-        m.add_activation(dpt::LayerKind::kTanh);
+        m.add_activation(dpt::Activation::kTanh);
         return;
     }
     dpt::throw_error(DPT_ERROR_INTERNAL, "unhandled activation");
@@ -97,7 +97,7 @@ dpt_status dpt_model_add_dropout(dpt_model *model, float rate) {
 DPT_MODEL_GETTER(dpt_model_input_size, model->impl.input().size())
 DPT_MODEL_GETTER(dpt_model_output_size, model->impl.output().size())
 DPT_MODEL_GETTER(dpt_model_parameter_count, model->impl.parameter_count())
-DPT_MODEL_GETTER(dpt_model_layer_count, model->impl.layers().size())
+DPT_MODEL_GETTER(dpt_model_layer_count, model->impl.nodes().size())
 
 dpt_status dpt_model_describe(const dpt_model *model, char *buffer, size_t capacity, size_t *needed) {
   return guarded(__func__, [&] {

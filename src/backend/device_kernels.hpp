@@ -1,7 +1,7 @@
-// What one replica runs on its device: memory, copies between host and device, the layers' passes, the
-// loss and the optimizer update. A CPU device runs the src/nn and src/optim code on host memory; a CUDA
-// device queues the CUDA module's kernels on a stream of its own (one per replica, so that several
-// replicas can share a GPU). Used by one thread at a time (the device's worker, or the trainer's thread
+// What one replica runs on its device: memory, copies between host and device, the ops' passes (a
+// dpt_op_call, modules/interface/op_call.h), the loss and the optimizer update. A CPU device runs the CPU
+// reference kernels (src/backend/cpu/ops) and the src/optim code on host memory; a CUDA device queues the
+// CUDA module's kernels on a stream of its own (one per replica, so that several replicas can share a GPU). Used by one thread at a time (the device's worker, or the trainer's thread
 // between phases).
 #pragma once
 
@@ -9,12 +9,15 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/cpu/ops/cpu_ops.hpp"
 #include "core/arena.hpp"
-#include "nn/layer.hpp"
-#include "nn/softmax_cross_entropy.hpp"
+#include "graph/tensor.hpp"
+#include "interface/op_call.h"
 #include "optim/optimizer.hpp"
 
 namespace dpt {
+
+using LossStats = cpu::LossStats;
 
 // Per-trainer choices of how kernels compute (GPU only; a CPU device has one way).
 struct KernelOptions {
@@ -27,10 +30,11 @@ class DeviceKernels {
   virtual ~DeviceKernels() = default;
   virtual DeviceMemory &memory() = 0;
 
-  // Throws DPT_ERROR_UNSUPPORTED naming the device when this layer cannot run here.
-  virtual void check_supported(const LayerSpec &spec) const = 0;
-  // Floats of Layer::scratch_floats this device needs (a GPU library brings its own workspace).
-  virtual size_t scratch_floats(const Layer &layer) const = 0;
+  // Throws DPT_ERROR_UNSUPPORTED naming the device when the op cannot run here.
+  virtual void check_supported(const char *op, DType dtype) const = 0;
+  // Bytes of dpt_op_call::scratch a call of this op and these shapes needs here (independent of the
+  // sample count; a GPU library brings its own workspace).
+  virtual size_t scratch_bytes(const dpt_op_call &call) const = 0;
 
   // Host to device. The host buffer must stay valid until synchronize().
   virtual void copy_to_device(float *device, const float *host, size_t count) = 0;
@@ -41,12 +45,11 @@ class DeviceKernels {
   // Host to device, as copy_to_device, for the labels of a slice.
   virtual void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) = 0;
 
-  // Layer passes, with the semantics of Layer::forward / Layer::backward.
-  virtual void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
-                       float *scratch, const PassInfo &info) = 0;
-  virtual void backward(const Layer &layer, const float *params, const float *x, const float *y,
-                        const float *dy, float *dx, float *dparams, const float *saved, float *scratch,
-                        const PassInfo &info) = 0;
+  // An op's passes, with the semantics of op_call.h.
+  virtual void forward(const dpt_op_call &call) = 0;
+  virtual void backward(const dpt_op_call &call) = 0;
+  // y[i] += x[i] (a gradient that several ops contribute to).
+  virtual void accumulate(float *y, const float *x, size_t count) = 0;
   // Softmax cross-entropy of the slice (labels in device memory); waits for the result.
   virtual LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
                          float *dlogits) = 0;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/model_spec.hpp"
+#include "graph/tensor.hpp"
 
 namespace dpt {
 

@@ -21,7 +21,7 @@ namespace {
 enum Counter { kOptimizerSteps, kEpochsDone, kSamplesIntoEpoch, kSeed, kCounterCount };
 
 template <typename T>
-Tensor make_tensor(const std::string &name, DType dtype, const T *data, size_t count) {
+Tensor make_tensor(const std::string &name, ElementType dtype, const T *data, size_t count) {
   Tensor t;
   t.name = name;
   t.dtype = dtype;
@@ -31,7 +31,7 @@ Tensor make_tensor(const std::string &name, DType dtype, const T *data, size_t c
   return t;
 }
 
-const Tensor &find(const std::map<std::string, const Tensor *> &tensors, const std::string &name, DType dtype,
+const Tensor &find(const std::map<std::string, const Tensor *> &tensors, const std::string &name, ElementType dtype,
                    const std::string &path) {
   auto it = tensors.find(name);
   DPT_REQUIRE(it != tensors.end(), DPT_ERROR_FORMAT,
@@ -91,13 +91,13 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
                                             trainer.config().seed};
   const uint64_t optimizer_kind = uint64_t(trainer.config().optimizer.kind);
   std::vector<Tensor> tensors;
-  tensors.push_back(make_tensor("model.description", DType::kU8, model.data(), model.size()));
+  tensors.push_back(make_tensor("model.description", ElementType::kU8, model.data(), model.size()));
   tensors.push_back(
-      make_tensor("model.parameters", DType::kF32, state.parameters.data(), state.parameters.size()));
-  tensors.push_back(make_tensor("optimizer.kind", DType::kU64, &optimizer_kind, 1));
-  tensors.push_back(make_tensor("optimizer.state", DType::kF32, state.optimizer_state.data(),
+      make_tensor("model.parameters", ElementType::kF32, state.parameters.data(), state.parameters.size()));
+  tensors.push_back(make_tensor("optimizer.kind", ElementType::kU64, &optimizer_kind, 1));
+  tensors.push_back(make_tensor("optimizer.state", ElementType::kF32, state.optimizer_state.data(),
                                 state.optimizer_state.size()));
-  tensors.push_back(make_tensor("trainer.counters", DType::kU64, counters, kCounterCount));
+  tensors.push_back(make_tensor("trainer.counters", ElementType::kU64, counters, kCounterCount));
   file_io::write_file_atomic(path, encode_checkpoint(tensors));
 }
 
@@ -110,24 +110,24 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   std::map<std::string, const Tensor *> tensors;
   for (const Tensor &t : decoded) tensors[t.name] = &t;
 
-  const Tensor &description = find(tensors, "model.description", DType::kU8, path);
+  const Tensor &description = find(tensors, "model.description", ElementType::kU8, path);
   const std::string model(description.bytes.begin(), description.bytes.end());
   DPT_REQUIRE(model == trainer.spec().describe(), DPT_ERROR_INVALID_ARGUMENT,
               "checkpoint '" + path + "' holds model '" + model + "', the trainer's is '" +
                   trainer.spec().describe() + "'");
-  const std::vector<uint64_t> kind = values<uint64_t>(find(tensors, "optimizer.kind", DType::kU64, path));
+  const std::vector<uint64_t> kind = values<uint64_t>(find(tensors, "optimizer.kind", ElementType::kU64, path));
   DPT_REQUIRE(kind.size() == 1 && kind[0] == uint64_t(trainer.config().optimizer.kind),
               DPT_ERROR_INVALID_ARGUMENT,
               "checkpoint '" + path + "' was written with another optimizer than the trainer's");
   const std::vector<uint64_t> counters =
-      values<uint64_t>(find(tensors, "trainer.counters", DType::kU64, path));
+      values<uint64_t>(find(tensors, "trainer.counters", ElementType::kU64, path));
   DPT_REQUIRE(
       counters.size() == kCounterCount, DPT_ERROR_FORMAT,
       "checkpoint '" + path + "': trainer.counters has " + std::to_string(counters.size()) + " entries");
 
   TrainerState state;
-  state.parameters = values<float>(find(tensors, "model.parameters", DType::kF32, path));
-  state.optimizer_state = values<float>(find(tensors, "optimizer.state", DType::kF32, path));
+  state.parameters = values<float>(find(tensors, "model.parameters", ElementType::kF32, path));
+  state.optimizer_state = values<float>(find(tensors, "optimizer.state", ElementType::kF32, path));
   require_finite(state.parameters, "model.parameters", path);
   require_finite(state.optimizer_state, "optimizer.state", path);
   // AdamW divides by the square root of its second moments (the state's second half): a negative one

@@ -72,15 +72,15 @@ uint64_t element_count(const std::vector<uint64_t> &shape) {
 
 }  // namespace
 
-size_t dtype_size(DType dtype) {
+size_t dtype_size(ElementType dtype) {
   switch (dtype) {
-    case DType::kF32:
+    case ElementType::kF32:
       return 4;
-    case DType::kU64:
+    case ElementType::kU64:
       return 8;
-    case DType::kF64:
+    case ElementType::kF64:
       return 8;
-    case DType::kU8:
+    case ElementType::kU8:
       return 1;
   }
   return 0;
@@ -187,7 +187,7 @@ std::vector<TensorEntry> decode_checkpoint_table(const unsigned char *table, con
     const uint8_t dtype = uint8_t(t.le(1));
     DPT_REQUIRE(dtype >= 1 && dtype <= 4, DPT_ERROR_FORMAT,
                 where + ": tensor '" + entry.name + "' has unknown dtype " + std::to_string(dtype));
-    entry.dtype = DType(dtype);
+    entry.dtype = ElementType(dtype);
     const size_t rank = size_t(t.le(1));
     DPT_REQUIRE(rank <= kMaxRank, DPT_ERROR_FORMAT,
                 where + ": tensor '" + entry.name + "' has rank " + std::to_string(rank));

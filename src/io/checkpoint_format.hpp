@@ -9,11 +9,11 @@
 
 namespace dpt {
 
-enum class DType : uint8_t { kF32 = 1, kU64 = 2, kU8 = 3, kF64 = 4 };
+enum class ElementType : uint8_t { kF32 = 1, kU64 = 2, kU8 = 3, kF64 = 4 };
 
 struct Tensor {
   std::string name;
-  DType dtype = DType::kU8;
+  ElementType dtype = ElementType::kU8;
   std::vector<uint64_t> shape;
   std::vector<unsigned char> bytes;  // little-endian elements
 };
@@ -33,7 +33,7 @@ struct CheckpointHeader {
 // A checked entry of the tensor table: where a tensor's data lie, not the data.
 struct TensorEntry {
   std::string name;
-  DType dtype = DType::kU8;
+  ElementType dtype = ElementType::kU8;
   std::vector<uint64_t> shape;
   uint64_t offset = 0, length = 0;
   uint32_t crc = 0;
@@ -58,6 +58,6 @@ std::vector<TensorEntry> decode_checkpoint_table(const unsigned char *table, con
 // 3. Everything, on a whole file image: steps 1 and 2, then every tensor's CRC.
 std::vector<Tensor> decode_checkpoint(const std::vector<unsigned char> &image, const std::string &path);
 
-size_t dtype_size(DType dtype);
+size_t dtype_size(ElementType dtype);
 
 }  // namespace dpt

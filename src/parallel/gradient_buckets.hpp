@@ -1,4 +1,4 @@
-// Gradient buckets: the flat gradient vector cut at layer boundaries into pieces of about a given size,
+// Gradient buckets: the flat gradient vector cut at node boundaries into pieces of about a given size,
 // in the order backward finishes them (the last layer's first). A bucket can be all-reduced as soon as
 // backward has passed its lowest layer, while backward goes on with the layers below.
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "nn/model_spec.hpp"
+#include "graph/model_spec.hpp"
 
 namespace dpt {
 

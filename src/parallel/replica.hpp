@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "backend/device.hpp"
-#include "nn/network.hpp"
+#include "graph/network.hpp"
 #include "optim/optimizer.hpp"
 
 namespace dpt {

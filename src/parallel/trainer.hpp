@@ -11,7 +11,8 @@
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
 #include "core/error.hpp"
-#include "nn/model_spec.hpp"
+#include "graph/init_parameters.hpp"
+#include "graph/model_spec.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/replica.hpp"
 

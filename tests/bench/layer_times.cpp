@@ -5,9 +5,9 @@
 
 #include "core/platform.hpp"
 #include "core/rng.hpp"
-#include "nn/layer.hpp"
-#include "nn/model_spec.hpp"
-#include "nn/network.hpp"
+#include "graph/pass_info.hpp"
+#include "graph/model_spec.hpp"
+#include "graph/network.hpp"
 
 namespace dpt::bench {
 

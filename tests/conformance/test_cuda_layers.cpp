@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "cuda_harness.hpp"
-#include "nn/layer.hpp"
-#include "nn/model_spec.hpp"
+#include "graph/pass_info.hpp"
+#include "graph/model_spec.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cuda_harness.hpp"
-#include "nn/softmax_cross_entropy.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
 #include "optim/optimizer.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.

@@ -31,13 +31,13 @@ namespace {
 dpt::ModelSpec model() {
   dpt::ModelSpec m(dpt::Shape{1, 8, 8});
   m.add_conv2d(4, 3, 1, 1);
-  m.add_activation(dpt::LayerKind::kRelu);
-  m.add_pool(dpt::LayerKind::kMaxPool, 2, 2);
+  m.add_activation(dpt::Activation::kRelu);
+  m.add_pool(dpt::PoolKind::kMax, 2, 2);
   m.add_conv2d(6, 3, 1, 0);
-  m.add_activation(dpt::LayerKind::kTanh);
+  m.add_activation(dpt::Activation::kTanh);
   m.add_flatten();
   m.add_dense(20);
-  m.add_activation(dpt::LayerKind::kRelu);
+  m.add_activation(dpt::Activation::kRelu);
   m.add_dense(5);
   return m;
 }
@@ -59,12 +59,12 @@ void test_plan_covers_the_gradient_back_to_front(void **) {
           assert_true((buckets[b].end - buckets[b].begin) * sizeof(float) >=
                       bytes);  // only the last is short
         }
-        assert_true(spec.layers()[buckets[b].lowest_layer].parameters() > 0);
+        assert_true(spec.nodes()[buckets[b].lowest_layer].parameters() > 0);
       }
       if (bytes == 0 || bytes == (size_t(1) << 30)) assert_int_equal(buckets.size(), 1);
       if (bytes == 1) {  // one bucket per layer with parameters
         size_t layers = 0;
-        for (const auto &l : spec.layers()) layers += l.parameters() > 0;
+        for (const auto &l : spec.nodes()) layers += l.parameters() > 0;
         assert_int_equal(buckets.size(), layers);
       }
     }

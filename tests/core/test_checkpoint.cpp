@@ -56,7 +56,7 @@ std::shared_ptr<dpt::Context> context(size_t devices) {
 dpt::ModelSpec small_model() {
   dpt::ModelSpec m(dpt::Shape{1, 4, 4});
   m.add_dense(5);
-  m.add_activation(dpt::LayerKind::kTanh);
+  m.add_activation(dpt::Activation::kTanh);
   m.add_dense(3);
   return m;
 }
@@ -179,7 +179,7 @@ void test_mismatches_are_rejected(void **) {
   dpt::save_checkpoint(source, path);
   dpt::ModelSpec other(dpt::Shape{1, 4, 4});  // same parameter count would not help: the description differs
   other.add_dense(5);
-  other.add_activation(dpt::LayerKind::kRelu);
+  other.add_activation(dpt::Activation::kRelu);
   other.add_dense(3);
   dpt::Trainer wrong_model(context(1), other, sgd_momentum(1));
   try {

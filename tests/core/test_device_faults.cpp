@@ -33,7 +33,7 @@ constexpr size_t kBatch = 12;
 dpt::ModelSpec model() {
   dpt::ModelSpec m(dpt::Shape{1, 6, 6});
   m.add_conv2d(3, 3, 1, 0);
-  m.add_activation(dpt::LayerKind::kRelu);
+  m.add_activation(dpt::Activation::kRelu);
   m.add_dense(4);
   return m;
 }

@@ -33,10 +33,10 @@
 #include "backend/cpu/cpu_kernels.hpp"
 #include "core/arena.hpp"
 #include "core/error.hpp"
-#include "nn/layer.hpp"
-#include "nn/model_spec.hpp"
-#include "nn/network.hpp"
-#include "nn/softmax_cross_entropy.hpp"
+#include "graph/pass_info.hpp"
+#include "graph/model_spec.hpp"
+#include "graph/network.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
 
 #include <setjmp.h>
 #include <cstdarg>

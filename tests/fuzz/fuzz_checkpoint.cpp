@@ -19,7 +19,7 @@ namespace {
 dpt::ModelSpec fuzz_model() {
   dpt::ModelSpec m(dpt::Shape{1, 4, 4});
   m.add_dense(5);
-  m.add_activation(dpt::LayerKind::kTanh);
+  m.add_activation(dpt::Activation::kTanh);
   m.add_dense(3);
   return m;
 }

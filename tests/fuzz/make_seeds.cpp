@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   // Checkpoints of the fuzz_checkpoint model: complete, and cut short.
   dpt::ModelSpec m(dpt::Shape{1, 4, 4});
   m.add_dense(5);
-  m.add_activation(dpt::LayerKind::kTanh);
+  m.add_activation(dpt::Activation::kTanh);
   m.add_dense(3);
   dpt::TrainerConfig config;
   config.optimizer.momentum = 0.9f;

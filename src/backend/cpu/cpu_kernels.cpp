@@ -1,8 +1,38 @@
 #include "backend/cpu/cpu_kernels.hpp"
 
 #include <cstring>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace dpt {
+
+namespace {
+const cpu::OpKernel &kernel(const char *op) {
+  const cpu::OpKernel *k = cpu::find_op(op);
+  DPT_REQUIRE(k != nullptr, DPT_ERROR_UNSUPPORTED, std::string("the CPU backend has no op '") + op + "'");
+  return *k;
+}
+}  // namespace
+
+void CpuKernels::check_supported(const char *op, DType dtype) const {
+  DPT_REQUIRE(dtype == DType::kF32, DPT_ERROR_UNSUPPORTED,
+              std::string("CPU devices run ") + op + " in float32 only in this version");
+  if (std::strcmp(op, "flatten") != 0) kernel(op);
+}
+
+size_t CpuKernels::scratch_bytes(const dpt_op_call &call) const {
+  const cpu::OpKernel &k = kernel(call.op);
+  return k.scratch_bytes != nullptr ? k.scratch_bytes(call) : 0;
+}
+
+void CpuKernels::forward(const dpt_op_call &call) {
+  if (call.n != 0) kernel(call.op).forward(call);
+}
+
+void CpuKernels::backward(const dpt_op_call &call) {
+  if (call.n != 0) kernel(call.op).backward(call);
+}
 
 void CpuKernels::copy_to_device(float *device, const float *host, size_t count) {
   if (count != 0 && device != host) std::memcpy(device, host, count * sizeof(float));

@@ -1,4 +1,5 @@
-// A CPU device's kernels: the layers of src/nn and the optimizer of src/optim on the device's arena.
+// A CPU device's kernels: the CPU reference kernels (src/backend/cpu/ops) and the optimizer of src/optim on
+// the device's arena.
 #pragma once
 
 #include "backend/device_kernels.hpp"
@@ -10,24 +11,18 @@ class CpuKernels final : public DeviceKernels {
   explicit CpuKernels(MemoryArena &arena) : arena_(arena) {}
 
   DeviceMemory &memory() override { return arena_; }
-  void check_supported(const LayerSpec &) const override {}
-  size_t scratch_floats(const Layer &layer) const override { return layer.scratch_floats(); }
+  void check_supported(const char *op, DType dtype) const override;
+  size_t scratch_bytes(const dpt_op_call &call) const override;
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;
   void synchronize() override {}
   void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
-  void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
-               float *scratch, const PassInfo &info) override {
-    layer.forward(params, x, y, saved, scratch, info);
-  }
-  void backward(const Layer &layer, const float *params, const float *x, const float *y, const float *dy,
-                float *dx, float *dparams, const float *saved, float *scratch,
-                const PassInfo &info) override {
-    layer.backward(params, x, y, dy, dx, dparams, saved, scratch, info);
-  }
+  void forward(const dpt_op_call &call) override;
+  void backward(const dpt_op_call &call) override;
+  void accumulate(float *y, const float *x, size_t count) override { cpu::accumulate(y, x, count); }
   LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
                  float *dlogits) override {
-    return softmax_cross_entropy(logits, labels, n, classes, dlogits);
+    return cpu::softmax_cross_entropy(logits, labels, n, classes, dlogits);
   }
   double l2_norm(const float *grads, size_t count) override { return dpt::l2_norm(grads, count); }
   void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,

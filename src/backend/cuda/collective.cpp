@@ -58,7 +58,11 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
 
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
-  const int rc = replicas_[0]->api().comm_inject_hang(comm_, int(rank), error_, sizeof error_);
+  const auto *test = static_cast<const dpt_backend_test_v1 *>(
+      replicas_[0]->api().get_extension(DPT_BACKEND_TEST_EXTENSION));
+  DPT_REQUIRE(test != nullptr && test->comm_inject_hang != nullptr, DPT_ERROR_UNSUPPORTED,
+              "the CUDA module has no test extension (comm_inject_hang)");
+  const int rc = test->comm_inject_hang(comm_, int(rank), error_, sizeof error_);
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 

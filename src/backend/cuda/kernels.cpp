@@ -10,27 +10,6 @@ constexpr size_t kResultsBytes = 256;  // a dpt_backend_loss, then the norm at k
 constexpr size_t kNormOffset = 128;
 static_assert(sizeof(dpt_backend_loss) <= kNormOffset);
 
-dpt_backend_conv2d_shape conv_shape(const LayerSpec &s, size_t n) {
-  return {int32_t(n),       int32_t(s.in.c),   int32_t(s.in.h),   int32_t(s.in.w),
-          int32_t(s.units), int32_t(s.kernel), int32_t(s.stride), int32_t(s.padding)};
-}
-
-dpt_backend_pool_shape pool_shape(const LayerSpec &s, size_t n) {
-  return {s.kind == LayerKind::kMaxPool ? DPT_BACKEND_POOL_MAX : DPT_BACKEND_POOL_AVERAGE,
-          int32_t(n),
-          int32_t(s.in.c),
-          int32_t(s.in.h),
-          int32_t(s.in.w),
-          int32_t(s.kernel),
-          int32_t(s.stride)};
-}
-
-int activation_kind(LayerKind kind) {
-  return kind == LayerKind::kRelu      ? DPT_BACKEND_RELU
-         : kind == LayerKind::kSigmoid ? DPT_BACKEND_SIGMOID
-                                       : DPT_BACKEND_TANH;
-}
-
 }  // namespace
 
 void throw_backend_error(int rc, const char *message) {
@@ -77,11 +56,10 @@ void CudaKernels::zero(void *p, size_t bytes) {
   if (bytes != 0) check(api_.mem_set(ctx_, p, 0, bytes, error_, sizeof error_));
 }
 
-void CudaKernels::check_supported(const LayerSpec &spec) const {
-  if (spec.kind == LayerKind::kDropout)
-    throw_error(DPT_ERROR_UNSUPPORTED,
-                "cuda:" + std::to_string(ordinal_) +
-                    ": dropout layers do not run on CUDA devices in this version (train on CPU devices)");
+void CudaKernels::check_supported(const char *op, DType dtype) const {
+  if (api_.op_supported(op, int32_t(dtype)) == 0)
+    throw_error(DPT_ERROR_UNSUPPORTED, "cuda:" + std::to_string(ordinal_) + ": " + op +
+                                           " does not run on CUDA devices in this version (train on CPU devices)");
 }
 
 void CudaKernels::copy_to_device(float *device, const float *host, size_t count) {
@@ -102,78 +80,16 @@ void CudaKernels::copy_labels_to_device(int32_t *device, const int32_t *host, si
     check(api_.copy_to_device(ctx_, device, host, count * sizeof(int32_t), error_, sizeof error_));
 }
 
-void CudaKernels::forward(const Layer &layer, const float *params, const float *x, float *y, float *, float *,
-                          const PassInfo &info) {
-  const LayerSpec &s = layer.spec();
-  const size_t n = info.n;
-  if (n == 0) return;
-  switch (s.kind) {
-    case LayerKind::kDense:
-      check(api_.dense_forward(ctx_, n, s.in.size(), s.units, x, params, params + s.weights(), y, error_,
-                               sizeof error_));
-      break;
-    case LayerKind::kConv2d: {
-      const dpt_backend_conv2d_shape shape = conv_shape(s, n);
-      check(api_.conv2d_forward(ctx_, &shape, x, params, params + s.weights(), y, error_, sizeof error_));
-      break;
-    }
-    case LayerKind::kAvgPool:
-    case LayerKind::kMaxPool: {
-      const dpt_backend_pool_shape shape = pool_shape(s, n);
-      check(api_.pool_forward(ctx_, &shape, x, y, error_, sizeof error_));
-      break;
-    }
-    case LayerKind::kRelu:
-    case LayerKind::kSigmoid:
-    case LayerKind::kTanh:
-      check(api_.activation_forward(ctx_, activation_kind(s.kind), n * s.out.size(), x, y, error_,
-                                    sizeof error_));
-      break;
-    case LayerKind::kFlatten:
-      break;  // a view: the network aliases the buffers
-    case LayerKind::kDropout:
-      check_supported(s);
-  }
+void CudaKernels::forward(const dpt_op_call &call) {
+  if (call.n != 0) check(api_.op_forward(ctx_, &call, error_, sizeof error_));
 }
 
-void CudaKernels::backward(const Layer &layer, const float *params, const float *x, const float *y,
-                           const float *dy, float *dx, float *dparams, const float *, float *,
-                           const PassInfo &info) {
-  const LayerSpec &s = layer.spec();
-  const size_t n = info.n;
-  if (n == 0) return;
-  switch (s.kind) {
-    case LayerKind::kDense:
-      check(api_.dense_backward(ctx_, n, s.in.size(), s.units, x, params, dy, dx, dparams,
-                                dparams + s.weights(), error_, sizeof error_));
-      break;
-    case LayerKind::kConv2d: {
-      const dpt_backend_conv2d_shape shape = conv_shape(s, n);
-      check(api_.conv2d_backward_filter(ctx_, &shape, x, dy, dparams, error_, sizeof error_));
-      check(api_.conv2d_backward_bias(ctx_, &shape, dy, dparams + s.weights(), error_, sizeof error_));
-      if (dx != nullptr)
-        check(api_.conv2d_backward_data(ctx_, &shape, params, dy, dx, error_, sizeof error_));
-      break;
-    }
-    case LayerKind::kAvgPool:
-    case LayerKind::kMaxPool: {
-      if (dx == nullptr) break;
-      const dpt_backend_pool_shape shape = pool_shape(s, n);
-      check(api_.pool_backward(ctx_, &shape, x, y, dy, dx, error_, sizeof error_));
-      break;
-    }
-    case LayerKind::kRelu:
-    case LayerKind::kSigmoid:
-    case LayerKind::kTanh:
-      if (dx == nullptr) break;
-      check(api_.activation_backward(ctx_, activation_kind(s.kind), n * s.out.size(), x, y, dy, dx, error_,
-                                     sizeof error_));
-      break;
-    case LayerKind::kFlatten:
-      break;
-    case LayerKind::kDropout:
-      check_supported(s);
-  }
+void CudaKernels::backward(const dpt_op_call &call) {
+  if (call.n != 0) check(api_.op_backward(ctx_, &call, error_, sizeof error_));
+}
+
+void CudaKernels::accumulate(float *y, const float *x, size_t count) {
+  if (count != 0) check(api_.accumulate(ctx_, y, x, count, error_, sizeof error_));
 }
 
 LossStats CudaKernels::loss(const float *logits, const int32_t *labels, size_t n, size_t classes,

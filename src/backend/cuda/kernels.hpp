@@ -1,5 +1,5 @@
 // A replica's kernels on a CUDA GPU: a context of the CUDA module (its own stream, cuBLAS and cuDNN
-// handles) on which every copy, layer pass, loss and update is queued through the module's table
+// handles) on which every copy, op pass, loss and update is queued through the module's table
 // (backend_interface.h). Memory comes from the module's mem_alloc on that context. A module error becomes
 // an Error: DPT_ERROR_OUT_OF_MEMORY or DPT_ERROR_DEVICE with the module's line (it names the GPU and the
 // failed call), DPT_ERROR_COMMUNICATION from a collective.
@@ -27,16 +27,15 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   int ordinal() const { return ordinal_; }
 
   DeviceMemory &memory() override { return *this; }
-  void check_supported(const LayerSpec &spec) const override;
-  size_t scratch_floats(const Layer &) const override { return 0; }
+  void check_supported(const char *op, DType dtype) const override;
+  size_t scratch_bytes(const dpt_op_call &) const override { return 0; }
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;
   void synchronize() override;
   void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
-  void forward(const Layer &layer, const float *params, const float *x, float *y, float *saved,
-               float *scratch, const PassInfo &info) override;
-  void backward(const Layer &layer, const float *params, const float *x, const float *y, const float *dy,
-                float *dx, float *dparams, const float *saved, float *scratch, const PassInfo &info) override;
+  void forward(const dpt_op_call &call) override;
+  void backward(const dpt_op_call &call) override;
+  void accumulate(float *y, const float *x, size_t count) override;
   LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
                  float *dlogits) override;
   double l2_norm(const float *grads, size_t count) override;

@@ -1,0 +1,78 @@
+// A model description: a graph of ops over tensors, every shape inferred when an op is added. Tensor 0 is
+// the model's input; each node reads tensors made before it and makes one new tensor, so the order of the
+// nodes is a topological order (forward runs it, backward runs it in reverse). It holds no weights: each
+// replica instantiates the graph on its device (network.hpp); the parameters of all nodes form one flat
+// vector in node order, each node's tensors in its op's order (weights, then biases).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "graph/op_def.hpp"
+#include "graph/tensor.hpp"
+
+namespace dpt {
+
+enum class Activation { kRelu, kSigmoid, kTanh };
+enum class PoolKind { kAvg, kMax };
+
+struct Node {
+  const OpDef *op = nullptr;
+  std::string name;             // prefix of its parameters' names ("3" -> "3.weight")
+  std::vector<size_t> inputs;   // tensor ids
+  size_t output = 0;            // tensor id
+  OpAttrs attrs;
+  NodeLayout layout;            // parameters, buffers, saved bytes, view
+  size_t param_offset = 0;      // of its first parameter in the flat vector
+  size_t buffer_offset = 0;     // of its first buffer in the flat buffer vector
+  size_t parameters() const;    // floats
+  size_t buffer_floats() const;
+};
+
+class ModelSpec {
+ public:
+  explicit ModelSpec(Shape input);
+  static ModelSpec builtin(const std::string &name);  // "lenet", "mlp"
+
+  // Adds a node of op reading the given tensors; returns the id of its output tensor, which becomes the
+  // model's output. name: the node's name (empty: its index).
+  size_t add(const OpDef &op, const std::vector<size_t> &inputs, const OpAttrs &attrs,
+             const std::string &name = "");
+
+  // Sequential builders: one node on the current output.
+  size_t add_dense(size_t units, bool bias = true);
+  size_t add_conv2d(size_t out_channels, size_t kernel, size_t stride, size_t padding, bool bias = true);
+  size_t add_pool(PoolKind kind, size_t window, size_t stride);
+  size_t add_activation(Activation kind);
+  size_t add_flatten();
+  size_t add_dropout(float rate);
+
+  const Shape &input() const { return tensors_[0].shape; }
+  const std::vector<TensorInfo> &tensors() const { return tensors_; }
+  const std::vector<Node> &nodes() const { return nodes_; }
+  size_t output_tensor() const { return output_; }
+  Shape output() const { return tensors_[output_].shape; }
+  size_t parameter_count() const { return parameters_; }
+  size_t buffer_count() const { return buffers_; }
+  // One line: the input shape, then each node; a node that does not read the previous node's output names
+  // the tensors it reads ("add@3,5"). Sequential models keep the text of version 0.1.
+  std::string describe() const;
+
+ private:
+  std::vector<TensorInfo> tensors_;
+  std::vector<Node> nodes_;
+  size_t output_ = 0;
+  size_t parameters_ = 0, buffers_ = 0;
+};
+
+// Parameters and buffers of every node, in flat order, with their full names ("3.weight").
+struct NamedTensor {
+  std::string name;
+  Shape shape;
+  size_t offset = 0;  // in the flat parameter (or buffer) vector
+};
+std::vector<NamedTensor> named_parameters(const ModelSpec &spec);
+std::vector<NamedTensor> named_buffers(const ModelSpec &spec);
+
+}  // namespace dpt

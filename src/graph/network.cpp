@@ -1,0 +1,217 @@
+#include "graph/network.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/error.hpp"
+
+namespace dpt {
+
+namespace {
+
+constexpr size_t kNone = SIZE_MAX;
+
+void stop_if_cancelled(const PassInfo &info) {
+  if (info.cancel != nullptr && info.cancel->load(std::memory_order_relaxed))
+    throw_error(DPT_ERROR_COMMUNICATION, "pass aborted: another device failed or the deadline passed");
+}
+
+dpt_tensor describe_tensor(const Shape &shape, DType dtype) {
+  dpt_tensor t{};
+  t.dtype = int32_t(dtype);
+  t.rank = int32_t(shape.rank());
+  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
+  return t;
+}
+
+size_t floats_for(size_t bytes) {
+  return (bytes + sizeof(float) - 1) / sizeof(float);
+}
+
+}  // namespace
+
+Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), kernels_(kernels) {
+  const std::vector<TensorInfo> &tensors = spec.tensors();
+  const std::vector<Node> &nodes = spec.nodes();
+  root_.assign(tensors.size(), 0);
+  requires_grad_.assign(tensors.size(), false);
+  for (const TensorInfo &t : tensors) max_width_ = std::max(max_width_, t.shape.size());
+  size_t scratch = 0;
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const Node &node = nodes[j];
+    kernels_.check_supported(node.op->name, tensors[node.output].dtype);
+    root_[node.output] = node.layout.view ? root_[node.inputs[0]] : node.output;
+    bool rg = node.parameters() > 0;
+    for (size_t t : node.inputs) rg = rg || requires_grad_[t];
+    requires_grad_[node.output] = rg;
+
+    Step step;
+    dpt_op_call &c = step.call;
+    c.op = node.op->name;
+    std::copy(std::begin(node.attrs.ints), std::end(node.attrs.ints), c.ints);
+    std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
+    c.input_count = int32_t(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      c.inputs[i] = describe_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
+    c.output = describe_tensor(tensors[node.output].shape, tensors[node.output].dtype);
+    c.param_count = int32_t(node.layout.params.size());
+    for (size_t p = 0; p < node.layout.params.size(); ++p)
+      c.params[p] = describe_tensor(node.layout.params[p].shape, DType::kF32);
+    c.buffer_count = int32_t(node.layout.buffers.size());
+    for (size_t b = 0; b < node.layout.buffers.size(); ++b)
+      c.buffers[b] = describe_tensor(node.layout.buffers[b].shape, DType::kF32);
+    c.node = j;
+    if (!node.layout.view) scratch = std::max(scratch, kernels_.scratch_bytes(c));
+    steps_.push_back(step);
+  }
+  plan_gradients();
+  scratch_ = DeviceBuffer(kernels_.memory(), floats_for(scratch));
+  activations_.resize(tensors.size());
+  saved_.resize(nodes.size());
+  data_.assign(tensors.size(), nullptr);
+}
+
+// Backward visits the nodes in reverse. A tensor's gradient lives in a slot from the moment the first op
+// that reads it (the last in node order) writes it until the op that made it has run its backward; then the
+// slot is free for another tensor. A chain needs two slots (ping-pong); a tensor read by several ops gets
+// the later contributions through a spare slot, added in (so kernels only ever write their input
+// gradients).
+void Network::plan_gradients() {
+  const std::vector<Node> &nodes = spec_.nodes();
+  grad_slot_.assign(spec_.tensors().size(), kNone);
+  std::vector<size_t> free_slots;
+  size_t spares = 0;
+  auto take = [&] {
+    if (free_slots.empty()) return grad_slots_++;
+    const size_t s = free_slots.back();
+    free_slots.pop_back();
+    return s;
+  };
+  const size_t out = root_[spec_.output_tensor()];
+  if (requires_grad_[spec_.output_tensor()]) grad_slot_[out] = take();
+  for (size_t j = nodes.size(); j-- > 0;) {
+    const Node &node = nodes[j];
+    Step &step = steps_[j];
+    const size_t r = root_[node.output];
+    step.run_backward = !node.layout.view && requires_grad_[node.output] && grad_slot_[r] != kNone;
+    if (!step.run_backward) continue;
+    size_t accumulating = 0;
+    for (size_t t : node.inputs) {
+      const size_t rt = root_[t];
+      if (!requires_grad_[t]) {
+        step.grads.push_back({kNone, false});
+      } else if (grad_slot_[rt] == kNone) {
+        grad_slot_[rt] = take();
+        step.grads.push_back({rt, false});
+      } else {
+        step.grads.push_back({rt, true});
+        ++accumulating;
+      }
+    }
+    spares = std::max(spares, accumulating);
+    free_slots.push_back(grad_slot_[r]);
+  }
+  spare_slot_ = grad_slots_;  // the spares come after the tensors' slots
+  grad_slots_ += spares;
+}
+
+void Network::reserve(size_t n) {
+  if (n <= capacity_) return;
+  const std::vector<TensorInfo> &tensors = spec_.tensors();
+  input_ = DeviceBuffer(kernels_.memory(), n * spec_.input().size());
+  static_assert(sizeof(int32_t) == sizeof(float));
+  labels_ = DeviceBuffer(kernels_.memory(), n);
+  data_[0] = input_.data();
+  for (size_t t = 1; t < tensors.size(); ++t) {
+    if (root_[t] == t) {
+      activations_[t] = DeviceBuffer(kernels_.memory(), n * tensors[t].shape.size());
+      data_[t] = activations_[t].data();
+    } else {
+      data_[t] = data_[root_[t]];  // roots come first: a view reads an earlier tensor
+    }
+  }
+  for (size_t j = 0; j < spec_.nodes().size(); ++j)
+    saved_[j] = DeviceBuffer(kernels_.memory(), floats_for(n * spec_.nodes()[j].layout.saved_bytes_per_sample));
+  slots_.clear();
+  for (size_t s = 0; s < grad_slots_; ++s) slots_.emplace_back(kernels_.memory(), n * max_width_);
+  capacity_ = n;
+}
+
+size_t Network::bytes_per_sample() const {
+  size_t floats = spec_.input().size() + 1 + grad_slots_ * max_width_;  // + 1: the label
+  for (size_t t = 1; t < spec_.tensors().size(); ++t)
+    if (root_[t] == t) floats += spec_.tensors()[t].shape.size();
+  size_t bytes = floats * sizeof(float);
+  for (const Node &node : spec_.nodes()) bytes += node.layout.saved_bytes_per_sample;
+  return bytes;
+}
+
+void Network::fill_call(size_t j, dpt_op_call &c, const float *params, const PassInfo &info) {
+  const Node &node = spec_.nodes()[j];
+  c.n = int64_t(info.n);
+  for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = data_[node.inputs[i]];
+  c.output.data = data_[node.output];
+  const float *p = params + node.param_offset;
+  for (size_t k = 0; k < node.layout.params.size(); ++k) {
+    c.params[k].data = const_cast<float *>(p);
+    p += node.layout.params[k].size();
+  }
+  c.saved = saved_[j].data();
+  c.scratch = scratch_.data();
+  c.scratch_bytes = scratch_.size() * sizeof(float);
+  c.training = info.training ? 1 : 0;
+  c.seed = info.seed;
+  c.step = info.step;
+  c.first_sample = info.first_sample;
+}
+
+LossStats Network::forward(const float *params, const int32_t *labels, const PassInfo &info) {
+  DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
+  for (size_t j = 0; j < steps_.size(); ++j) {
+    if (spec_.nodes()[j].layout.view) continue;
+    stop_if_cancelled(info);
+    dpt_op_call &c = steps_[j].call;
+    fill_call(j, c, params, info);
+    kernels_.forward(c);
+  }
+  if (labels == nullptr) return {};
+  const size_t out = root_[spec_.output_tensor()];
+  float *dlogits = info.training && grad_slot_[out] != kNone ? slots_[grad_slot_[out]].data() : nullptr;
+  return kernels_.loss(data_[out], labels, info.n, spec_.output().size(), dlogits);
+}
+
+void Network::backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook) {
+  for (size_t j = steps_.size(); j-- > 0;) {
+    Step &step = steps_[j];
+    if (!step.run_backward) continue;
+    stop_if_cancelled(info);
+    const Node &node = spec_.nodes()[j];
+    dpt_op_call &c = step.call;
+    fill_call(j, c, params, info);
+    c.output_grad = slots_[grad_slot_[root_[node.output]]].data();
+    float *g = grads + node.param_offset;
+    for (size_t k = 0; k < node.layout.params.size(); ++k) {
+      c.param_grads[k] = g;
+      g += node.layout.params[k].size();
+    }
+    size_t spare = spare_slot_;
+    for (size_t i = 0; i < step.grads.size(); ++i) {
+      const InputGrad &ig = step.grads[i];
+      c.input_grads[i] = ig.tensor == kNone ? nullptr
+                         : ig.accumulate    ? slots_[spare++].data()
+                                            : slots_[grad_slot_[ig.tensor]].data();
+    }
+    kernels_.backward(c);
+    spare = spare_slot_;
+    for (size_t i = 0; i < step.grads.size(); ++i) {
+      const InputGrad &ig = step.grads[i];
+      if (ig.tensor != kNone && ig.accumulate)
+        kernels_.accumulate(slots_[grad_slot_[ig.tensor]].data(), slots_[spare++].data(),
+                            info.n * spec_.tensors()[ig.tensor].shape.size());
+    }
+    for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = nullptr;
+    if (hook.layer_done != nullptr) hook.layer_done(hook.context, j);
+  }
+}
+
+}  // namespace dpt

@@ -1,0 +1,79 @@
+// The graph executor: one replica's instance of a model description on one device. It allocates the device
+// buffers a pass needs (input staging, one activation per tensor, what each op saves, gradient slots,
+// scratch), runs forward over the nodes in order and backward in reverse, and knows no op by name: each
+// node becomes a dpt_op_call (modules/interface/op_call.h) for the device's kernels. Parameters, gradients
+// and buffers are flat vectors owned by the caller, so that the all-reduce sees one contiguous vector.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/device_kernels.hpp"
+#include "core/arena.hpp"
+#include "graph/model_spec.hpp"
+#include "graph/pass_info.hpp"
+
+namespace dpt {
+
+// Called by backward() after each node's parameter gradients are final (the node's index), so that the
+// caller can start reducing them while backward goes on. A function pointer: nothing to allocate per step.
+struct BackwardHook {
+  void (*layer_done)(void *context, size_t node) = nullptr;
+  void *context = nullptr;
+};
+
+class Network {
+ public:
+  // Throws DPT_ERROR_UNSUPPORTED when an op cannot run on the kernels' device.
+  Network(const ModelSpec &spec, DeviceKernels &kernels);
+
+  // Makes room for slices of n samples. Allocates only when n exceeds the largest slice seen so far.
+  void reserve(size_t n);
+  size_t capacity() const { return capacity_; }
+  // Bytes reserve() allocates per sample of capacity.
+  size_t bytes_per_sample() const;
+  // The slice's inputs and labels go here before forward() (capacity samples of device memory).
+  float *input() { return input_.data(); }
+  int32_t *labels() { return reinterpret_cast<int32_t *>(labels_.data()); }
+
+  // Forward over input()[0, info.n); with labels (device memory: labels()), also the loss, and for
+  // training the logit gradient. Stops with DPT_ERROR_COMMUNICATION between ops once info.cancel is set.
+  LossStats forward(const float *params, const int32_t *labels, const PassInfo &info);
+  // After a training forward(): adds the slice's summed gradient into grads.
+  void backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook = {});
+  // Device memory.
+  const float *logits() const { return data_[root_[spec_.output_tensor()]]; }
+  DeviceKernels &kernels() { return kernels_; }
+
+ private:
+  // Where backward puts the gradient of one input of a node: a slot of its own (the first op to reach it
+  // writes it), or the spare slot, then added to the tensor's slot (a tensor several ops read).
+  struct InputGrad {
+    size_t tensor = 0;      // root tensor
+    bool accumulate = false;
+  };
+  struct Step {                  // one node's pass
+    dpt_op_call call{};          // shapes and attributes; pointers filled per pass
+    std::vector<InputGrad> grads;  // per input; tensor == SIZE_MAX: no gradient needed
+    bool run_backward = false;
+  };
+
+  void plan_gradients();
+  void fill_call(size_t node, dpt_op_call &call, const float *params, const PassInfo &info);
+
+  const ModelSpec &spec_;
+  DeviceKernels &kernels_;
+  std::vector<size_t> root_;           // per tensor: the tensor whose memory it is (views alias)
+  std::vector<bool> requires_grad_;    // per tensor: depends on a parameter
+  std::vector<size_t> grad_slot_;      // per root tensor that needs a gradient: its slot
+  size_t grad_slots_ = 0;              // slots of max_width_ floats per sample, the spares included
+  size_t spare_slot_ = 0;              // the first spare
+  std::vector<Step> steps_;
+  size_t capacity_ = 0;
+  size_t max_width_ = 0;  // largest per-sample tensor
+  DeviceBuffer input_, labels_, scratch_;  // labels_: int32 in float-sized slots
+  std::vector<DeviceBuffer> activations_, saved_, slots_;  // slots_: gradient slots, the spares last
+  std::vector<float *> data_;  // per tensor: its activations (a root's own buffer, or the input)
+};
+
+}  // namespace dpt

@@ -1,0 +1,44 @@
+// What a model's tensors are: an element type and the shape of one sample (the batch dimension is implicit:
+// a tensor of n samples holds n * shape.size() elements, row-major, images CHW).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "interface/op_call.h"
+
+namespace dpt {
+
+// Only kF32 has kernels in this version; the others are carried so that 16-bit precision is an addition.
+enum class DType : int32_t { kF32 = DPT_DTYPE_F32, kBF16 = DPT_DTYPE_BF16, kF16 = DPT_DTYPE_F16 };
+
+constexpr size_t kMaxRank = DPT_OP_MAX_RANK;
+
+class Shape {
+ public:
+  Shape() = default;
+  // Shape{c, h, w}, Shape{features}: at most kMaxRank dimensions (more is an internal error).
+  Shape(std::initializer_list<size_t> dims);
+
+  size_t rank() const { return rank_; }
+  size_t operator[](size_t i) const { return dims_[i]; }
+  // Elements of one sample (1 for rank 0).
+  size_t size() const;
+  bool operator==(const Shape &) const = default;
+  // "1x28x28"
+  std::string text() const;
+
+ private:
+  uint32_t rank_ = 0;
+  std::array<size_t, kMaxRank> dims_{};
+};
+
+struct TensorInfo {
+  Shape shape;
+  DType dtype = DType::kF32;
+};
+
+}  // namespace dpt

@@ -1,0 +1,29 @@
+// The op kinds a model can hold: one line per op (its descriptor file defines the OpDef).
+#include <cstring>
+
+#include "core/error.hpp"
+#include "graph/op_def.hpp"
+
+namespace dpt {
+
+extern const OpDef kAvgPool2dOp, kConv2dOp, kDenseOp, kDropoutOp, kFlattenOp, kMaxPool2dOp, kReluOp,
+    kSigmoidOp, kTanhOp;
+
+namespace {
+const OpDef *const kOps[] = {&kAvgPool2dOp, &kConv2dOp, &kDenseOp,   &kDropoutOp, &kFlattenOp,
+                             &kMaxPool2dOp, &kReluOp,   &kSigmoidOp, &kTanhOp};
+}  // namespace
+
+const OpDef *find_op_def(const std::string &name) {
+  for (const OpDef *op : kOps)
+    if (name == op->name) return op;
+  return nullptr;
+}
+
+const OpDef &op_def(const char *name) {
+  const OpDef *op = find_op_def(name);
+  DPT_REQUIRE(op != nullptr, DPT_ERROR_INTERNAL, std::string("no op '") + name + "'");
+  return *op;
+}
+
+}  // namespace dpt
