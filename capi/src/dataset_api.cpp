@@ -79,9 +79,9 @@ dpt_status dpt_dataset_shape(const dpt_dataset *dataset, size_t *channels, size_
   return guarded(__func__, [&] {
     require_not_null(dataset, "dataset");
     const dpt::Shape &s = dataset->impl.shape();
-    if (channels) *channels = s.c;
-    if (height) *height = s.h;
-    if (width) *width = s.w;
+    if (channels) *channels = s[0];
+    if (height) *height = s[1];
+    if (width) *width = s[2];
   });
 }
 

@@ -158,7 +158,7 @@ dpt::ModelSpec bench_model(const std::string &name) {
   m.add_flatten();
   for (int i = 0; i < 3; ++i) {
     m.add_dense(2048);
-    m.add_activation(dpt::LayerKind::kRelu);
+    m.add_activation(dpt::Activation::kRelu);
   }
   m.add_dense(10);
   return m;
