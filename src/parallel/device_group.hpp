@@ -9,8 +9,8 @@
 
 #include <array>
 #include <atomic>
-#include <cstddef>
 #include <condition_variable>
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -37,7 +37,8 @@ class DeviceGroup {
   size_t size() const { return devices_.size(); }
   ThreadCollective &collective() { return collective_; }
   // The communication threads that reduce gradient buckets during backward; aborted and re-armed with the
-  // group. Created by the trainer when it overlaps (bucket size > 0 and more than one device).
+  // group. Created by the HostGradientCollective when it overlaps (bucket size > 0 and more than one device
+  // or process).
   void enable_bucket_reducer(std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
                              const World *world) {
     reducer_ =

@@ -33,7 +33,7 @@ struct Replica {
   LossStats stats;
   bool nonfinite = false;  // the slice's inputs or loss held a NaN or an infinity
   double norm = 0;         // the all-reduced gradient's norm, divided by the window's samples
-  double allreduce_seconds = 0, probe_seconds = 1e300;
+  double probe_seconds = 1e300;
 };
 
 }  // namespace dpt

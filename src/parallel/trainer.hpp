@@ -1,5 +1,9 @@
 // The data-parallel trainer: the step (split, per-device forward/backward, all-reduce, identical update),
-// evaluation and prediction across the replicas.
+// evaluation and prediction across the replicas. Its members live in one file per job: trainer.cpp
+// (construction, step, flush, evaluate, predict), trainer_slices.cpp (the split of a batch into the
+// replicas' slices, and copying them in), trainer_speeds.cpp (SplitPolicy::kAuto's measurements),
+// trainer_world.cpp (joining an MPI world, sums across it), trainer_state.cpp (parameters, checkpoints);
+// the gradient all-reduce is a GradientCollective (gradient_collective.hpp).
 #pragma once
 
 #include <memory>
@@ -14,6 +18,7 @@
 #include "graph/init_parameters.hpp"
 #include "graph/model_spec.hpp"
 #include "parallel/device_group.hpp"
+#include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 
 namespace dpt {
@@ -81,8 +86,8 @@ class Trainer {
   size_t device_count() const { return replicas_.size(); }
   // The replicas run on CUDA GPUs.
   bool on_gpus() const { return on_gpus_; }
-  // GPU replicas: their all-reduce (nullptr with one replica or on CPU devices).
-  CudaCollective *cuda_collective() { return cuda_collective_.get(); }
+  // GPU replicas: their all-reduce (nullptr with one replica or on CPU devices). A test seam.
+  CudaCollective *cuda_collective();
   size_t parameter_count() const { return spec_.parameter_count(); }
   uint64_t optimizer_steps() const { return optimizer_steps_; }
   uint64_t nonfinite_steps() const { return nonfinite_steps_; }
@@ -120,29 +125,33 @@ class Trainer {
   uint64_t epochs_done = 0;
 
  private:
+  // trainer_slices.cpp
   std::vector<double> split_weights() const;
   void assign_slices(size_t batch, bool across_processes = true);
-  void world_sum(double *values, size_t count);
-  void join_world(std::vector<float> &initial);
-  void set_parameters_locked(const float *in);
   void reserve_slices();
+  void copy_in(const float *x, const int32_t *labels);
+  void check_labels(const int32_t *labels, size_t n) const;
+  // trainer_speeds.cpp
   void measure_speeds(const float *x, const int32_t *labels, size_t batch);
   void measure_room();
-  void copy_in(const float *x, const int32_t *labels);
+  // trainer_world.cpp
+  void join_world(std::vector<float> &initial);
+  void world_sum(double *values, size_t count);
+  // trainer_state.cpp
+  void set_parameters_locked(const float *in);
+  // The replica's parameters (or optimizer state) copied to the host.
+  void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
+  // trainer.cpp
   PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training) const {
     return PassInfo{n, first_sample, config_.seed, step, 0, training, &group_->aborted()};
   }
   void compute_gradients(size_t rank, bool post_buckets);
-  double gpu_all_reduce();
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
   // caller's host buffers), ignoring its errors.
   void drain_streams() noexcept;
-  // The replica's parameters (or optimizer state) copied to the host.
-  void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   bool update_replicas(StepStats &s, bool reduced);
   void discard_window(StepStats &s);
   void report_discarded(const char *where) const;
-  void check_labels(const int32_t *labels, size_t n) const;
   void check_usable() const;
   void check_no_task_out() const;
   // Runs fn, which uses the devices. A device failure, a timeout or an aborted collective leaves the
@@ -170,11 +179,11 @@ class Trainer {
   TrainerConfig config_;
   std::vector<Device *> devices_;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  // The gradient all-reduce, chosen in the constructor by the kind of the devices. Declared before group_:
+  // the group is destroyed first (it waits for tasks still out), then what the tasks touch.
+  std::unique_ptr<GradientCollective> collective_;
   std::unique_ptr<DeviceGroup> group_;
   bool on_gpus_ = false;
-  std::unique_ptr<CudaCollective> cuda_collective_;
-  std::vector<std::pair<size_t, size_t>> gpu_buckets_;  // ranges of the gradient, one NCCL call each
-  std::vector<float *> gpu_grads_;                      // every replica's gradient buffer
   bool broken_ = false;                   // a device failed or timed out: the replicas may differ
   std::vector<double> measured_weights_;  // kAuto, after the first step
   std::vector<size_t> room_;              // kAuto on GPUs: samples each replica has memory for

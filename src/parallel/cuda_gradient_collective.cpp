@@ -1,0 +1,31 @@
+#include "parallel/cuda_gradient_collective.hpp"
+
+#include "core/platform.hpp"
+#include "parallel/gradient_buckets.hpp"
+
+namespace dpt {
+
+CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
+                                               const ModelSpec &spec, size_t bucket_bytes,
+                                               double timeout_seconds)
+    : timeout_(timeout_seconds) {
+  if (replicas.size() > 1) {
+    std::vector<CudaKernels *> kernels;
+    for (auto &r : replicas) kernels.push_back(static_cast<CudaKernels *>(r->kernels.get()));
+    collective_ = std::make_unique<CudaCollective>(std::move(kernels));
+  }
+  // The buckets are all-reduced in one NCCL group after backward.
+  for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
+  for (auto &r : replicas) grads_.push_back(r->grads.data());
+}
+
+// The summed gradients of every replica; overlap is never on (reduced is false).
+void CudaGradientCollective::reduce_between_phases(bool /*reduced*/) {
+  seconds_ = 0;
+  if (collective_ == nullptr) return;
+  const double t0 = platform::now_seconds();
+  collective_->all_reduce(grads_, buckets_, timeout_);
+  seconds_ = platform::now_seconds() - t0;
+}
+
+}  // namespace dpt

@@ -1,0 +1,41 @@
+// The gradient all-reduce of GPU replicas (backend/cuda/collective.hpp: NCCL, or the virtual all-reduce of
+// replicas sharing one GPU), one group of bucketed ranges per window, from the trainer's thread between
+// the backward and update phases: a CUDA context is used by one thread at a time, and the device workers
+// are idle then.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/collective.hpp"
+#include "nn/model_spec.hpp"
+#include "parallel/gradient_collective.hpp"
+#include "parallel/replica.hpp"
+
+namespace dpt {
+
+class CudaGradientCollective final : public GradientCollective {
+ public:
+  // The replicas run on CUDA devices. With one replica there is nothing to reduce. Throws as
+  // CudaCollective does (DPT_ERROR_UNSUPPORTED: some replicas share a GPU and others do not).
+  CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
+                         size_t bucket_bytes, double timeout_seconds);
+
+  // nullptr with one replica. Test seam (CudaCollective::inject_hang).
+  CudaCollective *collective() { return collective_.get(); }
+
+  void reduce_between_phases(bool reduced) override;
+  void reduce_in_update(size_t, bool) override {}
+  AllReduceTimes times(bool) const override { return {seconds_, seconds_, seconds_}; }
+
+ private:
+  double timeout_;
+  std::unique_ptr<CudaCollective> collective_;
+  std::vector<std::pair<size_t, size_t>> buckets_;  // ranges of the gradient, one NCCL call each
+  std::vector<float *> grads_;                      // every replica's gradient buffer
+  double seconds_ = 0;                              // of the last reduction
+};
+
+}  // namespace dpt

@@ -1,0 +1,69 @@
+// The all-reduce of the replicas' summed gradients, behind one interface. The trainer picks the
+// implementation once, when it is created, from the kind of its devices, and its step calls it at fixed
+// points without knowing which one it is:
+//
+//   backward phase, device thread rank   backward_hook(rank), finish_backward(rank)  (overlapped only)
+//   trainer thread, between the phases   reduce_between_phases(reduced)
+//   update phase, device thread rank     reduce_in_update(rank, reduced)
+//   trainer thread, after the update     times(reduced)
+//
+// Each implementation reduces at the point its devices allow: HostGradientCollective (CPU devices, whose
+// threads are their compute) on the device threads, over the group's ThreadCollective and the MPI World,
+// or during backward through the BucketReducer; CudaGradientCollective (GPU replicas) on the trainer's
+// thread while the workers are idle, since a CUDA context is used by one thread at a time.
+//
+// Deadlines and aborts: what a device thread waits on in here is aborted with the DeviceGroup (its
+// ThreadCollective and BucketReducer) when a peer fails or the deadline passes, or bounded by the timeout
+// (World, NCCL). A failure leaves the gradients in an unknown state: the trainer then refuses further work.
+//
+// The place for a later, small collective: sync BatchNorm needs, in the middle of forward and of backward
+// on each device task, a sum of a few doubles (count, sum and sum of squares per channel) over the replicas
+// and the MPI processes. It would be one more method here, called from the pass on device thread rank:
+//   virtual void all_reduce_statistics(size_t rank, double *values, size_t count) = 0;
+// Both implementations would do it on the device threads with host values (a GPU replica copies its few
+// statistics out first, on its own context): a sum over the group's ThreadCollective (aborted with the
+// group, so a failed peer cannot hang the others), then rank 0 across the World with the trainer's timeout
+// and a broadcast back, as hierarchical_all_reduce does for gradients. Construction already hands the
+// host implementation the DeviceGroup; the CUDA one would take it the same way.
+#pragma once
+
+#include <cstddef>
+
+#include "nn/network.hpp"
+
+namespace dpt {
+
+// What one window's reduction took, for StepStats.
+struct AllReduceTimes {
+  double in_update = 0;  // the part spent inside the update (not counted as update_seconds)
+  double total = 0;      // allreduce_seconds
+  double exposed = 0;    // allreduce_exposed_seconds: the part the step waited for after backward
+};
+
+class GradientCollective {
+ public:
+  virtual ~GradientCollective() = default;
+
+  // True when the last micro-batch of a window reduces its gradients during backward (bucket overlap);
+  // the trainer then passes reduced = true to the calls below for that window.
+  virtual bool overlaps_backward() const { return false; }
+  // Device thread rank, an overlapped micro-batch, before backward: the hook that hands each gradient
+  // bucket over as soon as backward has finished it. Allocates nothing.
+  virtual BackwardHook backward_hook(size_t /*rank*/) { return {}; }
+  // Device thread rank, after the backward of an overlapped micro-batch (also one that skipped backward:
+  // an empty or non-finite slice, so the peers' reduction still completes): hands over the buckets still
+  // held back and waits until every bucket is reduced on this rank. Throws DPT_ERROR_COMMUNICATION when
+  // aborted.
+  virtual void finish_backward(size_t /*rank*/) {}
+
+  // Trainer thread, after the backward phase and before the update phase, while every device worker is
+  // idle. Throws as the underlying collective does.
+  virtual void reduce_between_phases(bool reduced) = 0;
+  // Device thread rank, first in the update phase: afterwards the rank's gradient buffer holds the sum
+  // over every replica of every process. Throws as the underlying collective does.
+  virtual void reduce_in_update(size_t rank, bool reduced) = 0;
+  // Trainer thread, after the update phase: the timings of the window's reduction.
+  virtual AllReduceTimes times(bool reduced) const = 0;
+};
+
+}  // namespace dpt

@@ -1,0 +1,69 @@
+#include "parallel/host_gradient_collective.hpp"
+
+#include "comm/hierarchical_reduce.hpp"
+#include "parallel/gradient_buckets.hpp"
+
+namespace dpt {
+
+HostGradientCollective::HostGradientCollective(DeviceGroup &group,
+                                               const std::vector<std::unique_ptr<Replica>> &replicas,
+                                               const ModelSpec &spec, size_t bucket_bytes,
+                                               AllReduceAlgorithm algorithm, const World *world,
+                                               double timeout_seconds)
+    : group_(group),
+      world_(world),
+      algorithm_(algorithm),
+      timeout_(timeout_seconds),
+      count_(replicas[0]->grads.size()),
+      posters_(replicas.size()),
+      seconds_(replicas.size(), 0.0) {
+  for (auto &r : replicas) grads_.push_back(r->grads.data());
+  // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
+  // the plain all-reduce on the device threads saves the hand-over to the communication threads.
+  // Across processes the reducer also runs the MPI all-reduce of each bucket, so one device is enough.
+  if ((replicas.size() > 1 || world != nullptr) && bucket_bytes > 0) {
+    std::vector<GradientBucket> buckets = plan_buckets(spec, bucket_bytes);
+    if (buckets.size() > 1) group_.enable_bucket_reducer(std::move(buckets), algorithm, world);
+  }
+  reducer_ = group_.bucket_reducer();
+  for (size_t rank = 0; rank < posters_.size(); ++rank) {
+    posters_[rank].reducer = reducer_;
+    posters_[rank].rank = rank;
+    posters_[rank].grads = grads_[rank];
+  }
+}
+
+void HostGradientCollective::Poster::layer_done(void *context, size_t layer) {
+  Poster &p = *static_cast<Poster *>(context);
+  const std::vector<GradientBucket> &buckets = p.reducer->buckets();
+  size_t n = p.posted;
+  while (n < buckets.size() && layer <= buckets[n].lowest_layer) ++n;
+  if (n == p.posted) return;
+  p.posted = n;
+  p.reducer->post(p.rank, p.grads, n);
+}
+
+BackwardHook HostGradientCollective::backward_hook(size_t rank) {
+  Poster &p = posters_[rank];
+  p.posted = 0;
+  return BackwardHook{&Poster::layer_done, &p};
+}
+
+void HostGradientCollective::finish_backward(size_t rank) {
+  reducer_->post(rank, grads_[rank], reducer_->buckets().size());
+  reducer_->wait_all(rank);
+}
+
+void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
+  seconds_[rank] = 0;
+  if (!reduced)  // else the bucket reducer did it during backward
+    seconds_[rank] = hierarchical_all_reduce(group_.collective(), world_, rank, grads_[rank], 0, count_,
+                                             algorithm_, timeout_);
+}
+
+AllReduceTimes HostGradientCollective::times(bool reduced) const {
+  if (reduced) return {0, reducer_->reduce_seconds(0), reducer_->exposed_seconds(0)};
+  return {seconds_[0], seconds_[0], seconds_[0]};
+}
+
+}  // namespace dpt

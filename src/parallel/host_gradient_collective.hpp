@@ -1,0 +1,57 @@
+// The gradient all-reduce of CPU replicas, on their device threads: hierarchical_all_reduce over the
+// group's ThreadCollective and (across processes) the World in the update phase, or, with gradient
+// buckets, the group's BucketReducer during backward.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "comm/thread_collective.hpp"
+#include "comm/world.hpp"
+#include "nn/model_spec.hpp"
+#include "parallel/bucket_reducer.hpp"
+#include "parallel/device_group.hpp"
+#include "parallel/gradient_collective.hpp"
+#include "parallel/replica.hpp"
+
+namespace dpt {
+
+class HostGradientCollective final : public GradientCollective {
+ public:
+  // Enables the group's bucket reducer when bucket_bytes plans more than one bucket and there is someone
+  // to reduce with (a second device or other processes). world may be nullptr (this process only).
+  HostGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
+                         const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
+                         const World *world, double timeout_seconds);
+
+  bool overlaps_backward() const override { return reducer_ != nullptr; }
+  BackwardHook backward_hook(size_t rank) override;
+  void finish_backward(size_t rank) override;
+  void reduce_between_phases(bool) override {}
+  void reduce_in_update(size_t rank, bool reduced) override;
+  AllReduceTimes times(bool reduced) const override;
+
+ private:
+  // Posts each bucket to the reducer as soon as backward has finished its lowest layer. One per rank,
+  // each on its own cache line (written by its device thread only).
+  struct alignas(64) Poster {
+    BucketReducer *reducer = nullptr;
+    size_t rank = 0;
+    float *grads = nullptr;
+    size_t posted = 0;
+    static void layer_done(void *context, size_t layer);
+  };
+
+  DeviceGroup &group_;
+  const World *world_;
+  AllReduceAlgorithm algorithm_;
+  double timeout_;
+  std::vector<float *> grads_;        // every replica's gradient buffer
+  size_t count_;                      // floats in each
+  BucketReducer *reducer_ = nullptr;  // the group's, when it overlaps
+  std::vector<Poster> posters_;
+  std::vector<double> seconds_;  // of each rank's reduction in the update phase
+};
+
+}  // namespace dpt

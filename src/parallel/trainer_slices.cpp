@@ -1,0 +1,108 @@
+// The split of a batch into the replicas' slices (across processes first, then across this process's
+// devices), their device memory, their labels, and copying them in.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "parallel/splitter.hpp"
+#include "parallel/trainer.hpp"
+
+namespace dpt {
+
+namespace {
+
+bool all_finite(const float *x, size_t n) {
+  // NaN and infinities are the floats whose exponent bits are all ones; an OR over integer tests
+  // vectorizes (a float sum would be one dependent add per element).
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bad |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+}  // namespace
+
+std::pair<size_t, size_t> Trainer::process_range(size_t batch) const {
+  if (config_.world == nullptr) return {0, batch};
+  const std::vector<size_t> parts = split_batch(batch, process_weights_);
+  size_t first = 0;
+  for (size_t p = 0; p < config_.world->rank(); ++p) first += parts[p];
+  return {first, parts[config_.world->rank()]};
+}
+
+std::vector<double> Trainer::split_weights() const {
+  if (config_.split == SplitPolicy::kWeighted) return config_.weights;
+  if (config_.split == SplitPolicy::kAuto && !measured_weights_.empty()) return measured_weights_;
+  return std::vector<double>(devices_.size(), 1.0);
+}
+
+std::vector<size_t> Trainer::split_sizes(size_t batch) const {
+  return split_batch(batch, split_weights());
+}
+
+// Sets each replica's slice of the batch. Across processes, the batch is first split by the processes'
+// device counts and this process's share then across its devices; begin stays a global sample index.
+void Trainer::assign_slices(size_t batch, bool across_processes) {
+  if (batch != cached_batch_ || across_processes != cached_across_ || cached_counts_.empty()) {
+    // steps of one size allocate nothing here
+    auto [first, count] = across_processes ? process_range(batch) : std::pair<size_t, size_t>{0, batch};
+    cached_counts_ = split_sizes(count);
+    if (!room_.empty()) cached_counts_ = cap_split(cached_counts_, room_);
+    cached_first_ = first;
+    cached_batch_ = batch;
+    cached_across_ = across_processes;
+  }
+  size_t begin = cached_first_;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    replicas_[i]->begin = begin;
+    replicas_[i]->count = cached_counts_[i];
+    begin += cached_counts_[i];
+  }
+}
+
+// Device memory for the slices is allocated before any gradient work starts, so that an out-of-memory
+// error leaves every replica's parameters, gradients and state as they were.
+void Trainer::reserve_slices() {
+  bool grow = false;
+  for (auto &r : replicas_) grow |= r->count > r->network.capacity();
+  if (!grow) return;
+  run_phase([this](size_t rank) {
+    Replica &r = *replicas_[rank];
+    r.network.reserve(r.count);
+  });
+}
+
+void Trainer::check_labels(const int32_t *labels, size_t n) const {
+  const int64_t classes = int64_t(spec_.output().size());
+  for (size_t i = 0; i < n; ++i)
+    DPT_REQUIRE(labels[i] >= 0 && labels[i] < classes, DPT_ERROR_OUT_OF_RANGE,
+                "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+                    " is outside [0, " + std::to_string(classes) + ")");
+}
+
+// Copies each replica's slice of the caller's batch (and its labels, when given) into the replica's device
+// memory from the calling thread, and flags slices that hold a NaN or an infinity. The device tasks never
+// read caller memory: a task that outlives a timeout could otherwise read it after the call returned.
+void Trainer::copy_in(const float *x, const int32_t *labels) {
+  const size_t in = spec_.input().size();
+  guard_devices([&] {
+    for (auto &r : replicas_) {
+      r->nonfinite = false;
+      if (r->count == 0) continue;
+      const float *slice = x + r->begin * in;
+      r->nonfinite = !all_finite(slice, r->count * in);
+      r->kernels->copy_to_device(r->network.input(), slice, r->count * in);
+      if (labels != nullptr)
+        r->kernels->copy_labels_to_device(r->network.labels(), labels + r->begin, r->count);
+    }
+    for (auto &r : replicas_) r->kernels->synchronize();  // a GPU copy reads the host buffer until here
+  });
+}
+
+}  // namespace dpt
