@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/collective.hpp"
-#include "nn/model_spec.hpp"
+#include "graph/model_spec.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 

@@ -29,7 +29,7 @@
 
 #include <cstddef>
 
-#include "nn/network.hpp"
+#include "graph/network.hpp"
 
 namespace dpt {
 

@@ -9,7 +9,7 @@
 
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
-#include "nn/model_spec.hpp"
+#include "graph/model_spec.hpp"
 #include "parallel/bucket_reducer.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
