@@ -4,22 +4,27 @@
  * executor fills it from the op's descriptor (src/ops/) for each pass; a backend looks the kernel up by
  * dpt_op_call.op (the op's name) and reads only the members that op defines (the table below).
  *
+ * Backward receives every tensor forward had (inputs, output, parameters, saved), whether its op reads them
+ * or not. No buffer is passed both as an input and as the output (kernels may use restrict).
+ *
  * Layout: a tensor of activations holds n samples, each of dims[0] x ... x dims[rank - 1] elements,
  * row-major (images NCHW), contiguous. A parameter or buffer tensor has no sample dimension: dims is its
  * whole shape. Device pointers as the backend hands them out (host memory on a CPU device).
  *
- * Semantics, every op: a count of n = 0 samples is a no-op. forward writes output (=). backward reads
+ * Semantics, every op: a count of n = 0 samples is a no-op, except the two-phase training calls of an op
+ * with statistics (batch_norm below), which run with n = 0 too (zero statistics; the running statistics
+ * still follow the global batch). forward writes output (=). backward reads
  * output_grad (dL/dy) and writes input_grads[i] (=) for every input i whose pointer is not NULL (NULL: no
  * gradient is needed there), and ADDS (+=) the parameter gradients into param_grads[p] when not NULL.
  * A training forward may update the op's buffers (running statistics). What forward keeps for backward
  * goes into saved (saved_bytes as the descriptor sizes it); scratch is the backend's own per-call space.
  *
  * The ops and their members (ints[] / reals[] / params / buffers / saved):
- *   "dense"       y[units] = x W^T + b, x of any shape flattened; ints[0] = units; params: weight
- *                 [units, in], optional bias [units].
+ *   "dense"       y[units] = x W^T + b, x of any shape flattened; ints = {units, bias (0 or 1)}; params:
+ *                 weight [units, in], bias [units] when ints[1] (param_count 2, else 1).
  *   "conv2d"      cross-correlation, x [c, h, w] -> y [out_c, oh, ow], oh = (h + 2 padding - kernel) /
- *                 stride + 1; ints = {out_c, kernel, stride, padding}; params: weight [out_c, c, k, k],
- *                 optional bias [out_c].
+ *                 stride + 1; ints = {out_c, kernel, stride, padding, bias (0 or 1)}; params: weight
+ *                 [out_c, c, k, k], bias [out_c] when ints[4].
  *   "avg_pool2d"  ints = {window, stride}; no padding, sizes round down.
  *   "max_pool2d"  ints = {window, stride}; saved: the int32 index (within the plane) of each window's
  *                 first maximum, one per output element; backward routes dy there.
@@ -28,6 +33,31 @@
  *                 mask (0 or 1 / (1 - rate)) per element, keyed by (seed, step, node, first_sample + i,
  *                 element) so that it does not depend on the split.
  *   "flatten"     a view: the executor aliases its input and never calls a kernel.
+ *   "add"         y = x0 + x1 (same shapes); the residual join.
+ *   "concat"      y = the inputs stacked along dimension 0 (channels); the other dims equal.
+ *   "global_avg_pool"  x [c, h, w] -> y [c], the mean of each plane.
+ *   "gelu"        ints[0] = 0: x * Phi(x) (erf); 1: the tanh approximation; backward reads x.
+ *   "layer_norm"  over the last dimension d of each sample: y = (x - mean) / sqrt(var + eps) * weight + bias,
+ *                 reals[0] = eps; params weight [d], bias [d]; saved: float mean and 1/sqrt(var + eps) of
+ *                 each row (2 per row).
+ *   "batch_norm"  per channel (dimension 0; x [c] or [c, h, w]) over the samples and pixels of the batch:
+ *                 y = (x - mean) / sqrt(var + eps) * weight + bias, var biased; reals = {eps, momentum};
+ *                 params weight [c], bias [c]; buffers running_mean [c], running_var [c] (unbiased var).
+ *                 Evaluation (training == 0): one call, phase 0, normalising with the running statistics.
+ *                 Training runs in two phases per pass, so that the statistics can be combined across
+ *                 devices in between (statistics: 2 * (2c + 1) doubles, device memory):
+ *                   forward STATISTICS: statistics[0, 2c+1) = this slice's sum of x per channel, sum of
+ *                     x^2 per channel, element count (also for n = 0: zeros). The executor copies them to
+ *                     statistics[2c+1, 4c+2) and sums that copy over every replica of the global batch.
+ *                   forward APPLY: normalises with the local sums (sync_statistics == 0) or the global
+ *                     ones (!= 0); updates the running statistics from the global ones (so every replica
+ *                     holds the same running statistics in either mode); saved: double mean [c],
+ *                     1/sqrt(var + eps) [c] and the count used.
+ *                   backward STATISTICS: statistics[0, 2c+1) = this slice's sum of dy and of dy * xhat per
+ *                     channel and the element count (also for n = 0); adds the sums into the bias and
+ *                     weight gradients. With sync_statistics the executor sums them over every replica.
+ *                   backward APPLY: input_grads[0] = weight / sqrt(var + eps) * (dy - sum(dy) / N -
+ *                     xhat * sum(dy * xhat) / N), N the count forward used.
  */
 #ifndef DPTRAIN_OP_CALL_H
 #define DPTRAIN_OP_CALL_H
@@ -41,6 +71,9 @@ extern "C" {
 
 /** Element types. Only DPT_DTYPE_F32 has kernels in this version; the others are reserved. */
 enum { DPT_DTYPE_F32 = 0, DPT_DTYPE_BF16 = 1, DPT_DTYPE_F16 = 2, DPT_DTYPE_I32 = 3 };
+
+/** The phases of an op with statistics over the batch (dpt_op_call::phase). */
+enum { DPT_OP_PHASE_SINGLE = 0, DPT_OP_PHASE_STATISTICS = 1, DPT_OP_PHASE_APPLY = 2 };
 
 #define DPT_OP_MAX_RANK 4
 #define DPT_OP_MAX_INPUTS 4
@@ -77,6 +110,11 @@ typedef struct dpt_op_call {
   /* backward */
   const void *output_grad;
   void *input_grads[DPT_OP_MAX_INPUTS];
+
+  /* ops with statistics over the batch ("batch_norm") */
+  int32_t phase;           /**< DPT_OP_PHASE_*; 0 for single-phase calls */
+  int32_t sync_statistics; /**< normalise with the statistics of the global batch, not of this slice */
+  double *statistics;
 
   /* the pass */
   int32_t training;      /**< non-zero in a training pass */

@@ -81,8 +81,9 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
               "layer output must have between 1 and 2^28 floats per sample");
   DPT_REQUIRE(parameters_ + node.parameters() <= kMaxParameters, DPT_ERROR_INVALID_ARGUMENT,
               "model would have more than 2^30 parameters");
-  DPT_REQUIRE(node.layout.params.size() <= DPT_OP_MAX_PARAMS && node.layout.buffers.size() <= DPT_OP_MAX_PARAMS,
-              DPT_ERROR_INTERNAL, "an op has at most 4 parameter tensors");
+  DPT_REQUIRE(
+      node.layout.params.size() <= DPT_OP_MAX_PARAMS && node.layout.buffers.size() <= DPT_OP_MAX_PARAMS,
+      DPT_ERROR_INTERNAL, "an op has at most 4 parameter tensors");
   node.param_offset = parameters_;
   node.buffer_offset = buffers_;
   parameters_ += node.parameters();

@@ -19,14 +19,14 @@ enum class PoolKind { kAvg, kMax };
 
 struct Node {
   const OpDef *op = nullptr;
-  std::string name;             // prefix of its parameters' names ("3" -> "3.weight")
-  std::vector<size_t> inputs;   // tensor ids
-  size_t output = 0;            // tensor id
+  std::string name;            // prefix of its parameters' names ("3" -> "3.weight")
+  std::vector<size_t> inputs;  // tensor ids
+  size_t output = 0;           // tensor id
   OpAttrs attrs;
-  NodeLayout layout;            // parameters, buffers, saved bytes, view
-  size_t param_offset = 0;      // of its first parameter in the flat vector
-  size_t buffer_offset = 0;     // of its first buffer in the flat buffer vector
-  size_t parameters() const;    // floats
+  NodeLayout layout;          // parameters, buffers, saved bytes, view
+  size_t param_offset = 0;    // of its first parameter in the flat vector
+  size_t buffer_offset = 0;   // of its first buffer in the flat buffer vector
+  size_t parameters() const;  // floats
   size_t buffer_floats() const;
 };
 

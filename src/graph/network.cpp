@@ -67,8 +67,17 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
   plan_gradients();
   scratch_ = DeviceBuffer(kernels_.memory(), floats_for(scratch));
   activations_.resize(tensors.size());
-  saved_.resize(nodes.size());
   data_.assign(tensors.size(), nullptr);
+  size_t largest = 0;
+  for (const Node &node : nodes) {
+    // What is saved once per pass exists before any slice does: an empty slice still runs the ops with
+    // statistics.
+    saved_.emplace_back(kernels_.memory(), floats_for(node.layout.saved_bytes));
+    statistics_.emplace_back(kernels_.memory(), 2 * node.layout.statistics * sizeof(double) / sizeof(float));
+    has_statistics_ = has_statistics_ || node.layout.statistics > 0;
+    largest = std::max(largest, node.layout.statistics);
+  }
+  host_statistics_.assign(2 * largest, 0.0);
 }
 
 // Backward visits the nodes in reverse. A tensor's gradient lives in a slot from the moment the first op
@@ -131,7 +140,8 @@ void Network::reserve(size_t n) {
     }
   }
   for (size_t j = 0; j < spec_.nodes().size(); ++j)
-    saved_[j] = DeviceBuffer(kernels_.memory(), floats_for(n * spec_.nodes()[j].layout.saved_bytes_per_sample));
+    saved_[j] =
+        DeviceBuffer(kernels_.memory(), floats_for(n * spec_.nodes()[j].layout.saved_bytes_per_sample));
   slots_.clear();
   for (size_t s = 0; s < grad_slots_; ++s) slots_.emplace_back(kernels_.memory(), n * max_width_);
   capacity_ = n;
@@ -143,10 +153,11 @@ size_t Network::bytes_per_sample() const {
     if (root_[t] == t) floats += spec_.tensors()[t].shape.size();
   size_t bytes = floats * sizeof(float);
   for (const Node &node : spec_.nodes()) bytes += node.layout.saved_bytes_per_sample;
-  return bytes;
+  return bytes;  // (the per-pass parts, allocated once, do not grow with the slice)
 }
 
-void Network::fill_call(size_t j, dpt_op_call &c, const float *params, const PassInfo &info) {
+void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *buffers,
+                        const PassInfo &info) {
   const Node &node = spec_.nodes()[j];
   c.n = int64_t(info.n);
   for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = data_[node.inputs[i]];
@@ -156,6 +167,14 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, const Pas
     c.params[k].data = const_cast<float *>(p);
     p += node.layout.params[k].size();
   }
+  float *b = buffers != nullptr ? buffers + node.buffer_offset : nullptr;
+  for (size_t k = 0; k < node.layout.buffers.size(); ++k) {
+    c.buffers[k].data = b;
+    b += node.layout.buffers[k].size();
+  }
+  c.statistics = reinterpret_cast<double *>(statistics_[j].data());
+  c.sync_statistics = info.sync_statistics ? 1 : 0;
+  c.phase = DPT_OP_PHASE_SINGLE;
   c.saved = saved_[j].data();
   c.scratch = scratch_.data();
   c.scratch_bytes = scratch_.size() * sizeof(float);
@@ -165,18 +184,55 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, const Pas
   c.first_sample = info.first_sample;
 }
 
-LossStats Network::forward(const float *params, const int32_t *labels, const PassInfo &info) {
+// Phase 1 writes this slice's statistics; forward copies them to the second set, which is summed over every
+// replica (the running statistics follow it in either mode); backward sums its set in place in sync mode
+// only. Phase 2 then uses them. The statistics go through the host: they are a few doubles per channel.
+void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool forward) {
+  const size_t count = spec_.nodes()[j].layout.statistics;
+  double *device = c.statistics, *host = host_statistics_.data();
+  c.phase = DPT_OP_PHASE_STATISTICS;
+  forward ? kernels_.forward(c) : kernels_.backward(c);
+  const bool reduce = forward || info.sync_statistics;
+  if (reduce && info.statistics != nullptr) {
+    float *as_floats = reinterpret_cast<float *>(host);
+    kernels_.copy_to_host(as_floats, reinterpret_cast<const float *>(device), 2 * count);
+    kernels_.synchronize();
+    double *sums = forward ? host + count : host;
+    if (forward) std::copy(host, host + count, sums);
+    info.statistics->all_reduce(info.rank, sums, count);
+    kernels_.copy_to_device(reinterpret_cast<float *>(device) + (forward ? 2 * count : 0),
+                            reinterpret_cast<const float *>(sums), 2 * count);
+    kernels_.synchronize();
+  } else if (forward) {
+    // One replica is the whole batch: its statistics are the global ones.
+    kernels_.copy_to_host(reinterpret_cast<float *>(host), reinterpret_cast<const float *>(device), 2 * count);
+    kernels_.synchronize();
+    kernels_.copy_to_device(reinterpret_cast<float *>(device) + 2 * count, reinterpret_cast<const float *>(host),
+                            2 * count);
+    kernels_.synchronize();
+  }
+  c.phase = DPT_OP_PHASE_APPLY;
+  forward ? kernels_.forward(c) : kernels_.backward(c);
+}
+
+LossStats Network::forward(const float *params, float *buffers, const int32_t *labels,
+                           const PassInfo &info) {
   DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
+  pass_buffers_ = buffers;
   for (size_t j = 0; j < steps_.size(); ++j) {
-    if (spec_.nodes()[j].layout.view) continue;
+    const NodeLayout &layout = spec_.nodes()[j].layout;
+    if (layout.view) continue;
     stop_if_cancelled(info);
     dpt_op_call &c = steps_[j].call;
-    fill_call(j, c, params, info);
-    kernels_.forward(c);
+    fill_call(j, c, params, buffers, info);
+    if (layout.statistics > 0 && info.training)
+      run_phased(j, c, info, true);
+    else
+      kernels_.forward(c);
   }
   if (labels == nullptr) return {};
   const size_t out = root_[spec_.output_tensor()];
-  float *dlogits = info.training && grad_slot_[out] != kNone ? slots_[grad_slot_[out]].data() : nullptr;
+  float *dlogits = info.training && grad_slot_[out] != kNone ? slot(grad_slot_[out]) : nullptr;
   return kernels_.loss(data_[out], labels, info.n, spec_.output().size(), dlogits);
 }
 
@@ -187,8 +243,8 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     stop_if_cancelled(info);
     const Node &node = spec_.nodes()[j];
     dpt_op_call &c = step.call;
-    fill_call(j, c, params, info);
-    c.output_grad = slots_[grad_slot_[root_[node.output]]].data();
+    fill_call(j, c, params, pass_buffers_, info);
+    c.output_grad = slot(grad_slot_[root_[node.output]]);
     float *g = grads + node.param_offset;
     for (size_t k = 0; k < node.layout.params.size(); ++k) {
       c.param_grads[k] = g;
@@ -198,15 +254,18 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     for (size_t i = 0; i < step.grads.size(); ++i) {
       const InputGrad &ig = step.grads[i];
       c.input_grads[i] = ig.tensor == kNone ? nullptr
-                         : ig.accumulate    ? slots_[spare++].data()
-                                            : slots_[grad_slot_[ig.tensor]].data();
+                         : ig.accumulate    ? slot(spare++)
+                                            : slot(grad_slot_[ig.tensor]);
     }
-    kernels_.backward(c);
+    if (node.layout.statistics > 0)
+      run_phased(j, c, info, false);
+    else
+      kernels_.backward(c);
     spare = spare_slot_;
     for (size_t i = 0; i < step.grads.size(); ++i) {
       const InputGrad &ig = step.grads[i];
       if (ig.tensor != kNone && ig.accumulate)
-        kernels_.accumulate(slots_[grad_slot_[ig.tensor]].data(), slots_[spare++].data(),
+        kernels_.accumulate(slot(grad_slot_[ig.tensor]), slot(spare++),
                             info.n * spec_.tensors()[ig.tensor].shape.size());
     }
     for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = nullptr;

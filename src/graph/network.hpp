@@ -1,8 +1,10 @@
 // The graph executor: one replica's instance of a model description on one device. It allocates the device
 // buffers a pass needs (input staging, one activation per tensor, what each op saves, gradient slots,
-// scratch), runs forward over the nodes in order and backward in reverse, and knows no op by name: each
-// node becomes a dpt_op_call (modules/interface/op_call.h) for the device's kernels. Parameters, gradients
-// and buffers are flat vectors owned by the caller, so that the all-reduce sees one contiguous vector.
+// scratch, statistics), runs forward over the nodes in order and backward in reverse, and knows no op by
+// name: each node becomes a dpt_op_call (modules/interface/op_call.h) for the device's kernels; an op with
+// batch statistics runs in two phases with the statistics summed across replicas in between
+// (PassInfo::statistics). Parameters, gradients and buffers (running statistics) are flat vectors owned by
+// the caller, so that the all-reduce sees one contiguous vector.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +40,13 @@ class Network {
 
   // Forward over input()[0, info.n); with labels (device memory: labels()), also the loss, and for
   // training the logit gradient. Stops with DPT_ERROR_COMMUNICATION between ops once info.cancel is set.
-  LossStats forward(const float *params, const int32_t *labels, const PassInfo &info);
+  // buffers: the replica's spec.buffer_count() floats, updated by a training pass.
+  LossStats forward(const float *params, float *buffers, const int32_t *labels, const PassInfo &info);
   // After a training forward(): adds the slice's summed gradient into grads.
   void backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook = {});
+  // True when a training pass holds collectives (ops with batch statistics): then every replica must run
+  // forward and backward, also with an empty or non-finite slice, so that its peers are not left waiting.
+  bool has_statistics() const { return has_statistics_; }
   // Device memory.
   const float *logits() const { return data_[root_[spec_.output_tensor()]]; }
   DeviceKernels &kernels() { return kernels_; }
@@ -49,30 +55,34 @@ class Network {
   // Where backward puts the gradient of one input of a node: a slot of its own (the first op to reach it
   // writes it), or the spare slot, then added to the tensor's slot (a tensor several ops read).
   struct InputGrad {
-    size_t tensor = 0;      // root tensor
+    size_t tensor = 0;  // root tensor
     bool accumulate = false;
   };
-  struct Step {                  // one node's pass
-    dpt_op_call call{};          // shapes and attributes; pointers filled per pass
+  struct Step {                    // one node's pass
+    dpt_op_call call{};            // shapes and attributes; pointers filled per pass
     std::vector<InputGrad> grads;  // per input; tensor == SIZE_MAX: no gradient needed
     bool run_backward = false;
   };
 
   void plan_gradients();
-  void fill_call(size_t node, dpt_op_call &call, const float *params, const PassInfo &info);
+  void fill_call(size_t node, dpt_op_call &call, const float *params, float *buffers, const PassInfo &info);
+  // The two phases of a training pass of an op with statistics, the reduction in between.
+  void run_phased(size_t node, dpt_op_call &call, const PassInfo &info, bool forward);
+  float *slot(size_t index) { return slots_.empty() ? nullptr : slots_[index].data(); }
 
   const ModelSpec &spec_;
   DeviceKernels &kernels_;
-  std::vector<size_t> root_;           // per tensor: the tensor whose memory it is (views alias)
-  std::vector<bool> requires_grad_;    // per tensor: depends on a parameter
-  std::vector<size_t> grad_slot_;      // per root tensor that needs a gradient: its slot
-  size_t grad_slots_ = 0;              // slots of max_width_ floats per sample, the spares included
-  size_t spare_slot_ = 0;              // the first spare
+  std::vector<size_t> root_;         // per tensor: the tensor whose memory it is (views alias)
+  std::vector<bool> requires_grad_;  // per tensor: depends on a parameter
+  std::vector<size_t> grad_slot_;    // per root tensor that needs a gradient: its slot
+  size_t grad_slots_ = 0;            // slots of max_width_ floats per sample, the spares included
+  size_t spare_slot_ = 0;            // the first spare
   std::vector<Step> steps_;
   size_t capacity_ = 0;
-  size_t max_width_ = 0;  // largest per-sample tensor
-  DeviceBuffer input_, labels_, scratch_;  // labels_: int32 in float-sized slots
+  size_t max_width_ = 0;                                   // largest per-sample tensor
+  DeviceBuffer input_, labels_, scratch_;                  // labels_: int32 in float-sized slots
   std::vector<DeviceBuffer> activations_, saved_, slots_;  // slots_: gradient slots, the spares last
+  float *pass_buffers_ = nullptr;  // the buffers of the last forward (backward continues its pass)
   std::vector<float *> data_;  // per tensor: its activations (a root's own buffer, or the input)
 };
 

@@ -41,6 +41,10 @@ struct NodeLayout {
   std::vector<ParamInfo> params;   // trainable, in the order of dpt_op_call::params
   std::vector<ParamInfo> buffers;  // not trainable (running statistics), in the order of ::buffers
   size_t saved_bytes_per_sample = 0;
+  size_t saved_bytes = 0;  // besides the per-sample part: once per pass (batch statistics)
+  // Doubles of per-pass statistics combined across the devices between two phases (op_call.h, batch_norm):
+  // statistics is the size of one set; the executor keeps two (this slice's, the global batch's).
+  size_t statistics = 0;
   bool view = false;  // the output is the input itself (flatten): no kernel runs, the buffers are aliased
 };
 

@@ -7,16 +7,32 @@
 
 namespace dpt {
 
+// Sums a replica's per-pass statistics (batch_norm's sums) over every replica of the global batch: the
+// trainer's devices and every MPI process. Called from replica rank's device task in the middle of a pass;
+// every replica makes the same calls with the same counts, so it is a collective: it throws
+// DPT_ERROR_COMMUNICATION (or DPT_ERROR_TIMEOUT) when a peer fails or the deadline passes. The sums are
+// identical, bit for bit, on every replica.
+class StatisticsReducer {
+ public:
+  virtual ~StatisticsReducer() = default;
+  virtual void all_reduce(size_t rank, double *values, size_t count) = 0;
+};
+
 struct PassInfo {
   size_t n = 0;               // samples in this slice
   uint64_t first_sample = 0;  // position of the slice's first sample in the accumulation window
   uint64_t seed = 0;
   uint64_t step = 0;  // optimizer step being computed; keys the dropout masks
-  size_t layer_index = 0;  // unused by the executor (each op's call carries its node index)
   bool training = false;
   // Set when the pass should stop (a deadline passed or a peer device failed): checked between ops, so
   // an aborted device returns within one op's time.
   const std::atomic<bool> *cancel = nullptr;
+  // Training passes of a model with batch statistics: the replica's rank and the reducer (nullptr: this
+  // replica is the whole batch), and whether the ops normalise with the global batch's statistics (sync)
+  // or their slice's (local).
+  size_t rank = 0;
+  StatisticsReducer *statistics = nullptr;
+  bool sync_statistics = false;
 };
 
 }  // namespace dpt

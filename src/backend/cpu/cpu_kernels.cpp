@@ -27,11 +27,11 @@ size_t CpuKernels::scratch_bytes(const dpt_op_call &call) const {
 }
 
 void CpuKernels::forward(const dpt_op_call &call) {
-  if (call.n != 0) kernel(call.op).forward(call);
+  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE) kernel(call.op).forward(call);
 }
 
 void CpuKernels::backward(const dpt_op_call &call) {
-  if (call.n != 0) kernel(call.op).backward(call);
+  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE) kernel(call.op).backward(call);
 }
 
 void CpuKernels::copy_to_device(float *device, const float *host, size_t count) {

@@ -81,11 +81,11 @@ void CudaKernels::copy_labels_to_device(int32_t *device, const int32_t *host, si
 }
 
 void CudaKernels::forward(const dpt_op_call &call) {
-  if (call.n != 0) check(api_.op_forward(ctx_, &call, error_, sizeof error_));
+  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE) check(api_.op_forward(ctx_, &call, error_, sizeof error_));
 }
 
 void CudaKernels::backward(const dpt_op_call &call) {
-  if (call.n != 0) check(api_.op_backward(ctx_, &call, error_, sizeof error_));
+  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE) check(api_.op_backward(ctx_, &call, error_, sizeof error_));
 }
 
 void CudaKernels::accumulate(float *y, const float *x, size_t count) {
