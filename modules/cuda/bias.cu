@@ -1,4 +1,4 @@
-#include "cuda/bias.hpp"
+// The bias kernels of dense and conv2d (ops/), launched through kernels.hpp.
 #include "cuda/kernels.hpp"
 
 namespace dpt::cuda {
@@ -40,16 +40,6 @@ unsigned blocks_for(size_t total) {
   return unsigned(blocks < 4096 ? blocks : 4096);
 }
 
-int check_bias_args(const dpt_backend_context &c, const char *call, size_t channels, size_t pixels,
-                    const void *a, const void *b, const Error &e) {
-  if (channels == 0 || pixels == 0 || channels > size_t(INT_MAX))
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: bad shape (%zu channels, %zu pixels)",
-                  c.ordinal, call, channels, pixels);
-  if (a == nullptr || b == nullptr)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL pointer", c.ordinal, call);
-  return 0;
-}
-
 }  // namespace
 
 int launch_bias_add(dpt_backend_context &c, size_t n, size_t channels, size_t pixels, const float *bias,
@@ -65,26 +55,6 @@ int launch_bias_grad(dpt_backend_context &c, size_t n, size_t channels, size_t p
   if (n == 0 || channels == 0) return 0;
   bias_grad_kernel<<<unsigned(channels), kThreads, 0, c.stream>>>(dy, dbias, n, channels, pixels);
   return check_launch(c, "bias_grad_kernel", e);
-}
-
-int bias_add(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *bias, float *y,
-             char *error, size_t error_size) {
-  const Error e{error, error_size};
-  return with_context(ctx, e, "bias_add", [&](dpt_backend_context &c) {
-    if (n == 0) return 0;
-    if (const int rc = check_bias_args(c, "bias_add", channels, pixels, bias, y, e)) return rc;
-    return launch_bias_add(c, n, channels, pixels, bias, y, e);
-  });
-}
-
-int bias_grad(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *dy,
-              float *dbias, char *error, size_t error_size) {
-  const Error e{error, error_size};
-  return with_context(ctx, e, "bias_grad", [&](dpt_backend_context &c) {
-    if (n == 0) return 0;
-    if (const int rc = check_bias_args(c, "bias_grad", channels, pixels, dy, dbias, e)) return rc;
-    return launch_bias_grad(c, n, channels, pixels, dy, dbias, e);
-  });
 }
 
 }  // namespace dpt::cuda

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cuda/conv_plan.hpp"
+#include "cuda/ops/conv_plan.hpp"
 
 dpt_backend_context::dpt_backend_context() = default;
 

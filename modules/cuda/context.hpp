@@ -15,13 +15,13 @@
 #include <new>
 #include <unordered_map>
 
-#include "interface/backend_interface.h"
 #include "cuda/errors.hpp"
 #include "cuda/status.hpp"
+#include "interface/backend_interface.h"
 
 namespace dpt::cuda {
 
-struct ConvPlan;  // conv_plan.hpp
+struct ConvPlan;  // ops/conv_plan.hpp
 using ConvKey = std::array<int32_t, 8>;
 
 // Used when the options give no workspace limit.
@@ -88,7 +88,7 @@ int check_launch(const dpt_backend_context &c, const char *kernel, const Error &
 
 }  // namespace dpt::cuda
 
-// Backend interface functions (backend/backend_interface.h).
+// Backend interface functions (modules/interface/backend_interface.h).
 namespace dpt::cuda {
 int context_create(int ordinal, const dpt_backend_context_options *options, dpt_backend_context **out,
                    char *error, size_t error_size);

@@ -1,5 +1,5 @@
 // Device discovery of the CUDA module: how many GPUs (or why none), their facts, peer access, versions.
-// The functions have the signatures of the backend interface (backend/backend_interface.h).
+// The functions have the signatures of the backend interface (modules/interface/backend_interface.h).
 #pragma once
 
 #include "interface/backend_interface.h"

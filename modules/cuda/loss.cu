@@ -1,6 +1,7 @@
-// The CPU's src/nn/softmax_cross_entropy.cpp, one warp per sample: the first maximum zmax, the sum of
-// exp(z - zmax) in double, loss = log(sum) - (z[label] - zmax) in double, the gradient
-// float(exp(z - zmax) / sum) minus 1 at the label. The losses are then summed by one block in a fixed order.
+// The CPU reference (src/backend/cpu/ops/softmax_cross_entropy.cpp), one warp per sample: the first
+// maximum zmax, the sum of exp(z - zmax) in double, loss = log(sum) - (z[label] - zmax) in double, the
+// gradient float(exp(z - zmax) / sum) minus 1 at the label. The losses are then summed by one block in a
+// fixed order.
 #include <cmath>
 
 #include "cuda/kernels.hpp"

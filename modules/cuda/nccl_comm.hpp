@@ -1,5 +1,6 @@
-// The NCCL communicator over the GPUs of one process (backend interface: comm_create ... comm_inject_hang),
-// or over this process's GPUs as part of a multi-process job (nccl_unique_id, comm_create_multi).
+// The NCCL communicator over the GPUs of one process (backend interface: comm_create ... comm_all_reduce),
+// or over this process's GPUs as part of a multi-process job (nccl_unique_id, comm_create_multi); its test
+// seam comm_inject_hang is in the test extension (dpt_backend_test_v1).
 //
 // All ranks are driven from one thread: a grouped all-reduce (ncclGroupStart/End) enqueues every rank's
 // buffers on its context's stream, then the call waits, polling each rank's completion event and

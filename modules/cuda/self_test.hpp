@@ -1,4 +1,4 @@
-// The self-test of one GPU (backend interface: self_test).
+// The self-test of one GPU (the test extension dpt_backend_test_v1: self_test).
 #pragma once
 
 #include <cstddef>

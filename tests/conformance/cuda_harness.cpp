@@ -52,8 +52,39 @@ int gpu_count_or_skip(const dpt_backend_v2 &api) {
   return count;
 }
 
+const dpt_backend_test_v1 &test_extension(const dpt_backend_v2 &api) {
+  const auto *t = static_cast<const dpt_backend_test_v1 *>(api.get_extension(DPT_BACKEND_TEST_EXTENSION));
+  if (t == nullptr) fail_msg("the module has no %s extension", DPT_BACKEND_TEST_EXTENSION);
+  assert_true(t->struct_size >= sizeof(dpt_backend_test_v1));
+  assert_non_null(t->self_test);
+  assert_non_null(t->comm_inject_hang);
+  return *t;
+}
+
 void check(int rc, const char *call, const char *error) {
   if (rc != 0) fail_msg("%s returned %d: %s", call, rc, error);
+}
+
+dpt_tensor tensor(const void *data, const std::vector<int64_t> &dims) {
+  assert_true(dims.size() <= DPT_OP_MAX_RANK);
+  dpt_tensor t;
+  std::memset(&t, 0, sizeof t);
+  t.data = const_cast<void *>(data);
+  t.dtype = DPT_DTYPE_F32;
+  t.rank = int32_t(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) t.dims[i] = dims[i];
+  return t;
+}
+
+dpt_op_call op_call(const char *op, int64_t n, const std::vector<int64_t> &ints) {
+  assert_true(ints.size() <= DPT_OP_MAX_ATTRS);
+  dpt_op_call c;
+  std::memset(&c, 0, sizeof c);
+  c.op = op;
+  c.n = n;
+  for (size_t i = 0; i < ints.size(); ++i) c.ints[i] = ints[i];
+  c.input_count = 1;
+  return c;
 }
 
 Gpu::Gpu(uint32_t flags, int ordinal) : ordinal_(ordinal) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "interface/backend_interface.h"
+#include "interface/op_call.h"
 
 namespace cuda_test {
 
@@ -23,8 +24,15 @@ bool start(int argc, char **argv);
 const dpt_backend_v2 &module_or_skip();
 // The number of GPUs; skips the case when there is none.
 int gpu_count_or_skip(const dpt_backend_v2 &api);
+// The module's test extension (self_test, comm_inject_hang); fails the case when the module has none.
+const dpt_backend_test_v1 &test_extension(const dpt_backend_v2 &api);
 // Fails the case with the module's one-line error when rc is not 0.
 void check(int rc, const char *call, const char *error);
+
+// An F32 tensor of the given dims (one sample's, or a parameter's whole shape) at data.
+dpt_tensor tensor(const void *data, const std::vector<int64_t> &dims);
+// A call of op over n samples with one input, its ints, and nothing else set (tensors absent, pointers NULL).
+dpt_op_call op_call(const char *op, int64_t n, const std::vector<int64_t> &ints);
 
 // A context on one GPU for one case; its destruction frees every buffer allocated through it.
 class Gpu {

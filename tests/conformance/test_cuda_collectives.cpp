@@ -143,8 +143,8 @@ void test_gpu_nccl_timeout(void **) {
     check(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, 60.0,
                               ranks.error, sizeof ranks.error),
           "comm_all_reduce (first round)", ranks.error);
-  check(api.comm_inject_hang(comm, count - 1, ranks.error, sizeof ranks.error), "comm_inject_hang",
-        ranks.error);
+  check(cuda_test::test_extension(api).comm_inject_hang(comm, count - 1, ranks.error, sizeof ranks.error),
+        "comm_inject_hang", ranks.error);
   const auto start = std::chrono::steady_clock::now();
   const int rc = api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, 2.0,
                                      ranks.error, sizeof ranks.error);
@@ -239,7 +239,8 @@ void test_gpu_comm_misuse(void **) {
   print_message("cuda:%d: %s\n", count, error);
   assert_null(comm);
   check(api.comm_create(1, twice, &comm, error, sizeof error), "comm_create({0})", error);
-  assert_int_equal(api.comm_inject_hang(comm, 1, error, sizeof error), DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(cuda_test::test_extension(api).comm_inject_hang(comm, 1, error, sizeof error),
+                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   api.comm_destroy(comm);
 }
 

@@ -1,9 +1,10 @@
-// The CUDA module through its backend interface (backend/backend_interface.h), as the core loads it: the
-// interface is complete, bad ordinals, NULL handles and a missing driver are errors with one-line messages
-// naming the device and the call (never crashes); on a GPU: contexts, memory and copies, out of memory as an
-// error, everything freed on destroy, and each GPU's self-test (its own kernel, cuBLAS, cuDNN and NCCL
-// against host results). The kernels and collectives are checked against the CPU backend in
-// test_cuda_layers, test_cuda_training and test_cuda_collectives.
+// The CUDA module through its backend interface (modules/interface/backend_interface.h), as the core loads
+// it: the interface is complete, the ops it supports (op_supported) and its test extension (get_extension);
+// bad ordinals, NULL handles, bad op calls and a missing driver are errors with one-line messages naming the
+// device and the call (never crashes); on a GPU: contexts, memory and copies, out of memory as an error,
+// everything freed on destroy, and each GPU's self-test (its own kernel, cuBLAS, cuDNN and NCCL against host
+// results). The kernels and collectives are checked against the CPU backend in test_cuda_layers,
+// test_cuda_training and test_cuda_collectives.
 // Without the module or without a GPU the cases that need them are SKIPPED, never passed.
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,36 @@ void test_interface(void **) {
   assert_true(v.runtime_version >= 12000);
 }
 
+// The ops of op_call.h the module has kernels of, F32 only: all but dropout ("flatten" is a view, supported
+// without a kernel); an unknown name or NULL is not supported.
+void test_op_supported(void **) {
+  const dpt_backend_v2 *api = module_or_skip();
+  for (const char *op :
+       {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "flatten"}) {
+    print_message("op_supported(%s)\n", op);
+    assert_int_equal(api->op_supported(op, DPT_DTYPE_F32), 1);
+    for (const int32_t dtype :
+         std::initializer_list<int32_t>{DPT_DTYPE_BF16, DPT_DTYPE_F16, DPT_DTYPE_I32, 99})
+      assert_int_equal(api->op_supported(op, dtype), 0);
+  }
+  assert_int_equal(api->op_supported("dropout", DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("no_such_op", DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("Dense", DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("", DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported(nullptr, DPT_DTYPE_F32), 0);
+}
+
+// The test extension is found by its name; any other name (or NULL) gives NULL.
+void test_extensions(void **) {
+  const dpt_backend_v2 *api = module_or_skip();
+  const dpt_backend_test_v1 &t = cuda_test::test_extension(*api);
+  assert_ptr_equal(api->get_extension(DPT_BACKEND_TEST_EXTENSION), &t);  // a static table
+  assert_null(api->get_extension("dptrain.test.v0"));
+  assert_null(api->get_extension("no.such.extension"));
+  assert_null(api->get_extension(""));
+  assert_null(api->get_extension(nullptr));
+}
+
 // Without devices: a count of zero comes with a reason; with devices, no reason is needed.
 void test_device_count(void **) {
   const dpt_backend_v2 *api = module_or_skip();
@@ -85,7 +116,7 @@ void test_bad_ordinals(void **) {
   assert_int_equal(can, 0);
   assert_true(error[0] != '\0');
   error[0] = '\0';
-  assert_int_not_equal(api->self_test(100000, error, sizeof error), 0);
+  assert_int_not_equal(cuda_test::test_extension(*api).self_test(100000, error, sizeof error), 0);
   assert_true(error[0] != '\0');
   print_message("last error: %s\n", error);
 }
@@ -102,7 +133,8 @@ void test_gpu_self_test(void **) {
                   int(p.compute_capability_major), int(p.compute_capability_minor),
                   int(p.multiprocessor_count), (unsigned long long)(p.total_memory >> 20),
                   (unsigned long long)(p.free_memory >> 20), p.pci_bus_id);
-    if (api->self_test(i, error, sizeof error) != 0) fail_msg("self_test(cuda:%d): %s", i, error);
+    if (cuda_test::test_extension(*api).self_test(i, error, sizeof error) != 0)
+      fail_msg("self_test(cuda:%d): %s", i, error);
     print_message("cuda:%d: self-test passed (kernel, cuBLAS, cuDNN, NCCL)\n", i);
   }
 }
@@ -169,8 +201,9 @@ void test_null_handles(void **) {
   float f = 0.0f;
   void *p = &f;
   uint64_t bytes = 0;
-  const dpt_backend_conv2d_shape conv = {1, 1, 4, 4, 1, 3, 1, 0};
-  const dpt_backend_pool_shape pool = {DPT_BACKEND_POOL_MAX, 1, 1, 4, 4, 2, 2};
+  dpt_op_call relu = cuda_test::op_call("relu", 1, {});
+  relu.inputs[0] = cuda_test::tensor(&f, {1});
+  relu.output = cuda_test::tensor(&f, {1});
   const dpt_backend_optimizer sgd = {DPT_BACKEND_SGD, 0, 0.0f, 0.0f, 0.9f, 0.999f, 1e-8f};
   const int32_t label = 0;
   dpt_backend_loss loss;
@@ -187,32 +220,11 @@ void test_null_handles(void **) {
   EXPECT_ERROR(kInvalid, "copy_to_host", api->copy_to_host(nullptr, &f, p, 4, e, sizeof e), e,
                "copy_to_host");
   EXPECT_ERROR(kInvalid, "copy_device", api->copy_device(nullptr, p, p, 4, e, sizeof e), e, "copy_device");
-  EXPECT_ERROR(kInvalid, "dense_forward", api->dense_forward(nullptr, 1, 1, 1, &f, &f, &f, &f, e, sizeof e),
-               e, "dense_forward");
-  EXPECT_ERROR(kInvalid, "dense_backward",
-               api->dense_backward(nullptr, 1, 1, 1, &f, &f, &f, &f, &f, &f, e, sizeof e), e,
-               "dense_backward");
-  EXPECT_ERROR(kInvalid, "bias_add", api->bias_add(nullptr, 1, 1, 1, &f, &f, e, sizeof e), e, "bias_add");
-  EXPECT_ERROR(kInvalid, "bias_grad", api->bias_grad(nullptr, 1, 1, 1, &f, &f, e, sizeof e), e, "bias_grad");
-  EXPECT_ERROR(kInvalid, "conv2d_forward", api->conv2d_forward(nullptr, &conv, &f, &f, &f, &f, e, sizeof e),
-               e, "conv2d_forward");
-  EXPECT_ERROR(kInvalid, "conv2d_backward_data",
-               api->conv2d_backward_data(nullptr, &conv, &f, &f, &f, e, sizeof e), e, "conv2d_backward_data");
-  EXPECT_ERROR(kInvalid, "conv2d_backward_filter",
-               api->conv2d_backward_filter(nullptr, &conv, &f, &f, &f, e, sizeof e), e,
-               "conv2d_backward_filter");
-  EXPECT_ERROR(kInvalid, "conv2d_backward_bias",
-               api->conv2d_backward_bias(nullptr, &conv, &f, &f, e, sizeof e), e, "conv2d_backward_bias");
-  EXPECT_ERROR(kInvalid, "pool_forward", api->pool_forward(nullptr, &pool, &f, &f, e, sizeof e), e,
-               "pool_forward");
-  EXPECT_ERROR(kInvalid, "pool_backward", api->pool_backward(nullptr, &pool, &f, &f, &f, &f, e, sizeof e), e,
-               "pool_backward");
-  EXPECT_ERROR(kInvalid, "activation_forward",
-               api->activation_forward(nullptr, DPT_BACKEND_RELU, 1, &f, &f, e, sizeof e), e,
-               "activation_forward");
-  EXPECT_ERROR(kInvalid, "activation_backward",
-               api->activation_backward(nullptr, DPT_BACKEND_RELU, 1, &f, &f, &f, &f, e, sizeof e), e,
-               "activation_backward");
+  EXPECT_ERROR(kInvalid, "op_forward", api->op_forward(nullptr, &relu, e, sizeof e), e, "op_forward");
+  EXPECT_ERROR(kInvalid, "op_backward", api->op_backward(nullptr, &relu, e, sizeof e), e, "op_backward");
+  EXPECT_ERROR(kInvalid, "op_forward(NULL call)", api->op_forward(nullptr, nullptr, e, sizeof e), e,
+               "op_forward");
+  EXPECT_ERROR(kInvalid, "accumulate", api->accumulate(nullptr, &f, &f, 1, e, sizeof e), e, "accumulate");
   EXPECT_ERROR(kInvalid, "softmax_cross_entropy",
                api->softmax_cross_entropy(nullptr, 1, 1, &f, &label, &f, &loss, e, sizeof e), e,
                "softmax_cross_entropy");
@@ -230,7 +242,8 @@ void test_null_handles(void **) {
   EXPECT_ERROR(kInvalid, "comm_all_reduce",
                api->comm_all_reduce(nullptr, nullptr, 1, &buffer, &one, 1.0, e, sizeof e), e,
                "comm_all_reduce");
-  EXPECT_ERROR(kInvalid, "comm_inject_hang", api->comm_inject_hang(nullptr, 0, e, sizeof e), e,
+  EXPECT_ERROR(kInvalid, "comm_inject_hang",
+               cuda_test::test_extension(*api).comm_inject_hang(nullptr, 0, e, sizeof e), e,
                "comm_inject_hang");
   EXPECT_ERROR(kInvalid, "virtual_all_reduce", api->virtual_all_reduce(nullptr, 2, nullptr, 1, e, sizeof e),
                e, "virtual_all_reduce");
@@ -289,6 +302,108 @@ void test_gpu_out_of_memory(void **) {
   cuda_test::expect_bitwise("a copy after the failure", gpu.download(gpu.upload(host), host.size()), host);
 }
 
+// A conv2d call with bias on device buffers: x [c, h, w], weight [out_c, c, k, k] then bias [out_c] in w.
+dpt_op_call conv_call(int64_t n, const std::vector<int64_t> &in, int64_t out_c, int64_t k, int64_t stride,
+                      int64_t padding, const float *x, const float *w, float *y) {
+  dpt_op_call c = cuda_test::op_call("conv2d", n, {out_c, k, stride, padding});
+  const int64_t oh = (in[1] + 2 * padding - k) / stride + 1, ow = (in[2] + 2 * padding - k) / stride + 1;
+  c.inputs[0] = cuda_test::tensor(x, in);
+  c.output = cuda_test::tensor(y, {out_c, oh, ow});
+  c.param_count = 2;
+  c.params[0] = cuda_test::tensor(w, {out_c, in[0], k, k});
+  c.params[1] = cuda_test::tensor(w + out_c * in[0] * k * k, {out_c});
+  return c;
+}
+
+// GPU: a call that does not fit its op is an error naming the device, the entry point and the op, never a
+// crash; the context goes on working.
+void test_gpu_op_call_errors(void **) {
+  Gpu gpu;
+  const dpt_backend_v2 &api = gpu.api();
+  char *e = gpu.error;
+  const size_t es = sizeof gpu.error;
+  float *buffer = gpu.upload(std::vector<float>(4096, 0.0f));
+  // A valid dense call: n 2, x [8], W [4, 8], b [4], y [4].
+  dpt_op_call good = cuda_test::op_call("dense", 2, {4});
+  good.inputs[0] = cuda_test::tensor(buffer, {8});
+  good.output = cuda_test::tensor(buffer + 1024, {4});
+  good.param_count = 2;
+  good.params[0] = cuda_test::tensor(buffer + 2048, {4, 8});
+  good.params[1] = cuda_test::tensor(buffer + 3072, {4});
+  check(api.op_forward(gpu.ctx(), &good, e, es), "op_forward(dense)", e);
+  const int kInvalid = DPT_BACKEND_ERROR_INVALID_ARGUMENT;
+  EXPECT_ERROR(kInvalid, "op_forward(NULL call)", api.op_forward(gpu.ctx(), nullptr, e, es), e, "cuda:0",
+               "op_forward", "NULL");
+  EXPECT_ERROR(kInvalid, "op_backward(NULL call)", api.op_backward(gpu.ctx(), nullptr, e, es), e, "cuda:0",
+               "op_backward", "NULL");
+  dpt_op_call c = good;
+  c.op = nullptr;
+  EXPECT_ERROR(kInvalid, "op_forward(NULL op)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward");
+  c.op = "no_such_op";
+  EXPECT_ERROR(kInvalid, "op_forward(unknown op)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "no_such_op");
+  EXPECT_ERROR(kInvalid, "op_backward(unknown op)", api.op_backward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_backward", "no_such_op");
+  // Dropout has no CUDA kernel: refused by name.
+  c = cuda_test::op_call("dropout", 2, {});
+  c.reals[0] = 0.5;
+  c.inputs[0] = cuda_test::tensor(buffer, {8});
+  c.output = cuda_test::tensor(buffer + 1024, {8});
+  c.saved = buffer + 2048;
+  EXPECT_ERROR(kInvalid, "op_forward(dropout)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dropout");
+  EXPECT_ERROR(kInvalid, "op_backward(dropout)", api.op_backward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_backward", "dropout");
+  c = good;
+  c.n = -1;
+  EXPECT_ERROR(kInvalid, "op_forward(n -1)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0", "op_forward",
+               "dense");
+  c = good;
+  c.input_count = 2;
+  EXPECT_ERROR(kInvalid, "op_forward(2 inputs)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense");
+  c.input_count = 0;
+  EXPECT_ERROR(kInvalid, "op_forward(0 inputs)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense");
+  c = good;
+  c.param_count = 0;
+  EXPECT_ERROR(kInvalid, "op_forward(no weight)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense");
+  c = good;
+  c.inputs[0].data = nullptr;
+  EXPECT_ERROR(kInvalid, "op_forward(NULL x)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense", "NULL");
+  c = good;
+  c.params[0].data = nullptr;
+  EXPECT_ERROR(kInvalid, "op_forward(NULL weight)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense", "NULL");
+  c = good;
+  c.input_grads[0] = buffer;
+  EXPECT_ERROR(kInvalid, "op_backward(NULL dy)", api.op_backward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_backward", "dense", "NULL");
+  c = good;
+  c.params[0].dims[1] = 7;  // W [4, 7] for an input of 8
+  EXPECT_ERROR(kInvalid, "op_forward(weight shape)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense");
+  c = good;
+  c.output.dtype = DPT_DTYPE_BF16;
+  EXPECT_ERROR(kInvalid, "op_forward(BF16)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0", "op_forward",
+               "dense");
+  c = good;
+  c.inputs[0].rank = 0;
+  EXPECT_ERROR(kInvalid, "op_forward(no input tensor)", api.op_forward(gpu.ctx(), &c, e, es), e, "cuda:0",
+               "op_forward", "dense");
+  // n = 0 is a no-op, whatever the pointers.
+  c = good;
+  c.n = 0;
+  c.inputs[0].data = c.output.data = c.params[0].data = nullptr;
+  check(api.op_forward(gpu.ctx(), &c, e, es), "op_forward(dense, n 0)", e);
+  check(api.op_backward(gpu.ctx(), &c, e, es), "op_backward(dense, n 0)", e);
+  check(api.op_forward(gpu.ctx(), &good, e, es), "op_forward(dense) after the errors", e);
+  gpu.sync();
+}
+
 // A context's life with failures on the way: allocations, a failed huge one, a convolution (plan and
 // workspace) and a norm (scratch), a convolution with a bad shape. Returns the bytes in use before destroy.
 uint64_t use_and_fail(const dpt_backend_v2 &api, dpt_backend_context *ctx, char *error, size_t size) {
@@ -298,7 +413,6 @@ uint64_t use_and_fail(const dpt_backend_v2 &api, dpt_backend_context *ctx, char 
   }
   void *p = nullptr;
   assert_int_not_equal(api.mem_alloc(ctx, size_t(1) << 50, &p, error, size), 0);  // 1 PiB
-  const dpt_backend_conv2d_shape conv = {8, 3, 32, 32, 16, 3, 1, 1};
   float *x = nullptr, *w = nullptr, *y = nullptr;
   check(api.mem_alloc(ctx, 8 * 3 * 32 * 32 * 4, reinterpret_cast<void **>(&x), error, size), "mem_alloc",
         error);
@@ -308,11 +422,12 @@ uint64_t use_and_fail(const dpt_backend_v2 &api, dpt_backend_context *ctx, char 
         error);
   check(api.mem_set(ctx, x, 0, 8 * 3 * 32 * 32 * 4, error, size), "mem_set", error);
   check(api.mem_set(ctx, w, 0, (16 * 3 * 9 + 16) * 4, error, size), "mem_set", error);
-  check(api.conv2d_forward(ctx, &conv, x, w, w + 16 * 3 * 9, y, error, size), "conv2d_forward", error);
+  dpt_op_call conv = conv_call(8, {3, 32, 32}, 16, 3, 1, 1, x, w, y);
+  check(api.op_forward(ctx, &conv, error, size), "op_forward(conv2d)", error);
   check(api.l2_norm(ctx, x, 8 * 3 * 32 * 32, reinterpret_cast<double *>(y), error, size), "l2_norm", error);
-  const dpt_backend_conv2d_shape bad = {8, 3, 32, 32, 16, 40, 1, 1};  // a kernel larger than the image
-  assert_int_equal(api.conv2d_forward(ctx, &bad, x, w, nullptr, y, error, size),
-                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  dpt_op_call bad = conv;
+  bad.ints[1] = 40;  // a kernel larger than the image
+  assert_int_equal(api.op_forward(ctx, &bad, error, size), DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   check(api.context_synchronize(ctx, error, size), "context_synchronize", error);
   uint64_t in_use = 0;
   check(api.mem_in_use(ctx, &in_use, error, size), "mem_in_use", error);
@@ -353,15 +468,12 @@ void test_gpu_destroy_frees_everything(void **) {
 int main(int argc, char **argv) {
   if (!cuda_test::start(argc, argv)) return 2;
   const CMUnitTest tests[] = {
-      cmocka_unit_test(test_interface),
-      cmocka_unit_test(test_device_count),
-      cmocka_unit_test(test_bad_ordinals),
-      cmocka_unit_test(test_context_errors),
-      cmocka_unit_test(test_null_handles),
-      cmocka_unit_test(test_gpu_self_test),
-      cmocka_unit_test(test_gpu_memory),
-      cmocka_unit_test(test_gpu_out_of_memory),
-      cmocka_unit_test(test_gpu_destroy_frees_everything),
+      cmocka_unit_test(test_interface),          cmocka_unit_test(test_op_supported),
+      cmocka_unit_test(test_extensions),         cmocka_unit_test(test_device_count),
+      cmocka_unit_test(test_bad_ordinals),       cmocka_unit_test(test_context_errors),
+      cmocka_unit_test(test_null_handles),       cmocka_unit_test(test_gpu_self_test),
+      cmocka_unit_test(test_gpu_memory),         cmocka_unit_test(test_gpu_out_of_memory),
+      cmocka_unit_test(test_gpu_op_call_errors), cmocka_unit_test(test_gpu_destroy_frees_everything),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,5 +1,6 @@
-// The CUDA module's loss and optimizer kernels against the core's own CPU code: softmax_cross_entropy
-// (src/nn), apply_update and l2_norm (src/optim), and scale. Random inputs from fixed seeds.
+// The CUDA module's loss, optimizer and gradient kernels against the core's own CPU code:
+// softmax_cross_entropy and accumulate (the CPU reference kernels, src/backend/cpu/ops), apply_update and
+// l2_norm (src/optim), and scale. Random inputs from fixed seeds.
 //
 // Tolerances:
 //  * loss sum: rel 1e-10. Both compute each sample's loss in double from the same floats; only the last
@@ -13,15 +14,15 @@
 //    step constants are computed on the host as on the CPU, so every result is the same IEEE value. (A host
 //    build that contracts a * b + c into an FMA, e.g. with -march=native, would break this.)
 //  * l2_norm: rel 1e-12 (squares summed in double in another fixed order; the GPU's own result is checked
-//    to be the same bits on a second run). scale: bitwise (one multiplication each).
+//    to be the same bits on a second run). scale, accumulate: bitwise (one multiplication or addition each).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "cuda_harness.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
+#include "cuda_harness.hpp"
 #include "optim/optimizer.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
@@ -50,8 +51,8 @@ void check_loss(Gpu &gpu, size_t n, size_t classes, const std::vector<float> &lo
   for (size_t s = 0; s < n; ++s)
     labels[s] = int32_t(std::min<size_t>(classes - 1, size_t(pick[s] * float(classes))));
   std::vector<float> dlogits(n * classes);
-  const dpt::LossStats cpu =
-      dpt::softmax_cross_entropy(logits.data(), labels.data(), n, classes, dlogits.data());
+  const dpt::cpu::LossStats cpu =
+      dpt::cpu::softmax_cross_entropy(logits.data(), labels.data(), n, classes, dlogits.data());
 
   const dpt_backend_v2 &api = gpu.api();
   const float *z = gpu.upload(logits);
@@ -180,6 +181,36 @@ void test_gpu_l2_norm_and_scale(void **) {
   expect_bitwise("scale by 1/3", gpu.download(xd, x.size()), want);
 }
 
+// ---- accumulate
+// ---------------------------------------------------------------------------------------------
+
+// y += x, as dpt::cpu::accumulate; also into itself (y += y) and with zero elements (no pointers needed).
+void test_gpu_accumulate(void **) {
+  Gpu gpu;
+  const dpt_backend_v2 &api = gpu.api();
+  for (const size_t count : {size_t(1), size_t(1000), (size_t(1) << 20) + 3}) {
+    const std::vector<float> y0 = uniform(count, 1200 + count, -3.0f, 3.0f);
+    const std::vector<float> x = uniform(count, 1300 + count, -3.0f, 3.0f);
+    float *yd = gpu.upload(y0);
+    const float *xd = gpu.upload(x);
+    check(api.accumulate(gpu.ctx(), yd, xd, count, gpu.error, sizeof gpu.error), "accumulate", gpu.error);
+    std::vector<float> want = y0;
+    dpt::cpu::accumulate(want.data(), x.data(), count);
+    expect_bitwise("accumulate", gpu.download(yd, count), want);
+    check(api.accumulate(gpu.ctx(), yd, yd, count, gpu.error, sizeof gpu.error), "accumulate(y, y)",
+          gpu.error);
+    const std::vector<float> twice = want;
+    dpt::cpu::accumulate(want.data(), twice.data(), count);
+    expect_bitwise("accumulate into itself", gpu.download(yd, count), want);
+  }
+  check(api.accumulate(gpu.ctx(), nullptr, nullptr, 0, gpu.error, sizeof gpu.error), "accumulate(0)",
+        gpu.error);
+  float *yd = gpu.upload(std::vector<float>{1.0f});
+  assert_int_equal(api.accumulate(gpu.ctx(), yd, nullptr, 1, gpu.error, sizeof gpu.error),
+                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  assert_non_null(std::strstr(gpu.error, "accumulate"));
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -189,6 +220,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_sgd),
       cmocka_unit_test(test_gpu_adamw),
       cmocka_unit_test(test_gpu_l2_norm_and_scale),
+      cmocka_unit_test(test_gpu_accumulate),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,4 +1,4 @@
-#include "cuda/conv_plan.hpp"
+#include "cuda/ops/conv_plan.hpp"
 
 namespace dpt::cuda {
 
@@ -23,22 +23,7 @@ const char *direction_name(ConvDirection d) {
   }
 }
 
-int check_shape(const dpt_backend_context &c, const dpt_backend_conv2d_shape &s, const char *call,
-                const Error &e) {
-  const bool positive = s.n >= 0 && s.in_c > 0 && s.in_h > 0 && s.in_w > 0 && s.out_c > 0 && s.kernel > 0 &&
-                        s.stride > 0 && s.padding >= 0;
-  // (64-bit arithmetic: the sums of int32 fields cannot overflow)
-  const bool fits = positive && int64_t(s.kernel) <= int64_t(s.in_h) + 2 * int64_t(s.padding) &&
-                    int64_t(s.kernel) <= int64_t(s.in_w) + 2 * int64_t(s.padding);
-  if (!fits)
-    return report(
-        e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-        "cuda:%d: %s: bad shape (n %d, input %dx%dx%d, %d outputs, kernel %d, stride %d, padding %d)",
-        c.ordinal, call, s.n, s.in_c, s.in_h, s.in_w, s.out_c, s.kernel, s.stride, s.padding);
-  return 0;
-}
-
-int create_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape &s, ConvPlan &p, const Error &e) {
+int create_plan(dpt_backend_context &c, const ConvShape &s, ConvPlan &p, const Error &e) {
   const int ordinal = c.ordinal;
   p.shape = s;
   p.out_h = (s.in_h + 2 * s.padding - s.kernel) / s.stride + 1;
@@ -54,10 +39,10 @@ int create_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape &s, ConvP
                                                                      s.n, s.out_c, p.out_h, p.out_w));
   DPT_CUDNN("cudnnSetTensor4dDescriptor",
             cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, s.out_c, 1, 1));
-  // The CPU layer's weights [out_c, in_c, k, k] are cuDNN's KCRS filter layout.
+  // The op's weights [out_c, in_c, k, k] are cuDNN's KCRS filter layout.
   DPT_CUDNN("cudnnSetFilter4dDescriptor", cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
                                                                      s.out_c, s.in_c, s.kernel, s.kernel));
-  // Cross-correlation (no kernel flip), as the CPU layer's im2col + GEMM.
+  // Cross-correlation (no kernel flip), as the CPU kernel's im2col + GEMM.
   DPT_CUDNN("cudnnSetConvolution2dDescriptor",
             cudnnSetConvolution2dDescriptor(p.conv, s.padding, s.padding, s.stride, s.stride, 1, 1,
                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -162,14 +147,8 @@ int choose(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Error &e,
 
 }  // namespace
 
-int conv_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape *shape, const char *call, const Error &e,
-              ConvPlan *&plan) {
+int conv_plan(dpt_backend_context &c, const ConvShape &s, const Error &e, ConvPlan *&plan) {
   plan = nullptr;
-  if (shape == nullptr)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL shape", c.ordinal, call);
-  const dpt_backend_conv2d_shape &s = *shape;
-  if (const int rc = check_shape(c, s, call, e)) return rc;
-  if (s.n == 0) return 0;  // nothing to compute (cuDNN refuses empty tensors)
   const ConvKey key{s.n, s.in_c, s.in_h, s.in_w, s.out_c, s.kernel, s.stride, s.padding};
   auto it = c.conv_plans.find(key);
   if (it == c.conv_plans.end()) {

@@ -10,10 +10,17 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "cuda/context.hpp"
 
 namespace dpt::cuda {
+
+// One convolution's shape, checked by the op (ops/conv2d.cpp): n > 0 samples of [in_c, in_h, in_w], out_c
+// outputs, a square kernel, stride and padding.
+struct ConvShape {
+  int32_t n, in_c, in_h, in_w, out_c, kernel, stride, padding;
+};
 
 struct ConvAlgorithm {
   bool chosen = false;
@@ -23,7 +30,7 @@ struct ConvAlgorithm {
 };
 
 struct ConvPlan {
-  dpt_backend_conv2d_shape shape{};
+  ConvShape shape{};
   int out_h = 0, out_w = 0;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -38,10 +45,8 @@ struct ConvPlan {
 
 enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 
-// The plan of shape (created on first use); checks the shape. call names the interface function. A shape
-// of zero samples gives no plan (nullptr) and no error: the caller has nothing to do.
-int conv_plan(dpt_backend_context &c, const dpt_backend_conv2d_shape *shape, const char *call, const Error &e,
-              ConvPlan *&plan);
+// The plan of shape (created on first use).
+int conv_plan(dpt_backend_context &c, const ConvShape &shape, const Error &e, ConvPlan *&plan);
 
 // Chooses the direction's algorithm (once), sets its math type on the descriptor and makes the workspace
 // large enough; *algorithm is then ready to run.

@@ -1,0 +1,28 @@
+// The CUDA module's ops: one line per op (its file in ops/ defines the OpKernel). An op that is not listed
+// has no CUDA kernel: op_supported answers 0 and op_forward/op_backward refuse it, naming it ("dropout").
+#include <cstring>
+
+#include "cuda/ops/ops.hpp"
+
+namespace dpt::cuda {
+
+extern const OpKernel kAvgPool2d, kConv2d, kDense, kMaxPool2d, kRelu, kSigmoid, kTanh;
+
+namespace {
+
+// A view: the executor aliases its input and never calls a kernel, so it is supported and has none.
+const OpKernel kFlatten = {"flatten", 1, 0, 0, nullptr, nullptr};
+
+const OpKernel *const kOps[] = {&kAvgPool2d, &kConv2d, &kDense,   &kFlatten,
+                                &kMaxPool2d, &kRelu,   &kSigmoid, &kTanh};
+
+}  // namespace
+
+const OpKernel *find_op(const char *name) {
+  if (name == nullptr) return nullptr;
+  for (const OpKernel *op : kOps)
+    if (std::strcmp(op->name, name) == 0) return op;
+  return nullptr;
+}
+
+}  // namespace dpt::cuda
