@@ -100,16 +100,28 @@ struct FaultEntry {
   uint64_t calls = 0;  // calls of member on a matching device so far
 };
 
+// The members of the table, and the test extension's self_test.
 const char *const kMembers[] = {
 #define DPT_SIM_NAME(name) #name,
     DPT_BACKEND_V2_FUNCTIONS(DPT_SIM_NAME)
 #undef DPT_SIM_NAME
+        "self_test",
 };
 
+// A member, or an op call of the simulator's: "op_forward(conv2d)".
 bool known_member(const std::string &name) {
   for (const char *m : kMembers)
     if (name == m) return true;
-  return false;
+  return op_label_known(name);
+}
+
+// An entry of member "op_forward" matches every op's call "op_forward(conv2d)"; one of "op_forward(conv2d)"
+// only that op's.
+bool matches(const std::string &entry, const char *member) {
+  if (entry == member) return true;
+  const char *paren = std::strchr(member, '(');
+  return paren != nullptr && entry.size() == size_t(paren - member) &&
+         entry.compare(0, entry.size(), member, entry.size()) == 0;
 }
 
 // Parses "member@ordinal[#N][:async]" entries separated by commas; warns (once per value) on stderr about
@@ -156,11 +168,11 @@ std::vector<FaultEntry> parse_faults(const std::string &text) {
     if (ok)
       entries.push_back(f);
     else
-      std::fprintf(
-          stderr,
-          "dptrain simulated CUDA backend: DPTRAIN_SIM_CUDA_FAIL entry '%s' ignored (expected "
-          "member@ordinal[#N][:async], member a backend interface function, ordinal a number or *)\n",
-          item.c_str());
+      std::fprintf(stderr,
+                   "dptrain simulated CUDA backend: DPTRAIN_SIM_CUDA_FAIL entry '%s' ignored (expected "
+                   "member@ordinal[#N][:async], member a backend interface function or an op call as "
+                   "op_forward(conv2d), ordinal a number or *)\n",
+                   item.c_str());
   }
   return entries;
 }
@@ -198,7 +210,7 @@ Fault fault(const char *member, int ordinal) {
     }
     Fault result = Fault::kNone;
     for (FaultEntry &f : fault_entries) {
-      if (f.member != member) continue;
+      if (!matches(f.member, member)) continue;
       if (f.ordinal != kAnyOrdinal && ordinal != kAnyOrdinal && f.ordinal != ordinal) continue;
       const uint64_t call = f.calls++;
       if (call >= f.from && result == Fault::kNone) result = f.async ? Fault::kAsync : Fault::kNow;

@@ -1,11 +1,20 @@
-// The entry point of the simulated libdptrain_cuda.so: the only symbol it exports (dptrain_sim_cuda.map).
+// The entry point of the simulated libdptrain_cuda.so: the only symbol it exports (dptrain_sim_cuda.map),
+// its table, and the test extension that get_extension returns.
+#include <cstring>
+
 #include "sim.hpp"
+
+namespace dpt_sim {
 
 namespace {
 
-using namespace dpt_sim;
-
 // Designated initializers: a member left out, or out of order, does not compile.
+const dpt_backend_test_v1 kTestExtension = {
+    .struct_size = sizeof(dpt_backend_test_v1),
+    .self_test = &self_test,
+    .comm_inject_hang = &comm_inject_hang,
+};
+
 const dpt_backend_v2 kBackend = {
     .abi_version = DPT_BACKEND_ABI_VERSION,
     .struct_size = sizeof(dpt_backend_v2),
@@ -14,7 +23,6 @@ const dpt_backend_v2 kBackend = {
     .device_props = &device_props,
     .can_access_peer = &can_access_peer,
     .versions = &versions,
-    .self_test = &self_test,
     .context_create = &context_create,
     .context_destroy = &context_destroy,
     .context_synchronize = &context_synchronize,
@@ -25,18 +33,10 @@ const dpt_backend_v2 kBackend = {
     .copy_to_device = &copy_to_device,
     .copy_to_host = &copy_to_host,
     .copy_device = &copy_device,
-    .dense_forward = &dense_forward,
-    .dense_backward = &dense_backward,
-    .bias_add = &bias_add,
-    .bias_grad = &bias_grad,
-    .conv2d_forward = &conv2d_forward,
-    .conv2d_backward_data = &conv2d_backward_data,
-    .conv2d_backward_filter = &conv2d_backward_filter,
-    .conv2d_backward_bias = &conv2d_backward_bias,
-    .pool_forward = &pool_forward,
-    .pool_backward = &pool_backward,
-    .activation_forward = &activation_forward,
-    .activation_backward = &activation_backward,
+    .op_supported = &op_supported,
+    .op_forward = &op_forward,
+    .op_backward = &op_backward,
+    .accumulate = &accumulate,
     .softmax_cross_entropy = &softmax_cross_entropy,
     .optimizer_update = &optimizer_update,
     .l2_norm = &l2_norm,
@@ -44,14 +44,21 @@ const dpt_backend_v2 kBackend = {
     .comm_create = &comm_create,
     .comm_destroy = &comm_destroy,
     .comm_all_reduce = &comm_all_reduce,
-    .comm_inject_hang = &comm_inject_hang,
     .virtual_all_reduce = &virtual_all_reduce,
     .nccl_unique_id = &nccl_unique_id,
     .comm_create_multi = &comm_create_multi,
+    .get_extension = &get_extension,
 };
 
 }  // namespace
 
+const void *get_extension(const char *name) {
+  if (name != nullptr && std::strcmp(name, DPT_BACKEND_TEST_EXTENSION) == 0) return &kTestExtension;
+  return nullptr;
+}
+
+}  // namespace dpt_sim
+
 extern "C" __attribute__((visibility("default"))) const dpt_backend_v2 *dptrain_cuda_backend_v2(void) {
-  return &kBackend;
+  return &dpt_sim::kBackend;
 }

@@ -1,5 +1,6 @@
 // The simulated CUDA backend (docs/cuda-sim.md): a test double of libdptrain_cuda.so that implements the
-// backend interface (src/backend/backend_interface.h) on the host, with no GPU and no CUDA.
+// backend interface (modules/interface/backend_interface.h) on the host, with no GPU and no CUDA. Its ops
+// are the CPU reference kernels (src/backend/cpu/ops, library dptrain_cpu_ops) run behind the interface.
 //
 // What makes it a useful double:
 //  * device memory lives in a memfd region mapped twice: callers get addresses in a PROT_NONE view (a host
@@ -7,7 +8,8 @@
 //    pages; every pointer argument is checked to lie inside one live allocation of the right device;
 //  * every copy and kernel is queued on its context and runs only when the context is synchronized (or a
 //    call that waits for the stream): results reach the host, and host sources are read, at that moment;
-//  * failures on demand (DPTRAIN_SIM_CUDA_FAIL), out of memory at a chosen capacity, hung collectives.
+//  * failures on demand (DPTRAIN_SIM_CUDA_FAIL), out of memory at a chosen capacity, hung collectives;
+//  * op calls checked against op_call.h's rules (counts, dtypes, shapes) before their buffers are.
 #pragma once
 
 #include <cstddef>
@@ -52,7 +54,8 @@ const Config &config();
 int device_count_or_report(const Error &e, int ordinal, const char *call, int &count);
 
 // DPTRAIN_SIM_CUDA_FAIL, read at every call: what happens to this call of member on device ordinal
-// (kAnyOrdinal for a member without a device: device_count).
+// (kAnyOrdinal for a member without a device: device_count). An op call's member is "op_forward(conv2d)":
+// entries of "op_forward" match it as well as entries of "op_forward(conv2d)".
 constexpr int kAnyOrdinal = -1000000;
 enum class Fault { kNone, kNow, kAsync };
 Fault fault(const char *member, int ordinal);
@@ -186,6 +189,10 @@ int device_count(int *count, char *error, size_t error_size);
 int device_props(int ordinal, dpt_backend_device_props *props, char *error, size_t error_size);
 int can_access_peer(int ordinal, int peer, int *can_access, char *error, size_t error_size);
 void versions(dpt_backend_versions *versions);
+// Checks a device's ordinal for call, then the injected failures of call on it: 0 or a report.
+int check_ordinal(const Error &e, int ordinal, const char *call);
+
+// self_test.cpp (the test extension, dpt_backend_test_v1)
 int self_test(int ordinal, char *error, size_t error_size);
 
 // context.cpp
@@ -206,32 +213,14 @@ int copy_to_host(dpt_backend_context *ctx, void *dst, const void *src, size_t by
 int copy_device(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
                 size_t error_size);
 
-// layers.cpp
-int dense_forward(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
-                  const float *weights, const float *bias, float *y, char *error, size_t error_size);
-int dense_backward(dpt_backend_context *ctx, size_t n, size_t in, size_t out, const float *x,
-                   const float *weights, const float *dy, float *dx, float *dweights, float *dbias,
-                   char *error, size_t error_size);
-int bias_add(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *bias, float *y,
-             char *error, size_t error_size);
-int bias_grad(dpt_backend_context *ctx, size_t n, size_t channels, size_t pixels, const float *dy,
-              float *dbias, char *error, size_t error_size);
-int conv2d_forward(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *x,
-                   const float *weights, const float *bias, float *y, char *error, size_t error_size);
-int conv2d_backward_data(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape,
-                         const float *weights, const float *dy, float *dx, char *error, size_t error_size);
-int conv2d_backward_filter(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *x,
-                           const float *dy, float *dweights, char *error, size_t error_size);
-int conv2d_backward_bias(dpt_backend_context *ctx, const dpt_backend_conv2d_shape *shape, const float *dy,
-                         float *dbias, char *error, size_t error_size);
-int pool_forward(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x, float *y,
-                 char *error, size_t error_size);
-int pool_backward(dpt_backend_context *ctx, const dpt_backend_pool_shape *shape, const float *x,
-                  const float *y, const float *dy, float *dx, char *error, size_t error_size);
-int activation_forward(dpt_backend_context *ctx, int kind, size_t count, const float *x, float *y,
-                       char *error, size_t error_size);
-int activation_backward(dpt_backend_context *ctx, int kind, size_t count, const float *x, const float *y,
-                        const float *dy, float *dx, char *error, size_t error_size);
+// ops.cpp: the CPU reference kernels behind the op members
+int op_supported(const char *op, int32_t dtype);
+int op_forward(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
+int op_backward(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
+int accumulate(dpt_backend_context *ctx, float *y, const float *x, size_t count, char *error,
+               size_t error_size);
+// True for the label of an op call the simulator runs, "op_forward(conv2d)" (DPTRAIN_SIM_CUDA_FAIL entries).
+bool op_label_known(const std::string &member);
 
 // training.cpp
 int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
@@ -250,11 +239,14 @@ void comm_destroy(dpt_backend_comm *comm);
 int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
                     float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
                     size_t error_size);
-int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
+int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);  // test extension
 int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
                        size_t count, char *error, size_t error_size);
 int nccl_unique_id(char *id, char *error, size_t error_size);
 int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
                       dpt_backend_comm **out, char *error, size_t error_size);
+
+// module.cpp: DPT_BACKEND_TEST_EXTENSION, or NULL
+const void *get_extension(const char *name);
 
 }  // namespace dpt_sim

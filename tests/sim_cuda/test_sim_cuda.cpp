@@ -1,9 +1,9 @@
 // What only the simulated CUDA backend does (docs/cuda-sim.md), through its table as dlopen gives it:
 // device pointers that the host cannot read, copies and kernels that run only when the context is
 // synchronized, checked buffer arguments (host pointers, other devices, overruns, use after free), out of
-// memory naming the device, injected failures (DPTRAIN_SIM_CUDA_FAIL), the order of the virtual
-// all-reduce, and a hung all-reduce that times out. Runs with DPTRAIN_SIM_CUDA_DEVICES=2 and
-// DPTRAIN_SIM_CUDA_MEMORY=64M (CMakeLists.txt).
+// memory naming the device, injected failures (DPTRAIN_SIM_CUDA_FAIL), the order of the virtual all-reduce,
+// and a hung all-reduce that times out; the op cases are in test_sim_ops.cpp. Runs with
+// DPTRAIN_SIM_CUDA_DEVICES=2 and DPTRAIN_SIM_CUDA_MEMORY=64M (CMakeLists.txt).
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,56 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "interface/backend_interface.h"
+#include "test_sim_cuda.hpp"
 
-// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
-#include <setjmp.h>
-#include <cstdarg>
-#include <cstddef>
-extern "C" {
-#include <cmocka.h>
-}
+namespace sim_test {
 
 namespace {
-
-const dpt_backend_v2 *api = nullptr;
-char error[512];
-
-#define OK(call)                                                     \
-  do {                                                               \
-    error[0] = '\0';                                                 \
-    const int rc_ = (call);                                          \
-    if (rc_ != 0) fail_msg("%s returned %d: %s", #call, rc_, error); \
-  } while (0)
-
-// Expects code from the call and a message containing text.
-#define EXPECT_ERROR(code, text, call)                                                                   \
-  do {                                                                                                   \
-    error[0] = '\0';                                                                                     \
-    const int rc_ = (call);                                                                              \
-    print_message("%-40.40s -> %d: %s\n", #call, rc_, error);                                            \
-    if (rc_ != (code)) fail_msg("%s returned %d, expected %d (%s)", #call, rc_, int(code), error);       \
-    if (std::strstr(error, text) == nullptr) fail_msg("%s: '%s' does not say '%s'", #call, error, text); \
-  } while (0)
-
-dpt_backend_context *context(int ordinal) {
-  dpt_backend_context *ctx = nullptr;
-  OK(api->context_create(ordinal, nullptr, &ctx, error, sizeof error));
-  return ctx;
-}
-
-float *alloc_floats(dpt_backend_context *ctx, size_t count) {
-  void *p = nullptr;
-  OK(api->mem_alloc(ctx, count * sizeof(float), &p, error, sizeof error));
-  return static_cast<float *>(p);
-}
-
-std::vector<float> download(dpt_backend_context *ctx, const float *p, size_t count) {
-  std::vector<float> host(count);
-  OK(api->copy_to_host(ctx, host.data(), p, count * sizeof(float), error, sizeof error));
-  OK(api->context_synchronize(ctx, error, sizeof error));
-  return host;
-}
 
 int setup(void **) {
   void *library = dlopen(DPT_SIM_MODULE, RTLD_NOW | RTLD_LOCAL);
@@ -103,8 +58,14 @@ void test_discovery(void **) {
   assert_int_equal(v.runtime_version, 13000);
   assert_int_equal(v.driver_version, 13000);
   assert_non_null(std::strstr(v.text, "simulated CUDA backend (tests/sim_cuda), no GPU"));
-  OK(api->self_test(0, error, sizeof error));
-  OK(api->self_test(1, error, sizeof error));
+  // The test hooks are an extension: found by name, NULL for any other.
+  const dpt_backend_test_v1 *ext = test_extension();
+  assert_int_equal(ext->struct_size, sizeof(dpt_backend_test_v1));
+  assert_null(api->get_extension("dptrain.test.v0"));
+  assert_null(api->get_extension(nullptr));
+  OK(ext->self_test(0, error, sizeof error));
+  OK(ext->self_test(1, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:2", ext->self_test(2, error, sizeof error));
   char id[DPT_BACKEND_NCCL_ID_BYTES];
   EXPECT_ERROR(DPT_BACKEND_ERROR, "not simulated", api->nccl_unique_id(id, error, sizeof error));
 }
@@ -233,10 +194,39 @@ void test_fault_injection(void **) {
   const std::vector<float> values = {1, 2, 3, 4};
   OK(api->copy_to_device(c0, d0, values.data(), 4 * sizeof(float), error, sizeof error));
   OK(api->copy_to_device(c1, d1, values.data(), 4 * sizeof(float), error, sizeof error));
-  setenv("DPTRAIN_SIM_CUDA_FAIL", "dense_forward@1", 1);
-  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:1: dense_forward: simulated failure (DPTRAIN_SIM_CUDA_FAIL)",
-               api->dense_forward(c1, 1, 2, 2, d1, d1, nullptr, d1 + 2, error, sizeof error));
-  OK(api->dense_forward(c0, 1, 2, 2, d0, d0, nullptr, d0 + 2, error, sizeof error));
+  // An op call's member is op_forward or op_backward; an entry of the member fails every op, an entry of
+  // "op_forward(<op>)" that op only.
+  float *x0 = alloc_floats(c0, 8), *x1 = alloc_floats(c1, 8);
+  OK(api->copy_to_device(c0, x0, values.data(), 4 * sizeof(float), error, sizeof error));
+  OK(api->copy_to_device(c0, x0 + 4, values.data(), 4 * sizeof(float), error, sizeof error));
+  OK(api->copy_to_device(c1, x1, values.data(), 4 * sizeof(float), error, sizeof error));
+  OK(api->copy_to_device(c1, x1 + 4, values.data(), 4 * sizeof(float), error, sizeof error));
+  const dpt_op_call dense0 = dense_call(1, 2, 2, x0, x0 + 2, x0 + 6);
+  const dpt_op_call dense1 = dense_call(1, 2, 2, x1, x1 + 2, x1 + 6);
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "op_forward@1", 1);
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:1: op_forward(dense): simulated failure (DPTRAIN_SIM_CUDA_FAIL)",
+               api->op_forward(c1, &dense1, error, sizeof error));
+  OK(api->op_forward(c0, &dense0, error, sizeof error));
+  dpt_op_call relu0{};
+  relu0.op = "relu";
+  relu0.n = 1;
+  relu0.input_count = 1;
+  relu0.inputs[0] = tensor(x0, {4});
+  relu0.output = tensor(x0 + 4, {4});
+  relu0.output_grad = x0;
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "op_backward(relu)@0", 1);
+  OK(api->op_forward(c0, &relu0, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:0: op_backward(relu): simulated failure",
+               api->op_backward(c0, &relu0, error, sizeof error));
+  dpt_op_call dense1_backward = dense1;
+  dense1_backward.output_grad = x1 + 6;
+  OK(api->op_backward(c1, &dense1_backward, error, sizeof error));
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "op_forward(dense)@1:async", 1);
+  OK(api->op_forward(c1, &dense1, error, sizeof error));
+  unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "cuda:1: op_forward(dense): simulated asynchronous failure",
+               api->context_synchronize(c1, error, sizeof error));
+  OK(api->context_synchronize(c0, error, sizeof error));
   setenv("DPTRAIN_SIM_CUDA_FAIL", "scale@0#2", 1);
   OK(api->scale(c0, d0, 4, 1.0f, error, sizeof error));
   OK(api->scale(c0, d0, 4, 1.0f, error, sizeof error));
@@ -306,7 +296,7 @@ void test_hang_times_out(void **) {
   OK(api->comm_all_reduce(comm, contexts, 1, buffers, counts, 10.0, error, sizeof error));
   const std::vector<float> sums = {2, 4, 6, 8};
   assert_memory_equal(download(contexts[1], buffers[1], 4).data(), sums.data(), 4 * sizeof(float));
-  OK(api->comm_inject_hang(comm, 1, error, sizeof error));
+  OK(test_extension()->comm_inject_hang(comm, 1, error, sizeof error));
   const auto start = std::chrono::steady_clock::now();
   EXPECT_ERROR(
       DPT_BACKEND_ERROR_COMMUNICATION,
@@ -363,13 +353,25 @@ void test_threads(void **) {
 
 }  // namespace
 
+}  // namespace sim_test
+
 int main() {
+  using namespace sim_test;
   const CMUnitTest tests[] = {
-      cmocka_unit_test(test_discovery),           cmocka_unit_test(test_results_after_synchronize),
-      cmocka_unit_test(test_fresh_memory_is_nan), cmocka_unit_test(test_device_pointer_not_host_readable),
-      cmocka_unit_test(test_pointer_checks),      cmocka_unit_test(test_out_of_memory),
-      cmocka_unit_test(test_fault_injection),     cmocka_unit_test(test_virtual_all_reduce_order),
-      cmocka_unit_test(test_hang_times_out),      cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_discovery),
+      cmocka_unit_test(test_results_after_synchronize),
+      cmocka_unit_test(test_fresh_memory_is_nan),
+      cmocka_unit_test(test_device_pointer_not_host_readable),
+      cmocka_unit_test(test_pointer_checks),
+      cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_fault_injection),
+      cmocka_unit_test(test_virtual_all_reduce_order),
+      cmocka_unit_test(test_hang_times_out),
+      cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_ops_match_cpu_reference),
+      cmocka_unit_test(test_op_supported),
+      cmocka_unit_test(test_op_checks),
+      cmocka_unit_test(test_accumulate_and_loss),
   };
   return cmocka_run_group_tests(tests, setup, nullptr);
 }

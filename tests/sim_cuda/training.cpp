@@ -1,12 +1,102 @@
-// The loss and optimizer members: softmax_cross_entropy (its result written into device memory),
-// optimizer_update (the CPU's formulas), l2_norm (a double in device memory) and scale.
+// The loss and optimizer members: softmax_cross_entropy (the CPU reference's,
+// dpt::cpu::softmax_cross_entropy, its result written into device memory), optimizer_update (the CPU
+// optimizer's formulas, which live in the core, not in dptrain_cpu_ops: so written out here), l2_norm (a
+// double in device memory) and scale. Compiled with -ffp-contract=off (CMakeLists.txt): every operation is
+// rounded on its own, as the real module's explicitly rounded kernels and the CPU build on x86-64 do.
 #include <climits>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
-#include "kernels.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
 #include "sim.hpp"
 
 namespace dpt_sim {
+
+namespace {
+
+// The CPU's loss, one sample at a time so that a label outside [0, classes) gives the interface's NaN loss
+// (the CPU kernel needs valid labels). The losses are added in sample order from 0.0 as the CPU kernel adds
+// them, so the sum has its bits. An invalid label's sample runs with one more class whose logit is -inf
+// (probability 0, never the first maximum) as its label: its dlogits are then softmax(z) with no -1.
+dpt_backend_loss cpu_loss(size_t n, size_t classes, const float *logits, const int32_t *labels,
+                          float *dlogits) {
+  dpt_backend_loss total{0.0, 0};
+  std::vector<float> row, drow;
+  for (size_t s = 0; s < n; ++s) {
+    const float *z = logits + s * classes;
+    float *d = dlogits != nullptr ? dlogits + s * classes : nullptr;
+    const int32_t label = labels[s];
+    if (label >= 0 && size_t(label) < classes) {
+      const dpt::cpu::LossStats one = dpt::cpu::softmax_cross_entropy(z, &label, 1, classes, d);
+      total.loss_sum += one.loss_sum;
+      total.correct += one.correct;
+      continue;
+    }
+    row.assign(z, z + classes);
+    row.push_back(-std::numeric_limits<float>::infinity());
+    drow.resize(classes + 1);
+    const int32_t extra = int32_t(classes);
+    dpt::cpu::softmax_cross_entropy(row.data(), &extra, 1, classes + 1, d != nullptr ? drow.data() : nullptr);
+    if (d != nullptr) std::memcpy(d, drow.data(), classes * sizeof(float));
+    total.loss_sum += std::nan("");
+  }
+  return total;
+}
+
+// ---- the CPU optimizer's formulas (src/optim/optimizer.cpp) ----
+
+void update(const dpt_backend_optimizer &o, uint64_t t, float lr, float scale, float *p, const float *g,
+            float *state, size_t n) {
+  if (o.kind == DPT_BACKEND_SGD) {
+    const float wd = o.weight_decay, mu = o.momentum;
+    if (mu == 0.0f) {
+      for (size_t i = 0; i < n; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);
+      return;
+    }
+    float *buf = state;
+    for (size_t i = 0; i < n; ++i) {
+      float d = scale * g[i] + wd * p[i];
+      buf[i] = mu * buf[i] + d;
+      p[i] -= lr * (o.nesterov != 0 ? d + mu * buf[i] : buf[i]);
+    }
+    return;
+  }
+  float *m = state, *v = state + n;
+  const float b1 = o.beta1, b2 = o.beta2, eps = o.epsilon;
+  const double step = double(t + 1);
+  const float correction1 = float(1.0 - std::pow(double(b1), step));
+  const float root_correction2 = float(std::sqrt(1.0 - std::pow(double(b2), step)));
+  const float step_size = lr / correction1;
+  const float decay = 1.0f - lr * o.weight_decay;
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = scale * g[i];
+    p[i] *= decay;
+    m[i] = b1 * m[i] + (1.0f - b1) * gi;
+    v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+    p[i] -= step_size * m[i] / (std::sqrt(v[i]) / root_correction2 + eps);
+  }
+}
+
+double euclidean_norm(const float *x, size_t count) {
+  // The CPU's order: eight partial sums in double (element i into partial i % 8), then added in order.
+  constexpr size_t kLanes = 8;
+  double lane[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] += double(x[i + j]) * double(x[i + j]);
+  for (size_t j = 0; i < count; ++i, ++j) lane[j] += double(x[i]) * double(x[i]);
+  double sum = 0.0;
+  for (size_t j = 0; j < kLanes; ++j) sum += lane[j];
+  return std::sqrt(sum);
+}
+
+void scale_by(float *x, size_t count, float alpha) {
+  for (size_t i = 0; i < count; ++i) x[i] *= alpha;
+}
+
+}  // namespace
 
 int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
                           const int32_t *labels, float *dlogits, dpt_backend_loss *out, char *error,
@@ -36,8 +126,8 @@ int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, co
       return rc;
     if (int rc = floats(c, call, "dlogits", dlogits, zs, true, sdz, e)) return rc;
     return enqueue(c, call, {sz, sl, sdz, so}, [=] {
-      const dpt_backend_loss loss = kernels::softmax_cross_entropy(
-          n, classes, sz.f(), reinterpret_cast<const int32_t *>(sl.host), sdz ? sdz.f() : nullptr);
+      const dpt_backend_loss loss =
+          cpu_loss(n, classes, sz.f(), reinterpret_cast<const int32_t *>(sl.host), sdz ? sdz.f() : nullptr);
       std::memcpy(so.host, &loss, sizeof loss);
     });
   });
@@ -67,9 +157,8 @@ int optimizer_update(dpt_backend_context *ctx, const dpt_backend_optimizer *opti
     if (int rc = floats(c, call, "grads", grads, count, false, sg, e)) return rc;
     if (state_floats > 0)
       if (int rc = floats(c, call, "state", state, ss, false, sst, e)) return rc;
-    return enqueue(c, call, {sp, sg, sst}, [=] {
-      kernels::optimizer_update(o, t, lr, grad_scale, sp.f(), sg.f(), sst ? sst.f() : nullptr, count);
-    });
+    return enqueue(c, call, {sp, sg, sst},
+                   [=] { update(o, t, lr, grad_scale, sp.f(), sg.f(), sst ? sst.f() : nullptr, count); });
   });
 }
 
@@ -85,7 +174,7 @@ int l2_norm(dpt_backend_context *ctx, const float *x, size_t count, double *out,
     if (count > 0)
       if (int rc = floats(c, call, "x", x, count, false, sx, e)) return rc;
     return enqueue(c, call, {sx, so}, [=] {
-      const double norm = count > 0 ? kernels::l2_norm(sx.f(), count) : 0.0;
+      const double norm = count > 0 ? euclidean_norm(sx.f(), count) : 0.0;
       std::memcpy(so.host, &norm, sizeof norm);
     });
   });
@@ -98,7 +187,7 @@ int scale(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *e
     if (count == 0) return 0;
     Span sx;
     if (int rc = floats(c, call, "x", x, count, false, sx, e)) return rc;
-    return enqueue(c, call, {sx}, [=] { kernels::scale(sx.f(), count, alpha); });
+    return enqueue(c, call, {sx}, [=] { scale_by(sx.f(), count, alpha); });
   });
 }
 
