@@ -1,86 +1,148 @@
 #include "layer_times.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
+#include "backend/cpu/ops/cpu_ops.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
-#include "graph/pass_info.hpp"
+#include "graph/init_parameters.hpp"
 #include "graph/model_spec.hpp"
-#include "graph/network.hpp"
+#include "interface/op_call.h"
 
 namespace dpt::bench {
 
 namespace {
 
-std::string layer_name(const ModelSpec &spec, size_t index) {
-  // The model description names the layers in order after the input shape.
-  std::string text = spec.describe();
-  size_t pos = text.find(' ');
-  for (size_t i = 0; i < index && pos != std::string::npos; ++i) pos = text.find(' ', pos + 1);
-  if (pos == std::string::npos) return "?";
-  const size_t end = text.find(' ', pos + 1);
-  return text.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+dpt_tensor describe_tensor(const Shape &shape, DType dtype) {
+  dpt_tensor t{};
+  t.dtype = int32_t(dtype);
+  t.rank = int32_t(shape.rank());
+  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
+  return t;
+}
+
+size_t floats_for(size_t bytes) {
+  return (bytes + sizeof(float) - 1) / sizeof(float);
 }
 
 }  // namespace
 
+// Each node's CPU kernel called directly on host memory, as the graph executor (graph/network.cpp) calls
+// it: one dpt_op_call per node, one activation per tensor (a view node aliases its input and runs nothing),
+// what each op saves, one scratch area as large as the largest node's.
 void print_layer_times(const std::string &model, size_t batch, size_t reps, std::FILE *csv) {
   const ModelSpec spec = ModelSpec::builtin(model);
-  const auto &specs = spec.layers();
-  std::vector<std::unique_ptr<Layer>> layers;
-  for (const auto &s : specs) layers.push_back(make_layer(s));
+  const std::vector<Node> &nodes = spec.nodes();
+  const std::vector<TensorInfo> &tensors = spec.tensors();
   std::vector<float> params(spec.parameter_count()), grads(params.size());
   init_parameters(spec, params.data(), 1, InitScheme::kUniformFanIn, 0.01f);
-  // Activations of every boundary, saved state and scratch, as one replica holds them.
-  std::vector<std::vector<float>> acts(specs.size() + 1), saved(specs.size());
+
+  // Activations of every tensor (a view's are its input's), saved state and scratch, as one replica holds
+  // them.
+  std::vector<size_t> root(tensors.size());
+  std::vector<std::vector<float>> acts(tensors.size()), saved(nodes.size());
   acts[0].resize(batch * spec.input().size());
-  size_t scratch = 0, widest = spec.input().size();
-  for (size_t l = 0; l < specs.size(); ++l) {
-    acts[l + 1].resize(batch * specs[l].out.size());
-    saved[l].resize(batch * layers[l]->saved_floats_per_sample());
-    scratch = std::max(scratch, layers[l]->scratch_floats());
-    widest = std::max(widest, specs[l].out.size());
+  size_t widest = spec.input().size();
+  for (size_t t = 0; t < tensors.size(); ++t) root[t] = t;
+  std::vector<const cpu::OpKernel *> kernels(nodes.size(), nullptr);
+  std::vector<dpt_op_call> calls(nodes.size());
+  size_t scratch = 0;
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const Node &node = nodes[j];
+    widest = std::max(widest, tensors[node.output].shape.size());
+    if (node.layout.view) {
+      root[node.output] = root[node.inputs[0]];
+      continue;
+    }
+    acts[node.output].resize(batch * tensors[node.output].shape.size());
+    saved[j].resize(floats_for(batch * node.layout.saved_bytes_per_sample));
+    kernels[j] = cpu::find_op(node.op->name);
+    if (kernels[j] == nullptr) throw std::runtime_error(std::string("no CPU kernel for op ") + node.op->name);
+    dpt_op_call &c = calls[j];
+    c = dpt_op_call{};
+    c.op = node.op->name;
+    std::copy(std::begin(node.attrs.ints), std::end(node.attrs.ints), c.ints);
+    std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
+    c.input_count = int32_t(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      c.inputs[i] = describe_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
+    c.output = describe_tensor(tensors[node.output].shape, tensors[node.output].dtype);
+    c.param_count = int32_t(node.layout.params.size());
+    for (size_t p = 0; p < node.layout.params.size(); ++p)
+      c.params[p] = describe_tensor(node.layout.params[p].shape, DType::kF32);
+    c.node = j;
+    c.n = int64_t(batch);
+    c.training = 1;
+    c.seed = 1;
+    if (kernels[j]->scratch_bytes != nullptr) scratch = std::max(scratch, kernels[j]->scratch_bytes(c));
   }
-  std::vector<float> work(scratch), dy(batch * widest), dx(batch * widest);
+  std::vector<float> work(floats_for(scratch)), dy(batch * widest), dx(batch * widest);
   Rng rng(7);
   for (float &v : acts[0]) v = rng.uniform();
   for (float &v : dy) v = rng.uniform() - 0.5f;
-  std::vector<size_t> offsets;
-  size_t offset = 0;
-  for (const auto &s : specs) offsets.push_back(offset), offset += s.parameters();
-
-  std::vector<double> forward(specs.size(), 0), backward(specs.size(), 0);
-  for (size_t r = 0; r < reps + 1; ++r) {  // the first round warms up and is not counted
-    for (size_t l = 0; l < specs.size(); ++l) {
-      PassInfo info{batch, 0, 1, r, l, true};
-      const double t0 = platform::now_seconds();
-      layers[l]->forward(params.data() + offsets[l], acts[l].data(), acts[l + 1].data(), saved[l].data(),
-                         work.data(), info);
-      if (r > 0) forward[l] += platform::now_seconds() - t0;
+  // Pointers, now that every buffer has its size.
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    if (kernels[j] == nullptr) continue;
+    const Node &node = nodes[j];
+    dpt_op_call &c = calls[j];
+    for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = acts[root[node.inputs[i]]].data();
+    c.output.data = acts[node.output].data();
+    size_t offset = node.param_offset;
+    for (size_t p = 0; p < node.layout.params.size(); ++p) {
+      c.params[p].data = params.data() + offset;
+      offset += node.layout.params[p].size();
     }
-    for (size_t l = specs.size(); l-- > 0;) {
-      PassInfo info{batch, 0, 1, r, l, true};
+    c.saved = saved[j].data();
+    c.scratch = work.data();
+    c.scratch_bytes = scratch;
+  }
+
+  std::vector<double> forward(nodes.size(), 0), backward(nodes.size(), 0);
+  for (size_t r = 0; r < reps + 1; ++r) {  // the first round warms up and is not counted
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      if (kernels[j] == nullptr) continue;
+      dpt_op_call &c = calls[j];
+      c.step = r;
+      c.output_grad = nullptr;
+      for (size_t i = 0; i < size_t(c.input_count); ++i) c.input_grads[i] = nullptr;
+      for (size_t p = 0; p < size_t(c.param_count); ++p) c.param_grads[p] = nullptr;
       const double t0 = platform::now_seconds();
-      layers[l]->backward(params.data() + offsets[l], acts[l].data(), acts[l + 1].data(), dy.data(),
-                          l == 0 ? nullptr : dx.data(), grads.data() + offsets[l], saved[l].data(),
-                          work.data(), info);
-      if (r > 0) backward[l] += platform::now_seconds() - t0;
+      kernels[j]->forward(c);
+      if (r > 0) forward[j] += platform::now_seconds() - t0;
+    }
+    for (size_t j = nodes.size(); j-- > 0;) {
+      if (kernels[j] == nullptr) continue;
+      const Node &node = nodes[j];
+      dpt_op_call &c = calls[j];
+      c.output_grad = dy.data();
+      // The model's input (or a view of it) needs no gradient, as in the executor.
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        c.input_grads[i] = root[node.inputs[i]] == 0 ? nullptr : dx.data();
+      size_t offset = node.param_offset;
+      for (size_t p = 0; p < node.layout.params.size(); ++p) {
+        c.param_grads[p] = grads.data() + offset;
+        offset += node.layout.params[p].size();
+      }
+      const double t0 = platform::now_seconds();
+      kernels[j]->backward(c);
+      if (r > 0) backward[j] += platform::now_seconds() - t0;
     }
   }
   double total = 0;
-  for (size_t l = 0; l < specs.size(); ++l) total += forward[l] + backward[l];
+  for (size_t j = 0; j < nodes.size(); ++j) total += forward[j] + backward[j];
   std::printf("\n%s per-layer times on one device, batch %zu, mean of %zu passes\n\n", model.c_str(), batch,
               reps);
   std::printf("%-3s %-16s %12s %12s %8s\n", "#", "layer", "forward_ms", "backward_ms", "share");
-  for (size_t l = 0; l < specs.size(); ++l) {
-    const double f = forward[l] / double(reps) * 1e3, b = backward[l] / double(reps) * 1e3;
-    const std::string name = layer_name(spec, l);
-    std::printf("%-3zu %-16s %12.3f %12.3f %7.1f%%\n", l, name.c_str(), f, b,
-                100.0 * (forward[l] + backward[l]) / total);
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const double f = forward[j] / double(reps) * 1e3, b = backward[j] / double(reps) * 1e3;
+    const std::string name = nodes[j].op->describe(nodes[j].attrs);
+    std::printf("%-3zu %-16s %12.3f %12.3f %7.1f%%\n", j, name.c_str(), f, b,
+                100.0 * (forward[j] + backward[j]) / total);
     if (csv != nullptr) {
-      std::fprintf(csv, "layer,%zu:%s,1,forward_ms,%.6f\n", l, name.c_str(), f);
-      std::fprintf(csv, "layer,%zu:%s,1,backward_ms,%.6f\n", l, name.c_str(), b);
+      std::fprintf(csv, "layer,%zu:%s,1,forward_ms,%.6f\n", j, name.c_str(), f);
+      std::fprintf(csv, "layer,%zu:%s,1,backward_ms,%.6f\n", j, name.c_str(), b);
     }
   }
 }

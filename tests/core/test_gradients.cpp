@@ -1,21 +1,21 @@
-// Gradient checks of the C++ core: every layer's forward against a naive double-precision reference and its
-// backward against central finite differences, the softmax cross-entropy loss, the whole Network, and the
-// memory arena's accounting.
+// Gradient checks of the C++ core: every op's CPU kernel (called through its dpt_op_call, as the graph
+// executor calls it) against a naive double-precision reference forward and its backward against central
+// finite differences, the softmax cross-entropy loss, the whole Network, and the memory arena's accounting.
 //
-// Method. For a layer y = f(x; p) and fixed random weights r, the scalar L = sum_i r_i y_i (summed in double)
+// Method. For an op y = f(x; p) and fixed random weights r, the scalar L = sum_i r_i y_i (summed in double)
 // has dL/dy = r, so backward(dy = r) must return dL/dx and dL/dp. Each is compared, for EVERY input element
 // and EVERY parameter, with the central difference (L(v + h) - L(v - h)) / ((v + h) - (v - h)), where the
 // denominator is the difference of the two perturbed fp32 values actually fed to forward (not 2h: rounding
 // v +- h to fp32 changes the step by up to ulp(v), which is 5e-4 of h = 1e-3 at |v| = 8).
 //
 // Tolerances (why they are honest for fp32; the worst error seen is printed by every test):
-//  * Layers: |analytic - fd| <= 1e-3 * max(1, |fd|). Dense, conv, pooling, dropout and relu (away from its
+//  * Ops: |analytic - fd| <= 1e-3 * max(1, |fd|). Dense, conv, pooling, dropout and relu (away from its
 //    kink) are linear in each perturbed value, so the central difference has no truncation error, and for
 //    sigmoid/tanh it is h^2/6 * |f'''| <= 2e-5 at h = 1e-2. What is left is fp32 rounding of the outputs that
 //    the perturbation touches: each carries ~6e-8 * sqrt(k) relative error over k-term dot products, i.e.
 //    ~1e-6 in L, divided by 2h = 2e-2 gives ~5e-5. Seen worst: a few 1e-5, so 1e-3 leaves a 10x+ margin,
 //    while any real backward bug (a wrong index, stride, scale or sign) gives errors of order |r| ~ 0.1..1.
-//  * Network: |analytic - fd| <= 2e-3 * max(0.1, |fd|) with h = 1e-3: the loss passes through every layer
+//  * Network: |analytic - fd| <= 2e-3 * max(0.1, |fd|) with h = 1e-3: the loss passes through every op
 //    in fp32 (~1e-7 relative on logits of size ~1), divided by 2h = 2e-3 gives ~1e-4 absolute noise (seen:
 //    2.5e-4 of the scale). So: 2e-3 relative for gradients above 0.1, 2e-4 absolute below. Relu and max-pool
 //    kinks are kept out of reach of every step (smooth_around() below), so no truncation error there either.
@@ -24,19 +24,20 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
+#include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
 #include "core/arena.hpp"
 #include "core/error.hpp"
-#include "graph/pass_info.hpp"
+#include "graph/init_parameters.hpp"
 #include "graph/model_spec.hpp"
 #include "graph/network.hpp"
-#include "backend/cpu/ops/cpu_ops.hpp"
+#include "graph/pass_info.hpp"
+#include "interface/op_call.h"
 
 #include <setjmp.h>
 #include <cstdarg>
@@ -52,10 +53,10 @@ extern "C" {
 
 namespace {
 
-using dpt::LayerKind;
-using dpt::LayerSpec;
+using dpt::Activation;
 using dpt::ModelSpec;
 using dpt::PassInfo;
+using dpt::PoolKind;
 using dpt::Shape;
 using dpt_test::Comparison;
 using dpt_test::TestRng;
@@ -69,122 +70,286 @@ std::string at(const char *what, size_t i) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Naive double-precision reference forwards (independent of the library's im2col/GEMM code).
+// A test-local view of one node, so that the references read like the math: the op's name, its input and
+// output shapes, and its attributes by meaning (op_call.h's table).
 
-using Reference = std::function<std::vector<double>(const LayerSpec &, size_t, const std::vector<float> &,
+struct OpView {
+  std::string kind;  // the op's name: "dense", "conv2d", "max_pool2d", ...
+  Shape in, out;
+  size_t units = 0;                            // dense units, conv2d output channels
+  size_t kernel = 0, stride = 0, padding = 0;  // conv2d; pools: window and stride
+  bool bias = false;
+  double rate = 0.0;  // dropout
+  size_t parameters = 0;
+};
+
+OpView view_of(const ModelSpec &m, size_t index) {
+  const dpt::Node &node = m.nodes().at(index);
+  OpView v;
+  v.kind = node.op->name;
+  v.in = m.tensors()[node.inputs.at(0)].shape;
+  v.out = m.tensors()[node.output].shape;
+  v.parameters = node.parameters();
+  const int64_t *a = node.attrs.ints;
+  if (v.kind == "dense") {
+    v.units = size_t(a[0]);
+    v.bias = a[1] != 0;
+  } else if (v.kind == "conv2d") {
+    v.units = size_t(a[0]);
+    v.kernel = size_t(a[1]);
+    v.stride = size_t(a[2]);
+    v.padding = size_t(a[3]);
+    v.bias = a[4] != 0;
+  } else if (v.kind == "avg_pool2d" || v.kind == "max_pool2d") {
+    v.kernel = size_t(a[0]);
+    v.stride = size_t(a[1]);
+  } else if (v.kind == "dropout") {
+    v.rate = node.attrs.reals[0];
+  }
+  return v;
+}
+
+// The one node of a model built for one op's test.
+OpView only_node(const ModelSpec &m) {
+  assert_int_equal(m.nodes().size(), 1);
+  return view_of(m, 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Naive double-precision reference forwards (independent of the kernels' im2col/GEMM code). Parameters in
+// the flat order of the node: weights, then the bias when there is one.
+
+using Reference = std::function<std::vector<double>(const OpView &, size_t, const std::vector<float> &,
                                                     const std::vector<float> &)>;
 
-std::vector<double> dense_reference(const LayerSpec &s, size_t n, const std::vector<float> &x,
+std::vector<double> dense_reference(const OpView &s, size_t n, const std::vector<float> &x,
                                     const std::vector<float> &p) {
   const size_t in = s.in.size(), out = s.units;
   std::vector<double> y(n * out);
   for (size_t k = 0; k < n; ++k)
     for (size_t o = 0; o < out; ++o) {
-      double sum = p[out * in + o];
+      double sum = s.bias ? p[out * in + o] : 0.0;
       for (size_t i = 0; i < in; ++i) sum += double(p[o * in + i]) * double(x[k * in + i]);
       y[k * out + o] = sum;
     }
   return y;
 }
 
-std::vector<double> conv_reference(const LayerSpec &s, size_t n, const std::vector<float> &x,
+std::vector<double> conv_reference(const OpView &s, size_t n, const std::vector<float> &x,
                                    const std::vector<float> &p) {
-  const size_t oc = s.units, ic = s.in.c, k = s.kernel;
+  const size_t oc = s.units, ic = s.in[0], ih = s.in[1], iw = s.in[2], k = s.kernel;
+  const size_t oh = s.out[1], ow = s.out[2];
   std::vector<double> y(n * s.out.size());
   for (size_t b = 0; b < n; ++b)
     for (size_t o = 0; o < oc; ++o)
-      for (size_t oy = 0; oy < s.out.h; ++oy)
-        for (size_t ox = 0; ox < s.out.w; ++ox) {
-          double sum = p[oc * ic * k * k + o];
+      for (size_t oy = 0; oy < oh; ++oy)
+        for (size_t ox = 0; ox < ow; ++ox) {
+          double sum = s.bias ? p[oc * ic * k * k + o] : 0.0;
           for (size_t c = 0; c < ic; ++c)
             for (size_t ki = 0; ki < k; ++ki)
               for (size_t kj = 0; kj < k; ++kj) {
                 const long iy = long(oy * s.stride + ki) - long(s.padding);
                 const long ix = long(ox * s.stride + kj) - long(s.padding);
-                if (iy < 0 || ix < 0 || iy >= long(s.in.h) || ix >= long(s.in.w)) continue;
+                if (iy < 0 || ix < 0 || iy >= long(ih) || ix >= long(iw)) continue;
                 sum += double(p[((o * ic + c) * k + ki) * k + kj]) *
-                       double(x[((b * ic + c) * s.in.h + size_t(iy)) * s.in.w + size_t(ix)]);
+                       double(x[((b * ic + c) * ih + size_t(iy)) * iw + size_t(ix)]);
               }
-          y[((b * oc + o) * s.out.h + oy) * s.out.w + ox] = sum;
+          y[((b * oc + o) * oh + oy) * ow + ox] = sum;
         }
   return y;
 }
 
-std::vector<double> pool_reference(const LayerSpec &s, size_t n, const std::vector<float> &x,
+std::vector<double> pool_reference(const OpView &s, size_t n, const std::vector<float> &x,
                                    const std::vector<float> &) {
   std::vector<double> y(n * s.out.size());
-  const size_t k = s.kernel;
-  for (size_t plane = 0; plane < n * s.in.c; ++plane)
-    for (size_t oy = 0; oy < s.out.h; ++oy)
-      for (size_t ox = 0; ox < s.out.w; ++ox) {
+  const size_t k = s.kernel, ih = s.in[1], iw = s.in[2], oh = s.out[1], ow = s.out[2];
+  for (size_t plane = 0; plane < n * s.in[0]; ++plane)
+    for (size_t oy = 0; oy < oh; ++oy)
+      for (size_t ox = 0; ox < ow; ++ox) {
         double sum = 0.0, best = -INFINITY;
         for (size_t i = 0; i < k; ++i)
           for (size_t j = 0; j < k; ++j) {
-            const double v = x[(plane * s.in.h + oy * s.stride + i) * s.in.w + ox * s.stride + j];
+            const double v = x[(plane * ih + oy * s.stride + i) * iw + ox * s.stride + j];
             sum += v;
             best = std::max(best, v);
           }
-        y[(plane * s.out.h + oy) * s.out.w + ox] = s.kind == LayerKind::kMaxPool ? best : sum / double(k * k);
+        y[(plane * oh + oy) * ow + ox] = s.kind == "max_pool2d" ? best : sum / double(k * k);
       }
   return y;
 }
 
-std::vector<double> activation_reference(const LayerSpec &s, size_t n, const std::vector<float> &x,
+std::vector<double> activation_reference(const OpView &s, size_t n, const std::vector<float> &x,
                                          const std::vector<float> &) {
   std::vector<double> y(n * s.out.size());
   for (size_t i = 0; i < y.size(); ++i) {
     const double v = x[i];
-    y[i] = s.kind == LayerKind::kRelu      ? std::max(v, 0.0)
-           : s.kind == LayerKind::kSigmoid ? 1.0 / (1.0 + std::exp(-v))
-                                           : std::tanh(v);
+    y[i] = s.kind == "relu"      ? std::max(v, 0.0)
+           : s.kind == "sigmoid" ? 1.0 / (1.0 + std::exp(-v))
+                                 : std::tanh(v);
   }
   return y;
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The layer harness: owns the layer, its saved/scratch buffers and the loss weights r.
+// The op harness: one node of a model as the graph executor hands it to a kernel. It builds the node's
+// dpt_op_call (shapes from the node and the model's tensors, attributes copied, host vectors as memory),
+// owns saved (sized from layout.saved_bytes_per_sample) and scratch (from the kernel's scratch_bytes), and
+// calls dpt::cpu::find_op(node.op->name)->forward/backward directly. saved and scratch are followed by
+// guard words: a kernel that writes past the sizes it declared fails the test.
 
-class LayerHarness {
+dpt_tensor describe_tensor(const Shape &shape) {
+  dpt_tensor t{};
+  t.dtype = DPT_DTYPE_F32;
+  t.rank = int32_t(shape.rank());
+  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
+  return t;
+}
+
+constexpr uint32_t kGuard = 0x7fc0beefu;  // a NaN pattern
+constexpr size_t kGuardWords = 16;
+
+class OpHarness {
  public:
-  LayerHarness(const LayerSpec &spec, size_t n, const PassInfo &info, uint64_t seed)
-      : spec_(spec), n_(n), info_(info), layer_(dpt::make_layer(spec)) {
+  OpHarness(const ModelSpec &spec, size_t index, size_t n, const PassInfo &info, uint64_t seed)
+      : node_(spec.nodes().at(index)), n_(n), info_(info) {
+    kernel_ = dpt::cpu::find_op(node_.op->name);
+    if (kernel_ == nullptr) fail_msg("the CPU backend has no kernel for op '%s'", node_.op->name);
     info_.n = n;
-    saved_.assign(n * layer_->saved_floats_per_sample(), 0.0f);
-    scratch_.assign(layer_->scratch_floats(), 0.0f);
+    const std::vector<dpt::TensorInfo> &tensors = spec.tensors();
+    in_shape_ = tensors[node_.inputs.at(0)].shape;
+    out_shape_ = tensors[node_.output].shape;
+    assert_true(out_shape_ == node_.layout.output);
+    dpt_op_call &c = call_;
+    c.op = node_.op->name;
+    std::copy(std::begin(node_.attrs.ints), std::end(node_.attrs.ints), c.ints);
+    std::copy(std::begin(node_.attrs.reals), std::end(node_.attrs.reals), c.reals);
+    c.input_count = int32_t(node_.inputs.size());
+    for (size_t i = 0; i < node_.inputs.size(); ++i)
+      c.inputs[i] = describe_tensor(tensors[node_.inputs[i]].shape);
+    c.output = describe_tensor(out_shape_);
+    c.param_count = int32_t(node_.layout.params.size());
+    for (size_t p = 0; p < node_.layout.params.size(); ++p)
+      c.params[p] = describe_tensor(node_.layout.params[p].shape);
+    c.buffer_count = int32_t(node_.layout.buffers.size());
+    for (size_t b = 0; b < node_.layout.buffers.size(); ++b)
+      c.buffers[b] = describe_tensor(node_.layout.buffers[b].shape);
+    c.node = index;
+    // The slots past param_count point at NaNs, their gradients at a sentinel: a kernel that reads a
+    // parameter the node does not have (a bias of a conv2d without one) shows in the forward check, one
+    // that writes a gradient it does not have fails check_untouched().
+    for (size_t p = node_.layout.params.size(); p < DPT_OP_MAX_PARAMS; ++p) {
+      c.params[p] = describe_tensor(Shape{absent_param_.size()});
+      c.params[p].data = absent_param_.data();
+    }
+    saved_bytes_ = n * node_.layout.saved_bytes_per_sample;
+    saved_.assign((saved_bytes_ + 3) / 4 + kGuardWords, kGuard);
+    scratch_bytes_ = kernel_->scratch_bytes != nullptr ? kernel_->scratch_bytes(c) : 0;
+    scratch_.assign((scratch_bytes_ + 3) / 4 + kGuardWords, kGuard);
     TestRng rng(seed);
-    r_ = rng.vector(n * spec.out.size(), -1.0f, 1.0f);
+    r_ = rng.vector(n * out_shape_.size(), -1.0f, 1.0f);
   }
 
-  const dpt::Layer &layer() const { return *layer_; }
+  const dpt::Node &node() const { return node_; }
   const std::vector<float> &r() const { return r_; }
-  size_t in_count() const { return n_ * spec_.in.size(); }
-  size_t out_count() const { return n_ * spec_.out.size(); }
+  size_t in_count() const { return n_ * in_shape_.size(); }
+  size_t out_count() const { return n_ * out_shape_.size(); }
+  size_t param_tensors() const { return node_.layout.params.size(); }
+  // Offset of parameter tensor p in the node's flat parameters.
+  size_t param_offset(size_t p) const {
+    size_t o = 0;
+    for (size_t k = 0; k < p; ++k) o += node_.layout.params[k].size();
+    return o;
+  }
+  void set_node_key(uint64_t node) { call_.node = node; }
 
-  std::vector<float> forward(const std::vector<float> &p, const std::vector<float> &x) {
-    std::vector<float> y(out_count(), NAN);
-    layer_->forward(p.data(), x.data(), y.data(), saved_.data(), scratch_.data(), info_);
-    return y;
+  std::vector<float> forward(const float *p, const std::vector<float> &x) {
+    y_.assign(out_count(), NAN);
+    forward_into(p, x.data(), y_.data(), n_);
+    return y_;
   }
 
   double loss(const std::vector<float> &p, const std::vector<float> &x) {
-    const std::vector<float> y = forward(p, x);
+    const std::vector<float> y = forward(p.data(), x);
     double sum = 0.0;
     for (size_t i = 0; i < y.size(); ++i) sum += double(r_[i]) * double(y[i]);
     return sum;
   }
 
-  // Forward at (p, x), then backward with dy = r; dparams accumulates into dp, dx may be null.
+  // Forward at (p, x), then backward with dy = r. grads[k]: the gradient of parameter tensor k (added
+  // into; nullptr: not wanted); dx may be nullptr.
+  void backward(const float *p, const std::vector<float> &x, float *dx, const std::vector<float *> &grads) {
+    forward(p, x);
+    backward_from(p, x.data(), y_.data(), r_.data(), dx, grads, n_);
+  }
+  // The same with all parameter gradients into one flat buffer (nullptr: none wanted).
   void backward(const std::vector<float> &p, const std::vector<float> &x, float *dx, float *dp) {
-    const std::vector<float> y = forward(p, x);
-    layer_->backward(p.data(), x.data(), y.data(), r_.data(), dx, dp, saved_.data(), scratch_.data(), info_);
+    std::vector<float *> grads(param_tensors(), nullptr);
+    if (dp != nullptr)
+      for (size_t k = 0; k < grads.size(); ++k) grads[k] = dp + param_offset(k);
+    backward(p.data(), x, dx, grads);
+  }
+
+  // The raw passes at any n (n = 0 included), on the harness's saved and scratch.
+  void forward_into(const float *p, const float *x, float *y, size_t n) {
+    dpt_op_call c = call_;
+    fill(c, p, n);
+    c.inputs[0].data = const_cast<float *>(x);
+    c.output.data = y;
+    kernel_->forward(c);
+    check_guards();
+  }
+  void backward_from(const float *p, const float *x, const float *y, const float *dy, float *dx,
+                     const std::vector<float *> &grads, size_t n) {
+    dpt_op_call c = call_;
+    fill(c, p, n);
+    c.inputs[0].data = const_cast<float *>(x);
+    c.output.data = const_cast<float *>(y);
+    c.output_grad = dy;
+    c.input_grads[0] = dx;
+    for (size_t k = 0; k < grads.size(); ++k) c.param_grads[k] = grads[k];
+    for (size_t k = param_tensors(); k < DPT_OP_MAX_PARAMS; ++k) c.param_grads[k] = absent_grad_.data();
+    kernel_->backward(c);
+    check_guards();
+    check_untouched();
   }
 
  private:
-  LayerSpec spec_;
+  void fill(dpt_op_call &c, const float *p, size_t n) {
+    c.n = int64_t(n);
+    for (size_t k = 0; k < param_tensors(); ++k) c.params[k].data = const_cast<float *>(p + param_offset(k));
+    c.saved = saved_.data();
+    c.scratch = scratch_.data();
+    c.scratch_bytes = scratch_bytes_;
+    c.training = info_.training ? 1 : 0;
+    c.seed = info_.seed;
+    c.step = info_.step;
+    c.first_sample = info_.first_sample;
+  }
+  // The words after the declared sizes of saved and scratch are as they were.
+  void check_guards() const {
+    for (size_t i = (saved_bytes_ + 3) / 4; i < saved_.size(); ++i)
+      if (saved_[i] != kGuard)
+        fail_msg("%s wrote past its %zu saved bytes (word %zu)", node_.op->name, saved_bytes_, i);
+    for (size_t i = (scratch_bytes_ + 3) / 4; i < scratch_.size(); ++i)
+      if (scratch_[i] != kGuard)
+        fail_msg("%s wrote past its %zu scratch bytes (word %zu)", node_.op->name, scratch_bytes_, i);
+  }
+  void check_untouched() const {
+    for (float v : absent_grad_)
+      if (v != 12345.0f) fail_msg("%s wrote the gradient of a parameter it does not have", node_.op->name);
+  }
+
+  const dpt::Node &node_;
   size_t n_;
   PassInfo info_;
-  std::unique_ptr<dpt::Layer> layer_;
-  std::vector<float> saved_, scratch_, r_;
+  const dpt::cpu::OpKernel *kernel_ = nullptr;
+  Shape in_shape_, out_shape_;
+  dpt_op_call call_{};
+  size_t saved_bytes_ = 0, scratch_bytes_ = 0;
+  std::vector<uint32_t> saved_, scratch_;
+  std::vector<float> r_, y_;
+  std::vector<float> absent_param_ = std::vector<float>(64, NAN);
+  std::vector<float> absent_grad_ = std::vector<float>(64, 12345.0f);
 };
 
 // Central difference of L with respect to v[i]; v is restored.
@@ -202,7 +367,7 @@ double central_difference(std::vector<float> &v, size_t i, double h, Loss &&loss
 
 struct LayerCase {
   std::string name;
-  LayerSpec spec;
+  ModelSpec model{Shape{1}};  // one node
   size_t n = 2;
   std::vector<float> x, params;
   PassInfo info{};
@@ -210,18 +375,21 @@ struct LayerCase {
   Reference reference;  // may be empty (dropout)
 };
 
-// Runs every check on one layer: forward vs reference, dx and dparams vs finite differences, dx fully
-// overwritten, dparams accumulated, dx = nullptr accepted.
+// Runs every check on one op: forward vs reference, dx and dparams vs finite differences, dx fully
+// overwritten, dparams accumulated, dx = nullptr accepted, each parameter's gradient alone, inputs left as
+// they were, n = 0 a no-op.
 void check_layer(LayerCase c) {
-  const LayerSpec &s = c.spec;
+  const OpView s = only_node(c.model);
   assert_int_equal(c.x.size(), c.n * s.in.size());
-  assert_int_equal(c.params.size(), s.parameters());
-  LayerHarness hx(s, c.n, c.info, 0xC0FFEEu + c.x.size());
-  assert_false(hx.layer().is_view());
+  assert_int_equal(c.params.size(), s.parameters);
+  assert_int_equal(c.model.parameter_count(), s.parameters);
+  OpHarness hx(c.model, 0, c.n, c.info, 0xC0FFEEu + c.x.size());
+  assert_false(hx.node().layout.view);
 
   if (c.reference) {
     const std::vector<double> want = c.reference(s, c.n, c.x, c.params);
-    const std::vector<float> got = hx.forward(c.params, c.x);
+    const std::vector<float> got = hx.forward(c.params.data(), c.x);
+    assert_int_equal(got.size(), want.size());
     Comparison cmp(c.name + " forward", kForwardTolerance, 1.0);
     for (size_t i = 0; i < got.size(); ++i) cmp.add(got[i], want[i], at("y", i));
     cmp.finish();
@@ -229,19 +397,31 @@ void check_layer(LayerCase c) {
 
   // Analytic gradients. dx starts as garbage: backward must write every element, not add to it.
   std::vector<float> dx(hx.in_count(), 1.0e6f);
-  std::vector<float> dp(s.parameters(), 0.0f);
-  float sentinel = 12345.0f;  // dparams of a parameter-less layer: must stay untouched
-  hx.backward(c.params, c.x, dx.data(), s.parameters() ? dp.data() : &sentinel);
-  assert_true(sentinel == 12345.0f);
+  std::vector<float> dp(s.parameters, 0.0f);
+  const std::vector<float> x0 = c.x, p0 = c.params, r0 = hx.r();
+  hx.backward(c.params, c.x, dx.data(), s.parameters ? dp.data() : nullptr);
+  // Backward reads x, the parameters and dy only.
+  assert_true(c.x == x0 && c.params == p0 && hx.r() == r0);
 
   Comparison cx(c.name + " dx vs finite differences", kLayerTolerance, 1.0);
   for (size_t i = 0; i < c.x.size(); ++i)
     cx.add(dx[i], central_difference(c.x, i, c.h, [&] { return hx.loss(c.params, c.x); }), at("dx", i));
   cx.finish();
 
-  if (s.parameters() == 0) {
-    hx.backward(c.params, c.x, nullptr, &sentinel);  // dx is optional
-    assert_true(sentinel == 12345.0f);
+  // n = 0: a no-op, whatever the buffers hold.
+  {
+    std::vector<float> y(hx.out_count(), -7.0f), d(hx.in_count(), -7.0f), g(s.parameters, -7.0f);
+    std::vector<float *> grads(hx.param_tensors(), nullptr);
+    for (size_t k = 0; k < grads.size(); ++k) grads[k] = g.data() + hx.param_offset(k);
+    hx.forward_into(c.params.data(), c.x.data(), y.data(), 0);
+    hx.backward_from(c.params.data(), c.x.data(), y.data(), hx.r().data(), d.data(), grads, 0);
+    for (float v : y) assert_true(v == -7.0f);
+    for (float v : d) assert_true(v == -7.0f);
+    for (float v : g) assert_true(v == -7.0f);
+  }
+
+  if (s.parameters == 0) {
+    hx.backward(c.params, c.x, nullptr, nullptr);  // dx is optional
     return;
   }
   Comparison cp(c.name + " dparams vs finite differences", kLayerTolerance, 1.0);
@@ -270,40 +450,68 @@ void check_layer(LayerCase c) {
   Comparison cn(c.name + " dparams with dx = nullptr", kSumTolerance, 1.0);
   for (size_t i = 0; i < dp.size(); ++i) cn.add(without_dx[i], dp[i], at("dp", i));
   cn.finish();
-}
 
-LayerSpec first_layer(const ModelSpec &m) {
-  assert_int_equal(m.layers().size(), 1);
-  return m.layers()[0];
+  // One parameter tensor's gradient at a time (the others nullptr): the same values, the others untouched
+  // (their slots are not passed at all, so nothing can be written there).
+  Comparison co(c.name + " each parameter's gradient alone", kSumTolerance, 1.0);
+  for (size_t k = 0; k < hx.param_tensors(); ++k) {
+    std::vector<float> alone(dp.size(), 0.0f);
+    std::vector<float *> grads(hx.param_tensors(), nullptr);
+    grads[k] = alone.data() + hx.param_offset(k);
+    hx.backward(c.params.data(), c.x, nullptr, grads);
+    const size_t lo = hx.param_offset(k), hi = lo + hx.node().layout.params[k].size();
+    for (size_t i = 0; i < dp.size(); ++i)
+      co.add(alone[i], i >= lo && i < hi ? double(dp[i]) : 0.0, at("dp", i));
+  }
+  co.finish();
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Layers
+// Ops
 
-void test_dense(void **) {
+void check_dense(bool bias) {
   ModelSpec m(Shape{2, 2, 3});  // a non-flat input: dense reads it as 12 features
-  m.add_dense(4);
+  m.add_dense(4, bias);
+  const OpView s = only_node(m);
+  assert_true(s.out == (Shape{4}));  // rank 1
+  assert_int_equal(m.nodes()[0].layout.params.size(), bias ? 2 : 1);
+  assert_int_equal(s.parameters, 4 * 12 + (bias ? 4 : 0));
   LayerCase c;
-  c.name = "dense 12->4";
-  c.spec = first_layer(m);
+  c.name = std::string("dense 12->4") + (bias ? "" : " no bias");
+  c.model = m;
   c.n = 3;
-  TestRng rng(1);
+  TestRng rng(bias ? 1 : 2);
   c.x = rng.vector(c.n * 12, -1.0f, 1.0f);
-  c.params = rng.vector(c.spec.parameters(), -0.5f, 0.5f);  // biases nonzero too
+  c.params = rng.vector(s.parameters, -0.5f, 0.5f);  // biases nonzero too
   c.reference = dense_reference;
   check_layer(c);
 }
 
-void check_conv(size_t stride, size_t padding) {
+void test_dense(void **) {
+  check_dense(true);
+}
+void test_dense_no_bias(void **) {
+  check_dense(false);
+}
+
+void check_conv(size_t stride, size_t padding, bool bias = true) {
   ModelSpec m(Shape{2, 5, 6});  // not square, so h/w mix-ups show
-  m.add_conv2d(3, 3, stride, padding);
+  m.add_conv2d(3, 3, stride, padding, bias);
+  const OpView s = only_node(m);
+  assert_int_equal(s.out.rank(), 3);
+  assert_int_equal(s.out[0], 3);
+  assert_int_equal(s.out[1], (5 + 2 * padding - 3) / stride + 1);
+  assert_int_equal(s.out[2], (6 + 2 * padding - 3) / stride + 1);
+  assert_int_equal(m.nodes()[0].layout.params.size(), bias ? 2 : 1);
+  assert_int_equal(s.parameters, 3 * 2 * 3 * 3 + (bias ? 3 : 0));
   LayerCase c;
-  c.name = "conv2d 3x3 s" + std::to_string(stride) + " p" + std::to_string(padding);
-  c.spec = first_layer(m);
+  c.name =
+      "conv2d 3x3 s" + std::to_string(stride) + " p" + std::to_string(padding) + (bias ? "" : " no bias");
+  c.model = m;
   c.n = 2;
-  TestRng rng(10 + stride * 2 + padding);
-  c.x = rng.vector(c.n * c.spec.in.size(), -1.0f, 1.0f);
-  c.params = rng.vector(c.spec.parameters(), -0.5f, 0.5f);
+  TestRng rng(10 + stride * 2 + padding + (bias ? 0 : 100));
+  c.x = rng.vector(c.n * s.in.size(), -1.0f, 1.0f);
+  c.params = rng.vector(s.parameters, -0.5f, 0.5f);
   c.reference = conv_reference;
   check_layer(c);
 }
@@ -321,18 +529,29 @@ void test_conv2d_s2_p0(void **) {
 void test_conv2d_s2_p1(void **) {
   check_conv(2, 1);
 }
+// Without a bias the node has one parameter tensor (param_count 1): the kernel must neither read a bias
+// (the harness points the absent slot at NaNs) nor write its gradient.
+void test_conv2d_no_bias_s1_p1(void **) {
+  check_conv(1, 1, false);
+}
+void test_conv2d_no_bias_s2_p0(void **) {
+  check_conv(2, 0, false);
+}
 
-void check_pool(LayerKind kind, size_t window, size_t stride) {
+void check_pool(PoolKind kind, size_t window, size_t stride) {
   ModelSpec m(Shape{2, 6, 7});
   m.add_pool(kind, window, stride);
+  const OpView s = only_node(m);
+  assert_string_equal(s.kind.c_str(), kind == PoolKind::kMax ? "max_pool2d" : "avg_pool2d");
   LayerCase c;
-  c.name = std::string(kind == LayerKind::kMaxPool ? "maxpool " : "avgpool ") + std::to_string(window) + "s" +
+  c.name = std::string(kind == PoolKind::kMax ? "maxpool " : "avgpool ") + std::to_string(window) + "s" +
            std::to_string(stride);
-  c.spec = first_layer(m);
+  c.model = m;
   c.n = 2;
-  const size_t count = c.n * c.spec.in.size();
+  const size_t count = c.n * s.in.size();
   TestRng rng(20 + window * 3 + stride);
-  if (kind == LayerKind::kMaxPool) {
+  if (kind == PoolKind::kMax) {
+    assert_int_equal(m.nodes()[0].layout.saved_bytes_per_sample, s.out.size() * sizeof(int32_t));
     // Distinct values 0.1 apart in random order: every window's maximum beats the runner-up by >= 0.1, so
     // the argmax cannot change under a perturbation of h = 1e-2.
     std::vector<size_t> order(count);
@@ -348,27 +567,30 @@ void check_pool(LayerKind kind, size_t window, size_t stride) {
 }
 
 void test_avgpool_2s2(void **) {
-  check_pool(LayerKind::kAvgPool, 2, 2);
+  check_pool(PoolKind::kAvg, 2, 2);
 }  // 7 wide: last column unused
 void test_avgpool_3s1(void **) {
-  check_pool(LayerKind::kAvgPool, 3, 1);
+  check_pool(PoolKind::kAvg, 3, 1);
 }  // overlapping windows
 void test_maxpool_2s2(void **) {
-  check_pool(LayerKind::kMaxPool, 2, 2);
+  check_pool(PoolKind::kMax, 2, 2);
 }
 void test_maxpool_3s2(void **) {
-  check_pool(LayerKind::kMaxPool, 3, 2);
+  check_pool(PoolKind::kMax, 3, 2);
 }  // overlapping windows
 
-void check_activation(LayerKind kind, const char *name) {
+void check_activation(Activation kind, const char *name) {
   ModelSpec m(Shape{3, 2, 4});
   m.add_activation(kind);
+  const OpView s = only_node(m);
+  assert_string_equal(s.kind.c_str(), name);
+  assert_true(s.out == s.in);
   LayerCase c;
   c.name = name;
-  c.spec = first_layer(m);
+  c.model = m;
   c.n = 3;
   TestRng rng(30 + size_t(kind));
-  c.x.resize(c.n * c.spec.in.size());
+  c.x.resize(c.n * s.in.size());
   for (auto &v : c.x) {
     // Both signs; kept >= 0.05 away from 0 so that a perturbation of 1e-2 never crosses relu's kink.
     const float magnitude = rng.uniform(0.05f, 2.5f);
@@ -379,34 +601,35 @@ void check_activation(LayerKind kind, const char *name) {
 }
 
 void test_relu(void **) {
-  check_activation(LayerKind::kRelu, "relu");
+  check_activation(Activation::kRelu, "relu");
 }
 void test_sigmoid(void **) {
-  check_activation(LayerKind::kSigmoid, "sigmoid");
+  check_activation(Activation::kSigmoid, "sigmoid");
 }
 void test_tanh(void **) {
-  check_activation(LayerKind::kTanh, "tanh");
+  check_activation(Activation::kTanh, "tanh");
 }
 
-// Flatten is a view: the network aliases its output to its input, so its gradient is the identity by
-// construction. What is checked here is that contract: the shape, is_view(), and that forward/backward
-// touch nothing.
+// Flatten is a view: the executor aliases its output to its input and never calls a kernel, so its
+// gradient is the identity by construction (the network checks below run through one). What is checked
+// here is that contract: the shape (rank 1), no parameters, nothing saved, the view flag, no CPU kernel,
+// and a CPU device accepting the op all the same.
 void test_flatten(void **) {
   ModelSpec m(Shape{2, 3, 4});
   m.add_flatten();
-  const LayerSpec s = first_layer(m);
-  assert_true(s.out == (Shape{24, 1, 1}));
-  assert_int_equal(s.parameters(), 0);
-  auto layer = dpt::make_layer(s);
-  assert_true(layer->is_view());
-  assert_int_equal(layer->saved_floats_per_sample(), 0);
-  std::vector<float> x(48, 1.5f), y(48, -2.0f), dx(48, 3.0f), dy(48, 4.0f);
-  PassInfo info{2, 0, 1, 0, 0, true};
-  layer->forward(nullptr, x.data(), y.data(), nullptr, nullptr, info);
-  layer->backward(nullptr, x.data(), y.data(), dy.data(), dx.data(), nullptr, nullptr, nullptr, info);
-  for (size_t i = 0; i < 48; ++i) {
-    assert_true(x[i] == 1.5f && y[i] == -2.0f && dx[i] == 3.0f && dy[i] == 4.0f);
-  }
+  const OpView s = only_node(m);
+  const dpt::Node &node = m.nodes()[0];
+  assert_string_equal(s.kind.c_str(), "flatten");
+  assert_true(s.out == (Shape{24}));
+  assert_int_equal(s.out.rank(), 1);
+  assert_int_equal(s.parameters, 0);
+  assert_int_equal(node.layout.buffers.size(), 0);
+  assert_true(node.layout.view);
+  assert_int_equal(node.layout.saved_bytes_per_sample, 0);
+  assert_null(dpt::cpu::find_op("flatten"));
+  dpt::MemoryArena arena("test", 0);
+  dpt::CpuKernels kernels(arena);
+  kernels.check_supported("flatten", dpt::DType::kF32);  // does not throw
 }
 
 PassInfo dropout_info(size_t n, uint64_t first_sample, uint64_t step) {
@@ -415,7 +638,6 @@ PassInfo dropout_info(size_t n, uint64_t first_sample, uint64_t step) {
   info.first_sample = first_sample;
   info.seed = 42;
   info.step = step;
-  info.layer_index = 1;
   info.training = true;
   return info;
 }
@@ -423,29 +645,34 @@ PassInfo dropout_info(size_t n, uint64_t first_sample, uint64_t step) {
 void test_dropout_gradients(void **) {
   ModelSpec m(Shape{2, 3, 3});
   m.add_dropout(0.3f);
+  const OpView s = only_node(m);
+  assert_true(std::fabs(s.rate - 0.3) < 1e-7);
   LayerCase c;
   c.name = "dropout 0.3 (training)";
-  c.spec = first_layer(m);
+  c.model = m;
   c.n = 3;
   c.info = dropout_info(c.n, 5, 3);
   TestRng rng(40);
-  c.x = rng.vector(c.n * c.spec.in.size(), -1.0f, 1.0f);
-  check_layer(c);  // the mask is a pure function of (seed, step, layer, sample, element), so FD works
+  c.x = rng.vector(c.n * s.in.size(), -1.0f, 1.0f);
+  check_layer(c);  // the mask is a pure function of (seed, step, node, sample, element), so FD works
 }
 
 // The mask contract: values are 0 or 1/(1 - rate); the drop fraction is the rate; a sample's mask depends on
-// its global position (first_sample + s), not on the slice it is in; steps differ; evaluation is identity.
+// its global position (first_sample + s), not on the slice it is in; steps differ, and so do nodes;
+// evaluation is identity.
 void test_dropout_mask(void **) {
   const float rate = 0.3f;
   ModelSpec m(Shape{1, 20, 20});
   m.add_dropout(rate);
-  const LayerSpec s = first_layer(m);
-  auto layer = dpt::make_layer(s);
+  const OpView s = only_node(m);
   const size_t per = s.out.size(), n = 8;
-  std::vector<float> x(n * per), y(n * per), saved(n * per);
+  assert_int_equal(m.nodes()[0].layout.saved_bytes_per_sample, per * sizeof(float));
+  std::vector<float> x(n * per);
   TestRng rng(41);
   for (auto &v : x) v = rng.uniform(0.5f, 1.5f);  // never 0, so a zero output means dropped
-  layer->forward(nullptr, x.data(), y.data(), saved.data(), nullptr, dropout_info(n, 0, 9));
+  OpHarness h(m, 0, n, dropout_info(n, 0, 9), 1);
+  h.set_node_key(1);
+  const std::vector<float> y = h.forward(nullptr, x);
   const float keep = 1.0f / (1.0f - rate);
   size_t dropped = 0;
   for (size_t i = 0; i < n * per; ++i) {
@@ -460,21 +687,31 @@ void test_dropout_mask(void **) {
   assert_in_range(dropped, 960 - 130, 960 + 130);
 
   // Samples 3..7 computed as their own slice (first_sample = 3) get the same masks.
-  std::vector<float> y2(5 * per), saved2(5 * per);
-  layer->forward(nullptr, x.data() + 3 * per, y2.data(), saved2.data(), nullptr, dropout_info(5, 3, 9));
+  OpHarness h5(m, 0, 5, dropout_info(5, 3, 9), 1);
+  h5.set_node_key(1);
+  const std::vector<float> x5(x.begin() + long(3 * per), x.end());
+  const std::vector<float> y2 = h5.forward(nullptr, x5);
   assert_memory_equal(y2.data(), y.data() + 3 * per, 5 * per * sizeof(float));
 
-  // Another step, another mask.
-  std::vector<float> y3(n * per), saved3(n * per);
-  layer->forward(nullptr, x.data(), y3.data(), saved3.data(), nullptr, dropout_info(n, 0, 10));
-  size_t differ = 0;
-  for (size_t i = 0; i < n * per; ++i) differ += (y3[i] == 0.0f) != (y[i] == 0.0f);
-  assert_true(differ > n * per / 10);  // two independent masks differ in ~42% of places
+  // Another step, another mask; another node, another mask (two independent masks differ in ~42% of
+  // places).
+  auto differ = [&](const std::vector<float> &other) {
+    size_t d = 0;
+    for (size_t i = 0; i < n * per; ++i) d += (other[i] == 0.0f) != (y[i] == 0.0f);
+    return d;
+  };
+  OpHarness h10(m, 0, n, dropout_info(n, 0, 10), 1);
+  h10.set_node_key(1);
+  assert_true(differ(h10.forward(nullptr, x)) > n * per / 10);
+  OpHarness other_node(m, 0, n, dropout_info(n, 0, 9), 1);
+  other_node.set_node_key(2);
+  assert_true(differ(other_node.forward(nullptr, x)) > n * per / 10);
 
   // Evaluation: the identity.
   PassInfo eval = dropout_info(n, 0, 9);
   eval.training = false;
-  layer->forward(nullptr, x.data(), y3.data(), saved3.data(), nullptr, eval);
+  OpHarness he(m, 0, n, eval, 1);
+  const std::vector<float> y3 = he.forward(nullptr, x);
   assert_memory_equal(y3.data(), x.data(), n * per * sizeof(float));
 }
 
@@ -510,7 +747,8 @@ void test_softmax_cross_entropy(void **) {
   z[2 * classes + 1] = 5.0f;  // sample 2 predicts 1 (wrong)
 
   std::vector<float> d(n * classes, NAN);
-  const dpt::LossStats stats = dpt::softmax_cross_entropy(z.data(), labels.data(), n, classes, d.data());
+  const dpt::cpu::LossStats stats =
+      dpt::cpu::softmax_cross_entropy(z.data(), labels.data(), n, classes, d.data());
   double want = 0.0;
   for (size_t s = 0; s < n; ++s) want += reference_cross_entropy(&z[s * classes], classes, labels[s]);
   Comparison cl("softmax cross-entropy loss_sum", 1e-12, 1.0);
@@ -527,13 +765,14 @@ void test_softmax_cross_entropy(void **) {
   cr.finish();
 
   // No gradient requested: same statistics.
-  const dpt::LossStats plain = dpt::softmax_cross_entropy(z.data(), labels.data(), n, classes, nullptr);
+  const dpt::cpu::LossStats plain =
+      dpt::cpu::softmax_cross_entropy(z.data(), labels.data(), n, classes, nullptr);
   assert_true(plain.loss_sum == stats.loss_sum);
   assert_int_equal(plain.correct, stats.correct);
 
   // dlogits vs finite differences of loss_sum (summed over samples, not divided by n).
   auto loss = [&] {
-    return dpt::softmax_cross_entropy(z.data(), labels.data(), n, classes, nullptr).loss_sum;
+    return dpt::cpu::softmax_cross_entropy(z.data(), labels.data(), n, classes, nullptr).loss_sum;
   };
   Comparison cg("softmax cross-entropy dlogits vs fd", kLayerTolerance, 1.0);
   for (size_t i = 0; i < z.size(); ++i) cg.add(d[i], central_difference(z, i, 1e-3, loss), at("dz", i));
@@ -543,7 +782,8 @@ void test_softmax_cross_entropy(void **) {
   std::vector<float> big(z);
   for (auto &v : big) v += 1000.0f;
   std::vector<float> dbig(n * classes, NAN);
-  const dpt::LossStats sb = dpt::softmax_cross_entropy(big.data(), labels.data(), n, classes, dbig.data());
+  const dpt::cpu::LossStats sb =
+      dpt::cpu::softmax_cross_entropy(big.data(), labels.data(), n, classes, dbig.data());
   double want_big = 0.0;
   for (size_t s = 0; s < n; ++s) want_big += reference_cross_entropy(&big[s * classes], classes, labels[s]);
   Comparison cb("softmax cross-entropy at logits ~1000", 1e-6, 1.0);
@@ -559,14 +799,14 @@ void test_softmax_cross_entropy(void **) {
 // ---------------------------------------------------------------------------------------------------------
 // The whole network
 
-ModelSpec network_spec(bool with_dropout) {
+ModelSpec network_spec(bool with_dropout, bool bias = true) {
   ModelSpec m(Shape{2, 6, 6});
-  m.add_conv2d(3, 3, 1, 1);
-  m.add_activation(LayerKind::kRelu);
-  m.add_pool(LayerKind::kMaxPool, 2, 2);
+  m.add_conv2d(3, 3, 1, 1, bias);
+  m.add_activation(Activation::kRelu);
+  m.add_pool(PoolKind::kMax, 2, 2);
   m.add_flatten();
-  m.add_dense(8);
-  m.add_activation(LayerKind::kTanh);
+  m.add_dense(8, bias);
+  m.add_activation(Activation::kTanh);
   if (with_dropout) m.add_dropout(0.25f);
   m.add_dense(4);
   return m;
@@ -583,26 +823,26 @@ struct NetworkCase {
 // argmax (a conv parameter moves each conv output by at most h * max(1, max|x|)): then the loss is smooth
 // along every finite-difference step and the check is meaningful.
 bool smooth_around(const ModelSpec &spec, const NetworkCase &c, double h) {
-  const LayerSpec &conv = spec.layers()[0], &pool = spec.layers()[2];
-  auto layer = dpt::make_layer(conv);
-  std::vector<float> z(c.n * conv.out.size()), scratch(layer->scratch_floats());
-  PassInfo info{c.n, 0, c.seed, 0, 0, true};
-  layer->forward(c.params.data(), c.x.data(), z.data(), nullptr, scratch.data(), info);
+  const OpView conv = view_of(spec, 0), pool = view_of(spec, 2);
+  assert_string_equal(conv.kind.c_str(), "conv2d");
+  assert_string_equal(pool.kind.c_str(), "max_pool2d");
+  const dpt::Node &conv_node = spec.nodes()[0];
+  OpHarness layer(spec, 0, c.n, PassInfo{c.n, 0, c.seed, 0, 0, true, nullptr}, 1);
+  const std::vector<float> z = layer.forward(c.params.data() + conv_node.param_offset, c.x);
   double xmax = 1.0;
   for (float v : c.x) xmax = std::max(xmax, double(std::fabs(v)));
   const double margin = 2.0 * h * xmax;
   for (float v : z)
     if (std::fabs(v) < margin) return false;
-  const size_t k = pool.kernel;
-  for (size_t plane = 0; plane < c.n * pool.in.c; ++plane)
-    for (size_t oy = 0; oy < pool.out.h; ++oy)
-      for (size_t ox = 0; ox < pool.out.w; ++ox) {
+  const size_t k = pool.kernel, ih = pool.in[1], iw = pool.in[2];
+  for (size_t plane = 0; plane < c.n * pool.in[0]; ++plane)
+    for (size_t oy = 0; oy < pool.out[1]; ++oy)
+      for (size_t ox = 0; ox < pool.out[2]; ++ox) {
         double first = 0.0, second = 0.0;  // the two largest relu outputs of the window
         for (size_t i = 0; i < k; ++i)
           for (size_t j = 0; j < k; ++j) {
-            const double v = std::max(
-                0.0,
-                double(z[(plane * pool.in.h + oy * pool.stride + i) * pool.in.w + ox * pool.stride + j]));
+            const double v =
+                std::max(0.0, double(z[(plane * ih + oy * pool.stride + i) * iw + ox * pool.stride + j]));
             if (v > first) {
               second = first;
               first = v;
@@ -631,25 +871,33 @@ NetworkCase make_network_case(const ModelSpec &spec, size_t n, double h) {
   return {};
 }
 
-void check_network_gradients(bool with_dropout) {
+void check_network_gradients(bool with_dropout, bool bias = true) {
   const double h = 1e-3;
-  const ModelSpec spec = network_spec(with_dropout);
+  const ModelSpec spec = network_spec(with_dropout, bias);
   NetworkCase c = make_network_case(spec, 3, h);
   dpt::MemoryArena arena("test", 0);
   dpt::CpuKernels kernels(arena);
   dpt::Network net(spec, kernels);
   net.reserve(c.n);
   std::copy(c.x.begin(), c.x.end(), net.input());
-  const PassInfo info{c.n, 0, c.seed, 0, 0, true};
+  const PassInfo info{c.n, 0, c.seed, 0, 0, true, nullptr};
 
-  // Biases start at zero; make them nonzero so that their gradients are checked at a generic point.
+  // Biases start at zero; make them nonzero so that their gradients are checked at a generic point. The
+  // nodes' parameters tile the flat vector in node order.
   TestRng rng(c.seed);
-  size_t offset = 0;
-  for (const auto &l : spec.layers()) {
-    for (size_t i = l.weights(); i < l.parameters(); ++i) c.params[offset + i] = rng.uniform(-0.01f, 0.01f);
-    offset += l.parameters();
+  size_t offset = 0, biases = 0;
+  for (const dpt::Node &node : spec.nodes()) {
+    assert_int_equal(node.param_offset, offset);
+    for (const dpt::ParamInfo &p : node.layout.params) {
+      if (p.init != dpt::ParamInit::kFanIn) {
+        for (size_t i = 0; i < p.size(); ++i) c.params[offset + i] = rng.uniform(-0.01f, 0.01f);
+        ++biases;
+      }
+      offset += p.size();
+    }
   }
   assert_int_equal(offset, c.params.size());
+  assert_int_equal(biases, bias ? 3 : 1);
   assert_true(smooth_around(spec, c, h));
 
   std::vector<float> grads(c.params.size(), 0.0f);
@@ -658,8 +906,9 @@ void check_network_gradients(bool with_dropout) {
   assert_true(std::isfinite(stats.loss_sum) && stats.loss_sum > 0.0);
 
   auto loss = [&] { return net.forward(c.params.data(), c.labels.data(), info).loss_sum; };
-  Comparison cmp(std::string("network") + (with_dropout ? " with dropout" : "") + " dparams vs fd", 2e-3,
-                 0.1);
+  Comparison cmp(std::string("network") + (with_dropout ? " with dropout" : "") + (bias ? "" : " no bias") +
+                     " dparams vs fd",
+                 2e-3, 0.1);
   size_t nonzero = 0;
   for (size_t i = 0; i < c.params.size(); ++i) {
     const double fd = central_difference(c.params, i, h, loss);
@@ -687,6 +936,10 @@ void test_network_gradients(void **) {
 void test_network_gradients_dropout(void **) {
   check_network_gradients(true);
 }
+// conv2d and the first dense without biases: the flat vector holds one tensor fewer for each.
+void test_network_gradients_no_bias(void **) {
+  check_network_gradients(false, false);
+}
 
 // The gradient of a batch is the SUM of its samples' gradients (not the mean), and so is the loss; with
 // dropout, a sample computed alone at first_sample = s gets the same mask as at position s of the batch.
@@ -702,7 +955,7 @@ void check_batch_is_sum_of_samples(bool with_dropout) {
 
   std::vector<float> batch_grads(c.params.size(), 0.0f);
   std::copy(c.x.begin(), c.x.end(), net.input());
-  const PassInfo info{n, 0, c.seed, 4, 0, true};
+  const PassInfo info{n, 0, c.seed, 4, 0, true, nullptr};
   const double batch_loss = net.forward(c.params.data(), c.labels.data(), info).loss_sum;
   net.backward(c.params.data(), batch_grads.data(), info);
 
@@ -711,7 +964,7 @@ void check_batch_is_sum_of_samples(bool with_dropout) {
   for (size_t s = 0; s < n; ++s) {
     std::vector<float> g(c.params.size(), 0.0f);
     std::copy(c.x.begin() + long(s * in), c.x.begin() + long((s + 1) * in), net.input());
-    const PassInfo one{1, s, c.seed, 4, 0, true};
+    const PassInfo one{1, s, c.seed, 4, 0, true, nullptr};
     sum_loss += net.forward(c.params.data(), &c.labels[s], one).loss_sum;
     net.backward(c.params.data(), g.data(), one);
     for (size_t i = 0; i < g.size(); ++i) sum_grads[i] += g[i];
@@ -807,10 +1060,13 @@ int main() {
   dpt::blas::use_single_thread();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dense),
+      cmocka_unit_test(test_dense_no_bias),
       cmocka_unit_test(test_conv2d_s1_p0),
       cmocka_unit_test(test_conv2d_s1_p1),
       cmocka_unit_test(test_conv2d_s2_p0),
       cmocka_unit_test(test_conv2d_s2_p1),
+      cmocka_unit_test(test_conv2d_no_bias_s1_p1),
+      cmocka_unit_test(test_conv2d_no_bias_s2_p0),
       cmocka_unit_test(test_avgpool_2s2),
       cmocka_unit_test(test_avgpool_3s1),
       cmocka_unit_test(test_maxpool_2s2),
@@ -824,6 +1080,7 @@ int main() {
       cmocka_unit_test(test_softmax_cross_entropy),
       cmocka_unit_test(test_network_gradients),
       cmocka_unit_test(test_network_gradients_dropout),
+      cmocka_unit_test(test_network_gradients_no_bias),
       cmocka_unit_test(test_batch_is_sum_of_samples),
       cmocka_unit_test(test_batch_is_sum_of_samples_dropout),
       cmocka_unit_test(test_arena_limit),
