@@ -161,7 +161,7 @@ typedef struct dpt_backend_v2 {
   int (*op_forward)(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
   /** The op's backward pass, queued on the stream. */
   int (*op_backward)(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
-  /** y [count] += x [count] (a gradient that several ops contribute to). */
+  /** y [count] += x [count] (a gradient that several ops contribute to); y and x must not overlap. */
   int (*accumulate)(dpt_backend_context *ctx, float *y, const float *x, size_t count, char *error,
                     size_t error_size);
 

@@ -104,7 +104,8 @@ typedef struct dpt_op_call {
   dpt_tensor buffers[DPT_OP_MAX_PARAMS];
 
   void *saved;
-  void *scratch;
+  size_t saved_bytes; /**< of saved: the descriptor's per-sample part times n, plus its per-pass part */
+  void *scratch;      /**< the CPU backend's per-call space (NULL for a module: it brings its own) */
   size_t scratch_bytes;
 
   /* backward */
@@ -115,6 +116,7 @@ typedef struct dpt_op_call {
   int32_t phase;           /**< DPT_OP_PHASE_*; 0 for single-phase calls */
   int32_t sync_statistics; /**< normalise with the statistics of the global batch, not of this slice */
   double *statistics;
+  size_t statistics_count; /**< doubles at statistics: both sets (2 * (2c + 1) for batch_norm); 0 if none */
 
   /* the pass */
   int32_t training;      /**< non-zero in a training pass */

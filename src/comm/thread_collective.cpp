@@ -86,6 +86,19 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end) {
   }
 }
 
+void ThreadCollective::all_reduce_doubles(size_t rank, double *values, size_t count) {
+  if (ranks_ == 1) return;
+  publish(rank, reinterpret_cast<float *>(values));
+  if (rank == 0)
+    for (size_t r = 1; r < ranks_; ++r) {
+      const double *other = reinterpret_cast<const double *>(buffers_[r]);
+      for (size_t i = 0; i < count; ++i) values[i] += other[i];
+    }
+  barrier_.arrive_and_wait();
+  if (rank != 0) std::memcpy(values, buffers_[0], count * sizeof(double));
+  barrier_.arrive_and_wait();  // rank 0's values are read by all before a next call can change them
+}
+
 // Textbook: device 0 sums every buffer in rank order, then every other rank copies the result.
 void ThreadCollective::naive(size_t rank, float *buf, size_t begin, size_t end) {
   if (rank == 0) {

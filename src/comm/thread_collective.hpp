@@ -33,6 +33,9 @@ class ThreadCollective {
   // Sums buf[begin, end) over all ranks; buf is the start of the whole buffer on every rank. Reducing
   // [0, n) in pieces gives the same bits as reducing it at once. Returns seconds as all_reduce().
   double all_reduce_range(size_t rank, float *buf, size_t begin, size_t end, AllReduceAlgorithm algorithm);
+  // Sums values[0, count) over all ranks in rank order, in place: rank 0 adds, the others copy. For a few
+  // numbers (batch statistics) in the middle of a pass; the same bits on every rank.
+  void all_reduce_doubles(size_t rank, double *values, size_t count);
   // Copies root's buf to every rank.
   void broadcast(size_t rank, float *buf, size_t count, size_t root);
 

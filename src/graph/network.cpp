@@ -176,6 +176,8 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
   c.sync_statistics = info.sync_statistics ? 1 : 0;
   c.phase = DPT_OP_PHASE_SINGLE;
   c.saved = saved_[j].data();
+  c.saved_bytes = info.n * node.layout.saved_bytes_per_sample + node.layout.saved_bytes;
+  c.statistics_count = 2 * node.layout.statistics;
   c.scratch = scratch_.data();
   c.scratch_bytes = scratch_.size() * sizeof(float);
   c.training = info.training ? 1 : 0;

@@ -80,6 +80,9 @@ class Network {
   std::vector<Step> steps_;
   size_t capacity_ = 0;
   size_t max_width_ = 0;                                   // largest per-sample tensor
+  bool has_statistics_ = false;
+  std::vector<DeviceBuffer> statistics_;  // per node: two sets of doubles (this slice's, the global)
+  std::vector<double> host_statistics_;   // staging for the reduction, two of the largest set
   DeviceBuffer input_, labels_, scratch_;                  // labels_: int32 in float-sized slots
   std::vector<DeviceBuffer> activations_, saved_, slots_;  // slots_: gradient slots, the spares last
   float *pass_buffers_ = nullptr;  // the buffers of the last forward (backward continues its pass)

@@ -98,6 +98,10 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
   tensors.push_back(make_tensor("optimizer.state", ElementType::kF32, state.optimizer_state.data(),
                                 state.optimizer_state.size()));
   tensors.push_back(make_tensor("trainer.counters", ElementType::kU64, counters, kCounterCount));
+  // Only a model with running statistics has buffers: older readers then see the file they know.
+  if (!state.buffers.empty())
+    tensors.push_back(
+        make_tensor("model.buffers", ElementType::kF32, state.buffers.data(), state.buffers.size()));
   file_io::write_file_atomic(path, encode_checkpoint(tensors));
 }
 
@@ -128,6 +132,10 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   TrainerState state;
   state.parameters = values<float>(find(tensors, "model.parameters", ElementType::kF32, path));
   state.optimizer_state = values<float>(find(tensors, "optimizer.state", ElementType::kF32, path));
+  if (trainer.spec().buffer_count() != 0) {
+    state.buffers = values<float>(find(tensors, "model.buffers", ElementType::kF32, path));
+    require_finite(state.buffers, "model.buffers", path);
+  }
   require_finite(state.parameters, "model.parameters", path);
   require_finite(state.optimizer_state, "optimizer.state", path);
   // AdamW divides by the square root of its second moments (the state's second half): a negative one

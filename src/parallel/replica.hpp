@@ -18,6 +18,7 @@ struct Replica {
         network(spec, *kernels),
         params(kernels->memory(), spec.parameter_count()),
         grads(kernels->memory(), spec.parameter_count()),
+        buffers(kernels->memory(), spec.buffer_count()),
         state(kernels->memory(), spec.parameter_count() * state_floats_per_parameter(optimizer)) {
     grads.zero();
     state.zero();
@@ -26,7 +27,7 @@ struct Replica {
   Device *device;
   std::unique_ptr<DeviceKernels> kernels;  // first: everything below lives in its memory
   Network network;
-  DeviceBuffer params, grads, state;
+  DeviceBuffer params, grads, buffers, state;  // buffers: running statistics, not trained
   // This replica's slice of the current batch, and what its task found: loss statistics, the gradient
   // norm, timings. Kept here, not on the caller's stack: a task that outlives a timeout still writes them.
   size_t begin = 0, count = 0;

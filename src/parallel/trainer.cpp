@@ -11,6 +11,7 @@
 #include "parallel/cuda_gradient_collective.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/host_gradient_collective.hpp"
+#include "parallel/statistics_reducer.hpp"
 
 namespace dpt {
 
@@ -80,6 +81,16 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   init_parameters(spec_, initial.data(), config_.seed, config_.init, config_.init_std);
   if (config_.world != nullptr) join_world(initial);
   set_parameters_locked(initial.data());
+  std::vector<float> buffers(spec_.buffer_count());
+  init_buffers(spec_, buffers.data());
+  set_buffers_locked(buffers.data());
+  if (replicas_[0]->network.has_statistics() && (devices_.size() > 1 || config_.world != nullptr)) {
+    DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
+                "batch_norm across several CUDA replicas is not supported in this version (train on one GPU "
+                "or on CPU devices)");
+    statistics_ = std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world,
+                                                          config_.timeout_seconds);
+  }
   // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
   // context is used by one thread at a time), CPU devices on their own threads.
   if (on_gpus_)
@@ -166,15 +177,18 @@ void Trainer::step(const float *x, const int32_t *labels, size_t batch, StepStat
 void Trainer::compute_gradients(size_t rank, bool post_buckets) {
   Replica &r = *replicas_[rank];
   r.stats = {};
-  // An empty slice contributes zero gradient; copy_in found NaN or infinity in the inputs.
-  if (r.count == 0 || r.nonfinite) return;
+  // An empty slice contributes zero gradient; copy_in found NaN or infinity in the inputs. But a model
+  // whose pass holds collectives (batch statistics) runs on every replica, so that no peer waits forever;
+  // a non-finite window is then discarded as a whole.
+  const bool must_run = statistics_ != nullptr;
+  if ((r.count == 0 || r.nonfinite) && !must_run) return;
   // Dropout is keyed by the sample's position in the whole accumulation window, so that neither the
   // split nor the division into micro-batches changes the masks.
-  const PassInfo info = pass_info(r.count, pending_samples_ + r.begin, optimizer_steps_, true);
-  r.stats = r.network.forward(r.params.data(), r.network.labels(), info);
+  const PassInfo info = pass_info(r.count, pending_samples_ + r.begin, optimizer_steps_, true, rank);
+  r.stats = r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(), info);
   if (!std::isfinite(r.stats.loss_sum)) {
     r.nonfinite = true;
-    return;
+    if (!must_run) return;
   }
   const BackwardHook hook = post_buckets ? collective_->backward_hook(rank) : BackwardHook{};
   r.network.backward(r.params.data(), r.grads.data(), info, hook);
@@ -278,7 +292,8 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
     Replica &r = *replicas_[rank];
     r.stats = {};
     if (r.count == 0) return;
-    r.stats = r.network.forward(r.params.data(), r.network.labels(), pass_info(r.count, r.begin, 0, false));
+    r.stats = r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(),
+                                pass_info(r.count, r.begin, 0, false));
   });
   EvalStats e;
   double totals[2] = {0, 0};
@@ -301,7 +316,7 @@ void Trainer::predict(const float *x, size_t n, float *logits) {
   run_phase([this](size_t rank) {
     Replica &r = *replicas_[rank];
     if (r.count == 0) return;
-    r.network.forward(r.params.data(), nullptr, pass_info(r.count, r.begin, 0, false));
+    r.network.forward(r.params.data(), r.buffers.data(), nullptr, pass_info(r.count, r.begin, 0, false));
     r.kernels->synchronize();
   });
   // The logits are copied out here, on the caller's thread, once every task has returned.

@@ -37,6 +37,9 @@ struct TrainerConfig {
   InitScheme init = InitScheme::kUniformFanIn;
   float init_std = 0.01f;
   bool error_on_nonfinite = false;  // else skip: discard the window, count it, go on
+  // BatchNorm normalises with the statistics of the global batch (sync) or of each device's slice (local);
+  // the running statistics follow the global batch in both modes.
+  bool sync_batch_norm = true;
   double timeout_seconds = 0;       // deadline of each multi-device operation; 0 = none
   // Gradient bucket size for the all-reduce overlapped with backward; 0 = one all-reduce after backward.
   size_t bucket_bytes = 0;
@@ -62,7 +65,7 @@ struct StepStats {
 
 // Everything a checkpoint holds of a trainer (besides the model description).
 struct TrainerState {
-  std::vector<float> parameters, optimizer_state;
+  std::vector<float> parameters, optimizer_state, buffers;  // buffers: running statistics
   uint64_t optimizer_steps = 0, epochs_done = 0, seed = 0;
 };
 
@@ -108,6 +111,9 @@ class Trainer {
 
   void get_parameters(size_t replica, float *out) const;
   void set_parameters(const float *in);
+  // The running statistics (spec().buffer_count() floats), identical on every replica.
+  void get_buffers(size_t replica, float *out) const;
+  void set_buffers(const float *in);
   uint64_t parameter_checksum() const;
   std::vector<size_t> split_sizes(size_t batch) const;
   // The samples [first, first + count) of a global batch that this process trains on (all of them
@@ -139,11 +145,13 @@ class Trainer {
   void world_sum(double *values, size_t count);
   // trainer_state.cpp
   void set_parameters_locked(const float *in);
+  void set_buffers_locked(const float *in);
   // The replica's parameters (or optimizer state) copied to the host.
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   // trainer.cpp
-  PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training) const {
-    return PassInfo{n, first_sample, config_.seed, step, 0, training, &group_->aborted()};
+  PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training, size_t rank = 0) const {
+    return PassInfo{n,    first_sample, config_.seed, step, training, &group_->aborted(), rank,
+                    training ? statistics_.get() : nullptr, config_.sync_batch_norm};
   }
   void compute_gradients(size_t rank, bool post_buckets);
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
@@ -182,6 +190,9 @@ class Trainer {
   // The gradient all-reduce, chosen in the constructor by the kind of the devices. Declared before group_:
   // the group is destroyed first (it waits for tasks still out), then what the tasks touch.
   std::unique_ptr<GradientCollective> collective_;
+  // Sums the batch statistics of the ops that have them across the replicas, in the middle of a pass
+  // (nullptr: the model has none, or one replica is the whole batch).
+  std::unique_ptr<StatisticsReducer> statistics_;
   std::unique_ptr<DeviceGroup> group_;
   bool on_gpus_ = false;
   bool broken_ = false;                   // a device failed or timed out: the replicas may differ

@@ -16,12 +16,18 @@ void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch
   for (auto &r : replicas_) r->begin = 0, r->count = probe, r->probe_seconds = 1e300;
   reserve_slices();
   copy_in(x, labels);
+  // The probe is a training pass: the running statistics it moves are put back afterwards.
+  std::vector<float> buffers(spec_.buffer_count());
+  guard_devices([&] {
+    replicas_[0]->kernels->copy_to_host(buffers.data(), replicas_[0]->buffers.data(), buffers.size());
+    replicas_[0]->kernels->synchronize();
+  });
   for (int round = 0; round < 3; ++round) {
     run_phase([this, probe](size_t rank) {
       Replica &r = *replicas_[rank];
       const double t0 = platform::now_seconds();
-      const PassInfo info = pass_info(probe, 0, optimizer_steps_, true);
-      r.network.forward(r.params.data(), r.network.labels(), info);
+      const PassInfo info = pass_info(probe, 0, optimizer_steps_, true, rank);
+      r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(), info);
       r.network.backward(r.params.data(), r.grads.data(), info);
       r.kernels->synchronize();
       r.probe_seconds = std::min(r.probe_seconds, (platform::now_seconds() - t0) / double(probe));
@@ -29,6 +35,7 @@ void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch
   }
   std::vector<double> best;
   for (auto &r : replicas_) r->grads.zero(), best.push_back(r->probe_seconds);
+  guard_devices([&] { set_buffers_locked(buffers.data()); });
   measured_weights_ = weights_from_speed(best);
   if (on_gpus_) measure_room();
   cached_counts_.clear();  // the split changes with the weights

@@ -37,6 +37,24 @@ void Trainer::set_parameters_locked(const float *in) {
   for (auto &r : replicas_) r->kernels->synchronize();
 }
 
+void Trainer::set_buffers_locked(const float *in) {
+  for (auto &r : replicas_) r->kernels->copy_to_device(r->buffers.data(), in, r->buffers.size());
+  for (auto &r : replicas_) r->kernels->synchronize();
+}
+
+void Trainer::get_buffers(size_t replica, float *out) const {
+  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
+              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
+                  std::to_string(replicas_.size()) + ")");
+  copy_to_host(replica, replicas_[replica]->buffers, out);
+}
+
+void Trainer::set_buffers(const float *in) {
+  check_no_task_out();
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  set_buffers_locked(in);
+}
+
 uint64_t Trainer::parameter_checksum() const {
   std::vector<float> p(parameter_count());
   copy_to_host(0, replicas_[0]->params, p.data());
@@ -52,8 +70,10 @@ TrainerState Trainer::save_state() const {
   TrainerState state;
   state.parameters.resize(r.params.size());
   state.optimizer_state.resize(r.state.size());
+  state.buffers.resize(r.buffers.size());
   copy_to_host(0, r.params, state.parameters.data());
   copy_to_host(0, r.state, state.optimizer_state.data());
+  copy_to_host(0, r.buffers, state.buffers.data());
   state.optimizer_steps = optimizer_steps_;
   state.epochs_done = epochs_done;
   state.seed = config_.seed;
@@ -70,10 +90,14 @@ void Trainer::load_state(const TrainerState &state) {
               "the checkpoint has " + std::to_string(state.optimizer_state.size()) +
                   " floats of optimizer state, the trainer's optimizer needs " +
                   std::to_string(first.state.size()));
+  DPT_REQUIRE(state.buffers.size() == first.buffers.size(), DPT_ERROR_INVALID_ARGUMENT,
+              "the checkpoint has " + std::to_string(state.buffers.size()) +
+                  " floats of running statistics, the model " + std::to_string(first.buffers.size()));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (auto &r : replicas_) {
     r->kernels->copy_to_device(r->params.data(), state.parameters.data(), r->params.size());
     r->kernels->copy_to_device(r->state.data(), state.optimizer_state.data(), r->state.size());
+    r->kernels->copy_to_device(r->buffers.data(), state.buffers.data(), r->buffers.size());
     r->grads.zero();
   }
   for (auto &r : replicas_) r->kernels->synchronize();

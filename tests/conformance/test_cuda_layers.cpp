@@ -142,15 +142,13 @@ class GpuOp {
   void forward() {
     check(gpu_.api().op_forward(gpu_.ctx(), &call, gpu_.error, sizeof gpu_.error), "op_forward", gpu_.error);
   }
-  // Every gradient, or those asked for (the others NULL); without the input when without_x (the op's
-  // backward must not read it).
-  void backward(bool dx = true, std::vector<bool> dparams = {}, bool without_x = false) {
+  // Every gradient, or those asked for (the others NULL).
+  void backward(bool dx = true, std::vector<bool> dparams = {}) {
     dpt_op_call c = call;
     c.output_grad = dy_;
     c.input_grads[0] = dx ? dx_ : nullptr;
     for (size_t p = 0; p < dparams_.size(); ++p)
       c.param_grads[p] = dparams.empty() || dparams[p] ? dparams_[p] : nullptr;
-    if (without_x) c.inputs[0].data = nullptr;
     check(gpu_.api().op_backward(gpu_.ctx(), &c, gpu_.error, sizeof gpu_.error), "op_backward", gpu_.error);
   }
   // The parameter gradients back to their starting values.
@@ -434,7 +432,7 @@ void test_gpu_maxpool_ties(void **) {
 // ---- activations
 // --------------------------------------------------------------------------------------------
 
-// Backward runs without the input (inputs[0].data NULL): the op's backward uses the output only.
+// Backward receives every tensor forward had (op_call.h); the CPU kernels read the output only.
 void test_gpu_activations(void **) {
   const size_t count = 1000 + 7, n = 4;
   std::vector<float> x = uniform(n * count, 700, -6.0f, 6.0f);
@@ -451,7 +449,7 @@ void test_gpu_activations(void **) {
     const OpResults cpu = cpu_pass(s, d);
     GpuOp op(gpu, s, d);
     op.forward();
-    op.backward(true, {}, true);
+    op.backward();
     const OpResults got = op.results();
     const std::string name = k.name;
     expect_close((name + " y").c_str(), got.y, cpu.y, nullptr, k.rel, k.abs);

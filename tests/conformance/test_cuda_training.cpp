@@ -184,7 +184,7 @@ void test_gpu_l2_norm_and_scale(void **) {
 // ---- accumulate
 // ---------------------------------------------------------------------------------------------
 
-// y += x, as dpt::cpu::accumulate; also into itself (y += y) and with zero elements (no pointers needed).
+// y += x, as dpt::cpu::accumulate; with zero elements (no pointers needed); y and x must not overlap.
 void test_gpu_accumulate(void **) {
   Gpu gpu;
   const dpt_backend_v2 &api = gpu.api();
@@ -197,11 +197,6 @@ void test_gpu_accumulate(void **) {
     std::vector<float> want = y0;
     dpt::cpu::accumulate(want.data(), x.data(), count);
     expect_bitwise("accumulate", gpu.download(yd, count), want);
-    check(api.accumulate(gpu.ctx(), yd, yd, count, gpu.error, sizeof gpu.error), "accumulate(y, y)",
-          gpu.error);
-    const std::vector<float> twice = want;
-    dpt::cpu::accumulate(want.data(), twice.data(), count);
-    expect_bitwise("accumulate into itself", gpu.download(yd, count), want);
   }
   check(api.accumulate(gpu.ctx(), nullptr, nullptr, 0, gpu.error, sizeof gpu.error), "accumulate(0)",
         gpu.error);

@@ -252,14 +252,14 @@ void test_gpu_kernel_failure(void **) {
   const uint64_t free_before = gpu.details().free_memory;
   {
     auto t = trainer(context, config({0, 0}));
-    setenv("DPTRAIN_SIM_CUDA_FAIL", "conv2d_forward@0", 1);
+    setenv("DPTRAIN_SIM_CUDA_FAIL", "op_forward(conv2d)@0", 1);
     const Batch b = batch(16, 700);
     const std::string message = dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); },
                                                        DPT_ERROR_DEVICE, "a failing convolution");
     unsetenv("DPTRAIN_SIM_CUDA_FAIL");
     print_message("%s\n", message.c_str());
     assert_non_null(std::strstr(message.c_str(), "cuda:0"));
-    assert_non_null(std::strstr(message.c_str(), "conv2d_forward"));
+    assert_non_null(std::strstr(message.c_str(), "op_forward(conv2d)"));
     dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
                            "a step after the failure");
   }

@@ -827,7 +827,7 @@ bool smooth_around(const ModelSpec &spec, const NetworkCase &c, double h) {
   assert_string_equal(conv.kind.c_str(), "conv2d");
   assert_string_equal(pool.kind.c_str(), "max_pool2d");
   const dpt::Node &conv_node = spec.nodes()[0];
-  OpHarness layer(spec, 0, c.n, PassInfo{c.n, 0, c.seed, 0, 0, true, nullptr}, 1);
+  OpHarness layer(spec, 0, c.n, PassInfo{c.n, 0, c.seed, 0, true, nullptr}, 1);
   const std::vector<float> z = layer.forward(c.params.data() + conv_node.param_offset, c.x);
   double xmax = 1.0;
   for (float v : c.x) xmax = std::max(xmax, double(std::fabs(v)));
@@ -880,7 +880,7 @@ void check_network_gradients(bool with_dropout, bool bias = true) {
   dpt::Network net(spec, kernels);
   net.reserve(c.n);
   std::copy(c.x.begin(), c.x.end(), net.input());
-  const PassInfo info{c.n, 0, c.seed, 0, 0, true, nullptr};
+  const PassInfo info{c.n, 0, c.seed, 0, true, nullptr};
 
   // Biases start at zero; make them nonzero so that their gradients are checked at a generic point. The
   // nodes' parameters tile the flat vector in node order.
@@ -901,11 +901,11 @@ void check_network_gradients(bool with_dropout, bool bias = true) {
   assert_true(smooth_around(spec, c, h));
 
   std::vector<float> grads(c.params.size(), 0.0f);
-  const dpt::LossStats stats = net.forward(c.params.data(), c.labels.data(), info);
+  const dpt::LossStats stats = net.forward(c.params.data(), nullptr, c.labels.data(), info);
   net.backward(c.params.data(), grads.data(), info);
   assert_true(std::isfinite(stats.loss_sum) && stats.loss_sum > 0.0);
 
-  auto loss = [&] { return net.forward(c.params.data(), c.labels.data(), info).loss_sum; };
+  auto loss = [&] { return net.forward(c.params.data(), nullptr, c.labels.data(), info).loss_sum; };
   Comparison cmp(std::string("network") + (with_dropout ? " with dropout" : "") + (bias ? "" : " no bias") +
                      " dparams vs fd",
                  2e-3, 0.1);
@@ -923,7 +923,7 @@ void check_network_gradients(bool with_dropout, bool bias = true) {
 
   // Backward accumulates: forward + backward again into the same buffer doubles it.
   std::vector<float> twice = grads;
-  net.forward(c.params.data(), c.labels.data(), info);
+  net.forward(c.params.data(), nullptr, c.labels.data(), info);
   net.backward(c.params.data(), twice.data(), info);
   Comparison ca("network dparams accumulate", kSumTolerance, 1.0);
   for (size_t i = 0; i < grads.size(); ++i) ca.add(twice[i], 2.0 * double(grads[i]), at("2*grad", i));
@@ -955,8 +955,8 @@ void check_batch_is_sum_of_samples(bool with_dropout) {
 
   std::vector<float> batch_grads(c.params.size(), 0.0f);
   std::copy(c.x.begin(), c.x.end(), net.input());
-  const PassInfo info{n, 0, c.seed, 4, 0, true, nullptr};
-  const double batch_loss = net.forward(c.params.data(), c.labels.data(), info).loss_sum;
+  const PassInfo info{n, 0, c.seed, 4, true, nullptr};
+  const double batch_loss = net.forward(c.params.data(), nullptr, c.labels.data(), info).loss_sum;
   net.backward(c.params.data(), batch_grads.data(), info);
 
   std::vector<double> sum_grads(c.params.size(), 0.0);
@@ -964,8 +964,8 @@ void check_batch_is_sum_of_samples(bool with_dropout) {
   for (size_t s = 0; s < n; ++s) {
     std::vector<float> g(c.params.size(), 0.0f);
     std::copy(c.x.begin() + long(s * in), c.x.begin() + long((s + 1) * in), net.input());
-    const PassInfo one{1, s, c.seed, 4, 0, true, nullptr};
-    sum_loss += net.forward(c.params.data(), &c.labels[s], one).loss_sum;
+    const PassInfo one{1, s, c.seed, 4, true, nullptr};
+    sum_loss += net.forward(c.params.data(), nullptr, &c.labels[s], one).loss_sum;
     net.backward(c.params.data(), g.data(), one);
     for (size_t i = 0; i < g.size(); ++i) sum_grads[i] += g[i];
   }
