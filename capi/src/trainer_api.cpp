@@ -84,6 +84,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
               DPT_ERROR_INVALID_ARGUMENT, "gpu_flags has unknown bits: " + std::to_string(o.gpu_flags));
   c.kernels.allow_tf32 = (o.gpu_flags & DPT_GPU_ALLOW_TF32) != 0;
   c.kernels.deterministic = (o.gpu_flags & DPT_GPU_DETERMINISTIC) != 0;
+  c.sync_batch_norm = dpt::capi::checked_enum(o.batch_norm, {DPT_BATCH_NORM_SYNC, DPT_BATCH_NORM_LOCAL},
+                                              "batch_norm mode") == DPT_BATCH_NORM_SYNC;
   return c;
 }
 

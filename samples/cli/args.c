@@ -16,7 +16,9 @@ typedef struct choice {
   int value;
 } choice;
 
-static const choice kModels[] = {{"lenet", CLI_MODEL_LENET}, {"mlp", CLI_MODEL_MLP}, {NULL, 0}};
+static const choice kModels[] = {
+    {"lenet", CLI_MODEL_LENET}, {"mlp", CLI_MODEL_MLP}, {"resnet18", CLI_MODEL_RESNET18}, {NULL, 0}};
+static const choice kBatchNorm[] = {{"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -77,6 +79,7 @@ static const option_spec kOptions[] = {
     {"--weight-decay", ARG_REAL, FIELD(weight_decay), 0, REAL_NONNEGATIVE, NULL},
     {"--split", ARG_SPLIT, FIELD(split), 0, REAL_POSITIVE, NULL},
     {"--allreduce", ARG_CHOICE, FIELD(allreduce), 0, REAL_POSITIVE, kAllreduce},
+    {"--bn", ARG_CHOICE, FIELD(batch_norm), 0, REAL_POSITIVE, kBatchNorm},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -122,6 +125,10 @@ const char *allreduce_name(int allreduce) {
 const char *schedule_name(int schedule) {
   return choice_name(kSchedules, schedule);
 }
+const char *batch_norm_name(int mode) {
+  return choice_name(kBatchNorm, mode);
+}
+
 const char *init_name(int init) {
   return choice_name(kInits, init);
 }
@@ -142,6 +149,7 @@ static void set_defaults(train_config *config) {
   config->optimizer = DPT_OPTIMIZER_SGD;
   config->split = DPT_SPLIT_EVEN;
   config->allreduce = DPT_ALLREDUCE_RING;
+  config->batch_norm = DPT_BATCH_NORM_SYNC;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -417,7 +425,7 @@ static int parse_one(int argc, char **argv, int *index, train_config *config) {
 
 /** @brief Checks combinations that no single option can reject by itself. */
 static int check_config(const train_config *config) {
-  if (config->model == CLI_MODEL_NONE) return cli_usage_error("missing --model (lenet or mlp)");
+  if (config->model == CLI_MODEL_NONE) return cli_usage_error("missing --model (lenet, mlp or resnet18)");
   const size_t listed = config->cuda ? config->gpu_replicas : config->cpu_devices;
   if (listed > 0 && config->split == DPT_SPLIT_WEIGHTED && config->split_weight_count != listed) {
     return cli_usage_error("--split: %zu weights given for %zu devices", config->split_weight_count, listed);
@@ -457,7 +465,7 @@ int parse_train_args(int argc, char **argv, train_config *config) {
 
 void print_train_help(FILE *out) {
   fputs(
-      "usage: dptrain train --model lenet|mlp [options]\n"
+      "usage: dptrain train --model lenet|mlp|resnet18 [options]\n"
       "\n"
       "Trains a built-in model on Fashion-MNIST, data-parallel across CPU devices or GPUs.\n"
       "\n"
@@ -474,6 +482,8 @@ void print_train_help(FILE *out) {
       "  --deterministic        GPUs: deterministic cuDNN algorithms only\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
+      "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
+      "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"
       "                         started by mpirun); only process 0 prints and writes files\n"
       "  --timeout SECONDS      deadline of each multi-device or multi-process operation: a device or\n"
@@ -492,7 +502,7 @@ void print_train_help(FILE *out) {
       "\n"
       "optimizer:\n"
       "  --optimizer sgd|adamw  (default: sgd)\n"
-      "  --lr LR                learning rate (default: 0.2 lenet, 0.1 mlp; 0.001 with adamw)\n"
+      "  --lr LR                learning rate (default: 0.2 lenet, 0.1 mlp and resnet18; 0.001 with adamw)\n"
       "  --momentum M           SGD momentum in [0, 1) (default: 0)\n"
       "  --nesterov             Nesterov momentum (needs --momentum)\n"
       "  --weight-decay W       L2 for sgd, decoupled for adamw (default: 0)\n"

@@ -12,7 +12,7 @@
 #include <dptrain/dptrain.h>
 
 /** @brief The built-in models the CLI offers. */
-enum { CLI_MODEL_NONE = -1, CLI_MODEL_LENET = 0, CLI_MODEL_MLP = 1 };
+enum { CLI_MODEL_NONE = -1, CLI_MODEL_LENET = 0, CLI_MODEL_MLP = 1, CLI_MODEL_RESNET18 = 2 };
 
 /** @brief Everything `dptrain train` was asked to do. Enumerations are stored as int. */
 /** @brief --communicator auto: MPI when the process was started by an MPI launcher. */
@@ -39,6 +39,7 @@ typedef struct train_config {
   float split_weights[DPT_MAX_CPU_DEVICES]; /**< Weights for DPT_SPLIT_WEIGHTED. */
   size_t split_weight_count;                /**< Number of split_weights given. */
   int allreduce;                            /**< dpt_allreduce_algorithm. */
+  int batch_norm;                           /**< dpt_batch_norm_mode. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
   int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */
@@ -80,6 +81,8 @@ const char *optimizer_name(int optimizer);
 const char *split_name(int split);
 /** @brief Name of an all-reduce algorithm: "ring" or "naive". */
 const char *allreduce_name(int allreduce);
+/** @brief Name of a batch-norm mode: "sync" or "local". */
+const char *batch_norm_name(int mode);
 /** @brief Name of a schedule: "constant", "step" or "cosine". */
 const char *schedule_name(int schedule);
 /** @brief Name of an initialisation scheme: "normal" or "uniform". */

@@ -2,7 +2,7 @@
  * dptrain: the command-line front end of the dptrain library (public C API only).
  *
  *   dptrain devices [--kind cpu|cuda|all] [--json]
- *   dptrain train --model lenet|mlp [options]
+ *   dptrain train --model lenet|mlp|resnet18 [options]
  *
  * This file only dispatches on the command; each command lives in its own file.
  */
@@ -17,7 +17,7 @@ static void print_usage(FILE *out) {
       "\n"
       "commands:\n"
       "  devices [--kind K] [--json]      list the devices dptrain can use (CPU and CUDA)\n"
-      "  train --model lenet|mlp [...]    train on Fashion-MNIST across CPU devices or GPUs\n"
+      "  train --model NAME [...]         train on Fashion-MNIST across CPU devices or GPUs\n"
       "\n"
       "  dptrain <command> --help         options of a command\n"
       "  dptrain --version                library version\n",

@@ -183,6 +183,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->seed = c->seed;
   options->accumulation_steps = c->accumulate;
   options->bucket_bytes = c->bucket_kib * 1024;
+  options->batch_norm = (dpt_batch_norm_mode)c->batch_norm;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;

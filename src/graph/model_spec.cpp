@@ -33,30 +33,6 @@ ModelSpec::ModelSpec(Shape input) {
   tensors_.push_back(TensorInfo{input, DType::kF32});
 }
 
-ModelSpec ModelSpec::builtin(const std::string &name) {
-  ModelSpec m(Shape{1, 28, 28});
-  if (name == "lenet") {
-    m.add_conv2d(20, 3, 1, 0);
-    m.add_activation(Activation::kRelu);
-    m.add_pool(PoolKind::kAvg, 2, 2);
-    m.add_conv2d(50, 5, 1, 0);
-    m.add_activation(Activation::kRelu);
-    m.add_pool(PoolKind::kAvg, 2, 2);
-    m.add_flatten();
-    m.add_dense(128);
-    m.add_activation(Activation::kRelu);
-    m.add_dense(10);
-  } else if (name == "mlp") {
-    m.add_flatten();
-    m.add_dense(256);
-    m.add_activation(Activation::kRelu);
-    m.add_dense(10);
-  } else {
-    throw_error(DPT_ERROR_INVALID_ARGUMENT, "unknown built-in model '" + name + "' (expected lenet or mlp)");
-  }
-  return m;
-}
-
 size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const OpAttrs &attrs,
                       const std::string &name) {
   DPT_REQUIRE(inputs.size() >= op.min_inputs && inputs.size() <= op.max_inputs, DPT_ERROR_INVALID_ARGUMENT,
@@ -137,6 +113,24 @@ size_t ModelSpec::add_dropout(float rate) {
   return add(op_def("dropout"), {output_}, a);
 }
 
+size_t ModelSpec::add_batch_norm(size_t input, double eps, double momentum, const std::string &name) {
+  OpAttrs a;
+  a.reals[0] = eps;
+  a.reals[1] = momentum;
+  return add(op_def("batch_norm"), {input}, a, name);
+}
+
+size_t ModelSpec::add_op(const char *op, const std::vector<size_t> &inputs, const std::string &name) {
+  return add(op_def(op), inputs, OpAttrs{}, name);
+}
+
+void ModelSpec::set_output(size_t t) {
+  DPT_REQUIRE(t < tensors_.size(), DPT_ERROR_INVALID_ARGUMENT,
+              "tensor " + std::to_string(t) + " does not exist (the model has " + std::to_string(tensors_.size()) +
+                  ")");
+  output_ = t;
+}
+
 std::string ModelSpec::describe() const {
   std::string text = input().text();
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -145,7 +139,10 @@ std::string ModelSpec::describe() const {
     const size_t previous = i == 0 ? 0 : nodes_[i - 1].output;
     if (n.inputs.size() != 1 || n.inputs[0] != previous) {
       text += '@';
-      for (size_t j = 0; j < n.inputs.size(); ++j) text += (j ? "," : "") + std::to_string(n.inputs[j]);
+      for (size_t j = 0; j < n.inputs.size(); ++j) {
+        if (j != 0) text += ',';
+        text += std::to_string(n.inputs[j]);
+      }
     }
   }
   if (!nodes_.empty() && output_ != nodes_.back().output) text += " ->" + std::to_string(output_);

@@ -33,7 +33,7 @@ struct Node {
 class ModelSpec {
  public:
   explicit ModelSpec(Shape input);
-  static ModelSpec builtin(const std::string &name);  // "lenet", "mlp"
+  static ModelSpec builtin(const std::string &name);  // builtin_models.cpp: "lenet", "mlp", "resnet18"
 
   // Adds a node of op reading the given tensors; returns the id of its output tensor, which becomes the
   // model's output. name: the node's name (empty: its index).
@@ -47,6 +47,11 @@ class ModelSpec {
   size_t add_activation(Activation kind);
   size_t add_flatten();
   size_t add_dropout(float rate);
+  // Graph builders: one node on the given tensors (name: empty for the node's index).
+  size_t add_batch_norm(size_t input, double eps = 1e-5, double momentum = 0.1, const std::string &name = "");
+  size_t add_op(const char *op, const std::vector<size_t> &inputs, const std::string &name = "");
+  // Makes tensor t (made earlier) the model's output, the logits of the loss.
+  void set_output(size_t t);
 
   const Shape &input() const { return tensors_[0].shape; }
   const std::vector<TensorInfo> &tensors() const { return tensors_; }

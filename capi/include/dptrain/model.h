@@ -48,6 +48,10 @@ DPT_API dpt_status dpt_model_create(dpt_model **out, size_t channels, size_t hei
  * - "lenet": conv 3x3 20 -> ReLU -> avg-pool 2 -> conv 5x5 50 -> ReLU -> avg-pool 2 -> flatten (800)
  *   -> dense 128 -> ReLU -> dense 10.
  * - "mlp": flatten (784) -> dense 256 -> ReLU -> dense 10.
+ * - "resnet18": the textbook's ResNet-18 for 28x28 inputs: conv 3x3 64 (stride 1, no bias) -> batch norm ->
+ *   ReLU (no max-pool), four stages of two basic blocks (64, 128, 256, 512 channels; stride 2 and a 1x1
+ *   projection + batch norm at the start of stages 2-4), global average pooling, dense 10; 11.17 M
+ *   parameters, named as torchvision's ResNet names them ("layer2.0.downsample.1.running_mean").
  * @return DPT_ERROR_INVALID_ARGUMENT for an unknown name.
  */
 DPT_API dpt_status dpt_model_create_builtin(dpt_model **out, const char *name);

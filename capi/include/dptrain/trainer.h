@@ -65,6 +65,17 @@ typedef enum dpt_nonfinite_policy {
   DPT_NONFINITE_ERROR = 1 /**< The same, and the step returns DPT_ERROR_NON_FINITE. */
 } dpt_nonfinite_policy;
 
+/** @brief How batch_norm layers compute their batch statistics across the devices. */
+typedef enum dpt_batch_norm_mode {
+  /** Over the whole global batch: every device's (count, sum, sum of squares) per channel is combined, weighted
+   * by its real sample count, in the middle of forward and of backward, so the K-device step equals the
+   * 1-device full-batch step under any split (weighted, ragged, empty slices) and with MPI. */
+  DPT_BATCH_NORM_SYNC = 0,
+  /** Over each device's own slice (as DataParallel and the textbook do): the step then depends on the split.
+   * The running statistics still follow the global batch, so they are identical on every replica. */
+  DPT_BATCH_NORM_LOCAL = 1
+} dpt_batch_norm_mode;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -118,6 +129,9 @@ typedef struct dpt_trainer_options {
    * The known flags have no effect on CPU devices; unknown bits are refused (DPT_ERROR_INVALID_ARGUMENT)
    * on every trainer, so that a flag of a newer version is never silently dropped. */
   uint32_t gpu_flags;
+  /** Models with batch_norm: DPT_BATCH_NORM_SYNC (default) or DPT_BATCH_NORM_LOCAL. Several CUDA replicas do
+   * not run batch_norm in this version (DPT_ERROR_UNSUPPORTED). */
+  dpt_batch_norm_mode batch_norm;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
