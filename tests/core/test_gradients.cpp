@@ -1,6 +1,8 @@
 // Gradient checks of the C++ core: every op's CPU kernel (called through its dpt_op_call, as the graph
 // executor calls it) against a naive double-precision reference forward and its backward against central
 // finite differences, the softmax cross-entropy loss, the whole Network, and the memory arena's accounting.
+// The ops that came with the op seam (add, concat, global_avg_pool, gelu, layer_norm, batch_norm with its
+// two phases) and the Network on DAGs (residual blocks, shared tensors) are in test_gradients_norms.cpp.
 //
 // Method. For an op y = f(x; p) and fixed random weights r, the scalar L = sum_i r_i y_i (summed in double)
 // has dL/dy = r, so backward(dy = r) must return dL/dx and dL/dp. Each is compared, for EVERY input element
