@@ -91,6 +91,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     statistics_ = std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world,
                                                           config_.timeout_seconds);
   }
+  // MPI is used by one thread at a time: batch statistics reduced across processes in the middle of backward
+  // (sync batch norm) exclude the bucketed all-reduce, which would call MPI from the communication threads
+  // at the same time.
+  const size_t overlap_bytes = statistics_ != nullptr && config_.world != nullptr ? 0 : config_.bucket_bytes;
   // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
   // context is used by one thread at a time), CPU devices on their own threads.
   if (on_gpus_)
@@ -98,7 +102,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                                                            config_.timeout_seconds);
   else
     collective_ =
-        std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
+        std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes,
                                                  config_.allreduce, config_.world, config_.timeout_seconds);
 }
 
