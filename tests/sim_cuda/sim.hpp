@@ -9,7 +9,8 @@
 //  * every copy and kernel is queued on its context and runs only when the context is synchronized (or a
 //    call that waits for the stream): results reach the host, and host sources are read, at that moment;
 //  * failures on demand (DPTRAIN_SIM_CUDA_FAIL), out of memory at a chosen capacity, hung collectives;
-//  * op calls checked against op_call.h's rules (counts, dtypes, shapes) before their buffers are.
+//  * op calls checked by the rules of op_call.h that hold for every op (counts, dtypes, ranks, extents); the
+//    ops themselves are dptrain_cpu_ops' kernels, found by name, so that a new CPU op runs here at once.
 #pragma once
 
 #include <cstddef>
