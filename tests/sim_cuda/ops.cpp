@@ -5,8 +5,9 @@
 // dtypes, ranks, every buffer inside one live allocation of the context's device, sized from the shapes,
 // saved_bytes and statistics_count), then queued; when the queue runs, a copy of the call whose pointers are
 // the simulator's read-write view of the same bytes goes to the kernel, with scratch on the host. Its
-// results are the CPU's bits. The shapes themselves (an output that fits its input and attributes) are the
-// core's descriptors' business (src/ops); the kernel is trusted to stay inside them.
+// results are the CPU's bits. The shapes themselves (an output that fits its input and attributes) are
+// checked by the core's descriptor of the op (descriptors.cpp), so that the kernel stays inside them.
+#include <algorithm>
 #include <cinttypes>
 #include <climits>
 #include <cstring>
@@ -212,12 +213,28 @@ int check_and_enqueue(dpt_backend_context &c, const dpt::cpu::OpKernel &kernel, 
     if (int rc = check_tensor(c, call, kParamNames[p], k.params[p], param_size[p], e)) return rc;
   for (int32_t b = 0; b < k.buffer_count; ++b)
     if (int rc = check_tensor(c, call, kBufferNames[b], k.buffers[b], buffer_size[b], e)) return rc;
+  // The shapes, by the core's descriptor of the op; and what it keeps in saved and statistics, which a
+  // caller that leaves saved_bytes or statistics_count 0 gets checked (an extent the kernel uses).
+  DescriptorNeeds needs;
+  const std::string problem = descriptor_problem(k, needs);
+  if (!problem.empty()) return report(e, kInvalid, "cuda:%d: %s: %s", c.ordinal, call, problem.c_str());
+  size_t saved_bytes = k.saved_bytes, statistics_count = k.statistics_count;
+  if (needs.found) {
+    if (saved_bytes != 0 && saved_bytes < needs.saved_bytes)
+      return report(e, kInvalid, "cuda:%d: %s: saved_bytes %zu: the op keeps %zu (its descriptor)", c.ordinal,
+                    call, saved_bytes, needs.saved_bytes);
+    if (statistics_count != 0 && statistics_count < needs.statistics_count)
+      return report(e, kInvalid, "cuda:%d: %s: statistics_count %zu: the op has %zu (its descriptor)",
+                    c.ordinal, call, statistics_count, needs.statistics_count);
+    saved_bytes = std::max(saved_bytes, needs.saved_bytes);
+    statistics_count = std::max(statistics_count, needs.statistics_count);
+  }
   // No samples: a no-op, but for the two-phase calls (statistics over the batch), which run for n = 0 too.
   if (k.n == 0 && k.phase == DPT_OP_PHASE_SINGLE) return 0;
   const size_t n = size_t(k.n);
   size_t out_count = 0, statistics_bytes = 0;
   if (!product({n, out_size}, out_count)) return too_large(c, call, "output", e);
-  if (!checked_bytes(k.statistics_count, sizeof(double), statistics_bytes))
+  if (!checked_bytes(statistics_count, sizeof(double), statistics_bytes))
     return too_large(c, call, "statistics", e);
 
   dpt_op_call host = k;
@@ -258,7 +275,7 @@ int check_and_enqueue(dpt_backend_context &c, const dpt::cpu::OpKernel &kernel, 
     if (int rc = b.floats(kBufferNames[i], k.buffers[i].data, buffer_size[i], false, f)) return rc;
     host.buffers[i].data = f;
   }
-  if (int rc = b.bytes("saved", k.saved, k.saved_bytes, alignof(double), v)) return rc;
+  if (int rc = b.bytes("saved", k.saved, saved_bytes, alignof(double), v)) return rc;
   host.saved = v;
   if (int rc = b.bytes("statistics", k.statistics, statistics_bytes, alignof(double), v)) return rc;
   host.statistics = static_cast<double *>(v);

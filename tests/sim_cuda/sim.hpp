@@ -223,6 +223,16 @@ int accumulate(dpt_backend_context *ctx, float *y, const float *x, size_t count,
 // True for the label of an op call the simulator runs, "op_forward(conv2d)" (DPTRAIN_SIM_CUDA_FAIL entries).
 bool op_label_known(const std::string &member);
 
+// descriptors.cpp: the call's shapes by the core's descriptor of its op (src/ops)
+struct DescriptorNeeds {
+  bool found = false;           // the op has a descriptor
+  size_t saved_bytes = 0;       // of saved that the op keeps for n samples
+  size_t statistics_count = 0;  // doubles of statistics (both sets)
+};
+// "" when the call's tensors are those the op's descriptor lays out from its inputs and attributes (or the op
+// has none), else why not. Needs the generic checks first (counts, ranks, positive dims).
+std::string descriptor_problem(const dpt_op_call &call, DescriptorNeeds &needs);
+
 // training.cpp
 int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
                           const int32_t *labels, float *dlogits, dpt_backend_loss *out, char *error,

@@ -1,7 +1,7 @@
 // test_sim_cuda's op cases: the simulator computes with the CPU reference kernels (bit for bit the results
 // of dptrain_cpu_ops called here on host buffers, every op of it and both phases of batch_norm), supports
-// every op of dptrain_cpu_ops but dropout, and checks op calls by op_call.h's rules for every op; accumulate
-// and the loss are the CPU's too.
+// every op of dptrain_cpu_ops but dropout, and checks op calls by op_call.h's rules for every op and by the
+// core's descriptors of the ops; accumulate and the loss are the CPU's too.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -431,8 +431,8 @@ void test_op_supported(void **) {
 
 // Op calls are checked at the call by the rules of op_call.h that hold for every op: the op, n, the phase,
 // the counts, every tensor's rank, dims and dtype; then every buffer (device memory of the context's device,
-// inside one live allocation, sized from the shapes, saved_bytes and statistics_count). No shape is
-// compared with another: that is the core's descriptors' job. Queued work re-checks its buffers when it runs.
+// inside one live allocation, sized from the shapes, saved_bytes and statistics_count), and the shapes by the
+// core's descriptor of the op (src/ops). Queued work re-checks its buffers when it runs.
 void test_op_checks(void **) {
   dpt_backend_context *ctx = context(0), *other = context(0);
   float *d = alloc_floats(ctx, 64);
@@ -484,7 +484,6 @@ void test_op_checks(void **) {
   expect_refused("not device memory", [&](dpt_op_call &c) { c.inputs[0].data = host; });
   expect_refused("op_forward(relu): output [", [&](dpt_op_call &c) { c.output.data = d + 60; });
   expect_refused("runs past the end", [&](dpt_op_call &c) { c.output.data = d + 60; });
-  expect_refused("runs past the end", [](dpt_op_call &c) { c.output.dims[0] = 40; });  // n x 40 floats
   expect_refused("NULL pointer (output)", [](dpt_op_call &c) { c.output.data = nullptr; });
   expect_refused("op_forward(relu): output",
                  [](dpt_op_call &c) { c.output.data = reinterpret_cast<char *>(c.output.data) + 2; });
@@ -535,7 +534,7 @@ void test_op_checks(void **) {
     EXPECT_ERROR(kInvalid, "op_forward(layer_norm): NULL pointer (params[1])",
                  api->op_forward(ctx, &bad, error, sizeof error));
     bad = c;
-    bad.params[1].dims[0] = 45;
+    bad.params[1].data = d + 62;
     EXPECT_ERROR(kInvalid, "params[1] [", api->op_forward(ctx, &bad, error, sizeof error));
     bad = c;
     bad.param_grads[0] = d + 61;
@@ -624,6 +623,19 @@ void test_op_checks(void **) {
     EXPECT_ERROR(kInvalid, "op_backward(batch_norm): NULL pointer (statistics)",
                  api->op_backward(ctx, &bad, error, sizeof error));
     bad = c;
+    bad.statistics_count = 10;
+    EXPECT_ERROR(kInvalid, "op_forward(batch_norm): statistics_count 10: the op has 14 (its descriptor)",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad.statistics_count = 0;  // the descriptor's extent then
+    OK(api->op_forward(ctx, &bad, error, sizeof error));
+    bad.statistics = nullptr;
+    EXPECT_ERROR(kInvalid, "NULL pointer (statistics)", api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.buffer_count = 1;
+    EXPECT_ERROR(kInvalid,
+                 "buffer_count 1: the descriptor of batch_norm lays out 2 (buffers[1]: running_var [3])",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
     bad.statistics_count = 15;
     EXPECT_ERROR(kInvalid, "statistics [", api->op_forward(ctx, &bad, error, sizeof error));
     EXPECT_ERROR(kInvalid, "runs past the end", api->op_forward(ctx, &bad, error, sizeof error));
@@ -640,6 +652,86 @@ void test_op_checks(void **) {
     bad.params[0].dtype = DPT_DTYPE_F16;
     EXPECT_ERROR(kInvalid, "params[0] has dtype 2 (f16)", api->op_forward(ctx, &bad, error, sizeof error));
     OK(api->mem_free(ctx, s, error, sizeof error));
+  }
+  {  // the shapes, by the core's descriptor of the op (src/ops): what the CPU kernel will read and write
+    expect_refused("op_forward(relu): output is [5], the descriptor of relu lays out [4]",
+                   [](dpt_op_call &c) { c.output.dims[0] = 5; });
+    expect_refused("op_forward(relu): input_count 2: relu takes 1 .. 1 inputs", [&](dpt_op_call &c) {
+      c.input_count = 2;
+      c.inputs[1] = tensor(d + 32, {4});
+    });
+    dpt_op_call dense = dense_call(2, 8, 4, d, d + 16, d + 48);  // x [8], weight [4, 8], y [4]
+    OK(api->op_forward(ctx, &dense, error, sizeof error));
+    dpt_op_call bad = dense;
+    bad.param_count =
+        2;  // a bias without ints[1] set: more parameters than laid out are the kernel's to read
+    bad.params[1] = tensor(d + 56, {4});
+    OK(api->op_forward(ctx, &bad, error, sizeof error));
+    bad = dense;
+    bad.param_count = 0;
+    EXPECT_ERROR(
+        kInvalid,
+        "op_forward(dense): param_count 0: the descriptor of dense lays out 1 (params[0]: weight [4, 8])",
+        api->op_forward(ctx, &bad, error, sizeof error));
+    bad = dense;
+    bad.params[0].dims[1] = 7;
+    EXPECT_ERROR(kInvalid,
+                 "op_forward(dense): params[0] is [4, 7], the descriptor of dense lays out weight [4, 8]",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    dpt_op_call conv = dense;
+    conv.op = "conv2d";
+    conv.ints[0] = 2;  // out_c
+    conv.ints[1] = 3;  // kernel
+    conv.ints[2] = 1;  // stride
+    conv.ints[3] = 0;  // padding
+    conv.inputs[0] = tensor(d, {1, 4, 4});
+    conv.output = tensor(d + 16, {2, 2, 2});
+    conv.params[0] = tensor(d + 32, {2, 1, 3, 3});
+    conv.n = 1;
+    OK(api->op_forward(ctx, &conv, error, sizeof error));
+    bad = conv;
+    bad.output.dims[1] = 3;
+    EXPECT_ERROR(kInvalid,
+                 "op_forward(conv2d): output is [2, 3, 2], the descriptor of conv2d lays out [2, 2, 2]",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad = conv;
+    bad.ints[1] = 5;
+    EXPECT_ERROR(kInvalid, "conv2d kernel 5 does not fit the padded input 1x4x4 (the descriptor of conv2d)",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    // saved: the descriptor's extent also when saved_bytes is 0; less than the descriptor's is refused
+    dpt_op_call pool{};
+    pool.op = "max_pool2d";
+    pool.n = 2;
+    pool.ints[0] = 2;
+    pool.ints[1] = 2;
+    pool.input_count = 1;
+    pool.inputs[0] = tensor(d, {1, 4, 4});
+    pool.output = tensor(d + 32, {1, 2, 2});
+    pool.saved = d + 40;  // 8 int32
+    OK(api->op_forward(ctx, &pool, error, sizeof error));
+    pool.saved = d + 58;
+    EXPECT_ERROR(kInvalid, "saved [", api->op_forward(ctx, &pool, error, sizeof error));
+    pool.saved = nullptr;
+    EXPECT_ERROR(kInvalid, "NULL pointer (saved)", api->op_forward(ctx, &pool, error, sizeof error));
+    pool.saved = d + 40;
+    pool.saved_bytes = 16;
+    EXPECT_ERROR(kInvalid, "op_forward(max_pool2d): saved_bytes 16: the op keeps 32 (its descriptor)",
+                 api->op_forward(ctx, &pool, error, sizeof error));
+    pool.ints[0] = 5;
+    EXPECT_ERROR(kInvalid, "(the descriptor of max_pool2d)",
+                 api->op_forward(ctx, &pool, error, sizeof error));
+    dpt_op_call norm{};
+    norm.op = "layer_norm";
+    norm.n = 1;
+    norm.input_count = 1;
+    norm.inputs[0] = tensor(d, {4});
+    norm.output = tensor(d + 8, {4});
+    norm.param_count = 2;
+    norm.params[0] = tensor(d + 16, {4});
+    norm.params[1] = tensor(d + 20, {4});
+    norm.saved = d + 24;
+    EXPECT_ERROR(kInvalid, "layer_norm eps must be positive (the descriptor of layer_norm)",
+                 api->op_forward(ctx, &norm, error, sizeof error));
   }
   {  // flatten is a view: supported, never called
     dpt_op_call c = relu;
