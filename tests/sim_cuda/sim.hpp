@@ -9,7 +9,8 @@
 //  * every copy and kernel is queued on its context and runs only when the context is synchronized (or a
 //    call that waits for the stream): results reach the host, and host sources are read, at that moment;
 //  * failures on demand (DPTRAIN_SIM_CUDA_FAIL), out of memory at a chosen capacity, hung collectives;
-//  * op calls checked against op_call.h's rules (counts, dtypes, shapes) before their buffers are.
+//  * op calls checked by the rules of op_call.h that hold for every op (counts, dtypes, ranks, extents); the
+//    ops themselves are dptrain_cpu_ops' kernels, found by name, so that a new CPU op runs here at once.
 #pragma once
 
 #include <cstddef>
@@ -221,6 +222,16 @@ int accumulate(dpt_backend_context *ctx, float *y, const float *x, size_t count,
                size_t error_size);
 // True for the label of an op call the simulator runs, "op_forward(conv2d)" (DPTRAIN_SIM_CUDA_FAIL entries).
 bool op_label_known(const std::string &member);
+
+// descriptors.cpp: the call's shapes by the core's descriptor of its op (src/ops)
+struct DescriptorNeeds {
+  bool found = false;           // the op has a descriptor
+  size_t saved_bytes = 0;       // of saved that the op keeps for n samples
+  size_t statistics_count = 0;  // doubles of statistics (both sets)
+};
+// "" when the call's tensors are those the op's descriptor lays out from its inputs and attributes (or the op
+// has none), else why not. Needs the generic checks first (counts, ranks, positive dims).
+std::string descriptor_problem(const dpt_op_call &call, DescriptorNeeds &needs);
 
 // training.cpp
 int softmax_cross_entropy(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,

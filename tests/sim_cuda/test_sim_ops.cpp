@@ -1,8 +1,12 @@
 // test_sim_cuda's op cases: the simulator computes with the CPU reference kernels (bit for bit the results
-// of dptrain_cpu_ops called here on host buffers), supports exactly the real CUDA module's ops, and checks
-// op calls against op_call.h; accumulate and the loss are the CPU's too.
+// of dptrain_cpu_ops called here on host buffers, every op of it and both phases of batch_norm), supports
+// every op of dptrain_cpu_ops but dropout, and checks op calls by op_call.h's rules for every op and by the
+// core's descriptors of the ops; accumulate and the loss are the CPU's too.
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <vector>
@@ -14,58 +18,97 @@ namespace sim_test {
 
 namespace {
 
-// One op's forward and backward calls, run on host buffers through the CPU reference (dptrain_cpu_ops, with
-// host scratch) and on device copies of the same buffers through the simulator. Every pointer of the call
-// points at the start of one of buffers; each buffer (outputs and gradients too) starts with the same bits
-// on both sides, and after both runs every buffer must be bitwise the same. The simulator's results appear
-// only at synchronize.
-void expect_same_as_cpu(dpt_backend_context *ctx, const dpt_op_call &host_call,
-                        const std::vector<std::vector<float> *> &buffers) {
+// One step of an op's run: a forward or backward call, or a copy between buffers (what the executor does
+// between the phases of batch_norm: the slice's statistics to the global set).
+struct Step {
+  enum Kind { kForward, kBackward, kCopy } kind;
+  dpt_op_call call;  // kForward, kBackward
+  const void *from;  // kCopy
+  void *to;
+  size_t bytes;
+};
+
+Step forward_step(const dpt_op_call &c, int32_t phase = DPT_OP_PHASE_SINGLE) {
+  Step s{Step::kForward, c, nullptr, nullptr, 0};
+  s.call.phase = phase;
+  return s;
+}
+Step backward_step(const dpt_op_call &c, int32_t phase = DPT_OP_PHASE_SINGLE) {
+  Step s{Step::kBackward, c, nullptr, nullptr, 0};
+  s.call.phase = phase;
+  return s;
+}
+Step copy_step(const void *from, void *to, size_t bytes) {
+  return Step{Step::kCopy, dpt_op_call{}, from, to, bytes};
+}
+
+// The steps of one op, run on host buffers through the CPU reference (dpt::cpu::find_op, with host scratch)
+// and on device copies of the same buffers through the simulator. Every pointer of a call points into one
+// of buffers; each buffer (outputs, saved, statistics and gradients too) starts with the same bits on both
+// sides, and after both runs every buffer must be bitwise the same. The simulator's results appear only at
+// synchronize.
+void expect_steps_same_as_cpu(dpt_backend_context *ctx, const char *what, const std::vector<Step> &steps,
+                              const std::vector<std::vector<float> *> &buffers) {
   std::vector<float *> device(buffers.size());
   for (size_t b = 0; b < buffers.size(); ++b) device[b] = upload(ctx, *buffers[b]);
-  const auto to_device = [&](const void *p) -> float * {
+  const auto to_device = [&](const void *p) -> void * {
     if (p == nullptr) return nullptr;
-    for (size_t b = 0; b < buffers.size(); ++b)
-      if (p == buffers[b]->data()) return device[b];
-    fail_msg("a pointer of the call is not one of the buffers");
+    for (size_t b = 0; b < buffers.size(); ++b) {
+      const char *begin = reinterpret_cast<const char *>(buffers[b]->data());
+      const char *at = static_cast<const char *>(p);
+      if (at >= begin && at < begin + buffers[b]->size() * sizeof(float))
+        return reinterpret_cast<char *>(device[b]) + (at - begin);
+    }
+    fail_msg("%s: a pointer of the call is not in one of the buffers", what);
     return nullptr;
   };
-  dpt_op_call sim = host_call;
-  for (int i = 0; i < DPT_OP_MAX_INPUTS; ++i) {
-    sim.inputs[i].data = to_device(host_call.inputs[i].data);
-    sim.input_grads[i] = to_device(host_call.input_grads[i]);
-  }
-  sim.output.data = to_device(host_call.output.data);
-  for (int p = 0; p < DPT_OP_MAX_PARAMS; ++p) {
-    sim.params[p].data = to_device(host_call.params[p].data);
-    sim.param_grads[p] = to_device(host_call.param_grads[p]);
-  }
-  sim.saved = to_device(host_call.saved);
-  sim.output_grad = to_device(host_call.output_grad);
-  // (the simulator's forward ignores the backward members: the same call serves both passes)
-  OK(api->op_forward(ctx, &sim, error, sizeof error));
-  OK(api->op_backward(ctx, &sim, error, sizeof error));
-
   const std::vector<std::vector<float>> before = [&] {
     std::vector<std::vector<float>> copy;
     for (const auto *b : buffers) copy.push_back(*b);
     return copy;
   }();
-  const dpt::cpu::OpKernel *kernel = dpt::cpu::find_op(host_call.op);
-  assert_non_null(kernel);
-  dpt_op_call cpu = host_call;
-  std::vector<float> scratch;
-  if (kernel->scratch_bytes != nullptr) {
-    scratch.resize(kernel->scratch_bytes(cpu) / sizeof(float) + 1);
-    cpu.scratch = scratch.data();
-    cpu.scratch_bytes = scratch.size() * sizeof(float);
+
+  for (const Step &step : steps) {
+    if (step.kind == Step::kCopy) {
+      OK(api->copy_device(ctx, to_device(step.to), to_device(step.from), step.bytes, error, sizeof error));
+      std::memcpy(step.to, step.from, step.bytes);
+      continue;
+    }
+    const dpt_op_call &host_call = step.call;
+    dpt_op_call sim = host_call;
+    for (int i = 0; i < DPT_OP_MAX_INPUTS; ++i) {
+      sim.inputs[i].data = to_device(host_call.inputs[i].data);
+      sim.input_grads[i] = to_device(host_call.input_grads[i]);
+    }
+    sim.output.data = to_device(host_call.output.data);
+    for (int p = 0; p < DPT_OP_MAX_PARAMS; ++p) {
+      sim.params[p].data = to_device(host_call.params[p].data);
+      sim.param_grads[p] = static_cast<float *>(to_device(host_call.param_grads[p]));
+      sim.buffers[p].data = to_device(host_call.buffers[p].data);
+    }
+    sim.saved = to_device(host_call.saved);
+    sim.statistics = static_cast<double *>(to_device(host_call.statistics));
+    sim.output_grad = to_device(host_call.output_grad);
+    // (the simulator's forward ignores the backward members: the same call serves both passes)
+    const bool backward = step.kind == Step::kBackward;
+    OK((backward ? api->op_backward : api->op_forward)(ctx, &sim, error, sizeof error));
+
+    const dpt::cpu::OpKernel *kernel = dpt::cpu::find_op(host_call.op);
+    assert_non_null(kernel);
+    dpt_op_call cpu = host_call;
+    std::vector<float> scratch;
+    if (kernel->scratch_bytes != nullptr) {
+      scratch.resize(kernel->scratch_bytes(cpu) / sizeof(float) + 1);
+      cpu.scratch = scratch.data();
+      cpu.scratch_bytes = scratch.size() * sizeof(float);
+    }
+    if (!backward) {  // a forward call has no backward members
+      cpu.output_grad = nullptr;
+      for (int i = 0; i < DPT_OP_MAX_INPUTS; ++i) cpu.input_grads[i] = nullptr;
+      for (int p = 0; p < DPT_OP_MAX_PARAMS; ++p) cpu.param_grads[p] = nullptr;
+    }
+    (backward ? kernel->backward : kernel->forward)(cpu);
   }
-  dpt_op_call forward = cpu;  // a forward call has no backward members
-  forward.output_grad = nullptr;
-  for (int i = 0; i < DPT_OP_MAX_INPUTS; ++i) forward.input_grads[i] = nullptr;
-  for (int p = 0; p < DPT_OP_MAX_PARAMS; ++p) forward.param_grads[p] = nullptr;
-  kernel->forward(forward);
-  kernel->backward(cpu);
 
   std::vector<std::vector<float>> results;
   for (size_t b = 0; b < buffers.size(); ++b) {
@@ -80,19 +123,101 @@ void expect_same_as_cpu(dpt_backend_context *ctx, const dpt_op_call &host_call,
   for (size_t b = 0; b < buffers.size(); ++b) {
     if (std::memcmp(buffers[b]->data(), before[b].data(), before[b].size() * sizeof(float)) != 0) ++changed;
     if (std::memcmp(results[b].data(), buffers[b]->data(), before[b].size() * sizeof(float)) != 0)
-      fail_msg("%s: buffer %zu differs between the simulator and the CPU reference", host_call.op, b);
+      fail_msg("%s: buffer %zu differs between the simulator and the CPU reference", what, b);
   }
-  print_message("%-10s %zu buffers bitwise equal to the CPU reference's (%zu written)\n", host_call.op,
+  print_message("%-28s %zu buffers bitwise equal to the CPU reference's (%zu written)\n", what,
                 buffers.size(), changed);
   assert_true(changed > 0);
   for (float *d : device) OK(api->mem_free(ctx, d, error, sizeof error));
+}
+
+// One call's forward, then its backward.
+void expect_same_as_cpu(dpt_backend_context *ctx, const dpt_op_call &c,
+                        const std::vector<std::vector<float> *> &buffers) {
+  expect_steps_same_as_cpu(ctx, c.op, {forward_step(c), backward_step(c)}, buffers);
+}
+
+// A call of n samples of op with one input x [dims] and an output y of the same dims, and dy, dx for
+// backward.
+dpt_op_call unary_call(const char *op, int64_t n, std::initializer_list<int64_t> dims, float *x, float *y,
+                       float *dy, float *dx) {
+  dpt_op_call c{};
+  c.op = op;
+  c.n = n;
+  c.input_count = 1;
+  c.inputs[0] = tensor(x, dims);
+  c.output = tensor(y, dims);
+  c.output_grad = dy;
+  c.input_grads[0] = dx;
+  return c;
+}
+
+// batch_norm with x [dims] (channels first) of n samples: training (forward STATISTICS, the slice's
+// statistics copied to the global set as the executor does for one replica, or a global set given as if
+// summed over other replicas, forward APPLY, backward STATISTICS, backward APPLY) and evaluation, against
+// the CPU's kernel run the same way.
+void check_batch_norm(dpt_backend_context *ctx, int64_t n, std::initializer_list<int64_t> dims, bool sync,
+                      const std::vector<double> &global, uint32_t seed) {
+  const int64_t channels = *dims.begin();
+  size_t per_sample = 1;
+  for (const int64_t d : dims) per_sample *= size_t(d);
+  const size_t count = size_t(n) * per_sample, set = size_t(2 * channels + 1);  // doubles in one set
+  std::vector<float> x = pattern(count + 1, seed), y = pattern(count + 1, seed + 1),
+                     dy = pattern(count + 1, seed + 2), dx = pattern(count + 1, seed + 3),
+                     w = pattern(size_t(channels), seed + 4), b = pattern(size_t(channels), seed + 5),
+                     dw = pattern(size_t(channels), seed + 6), db = pattern(size_t(channels), seed + 7),
+                     running = pattern(2 * size_t(channels), seed + 8), saved(2 * set, 0.0f),
+                     statistics(4 * set, 0.0f);  // doubles in float-sized pairs
+  for (size_t i = size_t(channels); i < running.size(); ++i)
+    running[i] = running[i] * 0.5f + 1.0f;  // var > 0
+  // What the kernels write starts as something else: the sets -7 (or the global batch's), saved 0.5.
+  std::vector<double> sets(2 * set, -7.0), kept(set, 0.5);
+  if (!global.empty()) std::copy(global.begin(), global.end(), sets.begin() + std::ptrdiff_t(set));
+  std::memcpy(statistics.data(), sets.data(), sets.size() * sizeof(double));
+  std::memcpy(saved.data(), kept.data(), kept.size() * sizeof(double));
+  dpt_op_call c = unary_call("batch_norm", n, dims, n > 0 ? x.data() : nullptr, n > 0 ? y.data() : nullptr,
+                             n > 0 ? dy.data() : nullptr, n > 0 ? dx.data() : nullptr);
+  c.reals[0] = 1e-5;
+  c.reals[1] = 0.1;
+  c.param_count = 2;
+  c.params[0] = tensor(w.data(), {channels});
+  c.params[1] = tensor(b.data(), {channels});
+  c.param_grads[0] = dw.data();
+  c.param_grads[1] = db.data();
+  c.buffer_count = 2;
+  c.buffers[0] = tensor(running.data(), {channels});
+  c.buffers[1] = tensor(running.data() + channels, {channels});
+  c.saved = saved.data();
+  c.saved_bytes = set * sizeof(double);
+  c.statistics = reinterpret_cast<double *>(statistics.data());
+  c.statistics_count = 2 * set;
+  c.sync_statistics = sync ? 1 : 0;
+  c.training = 1;
+  const std::vector<std::vector<float> *> buffers = {&x,  &y,  &dy,      &dx,    &w,         &b,
+                                                     &dw, &db, &running, &saved, &statistics};
+  std::vector<Step> steps = {forward_step(c, DPT_OP_PHASE_STATISTICS)};
+  if (global.empty()) steps.push_back(copy_step(c.statistics, c.statistics + set, set * sizeof(double)));
+  steps.push_back(forward_step(c, DPT_OP_PHASE_APPLY));
+  steps.push_back(backward_step(c, DPT_OP_PHASE_STATISTICS));
+  steps.push_back(backward_step(c, DPT_OP_PHASE_APPLY));
+  char what[64];
+  std::snprintf(what, sizeof what, "batch_norm n %d%s%s", int(n), sync ? " sync" : "",
+                global.empty() ? "" : " global");
+  expect_steps_same_as_cpu(ctx, what, steps, buffers);
+  if (n == 0) return;
+  c.training = 0;  // evaluation: one call, the running statistics
+  std::snprintf(what, sizeof what, "batch_norm n %d evaluation", int(n));
+  expect_steps_same_as_cpu(ctx, what, {forward_step(c)}, buffers);
 }
 
 }  // namespace
 
 // The simulator computes with the CPU reference kernels: conv2d (stride, padding, with and without bias and
 // input gradient) and max_pool2d (overlapping windows, ties: the first maximum) give the CPU's bits, outputs,
-// saved indices and gradients (the parameter gradients added to what was there); so do the other ops.
+// saved indices and gradients (the parameter gradients added to what was there); so do the other ops, add
+// and concat (two inputs, an input gradient not needed), global_avg_pool, gelu (both forms), layer_norm
+// (saved per row) and batch_norm (both phases of training, synchronized or not, the running statistics,
+// n = 0, evaluation).
 void test_ops_match_cpu_reference(void **) {
   dpt_backend_context *ctx = context(1);
   {  // conv2d: n 2, x [3, 7, 6], 4 outputs, kernel 3, stride 2, padding 1 -> y [4, 4, 3]
@@ -143,11 +268,13 @@ void test_ops_match_cpu_reference(void **) {
     c.inputs[0] = tensor(x.data(), {3, 7, 6});
     c.output = tensor(y.data(), {3, 3, 2});
     c.saved = saved.data();
+    c.saved_bytes = saved.size() * sizeof(int32_t);
     c.output_grad = dy.data();
     c.input_grads[0] = dx.data();
     expect_same_as_cpu(ctx, c, {&x, &y, &saved, &dy, &dx});
     c.op = "avg_pool2d";
     c.saved = nullptr;
+    c.saved_bytes = 0;
     expect_same_as_cpu(ctx, c, {&x, &y, &dy, &dx});
   }
   {  // dense with bias: n 3, x [2, 5] (flattened: 10), 7 units
@@ -177,14 +304,93 @@ void test_ops_match_cpu_reference(void **) {
     c.input_grads[0] = dx.data();
     expect_same_as_cpu(ctx, c, {&x, &y, &dy, &dx});
   }
+  for (const int64_t form : {0, 1}) {  // gelu: erf, then the tanh approximation
+    std::vector<float> x = pattern(2 * 3 * 5, 35), y = pattern(x.size(), 36), dy = pattern(x.size(), 37),
+                       dx = pattern(x.size(), 38);
+    for (float &v : x) v *= 4.0f;
+    dpt_op_call c = unary_call("gelu", 2, {3, 5}, x.data(), y.data(), dy.data(), dx.data());
+    c.ints[0] = form;
+    expect_same_as_cpu(ctx, c, {&x, &y, &dy, &dx});
+  }
+  {  // add: n 3, two inputs [2, 4]; then without the second input's gradient
+    std::vector<float> a = pattern(3 * 8, 41), b = pattern(3 * 8, 42), y = pattern(3 * 8, 43),
+                       dy = pattern(3 * 8, 44), da = pattern(3 * 8, 45), db = pattern(3 * 8, 46);
+    dpt_op_call c = unary_call("add", 3, {2, 4}, a.data(), y.data(), dy.data(), da.data());
+    c.input_count = 2;
+    c.inputs[1] = tensor(b.data(), {2, 4});
+    c.input_grads[1] = db.data();
+    expect_same_as_cpu(ctx, c, {&a, &b, &y, &dy, &da, &db});
+    std::vector<float> dy2 = pattern(3 * 8, 47), da2 = pattern(3 * 8, 48);
+    c.output_grad = dy2.data();
+    c.input_grads[0] = da2.data();
+    c.input_grads[1] = nullptr;
+    expect_same_as_cpu(ctx, c, {&a, &b, &y, &dy2, &da2});
+  }
+  {  // concat: n 2, [2, 3, 3] and [1, 3, 3] -> [3, 3, 3]; three inputs, the middle one's gradient not needed
+    std::vector<float> a = pattern(2 * 18, 51), b = pattern(2 * 9, 52), d = pattern(2 * 9, 53),
+                       y = pattern(2 * 27, 54), dy = pattern(2 * 27, 55), da = pattern(a.size(), 56),
+                       db = pattern(b.size(), 57), y4 = pattern(2 * 36, 58), dy4 = pattern(2 * 36, 59),
+                       dd = pattern(d.size(), 60);
+    dpt_op_call c = unary_call("concat", 2, {2, 3, 3}, a.data(), y.data(), dy.data(), da.data());
+    c.input_count = 2;
+    c.inputs[1] = tensor(b.data(), {1, 3, 3});
+    c.input_grads[1] = db.data();
+    c.output = tensor(y.data(), {3, 3, 3});
+    expect_same_as_cpu(ctx, c, {&a, &b, &d, &y, &dy, &da, &db, &dd});
+    c.input_count = 3;
+    c.inputs[2] = tensor(d.data(), {1, 3, 3});
+    c.input_grads[1] = nullptr;
+    c.input_grads[2] = dd.data();
+    c.output = tensor(y4.data(), {4, 3, 3});
+    c.output_grad = dy4.data();
+    expect_same_as_cpu(ctx, c, {&a, &b, &d, &y4, &dy4, &da, &dd});
+  }
+  {  // global_avg_pool: n 2, x [3, 4, 5] -> y [3]
+    std::vector<float> x = pattern(2 * 60, 61), y = pattern(2 * 3, 62), dy = pattern(2 * 3, 63),
+                       dx = pattern(x.size(), 64);
+    dpt_op_call c = unary_call("global_avg_pool", 2, {3, 4, 5}, x.data(), y.data(), dy.data(), dx.data());
+    c.output = tensor(y.data(), {3});
+    expect_same_as_cpu(ctx, c, {&x, &y, &dy, &dx});
+  }
+  {  // layer_norm: n 2, x [3, 5] (rows of 5), weight and bias [5]; saved: mean and 1/std of each row
+    std::vector<float> x = pattern(2 * 15, 71), y = pattern(x.size(), 72), dy = pattern(x.size(), 73),
+                       dx = pattern(x.size(), 74), w = pattern(5, 75), b = pattern(5, 76),
+                       dw = pattern(5, 77), db = pattern(5, 78), saved(2 * 2 * 3, -1.0f);
+    dpt_op_call c = unary_call("layer_norm", 2, {3, 5}, x.data(), y.data(), dy.data(), dx.data());
+    c.reals[0] = 1e-5;
+    c.param_count = 2;
+    c.params[0] = tensor(w.data(), {5});
+    c.params[1] = tensor(b.data(), {5});
+    c.param_grads[0] = dw.data();
+    c.param_grads[1] = db.data();
+    c.saved = saved.data();
+    c.saved_bytes = saved.size() * sizeof(float);
+    expect_same_as_cpu(ctx, c, {&x, &y, &dy, &dx, &w, &b, &dw, &db, &saved});
+    c.input_grads[0] = nullptr;  // a first layer: only the parameter gradients
+    c.param_grads[1] = nullptr;
+    expect_same_as_cpu(ctx, c, {&x, &y, &dy, &w, &b, &dw, &saved});
+  }
+  // batch_norm: x [c, h, w] and x [c]; local statistics (one replica: the executor's copy) and the global
+  // batch's (as if summed over other replicas: normalised with them when synchronized, the running
+  // statistics follow them either way), a slice of no samples.
+  const std::vector<double> global3 = {1.5,  -2.0, 0.25, 9.0,
+                                       14.0, 3.0,  40.0},         // 3 channels: sums, squares, count
+      global4 = {0.5, 1.0, -1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 12.0};  // 4 channels of [4]
+  check_batch_norm(ctx, 2, {3, 4, 5}, false, {}, 81);
+  check_batch_norm(ctx, 3, {4}, true, {}, 82);
+  check_batch_norm(ctx, 2, {3, 4, 5}, true, global3, 83);
+  check_batch_norm(ctx, 3, {4}, false, global4, 84);
+  check_batch_norm(ctx, 0, {3, 4, 5}, true, global3, 85);
+  check_batch_norm(ctx, 0, {4}, false, global4, 86);
   api->context_destroy(ctx);
 }
 
-// op_supported: the ops of the real CUDA module, every op the CPU reference has but dropout (and flatten, a
-// view no kernel runs), F32 only. Dropout is refused by op_forward and op_backward too.
+// op_supported: every op the CPU reference has (dpt::cpu::find_op) but dropout, which the real CUDA module
+// does not run, and flatten (a view no kernel runs), F32 only. Dropout is refused by op_forward and
+// op_backward too.
 void test_op_supported(void **) {
-  for (const char *op :
-       {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "dropout"}) {
+  for (const char *op : {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "add",
+                         "concat", "global_avg_pool", "gelu", "layer_norm", "batch_norm", "dropout"}) {
     assert_non_null(dpt::cpu::find_op(op));
     const int want = std::strcmp(op, "dropout") != 0 ? 1 : 0;
     if (api->op_supported(op, DPT_DTYPE_F32) != want) fail_msg("op_supported(%s, F32) is not %d", op, want);
@@ -193,7 +399,10 @@ void test_op_supported(void **) {
       assert_int_equal(api->op_supported(op, dtype), 0);
   }
   assert_int_equal(api->op_supported("flatten", DPT_DTYPE_F32), 1);
+  assert_int_equal(api->op_supported("flatten", DPT_DTYPE_BF16), 0);
   assert_int_equal(api->op_supported("softmax", DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("Dense", DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("", DPT_DTYPE_F32), 0);
   assert_int_equal(api->op_supported(nullptr, DPT_DTYPE_F32), 0);
 
   dpt_backend_context *ctx = context(0);
@@ -220,9 +429,10 @@ void test_op_supported(void **) {
   api->context_destroy(ctx);
 }
 
-// Op calls are checked at the call: the op, its counts, dtypes and shapes (op_call.h), then every buffer
-// (device memory of the context's device, inside one live allocation, sized from the shapes); queued work
-// re-checks its buffers when it runs.
+// Op calls are checked at the call by the rules of op_call.h that hold for every op: the op, n, the phase,
+// the counts, every tensor's rank, dims and dtype; then every buffer (device memory of the context's device,
+// inside one live allocation, sized from the shapes, saved_bytes and statistics_count), and the shapes by the
+// core's descriptor of the op (src/ops). Queued work re-checks its buffers when it runs.
 void test_op_checks(void **) {
   dpt_backend_context *ctx = context(0), *other = context(0);
   float *d = alloc_floats(ctx, 64);
@@ -251,26 +461,42 @@ void test_op_checks(void **) {
   expect_refused("cuda:0: op_forward: NULL op name", [](dpt_op_call &c) { c.op = nullptr; });
   expect_refused("cuda:0: op_forward: unknown op 'softmax'", [](dpt_op_call &c) { c.op = "softmax"; });
   expect_refused("cuda:0: op_forward(relu): n -1 samples", [](dpt_op_call &c) { c.n = -1; });
-  expect_refused("op_forward(relu): input_count 2, expected 1", [](dpt_op_call &c) { c.input_count = 2; });
-  expect_refused("op_forward(relu): param_count 1, expected 0 .. 0",
-                 [](dpt_op_call &c) { c.param_count = 1; });
+  expect_refused("op_forward(relu): n 2147483648 samples",
+                 [](dpt_op_call &c) { c.n = int64_t(INT32_MAX) + 1; });
+  expect_refused("op_forward(relu): phase 3", [](dpt_op_call &c) { c.phase = 3; });
+  expect_refused("op_forward(relu): input_count 0 (1 .. 4)", [](dpt_op_call &c) { c.input_count = 0; });
+  expect_refused("op_forward(relu): input_count 5 (1 .. 4)", [](dpt_op_call &c) { c.input_count = 5; });
+  expect_refused("op_forward(relu): inputs[1] has rank 0", [](dpt_op_call &c) { c.input_count = 2; });
+  expect_refused("op_forward(relu): param_count -1 (0 .. 4)", [](dpt_op_call &c) { c.param_count = -1; });
+  expect_refused("op_forward(relu): param_count 5 (0 .. 4)", [](dpt_op_call &c) { c.param_count = 5; });
+  expect_refused("op_forward(relu): params[0] has rank 0", [](dpt_op_call &c) { c.param_count = 1; });
+  expect_refused("op_forward(relu): buffer_count 5 (0 .. 4)", [](dpt_op_call &c) { c.buffer_count = 5; });
+  expect_refused("op_forward(relu): buffers[0] has rank 0", [](dpt_op_call &c) { c.buffer_count = 1; });
   expect_refused("op_forward(relu): inputs[0] has rank 0", [](dpt_op_call &c) { c.inputs[0].rank = 0; });
   expect_refused("output has rank 5", [](dpt_op_call &c) { c.output.rank = 5; });
   expect_refused("inputs[0] has dims [0]", [](dpt_op_call &c) { c.inputs[0].dims[0] = 0; });
+  expect_refused("inputs[0] has dims [65536, 65536]", [](dpt_op_call &c) {
+    c.inputs[0] = tensor(c.inputs[0].data, {65536, 65536});  // more than INT_MAX elements
+  });
   expect_refused("inputs[0] has dtype 1 (bf16): this module runs f32 only",
                  [](dpt_op_call &c) { c.inputs[0].dtype = DPT_DTYPE_BF16; });
-  expect_refused("output is [5], expected the input's [4]", [](dpt_op_call &c) { c.output.dims[0] = 5; });
   expect_refused("inputs[0] 0x", [&](dpt_op_call &c) { c.inputs[0].data = host; });
   expect_refused("not device memory", [&](dpt_op_call &c) { c.inputs[0].data = host; });
   expect_refused("op_forward(relu): output [", [&](dpt_op_call &c) { c.output.data = d + 60; });
   expect_refused("runs past the end", [&](dpt_op_call &c) { c.output.data = d + 60; });
   expect_refused("NULL pointer (output)", [](dpt_op_call &c) { c.output.data = nullptr; });
+  expect_refused("op_forward(relu): output",
+                 [](dpt_op_call &c) { c.output.data = reinterpret_cast<char *>(c.output.data) + 2; });
   {  // no samples: a no-op, whatever the pointers
     dpt_op_call c = relu;
     c.n = 0;
     c.inputs[0].data = c.output.data = nullptr;
+    c.saved = host;
+    c.saved_bytes = 64;
     OK(api->op_forward(ctx, &c, error, sizeof error));
     OK(api->op_backward(ctx, &c, error, sizeof error));
+    c.inputs[0].rank = 0;  // but the call itself is checked
+    EXPECT_ERROR(kInvalid, "inputs[0] has rank 0", api->op_forward(ctx, &c, error, sizeof error));
   }
   {  // backward needs dy; dx is optional but checked when given
     dpt_op_call c = relu;
@@ -284,36 +510,46 @@ void test_op_checks(void **) {
     c.input_grads[0] = nullptr;
     OK(api->op_backward(ctx, &c, error, sizeof error));
   }
-  {  // conv2d's shapes: the output and the weight from the input and ints
+  {  // parameters and buffers: their whole shape, required; parameter gradients optional, checked when given
     dpt_op_call c{};
-    c.op = "conv2d";
-    c.n = 1;
-    c.ints[0] = 2;  // out_c
-    c.ints[1] = 3;  // kernel
-    c.ints[2] = 1;  // stride
-    c.ints[3] = 0;  // padding
+    c.op = "layer_norm";
+    c.n = 2;
+    c.reals[0] = 1e-5;
     c.input_count = 1;
-    c.inputs[0] = tensor(d, {1, 4, 4});
-    c.output = tensor(d + 16, {2, 2, 2});
-    c.param_count = 1;
-    c.params[0] = tensor(d + 32, {2, 1, 3, 3});
+    c.inputs[0] = tensor(d, {4});
+    c.output = tensor(d + 8, {4});
+    c.param_count = 2;
+    c.params[0] = tensor(d + 16, {4});
+    c.params[1] = tensor(d + 20, {4});
+    c.saved = d + 24;
+    c.saved_bytes = 2 * 2 * sizeof(float);
+    c.output_grad = d + 32;
+    c.input_grads[0] = d + 40;
+    c.param_grads[0] = d + 48;
+    c.param_grads[1] = nullptr;
     OK(api->op_forward(ctx, &c, error, sizeof error));
+    OK(api->op_backward(ctx, &c, error, sizeof error));
     dpt_op_call bad = c;
-    bad.output.dims[1] = 3;
-    EXPECT_ERROR(kInvalid, "op_forward(conv2d): output is [2, 3, 2], expected [2, 2, 2]",
+    bad.params[1].data = nullptr;
+    EXPECT_ERROR(kInvalid, "op_forward(layer_norm): NULL pointer (params[1])",
                  api->op_forward(ctx, &bad, error, sizeof error));
     bad = c;
-    bad.params[0].dims[3] = 2;
-    EXPECT_ERROR(kInvalid, "params[0] (weight) is [2, 1, 3, 2], expected [2, 1, 3, 3]",
-                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad.params[1].data = d + 62;
+    EXPECT_ERROR(kInvalid, "params[1] [", api->op_forward(ctx, &bad, error, sizeof error));
     bad = c;
-    bad.ints[1] = 5;
-    EXPECT_ERROR(kInvalid, "kernel 5 does not fit", api->op_forward(ctx, &bad, error, sizeof error));
+    bad.param_grads[0] = d + 61;
+    EXPECT_ERROR(kInvalid, "op_backward(layer_norm): param_grads[0] [",
+                 api->op_backward(ctx, &bad, error, sizeof error));
     bad = c;
-    bad.param_count = 3;
-    EXPECT_ERROR(kInvalid, "param_count 3, expected 1 .. 2", api->op_forward(ctx, &bad, error, sizeof error));
+    bad.buffer_count = 1;
+    bad.buffers[0] = tensor(d + 60, {4});
+    OK(api->op_forward(ctx, &bad, error, sizeof error));  // (layer_norm does not read it)
+    bad.buffers[0].dims[0] = 5;
+    EXPECT_ERROR(kInvalid, "buffers[0] [", api->op_forward(ctx, &bad, error, sizeof error));
+    bad.buffers[0].data = nullptr;
+    EXPECT_ERROR(kInvalid, "NULL pointer (buffers[0])", api->op_forward(ctx, &bad, error, sizeof error));
   }
-  {  // max_pool2d's saved indices: one int32 per output element, required
+  {  // saved: saved_bytes bytes, aligned to 8, required in both passes when saved_bytes > 0
     dpt_op_call c{};
     c.op = "max_pool2d";
     c.n = 2;
@@ -323,17 +559,187 @@ void test_op_checks(void **) {
     c.inputs[0] = tensor(d, {1, 4, 4});  // 32 floats
     c.output = tensor(d + 32, {1, 2, 2});
     c.saved = d + 40;
+    c.saved_bytes = 8 * sizeof(int32_t);
+    c.output_grad = d + 48;
     OK(api->op_forward(ctx, &c, error, sizeof error));
+    OK(api->op_backward(ctx, &c, error, sizeof error));
     c.saved = nullptr;
     EXPECT_ERROR(kInvalid, "op_forward(max_pool2d): NULL pointer (saved)",
                  api->op_forward(ctx, &c, error, sizeof error));
+    EXPECT_ERROR(kInvalid, "op_backward(max_pool2d): NULL pointer (saved)",
+                 api->op_backward(ctx, &c, error, sizeof error));
     c.saved = d + 58;
     EXPECT_ERROR(kInvalid, "saved [", api->op_forward(ctx, &c, error, sizeof error));
-    c.saved = reinterpret_cast<char *>(d + 40) + 2;
-    EXPECT_ERROR(kInvalid, "not aligned", api->op_forward(ctx, &c, error, sizeof error));
-    c.ints[0] = 5;
-    EXPECT_ERROR(kInvalid, "window 5 does not fit the input [1, 4, 4]",
+    c.saved = reinterpret_cast<char *>(d + 40) + 4;
+    EXPECT_ERROR(kInvalid, "saved 0x", api->op_forward(ctx, &c, error, sizeof error));
+    EXPECT_ERROR(kInvalid, "is not aligned to 8 bytes", api->op_forward(ctx, &c, error, sizeof error));
+    c.saved = host;
+    EXPECT_ERROR(kInvalid, "saved 0x", api->op_forward(ctx, &c, error, sizeof error));
+    EXPECT_ERROR(kInvalid, "not device memory", api->op_forward(ctx, &c, error, sizeof error));
+  }
+  {  // statistics: statistics_count doubles, aligned to 8, required when statistics_count > 0, also at n = 0
+    // in a phase of batch_norm; the parameters and buffers are checked then too, the tensors of samples not
+    float *s = alloc_floats(ctx, 4 * 7);  // 2 x (2c + 1) doubles for 3 channels
+    dpt_op_call c{};
+    c.op = "batch_norm";
+    c.n = 0;
+    c.reals[0] = 1e-5;
+    c.reals[1] = 0.1;
+    c.input_count = 1;
+    c.inputs[0] = tensor(nullptr, {3, 2, 2});
+    c.output = tensor(nullptr, {3, 2, 2});
+    c.param_count = 2;
+    c.params[0] = tensor(d, {3});
+    c.params[1] = tensor(d + 4, {3});
+    c.buffer_count = 2;
+    c.buffers[0] = tensor(d + 8, {3});
+    c.buffers[1] = tensor(d + 12, {3});
+    c.saved = d + 16;  // (2c + 1) doubles
+    c.saved_bytes = 7 * sizeof(double);
+    c.statistics = reinterpret_cast<double *>(s);
+    c.statistics_count = 14;
+    c.training = 1;
+    c.phase = DPT_OP_PHASE_STATISTICS;
+    c.param_grads[0] = d + 40;
+    c.param_grads[1] = d + 44;
+    OK(api->mem_set(ctx, s, 0x40, 4 * 7 * sizeof(float), error, sizeof error));
+    OK(api->op_forward(ctx, &c, error, sizeof error));
+    c.phase = DPT_OP_PHASE_APPLY;
+    OK(api->op_forward(ctx, &c, error, sizeof error));
+    c.phase = DPT_OP_PHASE_STATISTICS;
+    OK(api->op_backward(ctx, &c, error, sizeof error));
+    c.phase = DPT_OP_PHASE_APPLY;
+    OK(api->op_backward(ctx, &c, error, sizeof error));
+    OK(api->context_synchronize(ctx, error, sizeof error));
+    // n = 0 wrote this slice's statistics: zero sums and count (the first set; the second is untouched).
+    std::vector<double> statistics(14, -1.0), untouched(7);
+    std::memset(untouched.data(), 0x40, untouched.size() * sizeof(double));
+    OK(api->copy_to_host(ctx, statistics.data(), s, sizeof(double) * 14, error, sizeof error));
+    OK(api->context_synchronize(ctx, error, sizeof error));
+    for (size_t i = 0; i < 7; ++i) assert_true(statistics[i] == 0.0);
+    assert_memory_equal(statistics.data() + 7, untouched.data(), 7 * sizeof(double));
+    dpt_op_call bad = c;
+    bad.statistics = nullptr;
+    EXPECT_ERROR(kInvalid, "op_backward(batch_norm): NULL pointer (statistics)",
+                 api->op_backward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.statistics_count = 10;
+    EXPECT_ERROR(kInvalid, "op_forward(batch_norm): statistics_count 10: the op has 14 (its descriptor)",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad.statistics_count = 0;  // the descriptor's extent then
+    OK(api->op_forward(ctx, &bad, error, sizeof error));
+    bad.statistics = nullptr;
+    EXPECT_ERROR(kInvalid, "NULL pointer (statistics)", api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.buffer_count = 1;
+    EXPECT_ERROR(kInvalid,
+                 "buffer_count 1: the descriptor of batch_norm lays out 2 (buffers[1]: running_var [3])",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.statistics_count = 15;
+    EXPECT_ERROR(kInvalid, "statistics [", api->op_forward(ctx, &bad, error, sizeof error));
+    EXPECT_ERROR(kInvalid, "runs past the end", api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.statistics = reinterpret_cast<double *>(s + 1);
+    EXPECT_ERROR(kInvalid, "is not aligned to 8 bytes", api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.saved = nullptr;
+    EXPECT_ERROR(kInvalid, "NULL pointer (saved)", api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.buffers[1].data = host;
+    EXPECT_ERROR(kInvalid, "buffers[1] 0x", api->op_forward(ctx, &bad, error, sizeof error));
+    bad = c;
+    bad.params[0].dtype = DPT_DTYPE_F16;
+    EXPECT_ERROR(kInvalid, "params[0] has dtype 2 (f16)", api->op_forward(ctx, &bad, error, sizeof error));
+    OK(api->mem_free(ctx, s, error, sizeof error));
+  }
+  {  // the shapes, by the core's descriptor of the op (src/ops): what the CPU kernel will read and write
+    expect_refused("op_forward(relu): output is [5], the descriptor of relu lays out [4]",
+                   [](dpt_op_call &c) { c.output.dims[0] = 5; });
+    expect_refused("op_forward(relu): input_count 2: relu takes 1 .. 1 inputs", [&](dpt_op_call &c) {
+      c.input_count = 2;
+      c.inputs[1] = tensor(d + 32, {4});
+    });
+    dpt_op_call dense = dense_call(2, 8, 4, d, d + 16, d + 48);  // x [8], weight [4, 8], y [4]
+    OK(api->op_forward(ctx, &dense, error, sizeof error));
+    dpt_op_call bad = dense;
+    bad.param_count =
+        2;  // a bias without ints[1] set: more parameters than laid out are the kernel's to read
+    bad.params[1] = tensor(d + 56, {4});
+    OK(api->op_forward(ctx, &bad, error, sizeof error));
+    bad = dense;
+    bad.param_count = 0;
+    EXPECT_ERROR(
+        kInvalid,
+        "op_forward(dense): param_count 0: the descriptor of dense lays out 1 (params[0]: weight [4, 8])",
+        api->op_forward(ctx, &bad, error, sizeof error));
+    bad = dense;
+    bad.params[0].dims[1] = 7;
+    EXPECT_ERROR(kInvalid,
+                 "op_forward(dense): params[0] is [4, 7], the descriptor of dense lays out weight [4, 8]",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    dpt_op_call conv = dense;
+    conv.op = "conv2d";
+    conv.ints[0] = 2;  // out_c
+    conv.ints[1] = 3;  // kernel
+    conv.ints[2] = 1;  // stride
+    conv.ints[3] = 0;  // padding
+    conv.inputs[0] = tensor(d, {1, 4, 4});
+    conv.output = tensor(d + 16, {2, 2, 2});
+    conv.params[0] = tensor(d + 32, {2, 1, 3, 3});
+    conv.n = 1;
+    OK(api->op_forward(ctx, &conv, error, sizeof error));
+    bad = conv;
+    bad.output.dims[1] = 3;
+    EXPECT_ERROR(kInvalid,
+                 "op_forward(conv2d): output is [2, 3, 2], the descriptor of conv2d lays out [2, 2, 2]",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    bad = conv;
+    bad.ints[1] = 5;
+    EXPECT_ERROR(kInvalid, "conv2d kernel 5 does not fit the padded input 1x4x4 (the descriptor of conv2d)",
+                 api->op_forward(ctx, &bad, error, sizeof error));
+    // saved: the descriptor's extent also when saved_bytes is 0; less than the descriptor's is refused
+    dpt_op_call pool{};
+    pool.op = "max_pool2d";
+    pool.n = 2;
+    pool.ints[0] = 2;
+    pool.ints[1] = 2;
+    pool.input_count = 1;
+    pool.inputs[0] = tensor(d, {1, 4, 4});
+    pool.output = tensor(d + 32, {1, 2, 2});
+    pool.saved = d + 40;  // 8 int32
+    OK(api->op_forward(ctx, &pool, error, sizeof error));
+    pool.saved = d + 58;
+    EXPECT_ERROR(kInvalid, "saved [", api->op_forward(ctx, &pool, error, sizeof error));
+    pool.saved = nullptr;
+    EXPECT_ERROR(kInvalid, "NULL pointer (saved)", api->op_forward(ctx, &pool, error, sizeof error));
+    pool.saved = d + 40;
+    pool.saved_bytes = 16;
+    EXPECT_ERROR(kInvalid, "op_forward(max_pool2d): saved_bytes 16: the op keeps 32 (its descriptor)",
+                 api->op_forward(ctx, &pool, error, sizeof error));
+    pool.ints[0] = 5;
+    EXPECT_ERROR(kInvalid, "(the descriptor of max_pool2d)",
+                 api->op_forward(ctx, &pool, error, sizeof error));
+    dpt_op_call norm{};
+    norm.op = "layer_norm";
+    norm.n = 1;
+    norm.input_count = 1;
+    norm.inputs[0] = tensor(d, {4});
+    norm.output = tensor(d + 8, {4});
+    norm.param_count = 2;
+    norm.params[0] = tensor(d + 16, {4});
+    norm.params[1] = tensor(d + 20, {4});
+    norm.saved = d + 24;
+    EXPECT_ERROR(kInvalid, "layer_norm eps must be positive (the descriptor of layer_norm)",
+                 api->op_forward(ctx, &norm, error, sizeof error));
+  }
+  {  // flatten is a view: supported, never called
+    dpt_op_call c = relu;
+    c.op = "flatten";
+    EXPECT_ERROR(kInvalid, "cuda:0: op_forward(flatten): flatten is a view",
                  api->op_forward(ctx, &c, error, sizeof error));
+    EXPECT_ERROR(kInvalid, "cuda:0: op_backward(flatten): flatten is a view",
+                 api->op_backward(ctx, &c, error, sizeof error));
   }
   OK(api->context_synchronize(ctx, error, sizeof error));
   // Use after free: an op queued on ctx reads a buffer of other, which other frees before ctx runs it.
