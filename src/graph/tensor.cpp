@@ -17,7 +17,10 @@ size_t Shape::size() const {
 
 std::string Shape::text() const {
   std::string s;
-  for (uint32_t i = 0; i < rank_; ++i) s += (i == 0 ? "" : "x") + std::to_string(dims_[i]);
+  for (uint32_t i = 0; i < rank_; ++i) {
+    if (i != 0) s += 'x';
+    s += std::to_string(dims_[i]);
+  }
   return s;
 }
 
