@@ -321,6 +321,47 @@ void test_gpu_refused_configurations(void **) {
   }
 }
 
+// A model with batch norm (sync statistics, summed on the host between the two phases) on two GPUs against
+// one: equivalent, replicas and their running statistics bitwise identical; replicas sharing a GPU are
+// refused (they share its worker thread, which cannot meet itself at the statistics barrier).
+dpt::ModelSpec batch_norm_model() {
+  dpt::ModelSpec m(dpt::Shape{1, 28, 28});
+  const size_t a = m.add_conv2d(8, 3, 2, 1, false);
+  const size_t b = m.add_op("relu", {m.add_batch_norm(a)});
+  m.add_conv2d(8, 3, 1, 1, false);
+  const size_t c = m.add_batch_norm(m.output_tensor());
+  m.add_op("relu", {m.add_op("add", {b, c})});
+  m.add_op("global_avg_pool", {m.output_tensor()});
+  m.add_dense(10);
+  return m;
+}
+
+void test_gpu_batch_norm_on_distinct_gpus(void **) {
+  auto context = gpu_context();
+  std::string message = dpt_test::expect_error(
+      [&] {
+        dpt::Trainer t(context, batch_norm_model(), config({0, 0}));
+      },
+      DPT_ERROR_UNSUPPORTED, "batch norm on two replicas of one GPU");
+  assert_non_null(std::strstr(message.c_str(), "listed twice"));
+  need_gpus(*context, 2);
+  dpt::Trainer many(context, batch_norm_model(), config({0, 1}));
+  dpt::Trainer one(context, batch_norm_model(), config({0}));
+  const std::vector<float> start = parameters(one);
+  train(many);
+  train(one);
+  std::vector<float> b0(many.spec().buffer_count()), b1(b0.size()), b_one(b0.size());
+  many.get_buffers(0, b0.data());
+  many.get_buffers(1, b1.data());
+  one.get_buffers(0, b_one.data());
+  cuda_test::expect_bitwise("replica 1 vs replica 0", parameters(many, 1), parameters(many));
+  cuda_test::expect_bitwise("running statistics, replica 1 vs 0", b1, b0);
+  expect_equivalent("batch norm, 2 GPUs vs 1", parameters(many), parameters(one), start, kEquivalence);
+  std::vector<float> initial(b0.size());
+  dpt::init_buffers(one.spec(), initial.data());  // relative to how far training moved them
+  expect_equivalent("running statistics, 2 GPUs vs 1", b0, b_one, initial, kEquivalence);
+}
+
 void test_gpu_auto_split(void **) {
   auto context = gpu_context();
   dpt::TrainerConfig c = config({0, 0});
@@ -350,6 +391,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_hung_collective_times_out),
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_auto_split),
+      cmocka_unit_test(test_gpu_batch_norm_on_distinct_gpus),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
