@@ -139,9 +139,10 @@ void Network::reserve(size_t n) {
       data_[t] = data_[root_[t]];  // roots come first: a view reads an earlier tensor
     }
   }
-  for (size_t j = 0; j < spec_.nodes().size(); ++j)
-    saved_[j] =
-        DeviceBuffer(kernels_.memory(), floats_for(n * spec_.nodes()[j].layout.saved_bytes_per_sample));
+  for (size_t j = 0; j < spec_.nodes().size(); ++j) {
+    const NodeLayout &l = spec_.nodes()[j].layout;  // the per-sample part and the per-pass part
+    saved_[j] = DeviceBuffer(kernels_.memory(), floats_for(n * l.saved_bytes_per_sample + l.saved_bytes));
+  }
   slots_.clear();
   for (size_t s = 0; s < grad_slots_; ++s) slots_.emplace_back(kernels_.memory(), n * max_width_);
   capacity_ = n;
