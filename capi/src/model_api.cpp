@@ -1,24 +1,11 @@
-// dpt_model_*: building model descriptions.
+// dpt_model_*: creating models, the sequential builders of 0.1 and the queries of every model.
 #include <cstring>
 
-#include "api_support.hpp"
-#include "handles.hpp"
+#include "model_calls.hpp"
 
 using dpt::capi::guarded;
 using dpt::capi::require_not_null;
-
-namespace {
-
-template <typename Body>
-dpt_status with_model(const char *function, dpt_model *model, Body &&body) {
-  return guarded(function, [&] {
-    require_not_null(model, "model");
-    const auto use = dpt::capi::exclusive(model);
-    body(model->impl);
-  });
-}
-
-}  // namespace
+using dpt::capi::with_model;
 
 extern "C" {
 
@@ -53,26 +40,13 @@ dpt_status dpt_model_add_conv2d(dpt_model *model, size_t out_channels, size_t ke
 
 dpt_status dpt_model_add_pool(dpt_model *model, dpt_pool_kind kind, size_t window, size_t stride) {
   return with_model(__func__, model, [&](dpt::ModelSpec &m) {
-    const dpt_pool_kind k = dpt::capi::checked_enum(kind, {DPT_POOL_AVG, DPT_POOL_MAX}, "pool kind");
-    m.add_pool(k == DPT_POOL_AVG ? dpt::PoolKind::kAvg : dpt::PoolKind::kMax, window, stride);
+    dpt::capi::add_pool_node(m, m.output_tensor(), kind, window, stride, "");
   });
 }
 
 dpt_status dpt_model_add_activation(dpt_model *model, dpt_activation activation) {
   return with_model(__func__, model, [&](dpt::ModelSpec &m) {
-    switch (dpt::capi::checked_enum(
-        activation, {DPT_ACTIVATION_RELU, DPT_ACTIVATION_SIGMOID, DPT_ACTIVATION_TANH}, "activation")) {
-      case DPT_ACTIVATION_RELU:
-        m.add_activation(dpt::Activation::kRelu);
-        return;
-      case DPT_ACTIVATION_SIGMOID:
-        m.add_activation(dpt::Activation::kSigmoid);
-        return;
-      case DPT_ACTIVATION_TANH:
-        m.add_activation(dpt::Activation::kTanh);
-        return;
-    }
-    dpt::throw_error(DPT_ERROR_INTERNAL, "unhandled activation");
+    dpt::capi::add_activation_node(m, m.output_tensor(), activation, "");
   });
 }
 
@@ -81,7 +55,8 @@ dpt_status dpt_model_add_flatten(dpt_model *model) {
 }
 
 dpt_status dpt_model_add_dropout(dpt_model *model, float rate) {
-  return with_model(__func__, model, [&](dpt::ModelSpec &m) { m.add_dropout(rate); });
+  return with_model(__func__, model,
+                    [&](dpt::ModelSpec &m) { dpt::capi::add_dropout_node(m, m.output_tensor(), rate, ""); });
 }
 
 #define DPT_MODEL_GETTER(fn, expr)                     \
@@ -98,19 +73,15 @@ DPT_MODEL_GETTER(dpt_model_input_size, model->impl.input().size())
 DPT_MODEL_GETTER(dpt_model_output_size, model->impl.output().size())
 DPT_MODEL_GETTER(dpt_model_parameter_count, model->impl.parameter_count())
 DPT_MODEL_GETTER(dpt_model_layer_count, model->impl.nodes().size())
+DPT_MODEL_GETTER(dpt_model_output, model->impl.output_tensor())
+DPT_MODEL_GETTER(dpt_model_tensor_count, model->impl.tensors().size())
+DPT_MODEL_GETTER(dpt_model_buffer_count, model->impl.buffer_count())
 
 dpt_status dpt_model_describe(const dpt_model *model, char *buffer, size_t capacity, size_t *needed) {
   return guarded(__func__, [&] {
     require_not_null(model, "model");
     const auto use = dpt::capi::shared(model);
-    DPT_REQUIRE(buffer != nullptr || capacity == 0, DPT_ERROR_NULL_POINTER,
-                "buffer is NULL but capacity is not 0");
-    const std::string text = model->impl.describe();
-    if (needed != nullptr) *needed = text.size() + 1;
-    DPT_REQUIRE(capacity >= text.size() + 1, DPT_ERROR_BUFFER_TOO_SMALL,
-                "the description needs " + std::to_string(text.size() + 1) + " bytes, capacity is " +
-                    std::to_string(capacity));
-    std::memcpy(buffer, text.c_str(), text.size() + 1);
+    dpt::capi::copy_text(model->impl.describe(), buffer, capacity, needed, "the description");
   });
 }
 

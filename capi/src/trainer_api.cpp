@@ -365,6 +365,33 @@ dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *paramet
   });
 }
 
+static void check_buffer_count(const dpt_trainer *trainer, size_t count) {
+  const size_t expected = trainer->impl->spec().buffer_count();
+  DPT_REQUIRE(count == expected, DPT_ERROR_SIZE_MISMATCH,
+              "count is " + std::to_string(count) + ", the model has " + std::to_string(expected) +
+                  " floats of buffers");
+}
+
+dpt_status dpt_trainer_get_buffers(dpt_trainer *trainer, float *buffers, size_t count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
+    require_not_null(buffers, "buffers");
+    check_buffer_count(trainer, count);
+    trainer->impl->get_buffers(0, buffers);
+  });
+}
+
+dpt_status dpt_trainer_set_buffers(dpt_trainer *trainer, const float *buffers, size_t count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
+    require_not_null(buffers, "buffers");
+    check_buffer_count(trainer, count);
+    trainer->impl->set_buffers(buffers);
+  });
+}
+
 dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checksum) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");

@@ -41,6 +41,7 @@ typedef enum arg_kind {
   ARG_U64,     /**< A uint64_t of at least min_int. */
   ARG_REAL,    /**< A finite double in the range given by real_range. */
   ARG_CHOICE,  /**< One of choices, stored as int. */
+  ARG_MODEL,   /**< A built-in model's name or a FILE.json. */
   ARG_DEVICES, /**< cpu:K, cuda, cuda:LIST. */
   ARG_SPLIT    /**< even, auto or a comma-separated list of weights. */
 } arg_kind;
@@ -65,7 +66,7 @@ typedef struct option_spec {
 #define FIELD(f) offsetof(train_config, f)
 
 static const option_spec kOptions[] = {
-    {"--model", ARG_CHOICE, FIELD(model), 0, REAL_POSITIVE, kModels},
+    {"--model", ARG_MODEL, FIELD(model), 0, REAL_POSITIVE, kModels},
     {"--data", ARG_STRING, FIELD(data_dir), 0, REAL_POSITIVE, NULL},
     {"--devices", ARG_DEVICES, FIELD(cpu_devices), 0, REAL_POSITIVE, NULL},
     {"--epochs", ARG_SIZE, FIELD(epochs), 1, REAL_POSITIVE, NULL},
@@ -112,6 +113,9 @@ static const char *choice_name(const choice *choices, int value) {
 
 const char *model_name(int model) {
   return choice_name(kModels, model);
+}
+const char *model_label(const train_config *config) {
+  return config->model == CLI_MODEL_FILE ? config->model_path : model_name(config->model);
 }
 const char *optimizer_name(int optimizer) {
   return choice_name(kOptimizers, optimizer);
@@ -259,6 +263,26 @@ static int apply_choice(const option_spec *spec, const char *value, int *field) 
                          choice_list(spec->choices));
 }
 
+/** @brief --model: a built-in name, or a path ending in ".json" (read later, before any data). */
+static int apply_model(const char *value, train_config *config) {
+  const size_t length = strlen(value);
+  const choice *c;
+  for (c = kModels; c->name != NULL; ++c) {
+    if (strcmp(c->name, value) == 0) {
+      config->model = c->value;
+      config->model_path = NULL;
+      return ARGS_RUN;
+    }
+  }
+  if (length > 5 && strcmp(value + length - 5, ".json") == 0) {
+    config->model = CLI_MODEL_FILE;
+    config->model_path = value;
+    return ARGS_RUN;
+  }
+  return cli_usage_error("--model: unknown model '%s' (expected %s or a FILE.json)", value,
+                         choice_list(kModels));
+}
+
 /** @brief Reads "N" or "NxR" (R replicas on GPU N) of a cuda: list into config->gpu_ordinals. */
 static int parse_gpu_item(const char *item, size_t length, const char *value, train_config *config) {
   char text[32];
@@ -376,6 +400,8 @@ static int apply_option(const option_spec *spec, const char *value, train_config
       return apply_real(spec, value, (double *)field);
     case ARG_CHOICE:
       return apply_choice(spec, value, (int *)field);
+    case ARG_MODEL:
+      return apply_model(value, config);
     case ARG_DEVICES:
       return apply_devices(value, config);
     case ARG_SPLIT:
@@ -425,7 +451,8 @@ static int parse_one(int argc, char **argv, int *index, train_config *config) {
 
 /** @brief Checks combinations that no single option can reject by itself. */
 static int check_config(const train_config *config) {
-  if (config->model == CLI_MODEL_NONE) return cli_usage_error("missing --model (lenet, mlp or resnet18)");
+  if (config->model == CLI_MODEL_NONE)
+    return cli_usage_error("missing --model (lenet, mlp, resnet18 or a FILE.json)");
   const size_t listed = config->cuda ? config->gpu_replicas : config->cpu_devices;
   if (listed > 0 && config->split == DPT_SPLIT_WEIGHTED && config->split_weight_count != listed) {
     return cli_usage_error("--split: %zu weights given for %zu devices", config->split_weight_count, listed);
@@ -465,9 +492,11 @@ int parse_train_args(int argc, char **argv, train_config *config) {
 
 void print_train_help(FILE *out) {
   fputs(
-      "usage: dptrain train --model lenet|mlp|resnet18 [options]\n"
+      "usage: dptrain train --model lenet|mlp|resnet18|FILE.json [options]\n"
       "\n"
-      "Trains a built-in model on Fashion-MNIST, data-parallel across CPU devices or GPUs.\n"
+      "Trains a built-in model, or the model a JSON file describes (docs/model-json.md; 'dptrain model\n"
+      "NAME' prints one to start from), on Fashion-MNIST, data-parallel across CPU devices or GPUs. A\n"
+      "model file must take 1x28x28 inputs and have 10 outputs.\n"
       "\n"
       "data and devices:\n"
       "  --data DIR             Fashion-MNIST directory (default: $DPTRAIN_DATA_DIR or\n"
@@ -502,7 +531,7 @@ void print_train_help(FILE *out) {
       "\n"
       "optimizer:\n"
       "  --optimizer sgd|adamw  (default: sgd)\n"
-      "  --lr LR                learning rate (default: 0.2 lenet, 0.1 mlp and resnet18; 0.001 with adamw)\n"
+      "  --lr LR                learning rate (default: 0.2 lenet, 0.1 the others; 0.001 with adamw)\n"
       "  --momentum M           SGD momentum in [0, 1) (default: 0)\n"
       "  --nesterov             Nesterov momentum (needs --momentum)\n"
       "  --weight-decay W       L2 for sgd, decoupled for adamw (default: 0)\n"

@@ -11,15 +11,22 @@
 
 #include <dptrain/dptrain.h>
 
-/** @brief The built-in models the CLI offers. */
-enum { CLI_MODEL_NONE = -1, CLI_MODEL_LENET = 0, CLI_MODEL_MLP = 1, CLI_MODEL_RESNET18 = 2 };
+/** @brief The models the CLI offers: the built-in ones, or a JSON model file (CLI_MODEL_FILE). */
+enum {
+  CLI_MODEL_NONE = -1,
+  CLI_MODEL_LENET = 0,
+  CLI_MODEL_MLP = 1,
+  CLI_MODEL_RESNET18 = 2,
+  CLI_MODEL_FILE = 3
+};
 
 /** @brief Everything `dptrain train` was asked to do. Enumerations are stored as int. */
 /** @brief --communicator auto: MPI when the process was started by an MPI launcher. */
 #define CLI_COMMUNICATOR_AUTO (-1)
 
 typedef struct train_config {
-  int model;            /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
+  int model;              /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
+  const char *model_path; /**< CLI_MODEL_FILE: the .json file (dpt_model_from_json). */
   const char *data_dir; /**< NULL = the library's default directory. */
   size_t cpu_devices;   /**< Context cpu_devices; 0 = DPTRAIN_CPU_DEVICES or the core count. */
   int cuda;             /**< Nonzero: --devices cuda[...]: train on GPUs. */
@@ -73,8 +80,10 @@ enum { ARGS_RUN = -1 /**< The configuration is complete: train. */ };
  */
 int parse_train_args(int argc, char **argv, train_config *config);
 
-/** @brief Name of a model, e.g. "lenet". */
+/** @brief Name of a built-in model, e.g. "lenet". */
 const char *model_name(int model);
+/** @brief What --model named: a built-in model's name, or the JSON file's path as given. */
+const char *model_label(const train_config *config);
 /** @brief Name of an optimizer kind, e.g. "adamw". */
 const char *optimizer_name(int optimizer);
 /** @brief Name of a split policy: "even", "weighted" or "auto". */

@@ -43,7 +43,10 @@ int cli_system_error(const char *what, const char *path);
 /** @brief `dptrain devices`: lists the devices of a default context. */
 int cli_devices_main(int argc, char **argv);
 
-/** @brief `dptrain train`: trains a built-in model on Fashion-MNIST. */
+/** @brief `dptrain train`: trains a built-in model or a JSON model file on Fashion-MNIST. */
 int cli_train_main(int argc, char **argv);
+
+/** @brief `dptrain model`: prints a model as JSON. */
+int cli_model_main(int argc, char **argv);
 
 #endif /* DPTRAIN_CLI_CLI_H */

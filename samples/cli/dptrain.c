@@ -2,7 +2,8 @@
  * dptrain: the command-line front end of the dptrain library (public C API only).
  *
  *   dptrain devices [--kind cpu|cuda|all] [--json]
- *   dptrain train --model lenet|mlp|resnet18 [options]
+ *   dptrain train --model lenet|mlp|resnet18|FILE.json [options]
+ *   dptrain model lenet|mlp|resnet18|FILE.json
  *
  * This file only dispatches on the command; each command lives in its own file.
  */
@@ -18,6 +19,7 @@ static void print_usage(FILE *out) {
       "commands:\n"
       "  devices [--kind K] [--json]      list the devices dptrain can use (CPU and CUDA)\n"
       "  train --model NAME [...]         train on Fashion-MNIST across CPU devices or GPUs\n"
+      "  model NAME|FILE.json             print a model as JSON (a model file to edit and train)\n"
       "\n"
       "  dptrain <command> --help         options of a command\n"
       "  dptrain --version                library version\n",
@@ -38,5 +40,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(command, "devices") == 0) return cli_devices_main(argc - 2, argv + 2);
   if (strcmp(command, "train") == 0) return cli_train_main(argc - 2, argv + 2);
+  if (strcmp(command, "model") == 0) return cli_model_main(argc - 2, argv + 2);
   return cli_usage_error("unknown command '%s' (see 'dptrain --help')", command);
 }

@@ -18,7 +18,7 @@ void report_print_summary(FILE *out, const run_summary *s) {
   char checksum[17];
   format_checksum(s->checksum, checksum);
   fprintf(out, "\nsummary%s\n", s->fit.stopped ? " (stopped early)" : "");
-  fprintf(out, "  model           %s (%zu parameters)\n", model_name(s->config->model), s->parameters);
+  fprintf(out, "  model           %s (%zu parameters)\n", model_label(s->config), s->parameters);
   fprintf(out, "  devices         %zu\n", s->devices);
   fprintf(out, "  epochs          %zu of %zu\n", s->fit.epochs_completed, s->config->epochs);
   /* The fit result describes completed epochs only; a run stopped inside its first epoch has none. */
@@ -62,7 +62,7 @@ static void write_epochs_detail(json_writer *w, const epoch_log *log) {
 static void write_settings(json_writer *w, const run_summary *s) {
   const train_config *c = s->config;
   size_t i;
-  json_string(w, "model", model_name(c->model));
+  json_string(w, "model", model_label(c));
   json_uint(w, "parameters", s->parameters);
   json_uint(w, "devices", s->devices);
   json_uint(w, "processes", s->processes);

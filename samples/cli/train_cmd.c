@@ -8,6 +8,7 @@
 #include "args.h"
 #include "cli.h"
 #include "metrics_csv.h"
+#include "model_file.h"
 #include "platform.h"
 #include "progress.h"
 #include "report.h"
@@ -231,7 +232,6 @@ static int create_trainer(train_run *run) {
   rc = fill_optimizer_options(run, &optimizer_options);
   if (rc != CLI_EXIT_OK) return rc;
   fill_trainer_options(run, &trainer_options);
-  CLI_TRY(dpt_model_create_builtin(&run->model, model_name(run->config.model)));
   CLI_TRY(dpt_model_parameter_count(run->model, &run->summary.parameters));
   CLI_TRY(dpt_trainer_create(&run->trainer, run->context, run->model, &trainer_options, &optimizer_options));
   CLI_TRY(dpt_trainer_device_count(run->trainer, &run->summary.devices));
@@ -266,7 +266,7 @@ static void print_header(const train_run *run) {
   char names[MAX_NAMED_DEVICES * 70];
   device_names(run, names, sizeof names);
   fprintf(run->out, "dptrain %s: %s, %zu parameters, %zu devices%s%s%s\n", dpt_version_string(),
-          model_name(c->model), run->summary.parameters, run->summary.devices, names[0] ? " (" : "", names,
+          model_label(c), run->summary.parameters, run->summary.devices, names[0] ? " (" : "", names,
           names[0] ? ")" : "");
   if (run->summary.processes > 1)
     fprintf(run->out, "MPI: %zu processes with %zu devices each; each reads its share of every batch\n",
@@ -337,7 +337,7 @@ static int write_plot(train_run *run) {
   char title[256];
   if (run->plot == NULL) return CLI_EXIT_OK;
   snprintf(title, sizeof title, "dptrain %s on Fashion-MNIST: %zu devices, batch %zu, lr %g, %s",
-           model_name(c->model), run->summary.devices, c->batch, run->summary.learning_rate,
+           model_label(c), run->summary.devices, c->batch, run->summary.learning_rate,
            optimizer_name(c->optimizer));
   svg_plot_write(run->plot, title, &run->progress.log);
   /* fclose reports write errors (a full disk) that fprintf left in the stream. */
@@ -387,6 +387,8 @@ int cli_train_main(int argc, char **argv) {
   if (rc != ARGS_RUN) return rc;
   run.out = run.config.json ? stderr : stdout;
   rc = join_world(&run);
+  /* The model first: a bad model file fails before any data is loaded. */
+  if (rc == CLI_EXIT_OK) rc = cli_load_model(model_label(&run.config), 1, &run.model);
   if (rc == CLI_EXIT_OK) rc = open_outputs(&run);
   if (rc == CLI_EXIT_OK) rc = create_context(&run);
   if (rc == CLI_EXIT_OK) rc = load_data(&run);

@@ -1,6 +1,8 @@
 #include "graph/model_spec.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 
 #include "core/error.hpp"
@@ -18,6 +20,30 @@ size_t Node::buffer_floats() const {
   for (const ParamInfo &p : layout.buffers) n += p.size();
   return n;
 }
+
+std::string printable(std::string_view text) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size() && i < 64; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += char(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  out += text.size() > 64 ? "\"..." : "\"";
+  return out;
+}
+
+namespace {
+// Room for one more element (growing geometrically, as push_back would).
+template <typename T>
+void grow(std::vector<T> &v, size_t more = 1) {
+  if (v.capacity() - v.size() < more) v.reserve(std::max(v.size() + more, v.size() < 8 ? 8 : 2 * v.size()));
+}
+}  // namespace
 
 ModelSpec::ModelSpec(Shape input) {
   bool positive = input.rank() > 0;
@@ -49,9 +75,11 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
   Node node;
   node.op = &op;
   node.name = name.empty() ? std::to_string(nodes_.size()) : name;
+  check_name(node.name);
   node.inputs = inputs;
-  node.attrs = attrs;
-  node.layout = op.layout(shapes, attrs);
+  for (size_t i = 0; i < op.int_count(); ++i) node.attrs.ints[i] = attrs.ints[i];
+  for (size_t i = 0; i < op.real_count(); ++i) node.attrs.reals[i] = attrs.reals[i];
+  node.layout = op.layout(shapes, node.attrs);
   const size_t out_size = node.layout.output.size();
   DPT_REQUIRE(out_size > 0 && out_size <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
               "layer output must have between 1 and 2^28 floats per sample");
@@ -62,13 +90,46 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
       DPT_ERROR_INTERNAL, "an op has at most 4 parameter tensors");
   node.param_offset = parameters_;
   node.buffer_offset = buffers_;
-  parameters_ += node.parameters();
-  buffers_ += node.buffer_floats();
+  for (const ParamInfo &p : node.layout.params)
+    DPT_REQUIRE(p.name.size() <= 31, DPT_ERROR_INTERNAL, "a parameter name is longer than 31 bytes");
+  for (const ParamInfo &p : node.layout.buffers)
+    DPT_REQUIRE(p.name.size() <= 31, DPT_ERROR_INTERNAL, "a buffer name is longer than 31 bytes");
   node.output = tensors_.size();
+  // Only these allocations may still fail, before anything changes; the push_backs then cannot throw.
+  grow(tensors_);
+  grow(nodes_);
+  grow(param_refs_, node.layout.params.size());
+  grow(buffer_refs_, node.layout.buffers.size());
+  names_.emplace(node.name, nodes_.size());
+  for (size_t i = 0; i < node.layout.params.size(); ++i) param_refs_.push_back({nodes_.size(), i});
+  for (size_t i = 0; i < node.layout.buffers.size(); ++i) buffer_refs_.push_back({nodes_.size(), i});
   tensors_.push_back(TensorInfo{node.layout.output, DType::kF32});
   nodes_.push_back(std::move(node));
+  parameters_ += nodes_.back().parameters();
+  buffers_ += nodes_.back().buffer_floats();
   output_ = nodes_.back().output;
   return output_;
+}
+
+void ModelSpec::check_name(const std::string &name) const {
+  DPT_REQUIRE(
+      name.size() <= kMaxNameLength, DPT_ERROR_INVALID_ARGUMENT,
+      "node name " + printable(name) + " is longer than " + std::to_string(kMaxNameLength) + " bytes");
+  bool digits = true;
+  for (char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '-';
+    DPT_REQUIRE(ok, DPT_ERROR_INVALID_ARGUMENT,
+                "node name " + printable(name) + " may hold only letters, digits, '_', '.' and '-'");
+    digits = digits && c >= '0' && c <= '9';
+  }
+  DPT_REQUIRE(!digits || name == std::to_string(nodes_.size()), DPT_ERROR_INVALID_ARGUMENT,
+              "node name " + printable(name) + " is a number other than the node's index " +
+                  std::to_string(nodes_.size()) + " (digits-only names are the indices of unnamed nodes)");
+  const auto found = names_.find(name);
+  DPT_REQUIRE(found == names_.end(), DPT_ERROR_INVALID_ARGUMENT,
+              "node name " + printable(name) + " is taken (node " +
+                  (found == names_.end() ? std::string() : std::to_string(found->second)) + ")");
 }
 
 namespace {
@@ -149,16 +210,19 @@ std::string ModelSpec::describe() const {
   return text;
 }
 
+NamedTensor ModelSpec::named(bool buffers, size_t index) const {
+  const TensorRef &ref = (buffers ? buffer_refs_ : param_refs_).at(index);
+  const Node &n = nodes_[ref.node];
+  const std::vector<ParamInfo> &list = buffers ? n.layout.buffers : n.layout.params;
+  size_t offset = buffers ? n.buffer_offset : n.param_offset;
+  for (size_t i = 0; i < ref.slot; ++i) offset += list[i].size();
+  return NamedTensor{n.name + "." + list[ref.slot].name, list[ref.slot].shape, offset};
+}
+
 namespace {
 std::vector<NamedTensor> named(const ModelSpec &spec, bool buffers) {
   std::vector<NamedTensor> out;
-  for (const Node &n : spec.nodes()) {
-    size_t offset = buffers ? n.buffer_offset : n.param_offset;
-    for (const ParamInfo &p : buffers ? n.layout.buffers : n.layout.params) {
-      out.push_back(NamedTensor{n.name + "." + p.name, p.shape, offset});
-      offset += p.size();
-    }
-  }
+  for (size_t i = 0; i < spec.named_count(buffers); ++i) out.push_back(spec.named(buffers, i));
   return out;
 }
 }  // namespace

@@ -7,12 +7,20 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/op_def.hpp"
 #include "graph/tensor.hpp"
 
 namespace dpt {
+
+// The longest node name; every parameter or buffer name ("<node>.<tensor>") fits kMaxNameLength + 32 bytes.
+constexpr size_t kMaxNameLength = 200;
+
+// text for a one-line message: in quotes, bytes outside printable ASCII as \xHH, cut after 64 bytes.
+std::string printable(std::string_view text);
 
 enum class Activation { kRelu, kSigmoid, kTanh };
 enum class PoolKind { kAvg, kMax };
@@ -30,13 +38,23 @@ struct Node {
   size_t buffer_floats() const;
 };
 
+// A parameter or buffer with its full name ("3.weight", "layer1.0.bn1.running_mean").
+struct NamedTensor {
+  std::string name;
+  Shape shape;
+  size_t offset = 0;  // in the flat parameter (or buffer) vector
+};
+
 class ModelSpec {
  public:
   explicit ModelSpec(Shape input);
   static ModelSpec builtin(const std::string &name);  // builtin_models.cpp: "lenet", "mlp", "resnet18"
 
   // Adds a node of op reading the given tensors; returns the id of its output tensor, which becomes the
-  // model's output. name: the node's name (empty: its index).
+  // model's output. name: the node's name (empty: its index), unique in the model, at most kMaxNameLength
+  // bytes of [A-Za-z0-9_.-]; a name of digits only must be the node's index (so that it cannot take the
+  // name of a later unnamed node). Attributes the op does not name (OpDef::int_names) are stored as 0.
+  // Throws (DPT_ERROR_INVALID_ARGUMENT, or the op's code) and leaves the model unchanged when it fails.
   size_t add(const OpDef &op, const std::vector<size_t> &inputs, const OpAttrs &attrs,
              const std::string &name = "");
 
@@ -63,20 +81,25 @@ class ModelSpec {
   // One line: the input shape, then each node; a node that does not read the previous node's output names
   // the tensors it reads ("add@3,5"). Sequential models keep the text of version 0.1.
   std::string describe() const;
+  // The named parameters (buffers: the buffers) in flat order: how many, and the one at index (< count).
+  size_t named_count(bool buffers) const { return (buffers ? buffer_refs_ : param_refs_).size(); }
+  NamedTensor named(bool buffers, size_t index) const;
 
  private:
+  void check_name(const std::string &name) const;
+
   std::vector<TensorInfo> tensors_;
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, size_t> names_;  // node name -> node index
+  struct TensorRef {
+    size_t node, slot;  // nodes_[node].layout.params[slot] (or .buffers[slot])
+  };
+  std::vector<TensorRef> param_refs_, buffer_refs_;
   size_t output_ = 0;
   size_t parameters_ = 0, buffers_ = 0;
 };
 
-// Parameters and buffers of every node, in flat order, with their full names ("3.weight").
-struct NamedTensor {
-  std::string name;
-  Shape shape;
-  size_t offset = 0;  // in the flat parameter (or buffer) vector
-};
+// Parameters and buffers of every node, in flat order.
 std::vector<NamedTensor> named_parameters(const ModelSpec &spec);
 std::vector<NamedTensor> named_buffers(const ModelSpec &spec);
 

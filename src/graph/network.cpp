@@ -140,7 +140,7 @@ void Network::reserve(size_t n) {
     }
   }
   for (size_t j = 0; j < spec_.nodes().size(); ++j) {
-    const NodeLayout &l = spec_.nodes()[j].layout;
+    const NodeLayout &l = spec_.nodes()[j].layout;  // the per-sample part and the per-pass part
     saved_[j] = DeviceBuffer(kernels_.memory(), floats_for(n * l.saved_bytes_per_sample + l.saved_bytes));
   }
   slots_.clear();

@@ -56,6 +56,19 @@ struct OpDef {
   NodeLayout (*layout)(const std::vector<Shape> &inputs, const OpAttrs &attrs);
   // The node in a model's one-line description, e.g. "conv3x3s1p0:20".
   std::string (*describe)(const OpAttrs &attrs);
+  // The names of the attributes the op reads, in the order of OpAttrs::ints and ::reals ("out_channels",
+  // "kernel", ...); nullptr after the last. Every attribute the op or a kernel reads is named: the model's
+  // JSON (model_json.hpp) holds exactly these, and ModelSpec::add zeroes the others.
+  const char *int_names[DPT_OP_MAX_ATTRS];
+  const char *real_names[DPT_OP_MAX_ATTRS];
+
+  size_t int_count() const { return named(int_names); }
+  size_t real_count() const { return named(real_names); }
+  static size_t named(const char *const (&names)[DPT_OP_MAX_ATTRS]) {
+    size_t n = 0;
+    while (n < DPT_OP_MAX_ATTRS && names[n] != nullptr) ++n;
+    return n;
+  }
 };
 
 // The descriptor of the op named name, or nullptr.

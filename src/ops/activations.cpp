@@ -23,8 +23,8 @@ std::string tanh_text(const OpAttrs &) {
 
 }  // namespace
 
-extern const OpDef kReluOp = {"relu", 1, 1, same_shape, relu};
-extern const OpDef kSigmoidOp = {"sigmoid", 1, 1, same_shape, sigmoid};
-extern const OpDef kTanhOp = {"tanh", 1, 1, same_shape, tanh_text};
+extern const OpDef kReluOp = {"relu", 1, 1, same_shape, relu, {}, {}};
+extern const OpDef kSigmoidOp = {"sigmoid", 1, 1, same_shape, sigmoid, {}, {}};
+extern const OpDef kTanhOp = {"tanh", 1, 1, same_shape, tanh_text, {}, {}};
 
 }  // namespace dpt

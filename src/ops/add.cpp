@@ -20,6 +20,6 @@ std::string describe(const OpAttrs &) {
 
 }  // namespace
 
-extern const OpDef kAddOp = {"add", 2, 2, layout, describe};
+extern const OpDef kAddOp = {"add", 2, 2, layout, describe, {}, {}};
 
 }  // namespace dpt

@@ -39,6 +39,6 @@ std::string describe(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kBatchNormOp = {"batch_norm", 1, 1, layout, describe};
+extern const OpDef kBatchNormOp = {"batch_norm", 1, 1, layout, describe, {}, {"eps", "momentum"}};
 
 }  // namespace dpt

@@ -39,6 +39,6 @@ std::string describe(const OpAttrs &) {
 
 }  // namespace
 
-extern const OpDef kConcatOp = {"concat", 2, DPT_OP_MAX_INPUTS, layout, describe};
+extern const OpDef kConcatOp = {"concat", 2, DPT_OP_MAX_INPUTS, layout, describe, {}, {}};
 
 }  // namespace dpt

@@ -17,6 +17,8 @@ NodeLayout layout(const std::vector<Shape> &inputs, const OpAttrs &a) {
               "conv2d kernel and stride must be positive");
   DPT_REQUIRE(a.ints[3] >= 0 && a.ints[3] <= 1024 && a.ints[1] <= 4096 && a.ints[2] <= 4096,
               DPT_ERROR_INVALID_ARGUMENT, "conv2d kernel, stride or padding too large");
+  DPT_REQUIRE(a.ints[4] == 0 || a.ints[4] == 1, DPT_ERROR_INVALID_ARGUMENT,
+              "conv2d bias must be 0 or 1, got " + std::to_string(a.ints[4]));
   const size_t out_c = size_t(a.ints[0]), k = size_t(a.ints[1]), stride = size_t(a.ints[2]),
                padding = size_t(a.ints[3]);
   DPT_REQUIRE(k <= in[1] + 2 * padding && k <= in[2] + 2 * padding, DPT_ERROR_INVALID_ARGUMENT,
@@ -41,6 +43,7 @@ std::string describe(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kConv2dOp = {"conv2d", 1, 1, layout, describe};
+extern const OpDef kConv2dOp = {
+    "conv2d", 1, 1, layout, describe, {"out_channels", "kernel", "stride", "padding", "bias"}, {}};
 
 }  // namespace dpt

@@ -12,6 +12,8 @@ NodeLayout layout(const std::vector<Shape> &inputs, const OpAttrs &a) {
               "dense units must be in 1..2^28, got " + std::to_string(a.ints[0]));
   DPT_REQUIRE(in <= kMaxParameters / units, DPT_ERROR_INVALID_ARGUMENT,
               "dense layer would have more than 2^30 parameters");
+  DPT_REQUIRE(a.ints[1] == 0 || a.ints[1] == 1, DPT_ERROR_INVALID_ARGUMENT,
+              "dense bias must be 0 or 1, got " + std::to_string(a.ints[1]));
   NodeLayout l;
   l.output = Shape{units};
   l.params.push_back({"weight", Shape{units, in}, ParamInit::kFanIn, in});
@@ -25,6 +27,6 @@ std::string describe(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kDenseOp = {"dense", 1, 1, layout, describe};
+extern const OpDef kDenseOp = {"dense", 1, 1, layout, describe, {"units", "bias"}, {}};
 
 }  // namespace dpt

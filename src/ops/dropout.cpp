@@ -27,6 +27,6 @@ std::string describe(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kDropoutOp = {"dropout", 1, 1, layout, describe};
+extern const OpDef kDropoutOp = {"dropout", 1, 1, layout, describe, {}, {"rate"}};
 
 }  // namespace dpt

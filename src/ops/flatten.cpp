@@ -18,6 +18,6 @@ std::string describe(const OpAttrs &) {
 
 }  // namespace
 
-extern const OpDef kFlattenOp = {"flatten", 1, 1, layout, describe};
+extern const OpDef kFlattenOp = {"flatten", 1, 1, layout, describe, {}, {}};
 
 }  // namespace dpt

@@ -20,6 +20,6 @@ std::string describe(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kGeluOp = {"gelu", 1, 1, layout, describe};
+extern const OpDef kGeluOp = {"gelu", 1, 1, layout, describe, {"approximation"}, {}};
 
 }  // namespace dpt

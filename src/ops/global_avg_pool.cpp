@@ -20,6 +20,6 @@ std::string describe(const OpAttrs &) {
 
 }  // namespace
 
-extern const OpDef kGlobalAvgPoolOp = {"global_avg_pool", 1, 1, layout, describe};
+extern const OpDef kGlobalAvgPoolOp = {"global_avg_pool", 1, 1, layout, describe, {}, {}};
 
 }  // namespace dpt

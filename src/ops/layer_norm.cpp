@@ -30,6 +30,6 @@ std::string describe(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kLayerNormOp = {"layer_norm", 1, 1, layout, describe};
+extern const OpDef kLayerNormOp = {"layer_norm", 1, 1, layout, describe, {}, {"eps"}};
 
 }  // namespace dpt

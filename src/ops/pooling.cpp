@@ -39,7 +39,7 @@ std::string describe_max(const OpAttrs &a) {
 
 }  // namespace
 
-extern const OpDef kAvgPool2dOp = {"avg_pool2d", 1, 1, pool_layout, describe_avg};
-extern const OpDef kMaxPool2dOp = {"max_pool2d", 1, 1, max_layout, describe_max};
+extern const OpDef kAvgPool2dOp = {"avg_pool2d", 1, 1, pool_layout, describe_avg, {"window", "stride"}, {}};
+extern const OpDef kMaxPool2dOp = {"max_pool2d", 1, 1, max_layout, describe_max, {"window", "stride"}, {}};
 
 }  // namespace dpt

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,6 +65,8 @@ typedef struct outs {
   dpt_device_info info;
   dpt_backend_info backend;
   int flag;
+  char text[DPT_MODEL_NAME_CAPACITY];
+  size_t dims[DPT_MODEL_MAX_RANK];
 } outs;
 
 typedef struct fixture {
@@ -813,7 +817,7 @@ static void test_model_misuse(void **state) {
   ROW(DPT_ERROR_NULL_POINTER, dpt_model_add_activation(NULL, DPT_ACTIVATION_RELU));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add_activation(e, (dpt_activation)99));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add_activation(e, (dpt_activation)-1));
-  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add_activation(e, (dpt_activation)3));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add_activation(e, (dpt_activation)5)); /* GELU_TANH + 1 */
 
   ROW(DPT_ERROR_NULL_POINTER, dpt_model_add_flatten(NULL));
 
@@ -926,6 +930,378 @@ static void test_model_describe(void **state) {
   /* needed may be NULL. */
   ASSERT_OK(dpt_model_describe(f->model, buffer, sizeof buffer, NULL));
   assert_int_equal(strlen(buffer), needed - 1);
+}
+
+/* The graph calls of 0.2 on the fixture's models: tensors 0 (1x4x4) and 1 (3) of f->model, 0 of f->empty. */
+static void test_graph_misuse(void **state) {
+  fixture *f = (fixture *)*state;
+  dpt_model *m = f->model;
+  dpt_model *e = f->empty;
+  size_t *out = &f->o.size;
+  size_t n = 0, t = 0;
+  static const size_t pair[2] = {0, 0}, bad_pair[2] = {0, 7}, mixed[2] = {0, 1}, four[5] = {0, 0, 0, 0, 0};
+  char long_name[202];
+  memset(long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_output(NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_output(m, NULL));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_set_output(NULL, 0));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_set_output(m, 2));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_set_output(e, 1));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_set_output(m, SIZE_MAX));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tensor_count(NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tensor_count(m, NULL));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tensor_shape(NULL, 0, f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tensor_shape(m, 0, f->o.dims, DPT_MODEL_MAX_RANK, NULL));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tensor_shape(m, 0, NULL, 1, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tensor_shape(m, 2, f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_model_tensor_shape(m, SIZE_MAX, f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size));
+
+  /* The builders: a NULL model, a tensor that does not exist, bad names, bad attributes. */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_conv2d(NULL, 0, 2, 3, 1, 0, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 2, 2, 3, 1, 0, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, SIZE_MAX, 2, 3, 1, 0, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 1, 2, 1, 1, 0, 1, NULL, out)); /* a 3-vector */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, -1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, INT_MIN, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 0, 3, 1, 0, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 5, 1, 0, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 0, 0, 1, NULL, out));
+  ROW(WANT_TOO_BIG, dpt_model_conv2d(m, 0, SIZE_MAX, 3, 1, 0, 1, NULL, out));
+  ROW(WANT_TOO_BIG, dpt_model_conv2d(m, 0, 2, 3, 1, HALF_SIZE, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 1, "", out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 1, "0", out)); /* taken */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 1, "5", out)); /* digits, not 1 */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 1, "conv 1", out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 1, "conv/1", out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_conv2d(m, 0, 2, 3, 1, 0, 1, long_name, out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_dense(NULL, 0, 3, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_dense(m, 2, 3, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_dense(m, 1, 0, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_dense(m, 1, 3, 2, NULL, out));
+  ROW(WANT_TOO_BIG, dpt_model_dense(m, 1, SIZE_MAX, 1, NULL, out));
+  ROW(WANT_TOO_BIG, dpt_model_dense(m, 1, HALF_SIZE, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_dense(m, 1, 3, 1, "", out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_batch_norm(NULL, 0, 1e-5f, 0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 2, 1e-5f, 0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, 0.0f, 0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, -1e-5f, 0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, NAN, 0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, INFINITY, 0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, 1e-5f, -0.1f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, 1e-5f, 1.5f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, 1e-5f, NAN, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_batch_norm(m, 0, 1e-5f, 0.1f, "0", out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_layer_norm(NULL, 0, 1e-5f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_layer_norm(m, 2, 1e-5f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_layer_norm(m, 0, 0.0f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_layer_norm(m, 0, NAN, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_layer_norm(m, 0, -INFINITY, NULL, out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_activation(NULL, 0, DPT_ACTIVATION_GELU, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_activation(m, 2, DPT_ACTIVATION_GELU, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_activation(m, 0, (dpt_activation)5, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_activation(m, 0, (dpt_activation)-1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_activation(m, 0, DPT_ACTIVATION_RELU, "a b", out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_pool(NULL, 0, DPT_POOL_MAX, 2, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 2, DPT_POOL_MAX, 2, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 0, (dpt_pool_kind)2, 2, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 0, DPT_POOL_AVG, 0, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 0, DPT_POOL_AVG, 2, 0, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 0, DPT_POOL_AVG, 5, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 0, DPT_POOL_MAX, SIZE_MAX, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_pool(m, 1, DPT_POOL_MAX, 1, 1, NULL, out)); /* a 3-vector */
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_global_avg_pool(NULL, 0, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_global_avg_pool(m, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_global_avg_pool(m, 1, NULL, out)); /* a 3-vector */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_global_avg_pool(m, 0, "", out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_flatten(NULL, 0, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_flatten(m, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_flatten(m, 0, "0", out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_dropout(NULL, 0, 0.5f, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_dropout(m, 2, 0.5f, NULL, out));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_dropout(m, 0, 1.0f, NULL, out));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_dropout(m, 0, -0.1f, NULL, out));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_dropout(m, 0, NAN, NULL, out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_add(NULL, 0, 0, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add(m, 0, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add(m, SIZE_MAX, 0, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add(m, 0, 1, NULL, out)); /* 1x4x4 + 3 */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_add(m, 0, 0, "1 ", out));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_concat(NULL, pair, 2, NULL, out));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_concat(m, NULL, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, pair, 0, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, pair, 1, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, four, 5, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, pair, SIZE_MAX, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, bad_pair, 2, NULL, out));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, mixed, 2, NULL, out)); /* rank 3 and rank 1 */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_concat(m, pair, 2, "", out));
+
+  /* Named tensors: the fixture's model has 0.weight [3, 16] and 0.bias [3], no buffers. */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_named_tensor_count(NULL, DPT_TENSOR_PARAMETER, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_named_tensor_count(m, DPT_TENSOR_PARAMETER, NULL));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_named_tensor_count(m, (dpt_tensor_kind)2, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_named_tensor_count(m, (dpt_tensor_kind)-1, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER,
+      dpt_model_named_tensor(NULL, DPT_TENSOR_PARAMETER, 0, f->o.text, sizeof f->o.text, &f->o.size,
+                             &f->o.size2, f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size3));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_model_named_tensor(m, (dpt_tensor_kind)2, 0, f->o.text, sizeof f->o.text, &f->o.size, &f->o.size2,
+                             f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size3));
+  ROW(DPT_ERROR_OUT_OF_RANGE,
+      dpt_model_named_tensor(m, DPT_TENSOR_PARAMETER, 2, f->o.text, sizeof f->o.text, &f->o.size, &f->o.size2,
+                             f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size3));
+  ROW(DPT_ERROR_OUT_OF_RANGE,
+      dpt_model_named_tensor(m, DPT_TENSOR_PARAMETER, SIZE_MAX, f->o.text, sizeof f->o.text, &f->o.size,
+                             &f->o.size2, f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size3));
+  ROW(DPT_ERROR_OUT_OF_RANGE,
+      dpt_model_named_tensor(m, DPT_TENSOR_BUFFER, 0, f->o.text, sizeof f->o.text, &f->o.size, &f->o.size2,
+                             f->o.dims, DPT_MODEL_MAX_RANK, &f->o.size3));
+  ROW(DPT_ERROR_NULL_POINTER,
+      dpt_model_named_tensor(m, DPT_TENSOR_PARAMETER, 0, NULL, 16, &f->o.size, &f->o.size2, f->o.dims,
+                             DPT_MODEL_MAX_RANK, &f->o.size3));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_named_tensor(m, DPT_TENSOR_PARAMETER, 0, f->o.text, sizeof f->o.text,
+                                                     &f->o.size, &f->o.size2, NULL, 2, &f->o.size3));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_buffer_count(NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_buffer_count(m, NULL));
+
+  /* JSON. */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_to_json(NULL, f->o.text, sizeof f->o.text, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_to_json(m, NULL, 16, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_from_json(NULL, "{}"));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_from_json(&f->o.model, NULL));
+  ROW(DPT_ERROR_FORMAT, dpt_model_from_json(&f->o.model, ""));
+  ROW(DPT_ERROR_FORMAT, dpt_model_from_json(&f->o.model, "{"));
+  ROW(DPT_ERROR_FORMAT, dpt_model_from_json(&f->o.model, "{\"format\": \"dptrain.model\", \"version\": 1}"));
+
+  /* Buffers of the trainer, as its parameters: the fixture's model has none. */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_get_buffers(NULL, f->o.floats, 0));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_get_buffers(f->trainer, NULL, 0));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_get_buffers(f->trainer, f->o.floats, 1));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_get_buffers(f->trainer, f->o.floats, SIZE_MAX));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_set_buffers(NULL, f->params, 0));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_set_buffers(f->trainer, NULL, 0));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_set_buffers(f->trainer, f->params, 1));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_set_buffers(f->trainer, f->params, SIZE_MAX));
+  finish_table(f);
+
+  /* Still usable, with the right values. */
+  ASSERT_OK(dpt_model_output(m, &n));
+  assert_int_equal(n, 1);
+  ASSERT_OK(dpt_model_tensor_count(m, &n));
+  assert_int_equal(n, 2);
+  ASSERT_OK(dpt_model_buffer_count(m, &n));
+  assert_int_equal(n, 0);
+  ASSERT_OK(dpt_model_named_tensor_count(m, DPT_TENSOR_BUFFER, &n));
+  assert_int_equal(n, 0);
+  ASSERT_OK(dpt_model_named_tensor_count(m, DPT_TENSOR_PARAMETER, &n));
+  assert_int_equal(n, 2);
+  ASSERT_OK(dpt_model_named_tensor(m, DPT_TENSOR_PARAMETER, 1, f->o.text, sizeof f->o.text, &n, &t, f->o.dims,
+                                   DPT_MODEL_MAX_RANK, &f->o.size3));
+  assert_string_equal(f->o.text, "0.bias");
+  assert_int_equal(n, sizeof "0.bias");
+  assert_int_equal(t, IN * CLASSES);
+  assert_int_equal(f->o.size3, 1);
+  assert_int_equal(f->o.dims[0], CLASSES);
+  ASSERT_OK(dpt_trainer_get_buffers(f->trainer, f->o.floats, 0));
+  ASSERT_OK(dpt_trainer_set_buffers(f->trainer, f->params, 0));
+  long_name[200] = '\0'; /* 200 bytes: the longest name */
+  ASSERT_OK(dpt_model_conv2d(e, 0, 2, 3, 1, 0, 0, long_name, &t));
+  assert_int_equal(t, 1);
+  ASSERT_OK(dpt_model_batch_norm(e, t, 1e-5f, 1.0f, "1", &t)); /* its own index; momentum 1 */
+  ASSERT_OK(dpt_model_concat(e, pair, 2, NULL, &t));           /* 1x4x4 twice */
+  ASSERT_OK(dpt_model_tensor_shape(e, t, f->o.dims, DPT_MODEL_MAX_RANK, &n));
+  assert_int_equal(n, 3);
+  assert_int_equal(f->o.dims[0], 2);
+  ASSERT_OK(dpt_model_set_output(e, 2));
+  ASSERT_OK(dpt_model_output(e, &n));
+  assert_int_equal(n, 2);
+  ASSERT_OK(dpt_model_buffer_count(e, &n));
+  assert_int_equal(n, 4);
+  ASSERT_OK(dpt_model_layer_count(e, &f->empty_layers));
+}
+
+/* The size queries of the graph calls: BUFFER_TOO_SMALL reports the sizes and writes nothing else. */
+static void test_graph_size_queries(void **state) {
+  fixture *f = (fixture *)*state;
+  char text[8] = "zzzzzzz";
+  size_t dims[2] = {77, 77}, rank = 0, needed = 0, offset = 99;
+  EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL, dpt_model_tensor_shape(f->model, 0, dims, 2, &rank));
+  assert_int_equal(rank, 3);
+  assert_int_equal(dims[0], 77);
+  EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL, dpt_model_tensor_shape(f->model, 0, NULL, 0, &rank));
+  EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL,
+                dpt_model_named_tensor(f->model, DPT_TENSOR_PARAMETER, 0, text, sizeof "0.weight" - 1,
+                                       &needed, &offset, dims, 2, &rank));
+  assert_int_equal(needed, sizeof "0.weight");
+  assert_int_equal(rank, 2);
+  assert_string_equal(text, "zzzzzzz");
+  assert_int_equal(offset, 99);
+  assert_int_equal(dims[0], 77);
+  rank = 0;
+  EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL,
+                dpt_model_named_tensor(f->model, DPT_TENSOR_PARAMETER, 1, text, sizeof text, NULL, &offset,
+                                       dims, 0, &rank));
+  assert_int_equal(rank, 1);
+  assert_string_equal(text, "zzzzzzz");
+  {
+    char json[2048];
+    size_t again = 0;
+    EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL, dpt_model_to_json(f->model, NULL, 0, &needed));
+    assert_true(needed > 16 && needed < sizeof json);
+    memset(json, 'Z', sizeof json);
+    EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL, dpt_model_to_json(f->model, json, needed - 1, &again));
+    assert_int_equal(again, needed);
+    assert_int_equal(json[0], 'Z');
+    ASSERT_OK(dpt_model_to_json(f->model, json, needed, NULL));
+    assert_int_equal(strlen(json) + 1, needed);
+    assert_int_equal(json[needed], 'Z');
+  }
+}
+
+/* ---- one model, two threads: builders are exclusive, queries shared --------------------------- */
+
+typedef struct model_reader {
+  const dpt_model *model;
+  int index;         /* which of the two readers */
+  int stop;          /* set by the main thread (atomic) */
+  long calls, busy;  /* written by the reader, read after the join */
+  dpt_status failed; /* the first failure other than BUSY */
+} model_reader;
+
+static void *read_model(void *arg) {
+  model_reader *r = (model_reader *)arg;
+  static char buffers[2][16384];
+  char *buffer = buffers[r->index];
+  while (!__atomic_load_n(&r->stop, __ATOMIC_SEQ_CST)) {
+    const dpt_status s = dpt_model_to_json(r->model, buffer, sizeof buffers[0], NULL);
+    __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
+    if (s == DPT_ERROR_BUSY)
+      ++r->busy;
+    else if (s != DPT_OK && r->failed == DPT_OK)
+      r->failed = s;
+  }
+  return NULL;
+}
+
+enum { BUSY_PROBES = 16 };
+
+/* Builder calls that fail with *want when the model is free, so that a probe never changes it. */
+static dpt_status busy_probe(dpt_model *m, int k, int *want) {
+  static const size_t ids[2] = {999, 999};
+  size_t out = 0;
+  *want = DPT_ERROR_INVALID_ARGUMENT;
+  switch (k) {
+    case 0:
+      return dpt_model_set_output(m, 999);
+    case 1:
+      return dpt_model_conv2d(m, 999, 1, 1, 1, 0, 0, NULL, &out);
+    case 2:
+      return dpt_model_dense(m, 999, 1, 1, NULL, &out);
+    case 3:
+      return dpt_model_batch_norm(m, 999, 1e-5f, 0.1f, NULL, &out);
+    case 4:
+      return dpt_model_layer_norm(m, 999, 1e-5f, NULL, &out);
+    case 5:
+      return dpt_model_activation(m, 999, DPT_ACTIVATION_GELU, NULL, &out);
+    case 6:
+      return dpt_model_pool(m, 999, DPT_POOL_MAX, 2, 2, NULL, &out);
+    case 7:
+      return dpt_model_global_avg_pool(m, 999, NULL, &out);
+    case 8:
+      return dpt_model_flatten(m, 999, NULL, &out);
+    case 9:
+      *want = DPT_ERROR_OUT_OF_RANGE;
+      return dpt_model_dropout(m, 0, 2.0f, NULL, &out);
+    case 10:
+      return dpt_model_add(m, 999, 0, NULL, &out);
+    case 11:
+      return dpt_model_concat(m, ids, 2, NULL, &out);
+    case 12:
+      return dpt_model_add_dense(m, 0);
+    case 13:
+      return dpt_model_add_conv2d(m, 0, 1, 1, 0);
+    case 14:
+      return dpt_model_add_activation(m, (dpt_activation)99);
+    default:
+      *want = DPT_ERROR_OUT_OF_RANGE;
+      return dpt_model_add_dropout(m, 2.0f);
+  }
+}
+
+static void test_model_busy(void **state) {
+  dpt_model *m = NULL;
+  model_reader readers[2];
+  pthread_t threads[2];
+  int refused[BUSY_PROBES], seen = 0, k;
+  long attempt;
+  size_t layers = 0, n = 0;
+  (void)state;
+  ASSERT_OK(dpt_model_create_builtin(&m, "resnet18"));
+  ASSERT_OK(dpt_model_layer_count(m, &layers));
+  memset(readers, 0, sizeof readers);
+  memset(refused, 0, sizeof refused);
+
+  /* Two readers at once: queries never refuse each other. */
+  for (k = 0; k < 2; ++k) {
+    readers[k].model = m;
+    readers[k].index = k;
+    assert_int_equal(pthread_create(&threads[k], NULL, read_model, &readers[k]), 0);
+  }
+  while (__atomic_load_n(&readers[0].calls, __ATOMIC_SEQ_CST) < 200 ||
+         __atomic_load_n(&readers[1].calls, __ATOMIC_SEQ_CST) < 200)
+    sched_yield();
+  for (k = 0; k < 2; ++k) {
+    __atomic_store_n(&readers[k].stop, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(threads[k], NULL), 0);
+    assert_int_equal(readers[k].busy, 0);
+    ASSERT_OK(readers[k].failed);
+  }
+
+  /* A reader and the builders: each builder is refused with BUSY while the reader is in a call, and
+   * changes nothing; otherwise it fails on its bad argument. */
+  memset(readers, 0, sizeof readers);
+  readers[0].model = m;
+  assert_int_equal(pthread_create(&threads[0], NULL, read_model, &readers[0]), 0);
+  while (__atomic_load_n(&readers[0].calls, __ATOMIC_SEQ_CST) < 1) sched_yield();
+  for (attempt = 0; attempt < 1000000 && seen < BUSY_PROBES; ++attempt) {
+    for (k = 0; k < BUSY_PROBES; ++k) {
+      int want = 0;
+      const dpt_status s = busy_probe(m, k, &want);
+      if (s == DPT_ERROR_BUSY) {
+        if (strstr(dpt_last_error_message(), "another thread") == NULL)
+          fail_msg("probe %d: BUSY without its message: %s", k, dpt_last_error_message());
+        seen += refused[k]++ == 0;
+      } else if ((int)s != want) {
+        __atomic_store_n(&readers[0].stop, 1, __ATOMIC_SEQ_CST);
+        pthread_join(threads[0], NULL);
+        fail_msg("probe %d returned %s: %s", k, dpt_status_string(s), dpt_last_error_message());
+      }
+    }
+  }
+  __atomic_store_n(&readers[0].stop, 1, __ATOMIC_SEQ_CST);
+  assert_int_equal(pthread_join(threads[0], NULL), 0);
+  ASSERT_OK(readers[0].failed);
+  for (k = 0; k < BUSY_PROBES; ++k)
+    if (refused[k] == 0) fail_msg("builder probe %d was never refused while the model was read", k);
+  ASSERT_OK(dpt_model_layer_count(m, &n));
+  assert_int_equal(n, layers);
+  /* Free again: a builder works. */
+  ASSERT_OK(dpt_model_flatten(m, 0, "input.flat", &n));
+  dpt_model_destroy(m);
 }
 
 /* ---- datasets -------------------------------------------------------------------------------- */
@@ -1527,6 +1903,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_model_misuse, setup, teardown),
       cmocka_unit_test(test_model_builtins),
       cmocka_unit_test_setup_teardown(test_model_describe, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_graph_misuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_graph_size_queries, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_model_busy, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dataset_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_trainer_create_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_trainer_step_misuse, setup, teardown),

@@ -28,7 +28,9 @@ expect_error 2
 expect_error 2 frobnicate
 expect_error 2 devices --frobnicate
 expect_error 2 train
-expect_error 2 train --model resnet18
+expect_error 2 train --model resnet
+expect_error 2 train --model model.txt
+expect_error 2 train --model .json
 expect_error 2 train --model
 expect_error 2 train --model mlp --epochs
 expect_error 2 train --model mlp --epochs abc
@@ -89,8 +91,37 @@ for data in fifo-data dir-data; do
     pass "$data: says the file is not a regular file" || fail "$data: $(cat "$WORK/case.err")"
 done
 
+# Model files: read and checked before any data is loaded (the data directory does not exist, which would
+# fail with status 1), a model that does not fit Fashion-MNIST is a usage error, a broken file a failure.
+HEAD='{"format": "dptrain.model", "version": 1, "input": '
+printf '%s[1, 8, 8], "nodes": [{"op": "dense", "inputs": [0], "units": 10, "bias": 1}]}\n' "$HEAD" >"$WORK/small.json"
+printf '%s[1, 28, 28], "nodes": [{"op": "dense", "inputs": [0], "units": 7, "bias": 1}]}\n' "$HEAD" >"$WORK/seven.json"
+printf '%s[1, 28, 28], "nodes": [\n  {"op": "dense", "inputs": [0], "units": 10, "bias": 1},\n' "$HEAD" \
+  >"$WORK/broken.json"
+printf '%s[1, 28, 28], "nodes": [{"op": "dense", "inputs": [0], "units": 10}]}\n' "$HEAD" >"$WORK/no-bias.json"
+NODATA=(--data "$WORK/no-such-directory" --epochs 1)
+expect_error 2 train --model "$WORK/small.json" "${NODATA[@]}"
+grep -q "takes 1x8x8 inputs; Fashion-MNIST images are 1x28x28" "$WORK/case.err" &&
+  pass "names the input shape" || fail "input shape: $(cat "$WORK/case.err")"
+expect_error 2 train --model "$WORK/seven.json" "${NODATA[@]}"
+grep -q "has 7 outputs; Fashion-MNIST has 10 classes" "$WORK/case.err" &&
+  pass "names the output size" || fail "output size: $(cat "$WORK/case.err")"
+expect_error 1 train --model "$WORK/broken.json" "${NODATA[@]}"
+grep -q "broken.json': format error: dpt_model_from_json: line 3" "$WORK/case.err" &&
+  pass "names the file and the line" || fail "broken file: $(cat "$WORK/case.err")"
+expect_error 1 train --model "$WORK/no-bias.json" "${NODATA[@]}"
+grep -q 'nodes\[0\] (dense): missing "bias"' "$WORK/case.err" &&
+  pass "names the node and the key" || fail "missing key: $(cat "$WORK/case.err")"
+expect_error 1 train --model "$WORK/no-such-model.json" "${NODATA[@]}"
+mkdir "$WORK/directory.json"
+expect_error 1 train --model "$WORK/directory.json" "${NODATA[@]}"
+expect_error 2 model
+expect_error 2 model nope
+expect_error 2 model lenet mlp
+expect_error 1 model "$WORK/broken.json"
+
 # Help is not an error.
-for args in "--help" "train --help" "devices --help"; do
+for args in "--help" "train --help" "devices --help" "model --help"; do
   # shellcheck disable=SC2086 # split on purpose
   run_cli help $args
   if [ "$RC" -eq 0 ] && grep -q "usage: dptrain" "$WORK/help.out" && [ ! -s "$WORK/help.err" ]; then

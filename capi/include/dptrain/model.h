@@ -1,14 +1,49 @@
 /**
  * @file model.h
- * @brief Model descriptions: the built-in models and a builder for sequential classifiers.
+ * @brief Model descriptions: the built-in models, builders for sequential and graph models, named
+ * parameters and buffers, and JSON model files.
  *
- * A model is a description (layer list and shapes), not weights: a trainer instantiates one replica of
- * it on each of its devices. Every model ends in a softmax cross-entropy loss over its outputs.
- * Tensors are NCHW, float32; a sample is `channels * height * width` floats.
+ * A model is a description (a graph of ops and the shapes of its tensors), not weights: a trainer
+ * instantiates one replica of it on each of its devices. Every model ends in a softmax cross-entropy loss
+ * over its output tensor. Tensors are NCHW, float32; a sample is `channels * height * width` floats.
  *
- * Threading: the dpt_model_add_* builders change the model and are refused with DPT_ERROR_BUSY while
- * another thread is in a call on the same model; queries and dpt_trainer_create() only read it and may run
- * on several threads at once.
+ * Tensors are numbered: tensor 0 is the input, and each added node makes one new tensor, numbered in the
+ * order of the calls. The sequential dpt_model_add_* calls append a node on the current output; the graph
+ * calls (dpt_model_conv2d, dpt_model_add, ...) name the tensors they read and return the id of the tensor
+ * they make, so any DAG can be built. Each added node's tensor becomes the model's output (the logits);
+ * dpt_model_set_output picks another. Every node has a name (the @p name argument; NULL: the node's index,
+ * as "3"); its parameters and buffers are named after it ("layer1.0.bn1.running_mean").
+ *
+ * A ResNet basic block, y = relu(bn(conv(relu(bn(conv(x))))) + shortcut(x)):
+ * @code
+ * dpt_status basic_block(dpt_model *m, size_t x, size_t channels, size_t stride, size_t *out) {
+ *   size_t y, s = x, dims[DPT_MODEL_MAX_RANK], rank;
+ *   dpt_status e;
+ *   if ((e = dpt_model_tensor_shape(m, x, dims, DPT_MODEL_MAX_RANK, &rank)) ||
+ *       (e = dpt_model_conv2d(m, x, channels, 3, stride, 1, 0, NULL, &y)) ||
+ *       (e = dpt_model_batch_norm(m, y, 1e-5f, 0.1f, NULL, &y)) ||
+ *       (e = dpt_model_activation(m, y, DPT_ACTIVATION_RELU, NULL, &y)) ||
+ *       (e = dpt_model_conv2d(m, y, channels, 3, 1, 1, 0, NULL, &y)) ||
+ *       (e = dpt_model_batch_norm(m, y, 1e-5f, 0.1f, NULL, &y)))
+ *     return e;
+ *   if ((stride != 1 || dims[0] != channels) &&  // the shortcut: a 1x1 projection
+ *       ((e = dpt_model_conv2d(m, x, channels, 1, stride, 0, 0, NULL, &s)) ||
+ *        (e = dpt_model_batch_norm(m, s, 1e-5f, 0.1f, NULL, &s))))
+ *     return e;
+ *   if ((e = dpt_model_add(m, y, s, NULL, &y))) return e;
+ *   return dpt_model_activation(m, y, DPT_ACTIVATION_RELU, NULL, out);
+ * }
+ * @endcode
+ *
+ * Names: unique in the model, 1 to 200 bytes of letters, digits, '_', '.' and '-'; a name of digits only
+ * must be the node's own index. Every graph builder returns DPT_ERROR_NULL_POINTER for a NULL model,
+ * DPT_ERROR_INVALID_ARGUMENT for a tensor id that does not exist, a bad or taken name, or inputs of a shape
+ * the op does not take, and DPT_ERROR_BUSY as below; a failed call leaves the model unchanged. @p out
+ * receives the id of the new tensor and may be NULL.
+ *
+ * Threading: the builders (dpt_model_add_*, the graph calls, dpt_model_set_output) change the model and are
+ * refused with DPT_ERROR_BUSY while another thread is in a call on the same model; queries,
+ * dpt_model_to_json and dpt_trainer_create() only read it and may run on several threads at once.
  */
 #ifndef DPTRAIN_MODEL_H
 #define DPTRAIN_MODEL_H
@@ -20,14 +55,21 @@
 
 DPT_EXTERN_C_BEGIN
 
-/** @brief Opaque sequential model description. */
+/** @brief Opaque model description. */
 typedef struct dpt_model dpt_model;
+
+/** @brief The most dimensions a tensor has (one sample's). */
+#define DPT_MODEL_MAX_RANK 4
+/** @brief Bytes that hold every node, parameter or buffer name with its terminating NUL. */
+#define DPT_MODEL_NAME_CAPACITY 256
 
 /** @brief Elementwise activation functions. */
 typedef enum dpt_activation {
-  DPT_ACTIVATION_RELU = 0,    /**< max(0, x) */
-  DPT_ACTIVATION_SIGMOID = 1, /**< 1 / (1 + exp(-x)) */
-  DPT_ACTIVATION_TANH = 2     /**< tanh(x) */
+  DPT_ACTIVATION_RELU = 0,     /**< max(0, x) */
+  DPT_ACTIVATION_SIGMOID = 1,  /**< 1 / (1 + exp(-x)) */
+  DPT_ACTIVATION_TANH = 2,     /**< tanh(x) */
+  DPT_ACTIVATION_GELU = 3,     /**< x * Phi(x), Phi the normal distribution function (erf); since 0.2 */
+  DPT_ACTIVATION_GELU_TANH = 4 /**< GELU's tanh approximation; since 0.2 */
 } dpt_activation;
 
 /** @brief Pooling kinds. */
@@ -72,7 +114,7 @@ DPT_API dpt_status dpt_model_add_conv2d(dpt_model *model, size_t out_channels, s
 /** @brief Appends a pooling layer over square windows (no padding; the output size rounds down). */
 DPT_API dpt_status dpt_model_add_pool(dpt_model *model, dpt_pool_kind kind, size_t window, size_t stride);
 
-/** @brief Appends an elementwise activation. */
+/** @brief Appends an elementwise activation (any dpt_activation; the GELUs since 0.2). */
 DPT_API dpt_status dpt_model_add_activation(dpt_model *model, dpt_activation activation);
 
 /** @brief Appends a flatten layer (C x H x W -> CHW x 1 x 1). */
@@ -89,13 +131,13 @@ DPT_API dpt_status dpt_model_add_dropout(dpt_model *model, float rate);
 /** @brief Floats per input sample (channels * height * width). */
 DPT_API dpt_status dpt_model_input_size(const dpt_model *model, size_t *size);
 
-/** @brief Number of outputs (classes) of the last layer. */
+/** @brief Number of outputs (classes): the floats of one sample of the output tensor. */
 DPT_API dpt_status dpt_model_output_size(const dpt_model *model, size_t *size);
 
 /** @brief Number of trainable parameters (floats). */
 DPT_API dpt_status dpt_model_parameter_count(const dpt_model *model, size_t *count);
 
-/** @brief Number of layers. */
+/** @brief Number of layers (nodes). */
 DPT_API dpt_status dpt_model_layer_count(const dpt_model *model, size_t *count);
 
 /**
@@ -105,6 +147,203 @@ DPT_API dpt_status dpt_model_layer_count(const dpt_model *model, size_t *count);
  * @return DPT_ERROR_BUFFER_TOO_SMALL (with *needed set) when capacity is too small.
  */
 DPT_API dpt_status dpt_model_describe(const dpt_model *model, char *buffer, size_t capacity, size_t *needed);
+
+/* ---- graph models (0.2) ------------------------------------------------------------------------- */
+
+/**
+ * @brief The id of the output tensor (the logits); 0, the input, while the model has no node.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model or tensor; DPT_ERROR_BUSY while a builder runs on another
+ * thread (as for every query).
+ */
+DPT_API dpt_status dpt_model_output(const dpt_model *model, size_t *tensor);
+
+/**
+ * @brief Makes @p tensor the model's output, the logits of the loss (the next added node moves it again).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT when the tensor does not
+ * exist; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_set_output(dpt_model *model, size_t tensor);
+
+/**
+ * @brief Number of tensors: 1 (the input) + the number of nodes; ids are 0 .. count - 1.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model or count; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_tensor_count(const dpt_model *model, size_t *count);
+
+/**
+ * @brief The dimensions of one sample of @p tensor (e.g. 64, 28, 28).
+ * @param dims receives *rank values; may be NULL when @p capacity is 0.
+ * @param rank receives the number of dimensions (1 to DPT_MODEL_MAX_RANK).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model or rank, or a NULL dims with a capacity;
+ * DPT_ERROR_INVALID_ARGUMENT when the tensor does not exist; DPT_ERROR_BUFFER_TOO_SMALL (with *rank set,
+ * dims untouched) when capacity < rank; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_tensor_shape(const dpt_model *model, size_t tensor, size_t *dims,
+                                          size_t capacity, size_t *rank);
+
+/**
+ * @brief Adds a 2-D convolution of @p input (channels x height x width) with square kernels.
+ * @param bias 1: with a bias per output channel; 0: without (before a batch norm).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, an input that is not [c, h, w], a size of 0, a kernel that does not fit the
+ * padded input, or a bias other than 0 and 1; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_conv2d(dpt_model *model, size_t input, size_t out_channels, size_t kernel,
+                                    size_t stride, size_t padding, int bias, const char *name, size_t *out);
+
+/**
+ * @brief Adds a fully connected layer with @p units outputs over @p input (flattened).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, units of 0 or too many parameters, or a bias other than 0 and 1;
+ * DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_dense(dpt_model *model, size_t input, size_t units, int bias, const char *name,
+                                   size_t *out);
+
+/**
+ * @brief Adds a batch norm over the channels (dimension 0) of @p input ([c] or [c, h, w]), as PyTorch's
+ * BatchNorm2d: y = (x - mean) / sqrt(var + eps) * weight + bias over the batch in training, with the
+ * running statistics in evaluation; running = (1 - momentum) * running + momentum * batch. Parameters
+ * weight, bias; buffers running_mean, running_var. @p eps and @p momentum are taken at their shortest
+ * decimal value (1e-5f is 1e-5).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, an input that is not [c] or [c, h, w], an eps that is not finite and > 0, or
+ * a momentum outside [0, 1]; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_batch_norm(dpt_model *model, size_t input, float eps, float momentum,
+                                        const char *name, size_t *out);
+
+/**
+ * @brief Adds a layer norm over the last dimension of each sample (parameters weight and bias).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, or an eps that is not finite and > 0; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_layer_norm(dpt_model *model, size_t input, float eps, const char *name,
+                                        size_t *out);
+
+/**
+ * @brief Adds an elementwise activation of @p input.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, or an unknown activation; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_activation(dpt_model *model, size_t input, dpt_activation activation,
+                                        const char *name, size_t *out);
+
+/**
+ * @brief Adds a pooling layer over square windows of @p input (no padding; the output size rounds down).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, an unknown kind, an input that is not [c, h, w], a window or stride of 0, or a
+ * window larger than the input; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_pool(dpt_model *model, size_t input, dpt_pool_kind kind, size_t window,
+                                  size_t stride, const char *name, size_t *out);
+
+/**
+ * @brief Adds global average pooling: [c, h, w] -> [c], the mean of each plane.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, or an input that is not [c, h, w]; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_global_avg_pool(dpt_model *model, size_t input, const char *name, size_t *out);
+
+/**
+ * @brief Adds a flatten: any shape -> its size (a view, no copy).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_flatten(dpt_model *model, size_t input, const char *name, size_t *out);
+
+/**
+ * @brief Adds inverted dropout of @p input (as dpt_model_add_dropout).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name; DPT_ERROR_OUT_OF_RANGE unless 0 <= rate < 1; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_dropout(dpt_model *model, size_t input, float rate, const char *name,
+                                     size_t *out);
+
+/**
+ * @brief Adds the elementwise sum of tensors @p a and @p b, which have one shape (a residual join).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, or shapes that differ; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_add(dpt_model *model, size_t a, size_t b, const char *name, size_t *out);
+
+/**
+ * @brief Adds the concatenation of @p count tensors (2 to 4) along dimension 0 (channels); their other
+ * dimensions must agree.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model or inputs; DPT_ERROR_INVALID_ARGUMENT for a count other
+ * than 2 to 4, a tensor that does not exist, a bad or taken name, or shapes that do not agree;
+ * DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_concat(dpt_model *model, const size_t *inputs, size_t count, const char *name,
+                                    size_t *out);
+
+/* ---- named parameters and buffers (0.2) ------------------------------------------------------------ */
+
+/** @brief The two kinds of named tensors: trainable parameters and buffers (running statistics). */
+typedef enum dpt_tensor_kind {
+  DPT_TENSOR_PARAMETER = 0, /**< In the flat parameter vector (dpt_trainer_get_parameters). */
+  DPT_TENSOR_BUFFER = 1     /**< In the flat buffer vector (dpt_trainer_get_buffers). */
+} dpt_tensor_kind;
+
+/**
+ * @brief Number of named tensors of @p kind. Parameters lie in node order, each node's in its op's order
+ * (weight, then bias), back to back: their offsets and sizes cover the flat vector exactly.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model or count; DPT_ERROR_INVALID_ARGUMENT for an unknown kind;
+ * DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_named_tensor_count(const dpt_model *model, dpt_tensor_kind kind, size_t *count);
+
+/**
+ * @brief The name ("layer1.0.conv1.weight"), offset and shape of named tensor @p index of @p kind.
+ * @param name receives the name with its NUL; may be NULL when @p capacity is 0. DPT_MODEL_NAME_CAPACITY
+ * bytes are always enough.
+ * @param needed receives the bytes the name needs, its NUL included (may be NULL).
+ * @param offset receives the index of its first float in the flat parameter (or buffer) vector (may be
+ * NULL).
+ * @param dims receives its *rank dimensions (its whole shape, e.g. 64, 3, 3, 3); may be NULL when
+ * @p dims_capacity is 0.
+ * @param rank receives the number of dimensions (may be NULL).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model, or a NULL name or dims with a capacity;
+ * DPT_ERROR_INVALID_ARGUMENT for an unknown kind; DPT_ERROR_OUT_OF_RANGE when index >= the count;
+ * DPT_ERROR_BUFFER_TOO_SMALL (with *needed and *rank set, nothing else written) when capacity < needed or
+ * dims_capacity < rank; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_named_tensor(const dpt_model *model, dpt_tensor_kind kind, size_t index,
+                                          char *name, size_t capacity, size_t *needed, size_t *offset,
+                                          size_t *dims, size_t dims_capacity, size_t *rank);
+
+/**
+ * @brief Number of floats of buffers (running statistics) of one replica; 0 without batch norm.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model or count; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_buffer_count(const dpt_model *model, size_t *count);
+
+/* ---- JSON model files (0.2, docs/model-json.md) -------------------------------------------------- */
+
+/**
+ * @brief Writes the model as JSON: {"format": "dptrain.model", "version": 1, "input": [...], "nodes":
+ * [{"op": ..., "name": ..., "inputs": [...], attributes...}, ...], "output": id}, one node per line,
+ * ending with a newline. dpt_model_from_json reads it back to the same model (describe text, names,
+ * parameter count and initial parameters alike).
+ * @param buffer may be NULL when @p capacity is 0.
+ * @param needed receives the length including the terminating NUL (may be NULL).
+ * @return DPT_ERROR_NULL_POINTER for a NULL model, or a NULL buffer with a capacity;
+ * DPT_ERROR_BUFFER_TOO_SMALL (with *needed set) when capacity is too small; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_to_json(const dpt_model *model, char *buffer, size_t capacity, size_t *needed);
+
+/**
+ * @brief Creates the model a JSON text (NUL-terminated, at most 4 MiB) describes.
+ *
+ * Reads what dpt_model_to_json writes. Strict: no unknown, missing or duplicate keys; every attribute of an
+ * op is given; "name" may be left out (the node's index), "output" too (the last node's tensor).
+ * @return DPT_ERROR_NULL_POINTER when out or json is NULL; DPT_ERROR_FORMAT when the text is not JSON or
+ * not a model description (a wrong type, a missing, unknown or duplicate key, an unknown op, a number out
+ * of range, nesting deeper than 16, a text over 4 MiB, more than 65536 nodes); for a well-formed
+ * description of a model the builders refuse, the code the builder gives (DPT_ERROR_INVALID_ARGUMENT,
+ * DPT_ERROR_OUT_OF_RANGE for a dropout rate). The message names the line, column and node.
+ */
+DPT_API dpt_status dpt_model_from_json(dpt_model **out, const char *json);
 
 DPT_EXTERN_C_END
 

@@ -330,6 +330,22 @@ DPT_API dpt_status dpt_trainer_get_replica_parameters(dpt_trainer *trainer, size
 DPT_API dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *parameters, size_t count);
 
 /**
+ * @brief Copies the buffers (running statistics of batch norms; of the first replica, every replica holds
+ * the same) into @p buffers, in the order of dpt_model_named_tensor(DPT_TENSOR_BUFFER); count must equal
+ * dpt_model_buffer_count.
+ * @return DPT_ERROR_NULL_POINTER for a NULL trainer or buffers; DPT_ERROR_SIZE_MISMATCH for a wrong count;
+ * DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_trainer_get_buffers(dpt_trainer *trainer, float *buffers, size_t count);
+
+/**
+ * @brief Sets the buffers of every replica (as dpt_trainer_set_parameters does the parameters).
+ * @return DPT_ERROR_NULL_POINTER for a NULL trainer or buffers; DPT_ERROR_SIZE_MISMATCH for a wrong count;
+ * DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_trainer_set_buffers(dpt_trainer *trainer, const float *buffers, size_t count);
+
+/**
  * @brief FNV-1a 64-bit hash of the parameter bytes (little-endian float32) of the first replica, so
  * runs can be compared bit for bit.
  */
