@@ -4,7 +4,7 @@
 // device and the call (never crashes); on a GPU: contexts, memory and copies, out of memory as an error,
 // everything freed on destroy, and each GPU's self-test (its own kernel, cuBLAS, cuDNN and NCCL against host
 // results). The kernels and collectives are checked against the CPU backend in test_cuda_layers,
-// test_cuda_training and test_cuda_collectives.
+// test_cuda_norms, test_cuda_training and test_cuda_collectives.
 // Without the module or without a GPU the cases that need them are SKIPPED, never passed.
 #include <cstdio>
 #include <cstdlib>
@@ -57,8 +57,8 @@ void test_interface(void **) {
 // without a kernel); an unknown name or NULL is not supported.
 void test_op_supported(void **) {
   const dpt_backend_v2 *api = module_or_skip();
-  for (const char *op :
-       {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "flatten"}) {
+  for (const char *op : {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "flatten",
+                         "add", "concat", "global_avg_pool", "gelu", "layer_norm", "batch_norm"}) {
     print_message("op_supported(%s)\n", op);
     assert_int_equal(api->op_supported(op, DPT_DTYPE_F32), 1);
     for (const int32_t dtype :

@@ -76,10 +76,10 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
 }  // namespace
 
 extern const OpKernel kRelu = {
-    "relu", 1, 0, 0, forward<CUDNN_ACTIVATION_RELU>, backward<CUDNN_ACTIVATION_RELU>};
+    "relu", 1, 1, 0, 0, forward<CUDNN_ACTIVATION_RELU>, backward<CUDNN_ACTIVATION_RELU>};
 extern const OpKernel kSigmoid = {
-    "sigmoid", 1, 0, 0, forward<CUDNN_ACTIVATION_SIGMOID>, backward<CUDNN_ACTIVATION_SIGMOID>};
+    "sigmoid", 1, 1, 0, 0, forward<CUDNN_ACTIVATION_SIGMOID>, backward<CUDNN_ACTIVATION_SIGMOID>};
 extern const OpKernel kTanh = {
-    "tanh", 1, 0, 0, forward<CUDNN_ACTIVATION_TANH>, backward<CUDNN_ACTIVATION_TANH>};
+    "tanh", 1, 1, 0, 0, forward<CUDNN_ACTIVATION_TANH>, backward<CUDNN_ACTIVATION_TANH>};
 
 }  // namespace dpt::cuda

@@ -69,12 +69,23 @@ bool has_dims(const dpt_tensor &t, std::initializer_list<int64_t> dims) {
   return true;
 }
 
+bool same_dims(const dpt_tensor &a, const dpt_tensor &b) {
+  if (a.rank != b.rank) return false;
+  for (int32_t i = 0; i < a.rank && i < DPT_OP_MAX_RANK; ++i)
+    if (a.dims[i] != b.dims[i]) return false;
+  return true;
+}
+
 int check_call(const dpt_backend_context &c, const OpKernel &op, const dpt_op_call &call, const char *pass,
                const Error &e) {
   if (call.n < 0) return invalid_call(c, call, pass, e, "negative sample count %lld", (long long)call.n);
-  if (call.input_count != op.inputs)
-    return invalid_call(c, call, pass, e, "%d inputs (the op takes %d)", int(call.input_count),
-                        int(op.inputs));
+  if (call.input_count < op.min_inputs || call.input_count > op.max_inputs) {
+    if (op.min_inputs == op.max_inputs)
+      return invalid_call(c, call, pass, e, "%d inputs (the op takes %d)", int(call.input_count),
+                          int(op.min_inputs));
+    return invalid_call(c, call, pass, e, "%d inputs (the op takes %d to %d)", int(call.input_count),
+                        int(op.min_inputs), int(op.max_inputs));
+  }
   if (call.param_count < op.min_params || call.param_count > op.max_params) {
     if (op.min_params == op.max_params)
       return invalid_call(c, call, pass, e, "%d parameters (the op takes %d)", int(call.param_count),

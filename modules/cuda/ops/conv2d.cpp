@@ -101,6 +101,6 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
 
 }  // namespace
 
-extern const OpKernel kConv2d = {"conv2d", 1, 1, 2, forward, backward};
+extern const OpKernel kConv2d = {"conv2d", 1, 1, 1, 2, forward, backward};
 
 }  // namespace dpt::cuda

@@ -76,6 +76,6 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
 
 }  // namespace
 
-extern const OpKernel kDense = {"dense", 1, 1, 2, forward, backward};
+extern const OpKernel kDense = {"dense", 1, 1, 1, 2, forward, backward};
 
 }  // namespace dpt::cuda

@@ -20,7 +20,7 @@ using OpPass = int (*)(dpt_backend_context &c, const dpt_op_call &call, const Er
 
 struct OpKernel {
   const char *name;                // as in op_call.h
-  int32_t inputs;                  // dpt_op_call::input_count
+  int32_t min_inputs, max_inputs;  // dpt_op_call::input_count (concat: 2 to DPT_OP_MAX_INPUTS)
   int32_t min_params, max_params;  // dpt_op_call::param_count (weight, then an optional bias)
   OpPass forward, backward;        // nullptr: a view that the executor never calls (flatten)
 };
@@ -58,10 +58,12 @@ DimsText dims_text(const dpt_tensor &t);
 
 // True when t has the given rank and dims.
 bool has_dims(const dpt_tensor &t, std::initializer_list<int64_t> dims);
+// True when a and b have the same rank and dims.
+bool same_dims(const dpt_tensor &a, const dpt_tensor &b);
 
 // The call's tensors as typed pointers: x, y, the parameters (nullptr when the call has fewer), dy, dx.
-inline const float *input(const dpt_op_call &call) {
-  return static_cast<const float *>(call.inputs[0].data);
+inline const float *input(const dpt_op_call &call, int i = 0) {
+  return static_cast<const float *>(call.inputs[i].data);
 }
 inline float *output(const dpt_op_call &call) {
   return static_cast<float *>(call.output.data);
@@ -75,8 +77,8 @@ inline float *param_grad(const dpt_op_call &call, int p) {
 inline const float *output_grad(const dpt_op_call &call) {
   return static_cast<const float *>(call.output_grad);
 }
-inline float *input_grad(const dpt_op_call &call) {
-  return static_cast<float *>(call.input_grads[0]);
+inline float *input_grad(const dpt_op_call &call, int i = 0) {
+  return static_cast<float *>(call.input_grads[i]);
 }
 
 }  // namespace dpt::cuda

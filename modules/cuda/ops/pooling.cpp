@@ -74,11 +74,13 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
 
 extern const OpKernel kAvgPool2d = {"avg_pool2d",
                                     1,
+                                    1,
                                     0,
                                     0,
                                     forward<CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING>,
                                     backward<CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING>};
 extern const OpKernel kMaxPool2d = {"max_pool2d",
+                                    1,
                                     1,
                                     0,
                                     0,

@@ -6,15 +6,32 @@
 
 namespace dpt::cuda {
 
-extern const OpKernel kAvgPool2d, kConv2d, kDense, kMaxPool2d, kRelu, kSigmoid, kTanh;
+extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kConcat, kConv2d, kDense, kGelu, kGlobalAvgPool,
+    kLayerNorm, kMaxPool2d, kRelu, kSigmoid, kTanh;
 
 namespace {
 
 // A view: the executor aliases its input and never calls a kernel, so it is supported and has none.
-const OpKernel kFlatten = {"flatten", 1, 0, 0, nullptr, nullptr};
+const OpKernel kFlatten = {"flatten", 1, 1, 0, 0, nullptr, nullptr};
 
-const OpKernel *const kOps[] = {&kAvgPool2d, &kConv2d, &kDense,   &kFlatten,
-                                &kMaxPool2d, &kRelu,   &kSigmoid, &kTanh};
+// clang-format off
+const OpKernel *const kOps[] = {
+    &kAdd,
+    &kAvgPool2d,
+    &kBatchNorm,
+    &kConcat,
+    &kConv2d,
+    &kDense,
+    &kFlatten,
+    &kGelu,
+    &kGlobalAvgPool,
+    &kLayerNorm,
+    &kMaxPool2d,
+    &kRelu,
+    &kSigmoid,
+    &kTanh,
+};
+// clang-format on
 
 }  // namespace
 

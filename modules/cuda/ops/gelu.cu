@@ -1,0 +1,86 @@
+// "gelu": x * Phi(x), exactly (erf, ints[0] = 0) or by the tanh approximation (ints[0] = 1), as PyTorch's
+// approximate='none' / 'tanh'. The CPU kernel's expressions, term for term, in double per element and
+// rounded to float once (backward: float(dy * gelu'(x)), reading x). Compiled without contraction, so the
+// only difference from the CPU is in erf, tanh and exp: CUDA's double versions are within 2 ulp of exact
+// (glibc's within 1), which moves a float result by one rounding at most, and in the tails, where 1 + erf
+// cancels, by a few ulp of 1 times |x| (tests/conformance/test_cuda_norms.cpp).
+#include "cuda/ops/launch.cuh"
+#include "cuda/ops/ops.hpp"
+
+namespace dpt::cuda {
+
+namespace {
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kInvSqrt2 = 0.7071067811865476;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
+
+__device__ double gelu(double x, bool tanh_form) {
+  if (!tanh_form) return 0.5 * x * (1.0 + erf(x * kInvSqrt2));
+  return 0.5 * x * (1.0 + tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+
+__device__ double gelu_grad(double x, bool tanh_form) {
+  if (!tanh_form) return 0.5 * (1.0 + erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp(-0.5 * x * x);
+  const double u = kSqrt2OverPi * (x + 0.044715 * x * x * x), t = tanh(u);
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+__global__ void gelu_forward_kernel(const float *__restrict__ x, float *__restrict__ y, size_t count,
+                                    bool tanh_form) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] = float(gelu(double(x[i]), tanh_form));
+}
+
+__global__ void gelu_backward_kernel(const float *__restrict__ x, const float *__restrict__ dy,
+                                     float *__restrict__ dx, size_t count, bool tanh_form) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    dx[i] = float(double(dy[i]) * gelu_grad(double(x[i]), tanh_form));
+}
+
+// The elements of the call (the output has the input's dims) and the form (ints[0]: 0 or 1).
+int shape_of(const dpt_backend_context &c, const dpt_op_call &call, const char *pass, const Error &e,
+             size_t &count, bool &tanh_form) {
+  const dpt_tensor &x = call.inputs[0], &y = call.output;
+  if (!same_dims(x, y))
+    return invalid_call(c, call, pass, e, "bad shape (input %s, output %s)", dims_text(x).text,
+                        dims_text(y).text);
+  if (call.ints[0] != 0 && call.ints[0] != 1)
+    return invalid_call(c, call, pass, e, "ints[0] (approximation) is %lld: 0 (erf) or 1 (tanh)",
+                        (long long)call.ints[0]);
+  count = size_t(call.n) * size_t(dpt_tensor_sample_size(&y));
+  tanh_form = call.ints[0] == 1;
+  return 0;
+}
+
+int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
+  size_t count = 0;
+  bool tanh_form = false;
+  if (const int rc = shape_of(c, call, kForward, e, count, tanh_form)) return rc;
+  if (count == 0) return 0;
+  const float *x = input(call);
+  float *y = output(call);
+  if (const int rc = require(c, call, kForward, e, {{"inputs[0].data", x}, {"output.data", y}})) return rc;
+  gelu_forward_kernel<<<grid_for(count), kOpThreads, 0, c.stream>>>(x, y, count, tanh_form);
+  return check_launch(c, "gelu forward kernel", e);
+}
+
+int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
+  size_t count = 0;
+  bool tanh_form = false;
+  if (const int rc = shape_of(c, call, kBackward, e, count, tanh_form)) return rc;
+  float *dx = input_grad(call);
+  if (count == 0 || dx == nullptr) return 0;
+  const float *x = input(call), *dy = output_grad(call);
+  if (const int rc = require(c, call, kBackward, e, {{"inputs[0].data", x}, {"output_grad", dy}})) return rc;
+  gelu_backward_kernel<<<grid_for(count), kOpThreads, 0, c.stream>>>(x, dy, dx, count, tanh_form);
+  return check_launch(c, "gelu backward kernel", e);
+}
+
+}  // namespace
+
+extern const OpKernel kGelu = {"gelu", 1, 1, 0, 0, forward, backward};
+
+}  // namespace dpt::cuda
