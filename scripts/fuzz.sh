@@ -2,13 +2,13 @@
 # Fuzzes each target with libFuzzer under ASan+UBSan (clang-14, libclang-rt-14-dev) for SECONDS each
 # (default 60), starting from the committed seed corpora; new inputs go to build-fuzz/corpus/<target>.
 # Prints executions and findings per target. Crashes are saved as build-fuzz/crash-* files.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: checkpoint idx api
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: checkpoint idx api safetensors
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint idx api)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint idx api safetensors)
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_FUZZ=ON \
   -DDPTRAIN_SANITIZE=address,undefined -DDPTRAIN_BUILD_BINDINGS=OFF -DDPTRAIN_BUILD_SAMPLES=OFF \

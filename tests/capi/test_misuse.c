@@ -1,6 +1,7 @@
 /*
  * Misuse of every exported function: NULL handles and pointers, wrong and overflowing lengths,
- * out-of-range indices and labels, bad enum values and bad options.
+ * out-of-range indices and labels, bad enum values and bad options; files that are missing, not regular,
+ * truncated or do not fit the model (safetensors).
  *
  * Every row of the tables below checks that the call returns the documented status (or the most
  * specific sensible one), that dpt_last_error_message() is a fresh, non-empty single line, that every
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -1891,6 +1894,118 @@ static void test_trainer_parameters_misuse(void **state) {
   assert_true(counts[0] == SIZE_MAX / 2 + 1 && counts[1] == SIZE_MAX / 2);
 }
 
+/* ---- safetensors: dpt_trainer_save_safetensors / dpt_trainer_load_safetensors ---------------- */
+
+/* The fixture model's tensors: "0.weight" [3, 16] and "0.bias" [3]. */
+#define ST_WEIGHT(shape, offsets) \
+  "\"0.weight\":{\"dtype\":\"F32\",\"shape\":" shape ",\"data_offsets\":" offsets "}"
+#define ST_BIAS(dtype) "\"0.bias\":{\"dtype\":\"" dtype "\",\"shape\":[3],\"data_offsets\":[192,204]}"
+
+/* Writes a safetensors file: the header (padded with spaces to a multiple of 8), then bytes bytes of data.
+ * keep: how many bytes of the file to keep (SIZE_MAX: all). */
+static void write_safetensors(const char *file, const char *header, const void *data, size_t bytes,
+                              size_t keep) {
+  unsigned char image[1024];
+  size_t length = strlen(header), padded = (length + 7) / 8 * 8, size = 8 + padded + bytes, i;
+  FILE *out;
+  assert_true(size <= sizeof image);
+  for (i = 0; i < 8; ++i) image[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+  memset(image + 8, ' ', padded);
+  memcpy(image + 8, header, length);
+  memcpy(image + 8 + padded, data, bytes);
+  out = fopen(file, "wb");
+  assert_non_null(out);
+  if (keep < size) size = keep;
+  assert_int_equal(fwrite(image, 1, size, out), size);
+  assert_int_equal(fclose(out), 0);
+}
+
+static void test_trainer_safetensors_misuse(void **state) {
+  fixture *f = (fixture *)*state;
+  dpt_trainer *t = f->trainer;
+  char base[64], file[96], good[96], fifo[96], directory[96], cut[96], shape[96], no_bias[96], extra[96],
+      integer[96], nan_file[96], garbage[96], checkpoint[96], nowhere[96];
+  float data[PARAMS + 1], got[PARAMS];
+  uint64_t checksum = 0;
+  FILE *out;
+  snprintf(base, sizeof base, "/tmp/dptrain-misuse-st-%ld", (long)getpid());
+#define ST_PATH(buffer, suffix) snprintf(buffer, sizeof buffer, "%s%s", base, suffix)
+  ST_PATH(file, ".safetensors");
+  ST_PATH(good, "-good.safetensors");
+  ST_PATH(fifo, ".fifo");
+  ST_PATH(directory, ".dir");
+  ST_PATH(cut, "-cut.safetensors");
+  ST_PATH(shape, "-shape.safetensors");
+  ST_PATH(no_bias, "-no-bias.safetensors");
+  ST_PATH(extra, "-extra.safetensors");
+  ST_PATH(integer, "-integer.safetensors");
+  ST_PATH(nan_file, "-nan.safetensors");
+  ST_PATH(garbage, "-garbage.safetensors");
+  ST_PATH(checkpoint, ".ckpt");
+  ST_PATH(nowhere, ".missing/x.safetensors");
+#undef ST_PATH
+  memcpy(data, f->params, sizeof data);
+  unlink(fifo);
+  rmdir(directory);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(mkdir(directory, 0700), 0);
+  write_safetensors(good, "{" ST_WEIGHT("[3,16]", "[0,192]") "," ST_BIAS("F32") "}", data, 204, SIZE_MAX);
+  write_safetensors(cut, "{" ST_WEIGHT("[3,16]", "[0,192]") "," ST_BIAS("F32") "}", data, 204, 150);
+  write_safetensors(shape, "{" ST_WEIGHT("[16,3]", "[0,192]") "," ST_BIAS("F32") "}", data, 204, SIZE_MAX);
+  write_safetensors(no_bias, "{" ST_WEIGHT("[3,16]", "[0,192]") "}", data, 192, SIZE_MAX);
+  write_safetensors(extra,
+                    "{" ST_WEIGHT("[3,16]", "[0,192]") "," ST_BIAS("F32") ","
+                    "\"1.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[204,208]}}",
+                    data, 208, SIZE_MAX);
+  write_safetensors(integer, "{" ST_WEIGHT("[3,16]", "[0,192]") "," ST_BIAS("I32") "}", data, 204, SIZE_MAX);
+  data[5] = NAN;
+  write_safetensors(nan_file, "{" ST_WEIGHT("[3,16]", "[0,192]") "," ST_BIAS("F32") "}", data, 204, SIZE_MAX);
+  data[5] = f->params[5];
+  out = fopen(garbage, "wb");
+  assert_non_null(out);
+  fputs("this is not a safetensors file, nor anything else\n", out);
+  assert_int_equal(fclose(out), 0);
+  ASSERT_OK(dpt_trainer_save(t, checkpoint));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_save_safetensors(NULL, file));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_save_safetensors(t, NULL));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_save_safetensors(t, ""));
+  ROW(DPT_ERROR_IO, dpt_trainer_save_safetensors(t, nowhere));   /* a directory that does not exist */
+  ROW(DPT_ERROR_IO, dpt_trainer_save_safetensors(t, directory)); /* cannot rename a file over it */
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_load_safetensors(NULL, good));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_load_safetensors(t, NULL));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_load_safetensors(t, ""));
+  ROW(DPT_ERROR_IO, dpt_trainer_load_safetensors(t, nowhere)); /* missing */
+  ROW(DPT_ERROR_IO, dpt_trainer_load_safetensors(t, directory));
+  ROW(DPT_ERROR_IO, dpt_trainer_load_safetensors(t, fifo)); /* refused at once, without blocking */
+  ROW(DPT_ERROR_IO, dpt_trainer_load_safetensors(t, "/dev/null"));
+  ROW(DPT_ERROR_FORMAT, dpt_trainer_load_safetensors(t, cut));        /* truncated in the data */
+  ROW(DPT_ERROR_FORMAT, dpt_trainer_load_safetensors(t, garbage));    /* a text file */
+  ROW(DPT_ERROR_FORMAT, dpt_trainer_load_safetensors(t, checkpoint)); /* dptrain's own checkpoint format */
+  ROW(DPT_ERROR_FORMAT, dpt_trainer_load_safetensors(t, nan_file));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_load_safetensors(t, shape)); /* 0.weight [16, 3] */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_load_safetensors(t, no_bias));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_load_safetensors(t, extra));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_load_safetensors(t, integer)); /* 0.bias I32 */
+  finish_table(f);
+
+  /* Still usable: the valid file sets exactly its values; a saved file loads back. */
+  ASSERT_OK(dpt_trainer_load_safetensors(t, good));
+  ASSERT_OK(dpt_trainer_get_parameters(t, got, PARAMS));
+  assert_memory_equal(got, data, sizeof got);
+  ASSERT_OK(dpt_trainer_get_replica_parameters(t, DEVICES - 1, got, PARAMS));
+  assert_memory_equal(got, data, sizeof got);
+  ASSERT_OK(dpt_trainer_parameter_checksum(t, &checksum));
+  ASSERT_OK(dpt_trainer_save_safetensors(t, file));
+  ASSERT_OK(dpt_trainer_set_parameters(t, f->params + 1, PARAMS));
+  ASSERT_OK(dpt_trainer_load_safetensors(t, file));
+  ASSERT_OK(dpt_trainer_parameter_checksum(t, &f->checksum));
+  assert_true(f->checksum == checksum);
+  unlink(file), unlink(good), unlink(fifo), rmdir(directory), unlink(cut), unlink(shape), unlink(no_bias);
+  unlink(extra), unlink(integer), unlink(nan_file), unlink(garbage), unlink(checkpoint);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_and_init_functions),
@@ -1913,6 +2028,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_trainer_evaluate_predict_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_trainer_fit_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_trainer_parameters_misuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trainer_safetensors_misuse, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

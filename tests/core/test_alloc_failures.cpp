@@ -47,6 +47,7 @@ namespace {
 
 // Filled before any failure is armed: the harness itself must not allocate while one is.
 char checkpoint_path[64];
+char safetensors_path[64];
 
 // Runs the sequence; returns DPT_OK, or the status of the first failing call (and what failed in `where`).
 dpt_status run_sequence(const char **where) {
@@ -86,6 +87,8 @@ dpt_status run_sequence(const char **where) {
   STEP(dpt_trainer_fit(trainer, data, data, &fo, nullptr));
   STEP(dpt_trainer_save(trainer, checkpoint_path));
   STEP(dpt_trainer_load(trainer, checkpoint_path));
+  STEP(dpt_trainer_save_safetensors(trainer, safetensors_path));
+  STEP(dpt_trainer_load_safetensors(trainer, safetensors_path));
   dpt_eval_result e;
   e.struct_size = sizeof e;
   STEP(dpt_trainer_evaluate_dataset(trainer, data, 7, &e));
@@ -101,6 +104,8 @@ dpt_status run_sequence(const char **where) {
 
 void test_every_allocation_failure(void **) {
   std::snprintf(checkpoint_path, sizeof checkpoint_path, "/tmp/dptrain-alloc-%ld.ckpt", long(getpid()));
+  std::snprintf(safetensors_path, sizeof safetensors_path, "/tmp/dptrain-alloc-%ld.safetensors",
+                long(getpid()));
   size_t failures = 0;
   uint64_t n = 1;
   for (;; ++n) {
@@ -121,6 +126,7 @@ void test_every_allocation_failure(void **) {
     ++failures;
   }
   std::remove(checkpoint_path);
+  std::remove(safetensors_path);
   std::printf(
       "# %llu allocations in the sequence; each failed once: %zu surfaced as DPT_ERROR_OUT_OF_MEMORY\n",
       (unsigned long long)(n - 1), failures);

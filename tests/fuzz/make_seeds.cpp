@@ -1,5 +1,5 @@
-// Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/{checkpoint,idx,api}. Run it after a
-// format change: build/bin/fuzz_make_seeds tests/fuzz/corpus
+// Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/{checkpoint,idx,api,safetensors}. Run it
+// after a format change: build/bin/fuzz_make_seeds tests/fuzz/corpus
 #include <zlib.h>
 
 #include <cstdio>
@@ -14,6 +14,8 @@
 #include "core/file_io.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_format.hpp"
+#include "io/safetensors.hpp"
+#include "io/trainer_safetensors.hpp"
 
 namespace {
 
@@ -111,6 +113,50 @@ int main(int argc, char **argv) {
   const Bytes tail = {9, 3, 1, 2, 3, 4, 5, 6, 10, 2, 11, 1, 0, 12, 13, 5, 3, 1, 14, 1, 9};
   more.insert(more.end(), tail.begin(), tail.end());
   write(dir + "/api/everything", more);
+  // safetensors of the fuzz_safetensors model (with a BatchNorm): as dptrain writes it, cut short, with
+  // F64 weights and no counters (as another writer may write it), and with a NaN.
+  {
+    dpt::ModelSpec bn(dpt::Shape{1, 4, 4});
+    bn.add_dense(5);
+    bn.add_batch_norm(bn.output_tensor());
+    bn.add_activation(dpt::Activation::kTanh);
+    bn.add_dense(3);
+    dpt::Trainer weights(std::make_shared<dpt::Context>(dpt::ContextConfig{1, 0}), bn, dpt::TrainerConfig{});
+    const std::string valid = dir + "/safetensors/valid.safetensors";
+    dpt::save_safetensors(weights, valid);
+    const Bytes image = dpt::file_io::read_file(valid, 1 << 20);
+    write(dir + "/safetensors/truncated.safetensors", Bytes(image.begin(), image.begin() + 300));
+    namespace st = dpt::safetensors;
+    const st::Header h = st::decode(image.data(), image.size(), "seed");
+    std::vector<Bytes> f64, nan;
+    std::vector<st::TensorView> f64_views, nan_views;
+    for (const st::Entry &e : h.tensors) {
+      if (e.dtype != st::DType::kF32) continue;
+      const unsigned char *p = image.data() + h.data_offset + e.begin;
+      Bytes wide(size_t(e.bytes()) * 2);
+      for (size_t i = 0; i < e.bytes() / 4; ++i) {
+        float v;
+        std::memcpy(&v, p + 4 * i, 4);
+        const double d = v;
+        std::memcpy(wide.data() + 8 * i, &d, 8);
+      }
+      f64.push_back(wide);
+      nan.emplace_back(p, p + e.bytes());
+      if (e.name == "1.running_var") {
+        const float q = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(nan.back().data() + 4, &q, 4);
+      }
+    }
+    size_t i = 0;
+    for (const st::Entry &e : h.tensors) {
+      if (e.dtype != st::DType::kF32) continue;
+      f64_views.push_back({e.name, st::DType::kF64, e.shape, f64[i].data(), f64[i].size()});
+      nan_views.push_back({e.name, st::DType::kF32, e.shape, nan[i].data(), nan[i].size()});
+      ++i;
+    }
+    write(dir + "/safetensors/f64.safetensors", st::encode(f64_views, {{"format", "pt"}}));
+    write(dir + "/safetensors/non-finite.safetensors", st::encode(nan_views, {}));
+  }
   std::printf("seeds written under %s\n", dir.c_str());
   return 0;
 }

@@ -1,6 +1,7 @@
 /**
  * @file checkpoint.h
- * @brief Checkpoints: save a trainer's state atomically, load it into a trainer on any devices.
+ * @brief Checkpoints: save a trainer's state atomically, load it into a trainer on any devices; weights as
+ *        named tensors in safetensors files, to and from PyTorch.
  *
  * A checkpoint holds the parameters, the optimizer state, the step and epoch counters, the seed (all
  * randomness is derived from it and the counters) and the model description; it does not depend on the
@@ -51,6 +52,47 @@ DPT_API dpt_status dpt_trainer_epoch_count(const dpt_trainer *trainer, uint64_t 
 
 /** @brief Optimizer steps taken so far (restored by dpt_trainer_load()). */
 DPT_API dpt_status dpt_trainer_step_count(const dpt_trainer *trainer, uint64_t *steps);
+
+/* ---- Weights as named tensors: safetensors (0.2) -------------------------------------------------- */
+
+/**
+ * @brief Writes the trainer's weights to @p path as a safetensors file, the format PyTorch reads with
+ *        safetensors.torch.load_file().
+ *
+ * Every parameter and buffer (running statistics) of the model, as F32, under its name and in its shape
+ * ("conv1.weight" [64, 1, 3, 3], "bn1.running_mean" [64], "fc.bias" [10]: the names of the model's nodes,
+ * torchvision's names for the built-in "resnet18"), and for each batch_norm node "<node>.num_batches_tracked"
+ * (I64, shape [], the optimizer step count), so that torch's load_state_dict(strict=True) accepts the file
+ * for a module with the same names. __metadata__ is {"format": "pt", "dptrain.model": <the model's
+ * description>}. Only weights: no optimizer state, counters or seed (dpt_trainer_save() keeps those).
+ * Written atomically as dpt_trainer_save() writes (a temporary file renamed over @p path). The format and
+ * the rules: docs/safetensors.md.
+ * @return DPT_ERROR_IO (naming the failed operation) when the file cannot be written; the previous file is
+ *         then unchanged. DPT_ERROR_INVALID_ARGUMENT when two tensors would have the same name or a name
+ *         is not UTF-8.
+ */
+DPT_API dpt_status dpt_trainer_save_safetensors(dpt_trainer *trainer, const char *path);
+
+/**
+ * @brief Sets the trainer's parameters and buffers, on every replica, by name from a safetensors file
+ *        (as safetensors.torch.save_file(module.state_dict(), path) writes it, or
+ *        dpt_trainer_save_safetensors()).
+ *
+ * Every parameter and buffer of the model must be in the file with its exact shape, as F32, or F64, F16 or
+ * BF16 (converted to F32: F64 rounded to nearest, the others exactly); every value finite. Of the tensors
+ * the model does not have, "<node>.num_batches_tracked" of a batch_norm node (an integer scalar, PyTorch's
+ * BatchNorm counter) is ignored; any other is refused. __metadata__ is not read. The optimizer state, the
+ * step and epoch counters and the seed are untouched (as with dpt_trainer_set_parameters()). Only a regular
+ * file is read (a FIFO is refused at once, without blocking); its 8-byte header length and its JSON header
+ * are checked before the data are read, and nothing larger than the header or the model is allocated.
+ * The whole file is validated before anything changes: on error the trainer is untouched and usable.
+ * @return DPT_ERROR_IO when the file cannot be read or is not a regular file; DPT_ERROR_FORMAT for a file
+ *         that is not valid safetensors (header length, JSON, dtypes, offsets, sizes; the message says
+ *         what) or that holds a NaN or an infinity for the model ("...: bn1.running_var[3] is NaN");
+ *         DPT_ERROR_INVALID_ARGUMENT for a valid file that does not fit the model: tensors missing or
+ *         extra (the message names them), another shape or an unsupported dtype (naming the tensor).
+ */
+DPT_API dpt_status dpt_trainer_load_safetensors(dpt_trainer *trainer, const char *path);
 
 DPT_EXTERN_C_END
 
