@@ -72,6 +72,8 @@
 %rename(ProgressKind) dpt_progress_kind;
 %rename(NonfinitePolicy) dpt_nonfinite_policy;
 %rename(Communicator) dpt_communicator;
+%rename(BatchNormMode) dpt_batch_norm_mode;
+%rename(TensorKind) dpt_tensor_kind;
 %rename(DeviceInfo) dpt_device_info;
 %rename(BackendInfo) dpt_backend_info;
 %rename(ContextOptions) dpt_context_options;
@@ -199,16 +201,22 @@ class ProgressListener {
 }
 
 %newobject dpt_model::builtin;
+%newobject dpt_model::fromJson;
 %extend dpt_model {
   dpt_model(size_t channels, size_t height, size_t width) {
     dpt_model *m = NULL;
     dptrain_binding::check(dpt_model_create(&m, channels, height, width));
     return m;
   }
-  /* "lenet" or "mlp". */
+  /* "lenet", "mlp" or "resnet18". */
   static dpt_model *builtin(const char *name) {
     dpt_model *m = NULL;
     dptrain_binding::check(dpt_model_create_builtin(&m, name));
+    return m;
+  }
+  static dpt_model *fromJson(const char *json) {
+    dpt_model *m = NULL;
+    dptrain_binding::check(dpt_model_from_json(&m, json));
     return m;
   }
   ~dpt_model() { dpt_model_destroy($self); }
@@ -224,6 +232,142 @@ class ProgressListener {
   }
   void addFlatten() { dptrain_binding::check(dpt_model_add_flatten($self)); }
   void addDropout(float rate) { dptrain_binding::check(dpt_model_add_dropout($self, rate)); }
+  /* The graph builders (model.h): each reads tensors by id (0 is the input) and returns its output's id;
+   * name NULL = the node's index. */
+  size_t conv2d(size_t input, size_t out_channels, size_t kernel, size_t stride, size_t padding, bool bias,
+                const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(
+        dpt_model_conv2d($self, input, out_channels, kernel, stride, padding, bias ? 1 : 0, name, &out));
+    return out;
+  }
+  size_t dense(size_t input, size_t units, bool bias, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_dense($self, input, units, bias ? 1 : 0, name, &out));
+    return out;
+  }
+  size_t batchNorm(size_t input, float eps, float momentum, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_batch_norm($self, input, eps, momentum, name, &out));
+    return out;
+  }
+  size_t layerNorm(size_t input, float eps, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_layer_norm($self, input, eps, name, &out));
+    return out;
+  }
+  size_t activation(size_t input, dpt_activation activation, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_activation($self, input, activation, name, &out));
+    return out;
+  }
+  size_t pool(size_t input, dpt_pool_kind kind, size_t window, size_t stride, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_pool($self, input, kind, window, stride, name, &out));
+    return out;
+  }
+  size_t globalAvgPool(size_t input, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_global_avg_pool($self, input, name, &out));
+    return out;
+  }
+  size_t flatten(size_t input, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_flatten($self, input, name, &out));
+    return out;
+  }
+  size_t dropout(size_t input, float rate, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_dropout($self, input, rate, name, &out));
+    return out;
+  }
+  size_t add(size_t a, size_t b, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_add($self, a, b, name, &out));
+    return out;
+  }
+  /* Two to four tensors along the channel dimension. */
+  size_t concat2(size_t a, size_t b, const char *name) {
+    const size_t inputs[2] = {a, b};
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_concat($self, inputs, 2, name, &out));
+    return out;
+  }
+  size_t concat3(size_t a, size_t b, size_t c, const char *name) {
+    const size_t inputs[3] = {a, b, c};
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_concat($self, inputs, 3, name, &out));
+    return out;
+  }
+  size_t outputTensor() {
+    size_t t = 0;
+    dptrain_binding::check(dpt_model_output($self, &t));
+    return t;
+  }
+  void setOutput(size_t tensor) { dptrain_binding::check(dpt_model_set_output($self, tensor)); }
+  size_t tensorCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_tensor_count($self, &n));
+    return n;
+  }
+  /* One sample's dims of a tensor, as "c,h,w" text (parse per language; e.g. "64,28,28"). */
+  std::string tensorShape(size_t tensor) {
+    size_t dims[DPT_MODEL_MAX_RANK], rank = 0;
+    dptrain_binding::check(dpt_model_tensor_shape($self, tensor, dims, DPT_MODEL_MAX_RANK, &rank));
+    std::string text;
+    for (size_t i = 0; i < rank; ++i) {
+      if (i != 0) text += ',';
+      text += std::to_string(dims[i]);
+    }
+    return text;
+  }
+  size_t bufferCount() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_buffer_count($self, &n));
+    return n;
+  }
+  size_t namedTensorCount(dpt_tensor_kind kind) {
+    size_t n = 0;
+    dptrain_binding::check(dpt_model_named_tensor_count($self, kind, &n));
+    return n;
+  }
+  std::string namedTensorName(dpt_tensor_kind kind, size_t index) {
+    char name[DPT_MODEL_NAME_CAPACITY];
+    size_t needed = 0, offset = 0, dims[DPT_MODEL_MAX_RANK], rank = 0;
+    dptrain_binding::check(dpt_model_named_tensor($self, kind, index, name, sizeof name, &needed, &offset, dims,
+                                                  DPT_MODEL_MAX_RANK, &rank));
+    return name;
+  }
+  /* Offset of a named tensor in the flat parameter (or buffer) vector. */
+  size_t namedTensorOffset(dpt_tensor_kind kind, size_t index) {
+    char name[DPT_MODEL_NAME_CAPACITY];
+    size_t needed = 0, offset = 0, dims[DPT_MODEL_MAX_RANK], rank = 0;
+    dptrain_binding::check(dpt_model_named_tensor($self, kind, index, name, sizeof name, &needed, &offset, dims,
+                                                  DPT_MODEL_MAX_RANK, &rank));
+    return offset;
+  }
+  /* Its shape as "d0,d1,..." text. */
+  std::string namedTensorShape(dpt_tensor_kind kind, size_t index) {
+    char name[DPT_MODEL_NAME_CAPACITY];
+    size_t needed = 0, offset = 0, dims[DPT_MODEL_MAX_RANK], rank = 0;
+    dptrain_binding::check(dpt_model_named_tensor($self, kind, index, name, sizeof name, &needed, &offset, dims,
+                                                  DPT_MODEL_MAX_RANK, &rank));
+    std::string text;
+    for (size_t i = 0; i < rank; ++i) {
+      if (i != 0) text += ',';
+      text += std::to_string(dims[i]);
+    }
+    return text;
+  }
+  std::string toJson() {
+    size_t needed = 0;
+    dpt_status s = dpt_model_to_json($self, NULL, 0, &needed);
+    if (s != DPT_ERROR_BUFFER_TOO_SMALL) dptrain_binding::check(s);
+    std::string text(needed, '\0');
+    dptrain_binding::check(dpt_model_to_json($self, &text[0], needed, &needed));
+    text.resize(needed - 1);
+    return text;
+  }
   size_t inputSize() {
     size_t n = 0;
     dptrain_binding::check(dpt_model_input_size($self, &n));
@@ -425,6 +569,16 @@ class ProgressListener {
    * names an %extend helper <struct>_<method>, which must not collide with a C function. */
   void saveCheckpoint(const char *path) { dptrain_binding::check(dpt_trainer_save($self, path)); }
   void loadCheckpoint(const char *path) { dptrain_binding::check(dpt_trainer_load($self, path)); }
+  /* Named parameters and running statistics as safetensors (PyTorch's format). */
+  void saveSafetensors(const char *path) { dptrain_binding::check(dpt_trainer_save_safetensors($self, path)); }
+  void loadSafetensors(const char *path) { dptrain_binding::check(dpt_trainer_load_safetensors($self, path)); }
+  /* The running statistics (the model's bufferCount() floats). */
+  void getBuffers(float *out_params, size_t out_param_count) {
+    dptrain_binding::check(dpt_trainer_get_buffers($self, out_params, out_param_count));
+  }
+  void setBuffers(const float *params, size_t param_count) {
+    dptrain_binding::check(dpt_trainer_set_buffers($self, params, param_count));
+  }
   uint64_t epochCount() {
     uint64_t n = 0;
     dptrain_binding::check(dpt_trainer_epoch_count($self, &n));
