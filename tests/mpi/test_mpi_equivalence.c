@@ -7,6 +7,9 @@
  *   - they equal, within the equivalence tolerance (relative error <= 1e-5, as test_equivalence), a
  *     1-process trainer over 4 devices and a 1-device trainer on the full batches;
  *   - the global evaluation equals the 4-device one.
+ * The same for a residual model with batch norm (sync statistics summed over both processes in the middle of
+ * forward and backward): 2 x 2 against 1 x 4 and 1 x 1, and the running statistics bitwise the same on
+ * both processes.
  * Prints one line per process; exit status 0 only when every check passed on this process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -45,6 +48,9 @@ static void make_batch(size_t n, float *x, int32_t *y) {
 
 /* Trains kSteps steps on `devices` CPU devices; returns the parameters (malloc'd) and the evaluation loss
  * of one more batch. */
+static float *last_buffers = NULL; /* the running statistics of the last train() (malloc'd) */
+static size_t last_buffer_count = 0;
+
 static float *train(size_t devices, dpt_communicator communicator, size_t bucket_bytes,
                     const dpt_model *model, size_t *count, double *eval_loss) {
   dpt_context_options co;
@@ -82,9 +88,72 @@ static float *train(size_t devices, dpt_communicator communicator, size_t bucket
   OK(dpt_trainer_parameter_count(t, count));
   float *params = malloc(*count * sizeof(float));
   OK(dpt_trainer_get_parameters(t, params, *count));
+  free(last_buffers);
+  OK(dpt_model_buffer_count(model, &last_buffer_count));
+  last_buffers = malloc((last_buffer_count + 1) * sizeof(float));
+  if (last_buffer_count != 0) OK(dpt_trainer_get_buffers(t, last_buffers, last_buffer_count));
   dpt_trainer_destroy(t);
   dpt_context_destroy(ctx);
   return params;
+}
+
+/* conv (no bias) -> batch norm -> relu -> conv -> batch norm, + the first relu's output, relu, global
+ * average pooling, dense 10. */
+static dpt_model *batch_norm_model(void) {
+  dpt_model *m = NULL;
+  size_t a, b, c;
+  OK(dpt_model_create(&m, 1, 28, 28));
+  OK(dpt_model_conv2d(m, 0, 6, 3, 2, 1, 0, "conv1", &a));
+  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
+  OK(dpt_model_conv2d(m, a, 6, 3, 1, 1, 0, "conv2", &b));
+  OK(dpt_model_batch_norm(m, b, 1e-5f, 0.1f, "bn2", &b));
+  OK(dpt_model_add(m, a, b, "add", &c));
+  OK(dpt_model_activation(m, c, DPT_ACTIVATION_RELU, "relu2", &c));
+  OK(dpt_model_global_avg_pool(m, c, "pool", &c));
+  OK(dpt_model_dense(m, c, 10, 1, "fc", &c));
+  return m;
+}
+
+static void check_batch_norm(void) {
+  dpt_model *model = batch_norm_model();
+  size_t n = 0;
+  double loss_world = 0, loss_local = 0, loss_single = 0;
+  float *world = train(2, DPT_COMMUNICATOR_MPI, 0, model, &n, &loss_world);
+  float *world_buffers = last_buffers;
+  const size_t buffer_count = last_buffer_count;
+  last_buffers = NULL;
+  float *lo = malloc(buffer_count * sizeof(float)), *hi = malloc(buffer_count * sizeof(float));
+  MPI_Allreduce(world_buffers, lo, (int)buffer_count, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(world_buffers, hi, (int)buffer_count, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(memcmp(lo, world_buffers, buffer_count * 4) == 0 && memcmp(hi, world_buffers, buffer_count * 4) == 0,
+        "batch norm: the processes hold different running statistics");
+  float *four = train(4, DPT_COMMUNICATOR_LOCAL, 0, model, &n, &loss_local);
+  float *one = train(1, DPT_COMMUNICATOR_LOCAL, 0, model, &n, &loss_single);
+  float *one_buffers = last_buffers;
+  last_buffers = NULL;
+  /* The starting point of the parameters: a trainer that took no step. */
+  dpt_context *ctx = NULL;
+  dpt_trainer *t0 = NULL;
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 7;
+  OK(dpt_context_create(&ctx, NULL));
+  OK(dpt_trainer_create(&t0, ctx, model, &to, NULL));
+  float *start = malloc(n * sizeof(float)), *start_buffers = malloc(buffer_count * sizeof(float));
+  OK(dpt_trainer_get_parameters(t0, start, n));
+  OK(dpt_trainer_get_buffers(t0, start_buffers, buffer_count));
+  const double e4 = tu_relative_error(world, four, start, n), e1 = tu_relative_error(world, one, start, n);
+  const double eb = tu_relative_error(world_buffers, one_buffers, start_buffers, buffer_count);
+  CHECK(e4 <= 1e-5, "batch norm, 2 processes x 2 devices vs 1 x 4: relative error %g", e4);
+  CHECK(e1 <= 1e-5, "batch norm, 2 processes x 2 devices vs 1 device: relative error %g", e1);
+  CHECK(eb <= 1e-5, "batch norm running statistics, 2 x 2 vs 1 device: relative error %g", eb);
+  printf("batch norm: relative error vs 1x4 %.3g, vs 1x1 %.3g, running statistics %.3g\n", e4, e1, eb);
+  dpt_trainer_destroy(t0);
+  dpt_context_destroy(ctx);
+  dpt_model_destroy(model);
+  free(world), free(world_buffers), free(lo), free(hi), free(four), free(one), free(one_buffers), free(start),
+      free(start_buffers);
 }
 
 int main(int argc, char **argv) {
@@ -140,6 +209,8 @@ int main(int argc, char **argv) {
   dpt_context_destroy(ctx);
   dpt_model_destroy(model);
   free(world), free(bucketed), free(lo), free(hi), free(four), free(one), free(start);
+  check_batch_norm();
+  free(last_buffers);
   OK(dpt_world_finalize()); /* the application started MPI: a no-op */
   int all_failures = 0;
   MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
