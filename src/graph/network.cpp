@@ -16,13 +16,6 @@ void stop_if_cancelled(const PassInfo &info) {
     throw_error(DPT_ERROR_COMMUNICATION, "pass aborted: another device failed or the deadline passed");
 }
 
-dpt_tensor describe_tensor(const Shape &shape, DType dtype) {
-  dpt_tensor t{};
-  t.dtype = int32_t(dtype);
-  t.rank = int32_t(shape.rank());
-  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
-  return t;
-}
 
 size_t floats_for(size_t bytes) {
   return (bytes + sizeof(float) - 1) / sizeof(float);
@@ -52,14 +45,14 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
     std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
     c.input_count = int32_t(node.inputs.size());
     for (size_t i = 0; i < node.inputs.size(); ++i)
-      c.inputs[i] = describe_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
-    c.output = describe_tensor(tensors[node.output].shape, tensors[node.output].dtype);
+      c.inputs[i] = op_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
+    c.output = op_tensor(tensors[node.output].shape, tensors[node.output].dtype);
     c.param_count = int32_t(node.layout.params.size());
     for (size_t p = 0; p < node.layout.params.size(); ++p)
-      c.params[p] = describe_tensor(node.layout.params[p].shape, DType::kF32);
+      c.params[p] = op_tensor(node.layout.params[p].shape, DType::kF32);
     c.buffer_count = int32_t(node.layout.buffers.size());
     for (size_t b = 0; b < node.layout.buffers.size(); ++b)
-      c.buffers[b] = describe_tensor(node.layout.buffers[b].shape, DType::kF32);
+      c.buffers[b] = op_tensor(node.layout.buffers[b].shape, DType::kF32);
     c.node = j;
     if (!node.layout.view) scratch = std::max(scratch, kernels_.scratch_bytes(c));
     steps_.push_back(step);

@@ -41,4 +41,13 @@ struct TensorInfo {
   DType dtype = DType::kF32;
 };
 
+// The plain-C description of a tensor of this shape for a dpt_op_call (data pointer not set).
+inline dpt_tensor op_tensor(const Shape &shape, DType dtype = DType::kF32) {
+  dpt_tensor t{};
+  t.dtype = int32_t(dtype);
+  t.rank = int32_t(shape.rank());
+  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
+  return t;
+}
+
 }  // namespace dpt

@@ -15,13 +15,6 @@ namespace dpt::bench {
 
 namespace {
 
-dpt_tensor describe_tensor(const Shape &shape, DType dtype) {
-  dpt_tensor t{};
-  t.dtype = int32_t(dtype);
-  t.rank = int32_t(shape.rank());
-  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
-  return t;
-}
 
 size_t floats_for(size_t bytes) {
   return (bytes + sizeof(float) - 1) / sizeof(float);
@@ -67,11 +60,11 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
     std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
     c.input_count = int32_t(node.inputs.size());
     for (size_t i = 0; i < node.inputs.size(); ++i)
-      c.inputs[i] = describe_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
-    c.output = describe_tensor(tensors[node.output].shape, tensors[node.output].dtype);
+      c.inputs[i] = op_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
+    c.output = op_tensor(tensors[node.output].shape, tensors[node.output].dtype);
     c.param_count = int32_t(node.layout.params.size());
     for (size_t p = 0; p < node.layout.params.size(); ++p)
-      c.params[p] = describe_tensor(node.layout.params[p].shape, DType::kF32);
+      c.params[p] = op_tensor(node.layout.params[p].shape, DType::kF32);
     c.node = j;
     c.n = int64_t(batch);
     c.training = 1;

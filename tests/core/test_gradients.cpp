@@ -199,13 +199,6 @@ std::vector<double> activation_reference(const OpView &s, size_t n, const std::v
 // calls dpt::cpu::find_op(node.op->name)->forward/backward directly. saved and scratch are followed by
 // guard words: a kernel that writes past the sizes it declared fails the test.
 
-dpt_tensor describe_tensor(const Shape &shape) {
-  dpt_tensor t{};
-  t.dtype = DPT_DTYPE_F32;
-  t.rank = int32_t(shape.rank());
-  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
-  return t;
-}
 
 constexpr uint32_t kGuard = 0x7fc0beefu;  // a NaN pattern
 constexpr size_t kGuardWords = 16;
@@ -227,20 +220,20 @@ class OpHarness {
     std::copy(std::begin(node_.attrs.reals), std::end(node_.attrs.reals), c.reals);
     c.input_count = int32_t(node_.inputs.size());
     for (size_t i = 0; i < node_.inputs.size(); ++i)
-      c.inputs[i] = describe_tensor(tensors[node_.inputs[i]].shape);
-    c.output = describe_tensor(out_shape_);
+      c.inputs[i] = op_tensor(tensors[node_.inputs[i]].shape);
+    c.output = op_tensor(out_shape_);
     c.param_count = int32_t(node_.layout.params.size());
     for (size_t p = 0; p < node_.layout.params.size(); ++p)
-      c.params[p] = describe_tensor(node_.layout.params[p].shape);
+      c.params[p] = op_tensor(node_.layout.params[p].shape);
     c.buffer_count = int32_t(node_.layout.buffers.size());
     for (size_t b = 0; b < node_.layout.buffers.size(); ++b)
-      c.buffers[b] = describe_tensor(node_.layout.buffers[b].shape);
+      c.buffers[b] = op_tensor(node_.layout.buffers[b].shape);
     c.node = index;
     // The slots past param_count point at NaNs, their gradients at a sentinel: a kernel that reads a
     // parameter the node does not have (a bias of a conv2d without one) shows in the forward check, one
     // that writes a gradient it does not have fails check_untouched().
     for (size_t p = node_.layout.params.size(); p < DPT_OP_MAX_PARAMS; ++p) {
-      c.params[p] = describe_tensor(Shape{absent_param_.size()});
+      c.params[p] = op_tensor(Shape{absent_param_.size()});
       c.params[p].data = absent_param_.data();
     }
     saved_bytes_ = n * node_.layout.saved_bytes_per_sample;

@@ -134,13 +134,6 @@ using Inputs = std::vector<std::vector<float>>;  // per input of a node: n sampl
 // a sentinel: a kernel that writes past what it declared, reads a tensor the node does not have or writes
 // a gradient it does not have fails the test.
 
-dpt_tensor describe_tensor(const Shape &shape) {
-  dpt_tensor t{};
-  t.dtype = DPT_DTYPE_F32;
-  t.rank = int32_t(shape.rank());
-  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
-  return t;
-}
 
 constexpr uint32_t kGuard = 0x7fc0beefu;              // a NaN pattern
 constexpr uint64_t kGuard64 = 0x7ff8dead0000beefULL;  // a NaN pattern
@@ -181,20 +174,20 @@ class NodeHarness {
     std::copy(std::begin(node_.attrs.ints), std::end(node_.attrs.ints), c.ints);
     std::copy(std::begin(node_.attrs.reals), std::end(node_.attrs.reals), c.reals);
     c.input_count = int32_t(node_.inputs.size());
-    for (size_t i = 0; i < in_shapes_.size(); ++i) c.inputs[i] = describe_tensor(in_shapes_[i]);
-    c.output = describe_tensor(out_shape_);
+    for (size_t i = 0; i < in_shapes_.size(); ++i) c.inputs[i] = op_tensor(in_shapes_[i]);
+    c.output = op_tensor(out_shape_);
     c.param_count = int32_t(node_.layout.params.size());
     for (size_t p = 0; p < node_.layout.params.size(); ++p)
-      c.params[p] = describe_tensor(node_.layout.params[p].shape);
+      c.params[p] = op_tensor(node_.layout.params[p].shape);
     c.buffer_count = int32_t(node_.layout.buffers.size());
     for (size_t b = 0; b < node_.layout.buffers.size(); ++b)
-      c.buffers[b] = describe_tensor(node_.layout.buffers[b].shape);
+      c.buffers[b] = op_tensor(node_.layout.buffers[b].shape);
     for (size_t p = node_.layout.params.size(); p < DPT_OP_MAX_PARAMS; ++p) {
-      c.params[p] = describe_tensor(Shape{absent_.size()});
+      c.params[p] = op_tensor(Shape{absent_.size()});
       c.params[p].data = absent_.data();
     }
     for (size_t b = node_.layout.buffers.size(); b < DPT_OP_MAX_PARAMS; ++b) {
-      c.buffers[b] = describe_tensor(Shape{absent_.size()});
+      c.buffers[b] = op_tensor(Shape{absent_.size()});
       c.buffers[b].data = absent_.data();
     }
     c.node = index;

@@ -1,6 +1,6 @@
 // The loss and optimizer members: softmax_cross_entropy (the CPU reference's,
-// dpt::cpu::softmax_cross_entropy, its result written into device memory), optimizer_update (the CPU
-// optimizer's formulas, which live in the core, not in dptrain_cpu_ops: so written out here), l2_norm (a
+// dpt::cpu::softmax_cross_entropy, its result written into device memory), optimizer_update and l2_norm
+// (the core's optimizer, src/optim/optimizer.cpp, compiled into the module; the norm a
 // double in device memory) and scale. Compiled with -ffp-contract=off (CMakeLists.txt): every operation is
 // rounded on its own, as the real module's explicitly rounded kernels and the CPU build on x86-64 do.
 #include <climits>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/ops/cpu_ops.hpp"
+#include "optim/optimizer.hpp"
 #include "sim.hpp"
 
 namespace dpt_sim {
@@ -45,51 +46,23 @@ dpt_backend_loss cpu_loss(size_t n, size_t classes, const float *logits, const i
   return total;
 }
 
-// ---- the CPU optimizer's formulas (src/optim/optimizer.cpp) ----
+// ---- the CPU optimizer (src/optim/optimizer.cpp, compiled into the module: CMakeLists.txt) ----
 
 void update(const dpt_backend_optimizer &o, uint64_t t, float lr, float scale, float *p, const float *g,
             float *state, size_t n) {
-  if (o.kind == DPT_BACKEND_SGD) {
-    const float wd = o.weight_decay, mu = o.momentum;
-    if (mu == 0.0f) {
-      for (size_t i = 0; i < n; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);
-      return;
-    }
-    float *buf = state;
-    for (size_t i = 0; i < n; ++i) {
-      float d = scale * g[i] + wd * p[i];
-      buf[i] = mu * buf[i] + d;
-      p[i] -= lr * (o.nesterov != 0 ? d + mu * buf[i] : buf[i]);
-    }
-    return;
-  }
-  float *m = state, *v = state + n;
-  const float b1 = o.beta1, b2 = o.beta2, eps = o.epsilon;
-  const double step = double(t + 1);
-  const float correction1 = float(1.0 - std::pow(double(b1), step));
-  const float root_correction2 = float(std::sqrt(1.0 - std::pow(double(b2), step)));
-  const float step_size = lr / correction1;
-  const float decay = 1.0f - lr * o.weight_decay;
-  for (size_t i = 0; i < n; ++i) {
-    const float gi = scale * g[i];
-    p[i] *= decay;
-    m[i] = b1 * m[i] + (1.0f - b1) * gi;
-    v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-    p[i] -= step_size * m[i] / (std::sqrt(v[i]) / root_correction2 + eps);
-  }
+  dpt::OptimizerConfig c;
+  c.kind = o.kind == DPT_BACKEND_ADAMW ? dpt::OptimizerKind::kAdamW : dpt::OptimizerKind::kSgd;
+  c.nesterov = o.nesterov != 0;
+  c.momentum = o.momentum;
+  c.weight_decay = o.weight_decay;
+  c.beta1 = o.beta1;
+  c.beta2 = o.beta2;
+  c.epsilon = o.epsilon;
+  dpt::apply_update(c, t, lr, scale, p, g, state, n);
 }
 
 double euclidean_norm(const float *x, size_t count) {
-  // The CPU's order: eight partial sums in double (element i into partial i % 8), then added in order.
-  constexpr size_t kLanes = 8;
-  double lane[kLanes] = {};
-  size_t i = 0;
-  for (; i + kLanes <= count; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) lane[j] += double(x[i + j]) * double(x[i + j]);
-  for (size_t j = 0; i < count; ++i, ++j) lane[j] += double(x[i]) * double(x[i]);
-  double sum = 0.0;
-  for (size_t j = 0; j < kLanes; ++j) sum += lane[j];
-  return std::sqrt(sum);
+  return dpt::l2_norm(x, count);
 }
 
 void scale_by(float *x, size_t count, float alpha) {
