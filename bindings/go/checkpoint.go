@@ -43,3 +43,71 @@ func checkPath(op, path string) error {
 	}
 	return cString(op, "path", path)
 }
+
+// SaveSafetensors writes the trainer's weights to path as a safetensors file (PyTorch's
+// safetensors.torch.load_file reads it): every named parameter and buffer as F32 in its shape, and for
+// each batch norm "<node>.num_batches_tracked" (docs/safetensors.md). Only weights: no optimizer state or
+// counters (SaveCheckpoint keeps those). Like SaveCheckpoint, also allowed from Fit's progress callback.
+func (t *Trainer) SaveSafetensors(path string) error {
+	const op = "Trainer.SaveSafetensors"
+	if err := checkPath(op, path); err != nil {
+		return err
+	}
+	return t.read(op, func() { t.ptr.SaveSafetensors(path) })
+}
+
+// LoadSafetensors sets the parameters and buffers of every replica, by name, from a safetensors file (as
+// SaveSafetensors or safetensors.torch.save_file(module.state_dict(), path) writes it). Every tensor of
+// the model must be there with its exact shape; the optimizer state and counters are untouched. On error
+// the trainer is unchanged.
+func (t *Trainer) LoadSafetensors(path string) error {
+	const op = "Trainer.LoadSafetensors"
+	if err := checkPath(op, path); err != nil {
+		return err
+	}
+	return t.do(op, func() { t.ptr.LoadSafetensors(path) })
+}
+
+// BufferCount returns the number of floats of buffers (running statistics) of one replica, the model's
+// BufferCount; 0 without batch norm.
+func (t *Trainer) BufferCount() (int, error) {
+	if err := t.read("Trainer.BufferCount", func() {}); err != nil {
+		return 0, err
+	}
+	return t.buffers, nil
+}
+
+// ReadBuffers copies the buffers (of the first replica; every replica holds the same) into dst, whose
+// length must be BufferCount(), in the order of Model.NamedBuffers.
+func (t *Trainer) ReadBuffers(dst []float32) error {
+	const op = "Trainer.ReadBuffers"
+	if dst == nil {
+		return nilSlice(op, "dst")
+	}
+	return t.read(op, func() { t.ptr.GetBuffers(dst) })
+}
+
+// Buffers returns a new slice holding the buffers (running statistics); empty without batch norm.
+func (t *Trainer) Buffers() ([]float32, error) {
+	n, err := t.BufferCount()
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]float32, n)
+	if n == 0 {
+		return dst, nil // nothing to copy (the library would be given a NULL pointer for an empty slice)
+	}
+	if err := t.ReadBuffers(dst); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// SetBuffers sets the buffers of every replica from src (length BufferCount()).
+func (t *Trainer) SetBuffers(src []float32) error {
+	const op = "Trainer.SetBuffers"
+	if src == nil {
+		return nilSlice(op, "src")
+	}
+	return t.do(op, func() { t.ptr.SetBuffers(src) })
+}

@@ -3,7 +3,10 @@
 //
 // A Context owns the devices, a Model describes a network, a Dataset holds samples in host memory, and a
 // Trainer keeps one parameter replica per device: each Step splits a batch across the devices, all-reduces
-// the gradients and updates every replica identically.
+// the gradients and updates every replica identically. A Model is built layer by layer (AddConv2D, AddDense,
+// ...) or as a graph whose builders name their input Tensors and return the one they make (Conv2D,
+// BatchNorm, Add, ...); it has named parameters and buffers and is written and read as JSON (Model.ToJSON,
+// ModelFromJSON). A Trainer saves and loads the named weights as safetensors.
 //
 //	ctx, err := dptrain.NewContext(&dptrain.ContextOptions{CPUDevices: 2})
 //	if err != nil { ... }

@@ -11,9 +11,11 @@ type Activation int
 
 // Activations.
 const (
-	ReLU    Activation = 0 // max(0, x)
-	Sigmoid Activation = 1 // 1 / (1 + exp(-x))
-	Tanh    Activation = 2 // tanh(x)
+	ReLU     Activation = 0 // max(0, x)
+	Sigmoid  Activation = 1 // 1 / (1 + exp(-x))
+	Tanh     Activation = 2 // tanh(x)
+	GELU     Activation = 3 // x * Phi(x), Phi the normal distribution function (erf)
+	GELUTanh Activation = 4 // GELU's tanh approximation
 )
 
 // PoolKind is a pooling kind.
@@ -25,8 +27,11 @@ const (
 	PoolMax PoolKind = 1 // maximum over the window
 )
 
-// Model describes a sequential classifier (layers and shapes, not weights). Every model ends in a
-// softmax cross-entropy loss. A Trainer copies the model, so the Model may be closed once trainers exist.
+// Model describes a classifier (a graph of ops and the shapes of its tensors, not weights). Every model
+// ends in a softmax cross-entropy loss over its output tensor. The AddXxx methods append a node on the
+// current output (a sequential model); the graph builders (Conv2D, BatchNorm, Add, ...) name the tensors
+// they read and return the Tensor they make, so any DAG can be built (see graph.go). A Trainer copies the
+// model, so the Model may be closed once trainers exist.
 type Model struct {
 	ptr swig.Model
 	h   *handle
@@ -60,11 +65,12 @@ func NewModel(channels, height, width int) (*Model, error) {
 	return wrapModel(ptr), nil
 }
 
-// BuiltinModel creates a built-in model for 1x28x28 inputs and 10 classes: "lenet" or "mlp".
+// BuiltinModel creates a built-in model for 1x28x28 inputs and 10 classes: "lenet", "mlp" or "resnet18"
+// (ResNet-18 with batch norm, 11.17 M parameters, named as torchvision names them).
 func BuiltinModel(name string) (*Model, error) {
 	const op = "BuiltinModel"
 	if name == "" {
-		return nil, newError(op, StatusInvalidArgument, "the model name is empty (want \"lenet\" or \"mlp\")")
+		return nil, newError(op, StatusInvalidArgument, "the model name is empty (want \"lenet\", \"mlp\" or \"resnet18\")")
 	}
 	if err := cString(op, "name", name); err != nil {
 		return nil, err

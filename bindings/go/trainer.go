@@ -53,6 +53,19 @@ const (
 	CommunicatorMPI   Communicator = 1 // every process of the MPI job started by mpirun
 )
 
+// BatchNormMode says how batch norm layers compute their batch statistics across the devices.
+type BatchNormMode int
+
+// Batch norm modes.
+const (
+	// BatchNormSync: over the whole global batch (every device's per-channel count, sum and sum of squares
+	// combined), so the K-device step equals the 1-device full-batch step under any split (default).
+	BatchNormSync BatchNormMode = 0
+	// BatchNormLocal: over each device's own slice (as DataParallel does): the step depends on the split.
+	// The running statistics still follow the global batch, so every replica holds the same.
+	BatchNormLocal BatchNormMode = 1
+)
+
 // OptimizerKind is the optimizer.
 type OptimizerKind int
 
@@ -113,7 +126,9 @@ type TrainerOptions struct {
 	// Communicator: CommunicatorLocal (default) or CommunicatorMPI, a trainer over every process of an MPI
 	// job (docs/distributed.md); every process then passes the same global batches.
 	Communicator Communicator
-	Optimizer    OptimizerOptions
+	// BatchNorm: models with batch norm layers, BatchNormSync (default) or BatchNormLocal.
+	BatchNorm BatchNormMode
+	Optimizer OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step.
@@ -144,9 +159,10 @@ type EvalResult struct {
 // Trainer trains one model data-parallel: one parameter replica per device. It is used by one goroutine
 // at a time (a concurrent call returns an error wrapping ErrBusy).
 type Trainer struct {
-	ptr swig.Trainer
-	h   *handle
-	ctx *Context // kept reachable: the context is destroyed after its trainers
+	ptr     swig.Trainer
+	h       *handle
+	ctx     *Context // kept reachable: the context is destroyed after its trainers
+	buffers int      // floats of buffers of one replica (the model's BufferCount, fixed at creation)
 }
 
 // NewTrainer creates a trainer on ctx: one replica of model per device, initialised on the first device
@@ -183,6 +199,10 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 	defer model.h.release(shared)
 
 	var ptr swig.Trainer
+	var buffers int64
+	if err := call(op, func() { buffers = model.ptr.BufferCount() }); err != nil {
+		return nil, err
+	}
 	err := call(op, func() {
 		to := swig.NewTrainerOptions()
 		defer swig.DeleteTrainerOptions(to)
@@ -208,6 +228,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 			to.SetBucket_bytes(0)
 		}
 		to.SetCommunicator(swig.Dpt_communicator(o.Communicator))
+		to.SetBatch_norm(swig.Dpt_batch_norm_mode(o.BatchNorm))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)
@@ -221,7 +242,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		return nil, err
 	}
 	ctx.h.addDep()
-	t := &Trainer{ptr: ptr, ctx: ctx}
+	t := &Trainer{ptr: ptr, ctx: ctx, buffers: int(buffers)}
 	t.h = newHandle("Trainer", func() {
 		swig.DeleteTrainer(ptr)
 		ctx.h.releaseDep()

@@ -63,6 +63,18 @@ template <class... A>
 struct ZeroResult<void (*)(A...)> {
   static void get() {}
 };
+// A std::string result crosses as a malloc'ed _gostring_ that the generated Go code copies and frees
+// (swigCopyString). Its pointer must not be NULL, also for the empty result of a failed call: slicing a nil
+// array pointer panics in Go (which the Go layer would report as StatusInternal, losing the real error).
+template <class... A>
+struct ZeroResult<_gostring_ (*)(A...)> {
+  static _gostring_ get() {
+    _gostring_ s;
+    s.p = static_cast<char *>(malloc(1));
+    s.n = 0;
+    return s;
+  }
+};
 }  // namespace dptrain_go
 %}
 
