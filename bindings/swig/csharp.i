@@ -285,6 +285,12 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Mpi) DPT_COMMUNICATOR_MPI;
 %rename(Batch) DPT_PROGRESS_BATCH;
 %rename(Epoch) DPT_PROGRESS_EPOCH;
+%rename(Gelu) DPT_ACTIVATION_GELU;
+%rename(GeluTanh) DPT_ACTIVATION_GELU_TANH;
+%rename(Sync) DPT_BATCH_NORM_SYNC;
+%rename(PerDevice) DPT_BATCH_NORM_LOCAL; /* (one C scope: Local is Communicator.Local) */
+%rename(Parameter) DPT_TENSOR_PARAMETER;
+%rename(Buffer) DPT_TENSOR_BUFFER;
 
 /* Read-only getters become properties: the generated method turns private under another name and the
  * hand-written half of the class adds the property (Context.DeviceCount, Model.ParameterCount ...). */
@@ -306,6 +312,43 @@ DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
 %rename(GetBackendInfo) dpt_context::backendInfo;
+
+/* The graph builders, tensor queries and named tensors take and return ulong ids and "c,h,w" texts: they turn
+ * private under another name, and src/Model.cs wraps them with TensorId, int[] shapes, NamedTensor lists and
+ * optional arguments (model.Conv2d(x, 64, 3, padding: 1, bias: false)). */
+%define DPT_CS_PRIVATE(METHOD, PRIVATE_NAME)
+%rename(PRIVATE_NAME) METHOD;
+%csmethodmodifiers METHOD "private";
+%enddef
+DPT_CS_PRIVATE(dpt_model::conv2d, Conv2dNative)
+DPT_CS_PRIVATE(dpt_model::dense, DenseNative)
+DPT_CS_PRIVATE(dpt_model::batchNorm, BatchNormNative)
+DPT_CS_PRIVATE(dpt_model::layerNorm, LayerNormNative)
+DPT_CS_PRIVATE(dpt_model::activation, ActivationNative)
+DPT_CS_PRIVATE(dpt_model::pool, PoolNative)
+DPT_CS_PRIVATE(dpt_model::globalAvgPool, GlobalAvgPoolNative)
+DPT_CS_PRIVATE(dpt_model::flatten, FlattenNative)
+DPT_CS_PRIVATE(dpt_model::dropout, DropoutNative)
+DPT_CS_PRIVATE(dpt_model::add, AddNative)
+DPT_CS_PRIVATE(dpt_model::concat2, Concat2Native)
+DPT_CS_PRIVATE(dpt_model::concat3, Concat3Native)
+DPT_CS_PRIVATE(dpt_model::outputTensor, GetOutputTensor)
+DPT_CS_PRIVATE(dpt_model::setOutput, SetOutputTensor)
+DPT_CS_PRIVATE(dpt_model::tensorCount, GetTensorCount)
+DPT_CS_PRIVATE(dpt_model::tensorShape, GetTensorShapeText)
+DPT_CS_PRIVATE(dpt_model::bufferCount, GetBufferCount)
+DPT_CS_PRIVATE(dpt_model::namedTensorCount, GetNamedTensorCount)
+DPT_CS_PRIVATE(dpt_model::namedTensorName, GetNamedTensorName)
+DPT_CS_PRIVATE(dpt_model::namedTensorOffset, GetNamedTensorOffset)
+DPT_CS_PRIVATE(dpt_model::namedTensorShape, GetNamedTensorShapeText)
+
+/* The C API has no buffer count per trainer: each Trainer remembers its model's (the trainer copies the model,
+ * so it cannot change), for the array-returning GetBuffers(). Both constructors name their model `model`; a
+ * failed construction throws before the body runs. */
+%typemap(csconstruct, excode=SWIGEXCODE) dpt_trainer %{: this($imcall, true) {$excode
+    swigBufferCount = model.BufferCount;
+  }
+%}
 
 /* Module-level helpers, reached through the hand-written DPTrain.Library (the module class is internal). */
 %pragma(csharp) moduleclassmodifiers="internal class"

@@ -28,6 +28,21 @@ public partial class Trainer {
     return parameters;
   }
 
+  /// Floats of buffers of the model this trainer was created from (set by the constructors, csharp.i).
+  readonly ulong swigBufferCount;
+
+  /// <summary>Number of floats of buffers (running statistics of batch norms) of one replica, the
+  /// <see cref="Model.BufferCount"/> of its model; 0 without batch norm.</summary>
+  public ulong BufferCount { get { return swigBufferCount; } }
+
+  /// <summary>A copy of the buffers (running statistics; every replica holds the same), in the order of
+  /// <see cref="Model.NamedBuffers"/>. Empty without batch norm.</summary>
+  public float[] GetBuffers() {
+    var buffers = new float[swigBufferCount];
+    if (buffers.Length != 0) GetBuffers(buffers);  // (an empty array pins as a null pointer)
+    return buffers;
+  }
+
   /// <summary>A copy of the parameters of replica <paramref name="replica"/>.</summary>
   public float[] GetReplicaParameters(ulong replica) {
     var parameters = new float[GetParameterCount()];
