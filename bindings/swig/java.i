@@ -361,9 +361,130 @@ import java.nio.IntBuffer;
   }
 %}
 
+/* Model: the graph builders keep their generated signatures (tensor ids are longs, name null = the node's
+ * index) and get overloads with PyTorch's defaults below; the text forms of shapes and the per-index named
+ * tensor queries are private, behind tensorShape(long) -> int[] and namedTensors(kind) -> List<NamedTensor>;
+ * concat2 / concat3 are both Java's concat. */
+%rename(concat) dpt_model::concat2;
+%rename(concat) dpt_model::concat3;
+%rename(tensorShapeText) dpt_model::tensorShape;
+%javamethodmodifiers dpt_model::tensorShape "private";
+%javamethodmodifiers dpt_model::namedTensorName "private";
+%javamethodmodifiers dpt_model::namedTensorOffset "private";
+%javamethodmodifiers dpt_model::namedTensorShape "private";
+
 %typemap(javacode) dpt_model %{
   private void swigBeforeClose() {}
   private void swigAfterClose() {}
+
+  /** The id of the input tensor, which every model has. */
+  public static final long INPUT = 0;
+
+  /** The dimensions of one sample of a tensor, e.g. {64, 28, 28}. */
+  public int[] tensorShape(long tensor) {
+    return NamedTensor.parseShape(tensorShapeText(tensor));
+  }
+
+  /** The named tensors of one kind, in the order of the flat vector (their offsets and sizes cover it). */
+  public java.util.List<NamedTensor> namedTensors(TensorKind kind) {
+    int n = Math.toIntExact(namedTensorCount(kind));
+    java.util.List<NamedTensor> list = new java.util.ArrayList<>(n);
+    for (int i = 0; i < n; ++i) {
+      list.add(new NamedTensor(namedTensorName(kind, i), kind, namedTensorOffset(kind, i),
+                               NamedTensor.parseShape(namedTensorShape(kind, i))));
+    }
+    return java.util.Collections.unmodifiableList(list);
+  }
+
+  /** The trainable parameters ("conv1.weight"), covering the parameterCount() floats of getParameters. */
+  public java.util.List<NamedTensor> parameters() {
+    return namedTensors(TensorKind.TENSOR_PARAMETER);
+  }
+
+  /** The buffers, i.e. running statistics ("bn1.running_mean"), covering the bufferCount() floats of getBuffers. */
+  public java.util.List<NamedTensor> buffers() {
+    return namedTensors(TensorKind.TENSOR_BUFFER);
+  }
+
+  /** A convolution with a bias, named by its index. */
+  public long conv2d(long input, long outChannels, long kernel, long stride, long padding) {
+    return conv2d(input, outChannels, kernel, stride, padding, true, null);
+  }
+
+  /** A convolution named by its index ({@code bias} false before a batch norm). */
+  public long conv2d(long input, long outChannels, long kernel, long stride, long padding, boolean bias) {
+    return conv2d(input, outChannels, kernel, stride, padding, bias, null);
+  }
+
+  /** A fully connected layer with a bias, named by its index. */
+  public long dense(long input, long units) {
+    return dense(input, units, true, null);
+  }
+
+  /** A fully connected layer with a bias. */
+  public long dense(long input, long units, String name) {
+    return dense(input, units, true, name);
+  }
+
+  /** A batch norm with PyTorch's defaults (eps 1e-5, momentum 0.1), named by its index. */
+  public long batchNorm(long input) {
+    return batchNorm(input, 1e-5f, 0.1f, null);
+  }
+
+  /** A batch norm with PyTorch's defaults (eps 1e-5, momentum 0.1). */
+  public long batchNorm(long input, String name) {
+    return batchNorm(input, 1e-5f, 0.1f, name);
+  }
+
+  /** A layer norm with eps 1e-5, named by its index. */
+  public long layerNorm(long input) {
+    return layerNorm(input, 1e-5f, null);
+  }
+
+  /** An activation named by its index. */
+  public long activation(long input, Activation activation) {
+    return activation(input, activation, null);
+  }
+
+  /** A ReLU named by its index. */
+  public long relu(long input) {
+    return activation(input, Activation.ACTIVATION_RELU, null);
+  }
+
+  /** A pooling layer named by its index. */
+  public long pool(long input, PoolKind kind, long window, long stride) {
+    return pool(input, kind, window, stride, null);
+  }
+
+  /** Global average pooling named by its index. */
+  public long globalAvgPool(long input) {
+    return globalAvgPool(input, null);
+  }
+
+  /** A flatten named by its index. */
+  public long flatten(long input) {
+    return flatten(input, null);
+  }
+
+  /** A dropout named by its index. */
+  public long dropout(long input, float rate) {
+    return dropout(input, rate, null);
+  }
+
+  /** The sum of two tensors of one shape, named by its index. */
+  public long add(long a, long b) {
+    return add(a, b, null);
+  }
+
+  /** Two tensors concatenated along the channels, named by its index. */
+  public long concat(long a, long b) {
+    return concat(a, b, (String) null);
+  }
+
+  /** Three tensors concatenated along the channels, named by its index. */
+  public long concat(long a, long b, long c) {
+    return concat(a, b, c, null);
+  }
 %}
 
 %typemap(javacode) dpt_dataset %{
@@ -404,11 +525,15 @@ import java.nio.IntBuffer;
 %typemap(javaconstruct) dpt_trainer {
     this($imcall, true);
     this.swigOutputs = model.outputSize();
+    this.swigBuffers = model.bufferCount();
   }
 
 %typemap(javacode) dpt_trainer %{
   /** Outputs (classes) per sample of the model. */
   private long swigOutputs;
+
+  /** Floats of buffers (running statistics) of the model. */
+  private long swigBuffers;
 
   /** True while fit runs (its progress callback must not close this trainer or its data). */
   private boolean swigInFit;
@@ -487,6 +612,53 @@ import java.nio.IntBuffer;
   /** Sets the parameters of every replica from a direct buffer (its remaining elements). */
   public void setParameters(FloatBuffer params) {
     DptrainJNI.Trainer_setParameters(swigCPtr, this, Buffers.arg(params, "params"));
+  }
+
+  /** Floats of buffers (running statistics) per replica: the model's bufferCount(); 0 without batch norm. */
+  public long bufferCount() {
+    return swigBuffers;
+  }
+
+  /** The buffers (running statistics, in the order of Model.buffers()), in a new array. */
+  public float[] getBuffers() {
+    float[] buffers = Buffers.newArray(swigBuffers, "bufferCount");
+    getBuffers(buffers);
+    return buffers;
+  }
+
+  /** Copies the buffers into a direct buffer (its remaining elements). */
+  public void getBuffers(FloatBuffer outBuffers) {
+    DptrainJNI.Trainer_getBuffers(swigCPtr, this, Buffers.arg(outBuffers, "outBuffers"));
+  }
+
+  /** Sets the buffers of every replica from a direct buffer (its remaining elements). */
+  public void setBuffers(FloatBuffer buffers) {
+    DptrainJNI.Trainer_setBuffers(swigCPtr, this, Buffers.arg(buffers, "buffers"));
+  }
+
+  private static String swigPath(java.nio.file.Path path, String what) {
+    if (path == null) throw DptrainException.of(Status.ERROR_NULL_POINTER, what + ": path must not be null");
+    return path.toString();
+  }
+
+  /** Writes the named parameters and buffers as a safetensors file (PyTorch's safetensors.torch.load_file). */
+  public void saveSafetensors(java.nio.file.Path path) {
+    saveSafetensors(swigPath(path, "Trainer.saveSafetensors"));
+  }
+
+  /** Sets the parameters and buffers of every replica, by name, from a safetensors file. */
+  public void loadSafetensors(java.nio.file.Path path) {
+    loadSafetensors(swigPath(path, "Trainer.loadSafetensors"));
+  }
+
+  /** Writes a checkpoint (dptrain/checkpoint.h: parameters, optimizer state, counters, seed). */
+  public void saveCheckpoint(java.nio.file.Path path) {
+    saveCheckpoint(swigPath(path, "Trainer.saveCheckpoint"));
+  }
+
+  /** Restores a checkpoint written by saveCheckpoint. */
+  public void loadCheckpoint(java.nio.file.Path path) {
+    loadCheckpoint(swigPath(path, "Trainer.loadCheckpoint"));
   }
 
   /**
