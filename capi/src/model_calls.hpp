@@ -72,7 +72,9 @@ inline OpAttrs int_attrs(std::initializer_list<size_t> values) {
   return a;
 }
 
-inline size_t add_activation_node(ModelSpec &m, size_t input, dpt_activation activation,
+// Enums by reference: an out-of-range value from C is read only by checked_enum's memcpy (loading it as the
+// enum type would be undefined; UBSan reports it).
+inline size_t add_activation_node(ModelSpec &m, size_t input, const dpt_activation &activation,
                                   const std::string &name) {
   const dpt_activation a = checked_enum(activation,
                                         {DPT_ACTIVATION_RELU, DPT_ACTIVATION_SIGMOID, DPT_ACTIVATION_TANH,
@@ -92,8 +94,8 @@ inline size_t add_activation_node(ModelSpec &m, size_t input, dpt_activation act
   throw_error(DPT_ERROR_INTERNAL, "unhandled activation");
 }
 
-inline size_t add_pool_node(ModelSpec &m, size_t input, dpt_pool_kind kind, size_t window, size_t stride,
-                            const std::string &name) {
+inline size_t add_pool_node(ModelSpec &m, size_t input, const dpt_pool_kind &kind, size_t window,
+                            size_t stride, const std::string &name) {
   const dpt_pool_kind k = checked_enum(kind, {DPT_POOL_AVG, DPT_POOL_MAX}, "pool kind");
   return m.add(op_def(k == DPT_POOL_AVG ? "avg_pool2d" : "max_pool2d"), {input}, int_attrs({window, stride}),
                name);

@@ -7,7 +7,7 @@ using dpt::capi::with_model_query;
 
 namespace {
 
-bool is_buffer(dpt_tensor_kind kind) {
+bool is_buffer(const dpt_tensor_kind &kind) {  // by reference: see model_calls.hpp
   return dpt::capi::checked_enum(kind, {DPT_TENSOR_PARAMETER, DPT_TENSOR_BUFFER}, "tensor kind") ==
          DPT_TENSOR_BUFFER;
 }
