@@ -1,5 +1,6 @@
 // dptrain_bench: training throughput for K CPU devices (LeNet, MLP and a wide MLP; with and without the
-// bucket overlap, and the share of the all-reduce hidden behind backward), per-layer times, and all-reduce
+// bucket overlap, and the share of the all-reduce hidden behind backward; ResNet-18 with sync or local
+// BatchNorm), the GEMM rate of each step next to a single-thread SGEMM peak, per-layer times, and all-reduce
 // time and bus bandwidth for the ring and textbook algorithms next to single-thread memcpy bandwidth.
 // Prints tables (and CSV with --csv); numbers go to docs/benchmarks.md.
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "backend/context.hpp"
+#include "backend/cpu/ops/blas.hpp"
 #include "comm/thread_collective.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
@@ -30,7 +32,8 @@ struct Options {
   size_t batch = 256;
   std::vector<std::string> models{"lenet", "mlp", "wide-mlp"};
   bool training = true, allreduce = true, layers = true;
-  std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
+  bool sync_batch_norm = true;  // --bn sync|local
+  std::FILE *csv = nullptr;     // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
 
 std::vector<std::string> parse_names(const char *text) {
@@ -164,17 +167,69 @@ dpt::ModelSpec bench_model(const std::string &name) {
   return m;
 }
 
+// The multiply-adds of one training sample's GEMMs, as FLOPs (2 per multiply-add): for conv2d and dense,
+// forward W x, and in backward dW (always) and dX (unless the node reads the model's input, whose gradient
+// nobody needs). Per output pixel a node does weight.size() multiply-adds in each of the three. The rest of
+// the step (normalisation, activations, im2col, the update) is not counted: GFLOP/s over this count is the
+// rate of the step as if it were all GEMM, comparable with an SGEMM peak.
+double training_flops_per_sample(const dpt::ModelSpec &spec) {
+  double flops = 0;
+  for (const dpt::Node &node : spec.nodes()) {
+    const std::string op = node.op->name;
+    if ((op != "conv2d" && op != "dense") || node.layout.params.empty()) continue;
+    const dpt::Shape &w = node.layout.params[0].shape;
+    const double per_pixel = double(w.size());
+    const double pixels = op == "conv2d" ? double(node.layout.output.size()) / double(w[0]) : 1.0;
+    const bool reads_input = node.inputs.size() == 1 && node.inputs[0] == 0;
+    flops += 2.0 * per_pixel * pixels * (reads_input ? 2.0 : 3.0);
+  }
+  return flops;
+}
+
+// The single-thread SGEMM rate of the BLAS the CPU kernels use (OpenBLAS, one thread per call): square
+// row-major C = A B for n = 512, 1024, 2048, the best of 5 runs each; the best of them, in FLOP/s.
+double sgemm_peak() {
+  dpt::blas::use_single_thread();
+  double best = 0;
+  for (size_t n : {512, 1024, 2048}) {
+    std::vector<float> a(n * n), b(n * n), c(n * n);
+    dpt::Rng rng(7);
+    for (auto &v : a) v = rng.uniform() - 0.5f;
+    for (auto &v : b) v = rng.uniform() - 0.5f;
+    for (int r = 0; r < 5; ++r) {
+      const double t0 = now_seconds();
+      dpt::blas::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      best = std::max(best, 2.0 * double(n) * double(n) * double(n) / (now_seconds() - t0));
+    }
+  }
+  return best;
+}
+
 void bench_training(const Options &o) {
+  const double peak = sgemm_peak();
+  std::printf("\nsingle-thread SGEMM peak (OpenBLAS, square n = 512/1024/2048, best of 5): %.1f GFLOP/s\n",
+              peak / 1e9);
+  if (o.csv != nullptr) std::fprintf(o.csv, "sgemm,peak,1,GFLOPps,%.2f\n", peak / 1e9);
   std::printf(
       "\ntraining step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up;\n"
       "allreduce_ms is the reduction's own time, exposed_ms the part the step waited for after\n"
-      "backward, hidden = 1 - exposed/allreduce\n\n",
-      o.batch, o.steps);
-  std::printf("%-9s %-3s %9s %10s %8s %11s %13s %11s %7s %10s\n", "model", "K", "bucket", "images/s",
-              "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden", "update_ms");
+      "backward, hidden = 1 - exposed/allreduce; GFLOP/s counts the step's GEMM work only (3 GEMMs per\n"
+      "conv/dense: forward, dW, dX), of_peak = GFLOP/s / (K x the SGEMM peak); BatchNorm: %s\n",
+      o.batch, o.steps, o.sync_batch_norm ? "sync" : "local");
+  for (const std::string &model : o.models) {
+    const double flops = training_flops_per_sample(bench_model(model));
+    std::printf("%s: %.4f GFLOP of GEMM work per training sample\n", model.c_str(), flops / 1e9);
+    if (o.csv != nullptr)
+      std::fprintf(o.csv, "training,%s,1,gemm_GFLOP_per_sample,%.6f\n", model.c_str(), flops / 1e9);
+  }
+  std::printf("\n");
+  std::printf("%-9s %-3s %9s %10s %8s %11s %13s %11s %7s %10s %9s %8s\n", "model", "K", "bucket", "images/s",
+              "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden", "update_ms", "GFLOP/s",
+              "of_peak");
   for (const std::string &model : o.models) {
     const dpt::ModelSpec spec = bench_model(model);
     const size_t in = spec.input().size();
+    const double flops = training_flops_per_sample(spec);
     std::vector<float> x(o.batch * in);
     std::vector<int32_t> y(o.batch);
     dpt::Rng rng(1);
@@ -187,6 +242,7 @@ void bench_training(const Options &o) {
         dpt::TrainerConfig config;
         config.optimizer.learning_rate = 0.01f;
         config.bucket_bytes = kib * 1024;
+        config.sync_batch_norm = o.sync_batch_norm;
         dpt::Trainer trainer(context, spec, config);
         for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
         double compute = 0, reduce = 0, exposed = 0, update = 0;
@@ -201,15 +257,20 @@ void bench_training(const Options &o) {
         const double n = double(o.steps);
         const std::string bucket = k == 1 ? "-" : kib == 0 ? "none" : size_name(kib * 1024);
         const double hidden = reduce > 0 ? 1.0 - exposed / reduce : 0.0;
-        std::printf("%-9s %-3zu %9s %10.0f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f\n", model.c_str(), k,
-                    bucket.c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3, exposed / n * 1e3,
-                    hidden * 100.0, update / n * 1e3);
+        const double gflops = rate * flops / 1e9;
+        std::printf("%-9s %-3zu %9s %10.*f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f %9.1f %7.1f%%\n",
+                    model.c_str(), k, bucket.c_str(), rate < 1000 ? 1 : 0, rate, rate / base,
+                    compute / n * 1e3, reduce / n * 1e3, exposed / n * 1e3, hidden * 100.0, update / n * 1e3,
+                    gflops, 100.0 * gflops * 1e9 / (double(k) * peak));
         std::fflush(stdout);
         if (o.csv != nullptr) {
           const std::string item = model + " bucket " + bucket;
           std::fprintf(o.csv, "training,%s,%zu,images_per_s,%.1f\n", item.c_str(), k, rate);
           std::fprintf(o.csv, "training,%s,%zu,allreduce_ms,%.4f\n", item.c_str(), k, reduce / n * 1e3);
           std::fprintf(o.csv, "training,%s,%zu,hidden_share,%.4f\n", item.c_str(), k, hidden);
+          std::fprintf(o.csv, "training,%s,%zu,step_ms,%.3f\n", item.c_str(), k,
+                       1e3 * double(o.batch) / rate);
+          std::fprintf(o.csv, "training,%s,%zu,gemm_GFLOPps,%.2f\n", item.c_str(), k, gflops);
         }
       }
     }
@@ -241,7 +302,14 @@ int main(int argc, char **argv) {
       o.models = parse_names(value());
     else if (a == "--bucket-kib")
       o.bucket_kib = parse_list(value(), true);
-    else if (a == "--only-training")
+    else if (a == "--bn") {
+      const std::string mode = value();
+      if (mode != "sync" && mode != "local") {
+        std::fprintf(stderr, "dptrain_bench: --bn takes sync or local\n");
+        return 2;
+      }
+      o.sync_batch_norm = mode == "sync";
+    } else if (a == "--only-training")
       o.allreduce = false, o.layers = false;
     else if (a == "--only-allreduce")
       o.training = false, o.layers = false;
@@ -258,7 +326,8 @@ int main(int argc, char **argv) {
     } else {
       std::printf(
           "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
-          "                     [--models lenet,mlp,wide-mlp] [--bucket-kib 0,1024]\n"
+          "                     [--models lenet,mlp,wide-mlp,resnet18] [--bucket-kib 0,1024] [--bn "
+          "sync|local]\n"
           "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
     }

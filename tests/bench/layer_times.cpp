@@ -15,6 +15,13 @@ namespace dpt::bench {
 
 namespace {
 
+dpt_tensor describe_tensor(const Shape &shape, DType dtype) {
+  dpt_tensor t{};
+  t.dtype = int32_t(dtype);
+  t.rank = int32_t(shape.rank());
+  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
+  return t;
+}
 
 size_t floats_for(size_t bytes) {
   return (bytes + sizeof(float) - 1) / sizeof(float);
@@ -24,7 +31,10 @@ size_t floats_for(size_t bytes) {
 
 // Each node's CPU kernel called directly on host memory, as the graph executor (graph/network.cpp) calls
 // it: one dpt_op_call per node, one activation per tensor (a view node aliases its input and runs nothing),
-// what each op saves, one scratch area as large as the largest node's.
+// what each op saves, one scratch area as large as the largest node's. An op with statistics (batch_norm)
+// runs its two phases per pass as on a single device, its slice's statistics copied to the global set in
+// between (the copy is not timed). Gradients of a tensor read by two nodes are not accumulated (the
+// executor's accumulate is left out of the times).
 void print_layer_times(const std::string &model, size_t batch, size_t reps, std::FILE *csv) {
   const ModelSpec spec = ModelSpec::builtin(model);
   const std::vector<Node> &nodes = spec.nodes();
@@ -35,7 +45,8 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
   // Activations of every tensor (a view's are its input's), saved state and scratch, as one replica holds
   // them.
   std::vector<size_t> root(tensors.size());
-  std::vector<std::vector<float>> acts(tensors.size()), saved(nodes.size());
+  std::vector<std::vector<float>> acts(tensors.size()), saved(nodes.size()), buffers(nodes.size());
+  std::vector<std::vector<double>> statistics(nodes.size());
   acts[0].resize(batch * spec.input().size());
   size_t widest = spec.input().size();
   for (size_t t = 0; t < tensors.size(); ++t) root[t] = t;
@@ -50,7 +61,10 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
       continue;
     }
     acts[node.output].resize(batch * tensors[node.output].shape.size());
-    saved[j].resize(floats_for(batch * node.layout.saved_bytes_per_sample));
+    saved[j].resize(floats_for(batch * node.layout.saved_bytes_per_sample + node.layout.saved_bytes));
+    statistics[j].assign(2 * node.layout.statistics, 0.0);
+    for (const ParamInfo &b : node.layout.buffers)  // running mean 0, running variance 1
+      buffers[j].insert(buffers[j].end(), b.size(), b.init == ParamInit::kOne ? 1.0f : 0.0f);
     kernels[j] = cpu::find_op(node.op->name);
     if (kernels[j] == nullptr) throw std::runtime_error(std::string("no CPU kernel for op ") + node.op->name);
     dpt_op_call &c = calls[j];
@@ -60,11 +74,14 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
     std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
     c.input_count = int32_t(node.inputs.size());
     for (size_t i = 0; i < node.inputs.size(); ++i)
-      c.inputs[i] = op_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
-    c.output = op_tensor(tensors[node.output].shape, tensors[node.output].dtype);
+      c.inputs[i] = describe_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
+    c.output = describe_tensor(tensors[node.output].shape, tensors[node.output].dtype);
     c.param_count = int32_t(node.layout.params.size());
     for (size_t p = 0; p < node.layout.params.size(); ++p)
-      c.params[p] = op_tensor(node.layout.params[p].shape, DType::kF32);
+      c.params[p] = describe_tensor(node.layout.params[p].shape, DType::kF32);
+    c.buffer_count = int32_t(node.layout.buffers.size());
+    for (size_t p = 0; p < node.layout.buffers.size(); ++p)
+      c.buffers[p] = describe_tensor(node.layout.buffers[p].shape, DType::kF32);
     c.node = j;
     c.n = int64_t(batch);
     c.training = 1;
@@ -87,11 +104,41 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
       c.params[p].data = params.data() + offset;
       offset += node.layout.params[p].size();
     }
+    float *b = buffers[j].data();
+    for (size_t p = 0; p < node.layout.buffers.size(); ++p) {
+      c.buffers[p].data = b;
+      b += node.layout.buffers[p].size();
+    }
     c.saved = saved[j].data();
+    c.saved_bytes = saved[j].size() * sizeof(float);
+    c.statistics = statistics[j].empty() ? nullptr : statistics[j].data();
+    c.statistics_count = statistics[j].size();
+    c.sync_statistics = 1;
     c.scratch = work.data();
     c.scratch_bytes = scratch;
   }
 
+  // One call of a node's kernel (both phases for an op with statistics); returns its seconds.
+  auto run = [&](size_t j, bool is_forward) {
+    dpt_op_call &c = calls[j];
+    auto call = [&] { is_forward ? kernels[j]->forward(c) : kernels[j]->backward(c); };
+    const size_t count = nodes[j].layout.statistics;
+    if (count == 0) {
+      const double t0 = platform::now_seconds();
+      call();
+      return platform::now_seconds() - t0;
+    }
+    c.phase = DPT_OP_PHASE_STATISTICS;
+    double t0 = platform::now_seconds();
+    call();
+    double seconds = platform::now_seconds() - t0;
+    // One replica is the whole batch: its forward statistics are the global ones (backward sums in place).
+    if (is_forward) std::copy(c.statistics, c.statistics + count, c.statistics + count);
+    c.phase = DPT_OP_PHASE_APPLY;
+    t0 = platform::now_seconds();
+    call();
+    return seconds + platform::now_seconds() - t0;
+  };
   std::vector<double> forward(nodes.size(), 0), backward(nodes.size(), 0);
   for (size_t r = 0; r < reps + 1; ++r) {  // the first round warms up and is not counted
     for (size_t j = 0; j < nodes.size(); ++j) {
@@ -101,9 +148,8 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
       c.output_grad = nullptr;
       for (size_t i = 0; i < size_t(c.input_count); ++i) c.input_grads[i] = nullptr;
       for (size_t p = 0; p < size_t(c.param_count); ++p) c.param_grads[p] = nullptr;
-      const double t0 = platform::now_seconds();
-      kernels[j]->forward(c);
-      if (r > 0) forward[j] += platform::now_seconds() - t0;
+      const double t = run(j, true);
+      if (r > 0) forward[j] += t;
     }
     for (size_t j = nodes.size(); j-- > 0;) {
       if (kernels[j] == nullptr) continue;
@@ -118,20 +164,19 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
         c.param_grads[p] = grads.data() + offset;
         offset += node.layout.params[p].size();
       }
-      const double t0 = platform::now_seconds();
-      kernels[j]->backward(c);
-      if (r > 0) backward[j] += platform::now_seconds() - t0;
+      const double t = run(j, false);
+      if (r > 0) backward[j] += t;
     }
   }
   double total = 0;
   for (size_t j = 0; j < nodes.size(); ++j) total += forward[j] + backward[j];
   std::printf("\n%s per-layer times on one device, batch %zu, mean of %zu passes\n\n", model.c_str(), batch,
               reps);
-  std::printf("%-3s %-16s %12s %12s %8s\n", "#", "layer", "forward_ms", "backward_ms", "share");
+  std::printf("%-3s %-24s %12s %12s %8s\n", "#", "layer", "forward_ms", "backward_ms", "share");
   for (size_t j = 0; j < nodes.size(); ++j) {
     const double f = forward[j] / double(reps) * 1e3, b = backward[j] / double(reps) * 1e3;
     const std::string name = nodes[j].op->describe(nodes[j].attrs);
-    std::printf("%-3zu %-16s %12.3f %12.3f %7.1f%%\n", j, name.c_str(), f, b,
+    std::printf("%-3zu %-24s %12.3f %12.3f %7.1f%%\n", j, name.c_str(), f, b,
                 100.0 * (forward[j] + backward[j]) / total);
     if (csv != nullptr) {
       std::fprintf(csv, "layer,%zu:%s,1,forward_ms,%.6f\n", j, name.c_str(), f);
