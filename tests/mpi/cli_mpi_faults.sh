@@ -55,12 +55,13 @@ start=$(now)
 RC=$?
 [ "$RC" -ne 0 ] && pass "different --seed: the job failed (exit $RC, $(elapsed "$start" "$(now)") s)" ||
   fail "different --seed: the job succeeded"
-n=$(grep -c "disagree on the trainer's seed" "$WORK/mismatch.err")
+# Occurrences, not lines: mpirun may join the two processes' lines when they write at the same moment.
+n=$(grep -o "disagree on the trainer's seed" "$WORK/mismatch.err" | wc -l)
 [ "$n" -eq 2 ] && pass "different --seed: both processes name the seed" ||
   fail "different --seed: $n processes name it: $(head -n 3 "$WORK/mismatch.err")"
 "${MPI[@]}" -np 1 "$DPTRAIN" "${SHORT[@]}" --progress-every 2 : -np 1 "$DPTRAIN" "${SHORT[@]}" \
   >"$WORK/mismatch2.out" 2>"$WORK/mismatch2.err"
-n=$(grep -c "disagree on fit's progress_every" "$WORK/mismatch2.err")
+n=$(grep -o "disagree on fit's progress_every" "$WORK/mismatch2.err" | wc -l)
 [ "$n" -eq 2 ] && pass "different --progress-every: both processes name it" ||
   fail "different --progress-every: $n processes name it: $(head -n 3 "$WORK/mismatch2.err")"
 echo
