@@ -199,7 +199,6 @@ std::vector<double> activation_reference(const OpView &s, size_t n, const std::v
 // calls dpt::cpu::find_op(node.op->name)->forward/backward directly. saved and scratch are followed by
 // guard words: a kernel that writes past the sizes it declared fails the test.
 
-
 constexpr uint32_t kGuard = 0x7fc0beefu;  // a NaN pattern
 constexpr size_t kGuardWords = 16;
 
@@ -219,8 +218,7 @@ class OpHarness {
     std::copy(std::begin(node_.attrs.ints), std::end(node_.attrs.ints), c.ints);
     std::copy(std::begin(node_.attrs.reals), std::end(node_.attrs.reals), c.reals);
     c.input_count = int32_t(node_.inputs.size());
-    for (size_t i = 0; i < node_.inputs.size(); ++i)
-      c.inputs[i] = op_tensor(tensors[node_.inputs[i]].shape);
+    for (size_t i = 0; i < node_.inputs.size(); ++i) c.inputs[i] = op_tensor(tensors[node_.inputs[i]].shape);
     c.output = op_tensor(out_shape_);
     c.param_count = int32_t(node_.layout.params.size());
     for (size_t p = 0; p < node_.layout.params.size(); ++p)
@@ -489,21 +487,24 @@ void test_dense_no_bias(void **) {
   check_dense(false);
 }
 
-void check_conv(size_t stride, size_t padding, bool bias = true) {
-  ModelSpec m(Shape{2, 5, 6});  // not square, so h/w mix-ups show
+// The CPU kernel runs planes of fewer than 64 output pixels in groups of samples (one GEMM over a group's
+// columns): the 5x6 default is one group of n = 2; see test_conv2d_ungrouped and test_conv2d_ragged_groups.
+void check_conv(size_t stride, size_t padding, bool bias = true, size_t h = 5, size_t w = 6, size_t n = 2) {
+  ModelSpec m(Shape{2, h, w});  // not square, so h/w mix-ups show
   m.add_conv2d(3, 3, stride, padding, bias);
   const OpView s = only_node(m);
   assert_int_equal(s.out.rank(), 3);
   assert_int_equal(s.out[0], 3);
-  assert_int_equal(s.out[1], (5 + 2 * padding - 3) / stride + 1);
-  assert_int_equal(s.out[2], (6 + 2 * padding - 3) / stride + 1);
+  assert_int_equal(s.out[1], (h + 2 * padding - 3) / stride + 1);
+  assert_int_equal(s.out[2], (w + 2 * padding - 3) / stride + 1);
   assert_int_equal(m.nodes()[0].layout.params.size(), bias ? 2 : 1);
   assert_int_equal(s.parameters, 3 * 2 * 3 * 3 + (bias ? 3 : 0));
   LayerCase c;
-  c.name =
-      "conv2d 3x3 s" + std::to_string(stride) + " p" + std::to_string(padding) + (bias ? "" : " no bias");
+  c.name = "conv2d 3x3 s" + std::to_string(stride) + " p" + std::to_string(padding) +
+           (bias ? "" : " no bias") + " " + std::to_string(h) + "x" + std::to_string(w) +
+           " n=" + std::to_string(n);
   c.model = m;
-  c.n = 2;
+  c.n = n;
   TestRng rng(10 + stride * 2 + padding + (bias ? 0 : 100));
   c.x = rng.vector(c.n * s.in.size(), -1.0f, 1.0f);
   c.params = rng.vector(s.parameters, -0.5f, 0.5f);
@@ -531,6 +532,14 @@ void test_conv2d_no_bias_s1_p1(void **) {
 }
 void test_conv2d_no_bias_s2_p0(void **) {
   check_conv(2, 0, false);
+}
+// 9x8 output pixels (>= 64): one sample per GEMM, written straight into the output.
+void test_conv2d_ungrouped(void **) {
+  check_conv(1, 1, true, 9, 8, 3);
+}
+// 7x7 output pixels: groups of 11 samples, so n = 13 is a full group and a group of 2.
+void test_conv2d_ragged_groups(void **) {
+  check_conv(1, 1, true, 7, 7, 13);
 }
 
 void check_pool(PoolKind kind, size_t window, size_t stride) {
@@ -1062,6 +1071,8 @@ int main() {
       cmocka_unit_test(test_conv2d_s2_p1),
       cmocka_unit_test(test_conv2d_no_bias_s1_p1),
       cmocka_unit_test(test_conv2d_no_bias_s2_p0),
+      cmocka_unit_test(test_conv2d_ungrouped),
+      cmocka_unit_test(test_conv2d_ragged_groups),
       cmocka_unit_test(test_avgpool_2s2),
       cmocka_unit_test(test_avgpool_3s1),
       cmocka_unit_test(test_maxpool_2s2),

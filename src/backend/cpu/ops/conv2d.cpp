@@ -1,4 +1,9 @@
-// "conv2d": cross-correlation by im2col + GEMM, one sample at a time. W [out_c, in_c, k, k].
+// "conv2d": cross-correlation by im2col + GEMM. W [out_c, in_c, k, k].
+//
+// A GEMM covers a group of samples side by side (their column matrices next to each other, [c*k*k, g*oh*ow]),
+// so that small planes still make GEMMs wide enough to run at the BLAS kernel's rate and the weights are
+// packed once per group rather than once per sample (ResNet-18's last stage: 512 channels on 4x4 planes, 16
+// columns a sample). Larger planes run one sample at a time, straight into the output. The grouping depends only on the layer's shape and the slice size, so a run's bits are fixed.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -18,6 +23,16 @@ struct Conv {
   size_t ckk() const { return c * k * k; }
   size_t pixels() const { return oh * ow; }
 };
+
+// Planes of fewer pixels than kGroupBelow run in groups of about kGroupColumns columns. Measured
+// (docs/benchmarks.md): OpenBLAS's single-thread SGEMM runs at 65-70% of its rate with 16 columns and near it
+// from 128; grouping LeNet's 81-pixel planes made its 2-device step 13% slower (the group's columns leave L2).
+constexpr size_t kGroupBelow = 64, kGroupColumns = 512;
+
+// Samples per GEMM.
+size_t group_size(const Conv &s) {
+  return s.pixels() >= kGroupBelow ? 1 : (kGroupColumns + s.pixels() - 1) / s.pixels();
+}
 
 Conv conv_of(const dpt_op_call &call) {
   const dpt_tensor &x = call.inputs[0], &y = call.output;
@@ -54,12 +69,13 @@ inline float sum_fixed_order(const float *x, size_t n) {
   return sum;
 }
 
-void im2col(const Conv &s, const float *x, float *col) {
+// One sample's columns into col, whose rows are ld floats apart.
+void im2col(const Conv &s, const float *x, float *col, size_t ld) {
   const size_t k = s.k, oh = s.oh, ow = s.ow, h = s.h, w = s.w, stride = s.stride;
   for (size_t c = 0; c < s.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
       for (size_t kj = 0; kj < k; ++kj) {
-        float *row = col + ((c * k + ki) * k + kj) * oh * ow;
+        float *row = col + ((c * k + ki) * k + kj) * ld;
         const ColumnRange r = valid_columns(ow, w, stride, kj, s.padding);
         for (size_t y = 0; y < oh; ++y) {
           // ptrdiff arithmetic: padding may put the source row above the image.
@@ -84,13 +100,13 @@ void im2col(const Conv &s, const float *x, float *col) {
       }
 }
 
-void col2im(const Conv &s, const float *col, float *dx) {
+void col2im(const Conv &s, const float *col, size_t ld, float *dx) {
   const size_t k = s.k, oh = s.oh, ow = s.ow, h = s.h, w = s.w, stride = s.stride;
   std::memset(dx, 0, s.in_size() * sizeof(float));
   for (size_t c = 0; c < s.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
       for (size_t kj = 0; kj < k; ++kj) {
-        const float *row = col + ((c * k + ki) * k + kj) * oh * ow;
+        const float *row = col + ((c * k + ki) * k + kj) * ld;
         const ColumnRange r = valid_columns(ow, w, stride, kj, s.padding);
         for (size_t y = 0; y < oh; ++y) {
           const std::ptrdiff_t iy = std::ptrdiff_t(y * stride + ki) - std::ptrdiff_t(s.padding);
@@ -102,23 +118,47 @@ void col2im(const Conv &s, const float *col, float *dx) {
       }
 }
 
-// One sample's column matrix [c * k * k, oh * ow] and its gradient.
+// A group's column matrix [c * k * k, g * pixels] (in backward also the columns' gradient) and, for a group
+// of several samples, its output (or output gradient) gathered as [out_c, g * pixels].
 size_t scratch_bytes(const dpt_op_call &call) {
   const Conv s = conv_of(call);
-  return 2 * s.ckk() * s.pixels() * sizeof(float);
+  const size_t g = group_size(s), staged = g > 1 ? s.out_c * g * s.pixels() : 0;
+  return (s.ckk() * g * s.pixels() + staged) * sizeof(float);
+}
+
+struct Scratch {
+  float *col, *staged;
+};
+
+Scratch scratch_of(const dpt_op_call &call, const Conv &s) {
+  float *col = static_cast<float *>(call.scratch);
+  return {col, col + s.ckk() * group_size(s) * s.pixels()};
 }
 
 void forward(const dpt_op_call &call) {
   const Conv s = conv_of(call);
   const size_t oc = s.out_c, ckk = s.ckk(), pix = s.pixels();
   const float *w = param(call, 0), *b = param(call, 1);
-  float *col = static_cast<float *>(call.scratch);
-  for (size_t i = 0; i < n(call); ++i) {
-    float *ys = out(call) + i * s.out_size();
-    im2col(s, in(call) + i * s.in_size(), col);
-    for (size_t o = 0; o < oc; ++o)
-      for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b != nullptr ? b[o] : 0.0f;
-    blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, col, pix, 1.0f, ys, pix);
+  const Scratch scratch = scratch_of(call, s);
+  for (size_t first = 0; first < n(call); first += group_size(s)) {
+    const size_t g = std::min(group_size(s), n(call) - first), cols = g * pix;
+    for (size_t i = 0; i < g; ++i)
+      im2col(s, in(call) + (first + i) * s.in_size(), scratch.col + i * pix, cols);
+    float *ys = out(call) + first * s.out_size();
+    if (g == 1) {
+      for (size_t o = 0; o < oc; ++o)
+        for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b != nullptr ? b[o] : 0.0f;
+      blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, scratch.col, pix, 1.0f, ys, pix);
+      continue;
+    }
+    blas::gemm(false, false, oc, cols, ckk, 1.0f, w, ckk, scratch.col, cols, 0.0f, scratch.staged, cols);
+    for (size_t i = 0; i < g; ++i)
+      for (size_t o = 0; o < oc; ++o) {
+        const float *src = scratch.staged + o * cols + i * pix;
+        float *dst = ys + i * s.out_size() + o * pix;
+        const float bias = b != nullptr ? b[o] : 0.0f;
+        for (size_t q = 0; q < pix; ++q) dst[q] = bias + src[q];
+      }
   }
 }
 
@@ -126,18 +166,32 @@ void backward(const dpt_op_call &call) {
   const Conv s = conv_of(call);
   const size_t oc = s.out_c, ckk = s.ckk(), pix = s.pixels();
   float *dw = param_grad(call, 0), *db = param_grad(call, 1), *d = dx(call);
-  float *col = static_cast<float *>(call.scratch), *dcol = col + ckk * pix;
-  for (size_t i = 0; i < n(call); ++i) {
-    const float *dys = dy(call) + i * s.out_size();
-    if (dw != nullptr) {
-      im2col(s, in(call) + i * s.in_size(), col);
-      blas::gemm(false, true, oc, ckk, pix, 1.0f, dys, pix, col, pix, 1.0f, dw, ckk);  // dW += dy col^T
-    }
+  const Scratch scratch = scratch_of(call, s);
+  for (size_t first = 0; first < n(call); first += group_size(s)) {
+    const size_t g = std::min(group_size(s), n(call) - first), cols = g * pix;
+    const float *dys = dy(call) + first * s.out_size();
     if (db != nullptr)
-      for (size_t o = 0; o < oc; ++o) db[o] += sum_fixed_order(dys + o * pix, pix);
+      for (size_t i = 0; i < g; ++i)
+        for (size_t o = 0; o < oc; ++o) db[o] += sum_fixed_order(dys + i * s.out_size() + o * pix, pix);
+    // The group's output gradient as one [out_c, cols] matrix.
+    const float *dy_cols = dys;
+    if (g > 1) {
+      for (size_t i = 0; i < g; ++i)
+        for (size_t o = 0; o < oc; ++o)
+          std::copy_n(dys + i * s.out_size() + o * pix, pix, scratch.staged + o * cols + i * pix);
+      dy_cols = scratch.staged;
+    }
+    if (dw != nullptr) {
+      for (size_t i = 0; i < g; ++i)
+        im2col(s, in(call) + (first + i) * s.in_size(), scratch.col + i * pix, cols);
+      blas::gemm(false, true, oc, ckk, cols, 1.0f, dy_cols, cols, scratch.col, cols, 1.0f, dw,
+                 ckk);  // dW += dy col^T
+    }
     if (d != nullptr) {
-      blas::gemm(true, false, ckk, pix, oc, 1.0f, param(call, 0), ckk, dys, pix, 0.0f, dcol, pix);  // W^T dy
-      col2im(s, dcol, d + i * s.in_size());
+      // The columns' gradient W^T dy reuses the column matrix's space.
+      blas::gemm(true, false, ckk, cols, oc, 1.0f, param(call, 0), ckk, dy_cols, cols, 0.0f, scratch.col,
+                 cols);
+      for (size_t i = 0; i < g; ++i) col2im(s, scratch.col + i * pix, cols, d + (first + i) * s.in_size());
     }
   }
 }
