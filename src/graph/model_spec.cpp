@@ -187,8 +187,8 @@ size_t ModelSpec::add_op(const char *op, const std::vector<size_t> &inputs, cons
 
 void ModelSpec::set_output(size_t t) {
   DPT_REQUIRE(t < tensors_.size(), DPT_ERROR_INVALID_ARGUMENT,
-              "tensor " + std::to_string(t) + " does not exist (the model has " + std::to_string(tensors_.size()) +
-                  ")");
+              "tensor " + std::to_string(t) + " does not exist (the model has " +
+                  std::to_string(tensors_.size()) + ")");
   output_ = t;
 }
 
@@ -233,6 +233,26 @@ std::vector<NamedTensor> named_parameters(const ModelSpec &spec) {
 
 std::vector<NamedTensor> named_buffers(const ModelSpec &spec) {
   return named(spec, true);
+}
+
+dpt_op_call call_template(const ModelSpec &spec, size_t j) {
+  const std::vector<TensorInfo> &tensors = spec.tensors();
+  const Node &node = spec.nodes().at(j);
+  dpt_op_call c{};
+  c.op = node.op->name;
+  std::copy(std::begin(node.attrs.ints), std::end(node.attrs.ints), c.ints);
+  std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
+  c.input_count = int32_t(node.inputs.size());
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    c.inputs[i] = op_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
+  c.output = op_tensor(tensors[node.output].shape, tensors[node.output].dtype);
+  c.param_count = int32_t(node.layout.params.size());
+  for (size_t p = 0; p < node.layout.params.size(); ++p) c.params[p] = op_tensor(node.layout.params[p].shape);
+  c.buffer_count = int32_t(node.layout.buffers.size());
+  for (size_t b = 0; b < node.layout.buffers.size(); ++b)
+    c.buffers[b] = op_tensor(node.layout.buffers[b].shape);
+  c.node = j;
+  return c;
 }
 
 }  // namespace dpt

@@ -103,4 +103,8 @@ class ModelSpec {
 std::vector<NamedTensor> named_parameters(const ModelSpec &spec);
 std::vector<NamedTensor> named_buffers(const ModelSpec &spec);
 
+// The call of node j as every caller of a kernel starts it: op, attributes, the tensors' shapes and dtypes,
+// the counts and the node index. Data pointers, n and the pass's fields are the caller's to fill.
+dpt_op_call call_template(const ModelSpec &spec, size_t j);
+
 }  // namespace dpt

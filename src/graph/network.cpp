@@ -16,7 +16,6 @@ void stop_if_cancelled(const PassInfo &info) {
     throw_error(DPT_ERROR_COMMUNICATION, "pass aborted: another device failed or the deadline passed");
 }
 
-
 size_t floats_for(size_t bytes) {
   return (bytes + sizeof(float) - 1) / sizeof(float);
 }
@@ -39,22 +38,8 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
     requires_grad_[node.output] = rg;
 
     Step step;
-    dpt_op_call &c = step.call;
-    c.op = node.op->name;
-    std::copy(std::begin(node.attrs.ints), std::end(node.attrs.ints), c.ints);
-    std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
-    c.input_count = int32_t(node.inputs.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i)
-      c.inputs[i] = op_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
-    c.output = op_tensor(tensors[node.output].shape, tensors[node.output].dtype);
-    c.param_count = int32_t(node.layout.params.size());
-    for (size_t p = 0; p < node.layout.params.size(); ++p)
-      c.params[p] = op_tensor(node.layout.params[p].shape, DType::kF32);
-    c.buffer_count = int32_t(node.layout.buffers.size());
-    for (size_t b = 0; b < node.layout.buffers.size(); ++b)
-      c.buffers[b] = op_tensor(node.layout.buffers[b].shape, DType::kF32);
-    c.node = j;
-    if (!node.layout.view) scratch = std::max(scratch, kernels_.scratch_bytes(c));
+    step.call = call_template(spec, j);
+    if (!node.layout.view) scratch = std::max(scratch, kernels_.scratch_bytes(step.call));
     steps_.push_back(step);
   }
   plan_gradients();
@@ -150,8 +135,7 @@ size_t Network::bytes_per_sample() const {
   return bytes;  // (the per-pass parts, allocated once, do not grow with the slice)
 }
 
-void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *buffers,
-                        const PassInfo &info) {
+void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *buffers, const PassInfo &info) {
   const Node &node = spec_.nodes()[j];
   c.n = int64_t(info.n);
   for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = data_[node.inputs[i]];
@@ -201,18 +185,18 @@ void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool fo
     kernels_.synchronize();
   } else if (forward) {
     // One replica is the whole batch: its statistics are the global ones.
-    kernels_.copy_to_host(reinterpret_cast<float *>(host), reinterpret_cast<const float *>(device), 2 * count);
+    kernels_.copy_to_host(reinterpret_cast<float *>(host), reinterpret_cast<const float *>(device),
+                          2 * count);
     kernels_.synchronize();
-    kernels_.copy_to_device(reinterpret_cast<float *>(device) + 2 * count, reinterpret_cast<const float *>(host),
-                            2 * count);
+    kernels_.copy_to_device(reinterpret_cast<float *>(device) + 2 * count,
+                            reinterpret_cast<const float *>(host), 2 * count);
     kernels_.synchronize();
   }
   c.phase = DPT_OP_PHASE_APPLY;
   forward ? kernels_.forward(c) : kernels_.backward(c);
 }
 
-LossStats Network::forward(const float *params, float *buffers, const int32_t *labels,
-                           const PassInfo &info) {
+LossStats Network::forward(const float *params, float *buffers, const int32_t *labels, const PassInfo &info) {
   DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
   pass_buffers_ = buffers;
   for (size_t j = 0; j < steps_.size(); ++j) {

@@ -15,14 +15,6 @@ namespace dpt::bench {
 
 namespace {
 
-dpt_tensor describe_tensor(const Shape &shape, DType dtype) {
-  dpt_tensor t{};
-  t.dtype = int32_t(dtype);
-  t.rank = int32_t(shape.rank());
-  for (size_t i = 0; i < shape.rank(); ++i) t.dims[i] = int64_t(shape[i]);
-  return t;
-}
-
 size_t floats_for(size_t bytes) {
   return (bytes + sizeof(float) - 1) / sizeof(float);
 }
@@ -68,21 +60,7 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
     kernels[j] = cpu::find_op(node.op->name);
     if (kernels[j] == nullptr) throw std::runtime_error(std::string("no CPU kernel for op ") + node.op->name);
     dpt_op_call &c = calls[j];
-    c = dpt_op_call{};
-    c.op = node.op->name;
-    std::copy(std::begin(node.attrs.ints), std::end(node.attrs.ints), c.ints);
-    std::copy(std::begin(node.attrs.reals), std::end(node.attrs.reals), c.reals);
-    c.input_count = int32_t(node.inputs.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i)
-      c.inputs[i] = describe_tensor(tensors[node.inputs[i]].shape, tensors[node.inputs[i]].dtype);
-    c.output = describe_tensor(tensors[node.output].shape, tensors[node.output].dtype);
-    c.param_count = int32_t(node.layout.params.size());
-    for (size_t p = 0; p < node.layout.params.size(); ++p)
-      c.params[p] = describe_tensor(node.layout.params[p].shape, DType::kF32);
-    c.buffer_count = int32_t(node.layout.buffers.size());
-    for (size_t p = 0; p < node.layout.buffers.size(); ++p)
-      c.buffers[p] = describe_tensor(node.layout.buffers[p].shape, DType::kF32);
-    c.node = j;
+    c = call_template(spec, j);
     c.n = int64_t(batch);
     c.training = 1;
     c.seed = 1;
