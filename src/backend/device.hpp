@@ -44,8 +44,11 @@ class Device {
   virtual const std::string &name() const = 0;
   virtual uint64_t total_memory() const = 0;
   virtual MemoryArena &arena() = 0;
-  // Queues task to run on the device's worker thread, after the tasks queued before it.
-  virtual void submit(std::function<void()> task) = 0;
+  // Queues task to run on the device's worker thread `lane`, after the tasks queued there before it. A GPU
+  // has a worker per replica it holds (lane: the replica's index among a trainer's replicas on that GPU),
+  // so that replicas sharing it can meet in a collective in the middle of a pass (batch-norm statistics);
+  // a CPU device holds one replica of a trainer and has lane 0 only.
+  virtual void submit(std::function<void()> task, size_t lane) = 0;
   // Kernels for one replica on this device (a GPU: with a stream of its own). Throws as allocation does.
   virtual std::unique_ptr<DeviceKernels> create_kernels(const KernelOptions &options) = 0;
   // Discovery facts, measured now. By default (a CPU device): the free room of its arena.

@@ -1,5 +1,6 @@
 #include "parallel/device_group.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,8 @@ DeviceGroup::DeviceGroup(std::vector<Device *> devices, double timeout_seconds)
     : devices_(std::move(devices)), timeout_(timeout_seconds), collective_(devices_.size()) {
   DPT_REQUIRE(devices_.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
               "a trainer spans at most 64 devices");
+  for (size_t r = 0; r < devices_.size(); ++r)
+    lanes_.push_back(size_t(std::count(devices_.begin(), devices_.begin() + std::ptrdiff_t(r), devices_[r])));
 }
 
 DeviceGroup::~DeviceGroup() {
@@ -76,7 +79,7 @@ void DeviceGroup::run_erased(void (*call)(void *, size_t), const void *fn, size_
   std::exception_ptr submit_error;
   for (size_t rank = 0; rank < k; ++rank) {
     try {
-      devices_[rank]->submit([this, rank] { task(rank); });  // two words: no heap allocation
+      devices_[rank]->submit([this, rank] { task(rank); }, lanes_[rank]);  // two words: no heap allocation
     } catch (...) {  // out of memory growing a queue: the tasks already queued must still finish
       submit_error = std::current_exception();
       abort_all();

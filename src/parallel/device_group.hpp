@@ -75,6 +75,8 @@ class DeviceGroup {
   void stall(double seconds);
 
   std::vector<Device *> devices_;
+  std::vector<size_t>
+      lanes_;  // rank r runs on worker lanes_[r] of its device: its index among the ranks there
   double timeout_;
   ThreadCollective collective_;
   std::unique_ptr<BucketReducer> reducer_;

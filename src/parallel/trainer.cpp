@@ -85,13 +85,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   init_buffers(spec_, buffers.data());
   set_buffers_locked(buffers.data());
   if (replicas_[0]->network.has_statistics() && (devices_.size() > 1 || config_.world != nullptr)) {
-    // The statistics are summed on the host by the replicas' worker threads meeting at a barrier: replicas
-    // that share a GPU share its worker thread, so they could never meet.
-    for (size_t i = 0; i < devices_.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        DPT_REQUIRE(devices_[i] != devices_[j], DPT_ERROR_UNSUPPORTED,
-                    "batch_norm with several replicas on one GPU (" + devices_[i]->name() +
-                        " listed twice) is not supported in this version; use one replica per GPU");
+    // The statistics are summed on the host by the replicas' worker threads meeting at a barrier (replicas
+    // that share a GPU run on workers of their own: Device::submit's lanes).
     statistics_ = std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world,
                                                           config_.timeout_seconds);
   }

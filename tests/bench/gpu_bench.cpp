@@ -3,7 +3,10 @@
 // bandwidth of the all-reduce across replicas (the module's device-memory virtual all-reduce on one GPU,
 // NCCL across GPUs). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it.
 //
-//   dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] [--tf32]
+//   dptrain_gpu_bench [--models lenet,mlp,resnet18] [--batch 256] [--steps 50] [--max-mib 256] [--tf32]
+//
+// A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
+// goes on. --max-mib 0 skips the all-reduce table.
 //
 // The module is found as the library finds it (DPTRAIN_BACKEND_PATH, else next to the binary's libdptrain;
 // the binary links the core, so its own directory: the device check points DPTRAIN_BACKEND_PATH at lib/).
@@ -17,6 +20,7 @@
 
 #include "backend/module_loader.hpp"
 #include "backend/context.hpp"
+#include "core/error.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
 #include "parallel/trainer.hpp"
@@ -57,7 +61,7 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       "training step, batch %zu (split across the replicas), SGD momentum 0.9, synthetic inputs, %zu timed"
       " steps after 5 warm-up; TF32 %s\n\n",
       o.batch, o.steps, o.tf32 ? "on" : "off");
-  std::printf("%-7s %-12s %10s %8s %11s %13s %10s\n", "model", "devices", "images/s", "vs_1", "compute_ms",
+  std::printf("%-9s %-12s %10s %8s %11s %13s %10s\n", "model", "devices", "images/s", "vs_1", "compute_ms",
               "allreduce_ms", "update_ms");
   std::vector<std::vector<size_t>> layouts{{0}, {0, 0}};
   if (context->device_count() >= 2) layouts.push_back({0, 1});
@@ -75,7 +79,14 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       config.optimizer.learning_rate = 0.01f;
       config.optimizer.momentum = 0.9f;
       config.kernels.allow_tf32 = o.tf32;
-      dpt::Trainer trainer(context, spec, config);
+      std::unique_ptr<dpt::Trainer> made;
+      try {
+        made = std::make_unique<dpt::Trainer>(context, spec, config);
+      } catch (const dpt::Error &e) {
+        std::printf("%-9s %-12s refused: %s\n", model.c_str(), layout_name(devices).c_str(), e.what());
+        continue;
+      }
+      dpt::Trainer &trainer = *made;
       for (int i = 0; i < 5; ++i) trainer.step(x.data(), y.data(), o.batch);
       double compute = 0, reduce = 0, update = 0;
       const double t0 = dpt::platform::now_seconds();
@@ -86,7 +97,7 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
       if (base == 0) base = rate;
       const double n = double(o.steps);
-      std::printf("%-7s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f\n", model.c_str(),
+      std::printf("%-9s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f\n", model.c_str(),
                   layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
                   update / n * 1e3);
       std::fflush(stdout);
@@ -194,7 +205,7 @@ int main(int argc, char **argv) {
                 context->device_count(), context->device(0).details().product_name.c_str());
     bench_training(o, context);
     const dpt::BackendModule module = dpt::load_cuda_backend();
-    if (module.api != nullptr) bench_allreduce(o, *module.api, int(context->device_count()));
+    if (module.api != nullptr && o.max_mib > 0) bench_allreduce(o, *module.api, int(context->device_count()));
   } catch (const std::exception &e) {
     std::fprintf(stderr, "dptrain_gpu_bench: %s\n", e.what());
     return 1;

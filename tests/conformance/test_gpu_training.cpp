@@ -321,9 +321,10 @@ void test_gpu_refused_configurations(void **) {
   }
 }
 
-// A model with batch norm (sync statistics, summed on the host between the two phases) on two GPUs against
-// one: equivalent, replicas and their running statistics bitwise identical; replicas sharing a GPU are
-// refused (they share its worker thread, which cannot meet itself at the statistics barrier).
+// A model with batch norm (sync statistics, summed on the host between the two phases) on several replicas
+// against one: equivalent, replicas and their running statistics bitwise identical. Replicas that share a
+// GPU run on workers of their own (Device::submit's lanes), so they meet at the statistics barrier like
+// replicas on distinct GPUs.
 dpt::ModelSpec batch_norm_model() {
   dpt::ModelSpec m(dpt::Shape{1, 28, 28});
   const size_t a = m.add_conv2d(8, 3, 2, 1, false);
@@ -336,30 +337,34 @@ dpt::ModelSpec batch_norm_model() {
   return m;
 }
 
-void test_gpu_batch_norm_on_distinct_gpus(void **) {
-  auto context = gpu_context();
-  std::string message = dpt_test::expect_error(
-      [&] {
-        dpt::Trainer t(context, batch_norm_model(), config({0, 0}));
-      },
-      DPT_ERROR_UNSUPPORTED, "batch norm on two replicas of one GPU");
-  assert_non_null(std::strstr(message.c_str(), "listed twice"));
-  need_gpus(*context, 2);
-  dpt::Trainer many(context, batch_norm_model(), config({0, 1}));
+void expect_batch_norm_replicas_match_one(const std::shared_ptr<dpt::Context> &context,
+                                          const std::vector<size_t> &devices, const char *what) {
+  dpt::Trainer many(context, batch_norm_model(), config(devices));
   dpt::Trainer one(context, batch_norm_model(), config({0}));
   const std::vector<float> start = parameters(one);
   train(many);
   train(one);
-  std::vector<float> b0(many.spec().buffer_count()), b1(b0.size()), b_one(b0.size());
-  many.get_buffers(0, b0.data());
-  many.get_buffers(1, b1.data());
+  std::vector<float> b_one(one.spec().buffer_count()), b0(b_one.size());
   one.get_buffers(0, b_one.data());
-  cuda_test::expect_bitwise("replica 1 vs replica 0", parameters(many, 1), parameters(many));
-  cuda_test::expect_bitwise("running statistics, replica 1 vs 0", b1, b0);
-  expect_equivalent("batch norm, 2 GPUs vs 1", parameters(many), parameters(one), start, kEquivalence);
+  many.get_buffers(0, b0.data());
+  for (size_t r = 1; r < devices.size(); ++r) {
+    std::vector<float> br(b0.size());
+    many.get_buffers(r, br.data());
+    cuda_test::expect_bitwise("replica r vs replica 0", parameters(many, r), parameters(many));
+    cuda_test::expect_bitwise("running statistics, replica r vs 0", br, b0);
+  }
+  expect_equivalent(what, parameters(many), parameters(one), start, kEquivalence);
   std::vector<float> initial(b0.size());
   dpt::init_buffers(one.spec(), initial.data());  // relative to how far training moved them
-  expect_equivalent("running statistics, 2 GPUs vs 1", b0, b_one, initial, kEquivalence);
+  expect_equivalent("running statistics vs 1 replica", b0, b_one, initial, kEquivalence);
+}
+
+void test_gpu_batch_norm_replicas(void **) {
+  auto context = gpu_context();
+  expect_batch_norm_replicas_match_one(context, {0, 0}, "batch norm, cuda:0x2 vs 1 replica");
+  expect_batch_norm_replicas_match_one(context, {0, 0, 0}, "batch norm, cuda:0x3 vs 1 replica");
+  need_gpus(*context, 2);
+  expect_batch_norm_replicas_match_one(context, {0, 1}, "batch norm, 2 GPUs vs 1 replica");
 }
 
 void test_gpu_auto_split(void **) {
@@ -391,7 +396,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_hung_collective_times_out),
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_auto_split),
-      cmocka_unit_test(test_gpu_batch_norm_on_distinct_gpus),
+      cmocka_unit_test(test_gpu_batch_norm_replicas),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -210,6 +210,23 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     row "dptrain_gpu_bench" "FAILED" "see $out/gpu-bench.txt"
     status=1
   fi
+  # ResNet-18 (the built-in resnet18, sync batch norm): one GPU, two replicas on it, two GPUs when there are
+  # two. A layout the trainer refuses shows as a "refused" row with its message.
+  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
+    --steps 20 --max-mib 0 >"$out/gpu-bench-resnet18.txt" 2>&1; then
+    cat "$out/gpu-bench-resnet18.txt"
+    while read -r model devices rate rest; do
+      if [ "$rate" = "refused:" ]; then
+        row "$model images/s, $devices" "refused" "$rest"
+      else
+        row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate"}')"
+      fi
+    done < <(awk '$1 == "resnet18" && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
+  else
+    tail -n 20 "$out/gpu-bench-resnet18.txt"
+    row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
+    status=1
+  fi
 else
   echo "no CUDA device: benchmarks not run"
   row "benchmarks" "SKIPPED" "no CUDA device"

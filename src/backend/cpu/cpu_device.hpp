@@ -16,7 +16,8 @@ class CpuDevice final : public Device {
   const std::string &name() const override { return name_; }
   uint64_t total_memory() const override;
   MemoryArena &arena() override { return arena_; }
-  void submit(std::function<void()> task) override { worker_.submit(std::move(task)); }
+  // One lane: a trainer never puts two replicas on one CPU device.
+  void submit(std::function<void()> task, size_t /*lane*/) override { worker_.submit(std::move(task)); }
   std::unique_ptr<DeviceKernels> create_kernels(const KernelOptions &options) override;
 
  private:

@@ -12,6 +12,16 @@ CudaDevice::CudaDevice(const dpt_backend_v2 &api, int ordinal, const dpt_backend
       props_(props),
       arena_(name_, 0) {}
 
+void CudaDevice::submit(std::function<void()> task, size_t lane) {
+  WorkerThread *worker = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(lanes_mutex_);
+    while (lanes_.size() <= lane) lanes_.push_back(std::make_unique<WorkerThread>());
+    worker = lanes_[lane].get();
+  }
+  worker->submit(std::move(task));
+}
+
 std::unique_ptr<DeviceKernels> CudaDevice::create_kernels(const KernelOptions &options) {
   return std::make_unique<CudaKernels>(api_, ordinal_, options);
 }
