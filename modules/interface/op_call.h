@@ -22,6 +22,13 @@
  * The ops and their members (ints[] / reals[] / params / buffers / saved):
  *   "dense"       y[units] = x W^T + b, x of any shape flattened; ints = {units, bias (0 or 1)}; params:
  *                 weight [units, in], bias [units] when ints[1] (param_count 2, else 1).
+ *   "linear"      the same over the last dimension: x [..., in] -> y [..., units], each row by W; ints and
+ *                 params as "dense" (the kernels run rows = n * sample size / in rows).
+ *   "causal_self_attention"  x [T, 3C] (queries, keys, values side by side; head h owns columns
+ *                 [h d, (h + 1) d) of each, d = C / heads) -> y [T, C]; ints = {heads}; no params. Position i
+ *                 attends to positions j <= i: y_i = sum_j softmax_j(q_i . k_j / sqrt(d)) v_j. saved: the
+ *                 maximum and the sum of exponentials of each score row (2 floats per head and position);
+ *                 backward recomputes the scores from them.
  *   "conv2d"      cross-correlation, x [c, h, w] -> y [out_c, oh, ow], oh = (h + 2 padding - kernel) /
  *                 stride + 1; ints = {out_c, kernel, stride, padding, bias (0 or 1)}; params: weight
  *                 [out_c, c, k, k], bias [out_c] when ints[4].

@@ -62,18 +62,23 @@ static int read_model_file(const char *path, dpt_model **out) {
   return CLI_EXIT_OK;
 }
 
-/** @brief The model must take one 1x28x28 image and give 10 logits. */
+/**
+ * @brief The model must take one image's 784 pixels and give 10 logits. Any shape of 784 values reads the
+ * row-major pixels: 1x28x28 as an image, 28x28 as a sequence of 28 rows of 28 features (a transformer).
+ */
 static int check_fashion_mnist(const char *name, const dpt_model *model) {
-  size_t dims[DPT_MODEL_MAX_RANK], rank = 0, outputs = 0, i, used = 0;
+  size_t dims[DPT_MODEL_MAX_RANK], rank = 0, outputs = 0, i, used = 0, values = 1;
   char shape[96];
   CLI_TRY(dpt_model_tensor_shape(model, 0, dims, DPT_MODEL_MAX_RANK, &rank));
   CLI_TRY(dpt_model_output_size(model, &outputs));
-  if (rank != 3 || dims[0] != 1 || dims[1] != 28 || dims[2] != 28) {
+  for (i = 0; i < rank; ++i) values *= dims[i];
+  if (values != 28 * 28) {
     shape[0] = '\0';
     for (i = 0; i < rank && used < sizeof shape; ++i)
       used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%zu", i ? "x" : "", dims[i]);
-    return cli_usage_error("--model %s: the model takes %s inputs; Fashion-MNIST images are 1x28x28", name,
-                           shape);
+    return cli_usage_error(
+        "--model %s: the model takes %s inputs; Fashion-MNIST images are 1x28x28 (784 values in any shape)",
+        name, shape);
   }
   if (outputs != 10)
     return cli_usage_error("--model %s: the model has %zu outputs; Fashion-MNIST has 10 classes", name,

@@ -15,6 +15,13 @@ size_t Shape::size() const {
   return n;
 }
 
+Shape Shape::with_last(size_t d) const {
+  DPT_REQUIRE(rank_ > 0, DPT_ERROR_INTERNAL, "a scalar has no last dimension");
+  Shape s = *this;
+  s.dims_[rank_ - 1] = d;
+  return s;
+}
+
 std::string Shape::text() const {
   std::string s;
   for (uint32_t i = 0; i < rank_; ++i) {

@@ -27,6 +27,8 @@ class Shape {
   size_t operator[](size_t i) const { return dims_[i]; }
   // Elements of one sample (1 for rank 0).
   size_t size() const;
+  // The same shape with its last dimension d (rank >= 1).
+  Shape with_last(size_t d) const;
   bool operator==(const Shape &) const = default;
   // "1x28x28"
   std::string text() const;

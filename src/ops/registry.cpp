@@ -6,13 +6,16 @@
 
 namespace dpt {
 
-extern const OpDef kAddOp, kAvgPool2dOp, kBatchNormOp, kConcatOp, kConv2dOp, kDenseOp, kDropoutOp, kFlattenOp,
-    kGeluOp, kGlobalAvgPoolOp, kLayerNormOp, kMaxPool2dOp, kReluOp, kSigmoidOp, kTanhOp;
+extern const OpDef kAddOp, kAvgPool2dOp, kBatchNormOp, kCausalSelfAttentionOp, kConcatOp, kConv2dOp, kDenseOp,
+    kDropoutOp, kFlattenOp, kGeluOp, kGlobalAvgPoolOp, kLayerNormOp, kLinearOp, kMaxPool2dOp, kReluOp,
+    kSigmoidOp, kTanhOp;
 
 namespace {
-const OpDef *const kOps[] = {&kAddOp,       &kAvgPool2dOp, &kBatchNormOp, &kConcatOp,  &kConv2dOp,
-                             &kDenseOp,     &kDropoutOp,   &kFlattenOp,   &kGeluOp,    &kGlobalAvgPoolOp,
-                             &kLayerNormOp, &kMaxPool2dOp, &kReluOp,      &kSigmoidOp, &kTanhOp};
+const OpDef *const kOps[] = {&kAddOp,     &kAvgPool2dOp, &kBatchNormOp,     &kCausalSelfAttentionOp,
+                             &kConcatOp,  &kConv2dOp,    &kDenseOp,         &kDropoutOp,
+                             &kFlattenOp, &kGeluOp,      &kGlobalAvgPoolOp, &kLayerNormOp,
+                             &kLinearOp,  &kMaxPool2dOp, &kReluOp,          &kSigmoidOp,
+                             &kTanhOp};
 }  // namespace
 
 const OpDef *find_op_def(const std::string &name) {

@@ -259,6 +259,29 @@ void test_gpu_dense_flattens(void **) {
   expect_close("dense dx, input [4, 5, 5]", got.dx, cpu.dx, &bound.dx, 2e-6, 0.0);
 }
 
+// "linear": the same kernel over every row of the last dimension, [sequence, features] -> [sequence,
+// units] (a transformer's projections: 128 positions of 24 features to 72, the QKV shape of a small block).
+void test_gpu_linear(void **) {
+  for (const bool bias : {true, false}) {
+    OpShape s = dense_shape(5, 24, 72, bias);
+    s.op = "linear";
+    s.in = {128, 24};
+    s.out = {128, 72};
+    const OpData d = random_data(s, 130 + (bias ? 1 : 0));
+    const OpResults cpu = cpu_pass(s, d), bound = cpu_pass(s, absolute(d));
+    Gpu gpu;
+    GpuOp op(gpu, s, d);
+    op.forward();
+    op.backward();
+    const OpResults got = op.results();
+    expect_close("linear y, [128, 24] -> [128, 72]", got.y, cpu.y, &bound.y, 2e-6, 0.0);
+    expect_close("linear dx", got.dx, cpu.dx, &bound.dx, 2e-6, 0.0);
+    expect_close("linear dW (accumulated)", got.dparams[0], cpu.dparams[0], &bound.dparams[0], 2e-6, 0.0);
+    if (bias)
+      expect_close("linear db (accumulated)", got.dparams[1], cpu.dparams[1], &bound.dparams[1], 2e-6, 0.0);
+  }
+}
+
 // Only the gradients asked for: the others are NULL (not computed) and the ones computed still match. The
 // bias gradient (the module's fixed-order kernel in dense, and in deterministic conv2d) has the same bits on
 // a second run.
@@ -488,15 +511,11 @@ void test_gpu_zero_samples(void **) {
 int main(int argc, char **argv) {
   if (!cuda_test::start(argc, argv)) return 2;
   const CMUnitTest tests[] = {
-      cmocka_unit_test(test_gpu_dense),
-      cmocka_unit_test(test_gpu_dense_flattens),
-      cmocka_unit_test(test_gpu_partial_gradients),
-      cmocka_unit_test(test_gpu_conv2d),
-      cmocka_unit_test(test_gpu_conv2d_deterministic),
-      cmocka_unit_test(test_gpu_pooling),
-      cmocka_unit_test(test_gpu_maxpool_ties),
-      cmocka_unit_test(test_gpu_activations),
-      cmocka_unit_test(test_gpu_zero_samples),
+      cmocka_unit_test(test_gpu_dense),       cmocka_unit_test(test_gpu_dense_flattens),
+      cmocka_unit_test(test_gpu_linear),      cmocka_unit_test(test_gpu_partial_gradients),
+      cmocka_unit_test(test_gpu_conv2d),      cmocka_unit_test(test_gpu_conv2d_deterministic),
+      cmocka_unit_test(test_gpu_pooling),     cmocka_unit_test(test_gpu_maxpool_ties),
+      cmocka_unit_test(test_gpu_activations), cmocka_unit_test(test_gpu_zero_samples),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,5 +1,7 @@
-// "dense": y [units] = x W^T + b through cuBLAS SGEMM, x flattened to [n, in], W [units, in], an optional
-// bias [units] added by the module's bias kernel. cuBLAS is column-major and the op row-major: a row-major
+// "dense" and "linear": y = x W^T + b through cuBLAS SGEMM over rows of in features, W [units, in], an
+// optional bias [units] added by the module's bias kernel. "dense" takes each flattened sample as one row,
+// "linear" each row of the sample's last dimension: x is [rows, in] either way, rows = n * (sample size /
+// in), and "n" below counts rows. cuBLAS is column-major and the op row-major: a row-major
 // [r, c] matrix is the column-major [c, r] one, its transpose. So y = x W^T (row-major) is y^T = W x^T
 // (column-major), and so on below. y and dx are written (beta 0), dW and db accumulate (beta 1).
 #include "cuda/kernels.hpp"
@@ -16,15 +18,17 @@ struct Dense {
 int dense_of(const dpt_backend_context &c, const dpt_op_call &call, const char *pass, const Error &e,
              Dense &d) {
   const dpt_tensor &x = call.inputs[0], &y = call.output, &w = call.params[0], &b = call.params[1];
-  const int64_t in = dpt_tensor_sample_size(&x), units = call.ints[0];
+  const int64_t in = w.rank == 2 ? w.dims[1] : 0, units = call.ints[0], size = dpt_tensor_sample_size(&x);
+  const int64_t per_sample = in > 0 && size % in == 0 ? size / in : 0;  // rows of one sample
   const bool bias_ok = call.param_count < 2 || has_dims(b, {units});
-  if (units <= 0 || dpt_tensor_sample_size(&y) != units || !has_dims(w, {units, in}) || !bias_ok ||
-      !fit_int(size_t(call.n), size_t(in), size_t(units)))
+  if (units <= 0 || per_sample == 0 || dpt_tensor_sample_size(&y) != per_sample * units ||
+      !has_dims(w, {units, in}) || !bias_ok ||
+      !fit_int(size_t(call.n) * size_t(per_sample), size_t(in), size_t(units)))
     return invalid_call(
         c, call, pass, e, "bad shape (n %lld, input %s, output %s, units %lld, weight %s%s%s)",
         (long long)call.n, dims_text(x).text, dims_text(y).text, (long long)units, dims_text(w).text,
         call.param_count > 1 ? ", bias " : "", call.param_count > 1 ? dims_text(b).text : "");
-  d = Dense{size_t(call.n), size_t(in), size_t(units)};
+  d = Dense{size_t(call.n) * size_t(per_sample), size_t(in), size_t(units)};
   return 0;
 }
 
@@ -77,5 +81,6 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
 }  // namespace
 
 extern const OpKernel kDense = {"dense", 1, 1, 1, 2, forward, backward};
+extern const OpKernel kLinear = {"linear", 1, 1, 1, 2, forward, backward};
 
 }  // namespace dpt::cuda

@@ -7,7 +7,7 @@
 namespace dpt::cuda {
 
 extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kConcat, kConv2d, kDense, kGelu, kGlobalAvgPool,
-    kLayerNorm, kMaxPool2d, kRelu, kSigmoid, kTanh;
+    kLayerNorm, kLinear, kMaxPool2d, kRelu, kSigmoid, kTanh;
 
 namespace {
 
@@ -26,6 +26,7 @@ const OpKernel *const kOps[] = {
     &kGelu,
     &kGlobalAvgPool,
     &kLayerNorm,
+    &kLinear,
     &kMaxPool2d,
     &kRelu,
     &kSigmoid,

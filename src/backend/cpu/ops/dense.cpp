@@ -1,4 +1,6 @@
-// "dense": y [units] = x W^T + b, x flattened; W [units, in] (PyTorch's layout).
+// "dense" and "linear": y = x W^T + b over rows of in features, W [units, in] (PyTorch's layout). "dense"
+// takes the flattened sample as one row; "linear" each row of the last dimension (n * rows-per-sample
+// rows): the same GEMMs.
 #include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
@@ -7,8 +9,13 @@ namespace dpt::cpu {
 
 namespace {
 
+// Rows of in_size features in the call's batch.
+size_t rows(const dpt_op_call &c) {
+  return n(c) * (sample_size(c.inputs[0]) / size_t(c.params[0].dims[1]));
+}
+
 void forward(const dpt_op_call &c) {
-  const size_t in_size = sample_size(c.inputs[0]), units = size_t(c.ints[0]), count = n(c);
+  const size_t in_size = size_t(c.params[0].dims[1]), units = size_t(c.ints[0]), count = rows(c);
   const float *w = param(c, 0), *b = param(c, 1);
   float *y = out(c);
   for (size_t s = 0; s < count; ++s)
@@ -17,7 +24,7 @@ void forward(const dpt_op_call &c) {
 }
 
 void backward(const dpt_op_call &c) {
-  const size_t in_size = sample_size(c.inputs[0]), units = size_t(c.ints[0]), count = n(c);
+  const size_t in_size = size_t(c.params[0].dims[1]), units = size_t(c.ints[0]), count = rows(c);
   if (count == 0) return;
   const float *g = dy(c);
   if (float *dw = param_grad(c, 0))
@@ -32,5 +39,6 @@ void backward(const dpt_op_call &c) {
 }  // namespace
 
 extern const OpKernel kDense = {"dense", forward, backward, nullptr};
+extern const OpKernel kLinear = {"linear", forward, backward, nullptr};
 
 }  // namespace dpt::cpu

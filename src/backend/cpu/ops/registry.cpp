@@ -5,13 +5,14 @@
 
 namespace dpt::cpu {
 
-extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kConcat, kConv2d, kDense, kDropout, kGelu, kGlobalAvgPool,
-    kLayerNorm, kMaxPool2d, kRelu, kSigmoid, kTanh;
+extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kCausalSelfAttention, kConcat, kConv2d, kDense, kDropout,
+    kGelu, kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kRelu, kSigmoid, kTanh;
 
 namespace {
-const OpKernel *const kOps[] = {&kAdd,       &kAvgPool2d, &kBatchNorm, &kConcat,        &kConv2d,
-                                &kDense,     &kDropout,   &kGelu,      &kGlobalAvgPool, &kLayerNorm,
-                                &kMaxPool2d, &kRelu,      &kSigmoid,   &kTanh};
+const OpKernel *const kOps[] = {&kAdd,       &kAvgPool2d,     &kBatchNorm, &kCausalSelfAttention,
+                                &kConcat,    &kConv2d,        &kDense,     &kDropout,
+                                &kGelu,      &kGlobalAvgPool, &kLayerNorm, &kLinear,
+                                &kMaxPool2d, &kRelu,          &kSigmoid,   &kTanh};
 }  // namespace
 
 const OpKernel *find_op(const char *name) {

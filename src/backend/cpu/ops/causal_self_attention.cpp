@@ -1,0 +1,108 @@
+// "causal_self_attention" (src/ops/causal_self_attention.cpp): per sample and head, S = Q K^T / sqrt(d)
+// (a GEMM over the whole T x T square; the entries above the diagonal are then ignored), each row i's
+// softmax over j <= i in a fixed order, O = P V. Backward recomputes S and P from the saved row maxima and
+// sums (the same operations on the same values: the forward's bits), then dV = P^T dO, dP = dO V^T,
+// dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d).
+#include <cmath>
+#include <cstddef>
+
+#include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
+#include "backend/cpu/ops/op_tensors.hpp"
+
+namespace dpt::cpu {
+
+namespace {
+
+struct Attention {
+  size_t t, c, heads, d;
+  size_t row() const { return 3 * c; }  // floats between two positions of qkv
+  float scale() const { return float(1.0 / std::sqrt(double(d))); }
+};
+
+Attention attention_of(const dpt_op_call &call) {
+  const size_t t = size_t(call.inputs[0].dims[0]), c = size_t(call.inputs[0].dims[1]) / 3;
+  const size_t heads = size_t(call.ints[0]);
+  return Attention{t, c, heads, c / heads};
+}
+
+// S and, in backward, dP: two T x T matrices.
+size_t scratch_bytes(const dpt_op_call &call) {
+  const Attention a = attention_of(call);
+  return 2 * a.t * a.t * sizeof(float);
+}
+
+// s = scale * q k^T for one head (rows of q and k are a.row() apart).
+void scores(const Attention &a, const float *q, const float *k, float *s) {
+  blas::gemm(false, true, a.t, a.t, a.d, a.scale(), q, a.row(), k, a.row(), 0.0f, s, a.t);
+}
+
+// Row i of s becomes the probabilities over j <= i (zeros after), from its maximum and sum of exponentials.
+void probabilities(const Attention &a, const float *max, const float *sum, float *s) {
+  for (size_t i = 0; i < a.t; ++i) {
+    float *row = s + i * a.t;
+    for (size_t j = 0; j <= i; ++j) row[j] = std::exp(row[j] - max[i]) / sum[i];
+    for (size_t j = i + 1; j < a.t; ++j) row[j] = 0.0f;
+  }
+}
+
+void forward(const dpt_op_call &call) {
+  const Attention a = attention_of(call);
+  float *s = static_cast<float *>(call.scratch);
+  for (size_t i = 0; i < n(call); ++i) {
+    const float *qkv = in(call) + i * a.t * a.row();
+    float *y = out(call) + i * a.t * a.c;
+    float *saved = static_cast<float *>(call.saved) + i * 2 * a.heads * a.t;
+    for (size_t h = 0; h < a.heads; ++h) {
+      const float *q = qkv + h * a.d, *k = q + a.c, *v = q + 2 * a.c;
+      float *max = saved + 2 * h * a.t, *sum = max + a.t;
+      scores(a, q, k, s);
+      for (size_t r = 0; r < a.t; ++r) {
+        const float *row = s + r * a.t;
+        float m = row[0];
+        for (size_t j = 1; j <= r; ++j) m = std::fmax(m, row[j]);
+        float total = 0.0f;
+        for (size_t j = 0; j <= r; ++j) total += std::exp(row[j] - m);
+        max[r] = m;
+        sum[r] = total;
+      }
+      probabilities(a, max, sum, s);
+      blas::gemm(false, false, a.t, a.d, a.t, 1.0f, s, a.t, v, a.row(), 0.0f, y + h * a.d, a.c);  // O = P V
+    }
+  }
+}
+
+void backward(const dpt_op_call &call) {
+  float *d = dx(call);
+  if (d == nullptr) return;
+  const Attention a = attention_of(call);
+  float *p = static_cast<float *>(call.scratch), *dp = p + a.t * a.t;
+  for (size_t i = 0; i < n(call); ++i) {
+    const float *qkv = in(call) + i * a.t * a.row(), *g = dy(call) + i * a.t * a.c;
+    const float *saved = static_cast<const float *>(call.saved) + i * 2 * a.heads * a.t;
+    float *dqkv = d + i * a.t * a.row();
+    for (size_t h = 0; h < a.heads; ++h) {
+      const float *q = qkv + h * a.d, *k = q + a.c, *v = q + 2 * a.c, *go = g + h * a.d;
+      float *dq = dqkv + h * a.d, *dk = dq + a.c, *dv = dq + 2 * a.c;
+      scores(a, q, k, p);
+      probabilities(a, saved + 2 * h * a.t, saved + 2 * h * a.t + a.t, p);
+      blas::gemm(true, false, a.t, a.d, a.t, 1.0f, p, a.t, go, a.c, 0.0f, dv, a.row());  // dV = P^T dO
+      blas::gemm(false, true, a.t, a.t, a.d, 1.0f, go, a.c, v, a.row(), 0.0f, dp, a.t);  // dP = dO V^T
+      for (size_t r = 0; r < a.t; ++r) {  // dS = P * (dP - sum_j P dP), in place of dP
+        const float *pr = p + r * a.t;
+        float *dr = dp + r * a.t, dot = 0.0f;
+        for (size_t j = 0; j <= r; ++j) dot += pr[j] * dr[j];
+        for (size_t j = 0; j <= r; ++j) dr[j] = pr[j] * (dr[j] - dot);
+        for (size_t j = r + 1; j < a.t; ++j) dr[j] = 0.0f;
+      }
+      blas::gemm(false, false, a.t, a.d, a.t, a.scale(), dp, a.t, k, a.row(), 0.0f, dq, a.row());  // dS K
+      blas::gemm(true, false, a.t, a.d, a.t, a.scale(), dp, a.t, q, a.row(), 0.0f, dk, a.row());   // dS^T Q
+    }
+  }
+}
+
+}  // namespace
+
+extern const OpKernel kCausalSelfAttention = {"causal_self_attention", forward, backward, scratch_bytes};
+
+}  // namespace dpt::cpu
