@@ -25,7 +25,7 @@ struct Conv {
 };
 
 // Planes of fewer pixels than kGroupBelow run in groups of about kGroupColumns columns. Measured
-// (docs/benchmarks.md): OpenBLAS's single-thread SGEMM runs at 65-70% of its rate with 16 columns and near it
+// (docs/performance-notes.md, 9): OpenBLAS's single-thread SGEMM runs at 65-70% of its rate with 16 columns and near it
 // from 128; grouping LeNet's 81-pixel planes made its 2-device step 13% slower (the group's columns leave L2).
 constexpr size_t kGroupBelow = 64, kGroupColumns = 512;
 
