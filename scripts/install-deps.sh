@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dptrain needs to build, test and train (idempotent: installs only what is
-# missing). The Fashion-MNIST data set is Debian's dataset-fashion-mnist.
+# missing). The Fashion-MNIST data set is Debian's dataset-fashion-mnist; the text corpus Debian's fortunes.
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
   swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go
-  openmpi-bin libopenmpi-dev procps)
+  openmpi-bin libopenmpi-dev procps fortunes)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,6 @@
 #include "core/platform.hpp"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -84,6 +86,26 @@ bool process_is_gone(uint64_t pid) {
 bool is_regular_file(const std::string &path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_directory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::optional<std::vector<std::string>> regular_files_in(const std::string &directory) {
+  DIR *dir = ::opendir(directory.c_str());
+  if (dir == nullptr) return std::nullopt;
+  std::vector<std::string> names;
+  while (const dirent *e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    struct stat st;
+    const std::string path = directory + "/" + e->d_name;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) names.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::optional<std::string> directory_of_code(const void *address) {

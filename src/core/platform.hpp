@@ -29,6 +29,10 @@ bool process_is_gone(uint64_t pid);
 
 // Dynamic libraries, for loadable backends.
 bool is_regular_file(const std::string &path);
+bool is_directory(const std::string &path);  // follows a symbolic link
+// The names of the regular files directly in directory (not following symbolic links, without "." files),
+// sorted bytewise; nullopt when it cannot be listed.
+std::optional<std::vector<std::string>> regular_files_in(const std::string &directory);
 // Absolute directory of the shared library (or executable) whose code contains address; nullopt if unknown.
 std::optional<std::string> directory_of_code(const void *address);
 // Opens a library (symbols resolved now, kept local); nullptr with a one-line reason in error on failure.
