@@ -2,6 +2,7 @@
 // directory's binary files and symbolic links skipped and counted, bad text named with its offset, the
 // UTF-8 rules (NUL, truncated, overlong, surrogate, above U+10FFFF), windows whose targets are the inputs
 // shifted by one, the split by position and its errors; and Debian's fortunes corpus when installed.
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -30,6 +31,17 @@ std::string temp_dir() {
   const char *dir = mkdtemp(pattern);
   assert_non_null(dir);
   return dir;
+}
+
+// Removes a directory made by temp_dir and the files and links in it.
+void remove_dir(const std::string &dir) {
+  if (DIR *d = opendir(dir.c_str())) {
+    while (const dirent *e = readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        unlink((dir + "/" + e->d_name).c_str());
+    closedir(d);
+  }
+  rmdir(dir.c_str());
 }
 
 void write(const std::string &path, const std::string &bytes) {
@@ -71,6 +83,7 @@ void test_directory_in_name_order(void **) {
   assert_string_equal(c.files[0].c_str(), (dir + "/a").c_str());
   assert_int_equal(c.skipped, 1);
   assert_string_equal(c.first_skipped.c_str(), (dir + "/a.dat: a NUL byte at offset 0").c_str());
+  remove_dir(dir);
 }
 
 void test_errors(void **) {
@@ -91,6 +104,7 @@ void test_errors(void **) {
   write(dir + "/big", std::string(100, 'x'));
   dpt_test::expect_error([&] { dpt::load_text_corpus(dir + "/big", 99); }, DPT_ERROR_FORMAT,
                          "over max_bytes");
+  remove_dir(dir);
 }
 
 void test_windows_and_split(void **) {
