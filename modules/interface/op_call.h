@@ -29,6 +29,7 @@
  *                 attends to positions j <= i: y_i = sum_j softmax_j(q_i . k_j / sqrt(d)) v_j. saved: the
  *                 maximum and the sum of exponentials of each score row (2 floats per head and position);
  *                 backward recomputes the scores from them.
+ *   "position_embedding"  y[t] = x[t] + weight[t], x [T, C]; params weight [T, C] (GPT-2's "wpe"); no ints.
  *   "conv2d"      cross-correlation, x [c, h, w] -> y [out_c, oh, ow], oh = (h + 2 padding - kernel) /
  *                 stride + 1; ints = {out_c, kernel, stride, padding, bias (0 or 1)}; params: weight
  *                 [out_c, c, k, k], bias [out_c] when ints[4].

@@ -7,14 +7,27 @@
 namespace dpt {
 
 extern const OpDef kAddOp, kAvgPool2dOp, kBatchNormOp, kCausalSelfAttentionOp, kConcatOp, kConv2dOp, kDenseOp,
-    kDropoutOp, kFlattenOp, kGeluOp, kGlobalAvgPoolOp, kLayerNormOp, kLinearOp, kMaxPool2dOp, kReluOp,
-    kSigmoidOp, kTanhOp;
+    kDropoutOp, kFlattenOp, kGeluOp, kGlobalAvgPoolOp, kLayerNormOp, kLinearOp, kMaxPool2dOp,
+    kPositionEmbeddingOp, kReluOp, kSigmoidOp, kTanhOp;
 
 namespace {
-const OpDef *const kOps[] = {&kAddOp,     &kAvgPool2dOp, &kBatchNormOp,     &kCausalSelfAttentionOp,
-                             &kConcatOp,  &kConv2dOp,    &kDenseOp,         &kDropoutOp,
-                             &kFlattenOp, &kGeluOp,      &kGlobalAvgPoolOp, &kLayerNormOp,
-                             &kLinearOp,  &kMaxPool2dOp, &kReluOp,          &kSigmoidOp,
+const OpDef *const kOps[] = {&kAddOp,
+                             &kAvgPool2dOp,
+                             &kBatchNormOp,
+                             &kCausalSelfAttentionOp,
+                             &kConcatOp,
+                             &kConv2dOp,
+                             &kDenseOp,
+                             &kDropoutOp,
+                             &kFlattenOp,
+                             &kGeluOp,
+                             &kGlobalAvgPoolOp,
+                             &kLayerNormOp,
+                             &kLinearOp,
+                             &kMaxPool2dOp,
+                             &kPositionEmbeddingOp,
+                             &kReluOp,
+                             &kSigmoidOp,
                              &kTanhOp};
 }  // namespace
 

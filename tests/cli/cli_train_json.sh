@@ -82,8 +82,9 @@ fi
 
 
 # A transformer block over the image's 28 rows as a sequence of 28 features (any shape of 784 values reads
-# the row-major pixels): linear embedding, pre-LayerNorm attention (4 heads) and GELU MLP with residuals, a
-# dense head. It learns: after 2048 samples (32 AdamW steps) the test accuracy is well above chance (0.10).
+# the row-major pixels): linear embedding and a learned position table, pre-LayerNorm attention (4 heads)
+# and GELU MLP with residuals, a dense head. It learns: after 2048 samples (32 AdamW steps) the test
+# accuracy is well above chance (0.10).
 # This checks the way through the JSON reader, the executor and the CLI; the ops themselves are checked by
 # finite differences (test_gradients_attention) and the data-parallel contract (test_transformer_equivalence).
 cat >"$WORK/rows.json" <<'JSON'
@@ -93,27 +94,28 @@ cat >"$WORK/rows.json" <<'JSON'
   "input": [28, 28],
   "nodes": [
     {"op": "linear", "name": "embed", "inputs": [0], "units": 32, "bias": 1},
-    {"op": "layer_norm", "name": "ln_1", "inputs": [1], "eps": 1e-05},
-    {"op": "linear", "name": "attn.c_attn", "inputs": [2], "units": 96, "bias": 0},
-    {"op": "causal_self_attention", "name": "attn.attn", "inputs": [3], "heads": 4},
-    {"op": "linear", "name": "attn.c_proj", "inputs": [4], "units": 32, "bias": 1},
-    {"op": "add", "name": "res_1", "inputs": [1, 5]},
-    {"op": "layer_norm", "name": "ln_2", "inputs": [6], "eps": 1e-05},
-    {"op": "linear", "name": "mlp.c_fc", "inputs": [7], "units": 128, "bias": 1},
-    {"op": "gelu", "name": "mlp.gelu", "inputs": [8], "approximation": 1},
-    {"op": "linear", "name": "mlp.c_proj", "inputs": [9], "units": 32, "bias": 1},
-    {"op": "add", "name": "res_2", "inputs": [6, 10]},
-    {"op": "flatten", "name": "flat", "inputs": [11]},
-    {"op": "dense", "name": "head", "inputs": [12], "units": 10, "bias": 1}
+    {"op": "position_embedding", "name": "wpe", "inputs": [1]},
+    {"op": "layer_norm", "name": "ln_1", "inputs": [2], "eps": 1e-05},
+    {"op": "linear", "name": "attn.c_attn", "inputs": [3], "units": 96, "bias": 0},
+    {"op": "causal_self_attention", "name": "attn.attn", "inputs": [4], "heads": 4},
+    {"op": "linear", "name": "attn.c_proj", "inputs": [5], "units": 32, "bias": 1},
+    {"op": "add", "name": "res_1", "inputs": [2, 6]},
+    {"op": "layer_norm", "name": "ln_2", "inputs": [7], "eps": 1e-05},
+    {"op": "linear", "name": "mlp.c_fc", "inputs": [8], "units": 128, "bias": 1},
+    {"op": "gelu", "name": "mlp.gelu", "inputs": [9], "approximation": 1},
+    {"op": "linear", "name": "mlp.c_proj", "inputs": [10], "units": 32, "bias": 1},
+    {"op": "add", "name": "res_2", "inputs": [7, 11]},
+    {"op": "flatten", "name": "flat", "inputs": [12]},
+    {"op": "dense", "name": "head", "inputs": [13], "units": 10, "bias": 1}
   ]
 }
 JSON
 run_cli rows train --model "$WORK/rows.json" --epochs 1 --train-limit 2048 --test-limit 500 --devices cpu:2 \
   --batch 64 --optimizer adamw --lr 0.001 --json
 [ "$RC" -eq 0 ] || fail "training rows.json exited with $RC: $(tail -n 3 "$WORK/rows.err")"
-# embed 28*32+32, two layer norms 2*64, c_attn 32*96, c_proj 32*32+32, c_fc 32*128+128, c_proj 128*32+32,
+# embed 28*32+32, wpe 28*32, two layer norms 2*64, c_attn 32*96, c_proj 32*32+32, c_fc 32*128+128, c_proj 128*32+32,
 # head 28*32*10+10.
-json_check "$WORK/rows.out" "d['parameters'] == 928 + 128 + 3072 + 1056 + 4224 + 4128 + 8970" "transformer parameters"
+json_check "$WORK/rows.out" "d['parameters'] == 928 + 896 + 128 + 3072 + 1056 + 4224 + 4128 + 8970" "transformer parameters"
 json_check "$WORK/rows.out" "d['test_accuracy'] > 0.3 and d['train_loss'] < 2.3" \
   "the transformer learns (test accuracy > 0.3, chance 0.1; loss below ln 10)"
 echo "# rows.json: test accuracy $(json_get "$WORK/rows.out" "d['test_accuracy']")"

@@ -1,7 +1,8 @@
-// Gradient checks of the transformer ops (issue 14): "linear" (dense over the last dimension) and
-// "causal_self_attention", each CPU kernel called through its dpt_op_call as the graph executor calls it
-// (op_harness.hpp): forward against a naive double-precision reference, backward against central finite
-// differences for every element of every input and parameter, the write/accumulate rules and n = 0.
+// Gradient checks of the transformer ops (issue 14): "linear" (dense over the last dimension),
+// "causal_self_attention" and "position_embedding", each CPU kernel called through its dpt_op_call as the
+// graph executor calls it (op_harness.hpp): forward against a naive double-precision reference, backward
+// against central finite differences for every element of every input and parameter, the write/accumulate
+// rules and n = 0.
 //
 // Tolerances: as test_gradients_norms.cpp (|analytic - fd| <= 1e-3 * max(1, |fd|), forward 1e-5).
 // linear is linear in x and in its parameters: only fp32 rounding remains. Attention is smooth: the
@@ -172,6 +173,33 @@ void test_attention_refuses(void **) {
   refused(Shape{8193, 3}, 1, "a sequence longer than 8192");
 }
 
+// y[t] = x[t] + W[t] for every sample; dW sums dy over the samples.
+void test_position_embedding(void **) {
+  ModelSpec m(Shape{5, 3});
+  m.add(dpt::op_def("position_embedding"), {0}, {}, "wpe");
+  assert_true(m.output() == (Shape{5, 3}));
+  const std::vector<dpt::NamedTensor> names = dpt::named_parameters(m);
+  assert_int_equal(names.size(), 1);
+  assert_string_equal(names[0].name.c_str(), "wpe.weight");  // nanoGPT's name
+  assert_true(names[0].shape == (Shape{5, 3}));
+  OpCase c;
+  c.name = "position_embedding [5, 3]";
+  c.model = m;
+  c.n = 3;
+  c.x = random_inputs(m, c.n, 220);
+  TestRng rng(221);
+  c.params = rng.vector(15, -0.5f, 0.5f);
+  c.reference = [](const OpCase &k) {
+    std::vector<double> y(k.x[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = double(k.x[0][i]) + k.params[i % 15];
+    return y;
+  };
+  check_op(c);
+  ModelSpec flat(Shape{15});
+  dpt_test::expect_error([&] { flat.add(dpt::op_def("position_embedding"), {0}, {}); },
+                         DPT_ERROR_INVALID_ARGUMENT, "a rank-1 input");
+}
+
 }  // namespace
 
 int main() {
@@ -189,6 +217,7 @@ int main() {
       cmocka_unit_test(test_attention_128),
       cmocka_unit_test(test_attention_is_causal),
       cmocka_unit_test(test_attention_refuses),
+      cmocka_unit_test(test_position_embedding),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -6,13 +6,18 @@
 namespace dpt::cpu {
 
 extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kCausalSelfAttention, kConcat, kConv2d, kDense, kDropout,
-    kGelu, kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kRelu, kSigmoid, kTanh;
+    kGelu, kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kPositionEmbedding, kRelu, kSigmoid, kTanh;
 
 namespace {
-const OpKernel *const kOps[] = {&kAdd,       &kAvgPool2d,     &kBatchNorm, &kCausalSelfAttention,
-                                &kConcat,    &kConv2d,        &kDense,     &kDropout,
-                                &kGelu,      &kGlobalAvgPool, &kLayerNorm, &kLinear,
-                                &kMaxPool2d, &kRelu,          &kSigmoid,   &kTanh};
+const OpKernel *const kOps[] = {&kAdd,       &kAvgPool2d,
+                                &kBatchNorm, &kCausalSelfAttention,
+                                &kConcat,    &kConv2d,
+                                &kDense,     &kDropout,
+                                &kGelu,      &kGlobalAvgPool,
+                                &kLayerNorm, &kLinear,
+                                &kMaxPool2d, &kPositionEmbedding,
+                                &kRelu,      &kSigmoid,
+                                &kTanh};
 }  // namespace
 
 const OpKernel *find_op(const char *name) {
