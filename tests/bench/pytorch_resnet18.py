@@ -19,9 +19,7 @@ Two modes:
       each epoch, or with --json one object {"seed", "test_accuracy", "train_loss", "epochs_detail", ...}.
 """
 import argparse
-import gzip
 import json
-import struct
 import sys
 import time
 
@@ -29,24 +27,10 @@ import numpy as np
 import torch
 from torch import nn
 
+# The IDX readers of the LeNet peer (this directory is on the path when a script here runs).
+from pytorch_lenet import load_images, load_labels
+
 DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
-
-
-def load_images(path):
-    with gzip.open(path, "rb") as f:
-        magic, count, rows, cols = struct.unpack(">IIII", f.read(16))
-        if magic != 0x803:
-            raise SystemExit(f"{path}: bad magic {magic:#x}")
-        data = np.frombuffer(f.read(count * rows * cols), dtype=np.uint8)
-    return data.reshape(count, 1, rows, cols).astype(np.float32) / 255.0
-
-
-def load_labels(path):
-    with gzip.open(path, "rb") as f:
-        magic, count = struct.unpack(">II", f.read(8))
-        if magic != 0x801:
-            raise SystemExit(f"{path}: bad magic {magic:#x}")
-        return np.frombuffer(f.read(count), dtype=np.uint8).astype(np.int64)
 
 
 def load(data, part, limit=0):
