@@ -37,7 +37,8 @@ void scores(const Attention &a, const float *q, const float *k, float *s) {
   blas::gemm(false, true, a.t, a.t, a.d, a.scale(), q, a.row(), k, a.row(), 0.0f, s, a.t);
 }
 
-// Row i of s becomes the probabilities over j <= i (zeros after), from its maximum and sum of exponentials.
+// Row i of s becomes the probabilities over j <= i (zeros after), from its maximum and sum of exponentials
+// (backward's recomputation of what forward wrote).
 void probabilities(const Attention &a, const float *max, const float *sum, float *s) {
   for (size_t i = 0; i < a.t; ++i) {
     float *row = s + i * a.t;
@@ -57,16 +58,19 @@ void forward(const dpt_op_call &call) {
       const float *q = qkv + h * a.d, *k = q + a.c, *v = q + 2 * a.c;
       float *max = saved + 2 * h * a.t, *sum = max + a.t;
       scores(a, q, k, s);
+      // Each row's softmax in place; the same float operations as probabilities() (exp(s - max), then
+      // divided by the sum), so backward's recomputation gives these bits.
       for (size_t r = 0; r < a.t; ++r) {
-        const float *row = s + r * a.t;
+        float *row = s + r * a.t;
         float m = row[0];
         for (size_t j = 1; j <= r; ++j) m = std::fmax(m, row[j]);
         float total = 0.0f;
-        for (size_t j = 0; j <= r; ++j) total += std::exp(row[j] - m);
+        for (size_t j = 0; j <= r; ++j) total += (row[j] = std::exp(row[j] - m));
+        for (size_t j = 0; j <= r; ++j) row[j] /= total;
+        for (size_t j = r + 1; j < a.t; ++j) row[j] = 0.0f;
         max[r] = m;
         sum[r] = total;
       }
-      probabilities(a, max, sum, s);
       blas::gemm(false, false, a.t, a.d, a.t, 1.0f, s, a.t, v, a.row(), 0.0f, y + h * a.d, a.c);  // O = P V
     }
   }
