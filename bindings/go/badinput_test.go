@@ -55,7 +55,7 @@ func TestBadValues(t *testing.T) {
 	y[2] = tinyClasses // out of range label
 	_, err := tr.Step(x, y)
 	wantError(t, err, dptrain.StatusOutOfRange)
-	y[2] = -1
+	y[2] = -2 // -1 is the ignore label
 	_, err = tr.Step(x, y)
 	wantError(t, err, dptrain.StatusOutOfRange)
 

@@ -16,6 +16,22 @@ dpt_status dpt_model_create(dpt_model **out, size_t channels, size_t height, siz
   });
 }
 
+dpt_status dpt_model_create_tokens(dpt_model **out, size_t sequence_length) {
+  return guarded(__func__, [&] {
+    require_not_null(out, "out");
+    *out = new dpt_model{dpt::ModelSpec(dpt::Shape{sequence_length}, dpt::DType::kI32), {}};
+  });
+}
+
+dpt_status dpt_model_input_type(const dpt_model *model, dpt_input_type *type) {
+  return guarded(__func__, [&] {
+    require_not_null(model, "model");
+    const auto use = dpt::capi::shared(model);
+    require_not_null(type, "type");
+    *type = model->impl.input_dtype() == dpt::DType::kI32 ? DPT_INPUT_TOKENS : DPT_INPUT_FLOAT32;
+  });
+}
+
 dpt_status dpt_model_create_builtin(dpt_model **out, const char *name) {
   return guarded(__func__, [&] {
     require_not_null(out, "out");

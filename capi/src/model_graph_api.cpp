@@ -32,6 +32,35 @@ dpt_status dpt_model_dense(dpt_model *model, size_t input, size_t units, int bia
   });
 }
 
+dpt_status dpt_model_linear(dpt_model *model, size_t input, size_t units, int bias, const char *name,
+                            size_t *out) {
+  return build_node(__func__, model, name, out, [&](ModelSpec &m, const std::string &n) {
+    OpAttrs a = int_attrs({units});
+    a.ints[1] = bias;
+    return m.add(op_def("linear"), {input}, a, n);
+  });
+}
+
+dpt_status dpt_model_token_embedding(dpt_model *model, size_t input, size_t vocabulary, size_t features,
+                                     const char *name, size_t *out) {
+  return build_node(__func__, model, name, out, [&](ModelSpec &m, const std::string &n) {
+    return m.add(op_def("token_embedding"), {input}, int_attrs({vocabulary, features}), n);
+  });
+}
+
+dpt_status dpt_model_position_embedding(dpt_model *model, size_t input, const char *name, size_t *out) {
+  return build_node(__func__, model, name, out, [&](ModelSpec &m, const std::string &n) {
+    return m.add(op_def("position_embedding"), {input}, OpAttrs{}, n);
+  });
+}
+
+dpt_status dpt_model_causal_self_attention(dpt_model *model, size_t input, size_t heads, const char *name,
+                                           size_t *out) {
+  return build_node(__func__, model, name, out, [&](ModelSpec &m, const std::string &n) {
+    return m.add(op_def("causal_self_attention"), {input}, int_attrs({heads}), n);
+  });
+}
+
 dpt_status dpt_model_batch_norm(dpt_model *model, size_t input, float eps, float momentum, const char *name,
                                 size_t *out) {
   return build_node(__func__, model, name, out, [&](ModelSpec &m, const std::string &n) {

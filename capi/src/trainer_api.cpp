@@ -38,6 +38,9 @@ dpt::OptimizerConfig to_config(const dpt_optimizer_options &o) {
   c.total_steps = o.total_steps;
   c.min_learning_rate = o.min_learning_rate;
   c.clip_norm = o.clip_norm;
+  c.decay_matrices_only =
+      dpt::capi::checked_enum(o.weight_decay_scope, {DPT_WEIGHT_DECAY_ALL, DPT_WEIGHT_DECAY_MATRICES},
+                              "weight_decay_scope") == DPT_WEIGHT_DECAY_MATRICES;
   dpt::validate(c);
   return c;
 }
@@ -89,15 +92,29 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   return c;
 }
 
-// Checks a host batch against the model: pointers, input_count == n * input size.
-void check_batch(const dpt::Trainer &t, const float *inputs, size_t input_count, size_t n,
-                 const char *count_name) {
-  require_not_null(inputs, "inputs");
+// Checks a host batch against the model: its input type, pointers, input_count == n * input size.
+void check_batch(const dpt::Trainer &t, const void *inputs, size_t input_count, size_t n,
+                 const char *count_name, bool tokens = false) {
+  const bool model_tokens = t.spec().input_dtype() == dpt::DType::kI32;
+  DPT_REQUIRE(tokens == model_tokens, DPT_ERROR_INVALID_ARGUMENT,
+              model_tokens ? "the model reads int32 tokens: use the _tokens call"
+                           : "the model reads float32 inputs, not tokens: use the call without _tokens");
+  require_not_null(inputs, tokens ? "tokens" : "inputs");
+  const char *count = tokens ? "token_count" : "input_count";
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, std::string(count_name) + " must be positive");
   const size_t expected = checked_mul(n, t.spec().input().size(), "sample count * input size");
   DPT_REQUIRE(input_count == expected, DPT_ERROR_SIZE_MISMATCH,
-              "input_count is " + std::to_string(input_count) + ", expected " + std::to_string(n) + " x " +
-                  std::to_string(t.spec().input().size()) + " = " + std::to_string(expected));
+              std::string(count) + " is " + std::to_string(input_count) + ", expected " + std::to_string(n) +
+                  " x " + std::to_string(t.spec().input().size()) + " = " + std::to_string(expected));
+}
+
+void check_targets(const dpt::Trainer &t, const int32_t *targets, size_t target_count, size_t n,
+                   bool tokens) {
+  require_not_null(targets, tokens ? "targets" : "labels");
+  const size_t expected = checked_mul(n, t.spec().targets_per_sample(), "sample count * targets per sample");
+  DPT_REQUIRE(target_count == expected, DPT_ERROR_SIZE_MISMATCH,
+              "target_count is " + std::to_string(target_count) + ", expected " + std::to_string(n) + " x " +
+                  std::to_string(t.spec().targets_per_sample()) + " = " + std::to_string(expected));
 }
 
 // On success, and after DPT_ERROR_NON_FINITE (trainer.h).
@@ -118,15 +135,17 @@ void write_step_result(dpt_step_result *result, const dpt::StepStats &s) {
   r.skipped_nonfinite = s.skipped_nonfinite;
   r.nonfinite_steps = s.nonfinite_steps;
   r.allreduce_exposed_seconds = s.allreduce_exposed_seconds;
+  r.targets = s.targets;
   dpt::capi::write_result(result, r);
 }
 
 dpt_eval_result to_result(const dpt::EvalStats &e) {
   dpt_eval_result r;
   std::memset(&r, 0, sizeof r);
-  r.loss = e.samples ? e.loss_sum / double(e.samples) : 0.0;
-  r.accuracy = e.samples ? double(e.correct) / double(e.samples) : 0.0;
+  r.loss = e.targets ? e.loss_sum / double(e.targets) : 0.0;
+  r.accuracy = e.targets ? double(e.correct) / double(e.targets) : 0.0;
   r.samples = e.samples;
+  r.targets = e.targets;
   r.seconds = e.seconds;
   return r;
 }
@@ -220,36 +239,87 @@ void dpt_trainer_destroy(dpt_trainer *trainer) {
   delete trainer;
 }
 
+namespace {
+
+void step(dpt_trainer *trainer, const void *inputs, size_t input_count, const int32_t *labels,
+          size_t label_count, size_t batch_size, dpt_step_result *result, bool tokens) {
+  require_not_null(trainer, "trainer");
+  const auto use = dpt::capi::exclusive(trainer);
+  check_batch(*trainer->impl, inputs, input_count, batch_size, "batch_size", tokens);
+  check_targets(*trainer->impl, labels, label_count, batch_size, tokens);
+  dpt::capi::check_result(result, "result");
+  dpt::StepStats s;
+  try {
+    trainer->impl->step(inputs, labels, batch_size, s);
+  } catch (const dpt::Error &e) {
+    // The batch ran and its window was discarded: the caller sees the counters (trainer.h).
+    if (e.status() == DPT_ERROR_NON_FINITE) write_step_result(result, s);
+    throw;
+  }
+  write_step_result(result, s);
+}
+
+void evaluate(dpt_trainer *trainer, const void *inputs, size_t input_count, const int32_t *labels,
+              size_t label_count, size_t sample_count, dpt_eval_result *result, bool tokens) {
+  require_not_null(trainer, "trainer");
+  const auto use = dpt::capi::exclusive(trainer);
+  check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count", tokens);
+  check_targets(*trainer->impl, labels, label_count, sample_count, tokens);
+  require_not_null(result, "result");
+  dpt::capi::check_result(result, "result");
+  dpt::capi::write_result(result, to_result(trainer->impl->evaluate(inputs, labels, sample_count)));
+}
+
+void predict(dpt_trainer *trainer, const void *inputs, size_t input_count, size_t sample_count, float *logits,
+             size_t logit_count, bool tokens) {
+  require_not_null(trainer, "trainer");
+  const auto use = dpt::capi::exclusive(trainer);
+  check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count", tokens);
+  require_not_null(logits, "logits");
+  const size_t expected = checked_mul(sample_count, trainer->impl->spec().output().size(), "logit count");
+  DPT_REQUIRE(logit_count == expected, DPT_ERROR_SIZE_MISMATCH,
+              "logit_count is " + std::to_string(logit_count) + ", expected " + std::to_string(expected));
+  trainer->impl->predict(inputs, sample_count, logits);
+}
+
+// The label count the calls without one imply (a classifier's one per sample), so that a NULL pointer
+// or an overflow is still reported as such.
+size_t implied_labels(const dpt_trainer *trainer, size_t n) {
+  if (trainer == nullptr || n == 0) return 0;
+  const size_t per = trainer->impl->spec().targets_per_sample();
+  return n <= SIZE_MAX / per ? n * per : 0;
+}
+
+}  // namespace
+
 dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t input_count,
                             const int32_t *labels, size_t batch_size, dpt_step_result *result) {
   return guarded(__func__, [&] {
-    require_not_null(trainer, "trainer");
-    const auto use = dpt::capi::exclusive(trainer);
-    check_batch(*trainer->impl, inputs, input_count, batch_size, "batch_size");
-    require_not_null(labels, "labels");
-    dpt::capi::check_result(result, "result");
-    dpt::StepStats s;
-    try {
-      trainer->impl->step(inputs, labels, batch_size, s);
-    } catch (const dpt::Error &e) {
-      // The batch ran and its window was discarded: the caller sees the counters (trainer.h).
-      if (e.status() == DPT_ERROR_NON_FINITE) write_step_result(result, s);
-      throw;
-    }
-    write_step_result(result, s);
+    step(trainer, inputs, input_count, labels, implied_labels(trainer, batch_size), batch_size, result,
+         false);
   });
+}
+
+dpt_status dpt_trainer_step_tokens(dpt_trainer *trainer, const int32_t *tokens, size_t token_count,
+                                   const int32_t *targets, size_t target_count, size_t batch_size,
+                                   dpt_step_result *result) {
+  return guarded(
+      __func__, [&] { step(trainer, tokens, token_count, targets, target_count, batch_size, result, true); });
 }
 
 dpt_status dpt_trainer_evaluate(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                 const int32_t *labels, size_t sample_count, dpt_eval_result *result) {
   return guarded(__func__, [&] {
-    require_not_null(trainer, "trainer");
-    const auto use = dpt::capi::exclusive(trainer);
-    check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
-    require_not_null(labels, "labels");
-    require_not_null(result, "result");
-    dpt::capi::check_result(result, "result");
-    dpt::capi::write_result(result, to_result(trainer->impl->evaluate(inputs, labels, sample_count)));
+    evaluate(trainer, inputs, input_count, labels, implied_labels(trainer, sample_count), sample_count,
+             result, false);
+  });
+}
+
+dpt_status dpt_trainer_evaluate_tokens(dpt_trainer *trainer, const int32_t *tokens, size_t token_count,
+                                       const int32_t *targets, size_t target_count, size_t sample_count,
+                                       dpt_eval_result *result) {
+  return guarded(__func__, [&] {
+    evaluate(trainer, tokens, token_count, targets, target_count, sample_count, result, true);
   });
 }
 
@@ -269,16 +339,14 @@ dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_dataset 
 
 dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                size_t sample_count, float *logits, size_t logit_count) {
-  return guarded(__func__, [&] {
-    require_not_null(trainer, "trainer");
-    const auto use = dpt::capi::exclusive(trainer);
-    check_batch(*trainer->impl, inputs, input_count, sample_count, "sample_count");
-    require_not_null(logits, "logits");
-    const size_t expected = checked_mul(sample_count, trainer->impl->spec().output().size(), "logit count");
-    DPT_REQUIRE(logit_count == expected, DPT_ERROR_SIZE_MISMATCH,
-                "logit_count is " + std::to_string(logit_count) + ", expected " + std::to_string(expected));
-    trainer->impl->predict(inputs, sample_count, logits);
-  });
+  return guarded(__func__,
+                 [&] { predict(trainer, inputs, input_count, sample_count, logits, logit_count, false); });
+}
+
+dpt_status dpt_trainer_predict_tokens(dpt_trainer *trainer, const int32_t *tokens, size_t token_count,
+                                      size_t sample_count, float *logits, size_t logit_count) {
+  return guarded(__func__,
+                 [&] { predict(trainer, tokens, token_count, sample_count, logits, logit_count, true); });
 }
 
 dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const dpt_dataset *test,

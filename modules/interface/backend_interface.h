@@ -89,6 +89,9 @@ typedef struct dpt_backend_context_options {
   uint64_t workspace_limit; /**< bytes of convolution workspace an algorithm may use; 0 = 64 MiB */
 } dpt_backend_context_options;
 
+/** The label of a target that does not count (padding), as the core's kIgnoreLabel. */
+#define DPT_BACKEND_IGNORE_LABEL (-1)
+
 /** What softmax_cross_entropy writes (into device memory). */
 typedef struct dpt_backend_loss {
   double loss_sum;  /**< sum over the samples of -log softmax(z)[label], each computed in double */
@@ -168,8 +171,9 @@ typedef struct dpt_backend_v2 {
   /* ---- Loss and optimizer (CUDA kernels) ---- */
 
   /** Softmax cross-entropy of logits [n, classes] and int32 labels [n] (device memory): writes *out (device
-   *  memory) and, when @p dlogits is not NULL, dlogits = softmax(z) - onehot(label) per sample (summed
-   *  semantics: not divided by n). A label outside [0, classes) gives a NaN loss. */
+   *  memory) and, when @p dlogits is not NULL, dlogits = softmax(z) - onehot(label) per row (summed
+   *  semantics: not divided by n). A row labelled DPT_BACKEND_IGNORE_LABEL adds nothing and gets a zero
+   *  gradient row; any other label outside [0, classes) gives a NaN loss. */
   int (*softmax_cross_entropy)(dpt_backend_context *ctx, size_t n, size_t classes, const float *logits,
                                const int32_t *labels, float *dlogits, dpt_backend_loss *out, char *error,
                                size_t error_size);

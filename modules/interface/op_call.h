@@ -30,6 +30,10 @@
  *                 maximum and the sum of exponentials of each score row (2 floats per head and position);
  *                 backward recomputes the scores from them.
  *   "position_embedding"  y[t] = x[t] + weight[t], x [T, C]; params weight [T, C] (GPT-2's "wpe"); no ints.
+ *   "token_embedding"  x [T] int32 tokens (DPT_DTYPE_I32, each in [0, vocabulary): the executor checks them)
+ *                 -> y [T, C], y[t] = weight[x[t]]; ints = {vocabulary, C}; params weight [vocabulary, C]
+ *                 (GPT-2's "wte"). No input gradient; backward adds dy[t] into row x[t] of the weight
+ *                 gradient, samples and positions in order.
  *   "conv2d"      cross-correlation, x [c, h, w] -> y [out_c, oh, ow], oh = (h + 2 padding - kernel) /
  *                 stride + 1; ints = {out_c, kernel, stride, padding, bias (0 or 1)}; params: weight
  *                 [out_c, c, k, k], bias [out_c] when ints[4].
@@ -77,7 +81,8 @@
 extern "C" {
 #endif
 
-/** Element types. Only DPT_DTYPE_F32 has kernels in this version; the others are reserved. */
+/** Element types. Activations, parameters and gradients are DPT_DTYPE_F32 in this version; a model's input
+ *  may be DPT_DTYPE_I32 tokens (read only by "token_embedding"); the 16-bit types are reserved. */
 enum { DPT_DTYPE_F32 = 0, DPT_DTYPE_BF16 = 1, DPT_DTYPE_F16 = 2, DPT_DTYPE_I32 = 3 };
 
 /** The phases of an op with statistics over the batch (dpt_op_call::phase). */

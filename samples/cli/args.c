@@ -16,9 +16,15 @@ typedef struct choice {
   int value;
 } choice;
 
-static const choice kModels[] = {
-    {"lenet", CLI_MODEL_LENET}, {"mlp", CLI_MODEL_MLP}, {"resnet18", CLI_MODEL_RESNET18}, {NULL, 0}};
-static const choice kBatchNorm[] = {{"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
+static const choice kModels[] = {{"lenet", CLI_MODEL_LENET},
+                                 {"mlp", CLI_MODEL_MLP},
+                                 {"resnet18", CLI_MODEL_RESNET18},
+                                 {"gpt-mini", CLI_MODEL_GPT_MINI},
+                                 {NULL, 0}};
+static const choice kDecayScopes[] = {
+    {"all", DPT_WEIGHT_DECAY_ALL}, {"matrices", DPT_WEIGHT_DECAY_MATRICES}, {NULL, 0}};
+static const choice kBatchNorm[] = {
+    {"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -68,6 +74,8 @@ typedef struct option_spec {
 static const option_spec kOptions[] = {
     {"--model", ARG_MODEL, FIELD(model), 0, REAL_POSITIVE, kModels},
     {"--data", ARG_STRING, FIELD(data_dir), 0, REAL_POSITIVE, NULL},
+    {"--text", ARG_STRING, FIELD(text_path), 0, REAL_POSITIVE, NULL},
+    {"--validation-fraction", ARG_REAL, FIELD(validation_fraction), 0, REAL_FRACTION, NULL},
     {"--devices", ARG_DEVICES, FIELD(cpu_devices), 0, REAL_POSITIVE, NULL},
     {"--epochs", ARG_SIZE, FIELD(epochs), 1, REAL_POSITIVE, NULL},
     {"--batch", ARG_SIZE, FIELD(batch), 1, REAL_POSITIVE, NULL},
@@ -78,6 +86,8 @@ static const option_spec kOptions[] = {
     {"--tf32", ARG_FLAG, FIELD(tf32), 0, REAL_POSITIVE, NULL},
     {"--deterministic", ARG_FLAG, FIELD(deterministic), 0, REAL_POSITIVE, NULL},
     {"--weight-decay", ARG_REAL, FIELD(weight_decay), 0, REAL_NONNEGATIVE, NULL},
+    {"--decay-scope", ARG_CHOICE, FIELD(decay_scope), 0, REAL_POSITIVE, kDecayScopes},
+    {"--beta2", ARG_REAL, FIELD(beta2), 0, REAL_FRACTION, NULL},
     {"--split", ARG_SPLIT, FIELD(split), 0, REAL_POSITIVE, NULL},
     {"--allreduce", ARG_CHOICE, FIELD(allreduce), 0, REAL_POSITIVE, kAllreduce},
     {"--bn", ARG_CHOICE, FIELD(batch_norm), 0, REAL_POSITIVE, kBatchNorm},
@@ -103,6 +113,9 @@ static const option_spec kOptions[] = {
     {"--checkpoint", ARG_STRING, FIELD(checkpoint_path), 0, REAL_POSITIVE, NULL},
     {"--resume", ARG_STRING, FIELD(resume_path), 0, REAL_POSITIVE, NULL},
 };
+
+/* train_config.given has a flag for every option of the table. */
+typedef char options_fit_given[sizeof kOptions / sizeof kOptions[0] <= CLI_MAX_OPTIONS ? 1 : -1];
 
 static const char *choice_name(const choice *choices, int value) {
   for (; choices->name != NULL; ++choices) {
@@ -162,6 +175,31 @@ static void set_defaults(train_config *config) {
   config->init_std = 0.01;
   config->schedule = DPT_SCHEDULE_CONSTANT;
   config->gamma = 0.1;
+  config->beta2 = 0.999; /* the library's default */
+  config->validation_fraction = 0.1;
+  config->decay_scope = DPT_WEIGHT_DECAY_ALL;
+}
+
+static int was_given(const train_config *config, const char *name);
+
+/**
+ * @brief gpt-mini's recipe (nanoGPT's, at this size) for every setting the command line leaves out:
+ * AdamW with betas 0.9/0.95, weight decay 0.1 on the matrices only, lr 1e-3 with a warm-up and a cosine
+ * decay to 1e-4, gradient clipping at 1.0, N(0, 0.02) initialisation, batches of 16 windows, 1 epoch.
+ */
+static void apply_recipe(train_config *c) {
+  if (c->model != CLI_MODEL_GPT_MINI) return;
+  if (!was_given(c, "--optimizer")) c->optimizer = DPT_OPTIMIZER_ADAMW;
+  if (!was_given(c, "--beta2")) c->beta2 = 0.95;
+  if (!was_given(c, "--weight-decay")) c->weight_decay = 0.1;
+  if (!was_given(c, "--decay-scope")) c->decay_scope = DPT_WEIGHT_DECAY_MATRICES;
+  if (!was_given(c, "--clip")) c->clip = 1.0;
+  if (!was_given(c, "--schedule")) c->schedule = DPT_SCHEDULE_COSINE;
+  if (!was_given(c, "--warmup")) c->auto_warmup = 1;
+  if (!was_given(c, "--min-lr") && !was_given(c, "--lr")) c->min_lr = 1e-4;
+  if (!was_given(c, "--init-std")) c->init_std = 0.02;
+  if (!was_given(c, "--batch")) c->batch = 16;
+  if (!was_given(c, "--epochs")) c->epochs = 1;
 }
 
 /** @brief Reads a whole decimal unsigned integer; rejects signs, spaces, trailing text and overflow. */
@@ -446,13 +484,21 @@ static int parse_one(int argc, char **argv, int *index, train_config *config) {
     return cli_usage_error("%s: missing value", spec->name);
   }
   ++*index;
+  config->given[spec - kOptions] = 1;
   return apply_option(spec, value, config);
+}
+
+static int was_given(const train_config *config, const char *name) {
+  const option_spec *spec = find_option(name, strlen(name));
+  return spec != NULL && config->given[spec - kOptions];
 }
 
 /** @brief Checks combinations that no single option can reject by itself. */
 static int check_config(const train_config *config) {
   if (config->model == CLI_MODEL_NONE)
-    return cli_usage_error("missing --model (lenet, mlp, resnet18 or a FILE.json)");
+    return cli_usage_error("missing --model (lenet, mlp, resnet18, gpt-mini or a FILE.json)");
+  if (config->validation_fraction <= 0)
+    return cli_usage_error("--validation-fraction: expected a number in (0, 1), got 0");
   const size_t listed = config->cuda ? config->gpu_replicas : config->cpu_devices;
   if (listed > 0 && config->split == DPT_SPLIT_WEIGHTED && config->split_weight_count != listed) {
     return cli_usage_error("--split: %zu weights given for %zu devices", config->split_weight_count, listed);
@@ -487,23 +533,32 @@ int parse_train_args(int argc, char **argv, train_config *config) {
     int status = parse_one(argc, argv, &index, config);
     if (status != ARGS_RUN) return status;
   }
+  apply_recipe(config);
   return check_config(config);
 }
 
 void print_train_help(FILE *out) {
   fputs(
-      "usage: dptrain train --model lenet|mlp|resnet18|FILE.json [options]\n"
+      "usage: dptrain train --model lenet|mlp|resnet18|gpt-mini|FILE.json [options]\n"
       "\n"
       "Trains a built-in model, or the model a JSON file describes (docs/model-json.md; 'dptrain model\n"
-      "NAME' prints one to start from), on Fashion-MNIST, data-parallel across CPU devices or GPUs. A\n"
-      "model file must take 1x28x28 inputs and have 10 outputs.\n"
+      "NAME' prints one to start from), data-parallel across CPU devices or GPUs: an image model on\n"
+      "Fashion-MNIST (784 inputs, 10 outputs), a token model (gpt-mini, or a file whose input_dtype is\n"
+      "int32) on byte-level text, its loss in nats per token and bits per byte. gpt-mini's recipe\n"
+      "(what its options default to): adamw, beta2 0.95, weight decay 0.1 on matrices, clip 1, cosine\n"
+      "from 1e-3 to 1e-4 after a warm-up of a tenth of the run (at most 100 steps), init std 0.02,\n"
+      "batch 16, 1 epoch.\n"
       "\n"
       "data and devices:\n"
       "  --data DIR             Fashion-MNIST directory (default: $DPTRAIN_DATA_DIR or\n"
       "                         " DPT_FASHION_MNIST_DEFAULT_DIR
       ")\n"
-      "  --train-limit N        use only the first N training samples\n"
-      "  --test-limit N         use only the first N test samples\n"
+      "  --text FILE|DIR        token models: UTF-8 text, a file or a directory of files (default:\n"
+      "                         " CLI_DEFAULT_TEXT
+      ")\n"
+      "  --validation-fraction F  token models: the last part of the text to validate on (default: 0.1)\n"
+      "  --train-limit N        use only the first N training samples (text: windows)\n"
+      "  --test-limit N         use only the first N test (validation) samples\n"
       "  --devices cpu:K        train on K CPU devices (default: $DPTRAIN_CPU_DEVICES or the core count)\n"
       "  --devices cuda[:LIST]  train on GPUs: every GPU, or a list of ordinals, N xR for R replicas on\n"
       "                         GPU N (cuda:0, cuda:0,1, cuda:0x2)\n"
@@ -535,6 +590,9 @@ void print_train_help(FILE *out) {
       "  --momentum M           SGD momentum in [0, 1) (default: 0)\n"
       "  --nesterov             Nesterov momentum (needs --momentum)\n"
       "  --weight-decay W       L2 for sgd, decoupled for adamw (default: 0)\n"
+      "  --decay-scope all|matrices  decay every parameter, or only the weights of dense, linear and\n"
+      "                         conv2d, not biases, norms and embeddings (default: all)\n"
+      "  --beta2 B              adamw's second-moment decay (default: 0.999)\n"
       "  --clip NORM            clip the global gradient norm (default: 0 = off)\n"
       "  --schedule constant|step|cosine  learning-rate schedule (default: constant)\n"
       "  --warmup N             linear warm-up over N optimizer steps (default: 0)\n"

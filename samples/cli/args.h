@@ -17,19 +17,28 @@ enum {
   CLI_MODEL_LENET = 0,
   CLI_MODEL_MLP = 1,
   CLI_MODEL_RESNET18 = 2,
-  CLI_MODEL_FILE = 3
+  CLI_MODEL_FILE = 3,
+  CLI_MODEL_GPT_MINI = 4
 };
+
+/** @brief The byte-level text corpus a token model trains on without --text (Debian's fortunes). */
+#define CLI_DEFAULT_TEXT "/usr/share/games/fortunes"
+
+/** @brief Options the table knows (room in train_config.given). */
+#define CLI_MAX_OPTIONS 64
 
 /** @brief Everything `dptrain train` was asked to do. Enumerations are stored as int. */
 /** @brief --communicator auto: MPI when the process was started by an MPI launcher. */
 #define CLI_COMMUNICATOR_AUTO (-1)
 
 typedef struct train_config {
-  int model;              /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
-  const char *model_path; /**< CLI_MODEL_FILE: the .json file (dpt_model_from_json). */
-  const char *data_dir; /**< NULL = the library's default directory. */
-  size_t cpu_devices;   /**< Context cpu_devices; 0 = DPTRAIN_CPU_DEVICES or the core count. */
-  int cuda;             /**< Nonzero: --devices cuda[...]: train on GPUs. */
+  int model;                  /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
+  const char *model_path;     /**< CLI_MODEL_FILE: the .json file (dpt_model_from_json). */
+  const char *data_dir;       /**< NULL = the library's default directory. */
+  const char *text_path;      /**< Token models: the text file or directory; NULL = CLI_DEFAULT_TEXT. */
+  double validation_fraction; /**< Token models: the last part of the text held out for validation. */
+  size_t cpu_devices;         /**< Context cpu_devices; 0 = DPTRAIN_CPU_DEVICES or the core count. */
+  int cuda;                   /**< Nonzero: --devices cuda[...]: train on GPUs. */
   /** --devices cuda:LIST: the CUDA ordinal of each replica (0x2 gives 0, 0); none = every GPU. */
   int gpu_ordinals[DPT_MAX_CPU_DEVICES];
   size_t gpu_replicas; /**< Entries of gpu_ordinals. */
@@ -41,6 +50,8 @@ typedef struct train_config {
   int optimizer;       /**< dpt_optimizer_kind. */
   double momentum;     /**< SGD momentum in [0, 1). */
   double weight_decay; /**< Weight decay (L2 for SGD, decoupled for AdamW). */
+  int decay_scope;     /**< dpt_weight_decay_scope. */
+  double beta2;        /**< AdamW's second-moment decay. */
   int nesterov;        /**< Nonzero for Nesterov momentum. */
   int split;           /**< dpt_split_policy. */
   float split_weights[DPT_MAX_CPU_DEVICES]; /**< Weights for DPT_SPLIT_WEIGHTED. */
@@ -56,18 +67,21 @@ typedef struct train_config {
   double init_std;                          /**< Standard deviation of DPT_INIT_NORMAL. */
   int schedule;                             /**< dpt_schedule_kind. */
   uint64_t warmup;                          /**< Warm-up optimizer steps. */
-  uint64_t step_size;          /**< Step schedule: steps between decays; 0 = a third of the run. */
-  double gamma;                /**< Step schedule: decay factor. */
-  double min_lr;               /**< Cosine schedule: final learning rate. */
-  double clip;                 /**< Gradient-norm clip; 0 = off. */
-  size_t train_limit;          /**< Use only the first N training samples; 0 = all. */
-  size_t test_limit;           /**< Use only the first N test samples; 0 = all. */
-  size_t progress_every;       /**< Batches between progress reports; 0 = automatic. */
-  int json;                    /**< Nonzero: a JSON result on stdout, progress on stderr. */
-  const char *metrics_path;    /**< CSV of per-epoch metrics, or NULL. */
-  const char *plot_path;       /**< SVG plot of the curves, or NULL. */
-  const char *checkpoint_path; /**< Checkpoint saved after every epoch, or NULL. */
-  const char *resume_path;     /**< Checkpoint to resume from, or NULL. */
+  int auto_warmup; /**< The model's recipe: a tenth of the run, at most 100 steps (set when --warmup is not).
+                    */
+  uint64_t step_size;                   /**< Step schedule: steps between decays; 0 = a third of the run. */
+  double gamma;                         /**< Step schedule: decay factor. */
+  double min_lr;                        /**< Cosine schedule: final learning rate. */
+  double clip;                          /**< Gradient-norm clip; 0 = off. */
+  size_t train_limit;                   /**< Use only the first N training samples; 0 = all. */
+  size_t test_limit;                    /**< Use only the first N test samples; 0 = all. */
+  size_t progress_every;                /**< Batches between progress reports; 0 = automatic. */
+  int json;                             /**< Nonzero: a JSON result on stdout, progress on stderr. */
+  const char *metrics_path;             /**< CSV of per-epoch metrics, or NULL. */
+  const char *plot_path;                /**< SVG plot of the curves, or NULL. */
+  const char *checkpoint_path;          /**< Checkpoint saved after every epoch, or NULL. */
+  const char *resume_path;              /**< Checkpoint to resume from, or NULL. */
+  unsigned char given[CLI_MAX_OPTIONS]; /**< Per option of the table: given on the command line. */
 } train_config;
 
 /** @brief Outcome of parse_train_args() besides the exit statuses of cli.h. */

@@ -86,19 +86,42 @@ static int check_fashion_mnist(const char *name, const dpt_model *model) {
   return CLI_EXIT_OK;
 }
 
-int cli_load_model(const char *name, int fashion_mnist, dpt_model **out) {
+/**
+ * @brief A token model trains on byte-level text: it must give 256 logits (one per byte value) at every
+ * position of its input, an output [T, 256].
+ */
+static int check_text(const char *name, const dpt_model *model) {
+  size_t dims[DPT_MODEL_MAX_RANK], rank = 0, output = 0, input = 0;
+  CLI_TRY(dpt_model_input_size(model, &input));
+  CLI_TRY(dpt_model_output(model, &output));
+  CLI_TRY(dpt_model_tensor_shape(model, output, dims, DPT_MODEL_MAX_RANK, &rank));
+  if (rank != 2 || dims[0] != input || dims[1] != DPT_TEXT_VOCABULARY)
+    return cli_usage_error(
+        "--model %s: a token model for byte-level text must output [%zu, %d] (logits of "
+        "the next byte at each of its %zu positions)",
+        name, input, DPT_TEXT_VOCABULARY, input);
+  return CLI_EXIT_OK;
+}
+
+int cli_load_model(const char *name, int check_data, dpt_model **out) {
+  dpt_input_type input = DPT_INPUT_FLOAT32;
+  dpt_status status;
   dpt_model *model = NULL;
   int rc;
   if (is_json_path(name)) {
     rc = read_model_file(name, &model);
     if (rc != CLI_EXIT_OK) return rc;
   } else {
-    const dpt_status status = dpt_model_create_builtin(&model, name);
+    status = dpt_model_create_builtin(&model, name);
     if (status == DPT_ERROR_INVALID_ARGUMENT)
-      return cli_usage_error("unknown model '%s' (expected lenet, mlp, resnet18 or a FILE.json)", name);
+      return cli_usage_error("unknown model '%s' (expected lenet, mlp, resnet18, gpt-mini or a FILE.json)",
+                             name);
     if (status != DPT_OK) return cli_library_error(status);
   }
-  rc = fashion_mnist ? check_fashion_mnist(name, model) : CLI_EXIT_OK;
+  status = dpt_model_input_type(model, &input);
+  rc = status == DPT_OK ? CLI_EXIT_OK : cli_library_error(status);
+  if (rc == CLI_EXIT_OK && check_data)
+    rc = input == DPT_INPUT_TOKENS ? check_text(name, model) : check_fashion_mnist(name, model);
   if (rc != CLI_EXIT_OK) {
     dpt_model_destroy(model);
     return rc;

@@ -8,13 +8,15 @@
 #include <dptrain/dptrain.h>
 
 /**
- * @brief Creates the model @p name names: "lenet", "mlp", "resnet18", or a path ending in ".json".
- * @param fashion_mnist nonzero: the model must take 1x28x28 inputs and have 10 outputs (a usage error
- *        otherwise).
+ * @brief Creates the model @p name names: "lenet", "mlp", "resnet18", "gpt-mini", or a path ending in
+ * ".json".
+ * @param check_data nonzero: the model must fit the data it trains on: an image model 784 inputs (in any
+ *        shape) and 10 outputs (Fashion-MNIST), a token model an output [T, 256] at its T positions
+ *        (byte-level text); a usage error otherwise.
  * @return CLI_EXIT_OK with *out set, or the exit status after printing one error line: CLI_EXIT_FAILURE
  *         when the file cannot be read or is not a model description, CLI_EXIT_USAGE when the model does
- *         not fit Fashion-MNIST or is no built-in model's name.
+ *         not fit its data or is no built-in model's name.
  */
-int cli_load_model(const char *name, int fashion_mnist, dpt_model **out);
+int cli_load_model(const char *name, int check_data, dpt_model **out);
 
 #endif /* DPTRAIN_CLI_MODEL_FILE_H */

@@ -1,6 +1,7 @@
 /* The progress callback of dpt_trainer_fit(). */
 #include "progress.h"
 
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 
@@ -35,7 +36,24 @@ static int digits_of(size_t value) {
   return digits;
 }
 
+/** @brief Samples/s as images/s, or for a token model as tokens/s; *unit says which. */
+static double throughput(const progress_state *state, double samples_per_second, const char **unit) {
+  *unit = state->tokens_per_sample > 0 ? "tok/s" : "img/s";
+  return state->tokens_per_sample > 0 ? samples_per_second * (double)state->tokens_per_sample
+                                      : samples_per_second;
+}
+
+/** @brief " (1.234 bpb)" for a token model's loss in nats per byte token, "" for an image model. */
+static const char *bits_per_byte(const progress_state *state, double loss, char text[32]) {
+  text[0] = '\0';
+  if (state->tokens_per_sample > 0) snprintf(text, 32, " (%.3f bpb)", loss / log(2.0));
+  return text;
+}
+
 static void draw_bar(progress_state *state, const dpt_progress *p) {
+  const char *unit;
+  char bpb[32];
+  const double rate = throughput(state, p->samples_per_second, &unit);
   char bar[BAR_WIDTH + 1];
   size_t filled = p->batches > 0 ? p->batch * BAR_WIDTH / p->batches : 0;
   size_t epochs = p->epochs + state->epoch_offset;
@@ -45,18 +63,21 @@ static void draw_bar(progress_state *state, const dpt_progress *p) {
   memset(bar + filled, '.', BAR_WIDTH - filled);
   bar[BAR_WIDTH] = '\0';
   /* "\033[K" clears what a longer previous line left behind. */
-  fprintf(state->out, "\repoch %*zu/%zu [%s] %*zu/%zu  %7.0f img/s  loss %.4f\033[K", width,
-          p->epoch + state->epoch_offset, epochs, bar, digits_of(p->batches), p->batch, p->batches,
-          p->samples_per_second, p->loss);
+  fprintf(state->out, "\repoch %*zu/%zu [%s] %*zu/%zu  %7.0f %s  loss %.4f%s\033[K", width,
+          p->epoch + state->epoch_offset, epochs, bar, digits_of(p->batches), p->batch, p->batches, rate,
+          unit, p->loss, bits_per_byte(state, p->loss, bpb));
   fflush(state->out);
   state->bar_visible = 1;
 }
 
 static void print_batch_line(progress_state *state, const dpt_progress *p) {
   size_t epochs = p->epochs + state->epoch_offset;
-  fprintf(state->out, "epoch %*zu/%zu  batch %*zu/%zu  %7.0f img/s  loss %.4f\n", digits_of(epochs),
-          p->epoch + state->epoch_offset, epochs, digits_of(p->batches), p->batch, p->batches,
-          p->samples_per_second, p->loss);
+  const char *unit;
+  char bpb[32];
+  const double rate = throughput(state, p->samples_per_second, &unit);
+  fprintf(state->out, "epoch %*zu/%zu  batch %*zu/%zu  %7.0f %s  loss %.4f%s\n", digits_of(epochs),
+          p->epoch + state->epoch_offset, epochs, digits_of(p->batches), p->batch, p->batches, rate, unit,
+          p->loss, bits_per_byte(state, p->loss, bpb));
   fflush(state->out);
 }
 
@@ -77,10 +98,16 @@ static epoch_record record_of(const progress_state *state, const dpt_progress *p
 static void print_epoch_line(progress_state *state, const dpt_progress *p, const epoch_record *r) {
   FILE *out = state->out;
   size_t epochs = p->epochs + state->epoch_offset;
-  fprintf(out, "epoch %*zu/%zu  train loss %.4f  train acc %.4f", digits_of(epochs), r->epoch, epochs,
-          r->train_loss, r->train_accuracy);
-  if (r->has_test) fprintf(out, "  test loss %.4f  test acc %.4f", r->test_loss, r->test_accuracy);
-  fprintf(out, "  %.2f s  %.0f img/s\n", r->seconds, r->images_per_second);
+  const char *unit;
+  char bpb[32];
+  const double rate = throughput(state, r->images_per_second, &unit);
+  fprintf(out, "epoch %*zu/%zu  train loss %.4f%s  train acc %.4f", digits_of(epochs), r->epoch, epochs,
+          r->train_loss, bits_per_byte(state, r->train_loss, bpb), r->train_accuracy);
+  if (r->has_test)
+    fprintf(out, "  %s loss %.4f%s  %s acc %.4f", state->tokens_per_sample > 0 ? "val" : "test", r->test_loss,
+            bits_per_byte(state, r->test_loss, bpb), state->tokens_per_sample > 0 ? "val" : "test",
+            r->test_accuracy);
+  fprintf(out, "  %.2f s  %.0f %s\n", r->seconds, rate, unit);
   fflush(out);
 }
 

@@ -28,6 +28,8 @@ typedef struct progress_state {
   const char *checkpoint_path;  /**< Set by the caller: save a checkpoint here after every epoch, or NULL. */
   dpt_status checkpoint_status; /**< The first failed save (training is stopped), else DPT_OK. */
   char checkpoint_error[512];   /**< Its message. */
+  size_t tokens_per_sample;     /**< Set by the caller: token models' window length (throughput in tokens/s,
+                                     losses also in bits per byte), 0 for image models. */
 } progress_state;
 
 /** @brief The dpt_progress_fn to pass to dpt_trainer_fit() with a progress_state as user data. */

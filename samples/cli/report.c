@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <math.h>
 
 #include "json_out.h"
 
@@ -23,11 +24,21 @@ void report_print_summary(FILE *out, const run_summary *s) {
   fprintf(out, "  epochs          %zu of %zu\n", s->fit.epochs_completed, s->config->epochs);
   /* The fit result describes completed epochs only; a run stopped inside its first epoch has none. */
   if (s->fit.epochs_completed > 0) {
-    if (s->fit.has_test) {
-      fprintf(out, "  test accuracy   %.4f (loss %.4f)\n", s->fit.test_accuracy, s->fit.test_loss);
+    if (s->tokens_per_sample > 0) {
+      /* A byte is a token: nats per token / ln 2 are bits per byte. */
+      if (s->fit.has_test)
+        fprintf(out, "  val loss        %.4f nats/token, %.4f bits/byte (next-byte accuracy %.4f)\n",
+                s->fit.test_loss, s->fit.test_loss / log(2.0), s->fit.test_accuracy);
+      fprintf(out, "  train loss      %.4f nats/token, %.4f bits/byte\n", s->fit.train_loss,
+              s->fit.train_loss / log(2.0));
+      fprintf(out, "  tokens/s        %.0f\n", s->fit.samples_per_second * (double)s->tokens_per_sample);
+    } else {
+      if (s->fit.has_test) {
+        fprintf(out, "  test accuracy   %.4f (loss %.4f)\n", s->fit.test_accuracy, s->fit.test_loss);
+      }
+      fprintf(out, "  train accuracy  %.4f (loss %.4f)\n", s->fit.train_accuracy, s->fit.train_loss);
+      fprintf(out, "  images/s        %.0f\n", s->fit.samples_per_second);
     }
-    fprintf(out, "  train accuracy  %.4f (loss %.4f)\n", s->fit.train_accuracy, s->fit.train_loss);
-    fprintf(out, "  images/s        %.0f\n", s->fit.samples_per_second);
   }
   fprintf(out, "  total seconds   %.2f (training %.2f)\n", s->seconds, s->fit.train_seconds);
   fprintf(out, "  param_checksum  %s\n", checksum);
@@ -74,7 +85,9 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_bool(w, "nesterov", c->nesterov);
   json_number(w, "weight_decay", c->weight_decay, LR_DIGITS);
   json_string(w, "schedule", schedule_name(c->schedule));
-  json_uint(w, "warmup", c->warmup);
+  json_uint(w, "warmup", s->warmup);
+  json_number(w, "beta2", c->beta2, LR_DIGITS);
+  json_string(w, "decay_scope", c->decay_scope == DPT_WEIGHT_DECAY_MATRICES ? "matrices" : "all");
   json_number(w, "clip", c->clip, LR_DIGITS);
   json_string(w, "init", init_name(c->init));
   json_number(w, "init_std", c->init_std, LR_DIGITS);
@@ -91,6 +104,10 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);
   json_uint(w, "test_samples", s->test_samples);
+  if (s->tokens_per_sample > 0) {
+    json_string(w, "text", c->text_path != NULL ? c->text_path : CLI_DEFAULT_TEXT);
+    json_uint(w, "tokens_per_sample", s->tokens_per_sample);
+  }
 }
 
 /** @brief A metric, or null when the run produced none (stopped before the first epoch ended). */
@@ -115,6 +132,12 @@ static void write_results(json_writer *w, const run_summary *s) {
   write_metric(w, "train_loss", s->fit.train_loss, have_epoch);
   write_metric(w, "train_accuracy", s->fit.train_accuracy, have_epoch);
   write_metric(w, "images_per_second", s->fit.samples_per_second, have_epoch);
+  if (s->tokens_per_sample > 0) {
+    write_metric(w, "tokens_per_second", s->fit.samples_per_second * (double)s->tokens_per_sample,
+                 have_epoch);
+    write_metric(w, "test_bits_per_byte", s->fit.test_loss / log(2.0), have_test);
+    write_metric(w, "train_bits_per_byte", s->fit.train_loss / log(2.0), have_epoch);
+  }
   json_number(w, "seconds", s->seconds, METRIC_DIGITS);
   json_number(w, "train_seconds", s->fit.train_seconds, METRIC_DIGITS);
   json_uint(w, "optimizer_steps", s->fit.optimizer_steps);

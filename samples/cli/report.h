@@ -24,6 +24,9 @@ typedef struct run_summary {
   size_t train_samples;       /**< Training samples used. */
   size_t test_samples;        /**< Test samples used. */
   uint64_t total_steps;       /**< Optimizer steps the run was planned for. */
+  uint64_t warmup;            /**< Warm-up optimizer steps (given, or the recipe's). */
+  size_t tokens_per_sample;   /**< Token models: the window length (losses per token, bits per byte); 0
+                                   for image models. */
   dpt_fit_result fit;         /**< Outcome of dpt_trainer_fit(). */
   uint64_t checksum;          /**< dpt_trainer_parameter_checksum() after training. */
   double seconds;             /**< Wall time of training and evaluation. */

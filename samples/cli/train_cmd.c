@@ -134,9 +134,41 @@ static int load_part(const char *directory, dpt_dataset_part part, size_t limit,
   return status == DPT_OK ? CLI_EXIT_OK : cli_library_error(status);
 }
 
+/** @brief The first @p limit samples of *data (all when limit is 0 or beyond them); *count: how many. */
+static int limit_samples(dpt_dataset **data, size_t limit, size_t *count) {
+  dpt_dataset *part = NULL;
+  CLI_TRY(dpt_dataset_sample_count(*data, count));
+  if (limit == 0 || limit >= *count) return CLI_EXIT_OK;
+  CLI_TRY(dpt_dataset_subset(&part, *data, 0, limit));
+  dpt_dataset_destroy(*data);
+  *data = part;
+  *count = limit;
+  return CLI_EXIT_OK;
+}
+
+/** @brief A token model: byte-level text cut into windows of the model's sequence length. */
+static int load_text(train_run *run) {
+  const train_config *c = &run->config;
+  const char *path = c->text_path != NULL ? c->text_path : CLI_DEFAULT_TEXT;
+  size_t context = 0;
+  int rc;
+  CLI_TRY(dpt_model_input_size(run->model, &context));
+  CLI_TRY(dpt_dataset_load_text(&run->train, &run->test, path, context, c->validation_fraction));
+  rc = limit_samples(&run->train, c->train_limit, &run->summary.train_samples);
+  if (rc == CLI_EXIT_OK) rc = limit_samples(&run->test, c->test_limit, &run->summary.test_samples);
+  run->summary.tokens_per_sample = context;
+  return rc;
+}
+
 static int load_data(train_run *run) {
-  int rc = load_part(run->config.data_dir, DPT_DATASET_TRAIN, run->config.train_limit, &run->train,
-                     &run->summary.train_samples);
+  dpt_input_type input = DPT_INPUT_FLOAT32;
+  int rc;
+  CLI_TRY(dpt_model_input_type(run->model, &input));
+  if (input == DPT_INPUT_TOKENS) return load_text(run);
+  if (run->config.text_path != NULL)
+    return cli_usage_error("--text: the model reads images, not tokens (a token model: gpt-mini)");
+  rc = load_part(run->config.data_dir, DPT_DATASET_TRAIN, run->config.train_limit, &run->train,
+                 &run->summary.train_samples);
   if (rc != CLI_EXIT_OK) return rc;
   return load_part(run->config.data_dir, DPT_DATASET_TEST, run->config.test_limit, &run->test,
                    &run->summary.test_samples);
@@ -196,7 +228,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
 }
 
 /** @brief Fills the optimizer options; checks the schedule against the planned steps. */
-static int fill_optimizer_options(const train_run *run, dpt_optimizer_options *options) {
+static int fill_optimizer_options(train_run *run, dpt_optimizer_options *options) {
   const train_config *c = &run->config;
   uint64_t total = run->summary.total_steps;
   dpt_optimizer_options_init(options);
@@ -205,19 +237,22 @@ static int fill_optimizer_options(const train_run *run, dpt_optimizer_options *o
   options->momentum = (float)c->momentum;
   options->nesterov = c->nesterov;
   options->weight_decay = (float)c->weight_decay;
+  options->weight_decay_scope = (dpt_weight_decay_scope)c->decay_scope;
+  options->beta2 = (float)c->beta2;
   options->clip_norm = (float)c->clip;
   options->schedule = (dpt_schedule_kind)c->schedule;
-  options->warmup_steps = c->warmup;
+  options->warmup_steps = c->auto_warmup ? (total / 10 < 100 ? total / 10 : 100) : c->warmup;
+  run->summary.warmup = options->warmup_steps;
   options->gamma = (float)c->gamma;
   options->min_learning_rate = (float)c->min_lr;
   options->total_steps = total;
-  if (c->schedule == DPT_SCHEDULE_COSINE && total <= c->warmup) {
+  if (c->schedule == DPT_SCHEDULE_COSINE && total <= options->warmup_steps) {
     return cli_usage_error("--warmup %llu must be below the %llu optimizer steps of the run",
-                           (unsigned long long)c->warmup, (unsigned long long)total);
+                           (unsigned long long)options->warmup_steps, (unsigned long long)total);
   }
   options->step_size = c->step_size;
   if (c->schedule == DPT_SCHEDULE_STEP && c->step_size == 0) {
-    uint64_t decaying = total > c->warmup ? total - c->warmup : 1;
+    uint64_t decaying = total > options->warmup_steps ? total - options->warmup_steps : 1;
     options->step_size = decaying / 3 > 0 ? decaying / 3 : 1;
   }
   return CLI_EXIT_OK;
@@ -271,8 +306,15 @@ static void print_header(const train_run *run) {
   if (run->summary.processes > 1)
     fprintf(run->out, "MPI: %zu processes with %zu devices each; each reads its share of every batch\n",
             run->summary.processes, run->summary.devices);
-  fprintf(run->out, "data: %zu train, %zu test samples; batch %zu, lr %g, %s, split %s, allreduce %s\n",
-          run->summary.train_samples, run->summary.test_samples, c->batch, run->summary.learning_rate,
+  if (run->summary.tokens_per_sample > 0) {
+    fprintf(run->out, "data: %s: %zu train, %zu validation windows of %zu bytes; ",
+            c->text_path != NULL ? c->text_path : CLI_DEFAULT_TEXT, run->summary.train_samples,
+            run->summary.test_samples, run->summary.tokens_per_sample);
+  } else {
+    fprintf(run->out, "data: %zu train, %zu test samples; ", run->summary.train_samples,
+            run->summary.test_samples);
+  }
+  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s\n", c->batch, run->summary.learning_rate,
           optimizer_name(c->optimizer), split_name(c->split), allreduce_name(c->allreduce));
   fflush(run->out);
 }
@@ -298,6 +340,7 @@ static int fit(train_run *run) {
   run->progress.metrics = run->metrics;
   run->progress.trainer = run->trainer;
   run->progress.checkpoint_path = run->config.checkpoint_path;
+  run->progress.tokens_per_sample = run->summary.tokens_per_sample;
   if (run->progress.epoch_offset >= run->config.epochs) {
     fprintf(run->out, "nothing to train: the checkpoint already has %zu of %zu epochs\n",
             run->progress.epoch_offset, run->config.epochs);

@@ -1,8 +1,8 @@
 // What one replica runs on its device: memory, copies between host and device, the ops' passes (a
 // dpt_op_call, modules/interface/op_call.h), the loss and the optimizer update. A CPU device runs the CPU
 // reference kernels (src/backend/cpu/ops) and the src/optim code on host memory; a CUDA device queues the
-// CUDA module's kernels on a stream of its own (one per replica, so that several replicas can share a GPU). Used by one thread at a time (the device's worker, or the trainer's thread
-// between phases).
+// CUDA module's kernels on a stream of its own (one per replica, so that several replicas can share a GPU).
+// Used by one thread at a time (the device's worker, or the trainer's thread between phases).
 #pragma once
 
 #include <cstddef>
@@ -57,6 +57,8 @@ class DeviceKernels {
   // The gradient norm (optim/optimizer.hpp's l2_norm semantics: a fixed order, identical on every replica
   // of one kind of device); waits for the result.
   virtual double l2_norm(const float *grads, size_t count) = 0;
+  // x[i] *= alpha, one float multiplication each.
+  virtual void scale(float *x, size_t count, float alpha) = 0;
   // optim/optimizer.hpp's apply_update.
   virtual void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale,
                             float *params, const float *grads, float *state, size_t count) = 0;

@@ -89,6 +89,13 @@ void TokenWindows::window(size_t i, int32_t *inputs, int32_t *targets) const {
   for (size_t t = 0; t < context_; ++t) inputs[t] = w[t], targets[t] = w[t + 1];
 }
 
+Dataset token_dataset(const TokenWindows &windows) {
+  const size_t n = windows.size(), context = windows.context();
+  std::vector<int32_t> tokens(n * context), targets(n * context);
+  for (size_t i = 0; i < n; ++i) windows.window(i, tokens.data() + i * context, targets.data() + i * context);
+  return Dataset::of_tokens(Shape{context}, kByteVocabulary, std::move(tokens), std::move(targets), context);
+}
+
 TextSplits split_text(const TextCorpus &corpus, size_t context, double validation_fraction) {
   DPT_REQUIRE(context > 0, DPT_ERROR_INVALID_ARGUMENT, "the context length must be at least 1");
   DPT_REQUIRE(validation_fraction > 0 && validation_fraction < 1, DPT_ERROR_INVALID_ARGUMENT,

@@ -1,12 +1,14 @@
-// Byte-level text for language models (issue 14): the bytes of UTF-8 text files (vocabulary 256, one token a
-// byte) and the training windows cut from them. The C API and the trainer's token inputs come next; this is
-// the reader and the cutting, deterministic and checked.
+// Byte-level text for language models: the bytes of UTF-8 text files (vocabulary 256, one token a byte), the
+// training windows cut from them, and the token datasets they make (dpt_dataset_load_text). Deterministic
+// and checked.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "data/dataset.hpp"
 
 namespace dpt {
 
@@ -54,5 +56,10 @@ struct TextSplits {
   TokenWindows train, validation;
 };
 TextSplits split_text(const TextCorpus &corpus, size_t context, double validation_fraction = 0.1);
+
+constexpr size_t kByteVocabulary = 256;
+
+// Every window as one sample: int32 tokens [context], context targets (the next bytes), 256 classes.
+Dataset token_dataset(const TokenWindows &windows);
 
 }  // namespace dpt

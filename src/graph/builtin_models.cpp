@@ -1,7 +1,7 @@
-// The built-in models: LeNet and an MLP (sequential), and ResNet-18 as the textbook (d2l, "Multiple GPUs")
+// The built-in models: LeNet and an MLP (sequential), ResNet-18 as the textbook (d2l, "Multiple GPUs")
 // trains it on Fashion-MNIST: a 3x3 stem of 64 channels at stride 1 without max-pooling, four stages of two
-// basic blocks; the parameters named as torchvision's ResNet names them, so that weights move to and from
-// PyTorch by name.
+// basic blocks; and gpt-mini, a GPT-2-style decoder on byte tokens. Parameters are named as torchvision's
+// ResNet and nanoGPT's GPT name theirs, so that weights move to and from PyTorch by name.
 #include <string>
 
 #include "core/error.hpp"
@@ -12,7 +12,8 @@ namespace dpt {
 namespace {
 
 // conv3x3 (or 1x1) without bias, as ResNet's convolutions (a BatchNorm follows each).
-size_t conv(ModelSpec &m, size_t input, size_t channels, size_t kernel, size_t stride, const std::string &name) {
+size_t conv(ModelSpec &m, size_t input, size_t channels, size_t kernel, size_t stride,
+            const std::string &name) {
   OpAttrs a;
   a.ints[0] = int64_t(channels);
   a.ints[1] = int64_t(kernel);
@@ -57,10 +58,54 @@ ModelSpec resnet18() {
   return m;
 }
 
+// gpt-mini's shape: 4 blocks, d_model 256, 4 heads, MLP 4x, context 128, byte vocabulary.
+constexpr size_t kGptLayers = 4, kGptWidth = 256, kGptHeads = 4, kGptContext = 128, kGptVocabulary = 256;
+
+size_t linear(ModelSpec &m, size_t x, size_t units, bool bias, const std::string &name) {
+  OpAttrs a;
+  a.ints[0] = int64_t(units);
+  a.ints[1] = bias ? 1 : 0;
+  return m.add(op_def("linear"), {x}, a, name);
+}
+
+size_t layer_norm(ModelSpec &m, size_t x, const std::string &name) {
+  OpAttrs a;
+  a.reals[0] = 1e-5;
+  return m.add(op_def("layer_norm"), {x}, a, name);
+}
+
+// nanoGPT's Block: x + attn(ln_1(x)), then x + mlp(ln_2(x)); GELU's tanh approximation, as GPT-2.
+size_t gpt_block(ModelSpec &m, size_t x, const std::string &name) {
+  OpAttrs heads;
+  heads.ints[0] = int64_t(kGptHeads);
+  size_t h = linear(m, layer_norm(m, x, name + ".ln_1"), 3 * kGptWidth, true, name + ".attn.c_attn");
+  h = m.add(op_def("causal_self_attention"), {h}, heads, name + ".attn.attention");
+  x = m.add_op("add", {x, linear(m, h, kGptWidth, true, name + ".attn.c_proj")}, name + ".residual_1");
+  h = linear(m, layer_norm(m, x, name + ".ln_2"), 4 * kGptWidth, true, name + ".mlp.c_fc");
+  OpAttrs tanh_approximation;
+  tanh_approximation.ints[0] = 1;
+  h = m.add(op_def("gelu"), {h}, tanh_approximation, name + ".mlp.gelu");
+  return m.add_op("add", {x, linear(m, h, kGptWidth, true, name + ".mlp.c_proj")}, name + ".residual_2");
+}
+
+ModelSpec gpt_mini() {
+  ModelSpec m(Shape{kGptContext}, DType::kI32);
+  OpAttrs table;
+  table.ints[0] = int64_t(kGptVocabulary);
+  table.ints[1] = int64_t(kGptWidth);
+  size_t x = m.add(op_def("token_embedding"), {0}, table, "transformer.wte");
+  x = m.add(op_def("position_embedding"), {x}, OpAttrs{}, "transformer.wpe");
+  for (size_t i = 0; i < kGptLayers; ++i) x = gpt_block(m, x, "transformer.h." + std::to_string(i));
+  x = layer_norm(m, x, "transformer.ln_f");
+  linear(m, x, kGptVocabulary, false, "lm_head");  // logits [128, 256]: a target at every position
+  return m;
+}
+
 }  // namespace
 
 ModelSpec ModelSpec::builtin(const std::string &name) {
   if (name == "resnet18") return resnet18();
+  if (name == "gpt-mini") return gpt_mini();
   ModelSpec m(Shape{1, 28, 28});
   if (name == "lenet") {
     m.add_conv2d(20, 3, 1, 0);
@@ -80,7 +125,7 @@ ModelSpec ModelSpec::builtin(const std::string &name) {
     m.add_dense(10);
   } else {
     throw_error(DPT_ERROR_INVALID_ARGUMENT,
-                "unknown built-in model '" + name + "' (expected lenet, mlp or resnet18)");
+                "unknown built-in model '" + name + "' (expected lenet, mlp, resnet18 or gpt-mini)");
   }
   return m;
 }

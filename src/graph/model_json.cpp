@@ -132,6 +132,8 @@ std::string model_to_json(const ModelSpec &spec) {
   out += "\",\n  \"version\": " + std::to_string(kVersion) + ",\n  \"input\": [";
   const Shape &input = spec.input();
   for (size_t i = 0; i < input.rank(); ++i) out += (i ? ", " : "") + std::to_string(input[i]);
+  // Written only for tokens: a float32 model's file is as version 0.1 wrote it.
+  if (spec.input_dtype() == DType::kI32) out += "],\n  \"input_dtype\": \"int32";
   out += "],\n  \"nodes\": [";
   const std::vector<Node> &nodes = spec.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -174,16 +176,23 @@ ModelSpec model_from_json(std::string_view text) {
          "version " + version.text + " is not supported (this library reads version " +
              std::to_string(kVersion) + ")");
   for (const json::Member &m : doc.members)
-    if (m.key != "format" && m.key != "version" && m.key != "input" && m.key != "nodes" && m.key != "output")
+    if (m.key != "format" && m.key != "version" && m.key != "input" && m.key != "input_dtype" &&
+        m.key != "nodes" && m.key != "output")
       fail(m.value, "the model",
-           "unknown key " + quoted(m.key) + " (expected format, version, input, nodes, output)");
+           "unknown key " + quoted(m.key) + " (expected format, version, input, input_dtype, nodes, output)");
   const Shape shape = input_shape(doc);
+  DType dtype = DType::kF32;
+  if (const Value *d = doc.find("input_dtype")) {
+    if (d->kind != Value::Kind::kString || (d->text != "float32" && d->text != "int32"))
+      fail(*d, "\"input_dtype\"", "expected \"float32\" or \"int32\"");
+    if (d->text == "int32") dtype = DType::kI32;
+  }
   const Value &nodes = require(doc, "nodes", Value::Kind::kArray, "the model");
   if (nodes.items.size() > kMaxNodes)
     fail(nodes, "\"nodes\"", "more than " + std::to_string(kMaxNodes) + " nodes");
   ModelSpec spec = [&] {
     try {
-      return ModelSpec(shape);
+      return ModelSpec(shape, dtype);
     } catch (const Error &e) {
       throw Error(e.status(), line_of(*doc.find("input")) + "\"input\": " + e.what());
     }

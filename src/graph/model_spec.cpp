@@ -45,7 +45,9 @@ void grow(std::vector<T> &v, size_t more = 1) {
 }
 }  // namespace
 
-ModelSpec::ModelSpec(Shape input) {
+ModelSpec::ModelSpec(Shape input, DType input_dtype) {
+  DPT_REQUIRE(input_dtype == DType::kF32 || input_dtype == DType::kI32, DPT_ERROR_INVALID_ARGUMENT,
+              "a model's input is float32 or int32 tokens");
   bool positive = input.rank() > 0;
   for (size_t i = 0; i < input.rank(); ++i) positive = positive && input[i] > 0;
   DPT_REQUIRE(positive, DPT_ERROR_INVALID_ARGUMENT,
@@ -56,7 +58,7 @@ ModelSpec::ModelSpec(Shape input) {
                 DPT_ERROR_INVALID_ARGUMENT, "model input has more than 2^28 floats per sample");
     floats *= input[i];
   }
-  tensors_.push_back(TensorInfo{input, DType::kF32});
+  tensors_.push_back(TensorInfo{input, input_dtype});
 }
 
 size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const OpAttrs &attrs,
@@ -71,6 +73,12 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
                 std::string(op.name) + ": tensor " + std::to_string(t) + " does not exist (the model has " +
                     std::to_string(tensors_.size()) + ")");
     shapes.push_back(tensors_[t].shape);
+    const bool tokens = tensors_[t].dtype == DType::kI32, wants_tokens = op.token_input && shapes.size() == 1;
+    DPT_REQUIRE(tokens == wants_tokens, DPT_ERROR_INVALID_ARGUMENT,
+                std::string(op.name) +
+                    (wants_tokens ? " reads int32 tokens (the model's int32 input), not tensor "
+                                  : " reads float32 tensors, not the int32 tokens of tensor ") +
+                    std::to_string(t));
   }
   Node node;
   node.op = &op;
@@ -108,7 +116,16 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
   parameters_ += nodes_.back().parameters();
   buffers_ += nodes_.back().buffer_floats();
   output_ = nodes_.back().output;
+  if (op.token_input) {
+    const size_t vocabulary = size_t(nodes_.back().attrs.ints[0]);
+    token_bound_ = token_bound_ == 0 || vocabulary < token_bound_ ? vocabulary : token_bound_;
+  }
   return output_;
+}
+
+size_t ModelSpec::classes() const {
+  const Shape out = output();
+  return out.rank() == 2 ? out[1] : out.size();
 }
 
 void ModelSpec::check_name(const std::string &name) const {
@@ -193,7 +210,7 @@ void ModelSpec::set_output(size_t t) {
 }
 
 std::string ModelSpec::describe() const {
-  std::string text = input().text();
+  std::string text = (input_dtype() == DType::kI32 ? "tokens:" : "") + input().text();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node &n = nodes_[i];
     text += ' ' + n.op->describe(n.attrs);

@@ -47,7 +47,8 @@ struct NamedTensor {
 
 class ModelSpec {
  public:
-  explicit ModelSpec(Shape input);
+  // input_dtype kI32: the model reads int32 tokens (only ops with OpDef::token_input read them).
+  explicit ModelSpec(Shape input, DType input_dtype = DType::kF32);
   static ModelSpec builtin(const std::string &name);  // builtin_models.cpp: "lenet", "mlp", "resnet18"
 
   // Adds a node of op reading the given tensors; returns the id of its output tensor, which becomes the
@@ -72,6 +73,14 @@ class ModelSpec {
   void set_output(size_t t);
 
   const Shape &input() const { return tensors_[0].shape; }
+  DType input_dtype() const { return tensors_[0].dtype; }
+  // kI32 inputs: every token must be below this (the smallest vocabulary of the ops reading the input).
+  size_t token_bound() const { return token_bound_; }
+  // The loss reads the output as rows of classes: an output [classes] is one target per sample, an output
+  // [positions, classes] one target per position (a language model's next tokens); other ranks are one
+  // target over all their elements.
+  size_t classes() const;
+  size_t targets_per_sample() const { return output().size() / classes(); }
   const std::vector<TensorInfo> &tensors() const { return tensors_; }
   const std::vector<Node> &nodes() const { return nodes_; }
   size_t output_tensor() const { return output_; }
@@ -97,6 +106,7 @@ class ModelSpec {
   std::vector<TensorRef> param_refs_, buffer_refs_;
   size_t output_ = 0;
   size_t parameters_ = 0, buffers_ = 0;
+  size_t token_bound_ = 0;
 };
 
 // Parameters and buffers of every node, in flat order.

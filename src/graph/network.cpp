@@ -107,7 +107,7 @@ void Network::reserve(size_t n) {
   const std::vector<TensorInfo> &tensors = spec_.tensors();
   input_ = DeviceBuffer(kernels_.memory(), n * spec_.input().size());
   static_assert(sizeof(int32_t) == sizeof(float));
-  labels_ = DeviceBuffer(kernels_.memory(), n);
+  labels_ = DeviceBuffer(kernels_.memory(), n * spec_.targets_per_sample());
   data_[0] = input_.data();
   for (size_t t = 1; t < tensors.size(); ++t) {
     if (root_[t] == t) {
@@ -127,7 +127,7 @@ void Network::reserve(size_t n) {
 }
 
 size_t Network::bytes_per_sample() const {
-  size_t floats = spec_.input().size() + 1 + grad_slots_ * max_width_;  // + 1: the label
+  size_t floats = spec_.input().size() + spec_.targets_per_sample() + grad_slots_ * max_width_;
   for (size_t t = 1; t < spec_.tensors().size(); ++t)
     if (root_[t] == t) floats += spec_.tensors()[t].shape.size();
   size_t bytes = floats * sizeof(float);
@@ -213,7 +213,7 @@ LossStats Network::forward(const float *params, float *buffers, const int32_t *l
   if (labels == nullptr) return {};
   const size_t out = root_[spec_.output_tensor()];
   float *dlogits = info.training && grad_slot_[out] != kNone ? slot(grad_slot_[out]) : nullptr;
-  return kernels_.loss(data_[out], labels, info.n, spec_.output().size(), dlogits);
+  return kernels_.loss(data_[out], labels, info.n * spec_.targets_per_sample(), spec_.classes(), dlogits);
 }
 
 void Network::backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook) {

@@ -34,7 +34,8 @@ class Network {
   size_t capacity() const { return capacity_; }
   // Bytes reserve() allocates per sample of capacity.
   size_t bytes_per_sample() const;
-  // The slice's inputs and labels go here before forward() (capacity samples of device memory).
+  // The slice's inputs (float32, or int32 tokens in the same 4-byte slots) and labels (targets_per_sample
+  // per sample) go here before forward() (capacity samples of device memory).
   float *input() { return input_.data(); }
   int32_t *labels() { return reinterpret_cast<int32_t *>(labels_.data()); }
 
@@ -79,14 +80,14 @@ class Network {
   size_t spare_slot_ = 0;            // the first spare
   std::vector<Step> steps_;
   size_t capacity_ = 0;
-  size_t max_width_ = 0;                                   // largest per-sample tensor
+  size_t max_width_ = 0;  // largest per-sample tensor
   bool has_statistics_ = false;
-  std::vector<DeviceBuffer> statistics_;  // per node: two sets of doubles (this slice's, the global)
-  std::vector<double> host_statistics_;   // staging for the reduction, two of the largest set
-  DeviceBuffer input_, labels_, scratch_;                  // labels_: int32 in float-sized slots
+  std::vector<DeviceBuffer> statistics_;   // per node: two sets of doubles (this slice's, the global)
+  std::vector<double> host_statistics_;    // staging for the reduction, two of the largest set
+  DeviceBuffer input_, labels_, scratch_;  // labels_: int32 in float-sized slots
   std::vector<DeviceBuffer> activations_, saved_, slots_;  // slots_: gradient slots, the spares last
   float *pass_buffers_ = nullptr;  // the buffers of the last forward (backward continues its pass)
-  std::vector<float *> data_;  // per tensor: its activations (a root's own buffer, or the input)
+  std::vector<float *> data_;      // per tensor: its activations (a root's own buffer, or the input)
 };
 
 }  // namespace dpt

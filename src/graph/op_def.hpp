@@ -32,6 +32,9 @@ struct ParamInfo {
   Shape shape;       // the whole tensor (no sample dimension)
   ParamInit init = ParamInit::kZero;
   size_t fan_in = 0;  // kFanIn: inputs per output
+  // A layer's weight matrix (dense, linear, conv2d): the parameters DPT_WEIGHT_DECAY_MATRICES decays (not
+  // biases, norms, embedding tables).
+  bool matrix = false;
   size_t size() const { return shape.size(); }
 };
 
@@ -61,6 +64,9 @@ struct OpDef {
   // JSON (model_json.hpp) holds exactly these, and ModelSpec::add zeroes the others.
   const char *int_names[DPT_OP_MAX_ATTRS];
   const char *real_names[DPT_OP_MAX_ATTRS];
+  // Input 0 is int32 tokens (DType::kI32), every token below int attribute 0 (the vocabulary); no gradient
+  // flows into it. Every other input of every op is float32.
+  bool token_input = false;
 
   size_t int_count() const { return named(int_names); }
   size_t real_count() const { return named(real_names); }

@@ -12,8 +12,14 @@
 
 namespace dpt {
 
-// Only kF32 has kernels in this version; the others are carried so that 16-bit precision is an addition.
-enum class DType : int32_t { kF32 = DPT_DTYPE_F32, kBF16 = DPT_DTYPE_BF16, kF16 = DPT_DTYPE_F16 };
+// Activations and parameters are kF32 in this version (the 16-bit types are carried so that 16-bit
+// precision is an addition); kI32 is a model's input of tokens.
+enum class DType : int32_t {
+  kF32 = DPT_DTYPE_F32,
+  kBF16 = DPT_DTYPE_BF16,
+  kF16 = DPT_DTYPE_F16,
+  kI32 = DPT_DTYPE_I32
+};
 
 constexpr size_t kMaxRank = DPT_OP_MAX_RANK;
 

@@ -30,7 +30,7 @@ NodeLayout layout(const std::vector<Shape> &inputs, const OpAttrs &a) {
   DPT_REQUIRE(oh * ow <= kMaxFloatsPerSample / out_c, DPT_ERROR_INVALID_ARGUMENT,
               "conv2d output has more than 2^28 floats per sample");
   l.output = Shape{out_c, oh, ow};
-  l.params.push_back({"weight", Shape{out_c, in[0], k, k}, ParamInit::kFanIn, in[0] * k * k});
+  l.params.push_back({"weight", Shape{out_c, in[0], k, k}, ParamInit::kFanIn, in[0] * k * k, true});
   if (a.ints[4] != 0) l.params.push_back({"bias", Shape{out_c}, ParamInit::kZero, 0});
   return l;
 }

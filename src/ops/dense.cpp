@@ -20,7 +20,7 @@ NodeLayout fully_connected(const char *op, size_t in, size_t rows, const OpAttrs
   DPT_REQUIRE(a.ints[1] == 0 || a.ints[1] == 1, DPT_ERROR_INVALID_ARGUMENT,
               std::string(op) + " bias must be 0 or 1, got " + std::to_string(a.ints[1]));
   NodeLayout l;
-  l.params.push_back({"weight", Shape{units, in}, ParamInit::kFanIn, in});
+  l.params.push_back({"weight", Shape{units, in}, ParamInit::kFanIn, in, true});
   if (a.ints[1] != 0) l.params.push_back({"bias", Shape{units}, ParamInit::kZero, 0});
   return l;
 }

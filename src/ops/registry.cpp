@@ -8,7 +8,7 @@ namespace dpt {
 
 extern const OpDef kAddOp, kAvgPool2dOp, kBatchNormOp, kCausalSelfAttentionOp, kConcatOp, kConv2dOp, kDenseOp,
     kDropoutOp, kFlattenOp, kGeluOp, kGlobalAvgPoolOp, kLayerNormOp, kLinearOp, kMaxPool2dOp,
-    kPositionEmbeddingOp, kReluOp, kSigmoidOp, kTanhOp;
+    kPositionEmbeddingOp, kReluOp, kSigmoidOp, kTanhOp, kTokenEmbeddingOp;
 
 namespace {
 const OpDef *const kOps[] = {&kAddOp,
@@ -28,7 +28,8 @@ const OpDef *const kOps[] = {&kAddOp,
                              &kPositionEmbeddingOp,
                              &kReluOp,
                              &kSigmoidOp,
-                             &kTanhOp};
+                             &kTanhOp,
+                             &kTokenEmbeddingOp};
 }  // namespace
 
 const OpDef *find_op_def(const std::string &name) {

@@ -25,6 +25,8 @@ struct OptimizerConfig {
   uint64_t total_steps = 0;
   float min_learning_rate = 0.0f;
   float clip_norm = 0.0f;  // 0 = no clipping
+  // weight_decay applies to the weight matrices only (ParamInfo::matrix), not to every parameter.
+  bool decay_matrices_only = false;
 };
 
 // Throws DPT_ERROR_INVALID_ARGUMENT (or OUT_OF_RANGE) naming the offending field.

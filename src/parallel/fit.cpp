@@ -11,25 +11,36 @@ namespace dpt {
 
 void check_dataset_fits(const Trainer &trainer, const Dataset &data, const char *role) {
   const ModelSpec &spec = trainer.spec();
+  const bool tokens = data.dtype() == DType::kI32;
+  const char *values = tokens ? " tokens" : " floats";
+  DPT_REQUIRE(data.dtype() == spec.input_dtype(), DPT_ERROR_INVALID_ARGUMENT,
+              std::string(role) + " samples are" + (tokens ? " int32 tokens" : " float32 values") +
+                  ", the model takes" + (tokens ? " float32 values" : " int32 tokens"));
   DPT_REQUIRE(data.shape().size() == spec.input().size(), DPT_ERROR_SIZE_MISMATCH,
-              std::string(role) + " samples have " + std::to_string(data.shape().size()) +
-                  " floats, the model takes " + std::to_string(spec.input().size()));
-  DPT_REQUIRE(data.classes() <= spec.output().size(), DPT_ERROR_SIZE_MISMATCH,
+              std::string(role) + " samples have " + std::to_string(data.shape().size()) + values +
+                  ", the model takes " + std::to_string(spec.input().size()));
+  DPT_REQUIRE(data.targets_per_sample() == spec.targets_per_sample(), DPT_ERROR_SIZE_MISMATCH,
+              std::string(role) + " samples have " + std::to_string(data.targets_per_sample()) +
+                  " targets each, the model's output has " + std::to_string(spec.targets_per_sample()));
+  DPT_REQUIRE(data.classes() <= spec.classes(), DPT_ERROR_SIZE_MISMATCH,
               std::string(role) + " dataset has " + std::to_string(data.classes()) +
-                  " classes, the model outputs " + std::to_string(spec.output().size()));
+                  " classes, the model outputs " + std::to_string(spec.classes()));
+  DPT_REQUIRE(!tokens || data.classes() <= spec.token_bound(), DPT_ERROR_SIZE_MISMATCH,
+              std::string(role) + " dataset has a vocabulary of " + std::to_string(data.classes()) +
+                  " tokens, the model embeds " + std::to_string(spec.token_bound()));
 }
 
 EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_size) {
   check_dataset_fits(trainer, data, "evaluation");
   DPT_REQUIRE(batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "evaluation batch size must be positive");
   EvalStats total;
-  const size_t per = data.shape().size();
   for (size_t start = 0; start < data.size(); start += batch_size) {
     const size_t n = std::min(batch_size, data.size() - start);
-    EvalStats e = trainer.evaluate(data.inputs() + start * per, data.labels() + start, n);
+    EvalStats e = trainer.evaluate(data.sample(start), data.labels(start), n);
     total.loss_sum += e.loss_sum;
     total.correct += e.correct;
     total.samples += e.samples;
+    total.targets += e.targets;
     total.seconds += e.seconds;
   }
   return total;
@@ -74,12 +85,12 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
   if (test != nullptr) check_dataset_fits(trainer, *test, "test");
   if (trainer.world() != nullptr) agree_on_fit(trainer, train, test, config);
 
-  const size_t n = train.size(), per = train.shape().size();
+  const size_t n = train.size(), per = train.shape().size(), targets = train.targets_per_sample();
   const size_t batch = std::min(config.batch_size, n);
   const size_t batches = (n + batch - 1) / batch;
   std::vector<size_t> order(n);
-  std::vector<float> x(batch * per);  // host staging, reused for every batch
-  std::vector<int32_t> y(batch);
+  std::vector<float> x(batch * per);  // host staging (float32 or int32 tokens), reused for every batch
+  std::vector<int32_t> y(batch * targets);
   FitStats stats;
   uint64_t total_samples = 0;
 
@@ -101,14 +112,14 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       const double t0 = platform::now_seconds();
       // Across processes, each reads only its own share of the global batch (the trainer reads no other).
       const auto [first, mine] = trainer.process_range(count);
-      train.gather(order.data() + start + first, mine, x.data() + first * per, y.data() + first);
+      train.gather(order.data() + start + first, mine, x.data() + first * per, y.data() + first * targets);
       StepStats s = trainer.step(x.data(), y.data(), count);
       seconds += platform::now_seconds() - t0;
       p.batch = b + 1;
       if (!s.skipped_nonfinite) {  // a skipped batch has no meaningful loss
-        loss_sum += s.loss * double(count);
+        loss_sum += s.loss * double(s.targets);
         correct += s.correct;
-        scored += count;
+        scored += s.targets;
       }
       p.samples += count;
       p.loss = scored ? loss_sum / double(scored) : 0.0;
@@ -141,8 +152,9 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
     if (test != nullptr) {
       EvalStats e = evaluate_dataset(trainer, *test, config.eval_batch_size);
       p.has_test = stats.has_test = true;
-      p.test_loss = stats.test_loss = e.loss_sum / double(e.samples);
-      p.test_accuracy = stats.test_accuracy = double(e.correct) / double(e.samples);
+      const double counted = e.targets > 0 ? double(e.targets) : 1.0;
+      p.test_loss = stats.test_loss = e.loss_sum / counted;
+      p.test_accuracy = stats.test_accuracy = double(e.correct) / counted;
     }
     if (agreed_stop(trainer, progress, p)) stats.stopped = true;
   }

@@ -55,6 +55,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       devices_(pick_devices(*context_, config_.devices)),
       group_(std::make_unique<DeviceGroup>(devices_, config_.timeout_seconds)) {
   validate(config_.optimizer);
+  decayed_ = decayed_segments(spec_, config_.optimizer);
   DPT_REQUIRE(spec_.parameter_count() > 0, DPT_ERROR_INVALID_ARGUMENT,
               "the model has no trainable parameters");
   DPT_REQUIRE(config_.accumulation_steps >= 1, DPT_ERROR_INVALID_ARGUMENT,
@@ -87,8 +88,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   if (replicas_[0]->network.has_statistics() && (devices_.size() > 1 || config_.world != nullptr)) {
     // The statistics are summed on the host by the replicas' worker threads meeting at a barrier (replicas
     // that share a GPU run on workers of their own: Device::submit's lanes).
-    statistics_ = std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world,
-                                                          config_.timeout_seconds);
+    statistics_ =
+        std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world, config_.timeout_seconds);
   }
   // MPI is used by one thread at a time: batch statistics reduced across processes in the middle of backward
   // (sync batch norm) exclude the bucketed all-reduce, which would call MPI from the communication threads
@@ -100,9 +101,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds);
   else
-    collective_ =
-        std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes,
-                                                 config_.allreduce, config_.world, config_.timeout_seconds);
+    collective_ = std::make_unique<HostGradientCollective>(
+        *group_, replicas_, spec_, overlap_bytes, config_.allreduce, config_.world, config_.timeout_seconds);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.
@@ -130,10 +130,11 @@ void Trainer::check_usable() const {
       "and create a new one (from the last checkpoint)");
 }
 
-void Trainer::step(const float *x, const int32_t *labels, size_t batch, StepStats &s) {
+void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats &s) {
   check_usable();
   DPT_REQUIRE(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
-  check_labels(labels, batch);
+  check_tokens(x, batch);
+  const uint64_t targets = check_labels(labels, batch);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
   if (config_.split == SplitPolicy::kAuto && measured_weights_.empty()) measure_speeds(x, labels, batch);
@@ -153,16 +154,20 @@ void Trainer::step(const float *x, const int32_t *labels, size_t batch, StepStat
   const double t1 = platform::now_seconds();
   s.compute_seconds = t1 - t0;
   s.samples = batch;
+  s.targets = targets;
   double totals[3] = {0, 0, 0};  // loss sum, correct, replicas with a NaN or an infinity
   for (auto &r : replicas_)      // device order
     totals[0] += r->stats.loss_sum, totals[1] += double(r->stats.correct), totals[2] += r->nonfinite;
   if (config_.world != nullptr) world_sum(totals, 3);  // every process decides alike
-  s.loss = totals[0] / double(batch);
+  // A batch whose targets are all ignored has no loss: 0, as its gradient.
+  const double counted = targets > 0 ? double(targets) : 1.0;
+  s.loss = totals[0] / counted;
   s.correct = uint64_t(totals[1]);
-  s.accuracy = totals[1] / double(batch);
+  s.accuracy = totals[1] / counted;
 
   ++pending_micro_;
   pending_samples_ += batch;
+  pending_targets_ += targets;
   const char *discarded = nullptr;  // where a NaN or an infinity was found
   if (totals[2] != 0)
     discarded = "the inputs or the loss";
@@ -207,6 +212,7 @@ void Trainer::discard_window(StepStats &s) {
   run_phase([this](size_t rank) { replicas_[rank]->grads.zero(); });
   pending_micro_ = 0;
   pending_samples_ = 0;
+  pending_targets_ = 0;
   ++nonfinite_steps_;
   s.applied = false;
   s.skipped_nonfinite = true;
@@ -218,14 +224,15 @@ void Trainer::report_discarded(const char *where) const {
                   std::to_string(nonfinite_steps_) + " so far)");
 }
 
-// All-reduces the summed gradients, divides by the samples of the window, clips, and applies the same
+// All-reduces the summed gradients, divides by the counted targets of the window (the samples, for a
+// classifier without ignored labels; 0 targets: the gradient is 0), clips, and applies the same
 // optimizer step on every replica. Nothing in here allocates or can fail. Returns false, changing nothing,
 // when the gradients are not finite (every replica sees the same all-reduced norm, so all agree).
 bool Trainer::update_replicas(StepStats &s, bool reduced) {
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
   const float lr = float(s.learning_rate);
-  const double inv_samples = 1.0 / double(pending_samples_);
+  const double inv_samples = pending_targets_ > 0 ? 1.0 / double(pending_targets_) : 0.0;
   try {
     collective_->reduce_between_phases(reduced);
   } catch (const Error &) {
@@ -241,8 +248,8 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     double scale = inv_samples;
     const double clip = config_.optimizer.clip_norm;
     if (clip > 0.0 && r.norm > clip) scale *= clip / (r.norm + 1e-6);  // as PyTorch's clip_grad_norm_
-    r.kernels->apply_update(config_.optimizer, optimizer_steps_, lr, float(scale), r.params.data(),
-                            r.grads.data(), r.state.data(), r.params.size());
+    apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
+                         r.params.data(), r.grads.data(), r.state.data(), r.params.size());
     r.grads.zero();
   });
   const double grad_norm = replicas_[0]->norm;
@@ -257,6 +264,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   ++optimizer_steps_;
   pending_micro_ = 0;
   pending_samples_ = 0;
+  pending_targets_ = 0;
   return true;
 }
 
@@ -282,10 +290,11 @@ bool Trainer::flush() {
   return true;
 }
 
-EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
+EvalStats Trainer::evaluate(const void *x, const int32_t *labels, size_t n) {
   check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
-  check_labels(labels, n);
+  check_tokens(x, n);
+  const uint64_t targets = check_labels(labels, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
   assign_slices(n);
@@ -305,13 +314,15 @@ EvalStats Trainer::evaluate(const float *x, const int32_t *labels, size_t n) {
   e.loss_sum = totals[0];
   e.correct = uint64_t(totals[1]);
   e.samples = n;
+  e.targets = targets;
   e.seconds = platform::now_seconds() - t0;
   return e;
 }
 
-void Trainer::predict(const float *x, size_t n, float *logits) {
+void Trainer::predict(const void *x, size_t n, float *logits) {
   check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
+  check_tokens(x, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   assign_slices(n, false);  // prediction stays within the process: every process gets all the logits
   reserve_slices();

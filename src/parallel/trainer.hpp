@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "graph/init_parameters.hpp"
 #include "graph/model_spec.hpp"
+#include "optim/parameter_groups.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
@@ -40,7 +41,7 @@ struct TrainerConfig {
   // BatchNorm normalises with the statistics of the global batch (sync) or of each device's slice (local);
   // the running statistics follow the global batch in both modes.
   bool sync_batch_norm = true;
-  double timeout_seconds = 0;       // deadline of each multi-device operation; 0 = none
+  double timeout_seconds = 0;  // deadline of each multi-device operation; 0 = none
   // Gradient bucket size for the all-reduce overlapped with backward; 0 = one all-reduce after backward.
   size_t bucket_bytes = 0;
   // Spans every process of this MPI world (nullptr: this process only). Every process passes the same
@@ -51,8 +52,10 @@ struct TrainerConfig {
 };
 
 struct StepStats {
-  double loss = 0, accuracy = 0;
-  uint64_t samples = 0, correct = 0;
+  double loss = 0, accuracy = 0;  // per counted target
+  // targets: the batch's labels that count (not kIgnoreLabel): samples, or their positions for a
+  // sequence output; the loss and the gradient are divided by the accumulation window's count of them.
+  uint64_t samples = 0, correct = 0, targets = 0;
   bool applied = false;
   uint64_t optimizer_steps = 0;
   double learning_rate = 0, grad_norm = 0;
@@ -71,7 +74,7 @@ struct TrainerState {
 
 struct EvalStats {
   double loss_sum = 0;
-  uint64_t correct = 0, samples = 0;
+  uint64_t correct = 0, samples = 0, targets = 0;  // targets: the labels that count
   double seconds = 0;
 };
 
@@ -96,18 +99,21 @@ class Trainer {
   uint64_t nonfinite_steps() const { return nonfinite_steps_; }
   double last_learning_rate() const { return last_lr_; }
 
-  // x: batch * input size floats; labels in [0, classes). s is complete when step returns or throws
-  // DPT_ERROR_NON_FINITE (the window was discarded); other errors leave it partly written.
-  void step(const float *x, const int32_t *labels, size_t batch, StepStats &s);
-  StepStats step(const float *x, const int32_t *labels, size_t batch) {
+  // x: batch * input size 4-byte values, float32 or (spec().input_dtype() kI32) int32 tokens below
+  // spec().token_bound(); labels: batch * spec().targets_per_sample(), each in [0, classes) or
+  // kIgnoreLabel. s is complete when step returns or throws DPT_ERROR_NON_FINITE (the window was
+  // discarded); other errors leave it partly written.
+  void step(const void *x, const int32_t *labels, size_t batch, StepStats &s);
+  StepStats step(const void *x, const int32_t *labels, size_t batch) {
     StepStats s;
     step(x, labels, batch, s);
     return s;
   }
   // Applies a pending, unfinished accumulation window; returns whether there was one.
   bool flush();
-  EvalStats evaluate(const float *x, const int32_t *labels, size_t n);
-  void predict(const float *x, size_t n, float *logits);
+  EvalStats evaluate(const void *x, const int32_t *labels, size_t n);
+  // logits: n * spec().output().size() floats.
+  void predict(const void *x, size_t n, float *logits);
 
   void get_parameters(size_t replica, float *out) const;
   void set_parameters(const float *in);
@@ -135,10 +141,13 @@ class Trainer {
   std::vector<double> split_weights() const;
   void assign_slices(size_t batch, bool across_processes = true);
   void reserve_slices();
-  void copy_in(const float *x, const int32_t *labels);
-  void check_labels(const int32_t *labels, size_t n) const;
+  void copy_in(const void *x, const int32_t *labels);
+  // Throws for a label outside [0, classes) other than kIgnoreLabel; returns the labels that count.
+  uint64_t check_labels(const int32_t *labels, size_t n) const;
+  // Throws for a token outside [0, spec().token_bound()) (int32 inputs only).
+  void check_tokens(const void *x, size_t n) const;
   // trainer_speeds.cpp
-  void measure_speeds(const float *x, const int32_t *labels, size_t batch);
+  void measure_speeds(const void *x, const int32_t *labels, size_t batch);
   void measure_room();
   // trainer_world.cpp
   void join_world(std::vector<float> &initial);
@@ -150,8 +159,15 @@ class Trainer {
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   // trainer.cpp
   PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training, size_t rank = 0) const {
-    return PassInfo{n,    first_sample, config_.seed, step, training, &group_->aborted(), rank,
-                    training ? statistics_.get() : nullptr, config_.sync_batch_norm};
+    return PassInfo{n,
+                    first_sample,
+                    config_.seed,
+                    step,
+                    training,
+                    &group_->aborted(),
+                    rank,
+                    training ? statistics_.get() : nullptr,
+                    config_.sync_batch_norm};
   }
   void compute_gradients(size_t rank, bool post_buckets);
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
@@ -206,8 +222,10 @@ class Trainer {
   uint64_t optimizer_steps_ = 0;
   size_t pending_micro_ = 0;  // micro-batches accumulated since the last update
   uint64_t pending_samples_ = 0;
+  uint64_t pending_targets_ = 0;  // the counted targets of those micro-batches: the gradient's divisor
   uint64_t nonfinite_steps_ = 0;  // windows discarded for NaN or infinity
   double last_lr_ = 0;
+  std::vector<DecaySegment> decayed_;  // the parameters weight decay applies to
 };
 
 }  // namespace dpt

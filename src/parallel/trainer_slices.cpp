@@ -78,28 +78,49 @@ void Trainer::reserve_slices() {
   });
 }
 
-void Trainer::check_labels(const int32_t *labels, size_t n) const {
-  const int64_t classes = int64_t(spec_.output().size());
-  for (size_t i = 0; i < n; ++i)
+uint64_t Trainer::check_labels(const int32_t *labels, size_t n) const {
+  const int64_t classes = int64_t(spec_.classes());
+  const size_t per = spec_.targets_per_sample();
+  uint64_t counted = 0;
+  for (size_t i = 0; i < n * per; ++i) {
+    if (labels[i] == cpu::kIgnoreLabel) continue;
     DPT_REQUIRE(labels[i] >= 0 && labels[i] < classes, DPT_ERROR_OUT_OF_RANGE,
-                "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
-                    " is outside [0, " + std::to_string(classes) + ")");
+                "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i / per) +
+                    (per > 1 ? " (position " + std::to_string(i % per) + ")" : std::string()) +
+                    " is outside [0, " + std::to_string(classes) + ") and not the ignore label -1");
+    ++counted;
+  }
+  return counted;
+}
+
+void Trainer::check_tokens(const void *x, size_t n) const {
+  if (spec_.input_dtype() != DType::kI32) return;
+  const int32_t *tokens = static_cast<const int32_t *>(x);
+  const int64_t bound = int64_t(spec_.token_bound());
+  const size_t per = spec_.input().size();
+  for (size_t i = 0; i < n * per; ++i)
+    DPT_REQUIRE(tokens[i] >= 0 && tokens[i] < bound, DPT_ERROR_OUT_OF_RANGE,
+                "token " + std::to_string(tokens[i]) + " of sample " + std::to_string(i / per) +
+                    " (position " + std::to_string(i % per) + ") is outside the vocabulary [0, " +
+                    std::to_string(bound) + ")");
 }
 
 // Copies each replica's slice of the caller's batch (and its labels, when given) into the replica's device
 // memory from the calling thread, and flags slices that hold a NaN or an infinity. The device tasks never
 // read caller memory: a task that outlives a timeout could otherwise read it after the call returned.
-void Trainer::copy_in(const float *x, const int32_t *labels) {
-  const size_t in = spec_.input().size();
+void Trainer::copy_in(const void *x, const int32_t *labels) {
+  const size_t in = spec_.input().size(), per = spec_.targets_per_sample();
+  const bool tokens = spec_.input_dtype() == DType::kI32;  // checked by check_tokens: always finite
   guard_devices([&] {
     for (auto &r : replicas_) {
       r->nonfinite = false;
       if (r->count == 0) continue;
-      const float *slice = x + r->begin * in;
-      r->nonfinite = !all_finite(slice, r->count * in);
+      // int32 tokens travel in the float-sized slots as they are (bits copied, never converted).
+      const float *slice = static_cast<const float *>(x) + r->begin * in;
+      r->nonfinite = !tokens && !all_finite(slice, r->count * in);
       r->kernels->copy_to_device(r->network.input(), slice, r->count * in);
       if (labels != nullptr)
-        r->kernels->copy_labels_to_device(r->network.labels(), labels + r->begin, r->count);
+        r->kernels->copy_labels_to_device(r->network.labels(), labels + r->begin * per, r->count * per);
     }
     for (auto &r : replicas_) r->kernels->synchronize();  // a GPU copy reads the host buffer until here
   });

@@ -11,7 +11,7 @@ namespace dpt {
 
 // DPT_SPLIT_AUTO: every device trains on the same probe slice at once (as in a real step, so contention
 // counts); the best of three timings per device sets its weight. The probe's gradients are discarded.
-void Trainer::measure_speeds(const float *x, const int32_t *labels, size_t batch) {
+void Trainer::measure_speeds(const void *x, const int32_t *labels, size_t batch) {
   const size_t probe = std::min<size_t>(batch, 64);
   for (auto &r : replicas_) r->begin = 0, r->count = probe, r->probe_seconds = 1e300;
   reserve_slices();

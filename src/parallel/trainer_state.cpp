@@ -106,6 +106,7 @@ void Trainer::load_state(const TrainerState &state) {
   config_.seed = state.seed;
   pending_micro_ = 0;
   pending_samples_ = 0;
+  pending_targets_ = 0;
 }
 
 }  // namespace dpt

@@ -82,7 +82,7 @@ typedef struct fixture {
   dpt_dataset *bad_classes; /* 8 samples 1x4x4, 5 classes, labels up to 4 */
   float in[OUT_FLOATS];
   int32_t lab[SAMPLES];
-  int32_t lab_neg[BATCH];  /* one label -1 */
+  int32_t lab_neg[BATCH];  /* one label -2 (-1 is DPT_IGNORE_LABEL) */
   int32_t lab_high[BATCH]; /* one label == CLASSES */
   int32_t lab_max[BATCH];  /* one label INT32_MAX */
   float params[PARAMS + 1];
@@ -130,7 +130,7 @@ static int setup(void **state) {
   for (i = 0; i < OUT_FLOATS; ++i) f->in[i] = (float)((int)((i * 37) % 17) - 8) / 16.0f;
   for (i = 0; i < SAMPLES; ++i) f->lab[i] = (int32_t)(i % CLASSES);
   for (i = 0; i < BATCH; ++i) f->lab_neg[i] = f->lab_high[i] = f->lab_max[i] = f->lab[i];
-  f->lab_neg[2] = -1;
+  f->lab_neg[2] = -2;
   f->lab_high[3] = CLASSES;
   f->lab_max[1] = INT32_MAX;
   for (i = 0; i < PARAMS + 1; ++i) f->params[i] = 0.01f * (float)i - 0.25f;
@@ -1922,6 +1922,186 @@ static void write_safetensors(const char *file, const char *header, const void *
   assert_int_equal(fclose(out), 0);
 }
 
+/* Writes @p size bytes of @p data to @p path (a fixture file). */
+static void write_bytes(const char *path, const void *data, size_t size) {
+  FILE *out = fopen(path, "wb");
+  assert_non_null(out);
+  assert_int_equal(fwrite(data, 1, size, out), size);
+  assert_int_equal(fclose(out), 0);
+}
+
+/* The token calls of 0.2: text and token datasets, token models and their builders, token steps. A local
+ * token model (tokens [4] -> token_embedding 5x2 -> linear 5: logits [4, 5]) and trainer serve them. */
+static void test_token_misuse(void **state) {
+  fixture *f = (fixture *)*state;
+  enum { T = 4, V = 5, N = 2 };
+  const int32_t tokens[N * T] = {0, 1, 2, 3, 4, 3, 2, 1};
+  const int32_t targets[N * T] = {1, 2, 3, 4, 3, 2, 1, -1};
+  int32_t bad_token[N * T], bad_target[N * T], out_tokens[N * T], out_targets[N * T];
+  char text[96], empty[96], binary[96], missing[96], small[96];
+  float logits[N * T * V];
+  dpt_model *m = NULL;
+  dpt_trainer *tt = NULL;
+  dpt_dataset *td = NULL;
+  dpt_input_type type = DPT_INPUT_FLOAT32;
+  size_t out = 0, wte = 0;
+  static const char kText[] = "Many a small thing has been made large by the right kind of advertising.\n";
+  const unsigned char kBinary[] = {'a', 'b', 0xff, 'c'};
+  memcpy(bad_token, tokens, sizeof tokens);
+  memcpy(bad_target, targets, sizeof targets);
+  bad_token[5] = V;
+  bad_target[2] = -2;
+  snprintf(text, sizeof text, "/tmp/dptrain-misuse-text-%ld.txt", (long)getpid());
+  snprintf(empty, sizeof empty, "/tmp/dptrain-misuse-empty-%ld.txt", (long)getpid());
+  snprintf(binary, sizeof binary, "/tmp/dptrain-misuse-binary-%ld.txt", (long)getpid());
+  snprintf(small, sizeof small, "/tmp/dptrain-misuse-small-%ld.txt", (long)getpid());
+  snprintf(missing, sizeof missing, "/tmp/dptrain-misuse-missing-%ld/x.txt", (long)getpid());
+  write_bytes(text, kText, sizeof kText - 1);
+  write_bytes(empty, "", 0);
+  write_bytes(binary, kBinary, sizeof kBinary);
+  write_bytes(small, "abcdefgh", 8);
+
+  assert_int_equal(dpt_model_create_tokens(&m, T), DPT_OK);
+  assert_int_equal(dpt_model_token_embedding(m, 0, V, 2, "wte", &wte), DPT_OK);
+  assert_int_equal(dpt_model_linear(m, wte, V, 1, "head", &out), DPT_OK);
+  assert_int_equal(dpt_trainer_create(&tt, f->ctx, m, NULL, NULL), DPT_OK);
+  assert_int_equal(dpt_dataset_create_tokens(&td, tokens, N * T, targets, N * T, N, T, V), DPT_OK);
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_load_text(NULL, NULL, text, 8, 0.1));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_load_text(&f->o.dataset, NULL, NULL, 8, 0.1));
+  ROW(DPT_ERROR_IO, dpt_dataset_load_text(&f->o.dataset, NULL, missing, 8, 0.1));
+  ROW(DPT_ERROR_FORMAT, dpt_dataset_load_text(&f->o.dataset, NULL, empty, 8, 0.1));
+  ROW(DPT_ERROR_FORMAT, dpt_dataset_load_text(&f->o.dataset, NULL, binary, 8, 0.1));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_load_text(&f->o.dataset, NULL, text, 0, 0.1));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_dataset_load_text(&f->o.dataset, NULL, text, ((size_t)1 << 20) + 1, 0.1));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_load_text(&f->o.dataset, NULL, text, 8, 0.0));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_load_text(&f->o.dataset, NULL, text, 8, 1.0));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_load_text(&f->o.dataset, NULL, text, 8, NAN));
+  /* A context longer than a part of the text: no window fits. */
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_load_text(&f->o.dataset, NULL, small, 8, 0.5));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_create_tokens(NULL, tokens, N * T, targets, N * T, N, T, V));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_create_tokens(&f->o.dataset, NULL, N * T, targets, N * T, N, T, V));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_create_tokens(&f->o.dataset, tokens, N * T, NULL, N * T, N, T, V));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_create_tokens(&f->o.dataset, tokens, 0, targets, 0, 0, T, V));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_create_tokens(&f->o.dataset, tokens, 0, targets, N, N, 0, V));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_dataset_create_tokens(&f->o.dataset, tokens, N * T, targets, N * T, N, T, 0));
+  ROW(DPT_ERROR_SIZE_MISMATCH,
+      dpt_dataset_create_tokens(&f->o.dataset, tokens, N * T - 1, targets, N * T, N, T, V));
+  ROW(DPT_ERROR_SIZE_MISMATCH,
+      dpt_dataset_create_tokens(&f->o.dataset, tokens, N * T, targets, N * T - 1, N, T, V));
+  ROW(DPT_ERROR_OUT_OF_RANGE,
+      dpt_dataset_create_tokens(&f->o.dataset, bad_token, N * T, targets, N * T, N, T, V));
+  ROW(DPT_ERROR_OUT_OF_RANGE,
+      dpt_dataset_create_tokens(&f->o.dataset, tokens, N * T, bad_target, N * T, N, T, V));
+  ROW(WANT_OVERFLOW, dpt_dataset_create_tokens(&f->o.dataset, tokens, 0, targets, 2, 2, HALF_SIZE, V));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_input_type(NULL, &type));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_input_type(td, NULL));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_targets_per_sample(NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_targets_per_sample(td, NULL));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_copy_tokens(NULL, 0, 1, out_tokens, T, out_targets, T));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_copy_tokens(td, 0, 1, NULL, T, out_targets, T));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_copy_tokens(td, 0, 1, out_tokens, T, NULL, T));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_copy_tokens(td, 0, 0, out_tokens, 0, out_targets, 0));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_dataset_copy_tokens(td, 1, 2, out_tokens, 2 * T, out_targets, 2 * T));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_dataset_copy_tokens(td, 0, 1, out_tokens, T - 1, out_targets, T));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_dataset_copy_tokens(td, 0, 1, out_tokens, T, out_targets, T + 1));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_dataset_copy_tokens(f->data, 0, 1, (int32_t *)f->o.floats, IN, f->o.labels, 1));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_dataset_copy_batch(td, 0, 1, f->o.floats, T, f->o.labels, T));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_create_tokens(NULL, T));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_create_tokens(&f->o.model, 0));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_create_tokens(&f->o.model, ((size_t)1 << 28) + 1));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_input_type(NULL, &type));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_input_type(f->model, NULL));
+  /* The graph builders of 0.2 on the fixture's float model (unchanged by a refusal). */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_token_embedding(NULL, 0, V, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_token_embedding(f->empty, 0, V, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_token_embedding(m, 1, V, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_token_embedding(m, 0, 0, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_model_token_embedding(m, 0, ((size_t)1 << 24) + 1, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_token_embedding(m, 0, V, 0, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_token_embedding(m, 0, V, 2, "wte", &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_linear(NULL, 0, 3, 1, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_linear(f->empty, 9, 3, 1, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_linear(f->empty, 0, 0, 1, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_linear(f->empty, 0, 3, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_linear(m, 0, 3, 1, NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_position_embedding(NULL, 0, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_position_embedding(f->empty, 0, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_position_embedding(m, 0, NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_causal_self_attention(NULL, 0, 1, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(f->empty, 0, 1, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(m, wte, 0, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(m, out, 2, NULL, &f->o.size));
+
+  /* Token calls on the float trainer, float calls on the token trainer. */
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_trainer_step_tokens(f->trainer, tokens, N * T, targets, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_trainer_evaluate_tokens(f->trainer, tokens, N * T, targets, N * T, N, &f->o.eval));
+  ROW(DPT_ERROR_INVALID_ARGUMENT,
+      dpt_trainer_predict_tokens(f->trainer, tokens, N * T, N, f->o.floats, N * 3));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_step(tt, f->in, N * T, f->lab, N, &f->o.step));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_predict(tt, f->in, N * T, N, f->o.floats, N * T * V));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_fit(f->trainer, td, NULL, &f->fit_options, &f->o.fit));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_fit(tt, f->data, NULL, &f->fit_options, &f->o.fit));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_evaluate_dataset(tt, f->data, 4, &f->o.eval));
+  /* The token trainer's own calls. */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_step_tokens(NULL, tokens, N * T, targets, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_step_tokens(tt, NULL, N * T, targets, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_step_tokens(tt, tokens, N * T, NULL, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_step_tokens(tt, tokens, N * T - 1, targets, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_step_tokens(tt, tokens, N * T, targets, N, N, &f->o.step));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_step_tokens(tt, tokens, 0, targets, 0, 0, &f->o.step));
+  ROW(WANT_OVERFLOW, dpt_trainer_step_tokens(tt, tokens, T, targets, T, SIZE_MAX / T + 2, &f->o.step));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_step_tokens(tt, bad_token, N * T, targets, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_step_tokens(tt, tokens, N * T, bad_target, N * T, N, &f->o.step));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_evaluate_tokens(tt, tokens, N * T, targets, N * T, N, NULL));
+  ROW(DPT_ERROR_SIZE_MISMATCH,
+      dpt_trainer_evaluate_tokens(tt, tokens, N * T, targets, N * T + 1, N, &f->o.eval));
+  ROW(DPT_ERROR_OUT_OF_RANGE,
+      dpt_trainer_evaluate_tokens(tt, bad_token, N * T, targets, N * T, N, &f->o.eval));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_predict_tokens(tt, tokens, N * T, N, NULL, N * T * V));
+  ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_predict_tokens(tt, tokens, N * T, N, logits, N * T * V - 1));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_predict_tokens(tt, bad_token, N * T, N, logits, N * T * V));
+  finish_table(f);
+
+  /* Still usable: the queries, a copy, a step that counts 7 of the 8 targets, a prediction. */
+  {
+    dpt_step_result r;
+    size_t per = 0;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    assert_int_equal(dpt_dataset_input_type(td, &type), DPT_OK);
+    assert_int_equal(type, DPT_INPUT_TOKENS);
+    assert_int_equal(dpt_model_input_type(m, &type), DPT_OK);
+    assert_int_equal(type, DPT_INPUT_TOKENS);
+    assert_int_equal(dpt_dataset_targets_per_sample(td, &per), DPT_OK);
+    assert_int_equal(per, T);
+    assert_int_equal(dpt_dataset_copy_tokens(td, 1, 1, out_tokens, T, out_targets, T), DPT_OK);
+    assert_memory_equal(out_tokens, tokens + T, T * sizeof(int32_t));
+    assert_memory_equal(out_targets, targets + T, T * sizeof(int32_t));
+    assert_int_equal(dpt_trainer_step_tokens(tt, tokens, N * T, targets, N * T, N, &r), DPT_OK);
+    assert_int_equal(r.targets, N * T - 1);
+    assert_int_equal(r.samples, N);
+    assert_int_equal(dpt_trainer_predict_tokens(tt, tokens, N * T, N, logits, N * T * V), DPT_OK);
+    assert_true(isfinite(logits[0]) && isfinite(logits[N * T * V - 1]));
+  }
+  dpt_dataset_destroy(td);
+  dpt_trainer_destroy(tt);
+  dpt_model_destroy(m);
+  unlink(text);
+  unlink(empty);
+  unlink(binary);
+  unlink(small);
+}
+
 static void test_trainer_safetensors_misuse(void **state) {
   fixture *f = (fixture *)*state;
   dpt_trainer *t = f->trainer;
@@ -2031,6 +2211,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_trainer_fit_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_trainer_parameters_misuse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_trainer_safetensors_misuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_token_misuse, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,8 @@ namespace dpt_sim {
 namespace {
 
 // Ops of dptrain_cpu_ops that the real CUDA module does not run (op_supported gives 0).
-const char *const kNotOnCuda[] = {"dropout", "causal_self_attention", "position_embedding"};
+const char *const kNotOnCuda[] = {"dropout", "causal_self_attention", "position_embedding",
+                                  "token_embedding"};
 // A view (op_call.h): supported, but the executor aliases its input and never calls a kernel.
 const char *const kView = "flatten";
 

@@ -387,13 +387,14 @@ void test_ops_match_cpu_reference(void **) {
 }
 
 // op_supported: every op the CPU reference has (dpt::cpu::find_op) but those the real CUDA module does not
-// run (yet: dropout, causal_self_attention, position_embedding), and flatten (a view no kernel runs), F32
-// only. Those are refused by op_forward and op_backward too.
+// run (yet: dropout, causal_self_attention, position_embedding, token_embedding), and flatten (a view no
+// kernel runs), F32 only. Those are refused by op_forward and op_backward too.
 void test_op_supported(void **) {
-  const std::vector<std::string> not_on_cuda{"dropout", "causal_self_attention", "position_embedding"};
+  const std::vector<std::string> not_on_cuda{"dropout", "causal_self_attention", "position_embedding",
+                                             "token_embedding"};
   for (const char *op : {"dense", "linear", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh",
                          "add", "concat", "global_avg_pool", "gelu", "layer_norm", "batch_norm", "dropout",
-                         "causal_self_attention", "position_embedding"}) {
+                         "causal_self_attention", "position_embedding", "token_embedding"}) {
     assert_non_null(dpt::cpu::find_op(op));
     const int want = std::find(not_on_cuda.begin(), not_on_cuda.end(), op) == not_on_cuda.end() ? 1 : 0;
     if (api->op_supported(op, DPT_DTYPE_F32) != want) fail_msg("op_supported(%s, F32) is not %d", op, want);

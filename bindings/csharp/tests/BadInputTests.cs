@@ -77,7 +77,7 @@ public class BadInputTests {
   public void BadValues() {
     AssertInvalid(Status.OutOfRange, "label 4 of sample 4 is outside [0, 4)",
                   () => trainer.Step(x, new[] { 0, 1, 2, 3, 4, 1, 2, 3 }));
-    AssertInvalid(Status.OutOfRange, "is outside [0, 4)", () => trainer.Step(x, new[] { 0, 1, 2, 3, -1, 1, 2, 3 }));
+    AssertInvalid(Status.OutOfRange, "is outside [0, 4)", () => trainer.Step(x, new[] { 0, 1, 2, 3, -2, 1, 2, 3 }));  // -1 is the ignore label
     AssertInvalid(Status.OutOfRange, "dropout rate must be in [0, 1)", () => TestData.MakeModel().AddDropout(1.5f));
     AssertInvalid(Status.InvalidArgument, "device 0 is listed twice",
                   () => new Trainer(context, TestData.MakeModel(), null, null, new ulong[] { 0, 0 }, new float[0]));

@@ -1,8 +1,10 @@
 /**
  * @file dataset.h
- * @brief In-memory classification datasets: IDX files (gzip or plain), Fashion-MNIST, caller arrays.
+ * @brief In-memory datasets: IDX files (gzip or plain), Fashion-MNIST, byte-level text, caller arrays.
  *
- * Inputs are float32 NCHW samples; IDX pixels are scaled to [0, 1]. Labels are int32 class indices.
+ * A sample is float32 values (NCHW; IDX pixels scaled to [0, 1]) with one int32 class label, or int32
+ * tokens (a sequence) with one target per position (the next token) or one label. A label of
+ * DPT_IGNORE_LABEL does not count: no loss, no gradient, not in the count the loss is divided by.
  */
 #ifndef DPTRAIN_DATASET_H
 #define DPTRAIN_DATASET_H
@@ -17,6 +19,18 @@ DPT_EXTERN_C_BEGIN
 
 /** @brief Opaque dataset held in host memory. */
 typedef struct dpt_dataset dpt_dataset;
+
+/** @brief A label that does not count (padding): as PyTorch's ignore_index, here -1. */
+#define DPT_IGNORE_LABEL (-1)
+
+/** @brief The vocabulary of dpt_dataset_load_text(): one token per byte. */
+#define DPT_TEXT_VOCABULARY 256
+
+/** @brief What the samples of a dataset (or the input of a model) are. */
+typedef enum dpt_input_type {
+  DPT_INPUT_FLOAT32 = 0, /**< float32 values (images NCHW). */
+  DPT_INPUT_TOKENS = 1   /**< int32 tokens, each in [0, vocabulary). */
+} dpt_input_type;
 
 /** @brief Which part of a standard dataset to load. */
 typedef enum dpt_dataset_part {
@@ -60,6 +74,56 @@ DPT_API dpt_status dpt_dataset_create(dpt_dataset **out, const float *inputs, si
                                       const int32_t *labels, size_t sample_count, size_t channels,
                                       size_t height, size_t width, size_t classes);
 
+/**
+ * @brief Loads byte-level text: every byte of UTF-8 text is a token (vocabulary DPT_TEXT_VOCABULARY), cut
+ * into windows of context_length + 1 bytes: a sample's tokens are the first context_length, its targets the
+ * last context_length (the next byte at every position). The last @p validation_fraction of the bytes
+ * (by position, after the files are joined in name order) make the validation set, the rest the training
+ * set; windows start every context_length bytes, so every byte but the last of each part is a target once.
+ * @param path a UTF-8 text file, or a directory whose regular files are read in bytewise name order, each
+ *        one that is UTF-8 text without NUL bytes (the others, e.g. fortune's .dat indexes, are skipped;
+ *        symbolic links and names starting with '.' too).
+ * @param validation may be NULL (the validation part is then not kept).
+ * @param validation_fraction in (0, 1), e.g. 0.1.
+ * @return DPT_ERROR_IO when the path cannot be read; DPT_ERROR_FORMAT for a named file that is not UTF-8
+ *         text (with the offset of the first bad byte), an empty file, a directory without text, or more
+ *         than 2 GiB of text; DPT_ERROR_INVALID_ARGUMENT for a context_length of 0 or above 2^20, a fraction
+ *         outside (0, 1), or a part too short for one window ("a context of 128 needs at least 129 bytes in
+ *         each part; the validation part has 50").
+ */
+DPT_API dpt_status dpt_dataset_load_text(dpt_dataset **train, dpt_dataset **validation, const char *path,
+                                         size_t context_length, double validation_fraction);
+
+/**
+ * @brief Creates a token dataset from caller arrays (copied).
+ * @param tokens sample_count * sequence_length tokens (token_count of them), each in [0, vocabulary).
+ * @param targets target_count labels: sample_count * sequence_length (one per position, for a model whose
+ *        output is [sequence_length, vocabulary]) or sample_count (one per sample); each in
+ *        [0, vocabulary) or DPT_IGNORE_LABEL.
+ * @return DPT_ERROR_INVALID_ARGUMENT for a count, length or vocabulary (1..2^24) of 0;
+ *         DPT_ERROR_SIZE_MISMATCH for a token_count or target_count that fits neither; DPT_ERROR_OUT_OF_RANGE
+ *         for a token or a label out of range (naming the sample and position).
+ */
+DPT_API dpt_status dpt_dataset_create_tokens(dpt_dataset **out, const int32_t *tokens, size_t token_count,
+                                             const int32_t *targets, size_t target_count, size_t sample_count,
+                                             size_t sequence_length, size_t vocabulary);
+
+/** @brief Whether the samples are float32 values or int32 tokens. */
+DPT_API dpt_status dpt_dataset_input_type(const dpt_dataset *dataset, dpt_input_type *type);
+
+/** @brief Labels per sample: 1 for a classification dataset, the sequence length for next-token targets. */
+DPT_API dpt_status dpt_dataset_targets_per_sample(const dpt_dataset *dataset, size_t *count);
+
+/**
+ * @brief Copies samples [start, start + count) of a token dataset into caller buffers.
+ * @param token_count must equal count * sequence length; @p target_count count * targets per sample.
+ * @return DPT_ERROR_INVALID_ARGUMENT for a float32 dataset (use dpt_dataset_copy_batch) or a count of 0;
+ *         DPT_ERROR_OUT_OF_RANGE, DPT_ERROR_SIZE_MISMATCH as dpt_dataset_copy_batch.
+ */
+DPT_API dpt_status dpt_dataset_copy_tokens(const dpt_dataset *dataset, size_t start, size_t count,
+                                           int32_t *tokens, size_t token_count, int32_t *targets,
+                                           size_t target_count);
+
 /** @brief Creates a dataset holding a copy of samples [start, start + count) of @p source. */
 DPT_API dpt_status dpt_dataset_subset(dpt_dataset **out, const dpt_dataset *source, size_t start,
                                       size_t count);
@@ -70,16 +134,18 @@ DPT_API void dpt_dataset_destroy(dpt_dataset *dataset);
 /** @brief Number of samples. */
 DPT_API dpt_status dpt_dataset_sample_count(const dpt_dataset *dataset, size_t *count);
 
-/** @brief Shape of one sample. Any output pointer may be NULL. */
+/** @brief Shape of one sample (a token dataset: sequence length x 1 x 1). Any output pointer may be NULL. */
 DPT_API dpt_status dpt_dataset_shape(const dpt_dataset *dataset, size_t *channels, size_t *height,
                                      size_t *width);
 
-/** @brief Number of classes (one more than the largest label, or as given to dpt_dataset_create()). */
+/** @brief Number of classes (one more than the largest label, or as given to dpt_dataset_create(); a token
+ * dataset: its vocabulary). */
 DPT_API dpt_status dpt_dataset_class_count(const dpt_dataset *dataset, size_t *classes);
 
 /**
- * @brief Copies samples [start, start + count) into caller buffers.
+ * @brief Copies samples [start, start + count) of a float32 dataset into caller buffers.
  * @param input_count must equal count * floats per sample; @p label_count must equal count.
+ * @return DPT_ERROR_INVALID_ARGUMENT for a token dataset (use dpt_dataset_copy_tokens) or a count of 0.
  */
 DPT_API dpt_status dpt_dataset_copy_batch(const dpt_dataset *dataset, size_t start, size_t count,
                                           float *inputs, size_t input_count, int32_t *labels,

@@ -50,6 +50,7 @@
 
 #include <stddef.h>
 
+#include "dataset.h"
 #include "export.h"
 #include "status.h"
 
@@ -85,6 +86,16 @@ typedef enum dpt_pool_kind {
 DPT_API dpt_status dpt_model_create(dpt_model **out, size_t channels, size_t height, size_t width);
 
 /**
+ * @brief Creates an empty model whose samples are sequences of @p sequence_length int32 tokens (tensor 0,
+ * read only by dpt_model_token_embedding). Since 0.2.
+ * @return DPT_ERROR_INVALID_ARGUMENT for a length of 0 or above 2^28.
+ */
+DPT_API dpt_status dpt_model_create_tokens(dpt_model **out, size_t sequence_length);
+
+/** @brief Whether the model reads float32 values or int32 tokens. Since 0.2. */
+DPT_API dpt_status dpt_model_input_type(const dpt_model *model, dpt_input_type *type);
+
+/**
  * @brief Creates a built-in model for 1 x 28 x 28 inputs and 10 classes.
  *
  * - "lenet": conv 3x3 20 -> ReLU -> avg-pool 2 -> conv 5x5 50 -> ReLU -> avg-pool 2 -> flatten (800)
@@ -94,6 +105,11 @@ DPT_API dpt_status dpt_model_create(dpt_model **out, size_t channels, size_t hei
  *   ReLU (no max-pool), four stages of two basic blocks (64, 128, 256, 512 channels; stride 2 and a 1x1
  *   projection + batch norm at the start of stages 2-4), global average pooling, dense 10; 11.17 M
  *   parameters, named as torchvision's ResNet names them ("layer2.0.downsample.1.running_mean").
+ * - "gpt-mini": a GPT-2-style pre-LayerNorm decoder on 128 byte tokens (dpt_dataset_load_text()): token
+ *   and position embeddings (wte, wpe; 256 features), 4 blocks of layer norm -> causal self-attention (4
+ *   heads; c_attn, c_proj) -> residual, layer norm -> MLP (1024, GELU tanh) -> residual, a final layer norm
+ *   (ln_f) and the LM head (lm_head, no bias) to 256 logits at every position; 3.32 M parameters, named as
+ *   nanoGPT names them ("h.0.attn.c_attn.weight"). Since 0.2.
  * @return DPT_ERROR_INVALID_ARGUMENT for an unknown name.
  */
 DPT_API dpt_status dpt_model_create_builtin(dpt_model **out, const char *name);
@@ -199,6 +215,46 @@ DPT_API dpt_status dpt_model_conv2d(dpt_model *model, size_t input, size_t out_c
  */
 DPT_API dpt_status dpt_model_dense(dpt_model *model, size_t input, size_t units, int bias, const char *name,
                                    size_t *out);
+
+/**
+ * @brief Adds a fully connected layer over the last dimension of @p input ([..., in] -> [..., units], every
+ * row by one weight [units, in]), as PyTorch's nn.Linear. Since 0.2.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist, a bad or taken name, units of 0 or too many parameters, or a bias other than 0 and 1;
+ * DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_linear(dpt_model *model, size_t input, size_t units, int bias, const char *name,
+                                    size_t *out);
+
+/**
+ * @brief Adds a token embedding: the int32 tokens [T] of the model's input -> [T, features], row t the
+ * table row of token t (parameter weight [vocabulary, features], GPT-2's wte). Since 0.2.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for an input that is not the
+ * model's token input, a vocabulary outside 1..2^24, features of 0, a table above 2^30 parameters, a bad or
+ * taken name; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_token_embedding(dpt_model *model, size_t input, size_t vocabulary,
+                                             size_t features, const char *name, size_t *out);
+
+/**
+ * @brief Adds a learned position embedding to @p input [T, C]: y[t] = x[t] + weight[t] (parameter weight
+ * [T, C], GPT-2's wpe). Since 0.2.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist or is not [T, C], a bad or taken name; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_position_embedding(dpt_model *model, size_t input, const char *name,
+                                                size_t *out);
+
+/**
+ * @brief Adds multi-head causal self-attention over @p input [T, 3C] (queries, keys and values side by
+ * side, as a linear to 3C makes them) -> [T, C]: position i attends to positions j <= i with
+ * softmax(q k / sqrt(C / heads)). Forward keeps 8 bytes per head and position for backward (not the T x T
+ * scores). Since 0.2.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
+ * exist or is not [T, 3C], heads of 0 or not dividing C, T above 8192, a bad or taken name; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_causal_self_attention(dpt_model *model, size_t input, size_t heads,
+                                                   const char *name, size_t *out);
 
 /**
  * @brief Adds a batch norm over the channels (dimension 0) of @p input ([c] or [c, h, w]), as PyTorch's

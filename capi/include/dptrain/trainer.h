@@ -37,13 +37,13 @@ typedef struct dpt_trainer dpt_trainer;
 
 /** @brief How a batch is divided among the devices. */
 typedef enum dpt_split_policy {
-  DPT_SPLIT_EVEN = 0,     /**< Equal slices; the first (batch % K) devices get one more sample. */
+  DPT_SPLIT_EVEN = 0, /**< Equal slices; the first (batch % K) devices get one more sample. */
   /** Slices proportional to split_weights, rounded exactly by largest remainder: device i gets
    * floor(B w_i / W) samples and the few left over go one each to the largest remainders, ties to the
    * lower device index. Exact for every weight at least 2^-16 of the largest (smaller ones are rounded to
    * 2^-40 of the largest's binade first): weights 8,7,...,1 and B = 162 give 36:32:27:23:18:13:9:4. */
   DPT_SPLIT_WEIGHTED = 1,
-  DPT_SPLIT_AUTO = 2      /**< Weights measured once, at the first step, from each device's speed. */
+  DPT_SPLIT_AUTO = 2 /**< Weights measured once, at the first step, from each device's speed. */
 } dpt_split_policy;
 
 /** @brief All-reduce algorithm for the gradients. */
@@ -67,9 +67,9 @@ typedef enum dpt_nonfinite_policy {
 
 /** @brief How batch_norm layers compute their batch statistics across the devices. */
 typedef enum dpt_batch_norm_mode {
-  /** Over the whole global batch: every device's (count, sum, sum of squares) per channel is combined, weighted
-   * by its real sample count, in the middle of forward and of backward, so the K-device step equals the
-   * 1-device full-batch step under any split (weighted, ragged, empty slices) and with MPI. */
+  /** Over the whole global batch: every device's (count, sum, sum of squares) per channel is combined,
+   * weighted by its real sample count, in the middle of forward and of backward, so the K-device step equals
+   * the 1-device full-batch step under any split (weighted, ragged, empty slices) and with MPI. */
   DPT_BATCH_NORM_SYNC = 0,
   /** Over each device's own slice (as DataParallel and the textbook do): the step then depends on the split.
    * The running statistics still follow the global batch, so they are identical on every replica. */
@@ -140,6 +140,13 @@ typedef struct dpt_trainer_options {
 /** @brief gpu_flags: deterministic convolution algorithms only, chosen by heuristics, never by timing. */
 #define DPT_GPU_DETERMINISTIC 2
 
+/** @brief The parameters weight decay applies to (two parameter groups: decayed and not). */
+typedef enum dpt_weight_decay_scope {
+  DPT_WEIGHT_DECAY_ALL = 0, /**< Every parameter. */
+  DPT_WEIGHT_DECAY_MATRICES =
+      1 /**< The weights of dense, linear and conv2d; not biases, norms, embeddings. */
+} dpt_weight_decay_scope;
+
 /** @brief Optimizer options. Fill with dpt_optimizer_options_init() first. */
 typedef struct dpt_optimizer_options {
   size_t struct_size;         /**< Set by dpt_optimizer_options_init(). */
@@ -158,13 +165,17 @@ typedef struct dpt_optimizer_options {
   uint64_t total_steps;    /**< DPT_SCHEDULE_COSINE: optimizer steps of the whole run (> warmup_steps). */
   float min_learning_rate; /**< DPT_SCHEDULE_COSINE: final learning rate; default 0. */
   float clip_norm;         /**< Clip the global gradient norm to this value; 0 = off. */
+  /** Which parameters weight_decay applies to: DPT_WEIGHT_DECAY_ALL (default) or
+   * DPT_WEIGHT_DECAY_MATRICES (the weight matrices of dense, linear and conv2d only: not biases, norms or
+   * embedding tables, as GPT recipes decay). Since 0.2. */
+  dpt_weight_decay_scope weight_decay_scope;
 } dpt_optimizer_options;
 
 /** @brief Outcome of one dpt_trainer_step(). The caller sets struct_size = sizeof(dpt_step_result). */
 typedef struct dpt_step_result {
   size_t struct_size;       /**< Set by the caller; the library writes only this many bytes. */
-  double loss;              /**< Mean cross-entropy over this batch (before the update). */
-  double accuracy;          /**< Fraction of this batch classified correctly (before the update). */
+  double loss;              /**< Mean cross-entropy over the batch's targets (before the update). */
+  double accuracy;          /**< Fraction of the batch's targets predicted correctly (before the update). */
   uint64_t samples;         /**< Samples in this batch. */
   int applied;              /**< 1 when this call completed an accumulation window and updated parameters. */
   uint64_t optimizer_steps; /**< Optimizer steps taken so far. */
@@ -180,15 +191,19 @@ typedef struct dpt_step_result {
    * behind backward by the bucket overlap (equal to allreduce_seconds when bucket_bytes is 0). With
    * buckets, compute_seconds includes this wait. */
   double allreduce_exposed_seconds;
+  /** The batch's labels that count (not DPT_IGNORE_LABEL): its samples for a classifier, its positions for
+   * a sequence model. The loss and the gradient are divided by the window's count of them. Since 0.2. */
+  uint64_t targets;
 } dpt_step_result;
 
 /** @brief Outcome of an evaluation. The caller sets struct_size = sizeof(dpt_eval_result). */
 typedef struct dpt_eval_result {
   size_t struct_size; /**< Set by the caller. */
-  double loss;        /**< Mean cross-entropy. */
-  double accuracy;    /**< Fraction classified correctly. */
+  double loss;        /**< Mean cross-entropy per counted target. */
+  double accuracy;    /**< Fraction of the targets predicted correctly. */
   uint64_t samples;   /**< Samples evaluated. */
   double seconds;     /**< Wall time. */
+  uint64_t targets;   /**< The labels that counted (not DPT_IGNORE_LABEL). Since 0.2. */
 } dpt_eval_result;
 
 /** @brief When a progress report is made. */
@@ -276,12 +291,19 @@ DPT_API void dpt_trainer_destroy(dpt_trainer *trainer);
 
 /**
  * @brief Trains on one batch (or micro-batch, with accumulation) held in host memory.
+ *
+ * The loss is softmax cross-entropy over the model's output read as rows of classes: an output [classes]
+ * has one target per sample, an output [positions, classes] one per position (a language model). It is
+ * summed over the targets on each device and divided once by the count of the accumulation window's
+ * targets that are not DPT_IGNORE_LABEL (0 of them: a zero gradient).
  * @param inputs batch_size * input size floats (input_count of them), NCHW.
- * @param labels batch_size class indices in [0, classes).
+ * @param labels batch_size * targets per sample labels, each in [0, classes) or DPT_IGNORE_LABEL.
  * @param result may be NULL. Written on success and with DPT_ERROR_NON_FINITE (the batch ran and its
  *        window was discarded: skipped_nonfinite, nonfinite_steps and the counters say so); left as the
  *        caller set it after every other failure (nothing was trained).
- * @return DPT_ERROR_SIZE_MISMATCH when input_count is wrong, DPT_ERROR_OUT_OF_RANGE for a bad label,
+ * @return DPT_ERROR_INVALID_ARGUMENT for a model whose input is int32 tokens (use
+ *         dpt_trainer_step_tokens()), DPT_ERROR_SIZE_MISMATCH when input_count is wrong,
+ *         DPT_ERROR_OUT_OF_RANGE for a bad label,
  *         DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice (the trainer stays usable),
  *         DPT_ERROR_NON_FINITE with the policy DPT_NONFINITE_ERROR, DPT_ERROR_TIMEOUT or DPT_ERROR_DEVICE
  *         (the trainer then refuses work: destroy it), DPT_ERROR_BUSY when another thread is in a call on
@@ -290,7 +312,38 @@ DPT_API void dpt_trainer_destroy(dpt_trainer *trainer);
 DPT_API dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                     const int32_t *labels, size_t batch_size, dpt_step_result *result);
 
-/** @brief Evaluates loss and accuracy on a batch (split across the devices; dropout off). */
+/**
+ * @brief Trains on one batch of int32 tokens, as dpt_trainer_step() does on floats.
+ * @param tokens batch_size * sequence length tokens (token_count of them), each below the model's
+ *        vocabulary.
+ * @param targets batch_size * targets per sample labels (target_count of them), each in [0, classes) or
+ *        DPT_IGNORE_LABEL.
+ * @return as dpt_trainer_step(); DPT_ERROR_INVALID_ARGUMENT for a model whose input is float32;
+ *         DPT_ERROR_SIZE_MISMATCH for a wrong token_count or target_count; DPT_ERROR_OUT_OF_RANGE for a
+ *         token or label out of range (naming the sample and position).
+ */
+DPT_API dpt_status dpt_trainer_step_tokens(dpt_trainer *trainer, const int32_t *tokens, size_t token_count,
+                                           const int32_t *targets, size_t target_count, size_t batch_size,
+                                           dpt_step_result *result);
+
+/** @brief Evaluates loss and accuracy on a batch of int32 tokens (as dpt_trainer_evaluate()). */
+DPT_API dpt_status dpt_trainer_evaluate_tokens(dpt_trainer *trainer, const int32_t *tokens,
+                                               size_t token_count, const int32_t *targets,
+                                               size_t target_count, size_t sample_count,
+                                               dpt_eval_result *result);
+
+/**
+ * @brief The logits of @p sample_count token sequences: for every position (a causal model's logits at
+ * position t see tokens 0..t only, so a shorter prompt may be padded with any valid token after it).
+ * @param logits receives sample_count * output size floats (logit_count of them).
+ */
+DPT_API dpt_status dpt_trainer_predict_tokens(dpt_trainer *trainer, const int32_t *tokens, size_t token_count,
+                                              size_t sample_count, float *logits, size_t logit_count);
+
+/**
+ * @brief Evaluates loss and accuracy on a batch (split across the devices; dropout off).
+ * @param labels sample_count * targets per sample labels (as dpt_trainer_step()).
+ */
 DPT_API dpt_status dpt_trainer_evaluate(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                         const int32_t *labels, size_t sample_count, dpt_eval_result *result);
 
@@ -299,7 +352,8 @@ DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_
                                                 size_t batch_size, dpt_eval_result *result);
 
 /**
- * @brief Computes the logits (pre-softmax outputs) of @p sample_count samples.
+ * @brief Computes the logits (pre-softmax outputs) of @p sample_count samples (float32 inputs; token
+ * models: dpt_trainer_predict_tokens()).
  * @param logits receives sample_count * output size floats (logit_count of them).
  */
 DPT_API dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t input_count,

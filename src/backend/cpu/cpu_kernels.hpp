@@ -25,6 +25,9 @@ class CpuKernels final : public DeviceKernels {
     return cpu::softmax_cross_entropy(logits, labels, n, classes, dlogits);
   }
   double l2_norm(const float *grads, size_t count) override { return dpt::l2_norm(grads, count); }
+  void scale(float *x, size_t count, float alpha) override {
+    for (size_t i = 0; i < count; ++i) x[i] *= alpha;
+  }
   void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                     const float *grads, float *state, size_t count) override {
     dpt::apply_update(config, t, lr, grad_scale, params, grads, state, count);

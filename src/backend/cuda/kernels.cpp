@@ -58,8 +58,9 @@ void CudaKernels::zero(void *p, size_t bytes) {
 
 void CudaKernels::check_supported(const char *op, DType dtype) const {
   if (api_.op_supported(op, int32_t(dtype)) == 0)
-    throw_error(DPT_ERROR_UNSUPPORTED, "cuda:" + std::to_string(ordinal_) + ": " + op +
-                                           " does not run on CUDA devices in this version (train on CPU devices)");
+    throw_error(DPT_ERROR_UNSUPPORTED,
+                "cuda:" + std::to_string(ordinal_) + ": " + op +
+                    " does not run on CUDA devices in this version (train on CPU devices)");
 }
 
 void CudaKernels::copy_to_device(float *device, const float *host, size_t count) {
@@ -81,11 +82,13 @@ void CudaKernels::copy_labels_to_device(int32_t *device, const int32_t *host, si
 }
 
 void CudaKernels::forward(const dpt_op_call &call) {
-  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE) check(api_.op_forward(ctx_, &call, error_, sizeof error_));
+  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE)
+    check(api_.op_forward(ctx_, &call, error_, sizeof error_));
 }
 
 void CudaKernels::backward(const dpt_op_call &call) {
-  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE) check(api_.op_backward(ctx_, &call, error_, sizeof error_));
+  if (call.n != 0 || call.phase != DPT_OP_PHASE_SINGLE)
+    check(api_.op_backward(ctx_, &call, error_, sizeof error_));
 }
 
 void CudaKernels::accumulate(float *y, const float *x, size_t count) {
@@ -112,6 +115,10 @@ double CudaKernels::l2_norm(const float *grads, size_t count) {
   check(api_.copy_to_host(ctx_, &host_norm_, device_norm, sizeof host_norm_, error_, sizeof error_));
   synchronize();
   return host_norm_;
+}
+
+void CudaKernels::scale(float *x, size_t count, float alpha) {
+  if (count != 0) check(api_.scale(ctx_, x, count, alpha, error_, sizeof error_));
 }
 
 void CudaKernels::apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale,

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "interface/backend_interface.h"
 #include "backend/device_kernels.hpp"
+#include "interface/backend_interface.h"
 
 namespace dpt {
 
@@ -39,6 +39,7 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
                  float *dlogits) override;
   double l2_norm(const float *grads, size_t count) override;
+  void scale(float *x, size_t count, float alpha) override;
   void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                     const float *grads, float *state, size_t count) override;
 

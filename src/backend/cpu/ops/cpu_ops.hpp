@@ -30,9 +30,13 @@ struct LossStats {
   uint64_t correct = 0;  // argmax (first maximum) equals the label
 };
 
-// Softmax cross-entropy over logits [n, classes], summed (not averaged) over the samples, so that slices
-// of one batch can be added up and divided by the global batch size once. When dlogits is not null it
-// receives softmax(logits) - onehot(label), per sample (not divided by n).
+// The label of a target that does not count (padding): no loss, no accuracy, a zero gradient row.
+constexpr int32_t kIgnoreLabel = -1;
+
+// Softmax cross-entropy over logits [n, classes] (n rows: samples, or every position of every sample),
+// summed (not averaged) over the rows, so that slices of one batch can be added up and divided once by the
+// global batch's count of targets. When dlogits is not null it receives softmax(logits) - onehot(label),
+// per row (not divided by n); a row labelled kIgnoreLabel gets zeros and adds nothing.
 LossStats softmax_cross_entropy(const float *logits, const int32_t *labels, size_t n, size_t classes,
                                 float *dlogits);
 

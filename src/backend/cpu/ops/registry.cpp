@@ -6,7 +6,8 @@
 namespace dpt::cpu {
 
 extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kCausalSelfAttention, kConcat, kConv2d, kDense, kDropout,
-    kGelu, kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kPositionEmbedding, kRelu, kSigmoid, kTanh;
+    kGelu, kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kPositionEmbedding, kRelu, kSigmoid, kTanh,
+    kTokenEmbedding;
 
 namespace {
 const OpKernel *const kOps[] = {&kAdd,       &kAvgPool2d,
@@ -17,7 +18,7 @@ const OpKernel *const kOps[] = {&kAdd,       &kAvgPool2d,
                                 &kLayerNorm, &kLinear,
                                 &kMaxPool2d, &kPositionEmbedding,
                                 &kRelu,      &kSigmoid,
-                                &kTanh};
+                                &kTanh,      &kTokenEmbedding};
 }  // namespace
 
 const OpKernel *find_op(const char *name) {

@@ -1,5 +1,6 @@
 #include "backend/cpu/ops/cpu_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dpt::cpu {
@@ -9,6 +10,10 @@ LossStats softmax_cross_entropy(const float *logits, const int32_t *labels, size
   LossStats stats;
   for (size_t s = 0; s < n; ++s) {
     const float *z = logits + s * classes;
+    if (labels[s] == kIgnoreLabel) {
+      if (dlogits != nullptr) std::fill(dlogits + s * classes, dlogits + (s + 1) * classes, 0.0f);
+      continue;
+    }
     size_t best = 0;
     for (size_t c = 1; c < classes; ++c)
       if (z[c] > z[best]) best = c;
