@@ -43,8 +43,11 @@ int cli_system_error(const char *what, const char *path);
 /** @brief `dptrain devices`: lists the devices of a default context. */
 int cli_devices_main(int argc, char **argv);
 
-/** @brief `dptrain train`: trains a built-in model or a JSON model file on Fashion-MNIST. */
+/** @brief `dptrain train`: trains a built-in model or a JSON model file on Fashion-MNIST or text. */
 int cli_train_main(int argc, char **argv);
+
+/** @brief `dptrain generate`: prints text sampled from a token model's checkpoint. */
+int cli_generate_main(int argc, char **argv);
 
 /** @brief `dptrain model`: prints a model as JSON. */
 int cli_model_main(int argc, char **argv);

@@ -2,8 +2,9 @@
  * dptrain: the command-line front end of the dptrain library (public C API only).
  *
  *   dptrain devices [--kind cpu|cuda|all] [--json]
- *   dptrain train --model lenet|mlp|resnet18|FILE.json [options]
- *   dptrain model lenet|mlp|resnet18|FILE.json
+ *   dptrain train --model lenet|mlp|resnet18|gpt-mini|FILE.json [options]
+ *   dptrain generate --checkpoint FILE [options]
+ *   dptrain model lenet|mlp|resnet18|gpt-mini|FILE.json
  *
  * This file only dispatches on the command; each command lives in its own file.
  */
@@ -18,7 +19,9 @@ static void print_usage(FILE *out) {
       "\n"
       "commands:\n"
       "  devices [--kind K] [--json]      list the devices dptrain can use (CPU and CUDA)\n"
-      "  train --model NAME [...]         train on Fashion-MNIST across CPU devices or GPUs\n"
+      "  train --model NAME [...]         train on Fashion-MNIST (or text: gpt-mini) across CPU devices\n"
+      "                                   or GPUs\n"
+      "  generate --checkpoint FILE [...] print text sampled from a trained gpt-mini\n"
       "  model NAME|FILE.json             print a model as JSON (a model file to edit and train)\n"
       "\n"
       "  dptrain <command> --help         options of a command\n"
@@ -41,5 +44,6 @@ int main(int argc, char **argv) {
   if (strcmp(command, "devices") == 0) return cli_devices_main(argc - 2, argv + 2);
   if (strcmp(command, "train") == 0) return cli_train_main(argc - 2, argv + 2);
   if (strcmp(command, "model") == 0) return cli_model_main(argc - 2, argv + 2);
+  if (strcmp(command, "generate") == 0) return cli_generate_main(argc - 2, argv + 2);
   return cli_usage_error("unknown command '%s' (see 'dptrain --help')", command);
 }

@@ -9,7 +9,7 @@
 
 static void print_model_help(FILE *out) {
   fputs(
-      "usage: dptrain model lenet|mlp|resnet18|FILE.json\n"
+      "usage: dptrain model lenet|mlp|resnet18|gpt-mini|FILE.json\n"
       "\n"
       "Prints the model as JSON (the format of docs/model-json.md): a built-in model to start a model file\n"
       "from, or a model file as the library reads it (every name and attribute written out).\n",
@@ -26,7 +26,8 @@ int cli_model_main(int argc, char **argv) {
     print_model_help(stdout);
     return CLI_EXIT_OK;
   }
-  if (argc != 1) return cli_usage_error("expected one model: dptrain model lenet|mlp|resnet18|FILE.json");
+  if (argc != 1)
+    return cli_usage_error("expected one model: dptrain model lenet|mlp|resnet18|gpt-mini|FILE.json");
   if (argv[0][0] == '-') return cli_usage_error("unknown option '%s' (see 'dptrain model --help')", argv[0]);
   rc = cli_load_model(argv[0], 0, &model);
   if (rc != CLI_EXIT_OK) return rc;
