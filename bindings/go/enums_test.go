@@ -68,6 +68,12 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"ScheduleCosine", int(ScheduleCosine), int(swig.DPT_SCHEDULE_COSINE)},
 		{"ProgressBatch", int(ProgressBatch), int(swig.DPT_PROGRESS_BATCH)},
 		{"ProgressEpoch", int(ProgressEpoch), int(swig.DPT_PROGRESS_EPOCH)},
+		{"InputFloat32", int(InputFloat32), int(swig.DPT_INPUT_FLOAT32)},
+		{"InputTokens", int(InputTokens), int(swig.DPT_INPUT_TOKENS)},
+		{"WeightDecayAll", int(WeightDecayAll), int(swig.DPT_WEIGHT_DECAY_ALL)},
+		{"WeightDecayMatrices", int(WeightDecayMatrices), int(swig.DPT_WEIGHT_DECAY_MATRICES)},
+		{"IgnoreLabel", IgnoreLabel, int(swig.DPT_IGNORE_LABEL)},
+		{"TextVocabulary", TextVocabulary, int(swig.DPT_TEXT_VOCABULARY)},
 	}
 	for _, p := range pairs {
 		if p.goV != p.c {

@@ -118,6 +118,51 @@ func (m *Model) Dense(input Tensor, units int, bias bool, name string) (Tensor, 
 	return m.node(op, name, []Tensor{input}, func(in []int64) int64 { return m.ptr.Dense(in[0], u, bias, name) })
 }
 
+// Linear adds a fully connected layer over the last dimension of input ([..., in] -> [..., units], every
+// row by one weight [units, in]), as PyTorch's nn.Linear.
+func (m *Model) Linear(input Tensor, units int, bias bool, name string) (Tensor, error) {
+	const op = "Model.Linear"
+	u, err := toSize(op, "units", units)
+	if err != nil {
+		return 0, err
+	}
+	return m.node(op, name, []Tensor{input}, func(in []int64) int64 { return m.ptr.Linear(in[0], u, bias, name) })
+}
+
+// TokenEmbedding adds a token embedding of a token model's input (InputTensor, [T] tokens) -> [T,
+// features], row t the table row of token t (parameter weight [vocabulary, features], GPT-2's wte).
+func (m *Model) TokenEmbedding(input Tensor, vocabulary, features int, name string) (Tensor, error) {
+	const op = "Model.TokenEmbedding"
+	v, err := sizes(op, []string{"vocabulary", "features"}, vocabulary, features)
+	if err != nil {
+		return 0, err
+	}
+	return m.node(op, name, []Tensor{input}, func(in []int64) int64 {
+		return m.ptr.TokenEmbedding(in[0], v[0], v[1], name)
+	})
+}
+
+// PositionEmbedding adds a learned position embedding to input [T, C]: y[t] = x[t] + weight[t] (parameter
+// weight [T, C], GPT-2's wpe).
+func (m *Model) PositionEmbedding(input Tensor, name string) (Tensor, error) {
+	return m.node("Model.PositionEmbedding", name, []Tensor{input}, func(in []int64) int64 {
+		return m.ptr.PositionEmbedding(in[0], name)
+	})
+}
+
+// CausalSelfAttention adds multi-head causal self-attention over input [T, 3C] (queries, keys and values
+// side by side, as a Linear to 3C makes them) -> [T, C]; heads divides C.
+func (m *Model) CausalSelfAttention(input Tensor, heads int, name string) (Tensor, error) {
+	const op = "Model.CausalSelfAttention"
+	h, err := toSize(op, "heads", heads)
+	if err != nil {
+		return 0, err
+	}
+	return m.node(op, name, []Tensor{input}, func(in []int64) int64 {
+		return m.ptr.CausalSelfAttention(in[0], h, name)
+	})
+}
+
 // BatchNorm adds a batch norm over the channels of input ([c] or [c, h, w]), as PyTorch's BatchNorm2d
 // (parameters weight and bias; buffers running_mean and running_var), e.g. eps 1e-5, momentum 0.1.
 func (m *Model) BatchNorm(input Tensor, eps, momentum float32, name string) (Tensor, error) {

@@ -65,12 +65,30 @@ func NewModel(channels, height, width int) (*Model, error) {
 	return wrapModel(ptr), nil
 }
 
-// BuiltinModel creates a built-in model for 1x28x28 inputs and 10 classes: "lenet", "mlp" or "resnet18"
-// (ResNet-18 with batch norm, 11.17 M parameters, named as torchvision names them).
+// NewTokenModel creates an empty model whose samples are sequences of sequenceLength int32 tokens
+// (InputTensor, read only by TokenEmbedding). Train it with Trainer.StepTokens.
+func NewTokenModel(sequenceLength int) (*Model, error) {
+	const op = "NewTokenModel"
+	n, err := toSize(op, "sequenceLength", sequenceLength)
+	if err != nil {
+		return nil, err
+	}
+	var ptr swig.Model
+	if err := call(op, func() { ptr = swig.ModelCreateTokens(n) }); err != nil {
+		return nil, err
+	}
+	return wrapModel(ptr), nil
+}
+
+// BuiltinModel creates a built-in model: "lenet", "mlp" or "resnet18" for 1x28x28 inputs and 10 classes
+// (resnet18: ResNet-18 with batch norm, 11.17 M parameters, named as torchvision names them), or
+// "gpt-mini", a GPT-2-style decoder on 128 byte tokens (LoadText) with 256 logits at every position (3.32 M
+// parameters, named as nanoGPT names them).
 func BuiltinModel(name string) (*Model, error) {
 	const op = "BuiltinModel"
 	if name == "" {
-		return nil, newError(op, StatusInvalidArgument, "the model name is empty (want \"lenet\", \"mlp\" or \"resnet18\")")
+		return nil, newError(op, StatusInvalidArgument,
+			"the model name is empty (want \"lenet\", \"mlp\", \"resnet18\" or \"gpt-mini\")")
 	}
 	if err := cString(op, "name", name); err != nil {
 		return nil, err
@@ -169,12 +187,21 @@ func (m *Model) size(op string, get func() int64) (int, error) {
 	return int(n), err
 }
 
-// InputSize returns the number of floats per input sample (channels * height * width).
+// InputSize returns the number of floats per input sample (channels * height * width); a token model:
+// the tokens per sample.
 func (m *Model) InputSize() (int, error) {
 	return m.size("Model.InputSize", func() int64 { return m.ptr.InputSize() })
 }
 
-// OutputSize returns the number of outputs (classes).
+// InputType says whether the model reads float32 values or int32 tokens.
+func (m *Model) InputType() (InputType, error) {
+	var t swig.Dpt_input_type
+	err := m.do("Model.InputType", false, func() { t = m.ptr.InputType() })
+	return InputType(t), err
+}
+
+// OutputSize returns the number of outputs (classes): the floats of one sample of the output tensor (a
+// language model's [T, V] logits: T * V).
 func (m *Model) OutputSize() (int, error) {
 	return m.size("Model.OutputSize", func() int64 { return m.ptr.OutputSize() })
 }

@@ -75,6 +75,17 @@ const (
 	AdamW OptimizerKind = 1 // Adam with decoupled weight decay
 )
 
+// WeightDecayScope says which parameters weight decay applies to (two parameter groups: decayed and not).
+type WeightDecayScope int
+
+// Weight decay scopes.
+const (
+	WeightDecayAll WeightDecayScope = 0 // every parameter (the library's default)
+	// WeightDecayMatrices: the weight matrices of dense, linear and conv2d only; not biases, norms or
+	// embedding tables (as GPT recipes decay).
+	WeightDecayMatrices WeightDecayScope = 1
+)
+
 // ScheduleKind is the learning-rate schedule, applied after an optional linear warm-up.
 type ScheduleKind int
 
@@ -102,6 +113,8 @@ type OptimizerOptions struct {
 	TotalSteps      uint64        // ScheduleCosine: optimizer steps of the whole run
 	MinLearningRate float32       // ScheduleCosine: final learning rate
 	ClipNorm        float32       // clip the global gradient norm to this value; 0 = off
+	// WeightDecayScope: which parameters WeightDecay applies to; default WeightDecayAll.
+	WeightDecayScope WeightDecayScope
 }
 
 // TrainerOptions configures NewTrainer. The zero value (or nil) asks for the library's defaults.
@@ -131,10 +144,10 @@ type TrainerOptions struct {
 	Optimizer OptimizerOptions
 }
 
-// StepResult is the outcome of one Trainer.Step.
+// StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
 type StepResult struct {
-	Loss             float64 // mean cross-entropy over this batch (before the update)
-	Accuracy         float64 // fraction of this batch classified correctly (before the update)
+	Loss             float64 // mean cross-entropy over this batch's targets (before the update)
+	Accuracy         float64 // fraction of this batch's targets predicted correctly (before the update)
 	Samples          uint64  // samples in this batch
 	Applied          bool    // this call completed an accumulation window and updated the parameters
 	OptimizerSteps   uint64  // optimizer steps taken so far
@@ -146,14 +159,18 @@ type StepResult struct {
 	TotalSeconds     float64 // the whole call
 	SkippedNonFinite bool    // a NaN or infinity made this call discard its accumulation window
 	NonFiniteSteps   uint64  // windows discarded for non-finite values so far
+	// Targets counts the batch's labels that count (not IgnoreLabel): its samples for a classifier, its
+	// positions for a sequence model. The loss and the gradient are divided by the window's count of them.
+	Targets uint64
 }
 
 // EvalResult is the outcome of an evaluation.
 type EvalResult struct {
-	Loss     float64 // mean cross-entropy
-	Accuracy float64 // fraction classified correctly
+	Loss     float64 // mean cross-entropy per counted target
+	Accuracy float64 // fraction of the targets predicted correctly
 	Samples  uint64  // samples evaluated
 	Seconds  float64 // wall time
+	Targets  uint64  // the labels that counted (not IgnoreLabel)
 }
 
 // Trainer trains one model data-parallel: one parameter replica per device. It is used by one goroutine
@@ -274,6 +291,9 @@ func fillOptimizer(oo swig.OptimizerOptions, o *OptimizerOptions) {
 	if o.Schedule != 0 {
 		oo.SetSchedule(swig.Dpt_schedule_kind(o.Schedule))
 	}
+	if o.WeightDecayScope != 0 {
+		oo.SetWeight_decay_scope(swig.Dpt_weight_decay_scope(o.WeightDecayScope))
+	}
 	for _, f := range []struct {
 		v   uint64
 		set func(uint64)
@@ -330,29 +350,32 @@ func (t *Trainer) Step(inputs []float32, labels []int32) (StepResult, error) {
 		return StepResult{}, err
 	}
 	var out StepResult
-	err := t.do(op, func() {
-		r := t.ptr.Step(inputs, labels)
-		if r.Swigcptr() == 0 {
-			return // failed: the error is recorded
-		}
-		out = StepResult{
-			Loss:             r.GetLoss(),
-			Accuracy:         r.GetAccuracy(),
-			Samples:          r.GetSamples(),
-			Applied:          r.GetApplied() != 0,
-			OptimizerSteps:   r.GetOptimizer_steps(),
-			LearningRate:     r.GetLearning_rate(),
-			GradNorm:         r.GetGrad_norm(),
-			ComputeSeconds:   r.GetCompute_seconds(),
-			AllReduceSeconds: r.GetAllreduce_seconds(),
-			UpdateSeconds:    r.GetUpdate_seconds(),
-			TotalSeconds:     r.GetTotal_seconds(),
-			SkippedNonFinite: r.GetSkipped_nonfinite() != 0,
-			NonFiniteSteps:   r.GetNonfinite_steps(),
-		}
-		swig.DeleteStepResult(r)
-	})
+	err := t.do(op, func() { out = stepResult(t.ptr.Step(inputs, labels)) })
 	return out, err
+}
+
+// stepResult copies (and frees) a result of the generated layer; a failed call's is the zero value.
+func stepResult(r swig.StepResult) StepResult {
+	if r.Swigcptr() == 0 {
+		return StepResult{} // failed: the error is recorded
+	}
+	defer swig.DeleteStepResult(r)
+	return StepResult{
+		Loss:             r.GetLoss(),
+		Accuracy:         r.GetAccuracy(),
+		Samples:          r.GetSamples(),
+		Applied:          r.GetApplied() != 0,
+		OptimizerSteps:   r.GetOptimizer_steps(),
+		LearningRate:     r.GetLearning_rate(),
+		GradNorm:         r.GetGrad_norm(),
+		ComputeSeconds:   r.GetCompute_seconds(),
+		AllReduceSeconds: r.GetAllreduce_seconds(),
+		UpdateSeconds:    r.GetUpdate_seconds(),
+		TotalSeconds:     r.GetTotal_seconds(),
+		SkippedNonFinite: r.GetSkipped_nonfinite() != 0,
+		NonFiniteSteps:   r.GetNonfinite_steps(),
+		Targets:          r.GetTargets(),
+	}
 }
 
 func evalResult(r swig.EvalResult) EvalResult {
@@ -360,7 +383,69 @@ func evalResult(r swig.EvalResult) EvalResult {
 		return EvalResult{}
 	}
 	defer swig.DeleteEvalResult(r)
-	return EvalResult{Loss: r.GetLoss(), Accuracy: r.GetAccuracy(), Samples: r.GetSamples(), Seconds: r.GetSeconds()}
+	return EvalResult{Loss: r.GetLoss(), Accuracy: r.GetAccuracy(), Samples: r.GetSamples(), Seconds: r.GetSeconds(),
+		Targets: r.GetTargets()}
+}
+
+func checkTokens(op string, tokens, targets []int32) error {
+	if tokens == nil {
+		return nilSlice(op, "tokens")
+	}
+	if targets == nil {
+		return nilSlice(op, "targets")
+	}
+	return nil
+}
+
+// StepTokens trains a token model on one batch (or micro-batch) of batchSize token sequences: tokens
+// holds batchSize * sequence length tokens, targets batchSize * targets per sample labels (a model whose
+// output is [T, V]: T per sample), each in [0, V) or IgnoreLabel, which does not count. Both are read from
+// the caller's slices without a copy. A float32 model is StatusInvalidArgument (use Step).
+func (t *Trainer) StepTokens(tokens, targets []int32, batchSize int) (StepResult, error) {
+	const op = "Trainer.StepTokens"
+	if err := checkTokens(op, tokens, targets); err != nil {
+		return StepResult{}, err
+	}
+	n, err := toSize(op, "batchSize", batchSize)
+	if err != nil {
+		return StepResult{}, err
+	}
+	var out StepResult
+	err = t.do(op, func() { out = stepResult(t.ptr.StepTokens(tokens, targets, n)) })
+	return out, err
+}
+
+// EvaluateTokens computes loss and accuracy on samples token sequences (as Evaluate on floats).
+func (t *Trainer) EvaluateTokens(tokens, targets []int32, samples int) (EvalResult, error) {
+	const op = "Trainer.EvaluateTokens"
+	if err := checkTokens(op, tokens, targets); err != nil {
+		return EvalResult{}, err
+	}
+	n, err := toSize(op, "samples", samples)
+	if err != nil {
+		return EvalResult{}, err
+	}
+	var out EvalResult
+	err = t.do(op, func() { out = evalResult(t.ptr.EvaluateTokens(tokens, targets, n)) })
+	return out, err
+}
+
+// PredictTokens writes the logits of samples token sequences (tokens: samples * sequence length) into
+// logits (samples * output size floats: T * V per sample for a model whose output is [T, V]), both the
+// caller's slices. A causal model's logits at position t see tokens 0..t only.
+func (t *Trainer) PredictTokens(tokens []int32, samples int, logits []float32) error {
+	const op = "Trainer.PredictTokens"
+	n, err := toSize(op, "samples", samples)
+	if err != nil {
+		return err
+	}
+	if tokens == nil {
+		return nilSlice(op, "tokens")
+	}
+	if logits == nil {
+		return nilSlice(op, "logits")
+	}
+	return t.do(op, func() { t.ptr.PredictTokens(tokens, n, logits) })
 }
 
 // Evaluate computes loss and accuracy on a batch (split across the devices; dropout off).

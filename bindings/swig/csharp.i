@@ -134,6 +134,7 @@ DPT_CS_SELF_CHECK(dpt_eval_result, "EvalResult")
 DPT_CS_SELF_CHECK(dpt_fit_result, "FitResult")
 DPT_CS_SELF_CHECK(dpt_progress, "Progress")
 DPT_CS_SELF_CHECK(dptrain_binding::ProgressListener, "ProgressListener")
+DPT_CS_SELF_CHECK(dptrain_binding::TextParts, "TextParts")
 
 /* A disposed proxy passed as an argument: getCPtr throws instead of passing NULL (which the C API would
  * reject, or, for options, silently read as "defaults"). Otherwise SWIG's stock proxy body. */
@@ -198,6 +199,8 @@ DPT_CS_GUARDED_DISPOSE(dpt_dataset)
 
 /* Every proxy is `unsafe` (for `fixed`) and `partial` (for the hand-written halves). */
 %typemap(csclassmodifiers) SWIGTYPE "public unsafe partial class"
+/* ... but the one that hands over the two parts of a text to Dataset.LoadText (src/Dataset.cs) is internal. */
+%typemap(csclassmodifiers) dptrain_binding::TextParts "internal unsafe partial class"
 
 /* ---- Arrays: (pointer, count) -> one pinned C# array ---------------------------------------------- */
 
@@ -291,6 +294,10 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(PerDevice) DPT_BATCH_NORM_LOCAL; /* (one C scope: Local is Communicator.Local) */
 %rename(Parameter) DPT_TENSOR_PARAMETER;
 %rename(Buffer) DPT_TENSOR_BUFFER;
+%rename(Float32) DPT_INPUT_FLOAT32;
+%rename(Tokens) DPT_INPUT_TOKENS;
+%rename(AllParameters) DPT_WEIGHT_DECAY_ALL; /* (one C scope: All is DeviceSelection.All) */
+%rename(Matrices) DPT_WEIGHT_DECAY_MATRICES;
 
 /* Read-only getters become properties: the generated method turns private under another name and the
  * hand-written half of the class adds the property (Context.DeviceCount, Model.ParameterCount ...). */
@@ -308,6 +315,9 @@ DPT_CS_PROPERTY(dpt_dataset::channels, GetChannels)
 DPT_CS_PROPERTY(dpt_dataset::height, GetHeight)
 DPT_CS_PROPERTY(dpt_dataset::width, GetWidth)
 DPT_CS_PROPERTY(dpt_dataset::classCount, GetClassCount)
+DPT_CS_PROPERTY(dpt_dataset::inputType, GetInputType)
+DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
+DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
@@ -322,6 +332,10 @@ DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %enddef
 DPT_CS_PRIVATE(dpt_model::conv2d, Conv2dNative)
 DPT_CS_PRIVATE(dpt_model::dense, DenseNative)
+DPT_CS_PRIVATE(dpt_model::linear, LinearNative)
+DPT_CS_PRIVATE(dpt_model::tokenEmbedding, TokenEmbeddingNative)
+DPT_CS_PRIVATE(dpt_model::positionEmbedding, PositionEmbeddingNative)
+DPT_CS_PRIVATE(dpt_model::causalSelfAttention, CausalSelfAttentionNative)
 DPT_CS_PRIVATE(dpt_model::batchNorm, BatchNormNative)
 DPT_CS_PRIVATE(dpt_model::layerNorm, LayerNormNative)
 DPT_CS_PRIVATE(dpt_model::activation, ActivationNative)
@@ -341,6 +355,9 @@ DPT_CS_PRIVATE(dpt_model::namedTensorCount, GetNamedTensorCount)
 DPT_CS_PRIVATE(dpt_model::namedTensorName, GetNamedTensorName)
 DPT_CS_PRIVATE(dpt_model::namedTensorOffset, GetNamedTensorOffset)
 DPT_CS_PRIVATE(dpt_model::namedTensorShape, GetNamedTensorShapeText)
+/* Dataset.LoadText (src/Dataset.cs) returns the training part and the validation part through an out
+ * parameter. */
+DPT_CS_PRIVATE(dpt_dataset::loadText, LoadTextParts)
 
 /* The C API has no buffer count per trainer: each Trainer remembers its model's (the trainer copies the model,
  * so it cannot change), for the array-returning GetBuffers(). Both constructors name their model `model`; a

@@ -41,8 +41,12 @@
 %apply (float *OUT_FLOATS, size_t OUT_COUNT) {
   (float *out_inputs, size_t out_input_count), (float *out_logits, size_t out_logit_count),
   (float *out_params, size_t out_param_count) };
-%apply (const int32_t *IN_INTS, size_t IN_COUNT) { (const int32_t *labels, size_t label_count) };
-%apply (int32_t *OUT_INTS, size_t OUT_COUNT) { (int32_t *out_labels, size_t out_label_count) };
+%apply (const int32_t *IN_INTS, size_t IN_COUNT) {
+  (const int32_t *labels, size_t label_count), (const int32_t *tokens, size_t token_count),
+  (const int32_t *targets, size_t target_count) };
+%apply (int32_t *OUT_INTS, size_t OUT_COUNT) {
+  (int32_t *out_labels, size_t out_label_count), (int32_t *out_tokens, size_t out_token_count),
+  (int32_t *out_targets, size_t out_target_count) };
 %apply (const size_t *IN_SIZES, size_t IN_COUNT) { (const size_t *devices, size_t device_count) };
 
 /* ---- Allow-list ---------------------------------------------------------------------------------- */
@@ -74,6 +78,8 @@
 %rename(Communicator) dpt_communicator;
 %rename(BatchNormMode) dpt_batch_norm_mode;
 %rename(TensorKind) dpt_tensor_kind;
+%rename(InputType) dpt_input_type;
+%rename(WeightDecayScope) dpt_weight_decay_scope;
 %rename(DeviceInfo) dpt_device_info;
 %rename(BackendInfo) dpt_backend_info;
 %rename(ContextOptions) dpt_context_options;
@@ -202,13 +208,22 @@ class ProgressListener {
 
 %newobject dpt_model::builtin;
 %newobject dpt_model::fromJson;
+%newobject dpt_model::createTokens;
 %extend dpt_model {
   dpt_model(size_t channels, size_t height, size_t width) {
     dpt_model *m = NULL;
     dptrain_binding::check(dpt_model_create(&m, channels, height, width));
     return m;
   }
-  /* "lenet", "mlp" or "resnet18". */
+  /* A model whose samples are sequences of sequence_length int32 tokens (tensor 0, read only by
+   * tokenEmbedding). A static factory, not a constructor overload, so that the generated names of the
+   * constructor above stay as they were. */
+  static dpt_model *createTokens(size_t sequence_length) {
+    dpt_model *m = NULL;
+    dptrain_binding::check(dpt_model_create_tokens(&m, sequence_length));
+    return m;
+  }
+  /* "lenet", "mlp", "resnet18" or "gpt-mini". */
   static dpt_model *builtin(const char *name) {
     dpt_model *m = NULL;
     dptrain_binding::check(dpt_model_create_builtin(&m, name));
@@ -244,6 +259,30 @@ class ProgressListener {
   size_t dense(size_t input, size_t units, bool bias, const char *name) {
     size_t out = 0;
     dptrain_binding::check(dpt_model_dense($self, input, units, bias ? 1 : 0, name, &out));
+    return out;
+  }
+  /* Over the last dimension ([..., in] -> [..., units]), as PyTorch's nn.Linear. */
+  size_t linear(size_t input, size_t units, bool bias, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_linear($self, input, units, bias ? 1 : 0, name, &out));
+    return out;
+  }
+  /* The token input [T] -> [T, features] (parameter weight [vocabulary, features], GPT-2's wte). */
+  size_t tokenEmbedding(size_t input, size_t vocabulary, size_t features, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_token_embedding($self, input, vocabulary, features, name, &out));
+    return out;
+  }
+  /* [T, C] + a learned weight [T, C] (GPT-2's wpe). */
+  size_t positionEmbedding(size_t input, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_position_embedding($self, input, name, &out));
+    return out;
+  }
+  /* [T, 3C] (queries, keys, values side by side) -> [T, C]; heads divides C. */
+  size_t causalSelfAttention(size_t input, size_t heads, const char *name) {
+    size_t out = 0;
+    dptrain_binding::check(dpt_model_causal_self_attention($self, input, heads, name, &out));
     return out;
   }
   size_t batchNorm(size_t input, float eps, float momentum, const char *name) {
@@ -373,6 +412,12 @@ class ProgressListener {
     dptrain_binding::check(dpt_model_input_size($self, &n));
     return n;
   }
+  /* Float32 values or int32 tokens. */
+  dpt_input_type inputType() {
+    dpt_input_type t = DPT_INPUT_FLOAT32;
+    dptrain_binding::check(dpt_model_input_type($self, &t));
+    return t;
+  }
   size_t outputSize() {
     size_t n = 0;
     dptrain_binding::check(dpt_model_output_size($self, &n));
@@ -399,9 +444,26 @@ class ProgressListener {
   }
 }
 
+/* The two parts of a text (dpt_dataset_load_text), handed over one at a time (dptrain_binding.hpp). Each
+ * language wraps Dataset.loadText around it; the class itself is internal to the bindings. */
+%nodefaultctor dptrain_binding::TextParts;
+%newobject dptrain_binding::TextParts::takeTrain;
+%newobject dptrain_binding::TextParts::takeValidation;
+%rename(TextParts) dptrain_binding::TextParts;
+namespace dptrain_binding {
+class TextParts {
+ public:
+  ~TextParts();
+  dpt_dataset *takeTrain();
+  dpt_dataset *takeValidation();
+};
+}
+
 %newobject dpt_dataset::loadIdx;
 %newobject dpt_dataset::loadFashionMnist;
 %newobject dpt_dataset::subset;
+%newobject dpt_dataset::createTokens;
+%newobject dpt_dataset::loadText;
 %extend dpt_dataset {
   /* Copies the caller's arrays: label_count samples of channels x height x width floats. */
   dpt_dataset(const float *inputs, size_t input_count, const int32_t *labels, size_t label_count,
@@ -410,6 +472,22 @@ class ProgressListener {
     dptrain_binding::check(
         dpt_dataset_create(&d, inputs, input_count, labels, label_count, channels, height, width, classes));
     return d;
+  }
+  /* Copies the caller's arrays: sample_count sequences of sequence_length tokens, each in [0, vocabulary), and
+   * one target per position (sample_count * sequence_length) or per sample, each in [0, vocabulary) or
+   * DPT_IGNORE_LABEL. A static factory (the constructor above keeps its generated names). */
+  static dpt_dataset *createTokens(const int32_t *tokens, size_t token_count, const int32_t *targets,
+                                   size_t target_count, size_t sample_count, size_t sequence_length,
+                                   size_t vocabulary) {
+    dpt_dataset *d = NULL;
+    dptrain_binding::check(dpt_dataset_create_tokens(&d, tokens, token_count, targets, target_count, sample_count,
+                                                     sequence_length, vocabulary));
+    return d;
+  }
+  /* Byte-level text cut into windows of context_length + 1 bytes; the last validation_fraction of the bytes
+   * make the validation part. */
+  static dptrain_binding::TextParts *loadText(const char *path, size_t context_length, double validation_fraction) {
+    return new dptrain_binding::TextParts(path, context_length, validation_fraction);
   }
   static dpt_dataset *loadIdx(const char *images_path, const char *labels_path) {
     dpt_dataset *d = NULL;
@@ -458,6 +536,25 @@ class ProgressListener {
     dptrain_binding::check(dpt_dataset_copy_batch($self, start, count, out_inputs, out_input_count, out_labels,
                                                   out_label_count));
   }
+  /* Float32 values or int32 tokens. */
+  dpt_input_type inputType() {
+    dpt_input_type t = DPT_INPUT_FLOAT32;
+    dptrain_binding::check(dpt_dataset_input_type($self, &t));
+    return t;
+  }
+  /* 1 for a classification dataset, the sequence length for next-token targets. */
+  size_t targetsPerSample() {
+    size_t n = 0;
+    dptrain_binding::check(dpt_dataset_targets_per_sample($self, &n));
+    return n;
+  }
+  /* Samples [start, start + count) of a token dataset: count * sequence length tokens, count * targets per
+   * sample targets. */
+  void copyTokens(size_t start, size_t count, int32_t *out_tokens, size_t out_token_count, int32_t *out_targets,
+                  size_t out_target_count) {
+    dptrain_binding::check(dpt_dataset_copy_tokens($self, start, count, out_tokens, out_token_count, out_targets,
+                                                   out_target_count));
+  }
 }
 
 %extend dpt_trainer {
@@ -505,6 +602,30 @@ class ProgressListener {
     r.struct_size = sizeof r;
     dptrain_binding::check(dpt_trainer_evaluate($self, inputs, input_count, labels, label_count, &r));
     return r;
+  }
+  /* One (micro-)batch of batch_size token sequences (token models): batch_size * sequence length tokens and
+   * batch_size * targets per sample targets (DPT_IGNORE_LABEL: not counted). */
+  dpt_step_result stepTokens(const int32_t *tokens, size_t token_count, const int32_t *targets, size_t target_count,
+                             size_t batch_size) {
+    dpt_step_result r;
+    r.struct_size = sizeof r;
+    dptrain_binding::check(
+        dpt_trainer_step_tokens($self, tokens, token_count, targets, target_count, batch_size, &r));
+    return r;
+  }
+  dpt_eval_result evaluateTokens(const int32_t *tokens, size_t token_count, const int32_t *targets,
+                                 size_t target_count, size_t sample_count) {
+    dpt_eval_result r;
+    r.struct_size = sizeof r;
+    dptrain_binding::check(
+        dpt_trainer_evaluate_tokens($self, tokens, token_count, targets, target_count, sample_count, &r));
+    return r;
+  }
+  /* The logits of every position: sample_count * output size floats. */
+  void predictTokens(const int32_t *tokens, size_t token_count, size_t sample_count, float *out_logits,
+                     size_t out_logit_count) {
+    dptrain_binding::check(
+        dpt_trainer_predict_tokens($self, tokens, token_count, sample_count, out_logits, out_logit_count));
   }
   dpt_eval_result evaluateDataset(dpt_dataset *dataset, size_t batch_size) {
     dpt_eval_result r;

@@ -7,6 +7,7 @@
 
 #include <exception>
 #include <string>
+#include <utility>
 
 namespace dptrain_binding {
 
@@ -50,6 +51,29 @@ struct ProgressBridge {
       return 1;
     }
   }
+};
+
+// The training and validation parts dpt_dataset_load_text makes in one pass over a text, handed to the
+// language one at a time: takeTrain / takeValidation pass the ownership on (a second take gives NULL), and
+// the destructor destroys what was not taken, so that no path (an exception between the two takes
+// included) leaks a part. Dataset.loadText of each language wraps it.
+class TextParts {
+ public:
+  TextParts(const char *path, size_t context_length, double validation_fraction) {
+    check(dpt_dataset_load_text(&train_, &validation_, path, context_length, validation_fraction));
+  }
+  ~TextParts() {
+    dpt_dataset_destroy(train_);
+    dpt_dataset_destroy(validation_);
+  }
+  TextParts(const TextParts &) = delete;
+  TextParts &operator=(const TextParts &) = delete;
+  dpt_dataset *takeTrain() { return std::exchange(train_, nullptr); }
+  dpt_dataset *takeValidation() { return std::exchange(validation_, nullptr); }
+
+ private:
+  dpt_dataset *train_ = nullptr;
+  dpt_dataset *validation_ = nullptr;
 };
 
 }  // namespace dptrain_binding

@@ -338,6 +338,12 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
 %rename(fitNative) dpt_trainer::fit;
 %javamethodmodifiers dpt_trainer::fit "private";
 
+/* Dataset.loadText (below) returns both parts of a text as Datasets; the TextParts that hands them over is
+ * package-private. */
+%typemap(javaclassmodifiers) dptrain_binding::TextParts "final class"
+%rename(loadTextParts) dpt_dataset::loadText;
+%javamethodmodifiers dpt_dataset::loadText "private";
+
 %typemap(javaimports) dpt_dataset, dpt_trainer %{
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -441,6 +447,36 @@ import java.nio.IntBuffer;
     return layerNorm(input, 1e-5f, null);
   }
 
+  /** A layer norm with eps 1e-5. */
+  public long layerNorm(long input, String name) {
+    return layerNorm(input, 1e-5f, name);
+  }
+
+  /** A fully connected layer over the last dimension with a bias, named by its index. */
+  public long linear(long input, long units) {
+    return linear(input, units, true, null);
+  }
+
+  /** A fully connected layer over the last dimension with a bias. */
+  public long linear(long input, long units, String name) {
+    return linear(input, units, true, name);
+  }
+
+  /** A token embedding of the token input, named by its index. */
+  public long tokenEmbedding(long input, long vocabulary, long features) {
+    return tokenEmbedding(input, vocabulary, features, null);
+  }
+
+  /** A learned position embedding, named by its index. */
+  public long positionEmbedding(long input) {
+    return positionEmbedding(input, null);
+  }
+
+  /** Causal self-attention, named by its index. */
+  public long causalSelfAttention(long input, long heads) {
+    return causalSelfAttention(input, heads, null);
+  }
+
   /** An activation named by its index. */
   public long activation(long input, Activation activation) {
     return activation(input, activation, null);
@@ -520,6 +556,40 @@ import java.nio.IntBuffer;
     DptrainJNI.Dataset_copyBatch(swigCPtr, this, start, count, Buffers.arg(outInputs, "outInputs"),
                                  Buffers.arg(outLabels, "outLabels"));
   }
+
+  /**
+   * {@link #createTokens(int[], int[], long, long, long)} from direct buffers (their remaining elements).
+   */
+  public static Dataset createTokens(IntBuffer tokens, IntBuffer targets, long sampleCount, long sequenceLength,
+                                     long vocabulary) {
+    return new Dataset(DptrainJNI.Dataset_createTokens(Buffers.arg(tokens, "tokens"), Buffers.arg(targets, "targets"),
+                                                       sampleCount, sequenceLength, vocabulary), true);
+  }
+
+  /** Copies samples [start, start + count) of a token dataset into direct buffers (their remaining elements). */
+  public void copyTokens(long start, long count, IntBuffer outTokens, IntBuffer outTargets) {
+    DptrainJNI.Dataset_copyTokens(swigCPtr, this, start, count, Buffers.arg(outTokens, "outTokens"),
+                                  Buffers.arg(outTargets, "outTargets"));
+  }
+
+  /**
+   * Loads byte-level text (vocabulary {@link Dptrain#TEXT_VOCABULARY}, one token per byte) cut into windows of
+   * {@code contextLength + 1} bytes: a sample's tokens are the first {@code contextLength}, its targets the
+   * next byte at every position. The last {@code validationFraction} (in (0, 1)) of the bytes make the
+   * validation part, the rest the training part.
+   *
+   * @param path a UTF-8 text file, or a directory whose text files are read in name order
+   * @return {training part, validation part}, two token datasets the caller closes
+   */
+  public static Dataset[] loadText(String path, long contextLength, double validationFraction) {
+    TextParts parts = loadTextParts(path, contextLength, validationFraction);
+    try {
+      Dataset train = parts.takeTrain();
+      return new Dataset[] {train, parts.takeValidation()};
+    } finally {
+      parts.delete();
+    }
+  }
 %}
 
 %typemap(javaconstruct) dpt_trainer {
@@ -587,6 +657,31 @@ import java.nio.IntBuffer;
   public float[] predict(float[] inputs, long sampleCount) {
     float[] logits = Buffers.newArray(Math.multiplyExact(sampleCount, swigOutputs), "sampleCount");
     predict(inputs, sampleCount, logits);
+    return logits;
+  }
+
+  /** {@link #stepTokens(int[], int[], long)} on direct buffers (their remaining elements); no copy. */
+  public StepResult stepTokens(IntBuffer tokens, IntBuffer targets, long batchSize) {
+    return new StepResult(DptrainJNI.Trainer_stepTokens(swigCPtr, this, Buffers.arg(tokens, "tokens"),
+                                                        Buffers.arg(targets, "targets"), batchSize), true);
+  }
+
+  /** {@link #evaluateTokens(int[], int[], long)} on direct buffers (their remaining elements); no copy. */
+  public EvalResult evaluateTokens(IntBuffer tokens, IntBuffer targets, long sampleCount) {
+    return new EvalResult(DptrainJNI.Trainer_evaluateTokens(swigCPtr, this, Buffers.arg(tokens, "tokens"),
+                                                            Buffers.arg(targets, "targets"), sampleCount), true);
+  }
+
+  /** {@link #predictTokens(int[], long, float[])} on direct buffers (their remaining elements); no copy. */
+  public void predictTokens(IntBuffer tokens, long sampleCount, FloatBuffer outLogits) {
+    DptrainJNI.Trainer_predictTokens(swigCPtr, this, Buffers.arg(tokens, "tokens"), sampleCount,
+                                     Buffers.arg(outLogits, "outLogits"));
+  }
+
+  /** The logits of {@code sampleCount} token sequences (every position's), in a new array. */
+  public float[] predictTokens(int[] tokens, long sampleCount) {
+    float[] logits = Buffers.newArray(Math.multiplyExact(sampleCount, swigOutputs), "sampleCount");
+    predictTokens(tokens, sampleCount, logits);
     return logits;
   }
 

@@ -12,6 +12,13 @@ public static class Library {
   /// <summary>Largest number of CPU devices a context can have.</summary>
   public static int MaxCpuDevices { get { return dptrain.DPT_MAX_CPU_DEVICES; } }
 
+  /// <summary>A label (target) that does not count, as PyTorch's ignore_index: no loss, no gradient, not in the
+  /// count the loss is divided by (<see cref="StepResult.Targets"/>).</summary>
+  public static int IgnoreLabel { get { return dptrain.DPT_IGNORE_LABEL; } }
+
+  /// <summary>The vocabulary of <see cref="Dataset.LoadText"/>: one token per byte.</summary>
+  public static int TextVocabulary { get { return dptrain.DPT_TEXT_VOCABULARY; } }
+
   /// <summary>Where Fashion-MNIST is looked for by default (Debian's dataset-fashion-mnist).</summary>
   public static string DefaultFashionMnistDirectory { get { return dptrain.DPT_FASHION_MNIST_DEFAULT_DIR; } }
 

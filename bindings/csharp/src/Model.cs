@@ -9,7 +9,9 @@ namespace DPTrain {
 /// <summary>A model description (a graph of ops and the shapes of its tensors, no weights). Build one layer
 /// after layer with the Add* methods, as a graph with the builders that name their inputs (<see cref="Conv2d"/>,
 /// <see cref="Add"/> ...), read one from JSON with <see cref="FromJson"/>, or take a built-in with
-/// <see cref="Builtin"/>. Trainers copy it, so it may be disposed after creating them.</summary>
+/// <see cref="Builtin"/> ("lenet", "mlp", "resnet18" or "gpt-mini"). A token model (<see cref="CreateTokens"/>)
+/// reads int32 tokens through <see cref="TokenEmbedding"/>. Trainers copy it, so it may be disposed after
+/// creating them.</summary>
 /// <remarks>
 /// Graph builders read tensors by <see cref="TensorId"/> (<see cref="Input"/> is the input) and return the id of
 /// the tensor they make, which becomes the model's <see cref="Output"/> (the logits); a null name names the node
@@ -30,8 +32,13 @@ namespace DPTrain {
 /// model; queries may run on several threads at once.
 /// </remarks>
 public partial class Model {
-  /// <summary>Floats per input sample (channels * height * width).</summary>
+  /// <summary>Floats per input sample (channels * height * width); a token model: tokens per sample.</summary>
   public ulong InputSize { get { return GetInputSize(); } }
+
+  /// <summary>Whether the model reads float32 values (<see cref="DPTrain.InputType.Float32"/>) or int32 tokens
+  /// (<see cref="DPTrain.InputType.Tokens"/>, a model made by <see cref="CreateTokens"/>: train it with
+  /// <see cref="Trainer.StepTokens"/>).</summary>
+  public InputType InputType { get { return GetInputType(); } }
 
   /// <summary>Number of outputs (classes): the floats of one sample of the output tensor.</summary>
   public ulong OutputSize { get { return GetOutputSize(); } }
@@ -77,6 +84,33 @@ public partial class Model {
   /// (flattened).</summary>
   public TensorId Dense(TensorId input, ulong units, bool bias = true, string name = null) {
     return new TensorId(DenseNative(input.Value, units, bias, name));
+  }
+
+  /// <summary>A fully connected layer over the last dimension of <paramref name="input"/> ([..., in] -> [...,
+  /// units], every row by one weight [units, in]), as PyTorch's nn.Linear.</summary>
+  public TensorId Linear(TensorId input, ulong units, bool bias = true, string name = null) {
+    return new TensorId(LinearNative(input.Value, units, bias, name));
+  }
+
+  /// <summary>A token embedding: the tokens [T] of a token model's <see cref="Input"/> -> [T, features], row t
+  /// the table row of token t (parameter weight [vocabulary, features], GPT-2's wte).</summary>
+  /// <exception cref="InvalidArgumentException">The input is not the model's token input, or a size is out of
+  /// range.</exception>
+  public TensorId TokenEmbedding(TensorId input, ulong vocabulary, ulong features, string name = null) {
+    return new TensorId(TokenEmbeddingNative(input.Value, vocabulary, features, name));
+  }
+
+  /// <summary>A learned position embedding added to <paramref name="input"/> [T, C]: y[t] = x[t] + weight[t]
+  /// (parameter weight [T, C], GPT-2's wpe).</summary>
+  public TensorId PositionEmbedding(TensorId input, string name = null) {
+    return new TensorId(PositionEmbeddingNative(input.Value, name));
+  }
+
+  /// <summary>Multi-head causal self-attention over <paramref name="input"/> [T, 3C] (queries, keys and values
+  /// side by side, as a <see cref="Linear"/> to 3C makes them) -> [T, C]; <paramref name="heads"/> divides
+  /// C.</summary>
+  public TensorId CausalSelfAttention(TensorId input, ulong heads, string name = null) {
+    return new TensorId(CausalSelfAttentionNative(input.Value, heads, name));
   }
 
   /// <summary>A batch norm over the channels of <paramref name="input"/> ([c] or [c, h, w]), as PyTorch's

@@ -57,6 +57,14 @@ public partial class Trainer {
     return logits;
   }
 
+  /// <summary>Logits of <paramref name="sampleCount"/> token sequences (every position's), sampleCount * output
+  /// size floats (a model whose output is [T, V]: T * V per sample).</summary>
+  public float[] PredictTokens(int[] tokens, ulong sampleCount, ulong outputSize) {
+    var logits = new float[checked(sampleCount * outputSize)];
+    PredictTokens(tokens, sampleCount, logits);
+    return logits;
+  }
+
   /// <summary>Raised with each progress report of <see cref="Fit"/>, on the thread the library reports on
   /// (the thread that called Fit). Set <see cref="ProgressEventArgs.Stop"/> to stop training; an exception
   /// thrown by a handler stops training and is rethrown by Fit.</summary>
