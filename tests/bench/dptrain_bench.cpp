@@ -167,19 +167,30 @@ dpt::ModelSpec bench_model(const std::string &name) {
   return m;
 }
 
-// The multiply-adds of one training sample's GEMMs, as FLOPs (2 per multiply-add): for conv2d and dense,
-// forward W x, and in backward dW (always) and dX (unless the node reads the model's input, whose gradient
-// nobody needs). Per output pixel a node does weight.size() multiply-adds in each of the three. The rest of
-// the step (normalisation, activations, im2col, the update) is not counted: GFLOP/s over this count is the
-// rate of the step as if it were all GEMM, comparable with an SGEMM peak.
+// The multiply-adds of one training sample's GEMMs, as FLOPs (2 per multiply-add): for conv2d, dense and
+// linear, forward W x, and in backward dW (always) and dX (unless the node reads the model's input, whose
+// gradient nobody needs). Per output pixel (a linear: per row) a node does weight.size() multiply-adds in
+// each of the three. Causal self-attention adds its two products, q k and p v, over the T (T + 1) / 2
+// pairs of each head, forward and twice in backward (the scores' and the values' gradients; recomputing the
+// scores is not counted), as llm.c counts model FLOPs. The rest of the step (normalisation, activations,
+// im2col, the update) is not counted: GFLOP/s over this count is the rate of the step as if it were all
+// GEMM, comparable with an SGEMM peak.
 double training_flops_per_sample(const dpt::ModelSpec &spec) {
   double flops = 0;
   for (const dpt::Node &node : spec.nodes()) {
     const std::string op = node.op->name;
-    if ((op != "conv2d" && op != "dense") || node.layout.params.empty()) continue;
+    if (op == "causal_self_attention") {
+      const dpt::Shape &y = node.layout.output;  // [T, C]
+      const double t = double(y[0]), pairs = t * (t + 1) / 2;
+      flops += 2.0 * 2.0 * pairs * double(y[1]) * 3.0;
+      continue;
+    }
+    if ((op != "conv2d" && op != "dense" && op != "linear") || node.layout.params.empty()) continue;
     const dpt::Shape &w = node.layout.params[0].shape;
     const double per_pixel = double(w.size());
-    const double pixels = op == "conv2d" ? double(node.layout.output.size()) / double(w[0]) : 1.0;
+    const double pixels = op == "conv2d"   ? double(node.layout.output.size()) / double(w[0])
+                          : op == "linear" ? double(node.layout.output.size()) / double(w[0])
+                                           : 1.0;
     const bool reads_input = node.inputs.size() == 1 && node.inputs[0] == 0;
     flops += 2.0 * per_pixel * pixels * (reads_input ? 2.0 : 3.0);
   }
@@ -231,10 +242,15 @@ void bench_training(const Options &o) {
     const size_t in = spec.input().size();
     const double flops = training_flops_per_sample(spec);
     std::vector<float> x(o.batch * in);
-    std::vector<int32_t> y(o.batch);
+    std::vector<int32_t> y(o.batch * spec.targets_per_sample());
     dpt::Rng rng(1);
     for (auto &v : x) v = rng.uniform();
-    for (auto &v : y) v = int32_t(rng.below(10));
+    if (spec.input_dtype() == dpt::DType::kI32)  // tokens, in the float slots as their bits
+      for (auto &v : x) {
+        const int32_t token = int32_t(rng.below(spec.token_bound()));
+        std::memcpy(&v, &token, sizeof token);
+      }
+    for (auto &v : y) v = int32_t(rng.below(spec.classes()));
     double base = 0;
     for (size_t k : o.devices) {
       auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});

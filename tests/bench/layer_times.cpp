@@ -1,6 +1,7 @@
 #include "layer_times.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -69,6 +70,11 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
   std::vector<float> work(floats_for(scratch)), dy(batch * widest), dx(batch * widest);
   Rng rng(7);
   for (float &v : acts[0]) v = rng.uniform();
+  if (spec.input_dtype() == DType::kI32)  // tokens, in the float slots as their bits
+    for (float &v : acts[0]) {
+      const int32_t token = int32_t(rng.below(spec.token_bound()));
+      std::memcpy(&v, &token, sizeof token);
+    }
   for (float &v : dy) v = rng.uniform() - 0.5f;
   // Pointers, now that every buffer has its size.
   for (size_t j = 0; j < nodes.size(); ++j) {

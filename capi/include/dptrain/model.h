@@ -109,7 +109,7 @@ DPT_API dpt_status dpt_model_input_type(const dpt_model *model, dpt_input_type *
  *   and position embeddings (wte, wpe; 256 features), 4 blocks of layer norm -> causal self-attention (4
  *   heads; c_attn, c_proj) -> residual, layer norm -> MLP (1024, GELU tanh) -> residual, a final layer norm
  *   (ln_f) and the LM head (lm_head, no bias) to 256 logits at every position; 3.32 M parameters, named as
- *   nanoGPT names them ("h.0.attn.c_attn.weight"). Since 0.2.
+ *   nanoGPT names them ("transformer.h.0.attn.c_attn.weight"). Since 0.2.
  * @return DPT_ERROR_INVALID_ARGUMENT for an unknown name.
  */
 DPT_API dpt_status dpt_model_create_builtin(dpt_model **out, const char *name);

@@ -2,12 +2,14 @@
 // (a GEMM over the whole T x T square; the entries above the diagonal are then ignored), each row i's
 // softmax over j <= i in a fixed order, O = P V. Backward recomputes S and P from the saved row maxima and
 // sums (the same operations on the same values: the forward's bits), then dV = P^T dO, dP = dO V^T,
-// dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d).
+// dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). The exponentials are
+// fast_exp.hpp's and the row sums run in eight fixed-order lanes, so the row loops vectorize.
 #include <cmath>
 #include <cstddef>
 
 #include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
+#include "backend/cpu/ops/fast_exp.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
 
 namespace dpt::cpu {
@@ -37,13 +39,49 @@ void scores(const Attention &a, const float *q, const float *k, float *s) {
   blas::gemm(false, true, a.t, a.t, a.d, a.scale(), q, a.row(), k, a.row(), 0.0f, s, a.t);
 }
 
+// The sum of x[0, n) in eight lanes (element j to lane j % 8, in order), the lanes then added in order: a
+// fixed order, so the same bits on every run, and a loop that vectorizes.
+float lane_sum(const float *__restrict x, size_t n) {
+  float lane[8] = {};
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (size_t l = 0; l < 8; ++l) lane[l] += x[j + l];
+  for (size_t l = 0; j < n; ++j, ++l) lane[l] += x[j];
+  float total = 0.0f;
+  for (float v : lane) total += v;
+  return total;
+}
+
+// The same for sum x[j] * y[j].
+float lane_dot(const float *__restrict x, const float *__restrict y, size_t n) {
+  float lane[8] = {};
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (size_t l = 0; l < 8; ++l) lane[l] += x[j + l] * y[j + l];
+  for (size_t l = 0; j < n; ++j, ++l) lane[l] += x[j] * y[j];
+  float total = 0.0f;
+  for (float v : lane) total += v;
+  return total;
+}
+
+// exp(row[j] - m) for j < n (every row[j] <= m).
+void exponentials(float *__restrict row, size_t n, float m) {
+  for (size_t j = 0; j < n; ++j) row[j] = exp_nonpositive(row[j] - m);
+}
+
+// row[j] / total for j < n, zeros from n to t.
+void normalise(float *__restrict row, size_t n, size_t t, float total) {
+  for (size_t j = 0; j < n; ++j) row[j] /= total;
+  for (size_t j = n; j < t; ++j) row[j] = 0.0f;
+}
+
 // Row i of s becomes the probabilities over j <= i (zeros after), from its maximum and sum of exponentials
-// (backward's recomputation of what forward wrote).
+// (backward's recomputation of what forward wrote: the same operations).
 void probabilities(const Attention &a, const float *max, const float *sum, float *s) {
   for (size_t i = 0; i < a.t; ++i) {
     float *row = s + i * a.t;
-    for (size_t j = 0; j <= i; ++j) row[j] = std::exp(row[j] - max[i]) / sum[i];
-    for (size_t j = i + 1; j < a.t; ++j) row[j] = 0.0f;
+    exponentials(row, i + 1, max[i]);
+    normalise(row, i + 1, a.t, sum[i]);
   }
 }
 
@@ -63,11 +101,10 @@ void forward(const dpt_op_call &call) {
       for (size_t r = 0; r < a.t; ++r) {
         float *row = s + r * a.t;
         float m = row[0];
-        for (size_t j = 1; j <= r; ++j) m = std::fmax(m, row[j]);
-        float total = 0.0f;
-        for (size_t j = 0; j <= r; ++j) total += (row[j] = std::exp(row[j] - m));
-        for (size_t j = 0; j <= r; ++j) row[j] /= total;
-        for (size_t j = r + 1; j < a.t; ++j) row[j] = 0.0f;
+        for (size_t j = 1; j <= r; ++j) m = row[j] > m ? row[j] : m;
+        exponentials(row, r + 1, m);
+        const float total = lane_sum(row, r + 1);
+        normalise(row, r + 1, a.t, total);
         max[r] = m;
         sum[r] = total;
       }
@@ -93,9 +130,9 @@ void backward(const dpt_op_call &call) {
       blas::gemm(true, false, a.t, a.d, a.t, 1.0f, p, a.t, go, a.c, 0.0f, dv, a.row());  // dV = P^T dO
       blas::gemm(false, true, a.t, a.t, a.d, 1.0f, go, a.c, v, a.row(), 0.0f, dp, a.t);  // dP = dO V^T
       for (size_t r = 0; r < a.t; ++r) {  // dS = P * (dP - sum_j P dP), in place of dP
-        const float *pr = p + r * a.t;
-        float *dr = dp + r * a.t, dot = 0.0f;
-        for (size_t j = 0; j <= r; ++j) dot += pr[j] * dr[j];
+        const float *__restrict pr = p + r * a.t;
+        float *__restrict dr = dp + r * a.t;
+        const float dot = lane_dot(pr, dr, r + 1);
         for (size_t j = 0; j <= r; ++j) dr[j] = pr[j] * (dr[j] - dot);
         for (size_t j = r + 1; j < a.t; ++j) dr[j] = 0.0f;
       }
