@@ -9,6 +9,7 @@
 #    step time of sync vs local BatchNorm on 2 devices.
 #   scripts/bench-vs-pytorch.sh               threads 1 and 2, 3 rounds (about 25 minutes on 2 cores)
 #   MODELS=resnet18 RN_BATCHES=64 scripts/bench-vs-pytorch.sh
+#   MODELS=gpt-mini scripts/bench-vs-pytorch.sh   gpt-mini's tokens/s (dptrain's CLI vs tests/bench/pytorch_gpt_mini.py)
 #   VENV=/path/to/venv scripts/bench-vs-pytorch.sh   PyTorch from an existing virtual environment
 #   PEER=debian scripts/bench-vs-pytorch.sh   skip the PyPI attempt, use Debian's python3-torch
 # The peer: PyTorch from PyPI in $VENV (default .venv) when it installs and imports, else Debian's
@@ -20,9 +21,10 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-40}
 THREADS=${THREADS:-"1 2"}
-MODELS=${MODELS:-"lenet resnet18"}
+MODELS=${MODELS:-"lenet resnet18 gpt-mini"}
 RN_BATCHES=${RN_BATCHES:-"64 256"}
 RN_IMAGES=${RN_IMAGES:-1024}  # timed ResNet-18 images per run: steps = RN_IMAGES / batch (at least 4)
+GPT_STEPS=${GPT_STEPS:-40}    # gpt-mini steps of 16 windows per run
 PEER=${PEER:-auto}
 VENV=${VENV:-.venv}
 QUIET_BUSY=${QUIET_BUSY:-0.1}
@@ -143,6 +145,35 @@ for model in $MODELS; do
         printf '%-8s %-14s %-14s %-6s (dptrain %s; pytorch %s; others %s / %s)\n' "$t" "$dm" "$pm" \
           "$(ratio "$dm" "$pm")" "${d[*]}" "${p[*]}" "${od[*]}" "${op[*]}"
       done
+      ;;
+    gpt-mini)
+      # dptrain through its CLI (the real data and recipe: AdamW, clipping, the schedule), its tokens/s over
+      # the whole epoch; PyTorch over its steps after the first 3 (tests/bench/pytorch_gpt_mini.py).
+      echo
+      echo "gpt-mini (3.32 M parameters), batch 16 x 128 tokens of the fortunes corpus, AdamW, $GPT_STEPS steps"
+      printf '%-8s %-14s %-14s %-6s %s\n' threads "dptrain tok/s" "pytorch tok/s" ratio "runs (others: cores used by other processes)"
+      declare -A med=()
+      for t in $THREADS; do
+        d=() p=() od=() op=()
+        for ((r = 0; r < ROUNDS; ++r)); do
+          measure "$BUILD/bin/dptrain" train --model gpt-mini --train-limit $((16 * GPT_STEPS)) --test-limit 16 \
+            --devices "cpu:$t" --json
+          d+=("$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["tokens_per_second"]))' "$OUT_FILE")")
+          od+=("$OTHERS")
+          measure "$python" tests/bench/pytorch_gpt_mini.py --threads "$t" --steps "$GPT_STEPS" --test-limit 16 --json
+          p+=("$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["tokens_per_second"]))' "$OUT_FILE")")
+          op+=("$OTHERS")
+        done
+        dm=$(printf '%s\n' "${d[@]}" | median)
+        pm=$(printf '%s\n' "${p[@]}" | median)
+        med[d$t]=$dm med[p$t]=$pm
+        printf '%-8s %-14s %-14s %-6s (dptrain %s; pytorch %s; others %s / %s)\n' "$t" "$dm" "$pm" \
+          "$(ratio "$dm" "$pm")" "${d[*]}" "${p[*]}" "${od[*]}" "${op[*]}"
+      done
+      if [ -n "${med[d1]:-}" ] && [ -n "${med[d2]:-}" ]; then
+        echo "K=2 / K=1: dptrain $(ratio "${med[d2]}" "${med[d1]}")x, pytorch (2 / 1 threads) $(ratio "${med[p2]}" "${med[p1]}")x"
+      fi
+      unset med
       ;;
     resnet18)
       for b in $RN_BATCHES; do

@@ -367,6 +367,66 @@ void test_gpu_batch_norm_replicas(void **) {
   expect_batch_norm_replicas_match_one(context, {0, 1}, "batch norm, 2 GPUs vs 1 replica");
 }
 
+// A small GPT (token and position embeddings, a pre-LayerNorm block with causal attention, the LM head, a
+// target at every position, one in seven ignored), AdamW with decay on the matrices: 2 replicas on one GPU
+// against 1 replica (bitwise replicas, within kEquivalence), and 1 GPU replica against 1 CPU device.
+dpt::ModelSpec token_model() {
+  auto ints = [](std::initializer_list<int64_t> v) {
+    dpt::OpAttrs a;
+    size_t i = 0;
+    for (int64_t x : v) a.ints[i++] = x;
+    return a;
+  };
+  dpt::OpAttrs eps;
+  eps.reals[0] = 1e-5;
+  dpt::ModelSpec m(dpt::Shape{12}, dpt::DType::kI32);
+  size_t x = m.add(dpt::op_def("token_embedding"), {0}, ints({17, 16}), "wte");
+  x = m.add(dpt::op_def("position_embedding"), {x}, {}, "wpe");
+  size_t h = m.add(dpt::op_def("layer_norm"), {x}, eps, "ln_1");
+  h = m.add(dpt::op_def("linear"), {h}, ints({48, 0}), "c_attn");
+  h = m.add(dpt::op_def("causal_self_attention"), {h}, ints({2}), "attn");
+  x = m.add_op("add", {x, m.add(dpt::op_def("linear"), {h}, ints({16, 1}), "c_proj")}, "res");
+  h = m.add(dpt::op_def("gelu"), {m.add(dpt::op_def("linear"), {x}, ints({32, 1}), "c_fc")}, ints({1}),
+            "gelu");
+  x = m.add_op("add", {x, m.add(dpt::op_def("linear"), {h}, ints({16, 1}), "mlp_proj")}, "res_2");
+  x = m.add(dpt::op_def("layer_norm"), {x}, eps, "ln_f");
+  m.add(dpt::op_def("linear"), {x}, ints({17, 0}), "lm_head");
+  return m;
+}
+
+void train_tokens(dpt::Trainer &t) {
+  for (uint64_t s = 0; s < 4; ++s) {
+    const size_t n = s == 3 ? 7 : 10;
+    std::vector<int32_t> x(n * 12), y(n * 12);
+    uint64_t state = 500 + s;
+    auto next = [&state] { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+    for (auto &v : x) v = int32_t(next() % 17);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = i % 7 == 3 ? -1 : int32_t(next() % 17);
+    const dpt::StepStats st = t.step(x.data(), y.data(), n);
+    assert_true(st.applied && std::isfinite(st.loss));
+  }
+}
+
+void test_gpu_token_model(void **) {
+  auto context = gpu_context();
+  dpt::TrainerConfig c = config({0, 0}, dpt::OptimizerKind::kAdamW);
+  c.optimizer.decay_matrices_only = true;
+  c.optimizer.weight_decay = 0.1f;
+  c.optimizer.clip_norm = 1.0f;
+  dpt::Trainer many(context, token_model(), c);
+  c.devices = {0};
+  dpt::Trainer one(context, token_model(), c);
+  dpt::Trainer cpu(cpu_context(), token_model(), c);
+  const std::vector<float> start = parameters(one);
+  train_tokens(many);
+  train_tokens(one);
+  train_tokens(cpu);
+  cuda_test::expect_bitwise("token model: replica 1 vs replica 0", parameters(many, 1), parameters(many));
+  expect_equivalent("token model, cuda:0x2 vs 1 replica", parameters(many), parameters(one), start,
+                    kEquivalence);
+  expect_equivalent("token model, GPU vs CPU", parameters(one), parameters(cpu), start, kAcrossBackends);
+}
+
 void test_gpu_auto_split(void **) {
   auto context = gpu_context();
   dpt::TrainerConfig c = config({0, 0});
@@ -396,6 +456,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_hung_collective_times_out),
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_auto_split),
+      cmocka_unit_test(test_gpu_token_model),
       cmocka_unit_test(test_gpu_batch_norm_replicas),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -27,8 +27,9 @@ namespace dpt_sim {
 namespace {
 
 // Ops of dptrain_cpu_ops that the real CUDA module does not run (op_supported gives 0).
-const char *const kNotOnCuda[] = {"dropout", "causal_self_attention", "position_embedding",
-                                  "token_embedding"};
+const char *const kNotOnCuda[] = {"dropout"};
+// The op whose inputs[0] is int32 tokens (op_call.h); every other tensor of every call is F32.
+const char *const kTokenInput = "token_embedding";
 // A view (op_call.h): supported, but the executor aliases its input and never calls a kernel.
 const char *const kView = "flatten";
 
@@ -104,9 +105,10 @@ const char *dtype_name(int32_t dtype) {
 }
 
 // A tensor of the call: rank 1 .. DPT_OP_MAX_RANK, every dim positive, at most INT_MAX elements (BLAS
-// takes int), F32. Its elements (per sample for activations, in all for parameters and buffers) in count.
+// takes int), F32 (or the dtype given). Its elements (per sample for activations, in all for parameters and
+// buffers) in count.
 int check_tensor(const dpt_backend_context &c, const char *call, const char *name, const dpt_tensor &t,
-                 size_t &count, const Error &e) {
+                 size_t &count, const Error &e, int32_t dtype = DPT_DTYPE_F32) {
   if (t.rank < 1 || t.rank > DPT_OP_MAX_RANK)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: %s has rank %d (1 .. %d)", c.ordinal,
                   call, name, int(t.rank), DPT_OP_MAX_RANK);
@@ -117,10 +119,10 @@ int check_tensor(const dpt_backend_context &c, const char *call, const char *nam
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                     "cuda:%d: %s: %s has dims %s (each positive, at most %d elements)", c.ordinal, call, name,
                     dims_text(t).c_str(), INT_MAX);
-  if (t.dtype != DPT_DTYPE_F32)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                  "cuda:%d: %s: %s has dtype %d (%s): this module runs f32 only", c.ordinal, call, name,
-                  int(t.dtype), dtype_name(t.dtype));
+  if (t.dtype != dtype)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: %s has dtype %d (%s): %s", c.ordinal,
+                  call, name, int(t.dtype), dtype_name(t.dtype),
+                  dtype == DPT_DTYPE_I32 ? "expected i32 tokens" : "this module runs f32 only");
   count = size;
   return 0;
 }
@@ -208,7 +210,9 @@ int check_and_enqueue(dpt_backend_context &c, const dpt::cpu::OpKernel &kernel, 
   size_t in_size[DPT_OP_MAX_INPUTS] = {}, out_size = 0, param_size[DPT_OP_MAX_PARAMS] = {},
          buffer_size[DPT_OP_MAX_PARAMS] = {};
   for (int32_t i = 0; i < k.input_count; ++i)
-    if (int rc = check_tensor(c, call, kInputNames[i], k.inputs[i], in_size[i], e)) return rc;
+    if (int rc = check_tensor(c, call, kInputNames[i], k.inputs[i], in_size[i], e,
+                              i == 0 && std::strcmp(k.op, kTokenInput) == 0 ? DPT_DTYPE_I32 : DPT_DTYPE_F32))
+      return rc;
   if (int rc = check_tensor(c, call, "output", k.output, out_size, e)) return rc;
   for (int32_t p = 0; p < k.param_count; ++p)
     if (int rc = check_tensor(c, call, kParamNames[p], k.params[p], param_size[p], e)) return rc;

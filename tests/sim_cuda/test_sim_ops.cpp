@@ -387,11 +387,10 @@ void test_ops_match_cpu_reference(void **) {
 }
 
 // op_supported: every op the CPU reference has (dpt::cpu::find_op) but those the real CUDA module does not
-// run (yet: dropout, causal_self_attention, position_embedding, token_embedding), and flatten (a view no
+// run (yet: dropout), and flatten (a view no
 // kernel runs), F32 only. Those are refused by op_forward and op_backward too.
 void test_op_supported(void **) {
-  const std::vector<std::string> not_on_cuda{"dropout", "causal_self_attention", "position_embedding",
-                                             "token_embedding"};
+  const std::vector<std::string> not_on_cuda{"dropout"};
   for (const char *op : {"dense", "linear", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh",
                          "add", "concat", "global_avg_pool", "gelu", "layer_norm", "batch_norm", "dropout",
                          "causal_self_attention", "position_embedding", "token_embedding"}) {
@@ -760,7 +759,8 @@ void test_op_checks(void **) {
 }
 
 // accumulate (y += x) and softmax_cross_entropy: the CPU reference's bits; a label outside [0, classes)
-// gives a NaN loss, counts as wrong and gets no -1 in dlogits.
+// gives a NaN loss, counts as wrong and gets no -1 in dlogits; DPT_BACKEND_IGNORE_LABEL adds nothing and
+// gets a zero row.
 void test_accumulate_and_loss(void **) {
   dpt_backend_context *ctx = context(0);
   float *y = upload(ctx, {1, 2, 3, 4}), *x = upload(ctx, {10, 20, 30, 40});
@@ -775,7 +775,7 @@ void test_accumulate_and_loss(void **) {
 
   constexpr size_t n = 4, classes = 5;
   const std::vector<float> logits = pattern(n * classes, 41);
-  const int32_t labels[n] = {1, 5, -1, 0};
+  const int32_t labels[n] = {1, 5, -2, 0};
   float *dz = upload(ctx, logits), *dd = alloc_floats(ctx, n * classes);
   void *memory = nullptr;
   OK(api->mem_alloc(ctx, n * sizeof(int32_t) + sizeof(dpt_backend_loss), &memory, error, sizeof error));
@@ -821,6 +821,21 @@ void test_accumulate_and_loss(void **) {
   const dpt::cpu::LossStats want = dpt::cpu::softmax_cross_entropy(two.data(), valid, 2, classes, nullptr);
   assert_memory_equal(&got.loss_sum, &want.loss_sum, sizeof(double));
   assert_int_equal(got.correct, want.correct);
+
+  // An ignored row between them: the same sum, the same counts, a zero gradient row.
+  std::vector<float> three(two.begin(), two.begin() + classes);
+  three.insert(three.end(), logits.begin() + classes, logits.begin() + 2 * classes);
+  three.insert(three.end(), two.begin() + classes, two.end());
+  const int32_t with_ignored[3] = {valid[0], DPT_BACKEND_IGNORE_LABEL, valid[1]};
+  OK(api->copy_to_device(ctx, dz, three.data(), three.size() * sizeof(float), error, sizeof error));
+  OK(api->copy_to_device(ctx, dlabels, with_ignored, sizeof with_ignored, error, sizeof error));
+  OK(api->softmax_cross_entropy(ctx, 3, classes, dz, dlabels, dd, dloss, error, sizeof error));
+  OK(api->copy_to_host(ctx, &got, dloss, sizeof got, error, sizeof error));
+  OK(api->copy_to_host(ctx, dlogits.data(), dd, 3 * classes * sizeof(float), error, sizeof error));
+  OK(api->context_synchronize(ctx, error, sizeof error));
+  assert_memory_equal(&got.loss_sum, &want.loss_sum, sizeof(double));
+  assert_int_equal(got.correct, want.correct);
+  for (size_t k = 0; k < classes; ++k) assert_true(dlogits[classes + k] == 0.0f);
   api->context_destroy(ctx);
 }
 

@@ -18,9 +18,10 @@ namespace dpt_sim {
 namespace {
 
 // The CPU's loss, one sample at a time so that a label outside [0, classes) gives the interface's NaN loss
-// (the CPU kernel needs valid labels). The losses are added in sample order from 0.0 as the CPU kernel adds
-// them, so the sum has its bits. An invalid label's sample runs with one more class whose logit is -inf
-// (probability 0, never the first maximum) as its label: its dlogits are then softmax(z) with no -1.
+// (the CPU kernel needs valid labels; DPT_BACKEND_IGNORE_LABEL it takes: no loss, a zero row). The losses
+// are added in sample order from 0.0 as the CPU kernel adds them, so the sum has its bits. An invalid
+// label's sample runs with one more class whose logit is -inf (probability 0, never the first maximum) as
+// its label: its dlogits are then softmax(z) with no -1.
 dpt_backend_loss cpu_loss(size_t n, size_t classes, const float *logits, const int32_t *labels,
                           float *dlogits) {
   dpt_backend_loss total{0.0, 0};
@@ -29,7 +30,7 @@ dpt_backend_loss cpu_loss(size_t n, size_t classes, const float *logits, const i
     const float *z = logits + s * classes;
     float *d = dlogits != nullptr ? dlogits + s * classes : nullptr;
     const int32_t label = labels[s];
-    if (label >= 0 && size_t(label) < classes) {
+    if ((label >= 0 && size_t(label) < classes) || label == DPT_BACKEND_IGNORE_LABEL) {
       const dpt::cpu::LossStats one = dpt::cpu::softmax_cross_entropy(z, &label, 1, classes, d);
       total.loss_sum += one.loss_sum;
       total.correct += one.correct;

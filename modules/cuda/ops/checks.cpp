@@ -14,7 +14,7 @@ const char *op_name(const dpt_op_call &call) {
 
 // One tensor of the call: rank 1 .. DPT_OP_MAX_RANK, positive dims, F32.
 int check_tensor(const dpt_backend_context &c, const dpt_op_call &call, const char *pass, const Error &e,
-                 const dpt_tensor &t, const char *what, int index) {
+                 const dpt_tensor &t, const char *what, int index, int32_t dtype = DPT_DTYPE_F32) {
   char name[32];
   if (index >= 0)
     std::snprintf(name, sizeof name, "%s[%d]", what, index);
@@ -24,9 +24,9 @@ int check_tensor(const dpt_backend_context &c, const dpt_op_call &call, const ch
     return invalid_call(c, call, pass, e, "%s has rank %d (1 .. %d)", name, int(t.rank), DPT_OP_MAX_RANK);
   for (int32_t i = 0; i < t.rank; ++i)
     if (t.dims[i] <= 0) return invalid_call(c, call, pass, e, "%s has dims %s", name, dims_text(t).text);
-  if (t.dtype != DPT_DTYPE_F32)
-    return invalid_call(c, call, pass, e, "%s has dtype %d (the CUDA module has F32 kernels only)", name,
-                        int(t.dtype));
+  if (t.dtype != dtype)
+    return invalid_call(c, call, pass, e, "%s has dtype %d (expected %d: %s)", name, int(t.dtype), int(dtype),
+                        dtype == DPT_DTYPE_I32 ? "int32 tokens" : "the CUDA module has F32 kernels only");
   return 0;
 }
 
@@ -94,7 +94,9 @@ int check_call(const dpt_backend_context &c, const OpKernel &op, const dpt_op_ca
                         int(op.min_params), int(op.max_params));
   }
   for (int i = 0; i < call.input_count; ++i)
-    if (const int rc = check_tensor(c, call, pass, e, call.inputs[i], "inputs", i)) return rc;
+    if (const int rc = check_tensor(c, call, pass, e, call.inputs[i], "inputs", i,
+                                    op.token_input && i == 0 ? DPT_DTYPE_I32 : DPT_DTYPE_F32))
+      return rc;
   if (const int rc = check_tensor(c, call, pass, e, call.output, "output", -1)) return rc;
   for (int p = 0; p < call.param_count; ++p)
     if (const int rc = check_tensor(c, call, pass, e, call.params[p], "params", p)) return rc;

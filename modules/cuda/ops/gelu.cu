@@ -1,43 +1,42 @@
 // "gelu": x * Phi(x), exactly (erf, ints[0] = 0) or by the tanh approximation (ints[0] = 1), as PyTorch's
-// approximate='none' / 'tanh'. The CPU kernel's expressions, term for term, in double per element and
-// rounded to float once (backward: float(dy * gelu'(x)), reading x). Compiled without contraction, so the
-// only difference from the CPU is in erf, tanh and exp: CUDA's double versions are within 2 ulp of exact
-// (glibc's within 1), which moves a float result by one rounding at most, and in the tails, where 1 + erf
-// cancels, by a few ulp of 1 times |x| (tests/conformance/test_cuda_norms.cpp).
+// approximate='none' / 'tanh'. The erf form: the CPU kernel's expressions, term for term, in double per
+// element and rounded to float once (backward: float(dy * gelu'(x)), reading x). Compiled without
+// contraction, so the only difference from the CPU is in erf and exp: CUDA's double versions are within 2
+// ulp of exact (glibc's within 1), which moves a float result by one rounding at most, and in the tails,
+// where 1 + erf cancels, by a few ulp of 1 times |x| (tests/conformance/test_cuda_norms.cpp). The tanh form:
+// interface/op_math.hpp's float functions, the CPU kernel's own: the same bits.
 #include "cuda/ops/launch.cuh"
 #include "cuda/ops/ops.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt::cuda {
 
 namespace {
 
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kInvSqrt2 = 0.7071067811865476;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
 
-__device__ double gelu(double x, bool tanh_form) {
-  if (!tanh_form) return 0.5 * x * (1.0 + erf(x * kInvSqrt2));
-  return 0.5 * x * (1.0 + tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+__device__ double gelu_erf(double x) {
+  return 0.5 * x * (1.0 + erf(x * kInvSqrt2));
 }
 
-__device__ double gelu_grad(double x, bool tanh_form) {
-  if (!tanh_form) return 0.5 * (1.0 + erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp(-0.5 * x * x);
-  const double u = kSqrt2OverPi * (x + 0.044715 * x * x * x), t = tanh(u);
-  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
+__device__ double gelu_erf_grad(double x) {
+  return 0.5 * (1.0 + erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp(-0.5 * x * x);
 }
 
 __global__ void gelu_forward_kernel(const float *__restrict__ x, float *__restrict__ y, size_t count,
                                     bool tanh_form) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x)
-    y[i] = float(gelu(double(x[i]), tanh_form));
+    y[i] = tanh_form ? op_math::gelu_tanh(x[i]) : float(gelu_erf(double(x[i])));
 }
 
 __global__ void gelu_backward_kernel(const float *__restrict__ x, const float *__restrict__ dy,
                                      float *__restrict__ dx, size_t count, bool tanh_form) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x)
-    dx[i] = float(double(dy[i]) * gelu_grad(double(x[i]), tanh_form));
+    dx[i] = tanh_form ? dy[i] * op_math::gelu_tanh_slope(x[i])
+                      : float(double(dy[i]) * gelu_erf_grad(double(x[i])));
 }
 
 // The elements of the call (the output has the input's dims) and the form (ints[0]: 0 or 1).

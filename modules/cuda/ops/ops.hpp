@@ -23,6 +23,7 @@ struct OpKernel {
   int32_t min_inputs, max_inputs;  // dpt_op_call::input_count (concat: 2 to DPT_OP_MAX_INPUTS)
   int32_t min_params, max_params;  // dpt_op_call::param_count (weight, then an optional bias)
   OpPass forward, backward;        // nullptr: a view that the executor never calls (flatten)
+  bool token_input = false;        // inputs[0] is int32 tokens (token_embedding); every other tensor F32
 };
 
 // The kernel of the op named name, or nullptr when the module has none (NULL name: none).
@@ -33,7 +34,8 @@ inline constexpr const char *kForward = "op_forward";
 inline constexpr const char *kBackward = "op_backward";
 
 // What every op shares: n >= 0, input_count and param_count as the kernel declares them, and every tensor
-// of the call (inputs, output, parameters) F32 with a rank of 1 .. DPT_OP_MAX_RANK and positive dims.
+// of the call (inputs, output, parameters) F32 (a token_input op's inputs[0]: I32) with a rank of 1 ..
+// DPT_OP_MAX_RANK and positive dims.
 int check_call(const dpt_backend_context &c, const OpKernel &op, const dpt_op_call &call, const char *pass,
                const Error &e);
 

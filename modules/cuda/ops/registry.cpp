@@ -6,8 +6,8 @@
 
 namespace dpt::cuda {
 
-extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kConcat, kConv2d, kDense, kGelu, kGlobalAvgPool,
-    kLayerNorm, kLinear, kMaxPool2d, kRelu, kSigmoid, kTanh;
+extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kCausalSelfAttention, kConcat, kConv2d, kDense, kGelu,
+    kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kPositionEmbedding, kRelu, kSigmoid, kTanh, kTokenEmbedding;
 
 namespace {
 
@@ -19,6 +19,7 @@ const OpKernel *const kOps[] = {
     &kAdd,
     &kAvgPool2d,
     &kBatchNorm,
+    &kCausalSelfAttention,
     &kConcat,
     &kConv2d,
     &kDense,
@@ -28,9 +29,11 @@ const OpKernel *const kOps[] = {
     &kLayerNorm,
     &kLinear,
     &kMaxPool2d,
+    &kPositionEmbedding,
     &kRelu,
     &kSigmoid,
     &kTanh,
+    &kTokenEmbedding,
 };
 // clang-format on
 

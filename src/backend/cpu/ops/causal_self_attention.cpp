@@ -3,14 +3,14 @@
 // softmax over j <= i in a fixed order, O = P V. Backward recomputes S and P from the saved row maxima and
 // sums (the same operations on the same values: the forward's bits), then dV = P^T dO, dP = dO V^T,
 // dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). The exponentials are
-// fast_exp.hpp's and the row sums run in eight fixed-order lanes, so the row loops vectorize.
+// interface/op_math.hpp's and the row sums run in eight fixed-order lanes, so the row loops vectorize.
 #include <cmath>
 #include <cstddef>
 
 #include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
-#include "backend/cpu/ops/fast_exp.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt::cpu {
 
@@ -66,7 +66,7 @@ float lane_dot(const float *__restrict x, const float *__restrict y, size_t n) {
 
 // exp(row[j] - m) for j < n (every row[j] <= m).
 void exponentials(float *__restrict row, size_t n, float m) {
-  for (size_t j = 0; j < n; ++j) row[j] = exp_nonpositive(row[j] - m);
+  for (size_t j = 0; j < n; ++j) row[j] = op_math::exp_nonpositive(row[j] - m);
 }
 
 // row[j] / total for j < n, zeros from n to t.

@@ -3,7 +3,8 @@
 // A GEMM covers a group of samples side by side (their column matrices next to each other, [c*k*k, g*oh*ow]),
 // so that small planes still make GEMMs wide enough to run at the BLAS kernel's rate and the weights are
 // packed once per group rather than once per sample (ResNet-18's last stage: 512 channels on 4x4 planes, 16
-// columns a sample). Larger planes run one sample at a time, straight into the output. The grouping depends only on the layer's shape and the slice size, so a run's bits are fixed.
+// columns a sample). Larger planes run one sample at a time, straight into the output. The grouping depends
+// only on the layer's shape and the slice size, so a run's bits are fixed.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -25,8 +26,9 @@ struct Conv {
 };
 
 // Planes of fewer pixels than kGroupBelow run in groups of about kGroupColumns columns. Measured
-// (docs/performance-notes.md, 9): OpenBLAS's single-thread SGEMM runs at 65-70% of its rate with 16 columns and near it
-// from 128; grouping LeNet's 81-pixel planes made its 2-device step 13% slower (the group's columns leave L2).
+// (docs/performance-notes.md, 9): OpenBLAS's single-thread SGEMM runs at 65-70% of its rate with 16 columns
+// and near it from 128; grouping LeNet's 81-pixel planes made its 2-device step 13% slower (the group's
+// columns leave L2).
 constexpr size_t kGroupBelow = 64, kGroupColumns = 512;
 
 // Samples per GEMM.

@@ -1,12 +1,12 @@
 // "gelu": x * Phi(x), exactly (erf, ints[0] = 0) or by the tanh approximation (ints[0] = 1), as PyTorch's
 // approximate='none' / 'tanh'. The erf form is computed in double per element, rounded once; the tanh form
-// (GPT-2's, on every MLP of gpt-mini) in float with fast_exp.hpp's tanh, a loop the compiler vectorizes
-// (std::tanh in double was a fifth of a gpt-mini step), within a few float roundings of the double result.
+// (GPT-2's, on every MLP of gpt-mini) in float by interface/op_math.hpp, which the CUDA module shares (the
+// same bits), in a loop the compiler vectorizes (std::tanh in double was a fifth of a gpt-mini step).
 #include <cmath>
 
 #include "backend/cpu/ops/cpu_ops.hpp"
-#include "backend/cpu/ops/fast_exp.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt::cpu {
 
@@ -23,8 +23,6 @@ double gelu_erf_grad(double x) {
   return 0.5 * (1.0 + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
 }
 
-constexpr float kSqrt2OverPiF = 0.7978845608f, kCubic = 0.044715f;
-
 void forward(const dpt_op_call &c) {
   const size_t count = n(c) * sample_size(c.output);
   const float *__restrict x = in(c);
@@ -33,10 +31,7 @@ void forward(const dpt_op_call &c) {
     for (size_t i = 0; i < count; ++i) y[i] = float(gelu_erf(x[i]));
     return;
   }
-  for (size_t i = 0; i < count; ++i) {
-    const float v = x[i], t = tanh_float(kSqrt2OverPiF * (v + kCubic * v * v * v));
-    y[i] = 0.5f * v * (1.0f + t);
-  }
+  for (size_t i = 0; i < count; ++i) y[i] = op_math::gelu_tanh(x[i]);
 }
 
 void backward(const dpt_op_call &c) {
@@ -48,12 +43,7 @@ void backward(const dpt_op_call &c) {
     for (size_t i = 0; i < count; ++i) d[i] = float(double(g[i]) * gelu_erf_grad(x[i]));
     return;
   }
-  for (size_t i = 0; i < count; ++i) {
-    const float v = x[i], t = tanh_float(kSqrt2OverPiF * (v + kCubic * v * v * v));
-    const float slope =
-        0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kSqrt2OverPiF * (1.0f + 3.0f * kCubic * v * v);
-    d[i] = g[i] * slope;
-  }
+  for (size_t i = 0; i < count; ++i) d[i] = g[i] * op_math::gelu_tanh_slope(x[i]);
 }
 
 }  // namespace
