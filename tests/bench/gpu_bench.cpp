@@ -3,7 +3,7 @@
 // bandwidth of the all-reduce across replicas (the module's device-memory virtual all-reduce on one GPU,
 // NCCL across GPUs). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it.
 //
-//   dptrain_gpu_bench [--models lenet,mlp,resnet18] [--batch 256] [--steps 50] [--max-mib 256] [--tf32]
+//   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256] [--tf32]
 //
 // A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
 // goes on. --max-mib 0 skips the all-reduce table.
@@ -68,10 +68,22 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
   for (const std::string &model : o.models) {
     const dpt::ModelSpec spec = dpt::ModelSpec::builtin(model);
     std::vector<float> x(o.batch * spec.input().size());
-    std::vector<int32_t> y(o.batch);
+    std::vector<int32_t> y(o.batch * spec.targets_per_sample());
     dpt::Rng rng(1);
     for (auto &v : x) v = float(rng.uniform());
-    for (auto &v : y) v = int32_t(rng.below(10));
+    const bool tokens = spec.input_dtype() == dpt::DType::kI32;
+    if (tokens)  // int32 tokens travel in the float slots as their bits
+      for (auto &v : x) {
+        const int32_t token = int32_t(rng.below(spec.token_bound()));
+        std::memcpy(&v, &token, sizeof token);
+      }
+    for (auto &v : y) v = int32_t(rng.below(spec.classes()));
+    // A token model's training FLOPs per token as llm.c counts them: 6 per parameter (forward and two
+    // backward products) and 6 T C per attention layer (q k and p v, forward and backward).
+    double flops_per_token = 6.0 * double(spec.parameter_count());
+    for (const dpt::Node &node : spec.nodes())
+      if (std::string(node.op->name) == "causal_self_attention")
+        flops_per_token += 6.0 * double(node.layout.output[0]) * double(node.layout.output[1]);
     double base = 0;
     for (const auto &devices : layouts) {
       dpt::TrainerConfig config;
@@ -97,9 +109,14 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
       if (base == 0) base = rate;
       const double n = double(o.steps);
-      std::printf("%-9s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f\n", model.c_str(),
-                  layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
-                  update / n * 1e3);
+      std::printf("%-9s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f", model.c_str(), layout_name(devices).c_str(),
+                  rate, rate / base, compute / n * 1e3, reduce / n * 1e3, update / n * 1e3);
+      if (tokens) {
+        const double per_second = rate * double(spec.input().size());
+        std::printf("  tokens/s %.0f, %.2f TFLOP/s (6N + 6TC per token)", per_second,
+                    per_second * flops_per_token / 1e12);
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
   }

@@ -227,6 +227,26 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
     status=1
   fi
+  # gpt-mini (batch 16 x 128 tokens, SGD; synthetic tokens): tokens/s on cuda:0 and cuda:0x2, and the model
+  # FLOPs utilisation as llm.c reports it (6N + 6TC FLOPs per token) against the GPU's FP32 peak (H200: 67
+  # TFLOP/s without tensor cores; the module runs FP32 SGEMMs).
+  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models gpt-mini --batch 16 \
+    --steps 20 --max-mib 0 >"$out/gpu-bench-gpt-mini.txt" 2>&1; then
+    cat "$out/gpu-bench-gpt-mini.txt"
+    while read -r model devices rate rest; do
+      if [ "$rate" = "refused:" ]; then
+        row "$model tokens/s, $devices" "refused" "$rest"
+      else
+        tokens=$(echo "$rest" | sed -nE 's/.*tokens\/s ([0-9]+), ([0-9.]+) TFLOP\/s.*/\1/p')
+        tflops=$(echo "$rest" | sed -nE 's/.*tokens\/s ([0-9]+), ([0-9.]+) TFLOP\/s.*/\2/p')
+        row "$model tokens/s, $devices" "$tokens" "batch 16 x 128; $tflops TFLOP/s = $(awk -v t="$tflops" 'BEGIN {printf "%.1f", 100 * t / 67}')% MFU of 67 FP32 TFLOP/s"
+      fi
+    done < <(awk '$1 == "gpt-mini" && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-gpt-mini.txt")
+  else
+    tail -n 20 "$out/gpu-bench-gpt-mini.txt"
+    row "dptrain_gpu_bench gpt-mini" "FAILED" "see $out/gpu-bench-gpt-mini.txt"
+    status=1
+  fi
 else
   echo "no CUDA device: benchmarks not run"
   row "benchmarks" "SKIPPED" "no CUDA device"
