@@ -151,15 +151,16 @@ func (m *Model) PositionEmbedding(input Tensor, name string) (Tensor, error) {
 }
 
 // CausalSelfAttention adds multi-head causal self-attention over input [T, 3C] (queries, keys and values
-// side by side, as a Linear to 3C makes them) -> [T, C]; heads divides C.
-func (m *Model) CausalSelfAttention(input Tensor, heads int, name string) (Tensor, error) {
+// side by side, as a Linear to 3C makes them) -> [T, C]; heads divides C. dropout drops attention
+// probabilities in training (keyed by the global sample, as Dropout); 0 = none.
+func (m *Model) CausalSelfAttention(input Tensor, heads int, dropout float32, name string) (Tensor, error) {
 	const op = "Model.CausalSelfAttention"
 	h, err := toSize(op, "heads", heads)
 	if err != nil {
 		return 0, err
 	}
 	return m.node(op, name, []Tensor{input}, func(in []int64) int64 {
-		return m.ptr.CausalSelfAttention(in[0], h, name)
+		return m.ptr.CausalSelfAttention(in[0], h, dropout, name)
 	})
 }
 

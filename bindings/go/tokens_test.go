@@ -32,7 +32,7 @@ func tinyGPT(t *testing.T, seqLen, vocabulary int) *dptrain.Model {
 	must(t, err)
 	x, err = m.Linear(x, 3*gptC, true, "c_attn")
 	must(t, err)
-	x, err = m.CausalSelfAttention(x, 2, "attn")
+	x, err = m.CausalSelfAttention(x, 2, 0, "attn")
 	must(t, err)
 	_, err = m.Linear(x, vocabulary, false, "lm_head")
 	must(t, err)

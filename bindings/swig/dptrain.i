@@ -279,10 +279,11 @@ class ProgressListener {
     dptrain_binding::check(dpt_model_position_embedding($self, input, name, &out));
     return out;
   }
-  /* [T, 3C] (queries, keys, values side by side) -> [T, C]; heads divides C. */
-  size_t causalSelfAttention(size_t input, size_t heads, const char *name) {
+  /* [T, 3C] (queries, keys, values side by side) -> [T, C]; heads divides C; dropout on the attention
+   * probabilities in training, 0 = none. */
+  size_t causalSelfAttention(size_t input, size_t heads, float dropout, const char *name) {
     size_t out = 0;
-    dptrain_binding::check(dpt_model_causal_self_attention($self, input, heads, name, &out));
+    dptrain_binding::check(dpt_model_causal_self_attention($self, input, heads, dropout, name, &out));
     return out;
   }
   size_t batchNorm(size_t input, float eps, float momentum, const char *name) {

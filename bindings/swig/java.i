@@ -472,9 +472,14 @@ import java.nio.IntBuffer;
     return positionEmbedding(input, null);
   }
 
-  /** Causal self-attention, named by its index. */
+  /** Causal self-attention without attention dropout, named by its index. */
   public long causalSelfAttention(long input, long heads) {
-    return causalSelfAttention(input, heads, null);
+    return causalSelfAttention(input, heads, 0.0f, null);
+  }
+
+  /** Causal self-attention without attention dropout. */
+  public long causalSelfAttention(long input, long heads, String name) {
+    return causalSelfAttention(input, heads, 0.0f, name);
   }
 
   /** An activation named by its index. */

@@ -1,5 +1,7 @@
 // dpt_model_<op>: the graph builders, which name the tensors they read and return the one they make, and
 // dpt_model_set_output.
+#include <cmath>
+
 #include "model_calls.hpp"
 
 using dpt::ModelSpec;
@@ -54,10 +56,12 @@ dpt_status dpt_model_position_embedding(dpt_model *model, size_t input, const ch
   });
 }
 
-dpt_status dpt_model_causal_self_attention(dpt_model *model, size_t input, size_t heads, const char *name,
-                                           size_t *out) {
+dpt_status dpt_model_causal_self_attention(dpt_model *model, size_t input, size_t heads, float dropout,
+                                           const char *name, size_t *out) {
   return build_node(__func__, model, name, out, [&](ModelSpec &m, const std::string &n) {
-    return m.add(op_def("causal_self_attention"), {input}, int_attrs({heads}), n);
+    OpAttrs a = int_attrs({heads});
+    a.reals[0] = std::isnan(dropout) ? -1.0 : dpt::capi::decimal(dropout);  // NaN: refused as out of range
+    return m.add(op_def("causal_self_attention"), {input}, a, n);
   });
 }
 

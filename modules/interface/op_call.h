@@ -28,7 +28,9 @@
  *                 [h d, (h + 1) d) of each, d = C / heads) -> y [T, C]; ints = {heads}; no params. Position i
  *                 attends to positions j <= i: y_i = sum_j softmax_j(q_i . k_j / sqrt(d)) v_j. saved: the
  *                 maximum and the sum of exponentials of each score row (2 floats per head and position);
- *                 backward recomputes the scores from them.
+ *                 backward recomputes the scores from them. reals[0] = attention dropout: in training each
+ *                 p_ij is multiplied by interface/op_math.hpp's dropout_factor of element (h T + i) T + j
+ *                 under the sample's key, as "dropout" keys its elements; backward regenerates it.
  *   "position_embedding"  y[t] = x[t] + weight[t], x [T, C]; params weight [T, C] (GPT-2's "wpe"); no ints.
  *   "token_embedding"  x [T] int32 tokens (DPT_DTYPE_I32, each in [0, vocabulary): the executor checks them)
  *                 -> y [T, C], y[t] = weight[x[t]]; ints = {vocabulary, C}; params weight [vocabulary, C]

@@ -19,6 +19,42 @@
 
 namespace dpt::op_math {
 
+// ---- counter-based random numbers (core/rng.hpp uses these; a value is a pure function of its counters) ----
+
+// SplitMix64 finaliser: a strong 64-bit mixing function.
+DPT_OP_MATH uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+DPT_OP_MATH uint64_t hash_combine(uint64_t a, uint64_t b) {
+  return mix64(a ^ mix64(b));
+}
+
+// Uniform in [0, 1) with 24 random bits (exactly representable as float).
+DPT_OP_MATH float uniform01(uint64_t bits) {
+  return float(bits >> 40) * (1.0f / 16777216.0f);
+}
+
+// The random stream of dropout masks (core/rng.hpp's Stream::kDropout).
+constexpr uint64_t kDropoutStream = 3;
+
+// Dropout masks (op_call.h): the key of node `node`'s masks at optimizer step `step`, then of one sample of
+// the window (its position in it), then the factor of one element: 0 with probability rate, else
+// keep_scale = 1 / (1 - rate). A pure function of (seed, step, node, sample, element), so the same whichever
+// device, slice or micro-batch computes it.
+DPT_OP_MATH uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t node) {
+  return hash_combine(hash_combine(seed, kDropoutStream), hash_combine(step, node));
+}
+DPT_OP_MATH uint64_t dropout_sample_key(uint64_t key, uint64_t sample) {
+  return hash_combine(key, sample);
+}
+DPT_OP_MATH float dropout_factor(uint64_t sample_key, uint64_t element, float rate, float keep_scale) {
+  return uniform01(mix64(sample_key + element)) < rate ? 0.0f : keep_scale;
+}
+
 // e^x for x <= 0; x below -87 gives e^-87 (about 1.6e-38, still a normal float).
 DPT_OP_MATH float exp_nonpositive(float x) {
   x = x < -87.0f ? -87.0f : x;

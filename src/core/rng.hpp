@@ -5,27 +5,17 @@
 #include <cmath>
 #include <cstdint>
 
+#include "interface/op_math.hpp"
+
 namespace dpt {
 
-// SplitMix64 finaliser: a strong 64-bit mixing function.
-inline uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-inline uint64_t hash_combine(uint64_t a, uint64_t b) {
-  return mix64(a ^ mix64(b));
-}
-
-// Uniform in [0, 1) with 24 random bits (exactly representable as float).
-inline float uniform01(uint64_t bits) {
-  return float(bits >> 40) * (1.0f / 16777216.0f);
-}
+// mix64, hash_combine, uniform01: interface/op_math.hpp's, which the kernels of every backend share.
+using op_math::hash_combine;
+using op_math::mix64;
+using op_math::uniform01;
 
 // Random streams: each use of randomness gets its own.
-enum class Stream : uint64_t { kInit = 1, kShuffle = 2, kDropout = 3 };
+enum class Stream : uint64_t { kInit = 1, kShuffle = 2, kDropout = op_math::kDropoutStream };
 
 // A sequential generator (for initialisation and shuffling), deterministic from its key.
 class Rng {

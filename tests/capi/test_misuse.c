@@ -1944,7 +1944,7 @@ static void test_token_misuse(void **state) {
   dpt_trainer *tt = NULL;
   dpt_dataset *td = NULL;
   dpt_input_type type = DPT_INPUT_FLOAT32;
-  size_t out = 0, wte = 0;
+  size_t out = 0, wte = 0, qkv = 0;
   static const char kText[] = "Many a small thing has been made large by the right kind of advertising.\n";
   const unsigned char kBinary[] = {'a', 'b', 0xff, 'c'};
   memcpy(bad_token, tokens, sizeof tokens);
@@ -1965,6 +1965,7 @@ static void test_token_misuse(void **state) {
   assert_int_equal(dpt_model_token_embedding(m, 0, V, 2, "wte", &wte), DPT_OK);
   assert_int_equal(dpt_model_linear(m, wte, V, 1, "head", &out), DPT_OK);
   assert_int_equal(dpt_trainer_create(&tt, f->ctx, m, NULL, NULL), DPT_OK);
+  assert_int_equal(dpt_model_linear(m, wte, 6, 1, "qkv", &qkv), DPT_OK); /* [T, 6]: attention's input */
   assert_int_equal(dpt_dataset_create_tokens(&td, tokens, N * T, targets, N * T, N, T, V), DPT_OK);
 
   ROW(DPT_ERROR_NULL_POINTER, dpt_dataset_load_text(NULL, NULL, text, 8, 0.1));
@@ -2035,10 +2036,13 @@ static void test_token_misuse(void **state) {
   ROW(DPT_ERROR_NULL_POINTER, dpt_model_position_embedding(NULL, 0, NULL, &f->o.size));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_position_embedding(f->empty, 0, NULL, &f->o.size));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_position_embedding(m, 0, NULL, &f->o.size));
-  ROW(DPT_ERROR_NULL_POINTER, dpt_model_causal_self_attention(NULL, 0, 1, NULL, &f->o.size));
-  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(f->empty, 0, 1, NULL, &f->o.size));
-  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(m, wte, 0, NULL, &f->o.size));
-  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(m, out, 2, NULL, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_causal_self_attention(NULL, 0, 1, 0.0f, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(f->empty, 0, 1, 0.0f, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(m, wte, 0, 0.0f, NULL, &f->o.size));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_causal_self_attention(m, out, 2, 0.0f, NULL, &f->o.size));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_causal_self_attention(m, qkv, 1, 1.0f, NULL, &f->o.size));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_causal_self_attention(m, qkv, 1, -0.5f, NULL, &f->o.size));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_causal_self_attention(m, qkv, 1, NAN, NULL, &f->o.size));
 
   /* Token calls on the float trainer, float calls on the token trainer. */
   ROW(DPT_ERROR_INVALID_ARGUMENT,

@@ -97,7 +97,7 @@ cat >"$WORK/rows.json" <<'JSON'
     {"op": "position_embedding", "name": "wpe", "inputs": [1]},
     {"op": "layer_norm", "name": "ln_1", "inputs": [2], "eps": 1e-05},
     {"op": "linear", "name": "attn.c_attn", "inputs": [3], "units": 96, "bias": 0},
-    {"op": "causal_self_attention", "name": "attn.attn", "inputs": [4], "heads": 4},
+    {"op": "causal_self_attention", "name": "attn.attn", "inputs": [4], "heads": 4, "dropout": 0},
     {"op": "linear", "name": "attn.c_proj", "inputs": [5], "units": 32, "bias": 1},
     {"op": "add", "name": "res_1", "inputs": [2, 6]},
     {"op": "layer_norm", "name": "ln_2", "inputs": [7], "eps": 1e-05},

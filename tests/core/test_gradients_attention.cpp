@@ -9,6 +9,7 @@
 // truncation error of the central difference is h^2/6 |L'''|, with scores of order 1 (inputs in [-1, 1],
 // d = 2..4) |L'''| stays O(1), so ~2e-5 at h = 1e-2 (the worst seen is printed by every check).
 // Sequence lengths 1 (one position: the output is its own value), 2, 5, 127 and 128 (the issue's).
+#include "interface/op_math.hpp"
 #include "op_harness.hpp"
 
 namespace {
@@ -78,10 +79,14 @@ void test_linear_refuses(void **) {
 }
 
 // For every sample and head: s_ij = q_i . k_j / sqrt(d) for j <= i, p = softmax over j <= i, o_i =
-// sum_j p_ij v_j; in double.
+// sum_j p_ij m_ij v_j; in double. m: the attention dropout mask (op_call.h's key: the harness's seed 42, step
+// 0, the node's index, the sample), 1 without dropout.
 std::vector<double> attention_reference(const OpCase &k) {
   const Shape &in = k.model.input();
-  const size_t t = in[0], c = in[1] / 3, heads = size_t(k.model.nodes().back().attrs.ints[0]), d = c / heads;
+  const dpt::Node &node = k.model.nodes().back();
+  const size_t t = in[0], c = in[1] / 3, heads = size_t(node.attrs.ints[0]), d = c / heads;
+  const float rate = float(node.attrs.reals[0]), keep = 1.0f / (1.0f - rate);
+  const uint64_t key = dpt::op_math::dropout_key(42, 0, k.model.nodes().size() - 1);
   std::vector<double> y(k.n * t * c);
   for (size_t s = 0; s < k.n; ++s) {
     const float *qkv = &k.x[0][s * t * 3 * c];
@@ -100,7 +105,13 @@ std::vector<double> attention_reference(const OpCase &k) {
         for (double &v : score) total += (v = std::exp(v - max));
         for (size_t e = 0; e < d; ++e) {
           double o = 0.0;
-          for (size_t j = 0; j <= i; ++j) o += score[j] / total * qkv[j * 3 * c + 2 * c + h * d + e];
+          for (size_t j = 0; j <= i; ++j) {
+            const double m = rate > 0.0f
+                                 ? dpt::op_math::dropout_factor(dpt::op_math::dropout_sample_key(key, s),
+                                                                (h * t + i) * t + j, rate, keep)
+                                 : 1.0;
+            o += score[j] / total * m * qkv[j * 3 * c + 2 * c + h * d + e];
+          }
           y[(s * t + i) * c + h * d + e] = o;
         }
       }
@@ -108,16 +119,19 @@ std::vector<double> attention_reference(const OpCase &k) {
   return y;
 }
 
-void check_attention(size_t t, size_t c, size_t heads, size_t n, uint64_t seed) {
+void check_attention(size_t t, size_t c, size_t heads, size_t n, uint64_t seed, double dropout = 0.0) {
   ModelSpec m(Shape{t, 3 * c});
-  m.add(dpt::op_def("causal_self_attention"), {0}, ints({int64_t(heads)}));
+  dpt::OpAttrs a = ints({int64_t(heads)});
+  a.reals[0] = dropout;
+  m.add(dpt::op_def("causal_self_attention"), {0}, a);
   assert_true(m.output() == (Shape{t, c}));
   assert_int_equal(m.parameter_count(), 0);
   // Linear in T: a maximum and a sum per head and position, not the T x T probabilities.
   assert_int_equal(m.nodes()[0].layout.saved_bytes_per_sample, 2 * heads * t * sizeof(float));
   OpCase c_;
   c_.name = "causal_self_attention T=" + std::to_string(t) + " C=" + std::to_string(c) +
-            " heads=" + std::to_string(heads) + " n=" + std::to_string(n);
+            " heads=" + std::to_string(heads) + " n=" + std::to_string(n) +
+            (dropout > 0 ? " dropout " + std::to_string(dropout).substr(0, 4) : "");
   c_.model = m;
   c_.n = n;
   c_.x = random_inputs(m, n, seed);
@@ -139,6 +153,12 @@ void test_attention_127(void **) {
 }
 void test_attention_128(void **) {
   check_attention(128, 4, 2, 2, 214);
+}
+// Attention dropout: the same checks with the mask of each probability (forward against the reference's
+// mask, backward through it by finite differences); about 30% of them dropped.
+void test_attention_dropout(void **) {
+  check_attention(5, 8, 4, 3, 216, 0.3);
+  check_attention(33, 4, 2, 2, 217, 0.3);
 }
 
 // A later position never reaches an earlier output: changing the keys and values of the last position
@@ -171,6 +191,11 @@ void test_attention_refuses(void **) {
   refused(Shape{4, 12}, 3, "3 heads for 4 features");
   refused(Shape{4, 12}, 0, "0 heads");
   refused(Shape{8193, 3}, 1, "a sequence longer than 8192");
+  ModelSpec m(Shape{4, 12});
+  dpt::OpAttrs a = ints({2});
+  a.reals[0] = 1.0;
+  dpt_test::expect_error([&] { m.add(dpt::op_def("causal_self_attention"), {0}, a); }, DPT_ERROR_OUT_OF_RANGE,
+                         "dropout 1");
 }
 
 // y[t] = x[t] + W[t] for every sample; dW sums dy over the samples.
@@ -215,6 +240,7 @@ int main() {
       cmocka_unit_test(test_attention_five_positions_four_heads),
       cmocka_unit_test(test_attention_127),
       cmocka_unit_test(test_attention_128),
+      cmocka_unit_test(test_attention_dropout),
       cmocka_unit_test(test_attention_is_causal),
       cmocka_unit_test(test_attention_refuses),
       cmocka_unit_test(test_position_embedding),

@@ -5,8 +5,9 @@
 // decay on the matrices only) and gradient clipping. The K-device step equals the 1-device full-batch step:
 // after 1 and 10 steps, the parameters' movement from the start differs by a relative error <= 1e-5, for K
 // in {2, 3, 8}, even and weighted splits, ragged batches with empty slices, and 2 micro-batches of
-// accumulation; every replica holds bitwise the same parameters. Dropout is keyed by the global sample, so
-// it is on. (The QKV projection has no bias: see model().)
+// accumulation; every replica holds bitwise the same parameters. Dropout (after the MLP's GELU, and on the
+// attention probabilities) is keyed by the global sample, so it is on. (The QKV projection has no bias: see
+// model().)
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -63,7 +64,9 @@ dpt::ModelSpec model() {
   // (about lr * sign(g)) turn that into a full step either way: 3e-4 relative error, measured. The contract
   // holds for that parameter only to within its noise, as in any framework.
   const size_t qkv = linear(m, layer_norm(m, x0, "ln_1"), 3 * kC, "attn.c_attn", false);
-  const size_t att = m.add(dpt::op_def("causal_self_attention"), {qkv}, ints({int64_t(kHeads)}), "attn.attn");
+  dpt::OpAttrs attention = ints({int64_t(kHeads)});
+  attention.reals[0] = 0.1;  // attention dropout, keyed by the global sample as the dropout op
+  const size_t att = m.add(dpt::op_def("causal_self_attention"), {qkv}, attention, "attn.attn");
   const size_t x1 = m.add_op("add", {x0, linear(m, att, kC, "attn.c_proj")}, "res_1");
   const size_t h = linear(m, layer_norm(m, x1, "ln_2"), 4 * kC, "mlp.c_fc");
   m.add(dpt::op_def("gelu"), {h}, ints({1}), "mlp.gelu");

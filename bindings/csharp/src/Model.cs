@@ -108,9 +108,10 @@ public partial class Model {
 
   /// <summary>Multi-head causal self-attention over <paramref name="input"/> [T, 3C] (queries, keys and values
   /// side by side, as a <see cref="Linear"/> to 3C makes them) -> [T, C]; <paramref name="heads"/> divides
-  /// C.</summary>
-  public TensorId CausalSelfAttention(TensorId input, ulong heads, string name = null) {
-    return new TensorId(CausalSelfAttentionNative(input.Value, heads, name));
+  /// C; <paramref name="dropout"/> drops attention probabilities in training (keyed by the global sample, as
+  /// Dropout), 0 = none.</summary>
+  public TensorId CausalSelfAttention(TensorId input, ulong heads, string name = null, float dropout = 0.0f) {
+    return new TensorId(CausalSelfAttentionNative(input.Value, heads, dropout, name));
   }
 
   /// <summary>A batch norm over the channels of <paramref name="input"/> ([c] or [c, h, w]), as PyTorch's

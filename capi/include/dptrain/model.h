@@ -249,12 +249,15 @@ DPT_API dpt_status dpt_model_position_embedding(dpt_model *model, size_t input, 
  * @brief Adds multi-head causal self-attention over @p input [T, 3C] (queries, keys and values side by
  * side, as a linear to 3C makes them) -> [T, C]: position i attends to positions j <= i with
  * softmax(q k / sqrt(C / heads)). Forward keeps 8 bytes per head and position for backward (not the T x T
- * scores). Since 0.2.
+ * scores). @p dropout: in training, each attention probability is dropped with this rate and the others
+ * scaled by 1 / (1 - dropout) (nanoGPT's attn_dropout), the mask keyed by the seed, the step and the global
+ * sample as dpt_model_dropout's, so that the split does not change it; 0 = none. Since 0.2.
  * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
- * exist or is not [T, 3C], heads of 0 or not dividing C, T above 8192, a bad or taken name; DPT_ERROR_BUSY.
+ * exist or is not [T, 3C], heads of 0 or not dividing C, T above 8192, a bad or taken name;
+ * DPT_ERROR_OUT_OF_RANGE unless 0 <= dropout < 1; DPT_ERROR_BUSY.
  */
 DPT_API dpt_status dpt_model_causal_self_attention(dpt_model *model, size_t input, size_t heads,
-                                                   const char *name, size_t *out);
+                                                   float dropout, const char *name, size_t *out);
 
 /**
  * @brief Adds a batch norm over the channels (dimension 0) of @p input ([c] or [c, h, w]), as PyTorch's

@@ -5,7 +5,9 @@
 // Backward recomputes S and P from the saved maximum and sum, then dV = P^T dO, dP = dO V^T,
 // dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). The exponentials are
 // interface/op_math.hpp's, as on the CPU; the sums run in a fixed butterfly, so the same bits on every run.
-// Scratch: two T x T matrices per head (S and dP) of one sample at a time.
+// Attention dropout (reals[0], training): P M forward, the CPU's masks (op_math's dropout_factor of
+// element (head, i, j) of the sample); backward dV = (P M)^T dO and dP = (dO V^T) M.
+// Scratch: three T x T matrices per head (S, dP, P M) of one sample at a time.
 #include "cuda/kernels.hpp"
 #include "cuda/ops/launch.cuh"
 #include "cuda/ops/ops.hpp"
@@ -17,6 +19,7 @@ namespace {
 
 struct Attention {
   size_t t, c, heads, d;
+  float rate;  // attention dropout in this pass (0: none)
   size_t row() const { return 3 * c; }
   float scale() const { return float(1.0 / sqrt(double(d))); }
 };
@@ -96,6 +99,24 @@ __global__ void score_grad_kernel(const float *p, float *dp, size_t t) {
   }
 }
 
+// Multiplies the heads' probabilities of one sample by their dropout masks (rows i, columns j <= i).
+__global__ void mask_kernel(float *p, uint64_t sample_key, size_t t, size_t heads, float rate) {
+  const float keep_scale = 1.0f / (1.0f - rate);
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < heads * t * t;
+       i += size_t(gridDim.x) * blockDim.x)
+    if (i % t <= i / t % t) p[i] = __fmul_rn(p[i], op_math::dropout_factor(sample_key, i, rate, keep_scale));
+}
+
+uint64_t sample_key(const dpt_op_call &call, size_t i) {
+  return op_math::dropout_sample_key(op_math::dropout_key(call.seed, call.step, call.node),
+                                     call.first_sample + i);
+}
+
+int apply_mask(dpt_backend_context &c, const Attention &a, uint64_t key, float *p, const Error &e) {
+  mask_kernel<<<grid_for(a.heads * a.t * a.t), kOpThreads, 0, c.stream>>>(p, key, a.t, a.heads, a.rate);
+  return check_launch(c, "causal_self_attention dropout kernel", e);
+}
+
 int shape_of(const dpt_backend_context &c, const dpt_op_call &call, const char *pass, const Error &e,
              Attention &a) {
   const dpt_tensor &x = call.inputs[0], &y = call.output;
@@ -104,7 +125,10 @@ int shape_of(const dpt_backend_context &c, const dpt_op_call &call, const char *
   if (t <= 0 || c3 % 3 != 0 || heads <= 0 || (c3 / 3) % heads != 0 || !has_dims(y, {t, c3 / 3}) || t > 8192)
     return invalid_call(c, call, pass, e, "bad shape (input %s, output %s, heads %lld)", dims_text(x).text,
                         dims_text(y).text, (long long)heads);
-  a = Attention{size_t(t), size_t(c3 / 3), size_t(heads), size_t(c3 / 3 / heads)};
+  const float rate = call.training != 0 ? float(call.reals[0]) : 0.0f;
+  if (!(rate >= 0.0f && rate < 1.0f))
+    return invalid_call(c, call, pass, e, "dropout %g is outside [0, 1)", double(call.reals[0]));
+  a = Attention{size_t(t), size_t(c3 / 3), size_t(heads), size_t(c3 / 3 / heads), rate};
   if (call.saved_bytes < size_t(call.n) * 2 * a.heads * a.t * sizeof(float))
     return invalid_call(c, call, pass, e, "saved holds %zu bytes, %zu needed", call.saved_bytes,
                         size_t(call.n) * 2 * a.heads * a.t * sizeof(float));
@@ -135,6 +159,8 @@ int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
       return rc;
     softmax_kernel<<<rows_grid(a), kOpThreads, 0, c.stream>>>(s, sv, a.t);
     if (const int rc = check_launch(c, "causal_self_attention softmax kernel", e)) return rc;
+    if (a.rate > 0.0f)
+      if (const int rc = apply_mask(c, a, sample_key(call, i), s, e)) return rc;
     // O = P V, head h into columns [h d, (h + 1) d) of y
     if (const int rc = row_gemm(c, false, false, a.t, a.d, a.t, 1.0f, s, a.t, tt, v, a.row(), d, 0.0f,
                                 y + i * a.t * a.c, a.c, d, a.heads, e))
@@ -152,8 +178,9 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
   if (const int rc =
           require(c, call, kBackward, e, {{"inputs[0].data", x}, {"output_grad", dy}, {"saved", saved}}))
     return rc;
-  if (const int rc = ensure_scratch(c, 2 * a.heads * a.t * a.t * sizeof(float), e)) return rc;
-  float *p = static_cast<float *>(c.scratch), *dp = p + a.heads * a.t * a.t;
+  if (const int rc = ensure_scratch(c, 3 * a.heads * a.t * a.t * sizeof(float), e)) return rc;
+  float *p = static_cast<float *>(c.scratch), *dp = p + a.heads * a.t * a.t,
+        *dropped = dp + a.heads * a.t * a.t;
   const long long tt = (long long)(a.t * a.t), d = (long long)a.d;
   for (size_t i = 0; i < size_t(call.n); ++i) {
     const float *q = x + i * a.t * a.row(), *k = q + a.c, *v = q + 2 * a.c, *go = dy + i * a.t * a.c;
@@ -164,12 +191,23 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
     if (rc) return rc;
     probabilities_kernel<<<grid_for(a.heads * a.t * a.t), kOpThreads, 0, c.stream>>>(p, sv, a.t, a.heads);
     if ((rc = check_launch(c, "causal_self_attention probabilities kernel", e))) return rc;
-    // dV = P^T dO
-    if ((rc = row_gemm(c, true, false, a.t, a.d, a.t, 1.0f, p, a.t, tt, go, a.c, d, 0.0f, dv, a.row(), d,
+    // dP = dO V^T (with dropout: times M)
+    if ((rc = row_gemm(c, false, true, a.t, a.t, a.d, 1.0f, go, a.c, d, v, a.row(), d, 0.0f, dp, a.t, tt,
                        a.heads, e)))
       return rc;
-    // dP = dO V^T
-    if ((rc = row_gemm(c, false, true, a.t, a.t, a.d, 1.0f, go, a.c, d, v, a.row(), d, 0.0f, dp, a.t, tt,
+    const float *used = p;  // the probabilities O was made of: P, or P M
+    if (a.rate > 0.0f) {
+      const int ordinal = c.ordinal;
+      const uint64_t key = sample_key(call, i);
+      if ((rc = apply_mask(c, a, key, dp, e))) return rc;
+      DPT_CUDA("cudaMemcpyAsync (attention dropout)",
+               cudaMemcpyAsync(dropped, p, a.heads * a.t * a.t * sizeof(float), cudaMemcpyDeviceToDevice,
+                               c.stream));
+      if ((rc = apply_mask(c, a, key, dropped, e))) return rc;
+      used = dropped;
+    }
+    // dV = P^T dO (or (P M)^T dO)
+    if ((rc = row_gemm(c, true, false, a.t, a.d, a.t, 1.0f, used, a.t, tt, go, a.c, d, 0.0f, dv, a.row(), d,
                        a.heads, e)))
       return rc;
     score_grad_kernel<<<rows_grid(a), kOpThreads, 0, c.stream>>>(p, dp, a.t);

@@ -2,10 +2,14 @@
 // (a GEMM over the whole T x T square; the entries above the diagonal are then ignored), each row i's
 // softmax over j <= i in a fixed order, O = P V. Backward recomputes S and P from the saved row maxima and
 // sums (the same operations on the same values: the forward's bits), then dV = P^T dO, dP = dO V^T,
-// dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). The exponentials are
+// dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). With attention dropout
+// (reals[0] > 0, training) forward uses P * M (M: 0, or 1 / (1 - rate), interface/op_math.hpp's masks of
+// element (head, i, j)), and backward regenerates M: dV = (P M)^T dO, dP = (dO V^T) M. The exponentials are
 // interface/op_math.hpp's and the row sums run in eight fixed-order lanes, so the row loops vectorize.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
@@ -18,6 +22,7 @@ namespace {
 
 struct Attention {
   size_t t, c, heads, d;
+  float rate;                           // attention dropout in this pass (0: none)
   size_t row() const { return 3 * c; }  // floats between two positions of qkv
   float scale() const { return float(1.0 / std::sqrt(double(d))); }
 };
@@ -25,13 +30,29 @@ struct Attention {
 Attention attention_of(const dpt_op_call &call) {
   const size_t t = size_t(call.inputs[0].dims[0]), c = size_t(call.inputs[0].dims[1]) / 3;
   const size_t heads = size_t(call.ints[0]);
-  return Attention{t, c, heads, c / heads};
+  return Attention{t, c, heads, c / heads, call.training != 0 ? float(call.reals[0]) : 0.0f};
 }
 
-// S and, in backward, dP: two T x T matrices.
+// Multiplies head h's probabilities of one sample by its dropout mask (rows i, columns j <= i).
+void apply_mask(const Attention &a, uint64_t sample_key, size_t h, float *p) {
+  const float keep_scale = 1.0f / (1.0f - a.rate);
+  for (size_t i = 0; i < a.t; ++i) {
+    float *row = p + i * a.t;
+    const uint64_t first = (h * a.t + i) * a.t;
+    for (size_t j = 0; j <= i; ++j)
+      row[j] *= op_math::dropout_factor(sample_key, first + j, a.rate, keep_scale);
+  }
+}
+
+uint64_t sample_key(const dpt_op_call &call, size_t i) {
+  return op_math::dropout_sample_key(op_math::dropout_key(call.seed, call.step, call.node),
+                                     call.first_sample + i);
+}
+
+// S and, in backward, dP (and with dropout P M): three T x T matrices.
 size_t scratch_bytes(const dpt_op_call &call) {
   const Attention a = attention_of(call);
-  return 2 * a.t * a.t * sizeof(float);
+  return 3 * a.t * a.t * sizeof(float);
 }
 
 // s = scale * q k^T for one head (rows of q and k are a.row() apart).
@@ -108,6 +129,7 @@ void forward(const dpt_op_call &call) {
         max[r] = m;
         sum[r] = total;
       }
+      if (a.rate > 0.0f) apply_mask(a, sample_key(call, i), h, s);
       blas::gemm(false, false, a.t, a.d, a.t, 1.0f, s, a.t, v, a.row(), 0.0f, y + h * a.d, a.c);  // O = P V
     }
   }
@@ -117,7 +139,7 @@ void backward(const dpt_op_call &call) {
   float *d = dx(call);
   if (d == nullptr) return;
   const Attention a = attention_of(call);
-  float *p = static_cast<float *>(call.scratch), *dp = p + a.t * a.t;
+  float *p = static_cast<float *>(call.scratch), *dp = p + a.t * a.t, *dropped = dp + a.t * a.t;
   for (size_t i = 0; i < n(call); ++i) {
     const float *qkv = in(call) + i * a.t * a.row(), *g = dy(call) + i * a.t * a.c;
     const float *saved = static_cast<const float *>(call.saved) + i * 2 * a.heads * a.t;
@@ -127,8 +149,19 @@ void backward(const dpt_op_call &call) {
       float *dq = dqkv + h * a.d, *dk = dq + a.c, *dv = dq + 2 * a.c;
       scores(a, q, k, p);
       probabilities(a, saved + 2 * h * a.t, saved + 2 * h * a.t + a.t, p);
-      blas::gemm(true, false, a.t, a.d, a.t, 1.0f, p, a.t, go, a.c, 0.0f, dv, a.row());  // dV = P^T dO
       blas::gemm(false, true, a.t, a.t, a.d, 1.0f, go, a.c, v, a.row(), 0.0f, dp, a.t);  // dP = dO V^T
+      if (a.rate > 0.0f) {
+        // dP of the undropped probabilities: (dO V^T) M; and dV from the dropped ones, P M, kept in the
+        // dS buffer's place: the GEMM needs P M before dS overwrites dP, and P itself after.
+        const uint64_t key = sample_key(call, i);
+        apply_mask(a, key, h, dp);
+        std::copy(p, p + a.t * a.t, dropped);
+        apply_mask(a, key, h, dropped);
+        blas::gemm(true, false, a.t, a.d, a.t, 1.0f, dropped, a.t, go, a.c, 0.0f, dv,
+                   a.row());  // dV = (PM)^T dO
+      } else {
+        blas::gemm(true, false, a.t, a.d, a.t, 1.0f, p, a.t, go, a.c, 0.0f, dv, a.row());  // dV = P^T dO
+      }
       for (size_t r = 0; r < a.t; ++r) {  // dS = P * (dP - sum_j P dP), in place of dP
         const float *__restrict pr = p + r * a.t;
         float *__restrict dr = dp + r * a.t;

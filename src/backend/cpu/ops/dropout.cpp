@@ -4,7 +4,7 @@
 
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
-#include "core/rng.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt::cpu {
 
@@ -21,12 +21,11 @@ void forward(const dpt_op_call &c) {
     return;
   }
   const float keep_scale = 1.0f / (1.0f - rate);
-  const uint64_t key =
-      hash_combine(hash_combine(c.seed, uint64_t(Stream::kDropout)), hash_combine(c.step, c.node));
+  const uint64_t key = op_math::dropout_key(c.seed, c.step, c.node);
   for (size_t s = 0; s < n(c); ++s) {
-    const uint64_t sample_key = hash_combine(key, c.first_sample + s);
+    const uint64_t sample_key = op_math::dropout_sample_key(key, c.first_sample + s);
     for (size_t e = 0; e < per; ++e) {
-      const float m = uniform01(mix64(sample_key + e)) < rate ? 0.0f : keep_scale;
+      const float m = op_math::dropout_factor(sample_key, e, rate, keep_scale);
       mask[s * per + e] = m;
       y[s * per + e] = x[s * per + e] * m;
     }
