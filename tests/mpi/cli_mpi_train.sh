@@ -42,4 +42,17 @@ json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accu
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"
 json_check "$WORK/resumed.out" "d['epochs_completed'] == 0" "the 2-process checkpoint loads on 1 process"
+
+# gpt-mini (tokens, a target at every position) on 2 processes of 1 device: the bits of 1 process of 2.
+TEXT=${DPTRAIN_TEXT_DIR:-/usr/share/games/fortunes}
+if [ -d "$TEXT" ]; then
+  GPT=(train --model gpt-mini --text "$TEXT" --train-limit 32 --test-limit 16 --json)
+  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${GPT[@]}" \
+    --devices cpu:1 >"$WORK/gpt_mpi.out" 2>"$WORK/gpt_mpi.err")
+  run_cli gpt_local "${GPT[@]}" --devices cpu:2
+  A=$(json_get "$WORK/gpt_mpi.out" "d['param_checksum']")
+  B=$(json_get "$WORK/gpt_local.out" "d['param_checksum']")
+  [ -n "$A" ] && [ "$A" = "$B" ] && pass "gpt-mini on 2 processes = 2 devices of 1 process: $A" ||
+    fail "gpt-mini across processes: $A vs $B ($(tail -n 2 "$WORK/gpt_mpi.err"))"
+fi
 finish
