@@ -126,6 +126,9 @@ bench_column() {
 bench_peak() { sed -n 's/^single-thread SGEMM peak.*: \([0-9.]*\) GFLOP\/s$/\1/p' "$OUT_FILE"; }
 bench_flops() { sed -n "s/^$1: \([0-9.]*\) GFLOP of GEMM work per training sample$/\1/p" "$OUT_FILE"; }
 
+# The CLI's JSON result only (its progress and summary go to stderr).
+dptrain_json() { "$BUILD/bin/dptrain" "$@" 2>/dev/null; }
+
 for model in $MODELS; do
   case $model in
     lenet)
@@ -156,7 +159,7 @@ for model in $MODELS; do
       for t in $THREADS; do
         d=() p=() od=() op=()
         for ((r = 0; r < ROUNDS; ++r)); do
-          measure "$BUILD/bin/dptrain" train --model gpt-mini --train-limit $((16 * GPT_STEPS)) --test-limit 16 \
+          measure dptrain_json train --model gpt-mini --train-limit $((16 * GPT_STEPS)) --test-limit 16 \
             --devices "cpu:$t" --json
           d+=("$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["tokens_per_second"]))' "$OUT_FILE")")
           od+=("$OTHERS")
