@@ -131,7 +131,7 @@ else
 fi
 
 section "build (-j$jobs)"
-targets=(dptrain dptrain-cli test_cuda_backend test_cuda_module test_cuda_layers test_cuda_norms test_cuda_training
+targets=(dptrain dptrain-cli test_cuda_backend test_cuda_module test_cuda_layers test_cuda_norms test_cuda_transformer test_cuda_training
   test_cuda_collectives test_gpu_training dptrain_gpu_bench)
 grep -q "CUDA module: CUDA" "$out/configure.log" && targets+=(dptrain_cuda)
 build_start=$(date +%s)
