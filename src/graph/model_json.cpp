@@ -132,9 +132,10 @@ std::string model_to_json(const ModelSpec &spec) {
   out += "\",\n  \"version\": " + std::to_string(kVersion) + ",\n  \"input\": [";
   const Shape &input = spec.input();
   for (size_t i = 0; i < input.rank(); ++i) out += (i ? ", " : "") + std::to_string(input[i]);
+  out += ']';
   // Written only for tokens: a float32 model's file is as version 0.1 wrote it.
-  if (spec.input_dtype() == DType::kI32) out += "],\n  \"input_dtype\": \"int32";
-  out += "],\n  \"nodes\": [";
+  if (spec.input_dtype() == DType::kI32) out += ",\n  \"input_dtype\": \"int32\"";
+  out += ",\n  \"nodes\": [";
   const std::vector<Node> &nodes = spec.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node &node = nodes[n];

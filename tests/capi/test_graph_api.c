@@ -477,14 +477,17 @@ static void test_lenet_by_hand(void **state) {
 
 /* Every built-in model's JSON reads back to the same model. */
 static void test_builtin_json_round_trip(void **state) {
-  static const char *const names[] = {"lenet", "mlp", "resnet18"};
+  static const char *const names[] = {"lenet", "mlp", "resnet18", "gpt-mini"};
   size_t i;
   (void)state;
-  for (i = 0; i < 3; ++i) {
+  for (i = 0; i < 4; ++i) {
     dpt_model *m = NULL, *copy;
+    dpt_input_type type = DPT_INPUT_FLOAT32;
     ASSERT_OK(dpt_model_create_builtin(&m, names[i]));
     copy = round_trip(m);
     assert_same_model(m, copy);
+    ASSERT_OK(dpt_model_input_type(copy, &type));
+    assert_int_equal(type, i == 3 ? DPT_INPUT_TOKENS : DPT_INPUT_FLOAT32); /* "input_dtype": "int32" */
     if (i == 2) {
       char name[DPT_MODEL_NAME_CAPACITY];
       size_t n = 0;

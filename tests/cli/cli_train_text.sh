@@ -35,6 +35,19 @@ A=$(json_get "$WORK/one.out" "d['param_checksum']")
 B=$(json_get "$WORK/again.out" "d['param_checksum']")
 [ -n "$A" ] && [ "$A" = "$B" ] && pass "same seed, same bits: $A" || fail "two runs differ: $A vs $B"
 
+# gpt-mini written out as JSON (int32 input) trains as the built-in one, bit for bit.
+run_cli export model gpt-mini
+cp "$WORK/export.out" "$WORK/gpt-mini.json"
+json_check "$WORK/gpt-mini.json" "d['input'] == [128] and d['input_dtype'] == 'int32' and d['nodes'][0]['op'] == 'token_embedding'" \
+  "dptrain model gpt-mini: an int32 input of 128 tokens, then token_embedding"
+run_cli from_json train --model "$WORK/gpt-mini.json" --text "$TEXT" --train-limit 48 --test-limit 16 --devices cpu:2 \
+  --json --optimizer adamw --beta2 0.95 --weight-decay 0.1 --decay-scope matrices --clip 1 --schedule cosine \
+  --min-lr 1e-4 --init-std 0.02 --batch 16 --epochs 1 --warmup 0
+A=$(json_get "$WORK/one.out" "d['param_checksum']")
+B=$(json_get "$WORK/from_json.out" "d['param_checksum']")
+[ -n "$B" ] && [ "$A" = "$B" ] && pass "gpt-mini.json trains as gpt-mini (its recipe given by hand): $B" ||
+  fail "gpt-mini.json differs: $A vs $B ($(tail -n 2 "$WORK/from_json.err"))"
+
 # Two epochs straight, and one epoch resumed from the first's checkpoint: the same bits (a constant
 # learning rate: the cosine schedule spans the planned run, which the two runs plan differently).
 run_cli first train "${SHORT[@]}" --epochs 1 --schedule constant --checkpoint "$WORK/first.ckpt"
