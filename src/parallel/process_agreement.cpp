@@ -29,7 +29,8 @@ void ProcessAgreement::check(const World &world, double timeout_seconds) const {
   double counts[2] = {double(n), double(n) * double(n)};
   world.all_reduce(counts, 2, timeout_seconds);
   const double p = double(world.size());
-  DPT_REQUIRE(counts[0] == p * double(n) && counts[1] == p * double(n) * double(n), DPT_ERROR_INVALID_ARGUMENT,
+  DPT_REQUIRE(counts[0] == p * double(n) && counts[1] == p * double(n) * double(n),
+              DPT_ERROR_INVALID_ARGUMENT,
               "the processes of the MPI job describe " + what_ +
                   " with different numbers of fields: are they running different dptrain versions?");
   std::vector<uint64_t> reference = values_;

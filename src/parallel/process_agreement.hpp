@@ -19,7 +19,7 @@ class ProcessAgreement {
   explicit ProcessAgreement(std::string what) : what_(std::move(what)) {}
 
   void add(const char *name, uint64_t value);
-  void add(const char *name, double value);  // compared bit for bit
+  void add(const char *name, double value);             // compared bit for bit
   void add(const char *name, const std::string &text);  // compared by a 64-bit hash
 
   // Collective: compares with process 0. Throws DPT_ERROR_INVALID_ARGUMENT (every process, the same

@@ -134,7 +134,7 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   check_usable();
   DPT_REQUIRE(batch > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
   check_tokens(x, batch);
-  const uint64_t targets = check_labels(labels, batch);
+  const uint64_t own_targets = check_labels(labels, batch);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
   if (config_.split == SplitPolicy::kAuto && measured_weights_.empty()) measure_speeds(x, labels, batch);
@@ -154,11 +154,13 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   const double t1 = platform::now_seconds();
   s.compute_seconds = t1 - t0;
   s.samples = batch;
-  s.targets = targets;
-  double totals[3] = {0, 0, 0};  // loss sum, correct, replicas with a NaN or an infinity
-  for (auto &r : replicas_)      // device order
+  // loss sum, correct, replicas with a NaN or an infinity, the counted targets of this process's share
+  double totals[4] = {0, 0, 0, double(own_targets)};
+  for (auto &r : replicas_)  // device order
     totals[0] += r->stats.loss_sum, totals[1] += double(r->stats.correct), totals[2] += r->nonfinite;
-  if (config_.world != nullptr) world_sum(totals, 3);  // every process decides alike
+  if (config_.world != nullptr) world_sum(totals, 4);  // every process decides alike
+  const uint64_t targets = uint64_t(totals[3]);
+  s.targets = targets;
   // A batch whose targets are all ignored has no loss: 0, as its gradient.
   const double counted = targets > 0 ? double(targets) : 1.0;
   s.loss = totals[0] / counted;
@@ -294,7 +296,7 @@ EvalStats Trainer::evaluate(const void *x, const int32_t *labels, size_t n) {
   check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   check_tokens(x, n);
-  const uint64_t targets = check_labels(labels, n);
+  const uint64_t own_targets = check_labels(labels, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
   assign_slices(n);
@@ -308,13 +310,13 @@ EvalStats Trainer::evaluate(const void *x, const int32_t *labels, size_t n) {
                                 pass_info(r.count, r.begin, 0, false));
   });
   EvalStats e;
-  double totals[2] = {0, 0};
+  double totals[3] = {0, 0, double(own_targets)};  // loss sum, correct, counted targets of this share
   for (auto &r : replicas_) totals[0] += r->stats.loss_sum, totals[1] += double(r->stats.correct);
-  if (config_.world != nullptr) world_sum(totals, 2);
+  if (config_.world != nullptr) world_sum(totals, 3);
   e.loss_sum = totals[0];
   e.correct = uint64_t(totals[1]);
   e.samples = n;
-  e.targets = targets;
+  e.targets = uint64_t(totals[2]);
   e.seconds = platform::now_seconds() - t0;
   return e;
 }

@@ -142,7 +142,9 @@ class Trainer {
   void assign_slices(size_t batch, bool across_processes = true);
   void reserve_slices();
   void copy_in(const void *x, const int32_t *labels);
-  // Throws for a label outside [0, classes) other than kIgnoreLabel; returns the labels that count.
+  // Throws for a label outside [0, classes) other than kIgnoreLabel; returns the labels that count in this
+  // process's share of the batch (all of it without a world: across processes the caller sums the shares,
+  // since fit() fills only its own share of the labels).
   uint64_t check_labels(const int32_t *labels, size_t n) const;
   // Throws for a token outside [0, spec().token_bound()) (int32 inputs only).
   void check_tokens(const void *x, size_t n) const;

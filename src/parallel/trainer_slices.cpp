@@ -81,6 +81,7 @@ void Trainer::reserve_slices() {
 uint64_t Trainer::check_labels(const int32_t *labels, size_t n) const {
   const int64_t classes = int64_t(spec_.classes());
   const size_t per = spec_.targets_per_sample();
+  const auto [first, mine] = process_range(n);
   uint64_t counted = 0;
   for (size_t i = 0; i < n * per; ++i) {
     if (labels[i] == cpu::kIgnoreLabel) continue;
@@ -88,7 +89,7 @@ uint64_t Trainer::check_labels(const int32_t *labels, size_t n) const {
                 "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i / per) +
                     (per > 1 ? " (position " + std::to_string(i % per) + ")" : std::string()) +
                     " is outside [0, " + std::to_string(classes) + ") and not the ignore label -1");
-    ++counted;
+    counted += i / per >= first && i / per < first + mine;
   }
   return counted;
 }

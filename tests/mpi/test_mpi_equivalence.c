@@ -97,6 +97,60 @@ static float *train(size_t devices, dpt_communicator communicator, size_t bucket
   return params;
 }
 
+/* A token model (token_embedding -> linear: a target at each of 4 positions, every third target ignored)
+ * fit for one epoch: 2 processes of 1 device equal 1 process of 2 devices bit for bit. Each process of a fit
+ * fills only its own share of a batch's labels, so the loss is divided by the counted targets of every
+ * process's share, summed across the processes (not by a count over the whole, partly stale, batch). */
+static float *fit_tokens(dpt_communicator communicator, size_t devices, size_t *count) {
+  enum { T = 4, V = 7, N = 40 };
+  int32_t tokens[N * T], targets[N * T];
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = devices;
+  dpt_context *ctx = NULL;
+  OK(dpt_context_create(&ctx, &co));
+  dpt_model *m = NULL;
+  size_t x = 0;
+  OK(dpt_model_create_tokens(&m, T));
+  OK(dpt_model_token_embedding(m, 0, V, 5, "wte", &x));
+  OK(dpt_model_linear(m, x, V, 1, "head", &x));
+  state = 777;
+  for (size_t i = 0; i < N * T; ++i) tokens[i] = (int32_t)(next_unit() * V) % V;
+  for (size_t i = 0; i < N * T; ++i)
+    targets[i] = i % 3 == 1 ? DPT_IGNORE_LABEL : (int32_t)(next_unit() * V) % V;
+  dpt_dataset *d = NULL;
+  OK(dpt_dataset_create_tokens(&d, tokens, N * T, targets, N * T, N, T, V));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 3;
+  to.communicator = communicator;
+  to.timeout_seconds = 60;
+  dpt_trainer *t = NULL;
+  OK(dpt_trainer_create(&t, ctx, m, &to, NULL));
+  dpt_fit_options fo;
+  dpt_fit_options_init(&fo);
+  fo.batch_size = 9; /* ragged: 5 batches of 9, the last of 4 */
+  dpt_fit_result r = {.struct_size = sizeof r};
+  OK(dpt_trainer_fit(t, d, NULL, &fo, &r));
+  OK(dpt_trainer_parameter_count(t, count));
+  float *params = malloc(*count * sizeof(float));
+  OK(dpt_trainer_get_parameters(t, params, *count));
+  dpt_trainer_destroy(t);
+  dpt_dataset_destroy(d);
+  dpt_model_destroy(m);
+  dpt_context_destroy(ctx);
+  return params;
+}
+
+static void check_token_fit(void) {
+  size_t n = 0, n_local = 0;
+  float *world = fit_tokens(DPT_COMMUNICATOR_MPI, 1, &n);
+  float *local = fit_tokens(DPT_COMMUNICATOR_LOCAL, 2, &n_local);
+  CHECK(n == n_local && memcmp(world, local, n * sizeof(float)) == 0,
+        "token model with ignored targets: 2 processes x 1 device differ from 1 process x 2 devices");
+  free(world), free(local);
+}
+
 /* conv (no bias) -> batch norm -> relu -> conv -> batch norm, + the first relu's output, relu, global
  * average pooling, dense 10. */
 static dpt_model *batch_norm_model(void) {
@@ -210,6 +264,7 @@ int main(int argc, char **argv) {
   dpt_model_destroy(model);
   free(world), free(bucketed), free(lo), free(hi), free(four), free(one), free(start);
   check_batch_norm();
+  check_token_fit();
   free(last_buffers);
   OK(dpt_world_finalize()); /* the application started MPI: a no-op */
   int all_failures = 0;
