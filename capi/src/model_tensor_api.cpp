@@ -1,4 +1,4 @@
-// dpt_model_tensor_shape and the named parameters and buffers of a model.
+// dpt_model_tensor_shape, the named parameters and buffers of a model, and tying parameters.
 #include "model_calls.hpp"
 
 using dpt::ModelSpec;
@@ -67,6 +67,16 @@ dpt_status dpt_model_named_tensor(const dpt_model *model, dpt_tensor_kind kind, 
     std::memcpy(name, t.name.c_str(), t.name.size() + 1);
     for (size_t i = 0; i < t.shape.rank(); ++i) dims[i] = t.shape[i];
     if (offset != nullptr) *offset = t.offset;
+  });
+}
+
+dpt_status dpt_model_tie(dpt_model *model, const char *parameter, const char *source) {
+  return dpt::capi::with_model(__func__, model, [&](ModelSpec &m) {
+    require_not_null(parameter, "parameter");
+    require_not_null(source, "source");
+    // (longer names than any node's parameter name fail the lookup)
+    const size_t longest = dpt::kMaxNameLength + 33;
+    m.tie(std::string(parameter, strnlen(parameter, longest)), std::string(source, strnlen(source, longest)));
   });
 }
 

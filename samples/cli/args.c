@@ -73,6 +73,7 @@ typedef struct option_spec {
 
 static const option_spec kOptions[] = {
     {"--model", ARG_MODEL, FIELD(model), 0, REAL_POSITIVE, kModels},
+    {"--tie", ARG_STRING, FIELD(ties), 0, REAL_POSITIVE, NULL},
     {"--data", ARG_STRING, FIELD(data_dir), 0, REAL_POSITIVE, NULL},
     {"--text", ARG_STRING, FIELD(text_path), 0, REAL_POSITIVE, NULL},
     {"--validation-fraction", ARG_REAL, FIELD(validation_fraction), 0, REAL_FRACTION, NULL},
@@ -557,6 +558,8 @@ void print_train_help(FILE *out) {
       "                         " CLI_DEFAULT_TEXT
       ")\n"
       "  --validation-fraction F  token models: the last part of the text to validate on (default: 0.1)\n"
+      "  --tie P=S[,P=S...]     tie parameter P to the earlier parameter S (one tensor), e.g. gpt-mini's\n"
+      "                         LM head to its token embedding: lm_head.weight=transformer.wte.weight\n"
       "  --train-limit N        use only the first N training samples (text: windows)\n"
       "  --test-limit N         use only the first N test (validation) samples\n"
       "  --devices cpu:K        train on K CPU devices (default: $DPTRAIN_CPU_DEVICES or the core count)\n"

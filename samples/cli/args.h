@@ -34,6 +34,7 @@ enum {
 typedef struct train_config {
   int model;                  /**< CLI_MODEL_*; CLI_MODEL_NONE until --model is given. */
   const char *model_path;     /**< CLI_MODEL_FILE: the .json file (dpt_model_from_json). */
+  const char *ties;           /**< --tie PARAM=SOURCE[,...]: parameters tied (dpt_model_tie), or NULL. */
   const char *data_dir;       /**< NULL = the library's default directory. */
   const char *text_path;      /**< Token models: the text file or directory; NULL = CLI_DEFAULT_TEXT. */
   double validation_fraction; /**< Token models: the last part of the text held out for validation. */

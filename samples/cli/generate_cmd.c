@@ -16,6 +16,7 @@
 typedef struct generate_config {
   const char *checkpoint;
   const char *model; /**< A built-in name or FILE.json; default gpt-mini. */
+  const char *ties;  /**< --tie, as the model was trained, or NULL. */
   const char *prompt;
   size_t tokens;
   double temperature;
@@ -25,7 +26,7 @@ typedef struct generate_config {
 
 static void print_generate_help(FILE *out) {
   fputs(
-      "usage: dptrain generate --checkpoint FILE [--model gpt-mini|FILE.json] [--prompt TEXT]\n"
+      "usage: dptrain generate --checkpoint FILE [--model gpt-mini|FILE.json] [--tie P=S] [--prompt TEXT]\n"
       "                        [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
       "\n"
       "Prints the prompt and N bytes sampled from a byte-level language model trained with\n"
@@ -34,6 +35,7 @@ static void print_generate_help(FILE *out) {
       "\n"
       "  --checkpoint FILE   the trained model (required)\n"
       "  --model NAME        gpt-mini (default) or the FILE.json it was trained as\n"
+      "  --tie P=S[,...]     the ties it was trained with (dptrain train --tie)\n"
       "  --prompt TEXT       text to continue (default: a newline); only its last context bytes count\n"
       "  --tokens N          bytes to generate (default: 200)\n"
       "  --temperature T     0 = always the most likely byte (default: 0.8)\n"
@@ -75,6 +77,8 @@ static int parse_generate_args(int argc, char **argv, generate_config *c) {
       c->checkpoint = value;
     } else if (strcmp(name, "--model") == 0) {
       c->model = value;
+    } else if (strcmp(name, "--tie") == 0) {
+      c->ties = value;
     } else if (strcmp(name, "--prompt") == 0) {
       c->prompt = value;
     } else if (strcmp(name, "--tokens") == 0) {
@@ -205,7 +209,7 @@ int cli_generate_main(int argc, char **argv) {
   size_t length = 0, vocabulary = 0;
   int rc = parse_generate_args(argc, argv, &c);
   if (rc != -1) return rc;
-  rc = cli_load_model(c.model, 1, &model);
+  rc = cli_load_model(c.model, c.ties, 1, &model);
   if (rc != CLI_EXIT_OK) return rc;
   rc = open_model(&c, model, &context, &trainer, &length, &vocabulary);
   if (rc == CLI_EXIT_OK) rc = generate(&c, trainer, length, vocabulary);

@@ -29,7 +29,7 @@ int cli_model_main(int argc, char **argv) {
   if (argc != 1)
     return cli_usage_error("expected one model: dptrain model lenet|mlp|resnet18|gpt-mini|FILE.json");
   if (argv[0][0] == '-') return cli_usage_error("unknown option '%s' (see 'dptrain model --help')", argv[0]);
-  rc = cli_load_model(argv[0], 0, &model);
+  rc = cli_load_model(argv[0], NULL, 0, &model);
   if (rc != CLI_EXIT_OK) return rc;
   status = dpt_model_to_json(model, NULL, 0, &size);
   if (status == DPT_ERROR_BUFFER_TOO_SMALL) {

@@ -103,7 +103,32 @@ static int check_text(const char *name, const dpt_model *model) {
   return CLI_EXIT_OK;
 }
 
-int cli_load_model(const char *name, int check_data, dpt_model **out) {
+/** @brief Applies --tie's "PARAM=SOURCE[,PARAM=SOURCE...]" to @p model. */
+static int apply_ties(dpt_model *model, const char *ties) {
+  char pair[2 * DPT_MODEL_NAME_CAPACITY + 2];
+  const char *at = ties;
+  while (*at != '\0') {
+    const size_t length = strcspn(at, ",");
+    char *equals;
+    dpt_status status;
+    if (length >= sizeof pair) return cli_usage_error("--tie: '%.*s...' is too long", 64, at);
+    memcpy(pair, at, length);
+    pair[length] = '\0';
+    equals = strchr(pair, '=');
+    if (equals == NULL || equals == pair || equals[1] == '\0')
+      return cli_usage_error(
+          "--tie: expected PARAM=SOURCE (e.g. lm_head.weight=transformer.wte.weight), got '%s'", pair);
+    *equals = '\0';
+    status = dpt_model_tie(model, pair, equals + 1);
+    if (status == DPT_ERROR_INVALID_ARGUMENT) return cli_usage_error("--tie: %s", dpt_last_error_message());
+    if (status != DPT_OK) return cli_library_error(status);
+    at += length;
+    if (*at == ',') ++at;
+  }
+  return CLI_EXIT_OK;
+}
+
+int cli_load_model(const char *name, const char *ties, int check_data, dpt_model **out) {
   dpt_input_type input = DPT_INPUT_FLOAT32;
   dpt_status status;
   dpt_model *model = NULL;
@@ -118,8 +143,9 @@ int cli_load_model(const char *name, int check_data, dpt_model **out) {
                              name);
     if (status != DPT_OK) return cli_library_error(status);
   }
-  status = dpt_model_input_type(model, &input);
-  rc = status == DPT_OK ? CLI_EXIT_OK : cli_library_error(status);
+  rc = ties != NULL ? apply_ties(model, ties) : CLI_EXIT_OK;
+  status = rc == CLI_EXIT_OK ? dpt_model_input_type(model, &input) : DPT_OK;
+  if (rc == CLI_EXIT_OK && status != DPT_OK) rc = cli_library_error(status);
   if (rc == CLI_EXIT_OK && check_data)
     rc = input == DPT_INPUT_TOKENS ? check_text(name, model) : check_fashion_mnist(name, model);
   if (rc != CLI_EXIT_OK) {

@@ -431,7 +431,7 @@ int cli_train_main(int argc, char **argv) {
   run.out = run.config.json ? stderr : stdout;
   rc = join_world(&run);
   /* The model first: a bad model file fails before any data is loaded. */
-  if (rc == CLI_EXIT_OK) rc = cli_load_model(model_label(&run.config), 1, &run.model);
+  if (rc == CLI_EXIT_OK) rc = cli_load_model(model_label(&run.config), run.config.ties, 1, &run.model);
   if (rc == CLI_EXIT_OK) rc = open_outputs(&run);
   if (rc == CLI_EXIT_OK) rc = create_context(&run);
   if (rc == CLI_EXIT_OK) rc = load_data(&run);

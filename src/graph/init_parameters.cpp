@@ -16,9 +16,11 @@ void fill_constant(const ParamInfo &p, float *out) {
 void init_parameters(const ModelSpec &spec, float *params, uint64_t seed, InitScheme scheme, float std) {
   for (size_t l = 0; l < spec.nodes().size(); ++l) {
     const Node &node = spec.nodes()[l];
-    float *p = params + node.param_offset;
     Rng rng(hash_combine(hash_combine(seed, uint64_t(Stream::kInit)), l));
-    for (const ParamInfo &info : node.layout.params) {
+    for (size_t k = 0; k < node.layout.params.size(); ++k) {
+      if (node.tied[k]) continue;  // its source's values
+      const ParamInfo &info = node.layout.params[k];
+      float *p = params + node.param_offsets[k];
       if (info.init == ParamInit::kFanIn) {
         const double bound = 1.0 / std::sqrt(double(info.fan_in));
         for (size_t i = 0; i < info.size(); ++i)
@@ -27,7 +29,6 @@ void init_parameters(const ModelSpec &spec, float *params, uint64_t seed, InitSc
       } else {
         fill_constant(info, p);
       }
-      p += info.size();
     }
   }
 }

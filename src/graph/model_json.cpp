@@ -124,6 +124,28 @@ void add_node(ModelSpec &spec, const Value &node, size_t index) {
   }
 }
 
+// "ties": [{"parameter": "lm_head.weight", "source": "transformer.wte.weight"}, ...], in order.
+void add_ties(ModelSpec &spec, const Value &ties) {
+  if (ties.kind != Value::Kind::kArray)
+    fail(ties, "\"ties\"", std::string("expected an array, got ") + ties.kind_name());
+  for (size_t i = 0; i < ties.items.size(); ++i) {
+    const Value &tie = ties.items[i];
+    const std::string what = "ties[" + std::to_string(i) + "]";
+    if (tie.kind != Value::Kind::kObject)
+      fail(tie, what, std::string("expected an object, got ") + tie.kind_name());
+    for (const json::Member &m : tie.members)
+      if (m.key != "parameter" && m.key != "source")
+        fail(m.value, what, "unknown key " + quoted(m.key) + " (a tie has parameter and source)");
+    const Value &parameter = require(tie, "parameter", Value::Kind::kString, what);
+    const Value &source = require(tie, "source", Value::Kind::kString, what);
+    try {
+      spec.tie(parameter.text, source.text);
+    } catch (const Error &e) {
+      throw Error(e.status(), line_of(tie) + what + ": " + e.what());
+    }
+  }
+}
+
 }  // namespace
 
 std::string model_to_json(const ModelSpec &spec) {
@@ -160,7 +182,20 @@ std::string model_to_json(const ModelSpec &spec) {
     out += '}';
   }
   out += nodes.empty() ? "],\n" : "\n  ],\n";
-  out += "  \"output\": " + std::to_string(spec.output_tensor()) + "\n}\n";
+  out += "  \"output\": " + std::to_string(spec.output_tensor());
+  // Written only when there are ties: an untied model's file is as version 0.2 wrote it.
+  if (!spec.ties().empty()) {
+    out += ",\n  \"ties\": [";
+    for (size_t i = 0; i < spec.ties().size(); ++i) {
+      out += i ? ",\n    {\"parameter\": " : "\n    {\"parameter\": ";
+      json::append_string(out, spec.ties()[i].parameter);
+      out += ", \"source\": ";
+      json::append_string(out, spec.ties()[i].source);
+      out += '}';
+    }
+    out += "\n  ]";
+  }
+  out += "\n}\n";
   return out;
 }
 
@@ -178,9 +213,10 @@ ModelSpec model_from_json(std::string_view text) {
              std::to_string(kVersion) + ")");
   for (const json::Member &m : doc.members)
     if (m.key != "format" && m.key != "version" && m.key != "input" && m.key != "input_dtype" &&
-        m.key != "nodes" && m.key != "output")
+        m.key != "nodes" && m.key != "output" && m.key != "ties")
       fail(m.value, "the model",
-           "unknown key " + quoted(m.key) + " (expected format, version, input, input_dtype, nodes, output)");
+           "unknown key " + quoted(m.key) +
+               " (expected format, version, input, input_dtype, nodes, output, ties)");
   const Shape shape = input_shape(doc);
   DType dtype = DType::kF32;
   if (const Value *d = doc.find("input_dtype")) {
@@ -207,6 +243,7 @@ ModelSpec model_from_json(std::string_view text) {
       throw Error(e.status(), line_of(*output) + "\"output\": " + e.what());
     }
   }
+  if (const Value *ties = doc.find("ties")) add_ties(spec, *ties);
   return spec;
 }
 

@@ -11,7 +11,8 @@ namespace dpt {
 
 size_t Node::parameters() const {
   size_t n = 0;
-  for (const ParamInfo &p : layout.params) n += p.size();
+  for (size_t k = 0; k < layout.params.size(); ++k)
+    if (!tied[k]) n += layout.params[k].size();
   return n;
 }
 
@@ -88,6 +89,7 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
   for (size_t i = 0; i < op.int_count(); ++i) node.attrs.ints[i] = attrs.ints[i];
   for (size_t i = 0; i < op.real_count(); ++i) node.attrs.reals[i] = attrs.reals[i];
   node.layout = op.layout(shapes, node.attrs);
+  node.tied.assign(node.layout.params.size(), false);
   const size_t out_size = node.layout.output.size();
   DPT_REQUIRE(out_size > 0 && out_size <= kMaxFloatsPerSample, DPT_ERROR_INVALID_ARGUMENT,
               "layer output must have between 1 and 2^28 floats per sample");
@@ -98,6 +100,12 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
       DPT_ERROR_INTERNAL, "an op has at most 4 parameter tensors");
   node.param_offset = parameters_;
   node.buffer_offset = buffers_;
+  node.param_offsets.resize(node.layout.params.size());
+  size_t at = parameters_;  // a new node's parameters come last, after every earlier node's
+  for (size_t k = 0; k < node.layout.params.size(); ++k) {
+    node.param_offsets[k] = at;
+    at += node.layout.params[k].size();
+  }
   for (const ParamInfo &p : node.layout.params)
     DPT_REQUIRE(p.name.size() <= 31, DPT_ERROR_INTERNAL, "a parameter name is longer than 31 bytes");
   for (const ParamInfo &p : node.layout.buffers)
@@ -126,6 +134,69 @@ size_t ModelSpec::add(const OpDef &op, const std::vector<size_t> &inputs, const 
 size_t ModelSpec::classes() const {
   const Shape out = output();
   return out.rank() == 2 ? out[1] : out.size();
+}
+
+ModelSpec::ParamSlot ModelSpec::find_parameter(const std::string &name, const char *what) const {
+  const size_t dot = name.rfind('.');
+  const auto node = dot == std::string::npos ? names_.end() : names_.find(name.substr(0, dot));
+  DPT_REQUIRE(
+      node != names_.end(), DPT_ERROR_INVALID_ARGUMENT,
+      std::string(what) + " " + printable(name) +
+          " names no node's parameter (expected \"<node name>.<parameter>\", e.g. \"lm_head.weight\")");
+  const std::vector<ParamInfo> &params = nodes_[node->second].layout.params;
+  std::string known;
+  for (size_t k = 0; k < params.size(); ++k) {
+    if (params[k].name == name.substr(dot + 1)) return ParamSlot{node->second, k};
+    known += (k != 0 ? ", " : "") + params[k].name;
+  }
+  throw_error(DPT_ERROR_INVALID_ARGUMENT,
+              std::string(what) + " " + printable(name) + ": node " + printable(node->first) +
+                  (params.empty() ? " has no parameters" : " has the parameters " + known));
+}
+
+void ModelSpec::tie(const std::string &parameter, const std::string &source) {
+  const std::string what = "tying " + printable(parameter) + " to " + printable(source) + ": ";
+  const ParamSlot p = find_parameter(parameter, "parameter");
+  ParamSlot s = find_parameter(source, "source");
+  std::string owner = source;
+  for (const Tie &t : ties_) {
+    DPT_REQUIRE(t.parameter != parameter, DPT_ERROR_INVALID_ARGUMENT,
+                what + "the parameter is already tied to " + printable(t.source));
+    DPT_REQUIRE(t.source != parameter, DPT_ERROR_INVALID_ARGUMENT,
+                what + "the parameter is the source of " + printable(t.parameter) +
+                    " (tie both to one untied parameter)");
+    if (t.parameter == source) owner = t.source;  // a tied source stands for its own source
+  }
+  if (owner != source) s = find_parameter(owner, "source");
+  DPT_REQUIRE(s.node < p.node, DPT_ERROR_INVALID_ARGUMENT,
+              what + "the source must belong to an earlier node than the parameter (node " +
+                  std::to_string(s.node) + " is not before node " + std::to_string(p.node) + ")");
+  const Shape &ps = nodes_[p.node].layout.params[p.slot].shape,
+              &ss = nodes_[s.node].layout.params[s.slot].shape;
+  DPT_REQUIRE(ps == ss, DPT_ERROR_INVALID_ARGUMENT,
+              what + "the shapes differ (" + ps.text() + " and " + ss.text() + ")");
+  grow(ties_);  // the only allocation; what follows cannot throw
+  ties_.push_back(Tie{parameter, owner, p.node, p.slot, s.node, s.slot});
+  nodes_[p.node].tied[p.slot] = true;
+  lay_out_parameters();
+}
+
+void ModelSpec::lay_out_parameters() {
+  size_t offset = 0;
+  param_refs_.clear();  // it only shrinks here: no allocation
+  for (size_t j = 0; j < nodes_.size(); ++j) {
+    Node &node = nodes_[j];
+    node.param_offset = offset;
+    for (size_t k = 0; k < node.layout.params.size(); ++k) {
+      if (node.tied[k]) continue;
+      node.param_offsets[k] = offset;
+      offset += node.layout.params[k].size();
+      param_refs_.push_back({j, k});
+    }
+  }
+  parameters_ = offset;
+  for (const Tie &t : ties_)
+    nodes_[t.node].param_offsets[t.slot] = nodes_[t.source_node].param_offsets[t.source_slot];
 }
 
 void ModelSpec::check_name(const std::string &name) const {
@@ -224,6 +295,7 @@ std::string ModelSpec::describe() const {
     }
   }
   if (!nodes_.empty() && output_ != nodes_.back().output) text += " ->" + std::to_string(output_);
+  for (const Tie &t : ties_) text += " tie:" + t.parameter + "=" + t.source;
   return text;
 }
 
@@ -231,8 +303,11 @@ NamedTensor ModelSpec::named(bool buffers, size_t index) const {
   const TensorRef &ref = (buffers ? buffer_refs_ : param_refs_).at(index);
   const Node &n = nodes_[ref.node];
   const std::vector<ParamInfo> &list = buffers ? n.layout.buffers : n.layout.params;
-  size_t offset = buffers ? n.buffer_offset : n.param_offset;
-  for (size_t i = 0; i < ref.slot; ++i) offset += list[i].size();
+  size_t offset = n.buffer_offset;
+  if (buffers)
+    for (size_t i = 0; i < ref.slot; ++i) offset += list[i].size();
+  else
+    offset = n.param_offsets[ref.slot];
   return NamedTensor{n.name + "." + list[ref.slot].name, list[ref.slot].shape, offset};
 }
 

@@ -31,10 +31,15 @@ struct Node {
   std::vector<size_t> inputs;  // tensor ids
   size_t output = 0;           // tensor id
   OpAttrs attrs;
-  NodeLayout layout;          // parameters, buffers, saved bytes, view
-  size_t param_offset = 0;    // of its first parameter in the flat vector
-  size_t buffer_offset = 0;   // of its first buffer in the flat buffer vector
-  size_t parameters() const;  // floats
+  NodeLayout layout;         // parameters, buffers, saved bytes, view
+  size_t param_offset = 0;   // of its first own parameter in the flat vector
+  size_t buffer_offset = 0;  // of its first buffer in the flat buffer vector
+  // Per parameter slot (layout.params): where its values are in the flat vector, and whether the slot is
+  // tied to an earlier node's parameter (ModelSpec::tie), whose values it reads and into whose gradient its
+  // backward adds. The node's own slots fill [param_offset, param_offset + parameters()).
+  std::vector<size_t> param_offsets;
+  std::vector<bool> tied;
+  size_t parameters() const;  // floats of its own (untied) slots
   size_t buffer_floats() const;
 };
 
@@ -71,6 +76,21 @@ class ModelSpec {
   size_t add_op(const char *op, const std::vector<size_t> &inputs, const std::string &name = "");
   // Makes tensor t (made earlier) the model's output, the logits of the loss.
   void set_output(size_t t);
+  // Ties the parameter named parameter ("lm_head.weight") to the parameter named source
+  // ("transformer.wte.weight"), as PyTorch's `lm_head.weight = wte.weight`: one tensor, read by both nodes,
+  // its gradient the sum of both nodes' contributions. The parameter leaves the flat vector (and the named
+  // parameters); the source must have the same shape and belong to an earlier node, so that its gradient
+  // is complete when backward reaches the source's node (the bucket that holds it is reduced after both
+  // contributions). A source that is itself tied stands for the parameter it is tied to. Throws
+  // DPT_ERROR_INVALID_ARGUMENT (a name that does not exist, a parameter already tied or the source of a tie,
+  // shapes that differ, a source of a later node) and leaves the model unchanged.
+  void tie(const std::string &parameter, const std::string &source);
+  struct Tie {
+    std::string parameter, source;  // full names, the source resolved to an untied parameter
+    size_t node, slot;              // the parameter's node and slot in layout.params
+    size_t source_node, source_slot;
+  };
+  const std::vector<Tie> &ties() const { return ties_; }
 
   const Shape &input() const { return tensors_[0].shape; }
   DType input_dtype() const { return tensors_[0].dtype; }
@@ -96,6 +116,13 @@ class ModelSpec {
 
  private:
   void check_name(const std::string &name) const;
+  struct ParamSlot {  // nodes_[node].layout.params[slot]
+    size_t node, slot;
+  };
+  // The parameter named name ("<node>.<parameter>"), or a DPT_ERROR_INVALID_ARGUMENT naming what.
+  ParamSlot find_parameter(const std::string &name, const char *what) const;
+  // Recomputes every node's offsets and the named parameters from the nodes' tied flags.
+  void lay_out_parameters();
 
   std::vector<TensorInfo> tensors_;
   std::vector<Node> nodes_;
@@ -104,6 +131,7 @@ class ModelSpec {
     size_t node, slot;  // nodes_[node].layout.params[slot] (or .buffers[slot])
   };
   std::vector<TensorRef> param_refs_, buffer_refs_;
+  std::vector<Tie> ties_;
   size_t output_ = 0;
   size_t parameters_ = 0, buffers_ = 0;
   size_t token_bound_ = 0;

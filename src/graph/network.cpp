@@ -33,7 +33,7 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
     const Node &node = nodes[j];
     kernels_.check_supported(node.op->name, tensors[node.output].dtype);
     root_[node.output] = node.layout.view ? root_[node.inputs[0]] : node.output;
-    bool rg = node.parameters() > 0;
+    bool rg = !node.layout.params.empty();
     for (size_t t : node.inputs) rg = rg || requires_grad_[t];
     requires_grad_[node.output] = rg;
 
@@ -140,11 +140,8 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
   c.n = int64_t(info.n);
   for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = data_[node.inputs[i]];
   c.output.data = data_[node.output];
-  const float *p = params + node.param_offset;
-  for (size_t k = 0; k < node.layout.params.size(); ++k) {
-    c.params[k].data = const_cast<float *>(p);
-    p += node.layout.params[k].size();
-  }
+  for (size_t k = 0; k < node.layout.params.size(); ++k)
+    c.params[k].data = const_cast<float *>(params + node.param_offsets[k]);
   float *b = buffers != nullptr ? buffers + node.buffer_offset : nullptr;
   for (size_t k = 0; k < node.layout.buffers.size(); ++k) {
     c.buffers[k].data = b;
@@ -225,11 +222,9 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     dpt_op_call &c = step.call;
     fill_call(j, c, params, pass_buffers_, info);
     c.output_grad = slot(grad_slot_[root_[node.output]]);
-    float *g = grads + node.param_offset;
-    for (size_t k = 0; k < node.layout.params.size(); ++k) {
-      c.param_grads[k] = g;
-      g += node.layout.params[k].size();
-    }
+    // A tied parameter's gradient is its source's: this node adds into it before the source's node
+    // (an earlier one) does, and the bucket hook posts it only after that node.
+    for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = grads + node.param_offsets[k];
     size_t spare = spare_slot_;
     for (size_t i = 0; i < step.grads.size(); ++i) {
       const InputGrad &ig = step.grads[i];

@@ -31,8 +31,8 @@ Tensor make_tensor(const std::string &name, ElementType dtype, const T *data, si
   return t;
 }
 
-const Tensor &find(const std::map<std::string, const Tensor *> &tensors, const std::string &name, ElementType dtype,
-                   const std::string &path) {
+const Tensor &find(const std::map<std::string, const Tensor *> &tensors, const std::string &name,
+                   ElementType dtype, const std::string &path) {
   auto it = tensors.find(name);
   DPT_REQUIRE(it != tensors.end(), DPT_ERROR_FORMAT,
               "checkpoint '" + path + "' has no tensor '" + name + "'");
@@ -109,7 +109,27 @@ void load_checkpoint(Trainer &trainer, const std::string &path) {
   load_checkpoint_image(trainer, read_checkpoint_file(path), path);
 }
 
-void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image, const std::string &path) {
+namespace {
+// Where two model descriptions part (they run to thousands of bytes, a message to one line): "from byte
+// N, the checkpoint's reads '...' and the trainer's '...'" (64 bytes of each, "(its end)" for none).
+std::string first_difference(const std::string &saved, const std::string &wanted) {
+  size_t at = 0;
+  while (at < saved.size() && at < wanted.size() && saved[at] == wanted[at]) ++at;
+  while (at > 0 && saved[at - 1] != ' ') --at;  // from the start of the node (or tie) that differs
+  const auto part = [&](const std::string &text) {
+    std::string quoted(1, '\'');  // (not "'" + ...: GCC 12 warns falsely on it, -Wrestrict)
+    if (at >= text.size()) return std::string("(its end)");
+    quoted += text.substr(at, 64);
+    quoted += text.size() - at > 64 ? "...'" : "'";
+    return quoted;
+  };
+  return "from byte " + std::to_string(at) + " of their descriptions, the checkpoint's reads " + part(saved) +
+         " and the trainer's " + part(wanted);
+}
+}  // namespace
+
+void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image,
+                           const std::string &path) {
   const std::vector<Tensor> decoded = decode_checkpoint(image, path);
   std::map<std::string, const Tensor *> tensors;
   for (const Tensor &t : decoded) tensors[t.name] = &t;
@@ -117,9 +137,10 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   const Tensor &description = find(tensors, "model.description", ElementType::kU8, path);
   const std::string model(description.bytes.begin(), description.bytes.end());
   DPT_REQUIRE(model == trainer.spec().describe(), DPT_ERROR_INVALID_ARGUMENT,
-              "checkpoint '" + path + "' holds model '" + model + "', the trainer's is '" +
-                  trainer.spec().describe() + "'");
-  const std::vector<uint64_t> kind = values<uint64_t>(find(tensors, "optimizer.kind", ElementType::kU64, path));
+              "checkpoint '" + path + "' holds another model than the trainer's: " +
+                  first_difference(model, trainer.spec().describe()));
+  const std::vector<uint64_t> kind =
+      values<uint64_t>(find(tensors, "optimizer.kind", ElementType::kU64, path));
   DPT_REQUIRE(kind.size() == 1 && kind[0] == uint64_t(trainer.config().optimizer.kind),
               DPT_ERROR_INVALID_ARGUMENT,
               "checkpoint '" + path + "' was written with another optimizer than the trainer's");

@@ -183,13 +183,27 @@ void load_safetensors(Trainer &trainer, const std::string &path) {
     return batch_norms.count(e.name.substr(0, e.name.size() - suffix)) != 0 &&
            safetensors::is_integer(e.dtype) && e.shape.size() <= 1 && e.bytes() <= 8 && elements == 1;
   };
-  std::map<std::string, const safetensors::Entry *> found;
+  // A tied parameter's name stands for its source (PyTorch writes both names of a tied tensor, or one of
+  // them: safetensors' save_model keeps one); when both are in the file, their values must be equal.
+  std::map<std::string, std::string> alias;  // tied parameter -> source
+  for (const ModelSpec::Tie &t : spec.ties()) alias.emplace(t.parameter, t.source);
+  std::map<std::string, const safetensors::Entry *> found;  // by the model's name
+  std::vector<const safetensors::Entry *> copies;           // a tied name whose source is in the file too
   std::vector<std::string> missing, unknown;
   for (const safetensors::Entry &e : header.tensors) {
+    const auto a = alias.find(e.name);
     if (targets.count(e.name) != 0)
       found[e.name] = &e;
-    else if (!ignored(e))
+    else if (a == alias.end() && !ignored(e))
       unknown.push_back(e.name);
+  }
+  for (const safetensors::Entry &e : header.tensors) {
+    const auto a = alias.find(e.name);
+    if (a == alias.end()) continue;
+    if (found.count(a->second) != 0)
+      copies.push_back(&e);
+    else
+      found[a->second] = &e;
   }
   for (const auto &[t, values] : model)
     if (found.count(t->name) == 0) missing.push_back(t->name);
@@ -201,9 +215,8 @@ void load_safetensors(Trainer &trainer, const std::string &path) {
              ", which the model does not have (only <batch_norm node>.num_batches_tracked is ignored)";
     throw_error(DPT_ERROR_INVALID_ARGUMENT, where + " does not fit the model: " + why);
   }
-  for (const auto &[t, values] : model) {
-    const safetensors::Entry &e = *found[t->name];
-    const std::vector<uint64_t> want_shape = dims(t->shape);
+  const auto check_entry = [&](const safetensors::Entry &e, const NamedTensor &t) {
+    const std::vector<uint64_t> want_shape = dims(t.shape);
     DPT_REQUIRE(e.shape == want_shape, DPT_ERROR_INVALID_ARGUMENT,
                 where + ": tensor " + quoted(e.name) + " has the shape " + shape_text(e.shape) +
                     ", the model's is " + shape_text(want_shape));
@@ -212,27 +225,47 @@ void load_safetensors(Trainer &trainer, const std::string &path) {
                 DPT_ERROR_INVALID_ARGUMENT,
                 where + ": tensor " + quoted(e.name) + " is " + safetensors::dtype_name(e.dtype) +
                     "; dptrain loads F32, F64, F16 and BF16");
-  }
+  };
+  for (const auto &[t, values] : model) check_entry(*found[t->name], *t);
+  for (const safetensors::Entry *e : copies) check_entry(*e, *targets.at(alias.at(e->name)).tensor);
 
-  // The data, in file order. The tensors read are the model's (at most twice its size, as F64) and the
-  // ignored counters (8 bytes each at most): nothing the model does not bound is ever allocated.
+  // The data, in file order. The tensors read are the model's (at most twice its size, as F64, and a
+  // tied tensor's second copy) and the ignored counters (8 bytes each at most): nothing the model does not
+  // bound is ever allocated.
   std::vector<unsigned char> scratch;
+  std::map<std::string, std::vector<float>> copy_values;  // of copies, by their name
   for (const safetensors::Entry &e : header.tensors) {
     if (e.bytes() == 0) continue;
-    const auto it = targets.find(e.name);
+    const auto a = alias.find(e.name);
+    const bool copy = std::find(copies.begin(), copies.end(), &e) != copies.end();
+    const auto it = a == alias.end() ? targets.find(e.name) : targets.find(a->second);
     const std::string tensor = where + ": " + json::printable(e.name);
-    if (it != targets.end() && e.dtype == StDType::kF32) {
-      float *out = it->second.values->data() + it->second.tensor->offset;
+    float *out = nullptr;
+    if (copy) {
+      std::vector<float> &v = copy_values[e.name];
+      v.resize(it->second.tensor->shape.size());
+      out = v.data();
+    } else if (it != targets.end()) {
+      out = it->second.values->data() + it->second.tensor->offset;
+    }
+    if (out != nullptr && e.dtype == StDType::kF32) {
       if (file.read_fully(out, size_t(e.bytes())) != e.bytes()) shrank();
       require_finite(out, it->second.tensor->shape.size(), tensor);
       continue;
     }
     scratch.resize(size_t(e.bytes()));
     if (file.read_fully(scratch.data(), scratch.size()) != scratch.size()) shrank();
-    if (it == targets.end()) continue;  // an ignored counter
-    float *out = it->second.values->data() + it->second.tensor->offset;
+    if (out == nullptr) continue;  // an ignored counter
     convert(e.dtype, scratch.data(), it->second.tensor->shape.size(), out, tensor);
     require_finite(out, it->second.tensor->shape.size(), tensor);
+  }
+  for (const auto &[name, values] : copy_values) {
+    const Target &t = targets.at(alias.at(name));
+    const float *loaded = t.values->data() + t.tensor->offset;
+    DPT_REQUIRE(std::memcmp(loaded, values.data(), values.size() * sizeof(float)) == 0,
+                DPT_ERROR_INVALID_ARGUMENT,
+                where + ": " + quoted(name) + " and " + quoted(t.tensor->name) +
+                    " are one tensor in the model (tied) but differ in the file");
   }
 
   // Only now, all of it checked, the replicas change.

@@ -1,5 +1,7 @@
 #include "optim/parameter_groups.hpp"
 
+#include <algorithm>
+
 namespace dpt {
 
 std::vector<DecaySegment> decayed_segments(const ModelSpec &spec, const OptimizerConfig &config) {
@@ -8,17 +10,21 @@ std::vector<DecaySegment> decayed_segments(const ModelSpec &spec, const Optimize
     if (spec.parameter_count() > 0) runs.push_back({0, spec.parameter_count()});
     return runs;
   }
-  for (const Node &node : spec.nodes()) {
-    size_t offset = node.param_offset;
-    for (const ParamInfo &p : node.layout.params) {
-      if (p.matrix) {
-        if (!runs.empty() && runs.back().offset + runs.back().count == offset)
-          runs.back().count += p.size();
-        else
-          runs.push_back({offset, p.size()});
-      }
-      offset += p.size();
-    }
+  // Each own tensor once, in flat order; a tied parameter decays its source when it is a matrix there (the
+  // LM head tied to the token embedding: nanoGPT decays that shared matrix).
+  std::vector<DecaySegment> matrices;
+  for (const Node &node : spec.nodes())
+    for (size_t k = 0; k < node.layout.params.size(); ++k)
+      if (node.layout.params[k].matrix)
+        matrices.push_back({node.param_offsets[k], node.layout.params[k].size()});
+  std::sort(matrices.begin(), matrices.end(),
+            [](const DecaySegment &a, const DecaySegment &b) { return a.offset < b.offset; });
+  for (const DecaySegment &m : matrices) {
+    if (!runs.empty() && runs.back().offset + runs.back().count > m.offset) continue;  // tied: seen
+    if (!runs.empty() && runs.back().offset + runs.back().count == m.offset)
+      runs.back().count += m.count;
+    else
+      runs.push_back(m);
   }
   return runs;
 }

@@ -1,6 +1,7 @@
 // Weight decay by parameter group: with OptimizerConfig::decay_matrices_only, weight decay applies to the
 // weight matrices (ParamInfo::matrix: dense, linear, conv2d) and not to biases, norms and embedding
-// tables, as GPT recipes (nanoGPT's configure_optimizers) group them.
+// tables, as GPT recipes (nanoGPT's configure_optimizers) group them. A parameter tied to another
+// (ModelSpec::tie) is one tensor: decayed when either node holds it as a weight matrix.
 #pragma once
 
 #include <cstddef>

@@ -2043,6 +2043,25 @@ static void test_token_misuse(void **state) {
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_causal_self_attention(m, qkv, 1, 1.0f, NULL, &f->o.size));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_causal_self_attention(m, qkv, 1, -0.5f, NULL, &f->o.size));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_model_causal_self_attention(m, qkv, 1, NAN, NULL, &f->o.size));
+  /* Tying (head.weight and wte.weight are 5x2, qkv.weight 6x2). */
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tie(NULL, "head.weight", "wte.weight"));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tie(m, NULL, "wte.weight"));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_model_tie(m, "head.weight", NULL));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "head.weight", "nowhere.weight"));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "head", "wte.weight"));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "", ""));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "head.bias", "wte.weight"));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "qkv.weight", "wte.weight"));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "wte.weight", "head.weight"));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(f->model, "head.weight", "wte.weight"));
+  {
+    size_t before = 0, after = 0;
+    assert_int_equal(dpt_model_parameter_count(m, &before), DPT_OK);
+    assert_int_equal(dpt_model_tie(m, "head.weight", "wte.weight"), DPT_OK);
+    assert_int_equal(dpt_model_parameter_count(m, &after), DPT_OK);
+    assert_int_equal(after, before - V * 2);
+  }
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_model_tie(m, "head.weight", "wte.weight"));
 
   /* Token calls on the float trainer, float calls on the token trainer. */
   ROW(DPT_ERROR_INVALID_ARGUMENT,

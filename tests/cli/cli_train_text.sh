@@ -71,6 +71,38 @@ run_cli greedy1 generate --checkpoint "$WORK/one.ckpt" --prompt "Q: What" --toke
 run_cli greedy2 generate --checkpoint "$WORK/one.ckpt" --prompt "Q: What" --tokens 20 --temperature 0 --seed 9
 cmp -s "$WORK/greedy1.out" "$WORK/greedy2.out" && pass "temperature 0 ignores the seed" || fail "greedy differs by seed"
 
+# The LM head tied to the token embedding (--tie): 65536 parameters fewer, the tie in the model's JSON;
+# the tied model written out and read back trains to the same bits; generate needs the same tie.
+TIE=lm_head.weight=transformer.wte.weight
+run_cli tied train "${SHORT[@]}" --epochs 1 --tie "$TIE" --checkpoint "$WORK/tied.ckpt"
+[ "$RC" -eq 0 ] || fail "--tie exited with $RC: $(tail -n 3 "$WORK/tied.err")"
+json_check "$WORK/tied.out" "d['parameters'] == 3323392 - 65536 and 0 < d['test_loss'] < 5.545" \
+  "--tie: 3257856 parameters (the head reads wte), and it learns"
+python3 - "$WORK/gpt-mini.json" "$WORK/tied.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["ties"] = [{"parameter": "lm_head.weight", "source": "transformer.wte.weight"}]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run_cli tied_json train --model "$WORK/tied.json" --text "$TEXT" --train-limit 48 --test-limit 16 --devices cpu:2 \
+  --json --optimizer adamw --beta2 0.95 --weight-decay 0.1 --decay-scope matrices --clip 1 --schedule cosine \
+  --min-lr 1e-4 --init-std 0.02 --batch 16 --epochs 1 --warmup 0
+A=$(json_get "$WORK/tied.out" "d['param_checksum']")
+B=$(json_get "$WORK/tied_json.out" "d['param_checksum']")
+[ -n "$A" ] && [ "$A" = "$B" ] && pass "a JSON file with \"ties\" trains as --tie: $A" || fail "tied JSON differs: $A vs $B"
+run_cli tied_gen generate --checkpoint "$WORK/tied.ckpt" --tie "$TIE" --prompt "Q: What" --tokens 10 --seed 1
+[ "$RC" -eq 0 ] && [ "$(wc -c <"$WORK/tied_gen.out")" -eq $((7 + 10 + 1)) ] && pass "generate --tie from a tied checkpoint" ||
+  fail "generate --tie: $RC $(cat "$WORK/tied_gen.err")"
+run_cli untied_gen generate --checkpoint "$WORK/tied.ckpt" --prompt "Q: What" --tokens 10
+[ "$RC" -ne 0 ] && grep -q "tie:lm_head.weight=transformer.wte.weight" "$WORK/untied_gen.err" &&
+  pass "a tied checkpoint without --tie: refused, naming the tie" || fail "untied generate: $RC $(cat "$WORK/untied_gen.err")"
+run_cli bad_tie train --model gpt-mini --tie lm_head.weight=transformer.wpe.weight --devices cpu:1
+[ "$RC" -eq 2 ] && grep -q "the shapes differ" "$WORK/bad_tie.err" && [ "$(wc -l <"$WORK/bad_tie.err")" -eq 1 ] &&
+  pass "--tie of different shapes: usage error, one line" || fail "bad --tie: $RC $(cat "$WORK/bad_tie.err")"
+run_cli bad_tie2 train --model gpt-mini --tie lm_head.weight --devices cpu:1
+[ "$RC" -eq 2 ] && grep -q "expected PARAM=SOURCE" "$WORK/bad_tie2.err" && pass "--tie without '=': usage error" ||
+  fail "--tie without '=': $RC $(cat "$WORK/bad_tie2.err")"
+
 # Bad input: one line, the right exit status, nothing trained.
 printf 'ok\xff\xfe' >"$WORK/binary.txt"
 run_cli binary train --model gpt-mini --text "$WORK/binary.txt" --devices cpu:1

@@ -539,6 +539,52 @@ void test_load_rules(void **) {
 }
 
 // Files that are not valid safetensors: DPT_ERROR_FORMAT (the message saying why), the trainer untouched.
+// A tied parameter (GPT-2's LM head on the token embedding): saved once, under the source's name; loaded
+// from either name (PyTorch's save_model keeps one of them), or from both when they are equal.
+void test_tied_parameters(void **) {
+  dpt::ModelSpec m(dpt::Shape{4}, dpt::DType::kI32);
+  dpt::OpAttrs table;
+  table.ints[0] = 6;
+  table.ints[1] = 3;
+  m.add(dpt::op_def("token_embedding"), {0}, table, "wte");
+  dpt::OpAttrs head;
+  head.ints[0] = 6;
+  m.add(dpt::op_def("linear"), {m.output_tensor()}, head, "lm_head");
+  m.tie("lm_head.weight", "wte.weight");
+  const auto trainer = [&](uint64_t seed) {
+    dpt::TrainerConfig c;
+    c.seed = seed;
+    return std::make_unique<dpt::Trainer>(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), m, c);
+  };
+  auto a = trainer(1), b = trainer(2);
+  const std::string path = temp("tied.safetensors");
+  dpt::save_safetensors(*a, path);
+  std::vector<Named> saved = decode_file(path);
+  assert_int_equal(saved.size(), 1);
+  assert_string_equal(saved[0].name.c_str(), "wte.weight");
+  dpt::load_safetensors(*b, path);
+  assert_true(weights(*a) == weights(*b));
+
+  auto c = trainer(3);
+  saved[0].name = "lm_head.weight";  // only the tied name
+  write_bytes(path, encode(saved));
+  dpt::load_safetensors(*c, path);
+  assert_true(weights(*a) == weights(*c));
+
+  Named copy = saved[0];
+  saved[0].name = "wte.weight";
+  saved.push_back(copy);  // both names, equal values
+  write_bytes(path, encode(saved));
+  auto d = trainer(4);
+  dpt::load_safetensors(*d, path);
+  assert_true(weights(*a) == weights(*d));
+
+  saved[1].bytes[5] ^= 1;  // both names, different values
+  write_bytes(path, encode(saved));
+  expect_refused(*d, path, DPT_ERROR_INVALID_ARGUMENT, {"'lm_head.weight'", "'wte.weight'", "differ"},
+                 "tied tensors that differ");
+}
+
 void test_malformed_files(void **) {
   auto t = make_trainer(2, 1);
   dpt::load_safetensors(*t, kWeights);
@@ -874,6 +920,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_round_trip_is_bitwise),
       cmocka_unit_test(test_saved_file_follows_the_spec),
       cmocka_unit_test(test_load_rules),
+      cmocka_unit_test(test_tied_parameters),
       cmocka_unit_test(test_malformed_files),
       cmocka_unit_test(test_every_valid_spelling_loads),
       cmocka_unit_test(test_truncated_and_extended_files),

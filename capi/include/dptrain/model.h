@@ -372,6 +372,23 @@ DPT_API dpt_status dpt_model_named_tensor(const dpt_model *model, dpt_tensor_kin
                                           size_t *dims, size_t dims_capacity, size_t *rank);
 
 /**
+ * @brief Ties the parameter named @p parameter (e.g. "lm_head.weight") to the parameter named @p source
+ * ("transformer.wte.weight"): one tensor, as PyTorch's `lm_head.weight = wte.weight` (GPT-2's tied LM head).
+ *
+ * Both nodes read the source's values; its gradient is the sum of both nodes' contributions. The tied
+ * parameter leaves the flat parameter vector and the named parameters (the count drops by its size; the
+ * offsets of later parameters move down); the model's description, JSON ("ties") and checkpoints name the
+ * tie. The source must have the same shape and belong to a node added before the parameter's (its gradient
+ * is then complete when backward reaches it, so gradient buckets stay exact); a source that is itself tied
+ * stands for the parameter it is tied to. Weight decay by matrices (DPT_WEIGHT_DECAY_MATRICES) decays the
+ * tensor when either node holds it as a weight matrix. Since 0.2.
+ * @return DPT_ERROR_NULL_POINTER for a NULL model, parameter or source; DPT_ERROR_INVALID_ARGUMENT (the model
+ * unchanged) for a name that is not "<node>.<parameter>" of the model, a parameter already tied or the
+ * source of a tie, shapes that differ, or a source whose node is not before the parameter's; DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_model_tie(dpt_model *model, const char *parameter, const char *source);
+
+/**
  * @brief Number of floats of buffers (running statistics) of one replica; 0 without batch norm.
  * @return DPT_ERROR_NULL_POINTER for a NULL model or count; DPT_ERROR_BUSY.
  */
@@ -382,8 +399,9 @@ DPT_API dpt_status dpt_model_buffer_count(const dpt_model *model, size_t *count)
 /**
  * @brief Writes the model as JSON: {"format": "dptrain.model", "version": 1, "input": [...], "nodes":
  * [{"op": ..., "name": ..., "inputs": [...], attributes...}, ...], "output": id}, one node per line,
- * ending with a newline. dpt_model_from_json reads it back to the same model (describe text, names,
- * parameter count and initial parameters alike).
+ * ending with a newline; a model with tied parameters also has "ties": [{"parameter": ..., "source": ...}].
+ * dpt_model_from_json reads it back to the same model (describe text, names, parameter count and initial
+ * parameters alike).
  * @param buffer may be NULL when @p capacity is 0.
  * @param needed receives the length including the terminating NUL (may be NULL).
  * @return DPT_ERROR_NULL_POINTER for a NULL model, or a NULL buffer with a capacity;
