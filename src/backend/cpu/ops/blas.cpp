@@ -12,10 +12,8 @@ void use_single_thread() {
 }
 
 void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-          const float *b, size_t ldb, float beta, float *c, size_t ldc) {
-  if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m),
-              int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+          const float *b, size_t ldb, float beta, float *c, size_t ldc, gemm::Precision precision) {
+  gemm::gemm(precision, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace dpt::blas

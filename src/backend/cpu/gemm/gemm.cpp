@@ -1,0 +1,173 @@
+#include "backend/cpu/gemm/gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/cpu/gemm/cpu_features.hpp"
+#include "backend/cpu/gemm/kernels.hpp"
+
+namespace dpt::gemm {
+
+namespace {
+
+// Blocks of C: kMC rows of packed A (a multiple of every mr) and kNC columns of packed B per pass.
+constexpr size_t kMC = 96, kNC = 1024;
+// The largest packed blocks any kernel makes (kc x element bytes is 1 KiB for each).
+constexpr size_t kKcBytes = 1024, kMaxTile = 32;
+constexpr size_t kPackedA = kMC * kKcBytes, kPackedB = kNC * kKcBytes;
+
+const KernelDef *definition(Precision p, Kernel k) {
+  if (p == Precision::kF32)
+    return k == Kernel::kPortable ? &kF32Portable : k == Kernel::kAvx512 ? &kF32Avx512 : nullptr;
+  return k == Kernel::kPortable ? &kBF16Portable
+         : k == Kernel::kAvx512 ? &kBF16Avx512
+         : k == Kernel::kAmx    ? &kBF16Amx
+                                : nullptr;
+}
+
+Kernel fastest(Precision p) {
+  const CpuFeatures &f = cpu_features();
+  if (p == Precision::kF32) return f.avx512 ? Kernel::kAvx512 : Kernel::kOpenBlas;
+  return f.amx_bf16 ? Kernel::kAmx : f.avx512_bf16 ? Kernel::kAvx512 : Kernel::kPortable;
+}
+
+// -1: not pinned; else a Kernel.
+std::atomic<int> pinned[2] = {-1, -1};
+
+int from_environment(Precision p) {
+  const char *name = std::getenv("DPTRAIN_GEMM_KERNEL");
+  if (name == nullptr) return -1;
+  for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx, Kernel::kOpenBlas})
+    if (std::strcmp(name, kernel_name(k)) == 0 && available(p, k)) return int(k);
+  return -1;
+}
+
+// Packed panels of one thread (each device has its own worker thread), allocated once at their largest.
+struct Workspace {
+  unsigned char *data = nullptr;
+  Workspace() = default;
+  Workspace(const Workspace &) = delete;
+  Workspace &operator=(const Workspace &) = delete;
+  ~Workspace() { ::operator delete(data, std::align_val_t(64)); }
+  unsigned char *get() {
+    if (data == nullptr)
+      data = static_cast<unsigned char *>(::operator new(kPackedA + kPackedB, std::align_val_t(64)));
+    return data;
+  }
+};
+
+thread_local Workspace workspace;
+
+// C = beta * C (k == 0: no products).
+void scale(size_t m, size_t n, float beta, float *c, size_t ldc) {
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+// One mr x nr tile of C, or the rows x cols corner of one at an edge (through a full tile on the side).
+void run_tile(const KernelDef &d, size_t kcp, const void *ap, const void *bp, float *c, size_t ldc,
+              size_t rows, size_t cols, float alpha, float beta) {
+  if (rows == d.mr && cols == d.nr) {
+    d.tile(kcp, ap, bp, c, ldc, alpha, beta);
+    return;
+  }
+  alignas(64) float part[kMaxTile * kMaxTile];
+  if (beta != 0.0f)
+    for (size_t i = 0; i < rows; ++i) std::memcpy(part + i * d.nr, c + i * ldc, cols * sizeof(float));
+  d.tile(kcp, ap, bp, part, d.nr, alpha, beta);
+  for (size_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, part + i * d.nr, cols * sizeof(float));
+}
+
+void blocked(const KernelDef &d, const Operand &a, const Operand &b, size_t m, size_t n, size_t k,
+             float alpha, float beta, float *c, size_t ldc) {
+  unsigned char *packed_a = workspace.get(), *packed_b = packed_a + kPackedA;
+  if (d.begin != nullptr) d.begin();
+  for (size_t jc = 0; jc < n; jc += kNC) {
+    const size_t nc = std::min(kNC, n - jc);
+    for (size_t pc = 0; pc < k; pc += d.kc) {
+      const size_t kc = std::min(d.kc, k - pc), kcp = padded(d, kc);
+      d.pack_b(b, pc, kc, jc, nc, packed_b);
+      const float beta_block = pc == 0 ? beta : 1.0f;  // later k blocks add into C
+      for (size_t ic = 0; ic < m; ic += kMC) {
+        const size_t mc = std::min(kMC, m - ic);
+        d.pack_a(a, ic, mc, pc, kc, packed_a);
+        for (size_t jr = 0; jr < nc; jr += d.nr)
+          for (size_t ir = 0; ir < mc; ir += d.mr)
+            run_tile(d, kcp, packed_a + ir * kcp * d.bytes, packed_b + jr * kcp * d.bytes,
+                     c + (ic + ir) * ldc + jc + jr, ldc, std::min(d.mr, mc - ir), std::min(d.nr, nc - jr),
+                     alpha, beta_block);
+      }
+    }
+  }
+  if (d.end != nullptr) d.end();
+}
+
+}  // namespace
+
+const char *kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::kPortable:
+      return "portable";
+    case Kernel::kAvx512:
+      return "avx512";
+    case Kernel::kAmx:
+      return "amx";
+    case Kernel::kOpenBlas:
+      return "openblas";
+  }
+  return "?";
+}
+
+bool available(Precision p, Kernel k) {
+  const CpuFeatures &f = cpu_features();
+  switch (k) {
+    case Kernel::kPortable:
+      return true;
+    case Kernel::kAvx512:
+      return p == Precision::kF32 ? f.avx512 : f.avx512_bf16;
+    case Kernel::kAmx:
+      return p == Precision::kBF16 && f.amx_bf16;
+    case Kernel::kOpenBlas:
+      return p == Precision::kF32;
+  }
+  return false;
+}
+
+Kernel kernel(Precision p) {
+  std::atomic<int> &pin = pinned[p == Precision::kF32 ? 0 : 1];
+  static const int environment[2] = {from_environment(Precision::kF32), from_environment(Precision::kBF16)};
+  const int chosen = pin.load(std::memory_order_relaxed);
+  if (chosen >= 0) return Kernel(chosen);
+  const int env = environment[p == Precision::kF32 ? 0 : 1];
+  return env >= 0 ? Kernel(env) : fastest(p);
+}
+
+bool set_kernel(Precision p, Kernel k) {
+  if (!available(p, k)) return false;
+  pinned[p == Precision::kF32 ? 0 : 1].store(int(k), std::memory_order_relaxed);
+  return true;
+}
+
+void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+          size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
+  if (m == 0 || n == 0) return;
+  const Kernel chosen = kernel(p);
+  if (chosen == Kernel::kOpenBlas) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    return;
+  }
+  if (k == 0) {
+    scale(m, n, beta, c, ldc);
+    return;
+  }
+  blocked(*definition(p, chosen), Operand{a, lda, trans_a}, Operand{b, ldb, trans_b}, m, n, k, alpha, beta, c,
+          ldc);
+}
+
+}  // namespace dpt::gemm

@@ -1,0 +1,42 @@
+// dptrain's own GEMM for the CPU kernels: C = alpha * op(A) op(B) + beta * C, row-major, float32 in and
+// out, with the products' inputs in float32 or rounded to bfloat16 (the mixed-precision policy: 16-bit
+// inputs, float32 accumulation). BLIS's structure: blocks of A and B packed into panels (the rounding to
+// bfloat16 happens there), a micro-kernel per instruction set over one MR x NR tile of C.
+//
+// Bits: each element of C is summed over k in the same order whatever m and n are (the k blocks in order,
+// each from zero, added into C), so the result of a column does not depend on how many columns share the
+// call (a convolution's grouped samples, a device's slice). Per precision, the kernels that give the same
+// bits as the portable C++ one are marked below; the portable one runs anywhere.
+#pragma once
+
+#include <cstddef>
+
+namespace dpt::gemm {
+
+enum class Precision {
+  kF32,   // float32 products, fused multiply-add accumulation
+  kBF16,  // inputs rounded to bfloat16 (nearest even, subnormals to zero), float32 accumulation
+};
+
+enum class Kernel {
+  kPortable,  // C++ on any x86-64: the reference bits of each precision
+  kAvx512,    // fp32: AVX-512 FMA; bf16: AVX512_BF16's VDPBF16PS. The portable kernel's bits.
+  kAmx,       // bf16 only: AMX tiles (Intel, 4th generation Xeon and later). Its own bits (the tile unit
+              // sums inside an instruction in an order of its own), within bfloat16 rounding of the others.
+  kOpenBlas,  // fp32 only: OpenBLAS's sgemm (the choice on CPUs without AVX-512)
+};
+
+// The kernel gemm() uses for p: the fastest this CPU runs, unless DPTRAIN_GEMM_KERNEL (portable, avx512,
+// amx, openblas) or set_kernel() names one it can run for p.
+Kernel kernel(Precision p);
+// Pins the kernel of p for this process; false (nothing changes) when the CPU cannot run k or k does not
+// compute p. For tests and benchmarks.
+bool set_kernel(Precision p, Kernel k);
+// Can this CPU run k for p?
+bool available(Precision p, Kernel k);
+const char *kernel_name(Kernel k);
+
+void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
+          size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+}  // namespace dpt::gemm

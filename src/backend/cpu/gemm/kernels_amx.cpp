@@ -1,0 +1,95 @@
+// The AMX bfloat16 kernel: a 32 x 32 tile of C in four 16 x 16 float32 tiles, k in blocks of 32 (one
+// TDPBF16PS per pair of A and B tiles). B's panels are the VDPBF16PS kernel's pairs (a tile row holds 16
+// columns' pairs); A's hold 32 consecutive k per row (one 64-byte tile row). The tile unit sums the 32
+// products of an instruction in an order of its own, so its bits differ from the portable kernel's
+// (measured: most elements by an ulp or so of float32), but not from run to run or from how many columns a
+// call has.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/gemm/avx512_store.hpp"
+#include "backend/cpu/gemm/pack.hpp"
+
+#define DPT_AMX __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,amx-tile,amx-bf16")))
+
+namespace dpt::gemm {
+
+namespace {
+
+constexpr size_t kMR = 32, kNR = 32, kK = 32;
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+DPT_AMX void begin() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = 16;
+    config.bytes_per_row[t] = 64;
+  }
+  // GCC 12 does not see that ldtilecfg reads the whole structure and drops the stores above without this.
+  __asm__ volatile("" : : "m"(config) : "memory");
+  _tile_loadconfig(&config);
+}
+
+DPT_AMX void end() {
+  _tile_release();
+}
+
+// Rows [i0, i0 + rows) and k [p0, p0 + kc) of op(A): panel[kb][r][kk], k = 32 kb + kk.
+void pack_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  const Reader x(a, i0, p0);
+  uint16_t *o = static_cast<uint16_t *>(out);
+  const size_t kp = (kc + kK - 1) / kK * kK;
+  for (size_t i = 0; i < rows; i += kMR)
+    for (size_t kb = 0; kb < kp; kb += kK)
+      for (size_t r = 0; r < kMR; ++r, o += kK) {
+        const float *src = x.at(i + r, kb);
+        if (i + r < rows && kb + kK <= kc && x.col_step == 1) {
+          for (size_t kk = 0; kk < kK; ++kk) o[kk] = to_bf16(src[kk]);
+          continue;
+        }
+        for (size_t kk = 0; kk < kK; ++kk)
+          o[kk] = to_bf16(i + r < rows && kb + kk < kc ? src[kk * x.col_step] : 0.0f);
+      }
+}
+
+void pack_b(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  pack_pairs_b<kNR>(b, p0, kc, j0, cols, out, kK);
+}
+
+DPT_AMX void tile(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha, float beta) {
+  const char *a = static_cast<const char *>(ap), *b = static_cast<const char *>(bp);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (size_t kb = 0; kb < kc; kb += kK, a += kMR * kK * 2, b += kK / 2 * kNR * 4) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a + 16 * 64, 64);
+    _tile_loadd(6, b, 128);
+    _tile_loadd(7, b + 64, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float acc[kMR][kNR];
+  _tile_stored(0, &acc[0][0], kNR * 4);
+  _tile_stored(1, &acc[0][16], kNR * 4);
+  _tile_stored(2, &acc[16][0], kNR * 4);
+  _tile_stored(3, &acc[16][16], kNR * 4);
+  for (size_t i = 0; i < kMR; ++i)
+    store_row(_mm512_load_ps(&acc[i][0]), _mm512_load_ps(&acc[i][16]), c + i * ldc, alpha, beta);
+}
+
+}  // namespace
+
+const KernelDef kBF16Amx{kMR, kNR, kK, 512, 2, pack_a, pack_b, tile, begin, end};
+
+}  // namespace dpt::gemm

@@ -1,0 +1,71 @@
+// AVX-512 kernels: float32 with vfmadd231ps, bfloat16 with VDPBF16PS (AVX512_BF16), each over a 12 x 32
+// tile of C in 24 zmm accumulators. Compiled for these instruction sets function by function (the rest
+// of the library runs on any x86-64); gemm.cpp calls them only where cpu_features() says they run. Their
+// bits are the portable kernels' (kernels_portable.cpp): the same operations per element in the same order.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backend/cpu/gemm/avx512_store.hpp"
+#include "backend/cpu/gemm/pack.hpp"
+
+#define DPT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,avx512bf16")))
+
+namespace dpt::gemm {
+
+namespace {
+
+constexpr size_t kMR = 12, kNR = 32;
+
+DPT_AVX512 void tile_f32(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha,
+                         float beta) {
+  const float *a = static_cast<const float *>(ap), *b = static_cast<const float *>(bp);
+  __m512 acc[kMR][2];
+#pragma GCC unroll 12
+  for (size_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (size_t p = 0; p < kc; ++p, a += kMR, b += kNR) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+    for (size_t i = 0; i < kMR; ++i) {
+      const __m512 x = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (size_t i = 0; i < kMR; ++i) store_row(acc[i][0], acc[i][1], c + i * ldc, alpha, beta);
+}
+
+// VDPBF16PS acc, b, a: per lane j, acc += b[2j+1] a[1], then += b[2j] a[0] (the pair of k), rounded
+// each time (measured against the portable kernel's two std::fma, bit for bit).
+DPT_AVX512_BF16 void tile_bf16(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha,
+                               float beta) {
+  const uint32_t *a = static_cast<const uint32_t *>(ap);
+  const uint16_t *b = static_cast<const uint16_t *>(bp);
+  __m512 acc[kMR][2];
+#pragma GCC unroll 12
+  for (size_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (size_t q = 0; q < kc / 2; ++q, a += kMR, b += 2 * kNR) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + kNR);
+#pragma GCC unroll 12
+    for (size_t i = 0; i < kMR; ++i) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(int(a[i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], b0, x);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], b1, x);
+    }
+  }
+#pragma GCC unroll 12
+  for (size_t i = 0; i < kMR; ++i) store_row(acc[i][0], acc[i][1], c + i * ldc, alpha, beta);
+}
+
+void pack_pairs_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  pack_pairs_b<kNR>(b, p0, kc, j0, cols, out, 2);
+}
+
+}  // namespace
+
+const KernelDef kF32Avx512{kMR, kNR, 1, 256, 4, pack_f32_a<kMR>, pack_f32_b<kNR>, tile_f32, nullptr, nullptr};
+const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
+                            tile_bf16, nullptr, nullptr};
+
+}  // namespace dpt::gemm

@@ -1,0 +1,97 @@
+// The portable kernels: plain C++ over the same panels as the AVX-512 kernels, in the same order of
+// operations, so that both give the same bits. Built with -ffp-contract=off: every fused multiply-add is
+// an explicit std::fma, every other operation rounds on its own.
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cpu/gemm/pack.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+// One copy per x86-64 level (an ELF ifunc picks it at load), so that where the CPU has FMA the loops
+// vectorize and std::fma is one instruction: the same values, at the speed of plain vector code.
+#if defined(__ELF__) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DPT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DPT_CLONES
+#endif
+
+namespace dpt::gemm {
+
+namespace {
+
+constexpr size_t kMR = 12, kNR = 32;
+
+void store(const float (&acc)[kMR][kNR], float *c, size_t ldc, float alpha, float beta) {
+  for (size_t i = 0; i < kMR; ++i)
+    for (size_t j = 0; j < kNR; ++j) c[i * ldc + j] = combine(acc[i][j], alpha, beta, c[i * ldc + j]);
+}
+
+// acc[i][j] = sum over p of a[p][i] * b[p][j], one fused multiply-add per p in order (what AVX-512's
+// vfmadd231ps does per lane).
+DPT_CLONES void tile_f32(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha,
+                         float beta) {
+  const float *a = static_cast<const float *>(ap), *b = static_cast<const float *>(bp);
+  float acc[kMR][kNR] = {};
+  for (size_t p = 0; p < kc; ++p, a += kMR, b += kNR)
+    for (size_t i = 0; i < kMR; ++i)
+      for (size_t j = 0; j < kNR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+  store(acc, c, ldc, alpha, beta);
+}
+
+// Flush-to-zero and denormals-are-zero while it lives: VDPBF16PS treats subnormal inputs (the
+// accumulator's too) as zero and flushes subnormal results, without reading MXCSR.
+class FlushSubnormals {
+ public:
+#if defined(__x86_64__) || defined(__i386__)
+  FlushSubnormals() : saved_(_mm_getcsr()) {
+    _mm_setcsr(saved_ | 0x8040u);
+  }
+  ~FlushSubnormals() {
+    _mm_setcsr(saved_);
+  }
+
+ private:
+  unsigned saved_;
+#endif
+};
+
+// VDPBF16PS per lane and pair q: acc = fma(a[2q+1], b[2q+1], acc), then fma(a[2q], b[2q], acc), each
+// rounded to nearest even with subnormals flushed. The products of two bfloat16 values are exact in
+// float32, so these are the instruction's two roundings.
+DPT_CLONES void tile_bf16(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha,
+                          float beta) {
+  const uint16_t *a = static_cast<const uint16_t *>(ap), *b = static_cast<const uint16_t *>(bp);
+  float acc[kMR][kNR] = {};
+  {
+    const FlushSubnormals flush;
+    for (size_t q = 0; q < kc / 2; ++q, a += 2 * kMR, b += 2 * kNR)
+      for (size_t i = 0; i < kMR; ++i) {
+        const float a0 = from_bf16(a[2 * i]), a1 = from_bf16(a[2 * i + 1]);
+        for (size_t j = 0; j < kNR; ++j) {
+          const float odd = std::fma(a1, from_bf16(b[2 * j + 1]), acc[i][j]);
+          acc[i][j] = std::fma(a0, from_bf16(b[2 * j]), odd);
+        }
+      }
+  }
+  store(acc, c, ldc, alpha, beta);
+}
+
+void pack_pairs_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  pack_pairs_b<kNR>(b, p0, kc, j0, cols, out, 2);
+}
+
+}  // namespace
+
+size_t padded(const KernelDef &d, size_t kc) {
+  return (kc + d.k_unit - 1) / d.k_unit * d.k_unit;
+}
+
+const KernelDef kF32Portable{kMR,      kNR,     1,      256, 4, pack_f32_a<kMR>, pack_f32_b<kNR>,
+                             tile_f32, nullptr, nullptr};
+const KernelDef kBF16Portable{kMR,       kNR,     2,      512, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
+                              tile_bf16, nullptr, nullptr};
+
+}  // namespace dpt::gemm

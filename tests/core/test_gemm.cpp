@@ -1,0 +1,243 @@
+// dptrain's GEMM (src/backend/cpu/gemm): every kernel this CPU runs, in float32 and bfloat16, against a
+// float64 reference of the same (rounded) inputs over shapes with ragged edges, every transposition and
+// alpha/beta; the AVX-512 kernels bit for bit against the portable ones (also where subnormals are
+// flushed); a column's result independent of how many columns share the call (what keeps a sample's
+// forward the same on any slice); the bfloat16 rounding itself. Kernels the CPU lacks are reported as not
+// run.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/gemm/bf16.hpp"
+#include "backend/cpu/gemm/gemm.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core_test_util.hpp"
+
+namespace {
+
+using dpt::gemm::Kernel;
+using dpt::gemm::Precision;
+
+struct Case {
+  size_t m, n, k;
+  bool ta, tb;
+  float alpha, beta;
+};
+
+struct Problem {
+  Case c;
+  std::vector<float> a, b, c0;
+  size_t lda, ldb, ldc;
+};
+
+Problem problem(const Case &c, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  dpt_test::TestRng rng(seed);
+  Problem p;
+  p.c = c;
+  // Leading dimensions larger than the rows, so that strides are exercised.
+  p.lda = (c.ta ? c.m : c.k) + 3;
+  p.ldb = (c.tb ? c.k : c.n) + 5;
+  p.ldc = c.n + 2;
+  p.a = rng.vector((c.ta ? c.k : c.m) * p.lda, lo, hi);
+  p.b = rng.vector((c.tb ? c.n : c.k) * p.ldb, lo, hi);
+  p.c0 = rng.vector(c.m * p.ldc, lo, hi);
+  return p;
+}
+
+std::vector<float> run(Precision precision, const Problem &p) {
+  std::vector<float> c = p.c0;
+  dpt::gemm::gemm(precision, p.c.ta, p.c.tb, p.c.m, p.c.n, p.c.k, p.c.alpha, p.a.data(), p.lda, p.b.data(),
+                  p.ldb, p.c.beta, c.data(), p.ldc);
+  return c;
+}
+
+float input(Precision precision, float x) {
+  return precision == Precision::kBF16 ? dpt::gemm::from_bf16(dpt::gemm::to_bf16(x)) : x;
+}
+
+// |C - reference| <= 1e-6 * (k + 2) * (|alpha| sum |a b| + |beta c|) per element, the reference in float64
+// over the inputs as the precision rounds them; elements outside the m x n block untouched.
+void check_against_reference(Precision precision, const Problem &p, const std::vector<float> &got,
+                             const std::string &what) {
+  const Case &c = p.c;
+  for (size_t i = 0; i < c.m; ++i)
+    for (size_t j = 0; j < p.ldc; ++j) {
+      const float old = p.c0[i * p.ldc + j];
+      if (j >= c.n) {
+        if (std::memcmp(&got[i * p.ldc + j], &old, sizeof old) != 0)
+          fail_msg("%s: C[%zu][%zu] outside written", what.c_str(), i, j);
+        continue;
+      }
+      double sum = 0, magnitude = 0;
+      for (size_t l = 0; l < c.k; ++l) {
+        const double x = input(precision, c.ta ? p.a[l * p.lda + i] : p.a[i * p.lda + l]);
+        const double y = input(precision, c.tb ? p.b[j * p.ldb + l] : p.b[l * p.ldb + j]);
+        sum += x * y;
+        magnitude += std::fabs(x * y);
+      }
+      const double want = c.alpha * sum + (c.beta == 0 ? 0.0 : double(c.beta) * old);
+      const double bound =
+          1e-6 * double(c.k + 2) * (std::fabs(c.alpha) * magnitude + std::fabs(c.beta * old));
+      if (!(std::fabs(got[i * p.ldc + j] - want) <= bound))
+        fail_msg("%s: C[%zu][%zu] = %.9g, float64 reference %.9g (bound %.3g)", what.c_str(), i, j,
+                 double(got[i * p.ldc + j]), want, bound);
+    }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const size_t ms[] = {1, 12, 13, 33, 97}, ns[] = {1, 31, 32, 65}, ks[] = {1, 2, 3, 33, 257, 600};
+  size_t i = 0;
+  for (size_t m : ms)
+    for (size_t n : ns)
+      for (size_t k : ks) {
+        const float alphas[] = {1.0f, 0.5f, -2.0f}, betas[] = {0.0f, 1.0f, 0.25f};
+        out.push_back(Case{m, n, k, (i & 1) != 0, (i & 2) != 0, alphas[i % 3], betas[(i / 3) % 3]});
+        ++i;
+      }
+  out.push_back(Case{200, 1100, 70, false, false, 1.0f, 0.0f});  // more than one block of columns
+  out.push_back(Case{7, 5, 1100, true, true, 1.0f, 1.0f});       // more than one block of k
+  return out;
+}
+
+// Runs body with each available kernel of p pinned; restores the default after.
+template <typename Body>
+void each_kernel(Precision p, Body &&body) {
+  const Kernel before = dpt::gemm::kernel(p);
+  for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx, Kernel::kOpenBlas}) {
+    if (!dpt::gemm::set_kernel(p, k)) {
+      const bool computes_p = p == Precision::kF32 ? k != Kernel::kAmx : k != Kernel::kOpenBlas;
+      if (computes_p)
+        std::printf("%s %s: not run (this CPU lacks it)\n", p == Precision::kF32 ? "fp32" : "bf16",
+                    dpt::gemm::kernel_name(k));
+      continue;
+    }
+    body(k);
+  }
+  dpt::gemm::set_kernel(p, before);
+}
+
+void test_against_float64(void **) {
+  for (Precision p : {Precision::kF32, Precision::kBF16})
+    each_kernel(p, [&](Kernel k) {
+      size_t n = 0;
+      for (const Case &c : cases()) {
+        const Problem pr = problem(c, 100 + n++);
+        char what[160];
+        std::snprintf(what, sizeof what, "%s %s m=%zu n=%zu k=%zu ta=%d tb=%d alpha=%g beta=%g",
+                      p == Precision::kF32 ? "fp32" : "bf16", dpt::gemm::kernel_name(k), c.m, c.n, c.k, c.ta,
+                      c.tb, double(c.alpha), double(c.beta));
+        check_against_reference(p, pr, run(p, pr), what);
+      }
+      std::printf("%s %s: %zu shapes within the float64 bound\n", p == Precision::kF32 ? "fp32" : "bf16",
+                  dpt::gemm::kernel_name(k), n);
+    });
+}
+
+// The AVX-512 kernels compute what the portable ones do, bit for bit, also with values whose products
+// and sums fall to the subnormal range (flushed by VDPBF16PS, and by the portable kernel with it).
+void test_avx512_equals_portable(void **) {
+  for (Precision p : {Precision::kF32, Precision::kBF16}) {
+    if (!dpt::gemm::available(p, Kernel::kAvx512)) {
+      std::printf("%s avx512: not run (this CPU lacks it)\n", p == Precision::kF32 ? "fp32" : "bf16");
+      continue;
+    }
+    const Kernel before = dpt::gemm::kernel(p);
+    size_t n = 0, values = 0;
+    for (const Case &c : cases()) {
+      for (int tiny = 0; tiny < 2; ++tiny) {
+        // tiny: inputs near 1e-19, so that products are near 1e-38 (around FLT_MIN) and sums cross it.
+        const Problem pr = tiny ? problem(c, 500 + n, -3e-19f, 3e-19f) : problem(c, 500 + n);
+        dpt::gemm::set_kernel(p, Kernel::kPortable);
+        const std::vector<float> want = run(p, pr);
+        dpt::gemm::set_kernel(p, Kernel::kAvx512);
+        const std::vector<float> got = run(p, pr);
+        for (size_t i = 0; i < got.size(); ++i)
+          if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+            fail_msg("%s avx512 vs portable, m=%zu n=%zu k=%zu%s: element %zu is %.9g, portable %.9g",
+                     p == Precision::kF32 ? "fp32" : "bf16", c.m, c.n, c.k, tiny ? " (tiny)" : "", i,
+                     double(got[i]), double(want[i]));
+        values += got.size();
+      }
+      ++n;
+    }
+    dpt::gemm::set_kernel(p, before);
+    std::printf("%s avx512 = portable, bit for bit: %zu values over %zu shapes\n",
+                p == Precision::kF32 ? "fp32" : "bf16", values, 2 * n);
+  }
+}
+
+// Columns [5, 5 + 40) of a 130-column product equal the product of those 40 columns alone, and rows
+// [3, 3 + 20) of 75 rows those rows alone, bit for bit, for every kernel.
+void test_columns_do_not_depend_on_their_neighbours(void **) {
+  for (Precision p : {Precision::kF32, Precision::kBF16})
+    each_kernel(p, [&](Kernel k) {
+      if (k == Kernel::kOpenBlas) return;  // not ours to promise
+      const size_t m = 75, n = 130, kk = 300;
+      dpt_test::TestRng rng(9);
+      const std::vector<float> a = rng.vector(m * kk, -1, 1), b = rng.vector(kk * n, -1, 1);
+      std::vector<float> whole(m * n), part(20 * 40);
+      dpt::gemm::gemm(p, false, false, m, n, kk, 1.0f, a.data(), kk, b.data(), n, 0.0f, whole.data(), n);
+      dpt::gemm::gemm(p, false, false, 20, 40, kk, 1.0f, a.data() + 3 * kk, kk, b.data() + 5, n, 0.0f,
+                      part.data(), 40);
+      for (size_t i = 0; i < 20; ++i)
+        if (std::memcmp(&part[i * 40], &whole[(3 + i) * n + 5], 40 * sizeof(float)) != 0)
+          fail_msg("%s %s: row %zu of the part differs from the whole's",
+                   p == Precision::kF32 ? "fp32" : "bf16", dpt::gemm::kernel_name(k), i);
+    });
+}
+
+uint16_t bits(float x) {
+  return dpt::gemm::to_bf16(x);
+}
+
+float f(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+void test_bf16_rounding(void **) {
+  assert_int_equal(bits(1.0f), 0x3F80);
+  assert_int_equal(bits(f(0x3F808000u)), 0x3F80);  // a tie, even below: stays
+  assert_int_equal(bits(f(0x3F818000u)), 0x3F82);  // a tie, odd below: up to even
+  assert_int_equal(bits(f(0x3F808001u)), 0x3F81);  // above the tie: up
+  assert_int_equal(bits(f(0x3F807FFFu)), 0x3F80);  // below it: down
+  assert_int_equal(bits(-2.5f), 0xC020);
+  assert_int_equal(bits(std::numeric_limits<float>::infinity()), 0x7F80);
+  assert_int_equal(bits(std::numeric_limits<float>::max()), 0x7F80);  // rounds up to infinity
+  assert_int_equal(bits(f(0x00400000u)), 0x0000);                     // subnormal: zero
+  assert_int_equal(bits(f(0x80000001u)), 0x8000);                     // of its sign
+  assert_int_equal(bits(f(0x00800000u)), 0x0080);                     // FLT_MIN stays
+  const uint16_t nan = bits(std::numeric_limits<float>::quiet_NaN());
+  assert_true((nan & 0x7F80) == 0x7F80 && (nan & 0x7F) != 0);
+  assert_true((bits(f(0x7F800001u)) & 0x7F) != 0);  // a signalling NaN whose payload is in the low bits
+  assert_true(dpt::gemm::from_bf16(0x3F80) == 1.0f);
+}
+
+}  // namespace
+
+int main() {
+  std::printf("default kernels: fp32 %s, bf16 %s\n",
+              dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kF32)),
+              dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kBF16)));
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bf16_rounding),
+      cmocka_unit_test(test_against_float64),
+      cmocka_unit_test(test_avx512_equals_portable),
+      cmocka_unit_test(test_columns_do_not_depend_on_their_neighbours),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
