@@ -7,9 +7,9 @@
 // ...) or as a graph whose builders name their input Tensors and return the one they make (Conv2D,
 // BatchNorm, Add, ...); it has named parameters and buffers and is written and read as JSON (Model.ToJSON,
 // ModelFromJSON). A Trainer saves and loads the named weights as safetensors. A token model
-// (NewTokenModel, TokenEmbedding, PositionEmbedding, Linear, CausalSelfAttention, or BuiltinModel("gpt-mini"))
-// reads int32 tokens and trains with StepTokens on token datasets (NewTokenDataset, LoadText); a target of
-// IgnoreLabel does not count.
+// (NewTokenModel, TokenEmbedding, PositionEmbedding, Linear, CausalSelfAttention, Tie for a head tied to the
+// embedding, or BuiltinModel("gpt-mini")) reads int32 tokens and trains with StepTokens on token datasets
+// (NewTokenDataset, LoadText); a target of IgnoreLabel does not count.
 //
 //	ctx, err := dptrain.NewContext(&dptrain.ContextOptions{CPUDevices: 2})
 //	if err != nil { ... }

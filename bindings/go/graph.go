@@ -239,6 +239,29 @@ func (m *Model) Concat(inputs []Tensor, name string) (Tensor, error) {
 	return 0, newError(op, StatusInvalidArgument, "%d inputs (want 2 or 3)", len(inputs))
 }
 
+// Tie ties the parameter named parameter (e.g. "lm_head.weight") to the parameter named source of an
+// earlier node ("transformer.wte.weight"): one tensor, as PyTorch's lm_head.weight = wte.weight (GPT-2's
+// tied LM head). Both nodes read the source's values; its gradient is the sum of both nodes'
+// contributions. The tied parameter leaves the flat parameter vector and NamedParameters (ParameterCount
+// drops by its size, the offsets of later parameters move down); Describe, ToJSON ("ties") and checkpoints
+// name the tie. A source that is itself tied stands for the parameter it is tied to.
+//
+// A name that is not "<node name>.<parameter>" of the model ("" included), a parameter already tied or the
+// source of a tie, shapes that differ, or a source whose node is not before the parameter's is
+// StatusInvalidArgument, and the model is unchanged.
+func (m *Model) Tie(parameter, source string) error {
+	const op = "Model.Tie"
+	for _, a := range []struct{ name, value string }{{"parameter", parameter}, {"source", source}} {
+		if a.value == "" { // (the generated layer would pass NULL, which the library calls a null pointer)
+			return newError(op, StatusInvalidArgument, "%s is empty (want \"<node name>.<parameter>\")", a.name)
+		}
+		if err := cString(op, a.name, a.value); err != nil {
+			return err
+		}
+	}
+	return m.do(op, true, func() { m.ptr.TieParameter(parameter, source) })
+}
+
 // Output returns the model's output tensor (the logits): the last added node's tensor unless SetOutput
 // picked another; InputTensor while the model has no node.
 func (m *Model) Output() (Tensor, error) {

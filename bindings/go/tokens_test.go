@@ -447,3 +447,165 @@ func TestBadTokenInput(t *testing.T) {
 		t.Fatalf("a classifier's step with the label -1: %+v, want 1 counted target", c)
 	}
 }
+
+// The parameters of tiedLM before the tie: wte, wpe, mid (weight, bias), head (no bias); the tie takes
+// head.weight (V x C) out.
+const tiedLMUntied = gptV*gptC + gptT*gptC + gptC*gptC + gptC + gptV*gptC
+
+// tiedLM returns a small language model whose head can be tied to its embedding (GPT-2's tied LM head):
+// tokens [T] -> wte (V x C) -> wpe -> linear C ("mid") -> head (V units, no bias): logits [T, V]. Once
+// head.weight is tied to wte.weight, logits[t] = mid(wte[x_t] + wpe[t]) . wte (tiedLogits).
+func tiedLM(t *testing.T) *dptrain.Model {
+	t.Helper()
+	m, err := dptrain.NewTokenModel(gptT)
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	x, err := m.TokenEmbedding(dptrain.InputTensor, gptV, gptC, "wte")
+	must(t, err)
+	x, err = m.PositionEmbedding(x, "wpe")
+	must(t, err)
+	x, err = m.Linear(x, gptC, true, "mid")
+	must(t, err)
+	_, err = m.Linear(x, gptV, false, "head")
+	must(t, err)
+	return m
+}
+
+// tiedLogits computes the logits of tiedLM with the tie in float64 from its parameters p (named by params):
+// the head multiplies by wte.
+func tiedLogits(t *testing.T, params []dptrain.NamedTensor, p []float32, tokens []int32) []float64 {
+	t.Helper()
+	at := map[string][]float32{}
+	for _, n := range params {
+		at[n.Name] = p[n.Offset : n.Offset+n.Size()]
+	}
+	wte, wpe, w, b := at["wte.weight"], at["wpe.weight"], at["mid.weight"], at["mid.bias"]
+	if len(wte) != gptV*gptC || len(wpe) != gptT*gptC || len(w) != gptC*gptC || len(b) != gptC {
+		t.Fatalf("parameters %+v", params)
+	}
+	out := make([]float64, len(tokens)*gptV)
+	e, h := make([]float64, gptC), make([]float64, gptC)
+	for i, token := range tokens {
+		for c := range e {
+			e[c] = float64(wte[int(token)*gptC+c]) + float64(wpe[(i%gptT)*gptC+c])
+		}
+		for o := range h {
+			h[o] = float64(b[o])
+			for c := range e {
+				h[o] += float64(w[o*gptC+c]) * e[c]
+			}
+		}
+		for v := 0; v < gptV; v++ {
+			for c := range h {
+				out[i*gptV+v] += h[c] * float64(wte[v*gptC+c])
+			}
+		}
+	}
+	return out
+}
+
+// wantLogits checks trainer tr's logits of tokens against tiedLogits of the parameters p.
+func wantLogits(t *testing.T, tr *dptrain.Trainer, params []dptrain.NamedTensor, p []float32, tokens []int32) {
+	t.Helper()
+	got := make([]float32, len(tokens)*gptV)
+	must(t, tr.PredictTokens(tokens, len(tokens)/gptT, got))
+	for i, want := range tiedLogits(t, params, p, tokens) {
+		if math.Abs(float64(got[i])-want) > 1e-5+1e-4*math.Abs(want) {
+			t.Fatalf("logit %d = %v, want %v (the head multiplies by wte)", i, got[i], want)
+		}
+	}
+}
+
+func TestTiedHeadTrainsOnTwoDevicesAsOnOne(t *testing.T) {
+	m := tiedLM(t)
+	if n, err := m.ParameterCount(); err != nil || n != tiedLMUntied {
+		t.Fatalf("ParameterCount before the tie = %d, %v; want %d", n, err, tiedLMUntied)
+	}
+	must(t, m.Tie("head.weight", "wte.weight"))
+	const tied = tiedLMUntied - gptV*gptC
+	if n, err := m.ParameterCount(); err != nil || n != tied {
+		t.Fatalf("ParameterCount after the tie = %d, %v; want %d - %d", n, err, tiedLMUntied, gptV*gptC)
+	}
+	params, err := m.NamedParameters()
+	must(t, err)
+	names := []string{}
+	for _, p := range params {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, " ") != "wte.weight wpe.weight mid.weight mid.bias" {
+		t.Fatalf("named parameters %v, want no head.weight", names)
+	}
+	if last := params[len(params)-1]; last.Offset+last.Size() != tied {
+		t.Fatalf("the named parameters end at %d, want %d", last.Offset+last.Size(), tied)
+	}
+	json, err := m.ToJSON()
+	must(t, err)
+	if !strings.Contains(json, `"ties"`) || !strings.Contains(json, `"head.weight"`) {
+		t.Fatalf("ToJSON names no tie:\n%s", json)
+	}
+	copied, err := dptrain.ModelFromJSON(json)
+	must(t, err)
+	n, err := copied.ParameterCount()
+	copied.Close()
+	if err != nil || n != tied {
+		t.Fatalf("the JSON copy has %d parameters (%v), want %d", n, err, tied)
+	}
+
+	// Refusals leave the model as it was.
+	wantError(t, m.Tie("head.weight", "wte.weight"), dptrain.StatusInvalidArgument, "Model.Tie", "dpt_model_tie",
+		"already tied")
+	wantError(t, m.Tie("nowhere.weight", "wte.weight"), dptrain.StatusInvalidArgument, "dpt_model_tie", "nowhere")
+	wantError(t, m.Tie("mid.weight", "wte.weight"), dptrain.StatusInvalidArgument, "dpt_model_tie", "shapes differ")
+	wantError(t, m.Tie("wpe.weight", "mid.weight"), dptrain.StatusInvalidArgument, "dpt_model_tie", "earlier node")
+	wantError(t, m.Tie("", "wte.weight"), dptrain.StatusInvalidArgument, "Model.Tie", "parameter is empty")
+	wantError(t, m.Tie("mid.weight", ""), dptrain.StatusInvalidArgument, "Model.Tie", "source is empty")
+	wantError(t, m.Tie("mid.weight", "wte\x00.weight"), dptrain.StatusInvalidArgument, "NUL")
+	if n, err := m.ParameterCount(); err != nil || n != tied {
+		t.Fatalf("ParameterCount after the refusals = %d, %v; want %d", n, err, tied)
+	}
+	if after, err := m.ToJSON(); err != nil || after != json {
+		t.Fatalf("a refused tie changed the model (%v):\n%s", err, after)
+	}
+
+	// The model still trains: 3 steps on 2 devices and on 1 from one seed agree.
+	ctx := newContext(t, 2)
+	two := newTrainer(t, ctx, m, adamW(7, dptrain.WeightDecayMatrices))
+	one := newTrainer(t, ctx, m, adamW(7, dptrain.WeightDecayMatrices, 0))
+	if n, err := two.ParameterCount(); err != nil || n != tied {
+		t.Fatalf("Trainer.ParameterCount = %d, %v; want %d", n, err, tied)
+	}
+	start, err := one.Parameters()
+	must(t, err)
+	if p, err := two.Parameters(); err != nil || !bitwiseEqual(p, start) {
+		t.Fatalf("the same seed gives other initial parameters (%v)", err)
+	}
+	x0, _ := tokenBatch(0)
+	wantLogits(t, two, params, start, x0)
+	for step := 0; step < 3; step++ {
+		x, y := tokenBatch(step)
+		r2, err := two.StepTokens(x, y, gptBatch)
+		must(t, err)
+		r1, err := one.StepTokens(x, y, gptBatch)
+		must(t, err)
+		if r2.Targets != counted(y) || r1.Targets != counted(y) || !r2.Applied {
+			t.Fatalf("step %d: %+v / %+v, want %d targets", step, r2, r1, counted(y))
+		}
+		if math.IsNaN(r2.Loss) || math.IsInf(r2.Loss, 0) || math.Abs(r1.Loss-r2.Loss) > 1e-5 {
+			t.Fatalf("step %d: losses %v (2 devices), %v (1 device)", step, r2.Loss, r1.Loss)
+		}
+	}
+	a, err := two.Parameters()
+	must(t, err)
+	b, err := one.Parameters()
+	must(t, err)
+	moved := distance(b, start)
+	if moved == 0 || distance(a, b)/moved >= 1e-5 {
+		t.Fatalf("2 devices vs 1: ||a-b|| %g, ||b-start|| %g", distance(a, b), moved)
+	}
+	x5, _ := tokenBatch(5)
+	wantLogits(t, one, params, b, x5) // still one tensor after training
+
+	closed := tiedLM(t)
+	must(t, closed.Close())
+	wantClosed(t, closed.Tie("head.weight", "wte.weight"))
+}

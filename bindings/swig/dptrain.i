@@ -339,6 +339,14 @@ class ProgressListener {
     dptrain_binding::check(dpt_model_concat($self, inputs, 3, name, &out));
     return out;
   }
+  /* Ties the parameter named parameter ("lm_head.weight") to the parameter named source of an earlier node
+   * ("transformer.wte.weight"): one tensor, as PyTorch's lm_head.weight = wte.weight. The tied parameter
+   * leaves the flat parameter vector and the named parameters. Named tieParameter, not tie: SWIG names an
+   * %extend helper <struct>_<method>, and dpt_model_tie is the C function; each language names it (Java
+   * tie, C# Tie over the private TieNative, Go's Model.Tie over TieParameter). */
+  void tieParameter(const char *parameter, const char *source) {
+    dptrain_binding::check(dpt_model_tie($self, parameter, source));
+  }
   size_t outputTensor() {
     size_t t = 0;
     dptrain_binding::check(dpt_model_output($self, &t));

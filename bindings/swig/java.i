@@ -373,6 +373,8 @@ import java.nio.IntBuffer;
  * concat2 / concat3 are both Java's concat. */
 %rename(concat) dpt_model::concat2;
 %rename(concat) dpt_model::concat3;
+/* dptrain.i's tieParameter (a method named tie would collide with the C function dpt_model_tie). */
+%rename(tie) dpt_model::tieParameter;
 %rename(tensorShapeText) dpt_model::tensorShape;
 %javamethodmodifiers dpt_model::tensorShape "private";
 %javamethodmodifiers dpt_model::namedTensorName "private";

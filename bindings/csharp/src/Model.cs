@@ -169,6 +169,23 @@ public partial class Model {
     return new TensorId(Concat3Native(a.Value, b.Value, c.Value, name));
   }
 
+  /// <summary>Ties the parameter named <paramref name="parameter"/> (e.g. "lm_head.weight") to the parameter
+  /// named <paramref name="source"/> of an earlier node ("transformer.wte.weight"): one tensor, as PyTorch's
+  /// <c>lm_head.weight = wte.weight</c> (GPT-2's tied LM head). Both nodes read the source's values; its gradient
+  /// is the sum of both nodes' contributions. The tied parameter leaves the flat parameter vector and
+  /// <see cref="NamedParameters"/> (<see cref="ParameterCount"/> drops by its size, the offsets of later
+  /// parameters move down); the description, <see cref="ToJson"/> ("ties") and checkpoints name the tie. A source
+  /// that is itself tied stands for the parameter it is tied to.</summary>
+  /// <param name="parameter">"&lt;node name&gt;.&lt;parameter&gt;" of a later node than the source's.</param>
+  /// <param name="source">"&lt;node name&gt;.&lt;parameter&gt;" of the same shape.</param>
+  /// <exception cref="InvalidArgumentException">Status InvalidArgument (the model unchanged) for a name that is
+  /// not "&lt;node&gt;.&lt;parameter&gt;" of the model, a parameter already tied or the source of a tie, shapes
+  /// that differ, or a source whose node is not before the parameter's; Status NullPointer for a null
+  /// name.</exception>
+  public void Tie(string parameter, string source) {
+    TieNative(parameter, source);
+  }
+
   // ---- Named parameters and buffers ----
 
   /// <summary>The named tensors of one kind, in the order of the flat vector: parameters in node order (each

@@ -334,6 +334,116 @@ public class TokensTests {
       }
     }
   }
+
+  /// The parameters of MakeTiedLm before the tie: wte, wpe, mid (weight, bias), head (no bias).
+  const ulong TiedLmUntied = V * C + T * C + C * C + C + V * C;
+
+  /// A small language model whose head can be tied to its embedding (GPT-2's tied LM head): tokens [T] -> wte
+  /// (V x C) -> wpe -> linear C ("mid") -> head (V units, no bias): logits [T, V]. Once head.weight is tied to
+  /// wte.weight, logits[t] = mid(wte[x_t] + wpe[t]) . wte (TiedLogits).
+  static Model MakeTiedLm() {
+    Model m = Model.CreateTokens(T);
+    TensorId x = m.TokenEmbedding(m.Input, V, C, "wte");
+    x = m.PositionEmbedding(x, "wpe");
+    x = m.Linear(x, C, name: "mid");
+    m.Linear(x, V, false, "head");
+    return m;
+  }
+
+  /// The logits of MakeTiedLm with the tie, in double, from its parameters <paramref name="p"/>: the head
+  /// multiplies by wte.
+  static double[] TiedLogits(Model m, float[] p, int[] tokens) {
+    var at = m.NamedParameters.ToDictionary(t => t.Name, t => (int)t.Offset);
+    int wte = at["wte.weight"], wpe = at["wpe.weight"], w = at["mid.weight"], b = at["mid.bias"];
+    var output = new double[tokens.Length * V];
+    var e = new double[C];
+    var h = new double[C];
+    for (int i = 0; i < tokens.Length; ++i) {
+      for (int c = 0; c < C; ++c) e[c] = (double)p[wte + tokens[i] * C + c] + p[wpe + (i % T) * C + c];
+      for (int o = 0; o < C; ++o) {
+        h[o] = p[b + o];
+        for (int c = 0; c < C; ++c) h[o] += (double)p[w + o * C + c] * e[c];
+      }
+      for (int v = 0; v < V; ++v)
+        for (int c = 0; c < C; ++c) output[i * V + v] += h[c] * p[wte + v * C + c];
+    }
+    return output;
+  }
+
+  /// Checks a trainer's logits of <paramref name="tokens"/> against TiedLogits of the parameters
+  /// <paramref name="p"/>.
+  static void AssertTiedLogits(Trainer trainer, Model m, float[] p, int[] tokens) {
+    float[] got = trainer.PredictTokens(tokens, (ulong)(tokens.Length / T), m.OutputSize);
+    double[] want = TiedLogits(m, p, tokens);
+    for (int i = 0; i < want.Length; ++i)
+      Assert.AreEqual(want[i], got[i], 1e-5 + 1e-4 * Math.Abs(want[i]), "logit " + i + " (the head multiplies by wte)");
+  }
+
+  [Test]
+  public void ATiedHeadLeavesTheParametersAndTrainsOnTwoDevicesAsOnOne() {
+    using (Model m = MakeTiedLm()) {
+      Assert.AreEqual(TiedLmUntied, m.ParameterCount);
+      m.Tie("head.weight", "wte.weight");
+      const ulong tied = TiedLmUntied - V * C;
+      Assert.AreEqual(tied, m.ParameterCount, "the tie takes head.weight's V x C floats out");
+      CollectionAssert.AreEqual(new[] { "wte.weight", "wpe.weight", "mid.weight", "mid.bias" },
+                                m.NamedParameters.Select(t => t.Name).ToArray(), "no head.weight");
+      NamedTensor last = m.NamedParameters.Last();
+      Assert.AreEqual(tied, last.Offset + last.Size, "the named parameters cover the flat vector");
+      string json = m.ToJson();
+      StringAssert.Contains("\"ties\"", json);
+      StringAssert.Contains("\"head.weight\"", json);
+      using (Model copy = Model.FromJson(json)) Assert.AreEqual(tied, copy.ParameterCount, "the JSON copy keeps the tie");
+
+      // Refusals leave the model as it was.
+      AssertStatus<InvalidArgumentException>(Status.InvalidArgument, "already tied",
+                                             () => m.Tie("head.weight", "wte.weight"));
+      AssertStatus<InvalidArgumentException>(Status.InvalidArgument, "nowhere.weight",
+                                             () => m.Tie("nowhere.weight", "wte.weight"));
+      AssertStatus<InvalidArgumentException>(Status.InvalidArgument, "shapes differ",
+                                             () => m.Tie("mid.weight", "wte.weight"));
+      AssertStatus<InvalidArgumentException>(Status.InvalidArgument, "earlier node",
+                                             () => m.Tie("wpe.weight", "mid.weight"));
+      AssertStatus<InvalidArgumentException>(Status.InvalidArgument, "dpt_model_tie", () => m.Tie("", "wte.weight"));
+      AssertStatus<InvalidArgumentException>(Status.NullPointer, "dpt_model_tie", () => m.Tie(null, "wte.weight"));
+      AssertStatus<InvalidArgumentException>(Status.NullPointer, "dpt_model_tie", () => m.Tie("mid.weight", null));
+      Assert.AreEqual(tied, m.ParameterCount);
+      Assert.AreEqual(json, m.ToJson(), "a refused tie changed the model");
+
+      // The model still trains: 3 steps on 2 devices and on 1 from one seed agree.
+      using (Trainer two = MakeTrainer(m, 7, WeightDecayScope.Matrices))
+      using (Trainer one = MakeTrainer(m, 7, WeightDecayScope.Matrices, new ulong[] { 0 })) {
+        Assert.AreEqual(tied, two.ParameterCount);
+        float[] start = one.GetParameters();
+        CollectionAssert.AreEqual(start, two.GetParameters(), "the same seed, the same initial parameters");
+        int[] x, y;
+        MakeBatch(0, out x, out y);
+        AssertTiedLogits(two, m, start, x);
+        for (int step = 0; step < 3; ++step) {
+          MakeBatch(step, out x, out y);
+          using (StepResult r2 = two.StepTokens(x, y, Batch))
+          using (StepResult r1 = one.StepTokens(x, y, Batch)) {
+            Assert.AreEqual(Counted(y), r2.Targets);
+            Assert.AreEqual(Counted(y), r1.Targets);
+            Assert.AreEqual(1, r2.Applied);
+            Assert.IsTrue(IsFinite(r2.Loss), "loss " + r2.Loss);
+            Assert.AreEqual(r1.Loss, r2.Loss, 1e-5);
+          }
+        }
+        float[] a = two.GetParameters(), b = one.GetParameters();
+        double moved = Distance(b, start);
+        Assert.Greater(moved, 0.0, "the parameters moved");
+        Assert.Less(Distance(a, b) / moved, 1e-5, "relative error of 2 devices vs 1");
+        MakeBatch(5, out x, out y);
+        AssertTiedLogits(one, m, b, x);  // still one tensor after training
+      }
+    }
+    Assert.Throws<ObjectDisposedException>(() => {
+      var m = MakeTiedLm();
+      m.Dispose();
+      m.Tie("head.weight", "wte.weight");
+    });
+  }
 }
 
 }

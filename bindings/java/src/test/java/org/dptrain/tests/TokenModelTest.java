@@ -330,4 +330,120 @@ class TokenModelTest {
       assertEquals(1, classified.getTargets(), "a classifier ignores the label -1 too");
     }
   }
+
+  /** The parameters of {@link #tiedLm} before the tie: wte, wpe, mid (weight, bias), head (no bias). */
+  static final long TIED_LM_UNTIED = V * C + T * C + C * C + C + V * C;
+
+  /**
+   * A small language model whose head can be tied to its embedding (GPT-2's tied LM head): tokens [T] -> wte (V x
+   * C) -> wpe -> linear C ("mid") -> head (V units, no bias): logits [T, V]. Once head.weight is tied to
+   * wte.weight, logits[t] = mid(wte[x_t] + wpe[t]) . wte ({@link #tiedLogits}).
+   */
+  static Model tiedLm() {
+    Model m = Model.createTokens(T);
+    long x = m.tokenEmbedding(Model.INPUT, V, C, "wte");
+    x = m.positionEmbedding(x, "wpe");
+    x = m.linear(x, C, "mid");
+    m.linear(x, V, false, "head");
+    return m;
+  }
+
+  /** The logits of {@link #tiedLm} with the tie, in double, from its parameters {@code p}: the head multiplies by wte. */
+  static double[] tiedLogits(List<NamedTensor> named, float[] p, int[] tokens) {
+    java.util.Map<String, Integer> at = new java.util.HashMap<>();
+    for (NamedTensor t : named) at.put(t.name(), (int) t.offset());
+    int wte = at.get("wte.weight"), wpe = at.get("wpe.weight"), w = at.get("mid.weight"), b = at.get("mid.bias");
+    double[] out = new double[tokens.length * V];
+    double[] e = new double[C];
+    double[] h = new double[C];
+    for (int i = 0; i < tokens.length; ++i) {
+      for (int c = 0; c < C; ++c) e[c] = (double) p[wte + tokens[i] * C + c] + p[wpe + (i % T) * C + c];
+      for (int o = 0; o < C; ++o) {
+        h[o] = p[b + o];
+        for (int c = 0; c < C; ++c) h[o] += (double) p[w + o * C + c] * e[c];
+      }
+      for (int v = 0; v < V; ++v) {
+        for (int c = 0; c < C; ++c) out[i * V + v] += h[c] * p[wte + v * C + c];
+      }
+    }
+    return out;
+  }
+
+  /** Checks a trainer's logits of {@code tokens} against {@link #tiedLogits} of the parameters {@code p}. */
+  static void assertTiedLogits(Trainer trainer, List<NamedTensor> named, float[] p, int[] tokens) {
+    float[] got = trainer.predictTokens(tokens, tokens.length / T);
+    double[] want = tiedLogits(named, p, tokens);
+    for (int i = 0; i < want.length; ++i) {
+      assertEquals(want[i], got[i], 1e-5 + 1e-4 * Math.abs(want[i]), "logit " + i + " (the head multiplies by wte)");
+    }
+  }
+
+  @Test
+  void aTiedHeadLeavesTheParametersAndTrainsOnTwoDevicesAsOnOne() {
+    try (Model m = tiedLm()) {
+      assertEquals(TIED_LM_UNTIED, m.parameterCount());
+      m.tie("head.weight", "wte.weight");
+      final long tied = TIED_LM_UNTIED - V * C;
+      assertEquals(tied, m.parameterCount(), "the tie takes head.weight's V x C floats out");
+      List<NamedTensor> named = m.parameters();
+      assertEquals(List.of("wte.weight", "wpe.weight", "mid.weight", "mid.bias"),
+          named.stream().map(NamedTensor::name).collect(java.util.stream.Collectors.toList()), "no head.weight");
+      NamedTensor last = named.get(named.size() - 1);
+      assertEquals(tied, last.offset() + last.size(), "the named parameters cover the flat vector");
+      String json = m.toJson();
+      assertTrue(json.contains("\"ties\"") && json.contains("\"head.weight\""), json);
+      try (Model copy = Model.fromJson(json)) {
+        assertEquals(tied, copy.parameterCount(), "the JSON copy keeps the tie");
+      }
+
+      // Refusals leave the model as it was.
+      assertStatus(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, "already tied",
+          () -> m.tie("head.weight", "wte.weight"));
+      assertStatus(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, "nowhere.weight",
+          () -> m.tie("nowhere.weight", "wte.weight"));
+      assertStatus(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, "shapes differ",
+          () -> m.tie("mid.weight", "wte.weight"));
+      assertStatus(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, "earlier node",
+          () -> m.tie("wpe.weight", "mid.weight"));
+      assertStatus(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, "dpt_model_tie",
+          () -> m.tie("", "wte.weight"));
+      assertStatus(InvalidArgumentException.class, Status.ERROR_NULL_POINTER, "dpt_model_tie",
+          () -> m.tie(null, "wte.weight"));
+      assertStatus(InvalidArgumentException.class, Status.ERROR_NULL_POINTER, "dpt_model_tie",
+          () -> m.tie("mid.weight", null));
+      assertEquals(tied, m.parameterCount());
+      assertEquals(json, m.toJson(), "a refused tie changed the model");
+
+      // The model still trains: 3 steps on 2 devices and on 1 from one seed agree.
+      try (Context c = new Context(2, 0);
+           Trainer two = new Trainer(c, m, Fixtures.seeded(7), adamw(WeightDecayScope.WEIGHT_DECAY_MATRICES));
+           Trainer one = new Trainer(c, m, Fixtures.seeded(7), adamw(WeightDecayScope.WEIGHT_DECAY_MATRICES),
+               new long[] {0})) {
+        assertEquals(tied, two.parameterCount());
+        float[] start = one.getParameters();
+        assertArrayEquals(start, two.getParameters(), "the same seed, the same initial parameters");
+        assertTiedLogits(two, named, start, batch(0)[0]);
+        for (int step = 0; step < 3; ++step) {
+          int[][] b = batch(step);
+          StepResult r2 = two.stepTokens(b[0], b[1], BATCH);
+          StepResult r1 = one.stepTokens(b[0], b[1], BATCH);
+          assertEquals(counted(b[1]), r2.getTargets());
+          assertEquals(counted(b[1]), r1.getTargets());
+          assertTrue(r2.getApplied());
+          assertTrue(Double.isFinite(r2.getLoss()), "loss " + r2.getLoss());
+          assertEquals(r1.getLoss(), r2.getLoss(), 1e-5);
+        }
+        float[] a = two.getParameters();
+        float[] b = one.getParameters();
+        double moved = distance(b, start);
+        assertTrue(moved > 0, "the parameters moved");
+        assertTrue(distance(a, b) / moved < 1e-5, "relative error of 2 devices vs 1: " + distance(a, b) / moved);
+        assertTiedLogits(one, named, b, batch(5)[0]); // still one tensor after training
+      }
+    }
+    Model closed = tiedLm();
+    closed.close();
+    assertStatus(InvalidArgumentException.class, Status.ERROR_NULL_POINTER, "Model.tie: this Model is closed",
+        () -> closed.tie("head.weight", "wte.weight"));
+  }
 }
