@@ -89,6 +89,10 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   c.kernels.deterministic = (o.gpu_flags & DPT_GPU_DETERMINISTIC) != 0;
   c.sync_batch_norm = dpt::capi::checked_enum(o.batch_norm, {DPT_BATCH_NORM_SYNC, DPT_BATCH_NORM_LOCAL},
                                               "batch_norm mode") == DPT_BATCH_NORM_SYNC;
+  c.matmul_dtype = dpt::capi::checked_enum(o.precision, {DPT_PRECISION_FP32, DPT_PRECISION_BF16},
+                                           "precision") == DPT_PRECISION_BF16
+                       ? dpt::DType::kBF16
+                       : dpt::DType::kF32;
   return c;
 }
 

@@ -19,8 +19,9 @@ namespace {
 
 using namespace dpt::cuda;
 
-int op_supported(const char *op, int32_t dtype) {
-  return dtype == DPT_DTYPE_F32 && find_op(op) != nullptr ? 1 : 0;
+// bfloat16 matrix products (dpt_op_call::matmul_dtype) have no CUDA kernels yet: such calls are refused.
+int op_supported(const char *op, int32_t dtype, int32_t matmul_dtype) {
+  return dtype == DPT_DTYPE_F32 && matmul_dtype == DPT_DTYPE_F32 && find_op(op) != nullptr ? 1 : 0;
 }
 
 // Finds the call's kernel, checks what every op shares and runs the pass.
@@ -32,6 +33,10 @@ int run_op(dpt_backend_context *ctx, const dpt_op_call *call, bool forward, char
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL call", c.ordinal, pass);
     if (call->op == nullptr)
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL op name", c.ordinal, pass);
+    if (call->matmul_dtype != DPT_DTYPE_F32)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                    "cuda:%d: %s: %.64s: matrix products on bfloat16 inputs do not run on CUDA devices yet",
+                    c.ordinal, pass, call->op);
     const OpKernel *op = find_op(call->op);
     if (op == nullptr)
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,

@@ -33,8 +33,10 @@
 extern "C" {
 #endif
 
-/** Version of the table below; a module with another version is refused. */
-#define DPT_BACKEND_ABI_VERSION 2u
+/** Version of the table below; a module with another version is refused. 3: dpt_op_call::matmul_dtype and
+ *  op_supported's matmul_dtype. (The entry function and the table keep their "v2" names, so that a module
+ *  of version 2 is found and refused by its version, with a message that says so.) */
+#define DPT_BACKEND_ABI_VERSION 3u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -157,8 +159,9 @@ typedef struct dpt_backend_v2 {
 
   /* ---- Ops (modules/interface/op_call.h: the call, and each op's members and semantics) ---- */
 
-  /** 1 when the module has a kernel of op @p op (a name of op_call.h) for tensors of @p dtype, else 0. */
-  int (*op_supported)(const char *op, int32_t dtype);
+  /** 1 when the module has a kernel of op @p op (a name of op_call.h) for tensors of @p dtype with matrix
+   *  products on inputs of @p matmul_dtype (dpt_op_call::matmul_dtype), else 0. */
+  int (*op_supported)(const char *op, int32_t dtype, int32_t matmul_dtype);
   /** The op's forward pass, queued on the stream. An op the module does not support is
    *  DPT_BACKEND_ERROR_INVALID_ARGUMENT naming it. */
   int (*op_forward)(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);

@@ -139,6 +139,12 @@ typedef struct dpt_op_call {
   uint64_t step;         /**< the optimizer step being computed */
   uint64_t node;         /**< the op's index in the graph */
   uint64_t first_sample; /**< the position of sample 0 in the accumulation window's global batch */
+
+  /** The element type the op's matrix products take their inputs in (conv2d, dense, linear,
+   *  causal_self_attention): DPT_DTYPE_F32, or DPT_DTYPE_BF16 (every input of every product rounded to
+   *  bfloat16, to nearest even with subnormals as zero, the products accumulated in float32: the trainer's
+   *  mixed precision). Tensors stay float32; ops without matrix products ignore it. */
+  int32_t matmul_dtype;
 } dpt_op_call;
 
 /** Elements of one sample of @p t (the product of its dims). */

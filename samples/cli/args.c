@@ -25,6 +25,7 @@ static const choice kDecayScopes[] = {
     {"all", DPT_WEIGHT_DECAY_ALL}, {"matrices", DPT_WEIGHT_DECAY_MATRICES}, {NULL, 0}};
 static const choice kBatchNorm[] = {
     {"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
+static const choice kPrecisions[] = {{"fp32", DPT_PRECISION_FP32}, {"bf16", DPT_PRECISION_BF16}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -92,6 +93,7 @@ static const option_spec kOptions[] = {
     {"--split", ARG_SPLIT, FIELD(split), 0, REAL_POSITIVE, NULL},
     {"--allreduce", ARG_CHOICE, FIELD(allreduce), 0, REAL_POSITIVE, kAllreduce},
     {"--bn", ARG_CHOICE, FIELD(batch_norm), 0, REAL_POSITIVE, kBatchNorm},
+    {"--precision", ARG_CHOICE, FIELD(precision), 0, REAL_POSITIVE, kPrecisions},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -146,6 +148,9 @@ const char *schedule_name(int schedule) {
 const char *batch_norm_name(int mode) {
   return choice_name(kBatchNorm, mode);
 }
+const char *precision_name(int precision) {
+  return choice_name(kPrecisions, precision);
+}
 
 const char *init_name(int init) {
   return choice_name(kInits, init);
@@ -168,6 +173,7 @@ static void set_defaults(train_config *config) {
   config->split = DPT_SPLIT_EVEN;
   config->allreduce = DPT_ALLREDUCE_RING;
   config->batch_norm = DPT_BATCH_NORM_SYNC;
+  config->precision = DPT_PRECISION_FP32;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -569,6 +575,8 @@ void print_train_help(FILE *out) {
       "  --deterministic        GPUs: deterministic cuDNN algorithms only\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
+      "  --precision fp32|bf16  matrix products on float32 or bfloat16 inputs (float32 accumulation,\n"
+      "                         float32 master weights; CPU devices; default fp32)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

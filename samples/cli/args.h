@@ -59,6 +59,7 @@ typedef struct train_config {
   size_t split_weight_count;                /**< Number of split_weights given. */
   int allreduce;                            /**< dpt_allreduce_algorithm. */
   int batch_norm;                           /**< dpt_batch_norm_mode. */
+  int precision;                            /**< dpt_precision. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
   int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */
@@ -107,6 +108,7 @@ const char *split_name(int split);
 const char *allreduce_name(int allreduce);
 /** @brief Name of a batch-norm mode: "sync" or "local". */
 const char *batch_norm_name(int mode);
+const char *precision_name(int precision);
 /** @brief Name of a schedule: "constant", "step" or "cosine". */
 const char *schedule_name(int schedule);
 /** @brief Name of an initialisation scheme: "normal" or "uniform". */

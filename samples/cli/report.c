@@ -101,6 +101,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_uint(w, "accumulate", c->accumulate);
   json_uint(w, "bucket_kib", c->bucket_kib);
   json_string(w, "batch_norm", batch_norm_name(c->batch_norm));
+  json_string(w, "precision", precision_name(c->precision));
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);
   json_uint(w, "test_samples", s->test_samples);

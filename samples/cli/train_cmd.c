@@ -217,6 +217,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->accumulation_steps = c->accumulate;
   options->bucket_bytes = c->bucket_kib * 1024;
   options->batch_norm = (dpt_batch_norm_mode)c->batch_norm;
+  options->precision = (dpt_precision)c->precision;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -314,8 +315,9 @@ static void print_header(const train_run *run) {
     fprintf(run->out, "data: %zu train, %zu test samples; ", run->summary.train_samples,
             run->summary.test_samples);
   }
-  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s\n", c->batch, run->summary.learning_rate,
-          optimizer_name(c->optimizer), split_name(c->split), allreduce_name(c->allreduce));
+  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s\n", c->batch, run->summary.learning_rate,
+          optimizer_name(c->optimizer), split_name(c->split), allreduce_name(c->allreduce),
+          c->precision == DPT_PRECISION_BF16 ? ", precision bf16" : "");
   fflush(run->out);
 }
 

@@ -30,8 +30,9 @@ class DeviceKernels {
   virtual ~DeviceKernels() = default;
   virtual DeviceMemory &memory() = 0;
 
-  // Throws DPT_ERROR_UNSUPPORTED naming the device when the op cannot run here.
-  virtual void check_supported(const char *op, DType dtype) const = 0;
+  // Throws DPT_ERROR_UNSUPPORTED naming the device when the op cannot run here on tensors of dtype with
+  // matrix products on inputs of matmul_dtype (dpt_op_call::matmul_dtype).
+  virtual void check_supported(const char *op, DType dtype, DType matmul_dtype) const = 0;
   // Bytes of dpt_op_call::scratch a call of this op and these shapes needs here (independent of the
   // sample count; a GPU library brings its own workspace).
   virtual size_t scratch_bytes(const dpt_op_call &call) const = 0;

@@ -22,7 +22,8 @@ size_t floats_for(size_t bytes) {
 
 }  // namespace
 
-Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), kernels_(kernels) {
+Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype)
+    : spec_(spec), kernels_(kernels) {
   const std::vector<TensorInfo> &tensors = spec.tensors();
   const std::vector<Node> &nodes = spec.nodes();
   root_.assign(tensors.size(), 0);
@@ -31,7 +32,7 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
   size_t scratch = 0;
   for (size_t j = 0; j < nodes.size(); ++j) {
     const Node &node = nodes[j];
-    kernels_.check_supported(node.op->name, tensors[node.output].dtype);
+    kernels_.check_supported(node.op->name, tensors[node.output].dtype, matmul_dtype);
     root_[node.output] = node.layout.view ? root_[node.inputs[0]] : node.output;
     bool rg = !node.layout.params.empty();
     for (size_t t : node.inputs) rg = rg || requires_grad_[t];
@@ -39,6 +40,7 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels) : spec_(spec), k
 
     Step step;
     step.call = call_template(spec, j);
+    step.call.matmul_dtype = int32_t(matmul_dtype);
     if (!node.layout.view) scratch = std::max(scratch, kernels_.scratch_bytes(step.call));
     steps_.push_back(step);
   }

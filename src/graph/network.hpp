@@ -26,8 +26,10 @@ struct BackwardHook {
 
 class Network {
  public:
-  // Throws DPT_ERROR_UNSUPPORTED when an op cannot run on the kernels' device.
-  Network(const ModelSpec &spec, DeviceKernels &kernels);
+  // matmul_dtype: what the ops' matrix products take their inputs in (dpt_op_call::matmul_dtype: kF32, or
+  // kBF16 for the trainer's bf16 precision). Throws DPT_ERROR_UNSUPPORTED when an op cannot run on the
+  // kernels' device.
+  Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype = DType::kF32);
 
   // Makes room for slices of n samples. Allocates only when n exceeds the largest slice seen so far.
   void reserve(size_t n);

@@ -75,7 +75,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
               "training on CUDA devices across MPI processes is not supported in this version");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (Device *d : devices_)
-    replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels));
+    replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels, config_.matmul_dtype));
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());

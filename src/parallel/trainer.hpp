@@ -49,6 +49,9 @@ struct TrainerConfig {
   const World *world = nullptr;
   OptimizerConfig optimizer;
   KernelOptions kernels;  // GPU: TF32, deterministic algorithms
+  // Mixed precision: the ops' matrix products take their inputs in this type (kF32, or kBF16: rounded to
+  // bfloat16, accumulated in float32); parameters, activations, gradients and the optimizer stay float32.
+  DType matmul_dtype = DType::kF32;
 };
 
 struct StepStats {

@@ -24,6 +24,7 @@ void Trainer::join_world(std::vector<float> &initial) {
   agreed.add("accumulation_steps", uint64_t(config_.accumulation_steps));
   agreed.add("nonfinite", uint64_t(config_.error_on_nonfinite));
   agreed.add("batch norm", uint64_t(config_.sync_batch_norm));
+  agreed.add("precision", uint64_t(config_.matmul_dtype));
   agreed.add("bucket_bytes", uint64_t(config_.bucket_bytes));
   agreed.add("optimizer kind", uint64_t(o.kind));
   agreed.add("learning_rate", double(o.learning_rate));

@@ -443,6 +443,7 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.bucket_bytes, 1u << 20);
   assert_int_equal(t.communicator, DPT_COMMUNICATOR_LOCAL);
   assert_int_equal(t.batch_norm, DPT_BATCH_NORM_SYNC);
+  assert_int_equal(t.precision, DPT_PRECISION_FP32);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1435,6 +1436,8 @@ static void test_trainer_create_misuse(void **state) {
       {"gpu_flags 4 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, gpu_flags, 4)}},
       {"gpu_flags 0x80000000", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, gpu_flags, 0x80000000u)}},
       {"batch_norm mode 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, batch_norm, 2)}},
+      {"precision 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, precision, 2)}},
+      {"precision -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, precision, -1)}},
       {"split 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, split, 99)}},
       {"split -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, split, -1)}},
       {"allreduce 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce, 99)}},

@@ -97,4 +97,16 @@ run_cli lenet train --model lenet --epochs 1 --train-limit 512 --test-limit 256 
 json_check "$WORK/lenet.out" "d['model'] == 'lenet' and d['split'] == 'weighted' and d['epochs_completed'] == 1" \
   "lenet with weighted split, naive all-reduce, accumulation and cosine schedule"
 
+# Mixed precision: bf16 matrix products train the MLP as well as float32 (the same short recipe), report
+# their precision, and are not float32 (another checksum); an unknown precision is a usage error.
+run_cli bf16 train "${SHORT[@]}" --devices cpu:2 --precision bf16
+json_check "$WORK/bf16.out" "d['precision'] == 'bf16' and abs(d['test_accuracy'] - $ACC_A) <= 0.05" \
+  "--precision bf16: test accuracy within 0.05 of float32's"
+json_check "$A" "d['precision'] == 'fp32'" "the default precision is fp32"
+B16=$(json_get "$WORK/bf16.out" "d['param_checksum']")
+[ -n "$B16" ] && [ "$B16" != "$CHECK_A" ] && pass "bf16 is not float32 in disguise" || fail "bf16 checksum $B16"
+run_cli bad_precision train --model mlp --precision fp8
+[ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_precision.err")" -eq 1 ] && pass "--precision fp8: usage error" ||
+  fail "--precision fp8: $RC $(cat "$WORK/bad_precision.err")"
+
 finish

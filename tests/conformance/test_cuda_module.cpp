@@ -60,16 +60,17 @@ void test_op_supported(void **) {
   for (const char *op : {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "flatten",
                          "add", "concat", "global_avg_pool", "gelu", "layer_norm", "batch_norm"}) {
     print_message("op_supported(%s)\n", op);
-    assert_int_equal(api->op_supported(op, DPT_DTYPE_F32), 1);
+    assert_int_equal(api->op_supported(op, DPT_DTYPE_F32, DPT_DTYPE_F32), 1);
     for (const int32_t dtype :
          std::initializer_list<int32_t>{DPT_DTYPE_BF16, DPT_DTYPE_F16, DPT_DTYPE_I32, 99})
-      assert_int_equal(api->op_supported(op, dtype), 0);
+      assert_int_equal(api->op_supported(op, dtype, DPT_DTYPE_F32), 0);
   }
-  assert_int_equal(api->op_supported("dropout", DPT_DTYPE_F32), 0);
-  assert_int_equal(api->op_supported("no_such_op", DPT_DTYPE_F32), 0);
-  assert_int_equal(api->op_supported("Dense", DPT_DTYPE_F32), 0);
-  assert_int_equal(api->op_supported("", DPT_DTYPE_F32), 0);
-  assert_int_equal(api->op_supported(nullptr, DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("dropout", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, DPT_DTYPE_BF16), 0);  // not on CUDA yet
+  assert_int_equal(api->op_supported("no_such_op", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("Dense", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported("", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
+  assert_int_equal(api->op_supported(nullptr, DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
 }
 
 // The test extension is found by its name; any other name (or NULL) gives NULL.

@@ -633,7 +633,7 @@ void test_flatten(void **) {
   assert_null(dpt::cpu::find_op("flatten"));
   dpt::MemoryArena arena("test", 0);
   dpt::CpuKernels kernels(arena);
-  kernels.check_supported("flatten", dpt::DType::kF32);  // does not throw
+  kernels.check_supported("flatten", dpt::DType::kF32, dpt::DType::kF32);  // does not throw
 }
 
 PassInfo dropout_info(size_t n, uint64_t first_sample, uint64_t step) {

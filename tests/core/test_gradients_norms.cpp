@@ -891,7 +891,9 @@ class CheckedKernels final : public dpt::DeviceKernels {
  public:
   explicit CheckedKernels(dpt::CpuKernels &cpu) : cpu_(cpu), memory_(cpu.memory()) {}
   dpt::DeviceMemory &memory() override { return memory_; }
-  void check_supported(const char *op, dpt::DType dtype) const override { cpu_.check_supported(op, dtype); }
+  void check_supported(const char *op, dpt::DType dtype, dpt::DType matmul_dtype) const override {
+    cpu_.check_supported(op, dtype, matmul_dtype);
+  }
   size_t scratch_bytes(const dpt_op_call &call) const override { return cpu_.scratch_bytes(call); }
   void copy_to_device(float *device, const float *host, size_t count) override {
     cpu_.copy_to_device(device, host, count);

@@ -202,6 +202,12 @@ int check_and_enqueue(dpt_backend_context &c, const dpt::cpu::OpKernel &kernel, 
   if (k.phase != DPT_OP_PHASE_SINGLE && k.phase != DPT_OP_PHASE_STATISTICS && k.phase != DPT_OP_PHASE_APPLY)
     return report(e, kInvalid, "cuda:%d: %s: phase %d (DPT_OP_PHASE_SINGLE, _STATISTICS or _APPLY)",
                   c.ordinal, call, int(k.phase));
+  // As the real module: no bfloat16 matrix products on CUDA yet.
+  if (k.matmul_dtype != DPT_DTYPE_F32)
+    return report(
+        e, kInvalid,
+        "cuda:%d: %s: matmul_dtype %d: matrix products on bfloat16 inputs do not run on CUDA devices yet",
+        c.ordinal, call, int(k.matmul_dtype));
   if (int rc = check_count(c, call, "input_count", k.input_count, 1, DPT_OP_MAX_INPUTS, e)) return rc;
   if (int rc = check_count(c, call, "param_count", k.param_count, 0, DPT_OP_MAX_PARAMS, e)) return rc;
   if (int rc = check_count(c, call, "buffer_count", k.buffer_count, 0, DPT_OP_MAX_PARAMS, e)) return rc;
@@ -330,9 +336,9 @@ int op_call(dpt_backend_context *ctx, const dpt_op_call *call, bool backward, co
 
 }  // namespace
 
-int op_supported(const char *op, int32_t dtype) {
+int op_supported(const char *op, int32_t dtype, int32_t matmul_dtype) {
   try {
-    if (dtype != DPT_DTYPE_F32) return 0;
+    if (dtype != DPT_DTYPE_F32 || matmul_dtype != DPT_DTYPE_F32) return 0;
     return sim_kernel(op) != nullptr || is_view(op) ? 1 : 0;
   } catch (...) {
     return 0;

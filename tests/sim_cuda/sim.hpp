@@ -215,7 +215,7 @@ int copy_device(dpt_backend_context *ctx, void *dst, const void *src, size_t byt
                 size_t error_size);
 
 // ops.cpp: the CPU reference kernels behind the op members
-int op_supported(const char *op, int32_t dtype);
+int op_supported(const char *op, int32_t dtype, int32_t matmul_dtype);
 int op_forward(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
 int op_backward(dpt_backend_context *ctx, const dpt_op_call *call, char *error, size_t error_size);
 int accumulate(dpt_backend_context *ctx, float *y, const float *x, size_t count, char *error,

@@ -76,6 +76,17 @@ typedef enum dpt_batch_norm_mode {
   DPT_BATCH_NORM_LOCAL = 1
 } dpt_batch_norm_mode;
 
+/** @brief The precision of a model's matrix products (conv2d, dense, linear, causal_self_attention). */
+typedef enum dpt_precision {
+  DPT_PRECISION_FP32 = 0, /**< float32 throughout (the default; the bits of 0.1). */
+  /** Mixed precision, bfloat16: every matrix product takes its inputs rounded to bfloat16 (to nearest even,
+   * subnormals as zero) and accumulates in float32, as torch.autocast(dtype=torch.bfloat16) on CPUs;
+   * everything else (softmax, the loss, normalisation, reductions, the optimizer and its state, the
+   * parameters: the float32 "master weights") stays float32. CPU devices only in this version
+   * (docs/precision.md says which op runs in which precision, and which CPU kernels run it). */
+  DPT_PRECISION_BF16 = 1
+} dpt_precision;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -133,6 +144,9 @@ typedef struct dpt_trainer_options {
    * CUDA GPU ("virtual devices") do not run batch_norm in this version (DPT_ERROR_UNSUPPORTED); one replica
    * per GPU does (the statistics are summed on the host). */
   dpt_batch_norm_mode batch_norm;
+  /** DPT_PRECISION_FP32 (default) or DPT_PRECISION_BF16. CUDA devices refuse DPT_PRECISION_BF16 in this
+   * version (DPT_ERROR_UNSUPPORTED). Since 0.2. */
+  dpt_precision precision;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */

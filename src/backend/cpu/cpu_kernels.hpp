@@ -11,7 +11,7 @@ class CpuKernels final : public DeviceKernels {
   explicit CpuKernels(MemoryArena &arena) : arena_(arena) {}
 
   DeviceMemory &memory() override { return arena_; }
-  void check_supported(const char *op, DType dtype) const override;
+  void check_supported(const char *op, DType dtype, DType matmul_dtype) const override;
   size_t scratch_bytes(const dpt_op_call &call) const override;
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;

@@ -56,10 +56,13 @@ void CudaKernels::zero(void *p, size_t bytes) {
   if (bytes != 0) check(api_.mem_set(ctx_, p, 0, bytes, error_, sizeof error_));
 }
 
-void CudaKernels::check_supported(const char *op, DType dtype) const {
-  if (api_.op_supported(op, int32_t(dtype)) == 0)
+void CudaKernels::check_supported(const char *op, DType dtype, DType matmul_dtype) const {
+  if (api_.op_supported(op, int32_t(dtype), int32_t(matmul_dtype)) == 0)
     throw_error(DPT_ERROR_UNSUPPORTED,
                 "cuda:" + std::to_string(ordinal_) + ": " + op +
+                    (matmul_dtype != DType::kF32 && api_.op_supported(op, int32_t(dtype), DPT_DTYPE_F32) != 0
+                         ? " with bfloat16 matrix products (precision bf16)"
+                         : "") +
                     " does not run on CUDA devices in this version (train on CPU devices)");
 }
 

@@ -27,7 +27,7 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   int ordinal() const { return ordinal_; }
 
   DeviceMemory &memory() override { return *this; }
-  void check_supported(const char *op, DType dtype) const override;
+  void check_supported(const char *op, DType dtype, DType matmul_dtype) const override;
   size_t scratch_bytes(const dpt_op_call &) const override { return 0; }
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;

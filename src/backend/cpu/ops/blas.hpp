@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "backend/cpu/gemm/gemm.hpp"
+#include "interface/op_call.h"
 
 namespace dpt::blas {
 
@@ -16,5 +17,10 @@ void use_single_thread();
 void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
           const float *b, size_t ldb, float beta, float *c, size_t ldc,
           gemm::Precision precision = gemm::Precision::kF32);
+
+// The precision of a call's matrix products (dpt_op_call::matmul_dtype).
+inline gemm::Precision precision_of(const dpt_op_call &call) {
+  return call.matmul_dtype == DPT_DTYPE_BF16 ? gemm::Precision::kBF16 : gemm::Precision::kF32;
+}
 
 }  // namespace dpt::blas

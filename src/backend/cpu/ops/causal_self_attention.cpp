@@ -23,6 +23,7 @@ namespace {
 struct Attention {
   size_t t, c, heads, d;
   float rate;                           // attention dropout in this pass (0: none)
+  gemm::Precision precision;            // of the products' inputs
   size_t row() const { return 3 * c; }  // floats between two positions of qkv
   float scale() const { return float(1.0 / std::sqrt(double(d))); }
 };
@@ -30,7 +31,8 @@ struct Attention {
 Attention attention_of(const dpt_op_call &call) {
   const size_t t = size_t(call.inputs[0].dims[0]), c = size_t(call.inputs[0].dims[1]) / 3;
   const size_t heads = size_t(call.ints[0]);
-  return Attention{t, c, heads, c / heads, call.training != 0 ? float(call.reals[0]) : 0.0f};
+  return Attention{
+      t, c, heads, c / heads, call.training != 0 ? float(call.reals[0]) : 0.0f, blas::precision_of(call)};
 }
 
 // Multiplies head h's probabilities of one sample by its dropout mask (rows i, columns j <= i).
@@ -57,7 +59,7 @@ size_t scratch_bytes(const dpt_op_call &call) {
 
 // s = scale * q k^T for one head (rows of q and k are a.row() apart).
 void scores(const Attention &a, const float *q, const float *k, float *s) {
-  blas::gemm(false, true, a.t, a.t, a.d, a.scale(), q, a.row(), k, a.row(), 0.0f, s, a.t);
+  blas::gemm(false, true, a.t, a.t, a.d, a.scale(), q, a.row(), k, a.row(), 0.0f, s, a.t, a.precision);
 }
 
 // The sum of x[0, n) in eight lanes (element j to lane j % 8, in order), the lanes then added in order: a
@@ -130,7 +132,8 @@ void forward(const dpt_op_call &call) {
         sum[r] = total;
       }
       if (a.rate > 0.0f) apply_mask(a, sample_key(call, i), h, s);
-      blas::gemm(false, false, a.t, a.d, a.t, 1.0f, s, a.t, v, a.row(), 0.0f, y + h * a.d, a.c);  // O = P V
+      blas::gemm(false, false, a.t, a.d, a.t, 1.0f, s, a.t, v, a.row(), 0.0f, y + h * a.d, a.c,
+                 a.precision);  // O = P V
     }
   }
 }
@@ -149,7 +152,8 @@ void backward(const dpt_op_call &call) {
       float *dq = dqkv + h * a.d, *dk = dq + a.c, *dv = dq + 2 * a.c;
       scores(a, q, k, p);
       probabilities(a, saved + 2 * h * a.t, saved + 2 * h * a.t + a.t, p);
-      blas::gemm(false, true, a.t, a.t, a.d, 1.0f, go, a.c, v, a.row(), 0.0f, dp, a.t);  // dP = dO V^T
+      blas::gemm(false, true, a.t, a.t, a.d, 1.0f, go, a.c, v, a.row(), 0.0f, dp, a.t,
+                 a.precision);  // dP = dO V^T
       if (a.rate > 0.0f) {
         // dP of the undropped probabilities: (dO V^T) M; and dV from the dropped ones, P M, kept in the
         // dS buffer's place: the GEMM needs P M before dS overwrites dP, and P itself after.
@@ -157,10 +161,11 @@ void backward(const dpt_op_call &call) {
         apply_mask(a, key, h, dp);
         std::copy(p, p + a.t * a.t, dropped);
         apply_mask(a, key, h, dropped);
-        blas::gemm(true, false, a.t, a.d, a.t, 1.0f, dropped, a.t, go, a.c, 0.0f, dv,
-                   a.row());  // dV = (PM)^T dO
+        blas::gemm(true, false, a.t, a.d, a.t, 1.0f, dropped, a.t, go, a.c, 0.0f, dv, a.row(),
+                   a.precision);  // dV = (PM)^T dO
       } else {
-        blas::gemm(true, false, a.t, a.d, a.t, 1.0f, p, a.t, go, a.c, 0.0f, dv, a.row());  // dV = P^T dO
+        blas::gemm(true, false, a.t, a.d, a.t, 1.0f, p, a.t, go, a.c, 0.0f, dv, a.row(),
+                   a.precision);  // dV = P^T dO
       }
       for (size_t r = 0; r < a.t; ++r) {  // dS = P * (dP - sum_j P dP), in place of dP
         const float *__restrict pr = p + r * a.t;
@@ -169,8 +174,10 @@ void backward(const dpt_op_call &call) {
         for (size_t j = 0; j <= r; ++j) dr[j] = pr[j] * (dr[j] - dot);
         for (size_t j = r + 1; j < a.t; ++j) dr[j] = 0.0f;
       }
-      blas::gemm(false, false, a.t, a.d, a.t, a.scale(), dp, a.t, k, a.row(), 0.0f, dq, a.row());  // dS K
-      blas::gemm(true, false, a.t, a.d, a.t, a.scale(), dp, a.t, q, a.row(), 0.0f, dk, a.row());   // dS^T Q
+      blas::gemm(false, false, a.t, a.d, a.t, a.scale(), dp, a.t, k, a.row(), 0.0f, dq, a.row(),
+                 a.precision);  // dS K
+      blas::gemm(true, false, a.t, a.d, a.t, a.scale(), dp, a.t, q, a.row(), 0.0f, dk, a.row(),
+                 a.precision);  // dS^T Q
     }
   }
 }

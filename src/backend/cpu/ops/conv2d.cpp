@@ -150,10 +150,12 @@ void forward(const dpt_op_call &call) {
     if (g == 1) {
       for (size_t o = 0; o < oc; ++o)
         for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b != nullptr ? b[o] : 0.0f;
-      blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, scratch.col, pix, 1.0f, ys, pix);
+      blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, scratch.col, pix, 1.0f, ys, pix,
+                 blas::precision_of(call));
       continue;
     }
-    blas::gemm(false, false, oc, cols, ckk, 1.0f, w, ckk, scratch.col, cols, 0.0f, scratch.staged, cols);
+    blas::gemm(false, false, oc, cols, ckk, 1.0f, w, ckk, scratch.col, cols, 0.0f, scratch.staged, cols,
+               blas::precision_of(call));
     for (size_t i = 0; i < g; ++i)
       for (size_t o = 0; o < oc; ++o) {
         const float *src = scratch.staged + o * cols + i * pix;
@@ -186,13 +188,13 @@ void backward(const dpt_op_call &call) {
     if (dw != nullptr) {
       for (size_t i = 0; i < g; ++i)
         im2col(s, in(call) + (first + i) * s.in_size(), scratch.col + i * pix, cols);
-      blas::gemm(false, true, oc, ckk, cols, 1.0f, dy_cols, cols, scratch.col, cols, 1.0f, dw,
-                 ckk);  // dW += dy col^T
+      blas::gemm(false, true, oc, ckk, cols, 1.0f, dy_cols, cols, scratch.col, cols, 1.0f, dw, ckk,
+                 blas::precision_of(call));  // dW += dy col^T
     }
     if (d != nullptr) {
       // The columns' gradient W^T dy reuses the column matrix's space.
       blas::gemm(true, false, ckk, cols, oc, 1.0f, param(call, 0), ckk, dy_cols, cols, 0.0f, scratch.col,
-                 cols);
+                 cols, blas::precision_of(call));
       for (size_t i = 0; i < g; ++i) col2im(s, scratch.col + i * pix, cols, d + (first + i) * s.in_size());
     }
   }

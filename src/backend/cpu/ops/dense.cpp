@@ -20,7 +20,8 @@ void forward(const dpt_op_call &c) {
   float *y = out(c);
   for (size_t s = 0; s < count; ++s)
     for (size_t o = 0; o < units; ++o) y[s * units + o] = b != nullptr ? b[o] : 0.0f;
-  blas::gemm(false, true, count, units, in_size, 1.0f, in(c), in_size, w, in_size, 1.0f, y, units);
+  blas::gemm(false, true, count, units, in_size, 1.0f, in(c), in_size, w, in_size, 1.0f, y, units,
+             blas::precision_of(c));
 }
 
 void backward(const dpt_op_call &c) {
@@ -28,12 +29,14 @@ void backward(const dpt_op_call &c) {
   if (count == 0) return;
   const float *g = dy(c);
   if (float *dw = param_grad(c, 0))
-    blas::gemm(true, false, units, in_size, count, 1.0f, g, units, in(c), in_size, 1.0f, dw, in_size);
+    blas::gemm(true, false, units, in_size, count, 1.0f, g, units, in(c), in_size, 1.0f, dw, in_size,
+               blas::precision_of(c));
   if (float *db = param_grad(c, 1))
     for (size_t s = 0; s < count; ++s)
       for (size_t o = 0; o < units; ++o) db[o] += g[s * units + o];
   if (float *d = dx(c))
-    blas::gemm(false, false, count, in_size, units, 1.0f, g, units, param(c, 0), in_size, 0.0f, d, in_size);
+    blas::gemm(false, false, count, in_size, units, 1.0f, g, units, param(c, 0), in_size, 0.0f, d, in_size,
+               blas::precision_of(c));
 }
 
 }  // namespace

@@ -1,0 +1,175 @@
+// Mixed precision (bf16) at the op level: the CPU kernels of the ops with matrix products, called with
+// dpt_op_call::matmul_dtype = DPT_DTYPE_BF16. A bf16 product's inputs are rounded to bfloat16 and its
+// products summed in float32, so dense, linear and conv2d in bf16 equal their float32 kernels run on the
+// rounded inputs (forward, and backward's weight and input gradients from the rounded output gradient),
+// up to the order of float32 sums (1e-5 relative); the biases' gradients, sums of the unrounded output
+// gradient, are the float32 kernel's bits. Attention rounds inside too (its probabilities before P V):
+// it stays within bfloat16's resolution of float32. And none of them is float32 in disguise: each differs
+// from float32 by about bfloat16's rounding.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend/cpu/gemm/bf16.hpp"
+#include "backend/cpu/ops/cpu_ops.hpp"
+#include "graph/model_spec.hpp"
+#include "graph/op_def.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core_test_util.hpp"
+
+namespace {
+
+using dpt::ModelSpec;
+using dpt::Shape;
+
+dpt::OpAttrs ints(std::initializer_list<int64_t> values) {
+  dpt::OpAttrs a;
+  size_t i = 0;
+  for (int64_t v : values) a.ints[i++] = v;
+  return a;
+}
+
+std::vector<float> rounded(std::vector<float> v) {
+  for (float &x : v) x = dpt::gemm::from_bf16(dpt::gemm::to_bf16(x));
+  return v;
+}
+
+// What one forward and backward of node 0 of a one-node model gives.
+struct Pass {
+  std::vector<float> y, dx, dp;
+};
+
+// Node 0 of m over n samples x, parameters p, output gradient dy, its matrix products in matmul_dtype.
+Pass run(const ModelSpec &m, size_t n, const std::vector<float> &x, const std::vector<float> &p,
+         const std::vector<float> &dy, int32_t matmul_dtype) {
+  const dpt::Node &node = m.nodes()[0];
+  const dpt::cpu::OpKernel *kernel = dpt::cpu::find_op(node.op->name);
+  assert_non_null(kernel);
+  Pass r;
+  r.y.assign(n * node.layout.output.size(), 0.0f);
+  r.dx.assign(x.size(), 0.0f);
+  r.dp.assign(p.size(), 0.0f);
+  std::vector<unsigned char> saved(n * node.layout.saved_bytes_per_sample + node.layout.saved_bytes + 16);
+  dpt_op_call c = dpt::call_template(m, 0);
+  c.n = int64_t(n);
+  c.matmul_dtype = matmul_dtype;
+  c.training = 1;
+  c.inputs[0].data = const_cast<float *>(x.data());
+  c.output.data = r.y.data();
+  for (size_t k = 0; k < node.layout.params.size(); ++k)
+    c.params[k].data = const_cast<float *>(p.data() + node.param_offsets[k]);
+  c.saved = saved.data();
+  c.saved_bytes = saved.size() - 16;
+  std::vector<unsigned char> scratch(kernel->scratch_bytes != nullptr ? kernel->scratch_bytes(c) : 0);
+  c.scratch = scratch.data();
+  c.scratch_bytes = scratch.size();
+  kernel->forward(c);
+  c.output_grad = dy.data();
+  c.input_grads[0] = r.dx.data();
+  for (size_t k = 0; k < node.layout.params.size(); ++k)
+    c.param_grads[k] = r.dp.data() + node.param_offsets[k];
+  kernel->backward(c);
+  return r;
+}
+
+double relative_difference(const std::vector<float> &a, const std::vector<float> &b, size_t begin = 0,
+                           size_t end = SIZE_MAX) {
+  double diff = 0, norm = 0;
+  for (size_t i = begin; i < std::min(end, a.size()); ++i)
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), norm += double(b[i]) * b[i];
+  return std::sqrt(diff / norm);
+}
+
+void expect_close(const char *what, const std::vector<float> &got, const std::vector<float> &want,
+                  double tolerance, size_t begin = 0, size_t end = SIZE_MAX) {
+  const double e = relative_difference(got, want, begin, end);
+  std::printf("  %-52s relative difference %.2e (tolerance %.0e)\n", what, e, tolerance);
+  if (!(e <= tolerance)) fail_msg("%s: relative difference %.3g above %.0e", what, e, tolerance);
+}
+
+// The bf16 kernel against the float32 kernel on rounded inputs; the bias gradient (the node's last
+// parameter tensor when bias) against the float32 kernel's bits; and the distance from plain float32.
+void check_rounded_equivalence(const char *name, const ModelSpec &m, size_t n, bool bias) {
+  dpt_test::TestRng rng(17);
+  const size_t in = m.input().size(), out = m.output().size();
+  const std::vector<float> x = rng.vector(n * in, -1, 1), p = rng.vector(m.parameter_count(), -0.5f, 0.5f),
+                           dy = rng.vector(n * out, -1, 1);
+  const Pass bf16 = run(m, n, x, p, dy, DPT_DTYPE_BF16);
+  // The float32 kernel on what the bf16 products see: the rounded input, weight and output gradient (the
+  // bias is added in float32, unrounded).
+  std::vector<float> p_rounded = rounded(p);
+  const size_t weights = m.nodes()[0].layout.params[0].size();
+  if (bias) std::copy(p.begin() + long(weights), p.end(), p_rounded.begin() + long(weights));
+  const Pass reference = run(m, n, rounded(x), p_rounded, rounded(dy), DPT_DTYPE_F32);
+  const Pass plain = run(m, n, x, p, dy, DPT_DTYPE_F32);
+  std::printf("%s (n = %zu):\n", name, n);
+  expect_close("forward vs float32 on rounded inputs", bf16.y, reference.y, 1e-5);
+  expect_close("input gradient vs float32 on rounded inputs", bf16.dx, reference.dx, 1e-5);
+  expect_close("weight gradient vs float32 on rounded inputs", bf16.dp, reference.dp, 1e-5, 0, weights);
+  if (bias) {
+    if (std::memcmp(bf16.dp.data() + weights, plain.dp.data() + weights,
+                    (p.size() - weights) * sizeof(float)))
+      fail_msg("%s: the bias gradient is not the float32 kernel's", name);
+  }
+  const double from_fp32 = relative_difference(bf16.y, plain.y);
+  std::printf("  %-52s relative difference %.2e (bfloat16 rounding: 1e-4 .. 2e-2)\n", "forward vs float32",
+              from_fp32);
+  if (!(from_fp32 > 1e-4 && from_fp32 < 2e-2)) fail_msg("%s: %.3g from float32", name, from_fp32);
+}
+
+void test_dense_and_linear(void **) {
+  ModelSpec dense(Shape{3, 5, 4});
+  dense.add_dense(7);
+  check_rounded_equivalence("dense 60 -> 7", dense, 9, true);
+  ModelSpec linear(Shape{6, 40});
+  linear.add(dpt::op_def("linear"), {0}, ints({33, 0}));
+  check_rounded_equivalence("linear [6, 40] -> [6, 33], no bias", linear, 5, false);
+}
+
+void test_conv2d(void **) {
+  ModelSpec one(Shape{3, 9, 9});
+  one.add_conv2d(8, 3, 1, 1, true);
+  check_rounded_equivalence("conv2d 3x9x9 -> 8, 3x3 pad 1 (one GEMM per sample)", one, 4, true);
+  ModelSpec grouped(Shape{16, 4, 4});
+  grouped.add_conv2d(12, 3, 2, 1, true);
+  check_rounded_equivalence("conv2d 16x4x4 -> 12, 3x3 stride 2 (samples grouped)", grouped, 11, true);
+}
+
+// Attention rounds its inputs and, before P V, its probabilities: bfloat16's resolution of float32, and
+// not float32.
+void test_attention(void **) {
+  ModelSpec m(Shape{16, 24});
+  m.add(dpt::op_def("causal_self_attention"), {0}, ints({2}));
+  dpt_test::TestRng rng(5);
+  const std::vector<float> x = rng.vector(3 * 16 * 24, -1, 1), dy = rng.vector(3 * 16 * 8, -1, 1);
+  const Pass bf16 = run(m, 3, x, {}, dy, DPT_DTYPE_BF16), plain = run(m, 3, x, {}, dy, DPT_DTYPE_F32);
+  for (const auto &[what, a, b] : {std::tuple{"attention forward", &bf16.y, &plain.y},
+                                   std::tuple{"attention input gradient", &bf16.dx, &plain.dx}}) {
+    const double e = relative_difference(*a, *b);
+    std::printf("  %-52s relative difference %.2e (1e-4 .. 2e-2)\n", what, e);
+    if (!(e > 1e-4 && e < 2e-2)) fail_msg("%s: %.3g from float32", what, e);
+  }
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dense_and_linear),
+      cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_attention),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
