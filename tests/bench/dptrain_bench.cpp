@@ -32,8 +32,9 @@ struct Options {
   size_t batch = 256;
   std::vector<std::string> models{"lenet", "mlp", "wide-mlp"};
   bool training = true, allreduce = true, layers = true;
-  bool sync_batch_norm = true;  // --bn sync|local
-  std::FILE *csv = nullptr;     // --csv FILE: every figure as a row "section,item,devices,metric,value"
+  bool sync_batch_norm = true;                           // --bn sync|local
+  std::vector<dpt::DType> precisions{dpt::DType::kF32};  // --precision fp32,bf16
+  std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
 
 std::vector<std::string> parse_names(const char *text) {
@@ -199,7 +200,8 @@ double training_flops_per_sample(const dpt::ModelSpec &spec) {
 
 // The single-thread SGEMM rate of the BLAS the CPU kernels use (OpenBLAS, one thread per call): square
 // row-major C = A B for n = 512, 1024, 2048, the best of 5 runs each; the best of them, in FLOP/s.
-double sgemm_peak() {
+// The single-thread GEMM rate of square products, of the kernel the training steps use for precision p.
+double gemm_peak(dpt::gemm::Precision p) {
   dpt::blas::use_single_thread();
   double best = 0;
   for (size_t n : {512, 1024, 2048}) {
@@ -209,23 +211,38 @@ double sgemm_peak() {
     for (auto &v : b) v = rng.uniform() - 0.5f;
     for (int r = 0; r < 5; ++r) {
       const double t0 = now_seconds();
-      dpt::blas::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      dpt::blas::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n, p);
       best = std::max(best, 2.0 * double(n) * double(n) * double(n) / (now_seconds() - t0));
     }
   }
   return best;
 }
 
+const char *precision_name(dpt::DType p) {
+  return p == dpt::DType::kBF16 ? "bf16" : "fp32";
+}
+
+dpt::gemm::Precision gemm_precision(dpt::DType p) {
+  return p == dpt::DType::kBF16 ? dpt::gemm::Precision::kBF16 : dpt::gemm::Precision::kF32;
+}
+
 void bench_training(const Options &o) {
-  const double peak = sgemm_peak();
-  std::printf("\nsingle-thread SGEMM peak (OpenBLAS, square n = 512/1024/2048, best of 5): %.1f GFLOP/s\n",
-              peak / 1e9);
-  if (o.csv != nullptr) std::fprintf(o.csv, "sgemm,peak,1,GFLOPps,%.2f\n", peak / 1e9);
+  double peaks[2] = {0, 0};  // per precision: the GEMM kernel's square-product rate
+  for (dpt::DType p : o.precisions) {
+    const dpt::gemm::Precision g = gemm_precision(p);
+    peaks[p == dpt::DType::kBF16] = gemm_peak(g);
+    std::printf(
+        "\nsingle-thread GEMM peak, %s (%s kernel, square n = 512/1024/2048, best of 5): %.1f GFLOP/s\n",
+        precision_name(p), dpt::gemm::kernel_name(dpt::gemm::kernel(g)), peaks[p == dpt::DType::kBF16] / 1e9);
+    if (o.csv != nullptr)
+      std::fprintf(o.csv, "gemm,peak %s,1,GFLOPps,%.2f\n", precision_name(p),
+                   peaks[p == dpt::DType::kBF16] / 1e9);
+  }
   std::printf(
       "\ntraining step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up;\n"
       "allreduce_ms is the reduction's own time, exposed_ms the part the step waited for after\n"
       "backward, hidden = 1 - exposed/allreduce; GFLOP/s counts the step's GEMM work only (3 GEMMs per\n"
-      "conv/dense: forward, dW, dX), of_peak = GFLOP/s / (K x the SGEMM peak); BatchNorm: %s\n",
+      "conv/dense: forward, dW, dX), of_peak = GFLOP/s / (K x the precision's GEMM peak); BatchNorm: %s\n",
       o.batch, o.steps, o.sync_batch_norm ? "sync" : "local");
   for (const std::string &model : o.models) {
     const double flops = training_flops_per_sample(bench_model(model));
@@ -234,9 +251,9 @@ void bench_training(const Options &o) {
       std::fprintf(o.csv, "training,%s,1,gemm_GFLOP_per_sample,%.6f\n", model.c_str(), flops / 1e9);
   }
   std::printf("\n");
-  std::printf("%-9s %-3s %9s %10s %8s %11s %13s %11s %7s %10s %9s %8s\n", "model", "K", "bucket", "images/s",
-              "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden", "update_ms", "GFLOP/s",
-              "of_peak");
+  std::printf("%-9s %-4s %-3s %9s %10s %8s %11s %13s %11s %7s %10s %9s %8s\n", "model", "prec", "K", "bucket",
+              "images/s", "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden", "update_ms",
+              "GFLOP/s", "of_peak");
   for (const std::string &model : o.models) {
     const dpt::ModelSpec spec = bench_model(model);
     const size_t in = spec.input().size();
@@ -251,42 +268,46 @@ void bench_training(const Options &o) {
         std::memcpy(&v, &token, sizeof token);
       }
     for (auto &v : y) v = int32_t(rng.below(spec.classes()));
-    double base = 0;
-    for (size_t k : o.devices) {
-      auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
-      for (size_t kib : k == 1 ? std::vector<size_t>{0} : o.bucket_kib) {
-        dpt::TrainerConfig config;
-        config.optimizer.learning_rate = 0.01f;
-        config.bucket_bytes = kib * 1024;
-        config.sync_batch_norm = o.sync_batch_norm;
-        dpt::Trainer trainer(context, spec, config);
-        for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
-        double compute = 0, reduce = 0, exposed = 0, update = 0;
-        const double t0 = now_seconds();
-        for (size_t i = 0; i < o.steps; ++i) {
-          dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
-          compute += s.compute_seconds, reduce += s.allreduce_seconds;
-          exposed += s.allreduce_exposed_seconds, update += s.update_seconds;
-        }
-        const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
-        if (base == 0) base = rate;
-        const double n = double(o.steps);
-        const std::string bucket = k == 1 ? "-" : kib == 0 ? "none" : size_name(kib * 1024);
-        const double hidden = reduce > 0 ? 1.0 - exposed / reduce : 0.0;
-        const double gflops = rate * flops / 1e9;
-        std::printf("%-9s %-3zu %9s %10.*f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f %9.1f %7.1f%%\n",
-                    model.c_str(), k, bucket.c_str(), rate < 1000 ? 1 : 0, rate, rate / base,
-                    compute / n * 1e3, reduce / n * 1e3, exposed / n * 1e3, hidden * 100.0, update / n * 1e3,
-                    gflops, 100.0 * gflops * 1e9 / (double(k) * peak));
-        std::fflush(stdout);
-        if (o.csv != nullptr) {
-          const std::string item = model + " bucket " + bucket;
-          std::fprintf(o.csv, "training,%s,%zu,images_per_s,%.1f\n", item.c_str(), k, rate);
-          std::fprintf(o.csv, "training,%s,%zu,allreduce_ms,%.4f\n", item.c_str(), k, reduce / n * 1e3);
-          std::fprintf(o.csv, "training,%s,%zu,hidden_share,%.4f\n", item.c_str(), k, hidden);
-          std::fprintf(o.csv, "training,%s,%zu,step_ms,%.3f\n", item.c_str(), k,
-                       1e3 * double(o.batch) / rate);
-          std::fprintf(o.csv, "training,%s,%zu,gemm_GFLOPps,%.2f\n", item.c_str(), k, gflops);
+    for (dpt::DType precision : o.precisions) {
+      const double peak = peaks[precision == dpt::DType::kBF16];
+      double base = 0;
+      for (size_t k : o.devices) {
+        auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
+        for (size_t kib : k == 1 ? std::vector<size_t>{0} : o.bucket_kib) {
+          dpt::TrainerConfig config;
+          config.optimizer.learning_rate = 0.01f;
+          config.bucket_bytes = kib * 1024;
+          config.sync_batch_norm = o.sync_batch_norm;
+          config.matmul_dtype = precision;
+          dpt::Trainer trainer(context, spec, config);
+          for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
+          double compute = 0, reduce = 0, exposed = 0, update = 0;
+          const double t0 = now_seconds();
+          for (size_t i = 0; i < o.steps; ++i) {
+            dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+            compute += s.compute_seconds, reduce += s.allreduce_seconds;
+            exposed += s.allreduce_exposed_seconds, update += s.update_seconds;
+          }
+          const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
+          if (base == 0) base = rate;
+          const double n = double(o.steps);
+          const std::string bucket = k == 1 ? "-" : kib == 0 ? "none" : size_name(kib * 1024);
+          const double hidden = reduce > 0 ? 1.0 - exposed / reduce : 0.0;
+          const double gflops = rate * flops / 1e9;
+          std::printf("%-9s %-4s %-3zu %9s %10.*f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f %9.1f %7.1f%%\n",
+                      model.c_str(), precision_name(precision), k, bucket.c_str(), rate < 1000 ? 1 : 0, rate,
+                      rate / base, compute / n * 1e3, reduce / n * 1e3, exposed / n * 1e3, hidden * 100.0,
+                      update / n * 1e3, gflops, 100.0 * gflops * 1e9 / (double(k) * peak));
+          std::fflush(stdout);
+          if (o.csv != nullptr) {
+            const std::string item = model + " " + precision_name(precision) + " bucket " + bucket;
+            std::fprintf(o.csv, "training,%s,%zu,images_per_s,%.1f\n", item.c_str(), k, rate);
+            std::fprintf(o.csv, "training,%s,%zu,allreduce_ms,%.4f\n", item.c_str(), k, reduce / n * 1e3);
+            std::fprintf(o.csv, "training,%s,%zu,hidden_share,%.4f\n", item.c_str(), k, hidden);
+            std::fprintf(o.csv, "training,%s,%zu,step_ms,%.3f\n", item.c_str(), k,
+                         1e3 * double(o.batch) / rate);
+            std::fprintf(o.csv, "training,%s,%zu,gemm_GFLOPps,%.2f\n", item.c_str(), k, gflops);
+          }
         }
       }
     }
@@ -318,7 +339,16 @@ int main(int argc, char **argv) {
       o.models = parse_names(value());
     else if (a == "--bucket-kib")
       o.bucket_kib = parse_list(value(), true);
-    else if (a == "--bn") {
+    else if (a == "--precision") {
+      o.precisions.clear();
+      for (const std::string &name : parse_names(value())) {
+        if (name != "fp32" && name != "bf16") {
+          std::fprintf(stderr, "dptrain_bench: --precision takes fp32 and/or bf16\n");
+          return 2;
+        }
+        o.precisions.push_back(name == "bf16" ? dpt::DType::kBF16 : dpt::DType::kF32);
+      }
+    } else if (a == "--bn") {
       const std::string mode = value();
       if (mode != "sync" && mode != "local") {
         std::fprintf(stderr, "dptrain_bench: --bn takes sync or local\n");
@@ -344,6 +374,7 @@ int main(int argc, char **argv) {
           "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
           "                     [--models lenet,mlp,wide-mlp,resnet18] [--bucket-kib 0,1024] [--bn "
           "sync|local]\n"
+          "                     [--precision fp32,bf16]\n"
           "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
     }
