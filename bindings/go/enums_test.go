@@ -46,6 +46,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"TensorBuffer", int(TensorBuffer), int(swig.DPT_TENSOR_BUFFER)},
 		{"BatchNormSync", int(BatchNormSync), int(swig.DPT_BATCH_NORM_SYNC)},
 		{"BatchNormLocal", int(BatchNormLocal), int(swig.DPT_BATCH_NORM_LOCAL)},
+		{"PrecisionFP32", int(PrecisionFP32), int(swig.DPT_PRECISION_FP32)},
+		{"PrecisionBF16", int(PrecisionBF16), int(swig.DPT_PRECISION_BF16)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},

@@ -390,6 +390,63 @@ func TestBatchNormModes(t *testing.T) {
 	}
 }
 
+// TestPrecision: the default is float32; bf16 matrix products (the residual model's conv2d and dense) train
+// on 2 devices to other parameters than float32's (not float32 under another name) that stay within 2e-2 of
+// them (relative, over the whole vector), to the same bits on every run with the same seed; a precision
+// outside the enum is refused.
+func TestPrecision(t *testing.T) {
+	if (dptrain.TrainerOptions{}).Precision != dptrain.PrecisionFP32 {
+		t.Fatal("the zero TrainerOptions is not PrecisionFP32")
+	}
+	m := residualModel(t)
+	x, y := tinyBatch(16, 6)
+	ctx := newContext(t, 2)
+	params := func(opts *dptrain.TrainerOptions) []float32 {
+		t.Helper()
+		tr := newTrainer(t, ctx, m, opts)
+		if n, err := tr.DeviceCount(); err != nil || n != 2 {
+			t.Fatalf("DeviceCount() = %d, %v; want 2", n, err)
+		}
+		for i := 0; i < 3; i++ {
+			_, err := tr.Step(x, y)
+			must(t, err)
+		}
+		p, err := tr.Parameters()
+		must(t, err)
+		return p
+	}
+	byDefault := params(&dptrain.TrainerOptions{Seed: 5})
+	fp32 := params(&dptrain.TrainerOptions{Seed: 5, Precision: dptrain.PrecisionFP32})
+	bf16 := params(&dptrain.TrainerOptions{Seed: 5, Precision: dptrain.PrecisionBF16})
+	again := params(&dptrain.TrainerOptions{Seed: 5, Precision: dptrain.PrecisionBF16})
+	if !bitwiseEqual(byDefault, fp32) {
+		t.Error("the default precision does not train as PrecisionFP32")
+	}
+	if bitwiseEqual(fp32, bf16) {
+		t.Fatal("PrecisionBF16 trains to float32's bits")
+	}
+	if d := relativeDiff(bf16, fp32); d > 2e-2 {
+		t.Errorf("PrecisionBF16 differs from float32 by %g relative, more than 2e-2", d)
+	}
+	if !bitwiseEqual(bf16, again) {
+		t.Error("two PrecisionBF16 runs with the same seed differ")
+	}
+	_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Precision: dptrain.Precision(2)})
+	wantError(t, err, dptrain.StatusInvalidArgument, "precision")
+	_, err = dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Precision: dptrain.Precision(-1)})
+	wantError(t, err, dptrain.StatusInvalidArgument, "precision")
+}
+
+// relativeDiff is |a - b| / |b| in the Euclidean norm.
+func relativeDiff(a, b []float32) float64 {
+	var d, n float64
+	for i := range a {
+		d += (float64(a[i]) - float64(b[i])) * (float64(a[i]) - float64(b[i]))
+		n += float64(b[i]) * float64(b[i])
+	}
+	return math.Sqrt(d / n)
+}
+
 func maxDiff(a, b []float32) float64 {
 	d := 0.0
 	for i := range a {

@@ -66,6 +66,19 @@ const (
 	BatchNormLocal BatchNormMode = 1
 )
 
+// Precision is the precision of a model's matrix products (Conv2D, Dense, Linear, CausalSelfAttention).
+type Precision int
+
+// Precisions.
+const (
+	// PrecisionFP32: float32 throughout (default).
+	PrecisionFP32 Precision = 0
+	// PrecisionBF16: mixed precision: every matrix product takes its inputs rounded to bfloat16 and
+	// accumulates in float32; everything else (the parameters, activations, gradients, the loss and the
+	// optimizer) stays float32. CPU devices only: a trainer on CUDA devices refuses it (StatusUnsupported).
+	PrecisionBF16 Precision = 1
+)
+
 // OptimizerKind is the optimizer.
 type OptimizerKind int
 
@@ -141,6 +154,8 @@ type TrainerOptions struct {
 	Communicator Communicator
 	// BatchNorm: models with batch norm layers, BatchNormSync (default) or BatchNormLocal.
 	BatchNorm BatchNormMode
+	// Precision of the matrix products: PrecisionFP32 (default) or PrecisionBF16 (CPU devices only).
+	Precision Precision
 	Optimizer OptimizerOptions
 }
 
@@ -246,6 +261,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		}
 		to.SetCommunicator(swig.Dpt_communicator(o.Communicator))
 		to.SetBatch_norm(swig.Dpt_batch_norm_mode(o.BatchNorm))
+		to.SetPrecision(swig.Dpt_precision(o.Precision))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)

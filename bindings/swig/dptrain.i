@@ -77,6 +77,7 @@
 %rename(NonfinitePolicy) dpt_nonfinite_policy;
 %rename(Communicator) dpt_communicator;
 %rename(BatchNormMode) dpt_batch_norm_mode;
+%rename(Precision) dpt_precision;
 %rename(TensorKind) dpt_tensor_kind;
 %rename(InputType) dpt_input_type;
 %rename(WeightDecayScope) dpt_weight_decay_scope;
