@@ -1,6 +1,6 @@
 // gemm_bench: GFLOP/s of the CPU GEMM kernels (src/backend/cpu/gemm) side by side with OpenBLAS's sgemm, on
-// square products and on the shapes dptrain's models run (ResNet-18's convolutions at batch 64 as
-// im2col GEMMs, gpt-mini's linears and attention at batch 16 x 128 tokens), one thread. Each cell: the
+// square products and on the shapes dptrain's models run (LeNet's at batch 256, ResNet-18's convolutions
+// at batch 64 as im2col GEMMs, gpt-mini's linears and attention at batch 16 x 128 tokens), one thread. Each cell: the
 // best of 5 timed calls after a warm-up. Kernels this CPU lacks print "-".
 //
 //   build/bin/gemm_bench [--quick]
@@ -47,6 +47,10 @@ int main(int argc, char **argv) {
       {"square 512", 512, 512, 512, false, false},
       {"square 1024", 1024, 1024, 1024, false, false},
       {"square 2048", 2048, 2048, 2048, false, false},
+      {"lenet conv1 fwd (20x676x9)", 20, 676, 9, false, false},
+      {"lenet conv2 fwd (50x121x500)", 50, 121, 500, false, false},
+      {"lenet conv2 dW (50x500x121)", 50, 500, 121, false, true},
+      {"lenet dense1 fwd (256x128x1250)", 256, 128, 1250, false, true},
       {"resnet conv1 fwd (64x784x9)", 64, 784, 9, false, false},
       {"resnet layer1 fwd (64x784x576)", 64, 784, 576, false, false},
       {"resnet layer1 dW (64x576x784)", 64, 576, 784, false, true},
