@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "backend/cpu/gemm/bf16.hpp"
+#include "backend/cpu/gemm/cpu_features.hpp"
 #include "backend/cpu/gemm/gemm.hpp"
+#include "backend/cpu/gemm/pack.hpp"
+#include "backend/cpu/gemm/pack_avx512.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -227,6 +230,69 @@ void test_bf16_rounding(void **) {
   assert_true(dpt::gemm::from_bf16(0x3F80) == 1.0f);
 }
 
+// The streaming AVX-512 packers write pack.hpp's panels bit for bit: values around every rounding case
+// (ties to even, NaN, infinities, subnormals, the largest floats), ragged edges, k padded to 2 and to 32.
+void test_avx512_packers_equal_portable(void **) {
+  if (!dpt::gemm::cpu_features().avx512) {
+    std::printf("AVX-512 packers: not run (this CPU lacks AVX-512)\n");
+    return;
+  }
+  const size_t rows = 37, cols = 70, ld = 75;
+  dpt_test::TestRng rng(3);
+  std::vector<float> x = rng.vector(rows * ld, -4, 4);
+  const uint32_t specials[] = {0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x7F800000u, 0xFF800000u, 0x7FC00001u,
+                               0x7F800001u, 0x00400000u, 0x80000001u, 0x7F7FFFFFu, 0x00800000u, 0x80000000u};
+  for (size_t i = 0; i < x.size(); i += 7) std::memcpy(&x[i], &specials[(i / 7) % 12], 4);
+  const dpt::gemm::Operand op{x.data(), ld, false};
+  for (size_t kc : {1, 2, 3, 31, 33}) {
+    for (size_t width : {cols, size_t(40), size_t(5)}) {
+      std::vector<uint32_t> want(8192, 0xDEADBEEF), got(8192, 0xDEADBEEF);
+      dpt::gemm::pack_f32_b<32>(op, 2, kc, 1, width, want.data());
+      dpt::gemm::pack_f32_b32_rows(op, 2, kc, 1, width, got.data());
+      if (want != got) fail_msg("fp32 B panels differ (kc %zu, width %zu)", kc, width);
+      for (size_t unit : {2, 32}) {
+        std::fill(want.begin(), want.end(), 0xDEADBEEF);
+        std::fill(got.begin(), got.end(), 0xDEADBEEF);
+        dpt::gemm::pack_pairs_b<32>(op, 2, kc, 1, width, want.data(), unit);
+        dpt::gemm::pack_pairs_b32_rows(op, 2, kc, 1, width, got.data(), unit);
+        if (want != got)
+          fail_msg("bf16 B pair panels differ (kc %zu, width %zu, k unit %zu)", kc, width, unit);
+        // op(B) transposed: the same matrix stored the other way round.
+        std::vector<float> t(ld * ld, 0.0f);
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t c = 0; c < ld; ++c) t[c * ld + r] = x[r * ld + c];
+        const dpt::gemm::Operand op_t{t.data(), ld, true};
+        std::fill(got.begin(), got.end(), 0xDEADBEEF);
+        dpt::gemm::pack_pairs_b32_cols(op_t, 2, kc, 1, width, got.data(), unit);
+        if (want != got) fail_msg("bf16 B pair panels, transposed, differ (kc %zu, width %zu)", kc, width);
+      }
+    }
+    // AMX's A panels (stored row by row, and transposed): to_bf16 element by element.
+    std::vector<float> t(ld * ld, 0.0f);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < ld; ++c) t[c * ld + r] = x[r * ld + c];
+    for (size_t m : {size_t(1), size_t(20), size_t(33)})
+      for (bool transposed : {false, true}) {
+        std::vector<uint16_t> got(2 * 32 * 64 * 2, 0xBEEF);
+        if (transposed)
+          dpt::gemm::pack_amx_a_cols(dpt::gemm::Operand{t.data(), ld, true}, 1, m, 3, kc, got.data());
+        else
+          dpt::gemm::pack_amx_a_rows(op, 1, m, 3, kc, got.data());
+        const size_t kp = (kc + 31) / 32 * 32;
+        size_t at = 0;
+        for (size_t i = 0; i < m; i += 32)
+          for (size_t kb = 0; kb < kp; kb += 32)
+            for (size_t r = 0; r < 32; ++r)
+              for (size_t kk = 0; kk < 32; ++kk, ++at) {
+                const float v = i + r < m && kb + kk < kc ? x[(1 + i + r) * ld + 3 + kb + kk] : 0.0f;
+                if (got[at] != dpt::gemm::to_bf16(v))
+                  fail_msg("AMX A panel%s: element %zu is %04x, to_bf16 gives %04x",
+                           transposed ? " (transposed)" : "", at, got[at], dpt::gemm::to_bf16(v));
+              }
+      }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -235,6 +301,7 @@ int main() {
               dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kBF16)));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_rounding),
+      cmocka_unit_test(test_avx512_packers_equal_portable),
       cmocka_unit_test(test_against_float64),
       cmocka_unit_test(test_avx512_equals_portable),
       cmocka_unit_test(test_columns_do_not_depend_on_their_neighbours),

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backend/cpu/gemm/avx512_store.hpp"
-#include "backend/cpu/gemm/pack.hpp"
+#include "backend/cpu/gemm/pack_avx512.hpp"
 
 #define DPT_AMX __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,amx-tile,amx-bf16")))
 
@@ -41,26 +41,20 @@ DPT_AMX void end() {
   _tile_release();
 }
 
-// Rows [i0, i0 + rows) and k [p0, p0 + kc) of op(A): panel[kb][r][kk], k = 32 kb + kk.
+// The packers: pack_avx512.hpp's (every CPU with AMX has AVX-512). A: panel[kb][r][kk], k = 32 kb + kk;
+// B: the VDPBF16PS kernel's pairs, k padded to 32.
 void pack_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
-  const Reader x(a, i0, p0);
-  uint16_t *o = static_cast<uint16_t *>(out);
-  const size_t kp = (kc + kK - 1) / kK * kK;
-  for (size_t i = 0; i < rows; i += kMR)
-    for (size_t kb = 0; kb < kp; kb += kK)
-      for (size_t r = 0; r < kMR; ++r, o += kK) {
-        const float *src = x.at(i + r, kb);
-        if (i + r < rows && kb + kK <= kc && x.col_step == 1) {
-          for (size_t kk = 0; kk < kK; ++kk) o[kk] = to_bf16(src[kk]);
-          continue;
-        }
-        for (size_t kk = 0; kk < kK; ++kk)
-          o[kk] = to_bf16(i + r < rows && kb + kk < kc ? src[kk * x.col_step] : 0.0f);
-      }
+  if (a.trans)
+    pack_amx_a_cols(a, i0, rows, p0, kc, out);
+  else
+    pack_amx_a_rows(a, i0, rows, p0, kc, out);
 }
 
 void pack_b(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
-  pack_pairs_b<kNR>(b, p0, kc, j0, cols, out, kK);
+  if (b.trans)
+    pack_pairs_b32_cols(b, p0, kc, j0, cols, out, kK);
+  else
+    pack_pairs_b32_rows(b, p0, kc, j0, cols, out, kK);
 }
 
 DPT_AMX void tile(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha, float beta) {

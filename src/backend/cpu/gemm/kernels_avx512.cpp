@@ -8,6 +8,7 @@
 
 #include "backend/cpu/gemm/avx512_store.hpp"
 #include "backend/cpu/gemm/pack.hpp"
+#include "backend/cpu/gemm/pack_avx512.hpp"
 
 #define DPT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,avx512bf16")))
 
@@ -58,13 +59,24 @@ DPT_AVX512_BF16 void tile_bf16(size_t kc, const void *ap, const void *bp, float 
   for (size_t i = 0; i < kMR; ++i) store_row(acc[i][0], acc[i][1], c + i * ldc, alpha, beta);
 }
 
+// The AVX-512 packers (pack_avx512.hpp), but for a transposed float32 B (pack.hpp's).
+void pack_f32_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  if (b.trans)
+    pack_f32_b<kNR>(b, p0, kc, j0, cols, out);
+  else
+    pack_f32_b32_rows(b, p0, kc, j0, cols, out);
+}
+
 void pack_pairs_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
-  pack_pairs_b<kNR>(b, p0, kc, j0, cols, out, 2);
+  if (b.trans)
+    pack_pairs_b32_cols(b, p0, kc, j0, cols, out, 2);
+  else
+    pack_pairs_b32_rows(b, p0, kc, j0, cols, out, 2);
 }
 
 }  // namespace
 
-const KernelDef kF32Avx512{kMR, kNR, 1, 256, 4, pack_f32_a<kMR>, pack_f32_b<kNR>, tile_f32, nullptr, nullptr};
+const KernelDef kF32Avx512{kMR, kNR, 1, 256, 4, pack_f32_a<kMR>, pack_f32_b_nr, tile_f32, nullptr, nullptr};
 const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
                             tile_bf16, nullptr, nullptr};
 

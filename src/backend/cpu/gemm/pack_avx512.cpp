@@ -1,0 +1,172 @@
+#include "backend/cpu/gemm/pack_avx512.hpp"
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+
+namespace dpt::gemm {
+
+namespace {
+
+constexpr size_t kNR = 32;
+
+// Lanes of w (< 16) set.
+DPT_AVX512 inline __mmask16 first(size_t w) {
+  return w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1u);
+}
+
+// Shifts of every lane. (The maskz forms throughout: GCC 12 warns falsely about the _mm512_undefined_* of
+// the unmasked ones, _mm512_srli_epi32 and _mm512_cvtepi32_epi16.)
+DPT_AVX512 inline __m512i shift_right(__m512i x, unsigned n) {
+  return _mm512_maskz_srli_epi32(__mmask16(0xFFFF), x, n);
+}
+DPT_AVX512 inline __m512i shift_left(__m512i x, unsigned n) {
+  return _mm512_maskz_slli_epi32(__mmask16(0xFFFF), x, n);
+}
+
+// bf16.hpp's to_bf16 on 16 lanes, the result in the low 16 bits of each 32-bit lane.
+DPT_AVX512 inline __m512i to_bf16_lanes(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(shift_right(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded =
+      shift_right(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  const __m512i nan = _mm512_or_si512(shift_right(u, 16), _mm512_set1_epi32(0x0040));
+  const __m512i zero = _mm512_and_si512(shift_right(u, 16), _mm512_set1_epi32(0x8000));
+  const __m512i magnitude = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
+  const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
+  const __mmask16 is_small =
+      _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7F800000)), _mm512_setzero_si512());
+  __m512i r = _mm512_mask_mov_epi32(rounded, is_nan, nan);
+  r = _mm512_mask_mov_epi32(r, is_small, zero);
+  return _mm512_and_si512(r, _mm512_set1_epi32(0xFFFF));
+}
+
+// Up to 16 floats of a row (w of them; the rest zero).
+DPT_AVX512 inline __m512 load(const float *row, size_t w) {
+  return w >= 16 ? _mm512_loadu_ps(row) : _mm512_maskz_loadu_ps(first(w), row);
+}
+
+}  // namespace
+
+DPT_AVX512 void pack_f32_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  float *o = static_cast<float *>(out);
+  const size_t panels = (cols + kNR - 1) / kNR;
+  for (size_t p = 0; p < kc; ++p) {
+    const float *row = b.data + (p0 + p) * b.ld + j0;
+    for (size_t j = 0; j < panels; ++j) {
+      const size_t w = cols - j * kNR < kNR ? cols - j * kNR : kNR;
+      float *dst = o + (j * kc + p) * kNR;
+      _mm512_storeu_ps(dst, load(row + j * kNR, w));
+      _mm512_storeu_ps(dst + 16, w > 16 ? load(row + j * kNR + 16, w - 16) : _mm512_setzero_ps());
+    }
+  }
+}
+
+DPT_AVX512 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
+                                    size_t k_unit) {
+  uint32_t *o = static_cast<uint32_t *>(out);  // a pair (k even in the low half) per 32-bit word
+  const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
+  for (size_t q = 0; q < pairs; ++q) {
+    const size_t p = 2 * q;
+    const float *even = b.data + (p0 + p) * b.ld + j0, *odd = even + b.ld;
+    for (size_t j = 0; j < panels; ++j) {
+      const size_t w = cols - j * kNR < kNR ? cols - j * kNR : kNR;
+      uint32_t *dst = o + (j * pairs + q) * kNR;
+      for (size_t h = 0; h < kNR; h += 16) {
+        const size_t wh = w > h ? w - h : 0;
+        const __m512 e = p < kc && wh > 0 ? load(even + j * kNR + h, wh) : _mm512_setzero_ps();
+        const __m512 d = p + 1 < kc && wh > 0 ? load(odd + j * kNR + h, wh) : _mm512_setzero_ps();
+        const __m512i pair = _mm512_or_si512(to_bf16_lanes(e), shift_left(to_bf16_lanes(d), 16));
+        _mm512_storeu_si512(dst + h, pair);
+      }
+    }
+  }
+}
+
+DPT_AVX512 void pack_amx_a_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  constexpr size_t kMR = 32, kK = 32;
+  uint16_t *o = static_cast<uint16_t *>(out);
+  const size_t kp = (kc + kK - 1) / kK * kK;
+  for (size_t i = 0; i < rows; i += kMR)
+    for (size_t kb = 0; kb < kp; kb += kK)
+      for (size_t r = 0; r < kMR; ++r, o += kK) {
+        if (i + r >= rows) {
+          std::memset(o, 0, kK * sizeof(uint16_t));
+          continue;
+        }
+        const float *src = a.data + (i0 + i + r) * a.ld + p0 + kb;
+        const size_t w = kc > kb ? kc - kb : 0;
+        const __m512i lo = to_bf16_lanes(w > 0 ? load(src, w) : _mm512_setzero_ps());
+        const __m512i hi = to_bf16_lanes(w > 16 ? load(src + 16, w - 16) : _mm512_setzero_ps());
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(o),
+                            _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), lo));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + 16),
+                            _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), hi));
+      }
+}
+
+// Column j of op(B) (stored as row j) holds its k contiguously: pair q of columns [c, c + 8) is one 64-bit
+// gather; an odd last k, and columns past the width, are read one float at a time or not at all.
+DPT_AVX512 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
+                                    size_t k_unit) {
+  uint32_t *o = static_cast<uint32_t *>(out);
+  const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
+  const __m512i rows8 =
+      _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(int64_t(b.ld)));
+  for (size_t j = 0; j < panels; ++j) {
+    uint32_t *panel = o + j * pairs * kNR;
+    for (size_t c = 0; c < kNR; c += 8) {
+      const size_t first_col = j * kNR + c;
+      const size_t w = cols > first_col ? (cols - first_col < 8 ? cols - first_col : 8) : 0;
+      const __mmask8 live = __mmask8((1u << w) - 1u);
+      const float *base = b.data + (j0 + first_col) * b.ld + p0;
+      for (size_t q = 0; q < pairs; ++q) {
+        const size_t p = 2 * q;
+        __m512i pair = _mm512_setzero_si512();
+        if (p + 1 < kc && w > 0) {
+          const __m512i both = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), live, rows8, base + p, 4);
+          pair = to_bf16_lanes(_mm512_castsi512_ps(both));  // lanes: even, odd of column c, c + 1, ...
+        } else if (p < kc && w > 0) {
+          alignas(64) float even[16] = {};
+          for (size_t i = 0; i < w; ++i) even[2 * i] = base[i * b.ld + p];
+          pair = to_bf16_lanes(_mm512_load_ps(even));
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(panel + q * kNR + c),
+                            _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), pair));
+      }
+    }
+  }
+}
+
+// AMX's A with op(A) transposed: a row's 32 k are a column of the storage, two 16-float gathers.
+DPT_AVX512 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  constexpr size_t kMR = 32, kK = 32;
+  uint16_t *o = static_cast<uint16_t *>(out);
+  const size_t kp = (kc + kK - 1) / kK * kK;
+  const __m512i steps =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(int32_t(a.ld)));
+  for (size_t i = 0; i < rows; i += kMR)
+    for (size_t kb = 0; kb < kp; kb += kK)
+      for (size_t r = 0; r < kMR; ++r, o += kK) {
+        if (i + r >= rows) {
+          std::memset(o, 0, kK * sizeof(uint16_t));
+          continue;
+        }
+        const float *src = a.data + (p0 + kb) * a.ld + i0 + i + r;
+        const size_t w = kc > kb ? kc - kb : 0;
+        for (size_t h = 0; h < kK; h += 16) {
+          const size_t wh = w > h ? w - h : 0;
+          const __m512 v =
+              wh > 0 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), first(wh), steps, src + h * a.ld, 4)
+                     : _mm512_setzero_ps();
+          _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + h),
+                              _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), to_bf16_lanes(v)));
+        }
+      }
+}
+
+}  // namespace dpt::gemm
