@@ -150,15 +150,20 @@ void test_against_float64(void **) {
 }
 
 // The AVX-512 kernels compute what the portable ones do, bit for bit, also with values whose products
-// and sums fall to the subnormal range (flushed by VDPBF16PS, and by the portable kernel with it).
+// and sums fall to the subnormal range (flushed by VDPBF16PS, and by the portable kernel with it). For
+// bf16 that is VDPBF16PS as Intel defines it, verified on Intel CPUs; AMD's may round otherwise (the SIMDe
+// project found AMD EPYC results that Intel's emulator does not reproduce), so on other vendors the test
+// counts the values that differ and asserts only test_against_float64's bound.
 void test_avx512_equals_portable(void **) {
+  const bool intel = std::strcmp(dpt::gemm::cpu_features().vendor, "GenuineIntel") == 0;
   for (Precision p : {Precision::kF32, Precision::kBF16}) {
     if (!dpt::gemm::available(p, Kernel::kAvx512)) {
       std::printf("%s avx512: not run (this CPU lacks it)\n", p == Precision::kF32 ? "fp32" : "bf16");
       continue;
     }
     const Kernel before = dpt::gemm::kernel(p);
-    size_t n = 0, values = 0;
+    const bool bitwise = p == Precision::kF32 || intel;
+    size_t n = 0, values = 0, differ = 0;
     for (const Case &c : cases()) {
       for (int tiny = 0; tiny < 2; ++tiny) {
         // tiny: inputs near 1e-19, so that products are near 1e-38 (around FLT_MIN) and sums cross it.
@@ -168,7 +173,7 @@ void test_avx512_equals_portable(void **) {
         dpt::gemm::set_kernel(p, Kernel::kAvx512);
         const std::vector<float> got = run(p, pr);
         for (size_t i = 0; i < got.size(); ++i)
-          if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+          if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && (++differ, bitwise))
             fail_msg("%s avx512 vs portable, m=%zu n=%zu k=%zu%s: element %zu is %.9g, portable %.9g",
                      p == Precision::kF32 ? "fp32" : "bf16", c.m, c.n, c.k, tiny ? " (tiny)" : "", i,
                      double(got[i]), double(want[i]));
@@ -177,8 +182,9 @@ void test_avx512_equals_portable(void **) {
       ++n;
     }
     dpt::gemm::set_kernel(p, before);
-    std::printf("%s avx512 = portable, bit for bit: %zu values over %zu shapes\n",
-                p == Precision::kF32 ? "fp32" : "bf16", values, 2 * n);
+    std::printf("%s avx512 vs portable on %s: %zu of %zu values differ (over %zu shapes)%s\n",
+                p == Precision::kF32 ? "fp32" : "bf16", dpt::gemm::cpu_features().vendor, differ, values, 2 * n,
+                bitwise ? ", asserted bit for bit" : ", not asserted on this vendor");
   }
 }
 

@@ -8,6 +8,7 @@
 #endif
 
 #include <cstdint>
+#include <cstring>
 
 namespace dpt::gemm {
 
@@ -32,6 +33,11 @@ bool request_amx_tile_data() {
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    std::memcpy(f.vendor, &b, 4);
+    std::memcpy(f.vendor + 4, &d, 4);
+    std::memcpy(f.vendor + 8, &c, 4);
+  }
   if (__get_cpuid_max(0, nullptr) < 7 || !__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = (c & bit_OSXSAVE) != 0, fma = (c & bit_FMA) != 0;
   if (!osxsave) return f;

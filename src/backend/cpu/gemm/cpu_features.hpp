@@ -9,6 +9,7 @@ struct CpuFeatures {
   bool avx512 = false;       // AVX-512 F, BW, DQ, VL with FMA: the fp32 kernel
   bool avx512_bf16 = false;  // AVX512_BF16: VDPBF16PS
   bool amx_bf16 = false;     // AMX-TILE and AMX-BF16, with the tile data granted
+  char vendor[13] = {};      // CPUID's vendor string: "GenuineIntel", "AuthenticAMD"
 };
 
 const CpuFeatures &cpu_features();
