@@ -137,6 +137,17 @@ void test_layout(void **) {
   assert_int_equal(dpt::named_parameters(chain)[1].offset, b_weight - kV * kC);
 }
 
+// m.tie(parameter, source) fails with DPT_ERROR_INVALID_ARGUMENT, its message holding message, and leaves m
+// as it was.
+void expect_refused(ModelSpec &m, const char *parameter, const char *source, const char *message) {
+  const std::string describe = m.describe();
+  const size_t count = m.parameter_count();
+  const std::string e = expect_error([&] { m.tie(parameter, source); }, DPT_ERROR_INVALID_ARGUMENT, message);
+  if (std::strstr(e.c_str(), message) == nullptr) fail_msg("'%s' lacks '%s'", e.c_str(), message);
+  assert_string_equal(m.describe().c_str(), describe.c_str());
+  assert_int_equal(m.parameter_count(), count);
+}
+
 void test_refusals_leave_the_model_unchanged(void **) {
   ModelSpec m(Shape{kT}, DType::kI32);
   m.add(dpt::op_def("token_embedding"), {0}, ints({kV, kC}), "wte");
@@ -144,34 +155,18 @@ void test_refusals_leave_the_model_unchanged(void **) {
   m.add(dpt::op_def("linear"), {m.output_tensor()}, ints({kV, 0}), "head");
   m.add(dpt::op_def("linear"), {m.output_tensor()}, ints({kC, 0}), "back");
   m.add(dpt::op_def("linear"), {m.output_tensor()}, ints({kV, 1}), "head2");
-  const std::string describe = m.describe();
   const size_t count = m.parameter_count();
-  const auto refused = [&](const char *parameter, const char *source, const char *message) {
-    const std::string e =
-        expect_error([&] { m.tie(parameter, source); }, DPT_ERROR_INVALID_ARGUMENT, message);
-    if (std::strstr(e.c_str(), message) == nullptr) fail_msg("'%s' lacks '%s'", e.c_str(), message);
-    assert_string_equal(m.describe().c_str(), describe.c_str());
-    assert_int_equal(m.parameter_count(), count);
-  };
-  refused("head.weight", "nowhere.weight", "names no node's parameter");
-  refused("head", "wte.weight", "names no node's parameter");
-  refused("head.bias", "wte.weight", "node \"head\" has the parameters weight");
-  refused("head.weight", "mid.weight", "the shapes differ (7x3 and 3x3)");
-  refused("wte.weight", "head.weight", "the source must belong to an earlier node");
-  refused("head.weight", "head.weight", "the source must belong to an earlier node");
+  expect_refused(m, "head.weight", "nowhere.weight", "names no node's parameter");
+  expect_refused(m, "head", "wte.weight", "names no node's parameter");
+  expect_refused(m, "head.bias", "wte.weight", "node \"head\" has the parameters weight");
+  expect_refused(m, "head.weight", "mid.weight", "the shapes differ (7x3 and 3x3)");
+  expect_refused(m, "wte.weight", "head.weight", "the source must belong to an earlier node");
+  expect_refused(m, "head.weight", "head.weight", "the source must belong to an earlier node");
 
   m.tie("head.weight", "wte.weight");
-  const std::string tied = m.describe();
   const size_t tied_count = m.parameter_count();
   assert_int_equal(tied_count, count - kV * kC);
-  const auto refused_tied = [&](const char *parameter, const char *source, const char *message) {
-    const std::string e =
-        expect_error([&] { m.tie(parameter, source); }, DPT_ERROR_INVALID_ARGUMENT, message);
-    if (std::strstr(e.c_str(), message) == nullptr) fail_msg("'%s' lacks '%s'", e.c_str(), message);
-    assert_string_equal(m.describe().c_str(), tied.c_str());
-    assert_int_equal(m.parameter_count(), tied_count);
-  };
-  refused_tied("head.weight", "wte.weight", "already tied to \"wte.weight\"");
+  expect_refused(m, "head.weight", "wte.weight", "already tied to \"wte.weight\"");
   // A tied source stands for its own source: head2.weight joins wte.weight.
   m.tie("head2.weight", "head.weight");
   assert_non_null(std::strstr(m.describe().c_str(), "tie:head2.weight=wte.weight"));
@@ -179,11 +174,7 @@ void test_refusals_leave_the_model_unchanged(void **) {
   assert_int_equal(m.nodes()[4].param_offsets[0], 0);
   // head2's bias, after the removed matrices, sits at the end of the flat vector.
   assert_int_equal(m.nodes()[4].param_offsets[1], m.parameter_count() - kV);
-  const std::string twice = m.describe();
-  const std::string e =
-      expect_error([&] { m.tie("wte.weight", "mid.weight"); }, DPT_ERROR_INVALID_ARGUMENT, "a source");
-  assert_non_null(std::strstr(e.c_str(), "the parameter is the source of \"head.weight\""));
-  assert_string_equal(m.describe().c_str(), twice.c_str());
+  expect_refused(m, "wte.weight", "mid.weight", "the parameter is the source of \"head.weight\"");
 }
 
 // The network's gradient of the summed loss against central differences of the float64 reference: the

@@ -86,28 +86,6 @@ DPT_AVX512 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size
   }
 }
 
-DPT_AVX512 void pack_amx_a_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
-  constexpr size_t kMR = 32, kK = 32;
-  uint16_t *o = static_cast<uint16_t *>(out);
-  const size_t kp = (kc + kK - 1) / kK * kK;
-  for (size_t i = 0; i < rows; i += kMR)
-    for (size_t kb = 0; kb < kp; kb += kK)
-      for (size_t r = 0; r < kMR; ++r, o += kK) {
-        if (i + r >= rows) {
-          std::memset(o, 0, kK * sizeof(uint16_t));
-          continue;
-        }
-        const float *src = a.data + (i0 + i + r) * a.ld + p0 + kb;
-        const size_t w = kc > kb ? kc - kb : 0;
-        const __m512i lo = to_bf16_lanes(w > 0 ? load(src, w) : _mm512_setzero_ps());
-        const __m512i hi = to_bf16_lanes(w > 16 ? load(src + 16, w - 16) : _mm512_setzero_ps());
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(o),
-                            _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), lo));
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + 16),
-                            _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), hi));
-      }
-}
-
 // Column j of op(B) (stored as row j) holds its k contiguously: pair q of columns [c, c + 8) is one 64-bit
 // gather; an odd last k, and columns past the width, are read one float at a time or not at all.
 DPT_AVX512 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
@@ -141,14 +119,13 @@ DPT_AVX512 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size
   }
 }
 
-// AMX's A with op(A) transposed: a row's 32 k are a column of the storage, two 16-float gathers.
-DPT_AVX512 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+// AMX's A panels, rows [i0, i0 + rows) of 32 k blocks: load16(row, k, w) gives 16 floats of op(A)'s row
+// from k on (w of them, the rest zero); rows past the end are zero.
+template <typename Load16>
+DPT_AVX512 void pack_amx_a(size_t rows, size_t kc, void *out, Load16 load16) {
   constexpr size_t kMR = 32, kK = 32;
   uint16_t *o = static_cast<uint16_t *>(out);
   const size_t kp = (kc + kK - 1) / kK * kK;
-  const __m512i steps =
-      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                         _mm512_set1_epi32(int32_t(a.ld)));
   for (size_t i = 0; i < rows; i += kMR)
     for (size_t kb = 0; kb < kp; kb += kK)
       for (size_t r = 0; r < kMR; ++r, o += kK) {
@@ -156,17 +133,31 @@ DPT_AVX512 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t
           std::memset(o, 0, kK * sizeof(uint16_t));
           continue;
         }
-        const float *src = a.data + (p0 + kb) * a.ld + i0 + i + r;
         const size_t w = kc > kb ? kc - kb : 0;
         for (size_t h = 0; h < kK; h += 16) {
           const size_t wh = w > h ? w - h : 0;
-          const __m512 v =
-              wh > 0 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), first(wh), steps, src + h * a.ld, 4)
-                     : _mm512_setzero_ps();
+          const __m512 v = wh > 0 ? load16(i + r, kb + h, wh) : _mm512_setzero_ps();
           _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + h),
                               _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), to_bf16_lanes(v)));
         }
       }
+}
+
+DPT_AVX512 void pack_amx_a_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  pack_amx_a(rows, kc, out, [&](size_t r, size_t k, size_t w) DPT_AVX512 {
+    return load(a.data + (i0 + r) * a.ld + p0 + k, w);
+  });
+}
+
+// op(A) transposed: a row's k are a column of the storage, gathered 16 at a time.
+DPT_AVX512 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  const __m512i steps =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(int32_t(a.ld)));
+  pack_amx_a(rows, kc, out, [&](size_t r, size_t k, size_t w) DPT_AVX512 {
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), first(w), steps, a.data + (p0 + k) * a.ld + i0 + r,
+                                    4);
+  });
 }
 
 }  // namespace dpt::gemm
