@@ -89,10 +89,14 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   c.kernels.deterministic = (o.gpu_flags & DPT_GPU_DETERMINISTIC) != 0;
   c.sync_batch_norm = dpt::capi::checked_enum(o.batch_norm, {DPT_BATCH_NORM_SYNC, DPT_BATCH_NORM_LOCAL},
                                               "batch_norm mode") == DPT_BATCH_NORM_SYNC;
-  c.matmul_dtype = dpt::capi::checked_enum(o.precision, {DPT_PRECISION_FP32, DPT_PRECISION_BF16},
-                                           "precision") == DPT_PRECISION_BF16
-                       ? dpt::DType::kBF16
-                       : dpt::DType::kF32;
+  const dpt_precision precision = dpt::capi::checked_enum(
+      o.precision, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "precision");
+  c.matmul_dtype = precision == DPT_PRECISION_BF16   ? dpt::DType::kBF16
+                   : precision == DPT_PRECISION_FP16 ? dpt::DType::kF16
+                                                     : dpt::DType::kF32;
+  c.loss_scaling.enabled = precision == DPT_PRECISION_FP16;
+  c.loss_scaling.initial_scale = o.initial_loss_scale;
+  c.loss_scaling.growth_interval = o.loss_scale_growth_interval;
   return c;
 }
 
@@ -140,6 +144,9 @@ void write_step_result(dpt_step_result *result, const dpt::StepStats &s) {
   r.nonfinite_steps = s.nonfinite_steps;
   r.allreduce_exposed_seconds = s.allreduce_exposed_seconds;
   r.targets = s.targets;
+  r.skipped_overflow = s.skipped_overflow;
+  r.overflow_steps = s.overflow_steps;
+  r.loss_scale = s.loss_scale;
   dpt::capi::write_result(result, r);
 }
 
@@ -172,6 +179,7 @@ dpt_progress to_progress(const dpt::Progress &p) {
   r.test_loss = p.test_loss;
   r.test_accuracy = p.test_accuracy;
   r.learning_rate = p.learning_rate;
+  r.loss_scale = p.loss_scale;
   return r;
 }
 
@@ -191,6 +199,8 @@ void dpt_trainer_options_init(dpt_trainer_options *options) {
   options->nonfinite = DPT_NONFINITE_SKIP;
   options->timeout_seconds = 300.0;
   options->bucket_bytes = size_t(1) << 20;
+  options->initial_loss_scale = 65536.0;
+  options->loss_scale_growth_interval = 2000;
 }
 
 void dpt_optimizer_options_init(dpt_optimizer_options *options) {
@@ -392,6 +402,8 @@ dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const
     r.samples_per_second = s.samples_per_second;
     r.optimizer_steps = s.optimizer_steps;
     r.nonfinite_steps = s.nonfinite_steps;
+    r.overflow_steps = s.overflow_steps;
+    r.loss_scale = s.loss_scale;
     dpt::capi::write_result(result, r);
   });
 }

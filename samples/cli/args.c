@@ -25,7 +25,8 @@ static const choice kDecayScopes[] = {
     {"all", DPT_WEIGHT_DECAY_ALL}, {"matrices", DPT_WEIGHT_DECAY_MATRICES}, {NULL, 0}};
 static const choice kBatchNorm[] = {
     {"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
-static const choice kPrecisions[] = {{"fp32", DPT_PRECISION_FP32}, {"bf16", DPT_PRECISION_BF16}, {NULL, 0}};
+static const choice kPrecisions[] = {
+    {"fp32", DPT_PRECISION_FP32}, {"bf16", DPT_PRECISION_BF16}, {"fp16", DPT_PRECISION_FP16}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -575,8 +576,9 @@ void print_train_help(FILE *out) {
       "  --deterministic        GPUs: deterministic cuDNN algorithms only\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
-      "  --precision fp32|bf16  matrix products on float32 or bfloat16 inputs (float32 accumulation,\n"
-      "                         float32 master weights; CPU devices; default fp32)\n"
+      "  --precision fp32|bf16|fp16  matrix products on float32, bfloat16 or float16 inputs (float32\n"
+      "                         accumulation, float32 master weights; fp16 with dynamic loss scaling;\n"
+      "                         CPU devices; default fp32)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

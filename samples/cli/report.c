@@ -40,6 +40,9 @@ void report_print_summary(FILE *out, const run_summary *s) {
       fprintf(out, "  images/s        %.0f\n", s->fit.samples_per_second);
     }
   }
+  if (s->config->precision == DPT_PRECISION_FP16)
+    fprintf(out, "  loss scale      %g (%" PRIu64 " overflowing steps skipped)\n", s->fit.loss_scale,
+            s->fit.overflow_steps);
   fprintf(out, "  total seconds   %.2f (training %.2f)\n", s->seconds, s->fit.train_seconds);
   fprintf(out, "  param_checksum  %s\n", checksum);
   fflush(out);
@@ -142,6 +145,8 @@ static void write_results(json_writer *w, const run_summary *s) {
   json_number(w, "seconds", s->seconds, METRIC_DIGITS);
   json_number(w, "train_seconds", s->fit.train_seconds, METRIC_DIGITS);
   json_uint(w, "optimizer_steps", s->fit.optimizer_steps);
+  json_uint(w, "overflow_steps", s->fit.overflow_steps);
+  json_number(w, "loss_scale", s->fit.loss_scale, METRIC_DIGITS);
   json_uint(w, "planned_optimizer_steps", s->total_steps);
   json_string(w, "param_checksum", checksum);
 }

@@ -317,7 +317,9 @@ static void print_header(const train_run *run) {
   }
   fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s\n", c->batch, run->summary.learning_rate,
           optimizer_name(c->optimizer), split_name(c->split), allreduce_name(c->allreduce),
-          c->precision == DPT_PRECISION_BF16 ? ", precision bf16" : "");
+          c->precision == DPT_PRECISION_BF16   ? ", precision bf16"
+          : c->precision == DPT_PRECISION_FP16 ? ", precision fp16 (loss scaling from 65536)"
+                                               : "");
   fflush(run->out);
 }
 

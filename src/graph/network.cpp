@@ -212,7 +212,11 @@ LossStats Network::forward(const float *params, float *buffers, const int32_t *l
   if (labels == nullptr) return {};
   const size_t out = root_[spec_.output_tensor()];
   float *dlogits = info.training && grad_slot_[out] != kNone ? slot(grad_slot_[out]) : nullptr;
-  return kernels_.loss(data_[out], labels, info.n * spec_.targets_per_sample(), spec_.classes(), dlogits);
+  const size_t rows = info.n * spec_.targets_per_sample();
+  const LossStats stats = kernels_.loss(data_[out], labels, rows, spec_.classes(), dlogits);
+  if (dlogits != nullptr && info.loss_scale != 1.0f)
+    kernels_.scale(dlogits, rows * spec_.classes(), info.loss_scale);
+  return stats;
 }
 
 void Network::backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook) {

@@ -33,6 +33,8 @@ struct PassInfo {
   size_t rank = 0;
   StatisticsReducer *statistics = nullptr;
   bool sync_statistics = false;
+  // Training passes: the loss gradient is multiplied by this before backward (loss scaling; a power of two).
+  float loss_scale = 1.0f;
 };
 
 }  // namespace dpt

@@ -102,6 +102,11 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
   if (!state.buffers.empty())
     tensors.push_back(
         make_tensor("model.buffers", ElementType::kF32, state.buffers.data(), state.buffers.size()));
+  // Likewise only a trainer with loss scaling (float16) saves its scaler: the scale and its growth count.
+  if (state.loss_scale != 0) {
+    const double scaler[2] = {state.loss_scale, double(state.loss_scale_growth_tracker)};
+    tensors.push_back(make_tensor("trainer.loss_scaler", ElementType::kF64, scaler, 2));
+  }
   file_io::write_file_atomic(path, encode_checkpoint(tensors));
 }
 
@@ -171,6 +176,21 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
         throw_error(DPT_ERROR_FORMAT, "checkpoint '" + path + "': optimizer.state[" + std::to_string(i) +
                                           "] is negative (" + value + "), an AdamW second moment");
       }
+  }
+  // A trainer with loss scaling resumes the saved scaler; from a checkpoint without one (another
+  // precision's) it starts from its initial scale. A trainer without ignores it.
+  if (trainer.config().loss_scaling.enabled && tensors.count("trainer.loss_scaler") != 0) {
+    const std::vector<double> scaler =
+        values<double>(find(tensors, "trainer.loss_scaler", ElementType::kF64, path));
+    int exponent = 0;
+    DPT_REQUIRE(scaler.size() == 2 && std::isfinite(scaler[0]) && scaler[0] >= 1.0 &&
+                    std::frexp(scaler[0], &exponent) == 0.5 && scaler[1] >= 0 && scaler[1] < 0x1p53 &&
+                    scaler[1] == std::floor(scaler[1]),
+                DPT_ERROR_FORMAT,
+                "checkpoint '" + path +
+                    "': trainer.loss_scaler must hold a power-of-two scale of at least 1 and a whole count");
+    state.loss_scale = scaler[0];
+    state.loss_scale_growth_tracker = uint64_t(scaler[1]);
   }
   state.optimizer_steps = counters[kOptimizerSteps];
   state.epochs_done = counters[kEpochsDone];

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/half.hpp"
 #include "io/json_header.hpp"
 #include "io/safetensors.hpp"
 
@@ -63,23 +64,6 @@ std::string name_list(const std::vector<std::string> &names) {
   return s;
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu, bits;
-  if (exponent == 0 && mantissa == 0) {
-    bits = sign;
-  } else if (exponent == 0) {  // subnormal: normalise
-    exponent = 127 - 15 + 1;
-    while ((mantissa & 0x400u) == 0) mantissa <<= 1, --exponent;
-    bits = sign | (exponent << 23) | ((mantissa & 0x3FFu) << 13);
-  } else if (exponent == 31) {  // infinity, NaN
-    bits = sign | 0x7F800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
 // The count elements of a tensor of dtype (F64, F16 or BF16) at bytes, as F32 (F64 rounded to nearest;
 // a finite value beyond the F32 range is refused).
 void convert(StDType dtype, const unsigned char *bytes, size_t count, float *out, const std::string &tensor) {
@@ -97,7 +81,7 @@ void convert(StDType dtype, const unsigned char *bytes, size_t count, float *out
     } else {
       uint16_t h;
       std::memcpy(&h, bytes + 2 * i, 2);
-      out[i] = dtype == StDType::kBF16 ? std::bit_cast<float>(uint32_t(h) << 16) : half_to_float(h);
+      out[i] = dtype == StDType::kBF16 ? std::bit_cast<float>(uint32_t(h) << 16) : from_f16(h);
     }
   }
 }

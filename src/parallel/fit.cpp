@@ -127,6 +127,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       p.epoch_seconds = seconds;
       p.samples_per_second = double(p.samples) / seconds;
       p.learning_rate = trainer.last_learning_rate();
+      p.loss_scale = trainer.loss_scaler().scale();
       if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < batches &&
           agreed_stop(trainer, progress, p)) {
         stats.stopped = true;
@@ -149,6 +150,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
     p.epoch_end = true;
     p.epoch_seconds = seconds;
     p.learning_rate = trainer.last_learning_rate();
+    p.loss_scale = trainer.loss_scaler().scale();
     if (test != nullptr) {
       EvalStats e = evaluate_dataset(trainer, *test, config.eval_batch_size);
       p.has_test = stats.has_test = true;
@@ -161,6 +163,8 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
   stats.samples_per_second = stats.train_seconds > 0 ? double(total_samples) / stats.train_seconds : 0;
   stats.optimizer_steps = trainer.optimizer_steps();
   stats.nonfinite_steps = trainer.nonfinite_steps();
+  stats.overflow_steps = trainer.overflow_steps();
+  stats.loss_scale = trainer.loss_scaler().scale();
   return stats;
 }
 

@@ -23,6 +23,7 @@ struct Progress {
   double loss = 0, accuracy = 0, samples_per_second = 0, epoch_seconds = 0;
   bool has_test = false;
   double test_loss = 0, test_accuracy = 0, learning_rate = 0;
+  double loss_scale = 1;  // the trainer's loss scale now (1 without loss scaling)
 };
 
 struct FitStats {
@@ -33,6 +34,8 @@ struct FitStats {
   double test_loss = 0, test_accuracy = 0;
   double train_seconds = 0, samples_per_second = 0;
   uint64_t optimizer_steps = 0, nonfinite_steps = 0;
+  uint64_t overflow_steps = 0;  // windows the loss scaler skipped so far
+  double loss_scale = 1;
 };
 
 // Returns true to stop.

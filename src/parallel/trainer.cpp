@@ -2,6 +2,7 @@
 // gradient all-reduce, the identical update), flush, evaluate and predict.
 #include "parallel/trainer.hpp"
 
+#include <bit>
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -53,8 +54,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       spec_(spec),
       config_(std::move(config)),
       devices_(pick_devices(*context_, config_.devices)),
-      group_(std::make_unique<DeviceGroup>(devices_, config_.timeout_seconds)) {
+      group_(std::make_unique<DeviceGroup>(devices_, config_.timeout_seconds)),
+      scaler_(config_.loss_scaling) {
   validate(config_.optimizer);
+  validate(config_.loss_scaling);
   decayed_ = decayed_segments(spec_, config_.optimizer);
   DPT_REQUIRE(spec_.parameter_count() > 0, DPT_ERROR_INVALID_ARGUMENT,
               "the model has no trainable parameters");
@@ -75,7 +78,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
               "training on CUDA devices across MPI processes is not supported in this version");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (Device *d : devices_)
-    replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels, config_.matmul_dtype));
+    replicas_.push_back(
+        std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels, config_.matmul_dtype));
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
@@ -142,6 +146,14 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   reserve_slices();
   copy_in(x, labels);
 
+  // Loss scaling multiplies the summed loss's gradient by S / 2^ceil(log2(B T)) (B samples of T targets
+  // in the window's first micro-batch): PyTorch scales a mean loss, whose per-sample gradients are 1/B of
+  // the sum's, so this keeps GradScaler's scales (and its default 2^16) meaning what they mean there, to
+  // within a factor of 2, while staying a power of two (exact to apply and to remove). One multiplier per
+  // window, known on every device and process before its first backward.
+  if (pending_micro_ == 0 && scaler_.enabled())
+    loss_multiplier_ = std::ldexp(
+        scaler_.scale(), -int(std::bit_width(uint64_t(batch) * spec_.targets_per_sample() - 1)));
   // The window's last micro-batch reduces its gradients during backward when buckets are on.
   const bool overlap = collective_->overlaps_backward() && pending_micro_ + 1 == config_.accumulation_steps;
   run_phase([this, overlap](size_t rank) {
@@ -173,11 +185,17 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   const char *discarded = nullptr;  // where a NaN or an infinity was found
   if (totals[2] != 0)
     discarded = "the inputs or the loss";
-  else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s, overlap))
-    discarded = "the gradients";
+  else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s, overlap)) {
+    if (scaler_.enabled())
+      skip_overflow(s);  // the loss scaler's business, not an error
+    else
+      discarded = "the gradients";
+  }
   if (discarded != nullptr) discard_window(s);
   s.optimizer_steps = optimizer_steps_;
   s.nonfinite_steps = nonfinite_steps_;
+  s.overflow_steps = overflow_steps_;
+  s.loss_scale = scaler_.scale();
   s.total_seconds = platform::now_seconds() - t0;
   if (discarded != nullptr) report_discarded(discarded);
 }
@@ -210,14 +228,28 @@ void Trainer::compute_gradients(size_t rank, bool post_buckets) {
 // A NaN or an infinity: the whole accumulation window is dropped (gradients zeroed on every replica),
 // parameters and optimizer state stay as they were, and the policy decides whether the caller hears of it
 // as an error.
-void Trainer::discard_window(StepStats &s) {
+void Trainer::drop_window() {
   run_phase([this](size_t rank) { replicas_[rank]->grads.zero(); });
   pending_micro_ = 0;
   pending_samples_ = 0;
   pending_targets_ = 0;
+}
+
+void Trainer::discard_window(StepStats &s) {
+  drop_window();
   ++nonfinite_steps_;
   s.applied = false;
   s.skipped_nonfinite = true;
+}
+
+// The scaled gradient overflowed: as GradScaler, skip the window and halve the scale. Every replica (and
+// process) saw the same all-reduced gradient, so all decide alike.
+void Trainer::skip_overflow(StepStats &s) {
+  drop_window();
+  ++overflow_steps_;
+  scaler_.overflowed();
+  s.applied = false;
+  s.skipped_overflow = true;
 }
 
 void Trainer::report_discarded(const char *where) const {
@@ -227,14 +259,16 @@ void Trainer::report_discarded(const char *where) const {
 }
 
 // All-reduces the summed gradients, divides by the counted targets of the window (the samples, for a
-// classifier without ignored labels; 0 targets: the gradient is 0), clips, and applies the same
+// classifier without ignored labels; 0 targets: the gradient is 0) and by the loss scale, clips, and
+// applies the same
 // optimizer step on every replica. Nothing in here allocates or can fail. Returns false, changing nothing,
 // when the gradients are not finite (every replica sees the same all-reduced norm, so all agree).
 bool Trainer::update_replicas(StepStats &s, bool reduced) {
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
   const float lr = float(s.learning_rate);
-  const double inv_samples = pending_targets_ > 0 ? 1.0 / double(pending_targets_) : 0.0;
+  // The loss scale is a power of two: dividing by it is exact (and a no-op without loss scaling).
+  const double inv_samples = pending_targets_ > 0 ? 1.0 / double(pending_targets_) / loss_multiplier_ : 0.0;
   try {
     collective_->reduce_between_phases(reduced);
   } catch (const Error &) {
@@ -264,6 +298,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   s.allreduce_exposed_seconds = times.exposed;
   last_lr_ = s.learning_rate;
   ++optimizer_steps_;
+  scaler_.finite_window();
   pending_micro_ = 0;
   pending_samples_ = 0;
   pending_targets_ = 0;
@@ -286,6 +321,10 @@ bool Trainer::flush() {
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   StepStats unused;
   if (!update_replicas(unused, false)) {
+    if (scaler_.enabled()) {
+      skip_overflow(unused);
+      return true;
+    }
     discard_window(unused);
     report_discarded("the gradients");
   }

@@ -20,6 +20,7 @@
 #include "optim/parameter_groups.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
+#include "parallel/loss_scaler.hpp"
 #include "parallel/replica.hpp"
 
 namespace dpt {
@@ -49,9 +50,12 @@ struct TrainerConfig {
   const World *world = nullptr;
   OptimizerConfig optimizer;
   KernelOptions kernels;  // GPU: TF32, deterministic algorithms
-  // Mixed precision: the ops' matrix products take their inputs in this type (kF32, or kBF16: rounded to
-  // bfloat16, accumulated in float32); parameters, activations, gradients and the optimizer stay float32.
+  // Mixed precision: the ops' matrix products take their inputs in this type (kF32, or kBF16 / kF16:
+  // rounded to bfloat16 / float16, accumulated in float32); parameters, activations, gradients and the
+  // optimizer stay float32.
   DType matmul_dtype = DType::kF32;
+  // Dynamic loss scaling (float16: loss_scaler.hpp); a window that overflows is skipped, not an error.
+  LossScaling loss_scaling;
 };
 
 struct StepStats {
@@ -67,12 +71,20 @@ struct StepStats {
   double allreduce_exposed_seconds = 0;
   bool skipped_nonfinite = false;
   uint64_t nonfinite_steps = 0;
+  // Loss scaling: this call's window overflowed and was skipped; the windows skipped so far; the scale
+  // after this call (what the next backward uses; 1 without loss scaling).
+  bool skipped_overflow = false;
+  uint64_t overflow_steps = 0;
+  double loss_scale = 1;
 };
 
 // Everything a checkpoint holds of a trainer (besides the model description).
 struct TrainerState {
   std::vector<float> parameters, optimizer_state, buffers;  // buffers: running statistics
   uint64_t optimizer_steps = 0, epochs_done = 0, seed = 0;
+  // The loss scaler's state; loss_scale 0: none saved (the trainer keeps its own).
+  double loss_scale = 0;
+  uint64_t loss_scale_growth_tracker = 0;
 };
 
 struct EvalStats {
@@ -100,6 +112,8 @@ class Trainer {
   size_t parameter_count() const { return spec_.parameter_count(); }
   uint64_t optimizer_steps() const { return optimizer_steps_; }
   uint64_t nonfinite_steps() const { return nonfinite_steps_; }
+  const LossScaler &loss_scaler() const { return scaler_; }
+  uint64_t overflow_steps() const { return overflow_steps_; }
   double last_learning_rate() const { return last_lr_; }
 
   // x: batch * input size 4-byte values, float32 or (spec().input_dtype() kI32) int32 tokens below
@@ -172,14 +186,18 @@ class Trainer {
                     &group_->aborted(),
                     rank,
                     training ? statistics_.get() : nullptr,
-                    config_.sync_batch_norm};
+                    config_.sync_batch_norm,
+                    training ? float(loss_multiplier_) : 1.0f};
   }
   void compute_gradients(size_t rank, bool post_buckets);
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
   // caller's host buffers), ignoring its errors.
   void drain_streams() noexcept;
   bool update_replicas(StepStats &s, bool reduced);
+  // Zeroes the gradients and forgets the window's micro-batches.
+  void drop_window();
   void discard_window(StepStats &s);
+  void skip_overflow(StepStats &s);
   void report_discarded(const char *where) const;
   void check_usable() const;
   void check_no_task_out() const;
@@ -229,6 +247,11 @@ class Trainer {
   uint64_t pending_samples_ = 0;
   uint64_t pending_targets_ = 0;  // the counted targets of those micro-batches: the gradient's divisor
   uint64_t nonfinite_steps_ = 0;  // windows discarded for NaN or infinity
+  LossScaler scaler_{LossScaling{}};
+  uint64_t overflow_steps_ = 0;  // windows the loss scaler skipped
+  // What the window's loss gradient is multiplied by: the loss scale over the first micro-batch's targets
+  // rounded up to a power of two (1 without loss scaling). See step().
+  double loss_multiplier_ = 1;
   double last_lr_ = 0;
   std::vector<DecaySegment> decayed_;  // the parameters weight decay applies to
 };

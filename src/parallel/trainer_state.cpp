@@ -77,6 +77,10 @@ TrainerState Trainer::save_state() const {
   state.optimizer_steps = optimizer_steps_;
   state.epochs_done = epochs_done;
   state.seed = config_.seed;
+  if (scaler_.enabled()) {
+    state.loss_scale = scaler_.scale();
+    state.loss_scale_growth_tracker = scaler_.growth_tracker();
+  }
   return state;
 }
 
@@ -104,6 +108,8 @@ void Trainer::load_state(const TrainerState &state) {
   optimizer_steps_ = state.optimizer_steps;
   epochs_done = state.epochs_done;
   config_.seed = state.seed;
+  if (scaler_.enabled() && state.loss_scale != 0)
+    scaler_.restore(state.loss_scale, state.loss_scale_growth_tracker);
   pending_micro_ = 0;
   pending_samples_ = 0;
   pending_targets_ = 0;

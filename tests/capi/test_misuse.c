@@ -444,6 +444,8 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.communicator, DPT_COMMUNICATOR_LOCAL);
   assert_int_equal(t.batch_norm, DPT_BATCH_NORM_SYNC);
   assert_int_equal(t.precision, DPT_PRECISION_FP32);
+  assert_true(t.initial_loss_scale == 65536.0);
+  assert_int_equal(t.loss_scale_growth_interval, 2000);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1436,8 +1438,17 @@ static void test_trainer_create_misuse(void **state) {
       {"gpu_flags 4 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, gpu_flags, 4)}},
       {"gpu_flags 0x80000000", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, gpu_flags, 0x80000000u)}},
       {"batch_norm mode 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, batch_norm, 2)}},
-      {"precision 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, precision, 2)}},
+      {"precision 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, precision, 3)}},
       {"precision -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, precision, -1)}},
+      /* The initial loss scale is a power of two from 1 to 2^64, checked whatever the precision. */
+      {"initial_loss_scale 3", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 3.0)}},
+      {"initial_loss_scale 0.5", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0.5)}},
+      {"initial_loss_scale 0", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0.0)}},
+      {"initial_loss_scale 2^65", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0x1p65)}},
+      {"initial_loss_scale NaN", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, NAN)}},
+      {"fp16, initial_loss_scale inf",
+       DPT_ERROR_INVALID_ARGUMENT,
+       {SET_INT(TOPT, precision, DPT_PRECISION_FP16), SET_FLT(TOPT, initial_loss_scale, INFINITY)}},
       {"split 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, split, 99)}},
       {"split -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, split, -1)}},
       {"allreduce 99", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce, 99)}},

@@ -71,6 +71,7 @@ std::unique_ptr<dpt::Trainer> make_trainer(const Run &run) {
   c.accumulation_steps = run.accumulation;
   c.sync_batch_norm = run.sync;
   c.matmul_dtype = run.precision;
+  c.loss_scaling.enabled = run.precision == dpt::DType::kF16;  // GradScaler's defaults
   c.optimizer.learning_rate = 0.05f;
   c.optimizer.momentum = 0.9f;
   if (run.weighted) {
@@ -135,19 +136,23 @@ void expect_replicas_identical(const Result &r, const std::string &what) {
 
 // bf16 (convolutions and dense layers on bfloat16 inputs): as in float32 after one step (the same inputs on
 // 1 and K devices, only the order of float32 sums differs); after 10, to bfloat16's resolution, one ulp
-// (2^-8): the derivation is test_transformer_equivalence's.
+// (2^-8): the derivation is test_transformer_equivalence's. fp16 (with loss scaling) likewise, to one
+// float16 ulp (2^-11).
 void sync_equals_one_device(dpt::DType precision) {
-  const bool bf16 = precision == dpt::DType::kBF16;
+  const bool bf16 = precision == dpt::DType::kBF16, fp16 = precision == dpt::DType::kF16;
   for (size_t accumulation : {1, 2}) {
     for (size_t steps : {1, 10}) {
       const Result reference = train(Run{1, false, accumulation, true, precision}, steps * accumulation);
-      const double tolerance = bf16 && steps > 1 ? 1.0 / 256 : kTolerance;
+      const double tolerance = steps == 1 ? kTolerance : bf16 ? 1.0 / 256 : fp16 ? 1.0 / 2048 : kTolerance;
       for (size_t k : {2, 3, 4, 8})
         for (bool weighted : {false, true}) {
           const Result r = train(Run{k, weighted, accumulation, true, precision}, steps * accumulation);
-          const std::string what = std::string(bf16 ? "bf16 " : "") + "K=" + std::to_string(k) +
-                                   (weighted ? " weighted" : " even") + " accumulation " +
-                                   std::to_string(accumulation) + ", " + std::to_string(steps) + " steps";
+          const std::string what = std::string(bf16   ? "bf16 "
+                                               : fp16 ? "fp16 "
+                                                      : "") +
+                                   "K=" + std::to_string(k) + (weighted ? " weighted" : " even") +
+                                   " accumulation " + std::to_string(accumulation) + ", " +
+                                   std::to_string(steps) + " steps";
           expect_replicas_identical(r, what);
           const double ep = relative_error(r.params[0], reference.params[0]);
           const double eb = relative_error(r.buffers[0], reference.buffers[0]);
@@ -166,6 +171,10 @@ void test_sync_equals_one_device(void **) {
 
 void test_sync_equals_one_device_bf16(void **) {
   sync_equals_one_device(dpt::DType::kBF16);
+}
+
+void test_sync_equals_one_device_fp16(void **) {
+  sync_equals_one_device(dpt::DType::kF16);
 }
 
 // Local statistics: what differs (the step) and what does not (the running statistics, and their identity
@@ -260,6 +269,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sync_equals_one_device),
       cmocka_unit_test(test_sync_equals_one_device_bf16),
+      cmocka_unit_test(test_sync_equals_one_device_fp16),
       cmocka_unit_test(test_local_statistics),
       cmocka_unit_test(test_nonfinite_slice_discards_everywhere),
       cmocka_unit_test(test_evaluation_and_checkpoint),

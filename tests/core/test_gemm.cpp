@@ -1,9 +1,12 @@
-// dptrain's GEMM (src/backend/cpu/gemm): every kernel this CPU runs, in float32 and bfloat16, against a
-// float64 reference of the same (rounded) inputs over shapes with ragged edges, every transposition and
-// alpha/beta; the AVX-512 kernels bit for bit against the portable ones (also where subnormals are
+// dptrain's GEMM (src/backend/cpu/gemm): every kernel this CPU runs, in float32, bfloat16 and float16,
+// against a float64 reference of the same (rounded) inputs over shapes with ragged edges, every transposition
+// and alpha/beta; the AVX-512 kernels bit for bit against the portable ones (also where subnormals are
 // flushed); a column's result independent of how many columns share the call (what keeps a sample's
-// forward the same on any slice); the bfloat16 rounding itself. Kernels the CPU lacks are reported as not
+// forward the same on any slice); the bfloat16 and float16 roundings themselves (float16 against F16C's
+// instructions). Kernels the CPU lacks are reported as not
 // run.
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +19,7 @@
 #include "backend/cpu/gemm/gemm.hpp"
 #include "backend/cpu/gemm/pack.hpp"
 #include "backend/cpu/gemm/pack_avx512.hpp"
+#include "core/half.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -32,6 +36,12 @@ namespace {
 
 using dpt::gemm::Kernel;
 using dpt::gemm::Precision;
+
+constexpr Precision kPrecisions[] = {Precision::kF32, Precision::kBF16, Precision::kF16};
+
+const char *name(Precision p) {
+  return p == Precision::kF32 ? "fp32" : p == Precision::kBF16 ? "bf16" : "fp16";
+}
 
 struct Case {
   size_t m, n, k;
@@ -67,6 +77,7 @@ std::vector<float> run(Precision precision, const Problem &p) {
 }
 
 float input(Precision precision, float x) {
+  if (precision == Precision::kF16) return dpt::from_f16(dpt::to_f16(x));
   return precision == Precision::kBF16 ? dpt::gemm::from_bf16(dpt::gemm::to_bf16(x)) : x;
 }
 
@@ -121,10 +132,10 @@ void each_kernel(Precision p, Body &&body) {
   const Kernel before = dpt::gemm::kernel(p);
   for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx, Kernel::kOpenBlas}) {
     if (!dpt::gemm::set_kernel(p, k)) {
-      const bool computes_p = p == Precision::kF32 ? k != Kernel::kAmx : k != Kernel::kOpenBlas;
-      if (computes_p)
-        std::printf("%s %s: not run (this CPU lacks it)\n", p == Precision::kF32 ? "fp32" : "bf16",
-                    dpt::gemm::kernel_name(k));
+      const bool computes_p = p == Precision::kF32    ? k != Kernel::kAmx
+                              : p == Precision::kBF16 ? k != Kernel::kOpenBlas
+                                                      : k == Kernel::kPortable || k == Kernel::kAvx512;
+      if (computes_p) std::printf("%s %s: not run (this CPU lacks it)\n", name(p), dpt::gemm::kernel_name(k));
       continue;
     }
     body(k);
@@ -133,19 +144,17 @@ void each_kernel(Precision p, Body &&body) {
 }
 
 void test_against_float64(void **) {
-  for (Precision p : {Precision::kF32, Precision::kBF16})
+  for (Precision p : kPrecisions)
     each_kernel(p, [&](Kernel k) {
       size_t n = 0;
       for (const Case &c : cases()) {
         const Problem pr = problem(c, 100 + n++);
         char what[160];
-        std::snprintf(what, sizeof what, "%s %s m=%zu n=%zu k=%zu ta=%d tb=%d alpha=%g beta=%g",
-                      p == Precision::kF32 ? "fp32" : "bf16", dpt::gemm::kernel_name(k), c.m, c.n, c.k, c.ta,
-                      c.tb, double(c.alpha), double(c.beta));
+        std::snprintf(what, sizeof what, "%s %s m=%zu n=%zu k=%zu ta=%d tb=%d alpha=%g beta=%g", name(p),
+                      dpt::gemm::kernel_name(k), c.m, c.n, c.k, c.ta, c.tb, double(c.alpha), double(c.beta));
         check_against_reference(p, pr, run(p, pr), what);
       }
-      std::printf("%s %s: %zu shapes within the float64 bound\n", p == Precision::kF32 ? "fp32" : "bf16",
-                  dpt::gemm::kernel_name(k), n);
+      std::printf("%s %s: %zu shapes within the float64 bound\n", name(p), dpt::gemm::kernel_name(k), n);
     });
 }
 
@@ -153,37 +162,43 @@ void test_against_float64(void **) {
 // and sums fall to the subnormal range (flushed by VDPBF16PS, and by the portable kernel with it). For
 // bf16 that is VDPBF16PS as Intel defines it, verified on Intel CPUs; AMD's may round otherwise (the SIMDe
 // project found AMD EPYC results that Intel's emulator does not reproduce), so on other vendors the test
-// counts the values that differ and asserts only test_against_float64's bound.
+// counts the values that differ and asserts only test_against_float64's bound. float16's extreme ranges:
+// inputs among its subnormals, and beyond 65504 (infinite once rounded: the sums hold infinities and NaNs).
 void test_avx512_equals_portable(void **) {
   const bool intel = std::strcmp(dpt::gemm::cpu_features().vendor, "GenuineIntel") == 0;
-  for (Precision p : {Precision::kF32, Precision::kBF16}) {
+  for (Precision p : kPrecisions) {
     if (!dpt::gemm::available(p, Kernel::kAvx512)) {
-      std::printf("%s avx512: not run (this CPU lacks it)\n", p == Precision::kF32 ? "fp32" : "bf16");
+      std::printf("%s avx512: not run (this CPU lacks it)\n", name(p));
       continue;
     }
     const Kernel before = dpt::gemm::kernel(p);
-    const bool bitwise = p == Precision::kF32 || intel;
+    const bool bitwise = p != Precision::kBF16 || intel;
+    // tiny: near 1e-19 (products near FLT_MIN, sums crossing it); for float16, near its subnormals.
+    const float tiny = p == Precision::kF16 ? 1e-4f : 3e-19f, huge = p == Precision::kF16 ? 7e4f : 1e30f;
     size_t n = 0, values = 0, differ = 0;
     for (const Case &c : cases()) {
-      for (int tiny = 0; tiny < 2; ++tiny) {
-        // tiny: inputs near 1e-19, so that products are near 1e-38 (around FLT_MIN) and sums cross it.
-        const Problem pr = tiny ? problem(c, 500 + n, -3e-19f, 3e-19f) : problem(c, 500 + n);
+      for (float range : {1.0f, tiny, huge}) {
+        const Problem pr = problem(c, 500 + n, -range, range);
         dpt::gemm::set_kernel(p, Kernel::kPortable);
         const std::vector<float> want = run(p, pr);
         dpt::gemm::set_kernel(p, Kernel::kAvx512);
         const std::vector<float> got = run(p, pr);
-        for (size_t i = 0; i < got.size(); ++i)
-          if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && (++differ, bitwise))
-            fail_msg("%s avx512 vs portable, m=%zu n=%zu k=%zu%s: element %zu is %.9g, portable %.9g",
-                     p == Precision::kF32 ? "fp32" : "bf16", c.m, c.n, c.k, tiny ? " (tiny)" : "", i,
-                     double(got[i]), double(want[i]));
+        for (size_t i = 0; i < got.size(); ++i) {
+          const bool same = std::memcmp(&got[i], &want[i], sizeof(float)) == 0 ||
+                            (std::isnan(got[i]) && std::isnan(want[i]));
+          if (!same && (++differ, bitwise))
+            fail_msg(
+                "%s avx512 vs portable, m=%zu n=%zu k=%zu, inputs within %g: element %zu is %.9g, "
+                "portable %.9g",
+                name(p), c.m, c.n, c.k, double(range), i, double(got[i]), double(want[i]));
+        }
         values += got.size();
       }
       ++n;
     }
     dpt::gemm::set_kernel(p, before);
-    std::printf("%s avx512 vs portable on %s: %zu of %zu values differ (over %zu shapes)%s\n",
-                p == Precision::kF32 ? "fp32" : "bf16", dpt::gemm::cpu_features().vendor, differ, values, 2 * n,
+    std::printf("%s avx512 vs portable on %s: %zu of %zu values differ (over %zu shapes)%s\n", name(p),
+                dpt::gemm::cpu_features().vendor, differ, values, 3 * n,
                 bitwise ? ", asserted bit for bit" : ", not asserted on this vendor");
   }
 }
@@ -191,7 +206,7 @@ void test_avx512_equals_portable(void **) {
 // Columns [5, 5 + 40) of a 130-column product equal the product of those 40 columns alone, and rows
 // [3, 3 + 20) of 75 rows those rows alone, bit for bit, for every kernel.
 void test_columns_do_not_depend_on_their_neighbours(void **) {
-  for (Precision p : {Precision::kF32, Precision::kBF16})
+  for (Precision p : kPrecisions)
     each_kernel(p, [&](Kernel k) {
       if (k == Kernel::kOpenBlas) return;  // not ours to promise
       const size_t m = 75, n = 130, kk = 300;
@@ -203,8 +218,8 @@ void test_columns_do_not_depend_on_their_neighbours(void **) {
                       part.data(), 40);
       for (size_t i = 0; i < 20; ++i)
         if (std::memcmp(&part[i * 40], &whole[(3 + i) * n + 5], 40 * sizeof(float)) != 0)
-          fail_msg("%s %s: row %zu of the part differs from the whole's",
-                   p == Precision::kF32 ? "fp32" : "bf16", dpt::gemm::kernel_name(k), i);
+          fail_msg("%s %s: row %zu of the part differs from the whole's", name(p), dpt::gemm::kernel_name(k),
+                   i);
     });
 }
 
@@ -236,6 +251,44 @@ void test_bf16_rounding(void **) {
   assert_true(dpt::gemm::from_bf16(0x3F80) == 1.0f);
 }
 
+__attribute__((target("f16c"))) uint16_t f16c_round(float x) {
+  return uint16_t(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+__attribute__((target("f16c"))) float f16c_widen(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+// core/half.hpp's conversions: known values, and F16C's VCVTPS2PH / VCVTPH2PS on every binary16 value
+// and on 2^24 + float32 values (every exponent; ties, NaNs, the boundaries of subnormals and infinity).
+void test_f16_rounding(void **) {
+  assert_int_equal(dpt::to_f16(1.0f), 0x3C00);
+  assert_int_equal(dpt::to_f16(65504.0f), 0x7BFF);
+  assert_int_equal(dpt::to_f16(65519.99f), 0x7BFF);
+  assert_int_equal(dpt::to_f16(65520.0f), 0x7C00);   // the tie above the largest rounds to infinity
+  assert_int_equal(dpt::to_f16(-0x1p-24f), 0x8001);  // the smallest subnormal
+  assert_int_equal(dpt::to_f16(0x1p-25f), 0x0000);   // half of it: a tie, to even (zero)
+  assert_int_equal(dpt::to_f16(0x1.8p-25f), 0x0001);
+  assert_int_equal(dpt::to_f16(0x1.ff8p-15f), 0x03FF);  // the largest subnormal
+  assert_true(dpt::from_f16(0x7BFF) == 65504.0f && dpt::from_f16(0x0001) == 0x1p-24f);
+  if (!__builtin_cpu_supports("f16c")) {
+    std::printf("float16 against F16C: not run (this CPU lacks F16C)\n");
+    return;
+  }
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float want = f16c_widen(uint16_t(h)), got = dpt::from_f16(uint16_t(h));
+    if (std::memcmp(&want, &got, sizeof want) != 0) fail_msg("from_f16(%04x) differs from VCVTPH2PS", h);
+  }
+  size_t checked = 0;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 251, ++checked) {
+    float x;
+    const uint32_t bits = uint32_t(u);
+    std::memcpy(&x, &bits, sizeof x);
+    if (dpt::to_f16(x) != f16c_round(x))
+      fail_msg("to_f16(%08x) = %04x, VCVTPS2PH gives %04x", bits, dpt::to_f16(x), f16c_round(x));
+  }
+  std::printf("float16 conversions equal F16C's on 65536 + %zu values\n", checked);
+}
+
 // The streaming AVX-512 packers write pack.hpp's panels bit for bit: values around every rounding case
 // (ties to even, NaN, infinities, subnormals, the largest floats), ragged edges, k padded to 2 and to 32.
 void test_avx512_packers_equal_portable(void **) {
@@ -256,6 +309,11 @@ void test_avx512_packers_equal_portable(void **) {
       dpt::gemm::pack_f32_b<32>(op, 2, kc, 1, width, want.data());
       dpt::gemm::pack_f32_b32_rows(op, 2, kc, 1, width, got.data());
       if (want != got) fail_msg("fp32 B panels differ (kc %zu, width %zu)", kc, width);
+      std::fill(want.begin(), want.end(), 0xDEADBEEF);
+      std::fill(got.begin(), got.end(), 0xDEADBEEF);
+      dpt::gemm::pack_f16_b<32>(op, 2, kc, 1, width, want.data());
+      dpt::gemm::pack_f16_b32_rows(op, 2, kc, 1, width, got.data());
+      if (want != got) fail_msg("fp16 B panels differ (kc %zu, width %zu)", kc, width);
       for (size_t unit : {2, 32}) {
         std::fill(want.begin(), want.end(), 0xDEADBEEF);
         std::fill(got.begin(), got.end(), 0xDEADBEEF);
@@ -272,6 +330,13 @@ void test_avx512_packers_equal_portable(void **) {
         dpt::gemm::pack_pairs_b32_cols(op_t, 2, kc, 1, width, got.data(), unit);
         if (want != got) fail_msg("bf16 B pair panels, transposed, differ (kc %zu, width %zu)", kc, width);
       }
+    }
+    // float16's A rounding, 16 at a time and in the scalar tail.
+    std::vector<float> rounded(x.begin(), x.begin() + 16 * kc + 5);
+    dpt::gemm::round_f16_in_place(rounded.data(), rounded.size());
+    for (size_t i = 0; i < rounded.size(); ++i) {
+      const float want = dpt::from_f16(dpt::to_f16(x[i]));
+      if (std::memcmp(&rounded[i], &want, sizeof want) != 0) fail_msg("round_f16_in_place: element %zu", i);
     }
     // AMX's A panels (stored row by row, and transposed): to_bf16 element by element.
     std::vector<float> t(ld * ld, 0.0f);
@@ -302,11 +367,13 @@ void test_avx512_packers_equal_portable(void **) {
 }  // namespace
 
 int main() {
-  std::printf("default kernels: fp32 %s, bf16 %s\n",
+  std::printf("default kernels: fp32 %s, bf16 %s, fp16 %s\n",
               dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kF32)),
-              dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kBF16)));
+              dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kBF16)),
+              dpt::gemm::kernel_name(dpt::gemm::kernel(Precision::kF16)));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_rounding),
+      cmocka_unit_test(test_f16_rounding),
       cmocka_unit_test(test_avx512_packers_equal_portable),
       cmocka_unit_test(test_against_float64),
       cmocka_unit_test(test_avx512_equals_portable),

@@ -1,11 +1,11 @@
-// Mixed precision (bf16) at the op level: the CPU kernels of the ops with matrix products, called with
-// dpt_op_call::matmul_dtype = DPT_DTYPE_BF16. A bf16 product's inputs are rounded to bfloat16 and its
-// products summed in float32, so dense, linear and conv2d in bf16 equal their float32 kernels run on the
-// rounded inputs (forward, and backward's weight and input gradients from the rounded output gradient),
-// up to the order of float32 sums (1e-5 relative); the biases' gradients, sums of the unrounded output
-// gradient, are the float32 kernel's bits. Attention rounds inside too (its probabilities before P V):
-// it stays within bfloat16's resolution of float32. And none of them is float32 in disguise: each differs
-// from float32 by about bfloat16's rounding.
+// Mixed precision (bf16, fp16) at the op level: the CPU kernels of the ops with matrix products, called
+// with dpt_op_call::matmul_dtype = DPT_DTYPE_BF16 or DPT_DTYPE_F16. A 16-bit product's inputs are rounded
+// to bfloat16 / float16 and its products summed in float32, so dense, linear and conv2d equal their float32
+// kernels run on the rounded inputs (forward, and backward's weight and input gradients from the rounded
+// output gradient), up to the order of float32 sums (1e-5 relative); the biases' gradients, sums of the
+// unrounded output gradient, are the float32 kernel's bits. Attention rounds inside too (its probabilities
+// before P V): it stays within the 16-bit type's resolution of float32. And none of them is float32 in
+// disguise: each differs from float32 by about the type's rounding (bfloat16 2^-9, float16 2^-12).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -14,6 +14,7 @@
 
 #include "backend/cpu/gemm/bf16.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
+#include "core/half.hpp"
 #include "graph/model_spec.hpp"
 #include "graph/op_def.hpp"
 
@@ -41,10 +42,20 @@ dpt::OpAttrs ints(std::initializer_list<int64_t> values) {
   return a;
 }
 
-std::vector<float> rounded(std::vector<float> v) {
-  for (float &x : v) x = dpt::gemm::from_bf16(dpt::gemm::to_bf16(x));
+std::vector<float> rounded(std::vector<float> v, int32_t dtype) {
+  for (float &x : v)
+    x = dtype == DPT_DTYPE_F16 ? dpt::from_f16(dpt::to_f16(x)) : dpt::gemm::from_bf16(dpt::gemm::to_bf16(x));
   return v;
 }
+
+// How far a 16-bit type's products land from float32's: about its rounding, 2^-9 for bfloat16 and 2^-12
+// for float16, within these bounds on the tests' values.
+struct Band {
+  const char *name;
+  int32_t dtype;
+  double low, high;
+};
+constexpr Band kBands[] = {{"bf16", DPT_DTYPE_BF16, 1e-4, 2e-2}, {"fp16", DPT_DTYPE_F16, 1e-5, 3e-3}};
 
 // What one forward and backward of node 0 of a one-node model gives.
 struct Pass {
@@ -99,22 +110,22 @@ void expect_close(const char *what, const std::vector<float> &got, const std::ve
   if (!(e <= tolerance)) fail_msg("%s: relative difference %.3g above %.0e", what, e, tolerance);
 }
 
-// The bf16 kernel against the float32 kernel on rounded inputs; the bias gradient (the node's last
+// The 16-bit kernel against the float32 kernel on rounded inputs; the bias gradient (the node's last
 // parameter tensor when bias) against the float32 kernel's bits; and the distance from plain float32.
-void check_rounded_equivalence(const char *name, const ModelSpec &m, size_t n, bool bias) {
+void check_rounded_equivalence(const char *name, const ModelSpec &m, size_t n, bool bias, const Band &band) {
   dpt_test::TestRng rng(17);
   const size_t in = m.input().size(), out = m.output().size();
   const std::vector<float> x = rng.vector(n * in, -1, 1), p = rng.vector(m.parameter_count(), -0.5f, 0.5f),
                            dy = rng.vector(n * out, -1, 1);
-  const Pass bf16 = run(m, n, x, p, dy, DPT_DTYPE_BF16);
+  const Pass bf16 = run(m, n, x, p, dy, band.dtype);
   // The float32 kernel on what the bf16 products see: the rounded input, weight and output gradient (the
   // bias is added in float32, unrounded).
-  std::vector<float> p_rounded = rounded(p);
+  std::vector<float> p_rounded = rounded(p, band.dtype);
   const size_t weights = m.nodes()[0].layout.params[0].size();
   if (bias) std::copy(p.begin() + long(weights), p.end(), p_rounded.begin() + long(weights));
-  const Pass reference = run(m, n, rounded(x), p_rounded, rounded(dy), DPT_DTYPE_F32);
+  const Pass reference = run(m, n, rounded(x, band.dtype), p_rounded, rounded(dy, band.dtype), DPT_DTYPE_F32);
   const Pass plain = run(m, n, x, p, dy, DPT_DTYPE_F32);
-  std::printf("%s (n = %zu):\n", name, n);
+  std::printf("%s (n = %zu), %s:\n", name, n, band.name);
   expect_close("forward vs float32 on rounded inputs", bf16.y, reference.y, 1e-5);
   expect_close("input gradient vs float32 on rounded inputs", bf16.dx, reference.dx, 1e-5);
   expect_close("weight gradient vs float32 on rounded inputs", bf16.dp, reference.dp, 1e-5, 0, weights);
@@ -124,42 +135,50 @@ void check_rounded_equivalence(const char *name, const ModelSpec &m, size_t n, b
       fail_msg("%s: the bias gradient is not the float32 kernel's", name);
   }
   const double from_fp32 = relative_difference(bf16.y, plain.y);
-  std::printf("  %-52s relative difference %.2e (bfloat16 rounding: 1e-4 .. 2e-2)\n", "forward vs float32",
-              from_fp32);
-  if (!(from_fp32 > 1e-4 && from_fp32 < 2e-2)) fail_msg("%s: %.3g from float32", name, from_fp32);
+  std::printf("  %-52s relative difference %.2e (%s rounding: %.0e .. %.0e)\n", "forward vs float32",
+              from_fp32, band.name, band.low, band.high);
+  if (!(from_fp32 > band.low && from_fp32 < band.high)) fail_msg("%s: %.3g from float32", name, from_fp32);
 }
 
 void test_dense_and_linear(void **) {
   ModelSpec dense(Shape{3, 5, 4});
   dense.add_dense(7);
-  check_rounded_equivalence("dense 60 -> 7", dense, 9, true);
   ModelSpec linear(Shape{6, 40});
   linear.add(dpt::op_def("linear"), {0}, ints({33, 0}));
-  check_rounded_equivalence("linear [6, 40] -> [6, 33], no bias", linear, 5, false);
+  for (const Band &band : kBands) {
+    check_rounded_equivalence("dense 60 -> 7", dense, 9, true, band);
+    check_rounded_equivalence("linear [6, 40] -> [6, 33], no bias", linear, 5, false, band);
+  }
 }
 
 void test_conv2d(void **) {
   ModelSpec one(Shape{3, 9, 9});
   one.add_conv2d(8, 3, 1, 1, true);
-  check_rounded_equivalence("conv2d 3x9x9 -> 8, 3x3 pad 1 (one GEMM per sample)", one, 4, true);
   ModelSpec grouped(Shape{16, 4, 4});
   grouped.add_conv2d(12, 3, 2, 1, true);
-  check_rounded_equivalence("conv2d 16x4x4 -> 12, 3x3 stride 2 (samples grouped)", grouped, 11, true);
+  for (const Band &band : kBands) {
+    check_rounded_equivalence("conv2d 3x9x9 -> 8, 3x3 pad 1 (one GEMM per sample)", one, 4, true, band);
+    check_rounded_equivalence("conv2d 16x4x4 -> 12, 3x3 stride 2 (samples grouped)", grouped, 11, true, band);
+  }
 }
 
-// Attention rounds its inputs and, before P V, its probabilities: bfloat16's resolution of float32, and
-// not float32.
+// Attention rounds its inputs and, before P V, its probabilities: the 16-bit type's resolution of float32,
+// and not float32.
 void test_attention(void **) {
   ModelSpec m(Shape{16, 24});
   m.add(dpt::op_def("causal_self_attention"), {0}, ints({2}));
   dpt_test::TestRng rng(5);
   const std::vector<float> x = rng.vector(3 * 16 * 24, -1, 1), dy = rng.vector(3 * 16 * 8, -1, 1);
-  const Pass bf16 = run(m, 3, x, {}, dy, DPT_DTYPE_BF16), plain = run(m, 3, x, {}, dy, DPT_DTYPE_F32);
-  for (const auto &[what, a, b] : {std::tuple{"attention forward", &bf16.y, &plain.y},
-                                   std::tuple{"attention input gradient", &bf16.dx, &plain.dx}}) {
-    const double e = relative_difference(*a, *b);
-    std::printf("  %-52s relative difference %.2e (1e-4 .. 2e-2)\n", what, e);
-    if (!(e > 1e-4 && e < 2e-2)) fail_msg("%s: %.3g from float32", what, e);
+  const Pass plain = run(m, 3, x, {}, dy, DPT_DTYPE_F32);
+  for (const Band &band : kBands) {
+    const Pass low = run(m, 3, x, {}, dy, band.dtype);
+    for (const auto &[what, a, b] : {std::tuple{"attention forward", &low.y, &plain.y},
+                                     std::tuple{"attention input gradient", &low.dx, &plain.dx}}) {
+      const double e = relative_difference(*a, *b);
+      std::printf("  %-44s %s relative difference %.2e (%.0e .. %.0e)\n", what, band.name, e, band.low,
+                  band.high);
+      if (!(e > band.low && e < band.high)) fail_msg("%s, %s: %.3g from float32", what, band.name, e);
+    }
   }
 }
 

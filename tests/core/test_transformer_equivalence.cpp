@@ -94,6 +94,7 @@ std::unique_ptr<dpt::Trainer> make_trainer(const Run &run) {
   c.optimizer.decay_matrices_only = true;
   c.optimizer.clip_norm = 1.0f;
   c.matmul_dtype = run.precision;
+  c.loss_scaling.enabled = run.precision == dpt::DType::kF16;  // GradScaler's defaults
   if (run.weighted)
     for (size_t i = 0; i < run.devices; ++i) c.weights.push_back(double(1 + 4 * i * i));
   if (run.weighted) c.split = dpt::SplitPolicy::kWeighted;
@@ -131,6 +132,7 @@ Result train(const Run &run, size_t steps) {
     for (auto &target : y) target = rng.below(8) == 0 ? -1 : int32_t(rng.below(kVocabulary));
     t->step(x.data(), y.data(), n);
   }
+  assert_int_equal(t->overflow_steps(), 0);  // fp16: no window skipped (kF16Tolerance10 assumes it)
   for (size_t i = 0; i < t->device_count(); ++i) {
     r.params.emplace_back(t->parameter_count());
     t->get_parameters(i, r.params.back().data());
@@ -157,10 +159,14 @@ double relative_error(const std::vector<float> &got, const std::vector<float> &w
 // normalised steps carry such differences on. So later steps agree to bfloat16's resolution, not better:
 // after 10 steps the tolerance is one bfloat16 ulp, 2^-8 (measured: 2e-7 to 3.4e-4).
 constexpr double kBf16Tolerance10 = 1.0 / 256;
+// fp16 (float16 inputs, dynamic loss scaling from 2^16): the same argument with float16's ulp, 2^-11
+// relative (the loss scale is a power of two: scaling and unscaling change no bits). Every run here
+// applies every window (no overflow at these scales), so 1 and K devices take the same steps.
+constexpr double kF16Tolerance10 = 1.0 / 2048;
 
 void k_devices_equal_one(dpt::DType precision) {
-  const bool bf16 = precision == dpt::DType::kBF16;
-  const char *name = bf16 ? "bf16 " : "";
+  const bool bf16 = precision == dpt::DType::kBF16, fp16 = precision == dpt::DType::kF16;
+  const char *name = bf16 ? "bf16 " : fp16 ? "fp16 " : "";
   for (size_t accumulation : {1, 2})
     for (size_t steps : {1, 10}) {
       const Result reference = train(Run{1, false, accumulation, precision}, steps * accumulation);
@@ -174,7 +180,10 @@ void k_devices_equal_one(dpt::DType precision) {
             if (std::memcmp(r.params[i].data(), r.params[0].data(), r.params[0].size() * sizeof(float)) != 0)
               fail_msg("%s: replica %zu's parameters differ from replica 0's", what.c_str(), i);
           const double e = relative_error(r.params[0], reference.params[0], reference.start);
-          const double tolerance = bf16 && steps > 1 ? kBf16Tolerance10 : kTolerance;
+          const double tolerance = steps == 1 ? kTolerance
+                                   : bf16     ? kBf16Tolerance10
+                                   : fp16     ? kF16Tolerance10
+                                              : kTolerance;
           std::printf("%-45s relative error %.2e (tolerance %.1e)\n", what.c_str(), e, tolerance);
           if (!(e <= tolerance)) fail_msg("%s: relative error %.3g above %.1e", what.c_str(), e, tolerance);
         }
@@ -187,6 +196,10 @@ void test_k_devices_equal_one(void **) {
 
 void test_k_devices_equal_one_bf16(void **) {
   k_devices_equal_one(dpt::DType::kBF16);
+}
+
+void test_k_devices_equal_one_fp16(void **) {
+  k_devices_equal_one(dpt::DType::kF16);
 }
 
 // The same run twice: the same bits (the attention kernels sum in a fixed order), in either precision;
@@ -208,6 +221,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_k_devices_equal_one),
       cmocka_unit_test(test_k_devices_equal_one_bf16),
+      cmocka_unit_test(test_k_devices_equal_one_fp16),
       cmocka_unit_test(test_same_seed_same_bits),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -84,7 +84,16 @@ typedef enum dpt_precision {
    * everything else (softmax, the loss, normalisation, reductions, the optimizer and its state, the
    * parameters: the float32 "master weights") stays float32. CPU devices only in this version
    * (docs/precision.md says which op runs in which precision, and which CPU kernels run it). */
-  DPT_PRECISION_BF16 = 1
+  DPT_PRECISION_BF16 = 1,
+  /** Mixed precision, float16: the matrix products take their inputs rounded to IEEE float16 (to nearest
+   * even, subnormals kept, magnitudes from 65520 infinite) and accumulate in float32, as
+   * torch.autocast(dtype=torch.float16); the rest as in DPT_PRECISION_BF16. With dynamic loss scaling, as
+   * PyTorch's GradScaler: the loss is multiplied by a power-of-two scale (initial_loss_scale) before
+   * backward and the summed gradient divided by it before clipping; a window whose gradient overflows is
+   * skipped (parameters and optimizer state unchanged, skipped_overflow, overflow_steps) and the scale
+   * halved (never below 1); after loss_scale_growth_interval applied windows in a row it doubles. The scale
+   * and its count are checkpointed. CPU devices only in this version. Since 0.2. */
+  DPT_PRECISION_FP16 = 2
 } dpt_precision;
 
 /** @brief Optimizer kinds. */
@@ -144,9 +153,15 @@ typedef struct dpt_trainer_options {
    * CUDA GPU ("virtual devices") do not run batch_norm in this version (DPT_ERROR_UNSUPPORTED); one replica
    * per GPU does (the statistics are summed on the host). */
   dpt_batch_norm_mode batch_norm;
-  /** DPT_PRECISION_FP32 (default) or DPT_PRECISION_BF16. CUDA devices refuse DPT_PRECISION_BF16 in this
-   * version (DPT_ERROR_UNSUPPORTED). Since 0.2. */
+  /** DPT_PRECISION_FP32 (default), DPT_PRECISION_BF16 or DPT_PRECISION_FP16. CUDA devices refuse the
+   * 16-bit precisions in this version (DPT_ERROR_UNSUPPORTED). Since 0.2. */
   dpt_precision precision;
+  /** DPT_PRECISION_FP16's loss scaling: the scale of the first step, a power of two from 1 to 2^64
+   * (default 65536 = 2^16, GradScaler's; anything else is refused whatever the precision). Since 0.2. */
+  double initial_loss_scale;
+  /** DPT_PRECISION_FP16: applied windows in a row after which the loss scale doubles (default 2000,
+   * GradScaler's); 0 = it never grows. Since 0.2. */
+  uint64_t loss_scale_growth_interval;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
@@ -208,6 +223,14 @@ typedef struct dpt_step_result {
   /** The batch's labels that count (not DPT_IGNORE_LABEL): its samples for a classifier, its positions for
    * a sequence model. The loss and the gradient are divided by the window's count of them. Since 0.2. */
   uint64_t targets;
+  /** DPT_PRECISION_FP16: 1 when this call's window overflowed and was skipped (parameters and optimizer
+   * state unchanged, the loss scale halved); not an error, whatever the non-finite policy. Since 0.2. */
+  int skipped_overflow;
+  /** Windows the loss scaler skipped so far. Since 0.2. */
+  uint64_t overflow_steps;
+  /** The loss scale after this call: what the next backward multiplies the loss by (1 without loss
+   * scaling). Since 0.2. */
+  double loss_scale;
 } dpt_step_result;
 
 /** @brief Outcome of an evaluation. The caller sets struct_size = sizeof(dpt_eval_result). */
@@ -243,6 +266,7 @@ typedef struct dpt_progress {
   double test_loss;          /**< Epoch reports with has_test. */
   double test_accuracy;      /**< Epoch reports with has_test. */
   double learning_rate;      /**< Learning rate of the latest update. */
+  double loss_scale;         /**< The loss scale now (1 without loss scaling). Since 0.2. */
 } dpt_progress;
 
 /** @brief Progress callback: return 0 to continue, nonzero to stop training after this report. */
@@ -274,6 +298,8 @@ typedef struct dpt_fit_result {
   double samples_per_second; /**< Training throughput over all epochs. */
   uint64_t optimizer_steps;  /**< Optimizer steps taken by the trainer so far. */
   uint64_t nonfinite_steps;  /**< Windows the trainer discarded for non-finite values so far. */
+  uint64_t overflow_steps;   /**< Windows the loss scaler skipped so far (DPT_PRECISION_FP16). Since 0.2. */
+  double loss_scale;         /**< The loss scale at the end (1 without loss scaling). Since 0.2. */
 } dpt_fit_result;
 
 /** @brief Fills @p options with defaults. NULL is ignored. */

@@ -18,8 +18,10 @@ const cpu::OpKernel &kernel(const char *op) {
 void CpuKernels::check_supported(const char *op, DType dtype, DType matmul_dtype) const {
   DPT_REQUIRE(dtype == DType::kF32, DPT_ERROR_UNSUPPORTED,
               std::string("CPU devices run ") + op + " in float32 only in this version");
-  DPT_REQUIRE(matmul_dtype == DType::kF32 || matmul_dtype == DType::kBF16, DPT_ERROR_UNSUPPORTED,
-              std::string("CPU devices run ") + op + "'s matrix products on float32 or bfloat16 inputs only");
+  DPT_REQUIRE(matmul_dtype == DType::kF32 || matmul_dtype == DType::kBF16 || matmul_dtype == DType::kF16,
+              DPT_ERROR_UNSUPPORTED,
+              std::string("CPU devices run ") + op +
+                  "'s matrix products on float32, bfloat16 or float16 inputs only");
   if (std::strcmp(op, "flatten") != 0) kernel(op);
 }
 

@@ -61,7 +61,8 @@ void CudaKernels::check_supported(const char *op, DType dtype, DType matmul_dtyp
     throw_error(DPT_ERROR_UNSUPPORTED,
                 "cuda:" + std::to_string(ordinal_) + ": " + op +
                     (matmul_dtype != DType::kF32 && api_.op_supported(op, int32_t(dtype), DPT_DTYPE_F32) != 0
-                         ? " with bfloat16 matrix products (precision bf16)"
+                         ? (matmul_dtype == DType::kBF16 ? " with bfloat16 matrix products (precision bf16)"
+                                                         : " with float16 matrix products (precision fp16)")
                          : "") +
                     " does not run on CUDA devices in this version (train on CPU devices)");
 }

@@ -24,6 +24,8 @@ constexpr size_t kPackedA = kMC * kKcBytes, kPackedB = kNC * kKcBytes;
 const KernelDef *definition(Precision p, Kernel k) {
   if (p == Precision::kF32)
     return k == Kernel::kPortable ? &kF32Portable : k == Kernel::kAvx512 ? &kF32Avx512 : nullptr;
+  if (p == Precision::kF16)
+    return k == Kernel::kPortable ? &kF16Portable : k == Kernel::kAvx512 ? &kF16Avx512 : nullptr;
   return k == Kernel::kPortable ? &kBF16Portable
          : k == Kernel::kAvx512 ? &kBF16Avx512
          : k == Kernel::kAmx    ? &kBF16Amx
@@ -33,11 +35,12 @@ const KernelDef *definition(Precision p, Kernel k) {
 Kernel fastest(Precision p) {
   const CpuFeatures &f = cpu_features();
   if (p == Precision::kF32) return f.avx512 ? Kernel::kAvx512 : Kernel::kOpenBlas;
+  if (p == Precision::kF16) return f.avx512 ? Kernel::kAvx512 : Kernel::kPortable;
   return f.amx_bf16 ? Kernel::kAmx : f.avx512_bf16 ? Kernel::kAvx512 : Kernel::kPortable;
 }
 
 // -1: not pinned; else a Kernel.
-std::atomic<int> pinned[2] = {-1, -1};
+std::atomic<int> pinned[kPrecisionCount] = {-1, -1, -1};
 
 int from_environment(Precision p) {
   const char *name = std::getenv("DPTRAIN_GEMM_KERNEL");
@@ -98,7 +101,7 @@ void blocked(const KernelDef &d, const Operand &a, const Operand &b, size_t m, s
         d.pack_a(a, ic, mc, pc, kc, packed_a);
         for (size_t jr = 0; jr < nc; jr += d.nr)
           for (size_t ir = 0; ir < mc; ir += d.mr)
-            run_tile(d, kcp, packed_a + ir * kcp * d.bytes, packed_b + jr * kcp * d.bytes,
+            run_tile(d, kcp, packed_a + ir * kcp * d.a_bytes, packed_b + jr * kcp * d.b_bytes,
                      c + (ic + ir) * ldc + jc + jr, ldc, std::min(d.mr, mc - ir), std::min(d.nr, nc - jr),
                      alpha, beta_block);
       }
@@ -129,7 +132,7 @@ bool available(Precision p, Kernel k) {
     case Kernel::kPortable:
       return true;
     case Kernel::kAvx512:
-      return p == Precision::kF32 ? f.avx512 : f.avx512_bf16;
+      return p == Precision::kBF16 ? f.avx512_bf16 : f.avx512;
     case Kernel::kAmx:
       return p == Precision::kBF16 && f.amx_bf16;
     case Kernel::kOpenBlas:
@@ -139,17 +142,18 @@ bool available(Precision p, Kernel k) {
 }
 
 Kernel kernel(Precision p) {
-  std::atomic<int> &pin = pinned[p == Precision::kF32 ? 0 : 1];
-  static const int environment[2] = {from_environment(Precision::kF32), from_environment(Precision::kBF16)};
-  const int chosen = pin.load(std::memory_order_relaxed);
+  static const int environment[kPrecisionCount] = {from_environment(Precision::kF32),
+                                                   from_environment(Precision::kBF16),
+                                                   from_environment(Precision::kF16)};
+  const int chosen = pinned[int(p)].load(std::memory_order_relaxed);
   if (chosen >= 0) return Kernel(chosen);
-  const int env = environment[p == Precision::kF32 ? 0 : 1];
+  const int env = environment[int(p)];
   return env >= 0 ? Kernel(env) : fastest(p);
 }
 
 bool set_kernel(Precision p, Kernel k) {
   if (!available(p, k)) return false;
-  pinned[p == Precision::kF32 ? 0 : 1].store(int(k), std::memory_order_relaxed);
+  pinned[int(p)].store(int(k), std::memory_order_relaxed);
   return true;
 }
 

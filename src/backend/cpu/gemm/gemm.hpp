@@ -1,7 +1,7 @@
 // dptrain's own GEMM for the CPU kernels: C = alpha * op(A) op(B) + beta * C, row-major, float32 in and
-// out, with the products' inputs in float32 or rounded to bfloat16 (the mixed-precision policy: 16-bit
-// inputs, float32 accumulation). BLIS's structure: blocks of A and B packed into panels (the rounding to
-// bfloat16 happens there), a micro-kernel per instruction set over one MR x NR tile of C.
+// out, with the products' inputs in float32 or rounded to bfloat16 or to float16 (the mixed-precision
+// policy: 16-bit inputs, float32 accumulation). BLIS's structure: blocks of A and B packed into panels (the
+// rounding to 16 bits happens there), a micro-kernel per instruction set over one MR x NR tile of C.
 //
 // Bits: each element of C is summed over k in the same order whatever m and n are (the k blocks in order,
 // each from zero, added into C), so the result of a column does not depend on how many columns share the
@@ -16,12 +16,16 @@ namespace dpt::gemm {
 enum class Precision {
   kF32,   // float32 products, fused multiply-add accumulation
   kBF16,  // inputs rounded to bfloat16 (nearest even, subnormals to zero), float32 accumulation
+  kF16,   // inputs rounded to IEEE float16 (nearest even, subnormals kept, beyond 65504 infinite), float32
+          // accumulation by fused multiply-adds (a product of two float16 values is exact in float32)
 };
+constexpr int kPrecisionCount = 3;
 
 enum class Kernel {
   kPortable,  // C++ on any x86-64: the reference bits of each precision
-  kAvx512,    // fp32: AVX-512 FMA; bf16: AVX512_BF16's VDPBF16PS. The portable kernel's bits (for bf16:
-              // VDPBF16PS as Intel defines it, verified on Intel; test_gemm counts differences elsewhere).
+  kAvx512,    // fp32: AVX-512 FMA; bf16: AVX512_BF16's VDPBF16PS; fp16: float16 panels widened by
+              // VCVTPH2PS, AVX-512 FMA. The portable kernel's bits (for bf16: VDPBF16PS as Intel defines it,
+              // verified on Intel; test_gemm counts differences elsewhere).
   kAmx,       // bf16 only: AMX tiles (Intel, 4th generation Xeon and later). Its own bits (the tile unit
               // sums inside an instruction in an order of its own), within bfloat16 rounding of the others.
   kOpenBlas,  // fp32 only: OpenBLAS's sgemm (the choice on CPUs without AVX-512)

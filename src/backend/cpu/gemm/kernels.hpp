@@ -16,10 +16,10 @@ struct Operand {
 };
 
 struct KernelDef {
-  size_t mr, nr;  // the tile of C
-  size_t k_unit;  // k is padded with zeros to a multiple of this (pairs of bf16, AMX's 32)
-  size_t kc;      // k per block (a multiple of k_unit)
-  size_t bytes;   // per packed element
+  size_t mr, nr;            // the tile of C
+  size_t k_unit;            // k is padded with zeros to a multiple of this (pairs of bf16, AMX's 32)
+  size_t kc;                // k per block (a multiple of k_unit)
+  size_t a_bytes, b_bytes;  // per packed element of A's and of B's panels
   // Packs rows [i0, i0 + rows) and k [p0, p0 + kc) of op(A) into ceil(rows / mr) panels, each of
   // padded(kc) x mr elements, zero-filled past the ends; likewise columns [j0, j0 + cols) of op(B) into
   // panels of padded(kc) x nr.
@@ -42,8 +42,8 @@ inline float combine(float acc, float alpha, float beta, float c) {
   return beta == 0.0f ? scaled : scaled + beta * c;
 }
 
-extern const KernelDef kF32Portable, kBF16Portable;
-extern const KernelDef kF32Avx512, kBF16Avx512;
+extern const KernelDef kF32Portable, kBF16Portable, kF16Portable;
+extern const KernelDef kF32Avx512, kBF16Avx512, kF16Avx512;
 extern const KernelDef kBF16Amx;
 
 }  // namespace dpt::gemm

@@ -84,6 +84,6 @@ DPT_AMX void tile(size_t kc, const void *ap, const void *bp, float *c, size_t ld
 
 }  // namespace
 
-const KernelDef kBF16Amx{kMR, kNR, kK, 512, 2, pack_a, pack_b, tile, begin, end};
+const KernelDef kBF16Amx{kMR, kNR, kK, 512, 2, 2, pack_a, pack_b, tile, begin, end};
 
 }  // namespace dpt::gemm

@@ -1,4 +1,5 @@
-// AVX-512 kernels: float32 with vfmadd231ps, bfloat16 with VDPBF16PS (AVX512_BF16), each over a 12 x 32
+// AVX-512 kernels: float32 with vfmadd231ps, bfloat16 with VDPBF16PS (AVX512_BF16), float16 widened by
+// VCVTPH2PS then vfmadd231ps, each over a 12 x 32
 // tile of C in 24 zmm accumulators. Compiled for these instruction sets function by function (the rest
 // of the library runs on any x86-64); gemm.cpp calls them only where cpu_features() says they run. Their
 // bits are the portable kernels' (kernels_portable.cpp): the same operations per element in the same order.
@@ -59,6 +60,30 @@ DPT_AVX512_BF16 void tile_bf16(size_t kc, const void *ap, const void *bp, float 
   for (size_t i = 0; i < kMR; ++i) store_row(acc[i][0], acc[i][1], c + i * ldc, alpha, beta);
 }
 
+// B's float16 widened to float32 as it is loaded (exact), A's float16 values held as float32 by the packer.
+DPT_AVX512 void tile_f16(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha,
+                         float beta) {
+  const float *a = static_cast<const float *>(ap);
+  const uint16_t *b = static_cast<const uint16_t *>(bp);
+  __m512 acc[kMR][2];
+#pragma GCC unroll 12
+  for (size_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (size_t p = 0; p < kc; ++p, a += kMR, b += kNR) {
+    const __m512 b0 =
+        _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b)));
+    const __m512 b1 = _mm512_maskz_cvtph_ps(__mmask16(0xFFFF),
+                                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 16)));
+#pragma GCC unroll 12
+    for (size_t i = 0; i < kMR; ++i) {
+      const __m512 x = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (size_t i = 0; i < kMR; ++i) store_row(acc[i][0], acc[i][1], c + i * ldc, alpha, beta);
+}
+
 // The AVX-512 packers (pack_avx512.hpp), but for a transposed float32 B (pack.hpp's).
 void pack_f32_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
   if (b.trans)
@@ -74,10 +99,24 @@ void pack_pairs_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t c
     pack_pairs_b32_rows(b, p0, kc, j0, cols, out, 2);
 }
 
+void pack_f16_a_mr(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  pack_f32_a<kMR>(a, i0, rows, p0, kc, out);
+  round_f16_in_place(static_cast<float *>(out), (rows + kMR - 1) / kMR * kMR * kc);
+}
+
+void pack_f16_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  if (b.trans)
+    pack_f16_b<kNR>(b, p0, kc, j0, cols, out);
+  else
+    pack_f16_b32_rows(b, p0, kc, j0, cols, out);
+}
+
 }  // namespace
 
-const KernelDef kF32Avx512{kMR, kNR, 1, 256, 4, pack_f32_a<kMR>, pack_f32_b_nr, tile_f32, nullptr, nullptr};
-const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
+const KernelDef kF32Avx512{kMR,           kNR,      1,       256,    4, 4, pack_f32_a<kMR>,
+                           pack_f32_b_nr, tile_f32, nullptr, nullptr};
+const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
                             tile_bf16, nullptr, nullptr};
+const KernelDef kF16Avx512{kMR, kNR, 1, 256, 4, 2, pack_f16_a_mr, pack_f16_b_nr, tile_f16, nullptr, nullptr};
 
 }  // namespace dpt::gemm

@@ -1,5 +1,6 @@
 // Packers shared by the kernels: op(A) and op(B) blocks into the panels a micro-kernel reads in order.
-// float32: panel[p][r] (k-major, mr or nr wide). bfloat16 pairs (VDPBF16PS and AMX's B): panel[q][r][h] =
+// float32: panel[p][r] (k-major, mr or nr wide); float16 kernels: A as float32 values rounded through
+// float16, B as float16, both in float32's layout. bfloat16 pairs (VDPBF16PS and AMX's B): panel[q][r][h] =
 // element k = 2q + h, so that a 32-bit word holds the pair a dot-product instruction multiplies. AMX's A:
 // panel[kb][r][kk], 32 consecutive k of a row (one 64-byte tile row). Zeros past every end.
 #pragma once
@@ -9,6 +10,7 @@
 
 #include "backend/cpu/gemm/bf16.hpp"
 #include "backend/cpu/gemm/kernels.hpp"
+#include "core/half.hpp"
 
 namespace dpt::gemm {
 
@@ -52,6 +54,30 @@ void pack_f32_b(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, 
         continue;
       }
       for (size_t r = 0; r < NR; ++r) o[r] = r < w ? src[r * x.col_step] : 0.0f;
+    }
+  }
+}
+
+// As pack_f32_a, each value rounded to float16 (and held as the float32 of that float16, so that the
+// kernel broadcasts it without a conversion).
+template <size_t MR>
+void pack_f16_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  pack_f32_a<MR>(a, i0, rows, p0, kc, out);
+  float *o = static_cast<float *>(out);
+  const size_t count = (rows + MR - 1) / MR * MR * kc;
+  for (size_t i = 0; i < count; ++i) o[i] = from_f16(to_f16(o[i]));
+}
+
+// As pack_f32_b, in float16: panel[p][j].
+template <size_t NR>
+void pack_f16_b(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  const Reader x(b, p0, j0);
+  uint16_t *o = static_cast<uint16_t *>(out);
+  for (size_t j = 0; j < cols; j += NR) {
+    const size_t w = cols - j < NR ? cols - j : NR;
+    for (size_t p = 0; p < kc; ++p, o += NR) {
+      const float *src = x.at(p, j);
+      for (size_t r = 0; r < NR; ++r) o[r] = to_f16(r < w ? src[r * x.col_step] : 0.0f);
     }
   }
 }

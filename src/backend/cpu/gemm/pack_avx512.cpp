@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/half.hpp"
+
 #define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
 namespace dpt::gemm {
@@ -63,6 +65,35 @@ DPT_AVX512 void pack_f32_b32_rows(const Operand &b, size_t p0, size_t kc, size_t
       _mm512_storeu_ps(dst + 16, w > 16 ? load(row + j * kNR + 16, w - 16) : _mm512_setzero_ps());
     }
   }
+}
+
+// VCVTPS2PH rounds to nearest even as to_f16 does, whatever MXCSR says (the immediate names the mode;
+// binary16 subnormals are produced, not flushed).
+// (The maskz forms: GCC 12 warns falsely about the unmasked ones' _mm256_undefined_si256.)
+DPT_AVX512 inline __m256i to_f16_lanes(__m512 x) {
+  return _mm512_maskz_cvtps_ph(__mmask16(0xFFFF), x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+DPT_AVX512 void pack_f16_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  uint16_t *o = static_cast<uint16_t *>(out);
+  const size_t panels = (cols + kNR - 1) / kNR;
+  for (size_t p = 0; p < kc; ++p) {
+    const float *row = b.data + (p0 + p) * b.ld + j0;
+    for (size_t j = 0; j < panels; ++j) {
+      const size_t w = cols - j * kNR < kNR ? cols - j * kNR : kNR;
+      __m256i *dst = reinterpret_cast<__m256i *>(o + (j * kc + p) * kNR);
+      _mm256_storeu_si256(dst, to_f16_lanes(load(row + j * kNR, w)));
+      const __m512 high = w > 16 ? load(row + j * kNR + 16, w - 16) : _mm512_setzero_ps();
+      _mm256_storeu_si256(dst + 1, to_f16_lanes(high));
+    }
+  }
+}
+
+DPT_AVX512 void round_f16_in_place(float *x, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm512_storeu_ps(x + i, _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), to_f16_lanes(_mm512_loadu_ps(x + i))));
+  for (; i < count; ++i) x[i] = from_f16(to_f16(x[i]));
 }
 
 DPT_AVX512 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,

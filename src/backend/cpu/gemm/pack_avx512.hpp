@@ -2,7 +2,8 @@
 // row by row along the packed dimension (op(B) not transposed: k rows of n; AMX's op(A) not transposed: m
 // rows of k) they read the source row by row and convert 16 floats at a time; transposed, they gather
 // (pairs of k for B, 16 k at a time for AMX's A). They write exactly pack.hpp's panels: the same bits
-// (to_bf16's rounding, done on 32-bit lanes). Call them only where cpu_features().avx512 holds.
+// (to_bf16's rounding, done on 32-bit lanes; to_f16's is VCVTPS2PH's). Call them only where
+// cpu_features().avx512 holds.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,10 @@ namespace dpt::gemm {
 
 // pack_f32_b<32> for op(B) not transposed.
 void pack_f32_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out);
+// pack_f16_b<32> for op(B) not transposed.
+void pack_f16_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out);
+// x[i] = from_f16(to_f16(x[i])) (core/half.hpp), 16 at a time: pack_f16_a's rounding.
+void round_f16_in_place(float *x, size_t count);
 // pack_pairs_b<32>(..., k_unit) for op(B) not transposed.
 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
                          size_t k_unit);

@@ -13,14 +13,16 @@ namespace dpt::blas {
 void use_single_thread();
 
 // C[m x n] = alpha * op(A) * op(B) + beta * C, all row-major; op(A) is m x k, op(B) is k x n. precision: the
-// products' inputs (bfloat16: rounded from float32), accumulated in float32.
+// products' inputs (bfloat16 or float16: rounded from float32), accumulated in float32.
 void gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
           const float *b, size_t ldb, float beta, float *c, size_t ldc,
           gemm::Precision precision = gemm::Precision::kF32);
 
 // The precision of a call's matrix products (dpt_op_call::matmul_dtype).
 inline gemm::Precision precision_of(const dpt_op_call &call) {
-  return call.matmul_dtype == DPT_DTYPE_BF16 ? gemm::Precision::kBF16 : gemm::Precision::kF32;
+  return call.matmul_dtype == DPT_DTYPE_BF16  ? gemm::Precision::kBF16
+         : call.matmul_dtype == DPT_DTYPE_F16 ? gemm::Precision::kF16
+                                              : gemm::Precision::kF32;
 }
 
 }  // namespace dpt::blas
