@@ -141,9 +141,10 @@ typedef struct dpt_op_call {
   uint64_t first_sample; /**< the position of sample 0 in the accumulation window's global batch */
 
   /** The element type the op's matrix products take their inputs in (conv2d, dense, linear,
-   *  causal_self_attention): DPT_DTYPE_F32, or DPT_DTYPE_BF16 (every input of every product rounded to
+   *  causal_self_attention): DPT_DTYPE_F32, DPT_DTYPE_BF16 (every input of every product rounded to
    *  bfloat16, to nearest even with subnormals as zero, the products accumulated in float32: the trainer's
-   *  mixed precision). Tensors stay float32; ops without matrix products ignore it. */
+   *  mixed precision) or DPT_DTYPE_F16 (rounded to IEEE float16, to nearest even, subnormals kept).
+   *  Tensors stay float32; ops without matrix products ignore it. */
   int32_t matmul_dtype;
 } dpt_op_call;
 

@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
-#include "core/half.hpp"
+#include "core/float16.hpp"
 #include "io/json_header.hpp"
 #include "io/safetensors.hpp"
 

@@ -33,7 +33,7 @@ struct Options {
   std::vector<std::string> models{"lenet", "mlp", "wide-mlp"};
   bool training = true, allreduce = true, layers = true;
   bool sync_batch_norm = true;                           // --bn sync|local
-  std::vector<dpt::DType> precisions{dpt::DType::kF32};  // --precision fp32,bf16
+  std::vector<dpt::DType> precisions{dpt::DType::kF32};  // --precision fp32,bf16,fp16
   std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
 
@@ -219,24 +219,25 @@ double gemm_peak(dpt::gemm::Precision p) {
 }
 
 const char *precision_name(dpt::DType p) {
-  return p == dpt::DType::kBF16 ? "bf16" : "fp32";
+  return p == dpt::DType::kBF16 ? "bf16" : p == dpt::DType::kF16 ? "fp16" : "fp32";
 }
 
 dpt::gemm::Precision gemm_precision(dpt::DType p) {
-  return p == dpt::DType::kBF16 ? dpt::gemm::Precision::kBF16 : dpt::gemm::Precision::kF32;
+  return p == dpt::DType::kBF16  ? dpt::gemm::Precision::kBF16
+         : p == dpt::DType::kF16 ? dpt::gemm::Precision::kF16
+                                 : dpt::gemm::Precision::kF32;
 }
 
 void bench_training(const Options &o) {
-  double peaks[2] = {0, 0};  // per precision: the GEMM kernel's square-product rate
+  double peaks[dpt::gemm::kPrecisionCount] = {};  // per GEMM precision: its kernel's square-product rate
   for (dpt::DType p : o.precisions) {
     const dpt::gemm::Precision g = gemm_precision(p);
-    peaks[p == dpt::DType::kBF16] = gemm_peak(g);
+    peaks[int(g)] = gemm_peak(g);
     std::printf(
         "\nsingle-thread GEMM peak, %s (%s kernel, square n = 512/1024/2048, best of 5): %.1f GFLOP/s\n",
-        precision_name(p), dpt::gemm::kernel_name(dpt::gemm::kernel(g)), peaks[p == dpt::DType::kBF16] / 1e9);
+        precision_name(p), dpt::gemm::kernel_name(dpt::gemm::kernel(g)), peaks[int(g)] / 1e9);
     if (o.csv != nullptr)
-      std::fprintf(o.csv, "gemm,peak %s,1,GFLOPps,%.2f\n", precision_name(p),
-                   peaks[p == dpt::DType::kBF16] / 1e9);
+      std::fprintf(o.csv, "gemm,peak %s,1,GFLOPps,%.2f\n", precision_name(p), peaks[int(g)] / 1e9);
   }
   std::printf(
       "\ntraining step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up;\n"
@@ -269,7 +270,7 @@ void bench_training(const Options &o) {
       }
     for (auto &v : y) v = int32_t(rng.below(spec.classes()));
     for (dpt::DType precision : o.precisions) {
-      const double peak = peaks[precision == dpt::DType::kBF16];
+      const double peak = peaks[int(gemm_precision(precision))];
       double base = 0;
       for (size_t k : o.devices) {
         auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
@@ -279,6 +280,7 @@ void bench_training(const Options &o) {
           config.bucket_bytes = kib * 1024;
           config.sync_batch_norm = o.sync_batch_norm;
           config.matmul_dtype = precision;
+          config.loss_scaling.enabled = precision == dpt::DType::kF16;
           dpt::Trainer trainer(context, spec, config);
           for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
           double compute = 0, reduce = 0, exposed = 0, update = 0;
@@ -342,11 +344,13 @@ int main(int argc, char **argv) {
     else if (a == "--precision") {
       o.precisions.clear();
       for (const std::string &name : parse_names(value())) {
-        if (name != "fp32" && name != "bf16") {
-          std::fprintf(stderr, "dptrain_bench: --precision takes fp32 and/or bf16\n");
+        if (name != "fp32" && name != "bf16" && name != "fp16") {
+          std::fprintf(stderr, "dptrain_bench: --precision takes fp32, bf16 and/or fp16\n");
           return 2;
         }
-        o.precisions.push_back(name == "bf16" ? dpt::DType::kBF16 : dpt::DType::kF32);
+        o.precisions.push_back(name == "bf16"   ? dpt::DType::kBF16
+                               : name == "fp16" ? dpt::DType::kF16
+                                                : dpt::DType::kF32);
       }
     } else if (a == "--bn") {
       const std::string mode = value();
@@ -374,7 +378,7 @@ int main(int argc, char **argv) {
           "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
           "                     [--models lenet,mlp,wide-mlp,resnet18] [--bucket-kib 0,1024] [--bn "
           "sync|local]\n"
-          "                     [--precision fp32,bf16]\n"
+          "                     [--precision fp32,bf16,fp16]\n"
           "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
     }

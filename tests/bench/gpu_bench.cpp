@@ -3,7 +3,8 @@
 // bandwidth of the all-reduce across replicas (the module's device-memory virtual all-reduce on one GPU,
 // NCCL across GPUs). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it.
 //
-//   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256] [--tf32]
+//   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
+//   [--tf32]
 //
 // A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
 // goes on. --max-mib 0 skips the all-reduce table.
@@ -18,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/module_loader.hpp"
 #include "backend/context.hpp"
+#include "backend/module_loader.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
@@ -109,8 +110,9 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
       if (base == 0) base = rate;
       const double n = double(o.steps);
-      std::printf("%-9s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f", model.c_str(), layout_name(devices).c_str(),
-                  rate, rate / base, compute / n * 1e3, reduce / n * 1e3, update / n * 1e3);
+      std::printf("%-9s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f", model.c_str(),
+                  layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
+                  update / n * 1e3);
       if (tokens) {
         const double per_second = rate * double(spec.input().size());
         std::printf("  tokens/s %.0f, %.2f TFLOP/s (6N + 6TC per token)", per_second,

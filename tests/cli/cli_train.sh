@@ -105,6 +105,17 @@ json_check "$WORK/bf16.out" "d['precision'] == 'bf16' and abs(d['test_accuracy']
 json_check "$A" "d['precision'] == 'fp32'" "the default precision is fp32"
 B16=$(json_get "$WORK/bf16.out" "d['param_checksum']")
 [ -n "$B16" ] && [ "$B16" != "$CHECK_A" ] && pass "bf16 is not float32 in disguise" || fail "bf16 checksum $B16"
+# fp16: float16 products with dynamic loss scaling train as well, report the scale (a power of two from 1
+# to 2^16 after this short run: GradScaler's start, halved on overflow) and the skipped windows.
+run_cli fp16 train "${SHORT[@]}" --devices cpu:2 --precision fp16
+json_check "$WORK/fp16.out" "d['precision'] == 'fp16' and abs(d['test_accuracy'] - $ACC_A) <= 0.05" \
+  "--precision fp16: test accuracy within 0.05 of float32's"
+json_check "$WORK/fp16.out" \
+  "1 <= d['loss_scale'] <= 65536 and d['loss_scale'] == 2 ** round(__import__('math').log2(d['loss_scale'])) and d['overflow_steps'] >= 0" \
+  "--precision fp16: the loss scale is a power of two up to 2^16, overflow steps counted"
+F16=$(json_get "$WORK/fp16.out" "d['param_checksum']")
+[ -n "$F16" ] && [ "$F16" != "$CHECK_A" ] && [ "$F16" != "$B16" ] && pass "fp16 is neither float32 nor bf16" ||
+  fail "fp16 checksum $F16"
 run_cli bad_precision train --model mlp --precision fp8
 [ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_precision.err")" -eq 1 ] && pass "--precision fp8: usage error" ||
   fail "--precision fp8: $RC $(cat "$WORK/bad_precision.err")"

@@ -14,12 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/gemm/bf16.hpp"
 #include "backend/cpu/gemm/cpu_features.hpp"
 #include "backend/cpu/gemm/gemm.hpp"
 #include "backend/cpu/gemm/pack.hpp"
 #include "backend/cpu/gemm/pack_avx512.hpp"
-#include "core/half.hpp"
+#include "core/float16.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -78,7 +77,7 @@ std::vector<float> run(Precision precision, const Problem &p) {
 
 float input(Precision precision, float x) {
   if (precision == Precision::kF16) return dpt::from_f16(dpt::to_f16(x));
-  return precision == Precision::kBF16 ? dpt::gemm::from_bf16(dpt::gemm::to_bf16(x)) : x;
+  return precision == Precision::kBF16 ? dpt::from_bf16(dpt::to_bf16(x)) : x;
 }
 
 // |C - reference| <= 1e-6 * (k + 2) * (|alpha| sum |a b| + |beta c|) per element, the reference in float64
@@ -224,7 +223,7 @@ void test_columns_do_not_depend_on_their_neighbours(void **) {
 }
 
 uint16_t bits(float x) {
-  return dpt::gemm::to_bf16(x);
+  return dpt::to_bf16(x);
 }
 
 float f(uint32_t u) {
@@ -248,7 +247,7 @@ void test_bf16_rounding(void **) {
   const uint16_t nan = bits(std::numeric_limits<float>::quiet_NaN());
   assert_true((nan & 0x7F80) == 0x7F80 && (nan & 0x7F) != 0);
   assert_true((bits(f(0x7F800001u)) & 0x7F) != 0);  // a signalling NaN whose payload is in the low bits
-  assert_true(dpt::gemm::from_bf16(0x3F80) == 1.0f);
+  assert_true(dpt::from_bf16(0x3F80) == 1.0f);
 }
 
 __attribute__((target("f16c"))) uint16_t f16c_round(float x) {
@@ -258,8 +257,8 @@ __attribute__((target("f16c"))) float f16c_widen(uint16_t h) {
   return _cvtsh_ss(h);
 }
 
-// core/half.hpp's conversions: known values, and F16C's VCVTPS2PH / VCVTPH2PS on every binary16 value
-// and on 2^24 + float32 values (every exponent; ties, NaNs, the boundaries of subnormals and infinity).
+// core/float16.hpp's float16 conversions: known values, and F16C's VCVTPS2PH / VCVTPH2PS on every binary16
+// value and on 2^24 + float32 values (every exponent; ties, NaNs, the boundaries of subnormals and infinity).
 void test_f16_rounding(void **) {
   assert_int_equal(dpt::to_f16(1.0f), 0x3C00);
   assert_int_equal(dpt::to_f16(65504.0f), 0x7BFF);
@@ -314,6 +313,14 @@ void test_avx512_packers_equal_portable(void **) {
       dpt::gemm::pack_f16_b<32>(op, 2, kc, 1, width, want.data());
       dpt::gemm::pack_f16_b32_rows(op, 2, kc, 1, width, got.data());
       if (want != got) fail_msg("fp16 B panels differ (kc %zu, width %zu)", kc, width);
+      {
+        std::vector<float> t(ld * ld, 0.0f);  // the same matrix stored the other way round
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t c = 0; c < ld; ++c) t[c * ld + r] = x[r * ld + c];
+        std::fill(got.begin(), got.end(), 0xDEADBEEF);
+        dpt::gemm::pack_f16_b32_cols(dpt::gemm::Operand{t.data(), ld, true}, 2, kc, 1, width, got.data());
+        if (want != got) fail_msg("fp16 B panels, transposed, differ (kc %zu, width %zu)", kc, width);
+      }
       for (size_t unit : {2, 32}) {
         std::fill(want.begin(), want.end(), 0xDEADBEEF);
         std::fill(got.begin(), got.end(), 0xDEADBEEF);
@@ -356,9 +363,9 @@ void test_avx512_packers_equal_portable(void **) {
             for (size_t r = 0; r < 32; ++r)
               for (size_t kk = 0; kk < 32; ++kk, ++at) {
                 const float v = i + r < m && kb + kk < kc ? x[(1 + i + r) * ld + 3 + kb + kk] : 0.0f;
-                if (got[at] != dpt::gemm::to_bf16(v))
+                if (got[at] != dpt::to_bf16(v))
                   fail_msg("AMX A panel%s: element %zu is %04x, to_bf16 gives %04x",
-                           transposed ? " (transposed)" : "", at, got[at], dpt::gemm::to_bf16(v));
+                           transposed ? " (transposed)" : "", at, got[at], dpt::to_bf16(v));
               }
       }
   }

@@ -12,9 +12,9 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cpu/gemm/bf16.hpp"
+#include "core/float16.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
-#include "core/half.hpp"
+#include "core/float16.hpp"
 #include "graph/model_spec.hpp"
 #include "graph/op_def.hpp"
 
@@ -44,7 +44,7 @@ dpt::OpAttrs ints(std::initializer_list<int64_t> values) {
 
 std::vector<float> rounded(std::vector<float> v, int32_t dtype) {
   for (float &x : v)
-    x = dtype == DPT_DTYPE_F16 ? dpt::from_f16(dpt::to_f16(x)) : dpt::gemm::from_bf16(dpt::gemm::to_bf16(x));
+    x = dtype == DPT_DTYPE_F16 ? dpt::from_f16(dpt::to_f16(x)) : dpt::from_bf16(dpt::to_bf16(x));
   return v;
 }
 

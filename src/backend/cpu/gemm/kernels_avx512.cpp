@@ -106,7 +106,7 @@ void pack_f16_a_mr(const Operand &a, size_t i0, size_t rows, size_t p0, size_t k
 
 void pack_f16_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
   if (b.trans)
-    pack_f16_b<kNR>(b, p0, kc, j0, cols, out);
+    pack_f16_b32_cols(b, p0, kc, j0, cols, out);
   else
     pack_f16_b32_rows(b, p0, kc, j0, cols, out);
 }

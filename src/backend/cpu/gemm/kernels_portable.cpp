@@ -82,22 +82,9 @@ DPT_CLONES void tile_bf16(size_t kc, const void *ap, const void *bp, float *c, s
   store(acc, c, ldc, alpha, beta);
 }
 
-// float16 B (widened exactly) times float32 A holding float16 values: one fused multiply-add per p, in
-// order, as the AVX-512 kernel's vfmadd231ps. Each product is exact, so only the sums round.
-DPT_CLONES void tile_f16(size_t kc, const void *ap, const void *bp, float *c, size_t ldc, float alpha,
-                         float beta) {
-  const float *a = static_cast<const float *>(ap);
-  const uint16_t *b = static_cast<const uint16_t *>(bp);
-  float acc[kMR][kNR] = {};
-  for (size_t p = 0; p < kc; ++p, a += kMR, b += kNR) {
-    float wide[kNR];
-    for (size_t j = 0; j < kNR; ++j) wide[j] = from_f16(b[j]);
-    for (size_t i = 0; i < kMR; ++i)
-      for (size_t j = 0; j < kNR; ++j) acc[i][j] = std::fma(a[i], wide[j], acc[i][j]);
-  }
-  store(acc, c, ldc, alpha, beta);
-}
-
+// float16's reference: both panels as the float32 of float16 values (pack.hpp's pack_f16_*_wide), then
+// the float32 tile: one fused multiply-add per k in order, what the AVX-512 kernel does after widening
+// its float16 B panel (each product of two float16 values is exact in float32, so only the sums round).
 void pack_pairs_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
   pack_pairs_b<kNR>(b, p0, kc, j0, cols, out, 2);
 }
@@ -112,7 +99,7 @@ const KernelDef kF32Portable{kMR,      kNR,     1,      256, 4, 4, pack_f32_a<kM
                              tile_f32, nullptr, nullptr};
 const KernelDef kBF16Portable{kMR,       kNR,     2,      512, 2, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
                               tile_bf16, nullptr, nullptr};
-const KernelDef kF16Portable{kMR,      kNR,     1,      256, 4, 2, pack_f16_a<kMR>, pack_f16_b<kNR>,
-                             tile_f16, nullptr, nullptr};
+const KernelDef kF16Portable{kMR,      kNR,     1,      256, 4, 4, pack_f16_a<kMR>, pack_f16_b_wide<kNR>,
+                             tile_f32, nullptr, nullptr};
 
 }  // namespace dpt::gemm

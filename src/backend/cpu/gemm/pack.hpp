@@ -1,16 +1,16 @@
 // Packers shared by the kernels: op(A) and op(B) blocks into the panels a micro-kernel reads in order.
-// float32: panel[p][r] (k-major, mr or nr wide); float16 kernels: A as float32 values rounded through
-// float16, B as float16, both in float32's layout. bfloat16 pairs (VDPBF16PS and AMX's B): panel[q][r][h] =
-// element k = 2q + h, so that a 32-bit word holds the pair a dot-product instruction multiplies. AMX's A:
-// panel[kb][r][kk], 32 consecutive k of a row (one 64-byte tile row). Zeros past every end.
+// float32: panel[p][r] (k-major, mr or nr wide); float16 kernels: A (and the portable kernel's B) as
+// float32 values rounded through float16, the AVX-512 kernel's B as float16, all in float32's layout.
+// bfloat16 pairs (VDPBF16PS and AMX's B): panel[q][r][h] = element k = 2q + h, so that a 32-bit word holds
+// the pair a dot-product instruction multiplies. AMX's A: panel[kb][r][kk], 32 consecutive k of a row (one
+// 64-byte tile row). Zeros past every end.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/gemm/bf16.hpp"
 #include "backend/cpu/gemm/kernels.hpp"
-#include "core/half.hpp"
+#include "core/float16.hpp"
 
 namespace dpt::gemm {
 
@@ -68,7 +68,17 @@ void pack_f16_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, 
   for (size_t i = 0; i < count; ++i) o[i] = from_f16(to_f16(o[i]));
 }
 
-// As pack_f32_b, in float16: panel[p][j].
+// As pack_f32_b, each value rounded to float16 and held as float32 (the portable kernel's B).
+template <size_t NR>
+void pack_f16_b_wide(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  pack_f32_b<NR>(b, p0, kc, j0, cols, out);
+  float *o = static_cast<float *>(out);
+  const size_t count = (cols + NR - 1) / NR * NR * kc;
+  for (size_t i = 0; i < count; ++i) o[i] = from_f16(to_f16(o[i]));
+}
+
+// As pack_f32_b, in float16: panel[p][j]: the AVX-512 kernel's B (pack_f16_b32_rows and _cols write it
+// faster; test_gemm holds them to this).
 template <size_t NR>
 void pack_f16_b(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
   const Reader x(b, p0, j0);

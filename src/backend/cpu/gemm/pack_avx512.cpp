@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/half.hpp"
+#include "core/float16.hpp"
 
 #define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
@@ -29,7 +29,7 @@ DPT_AVX512 inline __m512i shift_left(__m512i x, unsigned n) {
   return _mm512_maskz_slli_epi32(__mmask16(0xFFFF), x, n);
 }
 
-// bf16.hpp's to_bf16 on 16 lanes, the result in the low 16 bits of each 32-bit lane.
+// core/float16.hpp's to_bf16 on 16 lanes, the result in the low 16 bits of each 32-bit lane.
 DPT_AVX512 inline __m512i to_bf16_lanes(__m512 x) {
   const __m512i u = _mm512_castps_si512(x);
   const __m512i lsb = _mm512_and_si512(shift_right(u, 16), _mm512_set1_epi32(1));
@@ -87,6 +87,26 @@ DPT_AVX512 void pack_f16_b32_rows(const Operand &b, size_t p0, size_t kc, size_t
       _mm256_storeu_si256(dst + 1, to_f16_lanes(high));
     }
   }
+}
+
+// Column j of op(B) (stored as row j) holds its k contiguously: 16 columns' element p are one gather.
+DPT_AVX512 void pack_f16_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
+  uint16_t *o = static_cast<uint16_t *>(out);
+  const size_t panels = (cols + kNR - 1) / kNR;
+  const __m512i steps =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(int32_t(b.ld)));
+  for (size_t j = 0; j < panels; ++j)
+    for (size_t h = 0; h < kNR; h += 16) {
+      const size_t first_col = j * kNR + h;
+      const size_t w = cols > first_col ? (cols - first_col < 16 ? cols - first_col : 16) : 0;
+      const float *base = b.data + (j0 + first_col) * b.ld + p0;
+      for (size_t p = 0; p < kc; ++p) {
+        const __m512 v = w > 0 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), first(w), steps, base + p, 4)
+                               : _mm512_setzero_ps();
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + (j * kc + p) * kNR + h), to_f16_lanes(v));
+      }
+    }
 }
 
 DPT_AVX512 void round_f16_in_place(float *x, size_t count) {

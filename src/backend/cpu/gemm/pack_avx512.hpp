@@ -16,7 +16,9 @@ namespace dpt::gemm {
 void pack_f32_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out);
 // pack_f16_b<32> for op(B) not transposed.
 void pack_f16_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out);
-// x[i] = from_f16(to_f16(x[i])) (core/half.hpp), 16 at a time: pack_f16_a's rounding.
+// pack_f16_b<32> for op(B) transposed.
+void pack_f16_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out);
+// x[i] = from_f16(to_f16(x[i])) (core/float16.hpp), 16 at a time: pack_f16_a's rounding.
 void round_f16_in_place(float *x, size_t count);
 // pack_pairs_b<32>(..., k_unit) for op(B) not transposed.
 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
