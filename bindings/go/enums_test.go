@@ -48,6 +48,7 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"BatchNormLocal", int(BatchNormLocal), int(swig.DPT_BATCH_NORM_LOCAL)},
 		{"PrecisionFP32", int(PrecisionFP32), int(swig.DPT_PRECISION_FP32)},
 		{"PrecisionBF16", int(PrecisionBF16), int(swig.DPT_PRECISION_BF16)},
+		{"PrecisionFP16", int(PrecisionFP16), int(swig.DPT_PRECISION_FP16)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},
@@ -81,6 +82,19 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		if p.goV != p.c {
 			t.Errorf("%s = %d, the C header says %d", p.name, p.goV, p.c)
 		}
+	}
+}
+
+// The Go defaults of the loss scaling options are the ones dpt_trainer_options_init writes.
+func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
+	o := swig.NewTrainerOptions()
+	defer swig.DeleteTrainerOptions(o)
+	if got := o.GetInitial_loss_scale(); got != DefaultInitialLossScale {
+		t.Errorf("DefaultInitialLossScale = %v, the library's default is %v", DefaultInitialLossScale, got)
+	}
+	if got := o.GetLoss_scale_growth_interval(); got != DefaultLossScaleGrowthInterval {
+		t.Errorf("DefaultLossScaleGrowthInterval = %v, the library's default is %v", DefaultLossScaleGrowthInterval,
+			got)
 	}
 }
 

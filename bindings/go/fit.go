@@ -31,6 +31,7 @@ type Progress struct {
 	TestLoss         float64 // epoch reports with HasTest
 	TestAccuracy     float64 // epoch reports with HasTest
 	LearningRate     float64 // learning rate of the latest update
+	LossScale        float64 // the loss scale now (PrecisionFP16; 1 without loss scaling)
 }
 
 // FitOptions configures Trainer.Fit. Zero fields take the library's defaults, as noted.
@@ -63,6 +64,8 @@ type FitResult struct {
 	SamplesPerSecond float64 // training throughput over all epochs
 	OptimizerSteps   uint64  // optimizer steps taken by the trainer so far
 	NonFiniteSteps   uint64  // windows the trainer discarded for non-finite values so far
+	OverflowSteps    uint64  // windows the loss scaler skipped so far (PrecisionFP16)
+	LossScale        float64 // the loss scale at the end (PrecisionFP16; 1 without loss scaling)
 }
 
 // listener is the Go side of the SWIG director: it turns each report into a Progress and runs the
@@ -99,6 +102,7 @@ func (l *listener) OnProgress(p swig.Progress) bool {
 		TestLoss:         p.GetTest_loss(),
 		TestAccuracy:     p.GetTest_accuracy(),
 		LearningRate:     p.GetLearning_rate(),
+		LossScale:        p.GetLoss_scale(),
 	}
 	done := make(chan callbackOutcome, 1)
 	// While the callback runs, the paused Fit lets it read the trainer and save checkpoints.
@@ -203,6 +207,8 @@ func (t *Trainer) Fit(train, test *Dataset, opts *FitOptions) (FitResult, error)
 			SamplesPerSecond: r.GetSamples_per_second(),
 			OptimizerSteps:   r.GetOptimizer_steps(),
 			NonFiniteSteps:   r.GetNonfinite_steps(),
+			OverflowSteps:    r.GetOverflow_steps(),
+			LossScale:        r.GetLoss_scale(),
 		}
 	})
 	if err == nil && l != nil && l.err != nil {

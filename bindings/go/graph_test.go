@@ -431,7 +431,7 @@ func TestPrecision(t *testing.T) {
 	if !bitwiseEqual(bf16, again) {
 		t.Error("two PrecisionBF16 runs with the same seed differ")
 	}
-	_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Precision: dptrain.Precision(2)})
+	_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Precision: dptrain.Precision(3)})
 	wantError(t, err, dptrain.StatusInvalidArgument, "precision")
 	_, err = dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Precision: dptrain.Precision(-1)})
 	wantError(t, err, dptrain.StatusInvalidArgument, "precision")

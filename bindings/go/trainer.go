@@ -77,6 +77,20 @@ const (
 	// accumulates in float32; everything else (the parameters, activations, gradients, the loss and the
 	// optimizer) stays float32. CPU devices only: a trainer on CUDA devices refuses it (StatusUnsupported).
 	PrecisionBF16 Precision = 1
+	// PrecisionFP16: mixed precision: every matrix product takes its inputs rounded to IEEE float16 and
+	// accumulates in float32, the rest as in PrecisionBF16, with dynamic loss scaling (PyTorch GradScaler's
+	// policy): the loss is multiplied by a power-of-two scale before backward; a window whose gradient
+	// overflows float16 is skipped (StepResult.SkippedOverflow: not an error, the parameters and optimizer
+	// state unchanged) and the scale halved (never below 1); after TrainerOptions.LossScaleGrowthInterval
+	// applied windows in a row it doubles. CPU devices only (StatusUnsupported on CUDA devices).
+	PrecisionFP16 Precision = 2
+)
+
+// The library's defaults of PrecisionFP16's loss scaling (GradScaler's), which the zero values of
+// TrainerOptions.InitialLossScale and TrainerOptions.LossScaleGrowthInterval ask for.
+const (
+	DefaultInitialLossScale        = 65536 // 2^16
+	DefaultLossScaleGrowthInterval = 2000  // applied windows in a row before the scale doubles
 )
 
 // OptimizerKind is the optimizer.
@@ -154,9 +168,17 @@ type TrainerOptions struct {
 	Communicator Communicator
 	// BatchNorm: models with batch norm layers, BatchNormSync (default) or BatchNormLocal.
 	BatchNorm BatchNormMode
-	// Precision of the matrix products: PrecisionFP32 (default) or PrecisionBF16 (CPU devices only).
+	// Precision of the matrix products: PrecisionFP32 (default), PrecisionBF16 or PrecisionFP16 (CPU
+	// devices only).
 	Precision Precision
-	Optimizer OptimizerOptions
+	// InitialLossScale is PrecisionFP16's loss scale at the first step: a power of two from 1 to 2^64;
+	// 0 = the library's default (DefaultInitialLossScale, 65536). Anything else is refused with
+	// StatusInvalidArgument, whatever the precision.
+	InitialLossScale float64
+	// LossScaleGrowthInterval (PrecisionFP16): applied windows in a row after which the loss scale doubles;
+	// 0 = the library's default (DefaultLossScaleGrowthInterval, 2000), negative = it never grows.
+	LossScaleGrowthInterval int
+	Optimizer               OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -177,6 +199,12 @@ type StepResult struct {
 	// Targets counts the batch's labels that count (not IgnoreLabel): its samples for a classifier, its
 	// positions for a sequence model. The loss and the gradient are divided by the window's count of them.
 	Targets uint64
+	// SkippedOverflow (PrecisionFP16): this call's window overflowed float16 and was skipped (Applied is
+	// false, the parameters and optimizer state are unchanged, the loss scale halved). Not an error,
+	// whatever TrainerOptions.NonFinite says.
+	SkippedOverflow bool
+	OverflowSteps   uint64  // windows the loss scaler skipped so far
+	LossScale       float64 // the loss scale after this call, which the next backward uses (1 without loss scaling)
 }
 
 // EvalResult is the outcome of an evaluation.
@@ -262,6 +290,14 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		to.SetCommunicator(swig.Dpt_communicator(o.Communicator))
 		to.SetBatch_norm(swig.Dpt_batch_norm_mode(o.BatchNorm))
 		to.SetPrecision(swig.Dpt_precision(o.Precision))
+		if o.InitialLossScale != 0 {
+			to.SetInitial_loss_scale(o.InitialLossScale)
+		}
+		if o.LossScaleGrowthInterval > 0 {
+			to.SetLoss_scale_growth_interval(uint64(o.LossScaleGrowthInterval))
+		} else if o.LossScaleGrowthInterval < 0 {
+			to.SetLoss_scale_growth_interval(0)
+		}
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)
@@ -391,6 +427,9 @@ func stepResult(r swig.StepResult) StepResult {
 		SkippedNonFinite: r.GetSkipped_nonfinite() != 0,
 		NonFiniteSteps:   r.GetNonfinite_steps(),
 		Targets:          r.GetTargets(),
+		SkippedOverflow:  r.GetSkipped_overflow() != 0,
+		OverflowSteps:    r.GetOverflow_steps(),
+		LossScale:        r.GetLoss_scale(),
 	}
 }
 

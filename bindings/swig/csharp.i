@@ -294,6 +294,7 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(PerDevice) DPT_BATCH_NORM_LOCAL; /* (one C scope: Local is Communicator.Local) */
 %rename(Fp32) DPT_PRECISION_FP32; /* (one C scope: Float32 is InputType.Float32) */
 %rename(Bf16) DPT_PRECISION_BF16;
+%rename(Fp16) DPT_PRECISION_FP16;
 %rename(Parameter) DPT_TENSOR_PARAMETER;
 %rename(Buffer) DPT_TENSOR_BUFFER;
 %rename(Float32) DPT_INPUT_FLOAT32;
@@ -322,10 +323,15 @@ DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
 DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
-/* TrainerOptions.Precision is written by hand (src/TrainerOptions.cs) for its XML documentation: the
- * generated property turns private under another name. */
+/* TrainerOptions.Precision, InitialLossScale and LossScaleGrowthInterval are written by hand
+ * (src/TrainerOptions.cs) for their XML documentation: the generated properties turn private under other
+ * names. */
 %rename(PrecisionNative) dpt_trainer_options::precision;
 %csmethodmodifiers dpt_trainer_options::precision "private";
+%rename(InitialLossScaleNative) dpt_trainer_options::initial_loss_scale;
+%csmethodmodifiers dpt_trainer_options::initial_loss_scale "private";
+%rename(LossScaleGrowthIntervalNative) dpt_trainer_options::loss_scale_growth_interval;
+%csmethodmodifiers dpt_trainer_options::loss_scale_growth_interval "private";
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
 %rename(GetBackendInfo) dpt_context::backendInfo;
 

@@ -41,7 +41,7 @@
 %}
 
 /* The C ints that are booleans. */
-%apply bool { int nesterov, int applied, int stopped, int has_test };
+%apply bool { int nesterov, int applied, int stopped, int has_test, int skipped_overflow };
 
 /* uint64_t (seeds, byte counts, step counters) as a Java long with the same 64 bits. */
 %apply long long { uint64_t };

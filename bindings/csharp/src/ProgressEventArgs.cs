@@ -20,6 +20,7 @@ public sealed class ProgressEventArgs : EventArgs {
     TestLoss = p.TestLoss;
     TestAccuracy = p.TestAccuracy;
     LearningRate = p.LearningRate;
+    LossScale = p.LossScale;
   }
 
   /// <summary>Batch report (every FitOptions.ProgressEvery batches) or end-of-epoch report.</summary>
@@ -50,6 +51,8 @@ public sealed class ProgressEventArgs : EventArgs {
   public double TestAccuracy { get; private set; }
   /// <summary>Learning rate of the latest update.</summary>
   public double LearningRate { get; private set; }
+  /// <summary>The loss scale now (<see cref="Precision.Fp16"/>; 1 without loss scaling).</summary>
+  public double LossScale { get; private set; }
 
   /// <summary>Set to true to stop training after this report (FitResult.Stopped is then 1).</summary>
   public bool Stop { get; set; }

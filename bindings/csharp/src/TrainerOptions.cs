@@ -3,17 +3,40 @@ namespace DPTrain {
 
 public partial class TrainerOptions {
   /// <summary>The precision of the model's matrix products (conv2d, dense, linear, causal self-attention):
-  /// <see cref="DPTrain.Precision.Fp32"/> (the default, float32 throughout) or
+  /// <see cref="DPTrain.Precision.Fp32"/> (the default, float32 throughout),
   /// <see cref="DPTrain.Precision.Bf16"/>, mixed precision: every matrix product takes its inputs rounded to
   /// bfloat16 and accumulates in float32, while everything else (the parameters, activations, gradients, the
-  /// loss and the optimizer) stays float32.</summary>
-  /// <remarks>CPU devices only in this version: a trainer on CUDA devices refuses <c>Bf16</c> with
-  /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>); a value outside the enum is
+  /// loss and the optimizer) stays float32, or <see cref="DPTrain.Precision.Fp16"/>: the same with IEEE
+  /// float16 inputs and dynamic loss scaling (PyTorch GradScaler's policy; see
+  /// <see cref="InitialLossScale"/>).</summary>
+  /// <remarks>CPU devices only in this version: a trainer on CUDA devices refuses <c>Bf16</c> and <c>Fp16</c>
+  /// with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>); a value outside the enum is
   /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
   /// created.</remarks>
   public Precision Precision {
     get { return PrecisionNative; }
     set { PrecisionNative = value; }
+  }
+
+  /// <summary><see cref="DPTrain.Precision.Fp16"/>'s loss scale at the first step: the loss is multiplied by
+  /// it before backward and the gradient divided by it. A window whose scaled gradient overflows float16 is
+  /// skipped (<see cref="StepResult.SkippedOverflow"/> is 1, <see cref="StepResult.Applied"/> 0; the
+  /// parameters and optimizer state are unchanged; not an error) and the scale halved (never below 1); after
+  /// <see cref="LossScaleGrowthInterval"/> applied windows in a row it doubles. The current scale is
+  /// <see cref="StepResult.LossScale"/>. Default 65536 (2^16, GradScaler's).</summary>
+  /// <remarks>A power of two from 1 to 2^64; anything else is refused with
+  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
+  /// created, whatever the precision.</remarks>
+  public double InitialLossScale {
+    get { return InitialLossScaleNative; }
+    set { InitialLossScaleNative = value; }
+  }
+
+  /// <summary><see cref="DPTrain.Precision.Fp16"/>: applied windows in a row after which the loss scale
+  /// doubles. Default 2000 (GradScaler's); 0 = the scale never grows.</summary>
+  public ulong LossScaleGrowthInterval {
+    get { return LossScaleGrowthIntervalNative; }
+    set { LossScaleGrowthIntervalNative = value; }
   }
 }
 

@@ -332,7 +332,7 @@ public class GraphTests {
     }
     using (var m = MakeResidualModel())
     using (var options = new TrainerOptions()) {
-      foreach (int value in new[] { 2, -1 }) {
+      foreach (int value in new[] { 3, -1 }) {
         options.Precision = (Precision)value;
         Assert.AreEqual((Precision)value, options.Precision);
         var e = Assert.Throws<InvalidArgumentException>(() => new Trainer(context, m, options, null));
