@@ -97,6 +97,11 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   c.loss_scaling.enabled = precision == DPT_PRECISION_FP16;
   c.loss_scaling.initial_scale = o.initial_loss_scale;
   c.loss_scaling.growth_interval = o.loss_scale_growth_interval;
+  const dpt_precision wire = dpt::capi::checked_enum(
+      o.allreduce_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "allreduce_dtype");
+  c.allreduce_dtype = wire == DPT_PRECISION_BF16   ? dpt::DType::kBF16
+                      : wire == DPT_PRECISION_FP16 ? dpt::DType::kF16
+                                                   : dpt::DType::kF32;
   return c;
 }
 

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DPT_WORLD_ABI_VERSION 1u
+#define DPT_WORLD_ABI_VERSION 2u /* 2: all_to_all and all_gather */
 #define DPT_WORLD_MODULE_MPI "libdptrain_mpi.so"
 #define DPT_WORLD_ENTRY_MPI "dptrain_mpi_world_v1"
 
@@ -35,6 +35,14 @@ typedef struct dpt_world_v1 {
   int (*finalize)(char *error, size_t error_size);
   /* The MPI library's own version line. */
   const char *(*library_version)(void);
+  /* Every process sends bytes_per_process bytes to each process (send: size x bytes_per_process, in process
+   * order) and receives as many from each (recv, in process order), polled as all_reduce_sum. */
+  int (*all_to_all)(const void *send, void *recv, size_t bytes_per_process, double timeout_seconds,
+                    char *error, size_t error_size);
+  /* recv (size x bytes) receives every process's bytes of send, in process order, polled as all_reduce_sum.
+   */
+  int (*all_gather)(const void *send, void *recv, size_t bytes, double timeout_seconds, char *error,
+                    size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

@@ -156,6 +156,41 @@ int broadcast(void *buffer, size_t bytes, int root, double timeout, char *error,
   return fail(broadcast_pieces(buffer, bytes, root, timeout, error, error_size), error);
 }
 
+// Byte counts of one call: MPI takes int counts (the library keeps them far below 2^31).
+int checked_count(size_t bytes, const char *call, char *error, size_t size) {
+  if (bytes <= size_t(1) << 30) return DPT_WORLD_OK;
+  std::snprintf(error, size, "%s: %zu bytes per process is more than one call takes", call, bytes);
+  return DPT_WORLD_FAILED;
+}
+
+int all_to_all(const void *send, void *recv, size_t bytes_per_process, double timeout, char *error,
+               size_t error_size) {
+  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+  if (int r = checked_count(bytes_per_process, "MPI_Ialltoall", error, error_size); r != DPT_WORLD_OK)
+    return r;
+  MPI_Request request;
+  const int n = int(bytes_per_process);
+  const int code = MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, world, &request);
+  if (code != MPI_SUCCESS) {
+    describe(code, "MPI_Ialltoall", error, error_size);
+    return fail(DPT_WORLD_FAILED, error);
+  }
+  return fail(wait_for(&request, timeout, "MPI_Ialltoall", error, error_size), error);
+}
+
+int all_gather(const void *send, void *recv, size_t bytes, double timeout, char *error, size_t error_size) {
+  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+  if (int r = checked_count(bytes, "MPI_Iallgather", error, error_size); r != DPT_WORLD_OK) return r;
+  MPI_Request request;
+  const int n = int(bytes);
+  const int code = MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, world, &request);
+  if (code != MPI_SUCCESS) {
+    describe(code, "MPI_Iallgather", error, error_size);
+    return fail(DPT_WORLD_FAILED, error);
+  }
+  return fail(wait_for(&request, timeout, "MPI_Iallgather", error, error_size), error);
+}
+
 int finalize(char *error, size_t error_size) {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -186,7 +221,8 @@ const char *library_version() {
 }
 
 const dpt_world_v1 kWorld = {
-    DPT_WORLD_ABI_VERSION, sizeof(dpt_world_v1), init, all_reduce_sum, broadcast, finalize, library_version};
+    DPT_WORLD_ABI_VERSION, sizeof(dpt_world_v1), init,      all_reduce_sum, broadcast, finalize,
+    library_version,       all_to_all,           all_gather};
 
 }  // namespace
 

@@ -60,6 +60,7 @@ typedef struct train_config {
   int allreduce;                            /**< dpt_allreduce_algorithm. */
   int batch_norm;                           /**< dpt_batch_norm_mode. */
   int precision;                            /**< dpt_precision. */
+  int allreduce_dtype;                      /**< dpt_precision: what the gradient all-reduce sends. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
   int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */

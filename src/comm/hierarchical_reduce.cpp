@@ -5,12 +5,12 @@
 namespace dpt {
 
 double hierarchical_all_reduce(ThreadCollective &local, const World *world, size_t rank, float *buffer,
-                               size_t begin, size_t end, AllReduceAlgorithm algorithm,
-                               double timeout_seconds) {
-  double seconds = local.all_reduce_range(rank, buffer, begin, end, algorithm);
+                               size_t begin, size_t end, AllReduceAlgorithm algorithm, double timeout_seconds,
+                               WireType wire) {
+  double seconds = local.all_reduce_range(rank, buffer, begin, end, algorithm, wire);
   if (world == nullptr) return seconds;
   const double t0 = platform::now_seconds();
-  if (rank == 0) world->all_reduce(buffer + begin, end - begin, timeout_seconds);
+  if (rank == 0) world->all_reduce(buffer + begin, end - begin, timeout_seconds, wire);
   local.broadcast(rank, buffer + begin, end - begin, 0);
   return seconds + platform::now_seconds() - t0;
 }

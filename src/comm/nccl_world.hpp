@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "interface/backend_interface.h"
 #include "comm/world.hpp"
+#include "interface/backend_interface.h"
 
 namespace dpt {
 

@@ -31,14 +31,17 @@ void ThreadCollective::publish(size_t rank, float *buf) {
 }
 
 double ThreadCollective::all_reduce_range(size_t rank, float *buf, size_t begin, size_t end,
-                                          AllReduceAlgorithm algorithm) {
+                                          AllReduceAlgorithm algorithm, WireType wire) {
   if (ranks_ == 1) return 0.0;
+  const double t_round = platform::now_seconds();
+  round_for_wire(buf + begin, end - begin, wire);  // what this rank sends
+  const double rounding = platform::now_seconds() - t_round;
   publish(rank, buf);
-  const double t0 = platform::now_seconds();
+  const double t0 = platform::now_seconds() - rounding;
   if (algorithm == AllReduceAlgorithm::kRing) {
-    ring(rank, buf, begin, end);
+    ring(rank, buf, begin, end, wire);
   } else {
-    naive(rank, buf, begin, end);
+    naive(rank, buf, begin, end, wire);
   }
   return platform::now_seconds() - t0;
 }
@@ -50,8 +53,8 @@ double ThreadCollective::all_reduce_range(size_t rank, float *buf, size_t begin,
 // rank r+1 is then working on chunk r+2 and rank r+2 reads chunk r+3 of it, neither of which is chunk
 // r+1 unless K = 2, where the reader is rank r itself. All-gather: in step s (from 1), rank r copies the
 // finished chunk (r - s) from rank r-1. Chunk c is summed starting at rank c and going round the ring: a
-// fixed order per element.
-void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end) {
+// fixed order per element. A 16-bit wire rounds each finished sum as it is written.
+void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, WireType wire) {
   const size_t k = ranks_;
   const float *left = buffers_[(rank + k - 1) % k];
   float *right = buffers_[(rank + 1) % k];
@@ -65,15 +68,17 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end) {
       });
     } else {
       // For K = 2 right == left: each element is read before it is written, by this thread only.
-      for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
-        float *__restrict dst = buf;
-        float *next = right;
-        const float *src = left;
-        for (size_t i = lo; i < hi; ++i) {
-          const float v = dst[i] + src[i];
-          dst[i] = v;
-          next[i] = v;
-        }
+      with_wire_rounding(wire, [&](auto round) {
+        for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
+          float *__restrict dst = buf;
+          float *next = right;
+          const float *src = left;
+          for (size_t i = lo; i < hi; ++i) {
+            const float v = round(dst[i] + src[i]);
+            dst[i] = v;
+            next[i] = v;
+          }
+        });
       });
     }
     barrier_.arrive_and_wait();
@@ -100,13 +105,14 @@ void ThreadCollective::all_reduce_doubles(size_t rank, double *values, size_t co
 }
 
 // Textbook: device 0 sums every buffer in rank order, then every other rank copies the result.
-void ThreadCollective::naive(size_t rank, float *buf, size_t begin, size_t end) {
+void ThreadCollective::naive(size_t rank, float *buf, size_t begin, size_t end, WireType wire) {
   if (rank == 0) {
     for (size_t r = 1; r < ranks_; ++r) {
       const float *__restrict src = buffers_[r];
       float *__restrict dst = buf;
       for (size_t i = begin; i < end; ++i) dst[i] += src[i];
     }
+    round_for_wire(buf + begin, end - begin, wire);
   }
   barrier_.arrive_and_wait();
   if (rank != 0 && end > begin) std::memcpy(buf + begin, buffers_[0] + begin, (end - begin) * sizeof(float));

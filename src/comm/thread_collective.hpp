@@ -2,13 +2,16 @@
 // Every rank calls the same operation with the same range; a rank reads (and the ring also writes) its
 // neighbours' buffers directly. Additions happen in a fixed order that depends only on an element's index,
 // so results are deterministic, identical on every rank, and the same whether a buffer is reduced whole or
-// in pieces (gradient buckets).
+// in pieces (gradient buckets). With a 16-bit wire type every rank rounds its contribution to it first
+// and the finished sums are rounded to it: what a 16-bit collective delivers (the partial sums stay
+// float32, which shared memory allows).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "comm/abortable_barrier.hpp"
+#include "comm/wire_type.hpp"
 
 namespace dpt {
 
@@ -27,12 +30,14 @@ class ThreadCollective {
 
   // Sums buf[0, count) over all ranks, in place, on every rank. Returns the seconds from the moment every
   // rank had arrived to the end: the reduction itself, without waiting for late peers.
-  double all_reduce(size_t rank, float *buf, size_t count, AllReduceAlgorithm algorithm) {
-    return all_reduce_range(rank, buf, 0, count, algorithm);
+  double all_reduce(size_t rank, float *buf, size_t count, AllReduceAlgorithm algorithm,
+                    WireType wire = WireType::kF32) {
+    return all_reduce_range(rank, buf, 0, count, algorithm, wire);
   }
   // Sums buf[begin, end) over all ranks; buf is the start of the whole buffer on every rank. Reducing
   // [0, n) in pieces gives the same bits as reducing it at once. Returns seconds as all_reduce().
-  double all_reduce_range(size_t rank, float *buf, size_t begin, size_t end, AllReduceAlgorithm algorithm);
+  double all_reduce_range(size_t rank, float *buf, size_t begin, size_t end, AllReduceAlgorithm algorithm,
+                          WireType wire = WireType::kF32);
   // Sums values[0, count) over all ranks in rank order, in place: rank 0 adds, the others copy. For a few
   // numbers (batch statistics) in the middle of a pass; the same bits on every rank.
   void all_reduce_doubles(size_t rank, double *values, size_t count);
@@ -46,8 +51,8 @@ class ThreadCollective {
 
  private:
   void publish(size_t rank, float *buf);
-  void ring(size_t rank, float *buf, size_t begin, size_t end);
-  void naive(size_t rank, float *buf, size_t begin, size_t end);
+  void ring(size_t rank, float *buf, size_t begin, size_t end, WireType wire);
+  void naive(size_t rank, float *buf, size_t begin, size_t end, WireType wire);
 
   size_t ranks_;
   std::vector<float *> buffers_;

@@ -1,5 +1,6 @@
 #include "comm/world.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -89,9 +90,43 @@ void World::check(int result, const char *error) const {
       std::string("process ") + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + error);
 }
 
-void World::all_reduce(float *buffer, size_t count, double timeout_seconds) const {
+void World::all_reduce(float *buffer, size_t count, double timeout_seconds, WireType wire) const {
+  if (wire != WireType::kF32) {
+    // In pieces, so that MPI's int counts and the staging stay bounded; each piece is a whole all-reduce.
+    constexpr size_t kPiece = size_t(1) << 24;
+    for (size_t done = 0; done < count; done += kPiece)
+      all_reduce_16(buffer + done, std::min(kPiece, count - done), timeout_seconds, wire);
+    return;
+  }
   char error[512] = "";
   check(api_->all_reduce_sum(buffer, count, 0, timeout_seconds, error, sizeof error), error);
+}
+
+void World::all_reduce_16(float *buffer, size_t count, double timeout_seconds, WireType wire) const {
+  const bool bf16 = wire == WireType::kBF16;
+  const size_t chunk = (count + size_ - 1) / size_;  // process p owns [p chunk, (p + 1) chunk)
+  send_.assign(chunk * size_, 0);
+  received_.resize(chunk * size_);
+  gathered_.resize(chunk * size_);
+  for (size_t i = 0; i < count; ++i) send_[i] = bf16 ? to_bf16(buffer[i]) : to_f16(buffer[i]);
+  char error[512] = "";
+  check(api_->all_to_all(send_.data(), received_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
+                         sizeof error),
+        error);
+  // received_[q chunk + i]: process q's element i of this process's chunk. Summed in process order.
+  uint16_t *mine = send_.data();  // no longer needed: this process's finished chunk goes here
+  for (size_t i = 0; i < chunk; ++i) {
+    float sum = 0.0f;
+    for (size_t q = 0; q < size_; ++q) {
+      const uint16_t h = received_[q * chunk + i];
+      sum += bf16 ? from_bf16(h) : from_f16(h);
+    }
+    mine[i] = bf16 ? to_bf16(sum) : to_f16(sum);
+  }
+  check(api_->all_gather(mine, gathered_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
+                         sizeof error),
+        error);
+  for (size_t i = 0; i < count; ++i) buffer[i] = bf16 ? from_bf16(gathered_[i]) : from_f16(gathered_[i]);
 }
 
 void World::all_reduce(double *buffer, size_t count, double timeout_seconds) const {

@@ -72,4 +72,32 @@ inline float from_bf16(uint16_t h) {
   return x;
 }
 
+
+// from_f16(to_f16(x)) and from_bf16(to_bf16(x)) without leaving float32: the value a 16-bit type carries,
+// for loops over many values (the gradient all-reduce's). Branch-free, so that such loops vectorize.
+inline float round_to_f16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const uint32_t sign = u & 0x80000000u, a = u & 0x7FFFFFFFu;
+  // Normal binary16 range: the 13 low mantissa bits rounded off, to nearest even.
+  uint32_t bits = (a + 0xFFFu + ((a >> 13) & 1u)) & ~0x1FFFu;
+  // Below 2^-14: multiples of 2^-24, by adding and removing 0.5 (whose ulp is 2^-24); both exact.
+  float magnitude;
+  std::memcpy(&magnitude, &a, sizeof magnitude);
+  const float small = (magnitude + 0.5f) - 0.5f;
+  uint32_t small_bits;
+  std::memcpy(&small_bits, &small, sizeof small_bits);
+  bits = a < 0x38800000u ? small_bits : bits;
+  bits = a >= 0x477FF000u ? 0x7F800000u : bits;           // rounds to infinity (or is one)
+  bits = a > 0x7F800000u ? (a | 0x00400000u) & ~0x1FFFu : bits;  // a NaN, quieted, its payload cut as to_f16 does
+  bits |= sign;
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+inline float round_to_bf16(float x) {
+  return from_bf16(to_bf16(x));
+}
+
 }  // namespace dpt

@@ -16,10 +16,11 @@ namespace {
 }  // namespace
 
 BucketReducer::BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
-                             const World *world, double timeout_seconds)
+                             const World *world, double timeout_seconds, WireType wire)
     // The communication threads share cores with busy device threads: they sleep rather than poll.
     : buckets_(std::move(buckets)),
       algorithm_(algorithm),
+      wire_(wire),
       world_(world),
       timeout_(timeout_seconds),
       collective_(ranks, 0) {
@@ -62,7 +63,7 @@ void BucketReducer::communicate(size_t rank) {
     std::exception_ptr error;
     try {
       seconds = hierarchical_all_reduce(collective_, world_, rank, grads, buckets_[bucket].begin,
-                                        buckets_[bucket].end, algorithm_, timeout_);
+                                        buckets_[bucket].end, algorithm_, timeout_, wire_);
     } catch (...) {  // the window is lost; the device thread hears of it in wait_all()
       ok = false;
       error = std::current_exception();

@@ -22,9 +22,10 @@ namespace dpt {
 class BucketReducer {
  public:
   // world: when set, each bucket is then all-reduced across the processes too (by rank 0's thread, which
-  // then broadcasts it to the process's other ranks), with timeout_seconds per MPI operation.
+  // then broadcasts it to the process's other ranks), with timeout_seconds per MPI operation. wire: what
+  // the reductions send (hierarchical_all_reduce).
   BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
-                const World *world = nullptr, double timeout_seconds = 0);
+                const World *world = nullptr, double timeout_seconds = 0, WireType wire = WireType::kF32);
   ~BucketReducer();
   BucketReducer(const BucketReducer &) = delete;
   BucketReducer &operator=(const BucketReducer &) = delete;
@@ -67,6 +68,7 @@ class BucketReducer {
 
   std::vector<GradientBucket> buckets_;
   AllReduceAlgorithm algorithm_;
+  WireType wire_;
   const World *world_;
   double timeout_;
   ThreadCollective collective_;

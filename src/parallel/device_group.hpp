@@ -40,9 +40,9 @@ class DeviceGroup {
   // group. Created by the HostGradientCollective when it overlaps (bucket size > 0 and more than one device
   // or process).
   void enable_bucket_reducer(std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
-                             const World *world) {
-    reducer_ =
-        std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), algorithm, world, timeout_);
+                             const World *world, WireType wire) {
+    reducer_ = std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), algorithm, world,
+                                               timeout_, wire);
   }
   BucketReducer *bucket_reducer() { return reducer_.get(); }
 

@@ -9,10 +9,11 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
                                                const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes,
                                                AllReduceAlgorithm algorithm, const World *world,
-                                               double timeout_seconds)
+                                               double timeout_seconds, WireType wire)
     : group_(group),
       world_(world),
       algorithm_(algorithm),
+      wire_(wire),
       timeout_(timeout_seconds),
       count_(replicas[0]->grads.size()),
       posters_(replicas.size()),
@@ -23,7 +24,7 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
   // Across processes the reducer also runs the MPI all-reduce of each bucket, so one device is enough.
   if ((replicas.size() > 1 || world != nullptr) && bucket_bytes > 0) {
     std::vector<GradientBucket> buckets = plan_buckets(spec, bucket_bytes);
-    if (buckets.size() > 1) group_.enable_bucket_reducer(std::move(buckets), algorithm, world);
+    if (buckets.size() > 1) group_.enable_bucket_reducer(std::move(buckets), algorithm, world, wire);
   }
   reducer_ = group_.bucket_reducer();
   for (size_t rank = 0; rank < posters_.size(); ++rank) {
@@ -58,7 +59,7 @@ void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   seconds_[rank] = 0;
   if (!reduced)  // else the bucket reducer did it during backward
     seconds_[rank] = hierarchical_all_reduce(group_.collective(), world_, rank, grads_[rank], 0, count_,
-                                             algorithm_, timeout_);
+                                             algorithm_, timeout_, wire_);
 }
 
 AllReduceTimes HostGradientCollective::times(bool reduced) const {

@@ -21,9 +21,10 @@ class HostGradientCollective final : public GradientCollective {
  public:
   // Enables the group's bucket reducer when bucket_bytes plans more than one bucket and there is someone
   // to reduce with (a second device or other processes). world may be nullptr (this process only).
+  // wire: what the reductions send (float32, or 16-bit values: hierarchical_all_reduce).
   HostGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                          const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
-                         const World *world, double timeout_seconds);
+                         const World *world, double timeout_seconds, WireType wire);
 
   bool overlaps_backward() const override { return reducer_ != nullptr; }
   BackwardHook backward_hook(size_t rank) override;
@@ -46,6 +47,7 @@ class HostGradientCollective final : public GradientCollective {
   DeviceGroup &group_;
   const World *world_;
   AllReduceAlgorithm algorithm_;
+  WireType wire_;
   double timeout_;
   std::vector<float *> grads_;        // every replica's gradient buffer
   size_t count_;                      // floats in each

@@ -76,6 +76,12 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   on_gpus_ = devices_[0]->kind() == DPT_DEVICE_CUDA;
   DPT_REQUIRE(!on_gpus_ || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
               "training on CUDA devices across MPI processes is not supported in this version");
+  DPT_REQUIRE(config_.allreduce_dtype == DType::kF32 || config_.allreduce_dtype == DType::kBF16 ||
+                  config_.allreduce_dtype == DType::kF16,
+              DPT_ERROR_INVALID_ARGUMENT, "the all-reduce dtype must be float32, bfloat16 or float16");
+  DPT_REQUIRE(
+      !on_gpus_ || config_.allreduce_dtype == DType::kF32, DPT_ERROR_UNSUPPORTED,
+      "a 16-bit gradient all-reduce runs on CPU devices only in this version (NCCL's is not written)");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (Device *d : devices_)
     replicas_.push_back(
@@ -106,7 +112,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                                                            config_.timeout_seconds);
   else
     collective_ = std::make_unique<HostGradientCollective>(
-        *group_, replicas_, spec_, overlap_bytes, config_.allreduce, config_.world, config_.timeout_seconds);
+        *group_, replicas_, spec_, overlap_bytes, config_.allreduce, config_.world, config_.timeout_seconds,
+        config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
+        : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
+                                                 : WireType::kF32);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.
@@ -152,8 +161,8 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   // within a factor of 2, while staying a power of two (exact to apply and to remove). One multiplier per
   // window, known on every device and process before its first backward.
   if (pending_micro_ == 0 && scaler_.enabled())
-    loss_multiplier_ = std::ldexp(
-        scaler_.scale(), -int(std::bit_width(uint64_t(batch) * spec_.targets_per_sample() - 1)));
+    loss_multiplier_ =
+        std::ldexp(scaler_.scale(), -int(std::bit_width(uint64_t(batch) * spec_.targets_per_sample() - 1)));
   // The window's last micro-batch reduces its gradients during backward when buckets are on.
   const bool overlap = collective_->overlaps_backward() && pending_micro_ + 1 == config_.accumulation_steps;
   run_phase([this, overlap](size_t rank) {

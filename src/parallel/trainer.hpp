@@ -56,6 +56,9 @@ struct TrainerConfig {
   DType matmul_dtype = DType::kF32;
   // Dynamic loss scaling (float16: loss_scaler.hpp); a window that overflows is skipped, not an error.
   LossScaling loss_scaling;
+  // What the gradient all-reduce sends: kF32, or kBF16 / kF16 (each device's and each process's
+  // contribution and the finished sums rounded to it, the sums float32: comm/wire_type.hpp). CPU devices.
+  DType allreduce_dtype = DType::kF32;
 };
 
 struct StepStats {

@@ -333,7 +333,7 @@ static void test_gpu_peer_matrix(void **state) {
 
 /* Training on GPUs through the C API: a trainer over one GPU and over two replicas sharing it (virtual
  * devices) steps, and the two replicas hold the same parameters; a CPU device and a GPU in one trainer,
- * unknown gpu_flags and precisions bf16 and fp16 are refused with a clear status and nothing half-built. */
+ * unknown gpu_flags, precisions bf16 and fp16 and a 16-bit all-reduce are refused with a clear status and nothing half-built. */
 static void test_gpu_trainer_through_c_api(void **state) {
   dpt_context *c;
   dpt_model *m = NULL;
@@ -374,6 +374,11 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_null(t);
   assert_non_null(strstr(dpt_last_error_message(), "precision fp16"));
   o.precision = DPT_PRECISION_FP32;
+  o.allreduce_dtype = DPT_PRECISION_BF16; /* NCCL's 16-bit all-reduce is not wired up yet */
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  assert_null(t);
+  assert_non_null(strstr(dpt_last_error_message(), "16-bit gradient all-reduce"));
+  o.allreduce_dtype = DPT_PRECISION_FP32;
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
   memset(&result, 0, sizeof result);
   result.struct_size = sizeof result;

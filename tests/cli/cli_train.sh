@@ -116,6 +116,15 @@ json_check "$WORK/fp16.out" \
 F16=$(json_get "$WORK/fp16.out" "d['param_checksum']")
 [ -n "$F16" ] && [ "$F16" != "$CHECK_A" ] && [ "$F16" != "$B16" ] && pass "fp16 is neither float32 nor bf16" ||
   fail "fp16 checksum $F16"
+# A 16-bit gradient all-reduce: trains as well, says so in the JSON, and is not float32's all-reduce.
+run_cli wire train "${SHORT[@]}" --devices cpu:2 --allreduce-dtype bf16
+json_check "$WORK/wire.out" "d['allreduce_dtype'] == 'bf16' and abs(d['test_accuracy'] - $ACC_A) <= 0.05" \
+  "--allreduce-dtype bf16: test accuracy within 0.05 of float32's"
+WIRE=$(json_get "$WORK/wire.out" "d['param_checksum']")
+[ -n "$WIRE" ] && [ "$WIRE" != "$CHECK_A" ] && pass "a bf16 all-reduce is not float32's" || fail "wire checksum $WIRE"
+run_cli bad_wire train --model mlp --allreduce-dtype int8
+[ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_wire.err")" -eq 1 ] && pass "--allreduce-dtype int8: usage error" ||
+  fail "--allreduce-dtype int8: $RC $(cat "$WORK/bad_wire.err")"
 run_cli bad_precision train --model mlp --precision fp8
 [ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_precision.err")" -eq 1 ] && pass "--precision fp8: usage error" ||
   fail "--precision fp8: $RC $(cat "$WORK/bad_precision.err")"

@@ -1,5 +1,6 @@
 // All-reduce (ring and textbook) and broadcast across the device threads: exact on integer-valued data for
-// K = 1..8 and awkward sizes, every rank's result bitwise equal, repeated calls reuse the barrier safely.
+// K = 1..8 and awkward sizes, every rank's result bitwise equal, repeated calls reuse the barrier safely;
+// a 16-bit wire is the float32 all-reduce of the rounded contributions, rounded (whole or in pieces).
 #include <cstring>
 #include <vector>
 
@@ -115,6 +116,47 @@ void test_all_reduce_in_pieces_is_bitwise_whole(void **) {
   }
 }
 
+// A 16-bit wire (bf16, fp16): every rank's contribution rounded, summed in float32 in the float32
+// all-reduce's order, the sum rounded: bit for bit round(all_reduce_f32(round(x))), whole and in pieces
+// (cuts inside ring blocks), identical on every rank, and not the float32 result.
+void test_16_bit_wire(void **) {
+  const size_t block = dpt::ThreadCollective::kRingBlock;
+  const size_t count = 2 * block + 321;
+  const std::vector<size_t> cuts = {0, 7, block - 3, block + 11, count};
+  for (dpt::WireType wire : {dpt::WireType::kBF16, dpt::WireType::kF16})
+    for (size_t k = 2; k <= 5; ++k) {
+      dpt::Context context(dpt::ContextConfig{k, 0});
+      for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive}) {
+        std::vector<std::vector<float>> input(k, std::vector<float>(count));
+        for (size_t r = 0; r < k; ++r)
+          for (size_t i = 0; i < count; ++i) input[r][i] = 1.0f / float(3 + 7 * r + i % 1013) - 0.01f;
+        std::vector<std::vector<float>> whole = input, pieces = input, reference = input, plain = input;
+        for (auto &v : reference) dpt::round_for_wire(v.data(), v.size(), wire);
+        dpt::ThreadCollective collective(k);
+        dpt::DeviceGroup(devices_of(context), 0).run([&](size_t rank) {
+          collective.all_reduce(rank, whole[rank].data(), count, algorithm, wire);
+          for (size_t c = cuts.size() - 1; c-- > 0;)
+            collective.all_reduce_range(rank, pieces[rank].data(), cuts[c], cuts[c + 1], algorithm, wire);
+          collective.all_reduce(rank, reference[rank].data(), count, algorithm);
+          collective.all_reduce(rank, plain[rank].data(), count, algorithm);
+        });
+        dpt::round_for_wire(reference[0].data(), count, wire);
+        for (size_t r = 0; r < k; ++r) {
+          if (std::memcmp(whole[r].data(), reference[0].data(), count * sizeof(float)) != 0)
+            fail_msg("wire %d K=%zu algorithm=%d rank %zu: not round(all_reduce(round(x)))", int(wire), k,
+                     int(algorithm), r);
+          if (std::memcmp(pieces[r].data(), whole[r].data(), count * sizeof(float)) != 0)
+            fail_msg("wire %d K=%zu algorithm=%d rank %zu: pieces differ from the whole", int(wire), k,
+                     int(algorithm), r);
+        }
+        size_t differ = 0;
+        for (size_t i = 0; i < count; ++i) differ += whole[0][i] != plain[0][i];
+        if (differ < count / 2)
+          fail_msg("wire %d K=%zu: only %zu of %zu sums differ from float32's", int(wire), k, differ, count);
+      }
+    }
+}
+
 void test_broadcast(void **) {
   dpt::Context context(dpt::ContextConfig{4, 0});
   for (size_t root = 0; root < 4; ++root) {
@@ -154,6 +196,7 @@ int main() {
       cmocka_unit_test(test_all_reduce_exact),
       cmocka_unit_test(test_all_reduce_deterministic),
       cmocka_unit_test(test_all_reduce_in_pieces_is_bitwise_whole),
+      cmocka_unit_test(test_16_bit_wire),
       cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_group_reports_the_failure),
   };

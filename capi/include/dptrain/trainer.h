@@ -162,6 +162,14 @@ typedef struct dpt_trainer_options {
   /** DPT_PRECISION_FP16: applied windows in a row after which the loss scale doubles (default 2000,
    * GradScaler's); 0 = it never grows. Since 0.2. */
   uint64_t loss_scale_growth_interval;
+  /** What the gradient all-reduce sends: DPT_PRECISION_FP32 (default), or DPT_PRECISION_BF16 /
+   * DPT_PRECISION_FP16: half the bytes, as NCCL's 16-bit all-reduce and DDP's compression hooks. Each
+   * device's contribution, each process's sum and the finished sum are rounded to the 16-bit type; the
+   * sums themselves are float32. Replicas stay bitwise identical (and bucketed equals unbucketed); the
+   * K-device step then differs from the 1-device step by that rounding (docs/precision.md). An fp16 wire
+   * without loss scaling overflows on gradient sums beyond 65504 (then the non-finite policy applies).
+   * CPU devices only in this version. Since 0.2. */
+  dpt_precision allreduce_dtype;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
