@@ -13,6 +13,7 @@
 #include "backend/context.hpp"
 #include "backend/cpu/ops/blas.hpp"
 #include "comm/thread_collective.hpp"
+#include "comm/world.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
 #include "data/dataset.hpp"
@@ -32,8 +33,10 @@ struct Options {
   size_t batch = 256;
   std::vector<std::string> models{"lenet", "mlp", "wide-mlp"};
   bool training = true, allreduce = true, layers = true;
-  bool sync_batch_norm = true;                           // --bn sync|local
-  std::vector<dpt::DType> precisions{dpt::DType::kF32};  // --precision fp32,bf16,fp16
+  bool sync_batch_norm = true;                            // --bn sync|local
+  std::vector<dpt::DType> precisions{dpt::DType::kF32};   // --precision fp32,bf16,fp16
+  std::vector<dpt::WireType> wires{dpt::WireType::kF32};  // --allreduce-dtype fp32,bf16,fp16
+  bool world = false;        // --world: under mpirun, the all-reduce across the processes only
   std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
 
@@ -88,8 +91,13 @@ double memcpy_bandwidth(size_t bytes) {
   return double(bytes) / best;
 }
 
-// Median time of one all-reduce of `bytes` across k device threads.
-double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::AllReduceAlgorithm algorithm) {
+const char *wire_name(dpt::WireType w) {
+  return w == dpt::WireType::kBF16 ? "bf16" : w == dpt::WireType::kF16 ? "fp16" : "fp32";
+}
+
+// Median time of one all-reduce of `bytes` of float32 gradient across k device threads, sending wire.
+double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::AllReduceAlgorithm algorithm,
+                         dpt::WireType wire) {
   std::vector<dpt::Device *> devices;
   for (size_t i = 0; i < k; ++i) devices.push_back(&context.device(i));
   const size_t count = bytes / sizeof(float);
@@ -105,7 +113,7 @@ double allreduce_seconds(dpt::Context &context, size_t k, size_t bytes, dpt::All
   dpt::DeviceGroup(devices, 0).run([&](size_t rank) {
     for (size_t it = 0; it < iterations; ++it) {
       const double t0 = now_seconds();
-      collective.all_reduce(rank, buffers[rank].data(), count, algorithm);
+      collective.all_reduce(rank, buffers[rank].data(), count, algorithm, wire);
       if (rank == 0) times[it] = now_seconds() - t0;
     }
   });
@@ -127,31 +135,70 @@ void bench_allreduce(const Options &o) {
   const double copy = memcpy_bandwidth(64u << 20);
   std::printf("\nsingle-thread memcpy bandwidth (64 MiB, best of 7): %.2f GB/s\n\n", copy / 1e9);
   std::fflush(stdout);
-  std::printf("%-6s %-3s %10s %12s %12s %12s %14s %14s\n", "algo", "K", "size", "time_us", "algbw_GB/s",
-              "busbw_GB/s", "memcpy_GB/s", "busbw/memcpy64");
+  std::printf(
+      "(size: the float32 gradient's bytes; a 16-bit wire sends half of them. algbw and busbw count\n"
+      "the float32 bytes, so the rows of one size compare as times do.)\n");
+  std::printf("%-6s %-4s %-3s %10s %12s %12s %12s %14s %14s\n", "algo", "wire", "K", "size", "time_us",
+              "algbw_GB/s", "busbw_GB/s", "memcpy_GB/s", "busbw/memcpy64");
   const size_t max_devices = *std::max_element(o.reduce_devices.begin(), o.reduce_devices.end());
   dpt::Context context(dpt::ContextConfig{max_devices, 0});
   std::vector<double> copy_at;
   for (size_t bytes = 4096; bytes <= (256u << 20); bytes *= 4) copy_at.push_back(memcpy_bandwidth(bytes));
   for (size_t k : o.reduce_devices)
-    for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive}) {
-      size_t index = 0;
-      for (size_t bytes = 4096; bytes <= (256u << 20); bytes *= 4, ++index) {
-        const double t = allreduce_seconds(context, k, bytes, algorithm);
-        const double algbw = double(bytes) / t;
-        const double busbw = algbw * 2.0 * double(k - 1) / double(k);  // as nccl-tests defines it
-        const char *name = algorithm == dpt::AllReduceAlgorithm::kRing ? "ring" : "naive";
-        std::printf("%-6s %-3zu %10s %12.1f %12.2f %12.2f %14.2f %14.2f\n", name, k, size_name(bytes).c_str(),
-                    t * 1e6, algbw / 1e9, busbw / 1e9, copy_at[index] / 1e9, busbw / copy);
-        std::fflush(stdout);
-        if (o.csv != nullptr) {
-          std::fprintf(o.csv, "allreduce,%s %zu bytes,%zu,time_us,%.3f\n", name, bytes, k, t * 1e6);
-          std::fprintf(o.csv, "allreduce,%s %zu bytes,%zu,busbw_GBps,%.4f\n", name, bytes, k, busbw / 1e9);
-          std::fprintf(o.csv, "memcpy,%zu bytes,1,GBps,%.4f\n", bytes, copy_at[index] / 1e9);
+    for (auto algorithm : {dpt::AllReduceAlgorithm::kRing, dpt::AllReduceAlgorithm::kNaive})
+      for (dpt::WireType wire : o.wires) {
+        size_t index = 0;
+        for (size_t bytes = 4096; bytes <= (256u << 20); bytes *= 4, ++index) {
+          const double t = allreduce_seconds(context, k, bytes, algorithm, wire);
+          const double algbw = double(bytes) / t;
+          const double busbw = algbw * 2.0 * double(k - 1) / double(k);  // as nccl-tests defines it
+          const char *name = algorithm == dpt::AllReduceAlgorithm::kRing ? "ring" : "naive";
+          std::printf("%-6s %-4s %-3zu %10s %12.1f %12.2f %12.2f %14.2f %14.2f\n", name, wire_name(wire), k,
+                      size_name(bytes).c_str(), t * 1e6, algbw / 1e9, busbw / 1e9, copy_at[index] / 1e9,
+                      busbw / copy);
+          std::fflush(stdout);
+          if (o.csv != nullptr) {
+            std::fprintf(o.csv, "allreduce,%s %s %zu bytes,%zu,time_us,%.3f\n", name, wire_name(wire), bytes,
+                         k, t * 1e6);
+            std::fprintf(o.csv, "allreduce,%s %s %zu bytes,%zu,busbw_GBps,%.4f\n", name, wire_name(wire),
+                         bytes, k, busbw / 1e9);
+            std::fprintf(o.csv, "memcpy,%zu bytes,1,GBps,%.4f\n", bytes, copy_at[index] / 1e9);
+          }
         }
       }
-    }
   if (o.csv != nullptr) std::fprintf(o.csv, "memcpy,64 MiB,1,GBps,%.4f\n", copy / 1e9);
+}
+
+// Under mpirun: the all-reduce across the processes alone (World: MPI's float32 all-reduce, or the
+// 16-bit all-to-all + all-gather), median of repeated calls; process 0 prints.
+void bench_world_allreduce(const Options &o) {
+  const dpt::World &world = dpt::World::get();
+  if (world.rank() == 0)
+    std::printf("\nall-reduce across %zu MPI processes (%s)\n%-4s %10s %12s %12s %12s\n", world.size(),
+                world.library_version().c_str(), "wire", "size", "time_us", "algbw_GB/s", "busbw_GB/s");
+  for (dpt::WireType wire : o.wires)
+    for (size_t bytes = 1u << 20; bytes <= (64u << 20); bytes *= 4) {
+      std::vector<float> buffer(bytes / sizeof(float), 1.0f);
+      const size_t iterations = std::clamp<size_t>((size_t(1) << 28) / bytes, 5, 200);
+      std::vector<double> times(iterations);
+      for (size_t it = 0; it < iterations; ++it) {
+        const double t0 = now_seconds();
+        world.all_reduce(buffer.data(), buffer.size(), 60, wire);
+        times[it] = now_seconds() - t0;
+      }
+      std::sort(times.begin(), times.end());
+      const double t = times[times.size() / 2], algbw = double(bytes) / t;
+      const double busbw = algbw * 2.0 * double(world.size() - 1) / double(world.size());
+      if (world.rank() == 0) {
+        std::printf("%-4s %10s %12.1f %12.2f %12.2f\n", wire_name(wire), size_name(bytes).c_str(), t * 1e6,
+                    algbw / 1e9, busbw / 1e9);
+        std::fflush(stdout);
+        if (o.csv != nullptr)
+          std::fprintf(o.csv, "world_allreduce,%s %zu bytes,%zu,time_us,%.3f\n", wire_name(wire), bytes,
+                       world.size(), t * 1e6);
+      }
+    }
+  dpt::World::finalize();
 }
 
 // The built-in models, and a wide MLP (784-2048-2048-2048-10, 10.5 M parameters, a 42 MB gradient) whose
@@ -252,9 +299,9 @@ void bench_training(const Options &o) {
       std::fprintf(o.csv, "training,%s,1,gemm_GFLOP_per_sample,%.6f\n", model.c_str(), flops / 1e9);
   }
   std::printf("\n");
-  std::printf("%-9s %-4s %-3s %9s %10s %8s %11s %13s %11s %7s %10s %9s %8s\n", "model", "prec", "K", "bucket",
-              "images/s", "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden", "update_ms",
-              "GFLOP/s", "of_peak");
+  std::printf("%-9s %-4s %-4s %-3s %9s %10s %8s %11s %13s %11s %7s %10s %9s %8s\n", "model", "prec", "wire",
+              "K", "bucket", "images/s", "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden",
+              "update_ms", "GFLOP/s", "of_peak");
   for (const std::string &model : o.models) {
     const dpt::ModelSpec spec = bench_model(model);
     const size_t in = spec.input().size();
@@ -274,43 +321,52 @@ void bench_training(const Options &o) {
       double base = 0;
       for (size_t k : o.devices) {
         auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
-        for (size_t kib : k == 1 ? std::vector<size_t>{0} : o.bucket_kib) {
-          dpt::TrainerConfig config;
-          config.optimizer.learning_rate = 0.01f;
-          config.bucket_bytes = kib * 1024;
-          config.sync_batch_norm = o.sync_batch_norm;
-          config.matmul_dtype = precision;
-          config.loss_scaling.enabled = precision == dpt::DType::kF16;
-          dpt::Trainer trainer(context, spec, config);
-          for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
-          double compute = 0, reduce = 0, exposed = 0, update = 0;
-          const double t0 = now_seconds();
-          for (size_t i = 0; i < o.steps; ++i) {
-            dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
-            compute += s.compute_seconds, reduce += s.allreduce_seconds;
-            exposed += s.allreduce_exposed_seconds, update += s.update_seconds;
+        for (size_t kib : k == 1 ? std::vector<size_t>{0} : o.bucket_kib)
+          for (dpt::WireType wire : k == 1 ? std::vector<dpt::WireType>{dpt::WireType::kF32} : o.wires) {
+            dpt::TrainerConfig config;
+            config.allreduce_dtype = wire == dpt::WireType::kBF16  ? dpt::DType::kBF16
+                                     : wire == dpt::WireType::kF16 ? dpt::DType::kF16
+                                                                   : dpt::DType::kF32;
+            config.optimizer.learning_rate = 0.01f;
+            config.bucket_bytes = kib * 1024;
+            config.sync_batch_norm = o.sync_batch_norm;
+            config.matmul_dtype = precision;
+            config.loss_scaling.enabled = precision == dpt::DType::kF16;
+            dpt::Trainer trainer(context, spec, config);
+            for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
+            double compute = 0, reduce = 0, exposed = 0, update = 0;
+            const double t0 = now_seconds();
+            for (size_t i = 0; i < o.steps; ++i) {
+              dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+              compute += s.compute_seconds, reduce += s.allreduce_seconds;
+              exposed += s.allreduce_exposed_seconds, update += s.update_seconds;
+            }
+            const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
+            if (base == 0) base = rate;
+            const double n = double(o.steps);
+            const std::string bucket = k == 1 ? "-" : kib == 0 ? "none" : size_name(kib * 1024);
+            const double hidden = reduce > 0 ? 1.0 - exposed / reduce : 0.0;
+            const double gflops = rate * flops / 1e9;
+            std::printf(
+                "%-9s %-4s %-4s %-3zu %9s %10.*f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f %9.1f %7.1f%%\n",
+                model.c_str(), precision_name(precision), wire_name(wire), k, bucket.c_str(),
+                rate < 1000 ? 1 : 0, rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
+                exposed / n * 1e3, hidden * 100.0, update / n * 1e3, gflops,
+                100.0 * gflops * 1e9 / (double(k) * peak));
+            std::fflush(stdout);
+            if (o.csv != nullptr) {
+              const std::string item =
+                  model + " " + precision_name(precision) +
+                  (wire == dpt::WireType::kF32 ? "" : std::string(" wire ") + wire_name(wire)) + " bucket " +
+                  bucket;
+              std::fprintf(o.csv, "training,%s,%zu,images_per_s,%.1f\n", item.c_str(), k, rate);
+              std::fprintf(o.csv, "training,%s,%zu,allreduce_ms,%.4f\n", item.c_str(), k, reduce / n * 1e3);
+              std::fprintf(o.csv, "training,%s,%zu,hidden_share,%.4f\n", item.c_str(), k, hidden);
+              std::fprintf(o.csv, "training,%s,%zu,step_ms,%.3f\n", item.c_str(), k,
+                           1e3 * double(o.batch) / rate);
+              std::fprintf(o.csv, "training,%s,%zu,gemm_GFLOPps,%.2f\n", item.c_str(), k, gflops);
+            }
           }
-          const double rate = double(o.steps * o.batch) / (now_seconds() - t0);
-          if (base == 0) base = rate;
-          const double n = double(o.steps);
-          const std::string bucket = k == 1 ? "-" : kib == 0 ? "none" : size_name(kib * 1024);
-          const double hidden = reduce > 0 ? 1.0 - exposed / reduce : 0.0;
-          const double gflops = rate * flops / 1e9;
-          std::printf("%-9s %-4s %-3zu %9s %10.*f %7.2fx %11.2f %13.3f %11.3f %6.0f%% %10.2f %9.1f %7.1f%%\n",
-                      model.c_str(), precision_name(precision), k, bucket.c_str(), rate < 1000 ? 1 : 0, rate,
-                      rate / base, compute / n * 1e3, reduce / n * 1e3, exposed / n * 1e3, hidden * 100.0,
-                      update / n * 1e3, gflops, 100.0 * gflops * 1e9 / (double(k) * peak));
-          std::fflush(stdout);
-          if (o.csv != nullptr) {
-            const std::string item = model + " " + precision_name(precision) + " bucket " + bucket;
-            std::fprintf(o.csv, "training,%s,%zu,images_per_s,%.1f\n", item.c_str(), k, rate);
-            std::fprintf(o.csv, "training,%s,%zu,allreduce_ms,%.4f\n", item.c_str(), k, reduce / n * 1e3);
-            std::fprintf(o.csv, "training,%s,%zu,hidden_share,%.4f\n", item.c_str(), k, hidden);
-            std::fprintf(o.csv, "training,%s,%zu,step_ms,%.3f\n", item.c_str(), k,
-                         1e3 * double(o.batch) / rate);
-            std::fprintf(o.csv, "training,%s,%zu,gemm_GFLOPps,%.2f\n", item.c_str(), k, gflops);
-          }
-        }
       }
     }
   }
@@ -352,6 +408,19 @@ int main(int argc, char **argv) {
                                : name == "fp16" ? dpt::DType::kF16
                                                 : dpt::DType::kF32);
       }
+    } else if (a == "--allreduce-dtype") {
+      o.wires.clear();
+      for (const std::string &name : parse_names(value())) {
+        if (name != "fp32" && name != "bf16" && name != "fp16") {
+          std::fprintf(stderr, "dptrain_bench: --allreduce-dtype takes fp32, bf16 and/or fp16\n");
+          return 2;
+        }
+        o.wires.push_back(name == "bf16"   ? dpt::WireType::kBF16
+                          : name == "fp16" ? dpt::WireType::kF16
+                                           : dpt::WireType::kF32);
+      }
+    } else if (a == "--world") {
+      o.world = true;
     } else if (a == "--bn") {
       const std::string mode = value();
       if (mode != "sync" && mode != "local") {
@@ -378,12 +447,17 @@ int main(int argc, char **argv) {
           "usage: dptrain_bench [--devices 1,2,4] [--reduce-devices 2,4] [--steps N] [--batch B]\n"
           "                     [--models lenet,mlp,wide-mlp,resnet18] [--bucket-kib 0,1024] [--bn "
           "sync|local]\n"
-          "                     [--precision fp32,bf16,fp16]\n"
+          "                     [--precision fp32,bf16,fp16] [--allreduce-dtype fp32,bf16,fp16]\n"
+          "                     [--world (under mpirun: the all-reduce across processes only)]\n"
           "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
     }
   }
   try {
+    if (o.world) {
+      bench_world_allreduce(o);
+      return 0;
+    }
     if (o.training) bench_training(o);
     if (o.layers)
       for (const std::string &model : o.models)
