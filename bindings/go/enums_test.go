@@ -85,7 +85,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 	}
 }
 
-// The Go defaults of the loss scaling options are the ones dpt_trainer_options_init writes.
+// The Go defaults of the loss scaling options, and AllreduceDtype's zero value, are the ones
+// dpt_trainer_options_init writes.
 func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	o := swig.NewTrainerOptions()
 	defer swig.DeleteTrainerOptions(o)
@@ -95,6 +96,10 @@ func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	if got := o.GetLoss_scale_growth_interval(); got != DefaultLossScaleGrowthInterval {
 		t.Errorf("DefaultLossScaleGrowthInterval = %v, the library's default is %v", DefaultLossScaleGrowthInterval,
 			got)
+	}
+	// TrainerOptions.AllreduceDtype's zero value, PrecisionFP32, is the library's default too.
+	if got := Precision(o.GetAllreduce_dtype()); got != PrecisionFP32 {
+		t.Errorf("the library's default allreduce_dtype is %d, not PrecisionFP32", got)
 	}
 }
 

@@ -178,7 +178,16 @@ type TrainerOptions struct {
 	// LossScaleGrowthInterval (PrecisionFP16): applied windows in a row after which the loss scale doubles;
 	// 0 = the library's default (DefaultLossScaleGrowthInterval, 2000), negative = it never grows.
 	LossScaleGrowthInterval int
-	Optimizer               OptimizerOptions
+	// AllreduceDtype is what the gradient all-reduce sends: PrecisionFP32 (the zero value, the default) or
+	// PrecisionBF16 / PrecisionFP16, half the bytes (as NCCL's 16-bit all-reduce and DDP's compression
+	// hooks): each device's contribution, each process's sum and the finished sum are rounded to the 16-bit
+	// type, the sums themselves are float32. The replicas stay bitwise identical; the K-device step then
+	// differs from the 1-device step by that rounding. Independent of Precision; an fp16 wire without loss
+	// scaling overflows on gradient sums beyond 65504 (then NonFinite applies). CPU devices only: a trainer
+	// on CUDA devices refuses the 16-bit ones (StatusUnsupported); a value outside the enum is
+	// StatusInvalidArgument.
+	AllreduceDtype Precision
+	Optimizer      OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -298,6 +307,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		} else if o.LossScaleGrowthInterval < 0 {
 			to.SetLoss_scale_growth_interval(0)
 		}
+		to.SetAllreduce_dtype(swig.Dpt_precision(o.AllreduceDtype))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)

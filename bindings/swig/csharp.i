@@ -323,7 +323,7 @@ DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
 DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
-/* TrainerOptions.Precision, InitialLossScale and LossScaleGrowthInterval are written by hand
+/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval and AllreduceDtype are written by hand
  * (src/TrainerOptions.cs) for their XML documentation: the generated properties turn private under other
  * names. */
 %rename(PrecisionNative) dpt_trainer_options::precision;
@@ -332,6 +332,8 @@ DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %csmethodmodifiers dpt_trainer_options::initial_loss_scale "private";
 %rename(LossScaleGrowthIntervalNative) dpt_trainer_options::loss_scale_growth_interval;
 %csmethodmodifiers dpt_trainer_options::loss_scale_growth_interval "private";
+%rename(AllreduceDtypeNative) dpt_trainer_options::allreduce_dtype;
+%csmethodmodifiers dpt_trainer_options::allreduce_dtype "private";
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
 %rename(GetBackendInfo) dpt_context::backendInfo;
 

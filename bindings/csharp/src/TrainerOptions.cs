@@ -38,6 +38,23 @@ public partial class TrainerOptions {
     get { return LossScaleGrowthIntervalNative; }
     set { LossScaleGrowthIntervalNative = value; }
   }
+
+  /// <summary>What the gradient all-reduce sends between the devices (and processes):
+  /// <see cref="DPTrain.Precision.Fp32"/> (the default) or <see cref="DPTrain.Precision.Bf16"/> /
+  /// <see cref="DPTrain.Precision.Fp16"/>, half the bytes, as NCCL's 16-bit all-reduce and DDP's compression
+  /// hooks: each device's contribution, each process's sum and the finished sum are rounded to the 16-bit
+  /// type, while the sums themselves are float32. The replicas stay bitwise identical (and bucketed equals
+  /// unbucketed); the K-device step then differs from the 1-device step by that rounding. Independent of
+  /// <see cref="TrainerOptions.Precision"/>; an <c>Fp16</c> wire without loss scaling overflows on gradient sums beyond 65504
+  /// (then <see cref="Nonfinite"/> applies).</summary>
+  /// <remarks>CPU devices only in this version: a trainer on CUDA devices refuses <c>Bf16</c> and <c>Fp16</c>
+  /// with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>); a value outside the enum is
+  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
+  /// created.</remarks>
+  public Precision AllreduceDtype {
+    get { return AllreduceDtypeNative; }
+    set { AllreduceDtypeNative = value; }
+  }
 }
 
 }
