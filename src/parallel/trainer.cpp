@@ -268,15 +268,15 @@ void Trainer::report_discarded(const char *where) const {
 }
 
 // All-reduces the summed gradients, divides by the counted targets of the window (the samples, for a
-// classifier without ignored labels; 0 targets: the gradient is 0) and by the loss scale, clips, and
-// applies the same
-// optimizer step on every replica. Nothing in here allocates or can fail. Returns false, changing nothing,
-// when the gradients are not finite (every replica sees the same all-reduced norm, so all agree).
+// classifier without ignored labels; 0 targets: the gradient is 0) and by the loss multiplier, clips, and
+// applies the same optimizer step on every replica. Nothing in here allocates or can fail (but a 16-bit
+// all-reduce across processes stages its values once). Returns false, changing nothing, when the
+// gradients are not finite (every replica sees the same all-reduced norm, so all agree).
 bool Trainer::update_replicas(StepStats &s, bool reduced) {
   const double t0 = platform::now_seconds();
   s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
   const float lr = float(s.learning_rate);
-  // The loss scale is a power of two: dividing by it is exact (and a no-op without loss scaling).
+  // The loss multiplier is a power of two: dividing by it is exact (and a no-op without loss scaling).
   const double inv_samples = pending_targets_ > 0 ? 1.0 / double(pending_targets_) / loss_multiplier_ : 0.0;
   try {
     collective_->reduce_between_phases(reduced);
