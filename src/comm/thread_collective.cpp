@@ -68,17 +68,19 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, W
       });
     } else {
       // For K = 2 right == left: each element is read before it is written, by this thread only.
-      with_wire_rounding(wire, [&](auto round) {
-        for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
-          float *__restrict dst = buf;
-          float *next = right;
-          const float *src = left;
-          for (size_t i = lo; i < hi; ++i) {
-            const float v = round(dst[i] + src[i]);
-            dst[i] = v;
-            next[i] = v;
-          }
-        });
+      for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
+        if (wire != WireType::kF32) {
+          finish_sums_for_wire(buf + lo, right + lo, left + lo, hi - lo, wire);
+          return;
+        }
+        float *__restrict dst = buf;
+        float *next = right;
+        const float *src = left;
+        for (size_t i = lo; i < hi; ++i) {
+          const float v = dst[i] + src[i];
+          dst[i] = v;
+          next[i] = v;
+        }
       });
     }
     barrier_.arrive_and_wait();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/float16.hpp"
 
@@ -13,6 +14,14 @@ enum class WireType { kF32, kBF16, kF16 };
 
 // x[0, n) rounded to what the wire carries (nothing for kF32).
 void round_for_wire(float *x, size_t n, WireType wire);
+// The 16-bit all-reduce across processes (World): x[0, n) as 16-bit values of the type, and back.
+void to_wire16(const float *x, uint16_t *out, size_t n, WireType wire);
+void from_wire16(const uint16_t *in, float *out, size_t n, WireType wire);
+// out[i] = the type's rounding of the float32 sum over q < parts, in order, of parts' in[q stride + i].
+void sum_wire16(const uint16_t *in, size_t parts, size_t stride, uint16_t *out, size_t n, WireType wire);
+// The ring's finishing step: sum[i] = copy[i] = round(sum[i] + add[i]) for the wire type. copy may be add
+// itself (two ranks: each element is read before it is written).
+void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, WireType wire);
 
 // Calls body(round), round being a function object float -> float for the wire type, so that a loop
 // inside body is compiled once per type with the rounding inlined.

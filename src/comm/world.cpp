@@ -103,40 +103,22 @@ void World::all_reduce(float *buffer, size_t count, double timeout_seconds, Wire
 }
 
 void World::all_reduce_16(float *buffer, size_t count, double timeout_seconds, WireType wire) const {
-  // Lambdas, not function pointers, so that the conversions inline into the loops.
-  if (wire == WireType::kBF16)
-    all_reduce_16_as(
-        buffer, count, timeout_seconds, [](float x) { return to_bf16(x); },
-        [](uint16_t h) { return from_bf16(h); });
-  else
-    all_reduce_16_as(
-        buffer, count, timeout_seconds, [](float x) { return to_f16(x); },
-        [](uint16_t h) { return from_f16(h); });
-}
-
-template <typename To16, typename From16>
-void World::all_reduce_16_as(float *buffer, size_t count, double timeout_seconds, To16 to16,
-                             From16 from16) const {
   const size_t chunk = (count + size_ - 1) / size_;  // process p owns [p chunk, (p + 1) chunk)
   send_.assign(chunk * size_, 0);
   received_.resize(chunk * size_);
   gathered_.resize(chunk * size_);
-  for (size_t i = 0; i < count; ++i) send_[i] = to16(buffer[i]);
+  to_wire16(buffer, send_.data(), count, wire);
   char error[512] = "";
   check(api_->all_to_all(send_.data(), received_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
                          sizeof error),
         error);
-  // received_[q chunk + i]: process q's element i of this process's chunk, summed in process order.
-  uint16_t *mine = send_.data();  // no longer needed: this process's finished chunk goes here
-  for (size_t i = 0; i < chunk; ++i) {
-    float sum = 0.0f;
-    for (size_t q = 0; q < size_; ++q) sum += from16(received_[q * chunk + i]);
-    mine[i] = to16(sum);
-  }
-  check(api_->all_gather(mine, gathered_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
+  // received_[q chunk + i]: process q's element i of this process's chunk, summed in process order into
+  // send_ (no longer needed).
+  sum_wire16(received_.data(), size_, chunk, send_.data(), chunk, wire);
+  check(api_->all_gather(send_.data(), gathered_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
                          sizeof error),
         error);
-  for (size_t i = 0; i < count; ++i) buffer[i] = from16(gathered_[i]);
+  from_wire16(gathered_.data(), buffer, count, wire);
 }
 
 void World::all_reduce(double *buffer, size_t count, double timeout_seconds) const {

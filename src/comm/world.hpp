@@ -38,8 +38,6 @@ class World {
   World() = default;
   void check(int result, const char *error) const;
   void all_reduce_16(float *buffer, size_t count, double timeout_seconds, WireType wire) const;
-  template <typename To16, typename From16>
-  void all_reduce_16_as(float *buffer, size_t count, double timeout_seconds, To16 to16, From16 from16) const;
 
   const dpt_world_v1 *api_ = nullptr;
   size_t rank_ = 0, size_ = 1;

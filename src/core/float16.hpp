@@ -14,26 +14,23 @@ namespace dpt {
 inline uint16_t to_f16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
-  const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
-  uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return uint16_t(sign | 0x7E00u | ((a >> 13) & 0x3FFu));  // NaN
-  if (a >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // rounds to infinity (or is one)
-  if (a < 0x38800000u) {
-    // Below 2^-14, binary16's subnormals: adding 0.5 (a float whose ulp is 2^-24, binary16's smallest
-    // step) rounds the magnitude to a multiple of 2^-24 in the FPU's nearest-even mode; the low bits
-    // are then that multiple.
-    const uint32_t magic_bits = 126u << 23;  // 0.5f
-    float magnitude, magic;
-    std::memcpy(&magnitude, &a, sizeof a);
-    std::memcpy(&magic, &magic_bits, sizeof magic);
-    const float sum = magnitude + magic;
-    uint32_t s;
-    std::memcpy(&s, &sum, sizeof s);
-    return uint16_t(sign | (s - magic_bits));
-  }
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  // Every case computed, then selected (no branches, so that loops over many values vectorize).
   // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even.
-  a += 0xC8000FFFu + ((a >> 13) & 1u);  // (15 - 127) << 23, plus the rounding increment
-  return uint16_t(sign | (a >> 13));
+  const uint32_t normal = (a + 0xC8000FFFu + ((a >> 13) & 1u)) >> 13;  // (15 - 127) << 23, plus rounding
+  // Below 2^-14, binary16's subnormals: adding 0.5 (a float whose ulp is 2^-24, binary16's smallest step)
+  // rounds the magnitude to a multiple of 2^-24 in the FPU's nearest-even mode; the low bits are then that
+  // multiple.
+  float magnitude;
+  std::memcpy(&magnitude, &a, sizeof magnitude);
+  const float sum = magnitude + 0.5f;
+  uint32_t small;
+  std::memcpy(&small, &sum, sizeof small);
+  small -= 0x3F000000u;  // the bits of 0.5f
+  uint32_t h = a < 0x38800000u ? small : normal;
+  h = a >= 0x477FF000u ? 0x7C00u : h;                        // rounds to infinity (or is one)
+  h = a > 0x7F800000u ? 0x7E00u | ((a >> 13) & 0x3FFu) : h;  // NaN, quieted
+  return uint16_t(sign | h);
 }
 
 // Exact. Branch-free (selects, not jumps), so that the kernels' widening loops vectorize.
@@ -72,7 +69,6 @@ inline float from_bf16(uint16_t h) {
   return x;
 }
 
-
 // from_f16(to_f16(x)) and from_bf16(to_bf16(x)) without leaving float32: the value a 16-bit type carries,
 // for loops over many values (the gradient all-reduce's). Branch-free, so that such loops vectorize.
 inline float round_to_f16(float x) {
@@ -88,8 +84,9 @@ inline float round_to_f16(float x) {
   uint32_t small_bits;
   std::memcpy(&small_bits, &small, sizeof small_bits);
   bits = a < 0x38800000u ? small_bits : bits;
-  bits = a >= 0x477FF000u ? 0x7F800000u : bits;           // rounds to infinity (or is one)
-  bits = a > 0x7F800000u ? (a | 0x00400000u) & ~0x1FFFu : bits;  // a NaN, quieted, its payload cut as to_f16 does
+  bits = a >= 0x477FF000u ? 0x7F800000u : bits;  // rounds to infinity (or is one)
+  bits = a > 0x7F800000u ? (a | 0x00400000u) & ~0x1FFFu
+                         : bits;  // a NaN, quieted, its payload cut as to_f16 does
   bits |= sign;
   float r;
   std::memcpy(&r, &bits, sizeof r);

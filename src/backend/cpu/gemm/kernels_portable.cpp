@@ -10,16 +10,9 @@
 #include <xmmintrin.h>
 #endif
 
-// One copy per x86-64 level (an ELF ifunc picks it at load), so that where the CPU has FMA the loops
-// vectorize and std::fma is one instruction: the same values, at the speed of plain vector code. Not in
-// sanitizer builds: the ifunc resolver runs while the dynamic loader relocates, before the sanitizer's
-// runtime exists, and ThreadSanitizer's instrumentation of it crashes there.
-#if defined(__ELF__) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define DPT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DPT_CLONES
-#endif
+// DPT_CLONES (core/target_clones.hpp): where the CPU has FMA the loops vectorize and std::fma is one
+// instruction: the same values, at the speed of plain vector code.
+#include "core/target_clones.hpp"
 
 namespace dpt::gemm {
 
