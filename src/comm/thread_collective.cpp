@@ -33,11 +33,8 @@ void ThreadCollective::publish(size_t rank, float *buf) {
 double ThreadCollective::all_reduce_range(size_t rank, float *buf, size_t begin, size_t end,
                                           AllReduceAlgorithm algorithm, WireType wire) {
   if (ranks_ == 1) return 0.0;
-  const double t_round = platform::now_seconds();
-  round_for_wire(buf + begin, end - begin, wire);  // what this rank sends
-  const double rounding = platform::now_seconds() - t_round;
   publish(rank, buf);
-  const double t0 = platform::now_seconds() - rounding;
+  const double t0 = platform::now_seconds();
   if (algorithm == AllReduceAlgorithm::kRing) {
     ring(rank, buf, begin, end, wire);
   } else {
@@ -53,7 +50,9 @@ double ThreadCollective::all_reduce_range(size_t rank, float *buf, size_t begin,
 // rank r+1 is then working on chunk r+2 and rank r+2 reads chunk r+3 of it, neither of which is chunk
 // r+1 unless K = 2, where the reader is rank r itself. All-gather: in step s (from 1), rank r copies the
 // finished chunk (r - s) from rank r-1. Chunk c is summed starting at rank c and going round the ring: a
-// fixed order per element. A 16-bit wire rounds each finished sum as it is written.
+// fixed order per element. A 16-bit wire rounds each rank's contribution where it is first read (a rank's
+// own chunk in the step that adds into it; its neighbour's in step 0, where that is a contribution too,
+// afterwards a partial sum) and each finished sum as it is written: no pass of its own.
 void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, WireType wire) {
   const size_t k = ranks_;
   const float *left = buffers_[(rank + k - 1) % k];
@@ -62,6 +61,10 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, W
     const size_t chunk = (rank + 2 * k - s - 1) % k;
     if (s + 2 < k) {
       for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
+        if (wire != WireType::kF32) {
+          accumulate_for_wire(buf + lo, left + lo, hi - lo, true, s == 0, wire);
+          return;
+        }
         float *__restrict dst = buf;
         const float *__restrict src = left;
         for (size_t i = lo; i < hi; ++i) dst[i] += src[i];
@@ -70,7 +73,7 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, W
       // For K = 2 right == left: each element is read before it is written, by this thread only.
       for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
         if (wire != WireType::kF32) {
-          finish_sums_for_wire(buf + lo, right + lo, left + lo, hi - lo, wire);
+          finish_sums_for_wire(buf + lo, right + lo, left + lo, hi - lo, true, s == 0, wire);
           return;
         }
         float *__restrict dst = buf;
@@ -110,6 +113,10 @@ void ThreadCollective::all_reduce_doubles(size_t rank, double *values, size_t co
 void ThreadCollective::naive(size_t rank, float *buf, size_t begin, size_t end, WireType wire) {
   if (rank == 0) {
     for (size_t r = 1; r < ranks_; ++r) {
+      if (wire != WireType::kF32) {  // each contribution rounded as it is read
+        accumulate_for_wire(buf + begin, buffers_[r] + begin, end - begin, r == 1, true, wire);
+        continue;
+      }
       const float *__restrict src = buffers_[r];
       float *__restrict dst = buf;
       for (size_t i = begin; i < end; ++i) dst[i] += src[i];

@@ -19,9 +19,15 @@ void to_wire16(const float *x, uint16_t *out, size_t n, WireType wire);
 void from_wire16(const uint16_t *in, float *out, size_t n, WireType wire);
 // out[i] = the type's rounding of the float32 sum over q < parts, in order, of parts' in[q stride + i].
 void sum_wire16(const uint16_t *in, size_t parts, size_t stride, uint16_t *out, size_t n, WireType wire);
-// The ring's finishing step: sum[i] = copy[i] = round(sum[i] + add[i]) for the wire type. copy may be add
-// itself (two ranks: each element is read before it is written).
-void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, WireType wire);
+// The reductions' steps on a 16-bit wire, each contribution rounded where it is first read (no pass of its
+// own): sum[i] = r(sum[i]) + r(add[i]), r rounding to the wire type for an operand that is a contribution
+// (round_sum, round_add) and the identity for a partial sum.
+void accumulate_for_wire(float *sum, const float *add, size_t n, bool round_sum, bool round_add,
+                         WireType wire);
+// The ring's finishing step: sum[i] = copy[i] = round(r(sum[i]) + r(add[i])). copy may be add itself (two
+// ranks: each element is read before it is written).
+void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, bool round_sum, bool round_add,
+                          WireType wire);
 
 // Calls body(round), round being a function object float -> float for the wire type, so that a loop
 // inside body is compiled once per type with the rounding inlined.
