@@ -45,6 +45,12 @@ dpt::OptimizerConfig to_config(const dpt_optimizer_options &o) {
   return c;
 }
 
+dpt::DType to_dtype(dpt_precision p) {
+  return p == DPT_PRECISION_BF16   ? dpt::DType::kBF16
+         : p == DPT_PRECISION_FP16 ? dpt::DType::kF16
+                                   : dpt::DType::kF32;
+}
+
 dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_devices) {
   dpt::TrainerConfig c;
   DPT_REQUIRE(o.devices != nullptr || o.device_count == 0, DPT_ERROR_NULL_POINTER,
@@ -91,17 +97,12 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
                                               "batch_norm mode") == DPT_BATCH_NORM_SYNC;
   const dpt_precision precision = dpt::capi::checked_enum(
       o.precision, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "precision");
-  c.matmul_dtype = precision == DPT_PRECISION_BF16   ? dpt::DType::kBF16
-                   : precision == DPT_PRECISION_FP16 ? dpt::DType::kF16
-                                                     : dpt::DType::kF32;
+  c.matmul_dtype = to_dtype(precision);
   c.loss_scaling.enabled = precision == DPT_PRECISION_FP16;
   c.loss_scaling.initial_scale = o.initial_loss_scale;
   c.loss_scaling.growth_interval = o.loss_scale_growth_interval;
-  const dpt_precision wire = dpt::capi::checked_enum(
-      o.allreduce_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "allreduce_dtype");
-  c.allreduce_dtype = wire == DPT_PRECISION_BF16   ? dpt::DType::kBF16
-                      : wire == DPT_PRECISION_FP16 ? dpt::DType::kF16
-                                                   : dpt::DType::kF32;
+  c.allreduce_dtype = to_dtype(dpt::capi::checked_enum(
+      o.allreduce_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "allreduce_dtype"));
   return c;
 }
 

@@ -73,7 +73,7 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, W
       // For K = 2 right == left: each element is read before it is written, by this thread only.
       for_each_run(chunk, k, begin, end, [&](size_t lo, size_t hi) {
         if (wire != WireType::kF32) {
-          finish_sums_for_wire(buf + lo, right + lo, left + lo, hi - lo, true, s == 0, wire);
+          finish_sums_for_wire(buf + lo, right + lo, left + lo, hi - lo, s == 0, wire);
           return;
         }
         float *__restrict dst = buf;

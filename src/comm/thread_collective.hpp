@@ -2,9 +2,9 @@
 // Every rank calls the same operation with the same range; a rank reads (and the ring also writes) its
 // neighbours' buffers directly. Additions happen in a fixed order that depends only on an element's index,
 // so results are deterministic, identical on every rank, and the same whether a buffer is reduced whole or
-// in pieces (gradient buckets). With a 16-bit wire type every rank rounds its contribution to it first
-// and the finished sums are rounded to it: what a 16-bit collective delivers (the partial sums stay
-// float32, which shared memory allows).
+// in pieces (gradient buckets). With a 16-bit wire type every rank's contribution is rounded to it where
+// it is first read and the finished sums as they are written: what a 16-bit collective delivers (the
+// partial sums stay float32, which shared memory allows).
 #pragma once
 
 #include <cstddef>

@@ -15,7 +15,8 @@ DPT_CLONES void round_for_wire(float *x, size_t n, WireType wire) {
 
 DPT_CLONES void accumulate_for_wire(float *sum, const float *add, size_t n, bool round_sum, bool round_add,
                                     WireType wire) {
-  // Four loops without branches inside, so that each vectorizes.
+  // One loop per case the reductions use (no branch inside, so that each vectorizes); round_sum and
+  // round_add are never both false (that is the float32 addition).
   if (wire == WireType::kBF16) {
     if (round_sum && round_add)
       for (size_t i = 0; i < n; ++i) sum[i] = round_to_bf16(sum[i]) + round_to_bf16(add[i]);
@@ -35,39 +36,33 @@ DPT_CLONES void accumulate_for_wire(float *sum, const float *add, size_t n, bool
 
 namespace {
 
-// finish_sums_for_wire's loop for one rounding and one choice of rounded operands: fixed at compile time,
-// so that the loop has no branch and vectorizes.
-template <bool kRoundSum, bool kRoundAdd, typename Round>
+// finish_sums_for_wire's loop for one rounding and one choice of add: fixed at compile time, so that the
+// loop has no branch and vectorizes.
+template <bool kRoundAdd, typename Round>
 inline void finish(float *sum, float *copy, const float *add, size_t n, Round round) {
   for (size_t i = 0; i < n; ++i) {
-    const float a = kRoundSum ? round(sum[i]) : sum[i], b = kRoundAdd ? round(add[i]) : add[i];
-    const float v = round(a + b);
+    const float v = round(round(sum[i]) + (kRoundAdd ? round(add[i]) : add[i]));
     sum[i] = v;
     copy[i] = v;
   }
 }
 
 template <typename Round>
-inline void finish_with(float *sum, float *copy, const float *add, size_t n, bool round_sum, bool round_add,
-                        Round round) {
-  if (round_sum && round_add)
-    finish<true, true>(sum, copy, add, n, round);
-  else if (round_sum)
-    finish<true, false>(sum, copy, add, n, round);
-  else if (round_add)
-    finish<false, true>(sum, copy, add, n, round);
+inline void finish_with(float *sum, float *copy, const float *add, size_t n, bool round_add, Round round) {
+  if (round_add)
+    finish<true>(sum, copy, add, n, round);
   else
-    finish<false, false>(sum, copy, add, n, round);
+    finish<false>(sum, copy, add, n, round);
 }
 
 }  // namespace
 
-DPT_CLONES void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, bool round_sum,
-                                     bool round_add, WireType wire) {
+DPT_CLONES void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, bool round_add,
+                                     WireType wire) {
   if (wire == WireType::kBF16)
-    finish_with(sum, copy, add, n, round_sum, round_add, [](float v) { return round_to_bf16(v); });
+    finish_with(sum, copy, add, n, round_add, [](float v) { return round_to_bf16(v); });
   else
-    finish_with(sum, copy, add, n, round_sum, round_add, [](float v) { return round_to_f16(v); });
+    finish_with(sum, copy, add, n, round_add, [](float v) { return round_to_f16(v); });
 }
 
 DPT_CLONES void to_wire16(const float *x, uint16_t *out, size_t n, WireType wire) {

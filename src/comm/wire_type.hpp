@@ -24,26 +24,8 @@ void sum_wire16(const uint16_t *in, size_t parts, size_t stride, uint16_t *out, 
 // (round_sum, round_add) and the identity for a partial sum.
 void accumulate_for_wire(float *sum, const float *add, size_t n, bool round_sum, bool round_add,
                          WireType wire);
-// The ring's finishing step: sum[i] = copy[i] = round(r(sum[i]) + r(add[i])). copy may be add itself (two
-// ranks: each element is read before it is written).
-void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, bool round_sum, bool round_add,
-                          WireType wire);
-
-// Calls body(round), round being a function object float -> float for the wire type, so that a loop
-// inside body is compiled once per type with the rounding inlined.
-template <typename Body>
-void with_wire_rounding(WireType wire, Body &&body) {
-  switch (wire) {
-    case WireType::kF32:
-      body([](float v) { return v; });
-      return;
-    case WireType::kBF16:
-      body([](float v) { return round_to_bf16(v); });
-      return;
-    case WireType::kF16:
-      body([](float v) { return round_to_f16(v); });
-      return;
-  }
-}
+// The ring's finishing step, sum being this rank's contribution: sum[i] = copy[i] = round(round(sum[i]) +
+// r(add[i])). copy may be add itself (two ranks: each element is read before it is written).
+void finish_sums_for_wire(float *sum, float *copy, const float *add, size_t n, bool round_add, WireType wire);
 
 }  // namespace dpt

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "io/checkpoint_format.hpp"
+#include "parallel/loss_scaler.hpp"
 
 namespace dpt {
 
@@ -182,13 +183,11 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   if (trainer.config().loss_scaling.enabled && tensors.count("trainer.loss_scaler") != 0) {
     const std::vector<double> scaler =
         values<double>(find(tensors, "trainer.loss_scaler", ElementType::kF64, path));
-    int exponent = 0;
-    DPT_REQUIRE(scaler.size() == 2 && std::isfinite(scaler[0]) && scaler[0] >= 1.0 &&
-                    std::frexp(scaler[0], &exponent) == 0.5 && scaler[1] >= 0 && scaler[1] < 0x1p53 &&
+    DPT_REQUIRE(scaler.size() == 2 && valid_loss_scale(scaler[0]) && scaler[1] >= 0 && scaler[1] < 0x1p53 &&
                     scaler[1] == std::floor(scaler[1]),
                 DPT_ERROR_FORMAT,
                 "checkpoint '" + path +
-                    "': trainer.loss_scaler must hold a power-of-two scale of at least 1 and a whole count");
+                    "': trainer.loss_scaler must hold a power-of-two scale from 1 to 2^64 and a whole count");
     state.loss_scale = scaler[0];
     state.loss_scale_growth_tracker = uint64_t(scaler[1]);
   }

@@ -18,13 +18,16 @@ struct LossScaling {
   uint64_t growth_interval = 2000;  // finite windows in a row before S doubles; 0: S never grows
 };
 
-// Refuses an initial scale that is not a power of two from 1 to 2^64 (checked whether or not enabled, so
-// that a setting is never silently dropped).
-inline void validate(const LossScaling &c) {
+// A loss scale: a power of two from 1 to 2^64.
+inline bool valid_loss_scale(double s) {
   int exponent = 0;
-  DPT_REQUIRE(std::isfinite(c.initial_scale) && c.initial_scale >= 1.0 &&
-                  std::frexp(c.initial_scale, &exponent) == 0.5 && exponent <= 65,
-              DPT_ERROR_INVALID_ARGUMENT,
+  return std::isfinite(s) && s >= 1.0 && std::frexp(s, &exponent) == 0.5 && exponent <= 65;
+}
+
+// Refuses an initial scale that is not valid_loss_scale (checked whether or not enabled, so that a setting
+// is never silently dropped).
+inline void validate(const LossScaling &c) {
+  DPT_REQUIRE(valid_loss_scale(c.initial_scale), DPT_ERROR_INVALID_ARGUMENT,
               "the initial loss scale must be a power of two from 1 to 2^64 (GradScaler's default: 65536)");
 }
 
