@@ -75,14 +75,14 @@ const (
 	PrecisionFP32 Precision = 0
 	// PrecisionBF16: mixed precision: every matrix product takes its inputs rounded to bfloat16 and
 	// accumulates in float32; everything else (the parameters, activations, gradients, the loss and the
-	// optimizer) stays float32. CPU devices only: a trainer on CUDA devices refuses it (StatusUnsupported).
+	// optimizer) stays float32. On CPU devices and GPUs.
 	PrecisionBF16 Precision = 1
 	// PrecisionFP16: mixed precision: every matrix product takes its inputs rounded to IEEE float16 and
 	// accumulates in float32, the rest as in PrecisionBF16, with dynamic loss scaling (PyTorch GradScaler's
 	// policy): the loss is multiplied by a power-of-two scale before backward; a window whose gradient
 	// overflows float16 is skipped (StepResult.SkippedOverflow: not an error, the parameters and optimizer
 	// state unchanged) and the scale halved (never below 1); after TrainerOptions.LossScaleGrowthInterval
-	// applied windows in a row it doubles. CPU devices only (StatusUnsupported on CUDA devices).
+	// applied windows in a row it doubles. On CPU devices and GPUs.
 	PrecisionFP16 Precision = 2
 )
 

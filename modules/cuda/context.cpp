@@ -16,6 +16,7 @@ dpt_backend_context::~dpt_backend_context() {
   allocations.clear();
   if (workspace != nullptr) cudaFree(workspace);
   if (scratch != nullptr) cudaFree(scratch);
+  if (operands != nullptr) cudaFree(operands);
   if (activation_desc != nullptr) cudnnDestroyActivationDescriptor(activation_desc);
   if (pool_desc != nullptr) cudnnDestroyPoolingDescriptor(pool_desc);
   if (y_desc != nullptr) cudnnDestroyTensorDescriptor(y_desc);
@@ -96,6 +97,10 @@ int ensure_workspace(dpt_backend_context &c, size_t bytes, const Error &e) {
 
 int ensure_scratch(dpt_backend_context &c, size_t bytes, const Error &e) {
   return grow(c, c.scratch, c.scratch_size, bytes, "reduction scratch", e);
+}
+
+int ensure_operands(dpt_backend_context &c, size_t bytes, const Error &e) {
+  return grow(c, c.operands, c.operands_size, bytes, "16-bit operands", e);
 }
 
 int check_launch(const dpt_backend_context &c, const char *kernel, const Error &e) {

@@ -22,7 +22,7 @@
 namespace dpt::cuda {
 
 struct ConvPlan;  // ops/conv_plan.hpp
-using ConvKey = std::array<int32_t, 8>;
+using ConvKey = std::array<int32_t, 9>;
 
 // Used when the options give no workspace limit.
 constexpr uint64_t kDefaultWorkspaceLimit = uint64_t(64) << 20;
@@ -48,6 +48,8 @@ struct dpt_backend_context {
   size_t workspace_size = 0;
   void *scratch = nullptr;  // partial sums of the loss and norm kernels
   size_t scratch_size = 0;
+  void *operands = nullptr;  // the 16-bit (or 16-bit-rounded) copies of matrix products' inputs
+  size_t operands_size = 0;
   std::map<dpt::cuda::ConvKey, std::unique_ptr<dpt::cuda::ConvPlan>> conv_plans;
 
   dpt_backend_context();
@@ -78,10 +80,11 @@ int with_context(dpt_backend_context *ctx, const Error &e, const char *call, F &
   }
 }
 
-// Makes the cuDNN workspace (or the scratch buffer) at least bytes large: frees the old one once the
-// stream has finished with it.
+// Makes the cuDNN workspace (or the scratch buffer, or the operand buffer of ops/matmul.hpp) at least
+// bytes large: frees the old one once the stream has finished with it.
 int ensure_workspace(dpt_backend_context &c, size_t bytes, const Error &e);
 int ensure_scratch(dpt_backend_context &c, size_t bytes, const Error &e);
+int ensure_operands(dpt_backend_context &c, size_t bytes, const Error &e);
 
 // Checks a launch of the module's own kernels.
 int check_launch(const dpt_backend_context &c, const char *kernel, const Error &e);

@@ -19,9 +19,13 @@ namespace {
 
 using namespace dpt::cuda;
 
-// bfloat16 matrix products (dpt_op_call::matmul_dtype) have no CUDA kernels yet: such calls are refused.
+// Matrix products take float32, bfloat16 or float16 inputs (dpt_op_call::matmul_dtype, ops/matmul.hpp).
+bool known_matmul_dtype(int32_t dtype) {
+  return dtype == DPT_DTYPE_F32 || dtype == DPT_DTYPE_BF16 || dtype == DPT_DTYPE_F16;
+}
+
 int op_supported(const char *op, int32_t dtype, int32_t matmul_dtype) {
-  return dtype == DPT_DTYPE_F32 && matmul_dtype == DPT_DTYPE_F32 && find_op(op) != nullptr ? 1 : 0;
+  return dtype == DPT_DTYPE_F32 && known_matmul_dtype(matmul_dtype) && find_op(op) != nullptr ? 1 : 0;
 }
 
 // Finds the call's kernel, checks what every op shares and runs the pass.
@@ -33,10 +37,10 @@ int run_op(dpt_backend_context *ctx, const dpt_op_call *call, bool forward, char
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL call", c.ordinal, pass);
     if (call->op == nullptr)
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: %s: NULL op name", c.ordinal, pass);
-    if (call->matmul_dtype != DPT_DTYPE_F32)
+    if (!known_matmul_dtype(call->matmul_dtype))
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "cuda:%d: %s: %.64s: matrix products on bfloat16 inputs do not run on CUDA devices yet",
-                    c.ordinal, pass, call->op);
+                    "cuda:%d: %s: %.64s: matmul_dtype %d (float32, bfloat16 or float16)", c.ordinal, pass,
+                    call->op, int(call->matmul_dtype));
     const OpKernel *op = find_op(call->op);
     if (op == nullptr)
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,

@@ -4,8 +4,10 @@
 // NCCL across GPUs). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it.
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
-//   [--tf32]
+//   [--tf32] [--precision fp32,bf16,fp16]
 //
+// --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
+// row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
 // A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
 // goes on. --max-mib 0 skips the all-reduce table.
 //
@@ -32,7 +34,21 @@ struct Options {
   std::vector<std::string> models{"lenet", "mlp"};
   size_t batch = 256, steps = 50, max_mib = 256;
   bool tf32 = false;
+  std::vector<std::string> precisions{"fp32"};
 };
+
+// The trainer's matmul dtype of a --precision name; false when the name is unknown.
+bool precision_dtype(const std::string &name, dpt::DType &out) {
+  if (name == "fp32")
+    out = dpt::DType::kF32;
+  else if (name == "bf16")
+    out = dpt::DType::kBF16;
+  else if (name == "fp16")
+    out = dpt::DType::kF16;
+  else
+    return false;
+  return true;
+}
 
 std::vector<std::string> split(const std::string &text) {
   std::vector<std::string> out;
@@ -62,7 +78,7 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       "training step, batch %zu (split across the replicas), SGD momentum 0.9, synthetic inputs, %zu timed"
       " steps after 5 warm-up; TF32 %s\n\n",
       o.batch, o.steps, o.tf32 ? "on" : "off");
-  std::printf("%-9s %-12s %10s %8s %11s %13s %10s\n", "model", "devices", "images/s", "vs_1", "compute_ms",
+  std::printf("%-11s %-12s %10s %8s %11s %13s %10s\n", "model", "devices", "images/s", "vs_1", "compute_ms",
               "allreduce_ms", "update_ms");
   std::vector<std::vector<size_t>> layouts{{0}, {0, 0}};
   if (context->device_count() >= 2) layouts.push_back({0, 1});
@@ -85,41 +101,46 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
     for (const dpt::Node &node : spec.nodes())
       if (std::string(node.op->name) == "causal_self_attention")
         flops_per_token += 6.0 * double(node.layout.output[0]) * double(node.layout.output[1]);
-    double base = 0;
-    for (const auto &devices : layouts) {
-      dpt::TrainerConfig config;
-      config.devices = devices;
-      config.optimizer.learning_rate = 0.01f;
-      config.optimizer.momentum = 0.9f;
-      config.kernels.allow_tf32 = o.tf32;
-      std::unique_ptr<dpt::Trainer> made;
-      try {
-        made = std::make_unique<dpt::Trainer>(context, spec, config);
-      } catch (const dpt::Error &e) {
-        std::printf("%-9s %-12s refused: %s\n", model.c_str(), layout_name(devices).c_str(), e.what());
-        continue;
+    for (const std::string &precision : o.precisions) {
+      const std::string label = precision == "fp32" ? model : model + "/" + precision;
+      double base = 0;
+      for (const auto &devices : layouts) {
+        dpt::TrainerConfig config;
+        config.devices = devices;
+        precision_dtype(precision, config.matmul_dtype);
+        config.loss_scaling.enabled = config.matmul_dtype == dpt::DType::kF16;
+        config.optimizer.learning_rate = 0.01f;
+        config.optimizer.momentum = 0.9f;
+        config.kernels.allow_tf32 = o.tf32;
+        std::unique_ptr<dpt::Trainer> made;
+        try {
+          made = std::make_unique<dpt::Trainer>(context, spec, config);
+        } catch (const dpt::Error &e) {
+          std::printf("%-11s %-12s refused: %s\n", label.c_str(), layout_name(devices).c_str(), e.what());
+          continue;
+        }
+        dpt::Trainer &trainer = *made;
+        for (int i = 0; i < 5; ++i) trainer.step(x.data(), y.data(), o.batch);
+        double compute = 0, reduce = 0, update = 0;
+        const double t0 = dpt::platform::now_seconds();
+        for (size_t i = 0; i < o.steps; ++i) {
+          const dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+          compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
+        }
+        const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
+        if (base == 0) base = rate;
+        const double n = double(o.steps);
+        std::printf("%-11s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f", label.c_str(),
+                    layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
+                    update / n * 1e3);
+        if (tokens) {
+          const double per_second = rate * double(spec.input().size());
+          std::printf("  tokens/s %.0f, %.2f TFLOP/s (6N + 6TC per token)", per_second,
+                      per_second * flops_per_token / 1e12);
+        }
+        std::printf("\n");
+        std::fflush(stdout);
       }
-      dpt::Trainer &trainer = *made;
-      for (int i = 0; i < 5; ++i) trainer.step(x.data(), y.data(), o.batch);
-      double compute = 0, reduce = 0, update = 0;
-      const double t0 = dpt::platform::now_seconds();
-      for (size_t i = 0; i < o.steps; ++i) {
-        const dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
-        compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
-      }
-      const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
-      if (base == 0) base = rate;
-      const double n = double(o.steps);
-      std::printf("%-9s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f", model.c_str(),
-                  layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
-                  update / n * 1e3);
-      if (tokens) {
-        const double per_second = rate * double(spec.input().size());
-        std::printf("  tokens/s %.0f, %.2f TFLOP/s (6N + 6TC per token)", per_second,
-                    per_second * flops_per_token / 1e12);
-      }
-      std::printf("\n");
-      std::fflush(stdout);
     }
   }
 }
@@ -200,11 +221,20 @@ int main(int argc, char **argv) {
       o.max_mib = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--tf32")
       o.tf32 = true;
+    else if (a == "--precision" && has_value)
+      o.precisions = split(argv[++i]);
     else {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
-          "[--tf32]\n");
+          "[--tf32] [--precision fp32,bf16,fp16]\n");
       return a == "--help" ? 0 : 2;
+    }
+  }
+  for (const std::string &p : o.precisions) {
+    dpt::DType unused;
+    if (!precision_dtype(p, unused)) {
+      std::fprintf(stderr, "dptrain_gpu_bench: unknown precision \"%s\" (fp32, bf16, fp16)\n", p.c_str());
+      return 2;
     }
   }
   if (o.batch < 2 || o.steps < 1) {

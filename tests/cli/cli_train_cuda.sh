@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `dptrain train --devices cuda...`: GPU device strings, their errors, and training LeNet on two replicas of
-# one GPU (cuda:0x2) against the same run on one CPU device. Registered as cli_train_cuda_sim (against the
+# one GPU (cuda:0x2) against the same run on one CPU device, in float32 and in bf16 (against two CPU
+# devices: the same slices, so the same 16-bit roundings up to the order of float32 sums). Registered as cli_train_cuda_sim (against the
 # simulated module of tests/sim_cuda) and cli_train_cuda (the real module: skipped, exit 77, without a GPU).
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/common.sh" "$@"
@@ -53,5 +54,18 @@ if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.
   pass "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss (relative difference <= 1e-4)"
 else
   fail "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss"
+fi
+run_cli gpu_bf16 "${common[@]}" --devices cuda:0x2 --deterministic --precision bf16
+[ "$RC" -eq 0 ] || fail "cuda:0x2 bf16: exit $RC, $(tail -n 3 "$WORK/gpu_bf16.err")"
+run_cli cpu_bf16 "${common[@]}" --devices cpu:2 --precision bf16
+[ "$RC" -eq 0 ] || fail "cpu:2 bf16: exit $RC, $(tail -n 3 "$WORK/cpu_bf16.err")"
+json_check "$WORK/gpu_bf16.out" "d['precision'] == 'bf16'" "cuda:0x2 --precision bf16: reported"
+gpu_loss=$(json_get "$WORK/gpu_bf16.out" "d['test_loss']")
+cpu_loss=$(json_get "$WORK/cpu_bf16.out" "d['test_loss']")
+if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > 1e-3 * abs(c))" \
+  "$gpu_loss" "$cpu_loss"; then
+  pass "bf16: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss (relative difference <= 1e-3)"
+else
+  fail "bf16: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss"
 fi
 finish

@@ -53,8 +53,9 @@ void test_interface(void **) {
   assert_true(v.runtime_version >= 12000);
 }
 
-// The ops of op_call.h the module has kernels of, F32 only: all but dropout ("flatten" is a view, supported
-// without a kernel); an unknown name or NULL is not supported.
+// The ops of op_call.h the module has kernels of, F32 tensors only, with float32, bfloat16 or float16
+// matrix products: all but dropout ("flatten" is a view, supported without a kernel); an unknown name or
+// NULL is not supported.
 void test_op_supported(void **) {
   const dpt_backend_v2 *api = module_or_skip();
   for (const char *op : {"dense", "conv2d", "avg_pool2d", "max_pool2d", "relu", "sigmoid", "tanh", "flatten",
@@ -66,7 +67,12 @@ void test_op_supported(void **) {
       assert_int_equal(api->op_supported(op, dtype, DPT_DTYPE_F32), 0);
   }
   assert_int_equal(api->op_supported("dropout", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
-  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, DPT_DTYPE_BF16), 0);  // not on CUDA yet
+  for (const int32_t matmul : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
+    assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, matmul), 1);
+    assert_int_equal(api->op_supported("conv2d", DPT_DTYPE_F32, matmul), 1);
+  }
+  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, DPT_DTYPE_I32), 0);
+  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, 99), 0);
   assert_int_equal(api->op_supported("no_such_op", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
   assert_int_equal(api->op_supported("Dense", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
   assert_int_equal(api->op_supported("", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);

@@ -131,8 +131,8 @@ else
 fi
 
 section "build (-j$jobs)"
-targets=(dptrain dptrain-cli test_cuda_backend test_cuda_module test_cuda_layers test_cuda_norms test_cuda_transformer test_cuda_training
-  test_cuda_collectives test_gpu_training dptrain_gpu_bench)
+targets=(dptrain dptrain-cli test_cuda_backend test_cuda_module test_cuda_layers test_cuda_norms test_cuda_transformer
+  test_cuda_precision test_cuda_training test_cuda_collectives test_gpu_training dptrain_gpu_bench)
 grep -q "CUDA module: CUDA" "$out/configure.log" && targets+=(dptrain_cuda)
 build_start=$(date +%s)
 if timeout 360 cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1; then
@@ -196,11 +196,11 @@ section "benchmarks (dptrain_gpu_bench)"
 if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   # The bench links the core: it finds the module through DPTRAIN_BACKEND_PATH.
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models lenet,mlp --batch 256 \
-    --steps 50 --max-mib 256 >"$out/gpu-bench.txt" 2>&1; then
+    --steps 50 --max-mib 256 --precision fp32,bf16 >"$out/gpu-bench.txt" 2>&1; then
     cat "$out/gpu-bench.txt"
     while read -r model devices rate rest; do
       row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate"}')"
-    done < <(awk '$1 ~ /^(lenet|mlp)$/ && $3 ~ /^[0-9]+$/' "$out/gpu-bench.txt")
+    done < <(awk '$1 ~ /^(lenet|mlp)(\/bf16)?$/ && $3 ~ /^[0-9]+$/' "$out/gpu-bench.txt")
     while read -r line; do
       row "all-reduce busbw, $(echo "$line" | sed -E 's/ +[0-9]+ MiB.*//')" "$(echo "$line" | awk '{print $NF}') GB/s" \
         "$(echo "$line" | grep -oE '[0-9]+ MiB')"
@@ -213,7 +213,7 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   # ResNet-18 (the built-in resnet18, sync batch norm): one GPU, two replicas on it, two GPUs when there are
   # two. A layout the trainer refuses shows as a "refused" row with its message.
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
-    --steps 20 --max-mib 0 >"$out/gpu-bench-resnet18.txt" 2>&1; then
+    --steps 20 --max-mib 0 --precision fp32,bf16 >"$out/gpu-bench-resnet18.txt" 2>&1; then
     cat "$out/gpu-bench-resnet18.txt"
     while read -r model devices rate rest; do
       if [ "$rate" = "refused:" ]; then
@@ -221,7 +221,7 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
       else
         row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate"}')"
       fi
-    done < <(awk '$1 == "resnet18" && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
+    done < <(awk '$1 ~ /^resnet18(\/bf16)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
   else
     tail -n 20 "$out/gpu-bench-resnet18.txt"
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
@@ -229,9 +229,10 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   fi
   # gpt-mini (batch 16 x 128 tokens, SGD; synthetic tokens): tokens/s on cuda:0 and cuda:0x2, and the model
   # FLOPs utilisation as llm.c reports it (6N + 6TC FLOPs per token) against the GPU's FP32 peak (H200: 67
-  # TFLOP/s without tensor cores; the module runs FP32 SGEMMs).
+  # TFLOP/s without tensor cores; float32 runs FP32 SGEMMs; the bf16 rows run tensor cores, whose dense
+  # bf16 peak is 989 TFLOP/s: their MFU against 67 only compares them with float32's).
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models gpt-mini --batch 16 \
-    --steps 20 --max-mib 0 >"$out/gpu-bench-gpt-mini.txt" 2>&1; then
+    --steps 20 --max-mib 0 --precision fp32,bf16 >"$out/gpu-bench-gpt-mini.txt" 2>&1; then
     cat "$out/gpu-bench-gpt-mini.txt"
     while read -r model devices rate rest; do
       if [ "$rate" = "refused:" ]; then
@@ -241,7 +242,7 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
         tflops=$(echo "$rest" | sed -nE 's/.*tokens\/s ([0-9]+), ([0-9.]+) TFLOP\/s.*/\2/p')
         row "$model tokens/s, $devices" "$tokens" "batch 16 x 128; $tflops TFLOP/s = $(awk -v t="$tflops" 'BEGIN {printf "%.1f", 100 * t / 67}')% MFU of 67 FP32 TFLOP/s"
       fi
-    done < <(awk '$1 == "gpt-mini" && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-gpt-mini.txt")
+    done < <(awk '$1 ~ /^gpt-mini(\/bf16)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-gpt-mini.txt")
   else
     tail -n 20 "$out/gpu-bench-gpt-mini.txt"
     row "dptrain_gpu_bench gpt-mini" "FAILED" "see $out/gpu-bench-gpt-mini.txt"

@@ -104,6 +104,10 @@ const char *dtype_name(int32_t dtype) {
   }
 }
 
+bool known_matmul_dtype(int32_t dtype) {
+  return dtype == DPT_DTYPE_F32 || dtype == DPT_DTYPE_BF16 || dtype == DPT_DTYPE_F16;
+}
+
 // A tensor of the call: rank 1 .. DPT_OP_MAX_RANK, every dim positive, at most INT_MAX elements (BLAS
 // takes int), F32 (or the dtype given). Its elements (per sample for activations, in all for parameters and
 // buffers) in count.
@@ -202,12 +206,10 @@ int check_and_enqueue(dpt_backend_context &c, const dpt::cpu::OpKernel &kernel, 
   if (k.phase != DPT_OP_PHASE_SINGLE && k.phase != DPT_OP_PHASE_STATISTICS && k.phase != DPT_OP_PHASE_APPLY)
     return report(e, kInvalid, "cuda:%d: %s: phase %d (DPT_OP_PHASE_SINGLE, _STATISTICS or _APPLY)",
                   c.ordinal, call, int(k.phase));
-  // As the real module: no bfloat16 matrix products on CUDA yet.
-  if (k.matmul_dtype != DPT_DTYPE_F32)
-    return report(
-        e, kInvalid,
-        "cuda:%d: %s: matmul_dtype %d: matrix products on bfloat16 inputs do not run on CUDA devices yet",
-        c.ordinal, call, int(k.matmul_dtype));
+  // As the real module: matrix products on float32, bfloat16 or float16 inputs (the CPU kernels run them).
+  if (!known_matmul_dtype(k.matmul_dtype))
+    return report(e, kInvalid, "cuda:%d: %s: matmul_dtype %d (float32, bfloat16 or float16)", c.ordinal, call,
+                  int(k.matmul_dtype));
   if (int rc = check_count(c, call, "input_count", k.input_count, 1, DPT_OP_MAX_INPUTS, e)) return rc;
   if (int rc = check_count(c, call, "param_count", k.param_count, 0, DPT_OP_MAX_PARAMS, e)) return rc;
   if (int rc = check_count(c, call, "buffer_count", k.buffer_count, 0, DPT_OP_MAX_PARAMS, e)) return rc;
@@ -338,7 +340,7 @@ int op_call(dpt_backend_context *ctx, const dpt_op_call *call, bool backward, co
 
 int op_supported(const char *op, int32_t dtype, int32_t matmul_dtype) {
   try {
-    if (dtype != DPT_DTYPE_F32 || matmul_dtype != DPT_DTYPE_F32) return 0;
+    if (dtype != DPT_DTYPE_F32 || !known_matmul_dtype(matmul_dtype)) return 0;
     return sim_kernel(op) != nullptr || is_view(op) ? 1 : 0;
   } catch (...) {
     return 0;

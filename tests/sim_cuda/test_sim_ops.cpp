@@ -402,9 +402,13 @@ void test_op_supported(void **) {
          std::initializer_list<int32_t>{DPT_DTYPE_BF16, DPT_DTYPE_F16, DPT_DTYPE_I32, 99})
       assert_int_equal(api->op_supported(op, dtype, DPT_DTYPE_F32), 0);
   }
-  // No bfloat16 matrix products on CUDA yet (dpt_op_call::matmul_dtype), as the real module.
-  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, DPT_DTYPE_BF16), 0);
-  assert_int_equal(api->op_supported("relu", DPT_DTYPE_F32, DPT_DTYPE_BF16), 0);
+  // Matrix products on 16-bit inputs (dpt_op_call::matmul_dtype), as the real module; no other types.
+  for (const int32_t matmul : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
+    assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, matmul), 1);
+    assert_int_equal(api->op_supported("relu", DPT_DTYPE_F32, matmul), 1);
+  }
+  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, DPT_DTYPE_I32), 0);
+  assert_int_equal(api->op_supported("dense", DPT_DTYPE_F32, 99), 0);
   assert_int_equal(api->op_supported("flatten", DPT_DTYPE_F32, DPT_DTYPE_F32), 1);
   assert_int_equal(api->op_supported("flatten", DPT_DTYPE_BF16, DPT_DTYPE_F32), 0);
   assert_int_equal(api->op_supported("softmax", DPT_DTYPE_F32, DPT_DTYPE_F32), 0);
@@ -487,6 +491,8 @@ void test_op_checks(void **) {
   });
   expect_refused("inputs[0] has dtype 1 (bf16): this module runs f32 only",
                  [](dpt_op_call &c) { c.inputs[0].dtype = DPT_DTYPE_BF16; });
+  expect_refused("op_forward(relu): matmul_dtype 3 (float32, bfloat16 or float16)",
+                 [](dpt_op_call &c) { c.matmul_dtype = DPT_DTYPE_I32; });
   expect_refused("inputs[0] 0x", [&](dpt_op_call &c) { c.inputs[0].data = host; });
   expect_refused("not device memory", [&](dpt_op_call &c) { c.inputs[0].data = host; });
   expect_refused("op_forward(relu): output [", [&](dpt_op_call &c) { c.output.data = d + 60; });

@@ -9,10 +9,8 @@ public partial class TrainerOptions {
   /// loss and the optimizer) stays float32, or <see cref="DPTrain.Precision.Fp16"/>: the same with IEEE
   /// float16 inputs and dynamic loss scaling (PyTorch GradScaler's policy; see
   /// <see cref="InitialLossScale"/>).</summary>
-  /// <remarks>CPU devices only in this version: a trainer on CUDA devices refuses <c>Bf16</c> and <c>Fp16</c>
-  /// with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>); a value outside the enum is
-  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
-  /// created.</remarks>
+  /// <remarks>On CPU devices and GPUs; a value outside the enum is <see cref="InvalidArgumentException"/>
+  /// (<see cref="Status.InvalidArgument"/>) when the trainer is created.</remarks>
   public Precision Precision {
     get { return PrecisionNative; }
     set { PrecisionNative = value; }

@@ -82,8 +82,10 @@ typedef enum dpt_precision {
   /** Mixed precision, bfloat16: every matrix product takes its inputs rounded to bfloat16 (to nearest even,
    * subnormals as zero) and accumulates in float32, as torch.autocast(dtype=torch.bfloat16) on CPUs;
    * everything else (softmax, the loss, normalisation, reductions, the optimizer and its state, the
-   * parameters: the float32 "master weights") stays float32. CPU devices only in this version
-   * (docs/precision.md says which op runs in which precision, and which CPU kernels run it). */
+   * parameters: the float32 "master weights") stays float32. On CUDA devices the products run on tensor
+   * cores (cuBLAS with bfloat16 inputs and float32 sums; convolutions on rounded inputs in TF32), keeping
+   * float32 subnormals (docs/precision.md says which op runs in which precision, and which kernels run it).
+   */
   DPT_PRECISION_BF16 = 1,
   /** Mixed precision, float16: the matrix products take their inputs rounded to IEEE float16 (to nearest
    * even, subnormals kept, magnitudes from 65520 infinite) and accumulate in float32, as
@@ -92,7 +94,7 @@ typedef enum dpt_precision {
    * backward and the summed gradient divided by it before clipping; a window whose gradient overflows is
    * skipped (parameters and optimizer state unchanged, skipped_overflow, overflow_steps) and the scale
    * halved (never below 1); after loss_scale_growth_interval applied windows in a row it doubles. The scale
-   * and its count are checkpointed. CPU devices only in this version. Since 0.2. */
+   * and its count are checkpointed. On CUDA devices as bf16, with float16 inputs. Since 0.2. */
   DPT_PRECISION_FP16 = 2
 } dpt_precision;
 
@@ -153,8 +155,8 @@ typedef struct dpt_trainer_options {
    * CUDA GPU ("virtual devices") do not run batch_norm in this version (DPT_ERROR_UNSUPPORTED); one replica
    * per GPU does (the statistics are summed on the host). */
   dpt_batch_norm_mode batch_norm;
-  /** DPT_PRECISION_FP32 (default), DPT_PRECISION_BF16 or DPT_PRECISION_FP16. CUDA devices refuse the
-   * 16-bit precisions in this version (DPT_ERROR_UNSUPPORTED). Since 0.2. */
+  /** DPT_PRECISION_FP32 (default), DPT_PRECISION_BF16 or DPT_PRECISION_FP16, on CPU and CUDA devices.
+   * Since 0.2. */
   dpt_precision precision;
   /** DPT_PRECISION_FP16's loss scaling: the scale of the first step, a power of two from 1 to 2^64
    * (default 65536 = 2^16, GradScaler's; anything else is refused whatever the precision). Since 0.2. */

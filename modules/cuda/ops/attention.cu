@@ -10,6 +10,7 @@
 // Scratch: three T x T matrices per head (S, dP, P M) of one sample at a time.
 #include "cuda/kernels.hpp"
 #include "cuda/ops/launch.cuh"
+#include "cuda/ops/matmul.hpp"
 #include "cuda/ops/ops.hpp"
 #include "interface/op_math.hpp"
 
@@ -25,17 +26,15 @@ struct Attention {
 };
 
 // Row-major C[m x n] = alpha op(A) op(B) + beta C for `batch` matrices `stride_*` floats apart, as the CPU's
-// blas::gemm: cuBLAS is column-major, where a row-major matrix is its transpose, so C^T = op(B)^T op(A)^T
-// is the same call with the operands swapped.
-int row_gemm(dpt_backend_context &c, bool ta, bool tb, size_t m, size_t n, size_t k, float alpha,
-             const float *a, size_t lda, long long stride_a, const float *b, size_t ldb, long long stride_b,
-             float beta, float *out, size_t ldc, long long stride_c, size_t batch, const Error &e) {
-  const int ordinal = c.ordinal;
-  DPT_CUBLAS("cublasSgemmStridedBatched",
-             cublasSgemmStridedBatched(c.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                       int(n), int(m), int(k), &alpha, b, int(ldb), stride_b, a, int(lda),
-                                       stride_a, &beta, out, int(ldc), stride_c, int(batch)));
-  return 0;
+// blas::gemm, at the call's matmul_dtype (ops/matmul.hpp): cuBLAS is column-major, where a row-major matrix
+// is its transpose, so C^T = op(B)^T op(A)^T is the same call with the operands swapped.
+int row_gemm(dpt_backend_context &c, const dpt_op_call &call, bool ta, bool tb, size_t m, size_t n, size_t k,
+             float alpha, const float *a, size_t lda, long long stride_a, const float *b, size_t ldb,
+             long long stride_b, float beta, float *out, size_t ldc, long long stride_c, size_t batch,
+             const Error &e) {
+  return gemm(c, call.matmul_dtype, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, int(n),
+              int(m), int(k), alpha, {b, int(ldb), stride_b}, {a, int(lda), stride_a}, beta, out, int(ldc),
+              stride_c, int(batch), e);
 }
 
 // The maximum, then the sum, of the 32 lanes' values, in every lane (fixed butterflies).
@@ -154,15 +153,15 @@ int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
   for (size_t i = 0; i < size_t(call.n); ++i) {
     const float *q = x + i * a.t * a.row(), *k = q + a.c, *v = q + 2 * a.c;
     float *sv = saved + i * 2 * a.heads * a.t;
-    if (const int rc = row_gemm(c, false, true, a.t, a.t, a.d, a.scale(), q, a.row(), d, k, a.row(), d, 0.0f,
-                                s, a.t, tt, a.heads, e))
+    if (const int rc = row_gemm(c, call, false, true, a.t, a.t, a.d, a.scale(), q, a.row(), d, k, a.row(), d,
+                                0.0f, s, a.t, tt, a.heads, e))
       return rc;
     softmax_kernel<<<rows_grid(a), kOpThreads, 0, c.stream>>>(s, sv, a.t);
     if (const int rc = check_launch(c, "causal_self_attention softmax kernel", e)) return rc;
     if (a.rate > 0.0f)
       if (const int rc = apply_mask(c, a, sample_key(call, i), s, e)) return rc;
     // O = P V, head h into columns [h d, (h + 1) d) of y
-    if (const int rc = row_gemm(c, false, false, a.t, a.d, a.t, 1.0f, s, a.t, tt, v, a.row(), d, 0.0f,
+    if (const int rc = row_gemm(c, call, false, false, a.t, a.d, a.t, 1.0f, s, a.t, tt, v, a.row(), d, 0.0f,
                                 y + i * a.t * a.c, a.c, d, a.heads, e))
       return rc;
   }
@@ -186,14 +185,14 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
     const float *q = x + i * a.t * a.row(), *k = q + a.c, *v = q + 2 * a.c, *go = dy + i * a.t * a.c;
     float *dq = dx + i * a.t * a.row(), *dk = dq + a.c, *dv = dq + 2 * a.c;
     const float *sv = saved + i * 2 * a.heads * a.t;
-    int rc = row_gemm(c, false, true, a.t, a.t, a.d, a.scale(), q, a.row(), d, k, a.row(), d, 0.0f, p, a.t,
-                      tt, a.heads, e);
+    int rc = row_gemm(c, call, false, true, a.t, a.t, a.d, a.scale(), q, a.row(), d, k, a.row(), d, 0.0f, p,
+                      a.t, tt, a.heads, e);
     if (rc) return rc;
     probabilities_kernel<<<grid_for(a.heads * a.t * a.t), kOpThreads, 0, c.stream>>>(p, sv, a.t, a.heads);
     if ((rc = check_launch(c, "causal_self_attention probabilities kernel", e))) return rc;
     // dP = dO V^T (with dropout: times M)
-    if ((rc = row_gemm(c, false, true, a.t, a.t, a.d, 1.0f, go, a.c, d, v, a.row(), d, 0.0f, dp, a.t, tt,
-                       a.heads, e)))
+    if ((rc = row_gemm(c, call, false, true, a.t, a.t, a.d, 1.0f, go, a.c, d, v, a.row(), d, 0.0f, dp, a.t,
+                       tt, a.heads, e)))
       return rc;
     const float *used = p;  // the probabilities O was made of: P, or P M
     if (a.rate > 0.0f) {
@@ -207,16 +206,16 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
       used = dropped;
     }
     // dV = P^T dO (or (P M)^T dO)
-    if ((rc = row_gemm(c, true, false, a.t, a.d, a.t, 1.0f, used, a.t, tt, go, a.c, d, 0.0f, dv, a.row(), d,
-                       a.heads, e)))
+    if ((rc = row_gemm(c, call, true, false, a.t, a.d, a.t, 1.0f, used, a.t, tt, go, a.c, d, 0.0f, dv,
+                       a.row(), d, a.heads, e)))
       return rc;
     score_grad_kernel<<<rows_grid(a), kOpThreads, 0, c.stream>>>(p, dp, a.t);
     if ((rc = check_launch(c, "causal_self_attention score gradient kernel", e))) return rc;
     // dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d)
-    if ((rc = row_gemm(c, false, false, a.t, a.d, a.t, a.scale(), dp, a.t, tt, k, a.row(), d, 0.0f, dq,
+    if ((rc = row_gemm(c, call, false, false, a.t, a.d, a.t, a.scale(), dp, a.t, tt, k, a.row(), d, 0.0f, dq,
                        a.row(), d, a.heads, e)))
       return rc;
-    if ((rc = row_gemm(c, true, false, a.t, a.d, a.t, a.scale(), dp, a.t, tt, q, a.row(), d, 0.0f, dk,
+    if ((rc = row_gemm(c, call, true, false, a.t, a.d, a.t, a.scale(), dp, a.t, tt, q, a.row(), d, 0.0f, dk,
                        a.row(), d, a.heads, e)))
       return rc;
   }

@@ -1,8 +1,13 @@
 // "conv2d": cross-correlation through cuDNN, x [c, h, w] -> y [out_c, oh, ow], W [out_c, c, k, k] (cuDNN's
 // KCRS), an optional bias [out_c]; descriptors and algorithms per shape in the context's plans
-// (ops/conv_plan.*). y and dx are written (beta 0), dW and db accumulate (beta 1).
+// (ops/conv_plan.*). y and dx are written (beta 0), dW and db accumulate (beta 1). With 16-bit inputs
+// (dpt_op_call::matmul_dtype bfloat16 or float16) the operands of each convolution are first rounded to the
+// type, in float32 copies (ops/matmul.hpp's round_to_dtype), and cuDNN multiplies them on TF32 tensor cores:
+// exact products of the rounded values, float32 sums and outputs -- the CPU kernel's policy. (cuDNN's
+// 16-bit configurations would round the outputs, and the weight gradient, to 16 bits too.)
 #include "cuda/kernels.hpp"
 #include "cuda/ops/conv_plan.hpp"
+#include "cuda/ops/matmul.hpp"
 #include "cuda/ops/ops.hpp"
 
 namespace dpt::cuda {
@@ -32,8 +37,40 @@ int conv_of(const dpt_backend_context &c, const dpt_op_call &call, const char *p
                         (long long)call.n, dims_text(x).text, dims_text(y).text, (long long)out_c,
                         (long long)k, (long long)stride, (long long)padding, dims_text(w).text,
                         call.param_count > 1 ? ", bias " : "", call.param_count > 1 ? dims_text(b).text : "");
-  s = ConvShape{int32_t(call.n), int32_t(x.dims[0]), int32_t(x.dims[1]), int32_t(x.dims[2]),
-                int32_t(out_c),  int32_t(k),         int32_t(stride),    int32_t(padding)};
+  s = ConvShape{int32_t(call.n), int32_t(x.dims[0]), int32_t(x.dims[1]), int32_t(x.dims[2]), int32_t(out_c),
+                int32_t(k),      int32_t(stride),    int32_t(padding),   call.matmul_dtype};
+  return 0;
+}
+
+// The convolution's operands as it multiplies them: themselves in float32; with 16-bit inputs, copies
+// rounded to the type in the context's operand buffer (each of x, w, dy that is not nullptr).
+struct Operands {
+  const float *x, *w, *dy;
+};
+
+int operands(dpt_backend_context &c, const ConvShape &s, const ConvPlan &p, Operands in, const Error &e,
+             Operands &out) {
+  out = in;
+  if (s.matmul_dtype == DPT_DTYPE_F32) return 0;
+  const size_t counts[3] = {size_t(s.n) * size_t(s.in_c) * size_t(s.in_h) * size_t(s.in_w),
+                            size_t(s.out_c) * size_t(s.in_c) * size_t(s.kernel) * size_t(s.kernel),
+                            size_t(s.n) * size_t(s.out_c) * size_t(p.out_h) * size_t(p.out_w)};
+  const float *sources[3] = {in.x, in.w, in.dy};
+  size_t offsets[3], bytes = 0;
+  for (int i = 0; i < 3; ++i) {
+    offsets[i] = bytes;
+    if (sources[i] != nullptr) bytes += (counts[i] * sizeof(float) + 255) / 256 * 256;
+  }
+  // Grown once, before any copy is written (growing frees the old buffer).
+  if (const int rc = ensure_operands(c, bytes, e)) return rc;
+  const float *rounded[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    if (sources[i] == nullptr) continue;
+    float *copy = reinterpret_cast<float *>(static_cast<char *>(c.operands) + offsets[i]);
+    if (const int rc = round_to_dtype(c, s.matmul_dtype, sources[i], copy, counts[i], e)) return rc;
+    rounded[i] = copy;
+  }
+  out = Operands{rounded[0], rounded[1], rounded[2]};
   return 0;
 }
 
@@ -51,7 +88,9 @@ int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
   if (const int rc = conv_plan(c, s, e, p)) return rc;
   const ConvAlgorithm *a = nullptr;
   if (const int rc = prepare_algorithm(c, *p, ConvDirection::kForward, e, a)) return rc;
-  DPT_CUDNN("cudnnConvolutionForward", cudnnConvolutionForward(c.dnn, &kOne, p->x, x, p->w, w, p->conv,
+  Operands in{};
+  if (const int rc = operands(c, s, *p, {x, w, nullptr}, e, in)) return rc;
+  DPT_CUDNN("cudnnConvolutionForward", cudnnConvolutionForward(c.dnn, &kOne, p->x, in.x, p->w, in.w, p->conv,
                                                                cudnnConvolutionFwdAlgo_t(a->algo),
                                                                c.workspace, a->workspace, &kZero, p->y, y));
   if (b != nullptr) DPT_CUDNN("cudnnAddTensor", cudnnAddTensor(c.dnn, &kOne, p->bias, b, &kOne, p->y, y));
@@ -68,22 +107,27 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
   if (const int rc = require(c, call, kBackward, e, {{"output_grad", dy}})) return rc;
   ConvPlan *p = nullptr;
   if (const int rc = conv_plan(c, s, e, p)) return rc;
-  const ConvAlgorithm *a = nullptr;
-  if (dx != nullptr) {
-    const float *w = param(call, 0);
+  const float *w = dx != nullptr ? param(call, 0) : nullptr, *x = dw != nullptr ? input(call) : nullptr;
+  if (dx != nullptr)
     if (const int rc = require(c, call, kBackward, e, {{"params[0].data (weight)", w}})) return rc;
+  if (dw != nullptr)
+    if (const int rc = require(c, call, kBackward, e, {{"inputs[0].data", x}})) return rc;
+  Operands in{};  // (rounded once for both directions)
+  if (dx != nullptr || dw != nullptr)
+    if (const int rc = operands(c, s, *p, {x, w, dy}, e, in)) return rc;
+  if (dx != nullptr) {
+    const ConvAlgorithm *a = nullptr;
     if (const int rc = prepare_algorithm(c, *p, ConvDirection::kBackwardData, e, a)) return rc;
     DPT_CUDNN("cudnnConvolutionBackwardData",
-              cudnnConvolutionBackwardData(c.dnn, &kOne, p->w, w, p->y, dy, p->conv,
+              cudnnConvolutionBackwardData(c.dnn, &kOne, p->w, in.w, p->y, in.dy, p->conv,
                                            cudnnConvolutionBwdDataAlgo_t(a->algo), c.workspace, a->workspace,
                                            &kZero, p->x, dx));
   }
   if (dw != nullptr) {
-    const float *x = input(call);
-    if (const int rc = require(c, call, kBackward, e, {{"inputs[0].data", x}})) return rc;
+    const ConvAlgorithm *a = nullptr;
     if (const int rc = prepare_algorithm(c, *p, ConvDirection::kBackwardFilter, e, a)) return rc;
     DPT_CUDNN("cudnnConvolutionBackwardFilter",
-              cudnnConvolutionBackwardFilter(c.dnn, &kOne, p->x, x, p->y, dy, p->conv,
+              cudnnConvolutionBackwardFilter(c.dnn, &kOne, p->x, in.x, p->y, in.dy, p->conv,
                                              cudnnConvolutionBwdFilterAlgo_t(a->algo), c.workspace,
                                              a->workspace, &kOne, p->w, dw));
   }

@@ -60,6 +60,10 @@ bool uses_tensor_cores(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
+bool may_convert_to_float16(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
 // The first usable entry of a cuDNN result list (sorted best first). workspace(algo, &bytes) asks cuDNN for
 // the workspace of an algorithm under the math type just set on the descriptor.
 template <class Perf, class Workspace>
@@ -69,9 +73,10 @@ bool pick(dpt_backend_context &c, ConvPlan &p, const Perf *perf, int count, Work
     const Perf &r = perf[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
     if (c.deterministic() && r.determinism != CUDNN_DETERMINISTIC) continue;
-    if (!c.allow_tf32() && uses_tensor_cores(r.mathType)) continue;
+    const bool tensor_ops = p.shape.tensor_ops(c);
+    if ((!tensor_ops && uses_tensor_cores(r.mathType)) || may_convert_to_float16(r.mathType)) continue;
     // Without TF32 the descriptor keeps CUDNN_FMA_MATH: on A100 and later CUDNN_DEFAULT_MATH permits TF32.
-    const cudnnMathType_t math = c.allow_tf32() ? r.mathType : CUDNN_FMA_MATH;
+    const cudnnMathType_t math = tensor_ops ? r.mathType : CUDNN_FMA_MATH;
     if (cudnnSetConvolutionMathType(p.conv, math) != CUDNN_STATUS_SUCCESS) continue;
     size_t bytes = 0;
     if (workspace(r.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > c.workspace_limit) continue;
@@ -85,7 +90,7 @@ int choose(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Error &e,
   const int ordinal = c.ordinal;
   const bool heuristic = c.deterministic();
   DPT_CUDNN("cudnnSetConvolutionMathType",
-            cudnnSetConvolutionMathType(p.conv, c.allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+            cudnnSetConvolutionMathType(p.conv, p.shape.tensor_ops(c) ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int count = 0;
   bool found = false;
   if (d == ConvDirection::kForward) {
@@ -141,7 +146,8 @@ int choose(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Error &e,
     return report(e, DPT_BACKEND_ERROR,
                   "cuda:%d: conv2d %s: no cuDNN algorithm of %d fits (%s, %s, workspace limit %llu bytes)",
                   ordinal, direction_name(d), count, c.deterministic() ? "deterministic" : "any determinism",
-                  c.allow_tf32() ? "TF32 allowed" : "FP32 only", (unsigned long long)c.workspace_limit);
+                  p.shape.tensor_ops(c) ? "TF32 allowed" : "FP32 only",
+                  (unsigned long long)c.workspace_limit);
   return 0;
 }
 
@@ -149,7 +155,7 @@ int choose(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Error &e,
 
 int conv_plan(dpt_backend_context &c, const ConvShape &s, const Error &e, ConvPlan *&plan) {
   plan = nullptr;
-  const ConvKey key{s.n, s.in_c, s.in_h, s.in_w, s.out_c, s.kernel, s.stride, s.padding};
+  const ConvKey key{s.n, s.in_c, s.in_h, s.in_w, s.out_c, s.kernel, s.stride, s.padding, s.matmul_dtype};
   auto it = c.conv_plans.find(key);
   if (it == c.conv_plans.end()) {
     auto p = std::make_unique<ConvPlan>();

@@ -3,8 +3,11 @@
 //
 // Choice: in deterministic mode, the first of cuDNN's heuristic list (cudnnGet*_v7) that is deterministic,
 // fits the workspace limit and (without TF32) uses no tensor-core math. Otherwise the fastest such algorithm
-// measured by cudnnFind*. Deterministic mode never measures: timings vary from run to run, and so would the
-// algorithm, and with it the bits of the results.
+// measured by cudnnFind*. Tensor-core math is TF32 (allowed by the context, or by 16-bit inputs: the op
+// rounds them to bfloat16 or float16 values first, and every such value is a TF32 value, so the products
+// are exact); never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which may round float32 inputs to float16.
+// Deterministic mode never measures: timings vary from run to run, and so would the algorithm, and with it
+// the bits of the results.
 #pragma once
 
 #include <cudnn.h>
@@ -17,9 +20,12 @@
 namespace dpt::cuda {
 
 // One convolution's shape, checked by the op (ops/conv2d.cpp): n > 0 samples of [in_c, in_h, in_w], out_c
-// outputs, a square kernel, stride and padding.
+// outputs, a square kernel, stride and padding; and the precision of its inputs (dpt_op_call::matmul_dtype).
 struct ConvShape {
-  int32_t n, in_c, in_h, in_w, out_c, kernel, stride, padding;
+  int32_t n, in_c, in_h, in_w, out_c, kernel, stride, padding, matmul_dtype;
+  bool tensor_ops(const dpt_backend_context &c) const {
+    return c.allow_tf32() || matmul_dtype != DPT_DTYPE_F32;
+  }
 };
 
 struct ConvAlgorithm {

@@ -1,10 +1,11 @@
-// "dense" and "linear": y = x W^T + b through cuBLAS SGEMM over rows of in features, W [units, in], an
-// optional bias [units] added by the module's bias kernel. "dense" takes each flattened sample as one row,
-// "linear" each row of the sample's last dimension: x is [rows, in] either way, rows = n * (sample size /
-// in), and "n" below counts rows. cuBLAS is column-major and the op row-major: a row-major
-// [r, c] matrix is the column-major [c, r] one, its transpose. So y = x W^T (row-major) is y^T = W x^T
-// (column-major), and so on below. y and dx are written (beta 0), dW and db accumulate (beta 1).
+// "dense" and "linear": y = x W^T + b through cuBLAS (ops/matmul.hpp: SGEMM, or 16-bit inputs) over rows of
+// in features, W [units, in], an optional bias [units] added by the module's bias kernel. "dense" takes each
+// flattened sample as one row, "linear" each row of the sample's last dimension: x is [rows, in] either way,
+// rows = n * (sample size / in), and "n" below counts rows. cuBLAS is column-major and the op row-major: a
+// row-major [r, c] matrix is the column-major [c, r] one, its transpose. So y = x W^T (row-major) is y^T = W
+// x^T (column-major), and so on below. y and dx are written (beta 0), dW and db accumulate (beta 1).
 #include "cuda/kernels.hpp"
+#include "cuda/ops/matmul.hpp"
 #include "cuda/ops/ops.hpp"
 
 namespace dpt::cuda {
@@ -33,7 +34,6 @@ int dense_of(const dpt_backend_context &c, const dpt_op_call &call, const char *
 }
 
 int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
-  const int ordinal = c.ordinal;
   Dense d{};
   if (const int rc = dense_of(c, call, kForward, e, d)) return rc;
   if (d.n == 0) return 0;
@@ -42,29 +42,28 @@ int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
   if (const int rc = require(c, call, kForward, e,
                              {{"inputs[0].data", x}, {"params[0].data (weight)", w}, {"output.data", y}}))
     return rc;
-  const float one = 1.0f, zero = 0.0f;
   // y^T [units, n] = (W^T [in, units])^T x^T [in, n]
-  DPT_CUBLAS("cublasSgemm", cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(d.units), int(d.n), int(d.in),
-                                        &one, w, int(d.in), x, int(d.in), &zero, y, int(d.units)));
+  if (const int rc = gemm(c, call.matmul_dtype, CUBLAS_OP_T, CUBLAS_OP_N, int(d.units), int(d.n), int(d.in),
+                          1.0f, {w, int(d.in), 0}, {x, int(d.in), 0}, 0.0f, y, int(d.units), 0, 1, e))
+    return rc;
   if (b == nullptr) return 0;
   return launch_bias_add(c, d.n, d.units, 1, b, y, e);
 }
 
 int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
-  const int ordinal = c.ordinal;
   Dense d{};
   if (const int rc = dense_of(c, call, kBackward, e, d)) return rc;
   float *dw = param_grad(call, 0), *db = param_grad(call, 1), *dx = input_grad(call);
   if (d.n == 0 || (dw == nullptr && db == nullptr && dx == nullptr)) return 0;
   const float *dy = output_grad(call);
   if (const int rc = require(c, call, kBackward, e, {{"output_grad", dy}})) return rc;
-  const float one = 1.0f, zero = 0.0f;
   if (dw != nullptr) {
     const float *x = input(call);
     if (const int rc = require(c, call, kBackward, e, {{"inputs[0].data", x}})) return rc;
     // dW^T [in, units] += x^T [in, n] (dy^T [units, n])^T, i.e. dW += dy^T x
-    DPT_CUBLAS("cublasSgemm", cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, int(d.in), int(d.units), int(d.n),
-                                          &one, x, int(d.in), dy, int(d.units), &one, dw, int(d.in)));
+    if (const int rc = gemm(c, call.matmul_dtype, CUBLAS_OP_N, CUBLAS_OP_T, int(d.in), int(d.units), int(d.n),
+                            1.0f, {x, int(d.in), 0}, {dy, int(d.units), 0}, 1.0f, dw, int(d.in), 0, 1, e))
+      return rc;
   }
   if (db != nullptr)
     if (const int rc = launch_bias_grad(c, d.n, d.units, 1, dy, db, e)) return rc;
@@ -72,8 +71,9 @@ int backward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
     const float *w = param(call, 0);
     if (const int rc = require(c, call, kBackward, e, {{"params[0].data (weight)", w}})) return rc;
     // dx^T [in, n] = W^T [in, units] dy^T [units, n], i.e. dx = dy W
-    DPT_CUBLAS("cublasSgemm", cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(d.in), int(d.n), int(d.units),
-                                          &one, w, int(d.in), dy, int(d.units), &zero, dx, int(d.in)));
+    if (const int rc = gemm(c, call.matmul_dtype, CUBLAS_OP_N, CUBLAS_OP_N, int(d.in), int(d.n), int(d.units),
+                            1.0f, {w, int(d.in), 0}, {dy, int(d.units), 0}, 0.0f, dx, int(d.in), 0, 1, e))
+      return rc;
   }
   return 0;
 }
