@@ -84,8 +84,7 @@ typedef enum dpt_precision {
    * everything else (softmax, the loss, normalisation, reductions, the optimizer and its state, the
    * parameters: the float32 "master weights") stays float32. On CUDA devices the products run on tensor
    * cores (cuBLAS with bfloat16 inputs and float32 sums; convolutions on rounded inputs in TF32), keeping
-   * float32 subnormals (docs/precision.md says which op runs in which precision, and which kernels run it).
-   */
+   * float32 subnormals (docs/precision.md says which op runs in which precision, and on which kernels). */
   DPT_PRECISION_BF16 = 1,
   /** Mixed precision, float16: the matrix products take their inputs rounded to IEEE float16 (to nearest
    * even, subnormals kept, magnitudes from 65520 infinite) and accumulate in float32, as
