@@ -19,11 +19,18 @@ weight matrices of the linears only: not embeddings, norms, biases), lr 1e-3 wit
 min(100, steps / 10) steps ((t + 1) / warmup) then a cosine decay to 1e-4 at the last step, gradient norm
 clipped at 1.0, batches of 16 windows, cross-entropy averaged over every position.
 
-  pytorch_gpt_mini.py [--threads T] [--seed S] [--steps N] [--batch B] [--test-limit M] [--text DIR] [--json]
+  pytorch_gpt_mini.py [--threads T] [--seed S] [--steps N] [--batch B] [--test-limit M] [--text DIR]
+                      [--precision fp32|bf16] [--json]
       trains N steps (train-limit = N * B windows, one epoch) and prints the validation loss in nats per
       token and bits per byte, and the training tokens/s (steps after the first 3), or one JSON object.
+
+--precision bf16 (the peer of `dptrain train --model gpt-mini --precision bf16`): the forward pass and the
+loss, and the validation, under torch.autocast("cpu", dtype=torch.bfloat16); backward, the clipping and the
+optimizer step outside it, so the parameters, gradients and AdamW's state stay float32. fp32 (the default):
+no autocast.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -36,6 +43,15 @@ from torch.nn import functional as F
 
 DEFAULT_TEXT = "/usr/share/games/fortunes"
 CONTEXT, WIDTH, HEADS, LAYERS, VOCAB = 128, 256, 4, 4, 256
+PRECISIONS = ("fp32", "bf16")
+
+
+def autocast(precision):
+    """The context of a forward pass and its loss: torch.autocast to bfloat16 on the CPU for "bf16" (the
+    parameters stay float32; run backward and the optimizer step outside it), nothing for "fp32"."""
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def is_text(data):
@@ -118,12 +134,12 @@ def learning_rate(t, steps, lr=1e-3, min_lr=1e-4):
     return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * min(t - warmup, span) / span))
 
 
-def evaluate(model, x, y, batch=64):
+def evaluate(model, x, y, batch=64, precision="fp32"):
     model.eval()
     total, count = 0.0, 0
-    with torch.no_grad():
+    with torch.no_grad(), autocast(precision):
         for i in range(0, len(x), batch):
-            logits = model(x[i : i + batch])
+            logits = model(x[i : i + batch]).float()
             total += F.cross_entropy(logits.view(-1, VOCAB), y[i : i + batch].reshape(-1), reduction="sum").item()
             count += y[i : i + batch].numel()
     model.train()
@@ -138,6 +154,7 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--test-limit", type=int, default=256)
     p.add_argument("--text", default=DEFAULT_TEXT)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -160,8 +177,9 @@ def main():
             g["lr"] = learning_rate(t, a.steps)
         idx = order[t * a.batch : (t + 1) * a.batch]
         start = time.perf_counter()
-        logits = model(train_x[idx])
-        loss = F.cross_entropy(logits.view(-1, VOCAB), train_y[idx].reshape(-1))
+        with autocast(a.precision):
+            logits = model(train_x[idx])
+            loss = F.cross_entropy(logits.view(-1, VOCAB), train_y[idx].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -171,16 +189,18 @@ def main():
         if t >= 3:
             timed_tokens += idx.numel() * CONTEXT
             timed_seconds += elapsed
-    val = evaluate(model, val_x, val_y)
+    val = evaluate(model, val_x, val_y, precision=a.precision)
     result = {"peer": f"pytorch {torch.__version__}", "threads": a.threads, "seed": a.seed, "steps": a.steps,
-              "batch": a.batch, "val_windows": len(val_x), "val_loss": val, "val_bits_per_byte": val / math.log(2),
+              "batch": a.batch, "precision": a.precision, "val_windows": len(val_x), "val_loss": val,
+              "val_bits_per_byte": val / math.log(2),
               "train_loss": float(np.mean(losses)),
               "tokens_per_second": timed_tokens / timed_seconds if timed_seconds > 0 else 0.0,
               "parameters": sum(p.numel() for p in model.parameters())}
     if a.json:
         print(json.dumps(result))
     else:
-        print(f"{result['peer']}: {a.threads} threads, {a.steps} steps of {a.batch} x {CONTEXT}: val loss "
+        label = "" if a.precision == "fp32" else f" ({a.precision} autocast)"
+        print(f"{result['peer']}: {a.threads} threads, {a.steps} steps of {a.batch} x {CONTEXT}{label}: val loss "
               f"{val:.4f} nats/token ({result['val_bits_per_byte']:.4f} bits/byte), "
               f"{result['tokens_per_second']:.0f} tokens/s")
 

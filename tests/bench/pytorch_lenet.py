@@ -3,15 +3,31 @@
 ReLU, avg-pool 2, dense 128, ReLU, dense 10; weights N(0, 0.01^2), zero biases), plain SGD lr 0.2, batch 256,
 on real Fashion-MNIST batches, with torch.set_num_threads(THREADS). Prints one line:
     pytorch <version>: <threads> threads, <images/s> images/s
-Usage: pytorch_lenet.py THREADS STEPS [DATA_DIR]"""
+(with --precision bf16: "pytorch <version>: <threads> threads, bf16 autocast, <images/s> images/s").
+--precision bf16 runs the forward pass and the loss under torch.autocast("cpu", dtype=torch.bfloat16), the
+backward pass and the optimizer step outside it: the parameters, their gradients and the update stay float32
+(autocast's mixed precision; the peer of `dptrain_bench --precision bf16`). fp32 (the default): no autocast.
+Usage: pytorch_lenet.py THREADS STEPS [DATA_DIR] [--precision fp32|bf16]"""
+import argparse
+import contextlib
 import gzip
 import struct
-import sys
 import time
 
 import numpy as np
 import torch
 from torch import nn
+
+DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
+PRECISIONS = ("fp32", "bf16")
+
+
+def autocast(precision):
+    """The context of a forward pass and its loss: torch.autocast to bfloat16 on the CPU for "bf16" (the
+    parameters stay float32; run backward and the optimizer step outside it), nothing for "fp32"."""
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def load_images(path):
@@ -44,8 +60,13 @@ def lenet():
 
 
 def main():
-    threads, steps = int(sys.argv[1]), int(sys.argv[2])
-    data = sys.argv[3] if len(sys.argv) > 3 else "/usr/share/datasets/fashion-mnist"
+    p = argparse.ArgumentParser(prog="pytorch_lenet.py", description="LeNet training images/s in PyTorch")
+    p.add_argument("threads", type=int)
+    p.add_argument("steps", type=int)
+    p.add_argument("data", nargs="?", default=DEFAULT_DATA, help="Fashion-MNIST directory")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    a = p.parse_args()
+    threads, steps, data = a.threads, a.steps, a.data
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     x = torch.from_numpy(load_images(f"{data}/train-images-idx3-ubyte.gz"))
@@ -57,7 +78,8 @@ def main():
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(xb), yb)
+        with autocast(a.precision):
+            loss = loss_fn(net(xb), yb)
         loss.backward()
         opt.step()
 
@@ -67,7 +89,8 @@ def main():
     for xb, yb in batches[3:]:
         step(xb, yb)
     rate = steps * batch / (time.perf_counter() - t0)
-    print(f"pytorch {torch.__version__}: {threads} threads, {rate:.0f} images/s", flush=True)
+    label = "" if a.precision == "fp32" else f" {a.precision} autocast,"
+    print(f"pytorch {torch.__version__}: {threads} threads,{label} {rate:.0f} images/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,19 @@ N(0, 0.01^2), the linear bias 0 (dptrain starts every bias at 0; d2l leaves PyTo
 BatchNorm weight 1, bias 0. Plain SGD (no momentum, no weight decay), pixels / 255 as dptrain's IDX reader.
 
 Two modes:
-  pytorch_resnet18.py bench THREADS STEPS BATCH [DATA_DIR]
+  pytorch_resnet18.py bench THREADS STEPS BATCH [DATA_DIR] [--precision fp32|bf16]
       training images/s on real Fashion-MNIST batches with torch.set_num_threads(THREADS), 3 warm-up steps.
       Prints one line:  pytorch <version>: <threads> threads, batch <batch>, <images/s> images/s
+      (with --precision bf16: "..., batch <batch>, bf16 autocast, <images/s> images/s")
   pytorch_resnet18.py train [--threads T] [--seed S] [--epochs E] [--batch B] [--lr LR]
-                            [--train-limit N] [--test-limit M] [--data DIR] [--json]
+                            [--train-limit N] [--test-limit M] [--data DIR] [--precision fp32|bf16] [--json]
       the recipe of `dptrain train --model resnet18`: the first N training samples, shuffled every epoch,
       evaluated on the first M test samples in eval mode (running statistics). Prints the test accuracy of
       each epoch, or with --json one object {"seed", "test_accuracy", "train_loss", "epochs_detail", ...}.
+--precision bf16 (the peer of dptrain's `--precision bf16`): the forward pass and the loss (and, in train
+mode, the evaluation) under torch.autocast("cpu", dtype=torch.bfloat16); backward and the optimizer step
+outside it, so the parameters, gradients and BatchNorm statistics stay float32. fp32 (the default): no
+autocast.
 """
 import argparse
 import json
@@ -27,10 +32,9 @@ import numpy as np
 import torch
 from torch import nn
 
-# The IDX readers of the LeNet peer (this directory is on the path when a script here runs).
-from pytorch_lenet import load_images, load_labels
-
-DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
+# The IDX readers, the data directory and the autocast choice of the LeNet peer (this directory is on the
+# path when a script here runs).
+from pytorch_lenet import DEFAULT_DATA, PRECISIONS, autocast, load_images, load_labels
 
 
 def load(data, part, limit=0):
@@ -95,8 +99,14 @@ class ResNet18(nn.Module):
 
 
 def bench(argv):
-    threads, steps, batch = int(argv[0]), int(argv[1]), int(argv[2])
-    data = argv[3] if len(argv) > 3 else DEFAULT_DATA
+    p = argparse.ArgumentParser(prog="pytorch_resnet18.py bench")
+    p.add_argument("threads", type=int)
+    p.add_argument("steps", type=int)
+    p.add_argument("batch", type=int)
+    p.add_argument("data", nargs="?", default=DEFAULT_DATA, help="Fashion-MNIST directory")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    a = p.parse_args(argv)
+    threads, steps, batch, data = a.threads, a.steps, a.batch, a.data
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     x, y = load(data, "train", (steps + 3) * batch)
@@ -107,7 +117,8 @@ def bench(argv):
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(xb), yb)
+        with autocast(a.precision):
+            loss = loss_fn(net(xb), yb)
         loss.backward()
         opt.step()
 
@@ -117,16 +128,17 @@ def bench(argv):
     for xb, yb in batches[3:]:
         step(xb, yb)
     rate = steps * batch / (time.perf_counter() - t0)
-    print(f"pytorch {torch.__version__}: {threads} threads, batch {batch}, {rate:.1f} images/s", flush=True)
+    label = "" if a.precision == "fp32" else f" {a.precision} autocast,"
+    print(f"pytorch {torch.__version__}: {threads} threads, batch {batch},{label} {rate:.1f} images/s", flush=True)
 
 
-def evaluate(net, x, y, batch=256):
+def evaluate(net, x, y, batch=256, precision="fp32"):
     net.eval()
     correct, loss_sum = 0, 0.0
-    with torch.no_grad():
+    with torch.no_grad(), autocast(precision):
         for i in range(0, len(x), batch):
             out = net(x[i:i + batch])
-            loss_sum += nn.functional.cross_entropy(out, y[i:i + batch], reduction="sum").item()
+            loss_sum += nn.functional.cross_entropy(out.float(), y[i:i + batch], reduction="sum").item()
             correct += (out.argmax(1) == y[i:i + batch]).sum().item()
     net.train()
     return correct / len(x), loss_sum / len(x)
@@ -142,6 +154,7 @@ def train(argv):
     p.add_argument("--train-limit", type=int, default=0)
     p.add_argument("--test-limit", type=int, default=0)
     p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
@@ -161,14 +174,15 @@ def train(argv):
             idx = order[i:i + a.batch]
             xb, yb = x[idx], y[idx]
             opt.zero_grad(set_to_none=True)
-            out = net(xb)
-            loss = loss_fn(out, yb)
+            with autocast(a.precision):
+                out = net(xb)
+                loss = loss_fn(out, yb)
             loss.backward()
             opt.step()
             loss_sum += loss.item() * len(idx)
             correct += (out.argmax(1) == yb).sum().item()
         seconds = time.perf_counter() - t0
-        acc, test_loss = evaluate(net, xt, yt)
+        acc, test_loss = evaluate(net, xt, yt, precision=a.precision)
         e = {"epoch": epoch, "train_loss": loss_sum / len(x), "train_accuracy": correct / len(x),
              "test_loss": test_loss, "test_accuracy": acc, "seconds": seconds,
              "images_per_second": len(x) / seconds}
@@ -177,7 +191,8 @@ def train(argv):
             print(f"epoch {epoch}/{a.epochs}  train loss {e['train_loss']:.4f}  test accuracy {acc:.4f}  "
                   f"{e['images_per_second']:.1f} images/s", flush=True)
     result = {"framework": f"pytorch {torch.__version__}", "threads": a.threads, "seed": a.seed,
-              "epochs": a.epochs, "batch": a.batch, "lr": a.lr, "train_samples": len(x), "test_samples": len(xt),
+              "epochs": a.epochs, "batch": a.batch, "lr": a.lr, "precision": a.precision, "train_samples": len(x),
+              "test_samples": len(xt),
               "test_accuracy": detail[-1]["test_accuracy"], "test_loss": detail[-1]["test_loss"],
               "train_loss": detail[-1]["train_loss"], "seconds": time.perf_counter() - t_start,
               "parameters": sum(t.numel() for t in net.parameters()), "epochs_detail": detail}
