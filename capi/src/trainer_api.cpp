@@ -103,6 +103,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   c.loss_scaling.growth_interval = o.loss_scale_growth_interval;
   c.allreduce_dtype = to_dtype(dpt::capi::checked_enum(
       o.allreduce_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "allreduce_dtype"));
+  c.activation_dtype = to_dtype(dpt::capi::checked_enum(
+      o.activation_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "activation_dtype"));
   return c;
 }
 

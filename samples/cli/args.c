@@ -96,6 +96,7 @@ static const option_spec kOptions[] = {
     {"--bn", ARG_CHOICE, FIELD(batch_norm), 0, REAL_POSITIVE, kBatchNorm},
     {"--precision", ARG_CHOICE, FIELD(precision), 0, REAL_POSITIVE, kPrecisions},
     {"--allreduce-dtype", ARG_CHOICE, FIELD(allreduce_dtype), 0, REAL_POSITIVE, kPrecisions},
+    {"--activation-dtype", ARG_CHOICE, FIELD(activation_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -177,6 +178,7 @@ static void set_defaults(train_config *config) {
   config->batch_norm = DPT_BATCH_NORM_SYNC;
   config->precision = DPT_PRECISION_FP32;
   config->allreduce_dtype = DPT_PRECISION_FP32;
+  config->activation_dtype = DPT_PRECISION_FP32;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -580,10 +582,13 @@ void print_train_help(FILE *out) {
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
       "  --precision fp32|bf16|fp16  matrix products on float32, bfloat16 or float16 inputs (float32\n"
       "                         accumulation, float32 master weights; fp16 with dynamic loss scaling;\n"
-      "                         CPU devices; default fp32)\n"
+      "                         default fp32)\n"
       "  --allreduce-dtype fp32|bf16|fp16  what the gradient all-reduce sends: 16-bit values (half the\n"
       "                         bytes; float32 sums, each contribution and sum rounded) or float32\n"
       "                         (default); CPU devices\n"
+      "  --activation-dtype fp32|bf16|fp16  keep activations between forward and backward as 16-bit\n"
+      "                         copies (about 0.6 of the bytes on deep models; backward reads them\n"
+      "                         rounded) or float32 (default); CPU devices\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

@@ -61,6 +61,7 @@ typedef struct train_config {
   int batch_norm;                           /**< dpt_batch_norm_mode. */
   int precision;                            /**< dpt_precision. */
   int allreduce_dtype;                      /**< dpt_precision: what the gradient all-reduce sends. */
+  int activation_dtype;                     /**< dpt_precision: how activations are kept for backward. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
   int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */

@@ -106,6 +106,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_string(w, "batch_norm", batch_norm_name(c->batch_norm));
   json_string(w, "precision", precision_name(c->precision));
   json_string(w, "allreduce_dtype", precision_name(c->allreduce_dtype));
+  json_string(w, "activation_dtype", precision_name(c->activation_dtype));
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);
   json_uint(w, "test_samples", s->test_samples);

@@ -219,6 +219,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->batch_norm = (dpt_batch_norm_mode)c->batch_norm;
   options->precision = (dpt_precision)c->precision;
   options->allreduce_dtype = (dpt_precision)c->allreduce_dtype;
+  options->activation_dtype = (dpt_precision)c->activation_dtype;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -316,13 +317,15 @@ static void print_header(const train_run *run) {
     fprintf(run->out, "data: %zu train, %zu test samples; ", run->summary.train_samples,
             run->summary.test_samples);
   }
-  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s%s%s\n", c->batch,
+  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s%s%s%s%s\n", c->batch,
           run->summary.learning_rate, optimizer_name(c->optimizer), split_name(c->split),
           allreduce_name(c->allreduce), c->allreduce_dtype != DPT_PRECISION_FP32 ? " in " : "",
           c->allreduce_dtype != DPT_PRECISION_FP32 ? precision_name(c->allreduce_dtype) : "",
           c->precision == DPT_PRECISION_BF16   ? ", precision bf16"
           : c->precision == DPT_PRECISION_FP16 ? ", precision fp16 (loss scaling from 65536)"
-                                               : "");
+                                               : "",
+          c->activation_dtype != DPT_PRECISION_FP32 ? ", activations in " : "",
+          c->activation_dtype != DPT_PRECISION_FP32 ? precision_name(c->activation_dtype) : "");
   fflush(run->out);
 }
 

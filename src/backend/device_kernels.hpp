@@ -60,6 +60,10 @@ class DeviceKernels {
   virtual double l2_norm(const float *grads, size_t count) = 0;
   // x[i] *= alpha, one float multiplication each.
   virtual void scale(float *x, size_t count, float alpha) = 0;
+  // The 16-bit copy of activations (graph/activation_store.hpp): out = x rounded to dtype (kBF16 or kF16,
+  // to nearest even), count 2-byte values; widen writes them back as float32 (exactly).
+  virtual void narrow(const float *x, void *out, size_t count, DType dtype) = 0;
+  virtual void widen(const void *in, float *x, size_t count, DType dtype) = 0;
   // optim/optimizer.hpp's apply_update.
   virtual void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale,
                             float *params, const float *grads, float *state, size_t count) = 0;

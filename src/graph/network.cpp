@@ -22,7 +22,7 @@ size_t floats_for(size_t bytes) {
 
 }  // namespace
 
-Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype)
+Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype, DType activation_dtype)
     : spec_(spec), kernels_(kernels) {
   const std::vector<TensorInfo> &tensors = spec.tensors();
   const std::vector<Node> &nodes = spec.nodes();
@@ -45,9 +45,10 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dty
     steps_.push_back(step);
   }
   plan_gradients();
+  std::vector<bool> backward;
+  for (const Step &step : steps_) backward.push_back(step.run_backward);
+  store_ = std::make_unique<ActivationStore>(spec, root_, backward, kernels_, activation_dtype);
   scratch_ = DeviceBuffer(kernels_.memory(), floats_for(scratch));
-  activations_.resize(tensors.size());
-  data_.assign(tensors.size(), nullptr);
   size_t largest = 0;
   for (const Node &node : nodes) {
     // What is saved once per pass exists before any slice does: an empty slice still runs the ops with
@@ -106,19 +107,10 @@ void Network::plan_gradients() {
 
 void Network::reserve(size_t n) {
   if (n <= capacity_) return;
-  const std::vector<TensorInfo> &tensors = spec_.tensors();
   input_ = DeviceBuffer(kernels_.memory(), n * spec_.input().size());
   static_assert(sizeof(int32_t) == sizeof(float));
   labels_ = DeviceBuffer(kernels_.memory(), n * spec_.targets_per_sample());
-  data_[0] = input_.data();
-  for (size_t t = 1; t < tensors.size(); ++t) {
-    if (root_[t] == t) {
-      activations_[t] = DeviceBuffer(kernels_.memory(), n * tensors[t].shape.size());
-      data_[t] = activations_[t].data();
-    } else {
-      data_[t] = data_[root_[t]];  // roots come first: a view reads an earlier tensor
-    }
-  }
+  store_->reserve(n, input_.data());
   for (size_t j = 0; j < spec_.nodes().size(); ++j) {
     const NodeLayout &l = spec_.nodes()[j].layout;  // the per-sample part and the per-pass part
     saved_[j] = DeviceBuffer(kernels_.memory(), floats_for(n * l.saved_bytes_per_sample + l.saved_bytes));
@@ -129,10 +121,8 @@ void Network::reserve(size_t n) {
 }
 
 size_t Network::bytes_per_sample() const {
-  size_t floats = spec_.input().size() + spec_.targets_per_sample() + grad_slots_ * max_width_;
-  for (size_t t = 1; t < spec_.tensors().size(); ++t)
-    if (root_[t] == t) floats += spec_.tensors()[t].shape.size();
-  size_t bytes = floats * sizeof(float);
+  const size_t floats = spec_.input().size() + spec_.targets_per_sample() + grad_slots_ * max_width_;
+  size_t bytes = floats * sizeof(float) + store_->bytes_per_sample();
   for (const Node &node : spec_.nodes()) bytes += node.layout.saved_bytes_per_sample;
   return bytes;  // (the per-pass parts, allocated once, do not grow with the slice)
 }
@@ -140,8 +130,8 @@ size_t Network::bytes_per_sample() const {
 void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *buffers, const PassInfo &info) {
   const Node &node = spec_.nodes()[j];
   c.n = int64_t(info.n);
-  for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = data_[node.inputs[i]];
-  c.output.data = data_[node.output];
+  for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = store_->at(node.inputs[i]);
+  c.output.data = store_->at(node.output);
   for (size_t k = 0; k < node.layout.params.size(); ++k)
     c.params[k].data = const_cast<float *>(params + node.param_offsets[k]);
   float *b = buffers != nullptr ? buffers + node.buffer_offset : nullptr;
@@ -198,6 +188,7 @@ void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool fo
 LossStats Network::forward(const float *params, float *buffers, const int32_t *labels, const PassInfo &info) {
   DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
   pass_buffers_ = buffers;
+  store_->begin_forward();
   for (size_t j = 0; j < steps_.size(); ++j) {
     const NodeLayout &layout = spec_.nodes()[j].layout;
     if (layout.view) continue;
@@ -208,12 +199,13 @@ LossStats Network::forward(const float *params, float *buffers, const int32_t *l
       run_phased(j, c, info, true);
     else
       kernels_.forward(c);
+    store_->after_forward(j, info.n, info.training);
   }
   if (labels == nullptr) return {};
   const size_t out = root_[spec_.output_tensor()];
   float *dlogits = info.training && grad_slot_[out] != kNone ? slot(grad_slot_[out]) : nullptr;
   const size_t rows = info.n * spec_.targets_per_sample();
-  const LossStats stats = kernels_.loss(data_[out], labels, rows, spec_.classes(), dlogits);
+  const LossStats stats = kernels_.loss(store_->at(out), labels, rows, spec_.classes(), dlogits);
   if (dlogits != nullptr && info.loss_scale != 1.0f)
     kernels_.scale(dlogits, rows * spec_.classes(), info.loss_scale);
   return stats;
@@ -226,6 +218,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     stop_if_cancelled(info);
     const Node &node = spec_.nodes()[j];
     dpt_op_call &c = step.call;
+    store_->before_backward(j, info.n);
     fill_call(j, c, params, pass_buffers_, info);
     c.output_grad = slot(grad_slot_[root_[node.output]]);
     // A tied parameter's gradient is its source's: this node adds into it before the source's node

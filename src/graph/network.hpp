@@ -1,17 +1,19 @@
 // The graph executor: one replica's instance of a model description on one device. It allocates the device
-// buffers a pass needs (input staging, one activation per tensor, what each op saves, gradient slots,
-// scratch, statistics), runs forward over the nodes in order and backward in reverse, and knows no op by
-// name: each node becomes a dpt_op_call (modules/interface/op_call.h) for the device's kernels; an op with
-// batch statistics runs in two phases with the statistics summed across replicas in between
-// (PassInfo::statistics). Parameters, gradients and buffers (running statistics) are flat vectors owned by
-// the caller, so that the all-reduce sees one contiguous vector.
+// buffers a pass needs (input staging, the activations (graph/activation_store.hpp), what each op saves,
+// gradient slots, scratch, statistics), runs forward over the nodes in order and backward in reverse, and
+// knows no op by name: each node becomes a dpt_op_call (modules/interface/op_call.h) for the device's
+// kernels; an op with batch statistics runs in two phases with the statistics summed across replicas in
+// between (PassInfo::statistics). Parameters, gradients and buffers (running statistics) are flat vectors
+// owned by the caller, so that the all-reduce sees one contiguous vector.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/device_kernels.hpp"
 #include "core/arena.hpp"
+#include "graph/activation_store.hpp"
 #include "graph/model_spec.hpp"
 #include "graph/pass_info.hpp"
 
@@ -27,15 +29,19 @@ struct BackwardHook {
 class Network {
  public:
   // matmul_dtype: what the ops' matrix products take their inputs in (dpt_op_call::matmul_dtype: kF32, or
-  // kBF16 for the trainer's bf16 precision). Throws DPT_ERROR_UNSUPPORTED when an op cannot run on the
-  // kernels' device.
-  Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype = DType::kF32);
+  // kBF16 / kF16 for the trainer's 16-bit precisions). activation_dtype: how activations are kept between
+  // forward and backward (ActivationStore: kF32, or 16-bit copies). Throws DPT_ERROR_UNSUPPORTED when an op
+  // cannot run on the kernels' device.
+  Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype = DType::kF32,
+          DType activation_dtype = DType::kF32);
 
   // Makes room for slices of n samples. Allocates only when n exceeds the largest slice seen so far.
   void reserve(size_t n);
   size_t capacity() const { return capacity_; }
-  // Bytes reserve() allocates per sample of capacity.
+  // Bytes reserve() allocates per sample of capacity; activation_bytes_per_sample() of them hold the
+  // activations (ActivationStore).
   size_t bytes_per_sample() const;
+  size_t activation_bytes_per_sample() const { return store_->bytes_per_sample(); }
   // The slice's inputs (float32, or int32 tokens in the same 4-byte slots) and labels (targets_per_sample
   // per sample) go here before forward() (capacity samples of device memory).
   float *input() { return input_.data(); }
@@ -51,7 +57,7 @@ class Network {
   // forward and backward, also with an empty or non-finite slice, so that its peers are not left waiting.
   bool has_statistics() const { return has_statistics_; }
   // Device memory.
-  const float *logits() const { return data_[root_[spec_.output_tensor()]]; }
+  const float *logits() const { return store_->at(spec_.output_tensor()); }
   DeviceKernels &kernels() { return kernels_; }
 
  private:
@@ -84,12 +90,12 @@ class Network {
   size_t capacity_ = 0;
   size_t max_width_ = 0;  // largest per-sample tensor
   bool has_statistics_ = false;
-  std::vector<DeviceBuffer> statistics_;   // per node: two sets of doubles (this slice's, the global)
-  std::vector<double> host_statistics_;    // staging for the reduction, two of the largest set
-  DeviceBuffer input_, labels_, scratch_;  // labels_: int32 in float-sized slots
-  std::vector<DeviceBuffer> activations_, saved_, slots_;  // slots_: gradient slots, the spares last
-  float *pass_buffers_ = nullptr;  // the buffers of the last forward (backward continues its pass)
-  std::vector<float *> data_;      // per tensor: its activations (a root's own buffer, or the input)
+  std::vector<DeviceBuffer> statistics_;     // per node: two sets of doubles (this slice's, the global)
+  std::vector<double> host_statistics_;      // staging for the reduction, two of the largest set
+  DeviceBuffer input_, labels_, scratch_;    // labels_: int32 in float-sized slots
+  std::vector<DeviceBuffer> saved_, slots_;  // slots_: gradient slots, the spares last
+  std::unique_ptr<ActivationStore> store_;   // (made once the backward plan is known)
+  float *pass_buffers_ = nullptr;            // the buffers of the last forward (backward continues its pass)
 };
 
 }  // namespace dpt

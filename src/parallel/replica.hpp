@@ -12,10 +12,10 @@ namespace dpt {
 
 struct Replica {
   Replica(Device &device, const ModelSpec &spec, const OptimizerConfig &optimizer,
-          const KernelOptions &options, DType matmul_dtype)
+          const KernelOptions &options, DType matmul_dtype, DType activation_dtype)
       : device(&device),
         kernels(device.create_kernels(options)),
-        network(spec, *kernels, matmul_dtype),
+        network(spec, *kernels, matmul_dtype, activation_dtype),
         params(kernels->memory(), spec.parameter_count()),
         grads(kernels->memory(), spec.parameter_count()),
         buffers(kernels->memory(), spec.buffer_count()),

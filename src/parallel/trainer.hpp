@@ -51,9 +51,12 @@ struct TrainerConfig {
   OptimizerConfig optimizer;
   KernelOptions kernels;  // GPU: TF32, deterministic algorithms
   // Mixed precision: the ops' matrix products take their inputs in this type (kF32, or kBF16 / kF16:
-  // rounded to bfloat16 / float16, accumulated in float32); parameters, activations, gradients and the
-  // optimizer stay float32.
+  // rounded to bfloat16 / float16, accumulated in float32); parameters, gradients and the optimizer stay
+  // float32.
   DType matmul_dtype = DType::kF32;
+  // How activations are kept from forward to backward: kF32, or kBF16 / kF16 copies (about half the
+  // memory; backward reads them rounded: graph/activation_store.hpp). Independent of matmul_dtype.
+  DType activation_dtype = DType::kF32;
   // Dynamic loss scaling (float16: loss_scaler.hpp); a window that overflows is skipped, not an error.
   LossScaling loss_scaling;
   // What the gradient all-reduce sends: kF32, or kBF16 / kF16 (each device's and each process's

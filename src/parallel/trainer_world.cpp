@@ -26,6 +26,7 @@ void Trainer::join_world(std::vector<float> &initial) {
   agreed.add("batch norm", uint64_t(config_.sync_batch_norm));
   agreed.add("precision", uint64_t(config_.matmul_dtype));
   agreed.add("allreduce dtype", uint64_t(config_.allreduce_dtype));
+  agreed.add("activation dtype", uint64_t(config_.activation_dtype));
   agreed.add("loss scaling", uint64_t(config_.loss_scaling.enabled));
   agreed.add("initial loss scale", config_.loss_scaling.initial_scale);
   agreed.add("loss scale growth interval", config_.loss_scaling.growth_interval);

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "backend/context.hpp"
+#include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/ops/blas.hpp"
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
 #include "core/platform.hpp"
 #include "core/rng.hpp"
 #include "data/dataset.hpp"
+#include "graph/network.hpp"
 #include "layer_times.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/trainer.hpp"
@@ -36,6 +38,7 @@ struct Options {
   bool sync_batch_norm = true;                            // --bn sync|local
   std::vector<dpt::DType> precisions{dpt::DType::kF32};   // --precision fp32,bf16,fp16
   std::vector<dpt::WireType> wires{dpt::WireType::kF32};  // --allreduce-dtype fp32,bf16,fp16
+  dpt::DType activations = dpt::DType::kF32;              // --activation-dtype fp32|bf16|fp16
   bool world = false;        // --world: under mpirun, the all-reduce across the processes only
   std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
@@ -293,11 +296,32 @@ void bench_training(const Options &o) {
       "conv/dense: forward, dW, dX), of_peak = GFLOP/s / (K x the precision's GEMM peak); BatchNorm: %s\n",
       o.batch, o.steps, o.sync_batch_norm ? "sync" : "local");
   for (const std::string &model : o.models) {
-    const double flops = training_flops_per_sample(bench_model(model));
+    const dpt::ModelSpec spec = bench_model(model);
+    const double flops = training_flops_per_sample(spec);
     std::printf("%s: %.4f GFLOP of GEMM work per training sample\n", model.c_str(), flops / 1e9);
     if (o.csv != nullptr)
       std::fprintf(o.csv, "training,%s,1,gemm_GFLOP_per_sample,%.6f\n", model.c_str(), flops / 1e9);
+    // Activation bytes per sample in each storage (graph/activation_store.hpp), and a device's share of
+    // the batch on one device (K devices: 1/K of it each).
+    dpt::MemoryArena arena("cpu:0", 0);
+    dpt::CpuKernels kernels(arena);
+    const dpt::Network fp32(spec, kernels, dpt::DType::kF32, dpt::DType::kF32);
+    const dpt::Network bf16(spec, kernels, dpt::DType::kF32, dpt::DType::kBF16);
+    const double a = double(fp32.activation_bytes_per_sample()),
+                 b = double(bf16.activation_bytes_per_sample());
+    std::printf(
+        "%s: activations %.0f bytes per sample in float32, %.0f in 16 bits (%.2f); batch %zu on one "
+        "device: %.1f and %.1f MiB\n",
+        model.c_str(), a, b, b / a, o.batch, a * double(o.batch) / 1048576.0,
+        b * double(o.batch) / 1048576.0);
+    if (o.csv != nullptr) {
+      std::fprintf(o.csv, "training,%s,1,activation_bytes_per_sample_fp32,%.0f\n", model.c_str(), a);
+      std::fprintf(o.csv, "training,%s,1,activation_bytes_per_sample_16bit,%.0f\n", model.c_str(), b);
+    }
   }
+  if (o.activations != dpt::DType::kF32)
+    std::printf("activations kept in %s between forward and backward (--activation-dtype)\n",
+                precision_name(o.activations));
   std::printf("\n");
   std::printf("%-9s %-4s %-4s %-3s %9s %10s %8s %11s %13s %11s %7s %10s %9s %8s\n", "model", "prec", "wire",
               "K", "bucket", "images/s", "vs_K=1", "compute_ms", "allreduce_ms", "exposed_ms", "hidden",
@@ -331,6 +355,7 @@ void bench_training(const Options &o) {
             config.bucket_bytes = kib * 1024;
             config.sync_batch_norm = o.sync_batch_norm;
             config.matmul_dtype = precision;
+            config.activation_dtype = o.activations;
             config.loss_scaling.enabled = precision == dpt::DType::kF16;
             dpt::Trainer trainer(context, spec, config);
             for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), o.batch);
@@ -419,6 +444,15 @@ int main(int argc, char **argv) {
                           : name == "fp16" ? dpt::WireType::kF16
                                            : dpt::WireType::kF32);
       }
+    } else if (a == "--activation-dtype") {
+      const std::string name = value();
+      if (name != "fp32" && name != "bf16" && name != "fp16") {
+        std::fprintf(stderr, "dptrain_bench: --activation-dtype takes fp32, bf16 or fp16\n");
+        return 2;
+      }
+      o.activations = name == "bf16"   ? dpt::DType::kBF16
+                      : name == "fp16" ? dpt::DType::kF16
+                                       : dpt::DType::kF32;
     } else if (a == "--world") {
       o.world = true;
     } else if (a == "--bn") {
@@ -448,6 +482,7 @@ int main(int argc, char **argv) {
           "                     [--models lenet,mlp,wide-mlp,resnet18] [--bucket-kib 0,1024] [--bn "
           "sync|local]\n"
           "                     [--precision fp32,bf16,fp16] [--allreduce-dtype fp32,bf16,fp16]\n"
+          "                     [--activation-dtype fp32|bf16|fp16]\n"
           "                     [--world (under mpirun: the all-reduce across processes only)]\n"
           "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;

@@ -447,6 +447,7 @@ static void test_status_and_init_functions(void **state) {
   assert_true(t.initial_loss_scale == 65536.0);
   assert_int_equal(t.loss_scale_growth_interval, 2000);
   assert_int_equal(t.allreduce_dtype, DPT_PRECISION_FP32);
+  assert_int_equal(t.activation_dtype, DPT_PRECISION_FP32);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1443,6 +1444,8 @@ static void test_trainer_create_misuse(void **state) {
       {"precision -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, precision, -1)}},
       {"allreduce_dtype 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce_dtype, 3)}},
       {"allreduce_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce_dtype, -1)}},
+      {"activation_dtype 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, 3)}},
+      {"activation_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, -1)}},
       /* The initial loss scale is a power of two from 1 to 2^64, checked whatever the precision. */
       {"initial_loss_scale 3", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 3.0)}},
       {"initial_loss_scale 0.5", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0.5)}},

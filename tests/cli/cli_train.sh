@@ -105,6 +105,15 @@ json_check "$WORK/bf16.out" "d['precision'] == 'bf16' and abs(d['test_accuracy']
 json_check "$A" "d['precision'] == 'fp32'" "the default precision is fp32"
 B16=$(json_get "$WORK/bf16.out" "d['param_checksum']")
 [ -n "$B16" ] && [ "$B16" != "$CHECK_A" ] && pass "bf16 is not float32 in disguise" || fail "bf16 checksum $B16"
+# --activation-dtype: accepted and reported; the MLP's two hidden tensors gain nothing from 16-bit copies
+# (the float32 working slots would take what the copies save), so the store keeps them float32: the bits of
+# the bf16 run. (test_activation_storage checks the models where it pays.)
+run_cli act16 train "${SHORT[@]}" --devices cpu:2 --precision bf16 --activation-dtype bf16
+json_check "$WORK/act16.out" "d['activation_dtype'] == 'bf16'" "--activation-dtype bf16: reported"
+[ "$(json_get "$WORK/act16.out" "d['param_checksum']")" = "$B16" ] &&
+  pass "--activation-dtype bf16 on the MLP: the bf16 run's bits" || fail "--activation-dtype bf16 changed the MLP"
+run_cli bad_act train --model mlp --activation-dtype int8
+[ "$RC" -eq 2 ] && pass "--activation-dtype int8: usage error" || fail "--activation-dtype int8: $RC"
 # fp16: float16 products with dynamic loss scaling train as well, report the scale (a power of two from 1
 # to 2^16 after this short run: GradScaler's start, halved on overflow) and the skipped windows.
 run_cli fp16 train "${SHORT[@]}" --devices cpu:2 --precision fp16

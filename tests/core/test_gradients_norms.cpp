@@ -920,6 +920,12 @@ class CheckedKernels final : public dpt::DeviceKernels {
   }
   double l2_norm(const float *grads, size_t count) override { return cpu_.l2_norm(grads, count); }
   void scale(float *x, size_t count, float alpha) override { cpu_.scale(x, count, alpha); }
+  void narrow(const float *x, void *out, size_t count, dpt::DType dtype) override {
+    cpu_.narrow(x, out, count, dtype);
+  }
+  void widen(const void *in, float *x, size_t count, dpt::DType dtype) override {
+    cpu_.widen(in, x, count, dtype);
+  }
   void apply_update(const dpt::OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                     const float *grads, float *state, size_t count) override {
     cpu_.apply_update(config, t, lr, grad_scale, params, grads, state, count);

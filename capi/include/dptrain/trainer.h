@@ -171,6 +171,17 @@ typedef struct dpt_trainer_options {
    * without loss scaling overflows on gradient sums beyond 65504 (then the non-finite policy applies).
    * CPU devices only in this version. Since 0.2. */
   dpt_precision allreduce_dtype;
+  /** How activations are kept from forward to backward: DPT_PRECISION_FP32 (default), or
+   * DPT_PRECISION_BF16 / DPT_PRECISION_FP16: each activation rounded to the 16-bit type once its last
+   * forward reader has run, widened back for backward (as autocast keeps a 16-bit matmul's output), and a
+   * few float32 working copies while ops read and write them. ResNet-18's and gpt-mini's activations then
+   * take 0.60 and 0.63 of their float32 bytes; a model whose widest tensors are most of its activations
+   * (LeNet) keeps them float32 (the store never takes more memory than float32). Backward then reads the
+   * rounded activations: no bit changes where they only feed matrix products of the same 16-bit precision
+   * (and ReLU), and about one 16-bit rounding where normalisations read them (docs/precision.md). The
+   * rounding is per element, so the K-device contract holds as without it. Independent of precision. CPU
+   * devices only in this version. Since 0.2. */
+  dpt_precision activation_dtype;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "comm/wire_type.hpp"
 #include "core/error.hpp"
 
 namespace dpt {
@@ -13,7 +14,20 @@ const cpu::OpKernel &kernel(const char *op) {
   DPT_REQUIRE(k != nullptr, DPT_ERROR_UNSUPPORTED, std::string("the CPU backend has no op '") + op + "'");
   return *k;
 }
+// The 16-bit conversions are the wire's (comm/wire_type.hpp: vectorised where the CPU allows).
+WireType sixteen_bits(DType dtype) {
+  DPT_REQUIRE(dtype == DType::kBF16 || dtype == DType::kF16, DPT_ERROR_INTERNAL, "not a 16-bit dtype");
+  return dtype == DType::kBF16 ? WireType::kBF16 : WireType::kF16;
+}
 }  // namespace
+
+void CpuKernels::narrow(const float *x, void *out, size_t count, DType dtype) {
+  to_wire16(x, static_cast<uint16_t *>(out), count, sixteen_bits(dtype));
+}
+
+void CpuKernels::widen(const void *in, float *x, size_t count, DType dtype) {
+  from_wire16(static_cast<const uint16_t *>(in), x, count, sixteen_bits(dtype));
+}
 
 void CpuKernels::check_supported(const char *op, DType dtype, DType matmul_dtype) const {
   DPT_REQUIRE(dtype == DType::kF32, DPT_ERROR_UNSUPPORTED,

@@ -28,6 +28,8 @@ class CpuKernels final : public DeviceKernels {
   void scale(float *x, size_t count, float alpha) override {
     for (size_t i = 0; i < count; ++i) x[i] *= alpha;
   }
+  void narrow(const float *x, void *out, size_t count, DType dtype) override;
+  void widen(const void *in, float *x, size_t count, DType dtype) override;
   void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                     const float *grads, float *state, size_t count) override {
     dpt::apply_update(config, t, lr, grad_scale, params, grads, state, count);

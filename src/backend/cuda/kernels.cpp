@@ -125,6 +125,14 @@ void CudaKernels::scale(float *x, size_t count, float alpha) {
   if (count != 0) check(api_.scale(ctx_, x, count, alpha, error_, sizeof error_));
 }
 
+void CudaKernels::narrow(const float *, void *, size_t, DType) {
+  throw_error(DPT_ERROR_UNSUPPORTED, "16-bit activations are not on CUDA devices yet");
+}
+
+void CudaKernels::widen(const void *, float *, size_t, DType) {
+  throw_error(DPT_ERROR_UNSUPPORTED, "16-bit activations are not on CUDA devices yet");
+}
+
 void CudaKernels::apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale,
                                float *params, const float *grads, float *state, size_t count) {
   dpt_backend_optimizer o{};

@@ -40,6 +40,8 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
                  float *dlogits) override;
   double l2_norm(const float *grads, size_t count) override;
   void scale(float *x, size_t count, float alpha) override;
+  void narrow(const float *x, void *out, size_t count, DType dtype) override;
+  void widen(const void *in, float *x, size_t count, DType dtype) override;
   void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                     const float *grads, float *state, size_t count) override;
 
