@@ -583,7 +583,7 @@ void print_train_help(FILE *out) {
       "                         CPU devices; default fp32)\n"
       "  --allreduce-dtype fp32|bf16|fp16  what the gradient all-reduce sends: 16-bit values (half the\n"
       "                         bytes; float32 sums, each contribution and sum rounded) or float32\n"
-      "                         (default); CPU devices\n"
+      "                         (default); CPU and CUDA devices\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

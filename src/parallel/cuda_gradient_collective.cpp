@@ -7,8 +7,8 @@ namespace dpt {
 
 CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes,
-                                               double timeout_seconds)
-    : timeout_(timeout_seconds) {
+                                               double timeout_seconds, WireType wire)
+    : timeout_(timeout_seconds), wire_(wire) {
   if (replicas.size() > 1) {
     std::vector<CudaKernels *> kernels;
     for (auto &r : replicas) kernels.push_back(static_cast<CudaKernels *>(r->kernels.get()));
@@ -24,7 +24,7 @@ void CudaGradientCollective::reduce_between_phases(bool /*reduced*/) {
   seconds_ = 0;
   if (collective_ == nullptr) return;
   const double t0 = platform::now_seconds();
-  collective_->all_reduce(grads_, buckets_, timeout_);
+  collective_->all_reduce(grads_, buckets_, timeout_, wire_);
   seconds_ = platform::now_seconds() - t0;
 }
 
