@@ -17,6 +17,12 @@ CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr
   // The buckets are all-reduced in one NCCL group after backward.
   for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
   for (auto &r : replicas) grads_.push_back(r->grads.data());
+  // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
+  // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
+  // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the
+  // trainer would refuse further work. It also makes NCCL connect the peers while all are known to be here.
+  if (collective_ != nullptr && !collective_->shares_one_gpu() && wire_ != WireType::kF32)
+    collective_->all_reduce(grads_, buckets_, timeout_, wire_);
 }
 
 // The summed gradients of every replica; overlap is never on (reduced is false).
