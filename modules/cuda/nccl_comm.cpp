@@ -4,20 +4,16 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cuda/context.hpp"
-
-struct dpt_backend_comm {
-  std::vector<int> ordinals;      // rank r is on GPU ordinals[r]
-  std::vector<ncclComm_t> comms;  // one per rank
-  std::string ranks;              // "cuda:0,1", for messages
-  bool aborted = false;
-  int hang_rank = -1;  // comm_inject_hang: the rank the next all-reduce leaves out
-};
+#include "cuda/nccl_state.hpp"
+#include "cuda/nccl_wire16.hpp"
 
 namespace dpt::cuda {
 
@@ -32,18 +28,6 @@ std::string rank_names(const int *ordinals, int count) {
     text += std::to_string(ordinals[r]);
   }
   return text;
-}
-
-// Aborts every rank: NCCL kernels still waiting for a peer end, the communicator is unusable.
-void abort_all(dpt_backend_comm &c) {
-  for (size_t r = 0; r < c.comms.size(); ++r) {
-    if (c.comms[r] == nullptr) continue;
-    DeviceGuard guard(c.ordinals[r]);
-    ncclCommAbort(c.comms[r]);
-    c.comms[r] = nullptr;
-  }
-  c.aborted = true;
-  cudaGetLastError();
 }
 
 int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
@@ -72,7 +56,7 @@ int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts,
   return 0;
 }
 
-// Enqueues the grouped all-reduce and, on each rank's stream, its completion event.
+// Enqueues the grouped float32 all-reduce and, on each rank's stream, its completion event.
 int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
             float *const *buffers, const size_t *counts, const Error &e) {
   const char *ranks = c.ranks.c_str();
@@ -96,21 +80,12 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t bu
     abort_all(c);
     return rc;
   }
-  for (size_t r = 0; r < n; ++r) {
-    const int ordinal = c.ordinals[r];
-    DeviceGuard guard(ordinal);
-    const cudaError_t s = cudaEventRecord(contexts[r]->event, contexts[r]->stream);
-    if (s != cudaSuccess) {
-      const int rc = cuda_failed(e, ordinal, "cudaEventRecord", s);
-      abort_all(c);
-      return rc;
-    }
-  }
-  return 0;
+  return record_events(c, contexts, e);
 }
 
 // Waits for every rank's event; checks NCCL's asynchronous errors and the deadline on the way.
-int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds, const Error &e) {
+int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds, const char *what,
+         const Error &e) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const size_t n = c.comms.size();
@@ -125,8 +100,9 @@ int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeo
       if (status != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
         char ranks[32];
         std::snprintf(ranks, sizeof ranks, "cuda:%d", c.ordinals[r]);
-        const int rc = nccl_failed(e, ranks, "ncclAllReduce (ncclCommGetAsyncError)",
-                                   status != ncclSuccess ? status : async, c.comms[r]);
+        char call[96];
+        std::snprintf(call, sizeof call, "%s (ncclCommGetAsyncError)", what);
+        const int rc = nccl_failed(e, ranks, call, status != ncclSuccess ? status : async, c.comms[r]);
         abort_all(c);
         return rc;
       }
@@ -137,7 +113,9 @@ int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeo
       } else if (q == cudaErrorNotReady) {
         all_done = false;
       } else {
-        const int rc = cuda_failed(e, c.ordinals[r], "cudaEventQuery after ncclAllReduce", q);
+        char call[96];
+        std::snprintf(call, sizeof call, "cudaEventQuery after %s", what);
+        const int rc = cuda_failed(e, c.ordinals[r], call, q);
         abort_all(c);
         return rc;
       }
@@ -155,9 +133,9 @@ int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeo
       abort_all(c);
       return report(
           e, DPT_BACKEND_ERROR_COMMUNICATION,
-          "%s: ncclAllReduce did not finish within %g s (not finished: %s): ncclCommAbort called, the "
-          "communicator is unusable",
-          ranks.c_str(), timeout_seconds, late.c_str());
+          "%s: %s did not finish within %g s (not finished: %s): ncclCommAbort called, the communicator "
+          "is unusable",
+          ranks.c_str(), what, timeout_seconds, late.c_str());
     }
     // Short pauses first (a small all-reduce takes microseconds), then at most 1 ms.
     std::this_thread::sleep_for(pause);
@@ -186,6 +164,33 @@ int check_ordinals(const int *ordinals, int count, const char *ranks, const char
 
 }  // namespace
 
+// Aborts every rank: NCCL kernels still waiting for a peer end, the communicator is unusable.
+void abort_all(dpt_backend_comm &c) {
+  for (size_t r = 0; r < c.comms.size(); ++r) {
+    if (c.comms[r] == nullptr) continue;
+    DeviceGuard guard(c.ordinals[r]);
+    ncclCommAbort(c.comms[r]);
+    c.comms[r] = nullptr;
+  }
+  c.aborted = true;
+  cudaGetLastError();
+}
+
+// Records each rank's completion event after what the all-reduce enqueued on its stream.
+int record_events(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e) {
+  for (size_t r = 0; r < c.comms.size(); ++r) {
+    const int ordinal = c.ordinals[r];
+    DeviceGuard guard(ordinal);
+    const cudaError_t s = cudaEventRecord(contexts[r]->event, contexts[r]->stream);
+    if (s != cudaSuccess) {
+      const int rc = cuda_failed(e, ordinal, "cudaEventRecord", s);
+      abort_all(c);
+      return rc;
+    }
+  }
+  return 0;
+}
+
 int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size) {
   const Error e{error, error_size};
   if (out == nullptr)
@@ -201,6 +206,7 @@ int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *er
     if (const int rc = check_ordinals(ordinals, count, ranks, "comm_create", e)) return rc;
     c->ordinals.assign(ordinals, ordinals + count);
     c->comms.assign(size_t(count), nullptr);
+    c->world = count;
     DeviceGuard guard(ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
     const ncclResult_t status = ncclCommInitAll(c->comms.data(), count, ordinals);
     if (status != ncclSuccess) {
@@ -219,27 +225,38 @@ int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *er
 void comm_destroy(dpt_backend_comm *comm) {
   if (comm == nullptr) return;
   for (size_t r = 0; r < comm->comms.size(); ++r) {
-    if (comm->comms[r] == nullptr) continue;
     DeviceGuard guard(comm->ordinals[r]);
-    ncclCommDestroy(comm->comms[r]);
+    if (comm->comms[r] != nullptr) ncclCommDestroy(comm->comms[r]);
   }
+  free_wire16_staging(*comm);
   cudaGetLastError();
   delete comm;
 }
 
 int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
-                    float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
-                    size_t error_size) {
+                    float *const *buffers, const size_t *counts, int32_t wire_dtype, double timeout_seconds,
+                    char *error, size_t error_size) {
   const Error e{error, error_size};
   if (comm == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_all_reduce: NULL communicator");
+  if (wire_dtype != DPT_DTYPE_F32 && wire_dtype != DPT_DTYPE_BF16 && wire_dtype != DPT_DTYPE_F16)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: comm_all_reduce: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(),
+                  int(wire_dtype));
   try {
     if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, e)) return rc;
     if (buffer_count == 0) return 0;
     DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
     if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    const int rc = enqueue(*comm, contexts, buffer_count, buffers, counts, e);
-    const int result = rc != 0 ? rc : wait(*comm, contexts, timeout_seconds, e);
+    int rc = 0;
+    const char *what = "ncclAllReduce";
+    if (wire_dtype == DPT_DTYPE_F32) {
+      rc = enqueue(*comm, contexts, buffer_count, buffers, counts, e);
+    } else {
+      what = "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)";
+      rc = enqueue_wire16(*comm, contexts, buffer_count, buffers, counts, wire_dtype, e);
+    }
+    const int result = rc != 0 ? rc : wait(*comm, contexts, timeout_seconds, what, e);
     comm->hang_rank = -1;
     return result;
   } catch (const std::bad_alloc &) {
@@ -294,6 +311,8 @@ int comm_create_multi(const char *id, int world_ranks, int first_rank, int local
     std::memcpy(&unique, id, sizeof unique);
     c->ordinals.assign(ordinals, ordinals + local_count);
     c->comms.assign(size_t(local_count), nullptr);
+    c->world = world_ranks;
+    c->first_rank = first_rank;
     DeviceGuard guard(ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
     ncclResult_t status = ncclGroupStart();
     if (status != ncclSuccess) return nccl_failed(e, ranks, "ncclGroupStart", status, nullptr);

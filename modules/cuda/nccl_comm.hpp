@@ -7,6 +7,9 @@
 // ncclCommGetAsyncError. A NCCL error, or a deadline that passes, aborts every rank's communicator
 // (ncclCommAbort, which also ends NCCL kernels waiting for a peer) and returns a communication error:
 // never a hang, never an exit. An aborted communicator refuses further work.
+//
+// A 16-bit wire (comm_all_reduce's wire_dtype) enqueues nccl_wire16.cpp's sequence instead of
+// ncclAllReduce, under the same wait.
 #pragma once
 
 #include "interface/backend_interface.h"
@@ -16,8 +19,8 @@ namespace dpt::cuda {
 int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
 void comm_destroy(dpt_backend_comm *comm);
 int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
-                    float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
-                    size_t error_size);
+                    float *const *buffers, const size_t *counts, int32_t wire_dtype, double timeout_seconds,
+                    char *error, size_t error_size);
 int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
 int nccl_unique_id(char *id, char *error, size_t error_size);
 int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,

@@ -34,9 +34,10 @@ extern "C" {
 #endif
 
 /** Version of the table below; a module with another version is refused. 3: dpt_op_call::matmul_dtype and
- *  op_supported's matmul_dtype. (The entry function and the table keep their "v2" names, so that a module
- *  of version 2 is found and refused by its version, with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 3u
+ *  op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
+ *  gradient all-reduce). (The entry function and the table keep their "v2" names, so that a module of an
+ *  older version is found and refused by its version, with a message that says so.) */
+#define DPT_BACKEND_ABI_VERSION 4u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -204,16 +205,34 @@ typedef struct dpt_backend_v2 {
    *  gives rank r's stream. Waits until done, polling ncclCommGetAsyncError; after @p timeout_seconds
    *  (<= 0: 300 s; counted from the call, so it includes work queued before on the streams) the
    *  communicator is aborted (ncclCommAbort) and DPT_BACKEND_ERROR_COMMUNICATION returned: it then refuses
-   *  further work and must be destroyed. */
+   *  further work and must be destroyed.
+   *
+   *  @p wire_dtype is what travels between the ranks (anything else is DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+   *  and the communicator stays usable):
+   *  - DPT_DTYPE_F32: ncclAllReduce (ncclFloat, ncclSum) in place, NCCL's algorithm and order of sums.
+   *  - DPT_DTYPE_BF16 / DPT_DTYPE_F16: 16-bit values (half the bytes), float32 sums. Element i of the
+   *    result, on every rank (global ranks 0 .. K-1, also across processes), is
+   *    round(((0 + round(x_0[i])) + round(x_1[i])) + ... + round(x_(K-1)[i])): each rank's value rounded
+   *    to the type, the sums float32 in rank order, the sum rounded again; round is to nearest even, as
+   *    the core's to_bf16 / to_f16 (bfloat16: a float32 subnormal becomes a zero of its sign; float16:
+   *    subnormals kept, 65520 and beyond infinite). The same bits on every rank, whatever the buffers'
+   *    split into calls. On the GPUs: an all-to-all of the buffer's K chunks (ncclSend/ncclRecv in one
+   *    group), each rank sums its chunk, an ncclAllGather of the rounded sums; staging memory of about
+   *    2 x 2 bytes per float per rank, grown on demand and kept by the communicator (running out is
+   *    DPT_BACKEND_ERROR_OUT_OF_MEMORY, nothing started). */
   int (*comm_all_reduce)(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
-                         float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
-                         size_t error_size);
+                         float *const *buffers, const size_t *counts, int32_t wire_dtype,
+                         double timeout_seconds, char *error, size_t error_size);
   /** All-reduce of @p replicas (1 .. 32) buffers of @p count floats on ONE GPU (virtual devices, which
    *  NCCL refuses): buffers[r] belongs to contexts[r], all contexts on the same device. Sums in the fixed
    *  order replica 0, 1, ..., K-1 and writes the sum to every buffer; ordered after the work already
-   *  queued on every context's stream, and before anything queued on them later (events). */
+   *  queued on every context's stream, and before anything queued on them later (events).
+   *  @p wire_dtype as comm_all_reduce's: DPT_DTYPE_F32 sums the floats as they are; DPT_DTYPE_BF16 /
+   *  DPT_DTYPE_F16 give every replica round(((0 + round(b_0[i])) + ...) + round(b_(K-1)[i])), the bits a
+   *  16-bit comm_all_reduce gives (nothing travels: the rounding is in the summing kernel), also for
+   *  one replica (then round(b_0[i])). */
   int (*virtual_all_reduce)(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
-                            size_t count, char *error, size_t error_size);
+                            size_t count, int32_t wire_dtype, char *error, size_t error_size);
 
   /* ---- Collectives across processes (NCCL over MPI) ---- */
 

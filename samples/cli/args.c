@@ -585,7 +585,7 @@ void print_train_help(FILE *out) {
       "                         default fp32)\n"
       "  --allreduce-dtype fp32|bf16|fp16  what the gradient all-reduce sends: 16-bit values (half the\n"
       "                         bytes; float32 sums, each contribution and sum rounded) or float32\n"
-      "                         (default); CPU devices\n"
+      "                         (default); CPU and CUDA devices\n"
       "  --activation-dtype fp32|bf16|fp16  keep activations between forward and backward as 16-bit\n"
       "                         copies (about 0.6 of the bytes on deep models; backward reads them\n"
       "                         rounded) or float32 (default); CPU devices\n"

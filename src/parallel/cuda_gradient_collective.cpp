@@ -7,8 +7,8 @@ namespace dpt {
 
 CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes,
-                                               double timeout_seconds)
-    : timeout_(timeout_seconds) {
+                                               double timeout_seconds, WireType wire)
+    : timeout_(timeout_seconds), wire_(wire) {
   if (replicas.size() > 1) {
     std::vector<CudaKernels *> kernels;
     for (auto &r : replicas) kernels.push_back(static_cast<CudaKernels *>(r->kernels.get()));
@@ -17,6 +17,12 @@ CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr
   // The buckets are all-reduced in one NCCL group after backward.
   for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
   for (auto &r : replicas) grads_.push_back(r->grads.data());
+  // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
+  // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
+  // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the
+  // trainer would refuse further work. It also makes NCCL connect the peers while all are known to be here.
+  if (collective_ != nullptr && !collective_->shares_one_gpu() && wire_ != WireType::kF32)
+    collective_->all_reduce(grads_, buckets_, timeout_, wire_);
 }
 
 // The summed gradients of every replica; overlap is never on (reduced is false).
@@ -24,7 +30,7 @@ void CudaGradientCollective::reduce_between_phases(bool /*reduced*/) {
   seconds_ = 0;
   if (collective_ == nullptr) return;
   const double t0 = platform::now_seconds();
-  collective_->all_reduce(grads_, buckets_, timeout_);
+  collective_->all_reduce(grads_, buckets_, timeout_, wire_);
   seconds_ = platform::now_seconds() - t0;
 }
 

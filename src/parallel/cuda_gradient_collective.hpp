@@ -20,8 +20,9 @@ class CudaGradientCollective final : public GradientCollective {
  public:
   // The replicas run on CUDA devices. With one replica there is nothing to reduce. Throws as
   // CudaCollective does (DPT_ERROR_UNSUPPORTED: some replicas share a GPU and others do not).
+  // wire: what the all-reduce sends (float32, or 16-bit values: CudaCollective::all_reduce).
   CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-                         size_t bucket_bytes, double timeout_seconds);
+                         size_t bucket_bytes, double timeout_seconds, WireType wire);
 
   // nullptr with one replica. Test seam (CudaCollective::inject_hang).
   CudaCollective *collective() { return collective_.get(); }
@@ -32,6 +33,7 @@ class CudaGradientCollective final : public GradientCollective {
 
  private:
   double timeout_;
+  WireType wire_;
   std::unique_ptr<CudaCollective> collective_;
   std::vector<std::pair<size_t, size_t>> buckets_;  // ranges of the gradient, one NCCL call each
   std::vector<float *> grads_;                      // every replica's gradient buffer

@@ -79,9 +79,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.allreduce_dtype == DType::kF32 || config_.allreduce_dtype == DType::kBF16 ||
                   config_.allreduce_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the all-reduce dtype must be float32, bfloat16 or float16");
-  DPT_REQUIRE(
-      !on_gpus_ || config_.allreduce_dtype == DType::kF32, DPT_ERROR_UNSUPPORTED,
-      "a 16-bit gradient all-reduce runs on CPU devices only in this version (NCCL's is not written)");
   DPT_REQUIRE(config_.activation_dtype == DType::kF32 || config_.activation_dtype == DType::kBF16 ||
                   config_.activation_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the activation dtype must be float32, bfloat16 or float16");
@@ -112,15 +109,16 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const size_t overlap_bytes = statistics_ != nullptr && config_.world != nullptr ? 0 : config_.bucket_bytes;
   // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
   // context is used by one thread at a time), CPU devices on their own threads.
+  const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
+                        : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
+                                                                 : WireType::kF32;
   if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
-                                                           config_.timeout_seconds);
+                                                           config_.timeout_seconds, wire);
   else
-    collective_ = std::make_unique<HostGradientCollective>(
-        *group_, replicas_, spec_, overlap_bytes, config_.allreduce, config_.world, config_.timeout_seconds,
-        config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
-        : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
-                                                 : WireType::kF32);
+    collective_ =
+        std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes, config_.allreduce,
+                                                 config_.world, config_.timeout_seconds, wire);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.

@@ -60,7 +60,8 @@ struct TrainerConfig {
   // Dynamic loss scaling (float16: loss_scaler.hpp); a window that overflows is skipped, not an error.
   LossScaling loss_scaling;
   // What the gradient all-reduce sends: kF32, or kBF16 / kF16 (each device's and each process's
-  // contribution and the finished sums rounded to it, the sums float32: comm/wire_type.hpp). CPU devices.
+  // contribution and the finished sums rounded to it, the sums float32: comm/wire_type.hpp). CPU devices,
+  // and GPUs (the CUDA module's 16-bit NCCL and virtual all-reduces: backend_interface.h's wire_dtype).
   DType allreduce_dtype = DType::kF32;
 };
 

@@ -1,10 +1,13 @@
 // GPU benchmark (prints tables; tests/gpu/device-check.sh runs it on a lent GPU): training images/s on one
 // GPU, on replicas sharing a GPU ("cuda:0x2") and on distinct GPUs, with synthetic inputs; and the bus
 // bandwidth of the all-reduce across replicas (the module's device-memory virtual all-reduce on one GPU,
-// NCCL across GPUs). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it.
+// NCCL across GPUs), on the float32 wire and, with --wire, the 16-bit ones (backend_interface.h's
+// wire_dtype). busbw = bytes * 2 (K - 1) / K / seconds, as nccl-tests reports it, the bytes those of the
+// float32 buffer on every wire: a 16-bit wire that sends half of them shows as the faster reduction of the
+// same gradient.
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
-//   [--tf32] [--precision fp32,bf16,fp16]
+//   [--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16]
 //
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
@@ -33,6 +36,7 @@ namespace {
 struct Options {
   std::vector<std::string> models{"lenet", "mlp"};
   size_t batch = 256, steps = 50, max_mib = 256;
+  std::vector<std::string> wires{"fp32"};  // of the all-reduce table: fp32, bf16, fp16
   bool tf32 = false;
   std::vector<std::string> precisions{"fp32"};
 };
@@ -48,6 +52,10 @@ bool precision_dtype(const std::string &name, dpt::DType &out) {
   else
     return false;
   return true;
+}
+
+int32_t wire_dtype(const std::string &name) {
+  return name == "bf16" ? DPT_DTYPE_BF16 : name == "fp16" ? DPT_DTYPE_F16 : DPT_DTYPE_F32;
 }
 
 std::vector<std::string> split(const std::string &text) {
@@ -145,11 +153,12 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
   }
 }
 
-// Times the module's all-reduce directly: K contexts, one buffer each.
+// Times the module's all-reduce directly: K contexts, one buffer each, on each wire of --wire.
 void bench_allreduce(const Options &o, const dpt_backend_v2 &api, int gpus) {
   std::printf(
-      "\nall-reduce of K float32 buffers, best of 5 after 2 warm-up; busbw = bytes * 2(K-1)/K / s\n\n");
-  std::printf("%-28s %10s %10s %12s\n", "collective", "size", "time_us", "busbw_GBps");
+      "\nall-reduce of K float32 buffers, best of 5 after 2 warm-up; busbw = bytes * 2(K-1)/K / s\n"
+      "(bytes: the float32 buffer's, whatever the wire sends)\n\n");
+  std::printf("%-28s %-5s %10s %10s %12s\n", "collective", "wire", "size", "time_us", "busbw_GBps");
   struct Layout {
     const char *name;
     std::vector<int> ordinals;
@@ -169,36 +178,38 @@ void bench_allreduce(const Options &o, const dpt_backend_v2 &api, int gpus) {
     dpt_backend_comm *comm = nullptr;
     if (layout.ordinals[0] != layout.ordinals[1])
       check(api.comm_create(int(k), layout.ordinals.data(), &comm, error, sizeof error), "comm_create");
-    for (size_t mib = 1; mib <= o.max_mib; mib *= 4) {
-      const size_t count = mib * (size_t(1) << 20) / sizeof(float);
-      std::vector<float *> buffers(k);
-      for (size_t r = 0; r < k; ++r) {
-        void *p = nullptr;
-        check(api.mem_alloc(contexts[r], count * sizeof(float), &p, error, sizeof error), "mem_alloc");
-        check(api.mem_set(contexts[r], p, 0, count * sizeof(float), error, sizeof error), "mem_set");
-        buffers[r] = static_cast<float *>(p);
-      }
-      double best = 1e300;
-      for (int round = 0; round < 7; ++round) {
-        for (auto *c : contexts) check(api.context_synchronize(c, error, sizeof error), "synchronize");
-        const double t0 = dpt::platform::now_seconds();
-        if (comm != nullptr) {
-          check(
-              api.comm_all_reduce(comm, contexts.data(), 1, buffers.data(), &count, 60, error, sizeof error),
-              "comm_all_reduce");
-        } else {
-          check(api.virtual_all_reduce(contexts.data(), int(k), buffers.data(), count, error, sizeof error),
-                "virtual_all_reduce");
-          for (auto *c : contexts) check(api.context_synchronize(c, error, sizeof error), "synchronize");
+    for (const std::string &wire : o.wires)
+      for (size_t mib = 1; mib <= o.max_mib; mib *= 4) {
+        const size_t count = mib * (size_t(1) << 20) / sizeof(float);
+        std::vector<float *> buffers(k);
+        for (size_t r = 0; r < k; ++r) {
+          void *p = nullptr;
+          check(api.mem_alloc(contexts[r], count * sizeof(float), &p, error, sizeof error), "mem_alloc");
+          check(api.mem_set(contexts[r], p, 0, count * sizeof(float), error, sizeof error), "mem_set");
+          buffers[r] = static_cast<float *>(p);
         }
-        if (round >= 2) best = std::min(best, dpt::platform::now_seconds() - t0);
+        double best = 1e300;
+        for (int round = 0; round < 7; ++round) {
+          for (auto *c : contexts) check(api.context_synchronize(c, error, sizeof error), "synchronize");
+          const double t0 = dpt::platform::now_seconds();
+          if (comm != nullptr) {
+            check(api.comm_all_reduce(comm, contexts.data(), 1, buffers.data(), &count, wire_dtype(wire), 60,
+                                      error, sizeof error),
+                  "comm_all_reduce");
+          } else {
+            check(api.virtual_all_reduce(contexts.data(), int(k), buffers.data(), count, wire_dtype(wire),
+                                         error, sizeof error),
+                  "virtual_all_reduce");
+            for (auto *c : contexts) check(api.context_synchronize(c, error, sizeof error), "synchronize");
+          }
+          if (round >= 2) best = std::min(best, dpt::platform::now_seconds() - t0);
+        }
+        const double bytes = double(count * sizeof(float));
+        const double busbw = bytes * 2.0 * double(k - 1) / double(k) / best / 1e9;
+        std::printf("%-28s %-5s %7zu MiB %10.1f %12.1f\n", layout.name, wire.c_str(), mib, best * 1e6, busbw);
+        std::fflush(stdout);
+        for (size_t r = 0; r < k; ++r) api.mem_free(contexts[r], buffers[r], error, sizeof error);
       }
-      const double bytes = double(count * sizeof(float));
-      const double busbw = bytes * 2.0 * double(k - 1) / double(k) / best / 1e9;
-      std::printf("%-28s %7zu MiB %10.1f %12.1f\n", layout.name, mib, best * 1e6, busbw);
-      std::fflush(stdout);
-      for (size_t r = 0; r < k; ++r) api.mem_free(contexts[r], buffers[r], error, sizeof error);
-    }
     if (comm != nullptr) api.comm_destroy(comm);
     for (auto *c : contexts) api.context_destroy(c);
   }
@@ -219,6 +230,8 @@ int main(int argc, char **argv) {
       o.steps = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--max-mib" && has_value)
       o.max_mib = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--wire" && has_value)
+      o.wires = split(argv[++i]);
     else if (a == "--tf32")
       o.tf32 = true;
     else if (a == "--precision" && has_value)
@@ -226,7 +239,7 @@ int main(int argc, char **argv) {
     else {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
-          "[--tf32] [--precision fp32,bf16,fp16]\n");
+          "[--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -241,6 +254,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "dptrain_gpu_bench: --batch must be at least 2 and --steps at least 1\n");
     return 2;
   }
+  for (const std::string &wire : o.wires)
+    if (wire != "fp32" && wire != "bf16" && wire != "fp16") {
+      std::fprintf(stderr, "dptrain_gpu_bench: --wire takes fp32, bf16 and fp16, not '%s'\n", wire.c_str());
+      return 2;
+    }
   try {
     dpt::ContextConfig c;
     c.want_cpu = false;

@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,8 +407,8 @@ static void check_gpu_precisions(dpt_context *c, dpt_model *m, const float *x, c
 
 /* Training on GPUs through the C API: a trainer over one GPU and over two replicas sharing it (virtual
  * devices) steps, and the two replicas hold the same parameters; bf16 and fp16 (check_gpu_precisions); a
- * CPU device and a GPU in one trainer, unknown gpu_flags and a 16-bit all-reduce are refused with a clear
- * status and nothing half-built. */
+ * CPU device and a GPU in one trainer and unknown gpu_flags are refused with a clear status and nothing
+ * half-built. */
 static void test_gpu_trainer_through_c_api(void **state) {
   dpt_context *c;
   dpt_model *m = NULL;
@@ -439,11 +440,6 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_null(t);
   o.gpu_flags = DPT_GPU_DETERMINISTIC;
   check_gpu_precisions(c, m, x, y);
-  o.allreduce_dtype = DPT_PRECISION_BF16; /* NCCL's 16-bit all-reduce is not wired up yet */
-  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
-  assert_null(t);
-  assert_non_null(strstr(dpt_last_error_message(), "16-bit gradient all-reduce"));
-  o.allreduce_dtype = DPT_PRECISION_FP32;
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
   memset(&result, 0, sizeof result);
   result.struct_size = sizeof result;
@@ -469,6 +465,132 @@ static void test_gpu_trainer_through_c_api(void **state) {
   dpt_trainer_destroy(t);
   dpt_model_destroy(m);
   dpt_context_destroy(c);
+}
+
+/* ---- the 16-bit gradient all-reduce on GPUs ------------------------------------------------- */
+
+enum { WIRE_BATCH = 12, WIRE_PIXELS = 784 };
+
+/* One step of the MLP on devices[0 .. k) of c with the given wire and bucket size, from the default
+ * initialisation (seed 7); every replica's parameters into replicas[r * count ...]. */
+static void wire_step(dpt_context *c, const dpt_model *m, const size_t *devices, size_t k, dpt_precision wire,
+                      size_t bucket_bytes, size_t count, float *start, float *replicas) {
+  static float x[WIRE_BATCH * WIRE_PIXELS];
+  int32_t y[WIRE_BATCH];
+  dpt_trainer *t = NULL;
+  dpt_trainer_options o;
+  dpt_step_result result;
+  size_t i;
+  for (i = 0; i < WIRE_BATCH * WIRE_PIXELS; ++i) x[i] = (float)((i * 7919u) % 1013u) / 1013.0f;
+  for (i = 0; i < WIRE_BATCH; ++i) y[i] = (int32_t)((i * 3u) % 10u);
+  dpt_trainer_options_init(&o);
+  o.devices = devices;
+  o.device_count = k;
+  o.seed = 7;
+  o.allreduce_dtype = wire;
+  if (bucket_bytes > 0) o.bucket_bytes = bucket_bytes;
+  ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
+  if (start != NULL) ASSERT_OK(dpt_trainer_get_parameters(t, start, count));
+  memset(&result, 0, sizeof result);
+  result.struct_size = sizeof result;
+  ASSERT_OK(dpt_trainer_step(t, x, WIRE_BATCH * WIRE_PIXELS, y, WIRE_BATCH, &result));
+  assert_true(result.applied);
+  for (i = 0; i < k; ++i) ASSERT_OK(dpt_trainer_get_replica_parameters(t, i, replicas + i * count, count));
+  dpt_trainer_destroy(t);
+}
+
+/* ||a - b|| / ||b - start||: the difference relative to how far the step moved the parameters. */
+static double movement_error(const float *a, const float *b, const float *start, size_t n) {
+  double diff = 0, moved = 0;
+  size_t i;
+  for (i = 0; i < n; ++i) {
+    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    moved += ((double)b[i] - start[i]) * ((double)b[i] - start[i]);
+  }
+  return sqrt(diff / moved);
+}
+
+/* A GPU trainer with a 16-bit gradient all-reduce (allreduce_dtype bf16 and fp16), K = 2 and 3 replicas on
+ * distinct GPUs (NCCL; as many as there are GPUs) and on one shared GPU (cuda:0x2, cuda:0x3: the virtual
+ * all-reduce), one SGD step of the MLP on 12 samples:
+ * - the replicas are bitwise identical, and gradient buckets (every node its own) change no bit;
+ * - the step is not bitwise the float32 wire's (the wire is used);
+ * - against the 1-device step on a CPU device (float32, communicates nothing), the parameters' movement
+ *   differs by at most 2u relative (u = 2^-8 for bfloat16, 2^-11 for float16: each replica's gradient is
+ *   rounded once and the sum once, docs/precision.md's bound, which test_gradient_wire holds on CPU devices),
+ *   plus 1e-4 for the backends' own float32 differences (test_gpu_training's GPU-vs-CPU tolerance; the
+ *   simulated module runs the CPU kernels, so there they are nil);
+ * - against K CPU devices with the same wire, within 2u + 1e-4 too: both round the same contributions and
+ *   their sum the same way, and differ only in the order of the K float32 additions (the CPU ring starts
+ *   each chunk at another device; the GPUs add in device order): where the two float32 sums straddle a
+ *   rounding boundary of the type, the results are one step of the type apart, at most 2u of the element.
+ *   With K = 2 the order does not matter, and the simulator gives the CPU's bits. */
+static void test_gpu_allreduce_wire16(void **state) {
+  const dpt_precision wires[2] = {DPT_PRECISION_BF16, DPT_PRECISION_FP16};
+  const double units[2] = {1.0 / 256, 1.0 / 2048};
+  const char *names[2] = {"bf16", "fp16"};
+  dpt_context *gpus, *cpus;
+  dpt_model *m = NULL;
+  dpt_context_options co;
+  size_t count = 0, gpu_count, w, layout, r;
+  const size_t cpu[3] = {0, 1, 2};
+  float *start, *reference, *wired, *bucketed, *plain, *on_cpu;
+  (void)state;
+  skip_without_gpu();
+  gpu_count = cuda_device_count();
+  gpus = make_context(DPT_DEVICES_ALL);
+  dpt_context_options_init(&co);
+  co.cpu_devices = 3;
+  co.device_selection = DPT_DEVICES_CPU;
+  ASSERT_OK(dpt_context_create(&cpus, &co));
+  ASSERT_OK(dpt_model_create_builtin(&m, "mlp"));
+  ASSERT_OK(dpt_model_parameter_count(m, &count));
+  start = malloc(count * sizeof *start);
+  reference = malloc(count * sizeof *reference);
+  wired = malloc(3 * count * sizeof *wired);
+  bucketed = malloc(3 * count * sizeof *bucketed);
+  plain = malloc(3 * count * sizeof *plain);
+  on_cpu = malloc(3 * count * sizeof *on_cpu);
+  assert_true(start && reference && wired && bucketed && plain && on_cpu);
+  wire_step(cpus, m, cpu, 1, DPT_PRECISION_FP32, 0, count, start, reference);
+  for (w = 0; w < 2; ++w) {
+    const double tolerance = 2 * units[w] + 1e-4;
+    for (layout = 0; layout < 4; ++layout) {
+      /* 0, 1: K = 2, 3 on distinct GPUs; 2, 3: K = 2, 3 sharing cuda:0 */
+      const size_t k = 2 + layout % 2, shared = layout >= 2;
+      size_t devices[3];
+      double to_one, to_cpu;
+      if (!shared && gpu_count < k) continue;
+      for (r = 0; r < k; ++r) devices[r] = CPU_DEVICES + (shared ? 0 : r);
+      wire_step(gpus, m, devices, k, wires[w], 0, count, NULL, wired);
+      wire_step(gpus, m, devices, k, wires[w], 1, count, NULL, bucketed);
+      wire_step(gpus, m, devices, k, DPT_PRECISION_FP32, 0, count, NULL, plain);
+      wire_step(cpus, m, cpu, k, wires[w], 0, count, NULL, on_cpu);
+      for (r = 0; r < k; ++r) {
+        assert_memory_equal(wired + r * count, wired, count * sizeof *wired);
+        assert_memory_equal(bucketed + r * count, wired, count * sizeof *wired);
+      }
+      assert_memory_not_equal(wired, plain, count * sizeof *wired);
+      to_one = movement_error(wired, reference, start, count);
+      to_cpu = movement_error(wired, on_cpu, start, count);
+      print_message(
+          "%s wire, %zu replicas %s: vs 1 CPU device %.2e (float32 wire %.2e), vs %zu CPU devices "
+          "with the wire %.2e; tolerance %.2e\n",
+          names[w], k, shared ? "sharing cuda:0" : "on distinct GPUs", to_one,
+          movement_error(plain, reference, start, count), k, to_cpu, tolerance);
+      assert_true(to_one <= tolerance);
+      assert_true(to_cpu <= tolerance);
+    }
+  }
+  free(start);
+  free(reference);
+  free(wired);
+  free(bucketed);
+  free(plain);
+  free(on_cpu);
+  dpt_model_destroy(m);
+  dpt_context_destroy(cpus);
+  dpt_context_destroy(gpus);
 }
 
 /* --only PATTERN or --skip PATTERN: run a subset of the cases (CTest runs the GPU cases as their own test).
@@ -497,6 +619,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_device_info),
       cmocka_unit_test(test_gpu_peer_matrix),
       cmocka_unit_test(test_gpu_trainer_through_c_api),
+      cmocka_unit_test(test_gpu_allreduce_wire16),
   };
   if (select_cases(argc, argv) != 0) return 2;
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,15 +1,23 @@
 // The CUDA module's collectives: the NCCL all-reduce over every GPU present (one GPU: a single rank), its
 // timeout (a rank that never joins: the communicator is aborted and a communication error returned, never a
-// hang), and the device-memory all-reduce of K replicas on one GPU (virtual devices, K = 2 and 3).
+// hang), and the device-memory all-reduce of K replicas on one GPU (virtual devices, K = 2 and 3); each on
+// the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype).
 //
-// Tolerance: exact. The data are small integers, whose sums are exact in FP32 in any order, so every rank
-// must hold exactly the integer sum (and the replicas the same bits).
+// Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
+// order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
+// the data are fractions over 40 binades (float16's subnormals and values below them, float32 subnormals for
+// bfloat16), and the reference is the wire's rule evaluated on the host: each rank's value rounded by the
+// core's to_bf16 / to_f16, float32 additions from +0 in rank order, the sum rounded. Every step of that rule
+// is one correctly rounded IEEE operation in a fixed order, which the GPU performs too (__fadd_rn, no flush
+// to zero; the conversions restate the core's, wire16.cuh), so the result is determined bit for bit.
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/float16.hpp"
 #include "cuda_harness.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
@@ -106,8 +114,8 @@ void test_gpu_nccl_all_reduce(void **) {
   std::vector<float *> buffers;
   const std::vector<std::vector<float>> sums = fill(ranks, buffers, 1200);
   for (int round = 0; round < 2; ++round) {  // the second reuses the connections of the first
-    const int rc = api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, 60.0,
-                                       ranks.error, sizeof ranks.error);
+    const int rc = api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts,
+                                       DPT_DTYPE_F32, 60.0, ranks.error, sizeof ranks.error);
     check(rc, "comm_all_reduce", ranks.error);
     if (round == 1) break;
     for (size_t r = 0; r < size_t(count); ++r)
@@ -127,35 +135,156 @@ void test_gpu_nccl_all_reduce(void **) {
   api.comm_destroy(comm);
 }
 
+// Fractions for a 16-bit wire: uniform in (-1, 1) times 2^e, e cycling through -30 .. 9 (float16 flushes the
+// lowest to zero and keeps 2^-24 .. 2^-14 as subnormals), every 97th value a float32 subnormal (bfloat16
+// takes it to zero). Sums stay far below float16's 65504: no infinity, no NaN, whose payload bits the rule
+// does not pin.
+std::vector<float> wire_data(size_t count, uint64_t seed) {
+  std::vector<float> v = cuda_test::uniform(count, seed, -1.0f, 1.0f);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = i % 97 == 3 ? v[i] * 0x1p-130f : std::ldexp(v[i], int(i % 40) - 30);
+  return v;
+}
+
+// The rule of a 16-bit wire (backend_interface.h) for values[0 .. K) in rank order.
+float wire_rule(int32_t wire, const std::vector<float> &values) {
+  auto round = [wire](float x) {
+    return wire == DPT_DTYPE_BF16 ? dpt::round_to_bf16(x) : dpt::round_to_f16(x);
+  };
+  float s = 0.0f;
+  for (const float v : values) s += round(v);
+  return round(s);
+}
+
+// The rule over ranks for every element: want[i] = wire_rule(inputs[0][i], inputs[1][i], ...).
+std::vector<float> wire_reference(int32_t wire, const std::vector<std::vector<float>> &inputs) {
+  std::vector<float> want(inputs[0].size()), column(inputs.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    for (size_t r = 0; r < inputs.size(); ++r) column[r] = inputs[r][i];
+    want[i] = wire_rule(wire, column);
+  }
+  return want;
+}
+
+const char *wire_name(int32_t wire) {
+  return wire == DPT_DTYPE_BF16 ? "bf16" : wire == DPT_DTYPE_F16 ? "fp16" : "fp32";
+}
+
+// GPU: the 16-bit wires over every GPU: a call with the smallest buffer alone, then the grouped call of all
+// three (the staging grows), then the three again (the staging is reused, the inputs the last sums); every
+// rank holds the rule's bits after each. On the float32 wire the same data differ (the wire is used).
+void test_gpu_nccl_all_reduce_wire16(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  const size_t k = size_t(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  for (const int32_t wire : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
+    // host[r][b]: what rank r's buffer b holds.
+    std::vector<std::vector<std::vector<float>>> host(k, std::vector<std::vector<float>>(kBuffers));
+    std::vector<float *> buffers(k * kBuffers);
+    for (size_t r = 0; r < k; ++r)
+      for (size_t b = 0; b < kBuffers; ++b) {
+        host[r][b] = wire_data(kCounts[b], 2000 + uint64_t(wire) * 100 + 10 * r + b);
+        buffers[r * kBuffers + b] = ranks.upload(r, host[r][b]);
+      }
+    const size_t calls[3] = {1, kBuffers, kBuffers};  // buffers per call: the first alone, then all
+    for (int round = 0; round < 3; ++round) {
+      const size_t used = calls[round];
+      std::vector<float *> pointers;
+      for (size_t r = 0; r < k; ++r)
+        for (size_t b = 0; b < used; ++b) pointers.push_back(buffers[r * kBuffers + b]);
+      check(api.comm_all_reduce(comm, ranks.contexts.data(), used, pointers.data(), kCounts, wire, 60.0,
+                                ranks.error, sizeof ranks.error),
+            "comm_all_reduce (16-bit wire)", ranks.error);
+      for (size_t b = 0; b < used; ++b) {
+        std::vector<std::vector<float>> inputs;
+        for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
+        const std::vector<float> want = wire_reference(wire, inputs);
+        for (size_t r = 0; r < k; ++r) {
+          const std::string what = std::string(wire_name(wire)) + " round " + std::to_string(round) +
+                                   ", rank " + std::to_string(r) + ", buffer of " +
+                                   std::to_string(kCounts[b]);
+          expect_bitwise(what.c_str(), ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), want);
+          host[r][b] = want;
+        }
+      }
+    }
+  }
+  // The float32 wire on 16-bit-style data: NCCL's float sums, not the rounded ones.
+  const std::vector<float> data = wire_data(4099, 2500);
+  std::vector<float *> plain;
+  for (size_t r = 0; r < k; ++r) plain.push_back(ranks.upload(r, data));
+  const size_t n = data.size();
+  check(api.comm_all_reduce(comm, ranks.contexts.data(), 1, plain.data(), &n, DPT_DTYPE_F32, 60.0,
+                            ranks.error, sizeof ranks.error),
+        "comm_all_reduce (float32 wire)", ranks.error);
+  const std::vector<float> f32 = ranks.download(0, plain[0], n);
+  const std::vector<float> bf16 = wire_reference(DPT_DTYPE_BF16, std::vector<std::vector<float>>(k, data));
+  assert_memory_not_equal(f32.data(), bf16.data(), n * sizeof(float));
+  api.comm_destroy(comm);
+}
+
+// GPU: the 16-bit wires of K replicas on GPU 0 (K = 1, 2, 3, each with its own context; 3 sharing one):
+// every replica the rule's bits, in replica order.
+void test_gpu_virtual_all_reduce_wire16(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  cuda_test::gpu_count_or_skip(api);
+  const size_t count = (size_t(1) << 20) + 7;
+  for (const int32_t wire : {DPT_DTYPE_BF16, DPT_DTYPE_F16})
+    for (const int replicas : {1, 2, 3, -3}) {  // -3: three replicas on one context
+      const bool shared = replicas < 0;
+      const size_t k = size_t(shared ? -replicas : replicas);
+      Ranks ranks(api, std::vector<int>(shared ? 1 : k, 0));
+      std::vector<dpt_backend_context *> contexts(k, ranks.contexts[0]);
+      if (!shared) contexts = ranks.contexts;
+      std::vector<std::vector<float>> inputs;
+      std::vector<float *> buffers;
+      for (size_t r = 0; r < k; ++r) {
+        inputs.push_back(wire_data(count, 2600 + 10 * uint64_t(wire) + r));
+        buffers.push_back(ranks.upload(shared ? 0 : r, inputs.back()));
+      }
+      check(api.virtual_all_reduce(contexts.data(), int(k), buffers.data(), count, wire, ranks.error,
+                                   sizeof ranks.error),
+            "virtual_all_reduce (16-bit wire)", ranks.error);
+      const std::vector<float> want = wire_reference(wire, inputs);
+      for (size_t r = 0; r < k; ++r) {
+        const std::string what = std::string(wire_name(wire)) + ", " + std::to_string(k) + " replicas" +
+                                 (shared ? " on one context" : "") + ", replica " + std::to_string(r);
+        expect_bitwise(what.c_str(), ranks.download(shared ? 0 : r, buffers[r], count), want);
+      }
+    }
+}
+
 // GPU: a rank that never joins. The all-reduce ends after its timeout with a communication error naming
 // the abort, the communicator refuses further work, and the contexts go on working. With one GPU the only
 // rank is left out (nothing runs, the wait times out); with several, the last one is, after a first round
 // that set up NCCL's connections, so the other ranks' kernels really wait for a peer until the abort.
-void test_gpu_nccl_timeout(void **) {
-  const dpt_backend_v2 &api = cuda_test::module_or_skip();
-  const int count = cuda_test::gpu_count_or_skip(api);
+void check_nccl_timeout(const dpt_backend_v2 &api, int count, int32_t wire) {
   const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
   dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
   std::vector<float *> buffers;
   fill(ranks, buffers, 1300);
   if (count > 1)
-    check(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, 60.0,
+    check(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, wire, 60.0,
                               ranks.error, sizeof ranks.error),
           "comm_all_reduce (first round)", ranks.error);
   check(cuda_test::test_extension(api).comm_inject_hang(comm, count - 1, ranks.error, sizeof ranks.error),
         "comm_inject_hang", ranks.error);
   const auto start = std::chrono::steady_clock::now();
-  const int rc = api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, 2.0,
-                                     ranks.error, sizeof ranks.error);
+  const int rc = api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, wire,
+                                     2.0, ranks.error, sizeof ranks.error);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  print_message("all-reduce with a missing rank: %d after %.2f s: %s\n", rc, seconds, ranks.error);
+  print_message("%s all-reduce with a missing rank: %d after %.2f s: %s\n", wire_name(wire), rc, seconds,
+                ranks.error);
   assert_int_equal(rc, DPT_BACKEND_ERROR_COMMUNICATION);
   assert_non_null(std::strstr(ranks.error, "ncclCommAbort"));
   assert_non_null(std::strstr(ranks.error, "cuda:"));
   assert_true(seconds >= 2.0 && seconds < 30.0);
-  assert_int_equal(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, 2.0,
-                                       ranks.error, sizeof ranks.error),
+  assert_int_equal(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, wire,
+                                       2.0, ranks.error, sizeof ranks.error),
                    DPT_BACKEND_ERROR_COMMUNICATION);
   print_message("after the abort: %s\n", ranks.error);
   api.comm_destroy(comm);
@@ -165,6 +294,14 @@ void test_gpu_nccl_timeout(void **) {
     expect_bitwise(("a copy on rank " + std::to_string(r) + " after the abort").c_str(),
                    ranks.download(r, ranks.upload(r, host), host.size()), host);
   }
+}
+
+// Both wires: the 16-bit one's all-to-all and all-gather are bounded by the same wait.
+void test_gpu_nccl_timeout(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  check_nccl_timeout(api, count, DPT_DTYPE_F32);
+  check_nccl_timeout(api, count, DPT_DTYPE_BF16);
 }
 
 // GPU: the contexts' all-reduce of K replicas on GPU 0, each replica with its own context (stream), and
@@ -183,7 +320,7 @@ void check_virtual(const dpt_backend_v2 &api, int replicas, bool shared_context,
     for (size_t i = 0; i < count; ++i) sum[i] += data[i];
     buffers.push_back(ranks.upload(shared_context ? 0 : size_t(r), data));
   }
-  check(api.virtual_all_reduce(contexts.data(), replicas, buffers.data(), count, ranks.error,
+  check(api.virtual_all_reduce(contexts.data(), replicas, buffers.data(), count, DPT_DTYPE_F32, ranks.error,
                                sizeof ranks.error),
         "virtual_all_reduce", ranks.error);
   // Each replica reads its buffer on its own stream: the events order it after the sum.
@@ -205,20 +342,21 @@ void test_gpu_virtual_all_reduce(void **) {
   float *a = ranks.upload(0, std::vector<float>(8, 1.0f));
   float *b = ranks.upload(1, std::vector<float>(8, 1.0f));
   float *same[2] = {a, a};
-  assert_int_equal(api.virtual_all_reduce(ranks.contexts.data(), 2, same, 8, ranks.error, sizeof ranks.error),
+  assert_int_equal(api.virtual_all_reduce(ranks.contexts.data(), 2, same, 8, DPT_DTYPE_F32, ranks.error,
+                                          sizeof ranks.error),
                    DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   print_message("shared buffer: %s\n", ranks.error);
   std::vector<dpt_backend_context *> many(33, ranks.contexts[0]);
   std::vector<float *> many_buffers(33, a);
-  assert_int_equal(
-      api.virtual_all_reduce(many.data(), 33, many_buffers.data(), 8, ranks.error, sizeof ranks.error),
-      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(api.virtual_all_reduce(many.data(), 33, many_buffers.data(), 8, DPT_DTYPE_F32, ranks.error,
+                                          sizeof ranks.error),
+                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   print_message("33 replicas: %s\n", ranks.error);
   if (count > 1) {
     float *two[2] = {a, b};
-    assert_int_equal(
-        api.virtual_all_reduce(ranks.contexts.data(), 2, two, 8, ranks.error, sizeof ranks.error),
-        DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(api.virtual_all_reduce(ranks.contexts.data(), 2, two, 8, DPT_DTYPE_F32, ranks.error,
+                                            sizeof ranks.error),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
     print_message("two GPUs: %s\n", ranks.error);
   }
 }
@@ -239,6 +377,25 @@ void test_gpu_comm_misuse(void **) {
   print_message("cuda:%d: %s\n", count, error);
   assert_null(comm);
   check(api.comm_create(1, twice, &comm, error, sizeof error), "comm_create({0})", error);
+  // A wire type that is none of float32, bfloat16, float16: refused, the communicator still usable.
+  {
+    Ranks ranks(api, {0});
+    float *buffer = ranks.upload(0, {1.0f, 2.0f});
+    const size_t two = 2;
+    assert_int_equal(api.comm_all_reduce(comm, ranks.contexts.data(), 1, &buffer, &two, DPT_DTYPE_I32, 60.0,
+                                         error, sizeof error),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+    assert_non_null(std::strstr(error, "wire dtype 3"));
+    print_message("wire dtype 3: %s\n", error);
+    assert_int_equal(
+        api.virtual_all_reduce(ranks.contexts.data(), 1, &buffer, 2, -1, ranks.error, sizeof ranks.error),
+        DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+    assert_non_null(std::strstr(ranks.error, "wire dtype -1"));
+    check(api.comm_all_reduce(comm, ranks.contexts.data(), 1, &buffer, &two, DPT_DTYPE_BF16, 60.0, error,
+                              sizeof error),
+          "comm_all_reduce after a refused wire", error);
+    expect_bitwise("1 rank, bf16", ranks.download(0, buffer, 2), {1.0f, 2.0f});
+  }
   assert_int_equal(cuda_test::test_extension(api).comm_inject_hang(comm, 1, error, sizeof error),
                    DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   api.comm_destroy(comm);
@@ -249,10 +406,9 @@ void test_gpu_comm_misuse(void **) {
 int main(int argc, char **argv) {
   if (!cuda_test::start(argc, argv)) return 2;
   const CMUnitTest tests[] = {
-      cmocka_unit_test(test_gpu_nccl_all_reduce),
-      cmocka_unit_test(test_gpu_nccl_timeout),
-      cmocka_unit_test(test_gpu_virtual_all_reduce),
-      cmocka_unit_test(test_gpu_comm_misuse),
+      cmocka_unit_test(test_gpu_nccl_all_reduce),           cmocka_unit_test(test_gpu_nccl_timeout),
+      cmocka_unit_test(test_gpu_virtual_all_reduce),        cmocka_unit_test(test_gpu_nccl_all_reduce_wire16),
+      cmocka_unit_test(test_gpu_virtual_all_reduce_wire16), cmocka_unit_test(test_gpu_comm_misuse),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -247,13 +247,14 @@ void test_null_handles(void **) {
   float *buffer = &f;
   const size_t one = 1;
   EXPECT_ERROR(kInvalid, "comm_all_reduce",
-               api->comm_all_reduce(nullptr, nullptr, 1, &buffer, &one, 1.0, e, sizeof e), e,
+               api->comm_all_reduce(nullptr, nullptr, 1, &buffer, &one, DPT_DTYPE_F32, 1.0, e, sizeof e), e,
                "comm_all_reduce");
   EXPECT_ERROR(kInvalid, "comm_inject_hang",
                cuda_test::test_extension(*api).comm_inject_hang(nullptr, 0, e, sizeof e), e,
                "comm_inject_hang");
-  EXPECT_ERROR(kInvalid, "virtual_all_reduce", api->virtual_all_reduce(nullptr, 2, nullptr, 1, e, sizeof e),
-               e, "virtual_all_reduce");
+  EXPECT_ERROR(kInvalid, "virtual_all_reduce",
+               api->virtual_all_reduce(nullptr, 2, nullptr, 1, DPT_DTYPE_F32, e, sizeof e), e,
+               "virtual_all_reduce");
   api->context_destroy(nullptr);
   api->comm_destroy(nullptr);
 }

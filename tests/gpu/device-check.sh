@@ -3,10 +3,10 @@
 # off except those it runs), runs the GPU-labelled tests (the CUDA module's conformance suite: every kernel
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
 # devices`, benchmarks LeNet training images/s on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2 GPUs
-# when there are two, and the all-reduce bus bandwidth (dptrain_gpu_bench), and ends with a short table: one
-# row per test, one per conformance case, one per benchmark figure. Meant to finish within 8 minutes on one
-# H200 with 16 cores. On a machine without a GPU it runs too: every GPU case is then reported SKIPPED, and
-# the table says that nothing ran on a GPU.
+# when there are two, and the all-reduce bus bandwidth on the float32 and bf16 wires (dptrain_gpu_bench), and
+# ends with a short table: one row per test, one per conformance case, one per benchmark figure. Meant to
+# finish within 8 minutes on one H200 with 16 cores. On a machine without a GPU it runs too: every GPU case
+# is then reported SKIPPED, and the table says that nothing ran on a GPU.
 #
 #   tests/gpu/device-check.sh [BUILD_DIR]        (default build-gpu)
 #
@@ -195,16 +195,18 @@ done < <(sed -nE 's/^[0-9]+: \[ *(OK|FAILED|SKIPPED) *\] (test_gpu_[A-Za-z0-9_]+
 section "benchmarks (dptrain_gpu_bench)"
 if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   # The bench links the core: it finds the module through DPTRAIN_BACKEND_PATH.
+  # The all-reduce table on the float32 wire and on the 16-bit bfloat16 one (--wire; busbw counts the float32
+  # buffer's bytes on both, so the rows compare the same gradient's reduction).
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models lenet,mlp --batch 256 \
-    --steps 50 --max-mib 256 --precision fp32,bf16 >"$out/gpu-bench.txt" 2>&1; then
+    --steps 50 --max-mib 256 --precision fp32,bf16 --wire fp32,bf16 >"$out/gpu-bench.txt" 2>&1; then
     cat "$out/gpu-bench.txt"
     while read -r model devices rate rest; do
       row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate"}')"
     done < <(awk '$1 ~ /^(lenet|mlp)(\/bf16)?$/ && $3 ~ /^[0-9]+$/' "$out/gpu-bench.txt")
     while read -r line; do
-      row "all-reduce busbw, $(echo "$line" | sed -E 's/ +[0-9]+ MiB.*//')" "$(echo "$line" | awk '{print $NF}') GB/s" \
-        "$(echo "$line" | grep -oE '[0-9]+ MiB')"
-    done < <(grep -E '^(virtual|NCCL).* (64|256) MiB' "$out/gpu-bench.txt")
+      row "all-reduce busbw, $(echo "$line" | sed -E 's/ +(fp32|bf16|fp16) +[0-9]+ MiB.*/, \1 wire/')" \
+        "$(echo "$line" | awk '{print $NF}') GB/s" "$(echo "$line" | grep -oE '[0-9]+ MiB')"
+    done < <(grep -E '^(virtual|NCCL).* (fp32|bf16|fp16) +(64|256) MiB' "$out/gpu-bench.txt")
   else
     tail -n 20 "$out/gpu-bench.txt"
     row "dptrain_gpu_bench" "FAILED" "see $out/gpu-bench.txt"

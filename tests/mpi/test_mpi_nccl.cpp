@@ -5,7 +5,8 @@
 //               sum of the processes' GPU counts) and the refusal of a process without GPUs.
 //   all_reduce  a NCCL communicator over every GPU of every process (each process takes its share of its
 //               machine's GPUs), then one grouped all-reduce of integer-valued data, checked exactly (sums of
-//               small integers are exact in FP32 in any order). Exits 77 (skipped) on every process, saying
+//               small integers are exact in FP32 in any order), then the same on the bfloat16 wire, checked
+//               bit for bit against its rule on the host. Exits 77 (skipped) on every process, saying
 //               why, when a process sees no GPU or its machine has fewer GPUs than processes (they would
 //               share one, which NCCL refuses).
 // Every decision that ends the run early is agreed over MPI, so that all processes exit the same way.
@@ -21,6 +22,7 @@
 #include "comm/nccl_world.hpp"
 #include "comm/world.hpp"
 #include "core/error.hpp"
+#include "core/float16.hpp"
 
 namespace {
 
@@ -140,41 +142,51 @@ int test_all_reduce(const dpt_backend_v2 &api, const dpt::World &world) {
   for (size_t r = 0; r < ordinals.size() && rc == 0; ++r) {
     rc = api.context_create(ordinals[r], nullptr, &contexts[r], error, sizeof error);
     for (size_t b = 0; b < buffers_per_rank && rc == 0; ++b) {
-      std::vector<float> host(counts[b]);
-      for (size_t i = 0; i < host.size(); ++i) host[i] = value(ranks.first_rank + int(r), b, i);
       void *device = nullptr;
-      rc = api.mem_alloc(contexts[r], host.size() * sizeof(float), &device, error, sizeof error);
-      if (rc == 0)
-        rc = api.copy_to_device(contexts[r], device, host.data(), host.size() * sizeof(float), error,
-                                sizeof error);
-      if (rc == 0) rc = api.context_synchronize(contexts[r], error, sizeof error);
+      rc = api.mem_alloc(contexts[r], counts[b] * sizeof(float), &device, error, sizeof error);
       buffers[r * buffers_per_rank + b] = static_cast<float *>(device);
     }
   }
   expect(rc == 0, world, std::string("setting up the buffers: ") + error);
-  if (rc == 0) {
-    rc = api.comm_all_reduce(comm.get(), contexts.data(), buffers_per_rank, buffers.data(), counts, kTimeout,
-                             error, sizeof error);
-    expect(rc == 0, world, std::string("comm_all_reduce: ") + error);
-  }
-  for (size_t r = 0; r < ordinals.size() && rc == 0; ++r)
-    for (size_t b = 0; b < buffers_per_rank && rc == 0; ++b) {
-      std::vector<float> host(counts[b]);
-      rc = api.copy_to_host(contexts[r], host.data(), buffers[r * buffers_per_rank + b],
-                            host.size() * sizeof(float), error, sizeof error);
-      if (rc == 0) rc = api.context_synchronize(contexts[r], error, sizeof error);
-      expect(rc == 0, world, std::string("copy_to_host: ") + error);
-      size_t wrong = 0;
-      for (size_t i = 0; i < host.size() && rc == 0; ++i) {
-        float sum = 0.0f;
-        for (int g = 0; g < ranks.world_ranks; ++g) sum += value(g, b, i);
-        if (host[i] != sum) ++wrong;
+  // The float32 wire (integer sums, exact in any order), then the bfloat16 one: each global rank's value
+  // rounded, the float32 sum in global rank order from +0, rounded (backend_interface.h), on every process.
+  for (const int32_t wire : {DPT_DTYPE_F32, DPT_DTYPE_BF16}) {
+    for (size_t r = 0; r < ordinals.size() && rc == 0; ++r)
+      for (size_t b = 0; b < buffers_per_rank && rc == 0; ++b) {
+        std::vector<float> host(counts[b]);
+        for (size_t i = 0; i < host.size(); ++i) host[i] = value(ranks.first_rank + int(r), b, i);
+        rc = api.copy_to_device(contexts[r], buffers[r * buffers_per_rank + b], host.data(),
+                                host.size() * sizeof(float), error, sizeof error);
+        if (rc == 0) rc = api.context_synchronize(contexts[r], error, sizeof error);
       }
-      expect(wrong == 0, world,
-             "cuda:" + std::to_string(ordinals[r]) + " buffer " + std::to_string(b) + ": " +
-                 std::to_string(wrong) + " of " + std::to_string(counts[b]) +
-                 " sums differ from the exact integer sums");
+    expect(rc == 0, world, std::string("filling the buffers: ") + error);
+    if (rc == 0) {
+      rc = api.comm_all_reduce(comm.get(), contexts.data(), buffers_per_rank, buffers.data(), counts, wire,
+                               kTimeout, error, sizeof error);
+      expect(rc == 0, world, std::string("comm_all_reduce: ") + error);
     }
+    for (size_t r = 0; r < ordinals.size() && rc == 0; ++r)
+      for (size_t b = 0; b < buffers_per_rank && rc == 0; ++b) {
+        std::vector<float> host(counts[b]);
+        rc = api.copy_to_host(contexts[r], host.data(), buffers[r * buffers_per_rank + b],
+                              host.size() * sizeof(float), error, sizeof error);
+        if (rc == 0) rc = api.context_synchronize(contexts[r], error, sizeof error);
+        expect(rc == 0, world, std::string("copy_to_host: ") + error);
+        size_t wrong = 0;
+        for (size_t i = 0; i < host.size() && rc == 0; ++i) {
+          float sum = 0.0f;
+          for (int g = 0; g < ranks.world_ranks; ++g)
+            sum += wire == DPT_DTYPE_F32 ? value(g, b, i) : dpt::round_to_bf16(value(g, b, i));
+          if (wire != DPT_DTYPE_F32) sum = dpt::round_to_bf16(sum);
+          if (std::memcmp(&host[i], &sum, sizeof sum) != 0) ++wrong;
+        }
+        expect(wrong == 0, world,
+               "cuda:" + std::to_string(ordinals[r]) + " buffer " + std::to_string(b) + ": " +
+                   std::to_string(wrong) + " of " + std::to_string(counts[b]) +
+                   (wire == DPT_DTYPE_F32 ? " sums differ from the exact integer sums"
+                                          : " bf16-wire sums differ from the rule's bits"));
+      }
+  }
   for (dpt_backend_context *ctx : contexts) api.context_destroy(ctx);
   if (world.rank() == 0)
     std::printf("all-reduce over %d GPUs of %zu processes (ranks of this process: %d..%d)\n",

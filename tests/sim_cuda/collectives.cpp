@@ -3,6 +3,9 @@
 // all before it returns (it "waits until done"). comm_inject_hang makes the next all-reduce wait out its
 // timeout and fail as an aborted NCCL communicator does. virtual_all_reduce does the same for replicas on
 // one GPU. Communicators across processes (nccl_unique_id, comm_create_multi) are not simulated.
+// A 16-bit wire (wire_dtype DPT_DTYPE_BF16 / _F16) gives the real module's bits: each rank's value rounded
+// to the type (the core's to_bf16 / to_f16, which the module's kernels reproduce), the float32 sum from +0
+// in rank order, the sum rounded; nothing travels here, so that is all there is to it.
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/float16.hpp"
 #include "sim.hpp"
 
 struct dpt_backend_comm {
@@ -100,12 +104,35 @@ void abort_comm(dpt_backend_comm &c) {
   c.hang_rank = -1;
 }
 
+bool valid_wire(int32_t wire) {
+  return wire == DPT_DTYPE_F32 || wire == DPT_DTYPE_BF16 || wire == DPT_DTYPE_F16;
+}
+
+// The value a wire of type wire carries for x.
+float round_for(int32_t wire, float x) {
+  return wire == DPT_DTYPE_BF16 ? dpt::round_to_bf16(x) : wire == DPT_DTYPE_F16 ? dpt::round_to_f16(x) : x;
+}
+
+// The sum of values[0 .. parts) on the wire: float32 as they are, in order; or each rounded to the 16-bit
+// type, summed in float32 from +0 in order, the sum rounded.
+template <class Value>
+float wire_sum(int32_t wire, size_t parts, Value value) {
+  if (wire == DPT_DTYPE_F32) {
+    float s = value(0);
+    for (size_t r = 1; r < parts; ++r) s += value(r);
+    return s;
+  }
+  float s = 0.0f;
+  for (size_t r = 0; r < parts; ++r) s += round_for(wire, value(r));
+  return round_for(wire, s);
+}
+
 // The all-reduce proper (everything queued before has run): sums in rank order, written to every rank.
-void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, const std::vector<Span> &spans) {
+void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, int32_t wire,
+               const std::vector<Span> &spans) {
   for (size_t b = 0; b < buffer_count; ++b) {
     for (size_t i = 0; i < counts[b]; ++i) {
-      float s = spans[b].f()[i];
-      for (size_t r = 1; r < ranks; ++r) s += spans[r * buffer_count + b].f()[i];
+      const float s = wire_sum(wire, ranks, [&](size_t r) { return spans[r * buffer_count + b].f()[i]; });
       for (size_t r = 0; r < ranks; ++r) spans[r * buffer_count + b].f()[i] = s;
     }
   }
@@ -114,7 +141,8 @@ void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, const st
 // The hung all-reduce: the other ranks wait for the missing one until the deadline, then NCCL is aborted;
 // what their buffers hold is undefined (here: NaN, so that using them shows).
 int hang(dpt_backend_comm &c, int hang_rank, size_t buffer_count, const std::vector<Span> &spans,
-         std::chrono::steady_clock::time_point start, double timeout_seconds, const Error &e) {
+         std::chrono::steady_clock::time_point start, double timeout_seconds, const char *what,
+         const Error &e) {
   std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                             std::chrono::duration<double>(timeout_seconds)));
   const std::string late = "cuda:" + std::to_string(c.ordinals[size_t(hang_rank)]);
@@ -130,15 +158,19 @@ int hang(dpt_backend_comm &c, int hang_rank, size_t buffer_count, const std::vec
   const std::string ranks = c.ranks;
   abort_comm(c);
   return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                "%s: ncclAllReduce did not finish within %g s (not finished: %s): ncclCommAbort called, the "
+                "%s: %s did not finish within %g s (not finished: %s): ncclCommAbort called, the "
                 "communicator is unusable",
-                ranks.c_str(), timeout_seconds, late.c_str());
+                ranks.c_str(), what, timeout_seconds, late.c_str());
 }
 
 int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
-               float *const *buffers, const size_t *counts, double timeout_seconds, const Error &e) {
+               float *const *buffers, const size_t *counts, int32_t wire, double timeout_seconds,
+               const Error &e) {
   const auto start = std::chrono::steady_clock::now();
   const char *ranks = c.ranks.c_str();
+  if (!valid_wire(wire))
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: comm_all_reduce: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", ranks, int(wire));
   if (c.aborted)
     return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
                   "%s: comm_all_reduce: the communicator was aborted after an earlier failure; destroy it",
@@ -169,8 +201,12 @@ int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t
       abort_comm(c);
       return rc;
     }
-  if (hang_rank >= 0) return hang(c, hang_rank, buffer_count, spans, start, timeout_seconds, e);
-  sum_ranks(c.ordinals.size(), buffer_count, counts, spans);
+  if (hang_rank >= 0) {
+    const char *what =
+        wire == DPT_DTYPE_F32 ? "ncclAllReduce" : "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)";
+    return hang(c, hang_rank, buffer_count, spans, start, timeout_seconds, what, e);
+  }
+  sum_ranks(c.ordinals.size(), buffer_count, counts, wire, spans);
   return 0;
 }
 
@@ -218,8 +254,8 @@ void comm_destroy(dpt_backend_comm *comm) {
 }
 
 int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
-                    float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
-                    size_t error_size) {
+                    float *const *buffers, const size_t *counts, int32_t wire_dtype, double timeout_seconds,
+                    char *error, size_t error_size) {
   const Error e{error, error_size};
   if (comm == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_all_reduce: NULL communicator");
@@ -227,7 +263,7 @@ int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts
     if (!comm_alive(comm))
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_all_reduce: %p is not a live communicator",
                     static_cast<void *>(comm));
-    return all_reduce(*comm, contexts, buffer_count, buffers, counts, timeout_seconds, e);
+    return all_reduce(*comm, contexts, buffer_count, buffers, counts, wire_dtype, timeout_seconds, e);
   } catch (const std::bad_alloc &) {
     return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: comm_all_reduce: out of host memory",
                   comm->ranks.c_str());
@@ -251,9 +287,12 @@ int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error
 }
 
 int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
-                       size_t count, char *error, size_t error_size) {
+                       size_t count, int32_t wire_dtype, char *error, size_t error_size) {
   const Error e{error, error_size};
   const char *call = "virtual_all_reduce";
+  if (!valid_wire(wire_dtype))
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)",
+                  call, int(wire_dtype));
   if (contexts == nullptr || buffers == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL array", call);
   if (replicas < 1 || replicas > kMaxVirtualReplicas)
@@ -279,7 +318,7 @@ int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float
     }
     const int ordinal = contexts[0]->ordinal;
     if (fault(call, ordinal) != Fault::kNone) return simulated_failure(e, ordinal, call, false);
-    if (replicas == 1 || count == 0) return 0;
+    if ((replicas == 1 && wire_dtype == DPT_DTYPE_F32) || count == 0) return 0;
     std::vector<Span> spans(static_cast<size_t>(replicas));
     for (int r = 0; r < replicas; ++r) {
       if (const int rc = floats(*contexts[r], call, "buffer", buffers[r], count, false, spans[size_t(r)], e))
@@ -295,8 +334,7 @@ int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float
     // queues now (their errors stay pending on their contexts), then sum.
     for (int r = 0; r < replicas; ++r) drain(*contexts[r]);
     for (size_t i = 0; i < count; ++i) {
-      float s = spans[0].f()[i];
-      for (int r = 1; r < replicas; ++r) s += spans[size_t(r)].f()[i];
+      const float s = wire_sum(wire_dtype, size_t(replicas), [&](size_t r) { return spans[r].f()[i]; });
       for (int r = 0; r < replicas; ++r) spans[size_t(r)].f()[i] = s;
     }
     return 0;

@@ -248,11 +248,11 @@ int scale(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *e
 int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
 void comm_destroy(dpt_backend_comm *comm);
 int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
-                    float *const *buffers, const size_t *counts, double timeout_seconds, char *error,
-                    size_t error_size);
+                    float *const *buffers, const size_t *counts, int32_t wire_dtype, double timeout_seconds,
+                    char *error, size_t error_size);
 int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size);  // test extension
 int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float *const *buffers,
-                       size_t count, char *error, size_t error_size);
+                       size_t count, int32_t wire_dtype, char *error, size_t error_size);
 int nccl_unique_id(char *id, char *error, size_t error_size);
 int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
                       dpt_backend_comm **out, char *error, size_t error_size);

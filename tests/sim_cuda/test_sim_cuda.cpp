@@ -2,7 +2,8 @@
 // device pointers that the host cannot read, copies and kernels that run only when the context is
 // synchronized, checked buffer arguments (host pointers, other devices, overruns, use after free), out of
 // memory naming the device, injected failures (DPTRAIN_SIM_CUDA_FAIL), the order of the virtual all-reduce,
-// and a hung all-reduce that times out; the op cases are in test_sim_ops.cpp. Runs with
+// and a hung all-reduce that times out; the 16-bit wire's cases are in test_sim_wire16.cpp, the op cases in
+// test_sim_ops.cpp. Runs with
 // DPTRAIN_SIM_CUDA_DEVICES=2 and DPTRAIN_SIM_CUDA_MEMORY=64M (CMakeLists.txt).
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -272,12 +273,12 @@ void test_virtual_all_reduce_order(void **) {
   // Queued, not run: the all-reduce must run this copy first (else the sum would be 1e8).
   const std::vector<float> last(5, values[2]);
   OK(api->copy_to_device(contexts[2], buffers[2], last.data(), 5 * sizeof(float), error, sizeof error));
-  OK(api->virtual_all_reduce(contexts, 3, buffers, 5, error, sizeof error));
+  OK(api->virtual_all_reduce(contexts, 3, buffers, 5, DPT_DTYPE_F32, error, sizeof error));
   for (int r = 0; r < 3; ++r)
     for (const float v : download(contexts[r], buffers[r], 5)) assert_true(v == 0.0f);
   float *overlapping[2] = {buffers[0], buffers[0] + 1};
   EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "overlap",
-               api->virtual_all_reduce(contexts, 2, overlapping, 4, error, sizeof error));
+               api->virtual_all_reduce(contexts, 2, overlapping, 4, DPT_DTYPE_F32, error, sizeof error));
   for (dpt_backend_context *c : contexts) api->context_destroy(c);
 }
 
@@ -293,7 +294,7 @@ void test_hang_times_out(void **) {
   dpt_backend_comm *comm = nullptr;
   OK(api->comm_create(2, ordinals, &comm, error, sizeof error));
   const size_t counts[1] = {4};
-  OK(api->comm_all_reduce(comm, contexts, 1, buffers, counts, 10.0, error, sizeof error));
+  OK(api->comm_all_reduce(comm, contexts, 1, buffers, counts, DPT_DTYPE_F32, 10.0, error, sizeof error));
   const std::vector<float> sums = {2, 4, 6, 8};
   assert_memory_equal(download(contexts[1], buffers[1], 4).data(), sums.data(), 4 * sizeof(float));
   OK(test_extension()->comm_inject_hang(comm, 1, error, sizeof error));
@@ -302,18 +303,20 @@ void test_hang_times_out(void **) {
       DPT_BACKEND_ERROR_COMMUNICATION,
       "cuda:0,1: ncclAllReduce did not finish within 0.3 s (not finished: cuda:1): ncclCommAbort called, "
       "the communicator is unusable",
-      api->comm_all_reduce(comm, contexts, 1, buffers, counts, 0.3, error, sizeof error));
+      api->comm_all_reduce(comm, contexts, 1, buffers, counts, DPT_DTYPE_F32, 0.3, error, sizeof error));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   assert_true(seconds >= 0.3 && seconds < 10.0);
   for (const float v : download(contexts[0], buffers[0], 4)) assert_true(std::isnan(v));  // undefined: NaN
-  EXPECT_ERROR(DPT_BACKEND_ERROR_COMMUNICATION, "aborted",
-               api->comm_all_reduce(comm, contexts, 1, buffers, counts, 0.3, error, sizeof error));
+  EXPECT_ERROR(
+      DPT_BACKEND_ERROR_COMMUNICATION, "aborted",
+      api->comm_all_reduce(comm, contexts, 1, buffers, counts, DPT_DTYPE_F32, 0.3, error, sizeof error));
   api->comm_destroy(comm);
   // An injected all-reduce failure is a communication error too.
   OK(api->comm_create(2, ordinals, &comm, error, sizeof error));
   setenv("DPTRAIN_SIM_CUDA_FAIL", "comm_all_reduce@1", 1);
-  EXPECT_ERROR(DPT_BACKEND_ERROR_COMMUNICATION, "simulated failure on cuda:1",
-               api->comm_all_reduce(comm, contexts, 1, buffers, counts, 0.3, error, sizeof error));
+  EXPECT_ERROR(
+      DPT_BACKEND_ERROR_COMMUNICATION, "simulated failure on cuda:1",
+      api->comm_all_reduce(comm, contexts, 1, buffers, counts, DPT_DTYPE_F32, 0.3, error, sizeof error));
   unsetenv("DPTRAIN_SIM_CUDA_FAIL");
   api->comm_destroy(comm);
   for (dpt_backend_context *c : contexts) api->context_destroy(c);
@@ -367,6 +370,10 @@ int main() {
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_virtual_all_reduce_order),
       cmocka_unit_test(test_hang_times_out),
+      cmocka_unit_test(test_wire16_known_values),
+      cmocka_unit_test(test_wire16_matches_rule),
+      cmocka_unit_test(test_wire16_virtual),
+      cmocka_unit_test(test_wire16_refusals_and_hang),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_ops_match_cpu_reference),
       cmocka_unit_test(test_op_supported),

@@ -1,5 +1,5 @@
-// The shared part of test_sim_cuda (test_sim_cuda.cpp, test_sim_ops.cpp): the simulator's table as dlopen
-// gives it, the checking macros and small helpers.
+// The shared part of test_sim_cuda (test_sim_cuda.cpp, test_sim_wire16.cpp, test_sim_ops.cpp): the
+// simulator's table as dlopen gives it, the checking macros and small helpers.
 #pragma once
 
 #include <cstdint>
@@ -104,6 +104,12 @@ inline dpt_op_call dense_call(int64_t n, int64_t in, int64_t out, float *x, floa
   c.params[0] = tensor(w, {out, in});
   return c;
 }
+
+// The 16-bit wire of the collectives (test_sim_wire16.cpp).
+void test_wire16_known_values(void **);
+void test_wire16_matches_rule(void **);
+void test_wire16_virtual(void **);
+void test_wire16_refusals_and_hang(void **);
 
 // The op cases (test_sim_ops.cpp).
 void test_ops_match_cpu_reference(void **);

@@ -169,7 +169,8 @@ typedef struct dpt_trainer_options {
    * sums themselves are float32. Replicas stay bitwise identical (and bucketed equals unbucketed); the
    * K-device step then differs from the 1-device step by that rounding (docs/precision.md). An fp16 wire
    * without loss scaling overflows on gradient sums beyond 65504 (then the non-finite policy applies).
-   * CPU devices only in this version. Since 0.2. */
+   * CPU and CUDA devices (GPUs: 16-bit values through NCCL between GPUs, the same rounding in the sum of
+   * replicas that share a GPU; the sums in device order). Since 0.2. */
   dpt_precision allreduce_dtype;
   /** How activations are kept from forward to backward: DPT_PRECISION_FP32 (default), or
    * DPT_PRECISION_BF16 / DPT_PRECISION_FP16: each activation rounded to the 16-bit type once its last

@@ -29,11 +29,14 @@ CudaCollective::~CudaCollective() {
 }
 
 void CudaCollective::all_reduce(const std::vector<float *> &buffers,
-                                const std::vector<std::pair<size_t, size_t>> &ranges,
-                                double timeout_seconds) {
+                                const std::vector<std::pair<size_t, size_t>> &ranges, double timeout_seconds,
+                                WireType wire) {
   const dpt_backend_v2 &api = replicas_[0]->api();
   const size_t k = replicas_.size();
   if (k < 2 || ranges.empty()) return;
+  const int32_t dtype = wire == WireType::kBF16  ? DPT_DTYPE_BF16
+                        : wire == WireType::kF16 ? DPT_DTYPE_F16
+                                                 : DPT_DTYPE_F32;
   int rc = DPT_BACKEND_OK;
   if (comm_ == nullptr) {
     // One call over the ranges' hull: they are contiguous pieces of one vector.
@@ -41,7 +44,7 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
     for (const auto &r : ranges) begin = std::min(begin, r.first), end = std::max(end, r.second);
     pointers_.resize(k);
     for (size_t i = 0; i < k; ++i) pointers_[i] = buffers[i] + begin;
-    rc = api.virtual_all_reduce(contexts_.data(), int(k), pointers_.data(), end - begin, error_,
+    rc = api.virtual_all_reduce(contexts_.data(), int(k), pointers_.data(), end - begin, dtype, error_,
                                 sizeof error_);
   } else {
     pointers_.resize(k * ranges.size());
@@ -50,7 +53,7 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
     for (size_t i = 0; i < k; ++i)
       for (size_t b = 0; b < ranges.size(); ++b)
         pointers_[i * ranges.size() + b] = buffers[i] + ranges[b].first;
-    rc = api.comm_all_reduce(comm_, contexts_.data(), ranges.size(), pointers_.data(), counts_.data(),
+    rc = api.comm_all_reduce(comm_, contexts_.data(), ranges.size(), pointers_.data(), counts_.data(), dtype,
                              timeout_seconds, error_, sizeof error_);
   }
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
@@ -58,8 +61,8 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
 
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
-  const auto *test = static_cast<const dpt_backend_test_v1 *>(
-      replicas_[0]->api().get_extension(DPT_BACKEND_TEST_EXTENSION));
+  const auto *test =
+      static_cast<const dpt_backend_test_v1 *>(replicas_[0]->api().get_extension(DPT_BACKEND_TEST_EXTENSION));
   DPT_REQUIRE(test != nullptr && test->comm_inject_hang != nullptr, DPT_ERROR_UNSUPPORTED,
               "the CUDA module has no test extension (comm_inject_hang)");
   const int rc = test->comm_inject_hang(comm_, int(rank), error_, sizeof error_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/kernels.hpp"
+#include "comm/wire_type.hpp"
 
 namespace dpt {
 
@@ -23,9 +24,11 @@ class CudaCollective {
 
   bool shares_one_gpu() const { return comm_ == nullptr; }
   // Sums buffers[r][range.first, range.second) over the replicas r, for every range, in place; NCCL: one
-  // group holding one all-reduce per range (gradient buckets).
+  // group holding one all-reduce per range (gradient buckets). wire: what travels (float32, or 16-bit
+  // values: each replica's value rounded to the type, float32 sums in replica order, the sum rounded;
+  // backend_interface.h's wire_dtype), the same bits on every replica.
   void all_reduce(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges,
-                  double timeout_seconds);
+                  double timeout_seconds, WireType wire = WireType::kF32);
   // Test seam: the next all_reduce does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 

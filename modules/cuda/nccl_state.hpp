@@ -1,0 +1,37 @@
+// What a NCCL communicator of the module holds (backend interface: dpt_backend_comm), shared by the float32
+// all-reduce (nccl_comm.cpp) and the 16-bit one (nccl_wire16.cpp), and the two steps both end with.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/status.hpp"
+#include "interface/backend_interface.h"
+
+struct dpt_backend_comm {
+  std::vector<int> ordinals;      // local rank r is on GPU ordinals[r]
+  std::vector<ncclComm_t> comms;  // one per local rank
+  std::string ranks;              // "cuda:0,1", for messages
+  int world = 0;                  // ranks of the communicator, in every process
+  int first_rank = 0;             // global rank of local rank 0
+  // The 16-bit all-reduce's device memory per local rank: 2 * capacity 16-bit values (the wire's K regions,
+  // then the K received slots), grown on demand, freed by comm_destroy.
+  std::vector<uint16_t *> staging;
+  std::vector<size_t> staging_capacity;
+  bool aborted = false;
+  int hang_rank = -1;  // comm_inject_hang: the rank the next all-reduce leaves out
+};
+
+namespace dpt::cuda {
+
+// Aborts every rank: NCCL kernels still waiting for a peer end, the communicator is unusable.
+void abort_all(dpt_backend_comm &c);
+// Records each rank's completion event after what the all-reduce enqueued on its stream (the wait polls
+// them); a failure aborts the communicator.
+int record_events(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e);
+
+}  // namespace dpt::cuda
