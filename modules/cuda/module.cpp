@@ -5,6 +5,7 @@
 
 #include "cuda/accumulate.hpp"
 #include "cuda/context.hpp"
+#include "cuda/convert.hpp"
 #include "cuda/discovery.hpp"
 #include "cuda/loss.hpp"
 #include "cuda/memory.hpp"
@@ -101,6 +102,7 @@ const dpt_backend_v2 kBackend = {
     .optimizer_update = &optimizer_update,
     .l2_norm = &l2_norm,
     .scale = &scale,
+    .convert = &convert,
     .comm_create = &comm_create,
     .comm_destroy = &comm_destroy,
     .comm_all_reduce = &comm_all_reduce,

@@ -2,10 +2,10 @@
 // event of every other replica's stream (their gradients are complete), and every other stream waits for an
 // event recorded after it (nothing of theirs reads or writes the buffers before the sum is in place).
 // A 16-bit wire rounds each replica's value as the kernel reads it and the sum before it writes it
-// (wire16.cuh): the bits of the NCCL path's 16-bit all-reduce, with nothing to send.
+// (float16.cuh): the bits of the NCCL path's 16-bit all-reduce, with nothing to send.
+#include "cuda/float16.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/virtual_all_reduce.hpp"
-#include "cuda/wire16.cuh"
 
 namespace dpt::cuda {
 
@@ -35,8 +35,8 @@ __global__ void sum_replicas_wire16_kernel(Replicas r, size_t count) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x) {
     float s = 0.0f;
-    for (int k = 0; k < r.count; ++k) s = __fadd_rn(s, round_wire16<Wire>(r.buffer[k][i]));
-    s = round_wire16<Wire>(s);
+    for (int k = 0; k < r.count; ++k) s = __fadd_rn(s, round_16<Wire>(r.buffer[k][i]));
+    s = round_16<Wire>(s);
     for (int k = 0; k < r.count; ++k) r.buffer[k][i] = s;
   }
 }

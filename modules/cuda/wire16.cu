@@ -1,7 +1,7 @@
 // The conversion and sum kernels of the 16-bit NCCL all-reduce (wire16.hpp). Grid-stride loops over the
 // values of one chunk; a thread handles the same position j in every chunk, so that neighbouring threads
 // read and write neighbouring values.
-#include "cuda/wire16.cuh"
+#include "cuda/float16.cuh"
 #include "cuda/wire16.hpp"
 
 namespace dpt::cuda {
@@ -22,7 +22,7 @@ __global__ void to_wire_kernel(const float *x, size_t n, size_t parts, size_t le
        j += size_t(gridDim.x) * blockDim.x)
     for (size_t p = 0; p < parts; ++p) {
       const size_t i = p * length + j;
-      staging[p * stride + offset + j] = i < n ? to_wire16<Wire>(x[i]) : uint16_t(0);
+      staging[p * stride + offset + j] = i < n ? to_16<Wire>(x[i]) : uint16_t(0);
     }
 }
 
@@ -31,8 +31,8 @@ __global__ void sum_kernel(const uint16_t *slots, size_t parts, size_t stride, s
   for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < length;
        j += size_t(gridDim.x) * blockDim.x) {
     float s = 0.0f;
-    for (size_t p = 0; p < parts; ++p) s = __fadd_rn(s, from_wire16<Wire>(slots[p * stride + j]));
-    out[j] = to_wire16<Wire>(s);
+    for (size_t p = 0; p < parts; ++p) s = __fadd_rn(s, from_16<Wire>(slots[p * stride + j]));
+    out[j] = to_16<Wire>(s);
   }
 }
 
@@ -44,7 +44,7 @@ __global__ void from_wire_kernel(const uint16_t *staging, size_t stride, size_t 
        j += size_t(gridDim.x) * blockDim.x)
     for (size_t p = 0; p < parts; ++p) {
       const size_t i = p * length + j;
-      if (i < n) x[i] = from_wire16<Wire>(staging[p * stride + offset + j]);
+      if (i < n) x[i] = from_16<Wire>(staging[p * stride + offset + j]);
     }
 }
 

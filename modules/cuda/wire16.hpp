@@ -4,7 +4,7 @@
 // ncclSend / ncclRecv per peer and one ncclAllGather carry every buffer of the call.
 //
 // Each launcher enqueues one kernel on the stream (the stream's device current) and returns the launch's
-// status; wire is DPT_DTYPE_BF16 or DPT_DTYPE_F16 (wire16.cuh: the roundings).
+// status; wire is DPT_DTYPE_BF16 or DPT_DTYPE_F16 (float16.cuh: the roundings).
 #pragma once
 
 #include <cuda_runtime_api.h>

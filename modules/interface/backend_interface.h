@@ -35,7 +35,7 @@ extern "C" {
 
 /** Version of the table below; a module with another version is refused. 3: dpt_op_call::matmul_dtype and
  *  op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
- *  gradient all-reduce). (The entry function and the table keep their "v2" names, so that a module of an
+ *  gradient all-reduce), and convert (the executor's 16-bit activation copies). (The entry function and the table keep their "v2" names, so that a module of an
  *  older version is found and refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 4u
 
@@ -192,6 +192,12 @@ typedef struct dpt_backend_v2 {
                  size_t error_size);
   /** x [count] *= alpha. */
   int (*scale)(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *error, size_t error_size);
+  /** dst [count] = src [count] converted, on the stream: DPT_DTYPE_F32 to DPT_DTYPE_BF16 or DPT_DTYPE_F16
+   *  (round to nearest even, as src/core/float16.hpp: bfloat16 takes a float32 subnormal to a zero of its
+   *  sign, float16 keeps its subnormals and takes 65520 and beyond to infinity), or back (exact). Any other
+   *  pair is DPT_BACKEND_ERROR_INVALID_ARGUMENT. */
+  int (*convert)(dpt_backend_context *ctx, void *dst, int32_t dst_dtype, const void *src, int32_t src_dtype,
+                 size_t count, char *error, size_t error_size);
 
   /* ---- Collectives ---- */
 
@@ -277,7 +283,7 @@ typedef struct dpt_backend_test_v1 {
   X(context_create) X(context_destroy) X(context_synchronize)                                           \
   X(mem_alloc) X(mem_free) X(mem_in_use) X(mem_set) X(copy_to_device) X(copy_to_host) X(copy_device)    \
   X(op_supported) X(op_forward) X(op_backward) X(accumulate)                                            \
-  X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale)                                      \
+  X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale) X(convert)                            \
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
   X(nccl_unique_id) X(comm_create_multi) X(get_extension)
 /* clang-format on */

@@ -588,7 +588,7 @@ void print_train_help(FILE *out) {
       "                         (default); CPU and CUDA devices\n"
       "  --activation-dtype fp32|bf16|fp16  keep activations between forward and backward as 16-bit\n"
       "                         copies (about 0.6 of the bytes on deep models; backward reads them\n"
-      "                         rounded) or float32 (default); CPU devices\n"
+      "                         rounded) or float32 (default)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

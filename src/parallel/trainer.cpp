@@ -82,8 +82,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.activation_dtype == DType::kF32 || config_.activation_dtype == DType::kBF16 ||
                   config_.activation_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the activation dtype must be float32, bfloat16 or float16");
-  DPT_REQUIRE(!on_gpus_ || config_.activation_dtype == DType::kF32, DPT_ERROR_UNSUPPORTED,
-              "16-bit activations are kept on CPU devices only in this version");
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (Device *d : devices_)
     replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels,

@@ -9,7 +9,7 @@
 // bfloat16), and the reference is the wire's rule evaluated on the host: each rank's value rounded by the
 // core's to_bf16 / to_f16, float32 additions from +0 in rank order, the sum rounded. Every step of that rule
 // is one correctly rounded IEEE operation in a fixed order, which the GPU performs too (__fadd_rn, no flush
-// to zero; the conversions restate the core's, wire16.cuh), so the result is determined bit for bit.
+// to zero; the conversions restate the core's, float16.cuh), so the result is determined bit for bit.
 #include <chrono>
 #include <cmath>
 #include <cstdint>

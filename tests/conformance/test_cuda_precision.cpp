@@ -5,8 +5,8 @@
 //
 // What is compared, and the tolerances. Both sides round the same inputs to the 16-bit type and multiply
 // them exactly (an 8- or 11-bit by 8- or 11-bit significand product fits float32), then sum in float32 in
-// their own orders; the GPU keeps float32 subnormal inputs that the CPU's AVX-512 BF16 kernel flushes (none
-// here: inputs are uniform in [-1, 1)). So they differ by float32 summation noise, except where a
+// their own orders (the roundings are the same: modules/cuda/float16.cuh restates src/core/float16.hpp). So
+// they differ by float32 summation noise, except where a
 // difference in an intermediate (the attention's scores and probabilities, which are themselves inputs of
 // its next product) moves a value across a 16-bit rounding boundary: one 16-bit ulp of that value.
 //  * dense and linear: rel 1e-4 of A, the same result computed from the inputs' absolute values (the dot

@@ -1,6 +1,7 @@
 // The CUDA module's loss, optimizer and gradient kernels against the core's own CPU code:
 // softmax_cross_entropy and accumulate (the CPU reference kernels, src/backend/cpu/ops), apply_update and
-// l2_norm (src/optim), and scale. Random inputs from fixed seeds.
+// l2_norm (src/optim), scale, and convert (src/core/float16.hpp's roundings). Random inputs from fixed
+// seeds.
 //
 // Tolerances:
 //  * loss sum: rel 1e-10. Both compute each sample's loss in double from the same floats; only the last
@@ -15,6 +16,9 @@
 //    build that contracts a * b + c into an FMA, e.g. with -march=native, would break this.)
 //  * l2_norm: rel 1e-12 (squares summed in double in another fixed order; the GPU's own result is checked
 //    to be the same bits on a second run). scale, accumulate: bitwise (one multiplication or addition each).
+//  * convert: bitwise the core's to_bf16 / to_f16 and back (the module restates them in float16.cuh), on
+//    values chosen where roundings differ: ties, float32 subnormals, float16's overflow and subnormals,
+//    NaNs with payloads, infinities, signed zeros, and random values over 80 binades.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "backend/cpu/ops/cpu_ops.hpp"
+#include "core/float16.hpp"
 #include "cuda_harness.hpp"
 #include "optim/optimizer.hpp"
 
@@ -206,6 +211,57 @@ void test_gpu_accumulate(void **) {
   assert_non_null(std::strstr(gpu.error, "accumulate"));
 }
 
+// ---- convert
+// ------------------------------------------------------------------------------------------------
+
+std::vector<float> conversion_values() {
+  std::vector<float> v;
+  for (const uint32_t bits : {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00800000u, 0x3F808000u,
+                              0x3F818000u, 0x3F808001u, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00001u,
+                              0x7F800123u, 0xFFA00000u, 0x477FE000u, 0x477FEFFFu, 0x477FF000u, 0x33800000u,
+                              0x33000000u, 0x33000001u, 0x38800000u, 0x387FC000u}) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    v.push_back(f);
+  }
+  const std::vector<float> r = uniform(4096, 1400, -1.0f, 1.0f);
+  for (size_t i = 0; i < r.size(); ++i) v.push_back(std::ldexp(r[i], int(i % 80) - 40));
+  return v;
+}
+
+void test_gpu_convert(void **) {
+  Gpu gpu;
+  const dpt_backend_v2 &api = gpu.api();
+  const std::vector<float> x = conversion_values();
+  const float *xd = gpu.upload(x);
+  auto *halves = static_cast<uint16_t *>(gpu.alloc(x.size() * sizeof(uint16_t)));
+  float *back = static_cast<float *>(gpu.alloc(x.size() * sizeof(float)));
+  for (const int32_t type : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
+    const bool bf16 = type == DPT_DTYPE_BF16;
+    check(api.convert(gpu.ctx(), halves, type, xd, DPT_DTYPE_F32, x.size(), gpu.error, sizeof gpu.error),
+          "convert", gpu.error);
+    std::vector<uint16_t> got(x.size()), want(x.size());
+    gpu.download_bytes(got.data(), halves, got.size() * sizeof(uint16_t));
+    for (size_t i = 0; i < x.size(); ++i) want[i] = bf16 ? dpt::to_bf16(x[i]) : dpt::to_f16(x[i]);
+    size_t differ = 0;
+    for (size_t i = 0; i < x.size(); ++i) differ += got[i] != want[i];
+    print_message("convert to %s: %zu of %zu values differ from the core's\n", bf16 ? "bf16" : "fp16", differ,
+                  x.size());
+    assert_int_equal(differ, 0);
+    check(api.convert(gpu.ctx(), back, DPT_DTYPE_F32, halves, type, x.size(), gpu.error, sizeof gpu.error),
+          "convert back", gpu.error);
+    std::vector<float> widened(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      widened[i] = bf16 ? dpt::from_bf16(want[i]) : dpt::from_f16(want[i]);
+    expect_bitwise(bf16 ? "bf16 widened" : "fp16 widened", gpu.download(back, x.size()), widened);
+  }
+  for (const int32_t to : std::initializer_list<int32_t>{DPT_DTYPE_F32, DPT_DTYPE_I32, 99}) {
+    assert_int_equal(api.convert(gpu.ctx(), back, to, xd, DPT_DTYPE_F32, 1, gpu.error, sizeof gpu.error),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+    assert_non_null(std::strstr(gpu.error, "convert"));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -216,6 +272,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_adamw),
       cmocka_unit_test(test_gpu_l2_norm_and_scale),
       cmocka_unit_test(test_gpu_accumulate),
+      cmocka_unit_test(test_gpu_convert),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

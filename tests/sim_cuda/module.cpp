@@ -41,6 +41,7 @@ const dpt_backend_v2 kBackend = {
     .optimizer_update = &optimizer_update,
     .l2_norm = &l2_norm,
     .scale = &scale,
+    .convert = &convert,
     .comm_create = &comm_create,
     .comm_destroy = &comm_destroy,
     .comm_all_reduce = &comm_all_reduce,

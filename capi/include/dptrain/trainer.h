@@ -83,8 +83,8 @@ typedef enum dpt_precision {
    * subnormals as zero) and accumulates in float32, as torch.autocast(dtype=torch.bfloat16) on CPUs;
    * everything else (softmax, the loss, normalisation, reductions, the optimizer and its state, the
    * parameters: the float32 "master weights") stays float32. On CUDA devices the products run on tensor
-   * cores (cuBLAS with bfloat16 inputs and float32 sums; convolutions on rounded inputs in TF32), keeping
-   * float32 subnormals (docs/precision.md says which op runs in which precision, and on which kernels). */
+   * cores (cuBLAS with bfloat16 inputs and float32 sums; convolutions on rounded inputs in TF32), rounded
+   * as on CPUs (docs/precision.md says which op runs in which precision, and on which kernels). */
   DPT_PRECISION_BF16 = 1,
   /** Mixed precision, float16: the matrix products take their inputs rounded to IEEE float16 (to nearest
    * even, subnormals kept, magnitudes from 65520 infinite) and accumulate in float32, as
@@ -181,7 +181,7 @@ typedef struct dpt_trainer_options {
    * rounded activations: no bit changes where they only feed matrix products of the same 16-bit precision
    * (and ReLU), and about one 16-bit rounding where normalisations read them (docs/precision.md). The
    * rounding is per element, so the K-device contract holds as without it. Independent of precision. CPU
-   * devices only in this version. Since 0.2. */
+   * and CUDA devices. Since 0.2. */
   dpt_precision activation_dtype;
 } dpt_trainer_options;
 

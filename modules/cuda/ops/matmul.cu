@@ -1,50 +1,14 @@
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include "cuda/ops/launch.cuh"
+#include "cuda/convert.hpp"
 #include "cuda/ops/matmul.hpp"
 
 namespace dpt::cuda {
 
 namespace {
 
-// Round to nearest even (the CPU's core/float16.hpp rounding; float32 subnormals are kept here, where the
-// CPU's AVX-512 BF16 kernel flushes them: values below 2^-126 are the only difference).
-__device__ inline __nv_bfloat16 to_16(float x, __nv_bfloat16) {
-  return __float2bfloat16_rn(x);
-}
-__device__ inline __half to_16(float x, __half) {
-  return __float2half_rn(x);
-}
-
-template <class T>
-__global__ void narrow_kernel(const float *x, T *out, size_t count) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x)
-    out[i] = to_16(x[i], T{});
-}
-
-template <class T>
-__global__ void round_kernel(const float *x, float *out, size_t count) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x)
-    out[i] = float(to_16(x[i], T{}));
-}
-
 // The elements a column-major operand of rows x cols (leading dimension ld) spans over batch matrices.
 size_t span(int rows, int cols, int ld, long long stride, int batch) {
   if (rows == 0 || cols == 0 || batch == 0) return 0;
   return size_t(batch - 1) * size_t(stride) + size_t(cols - 1) * size_t(ld) + size_t(rows);
-}
-
-// Writes the 16-bit copy of count floats of x to out (2 bytes each).
-int narrow(dpt_backend_context &c, int32_t dtype, const float *x, void *out, size_t count, const Error &e) {
-  if (count == 0) return 0;
-  if (dtype == DPT_DTYPE_BF16)
-    narrow_kernel<<<grid_for(count), kOpThreads, 0, c.stream>>>(x, static_cast<__nv_bfloat16 *>(out), count);
-  else
-    narrow_kernel<<<grid_for(count), kOpThreads, 0, c.stream>>>(x, static_cast<__half *>(out), count);
-  return check_launch(c, "16-bit operand kernel", e);
 }
 
 bool is_16_bit(int32_t dtype) {
@@ -77,8 +41,11 @@ int gemm(dpt_backend_context &c, int32_t dtype, cublasOperation_t op_a, cublasOp
   const size_t bytes_a = (span_a * 2 + 255) / 256 * 256;  // B's copy aligned as cudaMalloc's
   if (const int rc = ensure_operands(c, bytes_a + span_b * 2, e)) return rc;
   char *copies = static_cast<char *>(c.operands);
-  if (const int rc = narrow(c, dtype, a.data, copies, span_a, e)) return rc;
-  if (const int rc = narrow(c, dtype, b.data, copies + bytes_a, span_b, e)) return rc;
+  if (const int rc = launch_narrow(c, dtype, a.data, reinterpret_cast<uint16_t *>(copies), span_a, e))
+    return rc;
+  if (const int rc =
+          launch_narrow(c, dtype, b.data, reinterpret_cast<uint16_t *>(copies + bytes_a), span_b, e))
+    return rc;
   const cudaDataType type = dtype == DPT_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
   DPT_CUBLAS("cublasGemmStridedBatchedEx",
              cublasGemmStridedBatchedEx(c.blas, op_a, op_b, m, n, k, &alpha, copies, type, a.ld, a.stride,
@@ -89,12 +56,7 @@ int gemm(dpt_backend_context &c, int32_t dtype, cublasOperation_t op_a, cublasOp
 
 int round_to_dtype(dpt_backend_context &c, int32_t dtype, const float *x, float *out, size_t count,
                    const Error &e) {
-  if (count == 0) return 0;
-  if (dtype == DPT_DTYPE_BF16)
-    round_kernel<__nv_bfloat16><<<grid_for(count), kOpThreads, 0, c.stream>>>(x, out, count);
-  else
-    round_kernel<__half><<<grid_for(count), kOpThreads, 0, c.stream>>>(x, out, count);
-  return check_launch(c, "16-bit rounding kernel", e);
+  return launch_round(c, dtype, x, out, count, e);
 }
 
 }  // namespace dpt::cuda

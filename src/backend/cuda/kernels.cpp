@@ -125,12 +125,14 @@ void CudaKernels::scale(float *x, size_t count, float alpha) {
   if (count != 0) check(api_.scale(ctx_, x, count, alpha, error_, sizeof error_));
 }
 
-void CudaKernels::narrow(const float *, void *, size_t, DType) {
-  throw_error(DPT_ERROR_UNSUPPORTED, "16-bit activations are not on CUDA devices yet");
+void CudaKernels::narrow(const float *x, void *out, size_t count, DType dtype) {
+  if (count != 0)
+    check(api_.convert(ctx_, out, int32_t(dtype), x, DPT_DTYPE_F32, count, error_, sizeof error_));
 }
 
-void CudaKernels::widen(const void *, float *, size_t, DType) {
-  throw_error(DPT_ERROR_UNSUPPORTED, "16-bit activations are not on CUDA devices yet");
+void CudaKernels::widen(const void *in, float *x, size_t count, DType dtype) {
+  if (count != 0)
+    check(api_.convert(ctx_, x, DPT_DTYPE_F32, in, int32_t(dtype), count, error_, sizeof error_));
 }
 
 void CudaKernels::apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale,
