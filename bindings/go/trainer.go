@@ -183,9 +183,8 @@ type TrainerOptions struct {
 	// hooks): each device's contribution, each process's sum and the finished sum are rounded to the 16-bit
 	// type, the sums themselves are float32. The replicas stay bitwise identical; the K-device step then
 	// differs from the 1-device step by that rounding. Independent of Precision; an fp16 wire without loss
-	// scaling overflows on gradient sums beyond 65504 (then NonFinite applies). CPU devices only: a trainer
-	// on CUDA devices refuses the 16-bit ones (StatusUnsupported); a value outside the enum is
-	// StatusInvalidArgument.
+	// scaling overflows on gradient sums beyond 65504 (then NonFinite applies). On CPU devices and GPUs; a
+	// value outside the enum is StatusInvalidArgument.
 	AllreduceDtype Precision
 	Optimizer      OptimizerOptions
 }

@@ -45,10 +45,8 @@ public partial class TrainerOptions {
   /// unbucketed); the K-device step then differs from the 1-device step by that rounding. Independent of
   /// <see cref="TrainerOptions.Precision"/>; an <c>Fp16</c> wire without loss scaling overflows on gradient sums beyond 65504
   /// (then <see cref="Nonfinite"/> applies).</summary>
-  /// <remarks>CPU devices only in this version: a trainer on CUDA devices refuses <c>Bf16</c> and <c>Fp16</c>
-  /// with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>); a value outside the enum is
-  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
-  /// created.</remarks>
+  /// <remarks>On CPU devices and GPUs; a value outside the enum is <see cref="InvalidArgumentException"/>
+  /// (<see cref="Status.InvalidArgument"/>) when the trainer is created.</remarks>
   public Precision AllreduceDtype {
     get { return AllreduceDtypeNative; }
     set { AllreduceDtypeNative = value; }
