@@ -30,6 +30,7 @@ ActivationStore::Plan ActivationStore::plan(size_t largest, const std::vector<bo
   p.forward_slot.assign(tensors, SIZE_MAX);
   p.done.resize(nodes.size());
   p.backward_slots.resize(nodes.size());
+  p.copied.assign(tensors, false);
   // One of the free slots (indices into p.widths) for a tensor of w floats per sample; a new slot if none.
   auto take = [&](std::vector<size_t> &free, size_t w) {
     size_t best = SIZE_MAX;
@@ -72,7 +73,12 @@ ActivationStore::Plan ActivationStore::plan(size_t largest, const std::vector<bo
         free_slots.push_back(p.forward_slot[t]);
       }
   }
-  for (size_t j = 0; j < nodes.size(); ++j) {
+  // Backward, in its order: a slot still holding a tensor's float32 values (from forward's last nodes, or
+  // from the node before) gives them without widening; the others take free slots and are widened there.
+  std::vector<size_t> resident(p.widths.size(), SIZE_MAX);  // per slot: the root whose values it holds
+  for (size_t t = 0; t < tensors; ++t)
+    if (p.stored[t]) resident[p.forward_slot[t]] = t;  // (forward's last tenant of each slot)
+  for (size_t j = nodes.size(); j-- > 0;) {
     if (!backward[j]) continue;
     std::vector<size_t> roots;  // the node's distinct stored roots, widest first
     for (size_t t : nodes[j].inputs) roots.push_back(root_[t]);
@@ -80,10 +86,23 @@ ActivationStore::Plan ActivationStore::plan(size_t largest, const std::vector<bo
     std::sort(roots.begin(), roots.end(),
               [&](size_t a, size_t b) { return width(a) != width(b) ? width(a) > width(b) : a < b; });
     roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-    std::vector<size_t> free(p.widths.size());
-    for (size_t i = 0; i < free.size(); ++i) free[i] = i;
-    for (size_t r : roots)
-      if (p.stored[r]) p.backward_slots[j].emplace_back(r, take(free, width(r)));
+    roots.erase(std::remove_if(roots.begin(), roots.end(), [&](size_t r) { return !p.stored[r]; }),
+                roots.end());
+    std::vector<size_t> free;  // slots holding none of this node's roots
+    for (size_t s = 0; s < resident.size(); ++s)
+      if (std::find(roots.begin(), roots.end(), resident[s]) == roots.end()) free.push_back(s);
+    for (size_t r : roots) {
+      const auto here = std::find(resident.begin(), resident.end(), r);
+      if (here != resident.end()) {
+        p.backward_slots[j].push_back({r, size_t(here - resident.begin()), false});
+        continue;
+      }
+      const size_t slot = take(free, width(r));
+      if (slot >= resident.size()) resident.resize(slot + 1, SIZE_MAX);
+      resident[slot] = r;
+      p.backward_slots[j].push_back({r, slot, true});
+      p.copied[r] = true;
+    }
   }
   return p;
 }
@@ -94,7 +113,7 @@ size_t ActivationStore::bytes_per_sample(const Plan &p) const {
   for (size_t t = 1; t < spec_.tensors().size(); ++t) {
     if (root_[t] != t) continue;
     const size_t size = spec_.tensors()[t].shape.size();
-    bytes += p.stored[t] ? size * sizeof(uint16_t) : size * sizeof(float);
+    bytes += p.copied[t] ? size * sizeof(uint16_t) : p.stored[t] ? 0 : size * sizeof(float);
   }
   return bytes;
 }
@@ -131,7 +150,7 @@ void ActivationStore::reserve(size_t n, float *input) {
   if (dtype_ != DType::kF32) {
     stores_.resize(tensors.size());
     for (size_t t = 1; t < tensors.size(); ++t)
-      if (plan_.stored[t]) stores_[t] = DeviceBuffer(kernels_.memory(), floats_for_halves(floats(t, n)));
+      if (plan_.copied[t]) stores_[t] = DeviceBuffer(kernels_.memory(), floats_for_halves(floats(t, n)));
     for (size_t w : plan_.widths) work_.emplace_back(kernels_.memory(), n * w);
   }
   for (size_t t = 1; t < tensors.size(); ++t)
@@ -147,13 +166,14 @@ void ActivationStore::begin_forward() {
 void ActivationStore::after_forward(size_t node, size_t n, bool training) {
   if (stores_.empty()) return;
   if (!training || n == 0) return;
-  for (size_t t : plan_.done[node]) kernels_.narrow(data_[t], stores_[t].data(), floats(t, n), dtype_);
+  for (size_t t : plan_.done[node])
+    if (plan_.copied[t]) kernels_.narrow(data_[t], stores_[t].data(), floats(t, n), dtype_);
 }
 
 void ActivationStore::before_backward(size_t node, size_t n) {
-  for (const auto &[t, slot] : plan_.backward_slots[node]) {
-    data_[t] = work_[slot].data();
-    if (n > 0) kernels_.widen(stores_[t].data(), data_[t], floats(t, n), dtype_);
+  for (const Use &u : plan_.backward_slots[node]) {
+    data_[u.root] = work_[u.slot].data();
+    if (u.widen && n > 0) kernels_.widen(stores_[u.root].data(), data_[u.root], floats(u.root, n), dtype_);
   }
 }
 

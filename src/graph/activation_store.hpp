@@ -44,11 +44,16 @@ class ActivationStore {
  private:
   size_t floats(size_t t, size_t n) const { return n * spec_.tensors()[t].shape.size(); }
 
+  struct Use {  // a stored root in a working slot for a node's backward
+    size_t root, slot;
+    bool widen;  // false: the slot still holds its values
+  };
   struct Plan {
     std::vector<bool> stored;               // per tensor: a root kept in 16 bits between its uses
     std::vector<size_t> forward_slot;       // per stored root: its working slot while forward uses it
     std::vector<std::vector<size_t>> done;  // per node: the stored roots whose last forward reader it is
-    std::vector<std::vector<std::pair<size_t, size_t>>> backward_slots;  // per node: (stored root, slot)
+    std::vector<std::vector<Use>> backward_slots;  // per node
+    std::vector<bool> copied;    // per tensor: a stored root that backward widens from its 16-bit copy
     std::vector<size_t> widths;  // per working slot: its floats per sample
   };
   Plan plan(size_t largest, const std::vector<bool> &backward) const;

@@ -176,7 +176,7 @@ typedef struct dpt_trainer_options {
    * DPT_PRECISION_BF16 / DPT_PRECISION_FP16: each activation rounded to the 16-bit type once its last
    * forward reader has run, widened back for backward (as autocast keeps a 16-bit matmul's output), and a
    * few float32 working copies while ops read and write them. ResNet-18's and gpt-mini's activations then
-   * take 0.60 and 0.63 of their float32 bytes; a model whose widest tensors are most of its activations
+   * take 0.59 and 0.61 of their float32 bytes; a model whose widest tensors are most of its activations
    * (LeNet) keeps them float32 (the store never takes more memory than float32). Backward then reads the
    * rounded activations: no bit changes where they only feed matrix products of the same 16-bit precision
    * (and ReLU), and about one 16-bit rounding where normalisations read them (docs/precision.md). The
