@@ -85,8 +85,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 	}
 }
 
-// The Go defaults of the loss scaling options, and AllreduceDtype's zero value, are the ones
-// dpt_trainer_options_init writes.
+// The Go defaults of the loss scaling options, and AllreduceDtype's and ActivationDtype's zero values, are the
+// ones dpt_trainer_options_init writes.
 func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	o := swig.NewTrainerOptions()
 	defer swig.DeleteTrainerOptions(o)
@@ -100,6 +100,10 @@ func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	// TrainerOptions.AllreduceDtype's zero value, PrecisionFP32, is the library's default too.
 	if got := Precision(o.GetAllreduce_dtype()); got != PrecisionFP32 {
 		t.Errorf("the library's default allreduce_dtype is %d, not PrecisionFP32", got)
+	}
+	// TrainerOptions.ActivationDtype's zero value, PrecisionFP32, is the library's default too.
+	if got := Precision(o.GetActivation_dtype()); got != PrecisionFP32 {
+		t.Errorf("the library's default activation_dtype is %d, not PrecisionFP32", got)
 	}
 }
 

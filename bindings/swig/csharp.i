@@ -323,9 +323,9 @@ DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
 DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
-/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval and AllreduceDtype are written by hand
- * (src/TrainerOptions.cs) for their XML documentation: the generated properties turn private under other
- * names. */
+/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype and ActivationDtype are
+ * written by hand (src/TrainerOptions.cs) for their XML documentation: the generated properties turn private
+ * under other names. */
 %rename(PrecisionNative) dpt_trainer_options::precision;
 %csmethodmodifiers dpt_trainer_options::precision "private";
 %rename(InitialLossScaleNative) dpt_trainer_options::initial_loss_scale;
@@ -334,6 +334,8 @@ DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %csmethodmodifiers dpt_trainer_options::loss_scale_growth_interval "private";
 %rename(AllreduceDtypeNative) dpt_trainer_options::allreduce_dtype;
 %csmethodmodifiers dpt_trainer_options::allreduce_dtype "private";
+%rename(ActivationDtypeNative) dpt_trainer_options::activation_dtype;
+%csmethodmodifiers dpt_trainer_options::activation_dtype "private";
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
 %rename(GetBackendInfo) dpt_context::backendInfo;
 
