@@ -168,8 +168,8 @@ type TrainerOptions struct {
 	Communicator Communicator
 	// BatchNorm: models with batch norm layers, BatchNormSync (default) or BatchNormLocal.
 	BatchNorm BatchNormMode
-	// Precision of the matrix products: PrecisionFP32 (default), PrecisionBF16 or PrecisionFP16 (CPU
-	// devices only).
+	// Precision of the matrix products: PrecisionFP32 (default), PrecisionBF16 or PrecisionFP16, on CPU
+	// devices and GPUs.
 	Precision Precision
 	// InitialLossScale is PrecisionFP16's loss scale at the first step: a power of two from 1 to 2^64;
 	// 0 = the library's default (DefaultInitialLossScale, 65536). Anything else is refused with
