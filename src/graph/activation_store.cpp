@@ -17,8 +17,9 @@ size_t floats_for_halves(size_t count) {
 
 // The working slots are planned once, like registers: in forward a stored root holds a slot from the node
 // that makes it to its last forward reader (the output's slot is taken before the inputs' are given back, so
-// a node never writes over what it reads); in backward each node's stored inputs and output take slots of
-// their own for that node only. A slot is as wide as the widest tensor it ever holds; each tensor takes the
+// a node never writes over what it reads); in backward each node finds its stored inputs and output in the
+// slot that still holds them (forward's last tenants, or what an earlier backward node widened), or widens
+// them into free slots. A slot is as wide as the widest tensor it ever holds; each tensor takes the
 // narrowest free slot that is wide enough, else the widest free one (which grows), else a new one. Which
 // roots are stored: those of at most `largest` floats per sample.
 ActivationStore::Plan ActivationStore::plan(size_t largest, const std::vector<bool> &backward) const {
