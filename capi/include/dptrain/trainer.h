@@ -150,9 +150,9 @@ typedef struct dpt_trainer_options {
    * The known flags have no effect on CPU devices; unknown bits are refused (DPT_ERROR_INVALID_ARGUMENT)
    * on every trainer, so that a flag of a newer version is never silently dropped. */
   uint32_t gpu_flags;
-  /** Models with batch_norm: DPT_BATCH_NORM_SYNC (default) or DPT_BATCH_NORM_LOCAL. Several replicas on one
-   * CUDA GPU ("virtual devices") do not run batch_norm in this version (DPT_ERROR_UNSUPPORTED); one replica
-   * per GPU does (the statistics are summed on the host). */
+  /** Models with batch_norm: DPT_BATCH_NORM_SYNC (default) or DPT_BATCH_NORM_LOCAL, on CPU devices and on
+   * GPUs, also several replicas of one GPU ("virtual devices", each on a worker of its own); the statistics
+   * are summed on the host. */
   dpt_batch_norm_mode batch_norm;
   /** DPT_PRECISION_FP32 (default), DPT_PRECISION_BF16 or DPT_PRECISION_FP16, on CPU and CUDA devices.
    * Since 0.2. */
