@@ -60,7 +60,7 @@ class ActivationStore {
   size_t bytes_per_sample(const Plan &p) const;
 
   const ModelSpec &spec_;
-  const std::vector<size_t> &root_;
+  const std::vector<size_t> root_;  // (a copy: the executor may move)
   DeviceKernels &kernels_;
   DType dtype_;
   Plan plan_;
