@@ -177,6 +177,16 @@ new_runs() { D=() P=() OD=() OP=() FR=() PK=(); }
 # shellcheck disable=SC2086 # $1 unquoted on purpose: one value a line
 median_of() { printf '%s\n' $1 | median; }
 runs_text() { echo "(dptrain ${D[$1]% }; pytorch ${P[$1]% }; others ${OD[$1]% } / ${OP[$1]% })"; }
+# One row per precision of thread count $1: the medians of both sides (kept in MED), their ratio, the runs.
+median_rows() {
+  local prec dm pm
+  for prec in $PRECISIONS; do
+    dm=$(median_of "${D[$prec]}") pm=$(median_of "${P[$prec]}")
+    MED[d,$prec,$1]=$dm MED[p,$prec,$1]=$pm
+    printf '%-8s %-5s %-14s %-14s %-6s %s\n' "$1" "$prec" "$dm" "$pm" "$(ratio "$dm" "$pm")" \
+      "$(runs_text "$prec")"
+  done
+}
 
 # Under a table: K=2 / K=1 per precision (when threads 1 and 2 ran), the bf16 / fp32 speed-up of each side per
 # thread count (when both precisions ran).
@@ -217,12 +227,7 @@ for model in $MODELS; do
             P[$prec]+="$V " OP[$prec]+="$OTHERS "
           done
         done
-        for prec in $PRECISIONS; do
-          dm=$(median_of "${D[$prec]}") pm=$(median_of "${P[$prec]}")
-          MED[d,$prec,$t]=$dm MED[p,$prec,$t]=$pm
-          printf '%-8s %-5s %-14s %-14s %-6s %s\n' "$t" "$prec" "$dm" "$pm" "$(ratio "$dm" "$pm")" \
-            "$(runs_text "$prec")"
-        done
+        median_rows "$t"
       done
       ratios
       ;;
@@ -247,12 +252,7 @@ for model in $MODELS; do
             P[$prec]+="$V " OP[$prec]+="$OTHERS "
           done
         done
-        for prec in $PRECISIONS; do
-          dm=$(median_of "${D[$prec]}") pm=$(median_of "${P[$prec]}")
-          MED[d,$prec,$t]=$dm MED[p,$prec,$t]=$pm
-          printf '%-8s %-5s %-14s %-14s %-6s %s\n' "$t" "$prec" "$dm" "$pm" "$(ratio "$dm" "$pm")" \
-            "$(runs_text "$prec")"
-        done
+        median_rows "$t"
       done
       ratios
       ;;

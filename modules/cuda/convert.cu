@@ -28,10 +28,6 @@ __global__ void round_kernel(const float *x, float *out, size_t count) {
     out[i] = round_16<Type>(x[i]);
 }
 
-bool is_16_bit(int32_t dtype) {
-  return dtype == DPT_DTYPE_BF16 || dtype == DPT_DTYPE_F16;
-}
-
 const char *dtype_name(int32_t dtype) {
   switch (dtype) {
     case DPT_DTYPE_F32:

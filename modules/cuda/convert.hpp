@@ -11,6 +11,11 @@
 
 namespace dpt::cuda {
 
+// True for DPT_DTYPE_BF16 and DPT_DTYPE_F16.
+inline bool is_16_bit(int32_t dtype) {
+  return dtype == DPT_DTYPE_BF16 || dtype == DPT_DTYPE_F16;
+}
+
 // out[i] = x[i] rounded to dtype (16-bit values).
 int launch_narrow(dpt_backend_context &c, int32_t dtype, const float *x, uint16_t *out, size_t count,
                   const Error &e);

@@ -131,9 +131,13 @@ ActivationStore::ActivationStore(const ModelSpec &spec, const std::vector<size_t
   own_.resize(spec.tensors().size());
   data_.assign(spec.tensors().size(), nullptr);
   if (dtype == DType::kF32) return;
+  std::vector<size_t> widths;
+  for (const TensorInfo &t : spec.tensors()) widths.push_back(t.shape.size());
+  std::sort(widths.begin(), widths.end());
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
   size_t best = bytes_per_sample(plan_);
-  for (const TensorInfo &t : spec.tensors()) {
-    Plan candidate = plan(t.shape.size(), backward);
+  for (const size_t w : widths) {
+    Plan candidate = plan(w, backward);
     const size_t bytes = bytes_per_sample(candidate);
     if (bytes < best) best = bytes, plan_ = std::move(candidate);
   }

@@ -11,10 +11,6 @@ size_t span(int rows, int cols, int ld, long long stride, int batch) {
   return size_t(batch - 1) * size_t(stride) + size_t(cols - 1) * size_t(ld) + size_t(rows);
 }
 
-bool is_16_bit(int32_t dtype) {
-  return dtype == DPT_DTYPE_BF16 || dtype == DPT_DTYPE_F16;
-}
-
 }  // namespace
 
 int gemm(dpt_backend_context &c, int32_t dtype, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
