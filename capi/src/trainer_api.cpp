@@ -105,6 +105,10 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
       o.allreduce_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "allreduce_dtype"));
   c.activation_dtype = to_dtype(dpt::capi::checked_enum(
       o.activation_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "activation_dtype"));
+  c.shard = dpt::capi::checked_enum(o.shard, {DPT_SHARD_NONE, DPT_SHARD_OPTIMIZER}, "shard mode") ==
+                    DPT_SHARD_OPTIMIZER
+                ? dpt::ShardMode::kOptimizer
+                : dpt::ShardMode::kNone;
   return c;
 }
 
@@ -490,6 +494,25 @@ dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checks
     const auto use = dpt::capi::exclusive(trainer);
     require_not_null(checksum, "checksum");
     *checksum = trainer->impl->parameter_checksum();
+  });
+}
+
+dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device, dpt_replica_memory *memory) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
+    require_not_null(memory, "memory");
+    dpt::capi::check_result(memory, "memory");
+    const dpt::ReplicaMemory m = trainer->impl->replica_memory(device);
+    dpt_replica_memory r;
+    std::memset(&r, 0, sizeof r);
+    r.parameters = m.parameters;
+    r.gradients = m.gradients;
+    r.optimizer_state = m.optimizer_state;
+    r.buffers = m.buffers;
+    r.activations = m.activations;
+    r.total = m.total();
+    dpt::capi::write_result(memory, r);
   });
 }
 

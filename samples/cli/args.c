@@ -27,6 +27,7 @@ static const choice kBatchNorm[] = {
     {"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
 static const choice kPrecisions[] = {
     {"fp32", DPT_PRECISION_FP32}, {"bf16", DPT_PRECISION_BF16}, {"fp16", DPT_PRECISION_FP16}, {NULL, 0}};
+static const choice kShardModes[] = {{"none", DPT_SHARD_NONE}, {"optimizer", DPT_SHARD_OPTIMIZER}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -97,6 +98,7 @@ static const option_spec kOptions[] = {
     {"--precision", ARG_CHOICE, FIELD(precision), 0, REAL_POSITIVE, kPrecisions},
     {"--allreduce-dtype", ARG_CHOICE, FIELD(allreduce_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--activation-dtype", ARG_CHOICE, FIELD(activation_dtype), 0, REAL_POSITIVE, kPrecisions},
+    {"--shard", ARG_CHOICE, FIELD(shard), 0, REAL_POSITIVE, kShardModes},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -155,6 +157,10 @@ const char *precision_name(int precision) {
   return choice_name(kPrecisions, precision);
 }
 
+const char *shard_name(int shard) {
+  return choice_name(kShardModes, shard);
+}
+
 const char *init_name(int init) {
   return choice_name(kInits, init);
 }
@@ -179,6 +185,7 @@ static void set_defaults(train_config *config) {
   config->precision = DPT_PRECISION_FP32;
   config->allreduce_dtype = DPT_PRECISION_FP32;
   config->activation_dtype = DPT_PRECISION_FP32;
+  config->shard = DPT_SHARD_NONE;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -589,6 +596,9 @@ void print_train_help(FILE *out) {
       "  --activation-dtype fp32|bf16|fp16  keep activations between forward and backward as 16-bit\n"
       "                         copies (about 0.6 of the bytes on deep models; backward reads them\n"
       "                         rounded) or float32 (default)\n"
+      "  --shard none|optimizer  sharded data parallel: optimizer = each device keeps the optimizer state\n"
+      "                         of 1/K of the parameters (ZeRO stage 1: the same bits as none, the\n"
+      "                         default); CPU devices\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

@@ -62,6 +62,7 @@ typedef struct train_config {
   int precision;                            /**< dpt_precision. */
   int allreduce_dtype;                      /**< dpt_precision: what the gradient all-reduce sends. */
   int activation_dtype;                     /**< dpt_precision: how activations are kept for backward. */
+  int shard;                                /**< dpt_shard_mode. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
   int communicator;                         /**< CLI_COMMUNICATOR_AUTO or a dpt_communicator. */
@@ -111,6 +112,7 @@ const char *allreduce_name(int allreduce);
 /** @brief Name of a batch-norm mode: "sync" or "local". */
 const char *batch_norm_name(int mode);
 const char *precision_name(int precision);
+const char *shard_name(int shard);
 /** @brief Name of a schedule: "constant", "step" or "cosine". */
 const char *schedule_name(int schedule);
 /** @brief Name of an initialisation scheme: "normal" or "uniform". */

@@ -15,6 +15,10 @@ void format_checksum(uint64_t checksum, char text[17]) {
   snprintf(text, 17, "%016" PRIx64, checksum);
 }
 
+static double mib(uint64_t bytes) {
+  return (double)bytes / (1024.0 * 1024.0);
+}
+
 void report_print_summary(FILE *out, const run_summary *s) {
   char checksum[17];
   format_checksum(s->checksum, checksum);
@@ -44,6 +48,12 @@ void report_print_summary(FILE *out, const run_summary *s) {
     fprintf(out, "  loss scale      %g (%" PRIu64 " overflowing steps skipped)\n", s->fit.loss_scale,
             s->fit.overflow_steps);
   fprintf(out, "  total seconds   %.2f (training %.2f)\n", s->seconds, s->fit.train_seconds);
+  if (s->memory.total > 0)
+    fprintf(out,
+            "  memory/device   %.1f MiB (parameters %.1f, gradients %.1f, optimizer state %.1f, activations "
+            "%.1f)\n",
+            mib(s->memory.total), mib(s->memory.parameters), mib(s->memory.gradients),
+            mib(s->memory.optimizer_state), mib(s->memory.activations));
   fprintf(out, "  param_checksum  %s\n", checksum);
   fflush(out);
 }
@@ -107,6 +117,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_string(w, "precision", precision_name(c->precision));
   json_string(w, "allreduce_dtype", precision_name(c->allreduce_dtype));
   json_string(w, "activation_dtype", precision_name(c->activation_dtype));
+  json_string(w, "shard", shard_name(c->shard));
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);
   json_uint(w, "test_samples", s->test_samples);
@@ -151,6 +162,14 @@ static void write_results(json_writer *w, const run_summary *s) {
   json_number(w, "loss_scale", s->fit.loss_scale, METRIC_DIGITS);
   json_uint(w, "planned_optimizer_steps", s->total_steps);
   json_string(w, "param_checksum", checksum);
+  json_object_begin(w, "memory_per_device"); /* the replica that holds the most, in bytes */
+  json_uint(w, "parameters", s->memory.parameters);
+  json_uint(w, "gradients", s->memory.gradients);
+  json_uint(w, "optimizer_state", s->memory.optimizer_state);
+  json_uint(w, "buffers", s->memory.buffers);
+  json_uint(w, "activations", s->memory.activations);
+  json_uint(w, "total", s->memory.total);
+  json_object_end(w);
 }
 
 void report_write_json(FILE *out, const run_summary *s) {

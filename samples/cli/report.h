@@ -29,6 +29,7 @@ typedef struct run_summary {
                                    for image models. */
   dpt_fit_result fit;         /**< Outcome of dpt_trainer_fit(). */
   uint64_t checksum;          /**< dpt_trainer_parameter_checksum() after training. */
+  dpt_replica_memory memory;  /**< After training: the replica that holds the most memory. */
   double seconds;             /**< Wall time of training and evaluation. */
   const epoch_log *log;       /**< Per-epoch metrics. */
 } run_summary;

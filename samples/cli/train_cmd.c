@@ -206,6 +206,19 @@ static int join_world(train_run *run) {
   return CLI_EXIT_OK;
 }
 
+/** @brief The memory of the replica that holds the most (with a sharded optimizer, the largest shard). */
+static int record_memory(train_run *run) {
+  size_t i;
+  memset(&run->summary.memory, 0, sizeof run->summary.memory);
+  for (i = 0; i < run->summary.devices; ++i) {
+    dpt_replica_memory m;
+    m.struct_size = sizeof m;
+    CLI_TRY(dpt_trainer_replica_memory(run->trainer, i, &m));
+    if (m.total > run->summary.memory.total) run->summary.memory = m;
+  }
+  return CLI_EXIT_OK;
+}
+
 static void fill_trainer_options(const train_run *run, dpt_trainer_options *options) {
   const train_config *c = &run->config;
   dpt_trainer_options_init(options);
@@ -220,6 +233,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->precision = (dpt_precision)c->precision;
   options->allreduce_dtype = (dpt_precision)c->allreduce_dtype;
   options->activation_dtype = (dpt_precision)c->activation_dtype;
+  options->shard = (dpt_shard_mode)c->shard;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -317,7 +331,7 @@ static void print_header(const train_run *run) {
     fprintf(run->out, "data: %zu train, %zu test samples; ", run->summary.train_samples,
             run->summary.test_samples);
   }
-  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s%s%s%s%s\n", c->batch,
+  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s%s%s%s%s%s\n", c->batch,
           run->summary.learning_rate, optimizer_name(c->optimizer), split_name(c->split),
           allreduce_name(c->allreduce), c->allreduce_dtype != DPT_PRECISION_FP32 ? " in " : "",
           c->allreduce_dtype != DPT_PRECISION_FP32 ? precision_name(c->allreduce_dtype) : "",
@@ -325,7 +339,8 @@ static void print_header(const train_run *run) {
           : c->precision == DPT_PRECISION_FP16 ? ", precision fp16 (loss scaling from 65536)"
                                                : "",
           c->activation_dtype != DPT_PRECISION_FP32 ? ", activations in " : "",
-          c->activation_dtype != DPT_PRECISION_FP32 ? precision_name(c->activation_dtype) : "");
+          c->activation_dtype != DPT_PRECISION_FP32 ? precision_name(c->activation_dtype) : "",
+          c->shard == DPT_SHARD_OPTIMIZER ? ", optimizer state sharded" : "");
   fflush(run->out);
 }
 
@@ -382,7 +397,7 @@ static int fit(train_run *run) {
     return CLI_EXIT_FAILURE;
   }
   CLI_TRY(dpt_trainer_parameter_checksum(run->trainer, &run->summary.checksum));
-  return CLI_EXIT_OK;
+  return record_memory(run);
 }
 
 static int write_plot(train_run *run) {

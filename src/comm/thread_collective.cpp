@@ -96,6 +96,45 @@ void ThreadCollective::ring(size_t rank, float *buf, size_t begin, size_t end, W
   }
 }
 
+double ThreadCollective::reduce_scatter(size_t rank, float *buf, const size_t *bounds,
+                                        AllReduceAlgorithm algorithm, WireType wire) {
+  if (ranks_ == 1) return 0.0;
+  publish(rank, buf);
+  const double t0 = platform::now_seconds();
+  const size_t k = ranks_;
+  // Tiles of the owned range, each summed on the stack in the order of its ring chunk and then stored:
+  // the own buffer is read (as a contribution) before it is written, and no peer reads this range of it.
+  constexpr size_t kTile = 1024;  // divides kRingBlock: a tile lies in one ring chunk
+  alignas(64) float sum[kTile];
+  for (size_t lo = bounds[rank], hi; lo < bounds[rank + 1]; lo = hi) {
+    hi = std::min(bounds[rank + 1], (lo / kTile + 1) * kTile);
+    const size_t n = hi - lo;
+    const size_t first = algorithm == AllReduceAlgorithm::kRing ? (lo / kRingBlock) % k : 0;
+    std::memcpy(sum, buffers_[first] + lo, n * sizeof(float));
+    round_for_wire(sum, n, wire);
+    for (size_t j = 1; j < k; ++j) {
+      const float *src = buffers_[(first + j) % k] + lo;
+      if (wire != WireType::kF32)
+        accumulate_for_wire(sum, src, n, false, true, wire);
+      else
+        for (size_t i = 0; i < n; ++i) sum[i] += src[i];
+    }
+    round_for_wire(sum, n, wire);
+    std::memcpy(buf + lo, sum, n * sizeof(float));
+  }
+  barrier_.arrive_and_wait();  // every range is read before any rank writes its buffer again
+  return platform::now_seconds() - t0;
+}
+
+void ThreadCollective::all_gather(size_t rank, float *buf, const size_t *bounds) {
+  if (ranks_ == 1) return;
+  publish(rank, buf);
+  for (size_t q = 0; q < ranks_; ++q)
+    if (q != rank && bounds[q + 1] > bounds[q])
+      std::memcpy(buf + bounds[q], buffers_[q] + bounds[q], (bounds[q + 1] - bounds[q]) * sizeof(float));
+  barrier_.arrive_and_wait();  // no owner changes its range before every copy of it is done
+}
+
 void ThreadCollective::all_reduce_doubles(size_t rank, double *values, size_t count) {
   if (ranks_ == 1) return;
   publish(rank, reinterpret_cast<float *>(values));

@@ -38,6 +38,17 @@ class ThreadCollective {
   // [0, n) in pieces gives the same bits as reducing it at once. Returns seconds as all_reduce().
   double all_reduce_range(size_t rank, float *buf, size_t begin, size_t end, AllReduceAlgorithm algorithm,
                           WireType wire = WireType::kF32);
+  // Sharded data parallel: afterwards buf[bounds[rank], bounds[rank + 1]) holds the sum over all ranks,
+  // the very bits all_reduce(algorithm, wire) would leave there (each element added in the same order:
+  // the ring's, starting at the rank whose ring chunk holds it, or rank order for kNaive); the rest of
+  // buf is left as it was. bounds: ranks + 1 ascending offsets (the same on every rank). Each rank reads
+  // its range of every peer's buffer directly: as many bytes as the ring's reduce-scatter moves, in one
+  // step. Returns seconds as all_reduce().
+  double reduce_scatter(size_t rank, float *buf, const size_t *bounds, AllReduceAlgorithm algorithm,
+                        WireType wire = WireType::kF32);
+  // The inverse: afterwards every rank's buf holds, in each range [bounds[q], bounds[q + 1]), rank q's
+  // values of it (each rank copies the ranges it does not own from their owners).
+  void all_gather(size_t rank, float *buf, const size_t *bounds);
   // Sums values[0, count) over all ranks in rank order, in place: rank 0 adds, the others copy. For a few
   // numbers (batch statistics) in the middle of a pass; the same bits on every rank.
   void all_reduce_doubles(size_t rank, double *values, size_t count);

@@ -182,4 +182,11 @@ void ActivationStore::before_backward(size_t node, size_t n) {
   }
 }
 
+uint64_t ActivationStore::allocated_bytes() const {
+  uint64_t floats = 0;
+  for (const auto *buffers : {&own_, &stores_, &work_})
+    for (const DeviceBuffer &b : *buffers) floats += b.size();
+  return floats * sizeof(float);
+}
+
 }  // namespace dpt

@@ -30,6 +30,8 @@ class ActivationStore {
   void reserve(size_t n, float *input);
   // Bytes reserve() allocates per sample (the input's staging buffer not counted).
   size_t bytes_per_sample() const { return bytes_per_sample(plan_); }
+  // Bytes of device memory the store holds now.
+  uint64_t allocated_bytes() const;
   DType dtype() const { return dtype_; }
 
   // The float32 data of a tensor where the current node reads or writes it.

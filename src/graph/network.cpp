@@ -127,6 +127,13 @@ size_t Network::bytes_per_sample() const {
   return bytes;  // (the per-pass parts, allocated once, do not grow with the slice)
 }
 
+uint64_t Network::allocated_bytes() const {
+  uint64_t floats = input_.size() + labels_.size() + scratch_.size();
+  for (const auto *buffers : {&statistics_, &saved_, &slots_})
+    for (const DeviceBuffer &b : *buffers) floats += b.size();
+  return floats * sizeof(float) + store_->allocated_bytes();
+}
+
 void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *buffers, const PassInfo &info) {
   const Node &node = spec_.nodes()[j];
   c.n = int64_t(info.n);

@@ -42,6 +42,9 @@ class Network {
   // activations (ActivationStore).
   size_t bytes_per_sample() const;
   size_t activation_bytes_per_sample() const { return store_->bytes_per_sample(); }
+  // Bytes of device memory the network holds now (everything but the caller's parameters, gradients and
+  // buffers).
+  uint64_t allocated_bytes() const;
   // The slice's inputs (float32, or int32 tokens in the same 4-byte slots) and labels (targets_per_sample
   // per sample) go here before forward() (capacity samples of device memory).
   float *input() { return input_.data(); }

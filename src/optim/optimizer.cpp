@@ -107,17 +107,39 @@ void apply_update(const OptimizerConfig &c, uint64_t t, float lr, float grad_sca
   }
 }
 
-double l2_norm(const float *grads, size_t count) {
+namespace {
+
+double block_sum(const float *g, size_t count) {
   // Eight independent partial sums, so the loop vectorizes instead of waiting on one chain of additions
   // (a single sum ran at one element per add latency: 14 ms for 10 M gradients). The order is still fixed.
   constexpr size_t kLanes = 8;
   double lane[kLanes] = {};
   size_t i = 0;
   for (; i + kLanes <= count; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) lane[j] += double(grads[i + j]) * double(grads[i + j]);
-  for (size_t j = 0; i < count; ++i, ++j) lane[j] += double(grads[i]) * double(grads[i]);
+    for (size_t j = 0; j < kLanes; ++j) lane[j] += double(g[i + j]) * double(g[i + j]);
+  for (size_t j = 0; i < count; ++i, ++j) lane[j] += double(g[i]) * double(g[i]);
   double sum = 0.0;
   for (size_t j = 0; j < kLanes; ++j) sum += lane[j];
+  return sum;
+}
+
+}  // namespace
+
+void l2_block_sums(const float *grads, size_t begin, size_t end, double *sums) {
+  for (size_t b = 0, at = begin; at < end; ++b, at += kNormBlock)
+    sums[b] = block_sum(grads + at, std::min(kNormBlock, end - at));
+}
+
+double l2_norm_of_blocks(const double *sums, size_t blocks) {
+  double sum = 0.0;
+  for (size_t b = 0; b < blocks; ++b) sum += sums[b];
+  return std::sqrt(sum);
+}
+
+double l2_norm(const float *grads, size_t count) {
+  double sum = 0.0;  // l2_norm_of_blocks(l2_block_sums), without the array
+  for (size_t at = 0; at < count; at += kNormBlock)
+    sum += block_sum(grads + at, std::min(kNormBlock, count - at));
   return std::sqrt(sum);
 }
 

@@ -43,8 +43,19 @@ size_t state_floats_per_parameter(const OptimizerConfig &config);
 void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float grad_scale, float *params,
                   const float *grads, float *state, size_t count);
 
-// Euclidean norm of grads, summed in double in a fixed order (so every replica gets the same value):
-// element i goes to partial sum i % 8, in index order; the eight partial sums are added in order.
+// Euclidean norm of grads, summed in double in a fixed order that depends on the index only (so every
+// replica, and every device that holds a shard of the gradient, gets the same value): the vector is cut
+// into blocks of kNormBlock floats; in each block element i goes to partial sum i % 8, in index order, and
+// the eight partial sums are added in order; the block sums are added in block order.
+constexpr size_t kNormBlock = 4096;
 double l2_norm(const float *grads, size_t count);
+// The block sums of grads[begin, end) (begin a multiple of kNormBlock; end a multiple, or the vector's
+// end): sums[b] for the blocks b = begin / kNormBlock, ... that the range covers.
+void l2_block_sums(const float *grads, size_t begin, size_t end, double *sums);
+// sqrt of the block sums added in block order: l2_norm from l2_block_sums over the whole vector.
+double l2_norm_of_blocks(const double *sums, size_t blocks);
+inline size_t norm_blocks(size_t count) {
+  return (count + kNormBlock - 1) / kNormBlock;
+}
 
 }  // namespace dpt

@@ -31,34 +31,41 @@ std::vector<DecaySegment> decayed_segments(const ModelSpec &spec, const Optimize
 
 void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
                           const std::vector<DecaySegment> &decayed, uint64_t t, float lr, float grad_scale,
-                          float *params, const float *grads, float *state, size_t count) {
-  const bool all = decayed.size() == 1 && decayed[0].offset == 0 && decayed[0].count == count;
+                          float *params, const float *grads, float *state, size_t begin, size_t end) {
+  if (end <= begin) return;
+  // The decayed runs clipped to [begin, end).
+  std::vector<DecaySegment> runs;
+  for (const DecaySegment &s : decayed) {
+    const size_t lo = std::max(s.offset, begin), hi = std::min(s.offset + s.count, end);
+    if (lo < hi) runs.push_back({lo, hi - lo});
+  }
+  const bool all = runs.size() == 1 && runs[0].offset == begin && runs[0].count == end - begin;
   if (config.weight_decay == 0.0f || all) {
-    kernels.apply_update(config, t, lr, grad_scale, params, grads, state, count);
+    kernels.apply_update(config, t, lr, grad_scale, params + begin, grads + begin, state, end - begin);
     return;
   }
   OptimizerConfig plain = config;
   plain.weight_decay = 0.0f;
   if (config.kind == OptimizerKind::kAdamW) {
     const float decay = 1.0f - lr * config.weight_decay;
-    for (const DecaySegment &s : decayed) kernels.scale(params + s.offset, s.count, decay);
-    kernels.apply_update(plain, t, lr, grad_scale, params, grads, state, count);
+    for (const DecaySegment &s : runs) kernels.scale(params + s.offset, s.count, decay);
+    kernels.apply_update(plain, t, lr, grad_scale, params + begin, grads + begin, state, end - begin);
     return;
   }
   // SGD: runs alternate between decayed and not; state (momentum) is one float per parameter, or none.
   const bool has_state = state_floats_per_parameter(config) > 0;
-  size_t at = 0;
-  auto update = [&](const OptimizerConfig &c, size_t begin, size_t end) {
-    if (end > begin)
-      kernels.apply_update(c, t, lr, grad_scale, params + begin, grads + begin,
-                           has_state ? state + begin : state, end - begin);
+  size_t at = begin;
+  auto update = [&](const OptimizerConfig &c, size_t lo, size_t hi) {
+    if (hi > lo)
+      kernels.apply_update(c, t, lr, grad_scale, params + lo, grads + lo,
+                           has_state ? state + (lo - begin) : state, hi - lo);
   };
-  for (const DecaySegment &s : decayed) {
+  for (const DecaySegment &s : runs) {
     update(plain, at, s.offset);
     update(config, s.offset, s.offset + s.count);
     at = s.offset + s.count;
   }
-  update(plain, at, count);
+  update(plain, at, end);
 }
 
 }  // namespace dpt

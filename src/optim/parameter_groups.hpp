@@ -22,13 +22,16 @@ struct DecaySegment {
 // decay_matrices_only), adjacent runs merged.
 std::vector<DecaySegment> decayed_segments(const ModelSpec &spec, const OptimizerConfig &config);
 
-// apply_update over the whole flat vector with weight decay on the decayed runs only. Every parameter
-// decayed: apply_update itself (the same bits as before parameter groups). Otherwise AdamW first
-// multiplies the decayed runs by 1 - lr * weight_decay (the decoupled decay apply_update starts with, so
-// each element sees the same operations) and then updates every parameter without decay; SGD, whose L2
-// decay enters the gradient, updates each run with or without it (its state is one float per parameter).
+// apply_update over params[begin, end) (the whole flat vector, or the shard of it one device updates) with
+// weight decay on the decayed runs only; params and grads point at the whole vector, state at the range's
+// state (state_floats_per_parameter * (end - begin) floats, laid out as apply_update's for that count).
+// The range decayed as a whole: apply_update itself (the same bits as before parameter groups). Otherwise
+// AdamW first multiplies the decayed runs by 1 - lr * weight_decay (the decoupled decay apply_update starts
+// with, so each element sees the same operations) and then updates every parameter without decay; SGD,
+// whose L2 decay enters the gradient, updates each run with or without it (its state is one float per
+// parameter). Every operation is per element: a range gets the bits of the same elements in a whole update.
 void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
                           const std::vector<DecaySegment> &decayed, uint64_t t, float lr, float grad_scale,
-                          float *params, const float *grads, float *state, size_t count);
+                          float *params, const float *grads, float *state, size_t begin, size_t end);
 
 }  // namespace dpt

@@ -60,7 +60,8 @@ class GradientCollective {
   // idle. Throws as the underlying collective does.
   virtual void reduce_between_phases(bool reduced) = 0;
   // Device thread rank, first in the update phase: afterwards the rank's gradient buffer holds the sum
-  // over every replica of every process. Throws as the underlying collective does.
+  // over every replica of every process, at least in the range the rank owns (ShardLayout: the whole
+  // vector unless the optimizer is sharded). Throws as the underlying collective does.
   virtual void reduce_in_update(size_t rank, bool reduced) = 0;
   // Trainer thread, after the update phase: the timings of the window's reduction.
   virtual AllReduceTimes times(bool reduced) const = 0;

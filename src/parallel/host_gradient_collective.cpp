@@ -9,12 +9,14 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
                                                const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes,
                                                AllReduceAlgorithm algorithm, const World *world,
-                                               double timeout_seconds, WireType wire)
+                                               double timeout_seconds, WireType wire,
+                                               const ShardLayout &shards)
     : group_(group),
       world_(world),
       algorithm_(algorithm),
       wire_(wire),
       timeout_(timeout_seconds),
+      shards_(shards),
       count_(replicas[0]->grads.size()),
       posters_(replicas.size()),
       seconds_(replicas.size(), 0.0) {
@@ -57,7 +59,13 @@ void HostGradientCollective::finish_backward(size_t rank) {
 
 void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   seconds_[rank] = 0;
-  if (!reduced)  // else the bucket reducer did it during backward
+  if (reduced) return;  // the bucket reducer did it during backward
+  // Across processes the whole sum is all-reduced (the World's collectives run on rank 0's thread): the
+  // ranks then update their ranges of it.
+  if (shards_.sharded() && world_ == nullptr)
+    seconds_[rank] =
+        group_.collective().reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_);
+  else
     seconds_[rank] = hierarchical_all_reduce(group_.collective(), world_, rank, grads_[rank], 0, count_,
                                              algorithm_, timeout_, wire_);
 }

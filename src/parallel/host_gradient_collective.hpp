@@ -14,6 +14,7 @@
 #include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
 
 namespace dpt {
 
@@ -21,10 +22,12 @@ class HostGradientCollective final : public GradientCollective {
  public:
   // Enables the group's bucket reducer when bucket_bytes plans more than one bucket and there is someone
   // to reduce with (a second device or other processes). world may be nullptr (this process only).
-  // wire: what the reductions send (float32, or 16-bit values: hierarchical_all_reduce).
+  // wire: what the reductions send (float32, or 16-bit values: hierarchical_all_reduce). shards: the
+  // ranges the ranks own (kept by the caller); sharded, a rank needs only its range summed.
   HostGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                          const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
-                         const World *world, double timeout_seconds, WireType wire);
+                         const World *world, double timeout_seconds, WireType wire,
+                         const ShardLayout &shards);
 
   bool overlaps_backward() const override { return reducer_ != nullptr; }
   BackwardHook backward_hook(size_t rank) override;
@@ -49,6 +52,7 @@ class HostGradientCollective final : public GradientCollective {
   AllReduceAlgorithm algorithm_;
   WireType wire_;
   double timeout_;
+  const ShardLayout &shards_;
   std::vector<float *> grads_;        // every replica's gradient buffer
   size_t count_;                      // floats in each
   BucketReducer *reducer_ = nullptr;  // the group's, when it overlaps

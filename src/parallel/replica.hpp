@@ -1,5 +1,6 @@
 // One device's full copy of the model: its kernels (on a GPU: its own stream), network, parameters, summed
-// gradients and optimizer state, all in the device's memory.
+// gradients and optimizer state, all in the device's memory. The optimizer state covers the parameters the
+// replica updates: all of them, or its shard (ShardLayout) when the optimizer is sharded.
 #pragma once
 
 #include <memory>
@@ -12,14 +13,14 @@ namespace dpt {
 
 struct Replica {
   Replica(Device &device, const ModelSpec &spec, const OptimizerConfig &optimizer,
-          const KernelOptions &options, DType matmul_dtype, DType activation_dtype)
+          const KernelOptions &options, DType matmul_dtype, DType activation_dtype, size_t state_parameters)
       : device(&device),
         kernels(device.create_kernels(options)),
         network(spec, *kernels, matmul_dtype, activation_dtype),
         params(kernels->memory(), spec.parameter_count()),
         grads(kernels->memory(), spec.parameter_count()),
         buffers(kernels->memory(), spec.buffer_count()),
-        state(kernels->memory(), spec.parameter_count() * state_floats_per_parameter(optimizer)) {
+        state(kernels->memory(), state_parameters * state_floats_per_parameter(optimizer)) {
     grads.zero();
     state.zero();
   }

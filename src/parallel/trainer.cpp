@@ -2,6 +2,7 @@
 // gradient all-reduce, the identical update), flush, evaluate and predict.
 #include "parallel/trainer.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <mutex>
@@ -82,10 +83,19 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.activation_dtype == DType::kF32 || config_.activation_dtype == DType::kBF16 ||
                   config_.activation_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the activation dtype must be float32, bfloat16 or float16");
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer,
+              DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || !on_gpus_, DPT_ERROR_UNSUPPORTED,
+              "a sharded optimizer runs on CPU devices only in this version (the replicas are on " +
+                  devices_[0]->name() + ")");
+  shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard == ShardMode::kOptimizer);
+  if (shards_.sharded())
+    norm_blocks_.assign(devices_.size(), std::vector<double>(norm_blocks(spec_.parameter_count())));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
-  for (Device *d : devices_)
-    replicas_.push_back(std::make_unique<Replica>(*d, spec_, config_.optimizer, config_.kernels,
-                                                  config_.matmul_dtype, config_.activation_dtype));
+  for (size_t rank = 0; rank < devices_.size(); ++rank)
+    replicas_.push_back(std::make_unique<Replica>(*devices_[rank], spec_, config_.optimizer, config_.kernels,
+                                                  config_.matmul_dtype, config_.activation_dtype,
+                                                  shards_.size(rank)));
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
@@ -116,7 +126,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   else
     collective_ =
         std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes, config_.allreduce,
-                                                 config_.world, config_.timeout_seconds, wire);
+                                                 config_.world, config_.timeout_seconds, wire, shards_);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.
@@ -288,14 +298,17 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   run_phase([this, reduced, lr, inv_samples](size_t rank) {
     Replica &r = *replicas_[rank];
     collective_->reduce_in_update(rank, reduced);
-    // Every replica now holds the same summed gradient, so each computes the same norm and update.
-    r.norm = r.kernels->l2_norm(r.grads.data(), r.grads.size()) * inv_samples;
+    // Every replica now holds the same summed gradient (sharded: the same sums in the range it owns), so
+    // each computes the same norm and, on what it owns, the same update.
+    r.norm = global_norm(rank) * inv_samples;
     if (!std::isfinite(r.norm)) return;
     double scale = inv_samples;
     const double clip = config_.optimizer.clip_norm;
     if (clip > 0.0 && r.norm > clip) scale *= clip / (r.norm + 1e-6);  // as PyTorch's clip_grad_norm_
     apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
-                         r.params.data(), r.grads.data(), r.state.data(), r.params.size());
+                         r.params.data(), r.grads.data(), r.state.data(), shards_.begin(rank),
+                         shards_.end(rank));
+    if (shards_.sharded()) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
     r.grads.zero();
   });
   const double grad_norm = replicas_[0]->norm;
@@ -313,6 +326,21 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   pending_samples_ = 0;
   pending_targets_ = 0;
   return true;
+}
+
+// The norm of the summed gradient, on device thread rank. Sharded, each rank has the sums of its own range
+// only: it computes that range's norm block sums (the ranges are cut at whole blocks) and the ranks add
+// their block arrays in rank order (each block non-zero on one rank only, so the sums are exact): the
+// blocks, added in block order as l2_norm adds them, give the unsharded norm bit for bit.
+double Trainer::global_norm(size_t rank) {
+  Replica &r = *replicas_[rank];
+  if (!shards_.sharded()) return r.kernels->l2_norm(r.grads.data(), r.grads.size());
+  std::vector<double> &blocks = norm_blocks_[rank];
+  std::fill(blocks.begin(), blocks.end(), 0.0);
+  l2_block_sums(r.grads.data(), shards_.begin(rank), shards_.end(rank),
+                blocks.data() + shards_.begin(rank) / kNormBlock);
+  group_->collective().all_reduce_doubles(rank, blocks.data(), blocks.size());
+  return l2_norm_of_blocks(blocks.data(), blocks.size());
 }
 
 void Trainer::drain_streams() noexcept {

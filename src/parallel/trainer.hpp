@@ -22,10 +22,16 @@
 #include "parallel/gradient_collective.hpp"
 #include "parallel/loss_scaler.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
 
 namespace dpt {
 
 enum class SplitPolicy { kEven, kWeighted, kAuto };
+
+// Sharded data parallel (ZeRO): what is split across the devices instead of replicated on each.
+// kOptimizer (ZeRO stage 1): the optimizer state; each device updates its range of the parameters
+// (ShardLayout) from the reduce-scattered gradient and the ranges are all-gathered. CPU devices.
+enum class ShardMode { kNone, kOptimizer };
 
 struct TrainerConfig {
   // Indices of the context's devices, one replica each; empty = all devices of the context. All CPU devices
@@ -63,6 +69,16 @@ struct TrainerConfig {
   // contribution and the finished sums rounded to it, the sums float32: comm/wire_type.hpp). CPU devices,
   // and GPUs (the CUDA module's 16-bit NCCL and virtual all-reduces: backend_interface.h's wire_dtype).
   DType allreduce_dtype = DType::kF32;
+  // The same bits as kNone (parallel/shard_layout.hpp); the optimizer state takes 1/K of the memory.
+  ShardMode shard = ShardMode::kNone;
+};
+
+// The bytes a replica holds in its device's memory, by what they are for.
+struct ReplicaMemory {
+  uint64_t parameters = 0, gradients = 0, optimizer_state = 0;
+  uint64_t buffers = 0;      // running statistics
+  uint64_t activations = 0;  // the network's: inputs, activations, what ops save, gradient slots, scratch
+  uint64_t total() const { return parameters + gradients + optimizer_state + buffers + activations; }
 };
 
 struct StepStats {
@@ -145,6 +161,8 @@ class Trainer {
   void get_buffers(size_t replica, float *out) const;
   void set_buffers(const float *in);
   uint64_t parameter_checksum() const;
+  ReplicaMemory replica_memory(size_t replica) const;
+  const ShardLayout &shards() const { return shards_; }
   std::vector<size_t> split_sizes(size_t batch) const;
   // The samples [first, first + count) of a global batch that this process trains on (all of them
   // without a world).
@@ -181,6 +199,9 @@ class Trainer {
   // trainer_state.cpp
   void set_parameters_locked(const float *in);
   void set_buffers_locked(const float *in);
+  // Replica rank's shard of the optimizer state to and from the unsharded layout (TrainerState's).
+  void unshard_state(size_t rank, const float *shard, float *whole) const;
+  void reshard_state(size_t rank, const float *whole, float *shard) const;
   // The replica's parameters (or optimizer state) copied to the host.
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   // trainer.cpp
@@ -201,6 +222,7 @@ class Trainer {
   // caller's host buffers), ignoring its errors.
   void drain_streams() noexcept;
   bool update_replicas(StepStats &s, bool reduced);
+  double global_norm(size_t rank);
   // Zeroes the gradients and forgets the window's micro-batches.
   void drop_window();
   void discard_window(StepStats &s);
@@ -233,6 +255,11 @@ class Trainer {
   TrainerConfig config_;
   std::vector<Device *> devices_;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
+  // the optimizer is sharded). Before collective_, which refers to it.
+  ShardLayout shards_;
+  // Sharded: each rank's gradient norm block sums (its own blocks, zeros elsewhere), summed across ranks.
+  std::vector<std::vector<double>> norm_blocks_;
   // The gradient all-reduce, chosen in the constructor by the kind of the devices. Declared before group_:
   // the group is destroyed first (it waits for tasks still out), then what the tasks touch.
   std::unique_ptr<GradientCollective> collective_;

@@ -1,5 +1,6 @@
 // A trainer's state from and to the host: parameters, their checksum, and the checkpointed state, always
 // from the caller's thread between phases.
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -55,6 +56,36 @@ void Trainer::set_buffers(const float *in) {
   set_buffers_locked(in);
 }
 
+// The optimizer state is state_floats_per_parameter arrays of one float per parameter, one after the
+// other (AdamW: m, then v): a shard holds each array's range.
+void Trainer::unshard_state(size_t rank, const float *shard, float *whole) const {
+  const size_t n = shards_.size(rank), count = shards_.count();
+  for (size_t a = 0; a < state_floats_per_parameter(config_.optimizer); ++a)
+    std::copy(shard + a * n, shard + (a + 1) * n, whole + a * count + shards_.begin(rank));
+}
+
+void Trainer::reshard_state(size_t rank, const float *whole, float *shard) const {
+  const size_t n = shards_.size(rank), count = shards_.count();
+  for (size_t a = 0; a < state_floats_per_parameter(config_.optimizer); ++a) {
+    const float *from = whole + a * count + shards_.begin(rank);
+    std::copy(from, from + n, shard + a * n);
+  }
+}
+
+ReplicaMemory Trainer::replica_memory(size_t replica) const {
+  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
+              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
+                  std::to_string(replicas_.size()) + ")");
+  const Replica &r = *replicas_[replica];
+  ReplicaMemory m;
+  m.parameters = r.params.size() * sizeof(float);
+  m.gradients = r.grads.size() * sizeof(float);
+  m.optimizer_state = r.state.size() * sizeof(float);
+  m.buffers = r.buffers.size() * sizeof(float);
+  m.activations = r.network.allocated_bytes();
+  return m;
+}
+
 uint64_t Trainer::parameter_checksum() const {
   std::vector<float> p(parameter_count());
   copy_to_host(0, replicas_[0]->params, p.data());
@@ -69,11 +100,20 @@ TrainerState Trainer::save_state() const {
   const Replica &r = *replicas_[0];
   TrainerState state;
   state.parameters.resize(r.params.size());
-  state.optimizer_state.resize(r.state.size());
+  state.optimizer_state.resize(r.params.size() * state_floats_per_parameter(config_.optimizer));
   state.buffers.resize(r.buffers.size());
   copy_to_host(0, r.params, state.parameters.data());
-  copy_to_host(0, r.state, state.optimizer_state.data());
   copy_to_host(0, r.buffers, state.buffers.data());
+  // The optimizer state of every shard into the unsharded layout (a checkpoint does not depend on the
+  // device count or the sharding).
+  std::vector<float> shard;
+  for (size_t rank = 0; rank < replicas_.size() && !state.optimizer_state.empty(); ++rank) {
+    if (shards_.size(rank) == 0) continue;
+    shard.resize(replicas_[rank]->state.size());
+    copy_to_host(rank, replicas_[rank]->state, shard.data());
+    unshard_state(rank, shard.data(), state.optimizer_state.data());
+    if (!shards_.sharded()) break;
+  }
   state.optimizer_steps = optimizer_steps_;
   state.epochs_done = epochs_done;
   state.seed = config_.seed;
@@ -90,19 +130,27 @@ void Trainer::load_state(const TrainerState &state) {
   DPT_REQUIRE(state.parameters.size() == first.params.size(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.parameters.size()) + " parameters, the model " +
                   std::to_string(first.params.size()));
-  DPT_REQUIRE(state.optimizer_state.size() == first.state.size(), DPT_ERROR_INVALID_ARGUMENT,
+  const size_t state_floats = first.params.size() * state_floats_per_parameter(config_.optimizer);
+  DPT_REQUIRE(state.optimizer_state.size() == state_floats, DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.optimizer_state.size()) +
                   " floats of optimizer state, the trainer's optimizer needs " +
-                  std::to_string(first.state.size()));
+                  std::to_string(state_floats));
   DPT_REQUIRE(state.buffers.size() == first.buffers.size(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.buffers.size()) +
                   " floats of running statistics, the model " + std::to_string(first.buffers.size()));
+  // Each replica's shard of the optimizer state, staged on the host until the copies are done.
+  std::vector<std::vector<float>> shards(replicas_.size());
+  for (size_t rank = 0; rank < replicas_.size(); ++rank) {
+    shards[rank].resize(replicas_[rank]->state.size());
+    if (!shards[rank].empty()) reshard_state(rank, state.optimizer_state.data(), shards[rank].data());
+  }
   std::lock_guard<std::mutex> lock(context_->work_mutex());
-  for (auto &r : replicas_) {
-    r->kernels->copy_to_device(r->params.data(), state.parameters.data(), r->params.size());
-    r->kernels->copy_to_device(r->state.data(), state.optimizer_state.data(), r->state.size());
-    r->kernels->copy_to_device(r->buffers.data(), state.buffers.data(), r->buffers.size());
-    r->grads.zero();
+  for (size_t rank = 0; rank < replicas_.size(); ++rank) {
+    Replica &r = *replicas_[rank];
+    r.kernels->copy_to_device(r.params.data(), state.parameters.data(), r.params.size());
+    r.kernels->copy_to_device(r.state.data(), shards[rank].data(), r.state.size());
+    r.kernels->copy_to_device(r.buffers.data(), state.buffers.data(), r.buffers.size());
+    r.grads.zero();
   }
   for (auto &r : replicas_) r->kernels->synchronize();
   optimizer_steps_ = state.optimizer_steps;

@@ -432,11 +432,29 @@ void test_state_floats(void **) {
 
 void test_l2_norm(void **) {
   TestRng rng(9);
-  const std::vector<float> g = rng.vector(1001, -3.0f, 3.0f);
-  double lane[8] = {}, sum = 0.0;  // documented: in double, element i into partial sum i % 8, in order
-  for (size_t i = 0; i < g.size(); ++i) lane[i % 8] += double(g[i]) * double(g[i]);
-  for (double l : lane) sum += l;
+  // Documented: in double; blocks of kNormBlock, in each element i into partial sum i % 8 in order and the
+  // eight added in order; the block sums added in block order.
+  const size_t b = dpt::kNormBlock;
+  const std::vector<float> g = rng.vector(3 * b + 1001, -3.0f, 3.0f);
+  std::vector<double> blocks;
+  for (size_t at = 0; at < g.size(); at += b) {
+    double lane[8] = {}, block = 0.0;
+    for (size_t i = at; i < std::min(g.size(), at + b); ++i)
+      lane[(i - at) % 8] += double(g[i]) * double(g[i]);
+    for (double l : lane) block += l;
+    blocks.push_back(block);
+  }
+  double sum = 0.0;
+  for (double block : blocks) sum += block;
   assert_true(dpt::l2_norm(g.data(), g.size()) == std::sqrt(sum));
+  assert_true(dpt::l2_norm(g.data(), 1001) != 0.0);
+  // The block sums of ranges cut at blocks are those blocks' sums; together they give the norm.
+  std::vector<double> parts(blocks.size(), -1.0);
+  dpt::l2_block_sums(g.data(), 0, b, parts.data());
+  dpt::l2_block_sums(g.data(), b, g.size(), parts.data() + 1);
+  for (size_t i = 0; i < blocks.size(); ++i) assert_true(parts[i] == blocks[i]);
+  assert_int_equal(dpt::norm_blocks(g.size()), blocks.size());
+  assert_true(dpt::l2_norm_of_blocks(parts.data(), parts.size()) == dpt::l2_norm(g.data(), g.size()));
   assert_true(dpt::l2_norm(g.data(), 0) == 0.0);
   const float single = -2.5f;
   assert_true(dpt::l2_norm(&single, 1) == 2.5);

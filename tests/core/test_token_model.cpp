@@ -300,7 +300,7 @@ void test_grouped_update_matches_per_element(void **) {
     std::vector<float> state(2 * n, 0.0f), want = p;
     std::vector<float> want_state(2 * n, 0.0f);
     for (uint64_t t = 0; t < 3; ++t) {
-      dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, p.data(), g.data(), state.data(), n);
+      dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, p.data(), g.data(), state.data(), 0, n);
       for (size_t i = 0; i < n; ++i) {
         bool in = false;
         for (const auto &r : runs) in = in || (i >= r.offset && i < r.offset + r.count);
@@ -313,6 +313,21 @@ void test_grouped_update_matches_per_element(void **) {
         want_state[n + i] = m_v[1];
       }
       assert_memory_equal(p.data(), want.data(), n * sizeof(float));
+    }
+    // In ranges that cut the runs (the shards of a sharded optimizer), each range with its own state: the
+    // same bits again.
+    std::vector<float> q = rng.vector(n, -1, 1), whole = q;
+    std::vector<float> whole_state(2 * n, 0.0f);
+    const size_t cuts[] = {0, 3, 11, 11, 18, n};
+    std::vector<std::vector<float>> range_state(5);
+    for (size_t r = 0; r < 5; ++r) range_state[r].assign(2 * (cuts[r + 1] - cuts[r]), 0.0f);
+    for (uint64_t t = 0; t < 3; ++t) {
+      dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, whole.data(), g.data(), whole_state.data(),
+                                0, n);
+      for (size_t r = 0; r < 5; ++r)
+        dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, q.data(), g.data(), range_state[r].data(),
+                                  cuts[r], cuts[r + 1]);
+      assert_memory_equal(q.data(), whole.data(), n * sizeof(float));
     }
   }
 }

@@ -97,6 +97,17 @@ typedef enum dpt_precision {
   DPT_PRECISION_FP16 = 2
 } dpt_precision;
 
+/** @brief What sharded data parallel (ZeRO, FSDP) splits across a trainer's devices instead of keeping a
+ * full copy on each (docs/sharding.md). */
+typedef enum dpt_shard_mode {
+  DPT_SHARD_NONE = 0, /**< Every device holds parameters, gradients and optimizer state whole (default). */
+  /** ZeRO stage 1: each device keeps the optimizer state (and updates the parameters) of one contiguous
+   * range of the parameters only; the gradient is reduce-scattered, each device updates its range, and the
+   * updated ranges are all-gathered. The same bits as DPT_SHARD_NONE; per device the optimizer state takes
+   * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices. */
+  DPT_SHARD_OPTIMIZER = 1
+} dpt_shard_mode;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -183,6 +194,11 @@ typedef struct dpt_trainer_options {
    * rounding is per element, so the K-device contract holds as without it. Independent of precision. CPU
    * and CUDA devices. Since 0.2. */
   dpt_precision activation_dtype;
+  /** DPT_SHARD_NONE (default) or DPT_SHARD_OPTIMIZER. Sharding the optimizer changes no bit of training,
+   * of the step and fit results or of checkpoints (a checkpoint loads into any device count and mode).
+   * CPU devices; CUDA devices refuse DPT_SHARD_OPTIMIZER (DPT_ERROR_UNSUPPORTED). Across MPI processes
+   * the gradient is all-reduced whole and each process shards its own devices. Since 0.2. */
+  dpt_shard_mode shard;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
@@ -465,6 +481,24 @@ DPT_API dpt_status dpt_trainer_set_buffers(dpt_trainer *trainer, const float *bu
  * runs can be compared bit for bit.
  */
 DPT_API dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checksum);
+
+/** @brief The bytes one replica of a trainer holds in its device's memory, by what they are for.
+ * The caller sets struct_size = sizeof(dpt_replica_memory). Since 0.2. */
+typedef struct dpt_replica_memory {
+  size_t struct_size;       /**< Set by the caller. */
+  uint64_t parameters;      /**< The parameters (float32). */
+  uint64_t gradients;       /**< The summed gradient (float32, one per parameter). */
+  uint64_t optimizer_state; /**< Momentum or Adam moments: of the replica's shard with DPT_SHARD_OPTIMIZER. */
+  uint64_t buffers;         /**< Running statistics (batch_norm). */
+  /** Everything the replica's passes allocate: inputs, activations, what ops keep for backward, gradient
+   * slots and scratch; grows with the largest slice seen so far. */
+  uint64_t activations;
+  uint64_t total; /**< The sum of the above. */
+} dpt_replica_memory;
+
+/** @brief The memory replica @p device (0-based, below the device count) holds now, by category. */
+DPT_API dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device,
+                                              dpt_replica_memory *memory);
 
 /** @brief Number of devices (replicas) of the trainer. */
 DPT_API dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count);
