@@ -439,6 +439,15 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_INVALID_ARGUMENT);
   assert_null(t);
   o.gpu_flags = DPT_GPU_DETERMINISTIC;
+  o.devices = twice; /* a sharded optimizer runs on CPU devices only */
+  o.device_count = 2;
+  o.shard = DPT_SHARD_OPTIMIZER;
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  assert_null(t);
+  assert_non_null(strstr(dpt_last_error_message(), "sharded optimizer runs on CPU devices only"));
+  o.shard = DPT_SHARD_NONE;
+  o.devices = &gpu;
+  o.device_count = 1;
   check_gpu_precisions(c, m, x, y);
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
   memset(&result, 0, sizeof result);

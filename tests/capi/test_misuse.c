@@ -67,6 +67,7 @@ typedef struct outs {
   dpt_fit_result fit;
   dpt_device_info info;
   dpt_backend_info backend;
+  dpt_replica_memory memory;
   int flag;
   char text[DPT_MODEL_NAME_CAPACITY];
   size_t dims[DPT_MODEL_MAX_RANK];
@@ -195,6 +196,7 @@ static void reset_outs(outs *o) {
   o->fit.struct_size = sizeof o->fit;
   o->info.struct_size = sizeof o->info;
   o->backend.struct_size = sizeof o->backend;
+  o->memory.struct_size = sizeof o->memory;
 }
 
 static void row_begin(fixture *f) {
@@ -448,6 +450,7 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.loss_scale_growth_interval, 2000);
   assert_int_equal(t.allreduce_dtype, DPT_PRECISION_FP32);
   assert_int_equal(t.activation_dtype, DPT_PRECISION_FP32);
+  assert_int_equal(t.shard, DPT_SHARD_NONE);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1446,6 +1449,8 @@ static void test_trainer_create_misuse(void **state) {
       {"allreduce_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce_dtype, -1)}},
       {"activation_dtype 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, 3)}},
       {"activation_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, -1)}},
+      {"shard 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, 2)}},
+      {"shard -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, -1)}},
       /* The initial loss scale is a power of two from 1 to 2^64, checked whatever the precision. */
       {"initial_loss_scale 3", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 3.0)}},
       {"initial_loss_scale 0.5", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0.5)}},
@@ -1877,9 +1882,30 @@ static void test_trainer_parameters_misuse(void **state) {
   ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_split_sizes(t, 8, f->o.counts, DEVICES - 1));
   ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_split_sizes(t, 8, f->o.counts, DEVICES + 1));
   ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_split_sizes(t, 8, f->o.counts, 0));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_memory(NULL, 0, &f->o.memory));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_memory(t, 0, NULL));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_memory(t, DEVICES, &f->o.memory));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_memory(t, SIZE_MAX, &f->o.memory));
   finish_table(f);
+  {
+    dpt_replica_memory small; /* struct_size smaller than the first layout: refused, nothing written */
+    memset(&small, 0xA5, sizeof small);
+    small.struct_size = sizeof(size_t);
+    assert_int_equal(dpt_trainer_replica_memory(t, 0, &small), DPT_ERROR_INVALID_ARGUMENT);
+    assert_true(small.parameters == 0xA5A5A5A5A5A5A5A5ULL);
+  }
 
   /* Still usable, with the right values. */
+  {
+    dpt_replica_memory m;
+    m.struct_size = sizeof m;
+    ASSERT_OK(dpt_trainer_replica_memory(t, DEVICES - 1, &m));
+    assert_int_equal(m.struct_size, sizeof m);
+    assert_int_equal(m.parameters, PARAMS * sizeof(float));
+    assert_int_equal(m.gradients, PARAMS * sizeof(float));
+    assert_int_equal(m.total, m.parameters + m.gradients + m.optimizer_state + m.buffers + m.activations);
+  }
   ASSERT_OK(dpt_trainer_parameter_count(t, &n));
   assert_int_equal(n, PARAMS);
   ASSERT_OK(dpt_trainer_device_count(t, &n));

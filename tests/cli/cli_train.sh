@@ -134,6 +134,21 @@ WIRE=$(json_get "$WORK/wire.out" "d['param_checksum']")
 run_cli bad_wire train --model mlp --allreduce-dtype int8
 [ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_wire.err")" -eq 1 ] && pass "--allreduce-dtype int8: usage error" ||
   fail "--allreduce-dtype int8: $RC $(cat "$WORK/bad_wire.err")"
+# A sharded optimizer (ZeRO stage 1) changes no bit; the JSON says so and reports each device's memory.
+run_cli shard train "${SHORT[@]}" --devices cpu:2 --shard optimizer --momentum 0.9
+run_cli unshard train "${SHORT[@]}" --devices cpu:2 --momentum 0.9
+json_check "$WORK/shard.out" "d['shard'] == 'optimizer'" "--shard optimizer: reported"
+json_check "$WORK/unshard.out" "d['shard'] == 'none'" "the default shard mode is none"
+[ "$(json_get "$WORK/shard.out" "d['param_checksum']")" = "$(json_get "$WORK/unshard.out" "d['param_checksum']")" ] &&
+  pass "--shard optimizer: the unsharded run's bits" || fail "--shard optimizer changed the parameters"
+json_check "$WORK/unshard.out" \
+  "(m := d['memory_per_device'])['gradients'] == m['parameters'] == m['optimizer_state'] > 0 and m['total'] == sum(v for k, v in m.items() if k != 'total')" \
+  "memory per device: parameters, gradients, momentum (4 bytes per parameter each), total"
+json_check "$WORK/shard.out" \
+  "0 < (m := d['memory_per_device'])['optimizer_state'] < m['parameters']" \
+  "--shard optimizer: the largest device keeps part of the momentum"
+run_cli bad_shard train --model mlp --shard everything
+[ "$RC" -eq 2 ] && pass "--shard everything: usage error" || fail "--shard everything: $RC"
 run_cli bad_precision train --model mlp --precision fp8
 [ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_precision.err")" -eq 1 ] && pass "--precision fp8: usage error" ||
   fail "--precision fp8: $RC $(cat "$WORK/bad_precision.err")"
