@@ -101,29 +101,52 @@ double ThreadCollective::reduce_scatter(size_t rank, float *buf, const size_t *b
   if (ranks_ == 1) return 0.0;
   publish(rank, buf);
   const double t0 = platform::now_seconds();
+  // In place: sum_range reads a tile of the own buffer (a contribution) before it writes it, and no peer
+  // reads this range of it.
+  sum_range(0, bounds[rank], bounds[rank + 1], buf + bounds[rank], false, algorithm, wire);
+  barrier_.arrive_and_wait();  // every range is read before any rank writes its buffer again
+  return platform::now_seconds() - t0;
+}
+
+double ThreadCollective::reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end,
+                                               const size_t *bounds, float *shard, bool accumulate,
+                                               AllReduceAlgorithm algorithm, WireType wire) {
+  if (ranks_ == 1) return 0.0;
+  publish(rank, const_cast<float *>(bucket));  // read only
+  const double t0 = platform::now_seconds();
+  const size_t lo = std::max(begin, bounds[rank]), hi = std::min(end, bounds[rank + 1]);
+  if (lo < hi) sum_range(begin, lo, hi, shard + (lo - bounds[rank]), accumulate, algorithm, wire);
+  barrier_.arrive_and_wait();  // every rank's bucket is read before any rank reuses it
+  return platform::now_seconds() - t0;
+}
+
+// In tiles, each summed on the stack in the order of its ring chunk (the all-reduce's order: starting at
+// the rank whose ring chunk holds the tile, or at rank 0 for kNaive) and then stored.
+void ThreadCollective::sum_range(size_t base, size_t lo, size_t hi, float *out, bool accumulate,
+                                 AllReduceAlgorithm algorithm, WireType wire) {
   const size_t k = ranks_;
-  // Tiles of the owned range, each summed on the stack in the order of its ring chunk and then stored:
-  // the own buffer is read (as a contribution) before it is written, and no peer reads this range of it.
   constexpr size_t kTile = 1024;  // divides kRingBlock: a tile lies in one ring chunk
   alignas(64) float sum[kTile];
-  for (size_t lo = bounds[rank], hi; lo < bounds[rank + 1]; lo = hi) {
-    hi = std::min(bounds[rank + 1], (lo / kTile + 1) * kTile);
-    const size_t n = hi - lo;
-    const size_t first = algorithm == AllReduceAlgorithm::kRing ? (lo / kRingBlock) % k : 0;
-    std::memcpy(sum, buffers_[first] + lo, n * sizeof(float));
+  for (size_t at = lo, next; at < hi; at = next) {
+    next = std::min(hi, (at / kTile + 1) * kTile);
+    const size_t n = next - at;
+    const size_t first = algorithm == AllReduceAlgorithm::kRing ? (at / kRingBlock) % k : 0;
+    std::memcpy(sum, buffers_[first] + (at - base), n * sizeof(float));
     round_for_wire(sum, n, wire);
     for (size_t j = 1; j < k; ++j) {
-      const float *src = buffers_[(first + j) % k] + lo;
+      const float *src = buffers_[(first + j) % k] + (at - base);
       if (wire != WireType::kF32)
         accumulate_for_wire(sum, src, n, false, true, wire);
       else
         for (size_t i = 0; i < n; ++i) sum[i] += src[i];
     }
     round_for_wire(sum, n, wire);
-    std::memcpy(buf + lo, sum, n * sizeof(float));
+    float *dst = out + (at - lo);
+    if (accumulate)
+      for (size_t i = 0; i < n; ++i) dst[i] += sum[i];
+    else
+      std::memcpy(dst, sum, n * sizeof(float));
   }
-  barrier_.arrive_and_wait();  // every range is read before any rank writes its buffer again
-  return platform::now_seconds() - t0;
 }
 
 void ThreadCollective::all_gather(size_t rank, float *buf, const size_t *bounds) {

@@ -46,6 +46,13 @@ class ThreadCollective {
   // step. Returns seconds as all_reduce().
   double reduce_scatter(size_t rank, float *buf, const size_t *bounds, AllReduceAlgorithm algorithm,
                         WireType wire = WireType::kF32);
+  // Sharded gradients: every rank's `bucket` holds the elements [begin, end) of its gradient (bucket[0] is
+  // element begin). Afterwards rank's `shard` (shard[0] is element bounds[rank]) holds, in the part of
+  // [begin, end) that the rank owns, the sum over all ranks with reduce_scatter's bits, stored
+  // (accumulate false) or added to what the shard held (accumulate true: the sum first, then one addition).
+  double reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end, const size_t *bounds,
+                               float *shard, bool accumulate, AllReduceAlgorithm algorithm,
+                               WireType wire = WireType::kF32);
   // The inverse: afterwards every rank's buf holds, in each range [bounds[q], bounds[q + 1]), rank q's
   // values of it (each rank copies the ranges it does not own from their owners).
   void all_gather(size_t rank, float *buf, const size_t *bounds);
@@ -63,6 +70,10 @@ class ThreadCollective {
  private:
   void publish(size_t rank, float *buf);
   void ring(size_t rank, float *buf, size_t begin, size_t end, WireType wire);
+  // The reduce-scatters' sums: out[i - lo] (=, or += the sum) for i in [lo, hi), where rank q's value of
+  // element i is buffers_[q][i - base].
+  void sum_range(size_t base, size_t lo, size_t hi, float *out, bool accumulate, AllReduceAlgorithm algorithm,
+                 WireType wire);
   void naive(size_t rank, float *buf, size_t begin, size_t end, WireType wire);
 
   size_t ranks_;

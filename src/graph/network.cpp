@@ -230,7 +230,11 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     c.output_grad = slot(grad_slot_[root_[node.output]]);
     // A tied parameter's gradient is its source's: this node adds into it before the source's node
     // (an earlier one) does, and the bucket hook posts it only after that node.
-    for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = grads + node.param_offsets[k];
+    float *base = grads;  // where element 0 of the flat gradient would be: base + offset
+    size_t first = 0;
+    if (hook.gradients != nullptr && node.parameters() > 0)
+      base = hook.gradients(hook.context, j), first = node.param_offset;
+    for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = base + (node.param_offsets[k] - first);
     size_t spare = spare_slot_;
     for (size_t i = 0; i < step.grads.size(); ++i) {
       const InputGrad &ig = step.grads[i];

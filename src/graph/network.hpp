@@ -20,10 +20,15 @@
 namespace dpt {
 
 // Called by backward() after each node's parameter gradients are final (the node's index), so that the
-// caller can start reducing them while backward goes on. A function pointer: nothing to allocate per step.
+// caller can start reducing them while backward goes on. Function pointers: nothing to allocate per step.
 struct BackwardHook {
   void (*layer_done)(void *context, size_t node) = nullptr;
   void *context = nullptr;
+  // When set, called before the backward of each node with parameters: where that node's gradients go
+  // (its elements [param_offset, param_offset + parameters()) of the flat gradient, which the node adds
+  // into), instead of into backward's grads. For models without tied parameters (a tied parameter's
+  // gradient belongs to another node's range).
+  float *(*gradients)(void *context, size_t node) = nullptr;
 };
 
 class Network {
@@ -54,7 +59,7 @@ class Network {
   // training the logit gradient. Stops with DPT_ERROR_COMMUNICATION between ops once info.cancel is set.
   // buffers: the replica's spec.buffer_count() floats, updated by a training pass.
   LossStats forward(const float *params, float *buffers, const int32_t *labels, const PassInfo &info);
-  // After a training forward(): adds the slice's summed gradient into grads.
+  // After a training forward(): adds the slice's summed gradient into grads (or where hook.gradients says).
   void backward(const float *params, float *grads, const PassInfo &info, BackwardHook hook = {});
   // True when a training pass holds collectives (ops with batch statistics): then every replica must run
   // forward and backward, also with an empty or non-finite slice, so that its peers are not left waiting.

@@ -125,9 +125,9 @@ double block_sum(const float *g, size_t count) {
 
 }  // namespace
 
-void l2_block_sums(const float *grads, size_t begin, size_t end, double *sums) {
+void l2_block_sums(const float *range, size_t begin, size_t end, double *sums) {
   for (size_t b = 0, at = begin; at < end; ++b, at += kNormBlock)
-    sums[b] = block_sum(grads + at, std::min(kNormBlock, end - at));
+    sums[b] = block_sum(range + (at - begin), std::min(kNormBlock, end - at));
 }
 
 double l2_norm_of_blocks(const double *sums, size_t blocks) {

@@ -49,9 +49,9 @@ void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float gra
 // the eight partial sums are added in order; the block sums are added in block order.
 constexpr size_t kNormBlock = 4096;
 double l2_norm(const float *grads, size_t count);
-// The block sums of grads[begin, end) (begin a multiple of kNormBlock; end a multiple, or the vector's
-// end): sums[b] for the blocks b = begin / kNormBlock, ... that the range covers.
-void l2_block_sums(const float *grads, size_t begin, size_t end, double *sums);
+// The block sums of the elements [begin, end) of a vector (begin a multiple of kNormBlock; end a multiple,
+// or the vector's end), range[0] being element begin: sums[b] for the blocks the range covers, in order.
+void l2_block_sums(const float *range, size_t begin, size_t end, double *sums);
 // sqrt of the block sums added in block order: l2_norm from l2_block_sums over the whole vector.
 double l2_norm_of_blocks(const double *sums, size_t blocks);
 inline size_t norm_blocks(size_t count) {

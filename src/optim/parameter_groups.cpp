@@ -41,7 +41,7 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
   }
   const bool all = runs.size() == 1 && runs[0].offset == begin && runs[0].count == end - begin;
   if (config.weight_decay == 0.0f || all) {
-    kernels.apply_update(config, t, lr, grad_scale, params + begin, grads + begin, state, end - begin);
+    kernels.apply_update(config, t, lr, grad_scale, params + begin, grads, state, end - begin);
     return;
   }
   OptimizerConfig plain = config;
@@ -49,7 +49,7 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
   if (config.kind == OptimizerKind::kAdamW) {
     const float decay = 1.0f - lr * config.weight_decay;
     for (const DecaySegment &s : runs) kernels.scale(params + s.offset, s.count, decay);
-    kernels.apply_update(plain, t, lr, grad_scale, params + begin, grads + begin, state, end - begin);
+    kernels.apply_update(plain, t, lr, grad_scale, params + begin, grads, state, end - begin);
     return;
   }
   // SGD: runs alternate between decayed and not; state (momentum) is one float per parameter, or none.
@@ -57,7 +57,7 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
   size_t at = begin;
   auto update = [&](const OptimizerConfig &c, size_t lo, size_t hi) {
     if (hi > lo)
-      kernels.apply_update(c, t, lr, grad_scale, params + lo, grads + lo,
+      kernels.apply_update(c, t, lr, grad_scale, params + lo, grads + (lo - begin),
                            has_state ? state + (lo - begin) : state, hi - lo);
   };
   for (const DecaySegment &s : runs) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "comm/hierarchical_reduce.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
 
@@ -15,15 +14,9 @@ namespace {
 }
 }  // namespace
 
-BucketReducer::BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
-                             const World *world, double timeout_seconds, WireType wire)
+BucketReducer::BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, BucketReduction reduce)
     // The communication threads share cores with busy device threads: they sleep rather than poll.
-    : buckets_(std::move(buckets)),
-      algorithm_(algorithm),
-      wire_(wire),
-      world_(world),
-      timeout_(timeout_seconds),
-      collective_(ranks, 0) {
+    : buckets_(std::move(buckets)), reduce_(std::move(reduce)), collective_(ranks, 0) {
   for (size_t r = 0; r < ranks; ++r) lanes_.push_back(std::make_unique<Lane>());
   try {
     for (size_t r = 0; r < ranks; ++r) lanes_[r]->thread = std::thread([this, r] { communicate(r); });
@@ -48,22 +41,19 @@ void BucketReducer::communicate(size_t rank) {
   Lane &lane = *lanes_[rank];
   for (;;) {
     size_t bucket;
-    float *grads;
     {
       std::unique_lock<std::mutex> lock(lane.mutex);
       lane.changed.wait(lock,
                         [&] { return stopping_.load() || (!aborted_.load() && lane.posted > lane.reduced); });
       if (stopping_.load()) return;
       bucket = lane.reduced;
-      grads = lane.grads;
       lane.busy = true;
     }
     bool ok = true;
     double seconds = 0;
     std::exception_ptr error;
     try {
-      seconds = hierarchical_all_reduce(collective_, world_, rank, grads, buckets_[bucket].begin,
-                                        buckets_[bucket].end, algorithm_, timeout_, wire_);
+      seconds = reduce_(collective_, rank, bucket);
     } catch (...) {  // the window is lost; the device thread hears of it in wait_all()
       ok = false;
       error = std::current_exception();
@@ -84,15 +74,24 @@ void BucketReducer::communicate(size_t rank) {
   }
 }
 
-void BucketReducer::post(size_t rank, float *grads, size_t count) {
+void BucketReducer::post(size_t rank, size_t count) {
   Lane &lane = *lanes_[rank];
   std::lock_guard<std::mutex> lock(lane.mutex);
   if (aborted_.load()) aborted_error();
   if (count <= lane.posted) return;
-  lane.grads = grads;
   lane.posted = count;
   if (count == buckets_.size()) lane.all_posted_at = platform::now_seconds();
   lane.changed.notify_all();
+}
+
+void BucketReducer::wait_reduced(size_t rank, size_t count) {
+  Lane &lane = *lanes_[rank];
+  std::unique_lock<std::mutex> lock(lane.mutex);
+  lane.changed.wait(lock, [&] { return lane.reduced >= count || lane.failed || aborted_.load(); });
+  if (lane.reduced < count) {
+    if (lane.error) std::rethrow_exception(lane.error);
+    aborted_error();
+  }
 }
 
 void BucketReducer::wait_all(size_t rank) {

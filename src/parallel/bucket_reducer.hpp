@@ -1,40 +1,45 @@
-// All-reduce of gradient buckets overlapped with backward. Each rank has a communication thread (the CPU
+// Reductions of gradient buckets overlapped with backward. Each rank has a communication thread (the CPU
 // counterpart of a GPU's communication stream): the device thread posts buckets as backward finishes them
 // and goes on computing; the communication threads of all ranks reduce each bucket together, in bucket
-// order, as soon as every rank has posted it. The reduction of a bucket adds in the same per-element order
-// as one all-reduce of the whole vector (see ThreadCollective), so overlapping changes no bit of a result.
+// order, as soon as every rank has posted it. What reducing a bucket means is the owner's BucketReduction:
+// an all-reduce of the bucket in place (HostGradientCollective), or a reduce-scatter of it into the ranks'
+// shards of the gradient (ShardedGradientCollective); either adds in the same per-element order as one
+// all-reduce of the whole vector (see ThreadCollective), so overlapping changes no bit of a result.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "comm/thread_collective.hpp"
-#include "comm/world.hpp"
 #include "parallel/gradient_buckets.hpp"
 
 namespace dpt {
 
+// Reduces bucket `bucket` on rank's communication thread, with the reducer's collective (every rank calls
+// it for the same bucket); returns the seconds of the reduction itself. Throws as the collective does.
+using BucketReduction = std::function<double(ThreadCollective &collective, size_t rank, size_t bucket)>;
+
 class BucketReducer {
  public:
-  // world: when set, each bucket is then all-reduced across the processes too (by rank 0's thread, which
-  // then broadcasts it to the process's other ranks), with timeout_seconds per MPI operation. wire: what
-  // the reductions send (hierarchical_all_reduce).
-  BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
-                const World *world = nullptr, double timeout_seconds = 0, WireType wire = WireType::kF32);
+  BucketReducer(size_t ranks, std::vector<GradientBucket> buckets, BucketReduction reduce);
   ~BucketReducer();
   BucketReducer(const BucketReducer &) = delete;
   BucketReducer &operator=(const BucketReducer &) = delete;
 
   const std::vector<GradientBucket> &buckets() const { return buckets_; }
 
-  // Device thread of `rank`: buckets [0, count) of `grads` are final on this rank and may be reduced.
-  // count never decreases within a window. Throws DPT_ERROR_COMMUNICATION once aborted.
-  void post(size_t rank, float *grads, size_t count);
+  // Device thread of `rank`: buckets [0, count) are final on this rank and may be reduced. count never
+  // decreases within a window. Throws DPT_ERROR_COMMUNICATION once aborted.
+  void post(size_t rank, size_t count);
+  // Device thread of `rank`: waits until buckets [0, count) are reduced on this rank (so every rank is
+  // done reading this rank's inputs of them). Throws DPT_ERROR_COMMUNICATION when aborted.
+  void wait_reduced(size_t rank, size_t count);
   // Device thread of `rank`: waits until every bucket is reduced on this rank, then starts a new window.
   // Throws DPT_ERROR_COMMUNICATION when aborted.
   void wait_all(size_t rank);
@@ -54,7 +59,6 @@ class BucketReducer {
   struct Lane {
     std::mutex mutex;
     std::condition_variable changed;
-    float *grads = nullptr;
     size_t posted = 0, reduced = 0;
     bool busy = false;         // inside a reduction
     bool failed = false;       // a reduction of this window was aborted
@@ -67,10 +71,7 @@ class BucketReducer {
   void stop();
 
   std::vector<GradientBucket> buckets_;
-  AllReduceAlgorithm algorithm_;
-  WireType wire_;
-  const World *world_;
-  double timeout_;
+  BucketReduction reduce_;
   ThreadCollective collective_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::atomic<bool> aborted_{false};

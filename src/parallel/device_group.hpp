@@ -39,10 +39,8 @@ class DeviceGroup {
   // The communication threads that reduce gradient buckets during backward; aborted and re-armed with the
   // group. Created by the HostGradientCollective when it overlaps (bucket size > 0 and more than one device
   // or process).
-  void enable_bucket_reducer(std::vector<GradientBucket> buckets, AllReduceAlgorithm algorithm,
-                             const World *world, WireType wire) {
-    reducer_ = std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), algorithm, world,
-                                               timeout_, wire);
+  void enable_bucket_reducer(std::vector<GradientBucket> buckets, BucketReduction reduce) {
+    reducer_ = std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), std::move(reduce));
   }
   BucketReducer *bucket_reducer() { return reducer_.get(); }
 

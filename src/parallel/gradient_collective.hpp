@@ -9,8 +9,10 @@
 //
 // Each implementation reduces at the point its devices allow: HostGradientCollective (CPU devices, whose
 // threads are their compute) on the device threads, over the group's ThreadCollective and the MPI World,
-// or during backward through the BucketReducer; CudaGradientCollective (GPU replicas) on the trainer's
-// thread while the workers are idle, since a CUDA context is used by one thread at a time.
+// or during backward through the BucketReducer; ShardedGradientCollective (CPU devices, sharded
+// gradients) during the backward of every micro-batch, into each rank's shard; CudaGradientCollective
+// (GPU replicas) on the trainer's thread while the workers are idle, since a CUDA context is used by one
+// thread at a time.
 //
 // Deadlines and aborts: what a device thread waits on in here is aborted with the DeviceGroup (its
 // ThreadCollective and BucketReducer) when a peer fails or the deadline passes, or bounded by the timeout
@@ -28,6 +30,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "graph/network.hpp"
 
@@ -47,6 +50,16 @@ class GradientCollective {
   // True when the last micro-batch of a window reduces its gradients during backward (bucket overlap);
   // the trainer then passes reduced = true to the calls below for that window.
   virtual bool overlaps_backward() const { return false; }
+  // True when every micro-batch (not only a window's last) is reduced during backward: the gradient is
+  // sharded, so no device can hold a window's sum of its own.
+  virtual bool reduces_every_micro_batch() const { return false; }
+  // Trainer thread, before the backward phase of a micro-batch that overlaps.
+  virtual void start_micro_batch(bool /*first_of_window*/) {}
+  // Device thread rank: the hook for a backward that is measured, not reduced (SplitPolicy::kAuto's
+  // probes), when the gradient is not a whole vector on the rank.
+  virtual BackwardHook probe_hook(size_t /*rank*/) { return {}; }
+  // Bytes the collective keeps in rank's device memory (gradient staging).
+  virtual uint64_t staging_bytes(size_t /*rank*/) const { return 0; }
   // Device thread rank, an overlapped micro-batch, before backward: the hook that hands each gradient
   // bucket over as soon as backward has finished it. Allocates nothing.
   virtual BackwardHook backward_hook(size_t /*rank*/) { return {}; }

@@ -26,13 +26,19 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
   // Across processes the reducer also runs the MPI all-reduce of each bucket, so one device is enough.
   if ((replicas.size() > 1 || world != nullptr) && bucket_bytes > 0) {
     std::vector<GradientBucket> buckets = plan_buckets(spec, bucket_bytes);
-    if (buckets.size() > 1) group_.enable_bucket_reducer(std::move(buckets), algorithm, world, wire);
+    if (buckets.size() > 1) {
+      // Each bucket all-reduced in place (across processes too: rank 0's thread, then a broadcast).
+      group_.enable_bucket_reducer(std::move(buckets), [this](ThreadCollective &c, size_t rank, size_t b) {
+        const GradientBucket &bucket = reducer_->buckets()[b];
+        return hierarchical_all_reduce(c, world_, rank, grads_[rank], bucket.begin, bucket.end, algorithm_,
+                                       timeout_, wire_);
+      });
+    }
   }
   reducer_ = group_.bucket_reducer();
   for (size_t rank = 0; rank < posters_.size(); ++rank) {
     posters_[rank].reducer = reducer_;
     posters_[rank].rank = rank;
-    posters_[rank].grads = grads_[rank];
   }
 }
 
@@ -43,7 +49,7 @@ void HostGradientCollective::Poster::layer_done(void *context, size_t layer) {
   while (n < buckets.size() && layer <= buckets[n].lowest_layer) ++n;
   if (n == p.posted) return;
   p.posted = n;
-  p.reducer->post(p.rank, p.grads, n);
+  p.reducer->post(p.rank, n);
 }
 
 BackwardHook HostGradientCollective::backward_hook(size_t rank) {
@@ -53,7 +59,7 @@ BackwardHook HostGradientCollective::backward_hook(size_t rank) {
 }
 
 void HostGradientCollective::finish_backward(size_t rank) {
-  reducer_->post(rank, grads_[rank], reducer_->buckets().size());
+  reducer_->post(rank, reducer_->buckets().size());
   reducer_->wait_all(rank);
 }
 

@@ -42,7 +42,6 @@ class HostGradientCollective final : public GradientCollective {
   struct alignas(64) Poster {
     BucketReducer *reducer = nullptr;
     size_t rank = 0;
-    float *grads = nullptr;
     size_t posted = 0;
     static void layer_done(void *context, size_t layer);
   };

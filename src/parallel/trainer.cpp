@@ -13,6 +13,7 @@
 #include "parallel/cuda_gradient_collective.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/host_gradient_collective.hpp"
+#include "parallel/sharded_gradient_collective.hpp"
 #include "parallel/statistics_reducer.hpp"
 
 namespace dpt {
@@ -83,19 +84,27 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.activation_dtype == DType::kF32 || config_.activation_dtype == DType::kBF16 ||
                   config_.activation_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the activation dtype must be float32, bfloat16 or float16");
-  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer,
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
+                  config_.shard == ShardMode::kGradients,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
   DPT_REQUIRE(config_.shard == ShardMode::kNone || !on_gpus_, DPT_ERROR_UNSUPPORTED,
               "a sharded optimizer runs on CPU devices only in this version (the replicas are on " +
                   devices_[0]->name() + ")");
-  shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard == ShardMode::kOptimizer);
+  const bool shard_gradients = config_.shard == ShardMode::kGradients && devices_.size() > 1;
+  DPT_REQUIRE(!shard_gradients || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
+              "sharded gradients span the devices of one process only in this version (use the optimizer "
+              "shard mode across MPI processes)");
+  DPT_REQUIRE(!shard_gradients || spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
+              "sharded gradients do not support tied parameters in this version (" +
+                  (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
+  shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard != ShardMode::kNone);
   if (shards_.sharded())
     norm_blocks_.assign(devices_.size(), std::vector<double>(norm_blocks(spec_.parameter_count())));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (size_t rank = 0; rank < devices_.size(); ++rank)
-    replicas_.push_back(std::make_unique<Replica>(*devices_[rank], spec_, config_.optimizer, config_.kernels,
-                                                  config_.matmul_dtype, config_.activation_dtype,
-                                                  shards_.size(rank)));
+    replicas_.push_back(std::make_unique<Replica>(
+        *devices_[rank], spec_, config_.optimizer, config_.kernels, config_.matmul_dtype, config_.activation_dtype,
+        shard_gradients ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank)));
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
@@ -120,7 +129,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
-  if (on_gpus_)
+  if (shard_gradients)
+    collective_ = std::make_unique<ShardedGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
+                                                              config_.allreduce, wire, shards_);
+  else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds, wire);
   else
@@ -174,8 +186,12 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   if (pending_micro_ == 0 && scaler_.enabled())
     loss_multiplier_ =
         std::ldexp(scaler_.scale(), -int(std::bit_width(uint64_t(batch) * spec_.targets_per_sample() - 1)));
-  // The window's last micro-batch reduces its gradients during backward when buckets are on.
-  const bool overlap = collective_->overlaps_backward() && pending_micro_ + 1 == config_.accumulation_steps;
+  // The window's last micro-batch reduces its gradients during backward when buckets are on (every
+  // micro-batch does with sharded gradients).
+  const bool overlap =
+      collective_->overlaps_backward() &&
+      (collective_->reduces_every_micro_batch() || pending_micro_ + 1 == config_.accumulation_steps);
+  if (overlap) collective_->start_micro_batch(pending_micro_ == 0);
   run_phase([this, overlap](size_t rank) {
     compute_gradients(rank, overlap);
     // A slice that skipped backward (empty or not finite) hands over every bucket here, so the peers'
@@ -306,7 +322,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     const double clip = config_.optimizer.clip_norm;
     if (clip > 0.0 && r.norm > clip) scale *= clip / (r.norm + 1e-6);  // as PyTorch's clip_grad_norm_
     apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
-                         r.params.data(), r.grads.data(), r.state.data(), shards_.begin(rank),
+                         r.params.data(), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
     if (shards_.sharded()) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
     r.grads.zero();
@@ -337,10 +353,16 @@ double Trainer::global_norm(size_t rank) {
   if (!shards_.sharded()) return r.kernels->l2_norm(r.grads.data(), r.grads.size());
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
-  l2_block_sums(r.grads.data(), shards_.begin(rank), shards_.end(rank),
+  l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
                 blocks.data() + shards_.begin(rank) / kNormBlock);
   group_->collective().all_reduce_doubles(rank, blocks.data(), blocks.size());
   return l2_norm_of_blocks(blocks.data(), blocks.size());
+}
+
+float *Trainer::owned_gradients(size_t rank) {
+  float *grads = replicas_[rank]->grads.data();
+  // A sharded gradient buffer holds the owned range only.
+  return replicas_[rank]->grads.size() == spec_.parameter_count() ? grads + shards_.begin(rank) : grads;
 }
 
 void Trainer::drain_streams() noexcept {

@@ -30,8 +30,10 @@ enum class SplitPolicy { kEven, kWeighted, kAuto };
 
 // Sharded data parallel (ZeRO): what is split across the devices instead of replicated on each.
 // kOptimizer (ZeRO stage 1): the optimizer state; each device updates its range of the parameters
-// (ShardLayout) from the reduce-scattered gradient and the ranges are all-gathered. CPU devices.
-enum class ShardMode { kNone, kOptimizer };
+// (ShardLayout) from the reduce-scattered gradient and the ranges are all-gathered. kGradients (stage 2):
+// also the gradient; each device keeps the summed gradient of its range only, reduce-scattered bucket by
+// bucket during backward (ShardedGradientCollective). CPU devices.
+enum class ShardMode { kNone, kOptimizer, kGradients };
 
 struct TrainerConfig {
   // Indices of the context's devices, one replica each; empty = all devices of the context. All CPU devices
@@ -69,7 +71,9 @@ struct TrainerConfig {
   // contribution and the finished sums rounded to it, the sums float32: comm/wire_type.hpp). CPU devices,
   // and GPUs (the CUDA module's 16-bit NCCL and virtual all-reduces: backend_interface.h's wire_dtype).
   DType allreduce_dtype = DType::kF32;
-  // The same bits as kNone (parallel/shard_layout.hpp); the optimizer state takes 1/K of the memory.
+  // kOptimizer: the same bits as kNone (parallel/shard_layout.hpp); the optimizer state takes 1/K of the
+  // memory. kGradients: the gradient too (plus two staging buckets of bucket_bytes or more); the same bits
+  // with one micro-batch per window, one rounding per micro-batch otherwise (docs/sharding.md).
   ShardMode shard = ShardMode::kNone;
 };
 
@@ -223,6 +227,8 @@ class Trainer {
   void drain_streams() noexcept;
   bool update_replicas(StepStats &s, bool reduced);
   double global_norm(size_t rank);
+  // The summed gradient of the range rank updates: element shards_.begin(rank) first.
+  float *owned_gradients(size_t rank);
   // Zeroes the gradients and forgets the window's micro-batches.
   void drop_window();
   void discard_window(StepStats &s);

@@ -28,7 +28,7 @@ void Trainer::measure_speeds(const void *x, const int32_t *labels, size_t batch)
       const double t0 = platform::now_seconds();
       const PassInfo info = pass_info(probe, 0, optimizer_steps_, true, rank);
       r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(), info);
-      r.network.backward(r.params.data(), r.grads.data(), info);
+      r.network.backward(r.params.data(), r.grads.data(), info, collective_->probe_hook(rank));
       r.kernels->synchronize();
       r.probe_seconds = std::min(r.probe_seconds, (platform::now_seconds() - t0) / double(probe));
     });

@@ -79,7 +79,7 @@ ReplicaMemory Trainer::replica_memory(size_t replica) const {
   const Replica &r = *replicas_[replica];
   ReplicaMemory m;
   m.parameters = r.params.size() * sizeof(float);
-  m.gradients = r.grads.size() * sizeof(float);
+  m.gradients = r.grads.size() * sizeof(float) + collective_->staging_bytes(replica);
   m.optimizer_state = r.state.size() * sizeof(float);
   m.buffers = r.buffers.size() * sizeof(float);
   m.activations = r.network.allocated_bytes();

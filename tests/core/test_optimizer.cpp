@@ -451,7 +451,7 @@ void test_l2_norm(void **) {
   // The block sums of ranges cut at blocks are those blocks' sums; together they give the norm.
   std::vector<double> parts(blocks.size(), -1.0);
   dpt::l2_block_sums(g.data(), 0, b, parts.data());
-  dpt::l2_block_sums(g.data(), b, g.size(), parts.data() + 1);
+  dpt::l2_block_sums(g.data() + b, b, g.size(), parts.data() + 1);
   for (size_t i = 0; i < blocks.size(); ++i) assert_true(parts[i] == blocks[i]);
   assert_int_equal(dpt::norm_blocks(g.size()), blocks.size());
   assert_true(dpt::l2_norm_of_blocks(parts.data(), parts.size()) == dpt::l2_norm(g.data(), g.size()));

@@ -6,6 +6,8 @@
 // 16-bit wire); its checkpoints hold the unsharded state and load into any device count and mode; and under
 // a memory cap the unsharded trainer runs out of memory naming the device while the sharded one trains to
 // the same parameters.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -101,6 +103,22 @@ void test_reduce_scatter_has_the_all_reduce_bits(void **) {
           for (size_t r = 0; r < k; ++r)
             if (std::memcmp(bufs[r].data(), reduced[r].data(), n * 4) != 0)
               fail_msg("K=%zu: after the all-gather rank %zu does not hold the whole sum", k, r);
+          // A bucket [b0, b1) of the vector into each rank's shard: stored, then added a second time.
+          const size_t b0 = n / 7, b1 = n - n / 5;
+          std::vector<std::vector<float>> shard(k);
+          for (size_t r = 0; r < k; ++r) shard[r].assign(bounds[r + 1] - bounds[r], -7.0f);
+          for (bool accumulate : {false, true})
+            on_threads(k, [&](size_t r) {
+              c.reduce_scatter_bucket(r, inputs[r].data() + b0, b0, b1, bounds.data(), shard[r].data(), accumulate,
+                                      algorithm, wire);
+            });
+          for (size_t r = 0; r < k; ++r)
+            for (size_t i = bounds[r]; i < bounds[r + 1]; ++i) {
+              const float want = i >= b0 && i < b1 ? reduced[0][i] + reduced[0][i] : -7.0f;
+              if (std::memcmp(&shard[r][i - bounds[r]], &want, 4) != 0)
+                fail_msg("K=%zu algorithm=%d wire=%d: bucket element %zu of rank %zu's shard is %g, not %g", k,
+                         int(algorithm), int(wire), i, r, double(shard[r][i - bounds[r]]), double(want));
+            }
         }
       }
 }
@@ -119,7 +137,7 @@ dpt::ModelSpec model() {
 
 struct Run {
   size_t devices = 2;
-  bool sharded = false;
+  dpt::ShardMode shard = dpt::ShardMode::kNone;
   bool adamw = false;
   size_t accumulation = 1;
   bool weighted = false;
@@ -130,7 +148,7 @@ struct Run {
 dpt::TrainerConfig config(const Run &run) {
   dpt::TrainerConfig c;
   c.seed = 7;
-  c.shard = run.sharded ? dpt::ShardMode::kOptimizer : dpt::ShardMode::kNone;
+  c.shard = run.shard;
   c.accumulation_steps = run.accumulation;
   c.bucket_bytes = run.bucket_bytes;
   c.allreduce_dtype = run.wire;
@@ -194,9 +212,9 @@ void test_sharded_optimizer_changes_no_bit(void **) {
     for (bool adamw : {false, true})
       for (size_t accumulation : {1, 2})
         for (bool weighted : {false, true}) {
-          Run run{k, false, adamw, accumulation, weighted};
+          Run run{k, dpt::ShardMode::kNone, adamw, accumulation, weighted};
           const Outcome reference = train(run, 6);
-          run.sharded = true;
+          run.shard = dpt::ShardMode::kOptimizer;
           const Outcome sharded = train(run, 6);
           for (size_t r = 0; r < k; ++r)
             if (!same(sharded.params[r], reference.params[0]))
@@ -213,9 +231,9 @@ void test_sharded_optimizer_changes_no_bit(void **) {
 void test_buckets_and_wires_change_no_bit(void **) {
   for (size_t bucket_bytes : {size_t(0), size_t(64) << 10})
     for (dpt::DType wire : {dpt::DType::kF32, dpt::DType::kBF16, dpt::DType::kF16}) {
-      Run run{3, false, true, 1, true, bucket_bytes, wire};
+      Run run{3, dpt::ShardMode::kNone, true, 1, true, bucket_bytes, wire};
       const Outcome reference = train(run, 4);
-      run.sharded = true;
+      run.shard = dpt::ShardMode::kOptimizer;
       const Outcome sharded = train(run, 4);
       for (size_t r = 0; r < 3; ++r)
         if (!same(sharded.params[r], reference.params[0]))
@@ -223,12 +241,83 @@ void test_buckets_and_wires_change_no_bit(void **) {
     }
 }
 
+// Sharded gradients (ZeRO-2) with one micro-batch per window: the very bits of unsharded training, with
+// the whole gradient as one bucket, a bucket per layer and buckets in between, and with 16-bit wires.
+void test_sharded_gradients_change_no_bit(void **) {
+  for (size_t k : {2, 3, 8})
+    for (bool adamw : {false, true})
+      for (bool weighted : {false, true}) {
+        Run run{k, dpt::ShardMode::kNone, adamw, 1, weighted};
+        const Outcome reference = train(run, 6);
+        run.shard = dpt::ShardMode::kGradients;
+        for (size_t bucket_bytes : {size_t(0), size_t(1), size_t(64) << 10}) {
+          run.bucket_bytes = bucket_bytes;
+          const Outcome sharded = train(run, 6);
+          for (size_t r = 0; r < k; ++r)
+            if (!same(sharded.params[r], reference.params[0])) {
+              size_t i = 0;
+              while (i < sharded.params[r].size() && sharded.params[r][i] == reference.params[0][i]) ++i;
+              print_error("first difference at %zu of %zu: %g vs %g\n", i, sharded.params[r].size(),
+                          double(sharded.params[r][i]), double(reference.params[0][i]));
+              fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: replica %zu's parameters differ", k,
+                       int(adamw), int(weighted), bucket_bytes, r);
+            }
+          if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
+            fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: the optimizer state differs", k, int(adamw),
+                     int(weighted), bucket_bytes);
+        }
+      }
+  for (dpt::DType wire : {dpt::DType::kBF16, dpt::DType::kF16}) {
+    const Outcome reference = train(Run{3, dpt::ShardMode::kNone, true, 1, true, 0, wire}, 4);
+    const Outcome sharded = train(Run{3, dpt::ShardMode::kGradients, true, 1, true, 4096, wire}, 4);
+    for (size_t r = 0; r < 3; ++r)
+      if (!same(sharded.params[r], reference.params[0])) fail_msg("wire=%d: replica %zu differs", int(wire), r);
+  }
+}
+
+// With accumulation each micro-batch's sum is added into the shard (the unsharded trainer sums the
+// micro-batches on each device first): one more float32 rounding per micro-batch, no more. The replicas
+// still agree bit for bit. SGD with momentum: AdamW's first steps move a parameter by about lr times the
+// sign of its gradient, so a gradient that nearly cancels (a sum of opposite terms, rounded differently)
+// can move it the other way: no tolerance below lr holds for it.
+void test_sharded_gradients_with_accumulation(void **) {
+  for (size_t k : {2, 3})
+    for (bool adamw : {false}) {
+      const Outcome reference = train(Run{k, dpt::ShardMode::kNone, adamw, 2, true}, 6);
+      const Outcome sharded = train(Run{k, dpt::ShardMode::kGradients, adamw, 2, true, 4096}, 6);
+      dpt_test::Comparison cmp("K=" + std::to_string(k) + " adamw=" + std::to_string(adamw), 1e-5, 1e-2);
+      for (size_t i = 0; i < reference.params[0].size(); ++i)
+        cmp.add(sharded.params[0][i], reference.params[0][i], std::to_string(i));
+      cmp.finish();
+      for (size_t r = 1; r < k; ++r) assert_true(same(sharded.params[r], sharded.params[0]));
+    }
+}
+
+// A NaN in one device's slice: its backward is skipped, its buckets still reach the peers (as zeros), the
+// window is discarded everywhere, and training goes on as the unsharded trainer's.
+void test_sharded_gradients_discard_a_nonfinite_window(void **) {
+  auto sharded = make_trainer(Run{3, dpt::ShardMode::kGradients, true, 1, false, 4096});
+  auto plain = make_trainer(Run{3, dpt::ShardMode::kNone, true});
+  TestRng rng(5);
+  std::vector<float> x = rng.vector(13 * 64, -1.0f, 1.0f);
+  std::vector<int32_t> y(13, 1);
+  x[12 * 64 + 3] = std::nanf("");  // the last sample lives on the last device
+  const dpt::StepStats s = sharded->step(x.data(), y.data(), 13);
+  plain->step(x.data(), y.data(), 13);
+  assert_true(s.skipped_nonfinite);
+  for (size_t i = 1; i < 4; ++i) step(*sharded, i), step(*plain, i);
+  std::vector<float> a(plain->parameter_count()), b(a.size());
+  sharded->get_parameters(2, a.data());
+  plain->get_parameters(0, b.data());
+  assert_true(same(a, b));
+}
+
 // A checkpoint of a sharded trainer is the unsharded trainer's (the same bytes), and it resumes in any
 // device count and mode: the continuation equals the unsharded continuation on the same devices.
 void test_checkpoints_do_not_depend_on_the_sharding(void **) {
-  const Run sharded3{3, true, true};
+  const Run sharded3{3, dpt::ShardMode::kOptimizer, true};
   auto a = make_trainer(sharded3);
-  auto b = make_trainer(Run{3, false, true});
+  auto b = make_trainer(Run{3, dpt::ShardMode::kNone, true});
   for (size_t s = 0; s < 3; ++s) step(*a, s), step(*b, s);
   const dpt::TrainerState state = a->save_state();
   const dpt::TrainerState plain = b->save_state();
@@ -245,8 +334,8 @@ void test_checkpoints_do_not_depend_on_the_sharding(void **) {
   assert_true(same(a->save_state().optimizer_state, resumed->save_state().optimizer_state));
   // Into two devices, sharded and not, and into eight sharded devices against eight unsharded ones.
   for (size_t k : {2, 8}) {
-    auto s = make_trainer(Run{k, true, true});
-    auto u = make_trainer(Run{k, false, true});
+    auto s = make_trainer(Run{k, dpt::ShardMode::kGradients, true, 1, false, 4096});
+    auto u = make_trainer(Run{k, dpt::ShardMode::kNone, true});
     s->load_state(state);
     u->load_state(state);
     for (size_t i = 3; i < 5; ++i) step(*s, i), step(*u, i);
@@ -258,10 +347,11 @@ void test_checkpoints_do_not_depend_on_the_sharding(void **) {
   }
 }
 
-// AdamW's state is 8 bytes per parameter: each replica holds its range's share of it.
+// AdamW's state is 8 bytes per parameter: each replica holds its range's share of it; with sharded
+// gradients also its range of the gradient, plus two staging buckets.
 void test_each_replica_holds_its_share_of_the_state(void **) {
   for (size_t k : {1, 3, 8}) {
-    auto t = make_trainer(Run{k, true, true});
+    auto t = make_trainer(Run{k, dpt::ShardMode::kOptimizer, true});
     const size_t count = t->parameter_count();
     uint64_t total = 0;
     for (size_t r = 0; r < k; ++r) {
@@ -274,40 +364,83 @@ void test_each_replica_holds_its_share_of_the_state(void **) {
     }
     assert_int_equal(total, count * 8);
   }
-  dpt_test::expect_error(
-      [] {
-        make_trainer(Run{2, true, true})->replica_memory(2);
-      },
-      DPT_ERROR_OUT_OF_RANGE, "replica 2 of 2");
+  dpt_test::expect_error([] { make_trainer(Run{2, dpt::ShardMode::kOptimizer, true})->replica_memory(2); },
+                         DPT_ERROR_OUT_OF_RANGE, "replica 2 of 2");
+  auto t = make_trainer(Run{3, dpt::ShardMode::kGradients, true, 1, false, 4096});
+  // Buckets of whole layers: the largest is the 512 x 256 dense layer.
+  const uint64_t staging = 2 * (512 * 256 + 256) * 4;
+  uint64_t gradients = 0;
+  for (size_t r = 0; r < 3; ++r) {
+    const dpt::ReplicaMemory m = t->replica_memory(r);
+    assert_int_equal(m.gradients, t->shards().size(r) * 4 + staging);
+    gradients += m.gradients - staging;
+  }
+  assert_int_equal(gradients, t->parameter_count() * 4);
 }
 
-// Wide enough that parameters, gradients and AdamW's state (16 bytes per parameter) dominate: under a cap
-// between the sharded and the unsharded footprint, the unsharded trainer cannot be created and names the
-// device; the sharded one trains to the very parameters of the unsharded one without the cap.
+// Deep enough that parameters, gradients and AdamW's state (16 bytes per parameter) dominate, with layers
+// small enough that two staging buckets are little: each mode's footprint (measured without a cap) is
+// below the last one's; under a cap between the optimizer mode's and the gradients mode's, the unsharded
+// and the optimizer-sharded trainers run out of memory naming the device, and the gradient-sharded one
+// trains to the very parameters of the unsharded trainer without the cap.
 void test_sharding_fits_where_replication_does_not(void **) {
-  dpt::ModelSpec wide(dpt::Shape{1, 8, 8});
-  wide.add_flatten();
-  wide.add_dense(1024);
-  wide.add_activation(dpt::Activation::kRelu);
-  wide.add_dense(1024);
-  wide.add_activation(dpt::Activation::kRelu);
-  wide.add_dense(5);
-  const uint64_t count = wide.parameter_count();  // about 1.12 M: 18 MB replicated, 11.2 MB + 2.2 MB sharded
-  const uint64_t cap = count * 13 + (2u << 20);
-  Run run{4, false, true};
-  auto capped = std::make_shared<dpt::Context>(dpt::ContextConfig{4, cap});
-  const std::string message = dpt_test::expect_error([&] { dpt::Trainer(capped, wide, config(run)); },
-                                                     DPT_ERROR_OUT_OF_MEMORY, "the unsharded trainer");
-  assert_non_null(std::strstr(message.c_str(), "cpu:"));  // names the device
-  run.sharded = true;
-  dpt::Trainer sharded(capped, wide, config(run));
-  run.sharded = false;
-  dpt::Trainer reference(std::make_shared<dpt::Context>(dpt::ContextConfig{4, 0}), wide, config(run));
+  dpt::ModelSpec deep(dpt::Shape{1, 8, 8});
+  deep.add_flatten();
+  for (int i = 0; i < 8; ++i) {
+    deep.add_dense(512);
+    deep.add_activation(dpt::Activation::kRelu);
+  }
+  deep.add_dense(5);
+  const size_t k = 4;
+  const dpt::ShardMode modes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer, dpt::ShardMode::kGradients};
+  auto configured = [&](dpt::ShardMode mode) {
+    Run run{k, mode, true};
+    run.bucket_bytes = 4096;
+    return config(run);
+  };
+  uint64_t most[3] = {};
+  for (size_t m = 0; m < 3; ++m) {
+    dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0}), deep, configured(modes[m]));
+    step(t, 0);
+    for (size_t r = 0; r < k; ++r) most[m] = std::max(most[m], t.replica_memory(r).total());
+  }
+  print_message("bytes of the largest device: none %llu, optimizer %llu, gradients %llu\n",
+                (unsigned long long)most[0], (unsigned long long)most[1], (unsigned long long)most[2]);
+  assert_true(most[0] > most[1] && most[1] > most[2]);
+  const uint64_t cap = (most[1] + most[2]) / 2;
+  auto capped = std::make_shared<dpt::Context>(dpt::ContextConfig{k, cap});
+  for (size_t m = 0; m < 2; ++m) {
+    const std::string message = dpt_test::expect_error(
+        [&] {
+          dpt::Trainer t(capped, deep, configured(modes[m]));
+          step(t, 0);
+        },
+        DPT_ERROR_OUT_OF_MEMORY, m == 0 ? "the unsharded trainer" : "the optimizer-sharded trainer");
+    assert_non_null(std::strstr(message.c_str(), "cpu:"));  // names the device
+  }
+  dpt::Trainer sharded(capped, deep, configured(dpt::ShardMode::kGradients));
+  dpt::Trainer reference(std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0}), deep,
+                         configured(dpt::ShardMode::kNone));
   for (size_t s = 0; s < 3; ++s) step(sharded, s), step(reference, s);
-  std::vector<float> ps(count), pr(count);
+  std::vector<float> ps(deep.parameter_count()), pr(ps.size());
   sharded.get_parameters(3, ps.data());
   reference.get_parameters(0, pr.data());
   assert_true(same(ps, pr));
+}
+
+// What sharded gradients do not support yet is refused at creation.
+void test_sharded_gradients_refusals(void **) {
+  dpt::ModelSpec tied = dpt::ModelSpec::builtin("gpt-mini");
+  tied.tie("lm_head.weight", "transformer.wte.weight");
+  Run run{2, dpt::ShardMode::kGradients, true};
+  auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0});
+  const std::string message = dpt_test::expect_error([&] { dpt::Trainer(context, tied, config(run)); },
+                                                     DPT_ERROR_UNSUPPORTED, "tied parameters");
+  assert_non_null(std::strstr(message.c_str(), "lm_head.weight"));
+  // One device has nothing to shard with: it trains as without sharding.
+  const Outcome one = train(Run{1, dpt::ShardMode::kGradients, true}, 3);
+  const Outcome plain = train(Run{1, dpt::ShardMode::kNone, true}, 3);
+  assert_true(same(one.params[0], plain.params[0]));
 }
 
 }  // namespace
@@ -320,7 +453,11 @@ int main(void) {
       cmocka_unit_test(test_buckets_and_wires_change_no_bit),
       cmocka_unit_test(test_checkpoints_do_not_depend_on_the_sharding),
       cmocka_unit_test(test_each_replica_holds_its_share_of_the_state),
+      cmocka_unit_test(test_sharded_gradients_change_no_bit),
+      cmocka_unit_test(test_sharded_gradients_with_accumulation),
+      cmocka_unit_test(test_sharded_gradients_discard_a_nonfinite_window),
       cmocka_unit_test(test_sharding_fits_where_replication_does_not),
+      cmocka_unit_test(test_sharded_gradients_refusals),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,0 +1,122 @@
+#include "parallel/sharded_gradient_collective.hpp"
+
+#include <algorithm>
+
+#include "parallel/gradient_buckets.hpp"
+
+namespace dpt {
+
+ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
+                                                     const std::vector<std::unique_ptr<Replica>> &replicas,
+                                                     const ModelSpec &spec, size_t bucket_bytes,
+                                                     AllReduceAlgorithm algorithm, WireType wire,
+                                                     const ShardLayout &shards)
+    : shards_(shards),
+      algorithm_(algorithm),
+      wire_(wire),
+      bucket_of_node_(spec.nodes().size(), 0),
+      node_offsets_(spec.nodes().size(), 0),
+      slots_(replicas.size()),
+      lanes_(replicas.size()),
+      buckets_(plan_buckets(spec, bucket_bytes)) {
+  size_t largest = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    largest = std::max(largest, buckets_[b].end - buckets_[b].begin);
+    for (size_t node = 0; node < spec.nodes().size(); ++node) {
+      const size_t at = node_offsets_[node] = spec.nodes()[node].param_offset;
+      if (spec.nodes()[node].parameters() > 0 && at >= buckets_[b].begin && at < buckets_[b].end)
+        bucket_of_node_[node] = b;
+    }
+  }
+  // Two slots let backward fill one bucket while the previous one is reduced.
+  const size_t slots = std::min<size_t>(2, buckets_.size());
+  for (size_t rank = 0; rank < replicas.size(); ++rank) {
+    for (size_t s = 0; s < slots; ++s) slots_[rank].emplace_back(replicas[rank]->kernels->memory(), largest);
+    shard_gradients_.push_back(replicas[rank]->grads.data());
+    lanes_[rank].owner = this;
+    lanes_[rank].rank = rank;
+  }
+  group.enable_bucket_reducer(buckets_, [this](ThreadCollective &c, size_t rank, size_t bucket) {
+    return reduce(c, rank, bucket);
+  });
+  reducer_ = group.bucket_reducer();
+}
+
+// Every lane starts the micro-batch afresh: a rank whose slice is empty never asks for a hook, and its
+// buckets must still be opened (zeroed) before they are posted.
+void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
+  accumulate_ = !first_of_window;
+  for (Lane &lane : lanes_) lane.opened = lane.posted = 0, lane.probe = false;
+}
+
+double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t rank, size_t bucket) {
+  const GradientBucket &b = buckets_[bucket];
+  return collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
+                                          shard_gradients_[rank], accumulate_, algorithm_, wire_);
+}
+
+void ShardedGradientCollective::open_next(Lane &lane) {
+  const size_t bucket = lane.opened;
+  const size_t reuse = slots_[lane.rank].size();
+  if (!lane.probe && bucket >= reuse) reducer_->wait_reduced(lane.rank, bucket - reuse + 1);
+  std::fill_n(slot(lane.rank, bucket), buckets_[bucket].end - buckets_[bucket].begin, 0.0f);
+  ++lane.opened;
+}
+
+float *ShardedGradientCollective::gradients(void *context, size_t node) {
+  Lane &lane = *static_cast<Lane *>(context);
+  ShardedGradientCollective &self = *lane.owner;
+  const size_t bucket = self.bucket_of_node_[node];
+  while (lane.opened <= bucket) self.open_next(lane);
+  // The node's first parameter, at its place in the bucket (the node's gradients are contiguous).
+  return self.slot(lane.rank, bucket) + (self.node_offsets_[node] - self.buckets_[bucket].begin);
+}
+
+void ShardedGradientCollective::layer_done(void *context, size_t node) {
+  Lane &lane = *static_cast<Lane *>(context);
+  ShardedGradientCollective &self = *lane.owner;
+  size_t n = lane.posted;
+  while (n < self.buckets_.size() && node <= self.buckets_[n].lowest_layer) ++n;
+  if (n == lane.posted || lane.probe) return;
+  lane.posted = n;
+  self.reducer_->post(lane.rank, n);
+}
+
+BackwardHook ShardedGradientCollective::backward_hook(size_t rank) {
+  Lane &lane = lanes_[rank];
+  BackwardHook hook{&layer_done, &lane};
+  hook.gradients = &gradients;
+  return hook;
+}
+
+// A probe writes the slots over and over (nothing waits for a reduction); the next micro-batch starts its
+// lanes afresh.
+BackwardHook ShardedGradientCollective::probe_hook(size_t rank) {
+  lanes_[rank].opened = lanes_[rank].posted = 0;
+  lanes_[rank].probe = true;
+  return backward_hook(rank);
+}
+
+// Buckets that backward did not reach (an empty or non-finite slice skips it) contribute zeros: each is
+// opened (zeroed) and posted in turn, so that the slot waits see the peers' reductions go on.
+void ShardedGradientCollective::finish_backward(size_t rank) {
+  Lane &lane = lanes_[rank];
+  while (lane.opened < buckets_.size()) {
+    if (lane.posted < lane.opened) reducer_->post(rank, lane.posted = lane.opened);
+    open_next(lane);
+  }
+  reducer_->post(rank, buckets_.size());
+  reducer_->wait_all(rank);
+}
+
+AllReduceTimes ShardedGradientCollective::times(bool) const {
+  return {0, reducer_->reduce_seconds(0), reducer_->exposed_seconds(0)};
+}
+
+uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {
+  uint64_t floats = 0;
+  for (const DeviceBuffer &s : slots_[rank]) floats += s.size();
+  return floats * sizeof(float);
+}
+
+}  // namespace dpt

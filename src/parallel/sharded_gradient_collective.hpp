@@ -1,0 +1,77 @@
+// Sharded gradients (ZeRO stage 2) on CPU devices: no device holds the whole gradient. Backward writes each
+// gradient bucket (plan_buckets: whole layers, back to front) into one of two staging slots of the bucket
+// size, and the ranks' communication threads (the BucketReducer) reduce-scatter each finished bucket from
+// the slots into the ranks' shards of the gradient (ShardLayout; the replica's gradient buffer is its
+// shard), while backward goes on with the layers below. A slot is reused once its previous bucket is
+// reduced, i.e. every rank has read it. Every micro-batch is reduced this way: the first of a window
+// stores its sums, the others add theirs. Each element is summed in the all-reduce's order
+// (ThreadCollective::reduce_scatter_bucket), so with one micro-batch per window the shards hold the very
+// bits of the unsharded all-reduce.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/thread_collective.hpp"
+#include "graph/model_spec.hpp"
+#include "parallel/bucket_reducer.hpp"
+#include "parallel/device_group.hpp"
+#include "parallel/gradient_collective.hpp"
+#include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
+
+namespace dpt {
+
+class ShardedGradientCollective final : public GradientCollective {
+ public:
+  // The model has no tied parameters (BackwardHook::gradients). Allocates the staging slots in each
+  // replica's device memory (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket
+  // reducer.
+  ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
+                            const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
+                            WireType wire, const ShardLayout &shards);
+
+  bool overlaps_backward() const override { return true; }
+  bool reduces_every_micro_batch() const override { return true; }
+  void start_micro_batch(bool first_of_window) override;
+  BackwardHook backward_hook(size_t rank) override;
+  BackwardHook probe_hook(size_t rank) override;
+  void finish_backward(size_t rank) override;
+  void reduce_between_phases(bool) override {}
+  void reduce_in_update(size_t, bool) override {}  // done during backward
+  AllReduceTimes times(bool reduced) const override;
+  uint64_t staging_bytes(size_t rank) const override;
+
+ private:
+  // One rank's progress through the buckets of the current backward. Each on its own cache line.
+  struct alignas(64) Lane {
+    ShardedGradientCollective *owner = nullptr;
+    size_t rank = 0;
+    size_t opened = 0;  // buckets whose slot has been zeroed and handed to backward
+    size_t posted = 0;  // buckets handed to the reducer
+    bool probe = false;  // a measured backward: nothing is reduced, slots are reused at once
+  };
+  static float *gradients(void *context, size_t node);
+  static void layer_done(void *context, size_t node);
+  // Hands bucket lane.opened's slot to backward: waits until the slot's previous bucket is reduced on every
+  // rank (not for a probe), then zeroes the bucket's part of it.
+  void open_next(Lane &lane);
+  float *slot(size_t rank, size_t bucket) { return slots_[rank][bucket % slots_[rank].size()].data(); }
+  double reduce(ThreadCollective &collective, size_t rank, size_t bucket);
+
+  const ShardLayout &shards_;
+  AllReduceAlgorithm algorithm_;
+  WireType wire_;
+  std::vector<size_t> bucket_of_node_;            // per node with parameters: its bucket
+  std::vector<size_t> node_offsets_;              // per node: its param_offset
+  std::vector<std::vector<DeviceBuffer>> slots_;  // [rank][slot], each the largest bucket's size
+  std::vector<float *> shard_gradients_;          // each rank's gradient buffer: its shard
+  std::vector<Lane> lanes_;
+  BucketReducer *reducer_ = nullptr;  // the group's
+  std::vector<GradientBucket> buckets_;
+  bool accumulate_ = false;  // this micro-batch adds into the shards (not the first of its window)
+};
+
+}  // namespace dpt
