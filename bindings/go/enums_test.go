@@ -49,6 +49,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"PrecisionFP32", int(PrecisionFP32), int(swig.DPT_PRECISION_FP32)},
 		{"PrecisionBF16", int(PrecisionBF16), int(swig.DPT_PRECISION_BF16)},
 		{"PrecisionFP16", int(PrecisionFP16), int(swig.DPT_PRECISION_FP16)},
+		{"ShardNone", int(ShardNone), int(swig.DPT_SHARD_NONE)},
+		{"ShardOptimizer", int(ShardOptimizer), int(swig.DPT_SHARD_OPTIMIZER)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},
@@ -85,8 +87,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 	}
 }
 
-// The Go defaults of the loss scaling options, and AllreduceDtype's and ActivationDtype's zero values, are the
-// ones dpt_trainer_options_init writes.
+// The Go defaults of the loss scaling options, and AllreduceDtype's, ActivationDtype's and Shard's zero values,
+// are the ones dpt_trainer_options_init writes.
 func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	o := swig.NewTrainerOptions()
 	defer swig.DeleteTrainerOptions(o)
@@ -104,6 +106,10 @@ func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	// TrainerOptions.ActivationDtype's zero value, PrecisionFP32, is the library's default too.
 	if got := Precision(o.GetActivation_dtype()); got != PrecisionFP32 {
 		t.Errorf("the library's default activation_dtype is %d, not PrecisionFP32", got)
+	}
+	// TrainerOptions.Shard's zero value, ShardNone, is the library's default too.
+	if got := ShardMode(o.GetShard()); got != ShardNone {
+		t.Errorf("the library's default shard is %d, not ShardNone", got)
 	}
 }
 

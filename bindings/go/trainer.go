@@ -86,6 +86,21 @@ const (
 	PrecisionFP16 Precision = 2
 )
 
+// ShardMode says what sharded data parallel splits across a trainer's devices instead of keeping a full
+// copy on each (TrainerOptions.Shard).
+type ShardMode int
+
+// Shard modes.
+const (
+	// ShardNone: every device holds the parameters, the gradient and the optimizer state whole (default).
+	ShardNone ShardMode = 0
+	// ShardOptimizer (ZeRO stage 1): each device keeps, and updates, the optimizer state of one contiguous
+	// range of the parameters only; the gradient is reduce-scattered and the updated ranges all-gathered.
+	// The same bits as ShardNone; per device the optimizer state becomes 1/K of its bytes over K devices.
+	// CPU devices only.
+	ShardOptimizer ShardMode = 1
+)
+
 // The library's defaults of PrecisionFP16's loss scaling (GradScaler's), which the zero values of
 // TrainerOptions.InitialLossScale and TrainerOptions.LossScaleGrowthInterval ask for.
 const (
@@ -198,7 +213,15 @@ type TrainerOptions struct {
 	// step equals the 1-device step as without it. Independent of Precision. On CPU devices and GPUs; a value
 	// outside the enum is StatusInvalidArgument.
 	ActivationDtype Precision
-	Optimizer       OptimizerOptions
+	// Shard is sharded data parallel: ShardNone (the zero value, the default) or ShardOptimizer (ZeRO stage
+	// 1: each device keeps, and updates, the optimizer state of one contiguous range of the parameters).
+	// Training gives the same bits as ShardNone (the parameters, the step and fit results, and checkpoints,
+	// which load into any device count and mode); per device the optimizer state becomes 1/K of its bytes over
+	// K devices (AdamW: 8 bytes per parameter become 8/K; Trainer.ReplicaMemory reports it). CPU devices only:
+	// a trainer on CUDA devices refuses ShardOptimizer with StatusUnsupported; a value outside the enum is
+	// StatusInvalidArgument.
+	Shard     ShardMode
+	Optimizer OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -320,6 +343,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		}
 		to.SetAllreduce_dtype(swig.Dpt_precision(o.AllreduceDtype))
 		to.SetActivation_dtype(swig.Dpt_precision(o.ActivationDtype))
+		to.SetShard(swig.Dpt_shard_mode(o.Shard))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)
@@ -627,6 +651,52 @@ func (t *Trainer) SetParameters(src []float32) error {
 		return nilSlice(op, "src")
 	}
 	return t.do(op, func() { t.ptr.SetParameters(src) })
+}
+
+// ReplicaMemory is the memory one replica of a Trainer holds on its device, in bytes, by what it is for
+// (Trainer.ReplicaMemory): a snapshot.
+type ReplicaMemory struct {
+	Parameters uint64 // the parameters (float32): 4 bytes per parameter
+	Gradients  uint64 // the summed gradient (float32, one per parameter): 4 bytes per parameter
+	// OptimizerState is momentum or Adam's moments (AdamW: 8 bytes per parameter): with ShardOptimizer, those
+	// of the replica's own range of the parameters only, about 1/K of them over K devices.
+	OptimizerState uint64
+	Buffers        uint64 // the running statistics (batch norm); 0 without batch norm
+	// Activations is everything the replica's passes allocate: inputs, activations, what ops keep for backward,
+	// gradient slots and scratch; it grows with the largest slice seen so far.
+	Activations uint64
+	Total       uint64 // the sum of the five counts above
+}
+
+// ReplicaMemory returns the bytes replica device (0 .. DeviceCount()-1) holds now in its device's memory, by
+// what they are for. With ShardOptimizer each device's OptimizerState is that of its own range: over the
+// devices they add up to one unsharded replica's. A negative device, or one past the last, is
+// StatusOutOfRange.
+func (t *Trainer) ReplicaMemory(device int) (ReplicaMemory, error) {
+	const op = "Trainer.ReplicaMemory"
+	d, err := toSize(op, "device", device)
+	if err != nil {
+		return ReplicaMemory{}, err
+	}
+	var out ReplicaMemory
+	err = t.read(op, func() { out = replicaMemory(t.ptr.ReplicaMemory(d)) })
+	return out, err
+}
+
+// replicaMemory copies (and frees) a result of the generated layer; a failed call's is the zero value.
+func replicaMemory(m swig.ReplicaMemoryNative) ReplicaMemory {
+	if m.Swigcptr() == 0 {
+		return ReplicaMemory{} // failed: the error is recorded
+	}
+	defer swig.DeleteReplicaMemoryNative(m)
+	return ReplicaMemory{
+		Parameters:     m.GetParameters(),
+		Gradients:      m.GetGradients(),
+		OptimizerState: m.GetOptimizer_state(),
+		Buffers:        m.GetBuffers(),
+		Activations:    m.GetActivations(),
+		Total:          m.GetTotal(),
+	}
 }
 
 // Checksum returns the FNV-1a 64 hash of the parameter bytes as 16 lowercase hex digits, as the CLI

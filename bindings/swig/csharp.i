@@ -133,6 +133,7 @@ DPT_CS_SELF_CHECK(dpt_step_result, "StepResult")
 DPT_CS_SELF_CHECK(dpt_eval_result, "EvalResult")
 DPT_CS_SELF_CHECK(dpt_fit_result, "FitResult")
 DPT_CS_SELF_CHECK(dpt_progress, "Progress")
+DPT_CS_SELF_CHECK(dpt_replica_memory, "ReplicaMemoryNative")
 DPT_CS_SELF_CHECK(dptrain_binding::ProgressListener, "ProgressListener")
 DPT_CS_SELF_CHECK(dptrain_binding::TextParts, "TextParts")
 
@@ -199,8 +200,10 @@ DPT_CS_GUARDED_DISPOSE(dpt_dataset)
 
 /* Every proxy is `unsafe` (for `fixed`) and `partial` (for the hand-written halves). */
 %typemap(csclassmodifiers) SWIGTYPE "public unsafe partial class"
-/* ... but the one that hands over the two parts of a text to Dataset.LoadText (src/Dataset.cs) is internal. */
+/* ... but the one that hands over the two parts of a text to Dataset.LoadText (src/Dataset.cs) is internal, and
+ * so is the C struct that Trainer.GetReplicaMemory (src/Trainer.cs) copies into the ReplicaMemory value. */
 %typemap(csclassmodifiers) dptrain_binding::TextParts "internal unsafe partial class"
+%typemap(csclassmodifiers) dpt_replica_memory "internal unsafe partial class"
 
 /* ---- Arrays: (pointer, count) -> one pinned C# array ---------------------------------------------- */
 
@@ -301,6 +304,17 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Tokens) DPT_INPUT_TOKENS;
 %rename(AllParameters) DPT_WEIGHT_DECAY_ALL; /* (one C scope: All is DeviceSelection.All) */
 %rename(Matrices) DPT_WEIGHT_DECAY_MATRICES;
+%rename(None) DPT_SHARD_NONE;
+%rename(Optimizer) DPT_SHARD_OPTIMIZER;
+
+/* SWIG writes no XML documentation: ShardMode carries its summary in its modifiers (TrainerOptions.Shard, written
+ * by hand, documents it in full). */
+%typemap(csclassmodifiers) enum dpt_shard_mode %{/// <summary>What sharded data parallel splits across a trainer's
+/// devices (<see cref="TrainerOptions.Shard"/>): <c>None</c> (the default) keeps parameters, gradients and
+/// optimizer state whole on every device; <c>Optimizer</c> (ZeRO stage 1) has each device keep the optimizer
+/// state of one contiguous range of the parameters only, so that a device's optimizer state takes 1/K of its
+/// bytes over K devices, with the same bits as <c>None</c>. CPU devices only.</summary>
+public enum%}
 
 /* Read-only getters become properties: the generated method turns private under another name and the
  * hand-written half of the class adds the property (Context.DeviceCount, Model.ParameterCount ...). */
@@ -323,9 +337,9 @@ DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
 DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
-/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype and ActivationDtype are
- * written by hand (src/TrainerOptions.cs) for their XML documentation: the generated properties turn private
- * under other names. */
+/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype, ActivationDtype and Shard
+ * are written by hand (src/TrainerOptions.cs) for their XML documentation: the generated properties turn
+ * private under other names. */
 %rename(PrecisionNative) dpt_trainer_options::precision;
 %csmethodmodifiers dpt_trainer_options::precision "private";
 %rename(InitialLossScaleNative) dpt_trainer_options::initial_loss_scale;
@@ -336,6 +350,8 @@ DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %csmethodmodifiers dpt_trainer_options::allreduce_dtype "private";
 %rename(ActivationDtypeNative) dpt_trainer_options::activation_dtype;
 %csmethodmodifiers dpt_trainer_options::activation_dtype "private";
+%rename(ShardNative) dpt_trainer_options::shard;
+%csmethodmodifiers dpt_trainer_options::shard "private";
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
 %rename(GetBackendInfo) dpt_context::backendInfo;
 
@@ -375,6 +391,8 @@ DPT_CS_PRIVATE(dpt_model::namedTensorShape, GetNamedTensorShapeText)
 /* Dataset.LoadText (src/Dataset.cs) returns the training part and the validation part through an out
  * parameter. */
 DPT_CS_PRIVATE(dpt_dataset::loadText, LoadTextParts)
+/* Trainer.GetReplicaMemory (src/Trainer.cs) returns the ReplicaMemory value (src/ReplicaMemory.cs). */
+DPT_CS_PRIVATE(dpt_trainer::replicaMemory, GetReplicaMemoryNative)
 
 /* The C API has no buffer count per trainer: each Trainer remembers its model's (the trainer copies the model,
  * so it cannot change), for the array-returning GetBuffers(). Both constructors name their model `model`; a

@@ -78,6 +78,7 @@
 %rename(Communicator) dpt_communicator;
 %rename(BatchNormMode) dpt_batch_norm_mode;
 %rename(Precision) dpt_precision;
+%rename(ShardMode) dpt_shard_mode;
 %rename(TensorKind) dpt_tensor_kind;
 %rename(InputType) dpt_input_type;
 %rename(WeightDecayScope) dpt_weight_decay_scope;
@@ -104,6 +105,16 @@
 %immutable dpt_backend_info::module_path;
 %immutable dpt_backend_info::reason;
 %immutable dpt_backend_info::versions;
+/* Trainer.replicaMemory's result: each language copies the six counts into its own immutable ReplicaMemory
+ * (Java and C# write it by hand, Go copies it into a struct), so the proxy of the C struct takes another name
+ * and is internal to the bindings (java.i, csharp.i). */
+%rename(ReplicaMemoryNative) dpt_replica_memory;
+%immutable dpt_replica_memory::parameters;
+%immutable dpt_replica_memory::gradients;
+%immutable dpt_replica_memory::optimizer_state;
+%immutable dpt_replica_memory::buffers;
+%immutable dpt_replica_memory::activations;
+%immutable dpt_replica_memory::total;
 
 /* Enums and value structs straight from the public headers (their functions are ignored above). */
 %include <dptrain/export.h>
@@ -138,6 +149,7 @@ DPT_VALUE_STRUCT(dpt_step_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_eval_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_fit_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_progress, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_replica_memory, v->struct_size = sizeof *v)
 
 /* ---- Handles ------------------------------------------------------------------------------------- */
 
@@ -687,6 +699,15 @@ class TextParts {
   }
   void setParameters(const float *params, size_t param_count) {
     dptrain_binding::check(dpt_trainer_set_parameters($self, params, param_count));
+  }
+  /* The bytes replica device (0 .. deviceCount() - 1) holds now, by what they are for; a device out of range
+   * is DPT_ERROR_OUT_OF_RANGE. Each language returns its own immutable copy (java.i, csharp.i, Go's
+   * Trainer.ReplicaMemory). */
+  dpt_replica_memory replicaMemory(size_t device) {
+    dpt_replica_memory m;
+    m.struct_size = sizeof m;
+    dptrain_binding::check(dpt_trainer_replica_memory($self, device, &m));
+    return m;
   }
   /* FNV-1a 64 of the parameter bytes as 16 lowercase hex digits, as the CLI prints it. */
   std::string parameterChecksum() {

@@ -344,6 +344,34 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
 %rename(loadTextParts) dpt_dataset::loadText;
 %javamethodmodifiers dpt_dataset::loadText "private";
 
+/* Sharded data parallel (trainer.h shard, dpt_trainer_replica_memory). SWIG writes no Javadoc, so the new
+ * enum and option carry theirs in the class modifiers and the method modifiers (SWIG's documented way). */
+%typemap(javaclassmodifiers) enum dpt_shard_mode %{/**
+ * What sharded data parallel splits across a trainer's devices ({@link TrainerOptions#setShard}):
+ * {@link #SHARD_NONE} (the default) keeps parameters, gradients and optimizer state whole on every device;
+ * {@link #SHARD_OPTIMIZER} (ZeRO stage 1) has each device keep the optimizer state of one contiguous range of
+ * the parameters only, so that a device's optimizer state takes 1/K of its bytes over K devices, with the
+ * same bits as {@code SHARD_NONE}. CPU devices only.
+ */
+public enum%}
+%javamethodmodifiers dpt_trainer_options::shard %{/**
+   * Sharded data parallel: {@link ShardMode#SHARD_NONE} (the default) or {@link ShardMode#SHARD_OPTIMIZER}
+   * (ZeRO stage 1: each device keeps, and updates, the optimizer state of one contiguous range of the
+   * parameters; the gradient is reduce-scattered and the updated ranges all-gathered). Training gives the same
+   * bits as {@code SHARD_NONE} (parameters, step and fit results, checkpoints, which load into any device
+   * count and mode); per device the optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes
+   * per parameter become 8/K; {@link Trainer#replicaMemory} reports it). CPU devices only: a trainer on CUDA
+   * devices refuses {@code SHARD_OPTIMIZER} with an {@link UnsupportedException}
+   * ({@code Status.ERROR_UNSUPPORTED}); {@code null} is a {@code NullPointerException}.
+   */
+  public%}
+
+/* Trainer.replicaMemory (below) copies the native struct into the immutable ReplicaMemory; the struct's proxy
+ * (ReplicaMemoryNative, dptrain.i) is package-private. */
+%typemap(javaclassmodifiers) dpt_replica_memory "final class"
+%rename(replicaMemoryNative) dpt_trainer::replicaMemory;
+%javamethodmodifiers dpt_trainer::replicaMemory "private";
+
 %typemap(javaimports) dpt_dataset, dpt_trainer %{
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -709,6 +737,30 @@ import java.nio.IntBuffer;
     float[] params = Buffers.newArray(parameterCount(), "parameterCount");
     getReplicaParameters(replica, params);
     return params;
+  }
+
+  /**
+   * The bytes replica {@code device} holds now in its device's memory, by what they are for: parameters,
+   * gradient, optimizer state (of the device's own range with {@link ShardMode#SHARD_OPTIMIZER}: over K
+   * devices the ranges' states add up to one unsharded replica's), running statistics, and everything the
+   * passes allocate (activations, which grow with the largest slice seen so far).
+   *
+   * @param device 0 .. {@code deviceCount() - 1}
+   * @throws InvalidArgumentException with {@code Status.ERROR_OUT_OF_RANGE} for a negative device or one past
+   *     the last
+   */
+  public ReplicaMemory replicaMemory(long device) {
+    if (device < 0) {
+      throw DptrainException.of(Status.ERROR_OUT_OF_RANGE,
+          "Trainer.replicaMemory: device must not be negative (got " + device + ")");
+    }
+    ReplicaMemoryNative m = replicaMemoryNative(device);
+    try {
+      return new ReplicaMemory(m.getParameters(), m.getGradients(), m.getOptimizerState(), m.getBuffers(),
+                               m.getActivations(), m.getTotal());
+    } finally {
+      m.delete();
+    }
   }
 
   /** Sets the parameters of every replica from a direct buffer (its remaining elements). */

@@ -50,6 +50,19 @@ public partial class Trainer {
     return parameters;
   }
 
+  /// <summary>The bytes replica <paramref name="device"/> holds now in its device's memory, by what they are
+  /// for: parameters, gradient, optimizer state (of the device's own range with
+  /// <see cref="ShardMode.Optimizer"/>: over K devices the ranges' states add up to one unsharded replica's),
+  /// running statistics, and everything the passes allocate (activations, which grow with the largest slice seen
+  /// so far).</summary>
+  /// <param name="device">0 .. <see cref="DeviceCount"/> - 1.</param>
+  /// <exception cref="InvalidArgumentException"><see cref="Status.OutOfRange"/> for a device past the
+  /// last.</exception>
+  public ReplicaMemory GetReplicaMemory(ulong device) {
+    using (ReplicaMemoryNative m = GetReplicaMemoryNative(device))
+      return new ReplicaMemory(m.Parameters, m.Gradients, m.OptimizerState, m.Buffers, m.Activations, m.Total);
+  }
+
   /// <summary>Logits of <paramref name="sampleCount"/> samples, sampleCount * output size floats.</summary>
   public float[] Predict(float[] inputs, ulong sampleCount, ulong outputSize) {
     var logits = new float[checked(sampleCount * outputSize)];

@@ -69,6 +69,22 @@ public partial class TrainerOptions {
     get { return ActivationDtypeNative; }
     set { ActivationDtypeNative = value; }
   }
+
+  /// <summary>Sharded data parallel: <see cref="ShardMode.None"/> (the default: every device holds the
+  /// parameters, the gradient and the optimizer state whole) or <see cref="ShardMode.Optimizer"/> (ZeRO stage 1:
+  /// each device keeps, and updates, the optimizer state of one contiguous range of the parameters only; the
+  /// gradient is reduce-scattered and the updated ranges are all-gathered). Training gives the same bits as
+  /// <c>None</c>: the parameters, the step and fit results, and checkpoints (which load into any device count
+  /// and mode). Per device the optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes per
+  /// parameter become 8/K); <see cref="Trainer.GetReplicaMemory"/> reports it.</summary>
+  /// <remarks>CPU devices only: a trainer on CUDA devices refuses <c>Optimizer</c> with
+  /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>); a value outside the enum is
+  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
+  /// created.</remarks>
+  public ShardMode Shard {
+    get { return ShardNative; }
+    set { ShardNative = value; }
+  }
 }
 
 }

@@ -1,0 +1,174 @@
+// TrainerOptions.Shard (trainer.h shard, ZeRO stage 1) and Trainer.GetReplicaMemory (dpt_trainer_replica_memory):
+// the default, the bits of a sharded optimizer against an unsharded one, each device's part of AdamW's state, and
+// the refusal of a device out of range and of a mode outside the enum.
+using System;
+using System.Linq;
+using NUnit.Framework;
+using DPTrain;
+
+namespace DPTrain.Tests {
+
+[TestFixture]
+public class ShardingTests {
+  const int Devices = 3;
+  const int Side = 8;                 // samples are 1 x 8 x 8
+  const int SampleSize = Side * Side;
+  const int Classes = 3;
+  const int Samples = 24;             // 8 per device
+  /// 64 -> 128 -> 3: three norm blocks of 4096 parameters, so each of the 3 devices owns one range.
+  const ulong Parameters = SampleSize * 128 + 128 + 128 * Classes + Classes;
+
+  Context context;
+
+  [TestFixtureSetUp]
+  public void CreateContext() { context = new Context(Devices); }
+
+  [TestFixtureTearDown]
+  public void DisposeContext() { context.Dispose(); }
+
+  static void AssertBitwiseEqual(float[] expected, float[] actual, string what) {
+    Assert.AreEqual(expected.Length, actual.Length, what + ": length");
+    for (int i = 0; i < expected.Length; ++i)
+      Assert.AreEqual(TestData.Bits(expected[i]), TestData.Bits(actual[i]), what + ", element " + i);
+  }
+
+  static bool BitwiseEqual(float[] a, float[] b) {
+    return a.Select(TestData.Bits).SequenceEqual(b.Select(TestData.Bits));
+  }
+
+  /// Sample s has label s % 3; the pixels j with j % 3 == label are bright, plus a deterministic ripple.
+  static void Make(int samples, out float[] inputs, out int[] labels) {
+    inputs = new float[samples * SampleSize];
+    labels = new int[samples];
+    for (int s = 0; s < samples; ++s) {
+      int label = s % Classes;
+      labels[s] = label;
+      for (int j = 0; j < SampleSize; ++j) {
+        float ripple = (float)(((s * 31L + j * 17L) % 13) / 13.0 - 0.5) * 0.2f;
+        inputs[s * SampleSize + j] = (j % Classes == label ? 1.0f : 0.0f) + ripple;
+      }
+    }
+  }
+
+  /// 1x8x8 -> dense 128 -> relu -> dense 3: 8707 parameters.
+  static Model MakeMlp() {
+    var model = new Model(1, Side, Side);
+    model.AddDense(128);
+    model.AddActivation(Activation.Relu);
+    model.AddDense(Classes);
+    return model;
+  }
+
+  /// What one run leaves: its start, every replica's parameters, the checksum and every replica's memory.
+  sealed class Run {
+    public float[] Start;
+    public float[][] Replicas = new float[Devices][];
+    public string Checksum;
+    public ReplicaMemory[] Memory = new ReplicaMemory[Devices];
+  }
+
+  /// The MLP on 3 CPU devices, seed 7, AdamW (decoupled weight decay, gradient clipping: each device clips with
+  /// the blocked norm), 3 steps on one batch, with the given shard mode.
+  Run Train(Model model, ShardMode shard) {
+    float[] x;
+    int[] y;
+    Make(Samples, out x, out y);
+    using (var options = new TrainerOptions())
+    using (var optimizer = new OptimizerOptions()) {
+      options.Seed = 7;
+      options.Shard = shard;
+      Assert.AreEqual(shard, options.Shard);
+      optimizer.Kind = OptimizerKind.AdamW;
+      optimizer.LearningRate = 0.01f;
+      optimizer.WeightDecay = 0.01f;
+      optimizer.ClipNorm = 0.5f;
+      using (var trainer = new Trainer(context, model, options, optimizer)) {
+        Assert.AreEqual((ulong)Devices, trainer.DeviceCount);
+        Assert.AreEqual(Parameters, trainer.ParameterCount);
+        var run = new Run { Start = trainer.GetParameters() };
+        for (int i = 0; i < 3; ++i)
+          using (StepResult r = trainer.Step(x, y))
+            Assert.AreEqual(1, r.Applied, shard + ", step " + (i + 1));
+        for (int d = 0; d < Devices; ++d) {
+          run.Replicas[d] = trainer.GetReplicaParameters((ulong)d);
+          run.Memory[d] = trainer.GetReplicaMemory((ulong)d);
+        }
+        run.Checksum = trainer.ParameterChecksum();
+        return run;
+      }
+    }
+  }
+
+  /// Parameters and gradients are float32 (4 bytes a parameter), no buffers, and the total is the sum.
+  static void AssertParts(ReplicaMemory m, string what) {
+    Assert.AreEqual(4 * Parameters, m.Parameters, what + ": parameters");
+    Assert.AreEqual(4 * Parameters, m.Gradients, what + ": gradients");
+    Assert.AreEqual(0UL, m.Buffers, what + ": buffers (no batch norm)");
+    Assert.Greater(m.Activations, 0UL, what + ": activations");
+    Assert.AreEqual(m.Parameters + m.Gradients + m.OptimizerState + m.Buffers + m.Activations, m.Total,
+                    what + ": total");
+  }
+
+  /// The default is None. Optimizer trains to the very bits of None (every replica, and the checksum), while
+  /// each device keeps a part of AdamW's state (8 bytes per parameter): the parts add up to the state of one
+  /// unsharded replica, each smaller than it.
+  [Test]
+  public void ShardingTheOptimizerKeepsTheBitsAndSplitsTheState() {
+    using (var options = new TrainerOptions()) Assert.AreEqual(ShardMode.None, options.Shard);
+    using (var model = MakeMlp()) {
+      Run none = Train(model, ShardMode.None);
+      Run sharded = Train(model, ShardMode.Optimizer);
+      AssertBitwiseEqual(none.Start, sharded.Start, "the same seed starts alike");
+      Assert.IsFalse(BitwiseEqual(none.Start, none.Replicas[0]), "3 steps left the parameters unchanged");
+      for (int d = 0; d < Devices; ++d) {
+        AssertBitwiseEqual(none.Replicas[0], none.Replicas[d], "None: replica " + d + " against replica 0");
+        AssertBitwiseEqual(none.Replicas[d], sharded.Replicas[d], "Optimizer against None, replica " + d);
+      }
+      Assert.AreEqual(none.Checksum, sharded.Checksum, "the checksums");
+
+      ulong whole = none.Memory[0].OptimizerState;
+      Assert.AreEqual(8 * Parameters, whole, "AdamW's state of an unsharded replica");
+      ulong sum = 0;
+      for (int d = 0; d < Devices; ++d) {
+        AssertParts(none.Memory[d], "None, device " + d);
+        AssertParts(sharded.Memory[d], "Optimizer, device " + d);
+        Assert.AreEqual(whole, none.Memory[d].OptimizerState, "None, device " + d + ": the whole state");
+        ulong part = sharded.Memory[d].OptimizerState;
+        Assert.Greater(part, 0UL, "Optimizer, device " + d);
+        Assert.Less(part, whole, "Optimizer, device " + d);
+        sum += part;
+      }
+      Assert.AreEqual(whole, sum, "the devices' parts add up to the unsharded state");
+    }
+  }
+
+  /// A device past the last is an InvalidArgumentException with Status.OutOfRange; a mode outside the enum is
+  /// refused when the trainer is created: InvalidArgumentException, naming the option.
+  [Test]
+  public void AnOutOfRangeDeviceAndAnUnknownModeAreRefused() {
+    using (var model = TestData.MakeModel())
+    using (var options = new TrainerOptions()) {
+      using (var trainer = new Trainer(context, model)) {
+        var e = Assert.Throws<InvalidArgumentException>(() => trainer.GetReplicaMemory(Devices));
+        Assert.AreEqual(Status.OutOfRange, e.Status);
+        Assert.AreEqual(1000, e.Category);
+        StringAssert.Contains("dpt_trainer_replica_memory", e.LibraryMessage);
+        Assert.AreEqual(4 * trainer.ParameterCount, trainer.GetReplicaMemory(Devices - 1).Parameters,
+                        "the trainer is unharmed");
+      }
+      foreach (int value in new[] { 2, -1 }) {
+        options.Shard = (ShardMode)value;
+        Assert.AreEqual((ShardMode)value, options.Shard);
+        var e = Assert.Throws<InvalidArgumentException>(() => new Trainer(context, model, options, null),
+                                                        "shard mode " + value);
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        StringAssert.Contains("shard mode " + value, e.LibraryMessage);
+      }
+      options.Shard = ShardMode.Optimizer;
+      using (var trainer = new Trainer(context, model, options, null))
+        Assert.AreEqual((ulong)Devices, trainer.DeviceCount);
+    }
+  }
+}
+
+}
