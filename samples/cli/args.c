@@ -27,7 +27,8 @@ static const choice kBatchNorm[] = {
     {"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
 static const choice kPrecisions[] = {
     {"fp32", DPT_PRECISION_FP32}, {"bf16", DPT_PRECISION_BF16}, {"fp16", DPT_PRECISION_FP16}, {NULL, 0}};
-static const choice kShardModes[] = {{"none", DPT_SHARD_NONE}, {"optimizer", DPT_SHARD_OPTIMIZER}, {NULL, 0}};
+static const choice kShardModes[] = {
+    {"none", DPT_SHARD_NONE}, {"optimizer", DPT_SHARD_OPTIMIZER}, {"gradients", DPT_SHARD_GRADIENTS}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -596,9 +597,10 @@ void print_train_help(FILE *out) {
       "  --activation-dtype fp32|bf16|fp16  keep activations between forward and backward as 16-bit\n"
       "                         copies (about 0.6 of the bytes on deep models; backward reads them\n"
       "                         rounded) or float32 (default)\n"
-      "  --shard none|optimizer  sharded data parallel: optimizer = each device keeps the optimizer state\n"
-      "                         of 1/K of the parameters (ZeRO stage 1: the same bits as none, the\n"
-      "                         default); CPU devices\n"
+      "  --shard none|optimizer|gradients  sharded data parallel: optimizer = each device keeps the\n"
+      "                         optimizer state of 1/K of the parameters (ZeRO stage 1: the same bits as\n"
+      "                         none, the default); gradients = also 1/K of the gradient (ZeRO stage 2,\n"
+      "                         reduce-scattered bucket by bucket during backward); CPU devices\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

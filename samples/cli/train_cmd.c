@@ -340,7 +340,9 @@ static void print_header(const train_run *run) {
                                                : "",
           c->activation_dtype != DPT_PRECISION_FP32 ? ", activations in " : "",
           c->activation_dtype != DPT_PRECISION_FP32 ? precision_name(c->activation_dtype) : "",
-          c->shard == DPT_SHARD_OPTIMIZER ? ", optimizer state sharded" : "");
+          c->shard == DPT_SHARD_OPTIMIZER   ? ", optimizer state sharded"
+          : c->shard == DPT_SHARD_GRADIENTS ? ", optimizer state and gradients sharded"
+                                            : "");
   fflush(run->out);
 }
 

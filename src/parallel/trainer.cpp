@@ -88,7 +88,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                   config_.shard == ShardMode::kGradients,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
   DPT_REQUIRE(config_.shard == ShardMode::kNone || !on_gpus_, DPT_ERROR_UNSUPPORTED,
-              "a sharded optimizer runs on CPU devices only in this version (the replicas are on " +
+              "sharded data parallel runs on CPU devices only in this version (the replicas are on " +
                   devices_[0]->name() + ")");
   const bool shard_gradients = config_.shard == ShardMode::kGradients && devices_.size() > 1;
   DPT_REQUIRE(!shard_gradients || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,

@@ -444,7 +444,10 @@ static void test_gpu_trainer_through_c_api(void **state) {
   o.shard = DPT_SHARD_OPTIMIZER;
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
-  assert_non_null(strstr(dpt_last_error_message(), "sharded optimizer runs on CPU devices only"));
+  assert_non_null(strstr(dpt_last_error_message(), "sharded data parallel runs on CPU devices only"));
+  o.shard = DPT_SHARD_GRADIENTS;
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  assert_null(t);
   o.shard = DPT_SHARD_NONE;
   o.devices = &gpu;
   o.device_count = 1;

@@ -147,6 +147,12 @@ json_check "$WORK/unshard.out" \
 json_check "$WORK/shard.out" \
   "0 < (m := d['memory_per_device'])['optimizer_state'] < m['parameters']" \
   "--shard optimizer: the largest device keeps part of the momentum"
+run_cli shard2 train "${SHORT[@]}" --devices cpu:2 --shard gradients --momentum 0.9 --bucket-kib 64
+[ "$(json_get "$WORK/shard2.out" "d['param_checksum']")" = "$(json_get "$WORK/unshard.out" "d['param_checksum']")" ] &&
+  pass "--shard gradients: the unsharded run's bits" || fail "--shard gradients changed the parameters"
+json_check "$WORK/shard2.out" \
+  "d['shard'] == 'gradients' and 0 < (m := d['memory_per_device'])['optimizer_state'] < m['parameters']" \
+  "--shard gradients: reported, with part of the momentum"
 run_cli bad_shard train --model mlp --shard everything
 [ "$RC" -eq 2 ] && pass "--shard everything: usage error" || fail "--shard everything: $RC"
 run_cli bad_precision train --model mlp --precision fp8

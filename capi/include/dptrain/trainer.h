@@ -105,7 +105,15 @@ typedef enum dpt_shard_mode {
    * range of the parameters only; the gradient is reduce-scattered, each device updates its range, and the
    * updated ranges are all-gathered. The same bits as DPT_SHARD_NONE; per device the optimizer state takes
    * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices. */
-  DPT_SHARD_OPTIMIZER = 1
+  DPT_SHARD_OPTIMIZER = 1,
+  /** ZeRO stage 2: also the gradient. Backward writes each gradient bucket (bucket_bytes, whole layers)
+   * into one of two staging buffers, and each finished bucket is reduce-scattered into the devices' ranges
+   * while backward goes on; each device keeps the summed gradient of its range only (AdamW: 4 + 12/K bytes
+   * per parameter, plus the two staging buckets). The same bits as DPT_SHARD_NONE with one micro-batch per
+   * optimizer step; with accumulation_steps > 1 each micro-batch's sum is added into the range (one more
+   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices of one
+   * process; refused (DPT_ERROR_UNSUPPORTED) for models with tied parameters and across MPI processes. */
+  DPT_SHARD_GRADIENTS = 2
 } dpt_shard_mode;
 
 /** @brief Optimizer kinds. */
@@ -194,10 +202,11 @@ typedef struct dpt_trainer_options {
    * rounding is per element, so the K-device contract holds as without it. Independent of precision. CPU
    * and CUDA devices. Since 0.2. */
   dpt_precision activation_dtype;
-  /** DPT_SHARD_NONE (default) or DPT_SHARD_OPTIMIZER. Sharding the optimizer changes no bit of training,
-   * of the step and fit results or of checkpoints (a checkpoint loads into any device count and mode).
-   * CPU devices; CUDA devices refuse DPT_SHARD_OPTIMIZER (DPT_ERROR_UNSUPPORTED). Across MPI processes
-   * the gradient is all-reduced whole and each process shards its own devices. Since 0.2. */
+  /** DPT_SHARD_NONE (default), DPT_SHARD_OPTIMIZER or DPT_SHARD_GRADIENTS (docs/sharding.md). Sharding
+   * the optimizer changes no bit of training, of the step and fit results or of checkpoints (a checkpoint
+   * loads into any device count and mode); sharding the gradients neither, with one micro-batch per step.
+   * CPU devices; CUDA devices refuse both (DPT_ERROR_UNSUPPORTED). Across MPI processes the optimizer
+   * shard mode all-reduces the gradient whole and each process shards its own devices. Since 0.2. */
   dpt_shard_mode shard;
 } dpt_trainer_options;
 
