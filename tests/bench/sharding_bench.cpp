@@ -1,6 +1,7 @@
 // Sharded data parallel: bytes per device by category for each shard mode and device count, against the
 // ZeRO paper's accounting (mixed-precision Adam aside: float32 AdamW holds 16 bytes per parameter, of which
-// a sharded optimizer keeps 8 + 8/K per device), and the step time of each mode. A table, never a test.
+// a sharded optimizer keeps 8 + 8/K per device and sharded gradients 4 + 12/K), and the step time of each
+// mode. Gradient buckets of 1 MiB (the C API's default). A table, never a test.
 //
 //   build/bin/dptrain_sharding_bench [--models resnet18,wide-mlp] [--devices 1,2,4,8] [--batch 16]
 //                                    [--steps 5] [--time-devices 2]
@@ -83,22 +84,25 @@ dpt::ModelSpec bench_model(const std::string &name) {
   return m;
 }
 
+const dpt::ShardMode kModes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer, dpt::ShardMode::kGradients};
+
 const char *mode_name(dpt::ShardMode mode) {
-  return mode == dpt::ShardMode::kOptimizer ? "optimizer" : "none";
+  return mode == dpt::ShardMode::kGradients ? "gradients" : mode == dpt::ShardMode::kOptimizer ? "optimizer" : "none";
 }
 
 // ZeRO's accounting of float32 AdamW per device: parameters 4, gradients 4, state 8 bytes per parameter,
-// the state split K ways with a sharded optimizer.
+// the state split K ways with a sharded optimizer, the gradient too with sharded gradients.
 double zero_bytes(dpt::ShardMode mode, size_t parameters, size_t k) {
-  const double p = double(parameters);
-  return mode == dpt::ShardMode::kOptimizer ? p * (8.0 + 8.0 / double(k)) : p * 16.0;
+  const double p = double(parameters), K = double(k);
+  if (mode == dpt::ShardMode::kGradients) return p * (4.0 + 12.0 / K);
+  return mode == dpt::ShardMode::kOptimizer ? p * (8.0 + 8.0 / K) : p * 16.0;
 }
 
 dpt::TrainerConfig config(dpt::ShardMode mode) {
   dpt::TrainerConfig c;
   c.seed = 1;
   c.shard = mode;
-  c.bucket_bytes = 0;
+  c.bucket_bytes = size_t(1) << 20;
   c.optimizer.kind = dpt::OptimizerKind::kAdamW;
   c.optimizer.learning_rate = 1e-4f;
   return c;
@@ -126,14 +130,15 @@ void memory_table(const Options &o) {
   std::printf(
       "bytes per device after one AdamW step of batch %zu (the device that holds the most; MiB). zero = the\n"
       "ZeRO paper's parameters + gradients + optimizer state for float32 AdamW (16 bytes per parameter;\n"
-      "8 + 8/K with a sharded optimizer); of_zero = (parameters + gradients + state) / zero\n\n",
+      "8 + 8/K with a sharded optimizer, 4 + 12/K with sharded gradients); of_zero = (parameters +\n"
+      "gradients + state) / zero (sharded gradients: grads include the two staging buckets)\n\n",
       o.batch);
   std::printf("%-9s %-10s %2s %10s %10s %10s %10s %12s %10s %10s %8s\n", "model", "shard", "K", "params",
               "grads", "opt_state", "buffers", "activations", "total", "zero", "of_zero");
   for (const std::string &name : o.models) {
     const dpt::ModelSpec spec = bench_model(name);
     for (size_t k : o.devices)
-      for (dpt::ShardMode mode : {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer}) {
+      for (dpt::ShardMode mode : kModes) {
         if (k == 1 && mode != dpt::ShardMode::kNone) continue;  // one device has nothing to shard with
         auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
         dpt::Trainer t(context, spec, config(mode));
@@ -158,24 +163,26 @@ void time_table(const Options &o) {
   const size_t k = o.time_devices;
   std::printf(
       "\nstep time on %zu CPU devices, AdamW, batch %zu, median of %zu steps after 2 warm-up (ms);\n"
-      "allreduce: the gradient reduction (sharded: the reduce-scatter), update: the optimizer step and\n"
-      "(sharded) the gradient norm's block sums and the parameter all-gather\n\n",
+      "allreduce: the gradient reduction's own time (buckets: during backward), exposed: the part the step\n"
+      "waited for after backward; update: the optimizer step and (sharded) the gradient norm's block sums\n"
+      "and the parameter all-gather\n\n",
       k, o.batch, o.steps);
-  std::printf("%-9s %-10s %10s %12s %10s %10s\n", "model", "shard", "step_ms", "allreduce_ms", "update_ms",
-              "vs_none");
+  std::printf("%-9s %-10s %10s %12s %11s %10s %10s\n", "model", "shard", "step_ms", "allreduce_ms",
+              "exposed_ms", "update_ms", "vs_none");
   for (const std::string &name : o.models) {
     const dpt::ModelSpec spec = bench_model(name);
     const Batch b = make_batch(spec, o.batch);
     double none_ms = 0;
-    for (dpt::ShardMode mode : {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer}) {
+    for (dpt::ShardMode mode : kModes) {
       auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0});
       dpt::Trainer t(context, spec, config(mode));
       for (int i = 0; i < 2; ++i) t.step(b.x.data(), b.y.data(), o.batch);
-      std::vector<double> total, allreduce, update;
+      std::vector<double> total, allreduce, exposed, update;
       for (size_t i = 0; i < o.steps; ++i) {
         const dpt::StepStats s = t.step(b.x.data(), b.y.data(), o.batch);
         total.push_back(s.total_seconds * 1e3);
         allreduce.push_back(s.allreduce_seconds * 1e3);
+        exposed.push_back(s.allreduce_exposed_seconds * 1e3);
         update.push_back(s.update_seconds * 1e3);
       }
       auto median = [](std::vector<double> v) {
@@ -184,8 +191,8 @@ void time_table(const Options &o) {
       };
       const double step_ms = median(total);
       if (mode == dpt::ShardMode::kNone) none_ms = step_ms;
-      std::printf("%-9s %-10s %10.1f %12.2f %10.2f %10.3f\n", name.c_str(), mode_name(mode), step_ms,
-                  median(allreduce), median(update), step_ms / none_ms);
+      std::printf("%-9s %-10s %10.1f %12.2f %11.2f %10.2f %10.3f\n", name.c_str(), mode_name(mode), step_ms,
+                  median(allreduce), median(exposed), median(update), step_ms / none_ms);
       std::fflush(stdout);
     }
   }
