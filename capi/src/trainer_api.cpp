@@ -105,8 +105,8 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
       o.allreduce_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "allreduce_dtype"));
   c.activation_dtype = to_dtype(dpt::capi::checked_enum(
       o.activation_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "activation_dtype"));
-  const dpt_shard_mode shard =
-      dpt::capi::checked_enum(o.shard, {DPT_SHARD_NONE, DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS}, "shard mode");
+  const dpt_shard_mode shard = dpt::capi::checked_enum(
+      o.shard, {DPT_SHARD_NONE, DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS}, "shard mode");
   c.shard = shard == DPT_SHARD_GRADIENTS   ? dpt::ShardMode::kGradients
             : shard == DPT_SHARD_OPTIMIZER ? dpt::ShardMode::kOptimizer
                                            : dpt::ShardMode::kNone;

@@ -27,8 +27,10 @@ static const choice kBatchNorm[] = {
     {"sync", DPT_BATCH_NORM_SYNC}, {"local", DPT_BATCH_NORM_LOCAL}, {NULL, 0}};
 static const choice kPrecisions[] = {
     {"fp32", DPT_PRECISION_FP32}, {"bf16", DPT_PRECISION_BF16}, {"fp16", DPT_PRECISION_FP16}, {NULL, 0}};
-static const choice kShardModes[] = {
-    {"none", DPT_SHARD_NONE}, {"optimizer", DPT_SHARD_OPTIMIZER}, {"gradients", DPT_SHARD_GRADIENTS}, {NULL, 0}};
+static const choice kShardModes[] = {{"none", DPT_SHARD_NONE},
+                                     {"optimizer", DPT_SHARD_OPTIMIZER},
+                                     {"gradients", DPT_SHARD_GRADIENTS},
+                                     {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},

@@ -50,9 +50,9 @@ class ThreadCollective {
   // element begin). Afterwards rank's `shard` (shard[0] is element bounds[rank]) holds, in the part of
   // [begin, end) that the rank owns, the sum over all ranks with reduce_scatter's bits, stored
   // (accumulate false) or added to what the shard held (accumulate true: the sum first, then one addition).
-  double reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end, const size_t *bounds,
-                               float *shard, bool accumulate, AllReduceAlgorithm algorithm,
-                               WireType wire = WireType::kF32);
+  double reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end,
+                               const size_t *bounds, float *shard, bool accumulate,
+                               AllReduceAlgorithm algorithm, WireType wire = WireType::kF32);
   // The inverse: afterwards every rank's buf holds, in each range [bounds[q], bounds[q + 1]), rank q's
   // values of it (each rank copies the ranges it does not own from their owners).
   void all_gather(size_t rank, float *buf, const size_t *bounds);

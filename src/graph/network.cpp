@@ -234,7 +234,8 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     size_t first = 0;
     if (hook.gradients != nullptr && node.parameters() > 0)
       base = hook.gradients(hook.context, j), first = node.param_offset;
-    for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = base + (node.param_offsets[k] - first);
+    for (size_t k = 0; k < node.layout.params.size(); ++k)
+      c.param_grads[k] = base + (node.param_offsets[k] - first);
     size_t spare = spare_slot_;
     for (size_t i = 0; i < step.grads.size(); ++i) {
       const InputGrad &ig = step.grads[i];

@@ -36,9 +36,8 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
     lanes_[rank].owner = this;
     lanes_[rank].rank = rank;
   }
-  group.enable_bucket_reducer(buckets_, [this](ThreadCollective &c, size_t rank, size_t bucket) {
-    return reduce(c, rank, bucket);
-  });
+  group.enable_bucket_reducer(
+      buckets_, [this](ThreadCollective &c, size_t rank, size_t bucket) { return reduce(c, rank, bucket); });
   reducer_ = group.bucket_reducer();
 }
 

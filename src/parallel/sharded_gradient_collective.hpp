@@ -49,8 +49,8 @@ class ShardedGradientCollective final : public GradientCollective {
   struct alignas(64) Lane {
     ShardedGradientCollective *owner = nullptr;
     size_t rank = 0;
-    size_t opened = 0;  // buckets whose slot has been zeroed and handed to backward
-    size_t posted = 0;  // buckets handed to the reducer
+    size_t opened = 0;   // buckets whose slot has been zeroed and handed to backward
+    size_t posted = 0;   // buckets handed to the reducer
     bool probe = false;  // a measured backward: nothing is reduced, slots are reused at once
   };
   static float *gradients(void *context, size_t node);

@@ -103,8 +103,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   for (size_t rank = 0; rank < devices_.size(); ++rank)
     replicas_.push_back(std::make_unique<Replica>(
-        *devices_[rank], spec_, config_.optimizer, config_.kernels, config_.matmul_dtype, config_.activation_dtype,
-        shard_gradients ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank)));
+        *devices_[rank], spec_, config_.optimizer, config_.kernels, config_.matmul_dtype,
+        config_.activation_dtype, shard_gradients ? shards_.size(rank) : spec_.parameter_count(),
+        shards_.size(rank)));
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
@@ -188,9 +189,8 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
         std::ldexp(scaler_.scale(), -int(std::bit_width(uint64_t(batch) * spec_.targets_per_sample() - 1)));
   // The window's last micro-batch reduces its gradients during backward when buckets are on (every
   // micro-batch does with sharded gradients).
-  const bool overlap =
-      collective_->overlaps_backward() &&
-      (collective_->reduces_every_micro_batch() || pending_micro_ + 1 == config_.accumulation_steps);
+  const bool overlap = collective_->overlaps_backward() && (collective_->reduces_every_micro_batch() ||
+                                                            pending_micro_ + 1 == config_.accumulation_steps);
   if (overlap) collective_->start_micro_batch(pending_micro_ == 0);
   run_phase([this, overlap](size_t rank) {
     compute_gradients(rank, overlap);

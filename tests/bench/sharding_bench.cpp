@@ -84,10 +84,13 @@ dpt::ModelSpec bench_model(const std::string &name) {
   return m;
 }
 
-const dpt::ShardMode kModes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer, dpt::ShardMode::kGradients};
+const dpt::ShardMode kModes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer,
+                                 dpt::ShardMode::kGradients};
 
 const char *mode_name(dpt::ShardMode mode) {
-  return mode == dpt::ShardMode::kGradients ? "gradients" : mode == dpt::ShardMode::kOptimizer ? "optimizer" : "none";
+  return mode == dpt::ShardMode::kGradients   ? "gradients"
+         : mode == dpt::ShardMode::kOptimizer ? "optimizer"
+                                              : "none";
 }
 
 // ZeRO's accounting of float32 AdamW per device: parameters 4, gradients 4, state 8 bytes per parameter,

@@ -8,6 +8,7 @@
 // the same parameters.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -109,15 +110,15 @@ void test_reduce_scatter_has_the_all_reduce_bits(void **) {
           for (size_t r = 0; r < k; ++r) shard[r].assign(bounds[r + 1] - bounds[r], -7.0f);
           for (bool accumulate : {false, true})
             on_threads(k, [&](size_t r) {
-              c.reduce_scatter_bucket(r, inputs[r].data() + b0, b0, b1, bounds.data(), shard[r].data(), accumulate,
-                                      algorithm, wire);
+              c.reduce_scatter_bucket(r, inputs[r].data() + b0, b0, b1, bounds.data(), shard[r].data(),
+                                      accumulate, algorithm, wire);
             });
           for (size_t r = 0; r < k; ++r)
             for (size_t i = bounds[r]; i < bounds[r + 1]; ++i) {
               const float want = i >= b0 && i < b1 ? reduced[0][i] + reduced[0][i] : -7.0f;
               if (std::memcmp(&shard[r][i - bounds[r]], &want, 4) != 0)
-                fail_msg("K=%zu algorithm=%d wire=%d: bucket element %zu of rank %zu's shard is %g, not %g", k,
-                         int(algorithm), int(wire), i, r, double(shard[r][i - bounds[r]]), double(want));
+                fail_msg("K=%zu algorithm=%d wire=%d: bucket element %zu of rank %zu's shard is %g, not %g",
+                         k, int(algorithm), int(wire), i, r, double(shard[r][i - bounds[r]]), double(want));
             }
         }
       }
@@ -263,15 +264,16 @@ void test_sharded_gradients_change_no_bit(void **) {
                        int(adamw), int(weighted), bucket_bytes, r);
             }
           if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
-            fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: the optimizer state differs", k, int(adamw),
-                     int(weighted), bucket_bytes);
+            fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: the optimizer state differs", k,
+                     int(adamw), int(weighted), bucket_bytes);
         }
       }
   for (dpt::DType wire : {dpt::DType::kBF16, dpt::DType::kF16}) {
     const Outcome reference = train(Run{3, dpt::ShardMode::kNone, true, 1, true, 0, wire}, 4);
     const Outcome sharded = train(Run{3, dpt::ShardMode::kGradients, true, 1, true, 4096, wire}, 4);
     for (size_t r = 0; r < 3; ++r)
-      if (!same(sharded.params[r], reference.params[0])) fail_msg("wire=%d: replica %zu differs", int(wire), r);
+      if (!same(sharded.params[r], reference.params[0]))
+        fail_msg("wire=%d: replica %zu differs", int(wire), r);
   }
 }
 
@@ -364,8 +366,11 @@ void test_each_replica_holds_its_share_of_the_state(void **) {
     }
     assert_int_equal(total, count * 8);
   }
-  dpt_test::expect_error([] { make_trainer(Run{2, dpt::ShardMode::kOptimizer, true})->replica_memory(2); },
-                         DPT_ERROR_OUT_OF_RANGE, "replica 2 of 2");
+  dpt_test::expect_error(
+      [] {
+        make_trainer(Run{2, dpt::ShardMode::kOptimizer, true})->replica_memory(2);
+      },
+      DPT_ERROR_OUT_OF_RANGE, "replica 2 of 2");
   auto t = make_trainer(Run{3, dpt::ShardMode::kGradients, true, 1, false, 4096});
   // Buckets of whole layers: the largest is the 512 x 256 dense layer.
   const uint64_t staging = 2 * (512 * 256 + 256) * 4;
@@ -392,7 +397,8 @@ void test_sharding_fits_where_replication_does_not(void **) {
   }
   deep.add_dense(5);
   const size_t k = 4;
-  const dpt::ShardMode modes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer, dpt::ShardMode::kGradients};
+  const dpt::ShardMode modes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer,
+                                  dpt::ShardMode::kGradients};
   auto configured = [&](dpt::ShardMode mode) {
     Run run{k, mode, true};
     run.bucket_bytes = 4096;
@@ -445,7 +451,11 @@ void test_sharded_gradients_refusals(void **) {
 
 }  // namespace
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc != 1 && (argc != 3 || std::strcmp(argv[1], "--only") != 0)) {
+    std::fprintf(stderr, "usage: %s [--only NAME,NAME,...]\n", argv[0]);
+    return 1;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_cuts_whole_blocks_evenly),
       cmocka_unit_test(test_reduce_scatter_has_the_all_reduce_bits),
@@ -459,5 +469,11 @@ int main(void) {
       cmocka_unit_test(test_sharding_fits_where_replication_does_not),
       cmocka_unit_test(test_sharded_gradients_refusals),
   };
-  return cmocka_run_group_tests(tests, nullptr, nullptr);
+  // --only: the named cases (the TSan run takes the threaded ones that are quick).
+  std::vector<CMUnitTest> chosen;
+  for (const CMUnitTest &t : tests)
+    if (argc == 1 ||
+        (',' + std::string(argv[2]) + ',').find(',' + std::string(t.name) + ',') != std::string::npos)
+      chosen.push_back(t);
+  return _cmocka_run_group_tests("test_sharding", chosen.data(), chosen.size(), nullptr, nullptr);
 }
