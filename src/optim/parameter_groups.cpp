@@ -33,13 +33,16 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
                           const std::vector<DecaySegment> &decayed, uint64_t t, float lr, float grad_scale,
                           float *params, const float *grads, float *state, size_t begin, size_t end) {
   if (end <= begin) return;
-  // The decayed runs clipped to [begin, end).
-  std::vector<DecaySegment> runs;
-  for (const DecaySegment &s : decayed) {
-    const size_t lo = std::max(s.offset, begin), hi = std::min(s.offset + s.count, end);
-    if (lo < hi) runs.push_back({lo, hi - lo});
-  }
-  const bool all = runs.size() == 1 && runs[0].offset == begin && runs[0].count == end - begin;
+  // The decayed runs clipped to [begin, end), visited in place: the update allocates nothing.
+  auto for_each_run = [&](auto &&fn) {
+    for (const DecaySegment &s : decayed) {
+      const size_t lo = std::max(s.offset, begin), hi = std::min(s.offset + s.count, end);
+      if (lo < hi) fn(lo, hi);
+    }
+  };
+  size_t runs = 0, covered = 0;
+  for_each_run([&](size_t lo, size_t hi) { ++runs, covered += hi - lo; });
+  const bool all = runs == 1 && covered == end - begin;
   if (config.weight_decay == 0.0f || all) {
     kernels.apply_update(config, t, lr, grad_scale, params + begin, grads, state, end - begin);
     return;
@@ -48,7 +51,7 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
   plain.weight_decay = 0.0f;
   if (config.kind == OptimizerKind::kAdamW) {
     const float decay = 1.0f - lr * config.weight_decay;
-    for (const DecaySegment &s : runs) kernels.scale(params + s.offset, s.count, decay);
+    for_each_run([&](size_t lo, size_t hi) { kernels.scale(params + lo, hi - lo, decay); });
     kernels.apply_update(plain, t, lr, grad_scale, params + begin, grads, state, end - begin);
     return;
   }
@@ -60,11 +63,11 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
       kernels.apply_update(c, t, lr, grad_scale, params + lo, grads + (lo - begin),
                            has_state ? state + (lo - begin) : state, hi - lo);
   };
-  for (const DecaySegment &s : runs) {
-    update(plain, at, s.offset);
-    update(config, s.offset, s.offset + s.count);
-    at = s.offset + s.count;
-  }
+  for_each_run([&](size_t lo, size_t hi) {
+    update(plain, at, lo);
+    update(config, lo, hi);
+    at = hi;
+  });
   update(plain, at, end);
 }
 

@@ -494,11 +494,14 @@ DPT_API dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t
 /** @brief The bytes one replica of a trainer holds in its device's memory, by what they are for.
  * The caller sets struct_size = sizeof(dpt_replica_memory). Since 0.2. */
 typedef struct dpt_replica_memory {
-  size_t struct_size;       /**< Set by the caller. */
-  uint64_t parameters;      /**< The parameters (float32). */
-  uint64_t gradients;       /**< The summed gradient (float32, one per parameter). */
-  uint64_t optimizer_state; /**< Momentum or Adam moments: of the replica's shard with DPT_SHARD_OPTIMIZER. */
-  uint64_t buffers;         /**< Running statistics (batch_norm). */
+  size_t struct_size;  /**< Set by the caller. */
+  uint64_t parameters; /**< The parameters (float32). */
+  /** The summed gradient (float32, one per parameter); with DPT_SHARD_GRADIENTS that of the replica's
+   * range only, plus the two staging buckets backward writes into. */
+  uint64_t gradients;
+  /** Momentum or Adam's moments: of the replica's range only with DPT_SHARD_OPTIMIZER or _GRADIENTS. */
+  uint64_t optimizer_state;
+  uint64_t buffers; /**< Running statistics (batch_norm). */
   /** Everything the replica's passes allocate: inputs, activations, what ops keep for backward, gradient
    * slots and scratch; grows with the largest slice seen so far. */
   uint64_t activations;
