@@ -51,6 +51,7 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"PrecisionFP16", int(PrecisionFP16), int(swig.DPT_PRECISION_FP16)},
 		{"ShardNone", int(ShardNone), int(swig.DPT_SHARD_NONE)},
 		{"ShardOptimizer", int(ShardOptimizer), int(swig.DPT_SHARD_OPTIMIZER)},
+		{"ShardGradients", int(ShardGradients), int(swig.DPT_SHARD_GRADIENTS)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},

@@ -14,6 +14,12 @@ const (
 	// shardParameters: 64 -> 128 -> 3 is three norm blocks of 4096 parameters, so each of the 3 devices owns
 	// one range.
 	shardParameters = shardIn*128 + 128 + 128*tinyClasses + tinyClasses
+	// shardDeepLayers hidden layers of 64 units: shardDeepModel's layers are alike, so that a small bucket size
+	// cuts its gradient into several buckets of about one layer each.
+	shardDeepLayers     = 6
+	shardDeepParameters = shardIn*64 + 64 + (shardDeepLayers-1)*(64*64+64) + 64*tinyClasses + tinyClasses
+	// shardBucketBytes: ShardGradients' runs use buckets of 4096 bytes (whole layers, each at least this size).
+	shardBucketBytes = 4096
 )
 
 // shardModel is 1x8x8 -> dense 128 -> relu -> dense 3: 8707 parameters.
@@ -23,6 +29,21 @@ func shardModel(t *testing.T) *dptrain.Model {
 	must(t, err)
 	must(t, m.AddDense(128))
 	must(t, m.AddActivation(dptrain.ReLU))
+	must(t, m.AddDense(tinyClasses))
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// shardDeepModel is 1x8x8 -> 6 x (dense 64 -> relu) -> dense 3: 25155 parameters, six buckets of 4096 bytes
+// (the head's 195 parameters join the last hidden layer's bucket).
+func shardDeepModel(t *testing.T) *dptrain.Model {
+	t.Helper()
+	m, err := dptrain.NewModel(1, shardSide, shardSide)
+	must(t, err)
+	for i := 0; i < shardDeepLayers; i++ {
+		must(t, m.AddDense(64))
+		must(t, m.AddActivation(dptrain.ReLU))
+	}
 	must(t, m.AddDense(tinyClasses))
 	t.Cleanup(func() { m.Close() })
 	return m
@@ -57,12 +78,15 @@ type shardRun struct {
 	memory   [shardDevices]dptrain.ReplicaMemory
 }
 
-// checkParts: parameters and gradients are float32 (4 bytes a parameter), no buffers, and the total is the sum.
-func checkParts(t *testing.T, m dptrain.ReplicaMemory, what string) {
+// checkParts: parameters (and, unless the gradient is sharded, gradients) are float32 (4 bytes a parameter), no
+// buffers, and the total is the sum.
+func checkParts(t *testing.T, m dptrain.ReplicaMemory, parameters int, wholeGradient bool, what string) {
 	t.Helper()
-	if m.Parameters != 4*shardParameters || m.Gradients != 4*shardParameters {
-		t.Errorf("%s: parameters %d and gradients %d bytes, want %d each", what, m.Parameters, m.Gradients,
-			4*shardParameters)
+	if m.Parameters != uint64(4*parameters) {
+		t.Errorf("%s: parameters %d bytes, want %d", what, m.Parameters, 4*parameters)
+	}
+	if wholeGradient && m.Gradients != uint64(4*parameters) {
+		t.Errorf("%s: gradients %d bytes, want %d", what, m.Gradients, 4*parameters)
 	}
 	if m.Buffers != 0 {
 		t.Errorf("%s: %d bytes of buffers without batch norm", what, m.Buffers)
@@ -73,6 +97,44 @@ func checkParts(t *testing.T, m dptrain.ReplicaMemory, what string) {
 	if sum := m.Parameters + m.Gradients + m.OptimizerState + m.Buffers + m.Activations; m.Total != sum {
 		t.Errorf("%s: total %d, the parts add up to %d", what, m.Total, sum)
 	}
+}
+
+// shardTrain trains m on 3 CPU devices, seed 7, AdamW (decoupled weight decay, gradient clipping: each device
+// clips with the blocked norm), 3 steps on one batch of 24 samples (8 per device), with the given shard mode
+// and bucket size (0: the default).
+func shardTrain(t *testing.T, ctx *dptrain.Context, m *dptrain.Model, shard dptrain.ShardMode,
+	bucketBytes int) (run shardRun) {
+	t.Helper()
+	x, y := shardBatch(24)
+	opts := &dptrain.TrainerOptions{Seed: 7, Shard: shard, BucketBytes: bucketBytes,
+		Optimizer: dptrain.OptimizerOptions{Kind: dptrain.AdamW, LearningRate: 0.01, WeightDecay: 0.01, ClipNorm: 0.5}}
+	tr := newTrainer(t, ctx, m, opts)
+	if n, err := tr.DeviceCount(); err != nil || n != shardDevices {
+		t.Fatalf("DeviceCount() = %d, %v; want %d", n, err, shardDevices)
+	}
+	want, err := m.ParameterCount()
+	must(t, err)
+	run.start, err = tr.Parameters()
+	must(t, err)
+	if len(run.start) != want {
+		t.Fatalf("%d parameters, want %d", len(run.start), want)
+	}
+	for i := 0; i < 3; i++ {
+		r, err := tr.Step(x, y)
+		must(t, err)
+		if !r.Applied {
+			t.Fatalf("ShardMode %d, step %d: not applied: %+v", shard, i+1, r)
+		}
+	}
+	for d := 0; d < shardDevices; d++ {
+		run.replicas[d] = make([]float32, want)
+		must(t, tr.ReadReplicaParameters(d, run.replicas[d]))
+		run.memory[d], err = tr.ReplicaMemory(d)
+		must(t, err)
+	}
+	run.checksum, err = tr.Checksum()
+	must(t, err)
+	return run
 }
 
 // TestShardOptimizer: the zero TrainerOptions does not shard. The MLP on 3 CPU devices, seed 7, AdamW (decoupled
@@ -86,40 +148,8 @@ func TestShardOptimizer(t *testing.T) {
 	}
 	ctx := newContext(t, shardDevices)
 	m := shardModel(t)
-	x, y := shardBatch(24) // 8 samples per device
-	train := func(shard dptrain.ShardMode) (run shardRun) {
-		t.Helper()
-		opts := &dptrain.TrainerOptions{Seed: 7, Shard: shard, Optimizer: dptrain.OptimizerOptions{
-			Kind: dptrain.AdamW, LearningRate: 0.01, WeightDecay: 0.01, ClipNorm: 0.5}}
-		tr := newTrainer(t, ctx, m, opts)
-		if n, err := tr.DeviceCount(); err != nil || n != shardDevices {
-			t.Fatalf("DeviceCount() = %d, %v; want %d", n, err, shardDevices)
-		}
-		var err error
-		run.start, err = tr.Parameters()
-		must(t, err)
-		if len(run.start) != shardParameters {
-			t.Fatalf("%d parameters, want %d", len(run.start), shardParameters)
-		}
-		for i := 0; i < 3; i++ {
-			r, err := tr.Step(x, y)
-			must(t, err)
-			if !r.Applied {
-				t.Fatalf("ShardMode %d, step %d: not applied: %+v", shard, i+1, r)
-			}
-		}
-		for d := 0; d < shardDevices; d++ {
-			run.replicas[d] = make([]float32, shardParameters)
-			must(t, tr.ReadReplicaParameters(d, run.replicas[d]))
-			run.memory[d], err = tr.ReplicaMemory(d)
-			must(t, err)
-		}
-		run.checksum, err = tr.Checksum()
-		must(t, err)
-		return run
-	}
-	none := train(dptrain.ShardNone)
-	sharded := train(dptrain.ShardOptimizer)
+	none := shardTrain(t, ctx, m, dptrain.ShardNone, 0)
+	sharded := shardTrain(t, ctx, m, dptrain.ShardOptimizer, 0)
 	if !bitwiseEqual(none.start, sharded.start) {
 		t.Fatal("the same seed starts on different parameters")
 	}
@@ -144,8 +174,8 @@ func TestShardOptimizer(t *testing.T) {
 	}
 	var sum uint64
 	for d := 0; d < shardDevices; d++ {
-		checkParts(t, none.memory[d], fmt.Sprintf("ShardNone, device %d", d))
-		checkParts(t, sharded.memory[d], fmt.Sprintf("ShardOptimizer, device %d", d))
+		checkParts(t, none.memory[d], shardParameters, true, fmt.Sprintf("ShardNone, device %d", d))
+		checkParts(t, sharded.memory[d], shardParameters, true, fmt.Sprintf("ShardOptimizer, device %d", d))
 		if got := none.memory[d].OptimizerState; got != whole {
 			t.Errorf("ShardNone, device %d: optimizer state %d bytes, want the whole %d", d, got, whole)
 		}
@@ -161,8 +191,89 @@ func TestShardOptimizer(t *testing.T) {
 	}
 }
 
+// TestShardGradients: ShardGradients with buckets of 4096 bytes and one micro-batch per step trains to the very
+// bits of ShardNone (every replica, and the checksum) on the MLP and on a deeper one. Each device keeps the
+// optimizer state of the same range as with ShardOptimizer (the parts add up to the unsharded state) and the
+// summed gradient of that range (AdamW: half its state's bytes) plus two staging buckets, the same on every
+// device: over the devices the ranges add up to one unsharded gradient. The MLP's 8320-parameter layer fills
+// its buckets, so there sharding the gradient saves nothing; on the deeper MLP (six alike layers, six buckets)
+// each device reports less than an unsharded replica's gradient, and the three together less than three
+// unsharded replicas'.
+func TestShardGradients(t *testing.T) {
+	ctx := newContext(t, shardDevices)
+	for _, c := range []struct {
+		name       string
+		model      *dptrain.Model
+		parameters int
+		saves      bool // sharding the gradient saves memory
+	}{
+		{"MLP", shardModel(t), shardParameters, false},
+		{"deep MLP", shardDeepModel(t), shardDeepParameters, true},
+	} {
+		none := shardTrain(t, ctx, c.model, dptrain.ShardNone, 0)
+		optimizer := shardTrain(t, ctx, c.model, dptrain.ShardOptimizer, 0)
+		gradients := shardTrain(t, ctx, c.model, dptrain.ShardGradients, shardBucketBytes)
+		if bitwiseEqual(none.start, none.replicas[0]) {
+			t.Fatalf("%s: 3 steps left the parameters unchanged", c.name)
+		}
+		for d := 0; d < shardDevices; d++ {
+			if !bitwiseEqual(none.replicas[d], gradients.replicas[d]) {
+				t.Errorf("%s, replica %d: ShardGradients trains to other bits than ShardNone", c.name, d)
+			}
+		}
+		if none.checksum != gradients.checksum {
+			t.Errorf("%s: checksum: ShardNone %s, ShardGradients %s", c.name, none.checksum, gradients.checksum)
+		}
+
+		whole := none.memory[0].Gradients
+		if whole != uint64(4*c.parameters) {
+			t.Fatalf("%s: the gradient of an unsharded replica: %d bytes, want %d", c.name, whole, 4*c.parameters)
+		}
+		staging := gradients.memory[0].Gradients - gradients.memory[0].OptimizerState/2
+		var state, ranges, sum uint64
+		for d := 0; d < shardDevices; d++ {
+			what := fmt.Sprintf("%s, ShardGradients, device %d", c.name, d)
+			m := gradients.memory[d]
+			checkParts(t, m, c.parameters, false, what)
+			if m.OptimizerState != optimizer.memory[d].OptimizerState {
+				t.Errorf("%s: optimizer state %d bytes, ShardOptimizer's %d", what, m.OptimizerState,
+					optimizer.memory[d].OptimizerState)
+			}
+			// The range's gradient takes 4 bytes per parameter, its AdamW state 8.
+			if m.Gradients < m.OptimizerState/2 || m.Gradients-m.OptimizerState/2 != staging {
+				t.Errorf("%s: gradients %d bytes, want the range's %d plus device 0's staging %d", what,
+					m.Gradients, m.OptimizerState/2, staging)
+			}
+			if c.saves && m.Gradients >= whole {
+				t.Errorf("%s: gradients %d bytes, not less than an unsharded replica's %d", what, m.Gradients, whole)
+			}
+			t.Logf("%s: %+v", what, m)
+			state += m.OptimizerState
+			ranges += m.Gradients - staging
+			sum += m.Gradients
+		}
+		if staging == 0 {
+			t.Errorf("%s: no staging buckets", c.name)
+		}
+		if state != none.memory[0].OptimizerState {
+			t.Errorf("%s: the devices' optimizer states add up to %d bytes, not the unsharded %d", c.name, state,
+				none.memory[0].OptimizerState)
+		}
+		if ranges != whole {
+			t.Errorf("%s: the devices' ranges of the gradient add up to %d bytes, not the unsharded %d", c.name,
+				ranges, whole)
+		}
+		if c.saves && sum >= shardDevices*whole {
+			t.Errorf("%s: the devices' gradients take %d bytes, not less than %d unsharded", c.name, sum,
+				shardDevices*whole)
+		}
+	}
+}
+
 // TestShardRefusals: a device past the last (or a negative one) is StatusOutOfRange, and the trainer is
-// unharmed; a shard mode outside the enum (2, -1) is StatusInvalidArgument, naming the option.
+// unharmed; a shard mode outside the enum (3, -1) is StatusInvalidArgument, naming the option; ShardGradients
+// on several devices refuses a model with a tied parameter (gpt-mini's LM head tied to its token embedding) with
+// StatusUnsupported.
 func TestShardRefusals(t *testing.T) {
 	ctx := newContext(t, shardDevices)
 	m := tinyModel(t)
@@ -176,11 +287,21 @@ func TestShardRefusals(t *testing.T) {
 	if n, _ := tr.ParameterCount(); mem.Parameters != uint64(4*n) {
 		t.Errorf("the last replica's parameters take %d bytes, want %d", mem.Parameters, 4*n)
 	}
-	for _, bad := range []dptrain.ShardMode{2, -1} {
+	for _, bad := range []dptrain.ShardMode{3, -1} {
 		_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: bad})
 		wantError(t, err, dptrain.StatusInvalidArgument, "shard mode")
 	}
-	optimizer, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: dptrain.ShardOptimizer})
+	for _, mode := range []dptrain.ShardMode{dptrain.ShardOptimizer, dptrain.ShardGradients} {
+		sharded, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: mode})
+		must(t, err)
+		sharded.Close()
+	}
+
+	gpt, err := dptrain.BuiltinModel("gpt-mini")
 	must(t, err)
-	optimizer.Close()
+	defer gpt.Close()
+	must(t, gpt.Tie("lm_head.weight", "transformer.wte.weight"))
+	two := newContext(t, 2)
+	_, err = dptrain.NewTrainer(two, gpt, &dptrain.TrainerOptions{Shard: dptrain.ShardGradients})
+	wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "tied parameters", "lm_head.weight")
 }

@@ -99,6 +99,14 @@ const (
 	// The same bits as ShardNone; per device the optimizer state becomes 1/K of its bytes over K devices.
 	// CPU devices only.
 	ShardOptimizer ShardMode = 1
+	// ShardGradients (ZeRO stage 2): also the gradient. Backward writes each gradient bucket (BucketBytes,
+	// whole layers) into one of two staging buffers, and each finished bucket is reduce-scattered into the
+	// devices' ranges while backward goes on; each device keeps the summed gradient of its range only (plus
+	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
+	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
+	// micro-batch). CPU devices of one process only; refused (StatusUnsupported) for models with tied
+	// parameters (Model.Tie) and across MPI processes.
+	ShardGradients ShardMode = 2
 )
 
 // The library's defaults of PrecisionFP16's loss scaling (GradScaler's), which the zero values of
@@ -213,13 +221,18 @@ type TrainerOptions struct {
 	// step equals the 1-device step as without it. Independent of Precision. On CPU devices and GPUs; a value
 	// outside the enum is StatusInvalidArgument.
 	ActivationDtype Precision
-	// Shard is sharded data parallel: ShardNone (the zero value, the default) or ShardOptimizer (ZeRO stage
-	// 1: each device keeps, and updates, the optimizer state of one contiguous range of the parameters).
-	// Training gives the same bits as ShardNone (the parameters, the step and fit results, and checkpoints,
-	// which load into any device count and mode); per device the optimizer state becomes 1/K of its bytes over
-	// K devices (AdamW: 8 bytes per parameter become 8/K; Trainer.ReplicaMemory reports it). CPU devices only:
-	// a trainer on CUDA devices refuses ShardOptimizer with StatusUnsupported; a value outside the enum is
-	// StatusInvalidArgument.
+	// Shard is sharded data parallel: ShardNone (the zero value, the default), ShardOptimizer (ZeRO stage 1:
+	// each device keeps, and updates, the optimizer state of one contiguous range of the parameters) or
+	// ShardGradients (ZeRO stage 2: also the summed gradient of that range, reduce-scattered bucket by bucket
+	// during backward through two staging buckets of BucketBytes). ShardOptimizer trains to the same bits as
+	// ShardNone (the parameters, the step and fit results, and checkpoints, which load into any device count
+	// and mode), and so does ShardGradients with one micro-batch per optimizer step (with AccumulationSteps > 1,
+	// one more float32 rounding per micro-batch). Per device the optimizer state becomes 1/K of its bytes over
+	// K devices (AdamW: 8 bytes per parameter become 8/K) and, with ShardGradients, the gradient its range's
+	// 4/K bytes per parameter plus the two staging buckets; Trainer.ReplicaMemory reports both. CPU devices
+	// only: a trainer on CUDA devices refuses ShardOptimizer and ShardGradients with StatusUnsupported, and so
+	// does a ShardGradients trainer of a model with tied parameters or across MPI processes; a value outside
+	// the enum is StatusInvalidArgument.
 	Shard     ShardMode
 	Optimizer OptimizerOptions
 }
@@ -657,9 +670,13 @@ func (t *Trainer) SetParameters(src []float32) error {
 // (Trainer.ReplicaMemory): a snapshot.
 type ReplicaMemory struct {
 	Parameters uint64 // the parameters (float32): 4 bytes per parameter
-	Gradients  uint64 // the summed gradient (float32, one per parameter): 4 bytes per parameter
-	// OptimizerState is momentum or Adam's moments (AdamW: 8 bytes per parameter): with ShardOptimizer, those
-	// of the replica's own range of the parameters only, about 1/K of them over K devices.
+	// Gradients is the summed gradient (float32, one per parameter): 4 bytes per parameter; with
+	// ShardGradients, that of the replica's own range of the parameters only (about 1/K of it over K devices)
+	// plus the two staging buckets backward writes the gradient buckets into.
+	Gradients uint64
+	// OptimizerState is momentum or Adam's moments (AdamW: 8 bytes per parameter): with ShardOptimizer or
+	// ShardGradients, those of the replica's own range of the parameters only, about 1/K of them over K
+	// devices.
 	OptimizerState uint64
 	Buffers        uint64 // the running statistics (batch norm); 0 without batch norm
 	// Activations is everything the replica's passes allocate: inputs, activations, what ops keep for backward,
@@ -669,9 +686,9 @@ type ReplicaMemory struct {
 }
 
 // ReplicaMemory returns the bytes replica device (0 .. DeviceCount()-1) holds now in its device's memory, by
-// what they are for. With ShardOptimizer each device's OptimizerState is that of its own range: over the
-// devices they add up to one unsharded replica's. A negative device, or one past the last, is
-// StatusOutOfRange.
+// what they are for. With ShardOptimizer or ShardGradients each device's OptimizerState is that of its own
+// range: over the devices they add up to one unsharded replica's; with ShardGradients each device's Gradients
+// is its range's plus the two staging buckets. A negative device, or one past the last, is StatusOutOfRange.
 func (t *Trainer) ReplicaMemory(device int) (ReplicaMemory, error) {
 	const op = "Trainer.ReplicaMemory"
 	d, err := toSize(op, "device", device)

@@ -306,6 +306,7 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Matrices) DPT_WEIGHT_DECAY_MATRICES;
 %rename(None) DPT_SHARD_NONE;
 %rename(Optimizer) DPT_SHARD_OPTIMIZER;
+%rename(Gradients) DPT_SHARD_GRADIENTS;
 
 /* SWIG writes no XML documentation: ShardMode carries its summary in its modifiers (TrainerOptions.Shard, written
  * by hand, documents it in full). */
@@ -313,7 +314,10 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 /// devices (<see cref="TrainerOptions.Shard"/>): <c>None</c> (the default) keeps parameters, gradients and
 /// optimizer state whole on every device; <c>Optimizer</c> (ZeRO stage 1) has each device keep the optimizer
 /// state of one contiguous range of the parameters only, so that a device's optimizer state takes 1/K of its
-/// bytes over K devices, with the same bits as <c>None</c>. CPU devices only.</summary>
+/// bytes over K devices, with the same bits as <c>None</c>; <c>Gradients</c> (ZeRO stage 2) also the summed
+/// gradient of that range (reduce-scattered bucket by bucket during backward through two staging buckets), with
+/// the same bits as <c>None</c> at one micro-batch per optimizer step. CPU devices only; <c>Gradients</c> refuses
+/// tied parameters and MPI.</summary>
 public enum%}
 
 /* Read-only getters become properties: the generated method turns private under another name and the

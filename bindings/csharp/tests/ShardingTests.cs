@@ -1,6 +1,7 @@
-// TrainerOptions.Shard (trainer.h shard, ZeRO stage 1) and Trainer.GetReplicaMemory (dpt_trainer_replica_memory):
-// the default, the bits of a sharded optimizer against an unsharded one, each device's part of AdamW's state, and
-// the refusal of a device out of range and of a mode outside the enum.
+// TrainerOptions.Shard (trainer.h shard, ZeRO stages 1 and 2) and Trainer.GetReplicaMemory
+// (dpt_trainer_replica_memory): the default, the bits of a sharded optimizer and of sharded gradients against an
+// unsharded run, each device's part of AdamW's state and of the gradient, and the refusal of a device out of
+// range, of a mode outside the enum and of sharded gradients over tied parameters.
 using System;
 using System.Linq;
 using NUnit.Framework;
@@ -17,6 +18,11 @@ public class ShardingTests {
   const int Samples = 24;             // 8 per device
   /// 64 -> 128 -> 3: three norm blocks of 4096 parameters, so each of the 3 devices owns one range.
   const ulong Parameters = SampleSize * 128 + 128 + 128 * Classes + Classes;
+  /// Hidden layers of 64 units in MakeDeepMlp: alike, so that small buckets hold about one layer each.
+  const int DeepLayers = 6;
+  const ulong DeepParameters = SampleSize * 64 + 64 + (DeepLayers - 1) * (64 * 64 + 64) + 64 * Classes + Classes;
+  /// Gradients' runs use buckets of 4096 bytes (whole layers, each at least this size).
+  const ulong BucketBytes = 4096;
 
   Context context;
 
@@ -59,6 +65,18 @@ public class ShardingTests {
     return model;
   }
 
+  /// 1x8x8 -> 6 x (dense 64 -> relu) -> dense 3: 25155 parameters, six buckets of 4096 bytes (the head's 195
+  /// parameters join the last hidden layer's bucket).
+  static Model MakeDeepMlp() {
+    var model = new Model(1, Side, Side);
+    for (int i = 0; i < DeepLayers; ++i) {
+      model.AddDense(64);
+      model.AddActivation(Activation.Relu);
+    }
+    model.AddDense(Classes);
+    return model;
+  }
+
   /// What one run leaves: its start, every replica's parameters, the checksum and every replica's memory.
   sealed class Run {
     public float[] Start;
@@ -67,9 +85,9 @@ public class ShardingTests {
     public ReplicaMemory[] Memory = new ReplicaMemory[Devices];
   }
 
-  /// The MLP on 3 CPU devices, seed 7, AdamW (decoupled weight decay, gradient clipping: each device clips with
-  /// the blocked norm), 3 steps on one batch, with the given shard mode.
-  Run Train(Model model, ShardMode shard) {
+  /// The model on 3 CPU devices, seed 7, AdamW (decoupled weight decay, gradient clipping: each device clips with
+  /// the blocked norm), 3 steps on one batch, with the given shard mode and bucket size (0: the default).
+  Run Train(Model model, ShardMode shard, ulong bucketBytes = 0) {
     float[] x;
     int[] y;
     Make(Samples, out x, out y);
@@ -78,13 +96,14 @@ public class ShardingTests {
       options.Seed = 7;
       options.Shard = shard;
       Assert.AreEqual(shard, options.Shard);
+      if (bucketBytes != 0) options.BucketBytes = bucketBytes;
       optimizer.Kind = OptimizerKind.AdamW;
       optimizer.LearningRate = 0.01f;
       optimizer.WeightDecay = 0.01f;
       optimizer.ClipNorm = 0.5f;
       using (var trainer = new Trainer(context, model, options, optimizer)) {
         Assert.AreEqual((ulong)Devices, trainer.DeviceCount);
-        Assert.AreEqual(Parameters, trainer.ParameterCount);
+        Assert.AreEqual(model.ParameterCount, trainer.ParameterCount);
         var run = new Run { Start = trainer.GetParameters() };
         for (int i = 0; i < 3; ++i)
           using (StepResult r = trainer.Step(x, y))
@@ -99,10 +118,11 @@ public class ShardingTests {
     }
   }
 
-  /// Parameters and gradients are float32 (4 bytes a parameter), no buffers, and the total is the sum.
-  static void AssertParts(ReplicaMemory m, string what) {
-    Assert.AreEqual(4 * Parameters, m.Parameters, what + ": parameters");
-    Assert.AreEqual(4 * Parameters, m.Gradients, what + ": gradients");
+  /// Parameters (and, unless the gradient is sharded, gradients) are float32 (4 bytes a parameter), no buffers,
+  /// and the total is the sum.
+  static void AssertParts(ReplicaMemory m, ulong parameters, bool wholeGradient, string what) {
+    Assert.AreEqual(4 * parameters, m.Parameters, what + ": parameters");
+    if (wholeGradient) Assert.AreEqual(4 * parameters, m.Gradients, what + ": gradients");
     Assert.AreEqual(0UL, m.Buffers, what + ": buffers (no batch norm)");
     Assert.Greater(m.Activations, 0UL, what + ": activations");
     Assert.AreEqual(m.Parameters + m.Gradients + m.OptimizerState + m.Buffers + m.Activations, m.Total,
@@ -130,8 +150,8 @@ public class ShardingTests {
       Assert.AreEqual(8 * Parameters, whole, "AdamW's state of an unsharded replica");
       ulong sum = 0;
       for (int d = 0; d < Devices; ++d) {
-        AssertParts(none.Memory[d], "None, device " + d);
-        AssertParts(sharded.Memory[d], "Optimizer, device " + d);
+        AssertParts(none.Memory[d], Parameters, true, "None, device " + d);
+        AssertParts(sharded.Memory[d], Parameters, true, "Optimizer, device " + d);
         Assert.AreEqual(whole, none.Memory[d].OptimizerState, "None, device " + d + ": the whole state");
         ulong part = sharded.Memory[d].OptimizerState;
         Assert.Greater(part, 0UL, "Optimizer, device " + d);
@@ -142,8 +162,78 @@ public class ShardingTests {
     }
   }
 
-  /// A device past the last is an InvalidArgumentException with Status.OutOfRange; a mode outside the enum is
-  /// refused when the trainer is created: InvalidArgumentException, naming the option.
+  /// Gradients with buckets of 4096 bytes and one micro-batch per step trains to the very bits of None (every
+  /// replica, and the checksum) on the MLP and on a deeper one. Each device keeps the optimizer state of the same
+  /// range as with Optimizer (the parts add up to the unsharded state) and the summed gradient of that range
+  /// (AdamW: half its state's bytes) plus two staging buckets, the same on every device: over the devices the
+  /// ranges add up to one unsharded gradient. The MLP's 8320-parameter layer fills its buckets, so there sharding
+  /// the gradient saves nothing; on the deeper MLP (six alike layers, six buckets) each device reports less than
+  /// an unsharded replica's gradient, and the three together less than three unsharded replicas'.
+  [Test]
+  public void ShardingTheGradientsKeepsTheBitsAndSplitsTheGradient() {
+    using (var mlp = MakeMlp())
+    using (var deep = MakeDeepMlp()) {
+      foreach (Model model in new[] { mlp, deep }) {
+        bool saves = model == deep; // sharding the gradient saves memory
+        ulong parameters = saves ? DeepParameters : Parameters;
+        Assert.AreEqual(parameters, model.ParameterCount);
+        string name = saves ? "deep MLP" : "MLP";
+        Run none = Train(model, ShardMode.None);
+        Run optimizer = Train(model, ShardMode.Optimizer);
+        Run gradients = Train(model, ShardMode.Gradients, BucketBytes);
+        Assert.IsFalse(BitwiseEqual(none.Start, none.Replicas[0]),
+                       name + ": 3 steps left the parameters unchanged");
+        for (int d = 0; d < Devices; ++d)
+          AssertBitwiseEqual(none.Replicas[d], gradients.Replicas[d],
+                             name + ": Gradients against None, replica " + d);
+        Assert.AreEqual(none.Checksum, gradients.Checksum, name + ": the checksums");
+
+        ulong whole = none.Memory[0].Gradients;
+        Assert.AreEqual(4 * parameters, whole, name + ": the gradient of an unsharded replica");
+        ulong staging = gradients.Memory[0].Gradients - gradients.Memory[0].OptimizerState / 2;
+        Assert.Greater(staging, 0UL, name + ": staging buckets");
+        ulong state = 0, ranges = 0, sum = 0;
+        for (int d = 0; d < Devices; ++d) {
+          string what = name + ", Gradients, device " + d;
+          ReplicaMemory m = gradients.Memory[d];
+          AssertParts(m, parameters, false, what);
+          Assert.AreEqual(optimizer.Memory[d].OptimizerState, m.OptimizerState,
+                          what + ": the optimizer state of Optimizer's range");
+          // The range's gradient takes 4 bytes per parameter, its AdamW state 8.
+          Assert.AreEqual(m.OptimizerState / 2 + staging, m.Gradients,
+                          what + ": the range's gradient plus device 0's staging buckets");
+          if (saves) Assert.Less(m.Gradients, whole, what + ": less than an unsharded replica's gradient");
+          state += m.OptimizerState;
+          ranges += m.Gradients - staging;
+          sum += m.Gradients;
+        }
+        Assert.AreEqual(none.Memory[0].OptimizerState, state, name + ": the devices' optimizer states add up");
+        Assert.AreEqual(whole, ranges,
+                        name + ": the devices' ranges of the gradient add up to the unsharded one");
+        if (saves) Assert.Less(sum, Devices * whole, name + ": the devices' gradients against 3 unsharded ones");
+      }
+    }
+  }
+
+  /// Gradients on several devices refuses a model with a tied parameter (gpt-mini's LM head tied to its token
+  /// embedding): UnsupportedException when the trainer is created.
+  [Test]
+  public void ShardingTheGradientsRefusesTiedParameters() {
+    using (var two = new Context(2))
+    using (var gpt = Model.Builtin("gpt-mini"))
+    using (var options = new TrainerOptions()) {
+      gpt.Tie("lm_head.weight", "transformer.wte.weight");
+      options.Shard = ShardMode.Gradients;
+      var e = Assert.Throws<UnsupportedException>(() => new Trainer(two, gpt, options, null));
+      Assert.AreEqual(Status.Unsupported, e.Status);
+      StringAssert.Contains("tied parameters", e.LibraryMessage);
+      StringAssert.Contains("lm_head.weight", e.LibraryMessage);
+    }
+  }
+
+  /// A device past the last is an InvalidArgumentException with Status.OutOfRange; a mode outside the enum
+  /// (3, -1) is refused when the trainer is created: InvalidArgumentException, naming the option. Optimizer and
+  /// Gradients are taken.
   [Test]
   public void AnOutOfRangeDeviceAndAnUnknownModeAreRefused() {
     using (var model = TestData.MakeModel())
@@ -156,7 +246,8 @@ public class ShardingTests {
         Assert.AreEqual(4 * trainer.ParameterCount, trainer.GetReplicaMemory(Devices - 1).Parameters,
                         "the trainer is unharmed");
       }
-      foreach (int value in new[] { 2, -1 }) {
+      Assert.AreEqual(2, (int)ShardMode.Gradients);
+      foreach (int value in new[] { 3, -1 }) {
         options.Shard = (ShardMode)value;
         Assert.AreEqual((ShardMode)value, options.Shard);
         var e = Assert.Throws<InvalidArgumentException>(() => new Trainer(context, model, options, null),
@@ -164,9 +255,11 @@ public class ShardingTests {
         Assert.AreEqual(Status.InvalidArgument, e.Status);
         StringAssert.Contains("shard mode " + value, e.LibraryMessage);
       }
-      options.Shard = ShardMode.Optimizer;
-      using (var trainer = new Trainer(context, model, options, null))
-        Assert.AreEqual((ulong)Devices, trainer.DeviceCount);
+      foreach (ShardMode mode in new[] { ShardMode.Optimizer, ShardMode.Gradients }) {
+        options.Shard = mode;
+        using (var trainer = new Trainer(context, model, options, null))
+          Assert.AreEqual((ulong)Devices, trainer.DeviceCount, mode.ToString());
+      }
     }
   }
 }

@@ -29,14 +29,19 @@ public final class ReplicaMemory {
     return parameters;
   }
 
-  /** The summed gradient (float32, one per parameter): 4 bytes per parameter. */
+  /**
+   * The summed gradient (float32, one per parameter): 4 bytes per parameter; with
+   * {@link ShardMode#SHARD_GRADIENTS}, that of the replica's own range of the parameters only (about 1/K of it
+   * over K devices) plus the two staging buckets backward writes the gradient buckets into.
+   */
   public long gradients() {
     return gradients;
   }
 
   /**
-   * Momentum or Adam's moments (AdamW: 8 bytes per parameter): with {@link ShardMode#SHARD_OPTIMIZER}, those of
-   * the replica's own range of the parameters only, about 1/K of them over K devices.
+   * Momentum or Adam's moments (AdamW: 8 bytes per parameter): with {@link ShardMode#SHARD_OPTIMIZER} or
+   * {@link ShardMode#SHARD_GRADIENTS}, those of the replica's own range of the parameters only, about 1/K of
+   * them over K devices.
    */
   public long optimizerState() {
     return optimizerState;

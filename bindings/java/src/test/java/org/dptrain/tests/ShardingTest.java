@@ -7,7 +7,8 @@ import org.dptrain.*;
 import org.junit.jupiter.api.Test;
 
 /**
- * TrainerOptions.setShard (trainer.h shard, ZeRO stage 1) and Trainer.replicaMemory (dpt_trainer_replica_memory).
+ * TrainerOptions.setShard (trainer.h shard, ZeRO stages 1 and 2) and Trainer.replicaMemory
+ * (dpt_trainer_replica_memory).
  */
 class ShardingTest {
   static final int DEVICES = 3;
@@ -17,6 +18,12 @@ class ShardingTest {
   static final int SAMPLES = 24; // 8 per device
   /** 64 -> 128 -> 3: three norm blocks of 4096 parameters, so each of the 3 devices owns one range. */
   static final long PARAMETERS = FEATURES * 128 + 128 + 128 * CLASSES + CLASSES;
+  /** Hidden layers of 64 units in {@link #deepMlp}: alike, so that small buckets hold about one layer each. */
+  static final int DEEP_LAYERS = 6;
+  static final long DEEP_PARAMETERS =
+      FEATURES * 64 + 64 + (DEEP_LAYERS - 1) * (64 * 64 + 64) + 64 * CLASSES + CLASSES;
+  /** SHARD_GRADIENTS' runs use buckets of 4096 bytes (whole layers, each at least this size). */
+  static final long BUCKET_BYTES = 4096;
 
   static void assertBitwiseEqual(float[] expected, float[] actual, String what) {
     assertEquals(expected.length, actual.length, what);
@@ -30,6 +37,20 @@ class ShardingTest {
     Model m = new Model(1, SIDE, SIDE);
     m.addDense(128);
     m.addActivation(Activation.ACTIVATION_RELU);
+    m.addDense(CLASSES);
+    return m;
+  }
+
+  /**
+   * 1x8x8 -> 6 x (dense 64 -> relu) -> dense 3: 25155 parameters, six buckets of 4096 bytes (the head's 195
+   * parameters join the last hidden layer's bucket).
+   */
+  static Model deepMlp() {
+    Model m = new Model(1, SIDE, SIDE);
+    for (int i = 0; i < DEEP_LAYERS; ++i) {
+      m.addDense(64);
+      m.addActivation(Activation.ACTIVATION_RELU);
+    }
     m.addDense(CLASSES);
     return m;
   }
@@ -52,16 +73,20 @@ class ShardingTest {
     ReplicaMemory[] memory = new ReplicaMemory[DEVICES];
   }
 
-  /** The MLP on 3 CPU devices, seed 7, AdamW, 3 steps on one batch, with the given shard mode. */
-  static Run train(Context three, Model m, ShardMode shard) {
+  /**
+   * The model on 3 CPU devices, seed 7, AdamW, 3 steps on one batch, with the given shard mode and bucket size
+   * (0: the default).
+   */
+  static Run train(Context three, Model m, ShardMode shard, long bucketBytes) {
     TrainerOptions o = Fixtures.seeded(7);
     o.setShard(shard);
     assertEquals(shard, o.getShard());
+    if (bucketBytes != 0) o.setBucketBytes(bucketBytes);
     float[] x = Fixtures.inputs(SAMPLES, FEATURES, CLASSES);
     int[] y = Fixtures.labels(SAMPLES, CLASSES);
     try (Trainer t = new Trainer(three, m, o, adamw())) {
       assertEquals(DEVICES, t.deviceCount());
-      assertEquals(PARAMETERS, t.parameterCount());
+      assertEquals(m.parameterCount(), t.parameterCount());
       Run run = new Run();
       run.start = t.getParameters();
       for (int i = 0; i < 3; ++i) assertTrue(t.step(x, y).getApplied(), shard + ", step " + (i + 1));
@@ -74,10 +99,13 @@ class ShardingTest {
     }
   }
 
-  /** Parameters and gradients are float32 (4 bytes a parameter), no buffers, and the total is the sum. */
-  static void assertParts(ReplicaMemory m, String what) {
-    assertEquals(4 * PARAMETERS, m.parameters(), what + ": parameters");
-    assertEquals(4 * PARAMETERS, m.gradients(), what + ": gradients");
+  /**
+   * Parameters (and, unless the gradient is sharded, gradients) are float32 (4 bytes a parameter), no buffers,
+   * and the total is the sum.
+   */
+  static void assertParts(ReplicaMemory m, long parameters, boolean wholeGradient, String what) {
+    assertEquals(4 * parameters, m.parameters(), what + ": parameters");
+    if (wholeGradient) assertEquals(4 * parameters, m.gradients(), what + ": gradients");
     assertEquals(0, m.buffers(), what + ": buffers (no batch norm)");
     assertTrue(m.activations() > 0, what + ": activations " + m.activations());
     assertEquals(m.parameters() + m.gradients() + m.optimizerState() + m.buffers() + m.activations(), m.total(),
@@ -93,8 +121,8 @@ class ShardingTest {
   void shardingTheOptimizerKeepsTheBitsAndSplitsTheState() {
     assertEquals(ShardMode.SHARD_NONE, new TrainerOptions().getShard(), "the default");
     try (Context three = new Context(DEVICES, 0); Model m = mlp()) {
-      Run none = train(three, m, ShardMode.SHARD_NONE);
-      Run sharded = train(three, m, ShardMode.SHARD_OPTIMIZER);
+      Run none = train(three, m, ShardMode.SHARD_NONE, 0);
+      Run sharded = train(three, m, ShardMode.SHARD_OPTIMIZER, 0);
       assertBitwiseEqual(none.start, sharded.start, "the same seed starts alike");
       assertFalse(Arrays.equals(none.start, none.replicas[0]), "3 steps left the parameters unchanged");
       for (int d = 0; d < DEVICES; ++d) {
@@ -108,8 +136,8 @@ class ShardingTest {
       assertEquals(8 * PARAMETERS, whole, "AdamW's state of an unsharded replica");
       long sum = 0;
       for (int d = 0; d < DEVICES; ++d) {
-        assertParts(none.memory[d], "SHARD_NONE, device " + d);
-        assertParts(sharded.memory[d], "SHARD_OPTIMIZER, device " + d);
+        assertParts(none.memory[d], PARAMETERS, true, "SHARD_NONE, device " + d);
+        assertParts(sharded.memory[d], PARAMETERS, true, "SHARD_OPTIMIZER, device " + d);
         assertEquals(whole, none.memory[d].optimizerState(), "SHARD_NONE, device " + d + ": the whole state");
         long part = sharded.memory[d].optimizerState();
         assertTrue(part > 0 && part < whole,
@@ -121,8 +149,85 @@ class ShardingTest {
   }
 
   /**
+   * SHARD_GRADIENTS with buckets of 4096 bytes and one micro-batch per step trains to the very bits of SHARD_NONE
+   * (every replica, and the checksum) on the MLP and on a deeper one. Each device keeps the optimizer state of
+   * the same range as with SHARD_OPTIMIZER (the parts add up to the unsharded state) and the summed gradient of
+   * that range (AdamW: half its state's bytes) plus two staging buckets, the same on every device: over the
+   * devices the ranges add up to one unsharded gradient. The MLP's 8320-parameter layer fills its buckets, so
+   * there sharding the gradient saves nothing; on the deeper MLP (six alike layers, six buckets) each device
+   * reports less than an unsharded replica's gradient, and the three together less than three unsharded
+   * replicas'.
+   */
+  @Test
+  void shardingTheGradientsKeepsTheBitsAndSplitsTheGradient() {
+    try (Context three = new Context(DEVICES, 0); Model mlp = mlp(); Model deep = deepMlp()) {
+      for (Model m : new Model[] {mlp, deep}) {
+        boolean saves = m == deep; // sharding the gradient saves memory
+        long parameters = saves ? DEEP_PARAMETERS : PARAMETERS;
+        assertEquals(parameters, m.parameterCount());
+        String name = saves ? "deep MLP" : "MLP";
+        Run none = train(three, m, ShardMode.SHARD_NONE, 0);
+        Run optimizer = train(three, m, ShardMode.SHARD_OPTIMIZER, 0);
+        Run gradients = train(three, m, ShardMode.SHARD_GRADIENTS, BUCKET_BYTES);
+        assertFalse(Arrays.equals(none.start, none.replicas[0]), name + ": 3 steps left the parameters unchanged");
+        for (int d = 0; d < DEVICES; ++d) {
+          assertBitwiseEqual(none.replicas[d], gradients.replicas[d],
+              name + ": SHARD_GRADIENTS against SHARD_NONE, replica " + d);
+        }
+        assertEquals(none.checksum, gradients.checksum, name + ": the checksums");
+
+        long whole = none.memory[0].gradients();
+        assertEquals(4 * parameters, whole, name + ": the gradient of an unsharded replica");
+        long staging = gradients.memory[0].gradients() - gradients.memory[0].optimizerState() / 2;
+        assertTrue(staging > 0, name + ": staging buckets " + staging);
+        long state = 0, ranges = 0, sum = 0;
+        for (int d = 0; d < DEVICES; ++d) {
+          String what = name + ", SHARD_GRADIENTS, device " + d;
+          ReplicaMemory mem = gradients.memory[d];
+          assertParts(mem, parameters, false, what);
+          assertEquals(optimizer.memory[d].optimizerState(), mem.optimizerState(),
+              what + ": the optimizer state of SHARD_OPTIMIZER's range");
+          // The range's gradient takes 4 bytes per parameter, its AdamW state 8.
+          assertEquals(mem.optimizerState() / 2 + staging, mem.gradients(),
+              what + ": the range's gradient plus device 0's staging buckets");
+          if (saves) {
+            assertTrue(mem.gradients() < whole,
+                what + ": gradients " + mem.gradients() + " bytes, not less than the unsharded " + whole);
+          }
+          state += mem.optimizerState();
+          ranges += mem.gradients() - staging;
+          sum += mem.gradients();
+        }
+        assertEquals(none.memory[0].optimizerState(), state, name + ": the devices' optimizer states add up");
+        assertEquals(whole, ranges, name + ": the devices' ranges of the gradient add up to the unsharded one");
+        if (saves) {
+          assertTrue(sum < DEVICES * whole,
+              name + ": the devices' gradients take " + sum + " bytes, not less than " + DEVICES * whole);
+        }
+      }
+    }
+  }
+
+  /**
+   * SHARD_GRADIENTS on several devices refuses a model with a tied parameter (gpt-mini's LM head tied to its
+   * token embedding): an UnsupportedException when the trainer is created.
+   */
+  @Test
+  void shardingTheGradientsRefusesTiedParameters() {
+    try (Context two = new Context(2, 0); Model gpt = Model.builtin("gpt-mini")) {
+      gpt.tie("lm_head.weight", "transformer.wte.weight");
+      TrainerOptions o = new TrainerOptions();
+      o.setShard(ShardMode.SHARD_GRADIENTS);
+      UnsupportedException e = assertThrows(UnsupportedException.class, () -> new Trainer(two, gpt, o, null));
+      assertEquals(Status.ERROR_UNSUPPORTED, e.getStatus());
+      assertTrue(e.getLibraryMessage().contains("tied parameters"), e.getLibraryMessage());
+      assertTrue(e.getLibraryMessage().contains("lm_head.weight"), e.getLibraryMessage());
+    }
+  }
+
+  /**
    * A device past the last (or a negative one) is an InvalidArgumentException with ERROR_OUT_OF_RANGE. A shard
-   * mode outside the enum cannot reach the library from Java (the enum refuses 2; C# and Go test the library's
+   * mode outside the enum cannot reach the library from Java (the enum refuses 3; C# and Go test the library's
    * INVALID_ARGUMENT), and null is refused before any native call.
    */
   @Test
@@ -137,9 +242,11 @@ class ShardingTest {
       assertEquals(4 * Fixtures.TINY_PARAMETERS, t.replicaMemory(DEVICES - 1).parameters(),
           "the trainer is unharmed");
     }
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ShardMode.swigToEnum(2));
-    assertTrue(e.getMessage().contains("2"), e.getMessage());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ShardMode.swigToEnum(3));
+    assertTrue(e.getMessage().contains("3"), e.getMessage());
     assertEquals(ShardMode.SHARD_OPTIMIZER, ShardMode.swigToEnum(1));
+    assertEquals(ShardMode.SHARD_GRADIENTS, ShardMode.swigToEnum(2));
+    assertEquals(2, ShardMode.SHARD_GRADIENTS.swigValue());
     TrainerOptions o = new TrainerOptions();
     o.setShard(ShardMode.SHARD_OPTIMIZER);
     assertThrows(NullPointerException.class, () -> o.setShard(null));
