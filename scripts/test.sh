@@ -60,7 +60,7 @@ if [ "${DPTRAIN_SKIP_SANITIZERS:-0}" != "1" ]; then
     test_device_faults test_buckets test_timeouts test_batch_norm test_transformer_equivalence \
     test_gpu_training test_sharding dptrain_sim_cuda >/dev/null
   # test_gpu_training_sim: replicas sharing a simulated GPU run on worker threads of their own (lanes).
-  # test_sharding_threads: sharded gradients' staging slots and bucket reduce-scatters.
+  # test_sharding_threads: sharded gradients' staging slots and bucket reduce-scatters, parameter gathers.
   run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence|test_device_faults|test_buckets|test_timeouts|test_batch_norm|test_transformer_equivalence|test_gpu_training_sim|test_sharding_threads)$'
 fi
 

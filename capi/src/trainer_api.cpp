@@ -106,8 +106,10 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
   c.activation_dtype = to_dtype(dpt::capi::checked_enum(
       o.activation_dtype, {DPT_PRECISION_FP32, DPT_PRECISION_BF16, DPT_PRECISION_FP16}, "activation_dtype"));
   const dpt_shard_mode shard = dpt::capi::checked_enum(
-      o.shard, {DPT_SHARD_NONE, DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS}, "shard mode");
-  c.shard = shard == DPT_SHARD_GRADIENTS   ? dpt::ShardMode::kGradients
+      o.shard, {DPT_SHARD_NONE, DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS, DPT_SHARD_PARAMETERS},
+      "shard mode");
+  c.shard = shard == DPT_SHARD_PARAMETERS  ? dpt::ShardMode::kParameters
+            : shard == DPT_SHARD_GRADIENTS ? dpt::ShardMode::kGradients
             : shard == DPT_SHARD_OPTIMIZER ? dpt::ShardMode::kOptimizer
                                            : dpt::ShardMode::kNone;
   return c;

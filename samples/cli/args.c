@@ -30,6 +30,7 @@ static const choice kPrecisions[] = {
 static const choice kShardModes[] = {{"none", DPT_SHARD_NONE},
                                      {"optimizer", DPT_SHARD_OPTIMIZER},
                                      {"gradients", DPT_SHARD_GRADIENTS},
+                                     {"parameters", DPT_SHARD_PARAMETERS},
                                      {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
@@ -599,10 +600,12 @@ void print_train_help(FILE *out) {
       "  --activation-dtype fp32|bf16|fp16  keep activations between forward and backward as 16-bit\n"
       "                         copies (about 0.6 of the bytes on deep models; backward reads them\n"
       "                         rounded) or float32 (default)\n"
-      "  --shard none|optimizer|gradients  sharded data parallel: optimizer = each device keeps the\n"
-      "                         optimizer state of 1/K of the parameters (ZeRO stage 1: the same bits as\n"
-      "                         none, the default); gradients = also 1/K of the gradient (ZeRO stage 2,\n"
-      "                         reduce-scattered bucket by bucket during backward); CPU devices\n"
+      "  --shard none|optimizer|gradients|parameters  sharded data parallel: optimizer = each device\n"
+      "                         keeps the optimizer state of 1/K of the parameters (ZeRO stage 1: the same\n"
+      "                         bits as none, the default); gradients = also 1/K of the gradient (stage 2,\n"
+      "                         reduce-scattered bucket by bucket during backward); parameters = also 1/K\n"
+      "                         of the parameters (stage 3, FSDP: gathered bucket by bucket as the\n"
+      "                         layers run); CPU devices\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

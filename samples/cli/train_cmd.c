@@ -340,9 +340,10 @@ static void print_header(const train_run *run) {
                                                : "",
           c->activation_dtype != DPT_PRECISION_FP32 ? ", activations in " : "",
           c->activation_dtype != DPT_PRECISION_FP32 ? precision_name(c->activation_dtype) : "",
-          c->shard == DPT_SHARD_OPTIMIZER   ? ", optimizer state sharded"
-          : c->shard == DPT_SHARD_GRADIENTS ? ", optimizer state and gradients sharded"
-                                            : "");
+          c->shard == DPT_SHARD_OPTIMIZER    ? ", optimizer state sharded"
+          : c->shard == DPT_SHARD_GRADIENTS  ? ", optimizer state and gradients sharded"
+          : c->shard == DPT_SHARD_PARAMETERS ? ", optimizer state, gradients and parameters sharded"
+                                             : "");
   fflush(run->out);
 }
 

@@ -139,8 +139,12 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
   c.n = int64_t(info.n);
   for (size_t i = 0; i < node.inputs.size(); ++i) c.inputs[i].data = store_->at(node.inputs[i]);
   c.output.data = store_->at(node.output);
+  const float *base = params;  // where element 0 of the flat vector would be: base + offset
+  size_t first = 0;
+  if (info.parameters.node_parameters != nullptr && node.parameters() > 0)
+    base = info.parameters.node_parameters(info.parameters.context, j), first = node.param_offset;
   for (size_t k = 0; k < node.layout.params.size(); ++k)
-    c.params[k].data = const_cast<float *>(params + node.param_offsets[k]);
+    c.params[k].data = const_cast<float *>(base + (node.param_offsets[k] - first));
   float *b = buffers != nullptr ? buffers + node.buffer_offset : nullptr;
   for (size_t k = 0; k < node.layout.buffers.size(); ++k) {
     c.buffers[k].data = b;

@@ -18,6 +18,14 @@ class StatisticsReducer {
   virtual void all_reduce(size_t rank, double *values, size_t count) = 0;
 };
 
+// Where a pass reads the parameters of a node when the replica does not hold them whole (sharded
+// parameters): node_parameters returns where the node's own parameters [param_offset, param_offset +
+// parameters()) are, valid until the next call. Unset: the pass's params + offsets.
+struct ParameterSource {
+  const float *(*node_parameters)(void *context, size_t node) = nullptr;
+  void *context = nullptr;
+};
+
 struct PassInfo {
   size_t n = 0;               // samples in this slice
   uint64_t first_sample = 0;  // position of the slice's first sample in the accumulation window
@@ -35,6 +43,7 @@ struct PassInfo {
   bool sync_statistics = false;
   // Training passes: the loss gradient is multiplied by this before backward (loss scaling; a power of two).
   float loss_scale = 1.0f;
+  ParameterSource parameters = {};
 };
 
 }  // namespace dpt

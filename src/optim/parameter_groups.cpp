@@ -44,15 +44,15 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
   for_each_run([&](size_t lo, size_t hi) { ++runs, covered += hi - lo; });
   const bool all = runs == 1 && covered == end - begin;
   if (config.weight_decay == 0.0f || all) {
-    kernels.apply_update(config, t, lr, grad_scale, params + begin, grads, state, end - begin);
+    kernels.apply_update(config, t, lr, grad_scale, params, grads, state, end - begin);
     return;
   }
   OptimizerConfig plain = config;
   plain.weight_decay = 0.0f;
   if (config.kind == OptimizerKind::kAdamW) {
     const float decay = 1.0f - lr * config.weight_decay;
-    for_each_run([&](size_t lo, size_t hi) { kernels.scale(params + lo, hi - lo, decay); });
-    kernels.apply_update(plain, t, lr, grad_scale, params + begin, grads, state, end - begin);
+    for_each_run([&](size_t lo, size_t hi) { kernels.scale(params + (lo - begin), hi - lo, decay); });
+    kernels.apply_update(plain, t, lr, grad_scale, params, grads, state, end - begin);
     return;
   }
   // SGD: runs alternate between decayed and not; state (momentum) is one float per parameter, or none.
@@ -60,7 +60,7 @@ void apply_grouped_update(DeviceKernels &kernels, const OptimizerConfig &config,
   size_t at = begin;
   auto update = [&](const OptimizerConfig &c, size_t lo, size_t hi) {
     if (hi > lo)
-      kernels.apply_update(c, t, lr, grad_scale, params + lo, grads + (lo - begin),
+      kernels.apply_update(c, t, lr, grad_scale, params + (lo - begin), grads + (lo - begin),
                            has_state ? state + (lo - begin) : state, hi - lo);
   };
   for_each_run([&](size_t lo, size_t hi) {

@@ -23,9 +23,9 @@ struct DecaySegment {
 std::vector<DecaySegment> decayed_segments(const ModelSpec &spec, const OptimizerConfig &config);
 
 // apply_update over params[begin, end) (the whole flat vector, or the shard of it one device updates) with
-// weight decay on the decayed runs only; params points at the whole vector, grads and state at the range's
-// (grads[0] is element begin's gradient; state_floats_per_parameter * (end - begin) floats of state, laid
-// out as apply_update's for that count).
+// weight decay on the decayed runs only; params, grads and state point at the range's (params[0] is
+// element begin; state_floats_per_parameter * (end - begin) floats of state, laid out as apply_update's for
+// that count).
 // The range decayed as a whole: apply_update itself (the same bits as before parameter groups). Otherwise
 // AdamW first multiplies the decayed runs by 1 - lr * weight_decay (the decoupled decay apply_update starts
 // with, so each element sees the same operations) and then updates every parameter without decay; SGD,

@@ -1,7 +1,7 @@
 // One device's full copy of the model: its kernels (on a GPU: its own stream), network, parameters, summed
 // gradients and optimizer state, all in the device's memory. The optimizer state covers the parameters the
-// replica updates: all of them, or its shard (ShardLayout) when the optimizer is sharded; so does the
-// gradient when it is sharded too.
+// replica updates: all of them, or its shard (ShardLayout) when the optimizer is sharded; so do the
+// gradient and the parameters when they are sharded too.
 #pragma once
 
 #include <memory>
@@ -14,12 +14,12 @@ namespace dpt {
 
 struct Replica {
   Replica(Device &device, const ModelSpec &spec, const OptimizerConfig &optimizer,
-          const KernelOptions &options, DType matmul_dtype, DType activation_dtype, size_t gradient_count,
-          size_t state_parameters)
+          const KernelOptions &options, DType matmul_dtype, DType activation_dtype, size_t parameter_count,
+          size_t gradient_count, size_t state_parameters)
       : device(&device),
         kernels(device.create_kernels(options)),
         network(spec, *kernels, matmul_dtype, activation_dtype),
-        params(kernels->memory(), spec.parameter_count()),
+        params(kernels->memory(), parameter_count),
         grads(kernels->memory(), gradient_count),
         buffers(kernels->memory(), spec.buffer_count()),
         state(kernels->memory(), state_parameters * state_floats_per_parameter(optimizer)) {

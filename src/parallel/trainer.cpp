@@ -85,17 +85,20 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                   config_.activation_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the activation dtype must be float32, bfloat16 or float16");
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
-                  config_.shard == ShardMode::kGradients,
+                  config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
   DPT_REQUIRE(config_.shard == ShardMode::kNone || !on_gpus_, DPT_ERROR_UNSUPPORTED,
               "sharded data parallel runs on CPU devices only in this version (the replicas are on " +
                   devices_[0]->name() + ")");
-  const bool shard_gradients = config_.shard == ShardMode::kGradients && devices_.size() > 1;
+  const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
+  const bool shard_gradients =
+      (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
+      devices_.size() > 1;
   DPT_REQUIRE(!shard_gradients || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
-              "sharded gradients span the devices of one process only in this version (use the optimizer "
-              "shard mode across MPI processes)");
+              "sharded gradients and parameters span the devices of one process only in this version (use "
+              "the optimizer shard mode across MPI processes)");
   DPT_REQUIRE(!shard_gradients || spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
-              "sharded gradients do not support tied parameters in this version (" +
+              "sharded gradients and parameters do not support tied parameters in this version (" +
                   (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
   shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard != ShardMode::kNone);
   if (shards_.sharded())
@@ -104,8 +107,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   for (size_t rank = 0; rank < devices_.size(); ++rank)
     replicas_.push_back(std::make_unique<Replica>(
         *devices_[rank], spec_, config_.optimizer, config_.kernels, config_.matmul_dtype,
-        config_.activation_dtype, shard_gradients ? shards_.size(rank) : spec_.parameter_count(),
-        shards_.size(rank)));
+        config_.activation_dtype, shard_parameters ? shards_.size(rank) : spec_.parameter_count(),
+        shard_gradients ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank)));
+  if (shard_parameters)
+    gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
@@ -311,7 +316,8 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     broken_ = true;  // the replicas' gradients (and a NCCL communicator) are in an unknown state
     throw;
   }
-  run_phase([this, reduced, lr, inv_samples](size_t rank) {
+  const bool gather = shards_.sharded() && gatherer_ == nullptr;  // whole parameters on every replica
+  run_phase([this, reduced, lr, inv_samples, gather](size_t rank) {
     Replica &r = *replicas_[rank];
     collective_->reduce_in_update(rank, reduced);
     // Every replica now holds the same summed gradient (sharded: the same sums in the range it owns), so
@@ -322,9 +328,9 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     const double clip = config_.optimizer.clip_norm;
     if (clip > 0.0 && r.norm > clip) scale *= clip / (r.norm + 1e-6);  // as PyTorch's clip_grad_norm_
     apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
-                         r.params.data(), owned_gradients(rank), r.state.data(), shards_.begin(rank),
+                         owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
-    if (shards_.sharded()) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    if (gather) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
     r.grads.zero();
   });
   const double grad_norm = replicas_[0]->norm;
@@ -357,6 +363,11 @@ double Trainer::global_norm(size_t rank) {
                 blocks.data() + shards_.begin(rank) / kNormBlock);
   group_->collective().all_reduce_doubles(rank, blocks.data(), blocks.size());
   return l2_norm_of_blocks(blocks.data(), blocks.size());
+}
+
+float *Trainer::owned_parameters(size_t rank) {
+  float *params = replicas_[rank]->params.data();
+  return replicas_[rank]->params.size() == spec_.parameter_count() ? params + shards_.begin(rank) : params;
 }
 
 float *Trainer::owned_gradients(size_t rank) {
@@ -406,7 +417,7 @@ EvalStats Trainer::evaluate(const void *x, const int32_t *labels, size_t n) {
     r.stats = {};
     if (r.count == 0) return;
     r.stats = r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(),
-                                pass_info(r.count, r.begin, 0, false));
+                                pass_info(r.count, r.begin, 0, false, rank));
   });
   EvalStats e;
   double totals[3] = {0, 0, double(own_targets)};  // loss sum, correct, counted targets of this share
@@ -431,7 +442,8 @@ void Trainer::predict(const void *x, size_t n, float *logits) {
   run_phase([this](size_t rank) {
     Replica &r = *replicas_[rank];
     if (r.count == 0) return;
-    r.network.forward(r.params.data(), r.buffers.data(), nullptr, pass_info(r.count, r.begin, 0, false));
+    r.network.forward(r.params.data(), r.buffers.data(), nullptr,
+                      pass_info(r.count, r.begin, 0, false, rank));
     r.kernels->synchronize();
   });
   // The logits are copied out here, on the caller's thread, once every task has returned.

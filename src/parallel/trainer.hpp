@@ -21,6 +21,7 @@
 #include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/loss_scaler.hpp"
+#include "parallel/parameter_gatherer.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
 
@@ -32,8 +33,10 @@ enum class SplitPolicy { kEven, kWeighted, kAuto };
 // kOptimizer (ZeRO stage 1): the optimizer state; each device updates its range of the parameters
 // (ShardLayout) from the reduce-scattered gradient and the ranges are all-gathered. kGradients (stage 2):
 // also the gradient; each device keeps the summed gradient of its range only, reduce-scattered bucket by
-// bucket during backward (ShardedGradientCollective). CPU devices.
-enum class ShardMode { kNone, kOptimizer, kGradients };
+// bucket during backward (ShardedGradientCollective). kParameters (stage 3, FSDP): the parameters too;
+// each device keeps its range of them, and a pass copies each bucket of them in from the owners just
+// before its nodes run (ParameterGatherer). CPU devices.
+enum class ShardMode { kNone, kOptimizer, kGradients, kParameters };
 
 struct TrainerConfig {
   // Indices of the context's devices, one replica each; empty = all devices of the context. All CPU devices
@@ -74,6 +77,7 @@ struct TrainerConfig {
   // kOptimizer: the same bits as kNone (parallel/shard_layout.hpp); the optimizer state takes 1/K of the
   // memory. kGradients: the gradient too (plus two staging buckets of bucket_bytes or more); the same bits
   // with one micro-batch per window, one rounding per micro-batch otherwise (docs/sharding.md).
+  // kParameters: the parameters too (plus one gather slot of a bucket); the bits of kGradients.
   ShardMode shard = ShardMode::kNone;
 };
 
@@ -219,7 +223,8 @@ class Trainer {
                     rank,
                     training ? statistics_.get() : nullptr,
                     config_.sync_batch_norm,
-                    training ? float(loss_multiplier_) : 1.0f};
+                    training ? float(loss_multiplier_) : 1.0f,
+                    gatherer_ != nullptr ? gatherer_->source(rank) : ParameterSource{}};
   }
   void compute_gradients(size_t rank, bool post_buckets);
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
@@ -229,6 +234,7 @@ class Trainer {
   double global_norm(size_t rank);
   // The summed gradient of the range rank updates: element shards_.begin(rank) first.
   float *owned_gradients(size_t rank);
+  float *owned_parameters(size_t rank);
   // Zeroes the gradients and forgets the window's micro-batches.
   void drop_window();
   void discard_window(StepStats &s);
@@ -264,6 +270,8 @@ class Trainer {
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.
   ShardLayout shards_;
+  // Sharded parameters: where each pass reads them (nullptr: every replica holds them whole).
+  std::unique_ptr<ParameterGatherer> gatherer_;
   // Sharded: each rank's gradient norm block sums (its own blocks, zeros elsewhere), summed across ranks.
   std::vector<std::vector<double>> norm_blocks_;
   // The gradient all-reduce, chosen in the constructor by the kind of the devices. Declared before group_:

@@ -24,7 +24,13 @@ void Trainer::get_parameters(size_t replica, float *out) const {
   DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
               "replica " + std::to_string(replica) + " does not exist (the trainer has " +
                   std::to_string(replicas_.size()) + ")");
-  copy_to_host(replica, replicas_[replica]->params, out);
+  if (gatherer_ == nullptr) {
+    copy_to_host(replica, replicas_[replica]->params, out);
+    return;
+  }
+  // Sharded parameters: every replica's range (every replica sees the same whole vector).
+  for (size_t rank = 0; rank < replicas_.size(); ++rank)
+    if (shards_.size(rank) > 0) copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank));
 }
 
 void Trainer::set_parameters(const float *in) {
@@ -33,8 +39,13 @@ void Trainer::set_parameters(const float *in) {
   set_parameters_locked(in);
 }
 
+// Each replica's parameters: all of them, or (sharded parameters) its range.
 void Trainer::set_parameters_locked(const float *in) {
-  for (auto &r : replicas_) r->kernels->copy_to_device(r->params.data(), in, r->params.size());
+  for (size_t rank = 0; rank < replicas_.size(); ++rank) {
+    Replica &r = *replicas_[rank];
+    r.kernels->copy_to_device(r.params.data(), in + (gatherer_ != nullptr ? shards_.begin(rank) : 0),
+                              r.params.size());
+  }
   for (auto &r : replicas_) r->kernels->synchronize();
 }
 
@@ -78,7 +89,8 @@ ReplicaMemory Trainer::replica_memory(size_t replica) const {
                   std::to_string(replicas_.size()) + ")");
   const Replica &r = *replicas_[replica];
   ReplicaMemory m;
-  m.parameters = r.params.size() * sizeof(float);
+  m.parameters =
+      r.params.size() * sizeof(float) + (gatherer_ != nullptr ? gatherer_->slot_bytes(replica) : 0);
   m.gradients = r.grads.size() * sizeof(float) + collective_->staging_bytes(replica);
   m.optimizer_state = r.state.size() * sizeof(float);
   m.buffers = r.buffers.size() * sizeof(float);
@@ -88,7 +100,7 @@ ReplicaMemory Trainer::replica_memory(size_t replica) const {
 
 uint64_t Trainer::parameter_checksum() const {
   std::vector<float> p(parameter_count());
-  copy_to_host(0, replicas_[0]->params, p.data());
+  get_parameters(0, p.data());
   return fnv1a64(p.data(), p.size() * sizeof(float));
 }
 
@@ -99,10 +111,10 @@ TrainerState Trainer::save_state() const {
                   std::to_string(config_.accumulation_steps) + " micro-batches done)");
   const Replica &r = *replicas_[0];
   TrainerState state;
-  state.parameters.resize(r.params.size());
-  state.optimizer_state.resize(r.params.size() * state_floats_per_parameter(config_.optimizer));
+  state.parameters.resize(parameter_count());
+  state.optimizer_state.resize(parameter_count() * state_floats_per_parameter(config_.optimizer));
   state.buffers.resize(r.buffers.size());
-  copy_to_host(0, r.params, state.parameters.data());
+  get_parameters(0, state.parameters.data());
   copy_to_host(0, r.buffers, state.buffers.data());
   // The optimizer state of every shard into the unsharded layout (a checkpoint does not depend on the
   // device count or the sharding).
@@ -127,10 +139,10 @@ TrainerState Trainer::save_state() const {
 void Trainer::load_state(const TrainerState &state) {
   check_usable();
   const Replica &first = *replicas_[0];
-  DPT_REQUIRE(state.parameters.size() == first.params.size(), DPT_ERROR_INVALID_ARGUMENT,
+  DPT_REQUIRE(state.parameters.size() == parameter_count(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.parameters.size()) + " parameters, the model " +
-                  std::to_string(first.params.size()));
-  const size_t state_floats = first.params.size() * state_floats_per_parameter(config_.optimizer);
+                  std::to_string(parameter_count()));
+  const size_t state_floats = parameter_count() * state_floats_per_parameter(config_.optimizer);
   DPT_REQUIRE(state.optimizer_state.size() == state_floats, DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.optimizer_state.size()) +
                   " floats of optimizer state, the trainer's optimizer needs " +
@@ -145,9 +157,9 @@ void Trainer::load_state(const TrainerState &state) {
     if (!shards[rank].empty()) reshard_state(rank, state.optimizer_state.data(), shards[rank].data());
   }
   std::lock_guard<std::mutex> lock(context_->work_mutex());
+  set_parameters_locked(state.parameters.data());
   for (size_t rank = 0; rank < replicas_.size(); ++rank) {
     Replica &r = *replicas_[rank];
-    r.kernels->copy_to_device(r.params.data(), state.parameters.data(), r.params.size());
     r.kernels->copy_to_device(r.state.data(), shards[rank].data(), r.state.size());
     r.kernels->copy_to_device(r.buffers.data(), state.buffers.data(), r.buffers.size());
     r.grads.zero();

@@ -1,6 +1,7 @@
 // Sharded data parallel: bytes per device by category for each shard mode and device count, against the
 // ZeRO paper's accounting (mixed-precision Adam aside: float32 AdamW holds 16 bytes per parameter, of which
-// a sharded optimizer keeps 8 + 8/K per device and sharded gradients 4 + 12/K), and the step time of each
+// a sharded optimizer keeps 8 + 8/K per device, sharded gradients 4 + 12/K, sharded parameters 16/K), and
+// the step time of each
 // mode. Gradient buckets of 1 MiB (the C API's default). A table, never a test.
 //
 //   build/bin/dptrain_sharding_bench [--models resnet18,wide-mlp] [--devices 1,2,4,8] [--batch 16]
@@ -97,6 +98,7 @@ const char *mode_name(dpt::ShardMode mode) {
 // the state split K ways with a sharded optimizer, the gradient too with sharded gradients.
 double zero_bytes(dpt::ShardMode mode, size_t parameters, size_t k) {
   const double p = double(parameters), K = double(k);
+  if (mode == dpt::ShardMode::kParameters) return p * 16.0 / K;
   if (mode == dpt::ShardMode::kGradients) return p * (4.0 + 12.0 / K);
   return mode == dpt::ShardMode::kOptimizer ? p * (8.0 + 8.0 / K) : p * 16.0;
 }
@@ -133,8 +135,9 @@ void memory_table(const Options &o) {
   std::printf(
       "bytes per device after one AdamW step of batch %zu (the device that holds the most; MiB). zero = the\n"
       "ZeRO paper's parameters + gradients + optimizer state for float32 AdamW (16 bytes per parameter;\n"
-      "8 + 8/K with a sharded optimizer, 4 + 12/K with sharded gradients); of_zero = (parameters +\n"
-      "gradients + state) / zero (sharded gradients: grads include the two staging buckets)\n\n",
+      "8 + 8/K with a sharded optimizer, 4 + 12/K with sharded gradients, 16/K with sharded parameters);\n"
+      "of_zero = (parameters + gradients + state) / zero (sharded gradients: grads include the two staging\n"
+      "buckets; sharded parameters: params include the gather slot)\n\n",
       o.batch);
   std::printf("%-9s %-10s %2s %10s %10s %10s %10s %12s %10s %10s %8s\n", "model", "shard", "K", "params",
               "grads", "opt_state", "buffers", "activations", "total", "zero", "of_zero");

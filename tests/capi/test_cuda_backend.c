@@ -448,6 +448,9 @@ static void test_gpu_trainer_through_c_api(void **state) {
   o.shard = DPT_SHARD_GRADIENTS;
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
+  o.shard = DPT_SHARD_PARAMETERS;
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  assert_null(t);
   o.shard = DPT_SHARD_NONE;
   o.devices = &gpu;
   o.device_count = 1;

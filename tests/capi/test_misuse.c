@@ -1449,7 +1449,7 @@ static void test_trainer_create_misuse(void **state) {
       {"allreduce_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, allreduce_dtype, -1)}},
       {"activation_dtype 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, 3)}},
       {"activation_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, -1)}},
-      {"shard 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, 3)}},
+      {"shard 4 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, 4)}},
       {"shard -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, -1)}},
       /* The initial loss scale is a power of two from 1 to 2^64, checked whatever the precision. */
       {"initial_loss_scale 3", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 3.0)}},

@@ -153,6 +153,12 @@ run_cli shard2 train "${SHORT[@]}" --devices cpu:2 --shard gradients --momentum 
 json_check "$WORK/shard2.out" \
   "d['shard'] == 'gradients' and 0 < (m := d['memory_per_device'])['optimizer_state'] < m['parameters']" \
   "--shard gradients: reported, with part of the momentum"
+run_cli shard3 train "${SHORT[@]}" --devices cpu:2 --shard parameters --momentum 0.9 --bucket-kib 64
+[ "$(json_get "$WORK/shard3.out" "d['param_checksum']")" = "$(json_get "$WORK/unshard.out" "d['param_checksum']")" ] &&
+  pass "--shard parameters: the unsharded run's bits (training, evaluation, checksum)" ||
+  fail "--shard parameters changed the parameters"
+json_check "$WORK/shard3.out" "d['test_accuracy'] == $(json_get "$WORK/unshard.out" "d['test_accuracy']")" \
+  "--shard parameters: the unsharded test accuracy"
 run_cli bad_shard train --model mlp --shard everything
 [ "$RC" -eq 2 ] && pass "--shard everything: usage error" || fail "--shard everything: $RC"
 run_cli bad_precision train --model mlp --precision fp8

@@ -242,35 +242,38 @@ void test_buckets_and_wires_change_no_bit(void **) {
     }
 }
 
-// Sharded gradients (ZeRO-2) with one micro-batch per window: the very bits of unsharded training, with
-// the whole gradient as one bucket, a bucket per layer and buckets in between, and with 16-bit wires.
+// Sharded gradients (ZeRO-2) and sharded parameters (ZeRO-3) with one micro-batch per window: the very
+// bits of unsharded training, with the whole gradient as one bucket, a bucket per layer and buckets in
+// between, and with 16-bit wires.
 void test_sharded_gradients_change_no_bit(void **) {
   for (size_t k : {2, 3, 8})
     for (bool adamw : {false, true})
-      for (bool weighted : {false, true}) {
-        Run run{k, dpt::ShardMode::kNone, adamw, 1, weighted};
-        const Outcome reference = train(run, 6);
-        run.shard = dpt::ShardMode::kGradients;
-        for (size_t bucket_bytes : {size_t(0), size_t(1), size_t(64) << 10}) {
-          run.bucket_bytes = bucket_bytes;
-          const Outcome sharded = train(run, 6);
-          for (size_t r = 0; r < k; ++r)
-            if (!same(sharded.params[r], reference.params[0])) {
-              size_t i = 0;
-              while (i < sharded.params[r].size() && sharded.params[r][i] == reference.params[0][i]) ++i;
-              print_error("first difference at %zu of %zu: %g vs %g\n", i, sharded.params[r].size(),
-                          double(sharded.params[r][i]), double(reference.params[0][i]));
-              fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: replica %zu's parameters differ", k,
-                       int(adamw), int(weighted), bucket_bytes, r);
-            }
-          if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
-            fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: the optimizer state differs", k,
-                     int(adamw), int(weighted), bucket_bytes);
+      for (bool weighted : {false, true})
+        for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
+          Run run{k, dpt::ShardMode::kNone, adamw, 1, weighted};
+          const Outcome reference = train(run, 6);
+          run.shard = mode;
+          for (size_t bucket_bytes : {size_t(0), size_t(1), size_t(64) << 10}) {
+            run.bucket_bytes = bucket_bytes;
+            const Outcome sharded = train(run, 6);
+            for (size_t r = 0; r < k; ++r)
+              if (!same(sharded.params[r], reference.params[0])) {
+                size_t i = 0;
+                while (i < sharded.params[r].size() && sharded.params[r][i] == reference.params[0][i]) ++i;
+                print_error("first difference at %zu of %zu: %g vs %g\n", i, sharded.params[r].size(),
+                            double(sharded.params[r][i]), double(reference.params[0][i]));
+                fail_msg(
+                    "K=%zu adamw=%d weighted=%d mode=%d bucket_bytes=%zu: replica %zu's parameters differ", k,
+                    int(adamw), int(weighted), int(mode), bucket_bytes, r);
+              }
+            if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
+              fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: the optimizer state differs", k,
+                       int(adamw), int(weighted), bucket_bytes);
+          }
         }
-      }
   for (dpt::DType wire : {dpt::DType::kBF16, dpt::DType::kF16}) {
     const Outcome reference = train(Run{3, dpt::ShardMode::kNone, true, 1, true, 0, wire}, 4);
-    const Outcome sharded = train(Run{3, dpt::ShardMode::kGradients, true, 1, true, 4096, wire}, 4);
+    const Outcome sharded = train(Run{3, dpt::ShardMode::kParameters, true, 1, true, 4096, wire}, 4);
     for (size_t r = 0; r < 3; ++r)
       if (!same(sharded.params[r], reference.params[0]))
         fail_msg("wire=%d: replica %zu differs", int(wire), r);
@@ -314,6 +317,51 @@ void test_sharded_gradients_discard_a_nonfinite_window(void **) {
   assert_true(same(a, b));
 }
 
+// Sharded parameters: evaluation and prediction gather them as training does (the unsharded results, bit
+// for bit); get_parameters gathers the ranges of every device, set_parameters cuts them; the auto split's
+// probes read them too.
+void test_sharded_parameters_evaluate_predict_and_copy(void **) {
+  auto sharded = make_trainer(Run{3, dpt::ShardMode::kParameters, true, 1, true, 4096});
+  auto plain = make_trainer(Run{3, dpt::ShardMode::kNone, true, 1, true});
+  for (size_t i = 0; i < 3; ++i) step(*sharded, i), step(*plain, i);
+  TestRng rng(77);
+  const size_t n = 11;
+  const std::vector<float> x = rng.vector(n * 64, -1.0f, 1.0f);
+  std::vector<int32_t> y(n);
+  for (auto &label : y) label = int32_t(rng.below(5));
+  const dpt::EvalStats a = sharded->evaluate(x.data(), y.data(), n),
+                       b = plain->evaluate(x.data(), y.data(), n);
+  assert_true(a.loss_sum == b.loss_sum);
+  assert_int_equal(a.correct, b.correct);
+  std::vector<float> la(n * 5), lb(n * 5);
+  sharded->predict(x.data(), n, la.data());
+  plain->predict(x.data(), n, lb.data());
+  assert_true(same(la, lb));
+  assert_int_equal(sharded->parameter_checksum(), plain->parameter_checksum());
+  const std::vector<float> values = rng.vector(sharded->parameter_count(), -0.1f, 0.1f);
+  sharded->set_parameters(values.data());
+  std::vector<float> back(values.size());
+  for (size_t r = 0; r < 3; ++r) {
+    sharded->get_parameters(r, back.data());
+    assert_true(same(back, values));
+  }
+  // The auto split measures each device with the gathered parameters; its split differs from run to run,
+  // so it is compared with the unsharded auto split within the K-device tolerance.
+  Run run{3, dpt::ShardMode::kParameters, false, 1, false, 4096};
+  dpt::TrainerConfig c = config(run);
+  c.split = dpt::SplitPolicy::kAuto;
+  dpt::Trainer auto_sharded(std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0}), model(), c);
+  c.shard = dpt::ShardMode::kNone;
+  dpt::Trainer auto_plain(std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0}), model(), c);
+  for (size_t i = 0; i < 2; ++i) step(auto_sharded, i), step(auto_plain, i);
+  std::vector<float> ps(values.size()), pp(values.size());
+  auto_sharded.get_parameters(0, ps.data());
+  auto_plain.get_parameters(0, pp.data());
+  dpt_test::Comparison cmp("auto split, sharded parameters vs none", 1e-5, 1e-2);
+  for (size_t i = 0; i < ps.size(); ++i) cmp.add(ps[i], pp[i], std::to_string(i));
+  cmp.finish();
+}
+
 // A checkpoint of a sharded trainer is the unsharded trainer's (the same bytes), and it resumes in any
 // device count and mode: the continuation equals the unsharded continuation on the same devices.
 void test_checkpoints_do_not_depend_on_the_sharding(void **) {
@@ -334,9 +382,11 @@ void test_checkpoints_do_not_depend_on_the_sharding(void **) {
   resumed->get_parameters(1, pr.data());
   assert_true(same(pa, pr));
   assert_true(same(a->save_state().optimizer_state, resumed->save_state().optimizer_state));
-  // Into two devices, sharded and not, and into eight sharded devices against eight unsharded ones.
+  // Into two devices with sharded parameters and eight with sharded gradients, against as many unsharded
+  // ones.
   for (size_t k : {2, 8}) {
-    auto s = make_trainer(Run{k, dpt::ShardMode::kGradients, true, 1, false, 4096});
+    auto s = make_trainer(
+        Run{k, k == 2 ? dpt::ShardMode::kParameters : dpt::ShardMode::kGradients, true, 1, false, 4096});
     auto u = make_trainer(Run{k, dpt::ShardMode::kNone, true});
     s->load_state(state);
     u->load_state(state);
@@ -381,13 +431,23 @@ void test_each_replica_holds_its_share_of_the_state(void **) {
     gradients += m.gradients - staging;
   }
   assert_int_equal(gradients, t->parameter_count() * 4);
+  // Sharded parameters: the range plus one gather slot of the largest bucket.
+  auto f = make_trainer(Run{3, dpt::ShardMode::kParameters, true, 1, false, 4096});
+  uint64_t parameters = 0;
+  for (size_t r = 0; r < 3; ++r) {
+    const dpt::ReplicaMemory m = f->replica_memory(r);
+    assert_int_equal(m.parameters, f->shards().size(r) * 4 + staging / 2);
+    assert_int_equal(m.gradients, f->shards().size(r) * 4 + staging);
+    parameters += m.parameters - staging / 2;
+  }
+  assert_int_equal(parameters, f->parameter_count() * 4);
 }
 
 // Deep enough that parameters, gradients and AdamW's state (16 bytes per parameter) dominate, with layers
-// small enough that two staging buckets are little: each mode's footprint (measured without a cap) is
-// below the last one's; under a cap between the optimizer mode's and the gradients mode's, the unsharded
-// and the optimizer-sharded trainers run out of memory naming the device, and the gradient-sharded one
-// trains to the very parameters of the unsharded trainer without the cap.
+// small enough that the staging and gather buckets are little: each mode's footprint (measured without a
+// cap) is below the one before; under a cap between the gradients mode's and the parameters mode's, the
+// other three run out of memory naming the device, and the parameter-sharded trainer trains to the very
+// parameters of the unsharded trainer without the cap.
 void test_sharding_fits_where_replication_does_not(void **) {
   dpt::ModelSpec deep(dpt::Shape{1, 8, 8});
   deep.add_flatten();
@@ -398,33 +458,34 @@ void test_sharding_fits_where_replication_does_not(void **) {
   deep.add_dense(5);
   const size_t k = 4;
   const dpt::ShardMode modes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer,
-                                  dpt::ShardMode::kGradients};
+                                  dpt::ShardMode::kGradients, dpt::ShardMode::kParameters};
   auto configured = [&](dpt::ShardMode mode) {
     Run run{k, mode, true};
     run.bucket_bytes = 4096;
     return config(run);
   };
-  uint64_t most[3] = {};
-  for (size_t m = 0; m < 3; ++m) {
+  uint64_t most[4] = {};
+  for (size_t m = 0; m < 4; ++m) {
     dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0}), deep, configured(modes[m]));
     step(t, 0);
     for (size_t r = 0; r < k; ++r) most[m] = std::max(most[m], t.replica_memory(r).total());
   }
-  print_message("bytes of the largest device: none %llu, optimizer %llu, gradients %llu\n",
-                (unsigned long long)most[0], (unsigned long long)most[1], (unsigned long long)most[2]);
-  assert_true(most[0] > most[1] && most[1] > most[2]);
-  const uint64_t cap = (most[1] + most[2]) / 2;
+  print_message("bytes of the largest device: none %llu, optimizer %llu, gradients %llu, parameters %llu\n",
+                (unsigned long long)most[0], (unsigned long long)most[1], (unsigned long long)most[2],
+                (unsigned long long)most[3]);
+  assert_true(most[0] > most[1] && most[1] > most[2] && most[2] > most[3]);
+  const uint64_t cap = (most[2] + most[3]) / 2;
   auto capped = std::make_shared<dpt::Context>(dpt::ContextConfig{k, cap});
-  for (size_t m = 0; m < 2; ++m) {
+  for (size_t m = 0; m < 3; ++m) {
     const std::string message = dpt_test::expect_error(
         [&] {
           dpt::Trainer t(capped, deep, configured(modes[m]));
           step(t, 0);
         },
-        DPT_ERROR_OUT_OF_MEMORY, m == 0 ? "the unsharded trainer" : "the optimizer-sharded trainer");
+        DPT_ERROR_OUT_OF_MEMORY, "a trainer above the cap");
     assert_non_null(std::strstr(message.c_str(), "cpu:"));  // names the device
   }
-  dpt::Trainer sharded(capped, deep, configured(dpt::ShardMode::kGradients));
+  dpt::Trainer sharded(capped, deep, configured(dpt::ShardMode::kParameters));
   dpt::Trainer reference(std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0}), deep,
                          configured(dpt::ShardMode::kNone));
   for (size_t s = 0; s < 3; ++s) step(sharded, s), step(reference, s);
@@ -438,11 +499,13 @@ void test_sharding_fits_where_replication_does_not(void **) {
 void test_sharded_gradients_refusals(void **) {
   dpt::ModelSpec tied = dpt::ModelSpec::builtin("gpt-mini");
   tied.tie("lm_head.weight", "transformer.wte.weight");
-  Run run{2, dpt::ShardMode::kGradients, true};
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0});
-  const std::string message = dpt_test::expect_error([&] { dpt::Trainer(context, tied, config(run)); },
-                                                     DPT_ERROR_UNSUPPORTED, "tied parameters");
-  assert_non_null(std::strstr(message.c_str(), "lm_head.weight"));
+  for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
+    Run run{2, mode, true};
+    const std::string message = dpt_test::expect_error([&] { dpt::Trainer(context, tied, config(run)); },
+                                                       DPT_ERROR_UNSUPPORTED, "tied parameters");
+    assert_non_null(std::strstr(message.c_str(), "lm_head.weight"));
+  }
   // One device has nothing to shard with: it trains as without sharding.
   const Outcome one = train(Run{1, dpt::ShardMode::kGradients, true}, 3);
   const Outcome plain = train(Run{1, dpt::ShardMode::kNone, true}, 3);
@@ -466,6 +529,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_sharded_gradients_change_no_bit),
       cmocka_unit_test(test_sharded_gradients_with_accumulation),
       cmocka_unit_test(test_sharded_gradients_discard_a_nonfinite_window),
+      cmocka_unit_test(test_sharded_parameters_evaluate_predict_and_copy),
       cmocka_unit_test(test_sharding_fits_where_replication_does_not),
       cmocka_unit_test(test_sharded_gradients_refusals),
   };

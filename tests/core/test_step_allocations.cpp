@@ -46,7 +46,8 @@ void check_steady_state(dpt::AllReduceAlgorithm algorithm, size_t accumulation,
   config.accumulation_steps = accumulation;
   config.optimizer.momentum = 0.9f;
   config.shard = shard;
-  config.bucket_bytes = shard == dpt::ShardMode::kGradients ? 4096 : 0;
+  config.bucket_bytes =
+      shard == dpt::ShardMode::kGradients || shard == dpt::ShardMode::kParameters ? 4096 : 0;
   dpt::Trainer trainer(context, spec, config);
   const size_t batch = 40;
   std::vector<float> x(batch * spec.input().size(), 0.5f);
@@ -63,9 +64,10 @@ void check_steady_state(dpt::AllReduceAlgorithm algorithm, size_t accumulation,
 void test_no_heap_allocation_in_steady_state_steps(void **) {
   check_steady_state(dpt::AllReduceAlgorithm::kRing, 1);
   check_steady_state(dpt::AllReduceAlgorithm::kNaive, 2);
-  // Sharded: the reduce-scatters, the norm's block sums, the all-gather, the staging slots.
+  // Sharded: the reduce-scatters, the norm's block sums, the all-gather, the staging slots, the gathers.
   check_steady_state(dpt::AllReduceAlgorithm::kRing, 1, dpt::ShardMode::kOptimizer);
   check_steady_state(dpt::AllReduceAlgorithm::kRing, 2, dpt::ShardMode::kGradients);
+  check_steady_state(dpt::AllReduceAlgorithm::kNaive, 1, dpt::ShardMode::kParameters);
 }
 
 // The counter itself works: one new, one count.

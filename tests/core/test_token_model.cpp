@@ -325,7 +325,7 @@ void test_grouped_update_matches_per_element(void **) {
       dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, whole.data(), g.data(), whole_state.data(),
                                 0, n);
       for (size_t r = 0; r < 5; ++r)
-        dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, q.data(), g.data() + cuts[r],
+        dpt::apply_grouped_update(kernels, c, runs, t, 0.01f, 0.5f, q.data() + cuts[r], g.data() + cuts[r],
                                   range_state[r].data(), cuts[r], cuts[r + 1]);
       assert_memory_equal(q.data(), whole.data(), n * sizeof(float));
     }

@@ -113,7 +113,14 @@ typedef enum dpt_shard_mode {
    * optimizer step; with accumulation_steps > 1 each micro-batch's sum is added into the range (one more
    * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices of one
    * process; refused (DPT_ERROR_UNSUPPORTED) for models with tied parameters and across MPI processes. */
-  DPT_SHARD_GRADIENTS = 2
+  DPT_SHARD_GRADIENTS = 2,
+  /** ZeRO stage 3 (PyTorch's FSDP): also the parameters. Each device keeps its range of the parameters
+   * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
+   * that own it just before the bucket's layers run, into one gather buffer of the largest bucket's size
+   * (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
+   * DPT_SHARD_GRADIENTS; the same restrictions. dpt_trainer_get_parameters and checkpoints gather the
+   * whole vector. */
+  DPT_SHARD_PARAMETERS = 3
 } dpt_shard_mode;
 
 /** @brief Optimizer kinds. */
@@ -202,10 +209,11 @@ typedef struct dpt_trainer_options {
    * rounding is per element, so the K-device contract holds as without it. Independent of precision. CPU
    * and CUDA devices. Since 0.2. */
   dpt_precision activation_dtype;
-  /** DPT_SHARD_NONE (default), DPT_SHARD_OPTIMIZER or DPT_SHARD_GRADIENTS (docs/sharding.md). Sharding
-   * the optimizer changes no bit of training, of the step and fit results or of checkpoints (a checkpoint
-   * loads into any device count and mode); sharding the gradients neither, with one micro-batch per step.
-   * CPU devices; CUDA devices refuse both (DPT_ERROR_UNSUPPORTED). Across MPI processes the optimizer
+  /** DPT_SHARD_NONE (default), DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS or DPT_SHARD_PARAMETERS
+   * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
+   * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
+   * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse all three
+   * (DPT_ERROR_UNSUPPORTED). Across MPI processes the optimizer
    * shard mode all-reduces the gradient whole and each process shards its own devices. Since 0.2. */
   dpt_shard_mode shard;
 } dpt_trainer_options;
@@ -495,11 +503,13 @@ DPT_API dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t
  * The caller sets struct_size = sizeof(dpt_replica_memory). Since 0.2. */
 typedef struct dpt_replica_memory {
   size_t struct_size;  /**< Set by the caller. */
-  uint64_t parameters; /**< The parameters (float32). */
-  /** The summed gradient (float32, one per parameter); with DPT_SHARD_GRADIENTS that of the replica's
-   * range only, plus the two staging buckets backward writes into. */
+  /** The parameters (float32); with DPT_SHARD_PARAMETERS the replica's range of them plus its gather
+   * buffer. */
+  uint64_t parameters;
+  /** The summed gradient (float32, one per parameter); with DPT_SHARD_GRADIENTS or _PARAMETERS that of
+   * the replica's range only, plus the two staging buckets backward writes into. */
   uint64_t gradients;
-  /** Momentum or Adam's moments: of the replica's range only with DPT_SHARD_OPTIMIZER or _GRADIENTS. */
+  /** Momentum or Adam's moments: of the replica's range only when sharded (any mode but DPT_SHARD_NONE). */
   uint64_t optimizer_state;
   uint64_t buffers; /**< Running statistics (batch_norm). */
   /** Everything the replica's passes allocate: inputs, activations, what ops keep for backward, gradient
