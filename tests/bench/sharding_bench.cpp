@@ -1,8 +1,7 @@
 // Sharded data parallel: bytes per device by category for each shard mode and device count, against the
 // ZeRO paper's accounting (mixed-precision Adam aside: float32 AdamW holds 16 bytes per parameter, of which
 // a sharded optimizer keeps 8 + 8/K per device, sharded gradients 4 + 12/K, sharded parameters 16/K), and
-// the step time of each
-// mode. Gradient buckets of 1 MiB (the C API's default). A table, never a test.
+// the step time of each mode. Gradient buckets of 1 MiB (the C API's default). A table, never a test.
 //
 //   build/bin/dptrain_sharding_bench [--models resnet18,wide-mlp] [--devices 1,2,4,8] [--batch 16]
 //                                    [--steps 5] [--time-devices 2]
