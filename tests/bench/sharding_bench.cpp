@@ -85,12 +85,19 @@ dpt::ModelSpec bench_model(const std::string &name) {
 }
 
 const dpt::ShardMode kModes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer,
-                                 dpt::ShardMode::kGradients};
+                                 dpt::ShardMode::kGradients, dpt::ShardMode::kParameters};
 
 const char *mode_name(dpt::ShardMode mode) {
-  return mode == dpt::ShardMode::kGradients   ? "gradients"
-         : mode == dpt::ShardMode::kOptimizer ? "optimizer"
-                                              : "none";
+  switch (mode) {
+    case dpt::ShardMode::kOptimizer:
+      return "optimizer";
+    case dpt::ShardMode::kGradients:
+      return "gradients";
+    case dpt::ShardMode::kParameters:
+      return "parameters";
+    default:
+      return "none";
+  }
 }
 
 // ZeRO's accounting of float32 AdamW per device: parameters 4, gradients 4, state 8 bytes per parameter,
