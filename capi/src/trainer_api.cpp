@@ -519,6 +519,24 @@ dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device,
   });
 }
 
+dpt_status dpt_trainer_trace_start(dpt_trainer *trainer, size_t max_events) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
+    trainer->impl->start_trace(max_events);
+  });
+}
+
+dpt_status dpt_trainer_trace_write(dpt_trainer *trainer, const char *path) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
+    require_not_null(path, "path");
+    DPT_REQUIRE(*path != '\0', DPT_ERROR_INVALID_ARGUMENT, "path is empty");
+    trainer->impl->write_trace(path);
+  });
+}
+
 dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count) {
   return guarded(__func__, [&] {
     require_not_null(trainer, "trainer");

@@ -121,6 +121,7 @@ static const option_spec kOptions[] = {
     {"--progress-every", ARG_SIZE, FIELD(progress_every), 1, REAL_POSITIVE, NULL},
     {"--json", ARG_FLAG, FIELD(json), 0, REAL_POSITIVE, NULL},
     {"--metrics", ARG_STRING, FIELD(metrics_path), 0, REAL_POSITIVE, NULL},
+    {"--trace", ARG_STRING, FIELD(trace_path), 0, REAL_POSITIVE, NULL},
     {"--plot", ARG_STRING, FIELD(plot_path), 0, REAL_POSITIVE, NULL},
     {"--checkpoint", ARG_STRING, FIELD(checkpoint_path), 0, REAL_POSITIVE, NULL},
     {"--resume", ARG_STRING, FIELD(resume_path), 0, REAL_POSITIVE, NULL},
@@ -645,6 +646,9 @@ void print_train_help(FILE *out) {
       "                         terminal, 4 otherwise)\n"
       "  --json                 print one JSON result object on stdout; progress goes to stderr\n"
       "  --metrics FILE.csv     write per-epoch metrics as CSV\n"
+      "  --trace FILE.json      write a timeline of the training (per device: each op's forward and\n"
+      "                         backward, reductions, gathers, updates; the first 65536 events of each\n"
+      "                         device and thread) as Chrome trace-event JSON (chrome://tracing, Perfetto)\n"
       "  --plot FILE.svg        draw the loss and accuracy curves as SVG\n"
       "  --checkpoint PATH      save a checkpoint atomically after every epoch\n"
       "  --resume PATH          load a checkpoint first and train only the epochs it lacks\n"

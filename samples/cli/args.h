@@ -83,6 +83,7 @@ typedef struct train_config {
   size_t progress_every;                /**< Batches between progress reports; 0 = automatic. */
   int json;                             /**< Nonzero: a JSON result on stdout, progress on stderr. */
   const char *metrics_path;             /**< CSV of per-epoch metrics, or NULL. */
+  const char *trace_path;               /**< Chrome trace-event JSON of the training, or NULL. */
   const char *plot_path;                /**< SVG plot of the curves, or NULL. */
   const char *checkpoint_path;          /**< Checkpoint saved after every epoch, or NULL. */
   const char *resume_path;              /**< Checkpoint to resume from, or NULL. */

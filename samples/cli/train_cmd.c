@@ -18,6 +18,8 @@
 /* Batch reports per epoch: a terminal's bar is redrawn at each, plain output prints every fifth. */
 #define REPORTS_PER_EPOCH 20
 #define PLAIN_LINE_EVERY 5
+/** @brief --trace keeps the first this many events of each device and thread. */
+#define CLI_TRACE_EVENTS 65536
 /** @brief Device names listed in the run header; more are only counted. */
 #define MAX_NAMED_DEVICES 8
 
@@ -200,6 +202,7 @@ static int join_world(train_run *run) {
     run->out = run->null_output;
     c->json = 0;
     c->metrics_path = NULL;
+    c->trace_path = NULL;
     c->plot_path = NULL;
     c->checkpoint_path = NULL;
   }
@@ -385,11 +388,13 @@ static int fit(train_run *run) {
   memset(&run->summary.fit, 0, sizeof run->summary.fit);
   run->summary.fit.struct_size = sizeof run->summary.fit;
   progress_install_interrupt_handler();
+  if (run->config.trace_path != NULL) CLI_TRY(dpt_trainer_trace_start(run->trainer, CLI_TRACE_EVENTS));
   start = platform_now_seconds();
   status = dpt_trainer_fit(run->trainer, run->train, run->test, &options, &run->summary.fit);
   run->summary.seconds = platform_now_seconds() - start;
   progress_finish(&run->progress);
   if (status != DPT_OK) return cli_library_error(status);
+  if (run->config.trace_path != NULL) CLI_TRY(dpt_trainer_trace_write(run->trainer, run->config.trace_path));
   if (run->progress.checkpoint_status != DPT_OK) {
     fprintf(stderr, "dptrain: error: %s: %s\n", dpt_status_string(run->progress.checkpoint_status),
             run->progress.checkpoint_error);

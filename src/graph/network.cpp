@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "core/platform.hpp"
 
 namespace dpt {
 
@@ -206,10 +207,13 @@ LossStats Network::forward(const float *params, float *buffers, const int32_t *l
     stop_if_cancelled(info);
     dpt_op_call &c = steps_[j].call;
     fill_call(j, c, params, buffers, info);
+    const double start = info.timer.op_done != nullptr ? platform::now_seconds() : 0.0;
     if (layout.statistics > 0 && info.training)
       run_phased(j, c, info, true);
     else
       kernels_.forward(c);
+    if (info.timer.op_done != nullptr)
+      info.timer.op_done(info.timer.context, j, false, start, platform::now_seconds());
     store_->after_forward(j, info.n, info.training);
   }
   if (labels == nullptr) return {};
@@ -247,6 +251,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
                          : ig.accumulate    ? slot(spare++)
                                             : slot(grad_slot_[ig.tensor]);
     }
+    const double start = info.timer.op_done != nullptr ? platform::now_seconds() : 0.0;
     if (node.layout.statistics > 0)
       run_phased(j, c, info, false);
     else
@@ -259,6 +264,8 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
                             info.n * spec_.tensors()[ig.tensor].shape.size());
     }
     for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = nullptr;
+    if (info.timer.op_done != nullptr)
+      info.timer.op_done(info.timer.context, j, true, start, platform::now_seconds());
     if (hook.layer_done != nullptr) hook.layer_done(hook.context, j);
   }
 }

@@ -26,6 +26,13 @@ struct ParameterSource {
   void *context = nullptr;
 };
 
+// Times each op of a pass when set (a timeline of the trainer's work): op_done(context, node, backward,
+// start, end), the clock being platform::now_seconds(). On a GPU the times are the host's (the launches).
+struct OpTimer {
+  void (*op_done)(void *context, size_t node, bool backward, double start, double end) = nullptr;
+  void *context = nullptr;
+};
+
 struct PassInfo {
   size_t n = 0;               // samples in this slice
   uint64_t first_sample = 0;  // position of the slice's first sample in the accumulation window
@@ -44,6 +51,7 @@ struct PassInfo {
   // Training passes: the loss gradient is multiplied by this before backward (loss scaling; a power of two).
   float loss_scale = 1.0f;
   ParameterSource parameters = {};
+  OpTimer timer = {};
 };
 
 }  // namespace dpt

@@ -1,6 +1,7 @@
 #include "parallel/host_gradient_collective.hpp"
 
 #include "comm/hierarchical_reduce.hpp"
+#include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
 
 namespace dpt {
@@ -10,13 +11,14 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
                                                const ModelSpec &spec, size_t bucket_bytes,
                                                AllReduceAlgorithm algorithm, const World *world,
                                                double timeout_seconds, WireType wire,
-                                               const ShardLayout &shards)
+                                               const ShardLayout &shards, TraceRecorder &trace)
     : group_(group),
       world_(world),
       algorithm_(algorithm),
       wire_(wire),
       timeout_(timeout_seconds),
       shards_(shards),
+      trace_(trace),
       count_(replicas[0]->grads.size()),
       posters_(replicas.size()),
       seconds_(replicas.size(), 0.0) {
@@ -30,8 +32,12 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
       // Each bucket all-reduced in place (across processes too: rank 0's thread, then a broadcast).
       group_.enable_bucket_reducer(std::move(buckets), [this](ThreadCollective &c, size_t rank, size_t b) {
         const GradientBucket &bucket = reducer_->buckets()[b];
-        return hierarchical_all_reduce(c, world_, rank, grads_[rank], bucket.begin, bucket.end, algorithm_,
-                                       timeout_, wire_);
+        const double start = platform::now_seconds();
+        const double seconds = hierarchical_all_reduce(c, world_, rank, grads_[rank], bucket.begin,
+                                                       bucket.end, algorithm_, timeout_, wire_);
+        trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketAllReduce, b, start,
+                      platform::now_seconds());
+        return seconds;
       });
     }
   }
@@ -68,12 +74,16 @@ void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   if (reduced) return;  // the bucket reducer did it during backward
   // Across processes the whole sum is all-reduced (the World's collectives run on rank 0's thread): the
   // ranks then update their ranges of it.
-  if (shards_.sharded() && world_ == nullptr)
+  const double start = platform::now_seconds();
+  const bool scatter = shards_.sharded() && world_ == nullptr;
+  if (scatter)
     seconds_[rank] =
         group_.collective().reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_);
   else
     seconds_[rank] = hierarchical_all_reduce(group_.collective(), world_, rank, grads_[rank], 0, count_,
                                              algorithm_, timeout_, wire_);
+  trace_.record(TraceRecorder::compute_row(rank), scatter ? TraceKind::kReduceScatter : TraceKind::kAllReduce,
+                0, start, platform::now_seconds());
 }
 
 AllReduceTimes HostGradientCollective::times(bool reduced) const {

@@ -15,6 +15,7 @@
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
@@ -26,8 +27,8 @@ class HostGradientCollective final : public GradientCollective {
   // ranges the ranks own (kept by the caller); sharded, a rank needs only its range summed.
   HostGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                          const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
-                         const World *world, double timeout_seconds, WireType wire,
-                         const ShardLayout &shards);
+                         const World *world, double timeout_seconds, WireType wire, const ShardLayout &shards,
+                         TraceRecorder &trace);
 
   bool overlaps_backward() const override { return reducer_ != nullptr; }
   BackwardHook backward_hook(size_t rank) override;
@@ -52,6 +53,7 @@ class HostGradientCollective final : public GradientCollective {
   WireType wire_;
   double timeout_;
   const ShardLayout &shards_;
+  TraceRecorder &trace_;
   std::vector<float *> grads_;        // every replica's gradient buffer
   size_t count_;                      // floats in each
   BucketReducer *reducer_ = nullptr;  // the group's, when it overlaps

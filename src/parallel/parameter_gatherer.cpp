@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/platform.hpp"
+
 namespace dpt {
 
 ParameterGatherer::ParameterGatherer(const std::vector<std::unique_ptr<Replica>> &replicas,
-                                     const ModelSpec &spec, size_t bucket_bytes, const ShardLayout &shards)
+                                     const ModelSpec &spec, size_t bucket_bytes, const ShardLayout &shards,
+                                     TraceRecorder &trace)
     : shards_(shards),
+      trace_(trace),
       buckets_(plan_buckets(spec, bucket_bytes)),
       bucket_of_node_(spec.nodes().size(), 0),
       node_offsets_(spec.nodes().size(), 0),
@@ -48,12 +52,14 @@ const float *ParameterGatherer::node_parameters(void *context, size_t node) {
 // The bucket's elements from every owner whose range meets it.
 void ParameterGatherer::gather(size_t rank, size_t bucket) const {
   const GradientBucket &b = buckets_[bucket];
+  const double start = platform::now_seconds();
   float *slot = slots_[rank].data();
   for (size_t q = 0; q < ranges_.size(); ++q) {
     const size_t lo = std::max(b.begin, shards_.begin(q)), hi = std::min(b.end, shards_.end(q));
     if (lo < hi)
       std::memcpy(slot + (lo - b.begin), ranges_[q] + (lo - shards_.begin(q)), (hi - lo) * sizeof(float));
   }
+  trace_.record(TraceRecorder::compute_row(rank), TraceKind::kGather, bucket, start, platform::now_seconds());
 }
 
 }  // namespace dpt

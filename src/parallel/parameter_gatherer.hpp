@@ -18,6 +18,7 @@
 #include "parallel/gradient_buckets.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
@@ -26,7 +27,7 @@ class ParameterGatherer {
   // The model has no tied parameters (ParameterSource). Allocates one slot of the largest bucket in each
   // replica's device memory (DPT_ERROR_OUT_OF_MEMORY naming the device).
   ParameterGatherer(const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-                    size_t bucket_bytes, const ShardLayout &shards);
+                    size_t bucket_bytes, const ShardLayout &shards, TraceRecorder &trace);
 
   // For a pass of replica rank, on its device thread: forgets what the slot held (the parameters may have
   // changed since the last pass).
@@ -43,6 +44,7 @@ class ParameterGatherer {
   void gather(size_t rank, size_t bucket) const;
 
   const ShardLayout &shards_;
+  TraceRecorder &trace_;
   std::vector<GradientBucket> buckets_;
   std::vector<size_t> bucket_of_node_, node_offsets_;  // per node (with parameters): its bucket, its offset
   std::vector<const float *> ranges_;                  // each replica's parameter buffer: its range

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
 
 namespace dpt {
@@ -10,8 +11,9 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
                                                      const std::vector<std::unique_ptr<Replica>> &replicas,
                                                      const ModelSpec &spec, size_t bucket_bytes,
                                                      AllReduceAlgorithm algorithm, WireType wire,
-                                                     const ShardLayout &shards)
+                                                     const ShardLayout &shards, TraceRecorder &trace)
     : shards_(shards),
+      trace_(trace),
       algorithm_(algorithm),
       wire_(wire),
       bucket_of_node_(spec.nodes().size(), 0),
@@ -50,8 +52,13 @@ void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
 
 double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t rank, size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
-  return collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
-                                          shard_gradients_[rank], accumulate_, algorithm_, wire_);
+  const double start = platform::now_seconds();
+  const double seconds =
+      collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
+                                       shard_gradients_[rank], accumulate_, algorithm_, wire_);
+  trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketReduceScatter, bucket, start,
+                platform::now_seconds());
+  return seconds;
 }
 
 void ShardedGradientCollective::open_next(Lane &lane) {

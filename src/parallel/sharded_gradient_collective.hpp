@@ -21,6 +21,7 @@
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
@@ -31,7 +32,7 @@ class ShardedGradientCollective final : public GradientCollective {
   // reducer.
   ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                             const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
-                            WireType wire, const ShardLayout &shards);
+                            WireType wire, const ShardLayout &shards, TraceRecorder &trace);
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
@@ -62,6 +63,7 @@ class ShardedGradientCollective final : public GradientCollective {
   double reduce(ThreadCollective &collective, size_t rank, size_t bucket);
 
   const ShardLayout &shards_;
+  TraceRecorder &trace_;
   AllReduceAlgorithm algorithm_;
   WireType wire_;
   std::vector<size_t> bucket_of_node_;            // per node with parameters: its bucket

@@ -101,6 +101,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
               "sharded gradients and parameters do not support tied parameters in this version (" +
                   (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
   shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard != ShardMode::kNone);
+  trace_ = std::make_unique<TraceRecorder>(devices_.size());
+  for (size_t rank = 0; rank < devices_.size(); ++rank)
+    trace_lanes_.push_back(TraceLane{trace_.get(), TraceRecorder::compute_row(rank)});
   if (shards_.sharded())
     norm_blocks_.assign(devices_.size(), std::vector<double>(norm_blocks(spec_.parameter_count())));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
@@ -110,7 +113,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         config_.activation_dtype, shard_parameters ? shards_.size(rank) : spec_.parameter_count(),
         shard_gradients ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank)));
   if (shard_parameters)
-    gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_);
+    gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_, *trace_);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
@@ -137,14 +140,14 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                                                                  : WireType::kF32;
   if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
-                                                              config_.allreduce, wire, shards_);
+                                                              config_.allreduce, wire, shards_, *trace_);
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds, wire);
   else
-    collective_ =
-        std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes, config_.allreduce,
-                                                 config_.world, config_.timeout_seconds, wire, shards_);
+    collective_ = std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes,
+                                                           config_.allreduce, config_.world,
+                                                           config_.timeout_seconds, wire, shards_, *trace_);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.
@@ -320,6 +323,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   run_phase([this, reduced, lr, inv_samples, gather](size_t rank) {
     Replica &r = *replicas_[rank];
     collective_->reduce_in_update(rank, reduced);
+    const double start = platform::now_seconds();
     // Every replica now holds the same summed gradient (sharded: the same sums in the range it owns), so
     // each computes the same norm and, on what it owns, the same update.
     r.norm = global_norm(rank) * inv_samples;
@@ -331,6 +335,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
                          owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
     if (gather) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
     r.grads.zero();
   });
   const double grad_norm = replicas_[0]->norm;

@@ -24,6 +24,7 @@
 #include "parallel/parameter_gatherer.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
@@ -170,6 +171,10 @@ class Trainer {
   void set_buffers(const float *in);
   uint64_t parameter_checksum() const;
   ReplicaMemory replica_memory(size_t replica) const;
+  // A timeline of the trainer's work from now on (TraceRecorder), up to max_events per device and thread;
+  // then write_trace stops it and writes it to path as Chrome trace-event JSON.
+  void start_trace(size_t max_events);
+  void write_trace(const std::string &path);
   const ShardLayout &shards() const { return shards_; }
   std::vector<size_t> split_sizes(size_t batch) const;
   // The samples [first, first + count) of a global batch that this process trains on (all of them
@@ -224,7 +229,8 @@ class Trainer {
                     training ? statistics_.get() : nullptr,
                     config_.sync_batch_norm,
                     training ? float(loss_multiplier_) : 1.0f,
-                    gatherer_ != nullptr ? gatherer_->source(rank) : ParameterSource{}};
+                    gatherer_ != nullptr ? gatherer_->source(rank) : ParameterSource{},
+                    trace_->recording() ? OpTimer{&TraceLane::op_done, &trace_lanes_[rank]} : OpTimer{}};
   }
   void compute_gradients(size_t rank, bool post_buckets);
   // After a failed phase: waits for the work still queued on the GPU replicas' streams (which may read the
@@ -270,6 +276,19 @@ class Trainer {
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.
   ShardLayout shards_;
+  // The timeline (recording only between start_trace and write_trace), and where each replica's op timer
+  // records. Before collective_ and gatherer_, which refer to it.
+  struct TraceLane {
+    TraceRecorder *recorder = nullptr;
+    size_t row = 0;
+    static void op_done(void *context, size_t node, bool backward, double start, double end) {
+      const TraceLane &lane = *static_cast<const TraceLane *>(context);
+      lane.recorder->record(lane.row, backward ? TraceKind::kBackward : TraceKind::kForward, node, start,
+                            end);
+    }
+  };
+  std::unique_ptr<TraceRecorder> trace_;
+  mutable std::vector<TraceLane> trace_lanes_;
   // Sharded parameters: where each pass reads them (nullptr: every replica holds them whole).
   std::unique_ptr<ParameterGatherer> gatherer_;
   // Sharded: each rank's gradient norm block sums (its own blocks, zeros elsewhere), summed across ranks.

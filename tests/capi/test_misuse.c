@@ -1887,6 +1887,14 @@ static void test_trainer_parameters_misuse(void **state) {
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_memory(t, 0, NULL));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_memory(t, DEVICES, &f->o.memory));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_memory(t, SIZE_MAX, &f->o.memory));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_trace_start(NULL, 10));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_trace_start(t, 0));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_trace_start(t, SIZE_MAX));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_trace_write(NULL, "trace.json"));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_trace_write(t, NULL));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_trace_write(t, ""));
+  ROW(DPT_ERROR_INVALID_STATE, dpt_trainer_trace_write(t, "never-started.json")); /* no recording runs */
   finish_table(f);
   {
     dpt_replica_memory small; /* struct_size smaller than the first layout: refused, nothing written */

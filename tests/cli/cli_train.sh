@@ -159,6 +159,25 @@ run_cli shard3 train "${SHORT[@]}" --devices cpu:2 --shard parameters --momentum
   fail "--shard parameters changed the parameters"
 json_check "$WORK/shard3.out" "d['test_accuracy'] == $(json_get "$WORK/unshard.out" "d['test_accuracy']")" \
   "--shard parameters: the unsharded test accuracy"
+# --trace: Chrome trace-event JSON with a compute and a communication row per device and the ops in them.
+run_cli trace train "${SHORT[@]}" --devices cpu:2 --epochs 1 --shard parameters --bucket-kib 64 --trace "$WORK/trace.json"
+if "$PYTHON" - "$WORK/trace.json" <<'PY'; then
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+assert names == {0: "cpu:0 compute", 1: "cpu:0 communication", 2: "cpu:1 compute", 3: "cpu:1 communication"}, names
+cats = collections.Counter((e["tid"], e["cat"]) for e in events if e["ph"] == "X")
+for tid in (0, 2):
+    assert cats[(tid, "forward")] > 0 and cats[(tid, "backward")] > 0 and cats[(tid, "update")] > 0, cats
+    assert cats[(tid, "gather")] > 0, cats
+for tid in (1, 3):
+    assert cats[(tid, "communication")] > 0, cats
+assert all(e["dur"] >= 0 for e in events if e["ph"] == "X")
+PY
+  pass "--trace: rows per device and thread, ops, reductions, gathers, updates"
+else
+  fail "--trace: $(head -c 300 "$WORK/trace.json")"
+fi
 run_cli bad_shard train --model mlp --shard everything
 [ "$RC" -eq 2 ] && pass "--shard everything: usage error" || fail "--shard everything: $RC"
 run_cli bad_precision train --model mlp --precision fp8

@@ -502,7 +502,7 @@ DPT_API dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t
 /** @brief The bytes one replica of a trainer holds in its device's memory, by what they are for.
  * The caller sets struct_size = sizeof(dpt_replica_memory). Since 0.2. */
 typedef struct dpt_replica_memory {
-  size_t struct_size;  /**< Set by the caller. */
+  size_t struct_size; /**< Set by the caller. */
   /** The parameters (float32); with DPT_SHARD_PARAMETERS the replica's range of them plus its gather
    * buffer. */
   uint64_t parameters;
@@ -521,6 +521,23 @@ typedef struct dpt_replica_memory {
 /** @brief The memory replica @p device (0-based, below the device count) holds now, by category. */
 DPT_API dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device,
                                               dpt_replica_memory *memory);
+
+/**
+ * @brief Starts recording a timeline of the trainer's work, from the next call on: per device, each op's
+ * forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
+ * communication thread), the parameter gathers of DPT_SHARD_PARAMETERS and the update. Up to @p
+ * max_events (1 to 2^24) are kept per device and thread; later ones are dropped and counted. Calling it
+ * again restarts the recording. On GPUs an op's times are the host's (its launch). Since 0.2.
+ */
+DPT_API dpt_status dpt_trainer_trace_start(dpt_trainer *trainer, size_t max_events);
+
+/**
+ * @brief Stops the recording and writes the timeline to @p path as Chrome trace-event JSON, atomically:
+ * two rows per device (compute and communication), one event per recorded piece of work, idle time as
+ * gaps; open it in chrome://tracing or https://ui.perfetto.dev. DPT_ERROR_INVALID_STATE when no recording
+ * runs; DPT_ERROR_IO when the file cannot be written (the recording then stays stopped). Since 0.2.
+ */
+DPT_API dpt_status dpt_trainer_trace_write(dpt_trainer *trainer, const char *path);
 
 /** @brief Number of devices (replicas) of the trainer. */
 DPT_API dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count);
