@@ -84,6 +84,7 @@ DPT_PIN_STRUCT(dpt_fit_result, optimizer_steps)
 // Structs added after 0.1: their first layout is their smallest.
 DPT_PIN_STRUCT(dpt_backend_info, versions)
 DPT_PIN_STRUCT(dpt_replica_memory, total)
+DPT_PIN_STRUCT(dpt_replica_times, bus_bandwidth)
 #undef DPT_PIN_STRUCT
 
 template <typename T>

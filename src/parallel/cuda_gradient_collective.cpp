@@ -17,6 +17,8 @@ CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr
   // The buckets are all-reduced in one NCCL group after backward.
   for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
   for (auto &r : replicas) grads_.push_back(r->grads.data());
+  const double k = double(replicas.size());
+  bus_bytes_ = double(spec.parameter_count()) * sizeof(float) * 2.0 * (k - 1.0) / k;
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
   // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the

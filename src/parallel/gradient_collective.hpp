@@ -78,6 +78,13 @@ class GradientCollective {
   virtual void reduce_in_update(size_t rank, bool reduced) = 0;
   // Trainer thread, after the update phase: the timings of the window's reduction.
   virtual AllReduceTimes times(bool reduced) const = 0;
+  // Trainer thread, after a reduction: rank's share of it, as NCCL's tests count a collective: its own
+  // seconds, and the bytes its bus bandwidth divides by them (the float32 gradient's bytes times
+  // 2 (K - 1) / K for an all-reduce, (K - 1) / K for a reduce-scatter).
+  struct RankReduction {
+    double seconds = 0, bus_bytes = 0;
+  };
+  virtual RankReduction rank_reduction(size_t rank, bool reduced) const = 0;
 };
 
 }  // namespace dpt

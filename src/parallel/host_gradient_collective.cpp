@@ -91,4 +91,13 @@ AllReduceTimes HostGradientCollective::times(bool reduced) const {
   return {seconds_[0], seconds_[0], seconds_[0]};
 }
 
+// Without buckets and across no processes a sharded trainer reduce-scatters; everything else all-reduces.
+HostGradientCollective::RankReduction HostGradientCollective::rank_reduction(size_t rank,
+                                                                             bool reduced) const {
+  const double k = double(grads_.size()), bytes = double(count_) * sizeof(float);
+  const bool scatter = !reduced && shards_.sharded() && world_ == nullptr;
+  return {reduced ? reducer_->reduce_seconds(rank) : seconds_[rank],
+          bytes * (scatter ? 1.0 : 2.0) * (k - 1.0) / k};
+}
+
 }  // namespace dpt

@@ -36,6 +36,7 @@ class HostGradientCollective final : public GradientCollective {
   void reduce_between_phases(bool) override {}
   void reduce_in_update(size_t rank, bool reduced) override;
   AllReduceTimes times(bool reduced) const override;
+  RankReduction rank_reduction(size_t rank, bool reduced) const override;
 
  private:
   // Posts each bucket to the reducer as soon as backward has finished its lowest layer. One per rank,

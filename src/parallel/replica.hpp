@@ -37,6 +37,9 @@ struct Replica {
   LossStats stats;
   bool nonfinite = false;  // the slice's inputs or loss held a NaN or an infinity
   double norm = 0;         // the all-reduced gradient's norm, divided by the window's samples
+  // The last step call's own work on this device: its forward and backward; its update (with the norm's
+  // block sums and the parameter all-gather when sharded, without the reduction).
+  double compute_seconds = 0, update_seconds = 0;
   double probe_seconds = 1e300;
 };
 

@@ -119,6 +119,11 @@ AllReduceTimes ShardedGradientCollective::times(bool) const {
   return {0, reducer_->reduce_seconds(0), reducer_->exposed_seconds(0)};
 }
 
+ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reduction(size_t rank, bool) const {
+  const double k = double(lanes_.size()), bytes = double(shards_.count()) * sizeof(float);
+  return {reducer_->reduce_seconds(rank), bytes * (k - 1.0) / k};
+}
+
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {
   uint64_t floats = 0;
   for (const DeviceBuffer &s : slots_[rank]) floats += s.size();

@@ -43,6 +43,7 @@ class ShardedGradientCollective final : public GradientCollective {
   void reduce_between_phases(bool) override {}
   void reduce_in_update(size_t, bool) override {}  // done during backward
   AllReduceTimes times(bool reduced) const override;
+  RankReduction rank_reduction(size_t rank, bool) const override;
   uint64_t staging_bytes(size_t rank) const override;
 
  private:

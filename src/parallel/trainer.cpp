@@ -201,7 +201,9 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
                                                             pending_micro_ + 1 == config_.accumulation_steps);
   if (overlap) collective_->start_micro_batch(pending_micro_ == 0);
   run_phase([this, overlap](size_t rank) {
+    const double start = platform::now_seconds();
     compute_gradients(rank, overlap);
+    replicas_[rank]->compute_seconds = platform::now_seconds() - start;
     // A slice that skipped backward (empty or not finite) hands over every bucket here, so the peers'
     // reduction still completes; the window is then discarded as a whole.
     if (overlap) collective_->finish_backward(rank);
@@ -227,13 +229,18 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   pending_samples_ += batch;
   pending_targets_ += targets;
   const char *discarded = nullptr;  // where a NaN or an infinity was found
-  if (totals[2] != 0)
+  bool updated = false;             // the window ended: the update phase ran (and reduced, unless overlapped)
+  for (auto &r : replicas_) r->update_seconds = 0;
+  if (totals[2] != 0) {
     discarded = "the inputs or the loss";
-  else if (pending_micro_ == config_.accumulation_steps && !update_replicas(s, overlap)) {
-    if (scaler_.enabled())
-      skip_overflow(s);  // the loss scaler's business, not an error
-    else
-      discarded = "the gradients";
+  } else if (pending_micro_ == config_.accumulation_steps) {
+    updated = true;
+    if (!update_replicas(s, overlap)) {
+      if (scaler_.enabled())
+        skip_overflow(s);  // the loss scaler's business, not an error
+      else
+        discarded = "the gradients";
+    }
   }
   if (discarded != nullptr) discard_window(s);
   s.optimizer_steps = optimizer_steps_;
@@ -241,6 +248,7 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   s.overflow_steps = overflow_steps_;
   s.loss_scale = scaler_.scale();
   s.total_seconds = platform::now_seconds() - t0;
+  record_replica_times(s.total_seconds, overlap || updated, overlap);
   if (discarded != nullptr) report_discarded(discarded);
 }
 
@@ -335,6 +343,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
                          owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
     if (gather) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    r.update_seconds = platform::now_seconds() - start;
     trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
     r.grads.zero();
   });
@@ -379,6 +388,23 @@ float *Trainer::owned_gradients(size_t rank) {
   float *grads = replicas_[rank]->grads.data();
   // A sharded gradient buffer holds the owned range only.
   return replicas_[rank]->grads.size() == spec_.parameter_count() ? grads + shards_.begin(rank) : grads;
+}
+
+void Trainer::record_replica_times(double total_seconds, bool reduced, bool overlapped) {
+  replica_times_.resize(replicas_.size());
+  for (size_t rank = 0; rank < replicas_.size(); ++rank) {
+    const Replica &r = *replicas_[rank];
+    ReplicaTimes &t = replica_times_[rank];
+    t = ReplicaTimes{r.compute_seconds, 0, r.update_seconds, 0, 0};
+    if (reduced && replicas_.size() > 1) {
+      const GradientCollective::RankReduction reduction = collective_->rank_reduction(rank, overlapped);
+      t.communication = reduction.seconds;
+      t.bus_bandwidth = reduction.seconds > 0 ? reduction.bus_bytes / reduction.seconds : 0;
+    }
+    // An overlapped reduction ran on the communication thread, beside the compute.
+    const double busy = t.compute + t.update + (overlapped ? 0 : t.communication);
+    t.idle = std::max(0.0, total_seconds - busy);
+  }
 }
 
 void Trainer::drain_streams() noexcept {

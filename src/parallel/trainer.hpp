@@ -82,6 +82,14 @@ struct TrainerConfig {
   ShardMode shard = ShardMode::kNone;
 };
 
+// One replica's share of the last step call: its compute (forward and backward), its gradient reduction
+// (on its thread after backward, or on its communication thread during it), its update, and the rest of
+// the call's wall time (idle: waiting for slower devices, or for a reduction that backward did not hide);
+// the bus bandwidth of its reduction as NCCL's tests count it (0 without one).
+struct ReplicaTimes {
+  double compute = 0, communication = 0, update = 0, idle = 0, bus_bandwidth = 0;
+};
+
 // The bytes a replica holds in its device's memory, by what they are for.
 struct ReplicaMemory {
   uint64_t parameters = 0, gradients = 0, optimizer_state = 0;
@@ -171,6 +179,7 @@ class Trainer {
   void set_buffers(const float *in);
   uint64_t parameter_checksum() const;
   ReplicaMemory replica_memory(size_t replica) const;
+  ReplicaTimes replica_times(size_t replica) const;
   // A timeline of the trainer's work from now on (TraceRecorder), up to max_events per device and thread;
   // then write_trace stops it and writes it to path as Chrome trace-event JSON.
   void start_trace(size_t max_events);
@@ -246,6 +255,8 @@ class Trainer {
   void discard_window(StepStats &s);
   void skip_overflow(StepStats &s);
   void report_discarded(const char *where) const;
+  // After a step call: each replica's times (reduced: whether the call reduced gradients, and how).
+  void record_replica_times(double total_seconds, bool reduced, bool overlapped);
   void check_usable() const;
   void check_no_task_out() const;
   // Runs fn, which uses the devices. A device failure, a timeout or an aborted collective leaves the
@@ -320,7 +331,8 @@ class Trainer {
   // rounded up to a power of two (1 without loss scaling). See step().
   double loss_multiplier_ = 1;
   double last_lr_ = 0;
-  std::vector<DecaySegment> decayed_;  // the parameters weight decay applies to
+  std::vector<ReplicaTimes> replica_times_;  // of the last step call
+  std::vector<DecaySegment> decayed_;        // the parameters weight decay applies to
 };
 
 }  // namespace dpt

@@ -83,6 +83,13 @@ void Trainer::reshard_state(size_t rank, const float *whole, float *shard) const
   }
 }
 
+ReplicaTimes Trainer::replica_times(size_t replica) const {
+  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
+              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
+                  std::to_string(replicas_.size()) + ")");
+  return replica < replica_times_.size() ? replica_times_[replica] : ReplicaTimes{};
+}
+
 ReplicaMemory Trainer::replica_memory(size_t replica) const {
   DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
               "replica " + std::to_string(replica) + " does not exist (the trainer has " +

@@ -68,6 +68,7 @@ typedef struct outs {
   dpt_device_info info;
   dpt_backend_info backend;
   dpt_replica_memory memory;
+  dpt_replica_times times;
   int flag;
   char text[DPT_MODEL_NAME_CAPACITY];
   size_t dims[DPT_MODEL_MAX_RANK];
@@ -197,6 +198,7 @@ static void reset_outs(outs *o) {
   o->info.struct_size = sizeof o->info;
   o->backend.struct_size = sizeof o->backend;
   o->memory.struct_size = sizeof o->memory;
+  o->times.struct_size = sizeof o->times;
 }
 
 static void row_begin(fixture *f) {
@@ -1887,6 +1889,10 @@ static void test_trainer_parameters_misuse(void **state) {
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_memory(t, 0, NULL));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_memory(t, DEVICES, &f->o.memory));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_memory(t, SIZE_MAX, &f->o.memory));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_times(NULL, 0, &f->o.times));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_times(t, 0, NULL));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_times(t, DEVICES, &f->o.times));
 
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_trace_start(NULL, 10));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_trace_start(t, 0));

@@ -1,8 +1,10 @@
-// The trainer's timeline (Trainer::start_trace / write_trace, TraceRecorder): valid Chrome trace-event JSON
+// Per-device figures as data: each replica's times in the last step call (Trainer::replica_times), and
+// the trainer's timeline (Trainer::start_trace / write_trace, TraceRecorder): valid Chrome trace-event JSON
 // with two named rows per device; every op's forward and backward on its device's compute row, once per
 // pass; bucket reductions on the communication rows, one per bucket and step; gathers and updates where
 // they run; no event overlapping the next on a row; a full row drops and says so; recording changes no
 // bit of training; misuse is an error status.
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -181,6 +183,43 @@ void test_trace_of_plain_training_and_dropping(void **) {
   std::remove(path.c_str());
 }
 
+// Per replica figures of the last step call: the parts add up to the call's wall time; a call that
+// reduces nothing (not the last micro-batch of a window, without buckets) has no communication and no
+// update; an overlapped reduction runs beside the compute.
+void test_replica_times(void **) {
+  for (size_t bucket_bytes : {size_t(0), size_t(4096)}) {
+    dpt::TrainerConfig c;
+    c.bucket_bytes = bucket_bytes;
+    c.accumulation_steps = 2;
+    dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0}), model(), c);
+    const dpt::ReplicaTimes before = t.replica_times(2);
+    assert_true(before.compute == 0 && before.communication == 0 && before.idle == 0);
+    dpt_test::TestRng rng(4);
+    const std::vector<float> x = rng.vector(12 * 64, -1.0f, 1.0f);
+    std::vector<int32_t> y(12, 2);
+    const dpt::StepStats first = t.step(x.data(), y.data(), 12);  // the window's first micro-batch
+    for (size_t r = 0; r < 3; ++r) {
+      const dpt::ReplicaTimes m = t.replica_times(r);
+      assert_true(m.compute > 0 && m.communication == 0 && m.update == 0 && m.bus_bandwidth == 0);
+      assert_true(std::fabs(m.compute + m.idle - first.total_seconds) <= 1e-9 * first.total_seconds + 1e-12);
+    }
+    const dpt::StepStats last = t.step(x.data(), y.data(), 12);
+    assert_true(last.applied);
+    for (size_t r = 0; r < 3; ++r) {
+      const dpt::ReplicaTimes m = t.replica_times(r);
+      assert_true(m.compute > 0 && m.communication > 0 && m.update > 0 && m.idle >= 0);
+      // NCCL's count for an all-reduce on K = 3: 2 (K - 1) / K of the float32 gradient's bytes.
+      const double bus_bytes = double(t.parameter_count()) * 4.0 * 4.0 / 3.0;
+      assert_true(std::fabs(m.bus_bandwidth * m.communication - bus_bytes) <= 1e-6 * bus_bytes);
+      const double busy = m.compute + m.update + (bucket_bytes > 0 ? 0.0 : m.communication);
+      assert_true(busy <= last.total_seconds);
+      assert_true(std::fabs(busy + m.idle - last.total_seconds) <= 1e-9 * last.total_seconds + 1e-12);
+    }
+  }
+  auto t = make_trainer(dpt::ShardMode::kNone, 0);
+  dpt_test::expect_error([&] { t->replica_times(3); }, DPT_ERROR_OUT_OF_RANGE, "replica 3 of 3");
+}
+
 void test_trace_misuse(void **) {
   auto t = make_trainer(dpt::ShardMode::kNone, 0);
   dpt_test::expect_error([&] { t->write_trace(temp_path("never")); }, DPT_ERROR_INVALID_STATE, "not started");
@@ -199,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_trace_of_sharded_training),
       cmocka_unit_test(test_trace_of_plain_training_and_dropping),
+      cmocka_unit_test(test_replica_times),
       cmocka_unit_test(test_trace_misuse),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -518,6 +518,29 @@ typedef struct dpt_replica_memory {
   uint64_t total; /**< The sum of the above. */
 } dpt_replica_memory;
 
+/** @brief One replica's share of the last dpt_trainer_step call (of a micro-batch: the update and, without
+ * gradient buckets, the reduction come with the last of a window). The caller sets struct_size =
+ * sizeof(dpt_replica_times). All 0 before the first step. Since 0.2. */
+typedef struct dpt_replica_times {
+  size_t struct_size;     /**< Set by the caller. */
+  double compute_seconds; /**< Its forward and backward pass. */
+  /** Its gradient reduction: on its own thread after backward, or (gradient buckets, sharded gradients)
+   * on its communication thread during backward; 0 when the call reduced nothing. */
+  double communication_seconds;
+  double update_seconds; /**< Its update: the norm, the optimizer step, (sharded) the all-gather. */
+  /** The rest of the call's wall time on this device: waiting for slower devices, or for a reduction
+   * that backward did not hide. */
+  double idle_seconds;
+  /** Bytes per second of its reduction as NCCL's tests count bus bandwidth: the float32 gradient's bytes
+   * times 2 (K - 1) / K for an all-reduce, (K - 1) / K for a reduce-scatter, over communication_seconds;
+   * 0 without a reduction. */
+  double bus_bandwidth;
+} dpt_replica_times;
+
+/** @brief Replica @p device's times in the last dpt_trainer_step call (0-based, below the device count). */
+DPT_API dpt_status dpt_trainer_replica_times(const dpt_trainer *trainer, size_t device,
+                                             dpt_replica_times *times);
+
 /** @brief The memory replica @p device (0-based, below the device count) holds now, by category. */
 DPT_API dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device,
                                               dpt_replica_memory *memory);
