@@ -52,6 +52,7 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"ShardNone", int(ShardNone), int(swig.DPT_SHARD_NONE)},
 		{"ShardOptimizer", int(ShardOptimizer), int(swig.DPT_SHARD_OPTIMIZER)},
 		{"ShardGradients", int(ShardGradients), int(swig.DPT_SHARD_GRADIENTS)},
+		{"ShardParameters", int(ShardParameters), int(swig.DPT_SHARD_PARAMETERS)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},

@@ -2,6 +2,7 @@ package dptrain_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"dptrain.org/dptrain"
@@ -18,7 +19,8 @@ const (
 	// cuts its gradient into several buckets of about one layer each.
 	shardDeepLayers     = 6
 	shardDeepParameters = shardIn*64 + 64 + (shardDeepLayers-1)*(64*64+64) + 64*tinyClasses + tinyClasses
-	// shardBucketBytes: ShardGradients' runs use buckets of 4096 bytes (whole layers, each at least this size).
+	// shardBucketBytes: ShardGradients' and ShardParameters' runs use buckets of 4096 bytes (whole layers, each
+	// at least this size).
 	shardBucketBytes = 4096
 )
 
@@ -69,13 +71,14 @@ func shardBatch(n int) ([]float32, []int32) {
 	return x, y
 }
 
-// shardRun is what one run leaves: its start, every replica's parameters, the checksum and every replica's
-// memory.
+// shardRun is what one run leaves: its start, every replica's parameters, the checksum, every replica's
+// memory and an evaluation of the batch after the steps.
 type shardRun struct {
 	start    []float32
 	replicas [shardDevices][]float32
 	checksum string
 	memory   [shardDevices]dptrain.ReplicaMemory
+	eval     dptrain.EvalResult
 }
 
 // checkParts: parameters (and, unless the gradient is sharded, gradients) are float32 (4 bytes a parameter), no
@@ -101,7 +104,7 @@ func checkParts(t *testing.T, m dptrain.ReplicaMemory, parameters int, wholeGrad
 
 // shardTrain trains m on 3 CPU devices, seed 7, AdamW (decoupled weight decay, gradient clipping: each device
 // clips with the blocked norm), 3 steps on one batch of 24 samples (8 per device), with the given shard mode
-// and bucket size (0: the default).
+// and bucket size (0: the default), then evaluates the batch.
 func shardTrain(t *testing.T, ctx *dptrain.Context, m *dptrain.Model, shard dptrain.ShardMode,
 	bucketBytes int) (run shardRun) {
 	t.Helper()
@@ -134,6 +137,11 @@ func shardTrain(t *testing.T, ctx *dptrain.Context, m *dptrain.Model, shard dptr
 	}
 	run.checksum, err = tr.Checksum()
 	must(t, err)
+	run.eval, err = tr.Evaluate(x, y)
+	must(t, err)
+	if run.eval.Samples != 24 {
+		t.Fatalf("ShardMode %d: evaluated %d samples, want 24", shard, run.eval.Samples)
+	}
 	return run
 }
 
@@ -270,10 +278,88 @@ func TestShardGradients(t *testing.T) {
 	}
 }
 
+// TestShardParameters: ShardParameters with buckets of 4096 bytes and one micro-batch per step trains the
+// deeper MLP (six alike layers, six buckets) to the very bits of ShardNone: every replica's parameters (each
+// gathered from the devices' ranges), the checksum, and the loss and accuracy of an evaluation after the steps
+// (whose passes gather the parameters as training does); the start gathers to ShardNone's too. Each device
+// keeps ShardGradients' optimizer state and gradient, and of the parameters its range (AdamW: half its state's
+// bytes) plus a gather buffer, the same on every device: over the devices the ranges add up to one unsharded
+// replica's parameters, and each device's parameters take less than an unsharded replica's.
+func TestShardParameters(t *testing.T) {
+	ctx := newContext(t, shardDevices)
+	m := shardDeepModel(t)
+	none := shardTrain(t, ctx, m, dptrain.ShardNone, 0)
+	gradients := shardTrain(t, ctx, m, dptrain.ShardGradients, shardBucketBytes)
+	parameters := shardTrain(t, ctx, m, dptrain.ShardParameters, shardBucketBytes)
+	if !bitwiseEqual(none.start, parameters.start) {
+		t.Fatal("the same seed starts on different parameters")
+	}
+	if bitwiseEqual(none.start, none.replicas[0]) {
+		t.Fatal("3 steps left the parameters unchanged")
+	}
+	for d := 0; d < shardDevices; d++ {
+		if !bitwiseEqual(none.replicas[d], parameters.replicas[d]) {
+			t.Errorf("replica %d: ShardParameters trains to other bits than ShardNone", d)
+		}
+	}
+	if none.checksum != parameters.checksum {
+		t.Errorf("checksum: ShardNone %s, ShardParameters %s", none.checksum, parameters.checksum)
+	}
+	if math.Float64bits(none.eval.Loss) != math.Float64bits(parameters.eval.Loss) ||
+		none.eval.Accuracy != parameters.eval.Accuracy {
+		t.Errorf("the evaluation: ShardNone loss %v accuracy %v, ShardParameters loss %v accuracy %v",
+			none.eval.Loss, none.eval.Accuracy, parameters.eval.Loss, parameters.eval.Accuracy)
+	}
+
+	whole := none.memory[0].Parameters
+	if whole != 4*shardDeepParameters {
+		t.Fatalf("the parameters of an unsharded replica: %d bytes, want %d", whole, 4*shardDeepParameters)
+	}
+	gather := parameters.memory[0].Parameters - parameters.memory[0].OptimizerState/2
+	var ranges, sum uint64
+	for d := 0; d < shardDevices; d++ {
+		what := fmt.Sprintf("ShardParameters, device %d", d)
+		m := parameters.memory[d]
+		if g := gradients.memory[d]; m.OptimizerState != g.OptimizerState || m.Gradients != g.Gradients {
+			t.Errorf("%s: optimizer state %d and gradients %d bytes, ShardGradients' %d and %d", what,
+				m.OptimizerState, m.Gradients, g.OptimizerState, g.Gradients)
+		}
+		// The range's parameters take 4 bytes per parameter, its AdamW state 8.
+		if m.Parameters < m.OptimizerState/2 || m.Parameters-m.OptimizerState/2 != gather {
+			t.Errorf("%s: parameters %d bytes, want the range's %d plus device 0's gather buffer %d", what,
+				m.Parameters, m.OptimizerState/2, gather)
+		}
+		if m.Parameters >= whole {
+			t.Errorf("%s: parameters %d bytes, not less than an unsharded replica's %d", what, m.Parameters, whole)
+		}
+		if m.Buffers != 0 {
+			t.Errorf("%s: %d bytes of buffers without batch norm", what, m.Buffers)
+		}
+		if m.Activations == 0 {
+			t.Errorf("%s: no activation bytes after 3 steps", what)
+		}
+		if s := m.Parameters + m.Gradients + m.OptimizerState + m.Buffers + m.Activations; m.Total != s {
+			t.Errorf("%s: total %d, the parts add up to %d", what, m.Total, s)
+		}
+		t.Logf("%s: %+v", what, m)
+		ranges += m.Parameters - gather
+		sum += m.Parameters
+	}
+	if gather == 0 {
+		t.Error("no gather buffer")
+	}
+	if ranges != whole {
+		t.Errorf("the devices' ranges of the parameters add up to %d bytes, not the unsharded %d", ranges, whole)
+	}
+	if sum >= shardDevices*whole {
+		t.Errorf("the devices' parameters take %d bytes, not less than %d unsharded", sum, shardDevices*whole)
+	}
+}
+
 // TestShardRefusals: a device past the last (or a negative one) is StatusOutOfRange, and the trainer is
-// unharmed; a shard mode outside the enum (3, -1) is StatusInvalidArgument, naming the option; ShardGradients
-// on several devices refuses a model with a tied parameter (gpt-mini's LM head tied to its token embedding) with
-// StatusUnsupported.
+// unharmed; a shard mode outside the enum (4, -1) is StatusInvalidArgument, naming the option; ShardGradients
+// and ShardParameters on several devices refuse a model with a tied parameter (gpt-mini's LM head tied to its
+// token embedding) with StatusUnsupported.
 func TestShardRefusals(t *testing.T) {
 	ctx := newContext(t, shardDevices)
 	m := tinyModel(t)
@@ -287,11 +373,12 @@ func TestShardRefusals(t *testing.T) {
 	if n, _ := tr.ParameterCount(); mem.Parameters != uint64(4*n) {
 		t.Errorf("the last replica's parameters take %d bytes, want %d", mem.Parameters, 4*n)
 	}
-	for _, bad := range []dptrain.ShardMode{3, -1} {
+	for _, bad := range []dptrain.ShardMode{4, -1} {
 		_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: bad})
 		wantError(t, err, dptrain.StatusInvalidArgument, "shard mode")
 	}
-	for _, mode := range []dptrain.ShardMode{dptrain.ShardOptimizer, dptrain.ShardGradients} {
+	for _, mode := range []dptrain.ShardMode{
+		dptrain.ShardOptimizer, dptrain.ShardGradients, dptrain.ShardParameters} {
 		sharded, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: mode})
 		must(t, err)
 		sharded.Close()
@@ -302,6 +389,8 @@ func TestShardRefusals(t *testing.T) {
 	defer gpt.Close()
 	must(t, gpt.Tie("lm_head.weight", "transformer.wte.weight"))
 	two := newContext(t, 2)
-	_, err = dptrain.NewTrainer(two, gpt, &dptrain.TrainerOptions{Shard: dptrain.ShardGradients})
-	wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "tied parameters", "lm_head.weight")
+	for _, mode := range []dptrain.ShardMode{dptrain.ShardGradients, dptrain.ShardParameters} {
+		_, err = dptrain.NewTrainer(two, gpt, &dptrain.TrainerOptions{Shard: mode})
+		wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "tied parameters", "lm_head.weight")
+	}
 }

@@ -107,6 +107,13 @@ const (
 	// micro-batch). CPU devices of one process only; refused (StatusUnsupported) for models with tied
 	// parameters (Model.Tie) and across MPI processes.
 	ShardGradients ShardMode = 2
+	// ShardParameters (ZeRO stage 3, PyTorch's FSDP): also the parameters. Each device keeps its range of the
+	// parameters only, and a pass (training, evaluation, prediction) copies each bucket of them in from the
+	// devices that own it just before the bucket's layers run, into one gather buffer of the largest bucket's
+	// size (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
+	// ShardGradients; the same restrictions. Trainer.Parameters, Trainer.Checksum and checkpoints gather the
+	// whole vector.
+	ShardParameters ShardMode = 3
 )
 
 // The library's defaults of PrecisionFP16's loss scaling (GradScaler's), which the zero values of
@@ -222,17 +229,22 @@ type TrainerOptions struct {
 	// outside the enum is StatusInvalidArgument.
 	ActivationDtype Precision
 	// Shard is sharded data parallel: ShardNone (the zero value, the default), ShardOptimizer (ZeRO stage 1:
-	// each device keeps, and updates, the optimizer state of one contiguous range of the parameters) or
+	// each device keeps, and updates, the optimizer state of one contiguous range of the parameters),
 	// ShardGradients (ZeRO stage 2: also the summed gradient of that range, reduce-scattered bucket by bucket
-	// during backward through two staging buckets of BucketBytes). ShardOptimizer trains to the same bits as
-	// ShardNone (the parameters, the step and fit results, and checkpoints, which load into any device count
-	// and mode), and so does ShardGradients with one micro-batch per optimizer step (with AccumulationSteps > 1,
-	// one more float32 rounding per micro-batch). Per device the optimizer state becomes 1/K of its bytes over
-	// K devices (AdamW: 8 bytes per parameter become 8/K) and, with ShardGradients, the gradient its range's
-	// 4/K bytes per parameter plus the two staging buckets; Trainer.ReplicaMemory reports both. CPU devices
-	// only: a trainer on CUDA devices refuses ShardOptimizer and ShardGradients with StatusUnsupported, and so
-	// does a ShardGradients trainer of a model with tied parameters or across MPI processes; a value outside
-	// the enum is StatusInvalidArgument.
+	// during backward through two staging buckets of BucketBytes) or ShardParameters (ZeRO stage 3, FSDP: also
+	// the parameters of that range, each bucket of them copied in from the devices that own it into one gather
+	// buffer just before the bucket's layers run, in training, evaluation and prediction). ShardOptimizer trains
+	// to the same bits as ShardNone (the parameters, the step and fit results, and checkpoints, which load into
+	// any device count and mode), and so do ShardGradients and ShardParameters with one micro-batch per
+	// optimizer step (with AccumulationSteps > 1, one more float32 rounding per micro-batch); with
+	// ShardParameters, Trainer.Parameters, Trainer.Checksum and checkpoints gather the whole vector. Per device
+	// the optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes per parameter become 8/K),
+	// with ShardGradients and ShardParameters the gradient its range's 4/K bytes per parameter plus the two
+	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
+	// gather buffer; Trainer.ReplicaMemory reports them. CPU devices only: a trainer on CUDA devices refuses
+	// ShardOptimizer, ShardGradients and ShardParameters with StatusUnsupported, and so does a ShardGradients or
+	// ShardParameters trainer of a model with tied parameters or across MPI processes; a value outside the enum
+	// is StatusInvalidArgument.
 	Shard     ShardMode
 	Optimizer OptimizerOptions
 }
@@ -669,14 +681,17 @@ func (t *Trainer) SetParameters(src []float32) error {
 // ReplicaMemory is the memory one replica of a Trainer holds on its device, in bytes, by what it is for
 // (Trainer.ReplicaMemory): a snapshot.
 type ReplicaMemory struct {
-	Parameters uint64 // the parameters (float32): 4 bytes per parameter
+	// Parameters is the parameters (float32): 4 bytes per parameter; with ShardParameters, those of the
+	// replica's own range only (about 1/K of them over K devices) plus the gather buffer each pass copies the
+	// buckets of the parameters into.
+	Parameters uint64
 	// Gradients is the summed gradient (float32, one per parameter): 4 bytes per parameter; with
-	// ShardGradients, that of the replica's own range of the parameters only (about 1/K of it over K devices)
-	// plus the two staging buckets backward writes the gradient buckets into.
+	// ShardGradients or ShardParameters, that of the replica's own range of the parameters only (about 1/K of it
+	// over K devices) plus the two staging buckets backward writes the gradient buckets into.
 	Gradients uint64
-	// OptimizerState is momentum or Adam's moments (AdamW: 8 bytes per parameter): with ShardOptimizer or
-	// ShardGradients, those of the replica's own range of the parameters only, about 1/K of them over K
-	// devices.
+	// OptimizerState is momentum or Adam's moments (AdamW: 8 bytes per parameter): with ShardOptimizer,
+	// ShardGradients or ShardParameters, those of the replica's own range of the parameters only, about 1/K of
+	// them over K devices.
 	OptimizerState uint64
 	Buffers        uint64 // the running statistics (batch norm); 0 without batch norm
 	// Activations is everything the replica's passes allocate: inputs, activations, what ops keep for backward,
@@ -686,9 +701,11 @@ type ReplicaMemory struct {
 }
 
 // ReplicaMemory returns the bytes replica device (0 .. DeviceCount()-1) holds now in its device's memory, by
-// what they are for. With ShardOptimizer or ShardGradients each device's OptimizerState is that of its own
-// range: over the devices they add up to one unsharded replica's; with ShardGradients each device's Gradients
-// is its range's plus the two staging buckets. A negative device, or one past the last, is StatusOutOfRange.
+// what they are for. With any sharded mode (ShardOptimizer, ShardGradients, ShardParameters) each device's
+// OptimizerState is that of its own range: over the devices they add up to one unsharded replica's; with
+// ShardGradients or ShardParameters each device's Gradients is its range's plus the two staging buckets; with
+// ShardParameters each device's Parameters is its range's plus its gather buffer. A negative device, or one
+// past the last, is StatusOutOfRange.
 func (t *Trainer) ReplicaMemory(device int) (ReplicaMemory, error) {
 	const op = "Trainer.ReplicaMemory"
 	d, err := toSize(op, "device", device)

@@ -307,6 +307,7 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(None) DPT_SHARD_NONE;
 %rename(Optimizer) DPT_SHARD_OPTIMIZER;
 %rename(Gradients) DPT_SHARD_GRADIENTS;
+%rename(Parameters) DPT_SHARD_PARAMETERS;
 
 /* SWIG writes no XML documentation: ShardMode carries its summary in its modifiers (TrainerOptions.Shard, written
  * by hand, documents it in full). */
@@ -316,8 +317,10 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 /// state of one contiguous range of the parameters only, so that a device's optimizer state takes 1/K of its
 /// bytes over K devices, with the same bits as <c>None</c>; <c>Gradients</c> (ZeRO stage 2) also the summed
 /// gradient of that range (reduce-scattered bucket by bucket during backward through two staging buckets), with
-/// the same bits as <c>None</c> at one micro-batch per optimizer step. CPU devices only; <c>Gradients</c> refuses
-/// tied parameters and MPI.</summary>
+/// the same bits as <c>None</c> at one micro-batch per optimizer step; <c>Parameters</c> (ZeRO stage 3, FSDP)
+/// also the parameters of that range (a pass copies each bucket of them in from the devices that own it into
+/// one gather buffer just before the bucket's layers run), with the bits of <c>Gradients</c>. CPU devices only;
+/// <c>Gradients</c> and <c>Parameters</c> refuse tied parameters and MPI.</summary>
 public enum%}
 
 /* Read-only getters become properties: the generated method turns private under another name and the

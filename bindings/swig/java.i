@@ -353,27 +353,35 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
  * the parameters only, so that a device's optimizer state takes 1/K of its bytes over K devices, with the
  * same bits as {@code SHARD_NONE}; {@link #SHARD_GRADIENTS} (ZeRO stage 2) also the summed gradient of that
  * range (reduce-scattered bucket by bucket during backward through two staging buckets), with the same bits as
- * {@code SHARD_NONE} at one micro-batch per optimizer step. CPU devices only; {@code SHARD_GRADIENTS} refuses
- * tied parameters and MPI.
+ * {@code SHARD_NONE} at one micro-batch per optimizer step; {@link #SHARD_PARAMETERS} (ZeRO stage 3, FSDP) also
+ * the parameters of that range (a pass copies each bucket of them in from the devices that own it into one
+ * gather buffer just before the bucket's layers run), with the bits of {@code SHARD_GRADIENTS}. CPU devices
+ * only; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} refuse tied parameters and MPI.
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::shard %{/**
    * Sharded data parallel: {@link ShardMode#SHARD_NONE} (the default), {@link ShardMode#SHARD_OPTIMIZER}
    * (ZeRO stage 1: each device keeps, and updates, the optimizer state of one contiguous range of the
-   * parameters; the gradient is reduce-scattered and the updated ranges all-gathered) or
+   * parameters; the gradient is reduce-scattered and the updated ranges all-gathered),
    * {@link ShardMode#SHARD_GRADIENTS} (ZeRO stage 2: also the gradient; backward writes each gradient bucket,
    * {@link #setBucketBytes} of whole layers, into one of two staging buffers, and each finished bucket is
    * reduce-scattered into the devices' ranges while backward goes on, so that each device keeps the summed
-   * gradient of its range only). {@code SHARD_OPTIMIZER} trains to the same bits as {@code SHARD_NONE}
-   * (parameters, step and fit results, checkpoints, which load into any device count and mode), and so does
-   * {@code SHARD_GRADIENTS} with one micro-batch per optimizer step (with {@code accumulationSteps > 1} each
-   * micro-batch's sum is added into the range: one more float32 rounding per micro-batch). Per device the
-   * optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes per parameter become 8/K) and,
-   * with {@code SHARD_GRADIENTS}, the gradient its range's 4/K bytes per parameter plus the two staging
-   * buckets; {@link Trainer#replicaMemory} reports both. CPU devices only: a trainer on CUDA devices refuses
-   * both modes with an {@link UnsupportedException} ({@code Status.ERROR_UNSUPPORTED}), and so does a
-   * {@code SHARD_GRADIENTS} trainer of a model with tied parameters ({@link Model#tie}) or across MPI
-   * processes; {@code null} is a {@code NullPointerException}.
+   * gradient of its range only) or {@link ShardMode#SHARD_PARAMETERS} (ZeRO stage 3, PyTorch's FSDP: also the
+   * parameters; each device keeps its range of them only, and a pass, training, evaluation or prediction,
+   * copies each bucket of them in from the devices that own it into one gather buffer of the largest bucket's
+   * size just before the bucket's layers run). {@code SHARD_OPTIMIZER} trains to the same bits as
+   * {@code SHARD_NONE} (parameters, step and fit results, checkpoints, which load into any device count and
+   * mode), and so do {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} with one micro-batch per optimizer
+   * step (with {@code accumulationSteps > 1} each micro-batch's sum is added into the range: one more float32
+   * rounding per micro-batch); with {@code SHARD_PARAMETERS}, {@link Trainer#getParameters}, the checksum and
+   * checkpoints gather the whole vector. Per device the optimizer state becomes 1/K of its bytes over K devices
+   * (AdamW: 8 bytes per parameter become 8/K), with {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} the
+   * gradient its range's 4/K bytes per parameter plus the two staging buckets, and with
+   * {@code SHARD_PARAMETERS} the parameters their range's 4/K bytes per parameter plus the gather buffer;
+   * {@link Trainer#replicaMemory} reports them. CPU devices only: a trainer on CUDA devices refuses the three
+   * sharded modes with an {@link UnsupportedException} ({@code Status.ERROR_UNSUPPORTED}), and so does a
+   * {@code SHARD_GRADIENTS} or {@code SHARD_PARAMETERS} trainer of a model with tied parameters
+   * ({@link Model#tie}) or across MPI processes; {@code null} is a {@code NullPointerException}.
    */
   public%}
 
@@ -751,12 +759,13 @@ import java.nio.IntBuffer;
   }
 
   /**
-   * The bytes replica {@code device} holds now in its device's memory, by what they are for: parameters,
-   * gradient (with {@link ShardMode#SHARD_GRADIENTS}: the summed gradient of the device's own range plus the
-   * two staging buckets), optimizer state (of the device's own range with {@link ShardMode#SHARD_OPTIMIZER} or
-   * {@code SHARD_GRADIENTS}: over K devices the ranges' states add up to one unsharded replica's), running
-   * statistics, and everything the passes allocate (activations, which grow with the largest slice seen so
-   * far).
+   * The bytes replica {@code device} holds now in its device's memory, by what they are for: parameters (with
+   * {@link ShardMode#SHARD_PARAMETERS}: the device's own range of them plus its gather buffer), gradient (with
+   * {@link ShardMode#SHARD_GRADIENTS} or {@code SHARD_PARAMETERS}: the summed gradient of the device's own range
+   * plus the two staging buckets), optimizer state (of the device's own range in any sharded mode,
+   * {@link ShardMode#SHARD_OPTIMIZER}, {@code SHARD_GRADIENTS} or {@code SHARD_PARAMETERS}: over K devices the
+   * ranges' states add up to one unsharded replica's), running statistics, and everything the passes allocate
+   * (activations, which grow with the largest slice seen so far).
    *
    * @param device 0 .. {@code deviceCount() - 1}
    * @throws InvalidArgumentException with {@code Status.ERROR_OUT_OF_RANGE} for a negative device or one past

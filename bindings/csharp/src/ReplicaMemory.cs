@@ -19,17 +19,20 @@ public struct ReplicaMemory : IEquatable<ReplicaMemory> {
     Total = total;
   }
 
-  /// <summary>The parameters (float32): 4 bytes per parameter.</summary>
+  /// <summary>The parameters (float32): 4 bytes per parameter; with <see cref="ShardMode.Parameters"/>, those of
+  /// the replica's own range only (about 1/K of them over K devices) plus the gather buffer each pass copies the
+  /// buckets of the parameters into.</summary>
   public ulong Parameters { get; }
 
   /// <summary>The summed gradient (float32, one per parameter): 4 bytes per parameter; with
-  /// <see cref="ShardMode.Gradients"/>, that of the replica's own range of the parameters only (about 1/K of it
-  /// over K devices) plus the two staging buckets backward writes the gradient buckets into.</summary>
+  /// <see cref="ShardMode.Gradients"/> or <see cref="ShardMode.Parameters"/>, that of the replica's own range of
+  /// the parameters only (about 1/K of it over K devices) plus the two staging buckets backward writes the
+  /// gradient buckets into.</summary>
   public ulong Gradients { get; }
 
   /// <summary>Momentum or Adam's moments (AdamW: 8 bytes per parameter): with
-  /// <see cref="ShardMode.Optimizer"/> or <see cref="ShardMode.Gradients"/>, those of the replica's own range of
-  /// the parameters only, about 1/K of them over K devices.</summary>
+  /// <see cref="ShardMode.Optimizer"/>, <see cref="ShardMode.Gradients"/> or <see cref="ShardMode.Parameters"/>,
+  /// those of the replica's own range of the parameters only, about 1/K of them over K devices.</summary>
   public ulong OptimizerState { get; }
 
   /// <summary>The running statistics (batch norm); 0 without batch norm.</summary>

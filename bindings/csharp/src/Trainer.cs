@@ -51,11 +51,12 @@ public partial class Trainer {
   }
 
   /// <summary>The bytes replica <paramref name="device"/> holds now in its device's memory, by what they are
-  /// for: parameters, gradient (with <see cref="ShardMode.Gradients"/>: the summed gradient of the device's own
-  /// range plus the two staging buckets), optimizer state (of the device's own range with
-  /// <see cref="ShardMode.Optimizer"/> or <c>Gradients</c>: over K devices the ranges' states add up to one
-  /// unsharded replica's), running statistics, and everything the passes allocate (activations, which grow with
-  /// the largest slice seen so far).</summary>
+  /// for: parameters (with <see cref="ShardMode.Parameters"/>: the device's own range of them plus its gather
+  /// buffer), gradient (with <see cref="ShardMode.Gradients"/> or <c>Parameters</c>: the summed gradient of the
+  /// device's own range plus the two staging buckets), optimizer state (of the device's own range in any sharded
+  /// mode, <see cref="ShardMode.Optimizer"/>, <c>Gradients</c> or <c>Parameters</c>: over K devices the ranges'
+  /// states add up to one unsharded replica's), running statistics, and everything the passes allocate
+  /// (activations, which grow with the largest slice seen so far).</summary>
   /// <param name="device">0 .. <see cref="DeviceCount"/> - 1.</param>
   /// <exception cref="InvalidArgumentException"><see cref="Status.OutOfRange"/> for a device past the
   /// last.</exception>

@@ -73,22 +73,27 @@ public partial class TrainerOptions {
   /// <summary>Sharded data parallel: <see cref="ShardMode.None"/> (the default: every device holds the
   /// parameters, the gradient and the optimizer state whole), <see cref="ShardMode.Optimizer"/> (ZeRO stage 1:
   /// each device keeps, and updates, the optimizer state of one contiguous range of the parameters only; the
-  /// gradient is reduce-scattered and the updated ranges are all-gathered) or <see cref="ShardMode.Gradients"/>
+  /// gradient is reduce-scattered and the updated ranges are all-gathered), <see cref="ShardMode.Gradients"/>
   /// (ZeRO stage 2: also the gradient; backward writes each gradient bucket, <see cref="BucketBytes"/> of whole
   /// layers, into one of two staging buffers, and each finished bucket is reduce-scattered into the devices'
-  /// ranges while backward goes on, so that each device keeps the summed gradient of its range only).
-  /// <c>Optimizer</c> trains to the same bits as <c>None</c>: the parameters, the step and fit results, and
-  /// checkpoints (which load into any device count and mode); so does <c>Gradients</c> with one micro-batch per
-  /// optimizer step (with <see cref="AccumulationSteps"/> &gt; 1 each micro-batch's sum is added into the range:
-  /// one more float32 rounding per micro-batch). Per device the optimizer state becomes 1/K of its bytes over K
-  /// devices (AdamW: 8 bytes per parameter become 8/K) and, with <c>Gradients</c>, the gradient its range's 4/K
-  /// bytes per parameter plus the two staging buckets; <see cref="Trainer.GetReplicaMemory"/> reports
-  /// both.</summary>
-  /// <remarks>CPU devices only: a trainer on CUDA devices refuses <c>Optimizer</c> and <c>Gradients</c> with
-  /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>), and so does a <c>Gradients</c>
-  /// trainer of a model with tied parameters (<see cref="Model.Tie"/>) or across MPI processes; a value outside
-  /// the enum is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer
-  /// is created.</remarks>
+  /// ranges while backward goes on, so that each device keeps the summed gradient of its range only) or
+  /// <see cref="ShardMode.Parameters"/> (ZeRO stage 3, PyTorch's FSDP: also the parameters; each device keeps its
+  /// range of them only, and a pass, training, evaluation or prediction, copies each bucket of them in from the
+  /// devices that own it into one gather buffer of the largest bucket's size just before the bucket's layers
+  /// run). <c>Optimizer</c> trains to the same bits as <c>None</c>: the parameters, the step and fit results, and
+  /// checkpoints (which load into any device count and mode); so do <c>Gradients</c> and <c>Parameters</c> with
+  /// one micro-batch per optimizer step (with <see cref="AccumulationSteps"/> &gt; 1 each micro-batch's sum is
+  /// added into the range: one more float32 rounding per micro-batch); with <c>Parameters</c>,
+  /// <see cref="Trainer.GetParameters()"/>, the checksum and checkpoints gather the whole vector. Per device the
+  /// optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes per parameter become 8/K), with
+  /// <c>Gradients</c> and <c>Parameters</c> the gradient its range's 4/K bytes per parameter plus the two staging
+  /// buckets, and with <c>Parameters</c> the parameters their range's 4/K bytes per parameter plus the gather
+  /// buffer; <see cref="Trainer.GetReplicaMemory"/> reports them.</summary>
+  /// <remarks>CPU devices only: a trainer on CUDA devices refuses <c>Optimizer</c>, <c>Gradients</c> and
+  /// <c>Parameters</c> with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>), and so does a
+  /// <c>Gradients</c> or <c>Parameters</c> trainer of a model with tied parameters (<see cref="Model.Tie"/>) or
+  /// across MPI processes; a value outside the enum is <see cref="InvalidArgumentException"/>
+  /// (<see cref="Status.InvalidArgument"/>) when the trainer is created.</remarks>
   public ShardMode Shard {
     get { return ShardNative; }
     set { ShardNative = value; }

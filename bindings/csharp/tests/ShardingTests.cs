@@ -1,7 +1,8 @@
-// TrainerOptions.Shard (trainer.h shard, ZeRO stages 1 and 2) and Trainer.GetReplicaMemory
-// (dpt_trainer_replica_memory): the default, the bits of a sharded optimizer and of sharded gradients against an
-// unsharded run, each device's part of AdamW's state and of the gradient, and the refusal of a device out of
-// range, of a mode outside the enum and of sharded gradients over tied parameters.
+// TrainerOptions.Shard (trainer.h shard, ZeRO stages 1, 2 and 3) and Trainer.GetReplicaMemory
+// (dpt_trainer_replica_memory): the default, the bits of a sharded optimizer, of sharded gradients and of sharded
+// parameters against an unsharded run, each device's part of AdamW's state, of the gradient and of the
+// parameters, and the refusal of a device out of range, of a mode outside the enum and of sharded gradients or
+// parameters over tied parameters.
 using System;
 using System.Linq;
 using NUnit.Framework;
@@ -21,7 +22,7 @@ public class ShardingTests {
   /// Hidden layers of 64 units in MakeDeepMlp: alike, so that small buckets hold about one layer each.
   const int DeepLayers = 6;
   const ulong DeepParameters = SampleSize * 64 + 64 + (DeepLayers - 1) * (64 * 64 + 64) + 64 * Classes + Classes;
-  /// Gradients' runs use buckets of 4096 bytes (whole layers, each at least this size).
+  /// Gradients' and Parameters' runs use buckets of 4096 bytes (whole layers, each at least this size).
   const ulong BucketBytes = 4096;
 
   Context context;
@@ -77,16 +78,20 @@ public class ShardingTests {
     return model;
   }
 
-  /// What one run leaves: its start, every replica's parameters, the checksum and every replica's memory.
+  /// What one run leaves: its start, every replica's parameters, the checksum, every replica's memory and an
+  /// evaluation of the batch after the steps.
   sealed class Run {
     public float[] Start;
     public float[][] Replicas = new float[Devices][];
     public string Checksum;
     public ReplicaMemory[] Memory = new ReplicaMemory[Devices];
+    public double Loss;
+    public double Accuracy;
   }
 
   /// The model on 3 CPU devices, seed 7, AdamW (decoupled weight decay, gradient clipping: each device clips with
-  /// the blocked norm), 3 steps on one batch, with the given shard mode and bucket size (0: the default).
+  /// the blocked norm), 3 steps on one batch, with the given shard mode and bucket size (0: the default), then an
+  /// evaluation of the batch.
   Run Train(Model model, ShardMode shard, ulong bucketBytes = 0) {
     float[] x;
     int[] y;
@@ -113,6 +118,11 @@ public class ShardingTests {
           run.Memory[d] = trainer.GetReplicaMemory((ulong)d);
         }
         run.Checksum = trainer.ParameterChecksum();
+        using (EvalResult e = trainer.Evaluate(x, y)) {
+          Assert.AreEqual((ulong)Samples, e.Samples, shard + ": evaluated samples");
+          run.Loss = e.Loss;
+          run.Accuracy = e.Accuracy;
+        }
         return run;
       }
     }
@@ -215,25 +225,78 @@ public class ShardingTests {
     }
   }
 
-  /// Gradients on several devices refuses a model with a tied parameter (gpt-mini's LM head tied to its token
-  /// embedding): UnsupportedException when the trainer is created.
+  /// Parameters with buckets of 4096 bytes and one micro-batch per step trains the deeper MLP (six alike layers,
+  /// six buckets) to the very bits of None: every replica's parameters (each gathered from the devices' ranges),
+  /// the checksum, and the loss and accuracy of an evaluation after the steps (whose passes gather the parameters
+  /// as training does); the start gathers to None's too. Each device keeps Gradients' optimizer state and
+  /// gradient, and of the parameters its range (AdamW: half its state's bytes) plus a gather buffer, the same on
+  /// every device: over the devices the ranges add up to one unsharded replica's parameters, and each device's
+  /// parameters take less than an unsharded replica's.
   [Test]
-  public void ShardingTheGradientsRefusesTiedParameters() {
+  public void ShardingTheParametersKeepsTheBitsAndSplitsTheParameters() {
+    using (var deep = MakeDeepMlp()) {
+      Assert.AreEqual(DeepParameters, deep.ParameterCount);
+      Run none = Train(deep, ShardMode.None);
+      Run gradients = Train(deep, ShardMode.Gradients, BucketBytes);
+      Run parameters = Train(deep, ShardMode.Parameters, BucketBytes);
+      AssertBitwiseEqual(none.Start, parameters.Start, "the same seed starts alike");
+      Assert.IsFalse(BitwiseEqual(none.Start, none.Replicas[0]), "3 steps left the parameters unchanged");
+      for (int d = 0; d < Devices; ++d)
+        AssertBitwiseEqual(none.Replicas[d], parameters.Replicas[d], "Parameters against None, replica " + d);
+      Assert.AreEqual(none.Checksum, parameters.Checksum, "the checksums");
+      Assert.AreEqual(BitConverter.DoubleToInt64Bits(none.Loss), BitConverter.DoubleToInt64Bits(parameters.Loss),
+                      "the evaluation's loss: None " + none.Loss + ", Parameters " + parameters.Loss);
+      Assert.AreEqual(none.Accuracy, parameters.Accuracy, "the evaluation's accuracy");
+
+      ulong whole = none.Memory[0].Parameters;
+      Assert.AreEqual(4 * DeepParameters, whole, "the parameters of an unsharded replica");
+      ulong gather = parameters.Memory[0].Parameters - parameters.Memory[0].OptimizerState / 2;
+      Assert.Greater(gather, 0UL, "gather buffer");
+      ulong ranges = 0, sum = 0;
+      for (int d = 0; d < Devices; ++d) {
+        string what = "Parameters, device " + d;
+        ReplicaMemory m = parameters.Memory[d];
+        Assert.AreEqual(gradients.Memory[d].OptimizerState, m.OptimizerState,
+                        what + ": the optimizer state of Gradients' range");
+        Assert.AreEqual(gradients.Memory[d].Gradients, m.Gradients,
+                        what + ": Gradients' range of the gradient and staging buckets");
+        // The range's parameters take 4 bytes per parameter, its AdamW state 8.
+        Assert.AreEqual(m.OptimizerState / 2 + gather, m.Parameters,
+                        what + ": the range's parameters plus device 0's gather buffer");
+        Assert.Less(m.Parameters, whole, what + ": less than an unsharded replica's parameters");
+        Assert.AreEqual(0UL, m.Buffers, what + ": buffers (no batch norm)");
+        Assert.Greater(m.Activations, 0UL, what + ": activations");
+        Assert.AreEqual(m.Parameters + m.Gradients + m.OptimizerState + m.Buffers + m.Activations, m.Total,
+                        what + ": total");
+        ranges += m.Parameters - gather;
+        sum += m.Parameters;
+      }
+      Assert.AreEqual(whole, ranges, "the devices' ranges of the parameters add up to the unsharded ones");
+      Assert.Less(sum, Devices * whole, "the devices' parameters against 3 unsharded replicas'");
+    }
+  }
+
+  /// Gradients and Parameters on several devices refuse a model with a tied parameter (gpt-mini's LM head tied to
+  /// its token embedding): UnsupportedException when the trainer is created.
+  [Test]
+  public void ShardingTheGradientsOrTheParametersRefusesTiedParameters() {
     using (var two = new Context(2))
     using (var gpt = Model.Builtin("gpt-mini"))
     using (var options = new TrainerOptions()) {
       gpt.Tie("lm_head.weight", "transformer.wte.weight");
-      options.Shard = ShardMode.Gradients;
-      var e = Assert.Throws<UnsupportedException>(() => new Trainer(two, gpt, options, null));
-      Assert.AreEqual(Status.Unsupported, e.Status);
-      StringAssert.Contains("tied parameters", e.LibraryMessage);
-      StringAssert.Contains("lm_head.weight", e.LibraryMessage);
+      foreach (ShardMode mode in new[] { ShardMode.Gradients, ShardMode.Parameters }) {
+        options.Shard = mode;
+        var e = Assert.Throws<UnsupportedException>(() => new Trainer(two, gpt, options, null), mode.ToString());
+        Assert.AreEqual(Status.Unsupported, e.Status, mode.ToString());
+        StringAssert.Contains("tied parameters", e.LibraryMessage);
+        StringAssert.Contains("lm_head.weight", e.LibraryMessage);
+      }
     }
   }
 
   /// A device past the last is an InvalidArgumentException with Status.OutOfRange; a mode outside the enum
-  /// (3, -1) is refused when the trainer is created: InvalidArgumentException, naming the option. Optimizer and
-  /// Gradients are taken.
+  /// (4, -1) is refused when the trainer is created: InvalidArgumentException, naming the option. Optimizer,
+  /// Gradients and Parameters are taken.
   [Test]
   public void AnOutOfRangeDeviceAndAnUnknownModeAreRefused() {
     using (var model = TestData.MakeModel())
@@ -247,7 +310,8 @@ public class ShardingTests {
                         "the trainer is unharmed");
       }
       Assert.AreEqual(2, (int)ShardMode.Gradients);
-      foreach (int value in new[] { 3, -1 }) {
+      Assert.AreEqual(3, (int)ShardMode.Parameters);
+      foreach (int value in new[] { 4, -1 }) {
         options.Shard = (ShardMode)value;
         Assert.AreEqual((ShardMode)value, options.Shard);
         var e = Assert.Throws<InvalidArgumentException>(() => new Trainer(context, model, options, null),
@@ -255,7 +319,7 @@ public class ShardingTests {
         Assert.AreEqual(Status.InvalidArgument, e.Status);
         StringAssert.Contains("shard mode " + value, e.LibraryMessage);
       }
-      foreach (ShardMode mode in new[] { ShardMode.Optimizer, ShardMode.Gradients }) {
+      foreach (ShardMode mode in new[] { ShardMode.Optimizer, ShardMode.Gradients, ShardMode.Parameters }) {
         options.Shard = mode;
         using (var trainer = new Trainer(context, model, options, null))
           Assert.AreEqual((ulong)Devices, trainer.DeviceCount, mode.ToString());

@@ -24,24 +24,29 @@ public final class ReplicaMemory {
     this.total = total;
   }
 
-  /** The parameters (float32): 4 bytes per parameter. */
+  /**
+   * The parameters (float32): 4 bytes per parameter; with {@link ShardMode#SHARD_PARAMETERS}, those of the
+   * replica's own range only (about 1/K of them over K devices) plus the gather buffer each pass copies the
+   * buckets of the parameters into.
+   */
   public long parameters() {
     return parameters;
   }
 
   /**
    * The summed gradient (float32, one per parameter): 4 bytes per parameter; with
-   * {@link ShardMode#SHARD_GRADIENTS}, that of the replica's own range of the parameters only (about 1/K of it
-   * over K devices) plus the two staging buckets backward writes the gradient buckets into.
+   * {@link ShardMode#SHARD_GRADIENTS} or {@link ShardMode#SHARD_PARAMETERS}, that of the replica's own range of
+   * the parameters only (about 1/K of it over K devices) plus the two staging buckets backward writes the
+   * gradient buckets into.
    */
   public long gradients() {
     return gradients;
   }
 
   /**
-   * Momentum or Adam's moments (AdamW: 8 bytes per parameter): with {@link ShardMode#SHARD_OPTIMIZER} or
-   * {@link ShardMode#SHARD_GRADIENTS}, those of the replica's own range of the parameters only, about 1/K of
-   * them over K devices.
+   * Momentum or Adam's moments (AdamW: 8 bytes per parameter): with {@link ShardMode#SHARD_OPTIMIZER},
+   * {@link ShardMode#SHARD_GRADIENTS} or {@link ShardMode#SHARD_PARAMETERS}, those of the replica's own range of
+   * the parameters only, about 1/K of them over K devices.
    */
   public long optimizerState() {
     return optimizerState;

@@ -7,7 +7,7 @@ import org.dptrain.*;
 import org.junit.jupiter.api.Test;
 
 /**
- * TrainerOptions.setShard (trainer.h shard, ZeRO stages 1 and 2) and Trainer.replicaMemory
+ * TrainerOptions.setShard (trainer.h shard, ZeRO stages 1, 2 and 3) and Trainer.replicaMemory
  * (dpt_trainer_replica_memory).
  */
 class ShardingTest {
@@ -22,7 +22,9 @@ class ShardingTest {
   static final int DEEP_LAYERS = 6;
   static final long DEEP_PARAMETERS =
       FEATURES * 64 + 64 + (DEEP_LAYERS - 1) * (64 * 64 + 64) + 64 * CLASSES + CLASSES;
-  /** SHARD_GRADIENTS' runs use buckets of 4096 bytes (whole layers, each at least this size). */
+  /**
+   * SHARD_GRADIENTS' and SHARD_PARAMETERS' runs use buckets of 4096 bytes (whole layers, each at least this size).
+   */
   static final long BUCKET_BYTES = 4096;
 
   static void assertBitwiseEqual(float[] expected, float[] actual, String what) {
@@ -65,17 +67,22 @@ class ShardingTest {
     return o;
   }
 
-  /** What one run leaves: its start, every replica's parameters, the checksum and every replica's memory. */
+  /**
+   * What one run leaves: its start, every replica's parameters, the checksum, every replica's memory and an
+   * evaluation of the batch after the steps.
+   */
   static final class Run {
     float[] start;
     float[][] replicas = new float[DEVICES][];
     String checksum;
     ReplicaMemory[] memory = new ReplicaMemory[DEVICES];
+    double loss;
+    double accuracy;
   }
 
   /**
    * The model on 3 CPU devices, seed 7, AdamW, 3 steps on one batch, with the given shard mode and bucket size
-   * (0: the default).
+   * (0: the default), then an evaluation of the batch.
    */
   static Run train(Context three, Model m, ShardMode shard, long bucketBytes) {
     TrainerOptions o = Fixtures.seeded(7);
@@ -95,6 +102,10 @@ class ShardingTest {
         run.memory[d] = t.replicaMemory(d);
       }
       run.checksum = t.parameterChecksum();
+      EvalResult e = t.evaluate(x, y);
+      assertEquals(SAMPLES, e.getSamples(), shard + ": evaluated samples");
+      run.loss = e.getLoss();
+      run.accuracy = e.getAccuracy();
       return run;
     }
   }
@@ -209,26 +220,86 @@ class ShardingTest {
   }
 
   /**
-   * SHARD_GRADIENTS on several devices refuses a model with a tied parameter (gpt-mini's LM head tied to its
-   * token embedding): an UnsupportedException when the trainer is created.
+   * SHARD_PARAMETERS with buckets of 4096 bytes and one micro-batch per step trains the deeper MLP (six alike
+   * layers, six buckets) to the very bits of SHARD_NONE: every replica's parameters (each gathered from the
+   * devices' ranges), the checksum, and the loss and accuracy of an evaluation after the steps (whose passes
+   * gather the parameters as training does); the start gathers to SHARD_NONE's too. Each device keeps
+   * SHARD_GRADIENTS' optimizer state and gradient, and of the parameters its range (AdamW: half its state's
+   * bytes) plus a gather buffer, the same on every device: over the devices the ranges add up to one unsharded
+   * replica's parameters, and each device's parameters take less than an unsharded replica's.
    */
   @Test
-  void shardingTheGradientsRefusesTiedParameters() {
+  void shardingTheParametersKeepsTheBitsAndSplitsTheParameters() {
+    try (Context three = new Context(DEVICES, 0); Model deep = deepMlp()) {
+      assertEquals(DEEP_PARAMETERS, deep.parameterCount());
+      Run none = train(three, deep, ShardMode.SHARD_NONE, 0);
+      Run gradients = train(three, deep, ShardMode.SHARD_GRADIENTS, BUCKET_BYTES);
+      Run parameters = train(three, deep, ShardMode.SHARD_PARAMETERS, BUCKET_BYTES);
+      assertBitwiseEqual(none.start, parameters.start, "the same seed starts alike");
+      assertFalse(Arrays.equals(none.start, none.replicas[0]), "3 steps left the parameters unchanged");
+      for (int d = 0; d < DEVICES; ++d) {
+        assertBitwiseEqual(none.replicas[d], parameters.replicas[d],
+            "SHARD_PARAMETERS against SHARD_NONE, replica " + d);
+      }
+      assertEquals(none.checksum, parameters.checksum, "the checksums");
+      assertEquals(Double.doubleToRawLongBits(none.loss), Double.doubleToRawLongBits(parameters.loss),
+          "the evaluation's loss: SHARD_NONE " + none.loss + ", SHARD_PARAMETERS " + parameters.loss);
+      assertEquals(none.accuracy, parameters.accuracy, "the evaluation's accuracy");
+
+      long whole = none.memory[0].parameters();
+      assertEquals(4 * DEEP_PARAMETERS, whole, "the parameters of an unsharded replica");
+      long gather = parameters.memory[0].parameters() - parameters.memory[0].optimizerState() / 2;
+      assertTrue(gather > 0, "gather buffer " + gather);
+      long ranges = 0, sum = 0;
+      for (int d = 0; d < DEVICES; ++d) {
+        String what = "SHARD_PARAMETERS, device " + d;
+        ReplicaMemory mem = parameters.memory[d];
+        assertEquals(gradients.memory[d].optimizerState(), mem.optimizerState(),
+            what + ": the optimizer state of SHARD_GRADIENTS' range");
+        assertEquals(gradients.memory[d].gradients(), mem.gradients(),
+            what + ": SHARD_GRADIENTS' range of the gradient and staging buckets");
+        // The range's parameters take 4 bytes per parameter, its AdamW state 8.
+        assertEquals(mem.optimizerState() / 2 + gather, mem.parameters(),
+            what + ": the range's parameters plus device 0's gather buffer");
+        assertTrue(mem.parameters() < whole,
+            what + ": parameters " + mem.parameters() + " bytes, not less than the unsharded " + whole);
+        assertEquals(0, mem.buffers(), what + ": buffers (no batch norm)");
+        assertTrue(mem.activations() > 0, what + ": activations " + mem.activations());
+        assertEquals(mem.parameters() + mem.gradients() + mem.optimizerState() + mem.buffers() + mem.activations(),
+            mem.total(), what + ": total");
+        ranges += mem.parameters() - gather;
+        sum += mem.parameters();
+      }
+      assertEquals(whole, ranges, "the devices' ranges of the parameters add up to the unsharded ones");
+      assertTrue(sum < DEVICES * whole,
+          "the devices' parameters take " + sum + " bytes, not less than " + DEVICES * whole);
+    }
+  }
+
+  /**
+   * SHARD_GRADIENTS and SHARD_PARAMETERS on several devices refuse a model with a tied parameter (gpt-mini's LM
+   * head tied to its token embedding): an UnsupportedException when the trainer is created.
+   */
+  @Test
+  void shardingTheGradientsOrTheParametersRefusesTiedParameters() {
     try (Context two = new Context(2, 0); Model gpt = Model.builtin("gpt-mini")) {
       gpt.tie("lm_head.weight", "transformer.wte.weight");
-      TrainerOptions o = new TrainerOptions();
-      o.setShard(ShardMode.SHARD_GRADIENTS);
-      UnsupportedException e = assertThrows(UnsupportedException.class, () -> new Trainer(two, gpt, o, null));
-      assertEquals(Status.ERROR_UNSUPPORTED, e.getStatus());
-      assertTrue(e.getLibraryMessage().contains("tied parameters"), e.getLibraryMessage());
-      assertTrue(e.getLibraryMessage().contains("lm_head.weight"), e.getLibraryMessage());
+      for (ShardMode mode : new ShardMode[] {ShardMode.SHARD_GRADIENTS, ShardMode.SHARD_PARAMETERS}) {
+        TrainerOptions o = new TrainerOptions();
+        o.setShard(mode);
+        UnsupportedException e = assertThrows(UnsupportedException.class, () -> new Trainer(two, gpt, o, null),
+            mode.toString());
+        assertEquals(Status.ERROR_UNSUPPORTED, e.getStatus(), mode.toString());
+        assertTrue(e.getLibraryMessage().contains("tied parameters"), e.getLibraryMessage());
+        assertTrue(e.getLibraryMessage().contains("lm_head.weight"), e.getLibraryMessage());
+      }
     }
   }
 
   /**
    * A device past the last (or a negative one) is an InvalidArgumentException with ERROR_OUT_OF_RANGE. A shard
-   * mode outside the enum cannot reach the library from Java (the enum refuses 3; C# and Go test the library's
-   * INVALID_ARGUMENT), and null is refused before any native call.
+   * mode outside the enum cannot reach the library from Java (the enum refuses 4; C# and Go test the library's
+   * INVALID_ARGUMENT), and null is refused before any native call. The three sharded modes are taken.
    */
   @Test
   void anOutOfRangeDeviceAndAnUnknownModeAreRefused() {
@@ -242,11 +313,13 @@ class ShardingTest {
       assertEquals(4 * Fixtures.TINY_PARAMETERS, t.replicaMemory(DEVICES - 1).parameters(),
           "the trainer is unharmed");
     }
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ShardMode.swigToEnum(3));
-    assertTrue(e.getMessage().contains("3"), e.getMessage());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ShardMode.swigToEnum(4));
+    assertTrue(e.getMessage().contains("4"), e.getMessage());
     assertEquals(ShardMode.SHARD_OPTIMIZER, ShardMode.swigToEnum(1));
     assertEquals(ShardMode.SHARD_GRADIENTS, ShardMode.swigToEnum(2));
     assertEquals(2, ShardMode.SHARD_GRADIENTS.swigValue());
+    assertEquals(ShardMode.SHARD_PARAMETERS, ShardMode.swigToEnum(3));
+    assertEquals(3, ShardMode.SHARD_PARAMETERS.swigValue());
     TrainerOptions o = new TrainerOptions();
     o.setShard(ShardMode.SHARD_OPTIMIZER);
     assertThrows(NullPointerException.class, () -> o.setShard(null));
