@@ -1,6 +1,7 @@
 // The data-parallel trainer: the step (split, per-device forward/backward, all-reduce, identical update),
 // evaluation and prediction across the replicas. Its members live in one file per job: trainer.cpp
-// (construction, step, flush, evaluate, predict), trainer_slices.cpp (the split of a batch into the
+// (construction, step, flush, evaluate, predict), trainer_update.cpp (the update phase, dropped windows,
+// the replicas' times), trainer_trace.cpp (the timeline), trainer_slices.cpp (the split of a batch into the
 // replicas' slices, and copying them in), trainer_speeds.cpp (SplitPolicy::kAuto's measurements),
 // trainer_world.cpp (joining an MPI world, sums across it), trainer_state.cpp (parameters, checkpoints);
 // the gradient all-reduce is a GradientCollective (gradient_collective.hpp).

@@ -1,0 +1,144 @@
+// The end of an accumulation window: the update phase (the gradient reduction where it has not run during
+// backward, the norm, clipping, the optimizer step on the range each replica owns, the all-gather of a
+// sharded optimizer), the windows dropped for non-finite values or overflow, and each replica's times.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/platform.hpp"
+#include "parallel/trainer.hpp"
+
+namespace dpt {
+
+// A NaN or an infinity: the whole accumulation window is dropped (gradients zeroed on every replica),
+// parameters and optimizer state stay as they were, and the policy decides whether the caller hears of it
+// as an error.
+void Trainer::drop_window() {
+  run_phase([this](size_t rank) { replicas_[rank]->grads.zero(); });
+  pending_micro_ = 0;
+  pending_samples_ = 0;
+  pending_targets_ = 0;
+}
+
+void Trainer::discard_window(StepStats &s) {
+  drop_window();
+  ++nonfinite_steps_;
+  s.applied = false;
+  s.skipped_nonfinite = true;
+}
+
+// The scaled gradient overflowed: as GradScaler, skip the window and halve the scale. Every replica (and
+// process) saw the same all-reduced gradient, so all decide alike.
+void Trainer::skip_overflow(StepStats &s) {
+  drop_window();
+  ++overflow_steps_;
+  scaler_.overflowed();
+  s.applied = false;
+  s.skipped_overflow = true;
+}
+
+void Trainer::report_discarded(const char *where) const {
+  DPT_REQUIRE(!config_.error_on_nonfinite, DPT_ERROR_NON_FINITE,
+              std::string("a NaN or infinity in ") + where + " of this batch; the update was skipped (" +
+                  std::to_string(nonfinite_steps_) + " so far)");
+}
+
+// All-reduces the summed gradients, divides by the counted targets of the window (the samples, for a
+// classifier without ignored labels; 0 targets: the gradient is 0) and by the loss multiplier, clips, and
+// applies the same optimizer step on every replica. Nothing in here allocates or can fail (but a 16-bit
+// all-reduce across processes stages its values once). Returns false, changing nothing, when the
+// gradients are not finite (every replica sees the same all-reduced norm, so all agree).
+bool Trainer::update_replicas(StepStats &s, bool reduced) {
+  const double t0 = platform::now_seconds();
+  s.learning_rate = learning_rate_at(config_.optimizer, optimizer_steps_);
+  const float lr = float(s.learning_rate);
+  // The loss multiplier is a power of two: dividing by it is exact (and a no-op without loss scaling).
+  const double inv_samples = pending_targets_ > 0 ? 1.0 / double(pending_targets_) / loss_multiplier_ : 0.0;
+  try {
+    collective_->reduce_between_phases(reduced);
+  } catch (const Error &) {
+    broken_ = true;  // the replicas' gradients (and a NCCL communicator) are in an unknown state
+    throw;
+  }
+  const bool gather = shards_.sharded() && gatherer_ == nullptr;  // whole parameters on every replica
+  run_phase([this, reduced, lr, inv_samples, gather](size_t rank) {
+    Replica &r = *replicas_[rank];
+    collective_->reduce_in_update(rank, reduced);
+    const double start = platform::now_seconds();
+    // Every replica now holds the same summed gradient (sharded: the same sums in the range it owns), so
+    // each computes the same norm and, on what it owns, the same update.
+    r.norm = global_norm(rank) * inv_samples;
+    if (!std::isfinite(r.norm)) return;
+    double scale = inv_samples;
+    const double clip = config_.optimizer.clip_norm;
+    if (clip > 0.0 && r.norm > clip) scale *= clip / (r.norm + 1e-6);  // as PyTorch's clip_grad_norm_
+    apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
+                         owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
+                         shards_.end(rank));
+    if (gather) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    r.update_seconds = platform::now_seconds() - start;
+    trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
+    r.grads.zero();
+  });
+  const double grad_norm = replicas_[0]->norm;
+  if (!std::isfinite(grad_norm)) return false;
+  const AllReduceTimes times = collective_->times(reduced);
+  s.applied = true;
+  s.grad_norm = grad_norm;
+  s.update_seconds = platform::now_seconds() - t0 - times.in_update;
+  s.allreduce_seconds = times.total;
+  s.allreduce_exposed_seconds = times.exposed;
+  last_lr_ = s.learning_rate;
+  ++optimizer_steps_;
+  scaler_.finite_window();
+  pending_micro_ = 0;
+  pending_samples_ = 0;
+  pending_targets_ = 0;
+  return true;
+}
+
+// The norm of the summed gradient, on device thread rank. Sharded, each rank has the sums of its own range
+// only: it computes that range's norm block sums (the ranges are cut at whole blocks) and the ranks add
+// their block arrays in rank order (each block non-zero on one rank only, so the sums are exact): the
+// blocks, added in block order as l2_norm adds them, give the unsharded norm bit for bit.
+double Trainer::global_norm(size_t rank) {
+  Replica &r = *replicas_[rank];
+  if (!shards_.sharded()) return r.kernels->l2_norm(r.grads.data(), r.grads.size());
+  std::vector<double> &blocks = norm_blocks_[rank];
+  std::fill(blocks.begin(), blocks.end(), 0.0);
+  l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
+                blocks.data() + shards_.begin(rank) / kNormBlock);
+  group_->collective().all_reduce_doubles(rank, blocks.data(), blocks.size());
+  return l2_norm_of_blocks(blocks.data(), blocks.size());
+}
+
+float *Trainer::owned_parameters(size_t rank) {
+  float *params = replicas_[rank]->params.data();
+  return replicas_[rank]->params.size() == spec_.parameter_count() ? params + shards_.begin(rank) : params;
+}
+
+float *Trainer::owned_gradients(size_t rank) {
+  float *grads = replicas_[rank]->grads.data();
+  // A sharded gradient buffer holds the owned range only.
+  return replicas_[rank]->grads.size() == spec_.parameter_count() ? grads + shards_.begin(rank) : grads;
+}
+
+void Trainer::record_replica_times(double total_seconds, bool reduced, bool overlapped) {
+  replica_times_.resize(replicas_.size());
+  for (size_t rank = 0; rank < replicas_.size(); ++rank) {
+    const Replica &r = *replicas_[rank];
+    ReplicaTimes &t = replica_times_[rank];
+    t = ReplicaTimes{r.compute_seconds, 0, r.update_seconds, 0, 0};
+    if (reduced && replicas_.size() > 1) {
+      const GradientCollective::RankReduction reduction = collective_->rank_reduction(rank, overlapped);
+      t.communication = reduction.seconds;
+      t.bus_bandwidth = reduction.seconds > 0 ? reduction.bus_bytes / reduction.seconds : 0;
+    }
+    // An overlapped reduction ran on the communication thread, beside the compute.
+    const double busy = t.compute + t.update + (overlapped ? 0 : t.communication);
+    t.idle = std::max(0.0, total_seconds - busy);
+  }
+}
+
+}  // namespace dpt
