@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 dptrain train --devices cpu:2` on real Fashion-MNIST: one JSON result (process 0 only), the
-# same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), and
-# the checkpoint written by process 0 only, loadable on one process.
+# same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), the
+# same bits with a sharded optimizer, and the checkpoint written by process 0 only, loadable on one process.
 # usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/../cli/common.sh" "$1"
@@ -19,6 +19,13 @@ RUN=(train --model lenet --init uniform --optimizer adamw --lr 0.002 --train-lim
   --devices cpu:2 --checkpoint "$WORK/mpi.ckpt" >"$WORK/mpi.out" 2>"$WORK/mpi.err")
 RC=$?
 [ "$RC" -eq 0 ] && pass "mpirun -np 2 exited with 0" || fail "mpirun exited with $RC: $(tail -n 3 "$WORK/mpi.err")"
+# A sharded optimizer across processes: each process shards its own devices; the bits of the unsharded run.
+(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
+  --devices cpu:2 --shard optimizer >"$WORK/mpi_shard.out" 2>"$WORK/mpi_shard.err")
+A=$(json_get "$WORK/mpi.out" "d['param_checksum']")
+B=$(json_get "$WORK/mpi_shard.out" "d['param_checksum']")
+[ -n "$A" ] && [ "$A" = "$B" ] && pass "--shard optimizer on 2 processes: the unsharded bits ($A)" ||
+  fail "--shard optimizer across processes: $A vs $B ($(tail -n 2 "$WORK/mpi_shard.err"))"
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 
