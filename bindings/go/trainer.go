@@ -733,6 +733,88 @@ func replicaMemory(m swig.ReplicaMemoryNative) ReplicaMemory {
 	}
 }
 
+// ReplicaTimes is one replica's share of a Trainer's last Step or StepTokens call (Trainer.ReplicaTimes,
+// docs/profiling.md): where the call's wall time went on that device, and how fast its gradient reduction moved
+// the bytes. A snapshot; all 0 before the first step.
+type ReplicaTimes struct {
+	ComputeSeconds float64 // its forward and backward pass
+	// CommunicationSeconds is its gradient reduction: on its own thread after backward, or (gradient buckets,
+	// sharded gradients) on its communication thread during backward; 0 when the call reduced nothing (a
+	// micro-batch before the last of its window, without buckets) or on one device.
+	CommunicationSeconds float64
+	// UpdateSeconds is its update: the norm, the optimizer step and, sharded, the all-gather; 0 without an
+	// update.
+	UpdateSeconds float64
+	// IdleSeconds is the rest of the call's wall time on this device: waiting for slower devices, or for a
+	// reduction that backward did not hide.
+	IdleSeconds float64
+	// BusBandwidth is the bytes per second of its reduction as NCCL's tests count bus bandwidth: the float32
+	// gradient's bytes times 2 (K - 1) / K for an all-reduce, (K - 1) / K for a reduce-scatter, over
+	// CommunicationSeconds; 0 without a reduction.
+	BusBandwidth float64
+}
+
+// ReplicaTimes returns replica device's (0 .. DeviceCount()-1) share of the last Step or StepTokens call (of a
+// micro-batch with accumulation: the update and, without gradient buckets, the reduction come with the last of
+// a window). ComputeSeconds + UpdateSeconds + IdleSeconds, plus CommunicationSeconds when the reduction ran on
+// the device's own thread (no gradient buckets), is the call's StepResult.TotalSeconds. A negative device, or
+// one past the last, is StatusOutOfRange.
+func (t *Trainer) ReplicaTimes(device int) (ReplicaTimes, error) {
+	const op = "Trainer.ReplicaTimes"
+	d, err := toSize(op, "device", device)
+	if err != nil {
+		return ReplicaTimes{}, err
+	}
+	var out ReplicaTimes
+	err = t.read(op, func() { out = replicaTimes(t.ptr.ReplicaTimes(d)) })
+	return out, err
+}
+
+// replicaTimes copies (and frees) a result of the generated layer; a failed call's is the zero value.
+func replicaTimes(r swig.ReplicaTimesNative) ReplicaTimes {
+	if r.Swigcptr() == 0 {
+		return ReplicaTimes{} // failed: the error is recorded
+	}
+	defer swig.DeleteReplicaTimesNative(r)
+	return ReplicaTimes{
+		ComputeSeconds:       r.GetCompute_seconds(),
+		CommunicationSeconds: r.GetCommunication_seconds(),
+		UpdateSeconds:        r.GetUpdate_seconds(),
+		IdleSeconds:          r.GetIdle_seconds(),
+		BusBandwidth:         r.GetBus_bandwidth(),
+	}
+}
+
+// TraceStart starts recording a timeline of the trainer's work, from the next call on: per device, each op's
+// forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
+// communication thread), the parameter gathers of ShardParameters and the update. Up to maxEvents (1 to 2^24)
+// are kept per device and thread, room for them reserved now; later ones are dropped and counted. Calling it
+// again restarts the recording; TraceWrite stops it and writes the file. On GPUs an op's times are the host's
+// (its launch). Recording changes no bit of training. 0 is StatusInvalidArgument; a negative count, or one
+// above 2^24, StatusOutOfRange.
+func (t *Trainer) TraceStart(maxEvents int) error {
+	const op = "Trainer.TraceStart"
+	n, err := toSize(op, "maxEvents", maxEvents)
+	if err != nil {
+		return err
+	}
+	return t.do(op, func() { t.ptr.TraceStart(n) })
+}
+
+// TraceWrite stops the recording that TraceStart started and writes the timeline to path as Chrome
+// trace-event JSON, atomically: two rows per device ("cpu:0 compute", "cpu:0 communication"; the thread_name
+// metadata events of tids 2d and 2d+1), one "X" event per recorded piece of work (categories forward,
+// backward, communication, gather, update), idle time as gaps. Open it in chrome://tracing or
+// https://ui.perfetto.dev (docs/profiling.md). StatusInvalidState when no recording runs; StatusIO when the
+// file cannot be written (the recording then stays stopped); an empty path is StatusInvalidArgument.
+func (t *Trainer) TraceWrite(path string) error {
+	const op = "Trainer.TraceWrite"
+	if err := checkPath(op, path); err != nil {
+		return err
+	}
+	return t.do(op, func() { t.ptr.TraceWrite(path) })
+}
+
 // Checksum returns the FNV-1a 64 hash of the parameter bytes as 16 lowercase hex digits, as the CLI
 // prints it (param_checksum).
 func (t *Trainer) Checksum() (string, error) {

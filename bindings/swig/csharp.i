@@ -134,6 +134,7 @@ DPT_CS_SELF_CHECK(dpt_eval_result, "EvalResult")
 DPT_CS_SELF_CHECK(dpt_fit_result, "FitResult")
 DPT_CS_SELF_CHECK(dpt_progress, "Progress")
 DPT_CS_SELF_CHECK(dpt_replica_memory, "ReplicaMemoryNative")
+DPT_CS_SELF_CHECK(dpt_replica_times, "ReplicaTimesNative")
 DPT_CS_SELF_CHECK(dptrain_binding::ProgressListener, "ProgressListener")
 DPT_CS_SELF_CHECK(dptrain_binding::TextParts, "TextParts")
 
@@ -201,9 +202,11 @@ DPT_CS_GUARDED_DISPOSE(dpt_dataset)
 /* Every proxy is `unsafe` (for `fixed`) and `partial` (for the hand-written halves). */
 %typemap(csclassmodifiers) SWIGTYPE "public unsafe partial class"
 /* ... but the one that hands over the two parts of a text to Dataset.LoadText (src/Dataset.cs) is internal, and
- * so is the C struct that Trainer.GetReplicaMemory (src/Trainer.cs) copies into the ReplicaMemory value. */
+ * so are the C structs that Trainer.GetReplicaMemory and Trainer.GetReplicaTimes (src/Trainer.cs) copy into the
+ * ReplicaMemory and ReplicaTimes values. */
 %typemap(csclassmodifiers) dptrain_binding::TextParts "internal unsafe partial class"
 %typemap(csclassmodifiers) dpt_replica_memory "internal unsafe partial class"
+%typemap(csclassmodifiers) dpt_replica_times "internal unsafe partial class"
 
 /* ---- Arrays: (pointer, count) -> one pinned C# array ---------------------------------------------- */
 
@@ -400,6 +403,11 @@ DPT_CS_PRIVATE(dpt_model::namedTensorShape, GetNamedTensorShapeText)
 DPT_CS_PRIVATE(dpt_dataset::loadText, LoadTextParts)
 /* Trainer.GetReplicaMemory (src/Trainer.cs) returns the ReplicaMemory value (src/ReplicaMemory.cs). */
 DPT_CS_PRIVATE(dpt_trainer::replicaMemory, GetReplicaMemoryNative)
+/* Trainer.GetReplicaTimes returns the ReplicaTimes value (src/ReplicaTimes.cs); Trainer.TraceStart and
+ * Trainer.TraceWrite are written by hand (src/Trainer.cs) for their XML documentation. */
+DPT_CS_PRIVATE(dpt_trainer::replicaTimes, GetReplicaTimesNative)
+DPT_CS_PRIVATE(dpt_trainer::traceStart, TraceStartNative)
+DPT_CS_PRIVATE(dpt_trainer::traceWrite, TraceWriteNative)
 
 /* The C API has no buffer count per trainer: each Trainer remembers its model's (the trainer copies the model,
  * so it cannot change), for the array-returning GetBuffers(). Both constructors name their model `model`; a

@@ -115,6 +115,14 @@
 %immutable dpt_replica_memory::buffers;
 %immutable dpt_replica_memory::activations;
 %immutable dpt_replica_memory::total;
+/* Trainer.replicaTimes's result, the same way: ReplicaTimesNative is internal to the bindings, each language
+ * copies the five figures into its own immutable ReplicaTimes. */
+%rename(ReplicaTimesNative) dpt_replica_times;
+%immutable dpt_replica_times::compute_seconds;
+%immutable dpt_replica_times::communication_seconds;
+%immutable dpt_replica_times::update_seconds;
+%immutable dpt_replica_times::idle_seconds;
+%immutable dpt_replica_times::bus_bandwidth;
 
 /* Enums and value structs straight from the public headers (their functions are ignored above). */
 %include <dptrain/export.h>
@@ -150,6 +158,7 @@ DPT_VALUE_STRUCT(dpt_eval_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_fit_result, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_progress, v->struct_size = sizeof *v)
 DPT_VALUE_STRUCT(dpt_replica_memory, v->struct_size = sizeof *v)
+DPT_VALUE_STRUCT(dpt_replica_times, v->struct_size = sizeof *v)
 
 /* ---- Handles ------------------------------------------------------------------------------------- */
 
@@ -709,6 +718,22 @@ class TextParts {
     dptrain_binding::check(dpt_trainer_replica_memory($self, device, &m));
     return m;
   }
+  /* Replica device's share of the last step call, in seconds (compute, communication, update, idle) and its
+   * reduction's bus bandwidth (bytes per second); all 0 before the first step; a device out of range is
+   * DPT_ERROR_OUT_OF_RANGE. Each language returns its own immutable copy (java.i, csharp.i, Go's
+   * Trainer.ReplicaTimes). */
+  dpt_replica_times replicaTimes(size_t device) {
+    dpt_replica_times t;
+    t.struct_size = sizeof t;
+    dptrain_binding::check(dpt_trainer_replica_times($self, device, &t));
+    return t;
+  }
+  /* The timeline (docs/profiling.md): traceStart records from the next call on, up to max_events (1 to 2^24)
+   * per device and thread; traceWrite stops it and writes Chrome trace-event JSON to path (INVALID_STATE
+   * when no recording runs, IO when the file cannot be written). The names differ from the C functions'
+   * (SWIG names an %extend helper <struct>_<method>). */
+  void traceStart(size_t max_events) { dptrain_binding::check(dpt_trainer_trace_start($self, max_events)); }
+  void traceWrite(const char *path) { dptrain_binding::check(dpt_trainer_trace_write($self, path)); }
   /* FNV-1a 64 of the parameter bytes as 16 lowercase hex digits, as the CLI prints it. */
   std::string parameterChecksum() {
     uint64_t sum = 0;

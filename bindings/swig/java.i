@@ -391,6 +391,18 @@ public enum%}
 %rename(replicaMemoryNative) dpt_trainer::replicaMemory;
 %javamethodmodifiers dpt_trainer::replicaMemory "private";
 
+/* Per-device times and the timeline (trainer.h dpt_trainer_replica_times, dpt_trainer_trace_start/_write,
+ * docs/profiling.md). Trainer.replicaTimes (below) copies the native struct into the immutable ReplicaTimes,
+ * whose proxy (ReplicaTimesNative, dptrain.i) is package-private; Trainer.traceStart and traceWrite (below) call
+ * the private generated methods, for their Javadoc and their parameter names. */
+%typemap(javaclassmodifiers) dpt_replica_times "final class"
+%rename(replicaTimesNative) dpt_trainer::replicaTimes;
+%javamethodmodifiers dpt_trainer::replicaTimes "private";
+%rename(traceStartNative) dpt_trainer::traceStart;
+%javamethodmodifiers dpt_trainer::traceStart "private";
+%rename(traceWriteNative) dpt_trainer::traceWrite;
+%javamethodmodifiers dpt_trainer::traceWrite "private";
+
 %typemap(javaimports) dpt_dataset, dpt_trainer %{
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -783,6 +795,70 @@ import java.nio.IntBuffer;
     } finally {
       m.delete();
     }
+  }
+
+  /**
+   * Replica {@code device}'s share of the last {@link #step} call (of a micro-batch with accumulation: the update
+   * and, without gradient buckets, the reduction come with the last of a window): its compute (forward and
+   * backward), communication (its gradient reduction), update and idle seconds, and its reduction's bus
+   * bandwidth. {@code computeSeconds() + updateSeconds() + idleSeconds()}, plus {@code communicationSeconds()}
+   * when the reduction ran on the device's own thread (no gradient buckets), is the call's
+   * {@link StepResult#getTotalSeconds}. All 0 before the first step.
+   *
+   * @param device 0 .. {@code deviceCount() - 1}
+   * @throws InvalidArgumentException with {@code Status.ERROR_OUT_OF_RANGE} for a negative device or one past
+   *     the last
+   */
+  public ReplicaTimes replicaTimes(long device) {
+    if (device < 0) {
+      throw DptrainException.of(Status.ERROR_OUT_OF_RANGE,
+          "Trainer.replicaTimes: device must not be negative (got " + device + ")");
+    }
+    ReplicaTimesNative t = replicaTimesNative(device);
+    try {
+      return new ReplicaTimes(t.getComputeSeconds(), t.getCommunicationSeconds(), t.getUpdateSeconds(),
+                              t.getIdleSeconds(), t.getBusBandwidth());
+    } finally {
+      t.delete();
+    }
+  }
+
+  /**
+   * Starts recording a timeline of this trainer's work, from the next call on: per device, each op's forward
+   * and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
+   * communication thread), the parameter gathers of {@link ShardMode#SHARD_PARAMETERS} and the update. Up to
+   * {@code maxEvents} are kept per device and thread; later ones are dropped and counted. Calling it again
+   * restarts the recording; {@link #traceWrite} stops it and writes the file. On GPUs an op's times are the
+   * host's (its launch). Recording changes no bit of training.
+   *
+   * @param maxEvents 1 .. 2^24 events per device and thread (room for them is reserved now)
+   * @throws InvalidArgumentException with {@code Status.ERROR_INVALID_ARGUMENT} for 0, with
+   *     {@code Status.ERROR_OUT_OF_RANGE} for a negative count or one above 2^24
+   * @throws DeviceException with {@code Status.ERROR_OUT_OF_MEMORY} when the room cannot be reserved
+   */
+  public void traceStart(long maxEvents) {
+    if (maxEvents < 0) {
+      throw DptrainException.of(Status.ERROR_OUT_OF_RANGE,
+          "Trainer.traceStart: maxEvents must not be negative (got " + maxEvents + ")");
+    }
+    traceStartNative(maxEvents);
+  }
+
+  /**
+   * Stops the recording that {@link #traceStart} started and writes the timeline to {@code path} as Chrome
+   * trace-event JSON, atomically: two rows per device ({@code "cpu:0 compute"}, {@code "cpu:0 communication"}),
+   * one {@code "X"} event per recorded piece of work (categories {@code forward}, {@code backward},
+   * {@code communication}, {@code gather}, {@code update}), idle time as gaps. Open it in
+   * {@code chrome://tracing} or https://ui.perfetto.dev (docs/profiling.md).
+   *
+   * @param path the file to write (replaced if it exists)
+   * @throws InvalidArgumentException with {@code Status.ERROR_INVALID_STATE} when no recording runs, with
+   *     {@code Status.ERROR_NULL_POINTER} for a null path, {@code Status.ERROR_INVALID_ARGUMENT} for an empty one
+   * @throws IOFormatException with {@code Status.ERROR_IO} when the file cannot be written (the recording then
+   *     stays stopped)
+   */
+  public void traceWrite(String path) {
+    traceWriteNative(path);
   }
 
   /** Sets the parameters of every replica from a direct buffer (its remaining elements). */

@@ -65,6 +65,47 @@ public partial class Trainer {
       return new ReplicaMemory(m.Parameters, m.Gradients, m.OptimizerState, m.Buffers, m.Activations, m.Total);
   }
 
+  /// <summary>Replica <paramref name="device"/>'s share of the last <c>Step</c> call (of a micro-batch with
+  /// accumulation: the update and, without gradient buckets, the reduction come with the last of a window): its
+  /// compute (forward and backward), communication (its gradient reduction), update and idle seconds, and its
+  /// reduction's bus bandwidth. <c>ComputeSeconds + UpdateSeconds + IdleSeconds</c>, plus
+  /// <c>CommunicationSeconds</c> when the reduction ran on the device's own thread (no gradient buckets), is the
+  /// call's <see cref="StepResult.TotalSeconds"/>. All 0 before the first step.</summary>
+  /// <param name="device">0 .. <see cref="DeviceCount"/> - 1.</param>
+  /// <exception cref="InvalidArgumentException"><see cref="Status.OutOfRange"/> for a device past the
+  /// last.</exception>
+  public ReplicaTimes GetReplicaTimes(ulong device) {
+    using (ReplicaTimesNative t = GetReplicaTimesNative(device))
+      return new ReplicaTimes(t.ComputeSeconds, t.CommunicationSeconds, t.UpdateSeconds, t.IdleSeconds,
+                              t.BusBandwidth);
+  }
+
+  /// <summary>Starts recording a timeline of this trainer's work, from the next call on: per device, each op's
+  /// forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
+  /// communication thread), the parameter gathers of <see cref="ShardMode.Parameters"/> and the update. Up to
+  /// <paramref name="maxEvents"/> are kept per device and thread; later ones are dropped and counted. Calling it
+  /// again restarts the recording; <see cref="TraceWrite"/> stops it and writes the file. On GPUs an op's times
+  /// are the host's (its launch). Recording changes no bit of training.</summary>
+  /// <param name="maxEvents">1 .. 2^24 events per device and thread (room for them is reserved now).</param>
+  /// <exception cref="InvalidArgumentException"><see cref="Status.InvalidArgument"/> for 0,
+  /// <see cref="Status.OutOfRange"/> above 2^24.</exception>
+  /// <exception cref="DeviceException"><see cref="Status.OutOfMemory"/> when the room cannot be
+  /// reserved.</exception>
+  public void TraceStart(ulong maxEvents) { TraceStartNative(maxEvents); }
+
+  /// <summary>Stops the recording that <see cref="TraceStart"/> started and writes the timeline to
+  /// <paramref name="path"/> as Chrome trace-event JSON, atomically: two rows per device (<c>"cpu:0 compute"</c>,
+  /// <c>"cpu:0 communication"</c>), one <c>"X"</c> event per recorded piece of work (categories <c>forward</c>,
+  /// <c>backward</c>, <c>communication</c>, <c>gather</c>, <c>update</c>), idle time as gaps. Open it in
+  /// <c>chrome://tracing</c> or https://ui.perfetto.dev (docs/profiling.md).</summary>
+  /// <param name="path">The file to write (replaced if it exists).</param>
+  /// <exception cref="InvalidArgumentException"><see cref="Status.InvalidState"/> when no recording runs;
+  /// <see cref="Status.NullPointer"/> for a null path, <see cref="Status.InvalidArgument"/> for an empty
+  /// one.</exception>
+  /// <exception cref="IOFormatException"><see cref="Status.IO"/> when the file cannot be written (the recording
+  /// then stays stopped).</exception>
+  public void TraceWrite(string path) { TraceWriteNative(path); }
+
   /// <summary>Logits of <paramref name="sampleCount"/> samples, sampleCount * output size floats.</summary>
   public float[] Predict(float[] inputs, ulong sampleCount, ulong outputSize) {
     var logits = new float[checked(sampleCount * outputSize)];
