@@ -1,5 +1,7 @@
 #include "parallel/gradient_buckets.hpp"
 
+#include <algorithm>
+
 namespace dpt {
 
 std::vector<GradientBucket> plan_buckets(const ModelSpec &spec, size_t bucket_bytes) {
@@ -20,6 +22,22 @@ std::vector<GradientBucket> plan_buckets(const ModelSpec &spec, size_t bucket_by
   }
   if (has_open) buckets.push_back(open);
   return buckets;
+}
+
+std::vector<size_t> bucket_of_nodes(const ModelSpec &spec, const std::vector<GradientBucket> &buckets) {
+  std::vector<size_t> of(spec.nodes().size(), 0);
+  for (size_t b = 0; b < buckets.size(); ++b)
+    for (size_t node = 0; node < spec.nodes().size(); ++node) {
+      const size_t at = spec.nodes()[node].param_offset;
+      if (spec.nodes()[node].parameters() > 0 && at >= buckets[b].begin && at < buckets[b].end) of[node] = b;
+    }
+  return of;
+}
+
+size_t largest_bucket(const std::vector<GradientBucket> &buckets) {
+  size_t largest = 0;
+  for (const GradientBucket &b : buckets) largest = std::max(largest, b.end - b.begin);
+  return largest;
 }
 
 }  // namespace dpt

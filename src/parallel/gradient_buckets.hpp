@@ -18,5 +18,9 @@ struct GradientBucket {
 // Layers are grouped from the last one down until a bucket holds at least bucket_bytes; a layer is never
 // split (its gradient is finished all at once). bucket_bytes == 0 plans a single bucket.
 std::vector<GradientBucket> plan_buckets(const ModelSpec &spec, size_t bucket_bytes);
+// Per node, the bucket that holds its own parameters (0 for a node without any).
+std::vector<size_t> bucket_of_nodes(const ModelSpec &spec, const std::vector<GradientBucket> &buckets);
+// The size of the largest bucket, in floats.
+size_t largest_bucket(const std::vector<GradientBucket> &buckets);
 
 }  // namespace dpt

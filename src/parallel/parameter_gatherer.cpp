@@ -13,18 +13,10 @@ ParameterGatherer::ParameterGatherer(const std::vector<std::unique_ptr<Replica>>
     : shards_(shards),
       trace_(trace),
       buckets_(plan_buckets(spec, bucket_bytes)),
-      bucket_of_node_(spec.nodes().size(), 0),
-      node_offsets_(spec.nodes().size(), 0),
+      bucket_of_node_(bucket_of_nodes(spec, buckets_)),
       lanes_(replicas.size()) {
-  size_t largest = 0;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    largest = std::max(largest, buckets_[b].end - buckets_[b].begin);
-    for (size_t node = 0; node < spec.nodes().size(); ++node) {
-      const size_t at = node_offsets_[node] = spec.nodes()[node].param_offset;
-      if (spec.nodes()[node].parameters() > 0 && at >= buckets_[b].begin && at < buckets_[b].end)
-        bucket_of_node_[node] = b;
-    }
-  }
+  for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
+  const size_t largest = largest_bucket(buckets_);
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
     slots_.emplace_back(replicas[rank]->kernels->memory(), largest);
     ranges_.push_back(replicas[rank]->params.data());

@@ -16,20 +16,12 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
       trace_(trace),
       algorithm_(algorithm),
       wire_(wire),
-      bucket_of_node_(spec.nodes().size(), 0),
-      node_offsets_(spec.nodes().size(), 0),
       slots_(replicas.size()),
       lanes_(replicas.size()),
       buckets_(plan_buckets(spec, bucket_bytes)) {
-  size_t largest = 0;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    largest = std::max(largest, buckets_[b].end - buckets_[b].begin);
-    for (size_t node = 0; node < spec.nodes().size(); ++node) {
-      const size_t at = node_offsets_[node] = spec.nodes()[node].param_offset;
-      if (spec.nodes()[node].parameters() > 0 && at >= buckets_[b].begin && at < buckets_[b].end)
-        bucket_of_node_[node] = b;
-    }
-  }
+  bucket_of_node_ = bucket_of_nodes(spec, buckets_);
+  for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
+  const size_t largest = largest_bucket(buckets_);
   // Two slots let backward fill one bucket while the previous one is reduced.
   const size_t slots = std::min<size_t>(2, buckets_.size());
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
