@@ -94,7 +94,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const bool shard_gradients =
       (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
       devices_.size() > 1;
-  DPT_REQUIRE(!shard_gradients || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
+  DPT_REQUIRE(config_.world == nullptr ||
+                  (config_.shard != ShardMode::kGradients && config_.shard != ShardMode::kParameters),
+              DPT_ERROR_UNSUPPORTED,
               "sharded gradients and parameters span the devices of one process only in this version (use "
               "the optimizer shard mode across MPI processes)");
   DPT_REQUIRE(!shard_gradients || spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,

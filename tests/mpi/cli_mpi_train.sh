@@ -26,6 +26,12 @@ A=$(json_get "$WORK/mpi.out" "d['param_checksum']")
 B=$(json_get "$WORK/mpi_shard.out" "d['param_checksum']")
 [ -n "$A" ] && [ "$A" = "$B" ] && pass "--shard optimizer on 2 processes: the unsharded bits ($A)" ||
   fail "--shard optimizer across processes: $A vs $B ($(tail -n 2 "$WORK/mpi_shard.err"))"
+# Sharded gradients do not span processes yet: refused with the reason, not silently unsharded.
+(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
+  --devices cpu:2 --shard gradients >"$WORK/mpi_shard2.out" 2>"$WORK/mpi_shard2.err")
+RC=$?
+[ "$RC" -ne 0 ] && grep -q "one process only" "$WORK/mpi_shard2.err" && pass "--shard gradients across processes: refused" ||
+  fail "--shard gradients across processes: exit $RC, $(tail -n 2 "$WORK/mpi_shard2.err")"
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 
