@@ -13,6 +13,7 @@
 #include "backend/context.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/ops/blas.hpp"
+#include "bench_common.hpp"
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
 #include "core/platform.hpp"
@@ -24,6 +25,9 @@
 #include "parallel/trainer.hpp"
 
 namespace {
+
+using dpt_bench::bench_model;
+using dpt_bench::parse_names;
 
 using dpt::platform::now_seconds;
 
@@ -42,21 +46,6 @@ struct Options {
   bool world = false;        // --world: under mpirun, the all-reduce across the processes only
   std::FILE *csv = nullptr;  // --csv FILE: every figure as a row "section,item,devices,metric,value"
 };
-
-std::vector<std::string> parse_names(const char *text) {
-  std::vector<std::string> out;
-  std::string item;
-  for (const char *p = text;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-      if (*p == '\0') break;
-    } else {
-      item += *p;
-    }
-  }
-  return out;
-}
 
 std::vector<size_t> parse_list(const char *text, bool allow_zero = false) {
   std::vector<size_t> out;
@@ -202,20 +191,6 @@ void bench_world_allreduce(const Options &o) {
       }
     }
   dpt::World::finalize();
-}
-
-// The built-in models, and a wide MLP (784-2048-2048-2048-10, 10.5 M parameters, a 42 MB gradient) whose
-// all-reduce is long enough for the overlap with backward to show.
-dpt::ModelSpec bench_model(const std::string &name) {
-  if (name != "wide-mlp") return dpt::ModelSpec::builtin(name);
-  dpt::ModelSpec m(dpt::Shape{1, 28, 28});
-  m.add_flatten();
-  for (int i = 0; i < 3; ++i) {
-    m.add_dense(2048);
-    m.add_activation(dpt::Activation::kRelu);
-  }
-  m.add_dense(10);
-  return m;
 }
 
 // The multiply-adds of one training sample's GEMMs, as FLOPs (2 per multiply-add): for conv2d, dense and

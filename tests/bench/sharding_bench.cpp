@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "backend/context.hpp"
+#include "bench_common.hpp"
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "graph/model_spec.hpp"
 #include "parallel/trainer.hpp"
 
 namespace {
+
+using dpt_bench::bench_model;
+using dpt_bench::parse_names;
 
 struct Options {
   std::vector<std::string> models{"resnet18", "wide-mlp"};
@@ -29,31 +33,16 @@ struct Options {
   size_t time_devices = 2;  // the device count of the timing table (this machine's cores)
 };
 
-std::vector<std::string> split_list(const char *text) {
-  std::vector<std::string> items;
-  std::string item;
-  for (const char *c = text;; ++c) {
-    if (*c == ',' || *c == '\0') {
-      if (!item.empty()) items.push_back(item);
-      item.clear();
-      if (*c == '\0') break;
-    } else {
-      item += *c;
-    }
-  }
-  return items;
-}
-
 Options parse(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : "";
     if (arg == "--models") {
-      o.models = split_list(value), ++i;
+      o.models = parse_names(value), ++i;
     } else if (arg == "--devices") {
       o.devices.clear();
-      for (const std::string &d : split_list(value)) o.devices.push_back(std::stoul(d));
+      for (const std::string &d : parse_names(value)) o.devices.push_back(std::stoul(d));
       ++i;
     } else if (arg == "--batch") {
       o.batch = std::stoul(value), ++i;
@@ -69,19 +58,6 @@ Options parse(int argc, char **argv) {
     }
   }
   return o;
-}
-
-// wide-mlp: three hidden layers of 2048 (10.1 M parameters), where parameters and optimizer state dominate.
-dpt::ModelSpec bench_model(const std::string &name) {
-  if (name != "wide-mlp") return dpt::ModelSpec::builtin(name);
-  dpt::ModelSpec m(dpt::Shape{1, 28, 28});
-  m.add_flatten();
-  for (int i = 0; i < 3; ++i) {
-    m.add_dense(2048);
-    m.add_activation(dpt::Activation::kRelu);
-  }
-  m.add_dense(10);
-  return m;
 }
 
 const dpt::ShardMode kModes[] = {dpt::ShardMode::kNone, dpt::ShardMode::kOptimizer,
