@@ -45,20 +45,6 @@ public class ActivationDtypeTests {
     return Math.Sqrt(d / n);
   }
 
-  /// Sample s has label s % 3; the pixels j with j % 3 == label are bright, plus a deterministic ripple.
-  static void Make(int samples, out float[] inputs, out int[] labels) {
-    inputs = new float[samples * SampleSize];
-    labels = new int[samples];
-    for (int s = 0; s < samples; ++s) {
-      int label = s % Classes;
-      labels[s] = label;
-      for (int j = 0; j < SampleSize; ++j) {
-        float ripple = (float)(((s * 31L + j * 17L) % 13) / 13.0 - 0.5) * 0.2f;
-        inputs[s * SampleSize + j] = (j % Classes == label ? 1.0f : 0.0f) + ripple;
-      }
-    }
-  }
-
   /// A 3x3 convolution to 4 channels (no bias) and a batch norm.
   static TensorId ConvBn(Model m, TensorId x) {
     return m.BatchNorm(m.Conv2d(x, 4, 3, padding: 1, bias: false));
@@ -81,7 +67,7 @@ public class ActivationDtypeTests {
   float[][] Train(Model model, Precision? activations) {
     float[] x;
     int[] y;
-    Make(Samples, out x, out y);
+    TestData.MakeRipple(Side, Samples, out x, out y);
     using (var options = new TrainerOptions()) {
       options.Seed = 5;
       options.Precision = Precision.Bf16;

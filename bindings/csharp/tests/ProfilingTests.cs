@@ -34,33 +34,10 @@ public class ProfilingTests {
     Directory.Delete(dir, true);
   }
 
-  /// Sample s has label s % 3; the pixels j with j % 3 == label are bright, plus a deterministic ripple.
-  static void Make(int samples, out float[] inputs, out int[] labels) {
-    inputs = new float[samples * SampleSize];
-    labels = new int[samples];
-    for (int s = 0; s < samples; ++s) {
-      int label = s % Classes;
-      labels[s] = label;
-      for (int j = 0; j < SampleSize; ++j) {
-        float ripple = (float)(((s * 31L + j * 17L) % 13) / 13.0 - 0.5) * 0.2f;
-        inputs[s * SampleSize + j] = (j % Classes == label ? 1.0f : 0.0f) + ripple;
-      }
-    }
-  }
-
-  /// 1x8x8 -> dense 128 -> relu -> dense 3: 8707 parameters.
-  static Model MakeMlp() {
-    var model = new Model(1, Side, Side);
-    model.AddDense(128);
-    model.AddActivation(Activation.Relu);
-    model.AddDense(Classes);
-    return model;
-  }
-
   /// The MLP on 3 CPU devices, seed 7, SGD, one micro-batch per step, no gradient buckets (one all-reduce on each
   /// device's thread).
   Trainer MakeTrainer() {
-    using (var model = MakeMlp())
+    using (var model = TestData.MakeRippleMlp(Side))
     using (var options = new TrainerOptions())
     using (var optimizer = new OptimizerOptions()) {
       options.Seed = 7;
@@ -75,7 +52,7 @@ public class ProfilingTests {
   static double Step(Trainer trainer) {
     float[] x;
     int[] y;
-    Make(Samples, out x, out y);
+    TestData.MakeRipple(Side, Samples, out x, out y);
     using (StepResult r = trainer.Step(x, y)) {
       Assert.AreEqual(1, r.Applied, "the step updated the parameters");
       return r.TotalSeconds;

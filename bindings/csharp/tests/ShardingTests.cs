@@ -43,29 +43,6 @@ public class ShardingTests {
     return a.Select(TestData.Bits).SequenceEqual(b.Select(TestData.Bits));
   }
 
-  /// Sample s has label s % 3; the pixels j with j % 3 == label are bright, plus a deterministic ripple.
-  static void Make(int samples, out float[] inputs, out int[] labels) {
-    inputs = new float[samples * SampleSize];
-    labels = new int[samples];
-    for (int s = 0; s < samples; ++s) {
-      int label = s % Classes;
-      labels[s] = label;
-      for (int j = 0; j < SampleSize; ++j) {
-        float ripple = (float)(((s * 31L + j * 17L) % 13) / 13.0 - 0.5) * 0.2f;
-        inputs[s * SampleSize + j] = (j % Classes == label ? 1.0f : 0.0f) + ripple;
-      }
-    }
-  }
-
-  /// 1x8x8 -> dense 128 -> relu -> dense 3: 8707 parameters.
-  static Model MakeMlp() {
-    var model = new Model(1, Side, Side);
-    model.AddDense(128);
-    model.AddActivation(Activation.Relu);
-    model.AddDense(Classes);
-    return model;
-  }
-
   /// 1x8x8 -> 6 x (dense 64 -> relu) -> dense 3: 25155 parameters, six buckets of 4096 bytes (the head's 195
   /// parameters join the last hidden layer's bucket).
   static Model MakeDeepMlp() {
@@ -95,7 +72,7 @@ public class ShardingTests {
   Run Train(Model model, ShardMode shard, ulong bucketBytes = 0) {
     float[] x;
     int[] y;
-    Make(Samples, out x, out y);
+    TestData.MakeRipple(Side, Samples, out x, out y);
     using (var options = new TrainerOptions())
     using (var optimizer = new OptimizerOptions()) {
       options.Seed = 7;
@@ -145,7 +122,7 @@ public class ShardingTests {
   [Test]
   public void ShardingTheOptimizerKeepsTheBitsAndSplitsTheState() {
     using (var options = new TrainerOptions()) Assert.AreEqual(ShardMode.None, options.Shard);
-    using (var model = MakeMlp()) {
+    using (var model = TestData.MakeRippleMlp(Side)) {
       Run none = Train(model, ShardMode.None);
       Run sharded = Train(model, ShardMode.Optimizer);
       AssertBitwiseEqual(none.Start, sharded.Start, "the same seed starts alike");
@@ -181,7 +158,7 @@ public class ShardingTests {
   /// an unsharded replica's gradient, and the three together less than three unsharded replicas'.
   [Test]
   public void ShardingTheGradientsKeepsTheBitsAndSplitsTheGradient() {
-    using (var mlp = MakeMlp())
+    using (var mlp = TestData.MakeRippleMlp(Side))
     using (var deep = MakeDeepMlp()) {
       foreach (Model model in new[] { mlp, deep }) {
         bool saves = model == deep; // sharding the gradient saves memory

@@ -52,6 +52,32 @@ static class TestData {
     }
   }
 
+  /// Sample s of 1 x side x side has label s % 3; the pixels j with j % 3 == label are bright, plus a
+  /// deterministic ripple (the precision, sharding and profiling fixtures' problem).
+  public static void MakeRipple(int side, int samples, out float[] inputs, out int[] labels) {
+    const int classes = 3;
+    int size = side * side;
+    inputs = new float[samples * size];
+    labels = new int[samples];
+    for (int s = 0; s < samples; ++s) {
+      int label = s % classes;
+      labels[s] = label;
+      for (int j = 0; j < size; ++j) {
+        float ripple = (float)(((s * 31L + j * 17L) % 13) / 13.0 - 0.5) * 0.2f;
+        inputs[s * size + j] = (j % classes == label ? 1.0f : 0.0f) + ripple;
+      }
+    }
+  }
+
+  /// 1 x side x side -> dense 128 -> relu -> dense 3 (side 8: 8707 parameters).
+  public static Model MakeRippleMlp(int side) {
+    var model = new Model(1, (ulong)side, (ulong)side);
+    model.AddDense(128);
+    model.AddActivation(Activation.Relu);
+    model.AddDense(3);
+    return model;
+  }
+
   public static int Bits(float f) { return BitConverter.ToInt32(BitConverter.GetBytes(f), 0); }
 }
 
