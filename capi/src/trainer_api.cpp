@@ -1,6 +1,7 @@
 // dpt_trainer_*: creating trainers, stepping, evaluating, fitting, parameters.
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "api_support.hpp"
 #include "comm/world.hpp"
@@ -112,6 +113,21 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
             : shard == DPT_SHARD_GRADIENTS ? dpt::ShardMode::kGradients
             : shard == DPT_SHARD_OPTIMIZER ? dpt::ShardMode::kOptimizer
                                            : dpt::ShardMode::kNone;
+  c.pipeline_stages = o.pipeline_stages;
+  c.micro_batches = o.micro_batches;
+  c.pipeline_schedule = dpt::capi::checked_enum(o.pipeline_schedule, {DPT_PIPELINE_1F1B, DPT_PIPELINE_GPIPE},
+                                                "pipeline schedule") == DPT_PIPELINE_GPIPE
+                            ? dpt::PipelineSchedule::kGPipe
+                            : dpt::PipelineSchedule::kOneFOneB;
+  if (o.pipeline_cuts != nullptr && o.pipeline_cuts[0] != '\0') {
+    const std::string cuts = o.pipeline_cuts;
+    for (size_t at = 0;;) {  // comma-separated node names
+      const size_t comma = cuts.find(',', at);
+      c.pipeline_cuts.push_back(cuts.substr(at, comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  }
   return c;
 }
 

@@ -32,6 +32,8 @@ static const choice kShardModes[] = {{"none", DPT_SHARD_NONE},
                                      {"gradients", DPT_SHARD_GRADIENTS},
                                      {"parameters", DPT_SHARD_PARAMETERS},
                                      {NULL, 0}};
+static const choice kPipelineSchedules[] = {
+    {"1f1b", DPT_PIPELINE_1F1B}, {"gpipe", DPT_PIPELINE_GPIPE}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
 static const choice kAllreduce[] = {{"ring", DPT_ALLREDUCE_RING}, {"naive", DPT_ALLREDUCE_NAIVE}, {NULL, 0}};
 static const choice kCommunicators[] = {{"auto", CLI_COMMUNICATOR_AUTO},
@@ -103,6 +105,10 @@ static const option_spec kOptions[] = {
     {"--allreduce-dtype", ARG_CHOICE, FIELD(allreduce_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--activation-dtype", ARG_CHOICE, FIELD(activation_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--shard", ARG_CHOICE, FIELD(shard), 0, REAL_POSITIVE, kShardModes},
+    {"--pipeline", ARG_SIZE, FIELD(pipeline), 1, REAL_POSITIVE, NULL},
+    {"--micro-batches", ARG_SIZE, FIELD(micro_batches), 1, REAL_POSITIVE, NULL},
+    {"--pipeline-schedule", ARG_CHOICE, FIELD(pipeline_schedule), 0, REAL_POSITIVE, kPipelineSchedules},
+    {"--pipeline-cuts", ARG_STRING, FIELD(pipeline_cuts), 0, REAL_POSITIVE, NULL},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -166,6 +172,10 @@ const char *shard_name(int shard) {
   return choice_name(kShardModes, shard);
 }
 
+const char *pipeline_schedule_name(int schedule) {
+  return choice_name(kPipelineSchedules, schedule);
+}
+
 const char *init_name(int init) {
   return choice_name(kInits, init);
 }
@@ -191,6 +201,7 @@ static void set_defaults(train_config *config) {
   config->allreduce_dtype = DPT_PRECISION_FP32;
   config->activation_dtype = DPT_PRECISION_FP32;
   config->shard = DPT_SHARD_NONE;
+  config->pipeline_schedule = DPT_PIPELINE_1F1B;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -536,6 +547,16 @@ static int check_config(const train_config *config) {
   if (config->nesterov && config->momentum <= 0) {
     return cli_usage_error("--nesterov needs --momentum greater than 0");
   }
+  if (config->pipeline <= 1 &&
+      (was_given(config, "--micro-batches") || was_given(config, "--pipeline-schedule") ||
+       was_given(config, "--pipeline-cuts"))) {
+    return cli_usage_error(
+        "--micro-batches, --pipeline-schedule and --pipeline-cuts need --pipeline S (S > 1)");
+  }
+  if (config->pipeline > 1 && listed > 0 && listed != config->pipeline) {
+    return cli_usage_error("--pipeline %zu needs %zu devices (one per stage), %zu given", config->pipeline,
+                           config->pipeline, listed);
+  }
   return ARGS_RUN;
 }
 
@@ -607,6 +628,14 @@ void print_train_help(FILE *out) {
       "                         reduce-scattered bucket by bucket during backward); parameters = also 1/K\n"
       "                         of the parameters (stage 3, FSDP: gathered bucket by bucket as the\n"
       "                         layers run); CPU devices\n"
+      "  --pipeline S           pipeline model parallel: the model cut into S stages, one per device\n"
+      "                         (--devices cpu:S), each batch into micro-batches that pass through them\n"
+      "                         (the bits of one device accumulating those micro-batches); CPU devices\n"
+      "  --micro-batches M      micro-batches per step with --pipeline (default: 4 per stage)\n"
+      "  --pipeline-schedule 1f1b|gpipe  the stages' order of forwards and backwards (default: 1f1b,\n"
+      "                         which keeps fewer micro-batches' activations)\n"
+      "  --pipeline-cuts NAME,...  the nodes where stages 2..S begin (default: the cuts that divide the\n"
+      "                         parameters most evenly; `dptrain model` lists the node names)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

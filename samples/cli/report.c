@@ -118,6 +118,11 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_string(w, "allreduce_dtype", precision_name(c->allreduce_dtype));
   json_string(w, "activation_dtype", precision_name(c->activation_dtype));
   json_string(w, "shard", shard_name(c->shard));
+  json_uint(w, "pipeline_stages", c->pipeline > 1 ? c->pipeline : 1);
+  if (c->pipeline > 1) {
+    json_uint(w, "micro_batches", c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline);
+    json_string(w, "pipeline_schedule", pipeline_schedule_name(c->pipeline_schedule));
+  }
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);
   json_uint(w, "test_samples", s->test_samples);

@@ -99,6 +99,9 @@ static int create_context(train_run *run) {
   dpt_context_options options;
   dpt_context_options_init(&options);
   options.cpu_devices = run->config.cpu_devices;
+  /* --pipeline S without --devices: one CPU device per stage. */
+  if (options.cpu_devices == 0 && !run->config.cuda && run->config.pipeline > 1)
+    options.cpu_devices = run->config.pipeline;
   if (run->config.cuda) options.device_selection = DPT_DEVICES_CUDA;
   CLI_TRY(dpt_context_create(&run->context, &options));
   CLI_TRY(dpt_device_count(run->context, &run->summary.devices));
@@ -237,6 +240,10 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->allreduce_dtype = (dpt_precision)c->allreduce_dtype;
   options->activation_dtype = (dpt_precision)c->activation_dtype;
   options->shard = (dpt_shard_mode)c->shard;
+  options->pipeline_stages = c->pipeline;
+  options->micro_batches = c->micro_batches;
+  options->pipeline_schedule = (dpt_pipeline_schedule)c->pipeline_schedule;
+  options->pipeline_cuts = c->pipeline_cuts;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -347,6 +354,10 @@ static void print_header(const train_run *run) {
           : c->shard == DPT_SHARD_GRADIENTS  ? ", optimizer state and gradients sharded"
           : c->shard == DPT_SHARD_PARAMETERS ? ", optimizer state, gradients and parameters sharded"
                                              : "");
+  if (c->pipeline > 1)
+    fprintf(run->out, "pipeline: %zu stages, %zu micro-batches per step, %s schedule\n", c->pipeline,
+            c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline,
+            pipeline_schedule_name(c->pipeline_schedule));
   fflush(run->out);
 }
 

@@ -23,12 +23,14 @@ size_t floats_for(size_t bytes) {
 
 }  // namespace
 
-Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype, DType activation_dtype)
-    : spec_(spec), kernels_(kernels) {
+Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype, DType activation_dtype,
+                 StagePlacement placement)
+    : spec_(spec), kernels_(kernels), first_node_(placement.first_node) {
   const std::vector<TensorInfo> &tensors = spec.tensors();
   const std::vector<Node> &nodes = spec.nodes();
   root_.assign(tensors.size(), 0);
   requires_grad_.assign(tensors.size(), false);
+  requires_grad_[0] = placement.input_gradient;
   for (const TensorInfo &t : tensors) max_width_ = std::max(max_width_, t.shape.size());
   size_t scratch = 0;
   for (size_t j = 0; j < nodes.size(); ++j) {
@@ -41,6 +43,7 @@ Network::Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dty
 
     Step step;
     step.call = call_template(spec, j);
+    step.call.node = uint64_t(first_node_ + j);
     step.call.matmul_dtype = int32_t(matmul_dtype);
     if (!node.layout.view) scratch = std::max(scratch, kernels_.scratch_bytes(step.call));
     steps_.push_back(step);
@@ -213,7 +216,7 @@ LossStats Network::forward(const float *params, float *buffers, const int32_t *l
     else
       kernels_.forward(c);
     if (info.timer.op_done != nullptr)
-      info.timer.op_done(info.timer.context, j, false, start, platform::now_seconds());
+      info.timer.op_done(info.timer.context, first_node_ + j, false, start, platform::now_seconds());
     store_->after_forward(j, info.n, info.training);
   }
   if (labels == nullptr) return {};
@@ -265,7 +268,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     }
     for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = nullptr;
     if (info.timer.op_done != nullptr)
-      info.timer.op_done(info.timer.context, j, true, start, platform::now_seconds());
+      info.timer.op_done(info.timer.context, first_node_ + j, true, start, platform::now_seconds());
     if (hook.layer_done != nullptr) hook.layer_done(hook.context, j);
   }
 }

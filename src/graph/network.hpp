@@ -31,6 +31,15 @@ struct BackwardHook {
   float *(*gradients)(void *context, size_t node) = nullptr;
 };
 
+// Where a network sits in a pipeline (parallel/pipeline.hpp): a stage's sub-model numbers its nodes from
+// first_node of the whole model (the ops key their dropout masks, and the timeline names the ops, by the
+// whole model's index), and a stage after the first computes the gradient of its input, which goes back to
+// the stage before it. The default is the whole model.
+struct StagePlacement {
+  size_t first_node = 0;
+  bool input_gradient = false;
+};
+
 class Network {
  public:
   // matmul_dtype: what the ops' matrix products take their inputs in (dpt_op_call::matmul_dtype: kF32, or
@@ -38,7 +47,7 @@ class Network {
   // forward and backward (ActivationStore: kF32, or 16-bit copies). Throws DPT_ERROR_UNSUPPORTED when an op
   // cannot run on the kernels' device.
   Network(const ModelSpec &spec, DeviceKernels &kernels, DType matmul_dtype = DType::kF32,
-          DType activation_dtype = DType::kF32);
+          DType activation_dtype = DType::kF32, StagePlacement placement = {});
 
   // Makes room for slices of n samples. Allocates only when n exceeds the largest slice seen so far.
   void reserve(size_t n);
@@ -66,6 +75,13 @@ class Network {
   bool has_statistics() const { return has_statistics_; }
   // Device memory.
   const float *logits() const { return store_->at(spec_.output_tensor()); }
+  // A pipeline stage (StagePlacement), device memory of capacity() samples, valid after reserve(): where
+  // backward reads the gradient of the output (a stage before the last is given it by the next stage instead
+  // of computing a loss), and, after backward, the gradient of the input (placement.input_gradient).
+  // nullptr: the stage needs no such gradient (nothing before its output has parameters; or the input's
+  // gradient was not asked for).
+  float *output_gradient() { return slot_of(root_[spec_.output_tensor()]); }
+  const float *input_gradient() { return slot_of(0); }
   DeviceKernels &kernels() { return kernels_; }
 
  private:
@@ -86,9 +102,11 @@ class Network {
   // The two phases of a training pass of an op with statistics, the reduction in between.
   void run_phased(size_t node, dpt_op_call &call, const PassInfo &info, bool forward);
   float *slot(size_t index) { return slots_.empty() ? nullptr : slots_[index].data(); }
+  float *slot_of(size_t root) { return grad_slot_[root] == SIZE_MAX ? nullptr : slot(grad_slot_[root]); }
 
   const ModelSpec &spec_;
   DeviceKernels &kernels_;
+  size_t first_node_ = 0;            // StagePlacement::first_node
   std::vector<size_t> root_;         // per tensor: the tensor whose memory it is (views alias)
   std::vector<bool> requires_grad_;  // per tensor: depends on a parameter
   std::vector<size_t> grad_slot_;    // per root tensor that needs a gradient: its slot

@@ -126,8 +126,11 @@ double block_sum(const float *g, size_t count) {
 }  // namespace
 
 void l2_block_sums(const float *range, size_t begin, size_t end, double *sums) {
-  for (size_t b = 0, at = begin; at < end; ++b, at += kNormBlock)
-    sums[b] = block_sum(range + (at - begin), std::min(kNormBlock, end - at));
+  for (size_t b = 0, at = begin; at < end; ++b) {
+    const size_t next = std::min(end, (at / kNormBlock + 1) * kNormBlock);
+    sums[b] = block_sum(range + (at - begin), next - at);
+    at = next;
+  }
 }
 
 double l2_norm_of_blocks(const double *sums, size_t blocks) {

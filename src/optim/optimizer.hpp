@@ -49,8 +49,10 @@ void apply_update(const OptimizerConfig &config, uint64_t t, float lr, float gra
 // the eight partial sums are added in order; the block sums are added in block order.
 constexpr size_t kNormBlock = 4096;
 double l2_norm(const float *grads, size_t count);
-// The block sums of the elements [begin, end) of a vector (begin a multiple of kNormBlock; end a multiple,
-// or the vector's end), range[0] being element begin: sums[b] for the blocks the range covers, in order.
+// The block sums of the elements [begin, end) of a vector, range[0] being element begin: sums[b] for the
+// blocks the range covers, in order. With begin a multiple of kNormBlock and end a multiple or the vector's
+// end, the sums are l2_norm's; a block the range covers in part gets the sum of that part (a pipeline
+// stage's range: the parts' sums, added, differ from the block's in the last bits).
 void l2_block_sums(const float *range, size_t begin, size_t end, double *sums);
 // sqrt of the block sums added in block order: l2_norm from l2_block_sums over the whole vector.
 double l2_norm_of_blocks(const double *sums, size_t blocks);

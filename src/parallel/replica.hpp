@@ -1,7 +1,8 @@
 // One device's full copy of the model: its kernels (on a GPU: its own stream), network, parameters, summed
 // gradients and optimizer state, all in the device's memory. The optimizer state covers the parameters the
 // replica updates: all of them, or its shard (ShardLayout) when the optimizer is sharded; so do the
-// gradient and the parameters when they are sharded too.
+// gradient and the parameters when they are sharded too. A pipeline stage's replica holds the stage's
+// model (parallel/pipeline_plan.hpp): its range of the parameters, gradients, state and buffers.
 #pragma once
 
 #include <memory>
@@ -15,10 +16,10 @@ namespace dpt {
 struct Replica {
   Replica(Device &device, const ModelSpec &spec, const OptimizerConfig &optimizer,
           const KernelOptions &options, DType matmul_dtype, DType activation_dtype, size_t parameter_count,
-          size_t gradient_count, size_t state_parameters)
+          size_t gradient_count, size_t state_parameters, StagePlacement placement = {})
       : device(&device),
         kernels(device.create_kernels(options)),
-        network(spec, *kernels, matmul_dtype, activation_dtype),
+        network(spec, *kernels, matmul_dtype, activation_dtype, placement),
         params(kernels->memory(), parameter_count),
         grads(kernels->memory(), gradient_count),
         buffers(kernels->memory(), spec.buffer_count()),

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace dpt {
@@ -15,6 +16,10 @@ class ShardLayout {
  public:
   ShardLayout() = default;
   ShardLayout(size_t count, size_t ranks, bool sharded);
+  // Given ranges (a pipeline's stages: cut at node boundaries, not at norm blocks): ranks + 1 ascending
+  // offsets from 0 to count.
+  ShardLayout(size_t count, std::vector<size_t> bounds)
+      : count_(count), ranks_(bounds.size() - 1), sharded_(true), bounds_(std::move(bounds)) {}
 
   bool sharded() const { return sharded_; }
   size_t ranks() const { return ranks_; }

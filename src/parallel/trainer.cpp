@@ -102,18 +102,28 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(!shard_gradients || spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
               "sharded gradients and parameters do not support tied parameters in this version (" +
                   (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
-  shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard != ShardMode::kNone);
+  if (config_.pipeline_stages > 1)
+    plan_pipeline();  // the stages, and their ranges as shards_
+  else
+    shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard != ShardMode::kNone);
   trace_ = std::make_unique<TraceRecorder>(devices_.size());
   for (size_t rank = 0; rank < devices_.size(); ++rank)
     trace_lanes_.push_back(TraceLane{trace_.get(), TraceRecorder::compute_row(rank)});
   if (shards_.sharded())
     norm_blocks_.assign(devices_.size(), std::vector<double>(norm_blocks(spec_.parameter_count())));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
+  const bool staged = !stages_.empty();  // a pipeline: each replica holds its stage's model and ranges
   for (size_t rank = 0; rank < devices_.size(); ++rank)
     replicas_.push_back(std::make_unique<Replica>(
-        *devices_[rank], spec_, config_.optimizer, config_.kernels, config_.matmul_dtype,
-        config_.activation_dtype, shard_parameters ? shards_.size(rank) : spec_.parameter_count(),
-        shard_gradients ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank)));
+        *devices_[rank], staged ? stages_[rank].spec : spec_, config_.optimizer, config_.kernels,
+        config_.matmul_dtype, config_.activation_dtype,
+        shard_parameters || staged ? shards_.size(rank) : spec_.parameter_count(),
+        shard_gradients || staged ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank),
+        staged ? StagePlacement{stages_[rank].first_node, rank > 0} : StagePlacement{}));
+  if (staged)
+    pipeline_ =
+        std::make_unique<Pipeline>(stages_, replicas_, config_.micro_batches, config_.pipeline_schedule,
+                                   config_.matmul_dtype, config_.activation_dtype, group_->aborted());
   if (shard_parameters)
     gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_, *trace_);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
@@ -125,7 +135,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   std::vector<float> buffers(spec_.buffer_count());
   init_buffers(spec_, buffers.data());
   set_buffers_locked(buffers.data());
-  if (replicas_[0]->network.has_statistics() && (devices_.size() > 1 || config_.world != nullptr)) {
+  // (A pipeline stage normalises each micro-batch on its own device: nothing to sum.)
+  if (!staged && replicas_[0]->network.has_statistics() &&
+      (devices_.size() > 1 || config_.world != nullptr)) {
     // The statistics are summed on the host by the replicas' worker threads meeting at a barrier (replicas
     // that share a GPU run on workers of their own: Device::submit's lanes).
     statistics_ =
@@ -140,7 +152,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
-  if (shard_gradients)
+  if (staged)
+    collective_ = std::make_unique<LocalGradients>();
+  else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
                                                               config_.allreduce, wire, shards_, *trace_);
   else if (on_gpus_)
@@ -185,9 +199,13 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
   if (config_.split == SplitPolicy::kAuto && measured_weights_.empty()) measure_speeds(x, labels, batch);
-  assign_slices(batch);
-  reserve_slices();
-  copy_in(x, labels);
+  if (pipeline_ != nullptr) {
+    copy_in_pipeline(x, labels, batch, true);
+  } else {
+    assign_slices(batch);
+    reserve_slices();
+    copy_in(x, labels);
+  }
 
   // Loss scaling multiplies the summed loss's gradient by S / 2^ceil(log2(B T)) (B samples of T targets
   // in the window's first micro-batch): PyTorch scales a mean loss, whose per-sample gradients are 1/B of
@@ -203,6 +221,10 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
                                                             pending_micro_ + 1 == config_.accumulation_steps);
   if (overlap) collective_->start_micro_batch(pending_micro_ == 0);
   run_phase([this, overlap](size_t rank) {
+    if (pipeline_ != nullptr) {
+      run_stage(rank);
+      return;
+    }
     const double start = platform::now_seconds();
     compute_gradients(rank, overlap);
     replicas_[rank]->compute_seconds = platform::now_seconds() - start;
@@ -312,16 +334,21 @@ EvalStats Trainer::evaluate(const void *x, const int32_t *labels, size_t n) {
   const uint64_t own_targets = check_labels(labels, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const double t0 = platform::now_seconds();
-  assign_slices(n);
-  reserve_slices();
-  copy_in(x, labels);
-  run_phase([this](size_t rank) {
-    Replica &r = *replicas_[rank];
-    r.stats = {};
-    if (r.count == 0) return;
-    r.stats = r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(),
-                                pass_info(r.count, r.begin, 0, false, rank));
-  });
+  if (pipeline_ != nullptr) {
+    copy_in_pipeline(x, labels, n, false);
+    run_phase([this](size_t rank) { infer_stage(rank, true); });
+  } else {
+    assign_slices(n);
+    reserve_slices();
+    copy_in(x, labels);
+    run_phase([this](size_t rank) {
+      Replica &r = *replicas_[rank];
+      r.stats = {};
+      if (r.count == 0) return;
+      r.stats = r.network.forward(r.params.data(), r.buffers.data(), r.network.labels(),
+                                  pass_info(r.count, r.begin, 0, false, rank));
+    });
+  }
   EvalStats e;
   double totals[3] = {0, 0, double(own_targets)};  // loss sum, correct, counted targets of this share
   for (auto &r : replicas_) totals[0] += r->stats.loss_sum, totals[1] += double(r->stats.correct);
@@ -339,6 +366,12 @@ void Trainer::predict(const void *x, size_t n, float *logits) {
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "sample_count must be positive");
   check_tokens(x, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
+  if (pipeline_ != nullptr) {
+    copy_in_pipeline(x, nullptr, n, false);
+    run_phase([this](size_t rank) { infer_stage(rank, false); });
+    pipeline_->copy_logits(logits);
+    return;
+  }
   assign_slices(n, false);  // prediction stays within the process: every process gets all the logits
   reserve_slices();
   copy_in(x, nullptr);

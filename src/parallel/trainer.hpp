@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "parallel/gradient_collective.hpp"
 #include "parallel/loss_scaler.hpp"
 #include "parallel/parameter_gatherer.hpp"
+#include "parallel/pipeline.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
 #include "parallel/trace_recorder.hpp"
@@ -81,6 +83,16 @@ struct TrainerConfig {
   // with one micro-batch per window, one rounding per micro-batch otherwise (docs/sharding.md).
   // kParameters: the parameters too (plus one gather slot of a bucket); the bits of kGradients.
   ShardMode shard = ShardMode::kNone;
+  // Pipeline model parallel (parallel/pipeline.hpp): the model cut into this many stages, stage s on
+  // device s (0 or 1: no pipeline; otherwise exactly one device per stage). Each step's batch is cut into
+  // micro_batches micro-batches (0: four per stage, at most the batch's samples) run through the stages in
+  // pipeline_schedule's order. The stages begin at the nodes named in pipeline_cuts (stages - 1 names), or
+  // (empty) where the parameters are most evenly divided. CPU devices, one process, no sharding, no tied
+  // parameters.
+  size_t pipeline_stages = 0;
+  size_t micro_batches = 0;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
+  std::vector<std::string> pipeline_cuts;
 };
 
 // One replica's share of the last step call: its compute (forward and backward), its gradient reduction
@@ -186,6 +198,8 @@ class Trainer {
   void start_trace(size_t max_events);
   void write_trace(const std::string &path);
   const ShardLayout &shards() const { return shards_; }
+  // The pipeline (nullptr: data parallel).
+  const Pipeline *pipeline() const { return pipeline_.get(); }
   std::vector<size_t> split_sizes(size_t batch) const;
   // The samples [first, first + count) of a global batch that this process trains on (all of them
   // without a world).
@@ -207,6 +221,9 @@ class Trainer {
   void assign_slices(size_t batch, bool across_processes = true);
   void reserve_slices();
   void copy_in(const void *x, const int32_t *labels);
+  // A pipeline's batch: its micro-batches' room on every device, the inputs into the first stage and the
+  // labels (nullptr: none) into the last; flags inputs that hold a NaN or an infinity.
+  void copy_in_pipeline(const void *x, const int32_t *labels, size_t n, bool training);
   // Throws for a label outside [0, classes) other than kIgnoreLabel; returns the labels that count in this
   // process's share of the batch (all of it without a world: across processes the caller sums the shares,
   // since fit() fills only its own share of the labels).
@@ -227,6 +244,15 @@ class Trainer {
   void reshard_state(size_t rank, const float *whole, float *shard) const;
   // The replica's parameters (or optimizer state) copied to the host.
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
+  // trainer_pipeline.cpp
+  void plan_pipeline();
+  // Device thread rank: its stage's part of a training step (compute_seconds: its forwards and backwards,
+  // not its waits), of an evaluation (with_labels) or of a prediction.
+  void run_stage(size_t rank);
+  void infer_stage(size_t rank, bool with_labels);
+  // A replica holds a range of the parameters (sharded parameters, a pipeline stage), not all of them.
+  bool ranged_parameters() const { return gatherer_ != nullptr || pipeline_ != nullptr; }
+  size_t buffer_begin(size_t rank) const { return pipeline_ != nullptr ? stages_[rank].buffer_begin : 0; }
   // trainer.cpp
   PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training, size_t rank = 0) const {
     return PassInfo{n,
@@ -284,7 +310,10 @@ class Trainer {
   ModelSpec spec_;
   TrainerConfig config_;
   std::vector<Device *> devices_;
+  // A pipeline's stages (empty without one), before replicas_, whose networks refer to their models.
+  std::vector<PipelineStage> stages_;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  std::unique_ptr<Pipeline> pipeline_;
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.
   ShardLayout shards_;

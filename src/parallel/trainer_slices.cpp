@@ -43,6 +43,7 @@ std::vector<double> Trainer::split_weights() const {
 }
 
 std::vector<size_t> Trainer::split_sizes(size_t batch) const {
+  if (pipeline_ != nullptr) return std::vector<size_t>(replicas_.size(), batch);  // every stage sees it all
   return split_batch(batch, split_weights());
 }
 
@@ -124,6 +125,17 @@ void Trainer::copy_in(const void *x, const int32_t *labels) {
         r->kernels->copy_labels_to_device(r->network.labels(), labels + r->begin * per, r->count * per);
     }
     for (auto &r : replicas_) r->kernels->synchronize();  // a GPU copy reads the host buffer until here
+  });
+}
+
+void Trainer::copy_in_pipeline(const void *x, const int32_t *labels, size_t n, bool training) {
+  const size_t in = spec_.input().size();
+  for (auto &r : replicas_) r->nonfinite = false, r->begin = 0, r->count = n;
+  replicas_[0]->nonfinite =
+      spec_.input_dtype() != DType::kI32 && !all_finite(static_cast<const float *>(x), n * in);
+  guard_devices([&] {
+    pipeline_->reserve(n, training);
+    pipeline_->copy_in(x, labels, n);
   });
 }
 

@@ -24,11 +24,11 @@ void Trainer::get_parameters(size_t replica, float *out) const {
   DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
               "replica " + std::to_string(replica) + " does not exist (the trainer has " +
                   std::to_string(replicas_.size()) + ")");
-  if (gatherer_ == nullptr) {
+  if (!ranged_parameters()) {
     copy_to_host(replica, replicas_[replica]->params, out);
     return;
   }
-  // Sharded parameters: every replica's range (every replica sees the same whole vector).
+  // Sharded parameters, pipeline stages: every replica's range (every replica sees the same whole vector).
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
     if (shards_.size(rank) > 0) copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank));
 }
@@ -39,18 +39,22 @@ void Trainer::set_parameters(const float *in) {
   set_parameters_locked(in);
 }
 
-// Each replica's parameters: all of them, or (sharded parameters) its range.
+// Each replica's parameters: all of them, or (sharded parameters, a pipeline stage) its range.
 void Trainer::set_parameters_locked(const float *in) {
   for (size_t rank = 0; rank < replicas_.size(); ++rank) {
     Replica &r = *replicas_[rank];
-    r.kernels->copy_to_device(r.params.data(), in + (gatherer_ != nullptr ? shards_.begin(rank) : 0),
+    r.kernels->copy_to_device(r.params.data(), in + (ranged_parameters() ? shards_.begin(rank) : 0),
                               r.params.size());
   }
   for (auto &r : replicas_) r->kernels->synchronize();
 }
 
+// Each replica's running statistics: all of them, or (a pipeline stage) its range.
 void Trainer::set_buffers_locked(const float *in) {
-  for (auto &r : replicas_) r->kernels->copy_to_device(r->buffers.data(), in, r->buffers.size());
+  for (size_t rank = 0; rank < replicas_.size(); ++rank) {
+    Replica &r = *replicas_[rank];
+    r.kernels->copy_to_device(r.buffers.data(), in + buffer_begin(rank), r.buffers.size());
+  }
   for (auto &r : replicas_) r->kernels->synchronize();
 }
 
@@ -58,7 +62,13 @@ void Trainer::get_buffers(size_t replica, float *out) const {
   DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
               "replica " + std::to_string(replica) + " does not exist (the trainer has " +
                   std::to_string(replicas_.size()) + ")");
-  copy_to_host(replica, replicas_[replica]->buffers, out);
+  if (pipeline_ == nullptr) {
+    copy_to_host(replica, replicas_[replica]->buffers, out);
+    return;
+  }
+  for (size_t rank = 0; rank < replicas_.size(); ++rank)
+    if (replicas_[rank]->buffers.size() > 0)
+      copy_to_host(rank, replicas_[rank]->buffers, out + buffer_begin(rank));
 }
 
 void Trainer::set_buffers(const float *in) {
@@ -101,7 +111,7 @@ ReplicaMemory Trainer::replica_memory(size_t replica) const {
   m.gradients = r.grads.size() * sizeof(float) + collective_->staging_bytes(replica);
   m.optimizer_state = r.state.size() * sizeof(float);
   m.buffers = r.buffers.size() * sizeof(float);
-  m.activations = r.network.allocated_bytes();
+  m.activations = pipeline_ != nullptr ? pipeline_->allocated_bytes(replica) : r.network.allocated_bytes();
   return m;
 }
 
@@ -116,13 +126,12 @@ TrainerState Trainer::save_state() const {
   DPT_REQUIRE(pending_micro_ == 0, DPT_ERROR_INVALID_STATE,
               "cannot checkpoint inside an accumulation window (" + std::to_string(pending_micro_) + " of " +
                   std::to_string(config_.accumulation_steps) + " micro-batches done)");
-  const Replica &r = *replicas_[0];
   TrainerState state;
   state.parameters.resize(parameter_count());
   state.optimizer_state.resize(parameter_count() * state_floats_per_parameter(config_.optimizer));
-  state.buffers.resize(r.buffers.size());
+  state.buffers.resize(spec_.buffer_count());
   get_parameters(0, state.parameters.data());
-  copy_to_host(0, r.buffers, state.buffers.data());
+  get_buffers(0, state.buffers.data());
   // The optimizer state of every shard into the unsharded layout (a checkpoint does not depend on the
   // device count or the sharding).
   std::vector<float> shard;
@@ -145,7 +154,6 @@ TrainerState Trainer::save_state() const {
 
 void Trainer::load_state(const TrainerState &state) {
   check_usable();
-  const Replica &first = *replicas_[0];
   DPT_REQUIRE(state.parameters.size() == parameter_count(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.parameters.size()) + " parameters, the model " +
                   std::to_string(parameter_count()));
@@ -154,9 +162,9 @@ void Trainer::load_state(const TrainerState &state) {
               "the checkpoint has " + std::to_string(state.optimizer_state.size()) +
                   " floats of optimizer state, the trainer's optimizer needs " +
                   std::to_string(state_floats));
-  DPT_REQUIRE(state.buffers.size() == first.buffers.size(), DPT_ERROR_INVALID_ARGUMENT,
+  DPT_REQUIRE(state.buffers.size() == spec_.buffer_count(), DPT_ERROR_INVALID_ARGUMENT,
               "the checkpoint has " + std::to_string(state.buffers.size()) +
-                  " floats of running statistics, the model " + std::to_string(first.buffers.size()));
+                  " floats of running statistics, the model " + std::to_string(spec_.buffer_count()));
   // Each replica's shard of the optimizer state, staged on the host until the copies are done.
   std::vector<std::vector<float>> shards(replicas_.size());
   for (size_t rank = 0; rank < replicas_.size(); ++rank) {
@@ -165,10 +173,10 @@ void Trainer::load_state(const TrainerState &state) {
   }
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   set_parameters_locked(state.parameters.data());
+  set_buffers_locked(state.buffers.data());
   for (size_t rank = 0; rank < replicas_.size(); ++rank) {
     Replica &r = *replicas_[rank];
     r.kernels->copy_to_device(r.state.data(), shards[rank].data(), r.state.size());
-    r.kernels->copy_to_device(r.buffers.data(), state.buffers.data(), r.buffers.size());
     r.grads.zero();
   }
   for (auto &r : replicas_) r->kernels->synchronize();

@@ -61,7 +61,8 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     broken_ = true;  // the replicas' gradients (and a NCCL communicator) are in an unknown state
     throw;
   }
-  const bool gather = shards_.sharded() && gatherer_ == nullptr;  // whole parameters on every replica
+  // Sharded optimizer state, whole parameters on every replica: the ranges are all-gathered.
+  const bool gather = shards_.sharded() && !ranged_parameters();
   run_phase([this, reduced, lr, inv_samples, gather](size_t rank) {
     Replica &r = *replicas_[rank];
     collective_->reduce_in_update(rank, reduced);
@@ -99,9 +100,11 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 }
 
 // The norm of the summed gradient, on device thread rank. Sharded, each rank has the sums of its own range
-// only: it computes that range's norm block sums (the ranges are cut at whole blocks) and the ranks add
-// their block arrays in rank order (each block non-zero on one rank only, so the sums are exact): the
-// blocks, added in block order as l2_norm adds them, give the unsharded norm bit for bit.
+// only: it computes that range's norm block sums and the ranks add their block arrays in rank order. ZeRO's
+// ranges are cut at whole blocks (each block non-zero on one rank only, so the sums are exact): the blocks,
+// added in block order as l2_norm adds them, give the unsharded norm bit for bit. A pipeline's stages are
+// cut at nodes: a block two stages share is the sum of their parts (the same on every rank, but not
+// l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
   if (!shards_.sharded()) return r.kernels->l2_norm(r.grads.data(), r.grads.size());

@@ -370,6 +370,9 @@ static const float w_negative[] = {-1.0f, 2.0f};
   SET_INT(TOPT, split, DPT_SPLIT_WEIGHTED), SET_PTR(TOPT, devices, dev_0_1), SET_INT(TOPT, device_count, 2), \
       SET_PTR(TOPT, split_weights, weights)
 
+/* Two stages on devices 0 and 1. */
+#define PIPELINE_2 \
+  SET_INT(TOPT, pipeline_stages, 2), SET_PTR(TOPT, devices, dev_0_1), SET_INT(TOPT, device_count, 2)
 #define NORMAL_INIT SET_INT(TOPT, init, DPT_INIT_NORMAL)
 #define ADAMW SET_INT(OOPT, kind, DPT_OPTIMIZER_ADAMW)
 #define STEP_SCHEDULE SET_INT(OOPT, schedule, DPT_SCHEDULE_STEP)
@@ -453,6 +456,10 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.allreduce_dtype, DPT_PRECISION_FP32);
   assert_int_equal(t.activation_dtype, DPT_PRECISION_FP32);
   assert_int_equal(t.shard, DPT_SHARD_NONE);
+  assert_int_equal(t.pipeline_stages, 0);
+  assert_int_equal(t.micro_batches, 0);
+  assert_int_equal(t.pipeline_schedule, DPT_PIPELINE_1F1B);
+  assert_null(t.pipeline_cuts);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1453,6 +1460,26 @@ static void test_trainer_create_misuse(void **state) {
       {"activation_dtype -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, activation_dtype, -1)}},
       {"shard 4 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, 4)}},
       {"shard -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard, -1)}},
+      {"pipeline_schedule 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_schedule, 2)}},
+      /* A pipeline needs one device per stage, the even split, no sharding, known cut points. */
+      {"pipeline_stages 3 on 2 devices",
+       DPT_ERROR_UNSUPPORTED,
+       {SET_INT(TOPT, pipeline_stages, 3), SET_PTR(TOPT, devices, dev_0_1), SET_INT(TOPT, device_count, 2)}},
+      {"pipeline, shard optimizer",
+       DPT_ERROR_UNSUPPORTED,
+       {PIPELINE_2, SET_INT(TOPT, shard, DPT_SHARD_OPTIMIZER)}},
+      {"pipeline, split auto",
+       DPT_ERROR_INVALID_ARGUMENT,
+       {PIPELINE_2, SET_INT(TOPT, split, DPT_SPLIT_AUTO)}},
+      {"pipeline, micro_batches 1025",
+       DPT_ERROR_OUT_OF_RANGE,
+       {PIPELINE_2, SET_INT(TOPT, micro_batches, 1025)}},
+      {"pipeline, pipeline_cuts \"nope\"",
+       DPT_ERROR_INVALID_ARGUMENT,
+       {PIPELINE_2, SET_PTR(TOPT, pipeline_cuts, "nope")}},
+      {"pipeline, two cuts for two stages",
+       DPT_ERROR_INVALID_ARGUMENT,
+       {PIPELINE_2, SET_PTR(TOPT, pipeline_cuts, "1,2")}},
       /* The initial loss scale is a power of two from 1 to 2^64, checked whatever the precision. */
       {"initial_loss_scale 3", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 3.0)}},
       {"initial_loss_scale 0.5", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0.5)}},

@@ -123,6 +123,18 @@ typedef enum dpt_shard_mode {
   DPT_SHARD_PARAMETERS = 3
 } dpt_shard_mode;
 
+/** @brief The order in which a pipeline stage runs its micro-batches' forwards and backwards
+ * (docs/pipeline.md). */
+typedef enum dpt_pipeline_schedule {
+  /** 1F1B (PipeDream-Flush, as Megatron-LM): stage s of S runs min(S - s - 1, M) forwards, then one
+   * forward and one backward in turn, then the backwards left; it keeps at most S - s micro-batches'
+   * activations (default). */
+  DPT_PIPELINE_1F1B = 0,
+  /** GPipe: every forward, then every backward; each stage keeps all M micro-batches' activations. The
+   * same bubble as 1F1B, (S - 1) / (M + S - 1) of the step, and the same results. */
+  DPT_PIPELINE_GPIPE = 1
+} dpt_pipeline_schedule;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -216,6 +228,26 @@ typedef struct dpt_trainer_options {
    * (DPT_ERROR_UNSUPPORTED). Across MPI processes the optimizer
    * shard mode all-reduces the gradient whole and each process shards its own devices. Since 0.2. */
   dpt_shard_mode shard;
+  /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages, stage s on the
+   * trainer's device s, and each step's batch into micro_batches micro-batches that pass forward through
+   * the stages and back (every stage sees the whole batch: dpt_trainer_split_sizes gives it to each). 0 or
+   * 1 (default): no pipeline. Otherwise the trainer needs exactly this many devices (stages combined with
+   * data-parallel replicas are not supported yet: DPT_ERROR_UNSUPPORTED), CPU devices of one process, no
+   * sharding, the even split and no tied parameters (DPT_ERROR_UNSUPPORTED or
+   * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of one device accumulating the same micro-batches
+   * (batch norm normalises each micro-batch, as there); with clip_norm the gradient norm may differ in its
+   * last bits. Since 0.2. */
+  size_t pipeline_stages;
+  /** Micro-batches per step, 1 to 1024 (a batch of fewer samples has one per sample); 0 (default): four
+   * per stage. Since 0.2. */
+  size_t micro_batches;
+  /** DPT_PIPELINE_1F1B (default) or DPT_PIPELINE_GPIPE. Since 0.2. */
+  dpt_pipeline_schedule pipeline_schedule;
+  /** Where the stages after the first begin: pipeline_stages - 1 node names, comma-separated, in node
+   * order ("layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"; copied). A stage may begin only at a node where
+   * one tensor is live (between blocks, not inside a residual block). NULL or "" (default): the cuts that
+   * divide the parameters most evenly. Since 0.2. */
+  const char *pipeline_cuts;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */

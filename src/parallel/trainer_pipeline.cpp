@@ -1,0 +1,72 @@
+// A trainer whose replicas are the stages of a pipeline (TrainerConfig::pipeline_stages): the plan (where
+// the model is cut, what each stage owns) and each stage's part of a pass (parallel/pipeline.hpp).
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "parallel/trainer.hpp"
+
+namespace dpt {
+
+namespace {
+constexpr size_t kMaxMicroBatches = 1024;  // GPipe keeps an activation context for each
+}  // namespace
+
+void Trainer::plan_pipeline() {
+  const size_t stages = config_.pipeline_stages;
+  const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
+  DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
+              why + "runs on CPU devices only in this version (the devices are " + devices_[0]->name() + ")");
+  DPT_REQUIRE(devices_.size() == stages, DPT_ERROR_UNSUPPORTED,
+              why + "needs exactly one device per stage in this version (" + std::to_string(devices_.size()) +
+                  " devices given; stages combined with data parallel replicas are not supported yet)");
+  DPT_REQUIRE(config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
+              why + "spans one process only in this version");
+  DPT_REQUIRE(config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
+              why + "cannot be combined with sharded data parallel (each stage already holds its own part)");
+  DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,
+              why + "gives every stage the whole batch: the weighted and auto splits do not apply");
+  DPT_REQUIRE(spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
+              why + "does not support tied parameters in this version (" +
+                  (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
+  DPT_REQUIRE(config_.pipeline_schedule == PipelineSchedule::kOneFOneB ||
+                  config_.pipeline_schedule == PipelineSchedule::kGPipe,
+              DPT_ERROR_INVALID_ARGUMENT, "unknown pipeline schedule");
+  DPT_REQUIRE(config_.micro_batches <= kMaxMicroBatches, DPT_ERROR_OUT_OF_RANGE,
+              why + "takes at most " + std::to_string(kMaxMicroBatches) + " micro-batches per step (" +
+                  std::to_string(config_.micro_batches) + " asked)");
+  std::vector<size_t> cuts;
+  if (config_.pipeline_cuts.empty()) {
+    std::vector<double> costs;  // parameter bytes
+    for (const Node &node : spec_.nodes()) costs.push_back(double(node.parameters()));
+    cuts = balanced_cuts(spec_, stages, costs);
+  } else {
+    DPT_REQUIRE(config_.pipeline_cuts.size() == stages - 1, DPT_ERROR_INVALID_ARGUMENT,
+                why + "needs " + std::to_string(stages - 1) + " cut points (node names), " +
+                    std::to_string(config_.pipeline_cuts.size()) + " given");
+    cuts = named_cuts(spec_, config_.pipeline_cuts);
+  }
+  stages_ = cut_model(spec_, cuts);
+  std::vector<size_t> bounds;
+  for (const PipelineStage &s : stages_) bounds.push_back(s.param_begin);
+  bounds.push_back(spec_.parameter_count());
+  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds));
+  if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
+}
+
+void Trainer::run_stage(size_t rank) {
+  Replica &r = *replicas_[rank];
+  r.stats = pipeline_->train(rank, pass_info(0, pending_samples_, optimizer_steps_, true, rank),
+                             r.params.data(), r.grads.data(), r.buffers.data());
+  r.compute_seconds = pipeline_->busy_seconds(rank);
+  // The rest of the stages run on: their peers wait for every micro-batch. The window is discarded whole.
+  if (!std::isfinite(r.stats.loss_sum)) r.nonfinite = true;
+}
+
+void Trainer::infer_stage(size_t rank, bool with_labels) {
+  Replica &r = *replicas_[rank];
+  r.stats =
+      pipeline_->infer(rank, pass_info(0, 0, 0, false, rank), r.params.data(), r.buffers.data(), with_labels);
+}
+
+}  // namespace dpt
