@@ -27,7 +27,19 @@ inline std::vector<std::string> parse_names(const char *text) {
 // A built-in model, or "wide-mlp" (784-2048-2048-2048-10, 10.0 M parameters, a 40 MB gradient): its
 // all-reduce is long enough for the overlap with backward to show, and its parameters, gradients and
 // optimizer state outweigh its activations.
+// "deep-mlp" (784, then eight layers of 1024, then 10: 8.2 M parameters in equal layers): a pipeline's
+// stages split it into equal parts.
 inline dpt::ModelSpec bench_model(const std::string &name) {
+  if (name == "deep-mlp") {
+    dpt::ModelSpec m(dpt::Shape{1, 28, 28});
+    m.add_flatten();
+    for (int i = 0; i < 8; ++i) {
+      m.add_dense(1024);
+      m.add_activation(dpt::Activation::kRelu);
+    }
+    m.add_dense(10);
+    return m;
+  }
   if (name != "wide-mlp") return dpt::ModelSpec::builtin(name);
   dpt::ModelSpec m(dpt::Shape{1, 28, 28});
   m.add_flatten();

@@ -159,6 +159,33 @@ run_cli shard3 train "${SHORT[@]}" --devices cpu:2 --shard parameters --momentum
   fail "--shard parameters changed the parameters"
 json_check "$WORK/shard3.out" "d['test_accuracy'] == $(json_get "$WORK/unshard.out" "d['test_accuracy']")" \
   "--shard parameters: the unsharded test accuracy"
+# --pipeline S: the model cut into S stages on S devices, each batch into micro-batches; the bits of one
+# device accumulating the same micro-batches (2048 samples: whole batches, so the last micro-batches match too).
+PIPE=(--model mlp --epochs 1 --train-limit 2048 --test-limit 500 --json --momentum 0.9)
+run_cli pipe train "${PIPE[@]}" --pipeline 3 --micro-batches 4
+run_cli accum train "${PIPE[@]}" --devices cpu:1 --batch 64 --accumulate 4
+run_cli gpipe train "${PIPE[@]}" --pipeline 2 --micro-batches 4 --pipeline-schedule gpipe --pipeline-cuts 3
+ACCUM=$(json_get "$WORK/accum.out" "d['param_checksum']")
+for run in pipe gpipe; do
+  [ "$(json_get "$WORK/$run.out" "d['param_checksum']")" = "$ACCUM" ] &&
+    pass "--pipeline ($run): one device's accumulated bits" || fail "--pipeline ($run) differs: $(tail -n 2 "$WORK/$run.err")"
+done
+json_check "$WORK/pipe.out" \
+  "d['devices'] == 3 and d['pipeline_stages'] == 3 and d['micro_batches'] == 4 and d['pipeline_schedule'] == '1f1b'" \
+  "--pipeline: three devices, reported"
+json_check "$WORK/gpipe.out" "d['test_accuracy'] == $(json_get "$WORK/accum.out" "d['test_accuracy']")" \
+  "--pipeline: the accumulated run's test accuracy (pipelined evaluation)"
+json_check "$WORK/pipe.out" "(m := d['memory_per_device'])['parameters'] < $(json_get "$WORK/accum.out" "d['memory_per_device']['parameters']")" \
+  "--pipeline: the largest stage holds part of the parameters"
+run_cli pipe_bad train "${PIPE[@]}" --pipeline 2 --pipeline-cuts 0
+[ "$RC" -ne 0 ] && grep -q "pipeline cut" "$WORK/pipe_bad.err" && pass "--pipeline-cuts at a node where no stage can begin: refused" ||
+  fail "--pipeline-cuts 0: $RC $(cat "$WORK/pipe_bad.err")"
+run_cli pipe_usage train --model mlp --micro-batches 4
+[ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/pipe_usage.err")" -eq 1 ] && pass "--micro-batches without --pipeline: usage error" ||
+  fail "--micro-batches without --pipeline: $RC $(cat "$WORK/pipe_usage.err")"
+run_cli pipe_devices train --model mlp --pipeline 3 --devices cpu:2
+[ "$RC" -eq 2 ] && grep -q "needs 3 devices" "$WORK/pipe_devices.err" && pass "--pipeline 3 on 2 devices: usage error" ||
+  fail "--pipeline 3 --devices cpu:2: $RC $(cat "$WORK/pipe_devices.err")"
 # --trace: Chrome trace-event JSON with a compute and a communication row per device and the ops in them.
 run_cli trace train "${SHORT[@]}" --devices cpu:2 --epochs 1 --shard parameters --bucket-kib 64 --trace "$WORK/trace.json"
 if "$PYTHON" - "$WORK/trace.json" <<'PY'; then
