@@ -58,11 +58,12 @@ if [ "${DPTRAIN_SKIP_SANITIZERS:-0}" != "1" ]; then
   cmake -S . -B build-tsan "${sanitized[@]}" -DDPTRAIN_SANITIZE=thread >/dev/null
   cmake --build build-tsan -j"$(nproc)" --target test_allreduce test_threads test_determinism test_equivalence \
     test_device_faults test_buckets test_timeouts test_batch_norm test_transformer_equivalence \
-    test_gpu_training test_sharding test_trace dptrain_sim_cuda >/dev/null
+    test_gpu_training test_sharding test_trace test_pipeline dptrain_sim_cuda >/dev/null
   # test_gpu_training_sim: replicas sharing a simulated GPU run on worker threads of their own (lanes).
   # test_sharding_threads: sharded gradients' staging slots and bucket reduce-scatters, parameter gathers;
-  # test_trace: the timeline's rows, written by the device and communication threads.
-  run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence|test_device_faults|test_buckets|test_timeouts|test_batch_norm|test_transformer_equivalence|test_gpu_training_sim|test_sharding_threads|test_trace)$'
+  # test_trace: the timeline's rows, written by the device and communication threads;
+  # test_pipeline: activations and gradients handed between the stages' threads, the stages' collectives.
+  run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence|test_device_faults|test_buckets|test_timeouts|test_batch_norm|test_transformer_equivalence|test_gpu_training_sim|test_sharding_threads|test_trace|test_pipeline)$'
 fi
 
 echo "$skipped skipped (tests that need a GPU or the CUDA module they lack)"

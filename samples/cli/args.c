@@ -553,9 +553,9 @@ static int check_config(const train_config *config) {
     return cli_usage_error(
         "--micro-batches, --pipeline-schedule and --pipeline-cuts need --pipeline S (S > 1)");
   }
-  if (config->pipeline > 1 && listed > 0 && listed != config->pipeline) {
-    return cli_usage_error("--pipeline %zu needs %zu devices (one per stage), %zu given", config->pipeline,
-                           config->pipeline, listed);
+  if (config->pipeline > 1 && listed > 0 && listed % config->pipeline != 0) {
+    return cli_usage_error("--pipeline %zu needs a multiple of %zu devices (stages x replicas), %zu given",
+                           config->pipeline, config->pipeline, listed);
   }
   return ARGS_RUN;
 }
@@ -628,9 +628,10 @@ void print_train_help(FILE *out) {
       "                         reduce-scattered bucket by bucket during backward); parameters = also 1/K\n"
       "                         of the parameters (stage 3, FSDP: gathered bucket by bucket as the\n"
       "                         layers run); CPU devices\n"
-      "  --pipeline S           pipeline model parallel: the model cut into S stages, one per device\n"
-      "                         (--devices cpu:S), each batch into micro-batches that pass through them\n"
-      "                         (the bits of one device accumulating those micro-batches); CPU devices\n"
+      "  --pipeline S           pipeline model parallel: the model cut into S stages on S x R devices\n"
+      "                         (--devices cpu:K, K a multiple of S; default cpu:S), each batch into\n"
+      "                         micro-batches that pass through them (the bits of R devices\n"
+      "                         accumulating those micro-batches); CPU devices\n"
       "  --micro-batches M      micro-batches per step with --pipeline (default: 4 per stage)\n"
       "  --pipeline-schedule 1f1b|gpipe  the stages' order of forwards and backwards (default: 1f1b,\n"
       "                         which keeps fewer micro-batches' activations)\n"

@@ -31,9 +31,16 @@ bool DeviceGroup::outstanding() const {
   return remaining_ != 0;
 }
 
+void DeviceGroup::enable_subgroups(size_t groups) {
+  subgroups_.clear();
+  for (size_t g = 0; g < groups; ++g)
+    subgroups_.push_back(std::make_unique<ThreadCollective>(size() / groups));
+}
+
 void DeviceGroup::abort_all() {
   aborted_.store(true);
   collective_.abort();
+  for (auto &g : subgroups_) g->abort();
   if (reducer_ != nullptr) reducer_->abort();
 }
 
@@ -110,6 +117,7 @@ void DeviceGroup::run_erased(void (*call)(void *, size_t), const void *fn, size_
   const bool aborted = aborted_.load();
   if (!lost_ && aborted) {  // every task has returned: re-arm for the next run
     collective_.reset();
+    for (auto &g : subgroups_) g->reset();
     if (reducer_ != nullptr) reducer_->reset();
     aborted_.store(false);
   }

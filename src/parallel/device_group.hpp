@@ -43,6 +43,10 @@ class DeviceGroup {
     reducer_ = std::make_unique<BucketReducer>(devices_.size(), std::move(buckets), std::move(reduce));
   }
   BucketReducer *bucket_reducer() { return reducer_.get(); }
+  // Collectives among consecutive ranks, `groups` groups of size() / groups ranks (a pipeline stage's
+  // data-parallel replicas); aborted and re-armed with the group.
+  void enable_subgroups(size_t groups);
+  ThreadCollective &subgroup(size_t group) { return *subgroups_[group]; }
 
   // Runs fn(rank) on every device at once and waits. Throws the first failure (a device's own error before
   // the communication errors of the peers it aborted), or DPT_ERROR_TIMEOUT when the deadline passed.
@@ -78,6 +82,7 @@ class DeviceGroup {
   double timeout_;
   ThreadCollective collective_;
   std::unique_ptr<BucketReducer> reducer_;
+  std::vector<std::unique_ptr<ThreadCollective>> subgroups_;
   // The state of the current run(), kept here rather than on run()'s stack: a task that outlives a timeout
   // must still find it.
   mutable std::mutex mutex_;

@@ -87,14 +87,4 @@ class GradientCollective {
   virtual RankReduction rank_reduction(size_t rank, bool reduced) const = 0;
 };
 
-// No reduction: each replica's gradient is already the whole sum of what it updates (a pipeline whose
-// stages have one replica each: every stage sums its own micro-batches).
-class LocalGradients final : public GradientCollective {
- public:
-  void reduce_between_phases(bool) override {}
-  void reduce_in_update(size_t, bool) override {}
-  AllReduceTimes times(bool) const override { return {}; }
-  RankReduction rank_reduction(size_t, bool) const override { return {}; }
-};
-
 }  // namespace dpt

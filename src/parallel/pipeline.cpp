@@ -16,48 +16,73 @@ void grow(DeviceBuffer &buffer, DeviceMemory &memory, size_t floats) {
 }
 
 void copy_floats(float *to, const float *from, size_t count) {
-  std::memcpy(to, from, count * sizeof(float));  // also int32 tokens and labels, bits unchanged
+  if (count > 0)
+    std::memcpy(to, from, count * sizeof(float));  // also int32 tokens and labels, bits unchanged
+}
+
+// A batch of n samples in micro-batches of at most cap (0: into `count`), as even as possible.
+std::vector<size_t> micro_sizes(size_t n, size_t count, size_t cap) {
+  if (cap > 0) count = (n + cap - 1) / cap;
+  return split_batch(n, std::vector<double>(std::min(count, n), 1.0));
 }
 
 }  // namespace
 
 Pipeline::Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::unique_ptr<Replica>> &replicas,
-                   size_t micro_batches, PipelineSchedule schedule, DType matmul_dtype,
-                   DType activation_dtype, const std::atomic<bool> &aborted)
+                   size_t replicas_per_stage, size_t micro_batches, PipelineSchedule schedule,
+                   DType matmul_dtype, DType activation_dtype, const std::atomic<bool> &aborted)
     : stages_(stages),
       replicas_(replicas),
+      width_(replicas_per_stage),
       micro_batches_(micro_batches),
       schedule_(schedule),
-      handoff_(stages.size() - 1, aborted),
-      contexts_(stages.size()),
+      handoff_((stages.size() - 1) * replicas_per_stage, aborted),
+      contexts_(replicas.size()),
+      busy_(replicas.size(), 0.0),
       ops_(stages.size()),
-      busy_(stages.size(), 0.0),
-      activations_(stages.size() - 1),
-      gradients_(stages.size() - 1) {
-  for (size_t s = 0; s < stages.size(); ++s) {
-    contexts_[s].resize(micro_batches_in_flight(schedule, s, stages.size(), micro_batches));
-    for (size_t c = 1; c < contexts_[s].size(); ++c)
-      contexts_[s][c] =
-          std::make_unique<Network>(stages[s].spec, *replicas[s]->kernels, matmul_dtype, activation_dtype,
+      activations_((stages.size() - 1) * replicas_per_stage),
+      gradients_((stages.size() - 1) * replicas_per_stage),
+      input_(replicas_per_stage),
+      labels_(replicas_per_stage),
+      logits_(replicas_per_stage) {
+  for (size_t d = 0; d < replicas.size(); ++d) {
+    const size_t s = stage(d);
+    contexts_[d].resize(micro_batches_in_flight(schedule, s, stages.size(), micro_batches));
+    for (size_t c = 1; c < contexts_[d].size(); ++c)
+      contexts_[d][c] =
+          std::make_unique<Network>(stages[s].spec, *replicas[d]->kernels, matmul_dtype, activation_dtype,
                                     StagePlacement{stages[s].first_node, s > 0});
   }
 }
 
-void Pipeline::reserve(size_t n, bool training) {
-  size_t count = std::min(micro_batches_, n);
-  if (!training) {
-    const size_t cap = micro_capacity_ > 0 ? micro_capacity_ : (n + micro_batches_ - 1) / micro_batches_;
-    count = (n + cap - 1) / cap;
+std::vector<size_t> Pipeline::samples_per_device(size_t n) const {
+  std::vector<size_t> per_replica(width_, 0);
+  for (size_t size : micro_sizes(n, micro_batches_, 0)) {
+    const std::vector<size_t> parts = split_batch(size, std::vector<double>(width_, 1.0));
+    for (size_t r = 0; r < width_; ++r) per_replica[r] += parts[r];
   }
-  sizes_ = split_batch(n, std::vector<double>(count, 1.0));
-  offsets_.assign(count, 0);
-  for (size_t m = 1; m < count; ++m) offsets_[m] = offsets_[m - 1] + sizes_[m - 1];
-  const size_t largest = *std::max_element(sizes_.begin(), sizes_.end());
-  if (training) micro_capacity_ = std::max(micro_capacity_, largest);
-  const size_t last = stages_.size() - 1;
+  std::vector<size_t> out;
+  for (size_t d = 0; d < replicas_.size(); ++d) out.push_back(per_replica[d % width_]);
+  return out;
+}
+
+void Pipeline::reserve(size_t n, bool training) {
+  const std::vector<size_t> sizes = micro_sizes(n, micro_batches_, training ? 0 : micro_capacity_);
+  const size_t count = sizes.size();
+  slices_.assign(count * width_, Slice{});
+  replica_samples_.assign(width_, 0);
+  size_t first = 0, largest = 0;
+  for (size_t m = 0; m < count; ++m) {
+    const std::vector<size_t> parts = split_batch(sizes[m], std::vector<double>(width_, 1.0));
+    for (size_t r = 0; r < width_; ++r) {
+      slices_[m * width_ + r] = Slice{parts[r], first, replica_samples_[r]};
+      first += parts[r];
+      replica_samples_[r] += parts[r];
+      largest = std::max(largest, parts[r]);
+    }
+  }
+  if (training) micro_capacity_ = std::max(micro_capacity_, *std::max_element(sizes.begin(), sizes.end()));
   for (size_t s = 0; s < stages_.size(); ++s) {
-    replicas_[s]->network.reserve(largest);
-    for (size_t c = 1; training && c < contexts_[s].size(); ++c) contexts_[s][c]->reserve(largest);
     ops_[s].clear();
     if (training) {
       ops_[s] = stage_schedule(schedule_, s, stages_.size(), count);
@@ -65,132 +90,156 @@ void Pipeline::reserve(size_t n, bool training) {
       for (size_t m = 0; m < count; ++m) ops_[s].push_back({false, m});
     }
   }
-  const ModelSpec &first = stages_[0].spec, &final = stages_[last].spec;
-  grow(input_, replicas_[0]->kernels->memory(), n * first.input().size());
-  grow(labels_, replicas_[last]->kernels->memory(), n * final.targets_per_sample());
-  if (!training) grow(logits_, replicas_[last]->kernels->memory(), n * final.output().size());
-  for (size_t b = 0; b < last; ++b) {
-    const size_t width = stages_[b].spec.output().size();
-    grow(activations_[b], replicas_[b + 1]->kernels->memory(), n * width);
-    if (training) grow(gradients_[b], replicas_[b]->kernels->memory(), n * width);
+  const size_t last_stage = stages_.size() - 1;
+  const ModelSpec &first_model = stages_[0].spec, &last_model = stages_[last_stage].spec;
+  for (size_t d = 0; d < replicas_.size(); ++d) {
+    replicas_[d]->network.reserve(largest);
+    for (size_t c = 1; training && c < contexts_[d].size(); ++c) contexts_[d][c]->reserve(largest);
+  }
+  for (size_t r = 0; r < width_; ++r) {
+    const size_t samples = replica_samples_[r];
+    DeviceMemory &front = replicas_[r]->kernels->memory();
+    DeviceMemory &back = replicas_[last_stage * width_ + r]->kernels->memory();
+    grow(input_[r], front, samples * first_model.input().size());
+    grow(labels_[r], back, samples * last_model.targets_per_sample());
+    if (!training) grow(logits_[r], back, samples * last_model.output().size());
+    for (size_t b = 0; b < last_stage; ++b) {
+      const size_t width = stages_[b].spec.output().size();
+      grow(activations_[b * width_ + r], replicas_[(b + 1) * width_ + r]->kernels->memory(), samples * width);
+      if (training)
+        grow(gradients_[b * width_ + r], replicas_[b * width_ + r]->kernels->memory(), samples * width);
+    }
   }
   handoff_.reset(count);
 }
 
-void Pipeline::copy_in(const void *x, const int32_t *labels, size_t n) {
-  copy_floats(input_.data(), static_cast<const float *>(x), n * stages_[0].spec.input().size());
-  if (labels != nullptr)
-    copy_floats(labels_.data(), reinterpret_cast<const float *>(labels),
-                n * stages_.back().spec.targets_per_sample());
+void Pipeline::copy_in(const void *x, const int32_t *labels) {
+  const size_t in = stages_[0].spec.input().size(), per = stages_.back().spec.targets_per_sample();
+  for (const Slice &s : slices_) {
+    const size_t r = size_t(&s - slices_.data()) % width_;
+    copy_floats(input_[r].data() + s.local * in, static_cast<const float *>(x) + s.first * in, s.count * in);
+    if (labels != nullptr)
+      copy_floats(labels_[r].data() + s.local * per, reinterpret_cast<const float *>(labels + s.first * per),
+                  s.count * per);
+  }
 }
 
-PassInfo Pipeline::micro_info(const PassInfo &base, size_t m) const {
-  PassInfo info = base;
-  info.n = sizes_[m];
-  info.first_sample = base.first_sample + offsets_[m];
-  return info;
-}
-
-void Pipeline::receive_input(size_t s, Network &net, size_t m, bool with_labels) {
+void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels) {
+  const size_t s = stage(d), r = d % width_;
+  const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.input().size();
-  const float *from = input_.data();
+  const float *from = input_[r].data();
   if (s > 0) {
-    handoff_.wait(Crossing::kActivations, s - 1, m);
-    from = activations_[s - 1].data();
+    handoff_.wait(Crossing::kActivations, (s - 1) * width_ + r, m);
+    from = activations_[(s - 1) * width_ + r].data();
   }
-  copy_floats(net.input(), from + offsets_[m] * width, sizes_[m] * width);
-  if (with_labels && last(s)) {
+  copy_floats(net.input(), from + sl.local * width, sl.count * width);
+  if (with_labels && last(d)) {
     const size_t per = stages_[s].spec.targets_per_sample();
-    copy_floats(reinterpret_cast<float *>(net.labels()), labels_.data() + offsets_[m] * per, sizes_[m] * per);
+    copy_floats(reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per, sl.count * per);
   }
 }
 
-void Pipeline::send_output(size_t s, Network &net, size_t m) {
+void Pipeline::send_output(size_t d, Network &net, size_t m) {
+  const size_t s = stage(d), r = d % width_;
+  const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.output().size();
-  copy_floats(activations_[s].data() + offsets_[m] * width, net.logits(), sizes_[m] * width);
-  handoff_.post(Crossing::kActivations, s, m);
+  copy_floats(activations_[s * width_ + r].data() + sl.local * width, net.logits(), sl.count * width);
+  handoff_.post(Crossing::kActivations, s * width_ + r, m);
 }
 
-LossStats Pipeline::train(size_t s, const PassInfo &base, const float *params, float *grads, float *buffers) {
+LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers) {
+  const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
   for (const PipelineOp &op : ops_[s]) {
     const size_t m = op.micro;
-    Network &net = context(s, m);
-    const PassInfo info = micro_info(base, m);
+    const Slice &sl = slice(m, r);
+    Network &net = context(d, m);
+    PassInfo info = base;
+    info.n = sl.count;
+    info.first_sample = base.first_sample + sl.first;
     if (!op.backward) {
-      receive_input(s, net, m, true);
+      receive_input(d, net, m, true);
       const double start = platform::now_seconds();
-      const LossStats stats = net.forward(params, buffers, last(s) ? net.labels() : nullptr, info);
+      const LossStats stats = net.forward(params, buffers, last(d) ? net.labels() : nullptr, info);
       busy += platform::now_seconds() - start;
       total.loss_sum += stats.loss_sum;
       total.correct += stats.correct;
-      if (!last(s)) send_output(s, net, m);
+      if (!last(d)) send_output(d, net, m);
       continue;
     }
     const size_t out_width = stages_[s].spec.output().size();
-    if (!last(s)) {
-      handoff_.wait(Crossing::kGradients, s, m);
+    if (!last(d)) {
+      handoff_.wait(Crossing::kGradients, s * width_ + r, m);
       // A stage whose output needs no gradient (no parameters before it) has nowhere to put it.
       if (float *to = net.output_gradient())
-        copy_floats(to, gradients_[s].data() + offsets_[m] * out_width, sizes_[m] * out_width);
+        copy_floats(to, gradients_[s * width_ + r].data() + sl.local * out_width, sl.count * out_width);
     }
     const double start = platform::now_seconds();
     net.backward(params, grads, info);
     busy += platform::now_seconds() - start;
     if (s > 0) {
       const size_t in_width = stages_[s].spec.input().size();
-      float *to = gradients_[s - 1].data() + offsets_[m] * in_width;
+      float *to = gradients_[(s - 1) * width_ + r].data() + sl.local * in_width;
       if (const float *from = net.input_gradient())
-        copy_floats(to, from, sizes_[m] * in_width);
+        copy_floats(to, from, sl.count * in_width);
       else
-        std::fill(to, to + sizes_[m] * in_width, 0.0f);
-      handoff_.post(Crossing::kGradients, s - 1, m);
+        std::fill(to, to + sl.count * in_width, 0.0f);
+      handoff_.post(Crossing::kGradients, (s - 1) * width_ + r, m);
     }
   }
-  busy_[s] = busy;
+  busy_[d] = busy;
   return total;
 }
 
-LossStats Pipeline::infer(size_t s, const PassInfo &base, const float *params, float *buffers,
+LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, float *buffers,
                           bool with_labels) {
+  const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
-  Network &net = replicas_[s]->network;
+  Network &net = replicas_[d]->network;
   for (const PipelineOp &op : ops_[s]) {
     const size_t m = op.micro;
-    receive_input(s, net, m, with_labels);
+    const Slice &sl = slice(m, r);
+    PassInfo info = base;
+    info.n = sl.count;
+    info.first_sample = base.first_sample + sl.first;
+    receive_input(d, net, m, with_labels);
     const double start = platform::now_seconds();
     const LossStats stats =
-        net.forward(params, buffers, last(s) && with_labels ? net.labels() : nullptr, micro_info(base, m));
+        net.forward(params, buffers, last(d) && with_labels ? net.labels() : nullptr, info);
     busy += platform::now_seconds() - start;
     total.loss_sum += stats.loss_sum;
     total.correct += stats.correct;
-    if (!last(s)) {
-      send_output(s, net, m);
+    if (!last(d)) {
+      send_output(d, net, m);
     } else if (!with_labels) {
       const size_t width = stages_[s].spec.output().size();
-      copy_floats(logits_.data() + offsets_[m] * width, net.logits(), sizes_[m] * width);
+      copy_floats(logits_[r].data() + sl.local * width, net.logits(), sl.count * width);
     }
   }
-  busy_[s] = busy;
+  busy_[d] = busy;
   return total;
 }
 
 void Pipeline::copy_logits(float *out) const {
-  size_t n = 0;
-  for (size_t size : sizes_) n += size;
-  copy_floats(out, logits_.data(), n * stages_.back().spec.output().size());
+  const size_t width = stages_.back().spec.output().size();
+  for (size_t i = 0; i < slices_.size(); ++i) {
+    const Slice &s = slices_[i];
+    copy_floats(out + s.first * width, logits_[i % width_].data() + s.local * width, s.count * width);
+  }
 }
 
-uint64_t Pipeline::allocated_bytes(size_t s) const {
-  uint64_t bytes = replicas_[s]->network.allocated_bytes();
-  for (size_t c = 1; c < contexts_[s].size(); ++c) bytes += contexts_[s][c]->allocated_bytes();
+uint64_t Pipeline::allocated_bytes(size_t d) const {
+  const size_t s = stage(d), r = d % width_;
+  uint64_t bytes = replicas_[d]->network.allocated_bytes();
+  for (size_t c = 1; c < contexts_[d].size(); ++c) bytes += contexts_[d][c]->allocated_bytes();
   uint64_t floats = 0;
-  if (s == 0) floats += input_.size();
-  if (last(s)) floats += labels_.size() + logits_.size();
-  if (s > 0) floats += activations_[s - 1].size();
-  if (!last(s)) floats += gradients_[s].size();
+  if (s == 0) floats += input_[r].size();
+  if (last(d)) floats += labels_[r].size() + logits_[r].size();
+  if (s > 0) floats += activations_[(s - 1) * width_ + r].size();
+  if (!last(d)) floats += gradients_[s * width_ + r].size();
   return bytes + floats * sizeof(float);
 }
 

@@ -16,23 +16,32 @@ class ShardLayout {
  public:
   ShardLayout() = default;
   ShardLayout(size_t count, size_t ranks, bool sharded);
-  // Given ranges (a pipeline's stages: cut at node boundaries, not at norm blocks): ranks + 1 ascending
-  // offsets from 0 to count.
-  ShardLayout(size_t count, std::vector<size_t> bounds)
-      : count_(count), ranks_(bounds.size() - 1), sharded_(true), bounds_(std::move(bounds)) {}
+  // A pipeline's ranges (its stages' parameters: cut at node boundaries, not at norm blocks): bounds, S + 1
+  // ascending offsets from 0 to count; each range is owned by `replicas` consecutive ranks (a stage's data
+  // parallel replicas), S * replicas ranks in all.
+  ShardLayout(size_t count, std::vector<size_t> bounds, size_t replicas)
+      : count_(count),
+        ranks_((bounds.size() - 1) * replicas),
+        sharded_(true),
+        replicas_(replicas),
+        bounds_(std::move(bounds)) {}
 
   bool sharded() const { return sharded_; }
   size_t ranks() const { return ranks_; }
   size_t count() const { return count_; }
-  size_t begin(size_t rank) const { return sharded_ ? bounds_[rank] : 0; }
-  size_t end(size_t rank) const { return sharded_ ? bounds_[rank + 1] : count_; }
+  size_t begin(size_t rank) const { return sharded_ ? bounds_[rank / replicas_] : 0; }
+  size_t end(size_t rank) const { return sharded_ ? bounds_[rank / replicas_ + 1] : count_; }
+  // Ranks that own the same range (1 but in a pipeline with data-parallel replicas of each stage).
+  size_t replicas() const { return replicas_; }
   size_t size(size_t rank) const { return end(rank) - begin(rank); }
-  // Sharded: ranks + 1 ascending offsets, from 0 to count; rank r owns [bounds[r], bounds[r + 1]).
+  // Sharded: ranks / replicas + 1 ascending offsets, from 0 to count; rank r owns [bounds[r / replicas],
+  // bounds[r / replicas + 1]).
   const std::vector<size_t> &bounds() const { return bounds_; }
 
  private:
   size_t count_ = 0, ranks_ = 1;
   bool sharded_ = false;
+  size_t replicas_ = 1;
   std::vector<size_t> bounds_;
 };
 

@@ -14,6 +14,7 @@
 #include "parallel/device_group.hpp"
 #include "parallel/host_gradient_collective.hpp"
 #include "parallel/sharded_gradient_collective.hpp"
+#include "parallel/stage_gradient_collective.hpp"
 #include "parallel/statistics_reducer.hpp"
 
 namespace dpt {
@@ -113,17 +114,26 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     norm_blocks_.assign(devices_.size(), std::vector<double>(norm_blocks(spec_.parameter_count())));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const bool staged = !stages_.empty();  // a pipeline: each replica holds its stage's model and ranges
+  const size_t width = devices_.size() / std::max<size_t>(1, stages_.size());  // replicas per stage
   for (size_t rank = 0; rank < devices_.size(); ++rank)
     replicas_.push_back(std::make_unique<Replica>(
-        *devices_[rank], staged ? stages_[rank].spec : spec_, config_.optimizer, config_.kernels,
+        *devices_[rank], staged ? stages_[rank / width].spec : spec_, config_.optimizer, config_.kernels,
         config_.matmul_dtype, config_.activation_dtype,
         shard_parameters || staged ? shards_.size(rank) : spec_.parameter_count(),
         shard_gradients || staged ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank),
-        staged ? StagePlacement{stages_[rank].first_node, rank > 0} : StagePlacement{}));
-  if (staged)
-    pipeline_ =
-        std::make_unique<Pipeline>(stages_, replicas_, config_.micro_batches, config_.pipeline_schedule,
-                                   config_.matmul_dtype, config_.activation_dtype, group_->aborted());
+        staged ? StagePlacement{stages_[rank / width].first_node, rank >= width} : StagePlacement{}));
+  if (staged) {
+    pipeline_ = std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches,
+                                           config_.pipeline_schedule, config_.matmul_dtype,
+                                           config_.activation_dtype, group_->aborted());
+    if (width > 1) group_->enable_subgroups(stages_.size());
+    for (size_t s = 0; width > 1 && s < stages_.size(); ++s)
+      if (replicas_[s * width]->network.has_statistics())
+        stage_statistics_.push_back(
+            std::make_unique<HostStatisticsReducer>(group_->subgroup(s), nullptr, config_.timeout_seconds));
+      else
+        stage_statistics_.push_back(nullptr);
+  }
   if (shard_parameters)
     gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_, *trace_);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
@@ -153,7 +163,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
   if (staged)
-    collective_ = std::make_unique<LocalGradients>();
+    collective_ = std::make_unique<StageGradientCollective>(*group_, replicas_, width, config_.allreduce,
+                                                            wire, *trace_);
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
                                                               config_.allreduce, wire, shards_, *trace_);

@@ -252,7 +252,9 @@ class Trainer {
   void infer_stage(size_t rank, bool with_labels);
   // A replica holds a range of the parameters (sharded parameters, a pipeline stage), not all of them.
   bool ranged_parameters() const { return gatherer_ != nullptr || pipeline_ != nullptr; }
-  size_t buffer_begin(size_t rank) const { return pipeline_ != nullptr ? stages_[rank].buffer_begin : 0; }
+  size_t buffer_begin(size_t rank) const {
+    return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
+  }
   // trainer.cpp
   PassInfo pass_info(size_t n, uint64_t first_sample, uint64_t step, bool training, size_t rank = 0) const {
     return PassInfo{n,
@@ -340,6 +342,8 @@ class Trainer {
   // Sums the batch statistics of the ops that have them across the replicas, in the middle of a pass
   // (nullptr: the model has none, or one replica is the whole batch).
   std::unique_ptr<StatisticsReducer> statistics_;
+  // A pipeline with several replicas per stage: each stage's reducer among them (empty otherwise).
+  std::vector<std::unique_ptr<StatisticsReducer>> stage_statistics_;
   std::unique_ptr<DeviceGroup> group_;
   bool on_gpus_ = false;
   bool broken_ = false;                   // a device failed or timed out: the replicas may differ

@@ -17,9 +17,10 @@ void Trainer::plan_pipeline() {
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
   DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
               why + "runs on CPU devices only in this version (the devices are " + devices_[0]->name() + ")");
-  DPT_REQUIRE(devices_.size() == stages, DPT_ERROR_UNSUPPORTED,
-              why + "needs exactly one device per stage in this version (" + std::to_string(devices_.size()) +
-                  " devices given; stages combined with data parallel replicas are not supported yet)");
+  DPT_REQUIRE(devices_.size() % stages == 0, DPT_ERROR_UNSUPPORTED,
+              why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
+                  " devices given: stages x data-parallel replicas; several stages on one device are not "
+                  "supported)");
   DPT_REQUIRE(config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
               why + "spans one process only in this version");
   DPT_REQUIRE(config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
@@ -50,14 +51,18 @@ void Trainer::plan_pipeline() {
   std::vector<size_t> bounds;
   for (const PipelineStage &s : stages_) bounds.push_back(s.param_begin);
   bounds.push_back(spec_.parameter_count());
-  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds));
+  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), devices_.size() / stages);
   if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
 }
 
 void Trainer::run_stage(size_t rank) {
   Replica &r = *replicas_[rank];
-  r.stats = pipeline_->train(rank, pass_info(0, pending_samples_, optimizer_steps_, true, rank),
-                             r.params.data(), r.grads.data(), r.buffers.data());
+  PassInfo info = pass_info(0, pending_samples_, optimizer_steps_, true, rank);
+  // Batch statistics are summed among the stage's replicas (one replica: its micro-batch is the batch).
+  const size_t width = pipeline_->replicas_per_stage();
+  info.rank = rank % width;
+  info.statistics = stage_statistics_.empty() ? nullptr : stage_statistics_[rank / width].get();
+  r.stats = pipeline_->train(rank, info, r.params.data(), r.grads.data(), r.buffers.data());
   r.compute_seconds = pipeline_->busy_seconds(rank);
   // The rest of the stages run on: their peers wait for every micro-batch. The window is discarded whole.
   if (!std::isfinite(r.stats.loss_sum)) r.nonfinite = true;

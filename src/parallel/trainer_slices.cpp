@@ -43,7 +43,7 @@ std::vector<double> Trainer::split_weights() const {
 }
 
 std::vector<size_t> Trainer::split_sizes(size_t batch) const {
-  if (pipeline_ != nullptr) return std::vector<size_t>(replicas_.size(), batch);  // every stage sees it all
+  if (pipeline_ != nullptr) return pipeline_->samples_per_device(batch);
   return split_batch(batch, split_weights());
 }
 
@@ -135,7 +135,7 @@ void Trainer::copy_in_pipeline(const void *x, const int32_t *labels, size_t n, b
       spec_.input_dtype() != DType::kI32 && !all_finite(static_cast<const float *>(x), n * in);
   guard_devices([&] {
     pipeline_->reserve(n, training);
-    pipeline_->copy_in(x, labels, n);
+    pipeline_->copy_in(x, labels);
   });
 }
 

@@ -28,9 +28,12 @@ void Trainer::get_parameters(size_t replica, float *out) const {
     copy_to_host(replica, replicas_[replica]->params, out);
     return;
   }
-  // Sharded parameters, pipeline stages: every replica's range (every replica sees the same whole vector).
+  // Sharded parameters, pipeline stages: every range, from the replica's peers (a pipeline: replica r of
+  // every stage); every replica sees the same whole vector.
+  const size_t width = shards_.replicas();
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
-    if (shards_.size(rank) > 0) copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank));
+    if (shards_.size(rank) > 0 && rank % width == replica % width)
+      copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank));
 }
 
 void Trainer::set_parameters(const float *in) {

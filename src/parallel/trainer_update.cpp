@@ -110,8 +110,10 @@ double Trainer::global_norm(size_t rank) {
   if (!shards_.sharded()) return r.kernels->l2_norm(r.grads.data(), r.grads.size());
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
-  l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
-                blocks.data() + shards_.begin(rank) / kNormBlock);
+  // Replicas of a pipeline stage hold the same sums: the first of them counts them.
+  if (rank % shards_.replicas() == 0)
+    l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
+                  blocks.data() + shards_.begin(rank) / kNormBlock);
   group_->collective().all_reduce_doubles(rank, blocks.data(), blocks.size());
   return l2_norm_of_blocks(blocks.data(), blocks.size());
 }

@@ -165,6 +165,12 @@ PIPE=(--model mlp --epochs 1 --train-limit 2048 --test-limit 500 --json --moment
 run_cli pipe train "${PIPE[@]}" --pipeline 3 --micro-batches 4
 run_cli accum train "${PIPE[@]}" --devices cpu:1 --batch 64 --accumulate 4
 run_cli gpipe train "${PIPE[@]}" --pipeline 2 --micro-batches 4 --pipeline-schedule gpipe --pipeline-cuts 3
+# 2 stages x 2 replicas against 2 data-parallel devices accumulating the same micro-batches.
+run_cli pipe_dp train "${PIPE[@]}" --pipeline 2 --devices cpu:4 --micro-batches 4
+run_cli accum_dp train "${PIPE[@]}" --devices cpu:2 --batch 64 --accumulate 4
+[ "$(json_get "$WORK/pipe_dp.out" "d['param_checksum']")" = "$(json_get "$WORK/accum_dp.out" "d['param_checksum']")" ] &&
+  pass "--pipeline 2 on 4 devices: two data-parallel devices' accumulated bits" ||
+  fail "--pipeline 2 --devices cpu:4 differs: $(tail -n 2 "$WORK/pipe_dp.err")"
 ACCUM=$(json_get "$WORK/accum.out" "d['param_checksum']")
 for run in pipe gpipe; do
   [ "$(json_get "$WORK/$run.out" "d['param_checksum']")" = "$ACCUM" ] &&
@@ -184,7 +190,7 @@ run_cli pipe_usage train --model mlp --micro-batches 4
 [ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/pipe_usage.err")" -eq 1 ] && pass "--micro-batches without --pipeline: usage error" ||
   fail "--micro-batches without --pipeline: $RC $(cat "$WORK/pipe_usage.err")"
 run_cli pipe_devices train --model mlp --pipeline 3 --devices cpu:2
-[ "$RC" -eq 2 ] && grep -q "needs 3 devices" "$WORK/pipe_devices.err" && pass "--pipeline 3 on 2 devices: usage error" ||
+[ "$RC" -eq 2 ] && grep -q "needs a multiple of 3 devices" "$WORK/pipe_devices.err" && pass "--pipeline 3 on 2 devices: usage error" ||
   fail "--pipeline 3 --devices cpu:2: $RC $(cat "$WORK/pipe_devices.err")"
 # --trace: Chrome trace-event JSON with a compute and a communication row per device and the ops in them.
 run_cli trace train "${SHORT[@]}" --devices cpu:2 --epochs 1 --shard parameters --bucket-kib 64 --trace "$WORK/trace.json"

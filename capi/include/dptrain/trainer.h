@@ -228,15 +228,17 @@ typedef struct dpt_trainer_options {
    * (DPT_ERROR_UNSUPPORTED). Across MPI processes the optimizer
    * shard mode all-reduces the gradient whole and each process shards its own devices. Since 0.2. */
   dpt_shard_mode shard;
-  /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages, stage s on the
-   * trainer's device s, and each step's batch into micro_batches micro-batches that pass forward through
-   * the stages and back (every stage sees the whole batch: dpt_trainer_split_sizes gives it to each). 0 or
-   * 1 (default): no pipeline. Otherwise the trainer needs exactly this many devices (stages combined with
-   * data-parallel replicas are not supported yet: DPT_ERROR_UNSUPPORTED), CPU devices of one process, no
-   * sharding, the even split and no tied parameters (DPT_ERROR_UNSUPPORTED or
-   * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of one device accumulating the same micro-batches
-   * (batch norm normalises each micro-batch, as there); with clip_norm the gradient norm may differ in its
-   * last bits. Since 0.2. */
+  /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages S, and each
+   * step's batch into micro_batches micro-batches that pass forward through the stages and back. The
+   * trainer's K devices hold the stages in order, K / S data-parallel replicas each (devices 0 .. R-1 stage
+   * 0, and so on): each micro-batch is split among a stage's replicas, batch norm statistics are summed
+   * among them (DPT_BATCH_NORM_SYNC), and at the end of a window each stage's replicas all-reduce the
+   * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
+   * CPU devices of one process, no sharding, the even split, no tied parameters (DPT_ERROR_UNSUPPORTED or
+   * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices accumulating the same
+   * micro-batches (R = 1: one device; batch norm normalises each micro-batch, as there); with clip_norm,
+   * or R > 2 and a stage that begins inside a ring block of the gradient, the last bits may differ.
+   * dpt_trainer_split_sizes gives each device the samples its replica index trains on. Since 0.2. */
   size_t pipeline_stages;
   /** Micro-batches per step, 1 to 1024 (a batch of fewer samples has one per sample); 0 (default): four
    * per stage. Since 0.2. */

@@ -1,0 +1,30 @@
+#include "parallel/stage_gradient_collective.hpp"
+
+#include <algorithm>
+
+#include "core/platform.hpp"
+
+namespace dpt {
+
+void StageGradientCollective::reduce_in_update(size_t rank, bool) {
+  seconds_[rank] = 0;
+  if (width_ == 1) return;
+  DeviceBuffer &grads = replicas_[rank]->grads;
+  const double start = platform::now_seconds();
+  seconds_[rank] =
+      group_.subgroup(rank / width_).all_reduce(rank % width_, grads.data(), grads.size(), algorithm_, wire_);
+  trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
+}
+
+// The stages reduce at once, each its own range: the step waited for the slowest.
+AllReduceTimes StageGradientCollective::times(bool) const {
+  const double most = *std::max_element(seconds_.begin(), seconds_.end());
+  return {most, most, most};
+}
+
+StageGradientCollective::RankReduction StageGradientCollective::rank_reduction(size_t rank, bool) const {
+  const double k = double(width_), bytes = double(replicas_[rank]->grads.size()) * sizeof(float);
+  return {seconds_[rank], width_ > 1 ? bytes * 2.0 * (k - 1.0) / k : 0.0};
+}
+
+}  // namespace dpt
