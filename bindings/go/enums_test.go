@@ -53,6 +53,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"ShardOptimizer", int(ShardOptimizer), int(swig.DPT_SHARD_OPTIMIZER)},
 		{"ShardGradients", int(ShardGradients), int(swig.DPT_SHARD_GRADIENTS)},
 		{"ShardParameters", int(ShardParameters), int(swig.DPT_SHARD_PARAMETERS)},
+		{"Pipeline1F1B", int(Pipeline1F1B), int(swig.DPT_PIPELINE_1F1B)},
+		{"PipelineGPipe", int(PipelineGPipe), int(swig.DPT_PIPELINE_GPIPE)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},
@@ -89,8 +91,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 	}
 }
 
-// The Go defaults of the loss scaling options, and AllreduceDtype's, ActivationDtype's and Shard's zero values,
-// are the ones dpt_trainer_options_init writes.
+// The Go defaults of the loss scaling options, and AllreduceDtype's, ActivationDtype's, Shard's and the pipeline
+// options' zero values, are the ones dpt_trainer_options_init writes.
 func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	o := swig.NewTrainerOptions()
 	defer swig.DeleteTrainerOptions(o)
@@ -112,6 +114,20 @@ func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	// TrainerOptions.Shard's zero value, ShardNone, is the library's default too.
 	if got := ShardMode(o.GetShard()); got != ShardNone {
 		t.Errorf("the library's default shard is %d, not ShardNone", got)
+	}
+	// TrainerOptions.PipelineStages' and MicroBatches' zero values (no pipeline; four micro-batches per stage),
+	// PipelineSchedule's, Pipeline1F1B, and PipelineCuts', "" (balanced cuts), are the library's defaults too.
+	if got := o.GetPipeline_stages(); got != 0 {
+		t.Errorf("the library's default pipeline_stages is %d, not 0", got)
+	}
+	if got := o.GetMicro_batches(); got != 0 {
+		t.Errorf("the library's default micro_batches is %d, not 0", got)
+	}
+	if got := PipelineSchedule(o.GetPipeline_schedule()); got != Pipeline1F1B {
+		t.Errorf("the library's default pipeline_schedule is %d, not Pipeline1F1B", got)
+	}
+	if got := o.GetPipeline_cuts(); got != "" {
+		t.Errorf("the library's default pipeline_cuts is %q, not empty", got)
 	}
 }
 

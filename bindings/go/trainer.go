@@ -116,6 +116,21 @@ const (
 	ShardParameters ShardMode = 3
 )
 
+// PipelineSchedule is the order in which each stage of a pipeline runs its micro-batches' forwards and
+// backwards (TrainerOptions.PipelineSchedule). Both give the same bubble, (S - 1) / (M + S - 1) of the step,
+// and the same results.
+type PipelineSchedule int
+
+// Pipeline schedules.
+const (
+	// Pipeline1F1B (PipeDream-Flush, as Megatron-LM): stage s of S runs min(S - s - 1, M) forwards, then one
+	// forward and one backward in turn, then the backwards left; it keeps at most S - s micro-batches'
+	// activations (default).
+	Pipeline1F1B PipelineSchedule = 0
+	// PipelineGPipe: every forward, then every backward; each stage keeps all M micro-batches' activations.
+	PipelineGPipe PipelineSchedule = 1
+)
+
 // The library's defaults of PrecisionFP16's loss scaling (GradScaler's), which the zero values of
 // TrainerOptions.InitialLossScale and TrainerOptions.LossScaleGrowthInterval ask for.
 const (
@@ -245,8 +260,31 @@ type TrainerOptions struct {
 	// ShardOptimizer, ShardGradients and ShardParameters with StatusUnsupported, and so does a ShardGradients or
 	// ShardParameters trainer of a model with tied parameters or across MPI processes; a value outside the enum
 	// is StatusInvalidArgument.
-	Shard     ShardMode
-	Optimizer OptimizerOptions
+	Shard ShardMode
+	// PipelineStages is pipeline model parallel: the model is cut into this many stages, stage s on the
+	// trainer's device s, and each step's batch into MicroBatches micro-batches that pass forward through the
+	// stages and back (every stage sees the whole batch). 0 (the zero value, the default) or 1: no pipeline.
+	// Otherwise the trainer needs exactly this many devices, CPU devices of one process (any other count is
+	// StatusUnsupported: stages combined with data-parallel replicas are not supported yet), no sharding
+	// (StatusUnsupported), the even split (StatusInvalidArgument) and no tied parameters (StatusUnsupported);
+	// the model needs at least PipelineStages - 1 places to cut (between layers, where one tensor is live). A
+	// step gives the very bits of one device with AccumulationSteps M stepped on the same micro-batches (the
+	// batch's even split: the first n % M micro-batches get one more sample); with a clip norm the gradient
+	// norm may differ in its last bits. Negative is StatusOutOfRange.
+	PipelineStages int
+	// MicroBatches is the micro-batches per pipelined step, 1 to 1024 (a batch of fewer samples has one per
+	// sample); 0 = four per stage. Above 1024, or negative, is StatusOutOfRange.
+	MicroBatches int
+	// PipelineSchedule: Pipeline1F1B (the zero value, the default) or PipelineGPipe; a value outside the
+	// enum is StatusInvalidArgument.
+	PipelineSchedule PipelineSchedule
+	// PipelineCuts is where the stages after the first begin: PipelineStages - 1 node names, comma-separated,
+	// in node order ("layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"; a node without a name is its index). A
+	// stage may begin only at a node where one tensor is live (between blocks, not inside a residual block).
+	// "" (the default): the cuts that divide the parameters most evenly. An unknown name, a node inside a
+	// block, names out of order or a count other than PipelineStages - 1 is StatusInvalidArgument.
+	PipelineCuts string
+	Optimizer    OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -317,6 +355,12 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 	if o.AccumulationSteps < 0 {
 		return nil, newError(op, StatusOutOfRange, "AccumulationSteps is negative (%d)", o.AccumulationSteps)
 	}
+	if o.PipelineStages < 0 {
+		return nil, newError(op, StatusOutOfRange, "PipelineStages is negative (%d)", o.PipelineStages)
+	}
+	if o.MicroBatches < 0 {
+		return nil, newError(op, StatusOutOfRange, "MicroBatches is negative (%d)", o.MicroBatches)
+	}
 	if err := ctx.begin(op); err != nil {
 		return nil, err
 	}
@@ -369,6 +413,12 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		to.SetAllreduce_dtype(swig.Dpt_precision(o.AllreduceDtype))
 		to.SetActivation_dtype(swig.Dpt_precision(o.ActivationDtype))
 		to.SetShard(swig.Dpt_shard_mode(o.Shard))
+		to.SetPipeline_stages(int64(o.PipelineStages))
+		to.SetMicro_batches(int64(o.MicroBatches))
+		to.SetPipeline_schedule(swig.Dpt_pipeline_schedule(o.PipelineSchedule))
+		if o.PipelineCuts != "" {
+			to.SetPipeline_cuts(o.PipelineCuts)
+		}
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)

@@ -311,6 +311,8 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Optimizer) DPT_SHARD_OPTIMIZER;
 %rename(Gradients) DPT_SHARD_GRADIENTS;
 %rename(Parameters) DPT_SHARD_PARAMETERS;
+%rename(OneFOneB) DPT_PIPELINE_1F1B; /* (a C# name cannot begin with a digit) */
+%rename(GPipe) DPT_PIPELINE_GPIPE;
 
 /* SWIG writes no XML documentation: ShardMode carries its summary in its modifiers (TrainerOptions.Shard, written
  * by hand, documents it in full). */
@@ -324,6 +326,13 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 /// also the parameters of that range (a pass copies each bucket of them in from the devices that own it into
 /// one gather buffer just before the bucket's layers run), with the bits of <c>Gradients</c>. CPU devices only;
 /// <c>Gradients</c> and <c>Parameters</c> refuse tied parameters and MPI.</summary>
+public enum%}
+%typemap(csclassmodifiers) enum dpt_pipeline_schedule %{/// <summary>The order in which each stage of a pipeline runs its
+/// micro-batches (<see cref="TrainerOptions.PipelineSchedule"/>): <c>OneFOneB</c> (1F1B, the default;
+/// PipeDream-Flush, as Megatron-LM) runs at most S - s - 1 forwards ahead, then one forward and one backward in
+/// turn, so that stage s of S keeps at most S - s micro-batches' activations; <c>GPipe</c> runs every forward,
+/// then every backward, and each stage keeps all the micro-batches' activations. The same bubble,
+/// (S - 1) / (M + S - 1) of the step, and the same results.</summary>
 public enum%}
 
 /* Read-only getters become properties: the generated method turns private under another name and the
@@ -347,9 +356,9 @@ DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
 DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
-/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype, ActivationDtype and Shard
- * are written by hand (src/TrainerOptions.cs) for their XML documentation: the generated properties turn
- * private under other names. */
+/* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype, ActivationDtype, Shard,
+ * PipelineStages, MicroBatches, PipelineSchedule and PipelineCuts are written by hand (src/TrainerOptions.cs) for
+ * their XML documentation: the generated properties turn private under other names. */
 %rename(PrecisionNative) dpt_trainer_options::precision;
 %csmethodmodifiers dpt_trainer_options::precision "private";
 %rename(InitialLossScaleNative) dpt_trainer_options::initial_loss_scale;
@@ -362,6 +371,14 @@ DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %csmethodmodifiers dpt_trainer_options::activation_dtype "private";
 %rename(ShardNative) dpt_trainer_options::shard;
 %csmethodmodifiers dpt_trainer_options::shard "private";
+%rename(PipelineStagesNative) dpt_trainer_options::pipeline_stages;
+%csmethodmodifiers dpt_trainer_options::pipeline_stages "private";
+%rename(MicroBatchesNative) dpt_trainer_options::micro_batches;
+%csmethodmodifiers dpt_trainer_options::micro_batches "private";
+%rename(PipelineScheduleNative) dpt_trainer_options::pipeline_schedule;
+%csmethodmodifiers dpt_trainer_options::pipeline_schedule "private";
+%rename(PipelineCutsNative) dpt_trainer_options::pipeline_cuts;
+%csmethodmodifiers dpt_trainer_options::pipeline_cuts "private";
 %rename(GetDeviceInfo) dpt_context::deviceInfo;
 %rename(GetBackendInfo) dpt_context::backendInfo;
 

@@ -79,6 +79,7 @@
 %rename(BatchNormMode) dpt_batch_norm_mode;
 %rename(Precision) dpt_precision;
 %rename(ShardMode) dpt_shard_mode;
+%rename(PipelineSchedule) dpt_pipeline_schedule;
 %rename(TensorKind) dpt_tensor_kind;
 %rename(InputType) dpt_input_type;
 %rename(WeightDecayScope) dpt_weight_decay_scope;
@@ -123,6 +124,14 @@
 %immutable dpt_replica_times::update_seconds;
 %immutable dpt_replica_times::idle_seconds;
 %immutable dpt_replica_times::bus_bandwidth;
+/* TrainerOptions' pipeline_cuts (the one text field of an options struct): the proxy owns a copy of the text,
+ * replaced by each set and freed by the proxy's destructor (below); the C API copies it in its turn when the
+ * trainer is created, so the language's string need not outlive the call. */
+%typemap(memberin) const char *pipeline_cuts {
+  char *copy = dptrain_binding::copyText($input); /* first: a failed copy leaves the old text */
+  delete[] $1;
+  $1 = copy;
+}
 
 /* Enums and value structs straight from the public headers (their functions are ignored above). */
 %include <dptrain/export.h>
@@ -148,7 +157,18 @@
 %enddef
 
 DPT_VALUE_STRUCT(dpt_context_options, dpt_context_options_init(v))
-DPT_VALUE_STRUCT(dpt_trainer_options, dpt_trainer_options_init(v))
+/* TrainerOptions also frees the copy of pipeline_cuts its setter made (the memberin typemap above). */
+%extend dpt_trainer_options {
+  dpt_trainer_options() {
+    dpt_trainer_options *v = new dpt_trainer_options();
+    dpt_trainer_options_init(v);
+    return v;
+  }
+  ~dpt_trainer_options() {
+    delete[] $self->pipeline_cuts;
+    delete $self;
+  }
+}
 DPT_VALUE_STRUCT(dpt_optimizer_options, dpt_optimizer_options_init(v))
 DPT_VALUE_STRUCT(dpt_fit_options, dpt_fit_options_init(v))
 DPT_VALUE_STRUCT(dpt_device_info, v->struct_size = sizeof *v)

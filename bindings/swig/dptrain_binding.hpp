@@ -5,6 +5,7 @@
 
 #include <dptrain/dptrain.h>
 
+#include <cstring>
 #include <exception>
 #include <string>
 #include <utility>
@@ -26,6 +27,14 @@ class Error : public std::exception {
 
 inline void check(dpt_status status) {
   if (status != DPT_OK) throw Error(status, dpt_last_error_message());
+}
+
+// A copy of text (new[]) for a text field of an options struct that its proxy owns (TrainerOptions'
+// pipeline_cuts): freed by the next set and by the proxy's destructor; NULL stays NULL.
+inline char *copyText(const char *text) {
+  if (text == nullptr) return nullptr;
+  const size_t size = std::strlen(text) + 1;
+  return static_cast<char *>(std::memcpy(new char[size], text, size));
 }
 
 // Called by Trainer.fit with each progress report; return true to stop training. Languages subclass it

@@ -385,6 +385,53 @@ public enum%}
    */
   public%}
 
+/* Pipeline model parallel (trainer.h pipeline_stages, micro_batches, pipeline_schedule, pipeline_cuts),
+ * documented the same way. */
+%typemap(javaclassmodifiers) enum dpt_pipeline_schedule %{/**
+ * The order in which each stage of a pipeline runs its micro-batches ({@link TrainerOptions#setPipelineSchedule}):
+ * {@link #PIPELINE_1F1B} (the default; PipeDream-Flush, as Megatron-LM) runs at most S - s - 1 forwards ahead,
+ * then one forward and one backward in turn, so that stage s of S keeps at most S - s micro-batches'
+ * activations; {@link #PIPELINE_GPIPE} runs every forward, then every backward, and each stage keeps all the
+ * micro-batches' activations. The same bubble, (S - 1) / (M + S - 1) of the step, and the same results.
+ */
+public enum%}
+%javamethodmodifiers dpt_trainer_options::pipeline_stages %{/**
+   * Pipeline model parallel: the model is cut into this many stages, stage s on the trainer's device s, and
+   * each step's batch into {@link #setMicroBatches} micro-batches that pass forward through the stages and back
+   * (every stage sees the whole batch). 0 or 1 (the default 0): no pipeline. Otherwise the trainer needs exactly
+   * this many devices, CPU devices of one process (a {@link Context} of 3 devices refuses 2 stages, and 2
+   * devices refuse 3, with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}: stages combined
+   * with data-parallel replicas are not supported yet), no sharding ({@code UnsupportedException}), the even
+   * split ({@link InvalidArgumentException}) and no tied parameters; the model needs at least stages - 1 places
+   * to cut (between layers, where one tensor is live). A step gives the very bits of one device with
+   * {@link #setAccumulationSteps} M stepped on the same micro-batches (the batch's even split: the first n % M
+   * micro-batches get one more sample); with a clip norm the gradient norm may differ in its last bits.
+   * Negative values are an {@link InvalidArgumentException} ({@code Status.ERROR_OUT_OF_RANGE}).
+   */
+  public%}
+%javamethodmodifiers dpt_trainer_options::micro_batches %{/**
+   * Micro-batches per pipelined step ({@link #setPipelineStages}), 1 to 1024 (a batch of fewer samples has one
+   * per sample); 0 (the default): four per stage. More than 1024 is an {@link InvalidArgumentException}
+   * ({@code Status.ERROR_OUT_OF_RANGE}) when the trainer is created, and so is a negative value here.
+   */
+  public%}
+%javamethodmodifiers dpt_trainer_options::pipeline_schedule %{/**
+   * The pipeline's schedule: {@link PipelineSchedule#PIPELINE_1F1B} (the default) or
+   * {@link PipelineSchedule#PIPELINE_GPIPE}; the same results either way. {@code null} is a
+   * {@code NullPointerException}.
+   */
+  public%}
+%javamethodmodifiers dpt_trainer_options::pipeline_cuts %{/**
+   * Where the pipeline's stages after the first begin: stages - 1 node names, comma-separated, in node order
+   * ({@code "layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"}; a node without a name is its index). A stage may
+   * begin only at a node where one tensor is live (between blocks, not inside a residual block). {@code null}
+   * or {@code ""} (the default {@code null}): the cuts that divide the parameters most evenly. An unknown name,
+   * a node inside a block, names out of order or a count other than stages - 1 is an
+   * {@link InvalidArgumentException} ({@code Status.ERROR_INVALID_ARGUMENT}) when the trainer is created. The
+   * options keep their own copy of the text.
+   */
+  public%}
+
 /* Trainer.replicaMemory (below) copies the native struct into the immutable ReplicaMemory; the struct's proxy
  * (ReplicaMemoryNative, dptrain.i) is package-private. */
 %typemap(javaclassmodifiers) dpt_replica_memory "final class"

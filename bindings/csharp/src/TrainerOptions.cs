@@ -98,6 +98,57 @@ public partial class TrainerOptions {
     get { return ShardNative; }
     set { ShardNative = value; }
   }
+
+  /// <summary>Pipeline model parallel: the model is cut into this many stages, stage s on the trainer's device s,
+  /// and each step's batch into <see cref="MicroBatches"/> micro-batches that pass forward through the stages and
+  /// back (every stage sees the whole batch). 0 or 1 (the default 0): no pipeline. A step gives the very bits of
+  /// one device with <see cref="AccumulationSteps"/> M stepped on the same micro-batches (the batch's even split:
+  /// the first n % M micro-batches get one more sample); with a clip norm the gradient norm may differ in its
+  /// last bits. The stages are cut where <see cref="PipelineCuts"/> says, or where they divide the parameters
+  /// most evenly; <see cref="Trainer.GetReplicaMemory"/> reports each stage's part.</summary>
+  /// <remarks>The trainer needs exactly this many devices, CPU devices of one process: any other count is
+  /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>; stages combined with data-parallel
+  /// replicas are not supported yet), and so are sharding (<see cref="Shard"/>) and tied parameters; a split
+  /// other than the even one is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>),
+  /// and so is a model with fewer than stages - 1 places to cut (between layers, where one tensor is
+  /// live).</remarks>
+  public ulong PipelineStages {
+    get { return PipelineStagesNative; }
+    set { PipelineStagesNative = value; }
+  }
+
+  /// <summary>Micro-batches per pipelined step (<see cref="PipelineStages"/>), 1 to 1024 (a batch of fewer
+  /// samples has one per sample); 0 (the default): four per stage.</summary>
+  /// <remarks>More than 1024 is <see cref="InvalidArgumentException"/> (<see cref="Status.OutOfRange"/>) when
+  /// the trainer is created.</remarks>
+  public ulong MicroBatches {
+    get { return MicroBatchesNative; }
+    set { MicroBatchesNative = value; }
+  }
+
+  /// <summary>The pipeline's schedule: <see cref="DPTrain.PipelineSchedule.OneFOneB"/> (1F1B, the default;
+  /// stage s of S keeps at most S - s micro-batches' activations) or <see cref="DPTrain.PipelineSchedule.GPipe"/>
+  /// (every forward, then every backward; each stage keeps all the micro-batches' activations). The same
+  /// results either way.</summary>
+  /// <remarks>A value outside the enum is <see cref="InvalidArgumentException"/>
+  /// (<see cref="Status.InvalidArgument"/>) when the trainer is created.</remarks>
+  public PipelineSchedule PipelineSchedule {
+    get { return PipelineScheduleNative; }
+    set { PipelineScheduleNative = value; }
+  }
+
+  /// <summary>Where the pipeline's stages after the first begin: stages - 1 node names, comma-separated, in node
+  /// order (<c>"layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"</c>; a node without a name is its index). A stage
+  /// may begin only at a node where one tensor is live (between blocks, not inside a residual block).
+  /// <c>null</c> or <c>""</c> (the default <c>null</c>): the cuts that divide the parameters most evenly. The
+  /// options keep their own copy of the text.</summary>
+  /// <remarks>An unknown name, a node inside a block, names out of order or a count other than stages - 1 is
+  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
+  /// created.</remarks>
+  public string PipelineCuts {
+    get { return PipelineCutsNative; }
+    set { PipelineCutsNative = value; }
+  }
 }
 
 }

@@ -1,0 +1,192 @@
+package dptrain_test
+
+import (
+	"fmt"
+	"testing"
+
+	"dptrain.org/dptrain"
+)
+
+// TrainerOptions.PipelineStages, MicroBatches, PipelineSchedule and PipelineCuts (trainer.h).
+
+const (
+	pipeStages = 2
+	pipeMicro  = 4  // micro-batches per step
+	pipeBatch  = 16 // samples per step: four micro-batches of 4
+	pipeSteps  = 2
+	// The parameters of pipeModel's layers.
+	pipeFC1  = tinyIn*24 + 24
+	pipeFC2  = 24*24 + 24
+	pipeHead = 24*tinyClasses + tinyClasses
+)
+
+// pipeModel is 1x4x4 -> dense 24 "fc1" -> relu "relu1" -> dense 24 "fc2" -> relu "relu2" -> dense 3 "head"
+// (1083 parameters): four places to cut (before relu1, fc2, relu2 and head).
+func pipeModel(t *testing.T) *dptrain.Model {
+	t.Helper()
+	m, err := dptrain.NewModel(tinyC, tinyH, tinyW)
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	x, err := m.Dense(dptrain.InputTensor, 24, true, "fc1")
+	must(t, err)
+	x, err = m.Activation(x, dptrain.ReLU, "relu1")
+	must(t, err)
+	x, err = m.Dense(x, 24, true, "fc2")
+	must(t, err)
+	x, err = m.Activation(x, dptrain.ReLU, "relu2")
+	must(t, err)
+	_, err = m.Dense(x, tinyClasses, true, "head")
+	must(t, err)
+	return m
+}
+
+// pipeOptions: seed 7, SGD with momentum and weight decay (no clip norm: with one, a pipeline's gradient norm
+// may differ in its last bits).
+func pipeOptions() dptrain.TrainerOptions {
+	return dptrain.TrainerOptions{Seed: 7, Optimizer: dptrain.OptimizerOptions{
+		Kind: dptrain.SGD, LearningRate: 0.1, Momentum: 0.9, WeightDecay: 0.01}}
+}
+
+// pipeRun is what one run leaves: the checksum, the parameters and every device's memory.
+type pipeRun struct {
+	checksum string
+	params   []float32
+	memory   []dptrain.ReplicaMemory
+}
+
+// pipeTrain trains m with opts on ctx for pipeSteps batches of pipeBatch samples, each stepped as slices
+// consecutive slices of equal size.
+func pipeTrain(t *testing.T, ctx *dptrain.Context, m *dptrain.Model, opts dptrain.TrainerOptions,
+	slices int) (run pipeRun) {
+	t.Helper()
+	tr := newTrainer(t, ctx, m, &opts)
+	defer tr.Close()
+	start, err := tr.Parameters()
+	must(t, err)
+	per := pipeBatch / slices
+	for s := 0; s < pipeSteps; s++ {
+		x, y := tinyBatch(pipeBatch, uint32(s+1))
+		for i := 0; i < slices; i++ {
+			r, err := tr.Step(x[i*per*tinyIn:(i+1)*per*tinyIn], y[i*per:(i+1)*per])
+			must(t, err)
+			if r.Samples != uint64(per) {
+				t.Fatalf("step %d, slice %d: %d samples, want %d", s+1, i, r.Samples, per)
+			}
+			if last := i == slices-1; r.Applied != (last || opts.AccumulationSteps <= 1) {
+				t.Fatalf("step %d, slice %d: Applied %v", s+1, i, r.Applied)
+			}
+		}
+	}
+	run.checksum, err = tr.Checksum()
+	must(t, err)
+	run.params, err = tr.Parameters()
+	must(t, err)
+	if bitwiseEqual(start, run.params) {
+		t.Fatalf("%d steps left the parameters unchanged", pipeSteps)
+	}
+	devices, err := tr.DeviceCount()
+	must(t, err)
+	for d := 0; d < devices; d++ {
+		mem, err := tr.ReplicaMemory(d)
+		must(t, err)
+		run.memory = append(run.memory, mem)
+	}
+	return run
+}
+
+// TestPipeline: the zero TrainerOptions has no pipeline. The MLP cut into 2 stages on 2 CPU devices, 4
+// micro-batches per step, trains to the very bits (checksum and parameters) of one device with
+// AccumulationSteps 4 stepped on the four consecutive 4-sample slices of each 16-sample batch: with 1F1B (the
+// zero value) and GPipe, with the balanced cut and with cuts named "fc2" and "head". Stepping the slices without
+// accumulation (an update each) gives other parameters: the comparison sees a difference. Each stage holds the
+// parameters of its layers (4 bytes each: fc1 before "fc2", fc1 and fc2 before "head"), and with GPipe, which
+// keeps every micro-batch's activations, each stage holds more activations than with 1F1B.
+func TestPipeline(t *testing.T) {
+	var zero dptrain.TrainerOptions
+	if zero.PipelineStages != 0 || zero.MicroBatches != 0 || zero.PipelineSchedule != dptrain.Pipeline1F1B ||
+		zero.PipelineCuts != "" {
+		t.Fatalf("the zero TrainerOptions pipelines: %+v", zero)
+	}
+	m := pipeModel(t)
+	one, two := newContext(t, 1), newContext(t, pipeStages)
+
+	accumulate := pipeOptions()
+	accumulate.AccumulationSteps = pipeMicro
+	want := pipeTrain(t, one, m, accumulate, pipeMicro)
+	if updates := pipeTrain(t, one, m, pipeOptions(), pipeMicro); updates.checksum == want.checksum {
+		t.Fatalf("an update per slice gives the checksum of one update per batch (%s)", want.checksum)
+	}
+
+	runs := map[string]pipeRun{}
+	for _, c := range []struct {
+		schedule dptrain.PipelineSchedule
+		cuts     string
+		first    int // the first stage's parameters (0: the balanced cut's, not checked)
+	}{
+		{dptrain.Pipeline1F1B, "", 0}, {dptrain.PipelineGPipe, "", 0},
+		{dptrain.Pipeline1F1B, "fc2", pipeFC1}, {dptrain.PipelineGPipe, "head", pipeFC1 + pipeFC2},
+	} {
+		name := fmt.Sprintf("schedule=%d,cuts=%q", c.schedule, c.cuts)
+		t.Run(name, func(t *testing.T) {
+			opts := pipeOptions()
+			opts.PipelineStages = pipeStages
+			opts.MicroBatches = pipeMicro
+			opts.PipelineSchedule = c.schedule
+			opts.PipelineCuts = c.cuts
+			got := pipeTrain(t, two, m, opts, 1)
+			if got.checksum != want.checksum || !bitwiseEqual(got.params, want.params) {
+				t.Fatalf("checksum %s, want %s (one device accumulating the same micro-batches)", got.checksum,
+					want.checksum)
+			}
+			if len(got.memory) != pipeStages {
+				t.Fatalf("%d devices, want %d", len(got.memory), pipeStages)
+			}
+			first, second := got.memory[0].Parameters, got.memory[1].Parameters
+			if first+second != 4*(pipeFC1+pipeFC2+pipeHead) || (c.first != 0 && first != 4*uint64(c.first)) {
+				t.Fatalf("the stages hold %d and %d bytes of parameters (the first stage %d parameters)", first,
+					second, c.first)
+			}
+			runs[name] = got
+		})
+	}
+	oneFOneB, gpipe := runs[`schedule=0,cuts=""`], runs[`schedule=1,cuts=""`]
+	for s := 0; s < pipeStages && len(oneFOneB.memory) == pipeStages && len(gpipe.memory) == pipeStages; s++ {
+		if gpipe.memory[s].Activations <= oneFOneB.memory[s].Activations {
+			t.Errorf("stage %d: GPipe's activations take %d bytes, 1F1B's %d", s, gpipe.memory[s].Activations,
+				oneFOneB.memory[s].Activations)
+		}
+	}
+}
+
+// TestPipelineRefusals: 3 stages on 2 devices is StatusUnsupported, 1025 micro-batches StatusOutOfRange, a cut
+// at a node that does not exist and a schedule outside the enum StatusInvalidArgument; the Go layer refuses
+// negative stage and micro-batch counts with StatusOutOfRange.
+func TestPipelineRefusals(t *testing.T) {
+	m := pipeModel(t)
+	two := newContext(t, 2)
+	pipeline := func(change func(o *dptrain.TrainerOptions)) error {
+		o := pipeOptions()
+		o.PipelineStages = pipeStages
+		change(&o)
+		tr, err := dptrain.NewTrainer(two, m, &o)
+		if err == nil {
+			tr.Close()
+		}
+		return err
+	}
+	err := pipeline(func(o *dptrain.TrainerOptions) { o.PipelineStages = 3 })
+	wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "3 stages", "one device per stage")
+	err = pipeline(func(o *dptrain.TrainerOptions) { o.MicroBatches = 1025 })
+	wantError(t, err, dptrain.StatusOutOfRange, "dpt_trainer_create", "1024", "1025")
+	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineCuts = "nope" })
+	wantError(t, err, dptrain.StatusInvalidArgument, "dpt_trainer_create", "nope")
+	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineSchedule = 2 })
+	wantError(t, err, dptrain.StatusInvalidArgument, "pipeline schedule")
+	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineStages = -1 })
+	wantError(t, err, dptrain.StatusOutOfRange, "NewTrainer", "PipelineStages is negative (-1)")
+	err = pipeline(func(o *dptrain.TrainerOptions) { o.MicroBatches = -1 })
+	wantError(t, err, dptrain.StatusOutOfRange, "NewTrainer", "MicroBatches is negative (-1)")
+	// The limits themselves are taken.
+	must(t, pipeline(func(o *dptrain.TrainerOptions) { o.MicroBatches = 1024 }))
+	must(t, pipeline(func(o *dptrain.TrainerOptions) { o.PipelineCuts = "relu2" }))
+}
