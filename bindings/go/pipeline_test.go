@@ -175,7 +175,7 @@ func TestPipelineRefusals(t *testing.T) {
 		return err
 	}
 	err := pipeline(func(o *dptrain.TrainerOptions) { o.PipelineStages = 3 })
-	wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "3 stages", "one device per stage")
+	wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "3 stages", "devices per stage")
 	err = pipeline(func(o *dptrain.TrainerOptions) { o.MicroBatches = 1025 })
 	wantError(t, err, dptrain.StatusOutOfRange, "dpt_trainer_create", "1024", "1025")
 	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineCuts = "nope" })

@@ -261,16 +261,16 @@ type TrainerOptions struct {
 	// ShardParameters trainer of a model with tied parameters or across MPI processes; a value outside the enum
 	// is StatusInvalidArgument.
 	Shard ShardMode
-	// PipelineStages is pipeline model parallel: the model is cut into this many stages, stage s on the
-	// trainer's device s, and each step's batch into MicroBatches micro-batches that pass forward through the
-	// stages and back (every stage sees the whole batch). 0 (the zero value, the default) or 1: no pipeline.
-	// Otherwise the trainer needs exactly this many devices, CPU devices of one process (any other count is
-	// StatusUnsupported: stages combined with data-parallel replicas are not supported yet), no sharding
+	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
+	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K
+	// devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among
+	// a stage's replicas, their gradients all-reduced). 0 (the zero value, the default) or 1: no pipeline. K
+	// must be a multiple of S (else StatusUnsupported), CPU devices of one process, no sharding
 	// (StatusUnsupported), the even split (StatusInvalidArgument) and no tied parameters (StatusUnsupported);
 	// the model needs at least PipelineStages - 1 places to cut (between layers, where one tensor is live). A
-	// step gives the very bits of one device with AccumulationSteps M stepped on the same micro-batches (the
+	// step gives the very bits of R devices with AccumulationSteps M stepped on the same micro-batches (the
 	// batch's even split: the first n % M micro-batches get one more sample); with a clip norm the gradient
-	// norm may differ in its last bits. Negative is StatusOutOfRange.
+	// norm may differ in its last bits (docs/pipeline.md). Negative is StatusOutOfRange.
 	PipelineStages int
 	// MicroBatches is the micro-batches per pipelined step, 1 to 1024 (a batch of fewer samples has one per
 	// sample); 0 = four per stage. Above 1024, or negative, is StatusOutOfRange.

@@ -396,16 +396,17 @@ public enum%}
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::pipeline_stages %{/**
-   * Pipeline model parallel: the model is cut into this many stages, stage s on the trainer's device s, and
-   * each step's batch into {@link #setMicroBatches} micro-batches that pass forward through the stages and back
-   * (every stage sees the whole batch). 0 or 1 (the default 0): no pipeline. Otherwise the trainer needs exactly
-   * this many devices, CPU devices of one process (a {@link Context} of 3 devices refuses 2 stages, and 2
-   * devices refuse 3, with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}: stages combined
-   * with data-parallel replicas are not supported yet), no sharding ({@code UnsupportedException}), the even
-   * split ({@link InvalidArgumentException}) and no tied parameters; the model needs at least stages - 1 places
-   * to cut (between layers, where one tensor is live). A step gives the very bits of one device with
-   * {@link #setAccumulationSteps} M stepped on the same micro-batches (the batch's even split: the first n % M
-   * micro-batches get one more sample); with a clip norm the gradient norm may differ in its last bits.
+   * Pipeline model parallel: the model is cut into this many stages S, and each step's batch into
+   * {@link #setMicroBatches} micro-batches that pass forward through the stages and back. The trainer's K
+   * devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among a
+   * stage's replicas, their gradients all-reduced). 0 or 1 (the default 0): no pipeline. K must be a multiple
+   * of S, CPU devices of one process (a {@link Context} of 3 devices refuses 2 stages, and 2 devices refuse 3,
+   * with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}), no sharding
+   * ({@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and no tied parameters;
+   * the model needs at least stages - 1 places to cut (between layers, where one tensor is live). A step gives
+   * the very bits of R devices with {@link #setAccumulationSteps} M stepped on the same micro-batches (the
+   * batch's even split: the first n % M micro-batches get one more sample); with a clip norm the gradient norm
+   * may differ in its last bits (docs/pipeline.md).
    * Negative values are an {@link InvalidArgumentException} ({@code Status.ERROR_OUT_OF_RANGE}).
    */
   public%}

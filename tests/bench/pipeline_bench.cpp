@@ -6,7 +6,7 @@
 // the idle fractions mix the bubble with waiting for a core. A table, never a test.
 //
 //   build/bin/dptrain_pipeline_bench [--models deep-mlp,resnet18] [--stages 2] [--micro 1,2,4,8,16]
-//                                    [--steps 3]
+//                                    [--steps 3] [--batch B (default 256, ResNet-18 64)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +29,7 @@ struct Options {
   std::vector<size_t> stages{2};
   std::vector<size_t> micro{1, 2, 4, 8, 16};
   size_t steps = 3;
+  size_t batch = 0;  // 0: 256 (64 for ResNet-18)
 };
 
 std::vector<size_t> parse_sizes(const char *text) {
@@ -50,10 +51,12 @@ Options parse(int argc, char **argv) {
       o.micro = parse_sizes(value), ++i;
     } else if (arg == "--steps") {
       o.steps = std::stoul(value), ++i;
+    } else if (arg == "--batch") {
+      o.batch = std::stoul(value), ++i;
     } else {
       std::printf(
           "usage: dptrain_pipeline_bench [--models deep-mlp,resnet18] [--stages 2] [--micro 1,2,4,8,16]\n"
-          "                              [--steps 3]\n");
+          "                              [--steps 3] [--batch B]\n");
       std::exit(arg == "--help" ? 0 : 2);
     }
   }
@@ -69,8 +72,8 @@ std::vector<std::string> cuts(const std::string &model, size_t stages) {
   return {};
 }
 
-size_t batch_of(const std::string &model) {
-  return model == "resnet18" ? 64 : 256;
+size_t batch_of(const std::string &model, size_t batch) {
+  return batch > 0 ? batch : model == "resnet18" ? 64 : 256;
 }
 
 struct Measured {
@@ -79,9 +82,9 @@ struct Measured {
   uint64_t activations = 0;  // the largest stage's
 };
 
-Measured measure(const std::string &name, const dpt::TrainerConfig &config, size_t devices, size_t steps) {
+Measured measure(const std::string &name, const dpt::TrainerConfig &config, size_t devices, size_t steps,
+                 size_t batch) {
   const dpt::ModelSpec spec = bench_model(name);
-  const size_t batch = batch_of(name);
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{devices, 0});
   dpt::Trainer t(context, spec, config);
   std::vector<float> x(batch * spec.input().size());
@@ -111,13 +114,14 @@ Measured measure(const std::string &name, const dpt::TrainerConfig &config, size
 
 int main(int argc, char **argv) {
   const Options o = parse(argc, argv);
-  std::printf("%-9s %2s %-6s %3s %10s %8s %-23s %7s %10s\n", "model", "S", "sched", "M", "images/s",
-              "vs 1 dev", "idle per stage", "GPipe", "act. MiB");
+  std::printf("%-9s %5s %2s %-6s %3s %10s %8s %-23s %7s %10s\n", "model", "batch", "S", "sched", "M",
+              "images/s", "vs 1 dev", "idle per stage", "GPipe", "act. MiB");
   for (const std::string &model : o.models) {
     dpt::TrainerConfig one;
     one.optimizer.momentum = 0.9f;
-    const Measured base = measure(model, one, 1, o.steps);
-    std::printf("%-9s %2d %-6s %3d %10.1f %8s %-23s %7s %10.1f\n", model.c_str(), 1, "-", 1,
+    const size_t batch = batch_of(model, o.batch);
+    const Measured base = measure(model, one, 1, o.steps, batch);
+    std::printf("%-9s %5zu %2d %-6s %3d %10.1f %8s %-23s %7s %10.1f\n", model.c_str(), batch, 1, "-", 1,
                 base.images_per_second, "1.00x", "-", "-", double(base.activations) / (1 << 20));
     for (size_t stages : o.stages)
       for (dpt::PipelineSchedule schedule : {dpt::PipelineSchedule::kOneFOneB, dpt::PipelineSchedule::kGPipe})
@@ -127,7 +131,7 @@ int main(int argc, char **argv) {
           c.micro_batches = micro;
           c.pipeline_schedule = schedule;
           c.pipeline_cuts = cuts(model, stages);
-          const Measured m = measure(model, c, stages, o.steps);
+          const Measured m = measure(model, c, stages, o.steps, batch);
           std::string idle;
           for (double f : m.idle) {
             char one[16];
@@ -137,7 +141,7 @@ int main(int argc, char **argv) {
           char ratio[16], ideal[16];
           std::snprintf(ratio, sizeof ratio, "%.2fx", m.images_per_second / base.images_per_second);
           std::snprintf(ideal, sizeof ideal, "%.0f%%", 100 * dpt::ideal_bubble(stages, micro));
-          std::printf("%-9s %2zu %-6s %3zu %10.1f %8s %-23s %7s %10.1f\n", model.c_str(), stages,
+          std::printf("%-9s %5zu %2zu %-6s %3zu %10.1f %8s %-23s %7s %10.1f\n", model.c_str(), batch, stages,
                       schedule == dpt::PipelineSchedule::kGPipe ? "gpipe" : "1f1b", micro,
                       m.images_per_second, ratio, idle.c_str(), ideal, double(m.activations) / (1 << 20));
           std::fflush(stdout);

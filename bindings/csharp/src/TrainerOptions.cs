@@ -99,19 +99,19 @@ public partial class TrainerOptions {
     set { ShardNative = value; }
   }
 
-  /// <summary>Pipeline model parallel: the model is cut into this many stages, stage s on the trainer's device s,
-  /// and each step's batch into <see cref="MicroBatches"/> micro-batches that pass forward through the stages and
-  /// back (every stage sees the whole batch). 0 or 1 (the default 0): no pipeline. A step gives the very bits of
-  /// one device with <see cref="AccumulationSteps"/> M stepped on the same micro-batches (the batch's even split:
-  /// the first n % M micro-batches get one more sample); with a clip norm the gradient norm may differ in its
-  /// last bits. The stages are cut where <see cref="PipelineCuts"/> says, or where they divide the parameters
-  /// most evenly; <see cref="Trainer.GetReplicaMemory"/> reports each stage's part.</summary>
-  /// <remarks>The trainer needs exactly this many devices, CPU devices of one process: any other count is
-  /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>; stages combined with data-parallel
-  /// replicas are not supported yet), and so are sharding (<see cref="Shard"/>) and tied parameters; a split
-  /// other than the even one is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>),
-  /// and so is a model with fewer than stages - 1 places to cut (between layers, where one tensor is
-  /// live).</remarks>
+  /// <summary>Pipeline model parallel: the model is cut into this many stages S, and each step's batch into
+  /// <see cref="MicroBatches"/> micro-batches that pass forward through the stages and back. The trainer's K
+  /// devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among a
+  /// stage's replicas, their gradients all-reduced). 0 or 1 (the default 0): no pipeline. A step gives the very
+  /// bits of R devices with <see cref="AccumulationSteps"/> M stepped on the same micro-batches (the batch's even
+  /// split: the first n % M micro-batches get one more sample); with a clip norm the gradient norm may differ in
+  /// its last bits. The stages are cut where <see cref="PipelineCuts"/> says, or where they divide the
+  /// parameters most evenly; <see cref="Trainer.GetReplicaMemory"/> reports each stage's part.</summary>
+  /// <remarks>K must be a multiple of S, CPU devices of one process: any other count is
+  /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>), and so are sharding
+  /// (<see cref="Shard"/>) and tied parameters; a split other than the even one is
+  /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>), and so is a model with fewer
+  /// than stages - 1 places to cut (between layers, where one tensor is live).</remarks>
   public ulong PipelineStages {
     get { return PipelineStagesNative; }
     set { PipelineStagesNative = value; }

@@ -168,7 +168,7 @@ public class PipelineTests {
     using (var two = new Context(Stages))
     using (var model = MakeMlp()) {
       AssertRefused<UnsupportedException>(Status.Unsupported, two, model, o => o.PipelineStages = 3,
-                                          "dpt_trainer_create", "3 stages", "one device per stage");
+                                          "dpt_trainer_create", "3 stages", "devices per stage");
       AssertRefused<InvalidArgumentException>(Status.OutOfRange, two, model, o => o.MicroBatches = 1025,
                                               "dpt_trainer_create", "1024", "1025");
       AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model, o => o.PipelineCuts = "nope",

@@ -177,7 +177,7 @@ class PipelineTest {
       TrainerOptions o = pipeline();
       o.setPipelineStages(3);
       assertRefused(UnsupportedException.class, Status.ERROR_UNSUPPORTED, two, m, o, "dpt_trainer_create",
-          "3 stages", "one device per stage");
+          "3 stages", "devices per stage");
       o = pipeline();
       o.setMicroBatches(1025);
       assertRefused(InvalidArgumentException.class, Status.ERROR_OUT_OF_RANGE, two, m, o, "dpt_trainer_create",
