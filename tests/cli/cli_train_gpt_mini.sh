@@ -22,4 +22,13 @@ json_check "$WORK/gpt.out" "d['optimizer_steps'] == 300 and d['warmup'] == 30 an
   "300 optimizer steps, a warm-up of 30, 512 validation windows"
 echo "validation loss $(json_get "$WORK/gpt.out" "round(d['test_loss'], 4)") nats/token ($(json_get "$WORK/gpt.out" "round(d['test_bits_per_byte'], 4)") bits/byte), train $(json_get "$WORK/gpt.out" "round(d['train_loss'], 4)"), $(json_get "$WORK/gpt.out" "round(d['tokens_per_second'])") tokens/s"
 json_check "$WORK/gpt.out" "d['test_loss'] <= $BOUND" "validation loss at most $BOUND nats/token (PyTorch's with this recipe)"
+# The pipeline on a transformer (token inputs into the first stage, residual blocks cut between them, the
+# recipe's clipping): 2 stages, 4 micro-batches of 8 windows, the bits of one device accumulating them.
+run_cli gpt_pipe train --model gpt-mini --text "$TEXT" --train-limit 256 --test-limit 64 --batch 32 --pipeline 2 \
+  --micro-batches 4 --json
+run_cli gpt_accum train --model gpt-mini --text "$TEXT" --train-limit 256 --test-limit 64 --batch 8 --accumulate 4 \
+  --devices cpu:1 --json
+[ "$(json_get "$WORK/gpt_pipe.out" "d['param_checksum']")" = "$(json_get "$WORK/gpt_accum.out" "d['param_checksum']")" ] &&
+  pass "gpt-mini --pipeline 2: one device's accumulated bits" ||
+  fail "gpt-mini --pipeline 2 differs: $(tail -n 2 "$WORK/gpt_pipe.err")"
 finish
