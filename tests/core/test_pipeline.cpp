@@ -17,6 +17,7 @@
 
 #include "backend/context.hpp"
 #include "core/error.hpp"
+#include "core/platform.hpp"
 #include "parallel/pipeline_plan.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/splitter.hpp"
@@ -443,6 +444,33 @@ void test_pipeline_fits_where_one_device_does_not(void **) {
   for (size_t r = 0; r < 4; ++r) assert_true(t.replica_memory(r).total() < cap);
 }
 
+// A stage that fails (at the start of its compute) or stalls (past the timeout) while its neighbours wait
+// for its activations or gradients: the step returns the failing device's error (or the timeout) within a
+// second or two, nothing hangs, and the trainer refuses further work.
+void test_failed_or_stalled_stage_does_not_hang(void **) {
+  for (size_t failing : {0, 1, 2})
+    for (bool stall : {false, true}) {
+      Run run{mlp(), 3, 4};
+      dpt::TrainerConfig c = config(run, true);
+      c.timeout_seconds = 1.0;
+      auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
+      dpt::Trainer t(context, run.model, c);
+      const Batch b = batch(run.model, 12, 1);
+      t.step(b.x.data(), b.y.data(), b.n);
+      context->device(failing).inject_fault(stall ? dpt::FaultKind::kStall : dpt::FaultKind::kFail, 0, 30.0);
+      const double start = dpt::platform::now_seconds();
+      const std::string message =
+          dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); },
+                                 stall ? DPT_ERROR_TIMEOUT : DPT_ERROR_DEVICE, "a failed or stalled stage");
+      const double seconds = dpt::platform::now_seconds() - start;
+      if (seconds > 3.0)
+        fail_msg("device %zu (stall %d): the step took %.2f s", failing, int(stall), seconds);
+      if (!stall) assert_non_null(std::strstr(message.c_str(), ("cpu:" + std::to_string(failing)).c_str()));
+      dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                             "a broken pipeline");
+    }
+}
+
 void test_refusals(void **) {
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
   Run run{mlp(), 2, 2};
@@ -493,6 +521,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_evaluate_predict_and_checkpoint),
       cmocka_unit_test(test_nonfinite_input_discards_the_window),
       cmocka_unit_test(test_pipeline_fits_where_one_device_does_not),
+      cmocka_unit_test(test_failed_or_stalled_stage_does_not_hang),
       cmocka_unit_test(test_refusals),
   };
   std::vector<CMUnitTest> chosen;
