@@ -281,7 +281,7 @@ type TrainerOptions struct {
 	// PipelineCuts is where the stages after the first begin: PipelineStages - 1 node names, comma-separated,
 	// in node order ("layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"; a node without a name is its index). A
 	// stage may begin only at a node where one tensor is live (between blocks, not inside a residual block).
-	// "" (the default): the cuts that divide the parameters most evenly. An unknown name, a node inside a
+	// "" (the default): the cuts that divide the estimated work most evenly. An unknown name, a node inside a
 	// block, names out of order or a count other than PipelineStages - 1 is StatusInvalidArgument.
 	PipelineCuts string
 	Optimizer    OptimizerOptions

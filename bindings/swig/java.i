@@ -426,7 +426,7 @@ public enum%}
    * Where the pipeline's stages after the first begin: stages - 1 node names, comma-separated, in node order
    * ({@code "layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"}; a node without a name is its index). A stage may
    * begin only at a node where one tensor is live (between blocks, not inside a residual block). {@code null}
-   * or {@code ""} (the default {@code null}): the cuts that divide the parameters most evenly. An unknown name,
+   * or {@code ""} (the default {@code null}): the cuts that divide the estimated work most evenly. An unknown name,
    * a node inside a block, names out of order or a count other than stages - 1 is an
    * {@link InvalidArgumentException} ({@code Status.ERROR_INVALID_ARGUMENT}) when the trainer is created. The
    * options keep their own copy of the text.

@@ -636,7 +636,7 @@ void print_train_help(FILE *out) {
       "  --pipeline-schedule 1f1b|gpipe  the stages' order of forwards and backwards (default: 1f1b,\n"
       "                         which keeps fewer micro-batches' activations)\n"
       "  --pipeline-cuts NAME,...  the nodes where stages 2..S begin (default: the cuts that divide the\n"
-      "                         parameters most evenly; `dptrain model` lists the node names)\n"
+      "                         estimated work most evenly; `dptrain model` lists the node names)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"

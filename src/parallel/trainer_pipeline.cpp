@@ -9,7 +9,25 @@
 namespace dpt {
 
 namespace {
+
 constexpr size_t kMaxMicroBatches = 1024;  // GPipe keeps an activation context for each
+
+// Each node's work per sample, estimated: the multiply-adds of its weight matrices (each output element
+// takes fan_in of them: a convolution's C_in k^2, a dense layer's inputs) plus one operation per output
+// element for everything else. Balancing it balances compute where the parameters would not: ResNet-18's
+// last residual block holds 42% of its parameters but 16% of its work.
+std::vector<double> estimated_work(const ModelSpec &spec) {
+  std::vector<double> work;
+  for (const Node &node : spec.nodes()) {
+    const double outputs = double(node.layout.output.size());
+    double w = node.layout.view ? 0.0 : outputs;
+    for (const ParamInfo &p : node.layout.params)
+      if (p.matrix) w += outputs * double(p.fan_in);
+    work.push_back(w);
+  }
+  return work;
+}
+
 }  // namespace
 
 void Trainer::plan_pipeline() {
@@ -38,9 +56,7 @@ void Trainer::plan_pipeline() {
                   std::to_string(config_.micro_batches) + " asked)");
   std::vector<size_t> cuts;
   if (config_.pipeline_cuts.empty()) {
-    std::vector<double> costs;  // parameter bytes
-    for (const Node &node : spec_.nodes()) costs.push_back(double(node.parameters()));
-    cuts = balanced_cuts(spec_, stages, costs);
+    cuts = balanced_cuts(spec_, stages, estimated_work(spec_));
   } else {
     DPT_REQUIRE(config_.pipeline_cuts.size() == stages - 1, DPT_ERROR_INVALID_ARGUMENT,
                 why + "needs " + std::to_string(stages - 1) + " cut points (node names), " +

@@ -64,7 +64,7 @@ Options parse(int argc, char **argv) {
 }
 
 // ResNet-18's stages begin at whole layers (its compute is about even across the four); other models are
-// cut where the parameters divide most evenly.
+// cut where their estimated work divides most evenly (the trainer's default).
 std::vector<std::string> cuts(const std::string &model, size_t stages) {
   if (model != "resnet18") return {};
   if (stages == 2) return {"layer3.0.conv1"};

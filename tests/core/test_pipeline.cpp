@@ -169,6 +169,13 @@ void test_cuts_only_where_one_tensor_is_live(void **) {
     assert_true(stages[s].spec.output() == stages[s + 1].spec.input());
   }
   assert_true(stages[2].spec.output() == m.output());
+  // Without named cuts a trainer divides the estimated work (the weight matrices' multiply-adds), not the
+  // parameters: ResNet-18's two stages begin at layer3 (by parameters, the second would be its last block).
+  const dpt::ModelSpec resnet = dpt::ModelSpec::builtin("resnet18");
+  dpt::TrainerConfig c;
+  c.pipeline_stages = 2;
+  dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), resnet, c);
+  assert_string_equal(resnet.nodes()[t.pipeline()->stage_of(1).first_node].name.c_str(), "layer3.0.conv1");
 }
 
 struct Run {

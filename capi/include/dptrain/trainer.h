@@ -248,7 +248,9 @@ typedef struct dpt_trainer_options {
   /** Where the stages after the first begin: pipeline_stages - 1 node names, comma-separated, in node
    * order ("layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"; copied). A stage may begin only at a node where
    * one tensor is live (between blocks, not inside a residual block). NULL or "" (default): the cuts that
-   * divide the parameters most evenly. Since 0.2. */
+   * divide the estimated work most evenly (per sample: the weight matrices' multiply-adds, plus one per
+   * output element of every op; ResNet-18's two stages then begin at layer3.0.conv1). Name the cuts to
+   * divide memory instead. Since 0.2. */
   const char *pipeline_cuts;
 } dpt_trainer_options;
 
