@@ -452,6 +452,11 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
   o.shard = DPT_SHARD_NONE;
+  o.pipeline_stages = 2; /* so does a pipeline */
+  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
+  assert_null(t);
+  assert_non_null(strstr(dpt_last_error_message(), "runs on CPU devices only"));
+  o.pipeline_stages = 0;
   o.devices = &gpu;
   o.device_count = 1;
   check_gpu_precisions(c, m, x, y);

@@ -361,6 +361,25 @@ void test_stages_with_data_parallel_replicas(void **) {
         }
 }
 
+// Accumulation over pipelined calls: a window of two step calls of M micro-batches each is one device
+// accumulating the 2M micro-batches (dropout keyed by each sample's place in the whole window).
+void test_accumulation_across_pipelined_calls(void **) {
+  Run run{mlp(), 3, 2, PipelineSchedule::kOneFOneB, true};
+  dpt::TrainerConfig c = config(run, true);
+  c.accumulation_steps = 2;
+  dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0}), run.model, c);
+  run.micro = 4;
+  dpt::Trainer one(std::make_shared<dpt::Context>(dpt::ContextConfig{1, 0}), run.model, config(run, false));
+  for (size_t s = 0; s < 4; ++s) {
+    const Batch b = batch(run.model, 10, 70 + s);  // micro-batches of 5
+    const dpt::StepStats st = t.step(b.x.data(), b.y.data(), b.n);
+    assert_int_equal(st.applied, s % 2 == 1);
+    for (size_t m = 0; m < 2; ++m) one.step(b.x.data() + 5 * m * 64, b.y.data() + 5 * m, 5);
+  }
+  assert_int_equal(t.optimizer_steps(), 2);
+  assert_int_equal(t.parameter_checksum(), one.parameter_checksum());
+}
+
 // Explicit cuts, and clipping: the norm's blocks shared by two stages are summed in parts, so the scale
 // differs in the last bits.
 void test_named_cuts_and_clipping(void **) {
@@ -524,6 +543,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_cuts_only_where_one_tensor_is_live),
       cmocka_unit_test(test_pipeline_has_the_bits_of_accumulation),
       cmocka_unit_test(test_stages_with_data_parallel_replicas),
+      cmocka_unit_test(test_accumulation_across_pipelined_calls),
       cmocka_unit_test(test_named_cuts_and_clipping),
       cmocka_unit_test(test_evaluate_predict_and_checkpoint),
       cmocka_unit_test(test_nonfinite_input_discards_the_window),
