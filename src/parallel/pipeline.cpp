@@ -39,6 +39,7 @@ Pipeline::Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::un
       handoff_((stages.size() - 1) * replicas_per_stage, aborted),
       contexts_(replicas.size()),
       busy_(replicas.size(), 0.0),
+      transfer_(replicas.size(), 0.0),
       ops_(stages.size()),
       activations_((stages.size() - 1) * replicas_per_stage),
       gradients_((stages.size() - 1) * replicas_per_stage),
@@ -133,18 +134,22 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
     handoff_.wait(Crossing::kActivations, (s - 1) * width_ + r, m);
     from = activations_[(s - 1) * width_ + r].data();
   }
+  const double start = platform::now_seconds();
   copy_floats(net.input(), from + sl.local * width, sl.count * width);
   if (with_labels && last(d)) {
     const size_t per = stages_[s].spec.targets_per_sample();
     copy_floats(reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per, sl.count * per);
   }
+  transfer_[d] += platform::now_seconds() - start;
 }
 
 void Pipeline::send_output(size_t d, Network &net, size_t m) {
   const size_t s = stage(d), r = d % width_;
   const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.output().size();
+  const double start = platform::now_seconds();
   copy_floats(activations_[s * width_ + r].data() + sl.local * width, net.logits(), sl.count * width);
+  transfer_[d] += platform::now_seconds() - start;
   handoff_.post(Crossing::kActivations, s * width_ + r, m);
 }
 
@@ -152,6 +157,7 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
   const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
+  transfer_[d] = 0;
   for (const PipelineOp &op : ops_[s]) {
     const size_t m = op.micro;
     const Slice &sl = slice(m, r);
@@ -172,13 +178,16 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
     const size_t out_width = stages_[s].spec.output().size();
     if (!last(d)) {
       handoff_.wait(Crossing::kGradients, s * width_ + r, m);
+      const double start = platform::now_seconds();
       // A stage whose output needs no gradient (no parameters before it) has nowhere to put it.
       if (float *to = net.output_gradient())
         copy_floats(to, gradients_[s * width_ + r].data() + sl.local * out_width, sl.count * out_width);
+      transfer_[d] += platform::now_seconds() - start;
     }
     const double start = platform::now_seconds();
     net.backward(params, grads, info);
-    busy += platform::now_seconds() - start;
+    const double done = platform::now_seconds();
+    busy += done - start;
     if (s > 0) {
       const size_t in_width = stages_[s].spec.input().size();
       float *to = gradients_[(s - 1) * width_ + r].data() + sl.local * in_width;
@@ -186,6 +195,7 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
         copy_floats(to, from, sl.count * in_width);
       else
         std::fill(to, to + sl.count * in_width, 0.0f);
+      transfer_[d] += platform::now_seconds() - done;
       handoff_.post(Crossing::kGradients, (s - 1) * width_ + r, m);
     }
   }
@@ -198,6 +208,7 @@ LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, f
   const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
+  transfer_[d] = 0;
   Network &net = replicas_[d]->network;
   for (const PipelineOp &op : ops_[s]) {
     const size_t m = op.micro;

@@ -57,8 +57,10 @@ class Pipeline {
   LossStats infer(size_t d, const PassInfo &base, const float *params, float *buffers, bool with_labels);
   // Caller thread, after a prediction of n samples: n * output floats, in sample order.
   void copy_logits(float *out) const;
-  // The time device d spent in its forwards and backwards in the last pass (the rest was waiting).
+  // The time device d spent in its forwards and backwards in the last pass, and in handing values over
+  // (copying its inputs and gradients in and its outputs and input gradients out); the rest was waiting.
   double busy_seconds(size_t d) const { return busy_[d]; }
+  double transfer_seconds(size_t d) const { return transfer_[d]; }
   // Device memory d holds besides its replica's vectors: its activation contexts and the buffers of the
   // values it receives.
   uint64_t allocated_bytes(size_t d) const;
@@ -87,7 +89,7 @@ class Pipeline {
   StageHandoff handoff_;  // per boundary and replica index: b * width_ + r
   // Per device: its activation contexts (index 0 unused: the replica's network), its busy time.
   std::vector<std::vector<std::unique_ptr<Network>>> contexts_;
-  std::vector<double> busy_;
+  std::vector<double> busy_, transfer_;
   // Per stage: its schedule for the current micro-batch count.
   std::vector<std::vector<PipelineOp>> ops_;
   // The current pass: the slices (micro-batch major), each replica index's samples; the largest training

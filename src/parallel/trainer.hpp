@@ -97,7 +97,8 @@ struct TrainerConfig {
 
 // One replica's share of the last step call: its compute (forward and backward), its gradient reduction
 // (on its thread after backward, or on its communication thread during it), its update, and the rest of
-// the call's wall time (idle: waiting for slower devices, or for a reduction that backward did not hide);
+// the call's wall time (idle: waiting for slower devices, or for a reduction that backward did not hide; a
+// pipeline stage: for its neighbours, the bubble; its hand-overs count as communication);
 // the bus bandwidth of its reduction as NCCL's tests count it (0 without one).
 struct ReplicaTimes {
   double compute = 0, communication = 0, update = 0, idle = 0, bus_bandwidth = 0;

@@ -140,6 +140,8 @@ void Trainer::record_replica_times(double total_seconds, bool reduced, bool over
       t.communication = reduction.seconds;
       t.bus_bandwidth = reduction.seconds > 0 ? reduction.bus_bytes / reduction.seconds : 0;
     }
+    // A pipeline stage's hand-overs (its activations and gradients copied across its boundaries).
+    if (pipeline_ != nullptr) t.communication += pipeline_->transfer_seconds(rank);
     // An overlapped reduction ran on the communication thread, beside the compute.
     const double busy = t.compute + t.update + (overlapped ? 0 : t.communication);
     t.idle = std::max(0.0, total_seconds - busy);

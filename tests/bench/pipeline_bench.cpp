@@ -1,9 +1,10 @@
 // Pipeline model parallel: the bubble and the throughput. For each model, stage count, schedule and
 // micro-batch count M, the images per second of a pipelined step against one device on the whole batch,
-// and each stage's idle fraction of its pipeline phase (the time it waited for its neighbours, against
-// GPipe's (S - 1) / (M + S - 1) for equal stages), and the activation bytes of the stage that holds the
-// most. One CPU device per stage: on a machine with fewer cores than stages the stages share cores and
-// the idle fractions mix the bubble with waiting for a core. A table, never a test.
+// and each stage's idle fraction of its pipeline phase (the time it waited for its neighbours; its compute
+// and hand-overs are the rest) against GPipe's (S - 1) / (M + S - 1) for equal stages, and the activation
+// bytes of the stage that holds the most. One CPU device per stage: on a machine with fewer cores than stages
+// the stages share cores and the idle fractions mix the bubble with waiting for a core. A table, never a
+// test.
 //
 //   build/bin/dptrain_pipeline_bench [--models deep-mlp,resnet18] [--stages 2] [--micro 1,2,4,8,16]
 //                                    [--steps 3] [--batch B (default 256, ResNet-18 64)]
@@ -101,7 +102,8 @@ Measured measure(const std::string &name, const dpt::TrainerConfig &config, size
     seconds += dpt::platform::now_seconds() - start;
     for (size_t r = 0; r < devices; ++r) {
       const dpt::ReplicaTimes times = t.replica_times(r);
-      m.idle[r] += times.idle / std::max(1e-12, times.compute + times.idle) / double(steps);
+      const double phase = times.compute + times.communication + times.idle;  // the update aside
+      m.idle[r] += times.idle / std::max(1e-12, phase) / double(steps);
     }
   }
   for (size_t r = 0; r < devices; ++r)

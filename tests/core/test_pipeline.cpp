@@ -423,6 +423,22 @@ void test_evaluate_predict_and_checkpoint(void **) {
 }
 
 // A NaN in the inputs: the window is discarded on every stage, and training goes on as before.
+// Each stage's times: its forwards and backwards (compute), its hand-overs (communication), its update,
+// and its waits (idle), adding up to the call's wall time; every stage computed and handed values over.
+void test_stage_times_add_up(void **) {
+  Run run{mlp(), 3, 4};
+  dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0}), run.model, config(run, true));
+  const Batch b = batch(run.model, 24, 9);
+  const dpt::StepStats s = t.step(b.x.data(), b.y.data(), b.n);
+  for (size_t d = 0; d < 3; ++d) {
+    const dpt::ReplicaTimes r = t.replica_times(d);
+    assert_true(r.compute > 0 && r.communication > 0 && r.update >= 0 && r.idle >= 0);
+    const double sum = r.compute + r.communication + r.update + r.idle;
+    if (sum > s.total_seconds * (1 + 1e-9) + 1e-6)
+      fail_msg("device %zu: its times add up to %g s, more than the call's %g s", d, sum, s.total_seconds);
+  }
+}
+
 void test_nonfinite_input_discards_the_window(void **) {
   Run run{mlp(), 3, 4};
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
@@ -546,6 +562,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_accumulation_across_pipelined_calls),
       cmocka_unit_test(test_named_cuts_and_clipping),
       cmocka_unit_test(test_evaluate_predict_and_checkpoint),
+      cmocka_unit_test(test_stage_times_add_up),
       cmocka_unit_test(test_nonfinite_input_discards_the_window),
       cmocka_unit_test(test_pipeline_fits_where_one_device_does_not),
       cmocka_unit_test(test_failed_or_stalled_stage_does_not_hang),

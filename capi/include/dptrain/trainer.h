@@ -561,11 +561,12 @@ typedef struct dpt_replica_times {
   size_t struct_size;     /**< Set by the caller. */
   double compute_seconds; /**< Its forward and backward pass. */
   /** Its gradient reduction: on its own thread after backward, or (gradient buckets, sharded gradients)
-   * on its communication thread during backward; 0 when the call reduced nothing. */
+   * on its communication thread during backward; 0 when the call reduced nothing. A pipeline stage: also
+   * its hand-overs (the activations and gradients it copies across its stage's boundaries). */
   double communication_seconds;
   double update_seconds; /**< Its update: the norm, the optimizer step, (sharded) the all-gather. */
   /** The rest of the call's wall time on this device: waiting for slower devices, or for a reduction
-   * that backward did not hide. */
+   * that backward did not hide; a pipeline stage's waits for its neighbours (the bubble). */
   double idle_seconds;
   /** Bytes per second of its reduction as NCCL's tests count bus bandwidth: the float32 gradient's bytes
    * times 2 (K - 1) / K for an all-reduce, (K - 1) / K for a reduce-scatter, over communication_seconds;
