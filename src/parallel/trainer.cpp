@@ -122,18 +122,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         shard_parameters || staged ? shards_.size(rank) : spec_.parameter_count(),
         shard_gradients || staged ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank),
         staged ? StagePlacement{stages_[rank / width].first_node, rank >= width} : StagePlacement{}));
-  if (staged) {
-    pipeline_ = std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches,
-                                           config_.pipeline_schedule, config_.matmul_dtype,
-                                           config_.activation_dtype, group_->aborted());
-    if (width > 1) group_->enable_subgroups(stages_.size());
-    for (size_t s = 0; width > 1 && s < stages_.size(); ++s)
-      if (replicas_[s * width]->network.has_statistics())
-        stage_statistics_.push_back(
-            std::make_unique<HostStatisticsReducer>(group_->subgroup(s), nullptr, config_.timeout_seconds));
-      else
-        stage_statistics_.push_back(nullptr);
-  }
+  if (staged) start_pipeline(width);
   if (shard_parameters)
     gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_, *trace_);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so

@@ -247,6 +247,7 @@ class Trainer {
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
   // trainer_pipeline.cpp
   void plan_pipeline();
+  void start_pipeline(size_t replicas_per_stage);
   // Device thread rank: its stage's part of a training step (compute_seconds: its forwards and backwards,
   // not its waits), of an evaluation (with_labels) or of a prediction.
   void run_stage(size_t rank);

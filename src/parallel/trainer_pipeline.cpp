@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "parallel/statistics_reducer.hpp"
 #include "parallel/trainer.hpp"
 
 namespace dpt {
@@ -69,6 +70,22 @@ void Trainer::plan_pipeline() {
   bounds.push_back(spec_.parameter_count());
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), devices_.size() / stages);
   if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
+}
+
+// After the replicas (the stages' first activation contexts) exist: the pipeline, and with several
+// replicas per stage the stages' collectives (batch statistics, gradients) among them.
+void Trainer::start_pipeline(size_t width) {
+  pipeline_ =
+      std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches, config_.pipeline_schedule,
+                                 config_.matmul_dtype, config_.activation_dtype, group_->aborted());
+  if (width == 1) return;
+  group_->enable_subgroups(stages_.size());
+  for (size_t s = 0; s < stages_.size(); ++s)
+    if (replicas_[s * width]->network.has_statistics())
+      stage_statistics_.push_back(
+          std::make_unique<HostStatisticsReducer>(group_->subgroup(s), nullptr, config_.timeout_seconds));
+    else
+      stage_statistics_.push_back(nullptr);
 }
 
 void Trainer::run_stage(size_t rank) {
