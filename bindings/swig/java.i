@@ -402,7 +402,8 @@ public enum%}
    * stage's replicas, their gradients all-reduced). 0 or 1 (the default 0): no pipeline. K must be a multiple
    * of S, CPU devices of one process (a {@link Context} of 3 devices refuses 2 stages, and 2 devices refuse 3,
    * with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}), no sharding
-   * ({@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and no tied parameters;
+   * ({@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and a parameter tied
+   * across stages only as its stage's last parameter (a language model's head);
    * the model needs at least stages - 1 places to cut (between layers, where one tensor is live). A step gives
    * the very bits of R devices with {@link #setAccumulationSteps} M stepped on the same micro-batches (the
    * batch's even split: the first n % M micro-batches get one more sample); with a clip norm the gradient norm

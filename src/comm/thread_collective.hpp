@@ -59,6 +59,10 @@ class ThreadCollective {
   // Sums values[0, count) over all ranks in rank order, in place: rank 0 adds, the others copy. For a few
   // numbers (batch statistics) in the middle of a pass; the same bits on every rank.
   void all_reduce_doubles(size_t rank, double *values, size_t count);
+  // Waits until every rank has arrived (throws DPT_ERROR_COMMUNICATION when aborted).
+  void barrier(size_t /*rank*/) {
+    if (ranks_ > 1) barrier_.arrive_and_wait();
+  }
   // Copies root's buf to every rank.
   void broadcast(size_t rank, float *buf, size_t count, size_t root);
 

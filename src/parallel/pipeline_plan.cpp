@@ -111,11 +111,30 @@ std::vector<PipelineStage> cut_model(const ModelSpec &spec, const std::vector<si
       local[nodes[j].output] = stage.spec.add(*nodes[j].op, inputs, nodes[j].attrs);
     }
     stage.spec.set_output(local.at(b == nodes.size() ? spec.output_tensor() : live_tensors(spec, b).at(0)));
+    for (const ModelSpec::Tie &t : spec.ties()) {
+      if (t.node < a || t.node >= b) continue;
+      const std::string name = std::to_string(t.node - a) + "." + nodes[t.node].layout.params[t.slot].name;
+      if (t.source_node >= a) {  // both in this stage (the stage's unnamed nodes are named by their index)
+        stage.spec.tie(name, std::to_string(t.source_node - a) + "." +
+                                 nodes[t.source_node].layout.params[t.source_slot].name);
+        continue;
+      }
+      DPT_REQUIRE(
+          stage.mirror_floats == 0 && stage.spec.named_count(false) > 0 &&
+              stage.spec.named(false, stage.spec.named_count(false) - 1).name == name,
+          DPT_ERROR_UNSUPPORTED,
+          "pipeline: the tied parameter " + printable(t.parameter) + " and its source " +
+              printable(t.source) +
+              " are in different stages; that is supported only when the tied parameter is its stage's "
+              "last parameter (as a language model's head)");
+      stage.mirror_source = nodes[t.source_node].param_offsets[t.source_slot];
+      stage.mirror_floats = nodes[t.node].layout.params[t.slot].size();
+    }
     stage.param_begin = nodes[a].param_offset;
     stage.param_end = b == nodes.size() ? spec.parameter_count() : nodes[b].param_offset;
     stage.buffer_begin = nodes[a].buffer_offset;
     stage.buffer_end = b == nodes.size() ? spec.buffer_count() : nodes[b].buffer_offset;
-    DPT_REQUIRE(stage.spec.parameter_count() == stage.param_end - stage.param_begin &&
+    DPT_REQUIRE(stage.spec.parameter_count() == stage.param_end - stage.param_begin + stage.mirror_floats &&
                     stage.spec.buffer_count() == stage.buffer_end - stage.buffer_begin,
                 DPT_ERROR_INTERNAL, "a pipeline stage's parameters are not its nodes' range");
     stages.push_back(std::move(stage));

@@ -20,6 +20,11 @@ struct PipelineStage {
   size_t param_begin = 0, param_end = 0;    // its range of the model's flat parameters
   size_t buffer_begin = 0, buffer_end = 0;  // and of its running statistics
   size_t input_tensor = 0;                  // the model's id of the tensor it reads (0: the model's input)
+  // A parameter tied to one of an earlier stage (gpt's LM head to its token embedding): the stage keeps a
+  // mirror of the source as its model's last parameter (after its range), whose gradient the source's
+  // stage adds to its own and whose values it copies back after each update. mirror_source: the source's
+  // offset in the flat vector; mirror_floats: 0 for none.
+  size_t mirror_source = 0, mirror_floats = 0;
 };
 
 // The nodes where a stage may begin, ascending (the first node is never one).
@@ -33,7 +38,8 @@ std::vector<size_t> balanced_cuts(const ModelSpec &spec, size_t stages, const st
 // throws DPT_ERROR_INVALID_ARGUMENT naming the first that is not.
 std::vector<size_t> named_cuts(const ModelSpec &spec, const std::vector<std::string> &names);
 
-// The stages between the cuts (ascending candidates).
+// The stages between the cuts (ascending candidates). A tie within a stage stays a tie; a tie across stages
+// becomes a mirror (above), which must be the later stage's last parameter (else DPT_ERROR_UNSUPPORTED).
 std::vector<PipelineStage> cut_model(const ModelSpec &spec, const std::vector<size_t> &cuts);
 
 }  // namespace dpt

@@ -119,8 +119,13 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     replicas_.push_back(std::make_unique<Replica>(
         *devices_[rank], staged ? stages_[rank / width].spec : spec_, config_.optimizer, config_.kernels,
         config_.matmul_dtype, config_.activation_dtype,
-        shard_parameters || staged ? shards_.size(rank) : spec_.parameter_count(),
-        shard_gradients || staged ? shards_.size(rank) : spec_.parameter_count(), shards_.size(rank),
+        shard_parameters ? shards_.size(rank)
+        : staged         ? stage_floats(rank)
+                         : spec_.parameter_count(),
+        shard_gradients ? shards_.size(rank)
+        : staged        ? stage_floats(rank)
+                        : spec_.parameter_count(),
+        shards_.size(rank),
         staged ? StagePlacement{stages_[rank / width].first_node, rank >= width} : StagePlacement{}));
   if (staged) start_pipeline(width);
   if (shard_parameters)

@@ -244,16 +244,27 @@ class Trainer {
   void unshard_state(size_t rank, const float *shard, float *whole) const;
   void reshard_state(size_t rank, const float *whole, float *shard) const;
   // The replica's parameters (or optimizer state) copied to the host.
-  void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const;
+  void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out, size_t count = SIZE_MAX) const;
   // trainer_pipeline.cpp
   void plan_pipeline();
   void start_pipeline(size_t replicas_per_stage);
+  // Update phase, device thread rank, when a parameter is tied across stages (mirrored_): the source's
+  // stage adds the mirrors' gradients to the source's; after the update the mirrors copy its values.
+  void add_mirror_gradients(size_t rank);
+  void refresh_mirrors(size_t rank);
+  // The device of the stage that owns flat parameter `offset`, replica index of rank.
+  size_t owner_of(size_t offset, size_t rank) const;
   // Device thread rank: its stage's part of a training step (compute_seconds: its forwards and backwards,
   // not its waits), of an evaluation (with_labels) or of a prediction.
   void run_stage(size_t rank);
   void infer_stage(size_t rank, bool with_labels);
   // A replica holds a range of the parameters (sharded parameters, a pipeline stage), not all of them.
   bool ranged_parameters() const { return gatherer_ != nullptr || pipeline_ != nullptr; }
+  // A pipeline stage's parameters (and gradients): its range, then its mirror of a tied parameter.
+  size_t stage_floats(size_t rank) const {
+    const PipelineStage &s = stages_[rank * stages_.size() / devices_.size()];
+    return s.param_end - s.param_begin + s.mirror_floats;
+  }
   size_t buffer_begin(size_t rank) const {
     return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
   }
@@ -318,6 +329,7 @@ class Trainer {
   std::vector<PipelineStage> stages_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<Pipeline> pipeline_;
+  bool mirrored_ = false;  // a stage mirrors a parameter tied to an earlier stage's
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.
   ShardLayout shards_;

@@ -1,5 +1,6 @@
 // A trainer whose replicas are the stages of a pipeline (TrainerConfig::pipeline_stages): the plan (where
 // the model is cut, what each stage owns) and each stage's part of a pass (parallel/pipeline.hpp).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -46,9 +47,6 @@ void Trainer::plan_pipeline() {
               why + "cannot be combined with sharded data parallel (each stage already holds its own part)");
   DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,
               why + "gives every stage the whole batch: the weighted and auto splits do not apply");
-  DPT_REQUIRE(spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
-              why + "does not support tied parameters in this version (" +
-                  (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
   DPT_REQUIRE(config_.pipeline_schedule == PipelineSchedule::kOneFOneB ||
                   config_.pipeline_schedule == PipelineSchedule::kGPipe,
               DPT_ERROR_INVALID_ARGUMENT, "unknown pipeline schedule");
@@ -78,6 +76,7 @@ void Trainer::start_pipeline(size_t width) {
   pipeline_ =
       std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches, config_.pipeline_schedule,
                                  config_.matmul_dtype, config_.activation_dtype, group_->aborted());
+  for (const PipelineStage &s : stages_) mirrored_ = mirrored_ || s.mirror_floats > 0;
   if (width == 1) return;
   group_->enable_subgroups(stages_.size());
   for (size_t s = 0; s < stages_.size(); ++s)
@@ -86,6 +85,39 @@ void Trainer::start_pipeline(size_t width) {
           std::make_unique<HostStatisticsReducer>(group_->subgroup(s), nullptr, config_.timeout_seconds));
     else
       stage_statistics_.push_back(nullptr);
+}
+
+size_t Trainer::owner_of(size_t offset, size_t rank) const {
+  const size_t width = pipeline_->replicas_per_stage();
+  size_t s = 0;
+  while (stages_[s].param_end <= offset) ++s;
+  return s * width + rank % width;
+}
+
+// Every stage's gradient is complete (its replicas all-reduced it) once every device has arrived; the
+// source's replica r then adds replica r's mirror gradient of each stage tied to it, elementwise, before any
+// device computes the norm (whose all-reduce keeps the mirrors' stages from zeroing them before).
+void Trainer::add_mirror_gradients(size_t rank) {
+  group_->collective().barrier(rank);
+  const size_t width = pipeline_->replicas_per_stage();
+  for (size_t t = 0; t < stages_.size(); ++t) {
+    const PipelineStage &tied = stages_[t];
+    if (tied.mirror_floats == 0 || owner_of(tied.mirror_source, rank) != rank) continue;
+    const Replica &mirror = *replicas_[t * width + rank % width];
+    const float *from = mirror.grads.data() + (tied.param_end - tied.param_begin);
+    float *to = owned_gradients(rank) + (tied.mirror_source - shards_.begin(rank));
+    for (size_t i = 0; i < tied.mirror_floats; ++i) to[i] += from[i];
+  }
+}
+
+// After every device's update: each mirror copies the source's new values.
+void Trainer::refresh_mirrors(size_t rank) {
+  group_->collective().barrier(rank);
+  const PipelineStage &stage = pipeline_->stage_of(rank);
+  if (stage.mirror_floats == 0) return;
+  const size_t source = owner_of(stage.mirror_source, rank);
+  const float *from = replicas_[source]->params.data() + (stage.mirror_source - shards_.begin(source));
+  std::copy(from, from + stage.mirror_floats, replicas_[rank]->params.data() + shards_.size(rank));
 }
 
 void Trainer::run_stage(size_t rank) {

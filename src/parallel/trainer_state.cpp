@@ -12,11 +12,11 @@
 namespace dpt {
 
 // From the caller's thread, between phases (the work mutex keeps the device workers off the replica).
-void Trainer::copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out) const {
+void Trainer::copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out, size_t count) const {
   check_no_task_out();
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   DeviceKernels &k = *replicas_[replica]->kernels;
-  k.copy_to_host(out, buffer.data(), buffer.size());
+  k.copy_to_host(out, buffer.data(), count == SIZE_MAX ? buffer.size() : count);
   k.synchronize();
 }
 
@@ -33,7 +33,7 @@ void Trainer::get_parameters(size_t replica, float *out) const {
   const size_t width = shards_.replicas();
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
     if (shards_.size(rank) > 0 && rank % width == replica % width)
-      copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank));
+      copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank), shards_.size(rank));
 }
 
 void Trainer::set_parameters(const float *in) {
@@ -46,8 +46,16 @@ void Trainer::set_parameters(const float *in) {
 void Trainer::set_parameters_locked(const float *in) {
   for (size_t rank = 0; rank < replicas_.size(); ++rank) {
     Replica &r = *replicas_[rank];
-    r.kernels->copy_to_device(r.params.data(), in + (ranged_parameters() ? shards_.begin(rank) : 0),
-                              r.params.size());
+    if (!ranged_parameters()) {
+      r.kernels->copy_to_device(r.params.data(), in, r.params.size());
+      continue;
+    }
+    r.kernels->copy_to_device(r.params.data(), in + shards_.begin(rank), shards_.size(rank));
+    // A pipeline stage's mirror of a tied parameter: the source's values.
+    if (r.params.size() > shards_.size(rank)) {
+      const PipelineStage &s = pipeline_->stage_of(rank);
+      r.kernels->copy_to_device(r.params.data() + shards_.size(rank), in + s.mirror_source, s.mirror_floats);
+    }
   }
   for (auto &r : replicas_) r->kernels->synchronize();
 }

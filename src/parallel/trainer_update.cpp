@@ -67,6 +67,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     Replica &r = *replicas_[rank];
     collective_->reduce_in_update(rank, reduced);
     const double start = platform::now_seconds();
+    if (mirrored_) add_mirror_gradients(rank);  // a pipeline's parameter tied across stages
     // Every replica now holds the same summed gradient (sharded: the same sums in the range it owns), so
     // each computes the same norm and, on what it owns, the same update.
     r.norm = global_norm(rank) * inv_samples;
@@ -78,6 +79,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
                          owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
     if (gather) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    if (mirrored_) refresh_mirrors(rank);
     r.update_seconds = platform::now_seconds() - start;
     trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
     r.grads.zero();
@@ -120,13 +122,14 @@ double Trainer::global_norm(size_t rank) {
 
 float *Trainer::owned_parameters(size_t rank) {
   float *params = replicas_[rank]->params.data();
-  return replicas_[rank]->params.size() == spec_.parameter_count() ? params + shards_.begin(rank) : params;
+  return ranged_parameters() ? params : params + shards_.begin(rank);
 }
 
 float *Trainer::owned_gradients(size_t rank) {
   float *grads = replicas_[rank]->grads.data();
-  // A sharded gradient buffer holds the owned range only.
-  return replicas_[rank]->grads.size() == spec_.parameter_count() ? grads + shards_.begin(rank) : grads;
+  // A sharded gradient buffer (a pipeline stage's too) holds the owned range first.
+  const bool ranged = pipeline_ != nullptr || replicas_[rank]->grads.size() != spec_.parameter_count();
+  return ranged ? grads : grads + shards_.begin(rank);
 }
 
 void Trainer::record_replica_times(double total_seconds, bool reduced, bool overlapped) {

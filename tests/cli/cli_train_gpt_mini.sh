@@ -31,4 +31,14 @@ run_cli gpt_accum train --model gpt-mini --text "$TEXT" --train-limit 256 --test
 [ "$(json_get "$WORK/gpt_pipe.out" "d['param_checksum']")" = "$(json_get "$WORK/gpt_accum.out" "d['param_checksum']")" ] &&
   pass "gpt-mini --pipeline 2: one device's accumulated bits" ||
   fail "gpt-mini --pipeline 2 differs: $(tail -n 2 "$WORK/gpt_pipe.err")"
+# Tied (GPT-2's LM head reads the token embedding, two stages apart): the last stage mirrors the embedding;
+# the test loss agrees with one device's to 1e-6 (the tied gradient's two parts are summed per stage first).
+TIE=(--tie lm_head.weight=transformer.wte.weight)
+run_cli gpt_tie_pipe train --model gpt-mini "${TIE[@]}" --text "$TEXT" --train-limit 256 --test-limit 64 --batch 32 \
+  --pipeline 2 --micro-batches 4 --json
+run_cli gpt_tie_accum train --model gpt-mini "${TIE[@]}" --text "$TEXT" --train-limit 256 --test-limit 64 --batch 8 \
+  --accumulate 4 --devices cpu:1 --json
+json_check "$WORK/gpt_tie_pipe.out" \
+  "abs(d['test_loss'] - $(json_get "$WORK/gpt_tie_accum.out" "d['test_loss']")) <= 1e-6 * d['test_loss']" \
+  "tied gpt-mini --pipeline 2: one device's test loss to 1e-6"
 finish

@@ -109,7 +109,8 @@ public partial class TrainerOptions {
   /// estimated work most evenly; <see cref="Trainer.GetReplicaMemory"/> reports each stage's part.</summary>
   /// <remarks>K must be a multiple of S, CPU devices of one process: any other count is
   /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>), and so are sharding
-  /// (<see cref="Shard"/>) and tied parameters; a split other than the even one is
+  /// (<see cref="Shard"/>) and a parameter tied across stages that is not its stage's last (a language
+  /// model's head is); a split other than the even one is
   /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>), and so is a model with fewer
   /// than stages - 1 places to cut (between layers, where one tensor is live).</remarks>
   public ulong PipelineStages {

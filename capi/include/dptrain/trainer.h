@@ -234,10 +234,12 @@ typedef struct dpt_trainer_options {
    * 0, and so on): each micro-batch is split among a stage's replicas, batch norm statistics are summed
    * among them (DPT_BATCH_NORM_SYNC), and at the end of a window each stage's replicas all-reduce the
    * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
-   * CPU devices of one process, no sharding, the even split, no tied parameters (DPT_ERROR_UNSUPPORTED or
+   * CPU devices of one process, no sharding, the even split, and a parameter tied across stages only as
+   * its stage's last parameter (a language model's head; DPT_ERROR_UNSUPPORTED or
    * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices accumulating the same
    * micro-batches (R = 1: one device; batch norm normalises each micro-batch, as there); with clip_norm,
-   * or R > 2 and a stage that begins inside a ring block of the gradient, the last bits may differ.
+   * or R > 2 and a stage that begins inside a ring block of the gradient, the last bits may differ, and
+   * with a parameter tied across stages the last few (its gradient's two parts are summed per stage).
    * dpt_trainer_split_sizes gives each device the samples its replica index trains on. Since 0.2. */
   size_t pipeline_stages;
   /** Micro-batches per step, 1 to 1024 (a batch of fewer samples has one per sample); 0 (default): four
