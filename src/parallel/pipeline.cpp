@@ -68,6 +68,10 @@ std::vector<size_t> Pipeline::samples_per_device(size_t n) const {
 }
 
 void Pipeline::reserve(size_t n, bool training) {
+  if (n == planned_batch_ && training == planned_training_) {  // steps of one size allocate nothing
+    handoff_.reset(slices_.size() / width_);
+    return;
+  }
   const std::vector<size_t> sizes = micro_sizes(n, micro_batches_, training ? 0 : micro_capacity_);
   const size_t count = sizes.size();
   slices_.assign(count * width_, Slice{});
@@ -112,6 +116,8 @@ void Pipeline::reserve(size_t n, bool training) {
     }
   }
   handoff_.reset(count);
+  planned_batch_ = n;
+  planned_training_ = training;
 }
 
 void Pipeline::copy_in(const void *x, const int32_t *labels) {

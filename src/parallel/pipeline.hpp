@@ -97,6 +97,8 @@ class Pipeline {
   std::vector<Slice> slices_;
   std::vector<size_t> replica_samples_;
   size_t micro_capacity_ = 0;
+  size_t planned_batch_ = 0;  // the pass the slices, schedules and buffers are planned for
+  bool planned_training_ = false;
   // Per boundary b and replica r (b * width_ + r): the activations crossing it (in replica r of stage
   // b + 1's memory) and their gradients (in replica r of stage b's), the replica's slices in order.
   std::vector<DeviceBuffer> activations_, gradients_;

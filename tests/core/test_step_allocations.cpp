@@ -38,14 +38,17 @@ void operator delete(void *p, size_t) noexcept {
 namespace {
 
 void check_steady_state(dpt::AllReduceAlgorithm algorithm, size_t accumulation,
-                        dpt::ShardMode shard = dpt::ShardMode::kNone) {
-  auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
+                        dpt::ShardMode shard = dpt::ShardMode::kNone, size_t pipeline_stages = 0) {
+  auto context =
+      std::make_shared<dpt::Context>(dpt::ContextConfig{pipeline_stages == 2 ? size_t(4) : size_t(3), 0});
   dpt::ModelSpec spec = dpt::ModelSpec::builtin("lenet");
   dpt::TrainerConfig config;
   config.allreduce = algorithm;
   config.accumulation_steps = accumulation;
   config.optimizer.momentum = 0.9f;
   config.shard = shard;
+  config.pipeline_stages = pipeline_stages;
+  config.micro_batches = 3;
   config.bucket_bytes =
       shard == dpt::ShardMode::kGradients || shard == dpt::ShardMode::kParameters ? 4096 : 0;
   dpt::Trainer trainer(context, spec, config);
@@ -58,7 +61,8 @@ void check_steady_state(dpt::AllReduceAlgorithm algorithm, size_t accumulation,
   for (int i = 0; i < 6; ++i) trainer.step(x.data(), y.data(), batch);
   counting = false;
   if (allocations != 0)
-    fail_msg("shard mode %d: %zu heap allocations in 6 steady-state steps", int(shard), allocations.load());
+    fail_msg("shard mode %d, %zu stages: %zu heap allocations in 6 steady-state steps", int(shard),
+             pipeline_stages, allocations.load());
 }
 
 void test_no_heap_allocation_in_steady_state_steps(void **) {
@@ -68,6 +72,10 @@ void test_no_heap_allocation_in_steady_state_steps(void **) {
   check_steady_state(dpt::AllReduceAlgorithm::kRing, 1, dpt::ShardMode::kOptimizer);
   check_steady_state(dpt::AllReduceAlgorithm::kRing, 2, dpt::ShardMode::kGradients);
   check_steady_state(dpt::AllReduceAlgorithm::kNaive, 1, dpt::ShardMode::kParameters);
+  // A pipeline: the micro-batches' slices and schedules, the hand-overs; 3 stages, and 2 stages x 2 replicas
+  // (the stages' all-reduces).
+  check_steady_state(dpt::AllReduceAlgorithm::kRing, 1, dpt::ShardMode::kNone, 3);
+  check_steady_state(dpt::AllReduceAlgorithm::kRing, 2, dpt::ShardMode::kNone, 2);
 }
 
 // The counter itself works: one new, one count.
