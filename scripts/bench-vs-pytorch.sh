@@ -87,56 +87,11 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load ave
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-# Busy jiffies (all but idle and iowait) of all CPUs, and jiffies per second.
-busy_jiffies() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-HZ=$(getconf CLK_TCK)
-
-# Waits until processes use less than QUIET_BUSY cores over 3 s (or QUIET_WAIT seconds have passed).
-wait_quiet() {
-  local waited=0 b0 b1 busy
-  while :; do
-    b0=$(busy_jiffies)
-    sleep 3
-    b1=$(busy_jiffies)
-    busy=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN {printf "%.2f", d / hz / 3}')
-    if awk -v b="$busy" -v q="$QUIET_BUSY" 'BEGIN {exit !(b < q)}'; then return 0; fi
-    if [ "$waited" -ge "$QUIET_WAIT" ]; then
-      echo "(not quiet after ${waited} s: $busy cores busy; measuring anyway)" >&2
-      return 0
-    fi
-    [ "$waited" -eq 0 ] && echo "(waiting for a quiet machine: $busy cores busy)" >&2
-    sleep 7
-    waited=$((waited + 10))
-  done
-}
-
-# measure CMD...: waits for a quiet machine, runs CMD with its stdout in $OUT_FILE, and sets OTHERS to the
-# mean number of cores that other processes kept busy meanwhile (all busy time minus CMD's own CPU time,
-# from the shell's `times`, written to a file: a subshell would not see this shell's children).
+# wait_quiet, measure FILE CMD... (sets OTHERS: the cores other processes used meanwhile).
+# shellcheck source=scripts/quiet-machine.sh
+source scripts/quiet-machine.sh  # (the working directory is the repository's root)
 OUT_FILE=$(mktemp)
-TIMES_FILE=$(mktemp)
-trap 'rm -f "$OUT_FILE" "$TIMES_FILE"' EXIT
-# The CPU seconds (user + system) of this shell's finished children, from the second line of `times`.
-children_cpu() {
-  awk 'NR == 2 {
-    for (i = 1; i <= 2; ++i) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] }
-    print s }' "$TIMES_FILE"
-}
-measure() {
-  wait_quiet
-  local b0 b1 t0 t1 own0 own1
-  times >"$TIMES_FILE"
-  own0=$(children_cpu)
-  b0=$(busy_jiffies)
-  t0=$(date +%s.%N)
-  "$@" >"$OUT_FILE"
-  t1=$(date +%s.%N)
-  b1=$(busy_jiffies)
-  times >"$TIMES_FILE"
-  own1=$(children_cpu)
-  OTHERS=$(awk -v b=$((b1 - b0)) -v hz="$HZ" -v t0="$t0" -v t1="$t1" -v o0="$own0" -v o1="$own1" \
-    'BEGIN {o = (b / hz - (o1 - o0)) / (t1 - t0); printf "%.2f", o < 0 ? 0 : o}')
-}
+trap 'rm -f "$OUT_FILE"' EXIT
 
 # dptrain_bench's training table: the value of column NAME in the row of model MODEL, precision PREC, a
 # float32 all-reduce and K devices. The header names the columns; NAME is counted from the end of the row (a
@@ -218,11 +173,11 @@ for model in $MODELS; do
         new_runs
         for ((r = 0; r < ROUNDS; ++r)); do
           for prec in $PRECISIONS; do
-            measure "$bench" --only-training --models lenet --bucket-kib 1024 --devices "$t" --steps "$STEPS" \
+            measure "$OUT_FILE" "$bench" --only-training --models lenet --bucket-kib 1024 --devices "$t" --steps "$STEPS" \
               --precision "$prec"
             got "$(bench_column lenet "$prec" "$t" images/s)" "lenet images/s"
             D[$prec]+="$V " OD[$prec]+="$OTHERS "
-            measure "$python" tests/bench/pytorch_lenet.py "$t" "$STEPS" --precision "$prec"
+            measure "$OUT_FILE" "$python" tests/bench/pytorch_lenet.py "$t" "$STEPS" --precision "$prec"
             got "$(peer_rate)" "images/s"
             P[$prec]+="$V " OP[$prec]+="$OTHERS "
           done
@@ -242,11 +197,11 @@ for model in $MODELS; do
         new_runs
         for ((r = 0; r < ROUNDS; ++r)); do
           for prec in $PRECISIONS; do
-            measure dptrain_json train --model gpt-mini --train-limit $((16 * GPT_STEPS)) --test-limit 16 \
+            measure "$OUT_FILE" dptrain_json train --model gpt-mini --train-limit $((16 * GPT_STEPS)) --test-limit 16 \
               --devices "cpu:$t" --precision "$prec" --json
             got "$(json_tokens)" "tokens_per_second"
             D[$prec]+="$V " OD[$prec]+="$OTHERS "
-            measure "$python" tests/bench/pytorch_gpt_mini.py --threads "$t" --steps "$GPT_STEPS" --test-limit 16 \
+            measure "$OUT_FILE" "$python" tests/bench/pytorch_gpt_mini.py --threads "$t" --steps "$GPT_STEPS" --test-limit 16 \
               --precision "$prec" --json
             got "$(json_tokens)" "tokens_per_second"
             P[$prec]+="$V " OP[$prec]+="$OTHERS "
@@ -272,7 +227,7 @@ for model in $MODELS; do
           flops=""
           for ((r = 0; r < ROUNDS; ++r)); do
             for prec in $PRECISIONS; do
-              measure "$bench" --only-training --models resnet18 --bucket-kib 1024 --batch "$b" --devices "$t" \
+              measure "$OUT_FILE" "$bench" --only-training --models resnet18 --bucket-kib 1024 --batch "$b" --devices "$t" \
                 --steps "$steps" --precision "$prec"
               got "$(bench_column resnet18 "$prec" "$t" images/s)" "resnet18 images/s"
               D[$prec]+="$V " OD[$prec]+="$OTHERS "
@@ -282,7 +237,7 @@ for model in $MODELS; do
               PK[$prec]+="$V " peaks[$prec]+="$V "
               got "$(bench_flops resnet18)" "resnet18 GEMM work"
               flops=$V
-              measure "$python" tests/bench/pytorch_resnet18.py bench "$t" "$steps" "$b" --precision "$prec"
+              measure "$OUT_FILE" "$python" tests/bench/pytorch_resnet18.py bench "$t" "$steps" "$b" --precision "$prec"
               got "$(peer_rate)" "images/s"
               P[$prec]+="$V " OP[$prec]+="$OTHERS "
             done
@@ -306,11 +261,11 @@ for model in $MODELS; do
         if [[ " $THREADS " == *" 2 "* ]]; then
           s=() l=()
           for ((r = 0; r < ROUNDS; ++r)); do
-            measure "$bench" --only-training --models resnet18 --bucket-kib 1024 --batch "$b" --devices 2 \
+            measure "$OUT_FILE" "$bench" --only-training --models resnet18 --bucket-kib 1024 --batch "$b" --devices 2 \
               --steps "$steps" --precision "$bn_prec" --bn sync
             got "$(bench_column resnet18 "$bn_prec" 2 images/s)" "resnet18 images/s"
             s+=("$V")
-            measure "$bench" --only-training --models resnet18 --bucket-kib 1024 --batch "$b" --devices 2 \
+            measure "$OUT_FILE" "$bench" --only-training --models resnet18 --bucket-kib 1024 --batch "$b" --devices 2 \
               --steps "$steps" --precision "$bn_prec" --bn local
             got "$(bench_column resnet18 "$bn_prec" 2 images/s)" "resnet18 images/s"
             l+=("$V")

@@ -36,55 +36,11 @@ bench=$BUILD/bin/dptrain_pipeline_bench
 echo "peer: $("$PYTHON" -c 'import torch; print("PyTorch", torch.__version__, "from", torch.__file__)')"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# Busy jiffies (all but idle and iowait) of all CPUs, and jiffies per second.
-busy_jiffies() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-HZ=$(getconf CLK_TCK)
-
-# Waits until processes use less than QUIET_BUSY cores over 3 s (or QUIET_WAIT seconds have passed).
-wait_quiet() {
-  local waited=0 b0 b1 busy
-  while :; do
-    b0=$(busy_jiffies)
-    sleep 3
-    b1=$(busy_jiffies)
-    busy=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN {printf "%.2f", d / hz / 3}')
-    if awk -v b="$busy" -v q="$QUIET_BUSY" 'BEGIN {exit !(b < q)}'; then return 0; fi
-    if [ "$waited" -ge "$QUIET_WAIT" ]; then
-      echo "(not quiet after ${waited} s: $busy cores busy; measuring anyway)" >&2
-      return 0
-    fi
-    [ "$waited" -eq 0 ] && echo "(waiting for a quiet machine: $busy cores busy)" >&2
-    sleep 7
-    waited=$((waited + 10))
-  done
-}
-
-# measure FILE CMD...: waits for a quiet machine, runs CMD with its stdout in FILE, and sets OTHERS to the
-# mean number of cores that other processes kept busy meanwhile (all busy time minus the CPU time of this
-# shell's finished children, CMD's, from `times` written to a file: a subshell would not see them).
+# wait_quiet, measure FILE CMD... (sets OTHERS: the cores other processes used meanwhile).
+# shellcheck source=scripts/quiet-machine.sh
+source scripts/quiet-machine.sh  # (the working directory is the repository's root)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-children_cpu() {
-  awk 'NR == 2 {
-    for (i = 1; i <= 2; ++i) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] }
-    print s }' "$TMP/times"
-}
-measure() {
-  local out=$1 b0 b1 t0 t1 own0 own1
-  shift
-  wait_quiet
-  times >"$TMP/times"
-  own0=$(children_cpu)
-  b0=$(busy_jiffies)
-  t0=$(date +%s.%N)
-  "$@" >"$out"
-  t1=$(date +%s.%N)
-  b1=$(busy_jiffies)
-  times >"$TMP/times"
-  own1=$(children_cpu)
-  OTHERS=$(awk -v b=$((b1 - b0)) -v hz="$HZ" -v t0="$t0" -v t1="$t1" -v o0="$own0" -v o1="$own1" \
-    'BEGIN {o = (b / hz - (o1 - o0)) / (t1 - t0); printf "%.2f", o < 0 ? 0 : o}')
-}
 
 measure "$TMP/dptrain" "$bench" --models deep-mlp --batch "$BATCH" --stages 2 --micro "$MICRO" --steps "$STEPS"
 dp_others=$OTHERS
