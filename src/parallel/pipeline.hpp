@@ -11,6 +11,7 @@
 // their gradients (StageGradientCollective). CPU devices.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -37,6 +38,11 @@ class Pipeline {
   PipelineSchedule schedule() const { return schedule_; }
   const PipelineStage &stage_of(size_t device) const { return stages_[device / width_]; }
 
+  // The samples of the first (largest) micro-batch of a training batch of n.
+  size_t first_micro_batch(size_t n) const {
+    const size_t count = std::min(micro_batches_, n);
+    return (n + count - 1) / count;
+  }
   // The samples each device trains on in a batch of n (the slices of its replica index, summed).
   std::vector<size_t> samples_per_device(size_t n) const;
   // Caller thread: cuts a batch of n samples into micro-batches (a training pass: at most micro_batches(),

@@ -216,10 +216,12 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   // in the window's first micro-batch): PyTorch scales a mean loss, whose per-sample gradients are 1/B of
   // the sum's, so this keeps GradScaler's scales (and its default 2^16) meaning what they mean there, to
   // within a factor of 2, while staying a power of two (exact to apply and to remove). One multiplier per
-  // window, known on every device and process before its first backward.
+  // window, known on every device and process before its first backward. A pipeline's micro-batches are
+  // the micro-batches here (as for one device accumulating them).
+  const size_t micro = pipeline_ != nullptr ? pipeline_->first_micro_batch(batch) : batch;
   if (pending_micro_ == 0 && scaler_.enabled())
     loss_multiplier_ =
-        std::ldexp(scaler_.scale(), -int(std::bit_width(uint64_t(batch) * spec_.targets_per_sample() - 1)));
+        std::ldexp(scaler_.scale(), -int(std::bit_width(uint64_t(micro) * spec_.targets_per_sample() - 1)));
   // The window's last micro-batch reduces its gradients during backward when buckets are on (every
   // micro-batch does with sharded gradients).
   const bool overlap = collective_->overlaps_backward() && (collective_->reduces_every_micro_batch() ||

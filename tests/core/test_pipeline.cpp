@@ -193,7 +193,9 @@ struct Run {
   PipelineSchedule schedule;
   bool adamw, clip;
   std::vector<std::string> cuts;
-  size_t replicas = 1;  // per stage; the reference: this many data-parallel devices
+  size_t replicas = 1;                        // per stage; the reference: this many data-parallel devices
+  dpt::DType precision = dpt::DType::kF32;    // of the matrix products
+  dpt::DType activations = dpt::DType::kF32;  // how activations are kept for backward
 };
 
 dpt::TrainerConfig config(const Run &run, bool pipelined) {
@@ -217,6 +219,9 @@ dpt::TrainerConfig config(const Run &run, bool pipelined) {
     c.optimizer.weight_decay = 0.01f;
   }
   if (run.clip) c.optimizer.clip_norm = 0.05f;  // small: every step clips
+  c.matmul_dtype = run.precision;
+  c.activation_dtype = run.activations;
+  c.loss_scaling.enabled = run.precision == dpt::DType::kF16;  // as fp16 precision turns it on
   return c;
 }
 
@@ -378,6 +383,36 @@ void test_accumulation_across_pipelined_calls(void **) {
   }
   assert_int_equal(t.optimizer_steps(), 2);
   assert_int_equal(t.parameter_checksum(), one.parameter_checksum());
+}
+
+// 16-bit precisions: bf16 products, fp16 products with loss scaling (whose multiplier follows the first
+// micro-batch, as one device accumulating it computes it): the same bits as there. 16-bit activation
+// storage: a stage's input and output (the tensors crossing its boundaries) stay float32 where one device
+// might keep them as 16-bit copies for backward, so the parameters agree to the rounding's order, 1e-3.
+void test_sixteen_bit_precisions(void **) {
+  for (dpt::DType precision : {dpt::DType::kBF16, dpt::DType::kF16})
+    for (bool residual : {false, true}) {
+      Run run{residual ? residual_model() : mlp(), 2, 3, PipelineSchedule::kOneFOneB, true};
+      run.precision = precision;
+      const std::string what =
+          std::string(residual ? "residual" : "mlp") + " precision " + std::to_string(int(precision));
+      expect_same(pipelined(run), accumulated(run), what);
+      run.adamw = false;  // AdamW's first steps move a parameter by lr times the sign of a tiny gradient
+      const Outcome wide = accumulated(run);  // float32 activations
+      run.activations = precision;
+      const Outcome p = pipelined(run), r = accumulated(run);
+      // The 16-bit storage's own effect on one device, and the pipeline's distance from one device: no
+      // larger.
+      double effect = 0, distance = 0;
+      for (size_t i = 0; i < p.params.size(); ++i) {
+        effect = std::max(effect, double(std::fabs(r.params[i] - wide.params[i])));
+        distance = std::max(distance, double(std::fabs(p.params[i] - r.params[i])));
+      }
+      print_message("%s, 16-bit activations: pipeline vs one device %.3g, 16-bit vs float32 storage %.3g\n",
+                    what.c_str(), distance, effect);
+      if (!(distance <= effect))
+        fail_msg("%s: the pipeline moved the parameters more than the storage did", what.c_str());
+    }
 }
 
 // Explicit cuts, and clipping: the norm's blocks shared by two stages are summed in parts, so the scale
@@ -622,6 +657,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_pipeline_has_the_bits_of_accumulation),
       cmocka_unit_test(test_stages_with_data_parallel_replicas),
       cmocka_unit_test(test_accumulation_across_pipelined_calls),
+      cmocka_unit_test(test_sixteen_bit_precisions),
       cmocka_unit_test(test_named_cuts_and_clipping),
       cmocka_unit_test(test_evaluate_predict_and_checkpoint),
       cmocka_unit_test(test_stage_times_add_up),

@@ -239,7 +239,8 @@ typedef struct dpt_trainer_options {
    * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices accumulating the same
    * micro-batches (R = 1: one device; batch norm normalises each micro-batch, as there); with clip_norm,
    * or R > 2 and a stage that begins inside a ring block of the gradient, the last bits may differ, and
-   * with a parameter tied across stages the last few (its gradient's two parts are summed per stage).
+   * with a parameter tied across stages the last few (its gradient's two parts are summed per stage);
+   * with a 16-bit activation_dtype, by less than the 16-bit storage's own effect (docs/pipeline.md).
    * dpt_trainer_split_sizes gives each device the samples its replica index trains on. Since 0.2. */
   size_t pipeline_stages;
   /** Micro-batches per step, 1 to 1024 (a batch of fewer samples has one per sample); 0 (default): four
