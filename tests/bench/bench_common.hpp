@@ -1,6 +1,7 @@
 // What the benchmark programs share: comma-separated option values and the models they measure by name.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ inline std::vector<std::string> parse_names(const char *text) {
       item += *p;
     }
   }
+  return out;
+}
+
+// "1,2,,4" -> {1, 2, 4}.
+inline std::vector<size_t> parse_sizes(const char *text) {
+  std::vector<size_t> out;
+  for (const std::string &s : parse_names(text)) out.push_back(std::stoul(s));
   return out;
 }
 

@@ -24,6 +24,7 @@ namespace {
 
 using dpt_bench::bench_model;
 using dpt_bench::parse_names;
+using dpt_bench::parse_sizes;
 
 struct Options {
   std::vector<std::string> models{"deep-mlp", "resnet18"};
@@ -32,12 +33,6 @@ struct Options {
   size_t steps = 3;
   size_t batch = 0;  // 0: 256 (64 for ResNet-18)
 };
-
-std::vector<size_t> parse_sizes(const char *text) {
-  std::vector<size_t> out;
-  for (const std::string &s : parse_names(text)) out.push_back(std::stoul(s));
-  return out;
-}
 
 Options parse(int argc, char **argv) {
   Options o;

@@ -41,9 +41,7 @@ Options parse(int argc, char **argv) {
     if (arg == "--models") {
       o.models = parse_names(value), ++i;
     } else if (arg == "--devices") {
-      o.devices.clear();
-      for (const std::string &d : parse_names(value)) o.devices.push_back(std::stoul(d));
-      ++i;
+      o.devices = dpt_bench::parse_sizes(value), ++i;
     } else if (arg == "--batch") {
       o.batch = std::stoul(value), ++i;
     } else if (arg == "--steps") {
