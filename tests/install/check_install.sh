@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then builds the C quick start against it twice: through
 # find_package(dptrain) and through pkg-config. Runs the first and checks the accuracy it prints. Runs the
-# installed CLI from that prefix, which is not on the library path, with LD_LIBRARY_PATH unset.
+# installed CLI from that prefix, which is not on the library path, with LD_LIBRARY_PATH unset. Checks that
+# the CUDA module and the HTML API reference are installed when the build has them.
 set -euo pipefail
 build=$(realpath "$1") source=$(realpath "$2")
 tmp=$(mktemp -d)
@@ -39,4 +40,11 @@ if [ -e "$build/lib/libdptrain_cuda.so" ]; then
       { echo "the installed library did not load the installed module: $out"; exit 1; }
     echo "installed CUDA module found next to libdptrain.so: $module"
   fi
+fi
+
+# The API reference (built when Doxygen is there) is installed as HTML.
+if [ -e "$build/docs/api/html/index.html" ]; then
+  cmp -s "$build/docs/api/html/index.html" "$tmp/prefix/share/doc/dptrain/html/index.html" ||
+    { echo "the API reference is not installed under share/doc/dptrain/html"; exit 1; }
+  echo "API reference installed: share/doc/dptrain/html/index.html"
 fi

@@ -19,7 +19,7 @@ DPT_EXTERN_C_BEGIN
 /**
  * @brief Saves the trainer's state to @p path atomically.
  *
- * Writes a temporary file in the same directory (PATH.tmp-<pid>-<n>), fsyncs it, renames it over @p path
+ * Writes a temporary file in the same directory (PATH.tmp-PID-N), fsyncs it, renames it over @p path
  * and fsyncs the directory: after a crash at any moment @p path holds either the previous checkpoint or
  * the new one, complete. After a successful save, the temporary files of @p path that killed saves left
  * behind (those whose process is gone) are removed; those of running processes are kept.

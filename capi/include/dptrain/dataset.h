@@ -58,7 +58,9 @@ DPT_API dpt_status dpt_dataset_load_idx(dpt_dataset **out, const char *images_pa
 
 /**
  * @brief Loads Fashion-MNIST from @p directory ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz).
+ * @param out receives the dataset (60000 training or 10000 test images of 1x28x28, 10 classes).
  * @param directory NULL = environment DPTRAIN_DATA_DIR if set, else DPT_FASHION_MNIST_DEFAULT_DIR.
+ * @param part DPT_DATASET_TRAIN or DPT_DATASET_TEST.
  * @return as dpt_dataset_load_idx(), which reads the two files; DPT_ERROR_FORMAT also when the images
  *         are not 28x28 or a label exceeds 9.
  */
@@ -67,8 +69,15 @@ DPT_API dpt_status dpt_dataset_load_fashion_mnist(dpt_dataset **out, const char 
 
 /**
  * @brief Creates a dataset from caller arrays (copied; the caller keeps ownership).
+ * @param out receives the dataset.
  * @param inputs sample_count * channels * height * width floats (input_count of them).
+ * @param input_count the number of floats at @p inputs.
  * @param labels sample_count labels, each in [0, classes).
+ * @param sample_count the number of samples.
+ * @param channels the shape of one sample: channels x height x width.
+ * @param height see @p channels.
+ * @param width see @p channels.
+ * @param classes the number of classes.
  */
 DPT_API dpt_status dpt_dataset_create(dpt_dataset **out, const float *inputs, size_t input_count,
                                       const int32_t *labels, size_t sample_count, size_t channels,
@@ -80,10 +89,12 @@ DPT_API dpt_status dpt_dataset_create(dpt_dataset **out, const float *inputs, si
  * last context_length (the next byte at every position). The last @p validation_fraction of the bytes
  * (by position, after the files are joined in name order) make the validation set, the rest the training
  * set; windows start every context_length bytes, so every byte but the last of each part is a target once.
+ * @param train receives the training part.
  * @param path a UTF-8 text file, or a directory whose regular files are read in bytewise name order, each
  *        one that is UTF-8 text without NUL bytes (the others, e.g. fortune's .dat indexes, are skipped;
  *        symbolic links and names starting with '.' too).
- * @param validation may be NULL (the validation part is then not kept).
+ * @param validation receives the validation part; may be NULL (the validation part is then not kept).
+ * @param context_length the tokens of one sample (e.g. 128).
  * @param validation_fraction in (0, 1), e.g. 0.1.
  * @return DPT_ERROR_IO when the path cannot be read; DPT_ERROR_FORMAT for a named file that is not UTF-8
  *         text (with the offset of the first bad byte), an empty file, a directory without text, or more
@@ -96,10 +107,16 @@ DPT_API dpt_status dpt_dataset_load_text(dpt_dataset **train, dpt_dataset **vali
 
 /**
  * @brief Creates a token dataset from caller arrays (copied).
+ * @param out receives the dataset.
  * @param tokens sample_count * sequence_length tokens (token_count of them), each in [0, vocabulary).
  * @param targets target_count labels: sample_count * sequence_length (one per position, for a model whose
  *        output is [sequence_length, vocabulary]) or sample_count (one per sample); each in
  *        [0, vocabulary) or DPT_IGNORE_LABEL.
+ * @param token_count the number of tokens at @p tokens.
+ * @param target_count the number of labels at @p targets.
+ * @param sample_count the number of samples.
+ * @param sequence_length the tokens of one sample.
+ * @param vocabulary the number of token values.
  * @return DPT_ERROR_INVALID_ARGUMENT for a count, length or vocabulary (1..2^24) of 0;
  *         DPT_ERROR_SIZE_MISMATCH for a token_count or target_count that fits neither; DPT_ERROR_OUT_OF_RANGE
  *         for a token or a label out of range (naming the sample and position).
@@ -116,7 +133,13 @@ DPT_API dpt_status dpt_dataset_targets_per_sample(const dpt_dataset *dataset, si
 
 /**
  * @brief Copies samples [start, start + count) of a token dataset into caller buffers.
- * @param token_count must equal count * sequence length; @p target_count count * targets per sample.
+ * @param dataset a token dataset.
+ * @param start the first sample.
+ * @param count the number of samples.
+ * @param tokens receives count * sequence length tokens.
+ * @param token_count must equal count * sequence length.
+ * @param targets receives count * targets per sample labels.
+ * @param target_count must equal count * targets per sample.
  * @return DPT_ERROR_INVALID_ARGUMENT for a float32 dataset (use dpt_dataset_copy_batch) or a count of 0;
  *         DPT_ERROR_OUT_OF_RANGE, DPT_ERROR_SIZE_MISMATCH as dpt_dataset_copy_batch.
  */
@@ -144,7 +167,13 @@ DPT_API dpt_status dpt_dataset_class_count(const dpt_dataset *dataset, size_t *c
 
 /**
  * @brief Copies samples [start, start + count) of a float32 dataset into caller buffers.
- * @param input_count must equal count * floats per sample; @p label_count must equal count.
+ * @param dataset a float32 dataset.
+ * @param start the first sample.
+ * @param count the number of samples.
+ * @param inputs receives count * floats per sample.
+ * @param input_count must equal count * floats per sample.
+ * @param labels receives count labels.
+ * @param label_count must equal count.
  * @return DPT_ERROR_INVALID_ARGUMENT for a token dataset (use dpt_dataset_copy_tokens) or a count of 0.
  */
 DPT_API dpt_status dpt_dataset_copy_batch(const dpt_dataset *dataset, size_t start, size_t count,

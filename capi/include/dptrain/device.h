@@ -130,6 +130,8 @@ DPT_API dpt_status dpt_device_count(const dpt_context *context, size_t *count);
 
 /**
  * @brief Describes device @p index (0 .. count-1).
+ * @param context the context.
+ * @param index the device's index.
  * @param info caller-owned; info->struct_size must be set to sizeof(dpt_device_info).
  */
 DPT_API dpt_status dpt_device_get_info(const dpt_context *context, size_t index, dpt_device_info *info);
@@ -150,6 +152,8 @@ DPT_API dpt_status dpt_device_can_access_peer(const dpt_context *context, size_t
  * no driver, no GPU, ...).
  *
  * The text fields are copied into the caller's struct, so they need no lifetime management.
+ * @param context the context.
+ * @param kind the kind of devices (DPT_DEVICE_CPU or DPT_DEVICE_CUDA).
  * @param info caller-owned; info->struct_size must be set to sizeof(dpt_backend_info).
  * @return DPT_ERROR_INVALID_ARGUMENT when @p kind is not a dpt_device_kind value.
  */

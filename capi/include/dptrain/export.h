@@ -18,6 +18,10 @@
 #define DPT_API
 #endif
 
+/** @def DPT_EXTERN_C_BEGIN
+ * @brief Opens an extern "C" block in C++ (nothing in C). */
+/** @def DPT_EXTERN_C_END
+ * @brief Closes the block DPT_EXTERN_C_BEGIN opened. */
 #ifdef __cplusplus
 #define DPT_EXTERN_C_BEGIN extern "C" {
 #define DPT_EXTERN_C_END }

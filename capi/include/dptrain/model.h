@@ -158,7 +158,9 @@ DPT_API dpt_status dpt_model_layer_count(const dpt_model *model, size_t *count);
 
 /**
  * @brief Writes a one-line description, e.g. "1x28x28 conv3x3s1p0:20 relu ... dense:10".
+ * @param model the model.
  * @param buffer may be NULL when @p capacity is 0.
+ * @param capacity the bytes @p buffer holds.
  * @param needed receives the length including the terminating NUL (may be NULL).
  * @return DPT_ERROR_BUFFER_TOO_SMALL (with *needed set) when capacity is too small.
  */
@@ -188,7 +190,10 @@ DPT_API dpt_status dpt_model_tensor_count(const dpt_model *model, size_t *count)
 
 /**
  * @brief The dimensions of one sample of @p tensor (e.g. 64, 28, 28).
+ * @param model the model.
+ * @param tensor a tensor id (0 .. tensor count - 1).
  * @param dims receives *rank values; may be NULL when @p capacity is 0.
+ * @param capacity the entries @p dims holds.
  * @param rank receives the number of dimensions (1 to DPT_MODEL_MAX_RANK).
  * @return DPT_ERROR_NULL_POINTER for a NULL model or rank, or a NULL dims with a capacity;
  * DPT_ERROR_INVALID_ARGUMENT when the tensor does not exist; DPT_ERROR_BUFFER_TOO_SMALL (with *rank set,
@@ -199,7 +204,15 @@ DPT_API dpt_status dpt_model_tensor_shape(const dpt_model *model, size_t tensor,
 
 /**
  * @brief Adds a 2-D convolution of @p input (channels x height x width) with square kernels.
+ * @param model the model.
+ * @param input the id of the input tensor.
+ * @param out_channels the number of output channels.
+ * @param kernel the kernel's side.
+ * @param stride the step between kernel positions.
+ * @param padding zeros added on each side.
  * @param bias 1: with a bias per output channel; 0: without (before a batch norm).
+ * @param name the node's name, or NULL for its index ("3").
+ * @param out receives the id of the output tensor (may be NULL).
  * @return DPT_ERROR_NULL_POINTER for a NULL model; DPT_ERROR_INVALID_ARGUMENT for a tensor that does not
  * exist, a bad or taken name, an input that is not [c, h, w], a size of 0, a kernel that does not fit the
  * padded input, or a bias other than 0 and 1; DPT_ERROR_BUSY.
@@ -354,13 +367,18 @@ DPT_API dpt_status dpt_model_named_tensor_count(const dpt_model *model, dpt_tens
 
 /**
  * @brief The name ("layer1.0.conv1.weight"), offset and shape of named tensor @p index of @p kind.
+ * @param model the model.
+ * @param kind DPT_TENSOR_PARAMETER or DPT_TENSOR_BUFFER.
+ * @param index the tensor's index (0 .. dpt_model_named_tensor_count() - 1).
  * @param name receives the name with its NUL; may be NULL when @p capacity is 0. DPT_MODEL_NAME_CAPACITY
  * bytes are always enough.
+ * @param capacity the bytes @p name holds.
  * @param needed receives the bytes the name needs, its NUL included (may be NULL).
  * @param offset receives the index of its first float in the flat parameter (or buffer) vector (may be
  * NULL).
  * @param dims receives its *rank dimensions (its whole shape, e.g. 64, 3, 3, 3); may be NULL when
  * @p dims_capacity is 0.
+ * @param dims_capacity the entries @p dims holds.
  * @param rank receives the number of dimensions (may be NULL).
  * @return DPT_ERROR_NULL_POINTER for a NULL model, or a NULL name or dims with a capacity;
  * DPT_ERROR_INVALID_ARGUMENT for an unknown kind; DPT_ERROR_OUT_OF_RANGE when index >= the count;
@@ -402,7 +420,9 @@ DPT_API dpt_status dpt_model_buffer_count(const dpt_model *model, size_t *count)
  * ending with a newline; a model with tied parameters also has "ties": [{"parameter": ..., "source": ...}].
  * dpt_model_from_json reads it back to the same model (describe text, names, parameter count and initial
  * parameters alike).
+ * @param model the model.
  * @param buffer may be NULL when @p capacity is 0.
+ * @param capacity the bytes @p buffer holds.
  * @param needed receives the length including the terminating NUL (may be NULL).
  * @return DPT_ERROR_NULL_POINTER for a NULL model, or a NULL buffer with a capacity;
  * DPT_ERROR_BUFFER_TOO_SMALL (with *needed set) when capacity is too small; DPT_ERROR_BUSY.

@@ -404,7 +404,11 @@ DPT_API void dpt_fit_options_init(dpt_fit_options *options);
 
 /**
  * @brief Creates a trainer: one replica of @p model per entry of options->devices, all initialised alike.
- * @param options NULL for defaults; @p optimizer NULL for defaults.
+ * @param out receives the trainer.
+ * @param context the context whose devices options->devices names.
+ * @param model the model (copied: the trainer does not keep it).
+ * @param options NULL for defaults.
+ * @param optimizer NULL for defaults.
  * @return DPT_ERROR_DEVICE_NOT_FOUND for a bad device index, DPT_ERROR_INVALID_ARGUMENT for a repeated
  *         CPU device, bad weights or optimizer settings, DPT_ERROR_UNSUPPORTED for CPU devices and GPUs in
  *         one trainer (or a layer a GPU cannot run), DPT_ERROR_OUT_OF_MEMORY (naming the device) when a
@@ -429,8 +433,11 @@ DPT_API void dpt_trainer_destroy(dpt_trainer *trainer);
  * has one target per sample, an output [positions, classes] one per position (a language model). It is
  * summed over the targets on each device and divided once by the count of the accumulation window's
  * targets that are not DPT_IGNORE_LABEL (0 of them: a zero gradient).
+ * @param trainer the trainer.
  * @param inputs batch_size * input size floats (input_count of them), NCHW.
+ * @param input_count the number of floats at @p inputs.
  * @param labels batch_size * targets per sample labels, each in [0, classes) or DPT_IGNORE_LABEL.
+ * @param batch_size the number of samples.
  * @param result may be NULL. Written on success and with DPT_ERROR_NON_FINITE (the batch ran and its
  *        window was discarded: skipped_nonfinite, nonfinite_steps and the counters say so); left as the
  *        caller set it after every other failure (nothing was trained).
@@ -447,10 +454,15 @@ DPT_API dpt_status dpt_trainer_step(dpt_trainer *trainer, const float *inputs, s
 
 /**
  * @brief Trains on one batch of int32 tokens, as dpt_trainer_step() does on floats.
+ * @param trainer the trainer.
  * @param tokens batch_size * sequence length tokens (token_count of them), each below the model's
  *        vocabulary.
+ * @param token_count the number of tokens at @p tokens.
  * @param targets batch_size * targets per sample labels (target_count of them), each in [0, classes) or
  *        DPT_IGNORE_LABEL.
+ * @param target_count the number of labels at @p targets.
+ * @param batch_size the number of samples.
+ * @param result may be NULL; written as by dpt_trainer_step().
  * @return as dpt_trainer_step(); DPT_ERROR_INVALID_ARGUMENT for a model whose input is float32;
  *         DPT_ERROR_SIZE_MISMATCH for a wrong token_count or target_count; DPT_ERROR_OUT_OF_RANGE for a
  *         token or label out of range (naming the sample and position).
@@ -468,14 +480,24 @@ DPT_API dpt_status dpt_trainer_evaluate_tokens(dpt_trainer *trainer, const int32
 /**
  * @brief The logits of @p sample_count token sequences: for every position (a causal model's logits at
  * position t see tokens 0..t only, so a shorter prompt may be padded with any valid token after it).
+ * @param trainer the trainer.
+ * @param tokens sample_count * sequence length tokens (token_count of them).
+ * @param token_count the number of tokens at @p tokens.
+ * @param sample_count the number of sequences.
  * @param logits receives sample_count * output size floats (logit_count of them).
+ * @param logit_count the number of floats @p logits holds.
  */
 DPT_API dpt_status dpt_trainer_predict_tokens(dpt_trainer *trainer, const int32_t *tokens, size_t token_count,
                                               size_t sample_count, float *logits, size_t logit_count);
 
 /**
  * @brief Evaluates loss and accuracy on a batch (split across the devices; dropout off).
+ * @param trainer the trainer.
+ * @param inputs sample_count * input size floats (input_count of them).
+ * @param input_count the number of floats at @p inputs.
  * @param labels sample_count * targets per sample labels (as dpt_trainer_step()).
+ * @param sample_count the number of samples.
+ * @param result receives the mean loss and the accuracy.
  */
 DPT_API dpt_status dpt_trainer_evaluate(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                         const int32_t *labels, size_t sample_count, dpt_eval_result *result);
@@ -487,7 +509,12 @@ DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_
 /**
  * @brief Computes the logits (pre-softmax outputs) of @p sample_count samples (float32 inputs; token
  * models: dpt_trainer_predict_tokens()).
+ * @param trainer the trainer.
+ * @param inputs sample_count * input size floats (input_count of them).
+ * @param input_count the number of floats at @p inputs.
+ * @param sample_count the number of samples.
  * @param logits receives sample_count * output size floats (logit_count of them).
+ * @param logit_count the number of floats @p logits holds.
  */
 DPT_API dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                        size_t sample_count, float *logits, size_t logit_count);
@@ -607,8 +634,11 @@ DPT_API dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *
 
 /**
  * @brief The slice sizes the trainer would give each device for a batch of @p batch_size samples.
- * @param counts receives device count entries; @p count must equal the device count.
  * With DPT_SPLIT_AUTO before the first step, reports the even split.
+ * @param trainer the trainer.
+ * @param batch_size the number of samples of the batch.
+ * @param counts receives device count entries.
+ * @param count must equal the device count.
  */
 DPT_API dpt_status dpt_trainer_split_sizes(const dpt_trainer *trainer, size_t batch_size, size_t *counts,
                                            size_t count);

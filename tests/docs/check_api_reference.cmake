@@ -1,0 +1,50 @@
+# api_reference_warnings: runs Doxygen over the public headers with WARN_AS_ERROR = FAIL_ON_WARNINGS, then
+# checks the reference it wrote: every function the headers export (DPT_API) has an entry in the function
+# index, and the main page carries the project version.
+# cmake -DDOXYGEN=... -DDOXYFILE=... -DOUTPUT=... -DVERSION=... -DHEADER_DIR=... -P check_api_reference.cmake
+file(REMOVE_RECURSE ${OUTPUT}/html)
+execute_process(COMMAND ${DOXYGEN} ${DOXYFILE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err STREQUAL "")
+  message(FATAL_ERROR "doxygen warned (exit ${rc}); every public symbol needs a comment, and a function that "
+                      "documents one parameter must document all:\n${err}${out}")
+endif()
+
+file(READ ${OUTPUT}/html/index.html index)
+string(FIND "${index}" "${VERSION}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the reference's main page does not name version ${VERSION}")
+endif()
+
+# The exported functions, read off the headers' declarations.
+file(GLOB headers ${HEADER_DIR}/*.h)
+set(functions "")
+foreach(header IN LISTS headers)
+  file(READ ${header} text)
+  string(REGEX MATCHALL "DPT_API[^;(]*[ *](dpt_[a-z0-9_]+)\\(" declarations "${text}")
+  foreach(d IN LISTS declarations)
+    string(REGEX REPLACE ".*[ *](dpt_[a-z0-9_]+)\\($" "\\1" name "${d}")
+    list(APPEND functions ${name})
+  endforeach()
+endforeach()
+list(LENGTH functions count)
+if(count LESS 80)
+  message(FATAL_ERROR "found only ${count} exported functions in ${HEADER_DIR}: the pattern is stale")
+endif()
+
+file(GLOB index_pages ${OUTPUT}/html/globals_func*.html)
+set(listed "")
+foreach(page IN LISTS index_pages)
+  file(READ ${page} text)
+  string(APPEND listed "${text}")
+endforeach()
+set(missing "")
+foreach(f IN LISTS functions)
+  string(FIND "${listed}" "<li>${f}()&#160;" at)
+  if(at EQUAL -1)
+    list(APPEND missing ${f})
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "not in the reference's function index: ${missing}")
+endif()
+message(STATUS "API reference: ${count} functions documented, no warnings, version ${VERSION}")
