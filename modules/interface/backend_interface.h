@@ -43,7 +43,11 @@ extern "C" {
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
 
 /** File name of the CUDA module, looked for next to libdptrain.so or in $DPTRAIN_BACKEND_PATH. */
+#if defined(_WIN32)
+#define DPT_BACKEND_MODULE_CUDA "dptrain_cuda.dll"
+#else
 #define DPT_BACKEND_MODULE_CUDA "libdptrain_cuda.so"
+#endif
 
 /** Return codes of the table's functions. */
 enum {

@@ -12,7 +12,11 @@ extern "C" {
 #endif
 
 #define DPT_WORLD_ABI_VERSION 2u /* 2: all_to_all and all_gather */
+#if defined(_WIN32)
+#define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
+#else
 #define DPT_WORLD_MODULE_MPI "libdptrain_mpi.so"
+#endif
 #define DPT_WORLD_ENTRY_MPI "dptrain_mpi_world_v1"
 
 /* Results of the module's calls. */

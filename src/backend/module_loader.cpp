@@ -75,7 +75,7 @@ ModuleSearchPath module_search_path() {
     s.origin = "DPTRAIN_BACKEND_PATH";
     size_t start = 0;
     while (start <= env->size()) {
-      size_t end = env->find(':', start);
+      size_t end = env->find(platform::kPathListSeparator, start);
       if (end == std::string::npos) end = env->size();
       if (end > start) s.directories.push_back(env->substr(start, end - start));
       start = end + 1;
@@ -89,7 +89,10 @@ ModuleSearchPath module_search_path() {
 
 std::string join_directories(const std::vector<std::string> &parts) {
   std::string text;
-  for (const std::string &p : parts) text += (text.empty() ? "" : ":") + p;
+  for (const std::string &p : parts) {
+    if (!text.empty()) text += platform::kPathListSeparator;
+    text += p;
+  }
   return text;
 }
 

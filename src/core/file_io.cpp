@@ -1,10 +1,5 @@
 #include "core/file_io.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -65,13 +60,13 @@ bool injected(Op op) {
 }
 
 std::string directory_of(const std::string &path) {
-  const size_t slash = path.find_last_of('/');
+  const size_t slash = path.find_last_of(platform::kDirectorySeparators);
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string base_name_of(const std::string &path) {
-  const size_t slash = path.find_last_of('/');
+  const size_t slash = path.find_last_of(platform::kDirectorySeparators);
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
@@ -79,7 +74,7 @@ std::string base_name_of(const std::string &path) {
 struct Fd {
   int fd = -1;
   ~Fd() {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) platform::close_file(fd);
   }
   int release() {
     const int f = fd;
@@ -88,17 +83,26 @@ struct Fd {
   }
 };
 
-const char *kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "of an unknown kind";
+const char *kind_name(platform::FileKind kind) {
+  using platform::FileKind;
+  switch (kind) {
+    case FileKind::kDirectory:
+      return "a directory";
+    case FileKind::kFifo:
+      return "a FIFO";
+    case FileKind::kCharDevice:
+      return "a character device";
+    case FileKind::kBlockDevice:
+      return "a block device";
+    case FileKind::kSocket:
+      return "a socket";
+    default:
+      return "of an unknown kind";
+  }
 }
 
-[[noreturn]] void not_regular(const std::string &path, mode_t mode) {
-  throw_error(DPT_ERROR_IO, "'" + path + "' is not a regular file (" + kind_of(mode) + ")");
+[[noreturn]] void not_regular(const std::string &path, platform::FileKind kind) {
+  throw_error(DPT_ERROR_IO, "'" + path + "' is not a regular file (" + kind_name(kind) + ")");
 }
 
 // The temporary-file numbers this process is writing now (write_file_atomic registers a number before it
@@ -158,29 +162,26 @@ uint64_t call_count(Op op) {
 
 InputFile::InputFile(const std::string &path) : path_(path) {
   // Refuse what is visibly not a regular file without opening it (opening a FIFO or a device can block
-  // or have effects); the fstat after the open is the check that counts.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+  // or have effects); the kind of the opened file is the check that counts.
+  using platform::FileKind;
+  const FileKind before = platform::file_kind(path);
+  if (before != FileKind::kMissing && before != FileKind::kRegular) not_regular(path, before);
   Fd file;
-  if (injected(Op::kOpen) ||
-      (file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+  FileKind kind = FileKind::kMissing;
+  if (injected(Op::kOpen) || (file.fd = platform::open_for_reading(path, kind, size_)) < 0)
     io_error(Op::kOpen, path);
-  if (::fstat(file.fd, &st) != 0) io_error(Op::kOpen, path);
-  if (!S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
-  const int flags = ::fcntl(file.fd, F_GETFL);
-  if (flags < 0 || ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK) != 0) io_error(Op::kOpen, path);
-  size_ = uint64_t(st.st_size);
+  if (kind != FileKind::kRegular) not_regular(path, kind);
   fd_ = file.release();
 }
 
 InputFile::~InputFile() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) platform::close_file(fd_);
 }
 
 size_t InputFile::read(void *destination, size_t n) {
   constexpr size_t kMaxRead = size_t(1) << 30;  // what one read() call is asked for at most
   for (;;) {
-    const ssize_t got = injected(Op::kRead) ? -1 : ::read(fd_, destination, std::min(n, kMaxRead));
+    const int64_t got = injected(Op::kRead) ? -1 : platform::read_some(fd_, destination, std::min(n, kMaxRead));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) io_error(Op::kRead, path_);
     return size_t(got);
@@ -215,12 +216,12 @@ std::string temporary_name(const std::string &path, uint64_t pid, uint64_t n) {
 size_t remove_stale_temporaries(const std::string &path) {
   const std::string directory = directory_of(path), prefix = base_name_of(path) + ".tmp-";
   if (prefix.size() == 5) return 0;  // path names a directory
-  DIR *dir = ::opendir(directory.c_str());
-  if (dir == nullptr) return 0;
+  const auto entries = platform::directory_entries(directory);
+  if (!entries) return 0;
   const uint64_t self = platform::process_id();
   std::vector<std::string> stale;
-  while (const dirent *entry = ::readdir(dir)) {
-    const char *name = entry->d_name;
+  for (const std::string &entry : *entries) {
+    const char *name = entry.c_str();
     if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
     // Exactly <prefix><pid>-<n>, as temporary_name writes it.
     uint64_t pid = 0, n = 0;
@@ -232,10 +233,9 @@ size_t remove_stale_temporaries(const std::string &path) {
     const bool gone = pid == self ? !is_in_flight(n) : platform::process_is_gone(pid);
     if (gone) stale.push_back(temporary_name(path, pid, n));
   }
-  ::closedir(dir);
   size_t removed = 0;
   for (const std::string &file : stale)
-    if (::unlink(file.c_str()) == 0) ++removed;
+    if (platform::remove_file(file)) ++removed;
   return removed;
 }
 
@@ -251,9 +251,7 @@ void write_file_atomic(const std::string &path, const std::vector<unsigned char>
     const uint64_t number = counter.fetch_add(1);
     temporary = temporary_name(path, platform::process_id(), number);
     registered.emplace(number);  // before the file exists: a concurrent cleanup never sees it unregistered
-    if (!injected(Op::kOpen) &&
-        (file.fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) >= 0)
-      break;
+    if (!injected(Op::kOpen) && (file.fd = platform::create_new_file(temporary)) >= 0) break;
     const int error = errno;
     registered.reset();
     errno = error;
@@ -264,25 +262,22 @@ void write_file_atomic(const std::string &path, const std::vector<unsigned char>
     constexpr size_t kChunk = 1 << 20;
     while (done < bytes.size()) {
       const size_t want = std::min(kChunk, bytes.size() - done);
-      ssize_t n = injected(Op::kWrite) ? -1 : ::write(file.fd, bytes.data() + done, want);
+      const int64_t n = injected(Op::kWrite) ? -1 : platform::write_some(file.fd, bytes.data() + done, want);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) io_error(Op::kWrite, temporary);
       done += size_t(n);
     }
-    if (injected(Op::kFsync) || ::fsync(file.fd) != 0) io_error(Op::kFsync, temporary);
-    ::close(file.release());
-    if (injected(Op::kRename) || ::rename(temporary.c_str(), path.c_str()) != 0) io_error(Op::kRename, path);
+    if (injected(Op::kFsync) || !platform::flush_to_disk(file.fd)) io_error(Op::kFsync, temporary);
+    platform::close_file(file.release());
+    if (injected(Op::kRename) || !platform::replace_file(temporary, path)) io_error(Op::kRename, path);
   } catch (...) {
-    ::unlink(temporary.c_str());
+    platform::remove_file(temporary);
     throw;
   }
   registered.reset();
   // The rename is only durable once the directory entry is on disk.
   const std::string directory = directory_of(path);
-  Fd dir;
-  if (injected(Op::kFsyncDir) ||
-      (dir.fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || ::fsync(dir.fd) != 0)
-    io_error(Op::kFsyncDir, directory);
+  if (injected(Op::kFsyncDir) || !platform::sync_directory(directory)) io_error(Op::kFsyncDir, directory);
   try {  // best effort: the save has succeeded whatever happens here
     remove_stale_temporaries(path);
   } catch (...) {

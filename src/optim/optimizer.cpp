@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include "core/error.hpp"
@@ -86,7 +87,7 @@ double learning_rate_at(const OptimizerConfig &c, uint64_t t) {
     case ScheduleKind::kCosine: {
       const double span = double(c.total_steps - c.warmup_steps);
       const double x = std::min(double(u), span) / span;
-      return c.min_learning_rate + (lr - c.min_learning_rate) * 0.5 * (1.0 + std::cos(M_PI * x));
+      return c.min_learning_rate + (lr - c.min_learning_rate) * 0.5 * (1.0 + std::cos(std::numbers::pi * x));
     }
     default:
       return lr;

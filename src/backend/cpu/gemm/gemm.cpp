@@ -1,6 +1,8 @@
 #include "backend/cpu/gemm/gemm.hpp"
 
+#if DPTRAIN_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -34,7 +36,8 @@ const KernelDef *definition(Precision p, Kernel k) {
 
 Kernel fastest(Precision p) {
   const CpuFeatures &f = cpu_features();
-  if (p == Precision::kF32) return f.avx512 ? Kernel::kAvx512 : Kernel::kOpenBlas;
+  if (p == Precision::kF32)
+    return f.avx512 ? Kernel::kAvx512 : DPTRAIN_HAVE_OPENBLAS ? Kernel::kOpenBlas : Kernel::kPortable;
   if (p == Precision::kF16) return f.avx512 ? Kernel::kAvx512 : Kernel::kPortable;
   return f.amx_bf16 ? Kernel::kAmx : f.avx512_bf16 ? Kernel::kAvx512 : Kernel::kPortable;
 }
@@ -136,7 +139,7 @@ bool available(Precision p, Kernel k) {
     case Kernel::kAmx:
       return p == Precision::kBF16 && f.amx_bf16;
     case Kernel::kOpenBlas:
-      return p == Precision::kF32;
+      return DPTRAIN_HAVE_OPENBLAS && p == Precision::kF32;
   }
   return false;
 }
@@ -161,11 +164,13 @@ void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
           size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc) {
   if (m == 0 || n == 0) return;
   const Kernel chosen = kernel(p);
+#if DPTRAIN_HAVE_OPENBLAS
   if (chosen == Kernel::kOpenBlas) {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
     return;
   }
+#endif
   if (k == 0) {
     scale(m, n, beta, c, ldc);
     return;

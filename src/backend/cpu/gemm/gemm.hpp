@@ -28,7 +28,8 @@ enum class Kernel {
               // verified on Intel; test_gemm counts differences elsewhere).
   kAmx,       // bf16 only: AMX tiles (Intel, 4th generation Xeon and later). Its own bits (the tile unit
               // sums inside an instruction in an order of its own), within bfloat16 rounding of the others.
-  kOpenBlas,  // fp32 only: OpenBLAS's sgemm (the choice on CPUs without AVX-512)
+  kOpenBlas,  // fp32 only: OpenBLAS's sgemm (the choice on CPUs without AVX-512); absent from a build
+              // without OpenBLAS (DPTRAIN_OPENBLAS=OFF, the Windows build), which runs kPortable there
 };
 
 // The kernel gemm() uses for p: the fastest this CPU runs, unless DPTRAIN_GEMM_KERNEL (portable, avx512,

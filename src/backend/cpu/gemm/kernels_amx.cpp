@@ -4,6 +4,19 @@
 // products of an instruction in an order of its own, so its bits differ from the portable kernel's
 // (measured: most elements by an ulp or so of float32), but not from run to run or from how many columns a
 // call has.
+#include "backend/cpu/gemm/kernels.hpp"
+
+#if defined(_WIN32)
+
+namespace dpt::gemm {
+// GCC 12's tile load and store intrinsics pass the stride as a long, 32 bits on Windows, which the
+// assembler refuses as an index register. Windows builds never run AMX (cpu_features reports it on Linux
+// only, where the kernel grants the tile state), so the entry only has to exist.
+const KernelDef kBF16Amx = kBF16Portable;
+}  // namespace dpt::gemm
+
+#else
+
 #include <immintrin.h>
 
 #include <cstdint>
@@ -87,3 +100,5 @@ DPT_AMX void tile(size_t kc, const void *ap, const void *bp, float *c, size_t ld
 const KernelDef kBF16Amx{kMR, kNR, kK, 512, 2, 2, pack_a, pack_b, tile, begin, end};
 
 }  // namespace dpt::gemm
+
+#endif  // _WIN32

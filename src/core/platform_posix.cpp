@@ -1,7 +1,9 @@
+// The platform layer on Linux (POSIX): see platform.hpp.
 #include "core/platform.hpp"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -81,6 +84,92 @@ uint64_t process_id() {
 bool process_is_gone(uint64_t pid) {
   if (pid == 0 || pid > uint64_t(std::numeric_limits<pid_t>::max())) return false;  // not a process id
   return ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+}
+
+namespace {
+
+FileKind kind_of(mode_t mode) {
+  if (S_ISREG(mode)) return FileKind::kRegular;
+  if (S_ISDIR(mode)) return FileKind::kDirectory;
+  if (S_ISFIFO(mode)) return FileKind::kFifo;
+  if (S_ISCHR(mode)) return FileKind::kCharDevice;
+  if (S_ISBLK(mode)) return FileKind::kBlockDevice;
+  if (S_ISSOCK(mode)) return FileKind::kSocket;
+  return FileKind::kOther;
+}
+
+}  // namespace
+
+FileKind file_kind(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? kind_of(st.st_mode) : FileKind::kMissing;
+}
+
+int open_for_reading(const std::string &path, FileKind &kind, uint64_t &size) {
+  // Non-blocking, so that a FIFO without a writer cannot block the open; blocking again once it is known
+  // to be a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  int flags = 0;
+  if (::fstat(fd, &st) != 0 || (flags = ::fcntl(fd, F_GETFL)) < 0 ||
+      ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int error = errno;
+    ::close(fd);
+    errno = error;
+    return -1;
+  }
+  kind = kind_of(st.st_mode);
+  size = uint64_t(st.st_size);
+  return fd;
+}
+
+int create_new_file(const std::string &path) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+}
+
+int64_t read_some(int fd, void *destination, size_t n) {
+  return int64_t(::read(fd, destination, n));
+}
+
+int64_t write_some(int fd, const void *source, size_t n) {
+  return int64_t(::write(fd, source, n));
+}
+
+bool flush_to_disk(int fd) {
+  return ::fsync(fd) == 0;
+}
+
+void close_file(int fd) {
+  ::close(fd);
+}
+
+bool replace_file(const std::string &from, const std::string &to) {
+  return ::rename(from.c_str(), to.c_str()) == 0;
+}
+
+bool sync_directory(const std::string &directory) {
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);
+  errno = error;
+  return ok;
+}
+
+bool remove_file(const std::string &path) {
+  return ::unlink(path.c_str()) == 0;
+}
+
+std::optional<std::vector<std::string>> directory_entries(const std::string &directory) {
+  DIR *dir = ::opendir(directory.c_str());
+  if (dir == nullptr) return std::nullopt;
+  std::vector<std::string> names;
+  while (const dirent *e = ::readdir(dir))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  ::closedir(dir);
+  return names;
 }
 
 bool is_regular_file(const std::string &path) {
