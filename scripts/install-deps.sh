@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
   swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go
-  openmpi-bin libopenmpi-dev procps fortunes doxygen)
+  openmpi-bin libopenmpi-dev procps fortunes doxygen
+  g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64 curl)
 
 missing=()
 for p in "${packages[@]}"; do

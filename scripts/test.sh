@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test command: installs what is needed, builds, and runs every test suite through CTest: the
 # Release build (C API, C++ core, CLI, ABI, install, bindings), then the C API and core tests under
-# ASan+UBSan, then the threaded tests under TSan. Ends with one line "N passed, N failed" over all runs.
-# DPTRAIN_SKIP_SANITIZERS=1 runs the Release build only. Tests CTest reports as skipped (GPU cases on a
+# ASan+UBSan, then the threaded tests under TSan, then the Windows build (mingw-w64 cross build,
+# scripts/build-windows.sh) under Wine. Ends with one line "N passed, N failed" over all runs.
+# DPTRAIN_SKIP_SANITIZERS=1 leaves the sanitizer runs out, DPTRAIN_SKIP_WINDOWS=1 the Windows one. Tests CTest reports as skipped (GPU cases on a
 # machine without a GPU) count as neither passed nor failed; their number is printed before the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,12 @@ if [ "${DPTRAIN_SKIP_SANITIZERS:-0}" != "1" ]; then
   # test_trace: the timeline's rows, written by the device and communication threads;
   # test_pipeline: activations and gradients handed between the stages' threads, the stages' collectives.
   run_ctest build-tsan -R '^(test_allreduce|test_threads|test_determinism|test_equivalence|test_device_faults|test_buckets|test_timeouts|test_batch_norm|test_transformer_equivalence|test_gpu_training_sim|test_sharding_threads|test_trace|test_pipeline)$'
+fi
+
+if [ "${DPTRAIN_SKIP_WINDOWS:-0}" != "1" ]; then
+  # dptrain.dll, dptrain.exe and the C API tests, cross-built and run under Wine (docs/windows.md).
+  scripts/build-windows.sh >/dev/null
+  run_ctest build-windows -L windows
 fi
 
 echo "$skipped skipped (tests that need a GPU or the CUDA module they lack)"

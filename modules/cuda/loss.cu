@@ -2,11 +2,12 @@
 // maximum zmax, the sum of exp(z - zmax) in double, loss = log(sum) - (z[label] - zmax) in double, the
 // gradient float(exp(z - zmax) / sum) minus 1 at the label; a row labelled DPT_BACKEND_IGNORE_LABEL gets
 // loss 0 and a zero gradient. The losses are then summed by one block in a
-// fixed order.
+// fixed order. exp and log are interface/op_math.hpp's, the CPU kernel's.
 #include <cmath>
 
 #include "cuda/kernels.hpp"
 #include "cuda/loss.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt::cuda {
 
@@ -34,19 +35,19 @@ __global__ void per_sample_kernel(const float *logits, const int32_t *labels, si
     const double zmax = z[best];
     // A butterfly of fixed shape: every lane ends with the same sum, the same bits on every run.
     double sum = 0.0;
-    for (int k = lane; k < classes; k += kWarp) sum += exp(double(z[k]) - zmax);
+    for (int k = lane; k < classes; k += kWarp) sum += op_math::exp_double(double(z[k]) - zmax);
     for (int offset = kWarp / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(all, sum, offset);
     const int32_t label = labels[s];
     const bool ignored = label == DPT_BACKEND_IGNORE_LABEL;
     const bool valid = label >= 0 && label < classes;
     if (lane == 0) {
-      loss[s] = ignored ? 0.0 : valid ? log(sum) - (double(z[label]) - zmax) : nan("");
+      loss[s] = ignored ? 0.0 : valid ? op_math::log_double(sum) - (double(z[label]) - zmax) : nan("");
       correct[s] = valid && best == label ? 1u : 0u;
     }
     if (dlogits != nullptr) {
       float *d = dlogits + s * size_t(classes);
       for (int k = lane; k < classes; k += kWarp) {
-        const float p = ignored ? 0.0f : float(exp(double(z[k]) - zmax) / sum);
+        const float p = ignored ? 0.0f : float(op_math::exp_double(double(z[k]) - zmax) / sum);
         d[k] = k == label ? __fsub_rn(p, 1.0f) : p;
       }
     }

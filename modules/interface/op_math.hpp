@@ -73,6 +73,13 @@ DPT_OP_MATH float exp_nonpositive(float x) {
   return p * scale;
 }
 
+// The logistic sigmoid 1 / (1 + e^-x), from e^-|x| (never above 1): 1 / (1 + t) for x >= 0, t / (1 + t)
+// below, within 2 float ulps.
+DPT_OP_MATH float sigmoid_float(float x) {
+  const float t = exp_nonpositive(x < 0.0f ? x : -x);
+  return x >= 0.0f ? 1.0f / (1.0f + t) : t / (1.0f + t);
+}
+
 // tanh(u) = sign(u) (1 - e^{-2|u|}) / (1 + e^{-2|u|}): absolute error 8.9e-8 at worst (relative error is
 // larger only where |tanh| is tiny, where 1 + tanh, GELU's use of it, does not see it).
 DPT_OP_MATH float tanh_float(float u) {
@@ -93,6 +100,196 @@ DPT_OP_MATH float gelu_tanh(float v) {
 DPT_OP_MATH float gelu_tanh_slope(float v) {
   const float t = tanh_float(gelu_tanh_inner(v));
   return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * v * v);
+}
+
+// ---- double precision: exp, log, cos, tanh, erf by fixed sequences of IEEE operations ----------------
+// The C runtimes' exp, log and cos (glibc's, mingw-w64's, CUDA's libdevice) each round a few results
+// differently, which made a run's bits depend on the platform it ran on (initial weights through the
+// Box-Muller transform, the loss, the schedules). These are computed the same way everywhere: range
+// reduction, then a polynomial, every step a plain double operation (no fused multiply-adds: the core is
+// built without contraction, the CUDA module with --fmad=false). Accuracy, measured against the C runtime
+// over their domains in tests/core/test_portable_math.cpp: exp, log, cos, tanh within 3e-15 relative (a
+// few ulps of double; exp's subnormal results within their precision), erf 2e-15, x^y 1e-14 for the
+// optimizer's powers; what callers need is the same bits everywhere, and float results rounded from them.
+
+DPT_OP_MATH double bits_to_double(uint64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+DPT_OP_MATH uint64_t double_to_bits(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  return bits;
+}
+
+// Rounds to the nearest integer (ties to even) by the 1.5 * 2^52 trick, for |x| < 2^51.
+DPT_OP_MATH double round_nearest(double x) {
+  return (x + 6755399441055744.0) - 6755399441055744.0;
+}
+
+// 2^k for k in [-1074, 1023], exactly.
+DPT_OP_MATH double power_of_two(int k) {
+  if (k >= -1022) return bits_to_double(uint64_t(k + 1023) << 52);
+  return bits_to_double(uint64_t(1) << (k + 1074));  // subnormal
+}
+
+// e^x. Overflows to infinity above 709.78, underflows to 0 below -745.13; NaN stays NaN.
+DPT_OP_MATH double exp_double(double x) {
+  if (!(x == x)) return x;
+  if (x > 709.782712893384) return bits_to_double(0x7ff0000000000000ULL);
+  if (x < -745.1332191019412) return 0.0;
+  // x = k ln 2 + r, |r| <= ln 2 / 2; ln 2 in two parts, the first with 32 trailing zero bits so that k times
+  // it is exact.
+  const double k = round_nearest(x * 1.4426950408889634);
+  const double r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
+  // e^r by its Taylor series to r^14 / 14! (truncation below 1e-17 for |r| <= 0.35), Horner's rule.
+  double p = 1.0 / 87178291200.0;
+  p = p * r + 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r * r + r + 1.0;
+  const int n = int(k);
+  // Scaled in two steps where 2^n alone is not a normal double (results near overflow or subnormal).
+  if (n > 1000) return p * power_of_two(1000) * power_of_two(n - 1000);
+  if (n < -1000) return p * power_of_two(n + 1000) * power_of_two(-1000);
+  return p * power_of_two(n);
+}
+
+// The natural logarithm: -infinity at 0, NaN below 0 and for NaN, infinity at infinity.
+DPT_OP_MATH double log_double(double x) {
+  if (!(x > 0.0)) return x == 0.0 ? bits_to_double(0xfff0000000000000ULL) : bits_to_double(0x7ff8000000000000ULL);
+  if (x == bits_to_double(0x7ff0000000000000ULL)) return x;
+  int e = 0;
+  if (x < 2.2250738585072014e-308) {  // subnormal: scale into the normal range first
+    x *= 18014398509481984.0;        // 2^54
+    e = -54;
+  }
+  const uint64_t bits = double_to_bits(x);
+  e += int((bits >> 52) & 0x7ff) - 1023;
+  double m = bits_to_double((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);  // in [1, 2)
+  if (m > 1.4142135623730951) {  // into [sqrt(1/2), sqrt(2)), so that |s| <= 0.1716 below
+    m *= 0.5;
+    e += 1;
+  }
+  // log m = 2 atanh(s), s = (m - 1) / (m + 1): the odd series to s^23 (truncation below 1e-18).
+  const double f = m - 1.0;
+  const double s = f / (2.0 + f);
+  const double s2 = s * s;
+  double q = 1.0 / 23.0;
+  q = q * s2 + 1.0 / 21.0;
+  q = q * s2 + 1.0 / 19.0;
+  q = q * s2 + 1.0 / 17.0;
+  q = q * s2 + 1.0 / 15.0;
+  q = q * s2 + 1.0 / 13.0;
+  q = q * s2 + 1.0 / 11.0;
+  q = q * s2 + 1.0 / 9.0;
+  q = q * s2 + 1.0 / 7.0;
+  q = q * s2 + 1.0 / 5.0;
+  q = q * s2 + 1.0 / 3.0;
+  const double log_m = 2.0 * s + 2.0 * s * s2 * q;
+  const double de = double(e);
+  return de * 6.93147180369123816490e-01 + (log_m + de * 1.90821492927058770002e-10);
+}
+
+// cos x for |x| <= 1e5 (the callers' arguments lie in [0, 2 pi]); NaN beyond and for infinities.
+DPT_OP_MATH double cos_double(double x) {
+  if (!(x <= 1e5 && x >= -1e5)) return bits_to_double(0x7ff8000000000000ULL);
+  // x = n pi/2 + r, |r| <= pi/4, with pi/2 in three parts (Cody and Waite; fdlibm's pio2_1, _2, _3).
+  const double n = round_nearest(x * 6.36619772367581382433e-01);
+  const double r = ((x - n * 1.57079632673412561417e+00) - n * 6.07710050650619224932e-11) -
+                   n * 2.02226624871116645580e-21;
+  const double r2 = r * r;
+  // cos r and sin r by their Taylor series to r^18 and r^19 (truncation below 1e-18 for |r| <= pi/4).
+  double c = 1.0 / 6402373705728000.0;
+  c = c * r2 - 1.0 / 20922789888000.0;
+  c = c * r2 + 1.0 / 87178291200.0;
+  c = c * r2 - 1.0 / 479001600.0;
+  c = c * r2 + 1.0 / 3628800.0;
+  c = c * r2 - 1.0 / 40320.0;
+  c = c * r2 + 1.0 / 720.0;
+  c = c * r2 - 1.0 / 24.0;
+  c = c * r2 + 0.5;
+  const double cos_r = 1.0 - c * r2;
+  double t = 1.0 / 121645100408832000.0;
+  t = t * r2 - 1.0 / 355687428096000.0;
+  t = t * r2 + 1.0 / 1307674368000.0;
+  t = t * r2 - 1.0 / 6227020800.0;
+  t = t * r2 + 1.0 / 39916800.0;
+  t = t * r2 - 1.0 / 362880.0;
+  t = t * r2 + 1.0 / 5040.0;
+  t = t * r2 - 1.0 / 120.0;
+  t = t * r2 + 1.0 / 6.0;
+  const double sin_r = r - r * r2 * t;
+  switch (int64_t(n) & 3) {
+    case 0:
+      return cos_r;
+    case 1:
+      return -sin_r;
+    case 2:
+      return -cos_r;
+    default:
+      return sin_r;
+  }
+}
+
+// x^y for x > 0 (the optimizer's decays and bias corrections), as e^(y log x).
+DPT_OP_MATH double pow_positive(double x, double y) {
+  return exp_double(y * log_double(x));
+}
+
+// tanh x: odd; +-1 beyond 20.
+DPT_OP_MATH double tanh_double(double x) {
+  const double a = x < 0.0 ? -x : x;
+  if (!(a == a)) return x;
+  double t;
+  if (a < 0.01) {  // the series to a^9 (truncation below 1e-20), where 1 - e^(-2a) would cancel
+    const double a2 = a * a;
+    t = a + a * a2 * (-1.0 / 3.0 + a2 * (2.0 / 15.0 + a2 * (-17.0 / 315.0 + a2 * (62.0 / 2835.0))));
+  } else if (a > 20.0) {
+    t = 1.0;
+  } else {
+    const double e = exp_double(-2.0 * a);
+    t = (1.0 - e) / (1.0 + e);
+  }
+  return x < 0.0 ? -t : t;
+}
+
+// erf x: the Taylor series of 2/sqrt(pi) sum (-1)^k x^(2k+1) / (k! (2k+1)) for |x| <= 2 (terms summed
+// until they no longer change the sum; beyond 2 its alternating terms cancel too much), the continued
+// fraction of erfc for 2 < |x| < 6 (120 terms, evaluated from the last), +-1 beyond.
+DPT_OP_MATH double erf_double(double x) {
+  const double a = x < 0.0 ? -x : x;
+  if (!(a == a)) return x;
+  double r;
+  if (a <= 2.0) {
+    const double a2 = a * a;
+    double term = a, sum = a;
+    for (int k = 1; k < 200; ++k) {
+      term = -term * a2 / double(k);
+      const double next = sum + term / double(2 * k + 1);
+      if (next == sum) break;
+      sum = next;
+    }
+    r = 1.1283791670955126 * sum;  // 2 / sqrt(pi)
+  } else if (a < 6.0) {
+    // erfc a = e^(-a^2) / sqrt(pi) * 1 / (a + (1/2) / (a + 1 / (a + (3/2) / (a + 2 / (a + ...)))))
+    double f = a;
+    for (int k = 120; k >= 1; --k) f = a + (0.5 * double(k)) / f;
+    r = 1.0 - exp_double(-a * a) * 0.5641895835477563 / f;  // 1 / sqrt(pi)
+  } else {
+    r = 1.0;
+  }
+  return x < 0.0 ? -r : r;
 }
 
 }  // namespace dpt::op_math

@@ -25,11 +25,12 @@ class Rng {
   float uniform() { return uniform01(next()); }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift; bias < 2^-32 for n < 2^32).
   uint64_t below(uint64_t n) { return uint64_t((__uint128_t(next()) * n) >> 64); }
-  // Standard normal by Box-Muller, computed in double.
+  // Standard normal by Box-Muller, computed in double by interface/op_math.hpp's log and cos (the same
+  // bits on every platform, unlike the C runtimes').
   double normal() {
     double u1 = (double(next() >> 11) + 1.0) * (1.0 / 9007199254740993.0);
     double u2 = double(next() >> 11) * (1.0 / 9007199254740992.0);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    return std::sqrt(-2.0 * op_math::log_double(u1)) * op_math::cos_double(6.283185307179586 * u2);
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt {
 
@@ -33,8 +34,8 @@ void adamw(const OptimizerConfig &c, uint64_t t, float lr, float scale, float *p
            float *v, size_t n) {
   const float b1 = c.beta1, b2 = c.beta2, eps = c.epsilon;
   const double step = double(t + 1);
-  const float correction1 = float(1.0 - std::pow(double(b1), step));
-  const float root_correction2 = float(std::sqrt(1.0 - std::pow(double(b2), step)));
+  const float correction1 = float(1.0 - op_math::pow_positive(double(b1), step));
+  const float root_correction2 = float(std::sqrt(1.0 - op_math::pow_positive(double(b2), step)));
   const float step_size = lr / correction1;
   const float decay = 1.0f - lr * c.weight_decay;
   for (size_t i = 0; i < n; ++i) {
@@ -83,11 +84,11 @@ double learning_rate_at(const OptimizerConfig &c, uint64_t t) {
   const uint64_t u = t - c.warmup_steps;
   switch (c.schedule) {
     case ScheduleKind::kStep:
-      return lr * std::pow(double(c.gamma), double(u / c.step_size));
+      return lr * op_math::pow_positive(double(c.gamma), double(u / c.step_size));
     case ScheduleKind::kCosine: {
       const double span = double(c.total_steps - c.warmup_steps);
       const double x = std::min(double(u), span) / span;
-      return c.min_learning_rate + (lr - c.min_learning_rate) * 0.5 * (1.0 + std::cos(std::numbers::pi * x));
+      return c.min_learning_rate + (lr - c.min_learning_rate) * 0.5 * (1.0 + op_math::cos_double(std::numbers::pi * x));
     }
     default:
       return lr;

@@ -1,10 +1,8 @@
 // "gelu": x * Phi(x), exactly (erf, ints[0] = 0) or by the tanh approximation (ints[0] = 1), as PyTorch's
 // approximate='none' / 'tanh'. The erf form: the CPU kernel's expressions, term for term, in double per
-// element and rounded to float once (backward: float(dy * gelu'(x)), reading x). Compiled without
-// contraction, so the only difference from the CPU is in erf and exp: CUDA's double versions are within 2
-// ulp of exact (glibc's within 1), which moves a float result by one rounding at most, and in the tails,
-// where 1 + erf cancels, by a few ulp of 1 times |x| (tests/conformance/test_cuda_norms.cpp). The tanh form:
-// interface/op_math.hpp's float functions, the CPU kernel's own: the same bits.
+// element and rounded to float once (backward: float(dy * gelu'(x)), reading x), with erf and exp of
+// interface/op_math.hpp, as the CPU kernel: compiled without contraction, the same bits. The tanh form:
+// interface/op_math.hpp's float functions, the CPU kernel's own: the same bits too.
 #include "cuda/ops/launch.cuh"
 #include "cuda/ops/ops.hpp"
 #include "interface/op_math.hpp"
@@ -17,11 +15,11 @@ constexpr double kInvSqrt2 = 0.7071067811865476;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
 
 __device__ double gelu_erf(double x) {
-  return 0.5 * x * (1.0 + erf(x * kInvSqrt2));
+  return 0.5 * x * (1.0 + op_math::erf_double(x * kInvSqrt2));
 }
 
 __device__ double gelu_erf_grad(double x) {
-  return 0.5 * (1.0 + erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp(-0.5 * x * x);
+  return 0.5 * (1.0 + op_math::erf_double(x * kInvSqrt2)) + x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
 }
 
 __global__ void gelu_forward_kernel(const float *__restrict__ x, float *__restrict__ y, size_t count,

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "interface/op_math.hpp"
 
 namespace dpt::cpu {
 
@@ -31,7 +32,7 @@ void relu_backward(const dpt_op_call &c) {
 void sigmoid_forward(const dpt_op_call &c) {
   const float *__restrict x = in(c);
   float *__restrict y = out(c);
-  for (size_t i = 0, e = count(c); i < e; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  for (size_t i = 0, e = count(c); i < e; ++i) y[i] = op_math::sigmoid_float(x[i]);
 }
 
 void sigmoid_backward(const dpt_op_call &c) {
@@ -45,7 +46,7 @@ void sigmoid_backward(const dpt_op_call &c) {
 void tanh_forward(const dpt_op_call &c) {
   const float *__restrict x = in(c);
   float *__restrict y = out(c);
-  for (size_t i = 0, e = count(c); i < e; ++i) y[i] = std::tanh(x[i]);
+  for (size_t i = 0, e = count(c); i < e; ++i) y[i] = float(op_math::tanh_double(double(x[i])));
 }
 
 void tanh_backward(const dpt_op_call &c) {

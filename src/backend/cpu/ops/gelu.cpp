@@ -16,11 +16,11 @@ constexpr double kInvSqrt2 = 0.7071067811865476;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
 
 double gelu_erf(double x) {
-  return 0.5 * x * (1.0 + std::erf(x * kInvSqrt2));
+  return 0.5 * x * (1.0 + op_math::erf_double(x * kInvSqrt2));
 }
 
 double gelu_erf_grad(double x) {
-  return 0.5 * (1.0 + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+  return 0.5 * (1.0 + op_math::erf_double(x * kInvSqrt2)) + x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
 }
 
 void forward(const dpt_op_call &c) {

@@ -1,4 +1,5 @@
 #include "backend/cpu/ops/cpu_ops.hpp"
+#include "interface/op_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,13 +20,13 @@ LossStats softmax_cross_entropy(const float *logits, const int32_t *labels, size
       if (z[c] > z[best]) best = c;
     const double zmax = z[best];
     double sum = 0.0;
-    for (size_t c = 0; c < classes; ++c) sum += std::exp(double(z[c]) - zmax);
+    for (size_t c = 0; c < classes; ++c) sum += op_math::exp_double(double(z[c]) - zmax);
     const size_t label = size_t(labels[s]);
-    stats.loss_sum += std::log(sum) - (double(z[label]) - zmax);
+    stats.loss_sum += op_math::log_double(sum) - (double(z[label]) - zmax);
     if (best == label) ++stats.correct;
     if (dlogits != nullptr) {
       float *d = dlogits + s * classes;
-      for (size_t c = 0; c < classes; ++c) d[c] = float(std::exp(double(z[c]) - zmax) / sum);
+      for (size_t c = 0; c < classes; ++c) d[c] = float(op_math::exp_double(double(z[c]) - zmax) / sum);
       d[label] -= 1.0f;
     }
   }
