@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # dptrain.exe (the mingw-w64 build) under Wine, against the Linux build's dptrain:
+#  0. dptrain.dll imports only Windows' own DLLs and exports only dpt_* functions;
 #  1. `devices`: two CPU devices, and no CUDA module with the reason the Windows build gives;
 #  2. the MLP (ReLU, softmax cross-entropy) trains to the same param_checksum as on Linux, bit for bit, with
 #     the GEMM kernel pinned alike on both (DPTRAIN_GEMM_KERNEL=portable: Linux would otherwise use OpenBLAS
@@ -11,7 +12,7 @@
 #     resumes to the same bits as the run that was not interrupted.
 # Prints the images/s of both builds. Usage: check_cli.sh DPTRAIN_EXE LINUX_DPTRAIN DPTRAIN_DLL
 set -euo pipefail
-exe=$1 linux=$2
+exe=$1 linux=$2 dll=$(realpath "$3")
 wine=$(command -v wine || command -v wine64)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,6 +22,16 @@ export DPTRAIN_GEMM_KERNEL=portable
 windows() { "$wine" "$exe" "$@" 2>/dev/null | tr -d '\r'; }
 field() { python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])"; }
 fail() { echo "FAIL: $*"; exit 1; }
+
+# 0. dptrain.dll needs only Windows' own DLLs (the GCC, C++ and threads runtimes and zlib are linked in), and
+#    exports the C API and nothing else.
+objdump=x86_64-w64-mingw32-objdump
+imports=$("$objdump" -p "$dll" | sed -n 's/^\s*DLL Name: //p' | tr -d '\r' | sort | tr '\n' ' ')
+[ "$imports" = "KERNEL32.dll msvcrt.dll " ] || fail "dptrain.dll imports $imports"
+exports=$("$objdump" -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | grep -c '\] ' || true)
+others=$("$objdump" -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | grep '\] ' | grep -vc '\] dpt_' || true)
+[ "$exports" -gt 80 ] && [ "$others" = 0 ] || fail "dptrain.dll exports $exports names, $others not dpt_*"
+echo "dptrain.dll: imports $imports; exports $exports dpt_* functions"
 
 # 1. devices
 out=$(DPTRAIN_CPU_DEVICES=2 windows devices --json)
