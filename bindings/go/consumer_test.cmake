@@ -69,8 +69,9 @@ if(NOT rc EQUAL 0 OR NOT loaded_dir STREQUAL want_dir)
   message(FATAL_ERROR "the consumer loads libdptrain from '${loaded_dir}', expected ${want_dir}:\n${ldd_out}")
 endif()
 
-execute_process(COMMAND ${run_env} ${CMAKE_COMMAND} -DCLI=${prefix}/${BINDIR}/dptrain -DGO_SAMPLE=${consumer}/trainer
-                        -P ${SAMPLE_DIR}/compare_checksum.cmake RESULT_VARIABLE rc)
+execute_process(COMMAND ${run_env} ${CMAKE_COMMAND} -DCLI=${prefix}/${BINDIR}/dptrain
+                        -DGO_SAMPLE=${consumer}/trainer -P ${SAMPLE_DIR}/compare_checksum.cmake
+                RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the consumer's param_checksum differs from the installed C CLI's (see above)")
 endif()
