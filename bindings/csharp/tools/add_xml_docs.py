@@ -18,7 +18,8 @@ import os
 import re
 import sys
 
-COMMENT = r"/\*\*((?:(?!\*/).)*)\*/"
+COMMENT = r"/\*\*((?:(?!\*/).)*)\*/"  # a /** ... */ comment before a declaration
+TRAILING = r"(?:/\*\*<((?:(?!\*/).)*)\*/)?"  # a /**< ... */ comment after one
 
 
 def clean(doc):
@@ -50,13 +51,13 @@ def parse_headers(folder):
         for m in re.finditer(r"typedef\s+(struct|enum)\s+(dpt_\w+)\s*\{(.*?)\}\s*\w+\s*;", text, re.S):
             kind, type_name, body = m.groups()
             if kind == "enum":
-                item = r"(?:" + COMMENT + r"\s*)?(DPT_\w+)\s*(?:=[^,/}]*)?,?[ \t]*(?:/\*\*<((?:(?!\*/).)*)\*/)?"
+                item = (r"(?:" + COMMENT + r"\s*)?(DPT_\w+)\s*(?:=[^,/}]*)?,?[ \t]*" + TRAILING)
                 for e in re.finditer(item, body, re.S):
                     doc = e.group(3) or e.group(1)
                     if doc:
                         enum_items[e.group(2)] = clean(doc)
             else:
-                field = r"(?:" + COMMENT + r"\s*)?[\w\s\*]*?\b(\w+)\s*(?:\[[^\]]*\])?\s*;[ \t]*(?:/\*\*<((?:(?!\*/).)*)\*/)?"
+                field = (r"(?:" + COMMENT + r"\s*)?[\w\s\*]*?\b(\w+)\s*(?:\[[^\]]*\])?\s*;[ \t]*" + TRAILING)
                 for f in re.finditer(field, body, re.S):
                     doc = f.group(3) or f.group(1)
                     if doc:
@@ -107,8 +108,8 @@ def parse_extends(path, functions):
         struct = m.group(1)
         body = text[m.end():block_end(text, m.end() - 1) - 1]
         pos, pending = 0, ""
-        member = re.compile(r"\s*(/\*(?:(?!\*/).)*\*/)|\s*(?:[\w:<>,]+[\s\*&]+)*?(~?\w+)\s*\(([^)]*)\)\s*(?:const\s*)?\{",
-                            re.S)
+        member = re.compile(r"\s*(/\*(?:(?!\*/).)*\*/)"  # a comment, or a method: return type, name, arguments
+                            r"|\s*(?:[\w:<>,]+[\s\*&]+)*?(~?\w+)\s*\(([^)]*)\)\s*(?:const\s*)?\{", re.S)
         while True:
             mm = member.match(body, pos)
             if not mm:
@@ -130,7 +131,8 @@ def parse_extends(path, functions):
             methods.setdefault((struct, mm.group(2)), []).append((html.escape(comment, quote=False),
                                                                   call))
             pos, pending = end, ""
-    values = {m.group(1): m.group(2) for m in re.finditer(r"^DPT_VALUE_STRUCT\((dpt_\w+),\s*(dpt_\w+_init)?", text, re.M)}
+    value_struct = re.compile(r"^DPT_VALUE_STRUCT\((dpt_\w+),\s*(dpt_\w+_init)?", re.M)
+    values = {m.group(1): m.group(2) for m in value_struct.finditer(text)}
     return methods, values
 
 
@@ -142,7 +144,8 @@ def documented_in_src(src, class_name):
     for name in os.listdir(src):
         if name.endswith(".cs"):
             text = open(os.path.join(src, name)).read()
-            if re.search(r"///[^\n]*\n(?:\[[^\n]*\n)*public [\w ]*(?:class|struct|enum) " + class_name + r"\b", text):
+            declaration = r"///[^\n]*\n(?:\[[^\n]*\n)*public [\w ]*(?:class|struct|enum) " + class_name + r"\b"
+            if re.search(declaration, text):
                 return True
     return False
 
@@ -210,7 +213,8 @@ def main():
             elif re.match(r"  public delegate ", line):
                 doc = "<summary>%s</summary>" % FIXED["delegate"]
             elif re.match(r"  (public|protected) ", line):
-                m = re.match(r"  (?:public|protected) (?:virtual |static |override |unsafe |new )*(?:([\w.<>\[\]]+) )?(\w+)\s*(\(|\{)", line)
+                m = re.match(r"  (?:public|protected) (?:virtual |static |override |unsafe |new )*"
+                             r"(?:([\w.<>\[\]]+) )?(\w+)\s*(\(|\{)", line)
                 if m is None:
                     out.append(line)
                     continue
@@ -235,14 +239,17 @@ def main():
                         comment, call = overloads[min(n, len(overloads) - 1)]
                         summary, remark = function_doc(call, comment) if call else (comment, "")
                         if summary:
-                            doc = "<summary>%s</summary>" % summary + ("<remarks>%s</remarks>" % remark if remark else "")
+                            doc = "<summary>%s</summary>" % summary
+                            if remark:
+                                doc += "<remarks>%s</remarks>" % remark
                     elif method == c_type and c_type in value_structs:
                         init = value_structs[c_type]
                         if n == 1 and "(%s other)" % cs_type in line.replace("global::DPTrain.", ""):
                             doc = "<summary>A copy of <paramref name=\"other\"/>, owned by the new object.</summary>"
                         elif init:
                             summary, remark = function_doc(init)
-                            doc = "<summary>A new object holding the library's defaults.</summary><remarks>%s %s</remarks>" % (summary, remark)
+                            doc = ("<summary>A new object holding the library's defaults.</summary>"
+                                   "<remarks>%s %s</remarks>" % (summary, remark))
                         else:
                             doc = ("<summary>A new, empty object for a call to fill in (the library sets "
                                    "<c>struct_size</c>).</summary><remarks>C API: <c>%s</c>.</remarks>" % c_type)

@@ -11,7 +11,8 @@ class PackageInfo {
     var informational = (AssemblyInformationalVersionAttribute)Attribute.GetCustomAttribute(
         assembly, typeof(AssemblyInformationalVersionAttribute));
     Console.WriteLine("assembly_version " + assembly.GetName().Version);
-    Console.WriteLine("informational_version " + (informational == null ? "none" : informational.InformationalVersion));
+    Console.WriteLine("informational_version " +
+                      (informational == null ? "none" : informational.InformationalVersion));
     Console.WriteLine("assembly_path " + Path.GetFullPath(assembly.Location));
     Console.WriteLine("library_version " + DPTrain.Library.Version); // the first native call
     foreach (string path in File.ReadAllLines("/proc/self/maps").Select(l => l.Split(' ').Last())

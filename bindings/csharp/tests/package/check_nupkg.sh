@@ -16,8 +16,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 native=runtimes/linux-x64/native
 entries=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$nupkg")
 echo "$entries"
-for entry in DPTrain.nuspec lib/net45/DPTrain.dll lib/net45/DPTrain.xml lib/net45/DPTrain.dll.config "$native/libdptrain.so.${version%%.*}" \
-  "$native/libdptrain_csharp.so"; do
+for entry in DPTrain.nuspec lib/net45/DPTrain.dll lib/net45/DPTrain.xml lib/net45/DPTrain.dll.config \
+  "$native/libdptrain.so.${version%%.*}" "$native/libdptrain_csharp.so"; do
   grep -qx "$entry" <<<"$entries" || fail "no $entry in $nupkg"
 done
 
@@ -31,7 +31,8 @@ unset LD_LIBRARY_PATH MONO_PATH
 export HOME=$tmp/home
 nuget install DPTrain -Source "$feed" -OutputDirectory packages -ExcludeVersion -NoCache -NonInteractive
 lib=packages/DPTrain/lib/net45
-for program in "$source/bindings/csharp/tests/package/PackageInfo.cs" "$source/samples/csharp/TrainFashionMnist.cs"; do
+for program in "$source/bindings/csharp/tests/package/PackageInfo.cs" \
+  "$source/samples/csharp/TrainFashionMnist.cs"; do
   name=$(basename "$program" .cs)
   mcs -nologo -r:$lib/DPTrain.dll -out:$name.exe "$program"
   cat >$name.exe.config <<XML
