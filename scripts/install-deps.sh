@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
-  swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go
+  swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev nuget golang-go
   openmpi-bin libopenmpi-dev procps fortunes doxygen maven libmaven-install-plugin-java dpkg-dev file)
 
 missing=()
