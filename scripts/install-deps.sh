@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dptrain needs to build, test and train (idempotent: installs only what is
 # missing). The Fashion-MNIST data set is Debian's dataset-fashion-mnist; the text corpus Debian's fortunes.
+# dpkg-dev (dpkg-shlibdeps) and file are what CPack needs for the Debian packages' Depends.
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
-  swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev golang-go
-  openmpi-bin libopenmpi-dev procps fortunes doxygen
+  swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev nuget golang-go
+  openmpi-bin libopenmpi-dev procps fortunes doxygen maven libmaven-install-plugin-java dpkg-dev file
   g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64 curl)
 
 missing=()

@@ -22,6 +22,17 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// The module and the library it is built against come from one project version (ctest go_module_version
+// checks BindingVersion against the top CMakeLists.txt).
+func TestBindingVersionMatchesLibrary(t *testing.T) {
+	if v := dptrain.Version(); v != dptrain.BindingVersion {
+		t.Fatalf("library Version() = %q, module BindingVersion = %q", v, dptrain.BindingVersion)
+	}
+	if n := dptrain.VersionNumber(); versionText(n) != dptrain.BindingVersion {
+		t.Fatalf("VersionNumber() = %d, module BindingVersion = %q", n, dptrain.BindingVersion)
+	}
+}
+
 func versionText(n int) string { return fmt.Sprintf("%d.%d.%d", n/10000, n/100%100, n%100) }
 
 func TestContextLifecycle(t *testing.T) {

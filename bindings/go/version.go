@@ -2,6 +2,11 @@ package dptrain
 
 import "dptrain.org/dptrain/internal/swig"
 
+// BindingVersion is this module's version: the project version it is released with, under the tag
+// bindings/go/v0.2.0 (README.md, "Versions and tags"). ctest go_module_version fails when it differs from
+// the version in the top CMakeLists.txt, and go test checks it against the library's Version().
+const BindingVersion = "0.2.0"
+
 // Version returns the library's version string, e.g. "0.2.0".
 func Version() string {
 	var v string

@@ -142,6 +142,7 @@ DPT_CS_SELF_CHECK(dptrain_binding::TextParts, "TextParts")
  * reject, or, for options, silently read as "defaults"). Otherwise SWIG's stock proxy body. */
 %typemap(csbody) SWIGTYPE %{
   private global::System.Runtime.InteropServices.HandleRef swigCPtr;
+  /// <summary>Whether this object owns its native object and frees it (SWIG's proxy plumbing).</summary>
   protected bool swigCMemOwn;
 
   internal $csclassname(global::System.IntPtr cPtr, bool cMemoryOwn) {

@@ -1,7 +1,9 @@
 /* go.i: the Go side of dptrain.i (included by it when SWIG runs with -go -cgo -intgosize 64 -c++).
  *
- * The generated package (bindings/go/internal/swig, produced by the build and git-ignored) is the raw
- * layer; the idiomatic package dptrain (bindings/go) wraps it. Nothing here panics:
+ * The generated package (bindings/go/internal/swig, committed so that the module builds with a plain
+ * `go build`; ctest go_swig_up_to_date fails when it differs from what SWIG makes of this interface now,
+ * `cmake --build build --target go_swig_update` refreshes it) is the raw layer; the idiomatic package
+ * dptrain (bindings/go) wraps it. Nothing here panics:
  *   - a failed call leaves its status and message in a per-thread slot instead of panicking; the Go
  *     layer reads it with TakeErrorStatus/TakeErrorMessage right after the call, on the same OS thread
  *     (runtime.LockOSThread), and returns an *Error. So no C++ catch frame is ever abandoned by a Go
@@ -10,8 +12,8 @@
  *     goroutine and turns a panic (or runtime.Goexit) there into "stop" plus an error that Fit returns,
  *     so ProgressBridge's rethrow path is never taken from Go.
  *   - slices cross without copies: the (pointer, count) patterns take the Go slice's array and length.
- * The build copies dptrain_binding.hpp next to the generated dptrain_wrap.cxx, so the package is
- * self-contained apart from the public headers and -ldptrain.
+ * A copy of dptrain_binding.hpp lies next to the generated dptrain_wrap.cxx, so the package is
+ * self-contained apart from libdptrain, which cgo finds through pkg-config (dptrain.pc).
  * Names: SWIG's Go module exports every name by capitalising it (deviceCount -> DeviceCount). */
 
 %{
@@ -125,9 +127,11 @@ static_assert(sizeof(size_t) == sizeof(uint64_t), "the Go binding passes []uint6
 
 /* ---- Module code -------------------------------------------------------------------------------- */
 
+/* Headers and library through pkg-config: the installed dptrain.pc is relocatable, and the in-tree build
+ * puts a build-tree dptrain.pc (with an rpath) first on PKG_CONFIG_PATH. */
 %insert(cgo_comment) %{
+#cgo pkg-config: dptrain
 #cgo CXXFLAGS: -std=c++17
-#cgo LDFLAGS: -ldptrain
 %}
 
 /* Read (and clear) this thread's error slot. */

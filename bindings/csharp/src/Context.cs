@@ -18,6 +18,7 @@ public partial class Context {
 }
 
 public partial class DeviceInfo {
+  /// <summary>The device's <see cref="Name"/>.</summary>
   public override string ToString() { return Name; }
 }
 

@@ -52,31 +52,43 @@ public class DptrainException : Exception {
 /// <summary>Status 1000s: an argument, buffer length, index or state the call does not accept, or a handle
 /// another thread is calling into (<see cref="DPTrain.Status.Busy"/>).</summary>
 public class InvalidArgumentException : DptrainException {
+  /// <summary>An exception for <paramref name="status"/> with the library's
+  /// <paramref name="message"/>.</summary>
   public InvalidArgumentException(Status status, string message) : base(status, 1000, message) {}
 }
 
 /// <summary>Status 2000s: the operation or configuration is not supported.</summary>
 public class UnsupportedException : DptrainException {
+  /// <summary>An exception for <paramref name="status"/> with the library's
+  /// <paramref name="message"/>.</summary>
   public UnsupportedException(Status status, string message) : base(status, 2000, message) {}
 }
 
 /// <summary>Status 3000s: a device failed, ran out of memory or does not exist.</summary>
 public class DeviceException : DptrainException {
+  /// <summary>An exception for <paramref name="status"/> with the library's
+  /// <paramref name="message"/>.</summary>
   public DeviceException(Status status, string message) : base(status, 3000, message) {}
 }
 
 /// <summary>Status 4000s: a collective operation failed or timed out.</summary>
 public class CommunicationException : DptrainException {
+  /// <summary>An exception for <paramref name="status"/> with the library's
+  /// <paramref name="message"/>.</summary>
   public CommunicationException(Status status, string message) : base(status, 4000, message) {}
 }
 
 /// <summary>Status 5000s: a file could not be read or written, or has invalid content.</summary>
 public class IOFormatException : DptrainException {
+  /// <summary>An exception for <paramref name="status"/> with the library's
+  /// <paramref name="message"/>.</summary>
   public IOFormatException(Status status, string message) : base(status, 5000, message) {}
 }
 
 /// <summary>Status 9000s: a bug in dptrain; please report it with the message.</summary>
 public class InternalException : DptrainException {
+  /// <summary>An exception for <paramref name="status"/> with the library's
+  /// <paramref name="message"/>.</summary>
   public InternalException(Status status, string message) : base(status, 9000, message) {}
 }
 

@@ -215,6 +215,7 @@ public partial class Model {
     return dims;
   }
 
+  /// <summary>A one-line description of the model (its layers and sizes), or "Model (disposed)".</summary>
   public override string ToString() { return IsDisposed ? "Model (disposed)" : Describe(); }
 }
 

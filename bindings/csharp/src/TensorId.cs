@@ -20,16 +20,23 @@ public struct TensorId : IEquatable<TensorId> {
   /// <summary>The number (0 .. <see cref="Model.TensorCount"/> - 1).</summary>
   public ulong Value { get { return value; } }
 
+  /// <summary>Whether both ids have the same number.</summary>
   public bool Equals(TensorId other) { return value == other.value; }
+  /// <summary>Whether <paramref name="obj"/> is a TensorId with the same number.</summary>
   public override bool Equals(object obj) { return obj is TensorId && Equals((TensorId)obj); }
+  /// <summary>The number's hash code.</summary>
   public override int GetHashCode() { return value.GetHashCode(); }
+  /// <summary>Whether both ids have the same number.</summary>
   public static bool operator ==(TensorId a, TensorId b) { return a.value == b.value; }
+  /// <summary>Whether the ids have different numbers.</summary>
   public static bool operator !=(TensorId a, TensorId b) { return a.value != b.value; }
 
   /// <summary>The number, e.g. 3 (ids are numbers in the C API and in JSON model files).</summary>
   public static explicit operator ulong(TensorId id) { return id.value; }
+  /// <summary>The tensor with this number.</summary>
   public static explicit operator TensorId(ulong value) { return new TensorId(value); }
 
+  /// <summary>"tensor N".</summary>
   public override string ToString() { return "tensor " + value; }
 }
 
@@ -66,6 +73,7 @@ public sealed class NamedTensor {
   public ulong Size { get; private set; }
 
   /// <summary>e.g. "conv1.weight [64,3,3,3] @0".</summary>
+  /// <summary>"tensor N".</summary>
   public override string ToString() { return Name + " [" + string.Join(",", shape) + "] @" + Offset; }
 }
 
