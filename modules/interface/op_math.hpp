@@ -19,7 +19,8 @@
 
 namespace dpt::op_math {
 
-// ---- counter-based random numbers (core/rng.hpp uses these; a value is a pure function of its counters) ----
+// ---- counter-based random numbers (core/rng.hpp uses these; a value is a pure function of its counters)
+// ----
 
 // SplitMix64 finaliser: a strong 64-bit mixing function.
 DPT_OP_MATH uint64_t mix64(uint64_t z) {
@@ -167,11 +168,12 @@ DPT_OP_MATH double exp_double(double x) {
 
 // The natural logarithm: -infinity at 0, NaN below 0 and for NaN, infinity at infinity.
 DPT_OP_MATH double log_double(double x) {
-  if (!(x > 0.0)) return x == 0.0 ? bits_to_double(0xfff0000000000000ULL) : bits_to_double(0x7ff8000000000000ULL);
+  if (!(x > 0.0))
+    return x == 0.0 ? bits_to_double(0xfff0000000000000ULL) : bits_to_double(0x7ff8000000000000ULL);
   if (x == bits_to_double(0x7ff0000000000000ULL)) return x;
   int e = 0;
   if (x < 2.2250738585072014e-308) {  // subnormal: scale into the normal range first
-    x *= 18014398509481984.0;        // 2^54
+    x *= 18014398509481984.0;         // 2^54
     e = -54;
   }
   const uint64_t bits = double_to_bits(x);

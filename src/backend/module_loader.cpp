@@ -116,7 +116,8 @@ BackendModule load_cuda_backend() {
   m.reason = std::string(DPT_BACKEND_MODULE_CUDA) + " not found in " + join_directories(s.directories) +
              " (" + s.origin + ")";
 #if defined(_WIN32)
-  m.reason += "; the Windows build (mingw-w64) has no CUDA module: it needs MSVC and the CUDA toolkit for Windows";
+  m.reason +=
+      "; the Windows build (mingw-w64) has no CUDA module: it needs MSVC and the CUDA toolkit for Windows";
 #else
   if (!DPTRAIN_HAVE_CUDA_MODULE) m.reason += "; this dptrain was built without the CUDA module";
 #endif

@@ -56,7 +56,8 @@ bool injected(Op op) {
 }
 
 [[noreturn]] void io_error(Op op, const std::string &path) {
-  throw_error(DPT_ERROR_IO, std::string("cannot ") + op_name(op) + " '" + path + "': " + std::strerror(errno));
+  throw_error(DPT_ERROR_IO,
+              std::string("cannot ") + op_name(op) + " '" + path + "': " + std::strerror(errno));
 }
 
 std::string directory_of(const std::string &path) {
@@ -181,7 +182,8 @@ InputFile::~InputFile() {
 size_t InputFile::read(void *destination, size_t n) {
   constexpr size_t kMaxRead = size_t(1) << 30;  // what one read() call is asked for at most
   for (;;) {
-    const int64_t got = injected(Op::kRead) ? -1 : platform::read_some(fd_, destination, std::min(n, kMaxRead));
+    const int64_t got =
+        injected(Op::kRead) ? -1 : platform::read_some(fd_, destination, std::min(n, kMaxRead));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) io_error(Op::kRead, path_);
     return size_t(got);

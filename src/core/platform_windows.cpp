@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <windows.h>
 
+#include <malloc.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <malloc.h>
 #include <thread>
 
 #include "core/platform.hpp"
@@ -226,8 +226,9 @@ std::optional<std::vector<std::string>> regular_files_in(const std::string &dire
 
 std::optional<std::string> directory_of_code(const void *address) {
   HMODULE module = nullptr;
-  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
-                          static_cast<LPCWSTR>(address), &module))
+  if (!GetModuleHandleExW(
+          GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+          static_cast<LPCWSTR>(address), &module))
     return std::nullopt;
   std::wstring path(MAX_PATH, L'\0');
   for (;;) {
@@ -250,8 +251,9 @@ void *library_open(const std::string &path, std::string &error) {
   if (library == nullptr) {
     const DWORD code = GetLastError();
     char *text = nullptr;
-    FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
-                   nullptr, code, 0, reinterpret_cast<char *>(&text), 0, nullptr);
+    FormatMessageA(
+        FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
+        code, 0, reinterpret_cast<char *>(&text), 0, nullptr);
     std::string reason = text != nullptr ? text : "LoadLibrary failed";
     if (text != nullptr) LocalFree(text);
     while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\r' || reason.back() == ' '))

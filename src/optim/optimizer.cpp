@@ -88,7 +88,8 @@ double learning_rate_at(const OptimizerConfig &c, uint64_t t) {
     case ScheduleKind::kCosine: {
       const double span = double(c.total_steps - c.warmup_steps);
       const double x = std::min(double(u), span) / span;
-      return c.min_learning_rate + (lr - c.min_learning_rate) * 0.5 * (1.0 + op_math::cos_double(std::numbers::pi * x));
+      return c.min_learning_rate +
+             (lr - c.min_learning_rate) * 0.5 * (1.0 + op_math::cos_double(std::numbers::pi * x));
     }
     default:
       return lr;

@@ -433,15 +433,15 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_exact_resume),
-      cmocka_unit_test(test_misuse),
-      cmocka_unit_test(test_save_inside_accumulation_window),
-      cmocka_unit_test(test_save_replaces_existing_file),
+    cmocka_unit_test(test_exact_resume),
+    cmocka_unit_test(test_misuse),
+    cmocka_unit_test(test_save_inside_accumulation_window),
+    cmocka_unit_test(test_save_replaces_existing_file),
 #if !defined(_WIN32)
-      cmocka_unit_test(test_load_refuses_non_regular_files),
-      cmocka_unit_test(test_load_refuses_huge_garbage_fast),
+    cmocka_unit_test(test_load_refuses_non_regular_files),
+    cmocka_unit_test(test_load_refuses_huge_garbage_fast),
 #endif
-      cmocka_unit_test(test_load_refuses_non_finite_parameters),
+    cmocka_unit_test(test_load_refuses_non_finite_parameters),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

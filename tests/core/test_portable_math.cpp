@@ -42,10 +42,22 @@ void expect_within(const char *what, double error, double bound) {
 
 void test_accuracy_against_the_c_runtime(void **) {
   const int n = 200000;
-  expect_within("exp on [-700, 0] (softmax, GELU)", worst_relative_error(exp_double, [](double x) { return std::exp(x); }, -700, 0, n), 5e-16);
-  expect_within("exp on [0, 709]", worst_relative_error(exp_double, [](double x) { return std::exp(x); }, 0, 709, n), 5e-16);
-  expect_within("log on (0, 1] (Box-Muller)", worst_relative_error(log_double, [](double x) { return std::log(x); }, 1e-300, 1, n), 5e-16);
-  expect_within("log on [1, 1e6] (a softmax's sum)", worst_relative_error(log_double, [](double x) { return std::log(x); }, 1, 1e6, n), 5e-16);
+  expect_within("exp on [-700, 0] (softmax, GELU)",
+                worst_relative_error(
+                    exp_double, [](double x) { return std::exp(x); }, -700, 0, n),
+                5e-16);
+  expect_within("exp on [0, 709]",
+                worst_relative_error(
+                    exp_double, [](double x) { return std::exp(x); }, 0, 709, n),
+                5e-16);
+  expect_within("log on (0, 1] (Box-Muller)",
+                worst_relative_error(
+                    log_double, [](double x) { return std::log(x); }, 1e-300, 1, n),
+                5e-16);
+  expect_within("log on [1, 1e6] (a softmax's sum)",
+                worst_relative_error(
+                    log_double, [](double x) { return std::log(x); }, 1, 1e6, n),
+                5e-16);
   // cos: absolute error (cos crosses 0).
   double worst = 0.0;
   for (int i = 0; i <= n; ++i) {
@@ -53,11 +65,23 @@ void test_accuracy_against_the_c_runtime(void **) {
     worst = std::fmax(worst, std::fabs(cos_double(x) - std::cos(x)));
   }
   expect_within("cos on [0, 2 pi] (absolute)", worst, 3e-16);
-  expect_within("tanh on [-25, 25]", worst_relative_error(tanh_double, [](double x) { return std::tanh(x); }, -25, 25, n), 3e-15);
-  expect_within("tanh on [-1e-3, 1e-3]", worst_relative_error(tanh_double, [](double x) { return std::tanh(x); }, -1e-3, 1e-3, n), 3e-16);
-  expect_within("erf on [-7, 7]", worst_relative_error(erf_double, [](double x) { return std::erf(x); }, -7, 7, n), 2e-15);
+  expect_within("tanh on [-25, 25]",
+                worst_relative_error(
+                    tanh_double, [](double x) { return std::tanh(x); }, -25, 25, n),
+                3e-15);
+  expect_within("tanh on [-1e-3, 1e-3]",
+                worst_relative_error(
+                    tanh_double, [](double x) { return std::tanh(x); }, -1e-3, 1e-3, n),
+                3e-16);
+  expect_within("erf on [-7, 7]",
+                worst_relative_error(
+                    erf_double, [](double x) { return std::erf(x); }, -7, 7, n),
+                2e-15);
   expect_within("0.999^t for t in [1, 1e5] (Adam's bias corrections)",
-                worst_relative_error([](double t) { return pow_positive(0.999, t); }, [](double t) { return double(std::pow((long double)0.999, (long double)t)); }, 1, 1e5, n), 2e-14);
+                worst_relative_error(
+                    [](double t) { return pow_positive(0.999, t); },
+                    [](double t) { return double(std::pow((long double)0.999, (long double)t)); }, 1, 1e5, n),
+                2e-14);
   // sigmoid in float: within 2 float ulps of the double result.
   double worst_sigmoid = 0.0;
   for (int i = 0; i <= n; ++i) {

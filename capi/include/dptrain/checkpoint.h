@@ -20,9 +20,11 @@ DPT_EXTERN_C_BEGIN
  * @brief Saves the trainer's state to @p path atomically.
  *
  * Writes a temporary file in the same directory (PATH.tmp-PID-N), fsyncs it, renames it over @p path
- * and fsyncs the directory: after a crash at any moment @p path holds either the previous checkpoint or
- * the new one, complete. After a successful save, the temporary files of @p path that killed saves left
- * behind (those whose process is gone) are removed; those of running processes are kept.
+ * and fsyncs the directory (on Windows: flushes it and moves it over @p path with MoveFileExW,
+ * MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH): after a crash at any moment @p path holds either
+ * the previous checkpoint or the new one, complete. After a successful save, the temporary files of
+ * @p path that killed saves left behind (those whose process is gone) are removed; those of running
+ * processes are kept.
  * dpt_trainer_fit() saves nothing by itself; call this from the epoch progress callback.
  * @return DPT_ERROR_IO (naming the failed operation) when the file cannot be written; the previous file
  *         is then unchanged. DPT_ERROR_INVALID_STATE inside an unfinished accumulation window.

@@ -19,7 +19,8 @@ __device__ double gelu_erf(double x) {
 }
 
 __device__ double gelu_erf_grad(double x) {
-  return 0.5 * (1.0 + op_math::erf_double(x * kInvSqrt2)) + x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
+  return 0.5 * (1.0 + op_math::erf_double(x * kInvSqrt2)) +
+         x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
 }
 
 __global__ void gelu_forward_kernel(const float *__restrict__ x, float *__restrict__ y, size_t count,

@@ -20,7 +20,8 @@ double gelu_erf(double x) {
 }
 
 double gelu_erf_grad(double x) {
-  return 0.5 * (1.0 + op_math::erf_double(x * kInvSqrt2)) + x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
+  return 0.5 * (1.0 + op_math::erf_double(x * kInvSqrt2)) +
+         x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
 }
 
 void forward(const dpt_op_call &c) {
