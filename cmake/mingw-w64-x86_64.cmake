@@ -14,6 +14,9 @@ set(CMAKE_RC_COMPILER ${triple}-windres)
 # (they are the same as Linux's, tests/windows). docs/windows.md.
 set(CMAKE_C_FLAGS_INIT "-march=x86-64-v3 -ffp-contract=off")
 set(CMAKE_CXX_FLAGS_INIT "-march=x86-64-v3 -ffp-contract=off")
+# Programs link the GCC, C++ and threads runtimes statically, as dptrain.dll does (capi/CMakeLists.txt): they
+# need dptrain.dll and Windows' own DLLs only.
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 set(CMAKE_FIND_ROOT_PATH /usr/${triple})
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)

@@ -18,7 +18,10 @@ enum {
   CLI_EXIT_INTERRUPT = 130 /**< Training was stopped by Ctrl-C (128 + SIGINT, as shells report it). */
 };
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+/* mingw-w64's C99 printf (__USE_MINGW_ANSI_STDIO), whose %zu GCC checks as gnu_printf, not msvcrt's. */
+#define CLI_PRINTF(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#elif defined(__GNUC__)
 #define CLI_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define CLI_PRINTF(fmt, args)

@@ -665,7 +665,9 @@ static void test_context_environment(void **state) {
       {"3x", DPT_ERROR_INVALID_ARGUMENT, 0},
       {"1.5", DPT_ERROR_INVALID_ARGUMENT, 0},
       /* Set but empty is "not a positive integer" (the header's words), not "unset". */
+#if !defined(_WIN32) /* Windows cannot hold an empty variable: setting "" removes it */
       {"", DPT_ERROR_INVALID_ARGUMENT, 0},
+#endif
       {"65", DPT_ERROR_OUT_OF_RANGE, 0},
       /* A positive integer too large even for an integer type: out of range, or refused as unparsable. */
       {"99999999999999999999999999", WANT_TOO_BIG, 0},

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -53,16 +54,21 @@ int from_environment(Precision p) {
   return -1;
 }
 
-// Packed panels of one thread (each device has its own worker thread), allocated once at their largest.
+// Packed panels of one thread (each device has its own worker thread), allocated once at their largest,
+// 64-byte aligned within a malloc'ed block: the aligned operator delete of mingw-w64's libstdc++, run by
+// this thread_local's destructor as a thread exits, crashed now and then (in ntdll, under Wine).
 struct Workspace {
-  unsigned char *data = nullptr;
+  unsigned char *block = nullptr, *data = nullptr;
   Workspace() = default;
   Workspace(const Workspace &) = delete;
   Workspace &operator=(const Workspace &) = delete;
-  ~Workspace() { ::operator delete(data, std::align_val_t(64)); }
+  ~Workspace() { std::free(block); }
   unsigned char *get() {
-    if (data == nullptr)
-      data = static_cast<unsigned char *>(::operator new(kPackedA + kPackedB, std::align_val_t(64)));
+    if (data == nullptr) {
+      block = static_cast<unsigned char *>(std::malloc(kPackedA + kPackedB + 64));
+      if (block == nullptr) throw std::bad_alloc();
+      data = block + (64 - reinterpret_cast<uintptr_t>(block) % 64);
+    }
     return data;
   }
 };
