@@ -1,6 +1,7 @@
 // The platform layer: every OS call of the core (environment, clocks, memory, cores, files, dynamic
 // libraries) lives here, implemented once per OS: platform_posix.cpp (Linux) and platform_windows.cpp
-// (Windows, built with mingw-w64). Paths are UTF-8 on both.
+// (Windows, built with mingw-w64); platform.cpp has what standard C++ answers alike on both. Paths are UTF-8
+// on both.
 #pragma once
 
 #include <cstddef>

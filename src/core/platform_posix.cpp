@@ -13,25 +13,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <thread>
 
 namespace dpt::platform {
-
-std::optional<std::string> env(const char *name) {
-  const char *v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
-size_t core_count() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : n;
-}
 
 std::vector<int> allowed_cpus() {
   std::vector<int> cpus;
@@ -54,11 +41,6 @@ uint64_t host_memory_bytes() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
-double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
 void *aligned_allocate(size_t bytes, size_t alignment) {

@@ -9,9 +9,8 @@
 #include <malloc.h>
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
-#include <thread>
+#include <cwchar>
 
 #include "core/platform.hpp"
 
@@ -71,18 +70,22 @@ FileKind kind_of(unsigned short mode) {
   return FileKind::kOther;
 }
 
+// The UTF-8 names of the entries of directory that keep(entry) accepts, unsorted; nullopt when it cannot
+// be listed.
+template <typename Keep>
+std::optional<std::vector<std::string>> names_in(const std::string &directory, Keep keep) {
+  WIN32_FIND_DATAW entry;
+  HANDLE find = FindFirstFileW(widen(directory + "\\*").c_str(), &entry);
+  if (find == INVALID_HANDLE_VALUE) return std::nullopt;
+  std::vector<std::string> names;
+  do {
+    if (keep(entry)) names.push_back(narrow(entry.cFileName, std::wcslen(entry.cFileName)));
+  } while (FindNextFileW(find, &entry));
+  FindClose(find);
+  return names;
+}
+
 }  // namespace
-
-std::optional<std::string> env(const char *name) {
-  const char *v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
-size_t core_count() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : n;
-}
 
 std::vector<int> allowed_cpus() {
   std::vector<int> cpus;
@@ -102,11 +105,6 @@ uint64_t host_memory_bytes() {
   MEMORYSTATUSEX status;
   status.dwLength = sizeof status;
   return GlobalMemoryStatusEx(&status) ? uint64_t(status.ullTotalPhys) : 0;
-}
-
-double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
 void *aligned_allocate(size_t bytes, size_t alignment) {
@@ -188,16 +186,9 @@ bool remove_file(const std::string &path) {
 }
 
 std::optional<std::vector<std::string>> directory_entries(const std::string &directory) {
-  WIN32_FIND_DATAW data;
-  HANDLE find = FindFirstFileW(widen(directory + "\\*").c_str(), &data);
-  if (find == INVALID_HANDLE_VALUE) return std::nullopt;
-  std::vector<std::string> names;
-  do {
-    const std::wstring name = data.cFileName;
-    if (name != L"." && name != L"..") names.push_back(narrow(name.data(), name.size()));
-  } while (FindNextFileW(find, &data));
-  FindClose(find);
-  return names;
+  return names_in(directory, [](const WIN32_FIND_DATAW &entry) {
+    return std::wcscmp(entry.cFileName, L".") != 0 && std::wcscmp(entry.cFileName, L"..") != 0;
+  });
 }
 
 bool is_regular_file(const std::string &path) {
@@ -209,18 +200,12 @@ bool is_directory(const std::string &path) {
 }
 
 std::optional<std::vector<std::string>> regular_files_in(const std::string &directory) {
-  WIN32_FIND_DATAW data;
-  HANDLE find = FindFirstFileW(widen(directory + "\\*").c_str(), &data);
-  if (find == INVALID_HANDLE_VALUE) return std::nullopt;
-  std::vector<std::string> names;
-  do {
+  auto names = names_in(directory, [](const WIN32_FIND_DATAW &entry) {
     // Not directories, and not symbolic links (reparse points), as lstat does on POSIX.
     const DWORD skip = FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DEVICE;
-    if (data.cFileName[0] != L'.' && (data.dwFileAttributes & skip) == 0)
-      names.push_back(narrow(data.cFileName, wcslen(data.cFileName)));
-  } while (FindNextFileW(find, &data));
-  FindClose(find);
-  std::sort(names.begin(), names.end());
+    return entry.cFileName[0] != L'.' && (entry.dwFileAttributes & skip) == 0;
+  });
+  if (names) std::sort(names->begin(), names->end());
   return names;
 }
 
