@@ -21,11 +21,11 @@
 //    for elements near zero, where the doubles' discrepancy (<= 1e-12 of terms <= 64: |xhat| <= sqrt(d))
 //    exceeds an ulp of the result. Against an error of FP32 accumulation (~1e-7 sqrt(N) relative) or of an
 //    index (order 1) these fail.
-//  * gelu: rel 2.4e-7 + abs 1e-13. CUDA's double erf, tanh and exp are within 2 ulp (double) of exact
-//    (CUDA's documented bounds; glibc's within 1), so the two doubles are a few ulp apart and the floats at
-//    most one rounding, except in the tails where 1 + erf(x / sqrt 2) (or 1 + tanh, 1 - tanh^2) cancels:
-//    there the doubles' absolute discrepancy, a few ulp(1) times |x| <= 30 times the derivative's
-//    polynomial (< 15 where 1 - tanh^2 is not exactly 0), stays below 1e-13.
+//  * gelu: rel 2.4e-7 + abs 1e-13. Both sides now take erf and exp from interface/op_math.hpp (the same
+//    plain double operations), so they should agree bitwise; the tolerance is the one set when the module
+//    used CUDA's own erf and exp (within 2 ulp of exact): the doubles a few ulp apart and the floats at most
+//    one rounding, except in the tails where 1 + erf(x / sqrt 2) cancels: there a few ulp(1) times |x| <= 30
+//    times the derivative's polynomial (< 15), below 1e-13. Tightened once a GPU has run it.
 //  * batch_norm dW, db: dW += float(sum): rel 3e-7 of |start| + sum |dy * xhat| (two roundings of floats of
 //    that size, plus the sums' 1e-11).
 //  * layer_norm dW, db: the CPU adds float(dy * xhat) into dW row by row in float, the module adds float of
