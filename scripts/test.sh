@@ -69,8 +69,13 @@ fi
 
 if [ "${DPTRAIN_SKIP_WINDOWS:-0}" != "1" ]; then
   # dptrain.dll, dptrain.exe and the C API tests, cross-built and run under Wine (docs/windows.md).
-  scripts/build-windows.sh >/dev/null
-  run_ctest build-windows -L windows
+  if scripts/build-windows.sh >/dev/null; then
+    run_ctest build-windows -L windows
+  else
+    echo "== the Windows build failed (scripts/build-windows.sh)"
+    failed=$((failed + 1))
+    status=1
+  fi
 fi
 
 echo "$skipped skipped (tests that need a GPU or the CUDA module they lack)"
