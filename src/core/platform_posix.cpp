@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 namespace dpt::platform {
 
@@ -78,6 +79,18 @@ FileKind kind_of(mode_t mode) {
   if (S_ISBLK(mode)) return FileKind::kBlockDevice;
   if (S_ISSOCK(mode)) return FileKind::kSocket;
   return FileKind::kOther;
+}
+
+// The names of the entries of directory that keep(name) accepts, unsorted; nullopt when it cannot be
+// listed. The directory is closed also when an allocation fails on the way.
+template <typename Keep>
+std::optional<std::vector<std::string>> names_in(const std::string &directory, Keep keep) {
+  const std::unique_ptr<DIR, int (*)(DIR *)> dir(::opendir(directory.c_str()), ::closedir);
+  if (!dir) return std::nullopt;
+  std::vector<std::string> names;
+  while (const dirent *e = ::readdir(dir.get()))
+    if (keep(e->d_name)) names.emplace_back(e->d_name);
+  return names;
 }
 
 }  // namespace
@@ -145,13 +158,9 @@ bool remove_file(const std::string &path) {
 }
 
 std::optional<std::vector<std::string>> directory_entries(const std::string &directory) {
-  DIR *dir = ::opendir(directory.c_str());
-  if (dir == nullptr) return std::nullopt;
-  std::vector<std::string> names;
-  while (const dirent *e = ::readdir(dir))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-  ::closedir(dir);
-  return names;
+  return names_in(directory, [](const char *name) {
+    return std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0;
+  });
 }
 
 bool is_regular_file(const std::string &path) {
@@ -165,17 +174,11 @@ bool is_directory(const std::string &path) {
 }
 
 std::optional<std::vector<std::string>> regular_files_in(const std::string &directory) {
-  DIR *dir = ::opendir(directory.c_str());
-  if (dir == nullptr) return std::nullopt;
-  std::vector<std::string> names;
-  while (const dirent *e = ::readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
+  auto names = names_in(directory, [&](const char *name) {
     struct stat st;
-    const std::string path = directory + "/" + e->d_name;
-    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) names.emplace_back(e->d_name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
+    return name[0] != '.' && ::lstat((directory + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  });
+  if (names) std::sort(names->begin(), names->end());
   return names;
 }
 

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cwchar>
+#include <memory>
 
 #include "core/platform.hpp"
 
@@ -77,11 +78,11 @@ std::optional<std::vector<std::string>> names_in(const std::string &directory, K
   WIN32_FIND_DATAW entry;
   HANDLE find = FindFirstFileW(widen(directory + "\\*").c_str(), &entry);
   if (find == INVALID_HANDLE_VALUE) return std::nullopt;
+  const std::unique_ptr<void, BOOL(WINAPI *)(HANDLE)> closer(find, FindClose);  // also when a push throws
   std::vector<std::string> names;
   do {
     if (keep(entry)) names.push_back(narrow(entry.cFileName, std::wcslen(entry.cFileName)));
   } while (FindNextFileW(find, &entry));
-  FindClose(find);
   return names;
 }
 
