@@ -1,5 +1,5 @@
-// The platform layer's calls that standard C++ answers alike on every OS (platform.hpp); the others are in
-// platform_posix.cpp and platform_windows.cpp.
+// The platform layer's calls that standard C++, or another call of the layer, answers alike on every OS
+// (platform.hpp); the others are in platform_posix.cpp and platform_windows.cpp.
 #include "core/platform.hpp"
 
 #include <chrono>
@@ -17,6 +17,14 @@ std::optional<std::string> env(const char *name) {
 size_t core_count() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
+}
+
+bool is_regular_file(const std::string &path) {
+  return file_kind(path) == FileKind::kRegular;
+}
+
+bool is_directory(const std::string &path) {
+  return file_kind(path) == FileKind::kDirectory;
 }
 
 double now_seconds() {

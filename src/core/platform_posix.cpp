@@ -163,16 +163,6 @@ std::optional<std::vector<std::string>> directory_entries(const std::string &dir
   });
 }
 
-bool is_regular_file(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_directory(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::optional<std::vector<std::string>> regular_files_in(const std::string &directory) {
   auto names = names_in(directory, [&](const char *name) {
     struct stat st;

@@ -192,14 +192,6 @@ std::optional<std::vector<std::string>> directory_entries(const std::string &dir
   });
 }
 
-bool is_regular_file(const std::string &path) {
-  return file_kind(path) == FileKind::kRegular;
-}
-
-bool is_directory(const std::string &path) {
-  return file_kind(path) == FileKind::kDirectory;
-}
-
 std::optional<std::vector<std::string>> regular_files_in(const std::string &directory) {
   auto names = names_in(directory, [](const WIN32_FIND_DATAW &entry) {
     // Not directories, and not symbolic links (reparse points), as lstat does on POSIX.
