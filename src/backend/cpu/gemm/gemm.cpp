@@ -11,6 +11,8 @@
 #include <cstring>
 #include <new>
 
+#include <pthread.h>
+
 #include "backend/cpu/gemm/cpu_features.hpp"
 #include "backend/cpu/gemm/kernels.hpp"
 
@@ -55,25 +57,32 @@ int from_environment(Precision p) {
 }
 
 // Packed panels of one thread (each device has its own worker thread), allocated once at their largest,
-// 64-byte aligned within a malloc'ed block: the aligned operator delete of mingw-w64's libstdc++, run by
-// this thread_local's destructor as a thread exits, crashed now and then (in ntdll, under Wine).
-struct Workspace {
-  unsigned char *block = nullptr, *data = nullptr;
-  Workspace() = default;
-  Workspace(const Workspace &) = delete;
-  Workspace &operator=(const Workspace &) = delete;
-  ~Workspace() { std::free(block); }
-  unsigned char *get() {
-    if (data == nullptr) {
-      block = static_cast<unsigned char *>(std::malloc(kPackedA + kPackedB + 64));
-      if (block == nullptr) throw std::bad_alloc();
-      data = block + (64 - reinterpret_cast<uintptr_t>(block) % 64);
-    }
-    return data;
-  }
-};
+// 64-byte aligned within a malloc'ed block that a pthread key frees as the thread exits. Not a thread_local
+// with a destructor: under mingw-w64 the emulated thread-local storage can be released before such
+// destructors run, which then read freed memory (worker threads crashed at exit now and then, under Wine).
+pthread_key_t workspace_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    if (pthread_key_create(&k, [](void *block) { std::free(block); }) != 0) throw std::bad_alloc();
+    return k;
+  }();
+  return key;
+}
 
-thread_local Workspace workspace;
+thread_local unsigned char *workspace = nullptr;  // inside the block the key holds; trivially destroyed
+
+unsigned char *thread_workspace() {
+  if (workspace == nullptr) {
+    void *block = std::malloc(kPackedA + kPackedB + 64);
+    if (block == nullptr) throw std::bad_alloc();
+    if (pthread_setspecific(workspace_key(), block) != 0) {
+      std::free(block);
+      throw std::bad_alloc();
+    }
+    workspace = static_cast<unsigned char *>(block) + (64 - reinterpret_cast<uintptr_t>(block) % 64);
+  }
+  return workspace;
+}
 
 // C = beta * C (k == 0: no products).
 void scale(size_t m, size_t n, float beta, float *c, size_t ldc) {
@@ -97,7 +106,7 @@ void run_tile(const KernelDef &d, size_t kcp, const void *ap, const void *bp, fl
 
 void blocked(const KernelDef &d, const Operand &a, const Operand &b, size_t m, size_t n, size_t k,
              float alpha, float beta, float *c, size_t ldc) {
-  unsigned char *packed_a = workspace.get(), *packed_b = packed_a + kPackedA;
+  unsigned char *packed_a = thread_workspace(), *packed_b = packed_a + kPackedA;
   if (d.begin != nullptr) d.begin();
   for (size_t jc = 0; jc < n; jc += kNC) {
     const size_t nc = std::min(kNC, n - jc);
