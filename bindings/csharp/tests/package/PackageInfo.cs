@@ -1,6 +1,9 @@
-// Built by check_nupkg.sh against the restored package's lib/net45/DPTrain.dll: prints the assembly's versions,
-// the native library's version, and the files the process mapped for libdptrain and the wrapper.
+// Built by check_nupkg.sh (and check_nupkg_windows.sh) against the package's lib/net45/DPTrain.dll: prints the
+// assembly's versions, the native library's version, and the files the process loaded for libdptrain (dptrain.dll)
+// and the wrapper.
 using System;
+using System.Collections.Generic;
+using System.Diagnostics;
 using System.IO;
 using System.Linq;
 using System.Reflection;
@@ -15,8 +18,14 @@ class PackageInfo {
                       (informational == null ? "none" : informational.InformationalVersion));
     Console.WriteLine("assembly_path " + Path.GetFullPath(assembly.Location));
     Console.WriteLine("library_version " + DPTrain.Library.Version); // the first native call
-    foreach (string path in File.ReadAllLines("/proc/self/maps").Select(l => l.Split(' ').Last())
-                 .Where(p => Path.GetFileName(p).StartsWith("libdptrain")).Distinct())
+    // Linux: the files the process mapped; Windows (check_nupkg_windows.sh): the modules it loaded.
+    IEnumerable<string> loaded =
+        Environment.OSVersion.Platform == PlatformID.Unix
+            ? File.ReadAllLines("/proc/self/maps").Select(l => l.Split(' ').Last())
+            : Process.GetCurrentProcess().Modules.Cast<ProcessModule>().Select(m => m.FileName);
+    foreach (string path in loaded.Where(p => Path.GetFileName(p).StartsWith("libdptrain") ||
+                                             Path.GetFileName(p).StartsWith("dptrain"))
+                 .Distinct())
       Console.WriteLine("mapped " + path);
   }
 }

@@ -6,6 +6,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +21,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The native libraries packed inside the versioned jar, under {@code natives/<platform>/} (for example
@@ -42,6 +44,8 @@ import java.util.Set;
 final class BundledNatives {
   /** The index of one platform folder. */
   static final String INDEX = "index.txt";
+
+  private static final AtomicLong TEMPORARY_COUNTER = new AtomicLong();
 
   private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rwx------");
 
@@ -150,12 +154,30 @@ final class BundledNatives {
 
   /** Writes bytes to dir/name through a temporary file and an atomic rename. */
   private static void writeAtomically(Path dir, String name, byte[] bytes) throws IOException {
-    Path tmp = Files.createTempFile(dir, "." + name + ".", ".tmp");
+    Path tmp = createTemporary(dir, name);
     try {
       Files.write(tmp, bytes);
       rename(tmp, dir.resolve(name));
     } finally {
       Files.deleteIfExists(tmp);
+    }
+  }
+
+  /**
+   * Creates a new empty file {@code .<name>.<pid>.<n>.tmp} in dir. Not {@code Files.createTempFile}: its
+   * random names seed a {@code SecureRandom}, which on Windows enumerates the network adapters, costs a cold
+   * JVM time, and under Wine crashes the JVM (a missing iphlpapi function). The process id and a counter make
+   * the name unique among the JVMs sharing the directory; creation is exclusive all the same.
+   */
+  private static Path createTemporary(Path dir, String name) throws IOException {
+    String stem = "." + name + "." + ProcessHandle.current().pid() + ".";
+    for (int attempt = 0;; attempt++) {
+      Path tmp = dir.resolve(stem + TEMPORARY_COUNTER.incrementAndGet() + ".tmp");
+      try {
+        return Files.createFile(tmp);
+      } catch (FileAlreadyExistsException leftOver) {
+        if (attempt >= 1000) throw leftOver; // a crashed JVM of the same pid left one: try the next number
+      }
     }
   }
 
@@ -209,7 +231,7 @@ final class BundledNatives {
     Path target = dir.resolve(e.name);
     if (matches(target, e)) return target;
     prepare(dir);
-    Path tmp = Files.createTempFile(dir, "." + e.name + ".", ".tmp");
+    Path tmp = createTemporary(dir, e.name);
     try {
       MessageDigest digest = sha256();
       long size = 0;
