@@ -154,8 +154,9 @@ dpkg -i "${debs[@]}" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log"; echo "FAIL:
 echo "ok: dpkg -i ${expected[*]}"
 soname=$(objdump -p "$libdir/libdptrain.so.$version" | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = "$so" ] && echo "ok: SONAME $soname" || fail "SONAME '$soname'"
-# (with a merged /usr the cache may name /lib/<triplet>: compare real paths)
-cached=$(ldconfig -p | awk -v so="$so" '$1 == so {print $NF; exit}')
+# (with a merged /usr the cache may name /lib/<triplet>: compare real paths. awk reads to the end: exiting at
+# the first match killed ldconfig with SIGPIPE when its listing outgrew the pipe, and pipefail ended the test.)
+cached=$(ldconfig -p | awk -v so="$so" '$1 == so && !found {print $NF; found = 1}')
 [ -n "$cached" ] && [ "$(realpath "$cached")" = "$libdir/libdptrain.so.$version" ] &&
   echo "ok: $so is in the ld.so cache ($cached)" || fail "$so in the ld.so cache: '$cached'"
 
