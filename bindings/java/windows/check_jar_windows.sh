@@ -17,6 +17,8 @@ if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
   exit 77
 fi
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=bindings/java/src/it/jar_checks.sh
+source "$(dirname "$0")/../src/it/jar_checks.sh"
 wine=$(command -v wine || command -v wine64) || fail "no wine"
 export DPTRAIN_GEMM_KERNEL=portable
 
@@ -71,15 +73,6 @@ extracted=$(ls -A "$cache" 2>/dev/null | tr '\n' ' ')
 [ "$extracted" = "dptrain.dll dptrain_java.dll index.txt " ] || fail "extracted to $cache: '$extracted'"
 echo "extracted to %LOCALAPPDATA%\\dptrain\\$VERSION\\windows-x86_64: $extracted($(($(date +%s) - start)) s)"
 
-cli=$("$CLI" train --model lenet --devices cpu:2 --epochs 1 --train-limit 1024 --test-limit 256 --seed 3 \
-  --json 2>/dev/null) || fail "dptrain train"
-cli_sum=$(sed -n 's/.*"param_checksum": *"\([0-9a-f]\{16\}\)".*/\1/p' <<<"$cli")
-java_sum=$(field param_checksum first)
-echo "windows java param_checksum: ${java_sum:-<none>}, linux cli: ${cli_sum:-<none>}"
-[ -n "$cli_sum" ] && [ "$java_sum" = "$cli_sum" ] || fail "checksums differ"
-
-stamp() { (cd "$cache" && stat -c '%n %i %Y.%y' *); }
-before=$(stamp)
-run second --version
-[ "$(stamp)" = "$before" ] || fail "the second run rewrote the cache: $before -> $(stamp)"
-echo "PASS: $jar_name on Windows (Wine) loads its windows-x86_64 natives and trains to Linux's checksum $cli_sum"
+expect_cli_checksum "$CLI" first
+expect_cache_reused second --version
+echo "PASS: $jar_name on Windows (Wine) loads its windows-x86_64 natives and trains to Linux's checksum"

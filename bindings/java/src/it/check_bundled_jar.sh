@@ -15,6 +15,8 @@ if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
   exit 77
 fi
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=bindings/java/src/it/jar_checks.sh
+source "$(dirname "$0")/jar_checks.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -51,17 +53,8 @@ runpath=$(readelf -d "$cache/libdptrain_java.so" | sed -n 's/.*(RUNPATH).*\[\(.*
 [ "$runpath" = '$ORIGIN' ] || fail "RUNPATH of the extracted JNI library is '$runpath', not \$ORIGIN"
 readelf -d "$cache/libdptrain_java.so" | grep -q "NEEDED.*\[$soname\]" || fail "the JNI library needs no $soname"
 
-cli=$("$CLI" train --model lenet --devices cpu:2 --epochs 1 --train-limit 1024 --test-limit 256 --seed 3 \
-  --json 2>/dev/null) || fail "dptrain train"
-cli_sum=$(sed -n 's/.*"param_checksum": *"\([0-9a-f]\{16\}\)".*/\1/p' <<<"$cli")
-java_sum=$(field param_checksum first)
-echo "java param_checksum: ${java_sum:-<none>}, cli: ${cli_sum:-<none>}"
-[ -n "$cli_sum" ] && [ "$java_sum" = "$cli_sum" ] || fail "checksums differ"
-
-stamp() { (cd "$cache" && stat -c '%n %i %Y.%y' *); }
-before=$(stamp)
-run second --modules
-[ "$(stamp)" = "$before" ] || fail "the second run rewrote the cache: $before -> $(stamp)"
+expect_cli_checksum "$CLI" first
+expect_cache_reused second --modules
 # libdptrain opens its CUDA module from its own directory: the cache. Loaded, or found but short of the CUDA
 # libraries or driver; never "not found".
 if [ -f "$cache/libdptrain_cuda.so" ]; then
@@ -96,4 +89,4 @@ mkdir "$work/tmp"
 JAVA_TOOL_OPTIONS="-Djava.io.tmpdir=$work/tmp" run fallback --version
 [ "$(field library_version fallback)" = "$VERSION" ] || fail "no load through the java.io.tmpdir fallback"
 ls "$work/tmp"/dptrain-*/"$VERSION/$PLATFORM/libdptrain_java.so" >/dev/null || fail "nothing in java.io.tmpdir"
-echo "PASS: $jar_name loads from its own natives (cache $cache), trains to the CLI's checksum $cli_sum"
+echo "PASS: $jar_name loads from its own natives (cache $cache), trains to the CLI's checksum"
