@@ -1,7 +1,14 @@
 # shellcheck shell=bash
 # Checks shared by check_bundled_jar.sh (Linux) and ../../windows/check_jar_windows.sh (Windows under Wine),
-# sourced by both. The caller defines fail MESSAGE, run NAME [ARGS...] (BundledJarApp, its output in
-# $work/NAME.out), field KEY NAME (a value of that output) and $cache (where the natives were extracted).
+# sourced by both: without Fashion-MNIST the test is skipped (exit 77) here. The caller defines run NAME
+# [ARGS...] (BundledJarApp, its output in $work/NAME.out), field KEY NAME (a value of that output) and $cache
+# (where the natives were extracted).
+DATA=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
+  echo "skipped: Fashion-MNIST not found in $DATA"
+  exit 77
+fi
+fail() { echo "FAIL: $*"; exit 1; }
 
 # expect_cli_checksum CLI NAME: run NAME trained to the checksum of the CLI's run of BundledJarApp's recipe.
 expect_cli_checksum() {
