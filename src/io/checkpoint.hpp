@@ -21,6 +21,7 @@ void save_checkpoint(const Trainer &trainer, const std::string &path);
 void load_checkpoint(Trainer &trainer, const std::string &path);
 
 // The same for a file image already in memory (path only names it in messages).
-void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image, const std::string &path);
+void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &image,
+                           const std::string &path);
 
 }  // namespace dpt

@@ -659,20 +659,20 @@ typedef struct env_row {
 static void test_context_environment(void **state) {
   fixture *f = (fixture *)*state;
   static const env_row rows[] = {
-      {"abc", DPT_ERROR_INVALID_ARGUMENT, 0},
-      {"0", DPT_ERROR_INVALID_ARGUMENT, 0},
-      {"-1", DPT_ERROR_INVALID_ARGUMENT, 0},
-      {"3x", DPT_ERROR_INVALID_ARGUMENT, 0},
-      {"1.5", DPT_ERROR_INVALID_ARGUMENT, 0},
-      /* Set but empty is "not a positive integer" (the header's words), not "unset". */
+    {"abc", DPT_ERROR_INVALID_ARGUMENT, 0},
+    {"0", DPT_ERROR_INVALID_ARGUMENT, 0},
+    {"-1", DPT_ERROR_INVALID_ARGUMENT, 0},
+    {"3x", DPT_ERROR_INVALID_ARGUMENT, 0},
+    {"1.5", DPT_ERROR_INVALID_ARGUMENT, 0},
+  /* Set but empty is "not a positive integer" (the header's words), not "unset". */
 #if !defined(_WIN32) /* Windows cannot hold an empty variable: setting "" removes it */
-      {"", DPT_ERROR_INVALID_ARGUMENT, 0},
+    {"", DPT_ERROR_INVALID_ARGUMENT, 0},
 #endif
-      {"65", DPT_ERROR_OUT_OF_RANGE, 0},
-      /* A positive integer too large even for an integer type: out of range, or refused as unparsable. */
-      {"99999999999999999999999999", WANT_TOO_BIG, 0},
-      {"3", DPT_OK, 3},
-      {"64", DPT_OK, 64},
+    {"65", DPT_ERROR_OUT_OF_RANGE, 0},
+    /* A positive integer too large even for an integer type: out of range, or refused as unparsable. */
+    {"99999999999999999999999999", WANT_TOO_BIG, 0},
+    {"3", DPT_OK, 3},
+    {"64", DPT_OK, 64},
   };
   const char *saved = getenv("DPTRAIN_CPU_DEVICES");
   char saved_copy[64] = "";

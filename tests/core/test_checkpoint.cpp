@@ -28,10 +28,10 @@
 #include "io/crc32c.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
-#include <setjmp.h>
 extern "C" {
 #include <cmocka.h>
 }
@@ -160,7 +160,8 @@ void test_every_corruption_is_rejected(void **) {
   }
   for (size_t length = 0; length < image.size(); ++length) {
     write_bytes(bad, image, length);
-    if (load_status(target, bad) != DPT_ERROR_FORMAT) fail_msg("truncation to %zu bytes was not rejected", length);
+    if (load_status(target, bad) != DPT_ERROR_FORMAT)
+      fail_msg("truncation to %zu bytes was not rejected", length);
     ++rejected;
   }
   std::vector<unsigned char> longer = image;
@@ -169,7 +170,8 @@ void test_every_corruption_is_rejected(void **) {
   assert_int_equal(load_status(target, bad), DPT_ERROR_FORMAT);
   assert_true(parameters(target) == before);  // no failed load changed anything
   assert_int_equal(target.optimizer_steps(), 0);
-  std::printf("# %zu corrupted or truncated images of a %zu-byte checkpoint rejected\n", rejected, image.size());
+  std::printf("# %zu corrupted or truncated images of a %zu-byte checkpoint rejected\n", rejected,
+              image.size());
   fs::remove_all(dir);
 }
 

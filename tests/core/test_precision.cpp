@@ -12,7 +12,6 @@
 #include <tuple>
 #include <vector>
 
-#include "core/float16.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "core/float16.hpp"
 #include "graph/model_spec.hpp"

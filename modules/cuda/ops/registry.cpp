@@ -7,7 +7,8 @@
 namespace dpt::cuda {
 
 extern const OpKernel kAdd, kAvgPool2d, kBatchNorm, kCausalSelfAttention, kConcat, kConv2d, kDense, kGelu,
-    kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kPositionEmbedding, kRelu, kSigmoid, kTanh, kTokenEmbedding;
+    kGlobalAvgPool, kLayerNorm, kLinear, kMaxPool2d, kPositionEmbedding, kRelu, kSigmoid, kTanh,
+    kTokenEmbedding;
 
 namespace {
 

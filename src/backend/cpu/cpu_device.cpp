@@ -1,7 +1,7 @@
 #include "backend/cpu/cpu_device.hpp"
 
-#include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
+#include "backend/cpu/ops/blas.hpp"
 #include "core/platform.hpp"
 
 namespace dpt {

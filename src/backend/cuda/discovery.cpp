@@ -1,7 +1,7 @@
 #include "backend/cuda/discovery.hpp"
 
-#include "backend/module_loader.hpp"
 #include "backend/cuda/device.hpp"
+#include "backend/module_loader.hpp"
 
 namespace dpt {
 
