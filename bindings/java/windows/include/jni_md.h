@@ -1,7 +1,8 @@
 /* The machine-dependent half of the JNI headers for 64-bit Windows, for the mingw-w64 cross build of
  * dptrain_java.dll: the host JDK's jni.h includes "jni_md.h", and the host JDK (Linux) has only Linux's.
- * These are the definitions of a Windows JDK's include/win32/jni_md.h (JNI's types are fixed by the JNI
- * specification; on x86-64 Windows there is a single calling convention, so __stdcall changes nothing). */
+ * The types and JNIEXPORT are a Windows JDK's include/win32/jni_md.h; JNICALL is here too, for the host
+ * JDK 17's jni.h expects it from jni_md.h (newer JDKs define it in jni.h; on x86-64 Windows there is one
+ * calling convention, so __stdcall changes nothing). */
 #ifndef _JAVASOFT_JNI_MD_H_
 #define _JAVASOFT_JNI_MD_H_
 
