@@ -218,7 +218,8 @@ for model in $MODELS; do
         [ "$steps" -ge 4 ] || steps=4
         echo
         echo "ResNet-18 (1x28x28), batch $b, SGD lr 0.1, $steps timed steps after 3 warm-up; of_peak: GEMM work of"
-        echo "the step / (T x the single-core GEMM peak of the precision); K=2/K=1 per framework below"
+        echo "the step (as im2col computes it: dptrain's Winograd convolutions do fewer multiplications, so"
+        echo "dp_peak may pass 100%) / (T x the single-core GEMM peak of the precision); K=2/K=1 per framework below"
         printf '%-8s %-5s %-14s %-14s %-6s %-9s %-9s %s\n' threads prec "dptrain img/s" "pytorch img/s" ratio \
           "dp_peak" "pt_peak" "runs (others: cores used by other processes)"
         declare -A peaks=()  # every GEMM peak of this batch's runs, per precision

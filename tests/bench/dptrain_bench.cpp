@@ -268,7 +268,8 @@ void bench_training(const Options &o) {
       "\ntraining step, batch %zu, SGD, synthetic 1x28x28 inputs, %zu timed steps after 3 warm-up;\n"
       "allreduce_ms is the reduction's own time, exposed_ms the part the step waited for after\n"
       "backward, hidden = 1 - exposed/allreduce; GFLOP/s counts the step's GEMM work only (3 GEMMs per\n"
-      "conv/dense: forward, dW, dX), of_peak = GFLOP/s / (K x the precision's GEMM peak); BatchNorm: %s\n",
+      "conv/dense: forward, dW, dX, as im2col computes them: Winograd convolutions do fewer, so of_peak\n"
+      "may pass 100%%), of_peak = GFLOP/s / (K x the precision's GEMM peak); BatchNorm: %s\n",
       o.batch, o.steps, o.sync_batch_norm ? "sync" : "local");
   for (const std::string &model : o.models) {
     const dpt::ModelSpec spec = bench_model(model);

@@ -35,12 +35,13 @@ namespace {
 constexpr double kTolerance = 1e-5;
 constexpr size_t kClasses = 3;
 
-// A residual block with batch norm on 2x6x6 inputs, then a 1-D batch norm after a dense layer.
-dpt::ModelSpec model() {
+// A residual block with batch norm on 2x6x6 inputs, then a 1-D batch norm after a dense layer. From width 16
+// the block's second convolution runs as Winograd F(2x2, 3x3) on the CPU (conv2d_winograd.cpp).
+dpt::ModelSpec model(size_t width) {
   dpt::ModelSpec m(dpt::Shape{2, 6, 6});
-  const size_t a = m.add_conv2d(4, 3, 1, 1, false);
+  const size_t a = m.add_conv2d(width, 3, 1, 1, false);
   const size_t b = m.add_op("relu", {m.add_batch_norm(a, 1e-5, 0.1, "bn1")}, "relu1");
-  m.add_conv2d(4, 3, 1, 1, false);
+  m.add_conv2d(width, 3, 1, 1, false);
   const size_t c = m.add_batch_norm(m.output_tensor(), 1e-5, 0.3, "bn2");
   m.add_op("relu", {m.add_op("add", {c, b}, "add")}, "relu2");
   m.add_op("global_avg_pool", {m.output_tensor()}, "gap");
@@ -57,6 +58,7 @@ struct Run {
   size_t accumulation = 1;
   bool sync = true;
   dpt::DType precision = dpt::DType::kF32;  // of the matrix products' inputs
+  size_t width = 4;                         // the residual block's channels
 };
 
 std::shared_ptr<dpt::Context> context(size_t devices) {
@@ -79,7 +81,7 @@ std::unique_ptr<dpt::Trainer> make_trainer(const Run &run) {
     // Skewed: with small batches the first devices get nothing.
     for (size_t i = 0; i < run.devices; ++i) c.weights.push_back(double(1 + 4 * i * i));
   }
-  return std::make_unique<dpt::Trainer>(context(run.devices), model(), c);
+  return std::make_unique<dpt::Trainer>(context(run.devices), model(run.width), c);
 }
 
 // Ragged batch sizes, some smaller than the device count (empty slices).
@@ -138,18 +140,21 @@ void expect_replicas_identical(const Result &r, const std::string &what) {
 // 1 and K devices, only the order of float32 sums differs); after 10, to bfloat16's resolution, one ulp
 // (2^-8): the derivation is test_transformer_equivalence's. fp16 (with loss scaling) likewise, to one
 // float16 ulp (2^-11).
-void sync_equals_one_device(dpt::DType precision) {
+void sync_equals_one_device(dpt::DType precision, size_t width = 4) {
   const bool bf16 = precision == dpt::DType::kBF16, fp16 = precision == dpt::DType::kF16;
   for (size_t accumulation : {1, 2}) {
     for (size_t steps : {1, 10}) {
-      const Result reference = train(Run{1, false, accumulation, true, precision}, steps * accumulation);
+      const Result reference =
+          train(Run{1, false, accumulation, true, precision, width}, steps * accumulation);
       const double tolerance = steps == 1 ? kTolerance : bf16 ? 1.0 / 256 : fp16 ? 1.0 / 2048 : kTolerance;
       for (size_t k : {2, 3, 4, 8})
         for (bool weighted : {false, true}) {
-          const Result r = train(Run{k, weighted, accumulation, true, precision}, steps * accumulation);
+          const Result r =
+              train(Run{k, weighted, accumulation, true, precision, width}, steps * accumulation);
           const std::string what = std::string(bf16   ? "bf16 "
                                                : fp16 ? "fp16 "
                                                       : "") +
+                                   (width != 4 ? "width " + std::to_string(width) + " " : "") +
                                    "K=" + std::to_string(k) + (weighted ? " weighted" : " even") +
                                    " accumulation " + std::to_string(accumulation) + ", " +
                                    std::to_string(steps) + " steps";
@@ -167,6 +172,12 @@ void sync_equals_one_device(dpt::DType precision) {
 
 void test_sync_equals_one_device(void **) {
   sync_equals_one_device(dpt::DType::kF32);
+}
+
+// Width 16: the block's second convolution on the Winograd path, whose grouping of tiles depends on the
+// slice.
+void test_sync_equals_one_device_winograd(void **) {
+  sync_equals_one_device(dpt::DType::kF32, 16);
 }
 
 void test_sync_equals_one_device_bf16(void **) {
@@ -268,6 +279,7 @@ void test_evaluation_and_checkpoint(void **) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sync_equals_one_device),
+      cmocka_unit_test(test_sync_equals_one_device_winograd),
       cmocka_unit_test(test_sync_equals_one_device_bf16),
       cmocka_unit_test(test_sync_equals_one_device_fp16),
       cmocka_unit_test(test_local_statistics),

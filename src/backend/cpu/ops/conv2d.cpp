@@ -5,11 +5,15 @@
 // packed once per group rather than once per sample (ResNet-18's last stage: 512 channels on 4x4 planes, 16
 // columns a sample). Larger planes run one sample at a time, straight into the output. The grouping depends
 // only on the layer's shape and the slice size, so a run's bits are fixed.
+//
+// 3x3, stride 1, padding 1 convolutions of at least 16 channels in float32 (most of ResNet's work) run as
+// Winograd F(2x2, 3x3) instead: conv2d_winograd.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 
 #include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/conv2d_winograd.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
 
@@ -123,6 +127,7 @@ void col2im(const Conv &s, const float *col, size_t ld, float *dx) {
 // A group's column matrix [c * k * k, g * pixels] (in backward also the columns' gradient) and, for a group
 // of several samples, its output (or output gradient) gathered as [out_c, g * pixels].
 size_t scratch_bytes(const dpt_op_call &call) {
+  if (winograd::applies(call)) return winograd::scratch_bytes(call);
   const Conv s = conv_of(call);
   const size_t g = group_size(s), staged = g > 1 ? s.out_c * g * s.pixels() : 0;
   return (s.ckk() * g * s.pixels() + staged) * sizeof(float);
@@ -138,6 +143,7 @@ Scratch scratch_of(const dpt_op_call &call, const Conv &s) {
 }
 
 void forward(const dpt_op_call &call) {
+  if (winograd::applies(call)) return winograd::forward(call);
   const Conv s = conv_of(call);
   const size_t oc = s.out_c, ckk = s.ckk(), pix = s.pixels();
   const float *w = param(call, 0), *b = param(call, 1);
@@ -166,17 +172,24 @@ void forward(const dpt_op_call &call) {
   }
 }
 
-void backward(const dpt_op_call &call) {
+// db += the output gradient summed over each plane, sample by sample.
+void add_bias_gradient(const dpt_op_call &call) {
+  float *db = param_grad(call, 1);
+  if (db == nullptr) return;
+  const Conv s = conv_of(call);
+  for (size_t i = 0; i < n(call); ++i)
+    for (size_t o = 0; o < s.out_c; ++o)
+      db[o] += sum_fixed_order(dy(call) + i * s.out_size() + o * s.pixels(), s.pixels());
+}
+
+void im2col_backward(const dpt_op_call &call) {
   const Conv s = conv_of(call);
   const size_t oc = s.out_c, ckk = s.ckk(), pix = s.pixels();
-  float *dw = param_grad(call, 0), *db = param_grad(call, 1), *d = dx(call);
+  float *dw = param_grad(call, 0), *d = dx(call);
   const Scratch scratch = scratch_of(call, s);
   for (size_t first = 0; first < n(call); first += group_size(s)) {
     const size_t g = std::min(group_size(s), n(call) - first), cols = g * pix;
     const float *dys = dy(call) + first * s.out_size();
-    if (db != nullptr)
-      for (size_t i = 0; i < g; ++i)
-        for (size_t o = 0; o < oc; ++o) db[o] += sum_fixed_order(dys + i * s.out_size() + o * pix, pix);
     // The group's output gradient as one [out_c, cols] matrix.
     const float *dy_cols = dys;
     if (g > 1) {
@@ -198,6 +211,14 @@ void backward(const dpt_op_call &call) {
       for (size_t i = 0; i < g; ++i) col2im(s, scratch.col + i * pix, cols, d + (first + i) * s.in_size());
     }
   }
+}
+
+void backward(const dpt_op_call &call) {
+  add_bias_gradient(call);
+  if (winograd::applies(call))
+    winograd::backward(call);
+  else
+    im2col_backward(call);
 }
 
 }  // namespace

@@ -1,0 +1,355 @@
+// Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2015).
+//
+// A 2x2 output tile y of one output channel is A^T [sum over input channels c of U_c . V_c] A, where
+// U_c = G g_c G^T is the 3x3 kernel g_c transformed to 4x4 and V_c = B^T d_c B the 4x4 input patch d_c
+// around the tile (. is the elementwise product). Over a group of samples, each of the 16 points p of the
+// 4x4 transform is one GEMM: M_p [out_c, tiles] = U_p [out_c, c] V_p [c, tiles]. Backward is forward's
+// arithmetic reversed: dM = A dY A^T, dU_p += dM_p V_p^T (then dW += G^T dU G), dV_p = U_p^T dM_p (then
+// dX += B dV B^T, the tiles' patches overlapping by two rows and columns).
+//
+// The transforms only add, subtract and halve (exact), so each DPT_CLONES copy computes the same bits. Tiles
+// past the plane's right or bottom edge (odd sizes) read zeros and their outputs are dropped.
+#include "backend/cpu/ops/conv2d_winograd.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/op_tensors.hpp"
+#include "core/target_clones.hpp"
+
+namespace dpt::cpu::winograd {
+
+namespace {
+
+// Measured on ResNet-18 (docs/performance-notes.md, 11): below 16 channels the transforms cost more than
+// the multiplications they save.
+constexpr size_t kMinChannels = 16;
+// Tiles per GEMM: a group of samples with about this many tiles, so that small planes (ResNet's last stage:
+// four tiles a sample) still make GEMMs wide enough to run at the BLAS kernel's rate.
+constexpr size_t kGroupTiles = 512;
+constexpr size_t kPoints = 16;  // the 4x4 points of a transformed tile
+
+struct Shape {
+  size_t c, h, w, out_c;  // the output plane is h x w too
+  size_t tiles_y() const { return (h + 1) / 2; }
+  size_t tiles_x() const { return (w + 1) / 2; }
+  size_t tiles() const { return tiles_y() * tiles_x(); }
+  size_t plane() const { return h * w; }
+  size_t group() const { return (kGroupTiles + tiles() - 1) / tiles(); }
+  // A zero-bordered plane: one row and column of padding before the image, tiles past its end after.
+  size_t padded_w() const { return 2 * tiles_x() + 2; }
+  size_t padded_h() const { return 2 * tiles_y() + 2; }
+};
+
+Shape shape_of(const dpt_op_call &call) {
+  const dpt_tensor &x = call.inputs[0];
+  return Shape{size_t(x.dims[0]), size_t(x.dims[1]), size_t(x.dims[2]), size_t(call.ints[0])};
+}
+
+// U and dU [16, out_c, c]; V [16, c, tiles of a group] (backward: then its gradient), M [16, out_c, tiles of
+// a group] (backward: the output gradient's transform); rows for the transforms of one plane.
+struct Scratch {
+  float *u, *du, *v, *m, *rows;
+};
+
+size_t row_floats(const Shape &s) {
+  return (s.padded_h() + 4) * s.padded_w();
+}
+
+size_t scratch_floats(const Shape &s) {
+  const size_t group_tiles = s.group() * s.tiles();
+  return 2 * kPoints * s.out_c * s.c + kPoints * (s.c + s.out_c) * group_tiles + row_floats(s);
+}
+
+Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
+  float *p = static_cast<float *>(call.scratch);
+  const size_t weights = kPoints * s.out_c * s.c, group_tiles = s.group() * s.tiles();
+  Scratch r{};
+  r.u = p;
+  r.du = r.u + weights;
+  r.v = r.du + weights;
+  r.m = r.v + kPoints * s.c * group_tiles;
+  r.rows = r.m + kPoints * s.out_c * group_tiles;
+  return r;
+}
+
+// The weight transforms run over blocks of kBlock kernels, each point's values of a block gathered in a local
+// array and moved as one run: the 16 points are planes out_c * c floats apart, and touching all 16 for every
+// kernel made the caches thrash on ResNet's 512-channel layers (addresses a multiple of 1 MB apart).
+constexpr size_t kBlock = 64;
+
+// U = G g G^T for every (o, c) of W [out_c, c, 3, 3], point p of kernel k at u[p * out_c * c + k].
+// G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
+void transform_weights(const Shape &s, const float *w, float *u) {
+  const size_t kernels = s.out_c * s.c;
+  float block[kPoints][kBlock];
+  for (size_t first = 0; first < kernels; first += kBlock) {
+    const size_t count = std::min(kBlock, kernels - first);
+    for (size_t b = 0; b < count; ++b) {
+      const float *g = w + 9 * (first + b);
+      float t[4][3];  // G g
+      for (size_t j = 0; j < 3; ++j) {
+        t[0][j] = g[j];
+        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        t[3][j] = g[6 + j];
+      }
+      for (size_t i = 0; i < 4; ++i) {
+        block[4 * i + 0][b] = t[i][0];
+        block[4 * i + 1][b] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        block[4 * i + 2][b] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        block[4 * i + 3][b] = t[i][2];
+      }
+    }
+    for (size_t p = 0; p < kPoints; ++p) std::copy_n(block[p], count, u + p * kernels + first);
+  }
+}
+
+// dW += G^T dU G, the reverse of transform_weights.
+void add_weight_gradient(const Shape &s, const float *du, float *dw) {
+  const size_t kernels = s.out_c * s.c;
+  float block[kPoints][kBlock];
+  for (size_t first = 0; first < kernels; first += kBlock) {
+    const size_t count = std::min(kBlock, kernels - first);
+    for (size_t p = 0; p < kPoints; ++p) std::copy_n(du + p * kernels + first, count, block[p]);
+    for (size_t b = 0; b < count; ++b) {
+      float t[3][4];  // G^T dU
+      for (size_t j = 0; j < 4; ++j) {
+        const float d0 = block[j][b], d1 = block[4 + j][b], d2 = block[8 + j][b], d3 = block[12 + j][b];
+        t[0][j] = d0 + 0.5f * (d1 + d2);
+        t[1][j] = 0.5f * (d1 - d2);
+        t[2][j] = 0.5f * (d1 + d2) + d3;
+      }
+      float *g = dw + 9 * (first + b);
+      for (size_t i = 0; i < 3; ++i) {
+        g[3 * i + 0] += t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+        g[3 * i + 1] += 0.5f * (t[i][1] - t[i][2]);
+        g[3 * i + 2] += 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+      }
+    }
+  }
+}
+
+// V = B^T d B for every tile of one input plane x: point p of tile (ty, tx) at v[p * stride + ty * tiles_x
+// + tx]. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. rows: the zero-bordered plane, then 4 rows for B^T d.
+// Plain loops rather than std::fill/copy_n: the rows are short (4 floats in ResNet's last stage) and a
+// library call per row costs more than the copy (the file is compiled without loop-to-call conversion).
+DPT_CLONES void transform_input(const Shape &s, const float *x, float *v, size_t stride, float *rows) {
+  const size_t pw = s.padded_w(), ph = s.padded_h(), tiles_x = s.tiles_x();
+  float *__restrict d = rows, *__restrict t = rows + ph * pw;
+  for (size_t i = 0; i < pw; ++i) d[i] = 0.0f;
+  for (size_t y = 0; y < s.h; ++y) {
+    float *row = d + (y + 1) * pw;
+    row[0] = 0.0f;
+    for (size_t i = 0; i < s.w; ++i) row[1 + i] = x[y * s.w + i];
+    for (size_t i = s.w + 1; i < pw; ++i) row[i] = 0.0f;
+  }
+  for (size_t i = (s.h + 1) * pw; i < ph * pw; ++i) d[i] = 0.0f;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const float *d0 = d + 2 * ty * pw, *d1 = d0 + pw, *d2 = d1 + pw, *d3 = d2 + pw;
+    for (size_t i = 0; i < pw; ++i) {
+      t[i] = d0[i] - d2[i];
+      t[pw + i] = d1[i] + d2[i];
+      t[2 * pw + i] = d2[i] - d1[i];
+      t[3 * pw + i] = d1[i] - d3[i];
+    }
+    for (size_t a = 0; a < 4; ++a) {
+      const float *__restrict e = t + a * pw;
+      float *__restrict v0 = v + (4 * a + 0) * stride + ty * tiles_x;
+      float *__restrict v1 = v + (4 * a + 1) * stride + ty * tiles_x;
+      float *__restrict v2 = v + (4 * a + 2) * stride + ty * tiles_x;
+      float *__restrict v3 = v + (4 * a + 3) * stride + ty * tiles_x;
+      for (size_t tx = 0; tx < tiles_x; ++tx) {
+        const float e0 = e[2 * tx], e1 = e[2 * tx + 1], e2 = e[2 * tx + 2], e3 = e[2 * tx + 3];
+        v0[tx] = e0 - e2;
+        v1[tx] = e1 + e2;
+        v2[tx] = e2 - e1;
+        v3[tx] = e1 - e3;
+      }
+    }
+  }
+}
+
+// y = bias + A^T M A for every tile of one output plane, M's point p of tile (ty, tx) at m[p * stride +
+// ty * tiles_x + tx]. A^T = [1 1 1 0; 0 1 -1 -1]. rows: 2 padded rows.
+DPT_CLONES void transform_output(const Shape &s, const float *m, size_t stride, float bias, float *y,
+                                 float *rows) {
+  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
+  float *__restrict y0 = rows, *__restrict y1 = rows + pw;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const float *mt = m + ty * tiles_x;
+    for (size_t tx = 0; tx < tiles_x; ++tx) {
+      float q[kPoints];
+      for (size_t p = 0; p < kPoints; ++p) q[p] = mt[p * stride + tx];
+      float r0[4], r1[4];  // A^T M
+      for (size_t j = 0; j < 4; ++j) {
+        r0[j] = q[j] + q[4 + j] + q[8 + j];
+        r1[j] = q[4 + j] - q[8 + j] - q[12 + j];
+      }
+      y0[2 * tx] = bias + (r0[0] + r0[1] + r0[2]);
+      y0[2 * tx + 1] = bias + (r0[1] - r0[2] - r0[3]);
+      y1[2 * tx] = bias + (r1[0] + r1[1] + r1[2]);
+      y1[2 * tx + 1] = bias + (r1[1] - r1[2] - r1[3]);
+    }
+    for (size_t i = 0; i < s.w; ++i) y[2 * ty * s.w + i] = y0[i];
+    if (2 * ty + 1 < s.h)
+      for (size_t i = 0; i < s.w; ++i) y[(2 * ty + 1) * s.w + i] = y1[i];
+  }
+}
+
+// dM = A dY A^T for every tile of one output-gradient plane dy (zeros past its edge), laid out as
+// transform_output reads M. A = [1 0; 1 1; 1 -1; 0 -1]. rows: 2 padded rows.
+DPT_CLONES void transform_output_gradient(const Shape &s, const float *dy, float *m, size_t stride,
+                                          float *rows) {
+  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
+  float *g0 = rows, *g1 = rows + pw;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const bool second_row = 2 * ty + 1 < s.h;
+    for (size_t i = 0; i < pw; ++i) {
+      g0[i] = i < s.w ? dy[2 * ty * s.w + i] : 0.0f;
+      g1[i] = second_row && i < s.w ? dy[(2 * ty + 1) * s.w + i] : 0.0f;
+    }
+    float *mt = m + ty * tiles_x;
+    for (size_t tx = 0; tx < tiles_x; ++tx) {
+      const float a0 = g0[2 * tx], a1 = g0[2 * tx + 1], b0 = g1[2 * tx], b1 = g1[2 * tx + 1];
+      const float rows_of_a_dy[4][2] = {{a0, a1}, {a0 + b0, a1 + b1}, {a0 - b0, a1 - b1}, {-b0, -b1}};
+      for (size_t r = 0; r < 4; ++r) {
+        const float x0 = rows_of_a_dy[r][0], x1 = rows_of_a_dy[r][1];
+        mt[(4 * r + 0) * stride + tx] = x0;
+        mt[(4 * r + 1) * stride + tx] = x0 + x1;
+        mt[(4 * r + 2) * stride + tx] = x0 - x1;
+        mt[(4 * r + 3) * stride + tx] = -x1;
+      }
+    }
+  }
+}
+
+// dx = the sum over tiles of B dV B^T, each at its patch (rows and columns 2t - 1 .. 2t + 2), accumulated
+// in the zero-bordered plane pad and copied out. B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1].
+DPT_CLONES void transform_input_gradient(const Shape &s, const float *v, size_t stride, float *dx,
+                                         float *pad) {
+  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
+  for (size_t i = 0; i < s.padded_h() * pw; ++i) pad[i] = 0.0f;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const float *vt = v + ty * tiles_x;
+    float *patch = pad + 2 * ty * pw;
+    for (size_t tx = 0; tx < tiles_x; ++tx) {
+      float q[kPoints];
+      for (size_t p = 0; p < kPoints; ++p) q[p] = vt[p * stride + tx];
+      float h[4][4];  // B dV
+      for (size_t j = 0; j < 4; ++j) {
+        h[0][j] = q[j];
+        h[1][j] = q[4 + j] - q[8 + j] + q[12 + j];
+        h[2][j] = q[4 + j] + q[8 + j] - q[j];
+        h[3][j] = -q[12 + j];
+      }
+      for (size_t i = 0; i < 4; ++i) {
+        float *row = patch + i * pw + 2 * tx;
+        row[0] += h[i][0];
+        row[1] += h[i][1] - h[i][2] + h[i][3];
+        row[2] += h[i][1] + h[i][2] - h[i][0];
+        row[3] -= h[i][3];
+      }
+    }
+  }
+  for (size_t y = 0; y < s.h; ++y)
+    for (size_t i = 0; i < s.w; ++i) dx[y * s.w + i] = pad[(y + 1) * pw + 1 + i];
+}
+
+// The 16 GEMMs of a group: C_p = op(A_p) op(B_p) (+ C_p when accumulate), A_p, B_p, C_p each a point's block.
+struct PointGemm {
+  bool trans_a, trans_b;
+  size_t m, n, k;
+  const float *a;
+  size_t a_block, lda;
+  const float *b;
+  size_t b_block, ldb;
+  float *c;
+  size_t c_block, ldc;
+  bool accumulate;
+};
+
+void gemm_per_point(const PointGemm &g) {
+  for (size_t p = 0; p < kPoints; ++p)
+    blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, g.a + p * g.a_block, g.lda, g.b + p * g.b_block,
+               g.ldb, g.accumulate ? 1.0f : 0.0f, g.c + p * g.c_block, g.ldc);
+}
+
+}  // namespace
+
+bool applies(const dpt_op_call &call) {
+  // DPTRAIN_CONV_KERNEL=im2col: every convolution on im2col (the bits of versions before this path, and the
+  // "before" of a side-by-side measurement in one build).
+  static const bool pinned_im2col = [] {
+    const char *name = std::getenv("DPTRAIN_CONV_KERNEL");
+    return name != nullptr && std::strcmp(name, "im2col") == 0;
+  }();
+  if (pinned_im2col) return false;
+  const dpt_tensor &x = call.inputs[0];
+  return call.ints[1] == 3 && call.ints[2] == 1 && call.ints[3] == 1 && x.dims[0] >= int64_t(kMinChannels) &&
+         call.ints[0] >= int64_t(kMinChannels) && blas::precision_of(call) == gemm::Precision::kF32;
+}
+
+size_t scratch_bytes(const dpt_op_call &call) {
+  return scratch_floats(shape_of(call)) * sizeof(float);
+}
+
+void forward(const dpt_op_call &call) {
+  const Shape s = shape_of(call);
+  const Scratch sc = scratch_of(call, s);
+  const float *b = param(call, 1);
+  transform_weights(s, param(call, 0), sc.u);
+  for (size_t first = 0; first < n(call); first += s.group()) {
+    const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
+    // Channel outer, sample inner (here and below): consecutive planes extend the same 16 runs of V or M.
+    for (size_t c = 0; c < s.c; ++c)
+      for (size_t i = 0; i < g; ++i)
+        transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
+                        s.c * tiles, sc.rows);
+    gemm_per_point({false, false, s.out_c, tiles, s.c, sc.u, s.out_c * s.c, s.c, sc.v, s.c * tiles, tiles,
+                    sc.m, s.out_c * tiles, tiles, false});
+    for (size_t o = 0; o < s.out_c; ++o)
+      for (size_t i = 0; i < g; ++i)
+        transform_output(s, sc.m + o * tiles + i * s.tiles(), s.out_c * tiles, b != nullptr ? b[o] : 0.0f,
+                         out(call) + ((first + i) * s.out_c + o) * s.plane(), sc.rows);
+  }
+}
+
+void backward(const dpt_op_call &call) {
+  const Shape s = shape_of(call);
+  const Scratch sc = scratch_of(call, s);
+  float *dw = param_grad(call, 0), *d = dx(call);
+  if (dw != nullptr) std::fill(sc.du, sc.du + kPoints * s.out_c * s.c, 0.0f);
+  if (d != nullptr) transform_weights(s, param(call, 0), sc.u);
+  for (size_t first = 0; first < n(call); first += s.group()) {
+    const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
+    for (size_t o = 0; o < s.out_c; ++o)
+      for (size_t i = 0; i < g; ++i)
+        transform_output_gradient(s, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
+                                  sc.m + o * tiles + i * s.tiles(), s.out_c * tiles, sc.rows);
+    if (dw != nullptr) {
+      for (size_t c = 0; c < s.c; ++c)
+        for (size_t i = 0; i < g; ++i)
+          transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
+                          s.c * tiles, sc.rows);
+      // dU_p += dM_p V_p^T
+      gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, s.out_c * tiles, tiles, sc.v, s.c * tiles,
+                      tiles, sc.du, s.out_c * s.c, s.c, true});
+    }
+    if (d != nullptr) {
+      // dV_p = U_p^T dM_p, into V's space
+      gemm_per_point({true, false, s.c, tiles, s.out_c, sc.u, s.out_c * s.c, s.c, sc.m, s.out_c * tiles,
+                      tiles, sc.v, s.c * tiles, tiles, false});
+      for (size_t c = 0; c < s.c; ++c)
+        for (size_t i = 0; i < g; ++i)
+          transform_input_gradient(s, sc.v + c * tiles + i * s.tiles(), s.c * tiles,
+                                   d + ((first + i) * s.c + c) * s.plane(), sc.rows);
+    }
+  }
+  if (dw != nullptr) add_weight_gradient(s, sc.du, dw);
+}
+
+}  // namespace dpt::cpu::winograd
