@@ -24,6 +24,7 @@
 //  * Accumulation and batch-vs-per-sample sums: 1e-5 relative (only the fp32 summation order differs).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -32,6 +33,7 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/conv2d_winograd.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "core/arena.hpp"
 #include "core/error.hpp"
@@ -545,9 +547,36 @@ void test_conv2d_ragged_groups(void **) {
   check_conv(1, 1, true, 7, 7, 13);
 }
 
+// Which convolutions take the Winograd path: 3x3, stride 1, padding 1, >= 16 channels in and out, float32.
+void test_conv2d_winograd_applies(void **) {
+  const auto call = [](int64_t in_c, int64_t out_c, int64_t k, int64_t stride, int64_t padding,
+                       int32_t dtype) {
+    dpt_op_call c{};
+    c.inputs[0].dims[0] = in_c;
+    c.ints[0] = out_c;
+    c.ints[1] = k;
+    c.ints[2] = stride;
+    c.ints[3] = padding;
+    c.matmul_dtype = dtype;
+    return c;
+  };
+  // DPTRAIN_CONV_KERNEL=im2col keeps every convolution off it.
+  const char *pinned = std::getenv("DPTRAIN_CONV_KERNEL");
+  const bool on = pinned == nullptr || std::strcmp(pinned, "im2col") != 0;
+  assert_int_equal(dpt::cpu::winograd::applies(call(16, 16, 3, 1, 1, DPT_DTYPE_F32)), on);
+  assert_int_equal(dpt::cpu::winograd::applies(call(512, 512, 3, 1, 1, DPT_DTYPE_F32)), on);
+  assert_false(dpt::cpu::winograd::applies(call(15, 16, 3, 1, 1, DPT_DTYPE_F32)));
+  assert_false(dpt::cpu::winograd::applies(call(16, 15, 3, 1, 1, DPT_DTYPE_F32)));
+  assert_false(dpt::cpu::winograd::applies(call(64, 64, 3, 2, 1, DPT_DTYPE_F32)));
+  assert_false(dpt::cpu::winograd::applies(call(64, 64, 3, 1, 0, DPT_DTYPE_F32)));
+  assert_false(dpt::cpu::winograd::applies(call(64, 64, 5, 1, 1, DPT_DTYPE_F32)));
+  assert_false(dpt::cpu::winograd::applies(call(64, 64, 3, 1, 1, DPT_DTYPE_BF16)));
+  assert_false(dpt::cpu::winograd::applies(call(64, 64, 3, 1, 1, DPT_DTYPE_F16)));
+}
+
 // Winograd F(2x2, 3x3), every value against the double reference and finite differences: odd sizes (tiles
 // past the bottom and right edges), channel counts that differ, with and without a bias; and 15 input
-// channels, which stay on im2col, as a witness that the threshold is where the comment says.
+// channels, the same checks on the im2col side of the threshold.
 void test_conv2d_winograd(void **) {
   check_conv(1, 1, true, 5, 6, 2, 16, 17);
   check_conv(1, 1, false, 7, 5, 2, 17, 16);
@@ -1149,6 +1178,7 @@ int main() {
       cmocka_unit_test(test_conv2d_no_bias_s2_p0),
       cmocka_unit_test(test_conv2d_ungrouped),
       cmocka_unit_test(test_conv2d_ragged_groups),
+      cmocka_unit_test(test_conv2d_winograd_applies),
       cmocka_unit_test(test_conv2d_winograd),
       cmocka_unit_test(test_conv2d_winograd_groups),
       cmocka_unit_test(test_avgpool_2s2),

@@ -278,6 +278,17 @@ void gemm_per_point(const PointGemm &g) {
                g.ldb, g.accumulate ? 1.0f : 0.0f, g.c + p * g.c_block, g.ldc);
 }
 
+// V for the g samples from first: the input planes' tiles side by side. Channel outer, sample inner (here
+// and in the other loops over a group): consecutive planes extend the same 16 runs of V or M.
+void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratch &sc, size_t first,
+                           size_t g) {
+  const size_t tiles = g * s.tiles();
+  for (size_t c = 0; c < s.c; ++c)
+    for (size_t i = 0; i < g; ++i)
+      transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
+                      s.c * tiles, sc.rows);
+}
+
 }  // namespace
 
 bool applies(const dpt_op_call &call) {
@@ -304,11 +315,7 @@ void forward(const dpt_op_call &call) {
   transform_weights(s, param(call, 0), sc.u);
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
-    // Channel outer, sample inner (here and below): consecutive planes extend the same 16 runs of V or M.
-    for (size_t c = 0; c < s.c; ++c)
-      for (size_t i = 0; i < g; ++i)
-        transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
-                        s.c * tiles, sc.rows);
+    transform_group_input(call, s, sc, first, g);
     gemm_per_point({false, false, s.out_c, tiles, s.c, sc.u, s.out_c * s.c, s.c, sc.v, s.c * tiles, tiles,
                     sc.m, s.out_c * tiles, tiles, false});
     for (size_t o = 0; o < s.out_c; ++o)
@@ -331,10 +338,7 @@ void backward(const dpt_op_call &call) {
         transform_output_gradient(s, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
                                   sc.m + o * tiles + i * s.tiles(), s.out_c * tiles, sc.rows);
     if (dw != nullptr) {
-      for (size_t c = 0; c < s.c; ++c)
-        for (size_t i = 0; i < g; ++i)
-          transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
-                          s.c * tiles, sc.rows);
+      transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
       gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, s.out_c * tiles, tiles, sc.v, s.c * tiles,
                       tiles, sc.du, s.out_c * s.c, s.c, true});
