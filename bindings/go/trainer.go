@@ -104,8 +104,9 @@ const (
 	// devices' ranges while backward goes on; each device keeps the summed gradient of its range only (plus
 	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
-	// micro-batch). CPU devices of one process only; refused (StatusUnsupported) for models with tied
-	// parameters (Model.Tie) and across MPI processes.
+	// micro-batch). CPU devices only; refused (StatusUnsupported) for models with tied parameters
+	// (Model.Tie). Across MPI processes each process shards among its own devices (the same device count in
+	// every process, else StatusUnsupported).
 	ShardGradients ShardMode = 2
 	// ShardParameters (ZeRO stage 3, PyTorch's FSDP): also the parameters. Each device keeps its range of the
 	// parameters only, and a pass (training, evaluation, prediction) copies each bucket of them in from the
@@ -258,8 +259,8 @@ type TrainerOptions struct {
 	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
 	// gather buffer; Trainer.ReplicaMemory reports them. CPU devices only: a trainer on CUDA devices refuses
 	// ShardOptimizer, ShardGradients and ShardParameters with StatusUnsupported, and so does a ShardGradients or
-	// ShardParameters trainer of a model with tied parameters or across MPI processes; a value outside the enum
-	// is StatusInvalidArgument.
+	// ShardParameters trainer of a model with tied parameters; across MPI processes each process shards among
+	// its own devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K

@@ -356,7 +356,8 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
  * {@code SHARD_NONE} at one micro-batch per optimizer step; {@link #SHARD_PARAMETERS} (ZeRO stage 3, FSDP) also
  * the parameters of that range (a pass copies each bucket of them in from the devices that own it into one
  * gather buffer just before the bucket's layers run), with the bits of {@code SHARD_GRADIENTS}. CPU devices
- * only; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} refuse tied parameters and MPI.
+ * only; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} refuse tied parameters. Across MPI processes
+ * each process shards among its own devices (the same device count in every process).
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::shard %{/**

@@ -11,14 +11,19 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
                                                      const std::vector<std::unique_ptr<Replica>> &replicas,
                                                      const ModelSpec &spec, size_t bucket_bytes,
                                                      AllReduceAlgorithm algorithm, WireType wire,
-                                                     const ShardLayout &shards, TraceRecorder &trace)
-    : shards_(shards),
+                                                     const ShardLayout &shards, const World *world,
+                                                     double timeout_seconds, TraceRecorder &trace)
+    : group_(group),
+      shards_(shards),
+      world_(world),
+      timeout_(timeout_seconds),
       trace_(trace),
       algorithm_(algorithm),
       wire_(wire),
       slots_(replicas.size()),
       lanes_(replicas.size()),
-      buckets_(plan_buckets(spec, bucket_bytes)) {
+      buckets_(plan_buckets(spec, bucket_bytes)),
+      world_seconds_(replicas.size(), 0.0) {
   bucket_of_node_ = bucket_of_nodes(spec, buckets_);
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
   const size_t largest = largest_bucket(buckets_);
@@ -107,13 +112,32 @@ void ShardedGradientCollective::finish_backward(size_t rank) {
   reducer_->wait_all(rank);
 }
 
+// Every range holds the sum over this process's devices of the window's micro-batches; the sum over the
+// processes follows, range by range in rank order on every process (so the MPI calls match). With two
+// processes every element's sum has two terms, so the ranges get the bits of DPT_SHARD_NONE's whole
+// all-reduce; 16-bit wires sum each element in process order whatever the range.
+void ShardedGradientCollective::reduce_in_update(size_t rank, bool) {
+  world_seconds_[rank] = 0;
+  if (world_ == nullptr) return;
+  ThreadCollective &local = group_.collective();
+  const double start = platform::now_seconds();
+  local.barrier(rank);  // every range is final
+  if (rank == 0)
+    for (size_t q = 0; q < shard_gradients_.size(); ++q)
+      if (shards_.size(q) != 0) world_->all_reduce(shard_gradients_[q], shards_.size(q), timeout_, wire_);
+  local.barrier(rank);  // the sums are in before any rank reads its range
+  world_seconds_[rank] = platform::now_seconds() - start;
+  trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
+}
+
 AllReduceTimes ShardedGradientCollective::times(bool) const {
-  return {0, reducer_->reduce_seconds(0), reducer_->exposed_seconds(0)};
+  const double world = world_seconds_[0];
+  return {world, reducer_->reduce_seconds(0) + world, reducer_->exposed_seconds(0) + world};
 }
 
 ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reduction(size_t rank, bool) const {
   const double k = double(lanes_.size()), bytes = double(shards_.count()) * sizeof(float);
-  return {reducer_->reduce_seconds(rank), bytes * (k - 1.0) / k};
+  return {reducer_->reduce_seconds(rank) + world_seconds_[rank], bytes * (k - 1.0) / k};
 }
 
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {

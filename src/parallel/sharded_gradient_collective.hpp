@@ -7,6 +7,13 @@
 // stores its sums, the others add theirs. Each element is summed in the all-reduce's order
 // (ThreadCollective::reduce_scatter_bucket), so with one micro-batch per window the shards hold the very
 // bits of the unsharded all-reduce.
+//
+// Across MPI processes the sharding is hybrid (PyTorch FSDP's HYBRID_SHARD): each process shards among its
+// own devices, so the ranks of a process hold together one whole gradient; at the end of a window, in the
+// update phase, each range is summed over the processes (rank 0's thread calls the World for every range in
+// rank order, the World's collectives running on one thread per process). During backward the
+// communication threads stay within the process, so sync batch norm's sums across processes (from the
+// device threads) never meet them in MPI.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +22,7 @@
 #include <vector>
 
 #include "comm/thread_collective.hpp"
+#include "comm/world.hpp"
 #include "graph/model_spec.hpp"
 #include "parallel/bucket_reducer.hpp"
 #include "parallel/device_group.hpp"
@@ -29,10 +37,11 @@ class ShardedGradientCollective final : public GradientCollective {
  public:
   // The model has no tied parameters (BackwardHook::gradients). Allocates the staging slots in each
   // replica's device memory (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket
-  // reducer.
+  // reducer. world may be nullptr (this process only); timeout_seconds bounds each sum across processes.
   ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                             const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
-                            WireType wire, const ShardLayout &shards, TraceRecorder &trace);
+                            WireType wire, const ShardLayout &shards, const World *world,
+                            double timeout_seconds, TraceRecorder &trace);
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
@@ -41,7 +50,8 @@ class ShardedGradientCollective final : public GradientCollective {
   BackwardHook probe_hook(size_t rank) override;
   void finish_backward(size_t rank) override;
   void reduce_between_phases(bool) override {}
-  void reduce_in_update(size_t, bool) override {}  // done during backward
+  // Within the process it was done during backward; across processes each range is summed over them here.
+  void reduce_in_update(size_t rank, bool) override;
   AllReduceTimes times(bool reduced) const override;
   RankReduction rank_reduction(size_t rank, bool) const override;
   uint64_t staging_bytes(size_t rank) const override;
@@ -63,7 +73,10 @@ class ShardedGradientCollective final : public GradientCollective {
   float *slot(size_t rank, size_t bucket) { return slots_[rank][bucket % slots_[rank].size()].data(); }
   double reduce(ThreadCollective &collective, size_t rank, size_t bucket);
 
+  DeviceGroup &group_;
   const ShardLayout &shards_;
+  const World *world_;
+  double timeout_;
   TraceRecorder &trace_;
   AllReduceAlgorithm algorithm_;
   WireType wire_;
@@ -74,7 +87,8 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<Lane> lanes_;
   BucketReducer *reducer_ = nullptr;  // the group's
   std::vector<GradientBucket> buckets_;
-  bool accumulate_ = false;  // this micro-batch adds into the shards (not the first of its window)
+  bool accumulate_ = false;            // this micro-batch adds into the shards (not the first of its window)
+  std::vector<double> world_seconds_;  // per rank: its part in the last sum across processes
 };
 
 }  // namespace dpt

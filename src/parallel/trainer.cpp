@@ -95,11 +95,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const bool shard_gradients =
       (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
       devices_.size() > 1;
-  DPT_REQUIRE(config_.world == nullptr ||
-                  (config_.shard != ShardMode::kGradients && config_.shard != ShardMode::kParameters),
-              DPT_ERROR_UNSUPPORTED,
-              "sharded gradients and parameters span the devices of one process only in this version (use "
-              "the optimizer shard mode across MPI processes)");
   DPT_REQUIRE(!shard_gradients || spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
               "sharded gradients and parameters do not support tied parameters in this version (" +
                   (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
@@ -161,7 +156,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                                                             wire, *trace_);
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
-                                                              config_.allreduce, wire, shards_, *trace_);
+                                                              config_.allreduce, wire, shards_, config_.world,
+                                                              config_.timeout_seconds, *trace_);
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds, wire);

@@ -1,5 +1,6 @@
 // A trainer across the processes of an MPI world: the check that every process built the same trainer, the
 // split across processes, the common start, and sums over the processes from the trainer's thread.
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
@@ -31,6 +32,7 @@ void Trainer::join_world(std::vector<float> &initial) {
   agreed.add("initial loss scale", config_.loss_scaling.initial_scale);
   agreed.add("loss scale growth interval", config_.loss_scaling.growth_interval);
   agreed.add("bucket_bytes", uint64_t(config_.bucket_bytes));
+  agreed.add("shard", uint64_t(config_.shard));
   agreed.add("optimizer kind", uint64_t(o.kind));
   agreed.add("learning_rate", double(o.learning_rate));
   agreed.add("momentum", double(o.momentum));
@@ -54,6 +56,14 @@ void Trainer::join_world(std::vector<float> &initial) {
   DPT_REQUIRE(shape.back() == double(spec_.parameter_count()) * double(world.size()),
               DPT_ERROR_INVALID_ARGUMENT, "the processes of the MPI job built models of different sizes");
   process_weights_.assign(shape.begin(), shape.end() - 1);
+  // Sharded gradients sum each process's ranges over the processes (hybrid sharding): the ranges must be
+  // cut alike everywhere.
+  const bool sharded_sums = config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters;
+  DPT_REQUIRE(!sharded_sums || std::all_of(process_weights_.begin(), process_weights_.end(),
+                                           [&](double d) { return d == process_weights_[0]; }),
+              DPT_ERROR_UNSUPPORTED,
+              "sharded gradients and parameters across MPI processes need the same number of devices in "
+              "every process (each process shards among its own devices)");
   world.broadcast(initial.data(), initial.size() * sizeof(float), 0, config_.timeout_seconds);
 }
 

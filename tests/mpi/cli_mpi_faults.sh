@@ -64,6 +64,11 @@ n=$(grep -o "disagree on the trainer's seed" "$WORK/mismatch.err" | wc -l)
 n=$(grep -o "disagree on fit's progress_every" "$WORK/mismatch2.err" | wc -l)
 [ "$n" -eq 2 ] && pass "different --progress-every: both processes name it" ||
   fail "different --progress-every: $n processes name it: $(head -n 3 "$WORK/mismatch2.err")"
+"${MPI[@]}" -np 1 "$DPTRAIN" "${SHORT[@]}" --shard gradients : -np 1 "$DPTRAIN" "${SHORT[@]}" \
+  >"$WORK/mismatch3.out" 2>"$WORK/mismatch3.err"
+n=$(grep -o "disagree on the trainer's shard" "$WORK/mismatch3.err" | wc -l)
+[ "$n" -eq 2 ] && pass "different --shard: both processes name it" ||
+  fail "different --shard: $n processes name it: $(head -n 3 "$WORK/mismatch3.err")"
 echo
 
 # start_long NAME TIMEOUT [deaf]: a long run in the background; sets JOB (mpirun's pid), R0 and R1 (the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 dptrain train --devices cpu:2` on real Fashion-MNIST: one JSON result (process 0 only), the
 # same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), the
-# same bits with a sharded optimizer, and the checkpoint written by process 0 only, loadable on one process.
+# same bits with a sharded optimizer, gradients and parameters, and the checkpoint written by process 0 only, loadable on one process.
 # usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/../cli/common.sh" "$1"
@@ -26,12 +26,18 @@ A=$(json_get "$WORK/mpi.out" "d['param_checksum']")
 B=$(json_get "$WORK/mpi_shard.out" "d['param_checksum']")
 [ -n "$A" ] && [ "$A" = "$B" ] && pass "--shard optimizer on 2 processes: the unsharded bits ($A)" ||
   fail "--shard optimizer across processes: $A vs $B ($(tail -n 2 "$WORK/mpi_shard.err"))"
-# Sharded gradients do not span processes yet: refused with the reason, not silently unsharded.
-(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
-  --devices cpu:2 --shard gradients >"$WORK/mpi_shard2.out" 2>"$WORK/mpi_shard2.err")
-RC=$?
-[ "$RC" -ne 0 ] && grep -q "one process only" "$WORK/mpi_shard2.err" && pass "--shard gradients across processes: refused" ||
-  fail "--shard gradients across processes: exit $RC, $(tail -n 2 "$WORK/mpi_shard2.err")"
+# Sharded gradients and parameters across processes (each process shards among its devices, the ranges
+# summed over the processes): the unsharded bits, and a device holds part of the gradient.
+for mode in gradients parameters; do
+  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
+    --devices cpu:2 --shard $mode --bucket-kib 64 >"$WORK/mpi_$mode.out" 2>"$WORK/mpi_$mode.err")
+  B=$(json_get "$WORK/mpi_$mode.out" "d['param_checksum']")
+  [ -n "$A" ] && [ "$A" = "$B" ] && pass "--shard $mode on 2 processes: the unsharded bits ($A)" ||
+    fail "--shard $mode across processes: $A vs $B ($(tail -n 2 "$WORK/mpi_$mode.err"))"
+  json_check "$WORK/mpi_$mode.out" \
+    "(m := d['memory_per_device'])['optimizer_state'] < $(json_get "$WORK/mpi.out" "d['memory_per_device']['optimizer_state']")" \
+    "--shard $mode on 2 processes: a device keeps part of the optimizer state"
+done
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 

@@ -13,6 +13,10 @@
  * With a 16-bit gradient all-reduce (bf16 and fp16 wires: 16-bit values across the processes, an all-to-all
  * and an all-gather): the processes bitwise identical, buckets bitwise no buckets, and within the wire's
  * rounding of 1 device.
+ * Sharded gradients and parameters across the processes (each process shards among its own devices, the
+ * ranges summed over the processes in the update): the unsharded bits with one bucket and with a bucket per
+ * layer, with batch norm, with a bf16 wire; with accumulation within the equivalence tolerance of unsharded
+ * accumulation; processes of different device counts refused.
  * Prints one line per process; exit status 0 only when every check passed on this process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -54,6 +58,8 @@ static void make_batch(size_t n, float *x, int32_t *y) {
 static float *last_buffers = NULL;              /* the running statistics of the last train() (malloc'd) */
 static dpt_precision wire = DPT_PRECISION_FP32; /* what train()'s all-reduce sends */
 static dpt_precision precision = DPT_PRECISION_FP32; /* train()'s matrix products */
+static dpt_shard_mode shard = DPT_SHARD_NONE;        /* train()'s sharding */
+static size_t accumulation = 1;                      /* train()'s micro-batches per optimizer step */
 static size_t last_buffer_count = 0;
 
 static float *train(size_t devices, dpt_communicator communicator, size_t bucket_bytes,
@@ -71,6 +77,8 @@ static float *train(size_t devices, dpt_communicator communicator, size_t bucket
   to.bucket_bytes = bucket_bytes;
   to.allreduce_dtype = wire;
   to.precision = precision;
+  to.shard = shard;
+  to.accumulation_steps = accumulation;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.learning_rate = 0.05f;
@@ -85,7 +93,8 @@ static float *train(size_t devices, dpt_communicator communicator, size_t bucket
     make_batch(n, x, y);
     dpt_step_result r = {.struct_size = sizeof r};
     OK(dpt_trainer_step(t, x, n * kInput, y, n, &r));
-    CHECK(r.applied == 1 && r.samples == n, "step %d: applied %d samples %llu", s, r.applied,
+    const int applies = (size_t)(s + 1) % accumulation == 0;
+    CHECK(r.applied == applies && r.samples == n, "step %d: applied %d samples %llu", s, r.applied,
           (unsigned long long)r.samples);
   }
   make_batch(13, x, y);
@@ -189,6 +198,16 @@ static void check_batch_norm(void) {
   MPI_Allreduce(world_buffers, hi, (int)buffer_count, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
   CHECK(memcmp(lo, world_buffers, buffer_count * 4) == 0 && memcmp(hi, world_buffers, buffer_count * 4) == 0,
         "batch norm: the processes hold different running statistics");
+  /* Sharded gradients across the processes: the sums of batch norm's statistics (device threads) and the
+   * buckets' reduce-scatters (communication threads, within each process) never meet in MPI. */
+  shard = DPT_SHARD_GRADIENTS;
+  double loss_sharded = 0;
+  float *sharded = train(2, DPT_COMMUNICATOR_MPI, 1, model, &n, &loss_sharded);
+  shard = DPT_SHARD_NONE;
+  CHECK(memcmp(sharded, world, n * sizeof(float)) == 0 && loss_sharded == loss_world &&
+            memcmp(last_buffers, world_buffers, buffer_count * sizeof(float)) == 0,
+        "batch norm: sharded gradients across processes changed the parameters or running statistics");
+  free(sharded);
   float *four = train(4, DPT_COMMUNICATOR_LOCAL, 0, model, &n, &loss_local);
   float *one = train(1, DPT_COMMUNICATOR_LOCAL, 0, model, &n, &loss_single);
   float *one_buffers = last_buffers;
@@ -251,6 +270,77 @@ static void check_16_bit_wire(const dpt_model *model, const float *one_fp32, con
   }
 }
 
+/* Every process holds bitwise the same params[0, n). */
+static int same_on_every_process(const float *params, size_t n) {
+  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
+  MPI_Allreduce(params, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(params, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  const int same = memcmp(lo, params, n * sizeof(float)) == 0 && memcmp(hi, params, n * sizeof(float)) == 0;
+  free(lo), free(hi);
+  return same;
+}
+
+/* Sharded gradients and parameters across 2 processes x 2 devices (hybrid sharding: each process shards
+ * among its devices, each range is summed over the processes in the update). world: the unsharded trainer's
+ * parameters (no buckets). With two processes every sum across them has two terms, so the bits are those of
+ * the unsharded trainer; with accumulation each micro-batch is summed over a process's devices before the
+ * micro-batches are added (one more rounding per micro-batch, as in one process). */
+static void check_sharded(const dpt_model *model, const float *world, const float *start, size_t n,
+                          int mpi_rank) {
+  const dpt_shard_mode modes[] = {DPT_SHARD_GRADIENTS, DPT_SHARD_PARAMETERS};
+  const char *names[] = {"gradients", "parameters"};
+  size_t count = 0;
+  double loss = 0;
+  for (int m = 0; m < 2; ++m)
+    for (size_t bucket_bytes = 0; bucket_bytes < 2; ++bucket_bytes) { /* one bucket; one per layer */
+      shard = modes[m];
+      float *p = train(2, DPT_COMMUNICATOR_MPI, bucket_bytes, model, &count, &loss);
+      shard = DPT_SHARD_NONE;
+      CHECK(count == n && memcmp(p, world, n * sizeof(float)) == 0,
+            "shard %s across processes (%s): not the unsharded bits", names[m],
+            bucket_bytes == 0 ? "one bucket" : "a bucket per layer");
+      free(p);
+    }
+  accumulation = 2;
+  float *plain = train(2, DPT_COMMUNICATOR_MPI, 0, model, &count, &loss);
+  shard = DPT_SHARD_GRADIENTS;
+  float *sharded = train(2, DPT_COMMUNICATOR_MPI, 1, model, &count, &loss);
+  shard = DPT_SHARD_NONE;
+  accumulation = 1;
+  const double e = tu_relative_error(sharded, plain, start, n);
+  CHECK(e <= 1e-5 && same_on_every_process(sharded, n),
+        "shard gradients, accumulation, across processes: relative error %g vs unsharded, or they differ", e);
+  printf("sharded gradients across processes, accumulation 2: relative error vs unsharded %.3g\n", e);
+  free(plain), free(sharded);
+  wire = DPT_PRECISION_BF16;
+  plain = train(2, DPT_COMMUNICATOR_MPI, 0, model, &count, &loss);
+  shard = DPT_SHARD_GRADIENTS;
+  sharded = train(2, DPT_COMMUNICATOR_MPI, 1, model, &count, &loss);
+  shard = DPT_SHARD_NONE;
+  wire = DPT_PRECISION_FP32;
+  CHECK(memcmp(plain, sharded, n * sizeof(float)) == 0,
+        "shard gradients across processes, bf16 wire: not the unsharded bits");
+  free(plain), free(sharded);
+  /* 2 devices here, 3 there: the ranges would be cut differently. Refused on both, before any step. */
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = mpi_rank == 0 ? 2 : 3;
+  dpt_context *ctx = NULL;
+  OK(dpt_context_create(&ctx, &co));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.communicator = DPT_COMMUNICATOR_MPI;
+  to.timeout_seconds = 60;
+  to.shard = DPT_SHARD_PARAMETERS;
+  dpt_trainer *t = NULL;
+  const dpt_status st = dpt_trainer_create(&t, ctx, model, &to, NULL);
+  CHECK(
+      st == DPT_ERROR_UNSUPPORTED && t == NULL && strstr(dpt_last_error_message(), "same number of devices"),
+      "shard parameters over 2 + 3 devices: status %d, %s", (int)st, dpt_last_error_message());
+  dpt_trainer_destroy(t);
+  dpt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int mpi_rank = 0, mpi_size = 0;
@@ -301,6 +391,7 @@ int main(int argc, char **argv) {
          rank, size, n, e4, e1, loss_world, failures == 0 ? "ok" : "FAILED");
   fflush(stdout);
   check_16_bit_wire(model, one, start, n);
+  check_sharded(model, world, start, n, mpi_rank);
   dpt_trainer_destroy(t0);
   dpt_context_destroy(ctx);
   dpt_model_destroy(model);

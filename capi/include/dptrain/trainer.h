@@ -111,8 +111,10 @@ typedef enum dpt_shard_mode {
    * while backward goes on; each device keeps the summed gradient of its range only (AdamW: 4 + 12/K bytes
    * per parameter, plus the two staging buckets). The same bits as DPT_SHARD_NONE with one micro-batch per
    * optimizer step; with accumulation_steps > 1 each micro-batch's sum is added into the range (one more
-   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices of one
-   * process; refused (DPT_ERROR_UNSUPPORTED) for models with tied parameters and across MPI processes. */
+   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices; refused
+   * (DPT_ERROR_UNSUPPORTED) for models with tied parameters. Across MPI processes each process shards
+   * among its own devices (every process needs the same device count, else DPT_ERROR_UNSUPPORTED) and each
+   * range is summed over the processes at the end of the step. */
   DPT_SHARD_GRADIENTS = 2,
   /** ZeRO stage 3 (PyTorch's FSDP): also the parameters. Each device keeps its range of the parameters
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
@@ -225,8 +227,10 @@ typedef struct dpt_trainer_options {
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
    * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse all three
-   * (DPT_ERROR_UNSUPPORTED). Across MPI processes the optimizer
-   * shard mode all-reduces the gradient whole and each process shards its own devices. Since 0.2. */
+   * (DPT_ERROR_UNSUPPORTED). Across MPI processes each process shards among its own devices (hybrid
+   * sharding: every process holds one whole copy across its devices); the optimizer mode all-reduces the
+   * gradient whole, the other two sum each device's range over the processes (the same device count in
+   * every process). Since 0.2. */
   dpt_shard_mode shard;
   /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages S, and each
    * step's batch into micro_batches micro-batches that pass forward through the stages and back. The
