@@ -97,14 +97,14 @@ const (
 	// ShardOptimizer (ZeRO stage 1): each device keeps, and updates, the optimizer state of one contiguous
 	// range of the parameters only; the gradient is reduce-scattered and the updated ranges all-gathered.
 	// The same bits as ShardNone; per device the optimizer state becomes 1/K of its bytes over K devices.
-	// CPU devices only.
+	// CPU devices and GPUs (there the gradient is all-reduced whole and the updated ranges copied across).
 	ShardOptimizer ShardMode = 1
 	// ShardGradients (ZeRO stage 2): also the gradient. Backward writes each gradient bucket (BucketBytes,
 	// whole layers) into one of two staging buffers, and each finished bucket is reduce-scattered into the
 	// devices' ranges while backward goes on; each device keeps the summed gradient of its range only (plus
 	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
-	// micro-batch). CPU devices only; refused (StatusUnsupported) for models with tied parameters
+	// micro-batch). CPU devices only (StatusUnsupported on GPUs); refused for models with tied parameters
 	// (Model.Tie). Across MPI processes each process shards among its own devices (the same device count in
 	// every process, else StatusUnsupported).
 	ShardGradients ShardMode = 2
@@ -257,10 +257,10 @@ type TrainerOptions struct {
 	// the optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes per parameter become 8/K),
 	// with ShardGradients and ShardParameters the gradient its range's 4/K bytes per parameter plus the two
 	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
-	// gather buffer; Trainer.ReplicaMemory reports them. CPU devices only: a trainer on CUDA devices refuses
-	// ShardOptimizer, ShardGradients and ShardParameters with StatusUnsupported, and so does a ShardGradients or
-	// ShardParameters trainer of a model with tied parameters; across MPI processes each process shards among
-	// its own devices; a value outside the enum is StatusInvalidArgument.
+	// gather buffer; Trainer.ReplicaMemory reports them. ShardOptimizer runs on CPU devices and GPUs; a
+	// trainer on CUDA devices refuses ShardGradients and ShardParameters with StatusUnsupported, and so does
+	// a trainer of a model with tied parameters; across MPI processes each process shards among its own
+	// devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K

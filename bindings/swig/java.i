@@ -355,8 +355,9 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
  * range (reduce-scattered bucket by bucket during backward through two staging buckets), with the same bits as
  * {@code SHARD_NONE} at one micro-batch per optimizer step; {@link #SHARD_PARAMETERS} (ZeRO stage 3, FSDP) also
  * the parameters of that range (a pass copies each bucket of them in from the devices that own it into one
- * gather buffer just before the bucket's layers run), with the bits of {@code SHARD_GRADIENTS}. CPU devices
- * only; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} refuse tied parameters. Across MPI processes
+ * gather buffer just before the bucket's layers run), with the bits of {@code SHARD_GRADIENTS}.
+ * {@code SHARD_OPTIMIZER} also runs on GPUs; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} run on CPU
+ * devices only and refuse tied parameters. Across MPI processes
  * each process shards among its own devices (the same device count in every process).
  */
 public enum%}
@@ -379,10 +380,11 @@ public enum%}
    * (AdamW: 8 bytes per parameter become 8/K), with {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} the
    * gradient its range's 4/K bytes per parameter plus the two staging buckets, and with
    * {@code SHARD_PARAMETERS} the parameters their range's 4/K bytes per parameter plus the gather buffer;
-   * {@link Trainer#replicaMemory} reports them. CPU devices only: a trainer on CUDA devices refuses the three
-   * sharded modes with an {@link UnsupportedException} ({@code Status.ERROR_UNSUPPORTED}), and so does a
-   * {@code SHARD_GRADIENTS} or {@code SHARD_PARAMETERS} trainer of a model with tied parameters
-   * ({@link Model#tie}) or across MPI processes; {@code null} is a {@code NullPointerException}.
+   * {@link Trainer#replicaMemory} reports them. {@code SHARD_OPTIMIZER} runs on CPU devices and GPUs; a trainer
+   * on CUDA devices refuses {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} with an
+   * {@link UnsupportedException} ({@code Status.ERROR_UNSUPPORTED}), and so does a trainer of a model with tied
+   * parameters ({@link Model#tie}); across MPI processes each process shards among its own devices;
+   * {@code null} is a {@code NullPointerException}.
    */
   public%}
 

@@ -627,7 +627,7 @@ void print_train_help(FILE *out) {
       "                         bits as none, the default); gradients = also 1/K of the gradient (stage 2,\n"
       "                         reduce-scattered bucket by bucket during backward); parameters = also 1/K\n"
       "                         of the parameters (stage 3, FSDP: gathered bucket by bucket as the\n"
-      "                         layers run); CPU devices\n"
+      "                         layers run); CPU devices (optimizer: GPUs too)\n"
       "  --pipeline S           pipeline model parallel: the model cut into S stages on S x R devices\n"
       "                         (--devices cpu:K, K a multiple of S; default cpu:S), each batch into\n"
       "                         micro-batches that pass through them (the bits of R devices\n"

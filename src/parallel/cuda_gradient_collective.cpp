@@ -16,7 +16,7 @@ CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr
   }
   // The buckets are all-reduced in one NCCL group after backward.
   for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
-  for (auto &r : replicas) grads_.push_back(r->grads.data());
+  for (auto &r : replicas) grads_.push_back(r->grads.data()), params_.push_back(r->params.data());
   const double k = double(replicas.size());
   bus_bytes_ = double(spec.parameter_count()) * sizeof(float) * 2.0 * (k - 1.0) / k;
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
@@ -34,6 +34,10 @@ void CudaGradientCollective::reduce_between_phases(bool /*reduced*/) {
   const double t0 = platform::now_seconds();
   collective_->all_reduce(grads_, buckets_, timeout_, wire_);
   seconds_ = platform::now_seconds() - t0;
+}
+
+void CudaGradientCollective::gather_between_phases(const size_t *bounds) {
+  if (collective_ != nullptr) collective_->all_gather(params_, bounds);
 }
 
 }  // namespace dpt

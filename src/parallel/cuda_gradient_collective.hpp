@@ -29,6 +29,7 @@ class CudaGradientCollective final : public GradientCollective {
 
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
+  void gather_between_phases(const size_t *bounds) override;
   AllReduceTimes times(bool) const override { return {seconds_, seconds_, seconds_}; }
   RankReduction rank_reduction(size_t, bool) const override { return {seconds_, bus_bytes_}; }
 
@@ -38,6 +39,7 @@ class CudaGradientCollective final : public GradientCollective {
   std::unique_ptr<CudaCollective> collective_;
   std::vector<std::pair<size_t, size_t>> buckets_;  // ranges of the gradient, one NCCL call each
   std::vector<float *> grads_;                      // every replica's gradient buffer
+  std::vector<float *> params_;                     // and parameter buffer
   double seconds_ = 0;                              // of the last reduction
   double bus_bytes_ = 0;                            // an all-reduce of the gradient, as NCCL counts it
 };

@@ -76,6 +76,11 @@ class GradientCollective {
   // over every replica of every process, at least in the range the rank owns (ShardLayout: the whole
   // vector unless the optimizer is sharded). Throws as the underlying collective does.
   virtual void reduce_in_update(size_t rank, bool reduced) = 0;
+  // Trainer thread, after an update phase in which each replica updated only the range it owns of whole
+  // parameter vectors (sharded optimizer state, bounds: ranks + 1 offsets), where the devices cannot gather
+  // inside the phase (GPUs: CPU devices all-gather on their threads): afterwards every replica holds every
+  // range. Throws as the underlying copies do.
+  virtual void gather_between_phases(const size_t * /*bounds*/) {}
   // Trainer thread, after the update phase: the timings of the window's reduction.
   virtual AllReduceTimes times(bool reduced) const = 0;
   // Trainer thread, after a reduction: rank's share of it, as NCCL's tests count a collective: its own

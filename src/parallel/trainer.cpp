@@ -88,9 +88,11 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
                   config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
-  DPT_REQUIRE(config_.shard == ShardMode::kNone || !on_gpus_, DPT_ERROR_UNSUPPORTED,
-              "sharded data parallel runs on CPU devices only in this version (the replicas are on " +
-                  devices_[0]->name() + ")");
+  DPT_REQUIRE(
+      config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer || !on_gpus_,
+      DPT_ERROR_UNSUPPORTED,
+      "sharded gradients and parameters run on CPU devices only in this version (the replicas are on " +
+          devices_[0]->name() + "; the optimizer shard mode runs on GPUs)");
   const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
   const bool shard_gradients =
       (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `dptrain train --devices cuda...`: GPU device strings, their errors, and training LeNet on two replicas of
 # one GPU (cuda:0x2) against the same run on one CPU device, in float32 and in bf16 (against two CPU
-# devices: the same slices, so the same 16-bit roundings up to the order of float32 sums). Registered as cli_train_cuda_sim (against the
+# devices: the same slices, so the same 16-bit roundings up to the order of float32 sums), and a sharded
+# optimizer against the unsharded run (the same bits). Registered as cli_train_cuda_sim (against the
 # simulated module of tests/sim_cuda) and cli_train_cuda (the real module: skipped, exit 77, without a GPU).
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/common.sh" "$@"
@@ -55,6 +56,19 @@ if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.
 else
   fail "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss"
 fi
+# A sharded optimizer (ZeRO stage 1) on the GPUs: the unsharded run's bits; sharded gradients refused.
+run_cli gpu_shard "${common[@]}" --devices cuda:0x2 --deterministic --momentum 0.9 --shard optimizer
+run_cli gpu_unshard "${common[@]}" --devices cuda:0x2 --deterministic --momentum 0.9
+A=$(json_get "$WORK/gpu_unshard.out" "d['param_checksum']")
+B=$(json_get "$WORK/gpu_shard.out" "d['param_checksum']")
+[ -n "$A" ] && [ "$A" = "$B" ] && pass "cuda:0x2 --shard optimizer: the unsharded bits ($A)" ||
+  fail "cuda:0x2 --shard optimizer: $A vs $B ($(tail -n 2 "$WORK/gpu_shard.err"))"
+json_check "$WORK/gpu_shard.out" \
+  "d['memory_per_device']['optimizer_state'] < $(json_get "$WORK/gpu_unshard.out" "d['memory_per_device']['optimizer_state']")" \
+  "cuda:0x2 --shard optimizer: a replica keeps part of the momentum"
+run_cli gpu_shard2 "${common[@]}" --devices cuda:0x2 --shard gradients
+[ "$RC" -eq 1 ] && grep -q "run on CPU devices only" "$WORK/gpu_shard2.err" && pass "cuda:0x2 --shard gradients: refused" ||
+  fail "cuda:0x2 --shard gradients: exit $RC, $(tail -n 2 "$WORK/gpu_shard2.err")"
 run_cli gpu_bf16 "${common[@]}" --devices cuda:0x2 --deterministic --precision bf16
 [ "$RC" -eq 0 ] || fail "cuda:0x2 bf16: exit $RC, $(tail -n 3 "$WORK/gpu_bf16.err")"
 run_cli cpu_bf16 "${common[@]}" --devices cpu:2 --precision bf16

@@ -1,7 +1,7 @@
 // Training on CUDA devices, through the core's trainer: K replicas (on distinct GPUs, NCCL, or on one GPU,
 // "virtual devices") against one replica on the full batch, one GPU replica against one CPU device, a
 // checkpoint from a GPU trainer loaded on a CPU trainer, and the faults: out of memory, a failing kernel,
-// a hung collective, and the configurations refused.
+// a hung collective, the configurations refused, and a sharded optimizer.
 //
 // Registered twice: test_gpu_training_gpu runs it against the real module (skipped without a GPU), and
 // test_gpu_training_sim against the simulated module of tests/sim_cuda (docs/cuda-sim.md), which runs
@@ -323,6 +323,61 @@ void test_gpu_refused_configurations(void **) {
   }
 }
 
+// A sharded optimizer (ZeRO stage 1) on GPU replicas, sharing one GPU and (with two) on distinct GPUs: the
+// gradient all-reduced whole, each replica updating its range with its range of the optimizer state, the
+// ranges copied across: the parameters, the replicas and the checkpointed state bitwise those of the
+// unsharded trainer, each replica holding its share of the state; the checkpoint loads into an unsharded
+// trainer that continues alike. Sharded gradients and parameters are refused on GPUs.
+void check_sharded_optimizer(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
+                             dpt::TrainerConfig c) {
+  c.devices = devices;
+  auto plain = trainer(context, c);
+  c.shard = dpt::ShardMode::kOptimizer;
+  auto sharded = trainer(context, c);
+  train(*plain);
+  train(*sharded);
+  const std::vector<float> want = parameters(*plain);
+  for (size_t r = 0; r < devices.size(); ++r)
+    cuda_test::expect_bitwise("sharded optimizer: replica vs unsharded", parameters(*sharded, r), want);
+  const dpt::TrainerState state = sharded->save_state();
+  cuda_test::expect_bitwise("sharded optimizer: checkpointed state", state.optimizer_state,
+                            plain->save_state().optimizer_state);
+  uint64_t held = 0;
+  for (size_t r = 0; r < devices.size(); ++r) {
+    const uint64_t bytes = sharded->replica_memory(r).optimizer_state;
+    assert_true(bytes < plain->replica_memory(r).optimizer_state);
+    held += bytes;
+  }
+  assert_int_equal(held, plain->replica_memory(0).optimizer_state);  // the shares add up to one whole state
+  c.shard = dpt::ShardMode::kNone;
+  auto resumed = trainer(context, c);
+  resumed->load_state(state);
+  const Batch b = batch(32, 700);
+  resumed->step(b.x.data(), b.y.data(), b.n);
+  sharded->step(b.x.data(), b.y.data(), b.n);
+  cuda_test::expect_bitwise("sharded optimizer: continued unsharded from its checkpoint",
+                            parameters(*resumed), parameters(*sharded));
+}
+
+void test_gpu_sharded_optimizer(void **) {
+  auto context = gpu_context();
+  dpt::TrainerConfig adamw = config({}, dpt::OptimizerKind::kAdamW);
+  adamw.optimizer.clip_norm = 0.5f;
+  check_sharded_optimizer(context, {0, 0}, adamw);
+  check_sharded_optimizer(context, {0, 0, 0}, config({}));
+  if (context->device_count() >= 2) {
+    adamw.bucket_bytes = 4096;
+    check_sharded_optimizer(context, {0, 1}, adamw);
+  }
+  for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
+    dpt::TrainerConfig c = config({0, 0});
+    c.shard = mode;
+    const std::string message = dpt_test::expect_error([&] { trainer(context, c); }, DPT_ERROR_UNSUPPORTED,
+                                                       "sharded gradients on GPUs");
+    assert_non_null(std::strstr(message.c_str(), "run on CPU devices only"));
+  }
+}
+
 // A model with batch norm (sync statistics, summed on the host between the two phases) on several replicas
 // against one: equivalent, replicas and their running statistics bitwise identical. Replicas that share a
 // GPU run on workers of their own (Device::submit's lanes), so they meet at the statistics barrier like
@@ -504,6 +559,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_kernel_failure),
       cmocka_unit_test(test_gpu_hung_collective_times_out),
       cmocka_unit_test(test_gpu_refused_configurations),
+      cmocka_unit_test(test_gpu_sharded_optimizer),
       cmocka_unit_test(test_gpu_auto_split),
       cmocka_unit_test(test_gpu_token_model),
       cmocka_unit_test(test_gpu_mixed_precision),

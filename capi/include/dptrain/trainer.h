@@ -104,7 +104,8 @@ typedef enum dpt_shard_mode {
   /** ZeRO stage 1: each device keeps the optimizer state (and updates the parameters) of one contiguous
    * range of the parameters only; the gradient is reduce-scattered, each device updates its range, and the
    * updated ranges are all-gathered. The same bits as DPT_SHARD_NONE; per device the optimizer state takes
-   * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices. */
+   * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices and GPUs (on GPUs the
+   * gradient is all-reduced whole and the updated ranges are copied across, peer to peer). */
   DPT_SHARD_OPTIMIZER = 1,
   /** ZeRO stage 2: also the gradient. Backward writes each gradient bucket (bucket_bytes, whole layers)
    * into one of two staging buffers, and each finished bucket is reduce-scattered into the devices' ranges
@@ -226,8 +227,8 @@ typedef struct dpt_trainer_options {
   /** DPT_SHARD_NONE (default), DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS or DPT_SHARD_PARAMETERS
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
-   * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse all three
-   * (DPT_ERROR_UNSUPPORTED). Across MPI processes each process shards among its own devices (hybrid
+   * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse
+   * DPT_SHARD_GRADIENTS and DPT_SHARD_PARAMETERS (DPT_ERROR_UNSUPPORTED). Across MPI processes each process shards among its own devices (hybrid
    * sharding: every process holds one whole copy across its devices); the optimizer mode all-reduces the
    * gradient whole, the other two sum each device's range over the processes (the same device count in
    * every process). Since 0.2. */

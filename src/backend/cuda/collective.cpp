@@ -59,6 +59,16 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+void CudaCollective::all_gather(const std::vector<float *> &buffers, const size_t *bounds) {
+  const size_t k = replicas_.size();
+  for (CudaKernels *r : replicas_) r->synchronize();  // every owner's update is in
+  for (size_t r = 0; r < k; ++r)
+    for (size_t q = 0; q < k; ++q)
+      if (q != r)
+        replicas_[r]->copy_device(buffers[r] + bounds[q], buffers[q] + bounds[q], bounds[q + 1] - bounds[q]);
+  for (CudaKernels *r : replicas_) r->synchronize();  // no owner writes its range while a peer reads it
+}
+
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
   const auto *test =

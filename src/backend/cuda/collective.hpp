@@ -29,6 +29,11 @@ class CudaCollective {
   // backend_interface.h's wire_dtype), the same bits on every replica.
   void all_reduce(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges,
                   double timeout_seconds, WireType wire = WireType::kF32);
+  // Sharded optimizer state: afterwards every buffers[r] holds, in each range [bounds[q], bounds[q + 1]),
+  // buffers[q]'s values. Each replica copies the ranges it does not own from their owners on its own stream
+  // (peer copies between GPUs), after the work queued on every stream; returns when they are done. Copies
+  // are exact: the bits of an unsharded update.
+  void all_gather(const std::vector<float *> &buffers, const size_t *bounds);
   // Test seam: the next all_reduce does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 

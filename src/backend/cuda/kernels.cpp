@@ -80,6 +80,10 @@ void CudaKernels::synchronize() {
   check(api_.context_synchronize(ctx_, error_, sizeof error_));
 }
 
+void CudaKernels::copy_device(float *dst, const float *src, size_t count) {
+  if (count != 0) check(api_.copy_device(ctx_, dst, src, count * sizeof(float), error_, sizeof error_));
+}
+
 void CudaKernels::copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) {
   if (count != 0)
     check(api_.copy_to_device(ctx_, device, host, count * sizeof(int32_t), error_, sizeof error_));
