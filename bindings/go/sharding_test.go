@@ -357,9 +357,7 @@ func TestShardParameters(t *testing.T) {
 }
 
 // TestShardRefusals: a device past the last (or a negative one) is StatusOutOfRange, and the trainer is
-// unharmed; a shard mode outside the enum (4, -1) is StatusInvalidArgument, naming the option; ShardGradients
-// and ShardParameters on several devices refuse a model with a tied parameter (gpt-mini's LM head tied to its
-// token embedding) with StatusUnsupported.
+// unharmed; a shard mode outside the enum (4, -1) is StatusInvalidArgument, naming the option.
 func TestShardRefusals(t *testing.T) {
 	ctx := newContext(t, shardDevices)
 	m := tinyModel(t)
@@ -383,14 +381,26 @@ func TestShardRefusals(t *testing.T) {
 		must(t, err)
 		sharded.Close()
 	}
+}
 
-	gpt, err := dptrain.BuiltinModel("gpt-mini")
-	must(t, err)
-	defer gpt.Close()
-	must(t, gpt.Tie("lm_head.weight", "transformer.wte.weight"))
-	two := newContext(t, 2)
+// TestShardTiedParameters: the deep MLP with its third hidden layer's weight tied to its second's (Model.Tie:
+// one parameter, two writers of its gradient, in different buckets): ShardGradients and ShardParameters train
+// to the very bits of ShardNone (every replica, the checksum and the evaluation).
+func TestShardTiedParameters(t *testing.T) {
+	ctx := newContext(t, shardDevices)
+	m := shardDeepModel(t)
+	must(t, m.Tie("4.weight", "2.weight"))
+	plain := shardTrain(t, ctx, m, dptrain.ShardNone, shardBucketBytes)
 	for _, mode := range []dptrain.ShardMode{dptrain.ShardGradients, dptrain.ShardParameters} {
-		_, err = dptrain.NewTrainer(two, gpt, &dptrain.TrainerOptions{Shard: mode})
-		wantError(t, err, dptrain.StatusUnsupported, "dpt_trainer_create", "tied parameters", "lm_head.weight")
+		run := shardTrain(t, ctx, m, mode, shardBucketBytes)
+		for d := 0; d < shardDevices; d++ {
+			if !bitwiseEqual(run.replicas[d], plain.replicas[0]) {
+				t.Errorf("ShardMode %d, tied: replica %d differs from ShardNone", mode, d)
+			}
+		}
+		if run.checksum != plain.checksum || run.eval.Loss != plain.eval.Loss {
+			t.Errorf("ShardMode %d, tied: checksum %s, loss %v; ShardNone %s, %v", mode, run.checksum,
+				run.eval.Loss, plain.checksum, plain.eval.Loss)
+		}
 	}
 }

@@ -104,8 +104,8 @@ const (
 	// devices' ranges while backward goes on; each device keeps the summed gradient of its range only (plus
 	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
-	// micro-batch). CPU devices only (StatusUnsupported on GPUs); refused for models with tied parameters
-	// (Model.Tie). Across MPI processes each process shards among its own devices (the same device count in
+	// micro-batch). CPU devices only (StatusUnsupported on GPUs); tied parameters (Model.Tie) are sharded like
+	// the others. Across MPI processes each process shards among its own devices (the same device count in
 	// every process, else StatusUnsupported).
 	ShardGradients ShardMode = 2
 	// ShardParameters (ZeRO stage 3, PyTorch's FSDP): also the parameters. Each device keeps its range of the
@@ -258,8 +258,8 @@ type TrainerOptions struct {
 	// with ShardGradients and ShardParameters the gradient its range's 4/K bytes per parameter plus the two
 	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
 	// gather buffer; Trainer.ReplicaMemory reports them. ShardOptimizer runs on CPU devices and GPUs; a
-	// trainer on CUDA devices refuses ShardGradients and ShardParameters with StatusUnsupported, and so does
-	// a trainer of a model with tied parameters; across MPI processes each process shards among its own
+	// trainer on CUDA devices refuses ShardGradients and ShardParameters with StatusUnsupported; tied
+	// parameters are sharded like the others; across MPI processes each process shards among its own
 	// devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's

@@ -357,8 +357,8 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
  * the parameters of that range (a pass copies each bucket of them in from the devices that own it into one
  * gather buffer just before the bucket's layers run), with the bits of {@code SHARD_GRADIENTS}.
  * {@code SHARD_OPTIMIZER} also runs on GPUs; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} run on CPU
- * devices only and refuse tied parameters. Across MPI processes
- * each process shards among its own devices (the same device count in every process).
+ * devices only. Across MPI processes each process shards among its own devices (the same device count in every
+ * process).
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::shard %{/**
@@ -382,9 +382,9 @@ public enum%}
    * {@code SHARD_PARAMETERS} the parameters their range's 4/K bytes per parameter plus the gather buffer;
    * {@link Trainer#replicaMemory} reports them. {@code SHARD_OPTIMIZER} runs on CPU devices and GPUs; a trainer
    * on CUDA devices refuses {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} with an
-   * {@link UnsupportedException} ({@code Status.ERROR_UNSUPPORTED}), and so does a trainer of a model with tied
-   * parameters ({@link Model#tie}); across MPI processes each process shards among its own devices;
-   * {@code null} is a {@code NullPointerException}.
+   * {@link UnsupportedException} ({@code Status.ERROR_UNSUPPORTED}); tied parameters ({@link Model#tie}) are
+   * sharded like the others; across MPI processes each process shards among its own devices; {@code null} is
+   * a {@code NullPointerException}.
    */
   public%}
 

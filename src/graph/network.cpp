@@ -147,8 +147,11 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
   size_t first = 0;
   if (info.parameters.node_parameters != nullptr && node.parameters() > 0)
     base = info.parameters.node_parameters(info.parameters.context, j), first = node.param_offset;
+  const ParameterSource &source = info.parameters;
   for (size_t k = 0; k < node.layout.params.size(); ++k)
-    c.params[k].data = const_cast<float *>(base + (node.param_offsets[k] - first));
+    c.params[k].data = const_cast<float *>(node.tied[k] && source.tied_parameters != nullptr
+                                               ? source.tied_parameters(source.context, node.param_offsets[k])
+                                               : base + (node.param_offsets[k] - first));
   float *b = buffers != nullptr ? buffers + node.buffer_offset : nullptr;
   for (size_t k = 0; k < node.layout.buffers.size(); ++k) {
     c.buffers[k].data = b;
@@ -246,7 +249,9 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     if (hook.gradients != nullptr && node.parameters() > 0)
       base = hook.gradients(hook.context, j), first = node.param_offset;
     for (size_t k = 0; k < node.layout.params.size(); ++k)
-      c.param_grads[k] = base + (node.param_offsets[k] - first);
+      c.param_grads[k] = node.tied[k] && hook.tied_gradients != nullptr
+                             ? hook.tied_gradients(hook.context, j, node.param_offsets[k])
+                             : base + (node.param_offsets[k] - first);
     size_t spare = spare_slot_;
     for (size_t i = 0; i < step.grads.size(); ++i) {
       const InputGrad &ig = step.grads[i];

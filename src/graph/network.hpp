@@ -26,9 +26,11 @@ struct BackwardHook {
   void *context = nullptr;
   // When set, called before the backward of each node with parameters: where that node's gradients go
   // (its elements [param_offset, param_offset + parameters()) of the flat gradient, which the node adds
-  // into), instead of into backward's grads. For models without tied parameters (a tied parameter's
-  // gradient belongs to another node's range).
+  // into), instead of into backward's grads.
   float *(*gradients)(void *context, size_t node) = nullptr;
+  // With gradients: called for each tied slot of a node (ModelSpec::tie) before its backward: where the
+  // gradient of the source parameter starting at flat element `offset` goes, which the node adds into.
+  float *(*tied_gradients)(void *context, size_t node, size_t offset) = nullptr;
 };
 
 // Where a network sits in a pipeline (parallel/pipeline.hpp): a stage's sub-model numbers its nodes from

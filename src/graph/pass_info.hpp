@@ -24,6 +24,8 @@ class StatisticsReducer {
 struct ParameterSource {
   const float *(*node_parameters)(void *context, size_t node) = nullptr;
   void *context = nullptr;
+  // With node_parameters: where a tied slot reads the source parameter starting at flat element `offset`.
+  const float *(*tied_parameters)(void *context, size_t offset) = nullptr;
 };
 
 // Times each op of a pass when set (a timeline of the trainer's work): op_done(context, node, backward,

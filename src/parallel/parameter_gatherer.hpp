@@ -5,7 +5,8 @@
 // after the other, so a bucket is gathered once per pass and direction). The CPU devices share memory, so
 // a gather is a copy out of the peers' buffers, which nobody writes during a pass: the update runs in a
 // phase of its own. The values are copies: a pass computes the very bits it computes from whole
-// parameters.
+// parameters. A tied slot (ModelSpec::tie) reads its source from a small per-replica copy of the tied
+// sources (TiedSources), gathered at the start of every pass: the source's bucket is elsewhere in the pass.
 #pragma once
 
 #include <cstddef>
@@ -18,21 +19,24 @@
 #include "parallel/gradient_buckets.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/tied_sources.hpp"
 #include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
 class ParameterGatherer {
  public:
-  // The model has no tied parameters (ParameterSource). Allocates one slot of the largest bucket in each
-  // replica's device memory (DPT_ERROR_OUT_OF_MEMORY naming the device).
+  // Allocates one slot of the largest bucket (and the tied sources' copy) in each replica's device memory
+  // (DPT_ERROR_OUT_OF_MEMORY naming the device).
   ParameterGatherer(const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
                     size_t bucket_bytes, const ShardLayout &shards, TraceRecorder &trace);
 
   // For a pass of replica rank, on its device thread: forgets what the slot held (the parameters may have
-  // changed since the last pass).
+  // changed since the last pass) and gathers the tied sources.
   ParameterSource source(size_t rank) const;
-  uint64_t slot_bytes(size_t rank) const { return slots_[rank].size() * sizeof(float); }
+  uint64_t slot_bytes(size_t rank) const {
+    return (slots_[rank].size() + (tied_.empty() ? 0 : tied_values_[rank].size())) * sizeof(float);
+  }
 
  private:
   struct alignas(64) Lane {
@@ -41,7 +45,10 @@ class ParameterGatherer {
     size_t bucket = SIZE_MAX;  // the bucket in the slot
   };
   static const float *node_parameters(void *context, size_t node);
+  static const float *tied_parameters(void *context, size_t offset);
   void gather(size_t rank, size_t bucket) const;
+  // dst [0, end - begin) = elements [begin, end) of the parameters, from every owner whose range meets them.
+  void copy_from_owners(float *dst, size_t begin, size_t end) const;
 
   const ShardLayout &shards_;
   TraceRecorder &trace_;
@@ -49,6 +56,8 @@ class ParameterGatherer {
   std::vector<size_t> bucket_of_node_, node_offsets_;  // per node (with parameters): its bucket, its offset
   std::vector<const float *> ranges_;                  // each replica's parameter buffer: its range
   mutable std::vector<DeviceBuffer> slots_;            // per replica
+  TiedSources tied_;
+  mutable std::vector<DeviceBuffer> tied_values_;  // per replica, packed
   mutable std::vector<Lane> lanes_;
 };
 

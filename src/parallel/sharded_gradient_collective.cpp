@@ -21,16 +21,23 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
       algorithm_(algorithm),
       wire_(wire),
       slots_(replicas.size()),
+      tied_(spec),
       lanes_(replicas.size()),
       buckets_(plan_buckets(spec, bucket_bytes)),
       world_seconds_(replicas.size(), 0.0) {
   bucket_of_node_ = bucket_of_nodes(spec, buckets_);
+  for (const TiedSources::Source &s : tied_.sources()) {
+    size_t b = 0;
+    while (!(s.offset >= buckets_[b].begin && s.offset < buckets_[b].end)) ++b;
+    tied_bucket_.push_back(b);
+  }
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
   const size_t largest = largest_bucket(buckets_);
   // Two slots let backward fill one bucket while the previous one is reduced.
   const size_t slots = std::min<size_t>(2, buckets_.size());
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
     for (size_t s = 0; s < slots; ++s) slots_[rank].emplace_back(replicas[rank]->kernels->memory(), largest);
+    if (!tied_.empty()) tied_grads_.emplace_back(replicas[rank]->kernels->memory(), tied_.floats());
     shard_gradients_.push_back(replicas[rank]->grads.data());
     lanes_[rank].owner = this;
     lanes_[rank].rank = rank;
@@ -45,6 +52,7 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
 void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
   accumulate_ = !first_of_window;
   for (Lane &lane : lanes_) lane.opened = lane.posted = 0, lane.probe = false;
+  for (DeviceBuffer &t : tied_grads_) std::fill_n(t.data(), t.size(), 0.0f);
 }
 
 double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t rank, size_t bucket) {
@@ -62,7 +70,15 @@ void ShardedGradientCollective::open_next(Lane &lane) {
   const size_t bucket = lane.opened;
   const size_t reuse = slots_[lane.rank].size();
   if (!lane.probe && bucket >= reuse) reducer_->wait_reduced(lane.rank, bucket - reuse + 1);
-  std::fill_n(slot(lane.rank, bucket), buckets_[bucket].end - buckets_[bucket].begin, 0.0f);
+  float *s = slot(lane.rank, bucket);
+  std::fill_n(s, buckets_[bucket].end - buckets_[bucket].begin, 0.0f);
+  // The tying nodes' contributions to the sources in this bucket, where backward would have added them.
+  for (size_t i = 0; i < tied_bucket_.size(); ++i)
+    if (tied_bucket_[i] == bucket) {
+      const TiedSources::Source &src = tied_.sources()[i];
+      std::copy_n(tied_grads_[lane.rank].data() + src.packed, src.count,
+                  s + (src.offset - buckets_[bucket].begin));
+    }
   ++lane.opened;
 }
 
@@ -73,6 +89,16 @@ float *ShardedGradientCollective::gradients(void *context, size_t node) {
   while (lane.opened <= bucket) self.open_next(lane);
   // The node's first parameter, at its place in the bucket (the node's gradients are contiguous).
   return self.slot(lane.rank, bucket) + (self.node_offsets_[node] - self.buckets_[bucket].begin);
+}
+
+// The source's bucket comes at or after the tying node's in backward: open (the same bucket) or not yet.
+float *ShardedGradientCollective::tied_gradients(void *context, size_t, size_t offset) {
+  Lane &lane = *static_cast<Lane *>(context);
+  ShardedGradientCollective &self = *lane.owner;
+  const TiedSources::Source &src = self.tied_.at(offset);
+  const size_t bucket = self.tied_bucket_[size_t(&src - self.tied_.sources().data())];
+  if (bucket < lane.opened) return self.slot(lane.rank, bucket) + (offset - self.buckets_[bucket].begin);
+  return self.tied_grads_[lane.rank].data() + src.packed;
 }
 
 void ShardedGradientCollective::layer_done(void *context, size_t node) {
@@ -89,6 +115,7 @@ BackwardHook ShardedGradientCollective::backward_hook(size_t rank) {
   Lane &lane = lanes_[rank];
   BackwardHook hook{&layer_done, &lane};
   hook.gradients = &gradients;
+  if (!tied_.empty()) hook.tied_gradients = &tied_gradients;
   return hook;
 }
 
@@ -97,6 +124,7 @@ BackwardHook ShardedGradientCollective::backward_hook(size_t rank) {
 BackwardHook ShardedGradientCollective::probe_hook(size_t rank) {
   lanes_[rank].opened = lanes_[rank].posted = 0;
   lanes_[rank].probe = true;
+  if (!tied_.empty()) std::fill_n(tied_grads_[rank].data(), tied_grads_[rank].size(), 0.0f);
   return backward_hook(rank);
 }
 
@@ -143,6 +171,7 @@ ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reducti
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {
   uint64_t floats = 0;
   for (const DeviceBuffer &s : slots_[rank]) floats += s.size();
+  if (!tied_.empty()) floats += tied_grads_[rank].size();
   return floats * sizeof(float);
 }
 

@@ -8,6 +8,12 @@
 // (ThreadCollective::reduce_scatter_bucket), so with one micro-batch per window the shards hold the very
 // bits of the unsharded all-reduce.
 //
+// A tied parameter's gradient (ModelSpec::tie) has two writers: the tying node, late in forward and so
+// early in backward, and its source's node. The tying node adds into the source's place in the open slot
+// when both are in one bucket, else into a small per-rank copy (TiedSources), which becomes the source's
+// part of its slot when that bucket opens, instead of zeros: the source's node then adds its part, in the
+// order of the unsharded backward (so the same bits).
+//
 // Across MPI processes the sharding is hybrid (PyTorch FSDP's HYBRID_SHARD): each process shards among its
 // own devices, so the ranks of a process hold together one whole gradient; at the end of a window, in the
 // update phase, each range is summed over the processes (rank 0's thread calls the World for every range in
@@ -29,15 +35,16 @@
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/tied_sources.hpp"
 #include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
 class ShardedGradientCollective final : public GradientCollective {
  public:
-  // The model has no tied parameters (BackwardHook::gradients). Allocates the staging slots in each
-  // replica's device memory (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket
-  // reducer. world may be nullptr (this process only); timeout_seconds bounds each sum across processes.
+  // Allocates the staging slots (and the tied gradients' copies) in each replica's device memory
+  // (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket reducer. world may be nullptr
+  // (this process only); timeout_seconds bounds each sum across processes.
   ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                             const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
                             WireType wire, const ShardLayout &shards, const World *world,
@@ -66,6 +73,7 @@ class ShardedGradientCollective final : public GradientCollective {
     bool probe = false;  // a measured backward: nothing is reduced, slots are reused at once
   };
   static float *gradients(void *context, size_t node);
+  static float *tied_gradients(void *context, size_t node, size_t offset);
   static void layer_done(void *context, size_t node);
   // Hands bucket lane.opened's slot to backward: waits until the slot's previous bucket is reduced on every
   // rank (not for a probe), then zeroes the bucket's part of it.
@@ -83,7 +91,10 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<size_t> bucket_of_node_;            // per node with parameters: its bucket
   std::vector<size_t> node_offsets_;              // per node: its param_offset
   std::vector<std::vector<DeviceBuffer>> slots_;  // [rank][slot], each the largest bucket's size
-  std::vector<float *> shard_gradients_;          // each rank's gradient buffer: its shard
+  TiedSources tied_;
+  std::vector<size_t> tied_bucket_;       // per tied source: its bucket
+  std::vector<DeviceBuffer> tied_grads_;  // per rank: the tying nodes' contributions, packed
+  std::vector<float *> shard_gradients_;  // each rank's gradient buffer: its shard
   std::vector<Lane> lanes_;
   BucketReducer *reducer_ = nullptr;  // the group's
   std::vector<GradientBucket> buckets_;

@@ -97,9 +97,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const bool shard_gradients =
       (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
       devices_.size() > 1;
-  DPT_REQUIRE(!shard_gradients || spec_.ties().empty(), DPT_ERROR_UNSUPPORTED,
-              "sharded gradients and parameters do not support tied parameters in this version (" +
-                  (spec_.ties().empty() ? std::string() : spec_.ties()[0].parameter) + ")");
   if (config_.pipeline_stages > 1)
     plan_pipeline();  // the stages, and their ranges as shards_
   else

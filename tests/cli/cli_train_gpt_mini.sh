@@ -41,4 +41,14 @@ run_cli gpt_tie_accum train --model gpt-mini "${TIE[@]}" --text "$TEXT" --train-
 json_check "$WORK/gpt_tie_pipe.out" \
   "abs(d['test_loss'] - $(json_get "$WORK/gpt_tie_accum.out" "d['test_loss']")) <= 1e-6 * d['test_loss']" \
   "tied gpt-mini --pipeline 2: one device's test loss to 1e-6"
+# Tied and sharded (FSDP with GPT-2's tied head): the embedding's gradient has writers two buckets apart, and
+# the head reads the embedding gathered; the bits of the unsharded run on the same two devices.
+run_cli gpt_tie_plain train --model gpt-mini "${TIE[@]}" --text "$TEXT" --train-limit 64 --test-limit 16 --batch 16 \
+  --devices cpu:2 --bucket-kib 256 --json
+run_cli gpt_tie_shard train --model gpt-mini "${TIE[@]}" --text "$TEXT" --train-limit 64 --test-limit 16 --batch 16 \
+  --devices cpu:2 --bucket-kib 256 --shard parameters --json
+A=$(json_get "$WORK/gpt_tie_plain.out" "d['param_checksum']")
+[ -n "$A" ] && [ "$A" = "$(json_get "$WORK/gpt_tie_shard.out" "d['param_checksum']")" ] &&
+  pass "tied gpt-mini --shard parameters: the unsharded bits ($A)" ||
+  fail "tied gpt-mini --shard parameters differs: $(tail -n 2 "$WORK/gpt_tie_shard.err")"
 finish

@@ -136,6 +136,22 @@ dpt::ModelSpec model() {
   return m;
 }
 
+// model() with a tied layer: a third dense layer whose weight is the second's (ModelSpec::tie), so that
+// the weight's gradient has two writers, in one bucket or in two.
+dpt::ModelSpec tied_model() {
+  dpt::ModelSpec m(dpt::Shape{1, 8, 8});
+  m.add_flatten();
+  m.add_dense(256);
+  m.add_activation(dpt::Activation::kRelu);
+  m.add_dense(256);
+  m.add_activation(dpt::Activation::kTanh);
+  m.add_dense(256);
+  m.add_activation(dpt::Activation::kTanh);
+  m.add_dense(5);
+  m.tie("5.weight", "3.weight");
+  return m;
+}
+
 struct Run {
   size_t devices = 2;
   dpt::ShardMode shard = dpt::ShardMode::kNone;
@@ -144,6 +160,7 @@ struct Run {
   bool weighted = false;
   size_t bucket_bytes = 0;
   dpt::DType wire = dpt::DType::kF32;
+  bool tied = false;  // tied_model() instead of model()
 };
 
 dpt::TrainerConfig config(const Run &run) {
@@ -173,7 +190,7 @@ dpt::TrainerConfig config(const Run &run) {
 
 std::unique_ptr<dpt::Trainer> make_trainer(const Run &run) {
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{run.devices, 0});
-  return std::make_unique<dpt::Trainer>(context, model(), config(run));
+  return std::make_unique<dpt::Trainer>(context, run.tied ? tied_model() : model(), config(run));
 }
 
 // Ragged batches of 13 and 7 samples: uneven (and, weighted, tiny or empty) slices.
@@ -495,18 +512,51 @@ void test_sharding_fits_where_replication_does_not(void **) {
   assert_true(same(ps, pr));
 }
 
-// What sharded gradients do not support yet is refused at creation.
-void test_sharded_gradients_refusals(void **) {
-  dpt::ModelSpec tied = dpt::ModelSpec::builtin("gpt-mini");
-  tied.tie("lm_head.weight", "transformer.wte.weight");
-  auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0});
-  for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
-    Run run{2, mode, true};
-    const std::string message = dpt_test::expect_error([&] { dpt::Trainer(context, tied, config(run)); },
-                                                       DPT_ERROR_UNSUPPORTED, "tied parameters");
-    assert_non_null(std::strstr(message.c_str(), "lm_head.weight"));
-  }
-  // One device has nothing to shard with: it trains as without sharding.
+// A tied weight (two layers' gradients into one parameter): sharded gradients and parameters give the
+// unsharded bits with its two writers in one bucket (the tying node adds into the open slot), in separate
+// buckets (into the per-device copy that the source's slot starts from) and in between; with sharded
+// parameters evaluation and prediction read the tied weight from the gathered copy.
+void test_sharded_tied_parameters(void **) {
+  for (size_t k : {2, 3})
+    for (bool adamw : {false, true})
+      for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
+        Run run{k, dpt::ShardMode::kNone, adamw, 1, true};
+        run.tied = true;
+        const Outcome reference = train(run, 6);
+        run.shard = mode;
+        for (size_t bucket_bytes : {size_t(0), size_t(1), size_t(300) << 10}) {
+          run.bucket_bytes = bucket_bytes;
+          const Outcome sharded = train(run, 6);
+          for (size_t r = 0; r < k; ++r)
+            if (!same(sharded.params[r], reference.params[0]))
+              fail_msg("tied, K=%zu adamw=%d mode=%d bucket_bytes=%zu: replica %zu's parameters differ", k,
+                       int(adamw), int(mode), bucket_bytes, r);
+          if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
+            fail_msg("tied, K=%zu adamw=%d mode=%d bucket_bytes=%zu: the optimizer state differs", k,
+                     int(adamw), int(mode), bucket_bytes);
+        }
+      }
+  Run run{3, dpt::ShardMode::kParameters, true, 1, true, 1};
+  run.tied = true;
+  auto sharded = make_trainer(run);
+  run.shard = dpt::ShardMode::kNone;
+  auto plain = make_trainer(run);
+  for (size_t i = 0; i < 2; ++i) step(*sharded, i), step(*plain, i);
+  TestRng rng(78);
+  const size_t n = 9;
+  const std::vector<float> x = rng.vector(n * 64, -1.0f, 1.0f);
+  std::vector<int32_t> y(n);
+  for (auto &label : y) label = int32_t(rng.below(5));
+  assert_true(sharded->evaluate(x.data(), y.data(), n).loss_sum ==
+              plain->evaluate(x.data(), y.data(), n).loss_sum);
+  std::vector<float> la(n * 5), lb(n * 5);
+  sharded->predict(x.data(), n, la.data());
+  plain->predict(x.data(), n, lb.data());
+  assert_true(same(la, lb));
+}
+
+// One device has nothing to shard with: it trains as without sharding.
+void test_sharding_one_device(void **) {
   const Outcome one = train(Run{1, dpt::ShardMode::kGradients, true}, 3);
   const Outcome plain = train(Run{1, dpt::ShardMode::kNone, true}, 3);
   assert_true(same(one.params[0], plain.params[0]));
@@ -531,7 +581,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_sharded_gradients_discard_a_nonfinite_window),
       cmocka_unit_test(test_sharded_parameters_evaluate_predict_and_copy),
       cmocka_unit_test(test_sharding_fits_where_replication_does_not),
-      cmocka_unit_test(test_sharded_gradients_refusals),
+      cmocka_unit_test(test_sharded_tied_parameters),
+      cmocka_unit_test(test_sharding_one_device),
   };
   // --only: the named cases (the TSan run takes the threaded ones that are quick).
   std::vector<CMUnitTest> chosen;

@@ -89,10 +89,10 @@ public partial class TrainerOptions {
   /// <c>Gradients</c> and <c>Parameters</c> the gradient its range's 4/K bytes per parameter plus the two staging
   /// buckets, and with <c>Parameters</c> the parameters their range's 4/K bytes per parameter plus the gather
   /// buffer; <see cref="Trainer.GetReplicaMemory"/> reports them.</summary>
-  /// <remarks>CPU devices only: a trainer on CUDA devices refuses <c>Optimizer</c>, <c>Gradients</c> and
-  /// <c>Parameters</c> with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>), and so does a
-  /// <c>Gradients</c> or <c>Parameters</c> trainer of a model with tied parameters (<see cref="Model.Tie"/>) or
-  /// across MPI processes; a value outside the enum is <see cref="InvalidArgumentException"/>
+  /// <remarks><c>Optimizer</c> runs on CPU devices and GPUs; a trainer on CUDA devices refuses <c>Gradients</c>
+  /// and <c>Parameters</c> with <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>). Tied
+  /// parameters (<see cref="Model.Tie"/>) are sharded like the others. Across MPI processes each process shards
+  /// among its own devices. A value outside the enum is <see cref="InvalidArgumentException"/>
   /// (<see cref="Status.InvalidArgument"/>) when the trainer is created.</remarks>
   public ShardMode Shard {
     get { return ShardNative; }

@@ -1,8 +1,8 @@
 // TrainerOptions.Shard (trainer.h shard, ZeRO stages 1, 2 and 3) and Trainer.GetReplicaMemory
 // (dpt_trainer_replica_memory): the default, the bits of a sharded optimizer, of sharded gradients and of sharded
 // parameters against an unsharded run, each device's part of AdamW's state, of the gradient and of the
-// parameters, and the refusal of a device out of range, of a mode outside the enum and of sharded gradients or
-// parameters over tied parameters.
+// parameters, sharded gradients and parameters with tied parameters (the unsharded bits), and the refusal of a
+// device out of range and of a mode outside the enum.
 using System;
 using System.Linq;
 using NUnit.Framework;
@@ -253,20 +253,20 @@ public class ShardingTests {
     }
   }
 
-  /// Gradients and Parameters on several devices refuse a model with a tied parameter (gpt-mini's LM head tied to
-  /// its token embedding): UnsupportedException when the trainer is created.
+  /// The deep MLP with its third hidden layer's weight tied to its second's (<see cref="Model.Tie"/>: one parameter,
+  /// two writers of its gradient, in different buckets): Gradients and Parameters train to the very bits of None
+  /// (every replica, the checksum and the evaluation).
   [Test]
-  public void ShardingTheGradientsOrTheParametersRefusesTiedParameters() {
-    using (var two = new Context(2))
-    using (var gpt = Model.Builtin("gpt-mini"))
-    using (var options = new TrainerOptions()) {
-      gpt.Tie("lm_head.weight", "transformer.wte.weight");
+  public void ShardingTheGradientsOrTheParametersKeepsTiedParametersExact() {
+    using (var deep = MakeDeepMlp()) {
+      deep.Tie("4.weight", "2.weight");
+      Run none = Train(deep, ShardMode.None, BucketBytes);
       foreach (ShardMode mode in new[] { ShardMode.Gradients, ShardMode.Parameters }) {
-        options.Shard = mode;
-        var e = Assert.Throws<UnsupportedException>(() => new Trainer(two, gpt, options, null), mode.ToString());
-        Assert.AreEqual(Status.Unsupported, e.Status, mode.ToString());
-        StringAssert.Contains("tied parameters", e.LibraryMessage);
-        StringAssert.Contains("lm_head.weight", e.LibraryMessage);
+        Run sharded = Train(deep, mode, BucketBytes);
+        for (int d = 0; d < Devices; ++d)
+          AssertBitwiseEqual(none.Replicas[0], sharded.Replicas[d], mode + ", tied: replica " + d);
+        Assert.AreEqual(none.Checksum, sharded.Checksum, mode + ", tied: checksum");
+        Assert.AreEqual(none.Loss, sharded.Loss, mode + ", tied: evaluation loss");
       }
     }
   }

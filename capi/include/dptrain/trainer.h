@@ -112,8 +112,9 @@ typedef enum dpt_shard_mode {
    * while backward goes on; each device keeps the summed gradient of its range only (AdamW: 4 + 12/K bytes
    * per parameter, plus the two staging buckets). The same bits as DPT_SHARD_NONE with one micro-batch per
    * optimizer step; with accumulation_steps > 1 each micro-batch's sum is added into the range (one more
-   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices; refused
-   * (DPT_ERROR_UNSUPPORTED) for models with tied parameters. Across MPI processes each process shards
+   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices. Tied
+   * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
+   * aside until its source's bucket opens. Across MPI processes each process shards
    * among its own devices (every process needs the same device count, else DPT_ERROR_UNSUPPORTED) and each
    * range is summed over the processes at the end of the step. */
   DPT_SHARD_GRADIENTS = 2,

@@ -277,21 +277,21 @@ class ShardingTest {
   }
 
   /**
-   * SHARD_GRADIENTS and SHARD_PARAMETERS on several devices refuse a model with a tied parameter (gpt-mini's LM
-   * head tied to its token embedding): an UnsupportedException when the trainer is created.
+   * The deep MLP with its third hidden layer's weight tied to its second's ({@link Model#tie}: one parameter,
+   * two writers of its gradient, in different buckets): SHARD_GRADIENTS and SHARD_PARAMETERS train to the very
+   * bits of SHARD_NONE (every replica, the checksum and the evaluation).
    */
   @Test
-  void shardingTheGradientsOrTheParametersRefusesTiedParameters() {
-    try (Context two = new Context(2, 0); Model gpt = Model.builtin("gpt-mini")) {
-      gpt.tie("lm_head.weight", "transformer.wte.weight");
+  void shardingTheGradientsOrTheParametersKeepsTiedParametersExact() {
+    try (Context three = new Context(DEVICES, 0); Model deep = deepMlp()) {
+      deep.tie("4.weight", "2.weight");
+      Run none = train(three, deep, ShardMode.SHARD_NONE, BUCKET_BYTES);
       for (ShardMode mode : new ShardMode[] {ShardMode.SHARD_GRADIENTS, ShardMode.SHARD_PARAMETERS}) {
-        TrainerOptions o = new TrainerOptions();
-        o.setShard(mode);
-        UnsupportedException e = assertThrows(UnsupportedException.class, () -> new Trainer(two, gpt, o, null),
-            mode.toString());
-        assertEquals(Status.ERROR_UNSUPPORTED, e.getStatus(), mode.toString());
-        assertTrue(e.getLibraryMessage().contains("tied parameters"), e.getLibraryMessage());
-        assertTrue(e.getLibraryMessage().contains("lm_head.weight"), e.getLibraryMessage());
+        Run sharded = train(three, deep, mode, BUCKET_BYTES);
+        for (int d = 0; d < DEVICES; ++d)
+          assertBitwiseEqual(none.replicas[0], sharded.replicas[d], mode + ", tied: replica " + d);
+        assertEquals(none.checksum, sharded.checksum, mode + ", tied: checksum");
+        assertEquals(none.loss, sharded.loss, mode + ", tied: evaluation loss");
       }
     }
   }
