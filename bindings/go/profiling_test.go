@@ -95,6 +95,47 @@ func TestReplicaTimes(t *testing.T) {
 	}
 }
 
+// TestReplicaTotals: all 0 before any step; after two steps each figure is the sum of the two steps' (the
+// same additions), the bus bandwidth their bytes over their seconds; an evaluation adds nothing; a device past
+// the last is StatusOutOfRange.
+func TestReplicaTotals(t *testing.T) {
+	tr := profilingTrainer(t)
+	if totals, err := tr.ReplicaTotals(0); err != nil || totals != (dptrain.ReplicaTimes{}) {
+		t.Errorf("before any step: %+v, %v", totals, err)
+	}
+	var sum [shardDevices]dptrain.ReplicaTimes
+	var bytes [shardDevices]float64
+	for s := 0; s < 2; s++ {
+		profilingStep(t, tr)
+		for d := 0; d < shardDevices; d++ {
+			times, err := tr.ReplicaTimes(d)
+			must(t, err)
+			sum[d].ComputeSeconds += times.ComputeSeconds
+			sum[d].CommunicationSeconds += times.CommunicationSeconds
+			sum[d].UpdateSeconds += times.UpdateSeconds
+			sum[d].IdleSeconds += times.IdleSeconds
+			bytes[d] += times.BusBandwidth * times.CommunicationSeconds
+		}
+	}
+	x, y := shardBatch(24)
+	_, err := tr.Evaluate(x, y)
+	must(t, err)
+	for d := 0; d < shardDevices; d++ {
+		totals, err := tr.ReplicaTotals(d)
+		must(t, err)
+		want := sum[d]
+		want.BusBandwidth = totals.BusBandwidth
+		if totals != want {
+			t.Errorf("device %d: totals %+v, the steps add up to %+v", d, totals, want)
+		}
+		if bw := bytes[d] / sum[d].CommunicationSeconds; math.Abs(totals.BusBandwidth-bw) > 1e-9*bw {
+			t.Errorf("device %d: bus bandwidth %.9g, want %.9g", d, totals.BusBandwidth, bw)
+		}
+	}
+	_, err = tr.ReplicaTotals(shardDevices)
+	wantError(t, err, dptrain.StatusOutOfRange, "Trainer.ReplicaTotals", "dpt_trainer_replica_totals")
+}
+
 // traceEvent is one event of a Chrome trace-event file, the fields the test reads.
 type traceEvent struct {
 	Ph   string          `json:"ph"`

@@ -822,6 +822,22 @@ func (t *Trainer) ReplicaTimes(device int) (ReplicaTimes, error) {
 	return out, err
 }
 
+// ReplicaTotals returns replica device's times summed over every Step or StepTokens call since the trainer was
+// made (Fit's steps included; evaluation and prediction are not steps): the seconds of compute, communication,
+// update and idle, and the bus bandwidth of all its reductions (their bytes over their seconds). All 0 before
+// the first step; a fit's share is the seconds after it minus those before. A negative device, or one past the
+// last, is StatusOutOfRange.
+func (t *Trainer) ReplicaTotals(device int) (ReplicaTimes, error) {
+	const op = "Trainer.ReplicaTotals"
+	d, err := toSize(op, "device", device)
+	if err != nil {
+		return ReplicaTimes{}, err
+	}
+	var out ReplicaTimes
+	err = t.read(op, func() { out = replicaTimes(t.ptr.ReplicaTotals(d)) })
+	return out, err
+}
+
 // replicaTimes copies (and frees) a result of the generated layer; a failed call's is the zero value.
 func replicaTimes(r swig.ReplicaTimesNative) ReplicaTimes {
 	if r.Swigcptr() == 0 {

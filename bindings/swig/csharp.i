@@ -425,6 +425,7 @@ DPT_CS_PRIVATE(dpt_trainer::replicaMemory, GetReplicaMemoryNative)
 /* Trainer.GetReplicaTimes returns the ReplicaTimes value (src/ReplicaTimes.cs); Trainer.TraceStart and
  * Trainer.TraceWrite are written by hand (src/Trainer.cs) for their XML documentation. */
 DPT_CS_PRIVATE(dpt_trainer::replicaTimes, GetReplicaTimesNative)
+DPT_CS_PRIVATE(dpt_trainer::replicaTotals, GetReplicaTotalsNative)
 DPT_CS_PRIVATE(dpt_trainer::traceStart, TraceStartNative)
 DPT_CS_PRIVATE(dpt_trainer::traceWrite, TraceWriteNative)
 

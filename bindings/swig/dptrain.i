@@ -748,6 +748,14 @@ class TextParts {
     dptrain_binding::check(dpt_trainer_replica_times($self, device, &t));
     return t;
   }
+  /* The same figures summed over every step call since the trainer was made (fits' steps included); the bus
+   * bandwidth is the bytes of all its reductions over their seconds. */
+  dpt_replica_times replicaTotals(size_t device) {
+    dpt_replica_times t;
+    t.struct_size = sizeof t;
+    dptrain_binding::check(dpt_trainer_replica_totals($self, device, &t));
+    return t;
+  }
   /* The timeline (docs/profiling.md): traceStart records from the next call on, up to max_events (1 to 2^24)
    * per device and thread; traceWrite stops it and writes Chrome trace-event JSON to path (INVALID_STATE
    * when no recording runs, IO when the file cannot be written). The names differ from the C functions'

@@ -450,6 +450,8 @@ public enum%}
 %typemap(javaclassmodifiers) dpt_replica_times "final class"
 %rename(replicaTimesNative) dpt_trainer::replicaTimes;
 %javamethodmodifiers dpt_trainer::replicaTimes "private";
+%rename(replicaTotalsNative) dpt_trainer::replicaTotals;
+%javamethodmodifiers dpt_trainer::replicaTotals "private";
 %rename(traceStartNative) dpt_trainer::traceStart;
 %javamethodmodifiers dpt_trainer::traceStart "private";
 %rename(traceWriteNative) dpt_trainer::traceWrite;
@@ -866,7 +868,29 @@ import java.nio.IntBuffer;
       throw DptrainException.of(Status.ERROR_OUT_OF_RANGE,
           "Trainer.replicaTimes: device must not be negative (got " + device + ")");
     }
-    ReplicaTimesNative t = replicaTimesNative(device);
+    return copyTimes(replicaTimesNative(device));
+  }
+
+  /**
+   * Replica {@code device}'s times summed over every {@link #step} call since this trainer was made (the
+   * steps of {@link #fit(Dataset, Dataset, FitOptions)} included; evaluation and prediction are not steps):
+   * the seconds of compute, communication, update and idle, and the bus bandwidth of all its reductions
+   * (their bytes over their seconds). All 0 before the first step. A fit's share: the seconds after it minus
+   * those before.
+   *
+   * @param device 0 .. {@code deviceCount() - 1}
+   * @throws InvalidArgumentException with {@code Status.ERROR_OUT_OF_RANGE} for a negative device or one past
+   *     the last
+   */
+  public ReplicaTimes replicaTotals(long device) {
+    if (device < 0) {
+      throw DptrainException.of(Status.ERROR_OUT_OF_RANGE,
+          "Trainer.replicaTotals: device must not be negative (got " + device + ")");
+    }
+    return copyTimes(replicaTotalsNative(device));
+  }
+
+  private static ReplicaTimes copyTimes(ReplicaTimesNative t) {
     try {
       return new ReplicaTimes(t.getComputeSeconds(), t.getCommunicationSeconds(), t.getUpdateSeconds(),
                               t.getIdleSeconds(), t.getBusBandwidth());

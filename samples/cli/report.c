@@ -21,6 +21,7 @@ static double mib(uint64_t bytes) {
 
 void report_print_summary(FILE *out, const run_summary *s) {
   char checksum[17];
+  size_t i;
   format_checksum(s->checksum, checksum);
   fprintf(out, "\nsummary%s\n", s->fit.stopped ? " (stopped early)" : "");
   fprintf(out, "  model           %s (%zu parameters)\n", model_label(s->config), s->parameters);
@@ -54,6 +55,13 @@ void report_print_summary(FILE *out, const run_summary *s) {
             "%.1f)\n",
             mib(s->memory.total), mib(s->memory.parameters), mib(s->memory.gradients),
             mib(s->memory.optimizer_state), mib(s->memory.activations));
+  for (i = 0; i < s->devices && s->device_times[0].struct_size != 0; ++i) {
+    const dpt_replica_times *t = &s->device_times[i];
+    fprintf(out, "  device %-8zu compute %.2f s, communication %.2f s, update %.2f s, idle %.2f s", i,
+            t->compute_seconds, t->communication_seconds, t->update_seconds, t->idle_seconds);
+    if (t->bus_bandwidth > 0) fprintf(out, ", bus %.2f GB/s", t->bus_bandwidth / 1e9);
+    fputc('\n', out);
+  }
   fprintf(out, "  param_checksum  %s\n", checksum);
   fflush(out);
 }
@@ -146,6 +154,7 @@ static void write_results(json_writer *w, const run_summary *s) {
   int have_epoch = s->fit.epochs_completed > 0;
   int have_test = have_epoch && s->fit.has_test;
   char checksum[17];
+  size_t i;
   format_checksum(s->checksum, checksum);
   json_uint(w, "epochs_completed", s->fit.epochs_completed);
   json_bool(w, "stopped", s->fit.stopped);
@@ -175,6 +184,18 @@ static void write_results(json_writer *w, const run_summary *s) {
   json_uint(w, "activations", s->memory.activations);
   json_uint(w, "total", s->memory.total);
   json_object_end(w);
+  json_array_begin(w, "device_times"); /* each device's seconds summed over the run's steps */
+  for (i = 0; i < s->devices && s->device_times[0].struct_size != 0; ++i) {
+    const dpt_replica_times *t = &s->device_times[i];
+    json_object_begin(w, NULL);
+    json_number(w, "compute_seconds", t->compute_seconds, METRIC_DIGITS);
+    json_number(w, "communication_seconds", t->communication_seconds, METRIC_DIGITS);
+    json_number(w, "update_seconds", t->update_seconds, METRIC_DIGITS);
+    json_number(w, "idle_seconds", t->idle_seconds, METRIC_DIGITS);
+    json_number(w, "bus_bandwidth", t->bus_bandwidth, METRIC_DIGITS);
+    json_object_end(w);
+  }
+  json_array_end(w);
 }
 
 void report_write_json(FILE *out, const run_summary *s) {

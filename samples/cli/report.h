@@ -30,8 +30,10 @@ typedef struct run_summary {
   dpt_fit_result fit;         /**< Outcome of dpt_trainer_fit(). */
   uint64_t checksum;          /**< dpt_trainer_parameter_checksum() after training. */
   dpt_replica_memory memory;  /**< After training: the replica that holds the most memory. */
-  double seconds;             /**< Wall time of training and evaluation. */
-  const epoch_log *log;       /**< Per-epoch metrics. */
+  /** After training: each device's times summed over the run's steps (dpt_trainer_replica_totals). */
+  dpt_replica_times device_times[DPT_MAX_CPU_DEVICES];
+  double seconds;       /**< Wall time of training and evaluation. */
+  const epoch_log *log; /**< Per-epoch metrics. */
 } run_summary;
 
 /** @brief Formats @p checksum as 16 lowercase hex digits into @p text (17 bytes). */

@@ -212,8 +212,11 @@ static int join_world(train_run *run) {
   return CLI_EXIT_OK;
 }
 
-/** @brief The memory of the replica that holds the most (with a sharded optimizer, the largest shard). */
-static int record_memory(train_run *run) {
+/**
+ * @brief The memory of the replica that holds the most (with a sharded optimizer, the largest shard), and
+ * each device's times summed over the run.
+ */
+static int record_device_figures(train_run *run) {
   size_t i;
   memset(&run->summary.memory, 0, sizeof run->summary.memory);
   for (i = 0; i < run->summary.devices; ++i) {
@@ -221,6 +224,8 @@ static int record_memory(train_run *run) {
     m.struct_size = sizeof m;
     CLI_TRY(dpt_trainer_replica_memory(run->trainer, i, &m));
     if (m.total > run->summary.memory.total) run->summary.memory = m;
+    run->summary.device_times[i].struct_size = sizeof run->summary.device_times[i];
+    CLI_TRY(dpt_trainer_replica_totals(run->trainer, i, &run->summary.device_times[i]));
   }
   return CLI_EXIT_OK;
 }
@@ -416,7 +421,7 @@ static int fit(train_run *run) {
     return CLI_EXIT_FAILURE;
   }
   CLI_TRY(dpt_trainer_parameter_checksum(run->trainer, &run->summary.checksum));
-  return record_memory(run);
+  return record_device_figures(run);
 }
 
 static int write_plot(train_run *run) {

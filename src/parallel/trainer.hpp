@@ -194,6 +194,9 @@ class Trainer {
   uint64_t parameter_checksum() const;
   ReplicaMemory replica_memory(size_t replica) const;
   ReplicaTimes replica_times(size_t replica) const;
+  // The same figures summed over every step call since the trainer was made (fits' steps included); the
+  // bus bandwidth is the bus bytes of all its reductions over their seconds.
+  ReplicaTimes replica_totals(size_t replica) const;
   // A timeline of the trainer's work from now on (TraceRecorder), up to max_events per device and thread;
   // then write_trace stops it and writes it to path as Chrome trace-event JSON.
   void start_trace(size_t max_events);
@@ -379,8 +382,11 @@ class Trainer {
   // rounded up to a power of two (1 without loss scaling). See step().
   double loss_multiplier_ = 1;
   double last_lr_ = 0;
-  std::vector<ReplicaTimes> replica_times_;  // of the last step call
-  std::vector<DecaySegment> decayed_;        // the parameters weight decay applies to
+  std::vector<ReplicaTimes> replica_times_;   // of the last step call
+  std::vector<ReplicaTimes> replica_totals_;  // of every step call (bus_bandwidth: see replica_totals())
+  // Per replica: the bus bytes and the seconds of every reduction (a pipeline's hand-overs move none).
+  std::vector<double> reduced_bytes_, reduction_seconds_;
+  std::vector<DecaySegment> decayed_;  // the parameters weight decay applies to
 };
 
 }  // namespace dpt

@@ -111,6 +111,11 @@ ReplicaTimes Trainer::replica_times(size_t replica) const {
   return replica < replica_times_.size() ? replica_times_[replica] : ReplicaTimes{};
 }
 
+ReplicaTimes Trainer::replica_totals(size_t replica) const {
+  replica_times(replica);  // the range check
+  return replica < replica_totals_.size() ? replica_totals_[replica] : ReplicaTimes{};
+}
+
 ReplicaMemory Trainer::replica_memory(size_t replica) const {
   DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
               "replica " + std::to_string(replica) + " does not exist (the trainer has " +

@@ -1923,6 +1923,9 @@ static void test_trainer_parameters_misuse(void **state) {
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_times(NULL, 0, &f->o.times));
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_times(t, 0, NULL));
   ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_times(t, DEVICES, &f->o.times));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_totals(NULL, 0, &f->o.times));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_totals(t, 0, NULL));
+  ROW(DPT_ERROR_OUT_OF_RANGE, dpt_trainer_replica_totals(t, DEVICES, &f->o.times));
 
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_trace_start(NULL, 10));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_trace_start(t, 0));

@@ -147,6 +147,11 @@ json_check "$WORK/unshard.out" \
 json_check "$WORK/shard.out" \
   "0 < (m := d['memory_per_device'])['optimizer_state'] < m['parameters']" \
   "--shard optimizer: the largest device keeps part of the momentum"
+# Each device's seconds summed over the run (dpt_trainer_replica_totals): one entry per device, all of it
+# computing, reducing and updating, the parts no more than the training time.
+json_check "$WORK/unshard.out" \
+  "len(t := d['device_times']) == 2 and all(e['compute_seconds'] > 0 and e['communication_seconds'] > 0 and e['update_seconds'] > 0 and e['bus_bandwidth'] > 0 and e['compute_seconds'] + e['update_seconds'] + e['idle_seconds'] <= d['train_seconds'] for e in t)" \
+  "device_times: each device's compute, communication, update and idle seconds over the run"
 run_cli shard2 train "${SHORT[@]}" --devices cpu:2 --shard gradients --momentum 0.9 --bucket-kib 64
 [ "$(json_get "$WORK/shard2.out" "d['param_checksum']")" = "$(json_get "$WORK/unshard.out" "d['param_checksum']")" ] &&
   pass "--shard gradients: the unsharded run's bits" || fail "--shard gradients changed the parameters"

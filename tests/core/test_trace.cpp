@@ -1,9 +1,9 @@
-// Per-device figures as data: each replica's times in the last step call (Trainer::replica_times), and
-// the trainer's timeline (Trainer::start_trace / write_trace, TraceRecorder): valid Chrome trace-event JSON
-// with two named rows per device; every op's forward and backward on its device's compute row, once per
-// pass; bucket reductions on the communication rows, one per bucket and step; gathers and updates where
-// they run; no event overlapping the next on a row; a full row drops and says so; recording changes no
-// bit of training; misuse is an error status.
+// Per-device figures as data: each replica's times in the last step call (Trainer::replica_times) and summed
+// over all (replica_totals), and the trainer's timeline (Trainer::start_trace / write_trace, TraceRecorder):
+// valid Chrome trace-event JSON with two named rows per device; every op's forward and backward on its
+// device's compute row, once per pass; bucket reductions on the communication rows, one per bucket and step;
+// gathers and updates where they run; no event overlapping the next on a row; a full row drops and says so;
+// recording changes no bit of training; misuse is an error status.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -220,6 +220,40 @@ void test_replica_times(void **) {
   dpt_test::expect_error([&] { t->replica_times(3); }, DPT_ERROR_OUT_OF_RANGE, "replica 3 of 3");
 }
 
+// The totals: each figure the sum of the step calls' in order (the very additions), the bus bandwidth the
+// bytes of every reduction over their seconds; evaluation adds nothing; 0 before the first step.
+void test_replica_totals(void **) {
+  dpt::TrainerConfig c;
+  c.accumulation_steps = 2;
+  dpt::Trainer t(std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0}), model(), c);
+  const dpt::ReplicaTimes none = t.replica_totals(1);
+  assert_true(none.compute == 0 && none.communication == 0 && none.update == 0 && none.idle == 0 &&
+              none.bus_bandwidth == 0);
+  dpt_test::TestRng rng(5);
+  const std::vector<float> x = rng.vector(12 * 64, -1.0f, 1.0f);
+  std::vector<int32_t> y(12, 1);
+  std::vector<dpt::ReplicaTimes> sum(3);
+  std::vector<double> bytes(3, 0.0), seconds(3, 0.0);
+  for (int s = 0; s < 5; ++s) {
+    t.step(x.data(), y.data(), 12 - size_t(s));
+    for (size_t r = 0; r < 3; ++r) {
+      const dpt::ReplicaTimes m = t.replica_times(r);
+      sum[r].compute += m.compute, sum[r].communication += m.communication, sum[r].update += m.update,
+          sum[r].idle += m.idle;
+      bytes[r] += m.bus_bandwidth * m.communication, seconds[r] += m.communication;
+    }
+  }
+  t.evaluate(x.data(), y.data(), 12);
+  for (size_t r = 0; r < 3; ++r) {
+    const dpt::ReplicaTimes total = t.replica_totals(r);
+    assert_true(total.compute == sum[r].compute && total.communication == sum[r].communication &&
+                total.update == sum[r].update && total.idle == sum[r].idle);
+    assert_true(total.communication > 0 && total.update > 0);
+    assert_true(std::fabs(total.bus_bandwidth - bytes[r] / seconds[r]) <= 1e-9 * total.bus_bandwidth);
+  }
+  dpt_test::expect_error([&] { t.replica_totals(3); }, DPT_ERROR_OUT_OF_RANGE, "replica 3 of 3");
+}
+
 void test_trace_misuse(void **) {
   auto t = make_trainer(dpt::ShardMode::kNone, 0);
   dpt_test::expect_error([&] { t->write_trace(temp_path("never")); }, DPT_ERROR_INVALID_STATE, "not started");
@@ -239,6 +273,7 @@ int main(void) {
       cmocka_unit_test(test_trace_of_sharded_training),
       cmocka_unit_test(test_trace_of_plain_training_and_dropping),
       cmocka_unit_test(test_replica_times),
+      cmocka_unit_test(test_replica_totals),
       cmocka_unit_test(test_trace_misuse),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

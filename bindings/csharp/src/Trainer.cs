@@ -80,6 +80,19 @@ public partial class Trainer {
                               t.BusBandwidth);
   }
 
+  /// <summary>Replica <paramref name="device"/>'s times summed over every step call since this trainer was made
+  /// (<see cref="Fit"/>'s steps included; evaluation and prediction are not steps): the seconds of compute,
+  /// communication, update and idle, and the bus bandwidth of all its reductions (their bytes over their
+  /// seconds). All 0 before the first step. A fit's share: the seconds after it minus those before.</summary>
+  /// <param name="device">0 .. <see cref="DeviceCount"/> - 1.</param>
+  /// <exception cref="InvalidArgumentException"><see cref="Status.OutOfRange"/> for a device past the
+  /// last.</exception>
+  public ReplicaTimes GetReplicaTotals(ulong device) {
+    using (ReplicaTimesNative t = GetReplicaTotalsNative(device))
+      return new ReplicaTimes(t.ComputeSeconds, t.CommunicationSeconds, t.UpdateSeconds, t.IdleSeconds,
+                              t.BusBandwidth);
+  }
+
   /// <summary>Starts recording a timeline of this trainer's work, from the next call on: per device, each op's
   /// forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
   /// communication thread), the parameter gathers of <see cref="ShardMode.Parameters"/> and the update. Up to

@@ -1,4 +1,4 @@
-// Trainer.GetReplicaTimes (dpt_trainer_replica_times) and the timeline, Trainer.TraceStart / TraceWrite
+// Trainer.GetReplicaTimes and GetReplicaTotals (dpt_trainer_replica_times, _totals) and the timeline, Trainer.TraceStart / TraceWrite
 // (dpt_trainer_trace_start / _write), docs/profiling.md: the figures before and after a step, how they add up,
 // the bus bandwidth's count, a trace of one step, and the refusals.
 using System;
@@ -87,6 +87,45 @@ public class ProfilingTests {
         Assert.AreEqual(busBytes, t.BusBandwidth * t.CommunicationSeconds, 1e-6 * busBytes, what + ": bus bytes");
         Assert.IsTrue(t == trainer.GetReplicaTimes((ulong)d), what + ": a second read");
       }
+    }
+  }
+
+  /// GetReplicaTotals: all 0 before any step; after two steps each figure is the sum of the two steps' (the same
+  /// additions), the bus bandwidth their bytes over their seconds; an evaluation adds nothing; a device past the
+  /// last is refused.
+  [Test]
+  public void ReplicaTotalsAddUpTheSteps() {
+    using (Trainer trainer = MakeTrainer()) {
+      Assert.AreEqual(new ReplicaTimes(0, 0, 0, 0, 0), trainer.GetReplicaTotals(0), "before any step");
+      var sum = new double[Devices, 5];
+      for (int s = 0; s < 2; ++s) {
+        Step(trainer);
+        for (int d = 0; d < Devices; ++d) {
+          ReplicaTimes t = trainer.GetReplicaTimes((ulong)d);
+          sum[d, 0] += t.ComputeSeconds;
+          sum[d, 1] += t.CommunicationSeconds;
+          sum[d, 2] += t.UpdateSeconds;
+          sum[d, 3] += t.IdleSeconds;
+          sum[d, 4] += t.BusBandwidth * t.CommunicationSeconds;
+        }
+      }
+      float[] x;
+      int[] y;
+      TestData.MakeRipple(Side, Samples, out x, out y);
+      using (EvalResult e = trainer.Evaluate(x, y)) {}
+      for (int d = 0; d < Devices; ++d) {
+        ReplicaTimes totals = trainer.GetReplicaTotals((ulong)d);
+        string what = "device " + d + ": " + totals;
+        Assert.AreEqual(sum[d, 0], totals.ComputeSeconds, 0.0, what);
+        Assert.AreEqual(sum[d, 1], totals.CommunicationSeconds, 0.0, what);
+        Assert.AreEqual(sum[d, 2], totals.UpdateSeconds, 0.0, what);
+        Assert.AreEqual(sum[d, 3], totals.IdleSeconds, 0.0, what);
+        double bandwidth = sum[d, 4] / sum[d, 1];
+        Assert.AreEqual(bandwidth, totals.BusBandwidth, 1e-9 * bandwidth, what);
+      }
+      var error = Assert.Throws<InvalidArgumentException>(() => trainer.GetReplicaTotals(Devices));
+      Assert.AreEqual(Status.OutOfRange, error.Status);
+      StringAssert.Contains("dpt_trainer_replica_totals", error.LibraryMessage);
     }
   }
 

@@ -614,6 +614,14 @@ typedef struct dpt_replica_times {
 DPT_API dpt_status dpt_trainer_replica_times(const dpt_trainer *trainer, size_t device,
                                              dpt_replica_times *times);
 
+/** @brief Replica @p device's times summed over every dpt_trainer_step call since the trainer was made
+ * (dpt_trainer_fit's steps included; evaluation and prediction are not steps): compute, communication,
+ * update and idle seconds as in dpt_replica_times, bus_bandwidth the bus bytes of all its reductions over
+ * their seconds. All 0 before the first step. A fit's share: the seconds after it minus those before.
+ * Since 0.2. */
+DPT_API dpt_status dpt_trainer_replica_totals(const dpt_trainer *trainer, size_t device,
+                                              dpt_replica_times *times);
+
 /** @brief The memory replica @p device (0-based, below the device count) holds now, by category. */
 DPT_API dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device,
                                               dpt_replica_memory *memory);

@@ -941,6 +941,12 @@ SWIGINTERN dpt_replica_times dpt_trainer_replicaTimes(dpt_trainer *self,size_t d
     dptrain_binding::check(dpt_trainer_replica_times(self, device, &t));
     return t;
   }
+SWIGINTERN dpt_replica_times dpt_trainer_replicaTotals(dpt_trainer *self,size_t device){
+    dpt_replica_times t;
+    t.struct_size = sizeof t;
+    dptrain_binding::check(dpt_trainer_replica_totals(self, device, &t));
+    return t;
+  }
 SWIGINTERN void dpt_trainer_traceStart(dpt_trainer *self,size_t max_events){ dptrain_binding::check(dpt_trainer_trace_start(self, max_events)); }
 SWIGINTERN void dpt_trainer_traceWrite(dpt_trainer *self,char const *path){ dptrain_binding::check(dpt_trainer_trace_write(self, path)); }
 SWIGINTERN std::string dpt_trainer_parameterChecksum(dpt_trainer *self){
@@ -990,21 +996,21 @@ SwigDirector_ProgressListener::SwigDirector_ProgressListener(int swig_p)
       go_val(swig_p), swig_mem(0)
 { }
 
-extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_b52f4a8bae51c155(intgo);
+extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_7cfe50e319468235(intgo);
 SwigDirector_ProgressListener::~SwigDirector_ProgressListener()
 {
-  Swiggo_DeleteDirector_ProgressListener_swig_b52f4a8bae51c155(go_val);
+  Swiggo_DeleteDirector_ProgressListener_swig_7cfe50e319468235(go_val);
   delete swig_mem;
 }
 
-extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_b52f4a8bae51c155(int, dpt_progress *progress);
+extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_7cfe50e319468235(int, dpt_progress *progress);
 bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
   bool c_result = SwigValueInit< bool >() ;
   bool result;
   dpt_progress *swig_progress;
   
   swig_progress = (dpt_progress *)&progress; 
-  result = Swig_DirectorProgressListener_callback_onProgress_swig_b52f4a8bae51c155(go_val, swig_progress);
+  result = Swig_DirectorProgressListener_callback_onProgress_swig_7cfe50e319468235(go_val, swig_progress);
   c_result = (bool)result; 
   return c_result;
 }
@@ -1013,7 +1019,7 @@ bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
 extern "C" {
 #endif
 
-void _wrap_Swig_free_swig_b52f4a8bae51c155(void *_swig_go_0) {
+void _wrap_Swig_free_swig_7cfe50e319468235(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -1023,7 +1029,7 @@ void _wrap_Swig_free_swig_b52f4a8bae51c155(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_swig_b52f4a8bae51c155(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_swig_7cfe50e319468235(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -1036,7 +1042,7 @@ void *_wrap_Swig_malloc_swig_b52f4a8bae51c155(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_takeErrorStatus_swig_b52f4a8bae51c155() {
+intgo _wrap_takeErrorStatus_swig_7cfe50e319468235() {
   int result;
   intgo _swig_go_result;
   
@@ -1046,7 +1052,7 @@ intgo _wrap_takeErrorStatus_swig_b52f4a8bae51c155() {
     result = (int)dptrain_go::takeErrorStatus();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -1054,7 +1060,7 @@ intgo _wrap_takeErrorStatus_swig_b52f4a8bae51c155() {
 }
 
 
-_gostring_ _wrap_takeErrorMessage_swig_b52f4a8bae51c155() {
+_gostring_ _wrap_takeErrorMessage_swig_7cfe50e319468235() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -1064,7 +1070,7 @@ _gostring_ _wrap_takeErrorMessage_swig_b52f4a8bae51c155() {
     result = dptrain_go::takeErrorMessage();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -1072,7 +1078,7 @@ _gostring_ _wrap_takeErrorMessage_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_OK_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_OK_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1083,7 +1089,7 @@ intgo _wrap_DPT_OK_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1091,7 +1097,7 @@ intgo _wrap_DPT_OK_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1102,7 +1108,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1110,7 +1116,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_NULL_POINTER_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_NULL_POINTER_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1121,7 +1127,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1129,7 +1135,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1140,7 +1146,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1148,7 +1154,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1159,7 +1165,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1167,7 +1173,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_STATE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_INVALID_STATE_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1178,7 +1184,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1186,7 +1192,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1197,7 +1203,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1205,7 +1211,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_NON_FINITE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_NON_FINITE_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1216,7 +1222,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1224,7 +1230,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUSY_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_BUSY_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1235,7 +1241,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1243,7 +1249,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1254,7 +1260,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1262,7 +1268,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_DEVICE_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1273,7 +1279,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1281,7 +1287,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1292,7 +1298,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1300,7 +1306,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1311,7 +1317,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1319,7 +1325,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_COMMUNICATION_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_COMMUNICATION_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1330,7 +1336,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1338,7 +1344,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_TIMEOUT_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_TIMEOUT_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1349,7 +1355,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1357,7 +1363,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_IO_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_IO_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1368,7 +1374,7 @@ intgo _wrap_DPT_ERROR_IO_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1376,7 +1382,7 @@ intgo _wrap_DPT_ERROR_IO_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_FORMAT_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_FORMAT_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1387,7 +1393,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1395,7 +1401,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ERROR_INTERNAL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ERROR_INTERNAL_swig_7cfe50e319468235() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1406,7 +1412,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1414,7 +1420,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CPU_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DEVICES_CPU_swig_7cfe50e319468235() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1425,7 +1431,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1433,7 +1439,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CUDA_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DEVICES_CUDA_swig_7cfe50e319468235() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1444,7 +1450,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1452,7 +1458,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_DEVICES_ALL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DEVICES_ALL_swig_7cfe50e319468235() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1463,7 +1469,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1471,7 +1477,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_ContextOptions_cpu_devices_set_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_devices_set_swig_7cfe50e319468235(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t arg2 ;
   
@@ -1483,7 +1489,7 @@ void _wrap_ContextOptions_cpu_devices_set_swig_b52f4a8bae51c155(dpt_context_opti
 }
 
 
-long long _wrap_ContextOptions_cpu_devices_get_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_devices_get_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1496,7 +1502,7 @@ long long _wrap_ContextOptions_cpu_devices_get_swig_b52f4a8bae51c155(dpt_context
 }
 
 
-void _wrap_ContextOptions_cpu_memory_limit_set_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_memory_limit_set_swig_7cfe50e319468235(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t arg2 ;
   
@@ -1508,7 +1514,7 @@ void _wrap_ContextOptions_cpu_memory_limit_set_swig_b52f4a8bae51c155(dpt_context
 }
 
 
-long long _wrap_ContextOptions_cpu_memory_limit_get_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_memory_limit_get_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1521,7 +1527,7 @@ long long _wrap_ContextOptions_cpu_memory_limit_get_swig_b52f4a8bae51c155(dpt_co
 }
 
 
-void _wrap_ContextOptions_device_selection_set_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_ContextOptions_device_selection_set_swig_7cfe50e319468235(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection arg2 ;
   
@@ -1533,7 +1539,7 @@ void _wrap_ContextOptions_device_selection_set_swig_b52f4a8bae51c155(dpt_context
 }
 
 
-intgo _wrap_ContextOptions_device_selection_get_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0) {
+intgo _wrap_ContextOptions_device_selection_get_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection result;
   intgo _swig_go_result;
@@ -1546,7 +1552,7 @@ intgo _wrap_ContextOptions_device_selection_get_swig_b52f4a8bae51c155(dpt_contex
 }
 
 
-dpt_context_options *_wrap_new_ContextOptions_swig_b52f4a8bae51c155() {
+dpt_context_options *_wrap_new_ContextOptions_swig_7cfe50e319468235() {
   dpt_context_options *result = 0 ;
   dpt_context_options *_swig_go_result;
   
@@ -1556,7 +1562,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_b52f4a8bae51c155() {
     result = (dpt_context_options *)new_dpt_context_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_context_options **)&_swig_go_result = (dpt_context_options *)result; 
@@ -1564,7 +1570,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_ContextOptions_swig_b52f4a8bae51c155(dpt_context_options *_swig_go_0) {
+void _wrap_delete_ContextOptions_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   
   arg1 = *(dpt_context_options **)&_swig_go_0; 
@@ -1574,14 +1580,14 @@ void _wrap_delete_ContextOptions_swig_b52f4a8bae51c155(dpt_context_options *_swi
     delete_dpt_context_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_DEVICE_CPU_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DEVICE_CPU_swig_7cfe50e319468235() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1592,7 +1598,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1600,7 +1606,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_DEVICE_CUDA_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DEVICE_CUDA_swig_7cfe50e319468235() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1611,7 +1617,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1619,7 +1625,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DeviceInfo_kind_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_kind_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1632,7 +1638,7 @@ intgo _wrap_DeviceInfo_kind_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_
 }
 
 
-void _wrap_DeviceInfo_ordinal_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_ordinal_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t arg2 ;
   
@@ -1644,7 +1650,7 @@ void _wrap_DeviceInfo_ordinal_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_g
 }
 
 
-long long _wrap_DeviceInfo_ordinal_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_ordinal_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1657,7 +1663,7 @@ long long _wrap_DeviceInfo_ordinal_get_swig_b52f4a8bae51c155(dpt_device_info *_s
 }
 
 
-_gostring_ _wrap_DeviceInfo_name_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_name_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1670,7 +1676,7 @@ _gostring_ _wrap_DeviceInfo_name_get_swig_b52f4a8bae51c155(dpt_device_info *_swi
 }
 
 
-void _wrap_DeviceInfo_total_memory_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_total_memory_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1682,7 +1688,7 @@ void _wrap_DeviceInfo_total_memory_set_swig_b52f4a8bae51c155(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_total_memory_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_total_memory_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1695,7 +1701,7 @@ long long _wrap_DeviceInfo_total_memory_get_swig_b52f4a8bae51c155(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_limit_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_limit_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1707,7 +1713,7 @@ void _wrap_DeviceInfo_memory_limit_set_swig_b52f4a8bae51c155(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_memory_limit_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_limit_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1720,7 +1726,7 @@ long long _wrap_DeviceInfo_memory_limit_get_swig_b52f4a8bae51c155(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_in_use_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_in_use_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1732,7 +1738,7 @@ void _wrap_DeviceInfo_memory_in_use_set_swig_b52f4a8bae51c155(dpt_device_info *_
 }
 
 
-long long _wrap_DeviceInfo_memory_in_use_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_in_use_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1745,7 +1751,7 @@ long long _wrap_DeviceInfo_memory_in_use_get_swig_b52f4a8bae51c155(dpt_device_in
 }
 
 
-void _wrap_DeviceInfo_free_memory_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_free_memory_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1757,7 +1763,7 @@ void _wrap_DeviceInfo_free_memory_set_swig_b52f4a8bae51c155(dpt_device_info *_sw
 }
 
 
-long long _wrap_DeviceInfo_free_memory_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_free_memory_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1770,7 +1776,7 @@ long long _wrap_DeviceInfo_free_memory_get_swig_b52f4a8bae51c155(dpt_device_info
 }
 
 
-void _wrap_DeviceInfo_compute_capability_major_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_major_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1782,7 +1788,7 @@ void _wrap_DeviceInfo_compute_capability_major_set_swig_b52f4a8bae51c155(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_major_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_major_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1795,7 +1801,7 @@ intgo _wrap_DeviceInfo_compute_capability_major_get_swig_b52f4a8bae51c155(dpt_de
 }
 
 
-void _wrap_DeviceInfo_compute_capability_minor_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_minor_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1807,7 +1813,7 @@ void _wrap_DeviceInfo_compute_capability_minor_set_swig_b52f4a8bae51c155(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1820,7 +1826,7 @@ intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_b52f4a8bae51c155(dpt_de
 }
 
 
-void _wrap_DeviceInfo_multiprocessor_count_set_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_multiprocessor_count_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1832,7 +1838,7 @@ void _wrap_DeviceInfo_multiprocessor_count_set_swig_b52f4a8bae51c155(dpt_device_
 }
 
 
-intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1845,7 +1851,7 @@ intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_b52f4a8bae51c155(dpt_device
 }
 
 
-_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1858,7 +1864,7 @@ _gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_b52f4a8bae51c155(dpt_device_info
 }
 
 
-_gostring_ _wrap_DeviceInfo_product_name_get_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_product_name_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1871,7 +1877,7 @@ _gostring_ _wrap_DeviceInfo_product_name_get_swig_b52f4a8bae51c155(dpt_device_in
 }
 
 
-dpt_device_info *_wrap_new_DeviceInfo_swig_b52f4a8bae51c155() {
+dpt_device_info *_wrap_new_DeviceInfo_swig_7cfe50e319468235() {
   dpt_device_info *result = 0 ;
   dpt_device_info *_swig_go_result;
   
@@ -1881,7 +1887,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_b52f4a8bae51c155() {
     result = (dpt_device_info *)new_dpt_device_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = (dpt_device_info *)result; 
@@ -1889,7 +1895,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_DeviceInfo_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) {
+void _wrap_delete_DeviceInfo_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   
   arg1 = *(dpt_device_info **)&_swig_go_0; 
@@ -1899,14 +1905,14 @@ void _wrap_delete_DeviceInfo_swig_b52f4a8bae51c155(dpt_device_info *_swig_go_0) 
     delete_dpt_device_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_BackendInfo_device_count_set_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_BackendInfo_device_count_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t arg2 ;
   
@@ -1918,7 +1924,7 @@ void _wrap_BackendInfo_device_count_set_swig_b52f4a8bae51c155(dpt_backend_info *
 }
 
 
-long long _wrap_BackendInfo_device_count_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+long long _wrap_BackendInfo_device_count_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1931,7 +1937,7 @@ long long _wrap_BackendInfo_device_count_get_swig_b52f4a8bae51c155(dpt_backend_i
 }
 
 
-intgo _wrap_BackendInfo_kind_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_kind_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1944,7 +1950,7 @@ intgo _wrap_BackendInfo_kind_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_g
 }
 
 
-void _wrap_BackendInfo_requested_set_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_requested_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1956,7 +1962,7 @@ void _wrap_BackendInfo_requested_set_swig_b52f4a8bae51c155(dpt_backend_info *_sw
 }
 
 
-intgo _wrap_BackendInfo_requested_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_requested_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1969,7 +1975,7 @@ intgo _wrap_BackendInfo_requested_get_swig_b52f4a8bae51c155(dpt_backend_info *_s
 }
 
 
-void _wrap_BackendInfo_loaded_set_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_loaded_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1981,7 +1987,7 @@ void _wrap_BackendInfo_loaded_set_swig_b52f4a8bae51c155(dpt_backend_info *_swig_
 }
 
 
-intgo _wrap_BackendInfo_loaded_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_loaded_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1994,7 +2000,7 @@ intgo _wrap_BackendInfo_loaded_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig
 }
 
 
-void _wrap_BackendInfo_driver_version_set_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_driver_version_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2006,7 +2012,7 @@ void _wrap_BackendInfo_driver_version_set_swig_b52f4a8bae51c155(dpt_backend_info
 }
 
 
-intgo _wrap_BackendInfo_driver_version_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_driver_version_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2019,7 +2025,7 @@ intgo _wrap_BackendInfo_driver_version_get_swig_b52f4a8bae51c155(dpt_backend_inf
 }
 
 
-void _wrap_BackendInfo_runtime_version_set_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_runtime_version_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2031,7 +2037,7 @@ void _wrap_BackendInfo_runtime_version_set_swig_b52f4a8bae51c155(dpt_backend_inf
 }
 
 
-intgo _wrap_BackendInfo_runtime_version_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_runtime_version_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2044,7 +2050,7 @@ intgo _wrap_BackendInfo_runtime_version_get_swig_b52f4a8bae51c155(dpt_backend_in
 }
 
 
-_gostring_ _wrap_BackendInfo_module_path_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_module_path_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2057,7 +2063,7 @@ _gostring_ _wrap_BackendInfo_module_path_get_swig_b52f4a8bae51c155(dpt_backend_i
 }
 
 
-_gostring_ _wrap_BackendInfo_reason_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_reason_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2070,7 +2076,7 @@ _gostring_ _wrap_BackendInfo_reason_get_swig_b52f4a8bae51c155(dpt_backend_info *
 }
 
 
-_gostring_ _wrap_BackendInfo_versions_get_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_versions_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2083,7 +2089,7 @@ _gostring_ _wrap_BackendInfo_versions_get_swig_b52f4a8bae51c155(dpt_backend_info
 }
 
 
-dpt_backend_info *_wrap_new_BackendInfo_swig_b52f4a8bae51c155() {
+dpt_backend_info *_wrap_new_BackendInfo_swig_7cfe50e319468235() {
   dpt_backend_info *result = 0 ;
   dpt_backend_info *_swig_go_result;
   
@@ -2093,7 +2099,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_b52f4a8bae51c155() {
     result = (dpt_backend_info *)new_dpt_backend_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = (dpt_backend_info *)result; 
@@ -2101,7 +2107,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_BackendInfo_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0) {
+void _wrap_delete_BackendInfo_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   
   arg1 = *(dpt_backend_info **)&_swig_go_0; 
@@ -2111,14 +2117,14 @@ void _wrap_delete_BackendInfo_swig_b52f4a8bae51c155(dpt_backend_info *_swig_go_0
     delete_dpt_backend_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_ACTIVATION_RELU_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ACTIVATION_RELU_swig_7cfe50e319468235() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2129,7 +2135,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2137,7 +2143,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_7cfe50e319468235() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2148,7 +2154,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2156,7 +2162,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_TANH_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ACTIVATION_TANH_swig_7cfe50e319468235() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2167,7 +2173,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2175,7 +2181,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ACTIVATION_GELU_swig_7cfe50e319468235() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2186,7 +2192,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2194,7 +2200,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_7cfe50e319468235() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2205,7 +2211,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2213,7 +2219,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_POOL_AVG_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_POOL_AVG_swig_7cfe50e319468235() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2224,7 +2230,7 @@ intgo _wrap_DPT_POOL_AVG_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2232,7 +2238,7 @@ intgo _wrap_DPT_POOL_AVG_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_POOL_MAX_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_POOL_MAX_swig_7cfe50e319468235() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2243,7 +2249,7 @@ intgo _wrap_DPT_POOL_MAX_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2251,7 +2257,7 @@ intgo _wrap_DPT_POOL_MAX_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_TENSOR_PARAMETER_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_TENSOR_PARAMETER_swig_7cfe50e319468235() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2262,7 +2268,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2270,7 +2276,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_TENSOR_BUFFER_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_TENSOR_BUFFER_swig_7cfe50e319468235() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2281,7 +2287,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2289,7 +2295,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_IGNORE_LABEL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_IGNORE_LABEL_swig_7cfe50e319468235() {
   int result;
   intgo _swig_go_result;
   
@@ -2300,7 +2306,7 @@ intgo _wrap_DPT_IGNORE_LABEL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_INPUT_FLOAT32_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_INPUT_FLOAT32_swig_7cfe50e319468235() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2311,7 +2317,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2319,7 +2325,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_INPUT_TOKENS_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_INPUT_TOKENS_swig_7cfe50e319468235() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2330,7 +2336,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2338,7 +2344,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_DATASET_TRAIN_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DATASET_TRAIN_swig_7cfe50e319468235() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2349,7 +2355,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2357,7 +2363,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_DATASET_TEST_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_DATASET_TEST_swig_7cfe50e319468235() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2368,7 +2374,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2376,7 +2382,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_7cfe50e319468235() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2387,7 +2393,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2395,7 +2401,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_MPI_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_COMMUNICATOR_MPI_swig_7cfe50e319468235() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2406,7 +2412,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2414,7 +2420,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SPLIT_EVEN_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SPLIT_EVEN_swig_7cfe50e319468235() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2425,7 +2431,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2433,7 +2439,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SPLIT_WEIGHTED_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SPLIT_WEIGHTED_swig_7cfe50e319468235() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2444,7 +2450,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2452,7 +2458,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SPLIT_AUTO_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SPLIT_AUTO_swig_7cfe50e319468235() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2463,7 +2469,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2471,7 +2477,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_RING_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ALLREDUCE_RING_swig_7cfe50e319468235() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2482,7 +2488,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2490,7 +2496,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_7cfe50e319468235() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2501,7 +2507,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2509,7 +2515,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_7cfe50e319468235() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2520,7 +2526,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2528,7 +2534,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_INIT_NORMAL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_INIT_NORMAL_swig_7cfe50e319468235() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2539,7 +2545,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2547,7 +2553,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_SKIP_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_NONFINITE_SKIP_swig_7cfe50e319468235() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2558,7 +2564,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2566,7 +2572,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_ERROR_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_NONFINITE_ERROR_swig_7cfe50e319468235() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2577,7 +2583,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2585,7 +2591,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_SYNC_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_BATCH_NORM_SYNC_swig_7cfe50e319468235() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2596,7 +2602,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2604,7 +2610,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_7cfe50e319468235() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2615,7 +2621,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2623,7 +2629,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP32_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PRECISION_FP32_swig_7cfe50e319468235() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2634,7 +2640,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2642,7 +2648,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_PRECISION_BF16_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PRECISION_BF16_swig_7cfe50e319468235() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2653,7 +2659,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2661,7 +2667,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP16_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PRECISION_FP16_swig_7cfe50e319468235() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2672,7 +2678,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2680,7 +2686,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SHARD_NONE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SHARD_NONE_swig_7cfe50e319468235() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2691,7 +2697,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2699,7 +2705,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SHARD_OPTIMIZER_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SHARD_OPTIMIZER_swig_7cfe50e319468235() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2710,7 +2716,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2718,7 +2724,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SHARD_GRADIENTS_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SHARD_GRADIENTS_swig_7cfe50e319468235() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2729,7 +2735,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2737,7 +2743,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SHARD_PARAMETERS_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SHARD_PARAMETERS_swig_7cfe50e319468235() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2748,7 +2754,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2756,7 +2762,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_1F1B_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PIPELINE_1F1B_swig_7cfe50e319468235() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2767,7 +2773,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2775,7 +2781,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_GPIPE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PIPELINE_GPIPE_swig_7cfe50e319468235() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2786,7 +2792,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2794,7 +2800,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_SGD_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_OPTIMIZER_SGD_swig_7cfe50e319468235() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2805,7 +2811,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2813,7 +2819,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_7cfe50e319468235() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2824,7 +2830,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2832,7 +2838,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_7cfe50e319468235() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2843,7 +2849,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2851,7 +2857,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_STEP_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SCHEDULE_STEP_swig_7cfe50e319468235() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2862,7 +2868,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2870,7 +2876,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_COSINE_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_SCHEDULE_COSINE_swig_7cfe50e319468235() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2881,7 +2887,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2889,7 +2895,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_TrainerOptions_split_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_split_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy arg2 ;
   
@@ -2901,7 +2907,7 @@ void _wrap_TrainerOptions_split_set_swig_b52f4a8bae51c155(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_split_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_split_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy result;
   intgo _swig_go_result;
@@ -2914,7 +2920,7 @@ intgo _wrap_TrainerOptions_split_get_swig_b52f4a8bae51c155(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_allreduce_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm arg2 ;
   
@@ -2926,7 +2932,7 @@ void _wrap_TrainerOptions_allreduce_set_swig_b52f4a8bae51c155(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
@@ -2939,7 +2945,7 @@ intgo _wrap_TrainerOptions_allreduce_get_swig_b52f4a8bae51c155(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_seed_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_seed_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -2951,7 +2957,7 @@ void _wrap_TrainerOptions_seed_set_swig_b52f4a8bae51c155(dpt_trainer_options *_s
 }
 
 
-long long _wrap_TrainerOptions_seed_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_seed_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -2964,7 +2970,7 @@ long long _wrap_TrainerOptions_seed_get_swig_b52f4a8bae51c155(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_accumulation_steps_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_accumulation_steps_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -2976,7 +2982,7 @@ void _wrap_TrainerOptions_accumulation_steps_set_swig_b52f4a8bae51c155(dpt_train
 }
 
 
-long long _wrap_TrainerOptions_accumulation_steps_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_accumulation_steps_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -2989,7 +2995,7 @@ long long _wrap_TrainerOptions_accumulation_steps_get_swig_b52f4a8bae51c155(dpt_
 }
 
 
-void _wrap_TrainerOptions_init_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_init_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme arg2 ;
   
@@ -3001,7 +3007,7 @@ void _wrap_TrainerOptions_init_set_swig_b52f4a8bae51c155(dpt_trainer_options *_s
 }
 
 
-intgo _wrap_TrainerOptions_init_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_init_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme result;
   intgo _swig_go_result;
@@ -3014,7 +3020,7 @@ intgo _wrap_TrainerOptions_init_get_swig_b52f4a8bae51c155(dpt_trainer_options *_
 }
 
 
-void _wrap_TrainerOptions_init_std_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_TrainerOptions_init_std_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float arg2 ;
   
@@ -3026,7 +3032,7 @@ void _wrap_TrainerOptions_init_std_set_swig_b52f4a8bae51c155(dpt_trainer_options
 }
 
 
-float _wrap_TrainerOptions_init_std_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+float _wrap_TrainerOptions_init_std_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3039,7 +3045,7 @@ float _wrap_TrainerOptions_init_std_get_swig_b52f4a8bae51c155(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_nonfinite_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_nonfinite_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy arg2 ;
   
@@ -3051,7 +3057,7 @@ void _wrap_TrainerOptions_nonfinite_set_swig_b52f4a8bae51c155(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_nonfinite_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_nonfinite_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
@@ -3064,7 +3070,7 @@ intgo _wrap_TrainerOptions_nonfinite_get_swig_b52f4a8bae51c155(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_timeout_seconds_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_timeout_seconds_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3076,7 +3082,7 @@ void _wrap_TrainerOptions_timeout_seconds_set_swig_b52f4a8bae51c155(dpt_trainer_
 }
 
 
-double _wrap_TrainerOptions_timeout_seconds_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_timeout_seconds_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3089,7 +3095,7 @@ double _wrap_TrainerOptions_timeout_seconds_get_swig_b52f4a8bae51c155(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_bucket_bytes_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_bucket_bytes_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3101,7 +3107,7 @@ void _wrap_TrainerOptions_bucket_bytes_set_swig_b52f4a8bae51c155(dpt_trainer_opt
 }
 
 
-long long _wrap_TrainerOptions_bucket_bytes_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_bucket_bytes_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3114,7 +3120,7 @@ long long _wrap_TrainerOptions_bucket_bytes_get_swig_b52f4a8bae51c155(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_communicator_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_communicator_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator arg2 ;
   
@@ -3126,7 +3132,7 @@ void _wrap_TrainerOptions_communicator_set_swig_b52f4a8bae51c155(dpt_trainer_opt
 }
 
 
-intgo _wrap_TrainerOptions_communicator_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_communicator_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator result;
   intgo _swig_go_result;
@@ -3139,7 +3145,7 @@ intgo _wrap_TrainerOptions_communicator_get_swig_b52f4a8bae51c155(dpt_trainer_op
 }
 
 
-void _wrap_TrainerOptions_gpu_flags_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_gpu_flags_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t arg2 ;
   
@@ -3151,7 +3157,7 @@ void _wrap_TrainerOptions_gpu_flags_set_swig_b52f4a8bae51c155(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_gpu_flags_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_gpu_flags_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t result;
   intgo _swig_go_result;
@@ -3164,7 +3170,7 @@ intgo _wrap_TrainerOptions_gpu_flags_get_swig_b52f4a8bae51c155(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_batch_norm_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_batch_norm_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode arg2 ;
   
@@ -3176,7 +3182,7 @@ void _wrap_TrainerOptions_batch_norm_set_swig_b52f4a8bae51c155(dpt_trainer_optio
 }
 
 
-intgo _wrap_TrainerOptions_batch_norm_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_batch_norm_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
@@ -3189,7 +3195,7 @@ intgo _wrap_TrainerOptions_batch_norm_get_swig_b52f4a8bae51c155(dpt_trainer_opti
 }
 
 
-void _wrap_TrainerOptions_precision_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_precision_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3201,7 +3207,7 @@ void _wrap_TrainerOptions_precision_set_swig_b52f4a8bae51c155(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_precision_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_precision_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3214,7 +3220,7 @@ intgo _wrap_TrainerOptions_precision_get_swig_b52f4a8bae51c155(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_initial_loss_scale_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_initial_loss_scale_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3226,7 +3232,7 @@ void _wrap_TrainerOptions_initial_loss_scale_set_swig_b52f4a8bae51c155(dpt_train
 }
 
 
-double _wrap_TrainerOptions_initial_loss_scale_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_initial_loss_scale_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3239,7 +3245,7 @@ double _wrap_TrainerOptions_initial_loss_scale_get_swig_b52f4a8bae51c155(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3251,7 +3257,7 @@ void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_b52f4a8bae51c155(d
 }
 
 
-long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3264,7 +3270,7 @@ long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_b52f4a8bae51c
 }
 
 
-void _wrap_TrainerOptions_allreduce_dtype_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_dtype_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3276,7 +3282,7 @@ void _wrap_TrainerOptions_allreduce_dtype_set_swig_b52f4a8bae51c155(dpt_trainer_
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3289,7 +3295,7 @@ intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_b52f4a8bae51c155(dpt_trainer
 }
 
 
-void _wrap_TrainerOptions_activation_dtype_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_activation_dtype_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3301,7 +3307,7 @@ void _wrap_TrainerOptions_activation_dtype_set_swig_b52f4a8bae51c155(dpt_trainer
 }
 
 
-intgo _wrap_TrainerOptions_activation_dtype_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_activation_dtype_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3314,7 +3320,7 @@ intgo _wrap_TrainerOptions_activation_dtype_get_swig_b52f4a8bae51c155(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_shard_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode arg2 ;
   
@@ -3326,7 +3332,7 @@ void _wrap_TrainerOptions_shard_set_swig_b52f4a8bae51c155(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_shard_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode result;
   intgo _swig_go_result;
@@ -3339,7 +3345,7 @@ intgo _wrap_TrainerOptions_shard_get_swig_b52f4a8bae51c155(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_pipeline_stages_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_stages_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3351,7 +3357,7 @@ void _wrap_TrainerOptions_pipeline_stages_set_swig_b52f4a8bae51c155(dpt_trainer_
 }
 
 
-long long _wrap_TrainerOptions_pipeline_stages_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_pipeline_stages_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3364,7 +3370,7 @@ long long _wrap_TrainerOptions_pipeline_stages_get_swig_b52f4a8bae51c155(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_micro_batches_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_micro_batches_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3376,7 +3382,7 @@ void _wrap_TrainerOptions_micro_batches_set_swig_b52f4a8bae51c155(dpt_trainer_op
 }
 
 
-long long _wrap_TrainerOptions_micro_batches_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_micro_batches_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3389,7 +3395,7 @@ long long _wrap_TrainerOptions_micro_batches_get_swig_b52f4a8bae51c155(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_schedule_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_schedule_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule arg2 ;
   
@@ -3401,7 +3407,7 @@ void _wrap_TrainerOptions_pipeline_schedule_set_swig_b52f4a8bae51c155(dpt_traine
 }
 
 
-intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
@@ -3414,7 +3420,7 @@ intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_b52f4a8bae51c155(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_cuts_set_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_cuts_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -3439,7 +3445,7 @@ void _wrap_TrainerOptions_pipeline_cuts_set_swig_b52f4a8bae51c155(dpt_trainer_op
 }
 
 
-_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -3452,7 +3458,7 @@ _gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_b52f4a8bae51c155(dpt_trai
 }
 
 
-dpt_trainer_options *_wrap_new_TrainerOptions_swig_b52f4a8bae51c155() {
+dpt_trainer_options *_wrap_new_TrainerOptions_swig_7cfe50e319468235() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;
   
@@ -3462,7 +3468,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_b52f4a8bae51c155() {
     result = (dpt_trainer_options *)new_dpt_trainer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_trainer_options **)&_swig_go_result = (dpt_trainer_options *)result; 
@@ -3470,7 +3476,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_TrainerOptions_swig_b52f4a8bae51c155(dpt_trainer_options *_swig_go_0) {
+void _wrap_delete_TrainerOptions_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   
   arg1 = *(dpt_trainer_options **)&_swig_go_0; 
@@ -3480,14 +3486,14 @@ void _wrap_delete_TrainerOptions_swig_b52f4a8bae51c155(dpt_trainer_options *_swi
     delete_dpt_trainer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_7cfe50e319468235() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3498,7 +3504,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3506,7 +3512,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_7cfe50e319468235() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3517,7 +3523,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3525,7 +3531,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_OptimizerOptions_kind_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_kind_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind arg2 ;
   
@@ -3537,7 +3543,7 @@ void _wrap_OptimizerOptions_kind_set_swig_b52f4a8bae51c155(dpt_optimizer_options
 }
 
 
-intgo _wrap_OptimizerOptions_kind_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_kind_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind result;
   intgo _swig_go_result;
@@ -3550,7 +3556,7 @@ intgo _wrap_OptimizerOptions_kind_get_swig_b52f4a8bae51c155(dpt_optimizer_option
 }
 
 
-void _wrap_OptimizerOptions_learning_rate_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_learning_rate_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3562,7 +3568,7 @@ void _wrap_OptimizerOptions_learning_rate_set_swig_b52f4a8bae51c155(dpt_optimize
 }
 
 
-float _wrap_OptimizerOptions_learning_rate_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_learning_rate_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3575,7 +3581,7 @@ float _wrap_OptimizerOptions_learning_rate_get_swig_b52f4a8bae51c155(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_momentum_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_momentum_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3587,7 +3593,7 @@ void _wrap_OptimizerOptions_momentum_set_swig_b52f4a8bae51c155(dpt_optimizer_opt
 }
 
 
-float _wrap_OptimizerOptions_momentum_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_momentum_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3600,7 +3606,7 @@ float _wrap_OptimizerOptions_momentum_get_swig_b52f4a8bae51c155(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_nesterov_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_nesterov_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int arg2 ;
   
@@ -3612,7 +3618,7 @@ void _wrap_OptimizerOptions_nesterov_set_swig_b52f4a8bae51c155(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_nesterov_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_nesterov_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3625,7 +3631,7 @@ intgo _wrap_OptimizerOptions_nesterov_get_swig_b52f4a8bae51c155(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3637,7 +3643,7 @@ void _wrap_OptimizerOptions_weight_decay_set_swig_b52f4a8bae51c155(dpt_optimizer
 }
 
 
-float _wrap_OptimizerOptions_weight_decay_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_weight_decay_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3650,7 +3656,7 @@ float _wrap_OptimizerOptions_weight_decay_get_swig_b52f4a8bae51c155(dpt_optimize
 }
 
 
-void _wrap_OptimizerOptions_beta1_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta1_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3662,7 +3668,7 @@ void _wrap_OptimizerOptions_beta1_set_swig_b52f4a8bae51c155(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta1_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta1_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3675,7 +3681,7 @@ float _wrap_OptimizerOptions_beta1_get_swig_b52f4a8bae51c155(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_beta2_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta2_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3687,7 +3693,7 @@ void _wrap_OptimizerOptions_beta2_set_swig_b52f4a8bae51c155(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta2_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta2_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3700,7 +3706,7 @@ float _wrap_OptimizerOptions_beta2_get_swig_b52f4a8bae51c155(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_epsilon_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_epsilon_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3712,7 +3718,7 @@ void _wrap_OptimizerOptions_epsilon_set_swig_b52f4a8bae51c155(dpt_optimizer_opti
 }
 
 
-float _wrap_OptimizerOptions_epsilon_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_epsilon_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3725,7 +3731,7 @@ float _wrap_OptimizerOptions_epsilon_get_swig_b52f4a8bae51c155(dpt_optimizer_opt
 }
 
 
-void _wrap_OptimizerOptions_schedule_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_schedule_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind arg2 ;
   
@@ -3737,7 +3743,7 @@ void _wrap_OptimizerOptions_schedule_set_swig_b52f4a8bae51c155(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_schedule_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_schedule_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind result;
   intgo _swig_go_result;
@@ -3750,7 +3756,7 @@ intgo _wrap_OptimizerOptions_schedule_get_swig_b52f4a8bae51c155(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_warmup_steps_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_warmup_steps_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3762,7 +3768,7 @@ void _wrap_OptimizerOptions_warmup_steps_set_swig_b52f4a8bae51c155(dpt_optimizer
 }
 
 
-long long _wrap_OptimizerOptions_warmup_steps_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_warmup_steps_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3775,7 +3781,7 @@ long long _wrap_OptimizerOptions_warmup_steps_get_swig_b52f4a8bae51c155(dpt_opti
 }
 
 
-void _wrap_OptimizerOptions_step_size_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_step_size_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3787,7 +3793,7 @@ void _wrap_OptimizerOptions_step_size_set_swig_b52f4a8bae51c155(dpt_optimizer_op
 }
 
 
-long long _wrap_OptimizerOptions_step_size_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_step_size_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3800,7 +3806,7 @@ long long _wrap_OptimizerOptions_step_size_get_swig_b52f4a8bae51c155(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_gamma_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_gamma_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3812,7 +3818,7 @@ void _wrap_OptimizerOptions_gamma_set_swig_b52f4a8bae51c155(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_gamma_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_gamma_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3825,7 +3831,7 @@ float _wrap_OptimizerOptions_gamma_get_swig_b52f4a8bae51c155(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_total_steps_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_total_steps_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3837,7 +3843,7 @@ void _wrap_OptimizerOptions_total_steps_set_swig_b52f4a8bae51c155(dpt_optimizer_
 }
 
 
-long long _wrap_OptimizerOptions_total_steps_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_total_steps_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3850,7 +3856,7 @@ long long _wrap_OptimizerOptions_total_steps_get_swig_b52f4a8bae51c155(dpt_optim
 }
 
 
-void _wrap_OptimizerOptions_min_learning_rate_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_min_learning_rate_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3862,7 +3868,7 @@ void _wrap_OptimizerOptions_min_learning_rate_set_swig_b52f4a8bae51c155(dpt_opti
 }
 
 
-float _wrap_OptimizerOptions_min_learning_rate_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_min_learning_rate_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3875,7 +3881,7 @@ float _wrap_OptimizerOptions_min_learning_rate_get_swig_b52f4a8bae51c155(dpt_opt
 }
 
 
-void _wrap_OptimizerOptions_clip_norm_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_clip_norm_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3887,7 +3893,7 @@ void _wrap_OptimizerOptions_clip_norm_set_swig_b52f4a8bae51c155(dpt_optimizer_op
 }
 
 
-float _wrap_OptimizerOptions_clip_norm_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_clip_norm_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3900,7 +3906,7 @@ float _wrap_OptimizerOptions_clip_norm_get_swig_b52f4a8bae51c155(dpt_optimizer_o
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_scope_set_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_scope_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope arg2 ;
   
@@ -3912,7 +3918,7 @@ void _wrap_OptimizerOptions_weight_decay_scope_set_swig_b52f4a8bae51c155(dpt_opt
 }
 
 
-intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
@@ -3925,7 +3931,7 @@ intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_b52f4a8bae51c155(dpt_op
 }
 
 
-dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_b52f4a8bae51c155() {
+dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_7cfe50e319468235() {
   dpt_optimizer_options *result = 0 ;
   dpt_optimizer_options *_swig_go_result;
   
@@ -3935,7 +3941,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_b52f4a8bae51c155() {
     result = (dpt_optimizer_options *)new_dpt_optimizer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_optimizer_options **)&_swig_go_result = (dpt_optimizer_options *)result; 
@@ -3943,7 +3949,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_OptimizerOptions_swig_b52f4a8bae51c155(dpt_optimizer_options *_swig_go_0) {
+void _wrap_delete_OptimizerOptions_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   
   arg1 = *(dpt_optimizer_options **)&_swig_go_0; 
@@ -3953,14 +3959,14 @@ void _wrap_delete_OptimizerOptions_swig_b52f4a8bae51c155(dpt_optimizer_options *
     delete_dpt_optimizer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_StepResult_loss_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -3972,7 +3978,7 @@ void _wrap_StepResult_loss_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0
 }
 
 
-double _wrap_StepResult_loss_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -3985,7 +3991,7 @@ double _wrap_StepResult_loss_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go
 }
 
 
-void _wrap_StepResult_accuracy_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_accuracy_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -3997,7 +4003,7 @@ void _wrap_StepResult_accuracy_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_
 }
 
 
-double _wrap_StepResult_accuracy_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_accuracy_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4010,7 +4016,7 @@ double _wrap_StepResult_accuracy_get_swig_b52f4a8bae51c155(dpt_step_result *_swi
 }
 
 
-void _wrap_StepResult_samples_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_samples_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4022,7 +4028,7 @@ void _wrap_StepResult_samples_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_samples_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_samples_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4035,7 +4041,7 @@ long long _wrap_StepResult_samples_get_swig_b52f4a8bae51c155(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_applied_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_applied_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4047,7 +4053,7 @@ void _wrap_StepResult_applied_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_g
 }
 
 
-intgo _wrap_StepResult_applied_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_applied_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4060,7 +4066,7 @@ intgo _wrap_StepResult_applied_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_
 }
 
 
-void _wrap_StepResult_optimizer_steps_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_optimizer_steps_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4072,7 +4078,7 @@ void _wrap_StepResult_optimizer_steps_set_swig_b52f4a8bae51c155(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_optimizer_steps_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_optimizer_steps_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4085,7 +4091,7 @@ long long _wrap_StepResult_optimizer_steps_get_swig_b52f4a8bae51c155(dpt_step_re
 }
 
 
-void _wrap_StepResult_learning_rate_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_learning_rate_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4097,7 +4103,7 @@ void _wrap_StepResult_learning_rate_set_swig_b52f4a8bae51c155(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_learning_rate_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_learning_rate_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4110,7 +4116,7 @@ double _wrap_StepResult_learning_rate_get_swig_b52f4a8bae51c155(dpt_step_result 
 }
 
 
-void _wrap_StepResult_grad_norm_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_grad_norm_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4122,7 +4128,7 @@ void _wrap_StepResult_grad_norm_set_swig_b52f4a8bae51c155(dpt_step_result *_swig
 }
 
 
-double _wrap_StepResult_grad_norm_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_grad_norm_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4135,7 +4141,7 @@ double _wrap_StepResult_grad_norm_get_swig_b52f4a8bae51c155(dpt_step_result *_sw
 }
 
 
-void _wrap_StepResult_compute_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_compute_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4147,7 +4153,7 @@ void _wrap_StepResult_compute_seconds_set_swig_b52f4a8bae51c155(dpt_step_result 
 }
 
 
-double _wrap_StepResult_compute_seconds_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_compute_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4160,7 +4166,7 @@ double _wrap_StepResult_compute_seconds_get_swig_b52f4a8bae51c155(dpt_step_resul
 }
 
 
-void _wrap_StepResult_allreduce_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4172,7 +4178,7 @@ void _wrap_StepResult_allreduce_seconds_set_swig_b52f4a8bae51c155(dpt_step_resul
 }
 
 
-double _wrap_StepResult_allreduce_seconds_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4185,7 +4191,7 @@ double _wrap_StepResult_allreduce_seconds_get_swig_b52f4a8bae51c155(dpt_step_res
 }
 
 
-void _wrap_StepResult_update_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_update_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4197,7 +4203,7 @@ void _wrap_StepResult_update_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *
 }
 
 
-double _wrap_StepResult_update_seconds_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_update_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4210,7 +4216,7 @@ double _wrap_StepResult_update_seconds_get_swig_b52f4a8bae51c155(dpt_step_result
 }
 
 
-void _wrap_StepResult_total_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_total_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4222,7 +4228,7 @@ void _wrap_StepResult_total_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_total_seconds_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_total_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4235,7 +4241,7 @@ double _wrap_StepResult_total_seconds_get_swig_b52f4a8bae51c155(dpt_step_result 
 }
 
 
-void _wrap_StepResult_skipped_nonfinite_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_nonfinite_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4247,7 +4253,7 @@ void _wrap_StepResult_skipped_nonfinite_set_swig_b52f4a8bae51c155(dpt_step_resul
 }
 
 
-intgo _wrap_StepResult_skipped_nonfinite_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_nonfinite_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4260,7 +4266,7 @@ intgo _wrap_StepResult_skipped_nonfinite_get_swig_b52f4a8bae51c155(dpt_step_resu
 }
 
 
-void _wrap_StepResult_nonfinite_steps_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_nonfinite_steps_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4272,7 +4278,7 @@ void _wrap_StepResult_nonfinite_steps_set_swig_b52f4a8bae51c155(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_nonfinite_steps_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_nonfinite_steps_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4285,7 +4291,7 @@ long long _wrap_StepResult_nonfinite_steps_get_swig_b52f4a8bae51c155(dpt_step_re
 }
 
 
-void _wrap_StepResult_allreduce_exposed_seconds_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_exposed_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4297,7 +4303,7 @@ void _wrap_StepResult_allreduce_exposed_seconds_set_swig_b52f4a8bae51c155(dpt_st
 }
 
 
-double _wrap_StepResult_allreduce_exposed_seconds_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_exposed_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4310,7 +4316,7 @@ double _wrap_StepResult_allreduce_exposed_seconds_get_swig_b52f4a8bae51c155(dpt_
 }
 
 
-void _wrap_StepResult_targets_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_targets_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4322,7 +4328,7 @@ void _wrap_StepResult_targets_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_targets_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_targets_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4335,7 +4341,7 @@ long long _wrap_StepResult_targets_get_swig_b52f4a8bae51c155(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_skipped_overflow_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_overflow_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4347,7 +4353,7 @@ void _wrap_StepResult_skipped_overflow_set_swig_b52f4a8bae51c155(dpt_step_result
 }
 
 
-intgo _wrap_StepResult_skipped_overflow_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_overflow_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4360,7 +4366,7 @@ intgo _wrap_StepResult_skipped_overflow_get_swig_b52f4a8bae51c155(dpt_step_resul
 }
 
 
-void _wrap_StepResult_overflow_steps_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_overflow_steps_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4372,7 +4378,7 @@ void _wrap_StepResult_overflow_steps_set_swig_b52f4a8bae51c155(dpt_step_result *
 }
 
 
-long long _wrap_StepResult_overflow_steps_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_overflow_steps_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4385,7 +4391,7 @@ long long _wrap_StepResult_overflow_steps_get_swig_b52f4a8bae51c155(dpt_step_res
 }
 
 
-void _wrap_StepResult_loss_scale_set_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_scale_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4397,7 +4403,7 @@ void _wrap_StepResult_loss_scale_set_swig_b52f4a8bae51c155(dpt_step_result *_swi
 }
 
 
-double _wrap_StepResult_loss_scale_get_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_scale_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4410,7 +4416,7 @@ double _wrap_StepResult_loss_scale_get_swig_b52f4a8bae51c155(dpt_step_result *_s
 }
 
 
-dpt_step_result *_wrap_new_StepResult_swig_b52f4a8bae51c155() {
+dpt_step_result *_wrap_new_StepResult_swig_7cfe50e319468235() {
   dpt_step_result *result = 0 ;
   dpt_step_result *_swig_go_result;
   
@@ -4420,7 +4426,7 @@ dpt_step_result *_wrap_new_StepResult_swig_b52f4a8bae51c155() {
     result = (dpt_step_result *)new_dpt_step_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = (dpt_step_result *)result; 
@@ -4428,7 +4434,7 @@ dpt_step_result *_wrap_new_StepResult_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_StepResult_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) {
+void _wrap_delete_StepResult_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   
   arg1 = *(dpt_step_result **)&_swig_go_0; 
@@ -4438,14 +4444,14 @@ void _wrap_delete_StepResult_swig_b52f4a8bae51c155(dpt_step_result *_swig_go_0) 
     delete_dpt_step_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_EvalResult_loss_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_loss_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4457,7 +4463,7 @@ void _wrap_EvalResult_loss_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0
 }
 
 
-double _wrap_EvalResult_loss_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_loss_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4470,7 +4476,7 @@ double _wrap_EvalResult_loss_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go
 }
 
 
-void _wrap_EvalResult_accuracy_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_accuracy_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4482,7 +4488,7 @@ void _wrap_EvalResult_accuracy_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_
 }
 
 
-double _wrap_EvalResult_accuracy_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_accuracy_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4495,7 +4501,7 @@ double _wrap_EvalResult_accuracy_get_swig_b52f4a8bae51c155(dpt_eval_result *_swi
 }
 
 
-void _wrap_EvalResult_samples_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_samples_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4507,7 +4513,7 @@ void _wrap_EvalResult_samples_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_samples_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_samples_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4520,7 +4526,7 @@ long long _wrap_EvalResult_samples_get_swig_b52f4a8bae51c155(dpt_eval_result *_s
 }
 
 
-void _wrap_EvalResult_seconds_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_seconds_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4532,7 +4538,7 @@ void _wrap_EvalResult_seconds_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_g
 }
 
 
-double _wrap_EvalResult_seconds_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_seconds_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4545,7 +4551,7 @@ double _wrap_EvalResult_seconds_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig
 }
 
 
-void _wrap_EvalResult_targets_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_targets_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4557,7 +4563,7 @@ void _wrap_EvalResult_targets_set_swig_b52f4a8bae51c155(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_targets_get_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_targets_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4570,7 +4576,7 @@ long long _wrap_EvalResult_targets_get_swig_b52f4a8bae51c155(dpt_eval_result *_s
 }
 
 
-dpt_eval_result *_wrap_new_EvalResult_swig_b52f4a8bae51c155() {
+dpt_eval_result *_wrap_new_EvalResult_swig_7cfe50e319468235() {
   dpt_eval_result *result = 0 ;
   dpt_eval_result *_swig_go_result;
   
@@ -4580,7 +4586,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_b52f4a8bae51c155() {
     result = (dpt_eval_result *)new_dpt_eval_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = (dpt_eval_result *)result; 
@@ -4588,7 +4594,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_EvalResult_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) {
+void _wrap_delete_EvalResult_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   
   arg1 = *(dpt_eval_result **)&_swig_go_0; 
@@ -4598,14 +4604,14 @@ void _wrap_delete_EvalResult_swig_b52f4a8bae51c155(dpt_eval_result *_swig_go_0) 
     delete_dpt_eval_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_PROGRESS_BATCH_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PROGRESS_BATCH_swig_7cfe50e319468235() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4616,7 +4622,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4624,7 +4630,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_b52f4a8bae51c155() {
 }
 
 
-intgo _wrap_DPT_PROGRESS_EPOCH_swig_b52f4a8bae51c155() {
+intgo _wrap_DPT_PROGRESS_EPOCH_swig_7cfe50e319468235() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4635,7 +4641,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_b52f4a8bae51c155() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4643,7 +4649,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_Progress_kind_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_kind_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind arg2 ;
   
@@ -4655,7 +4661,7 @@ void _wrap_Progress_kind_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, int
 }
 
 
-intgo _wrap_Progress_kind_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_kind_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind result;
   intgo _swig_go_result;
@@ -4668,7 +4674,7 @@ intgo _wrap_Progress_kind_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_epoch_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epoch_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4680,7 +4686,7 @@ void _wrap_Progress_epoch_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_epoch_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epoch_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4693,7 +4699,7 @@ long long _wrap_Progress_epoch_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_epochs_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epochs_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4705,7 +4711,7 @@ void _wrap_Progress_epochs_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, l
 }
 
 
-long long _wrap_Progress_epochs_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epochs_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4718,7 +4724,7 @@ long long _wrap_Progress_epochs_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_batch_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batch_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4730,7 +4736,7 @@ void _wrap_Progress_batch_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_batch_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batch_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4743,7 +4749,7 @@ long long _wrap_Progress_batch_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_batches_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batches_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4755,7 +4761,7 @@ void _wrap_Progress_batches_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_batches_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batches_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4768,7 +4774,7 @@ long long _wrap_Progress_batches_get_swig_b52f4a8bae51c155(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_samples_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_samples_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t arg2 ;
   
@@ -4780,7 +4786,7 @@ void _wrap_Progress_samples_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_samples_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_samples_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4793,7 +4799,7 @@ long long _wrap_Progress_samples_get_swig_b52f4a8bae51c155(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_loss_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4805,7 +4811,7 @@ void _wrap_Progress_loss_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, dou
 }
 
 
-double _wrap_Progress_loss_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4818,7 +4824,7 @@ double _wrap_Progress_loss_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_accuracy_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_accuracy_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4830,7 +4836,7 @@ void _wrap_Progress_accuracy_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0,
 }
 
 
-double _wrap_Progress_accuracy_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_accuracy_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4843,7 +4849,7 @@ double _wrap_Progress_accuracy_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_samples_per_second_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_samples_per_second_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4855,7 +4861,7 @@ void _wrap_Progress_samples_per_second_set_swig_b52f4a8bae51c155(dpt_progress *_
 }
 
 
-double _wrap_Progress_samples_per_second_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_samples_per_second_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4868,7 +4874,7 @@ double _wrap_Progress_samples_per_second_get_swig_b52f4a8bae51c155(dpt_progress 
 }
 
 
-void _wrap_Progress_epoch_seconds_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_epoch_seconds_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4880,7 +4886,7 @@ void _wrap_Progress_epoch_seconds_set_swig_b52f4a8bae51c155(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_epoch_seconds_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_epoch_seconds_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4893,7 +4899,7 @@ double _wrap_Progress_epoch_seconds_get_swig_b52f4a8bae51c155(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_has_test_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_has_test_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int arg2 ;
   
@@ -4905,7 +4911,7 @@ void _wrap_Progress_has_test_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0,
 }
 
 
-intgo _wrap_Progress_has_test_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_has_test_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4918,7 +4924,7 @@ intgo _wrap_Progress_has_test_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0
 }
 
 
-void _wrap_Progress_test_loss_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_loss_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4930,7 +4936,7 @@ void _wrap_Progress_test_loss_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0
 }
 
 
-double _wrap_Progress_test_loss_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_loss_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4943,7 +4949,7 @@ double _wrap_Progress_test_loss_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_test_accuracy_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_accuracy_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4955,7 +4961,7 @@ void _wrap_Progress_test_accuracy_set_swig_b52f4a8bae51c155(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_test_accuracy_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_accuracy_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4968,7 +4974,7 @@ double _wrap_Progress_test_accuracy_get_swig_b52f4a8bae51c155(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_learning_rate_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_learning_rate_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4980,7 +4986,7 @@ void _wrap_Progress_learning_rate_set_swig_b52f4a8bae51c155(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_learning_rate_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_learning_rate_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4993,7 +4999,7 @@ double _wrap_Progress_learning_rate_get_swig_b52f4a8bae51c155(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_loss_scale_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_scale_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5005,7 +5011,7 @@ void _wrap_Progress_loss_scale_set_swig_b52f4a8bae51c155(dpt_progress *_swig_go_
 }
 
 
-double _wrap_Progress_loss_scale_get_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_scale_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5018,7 +5024,7 @@ double _wrap_Progress_loss_scale_get_swig_b52f4a8bae51c155(dpt_progress *_swig_g
 }
 
 
-dpt_progress *_wrap_new_Progress_swig_b52f4a8bae51c155() {
+dpt_progress *_wrap_new_Progress_swig_7cfe50e319468235() {
   dpt_progress *result = 0 ;
   dpt_progress *_swig_go_result;
   
@@ -5028,7 +5034,7 @@ dpt_progress *_wrap_new_Progress_swig_b52f4a8bae51c155() {
     result = (dpt_progress *)new_dpt_progress();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_progress **)&_swig_go_result = (dpt_progress *)result; 
@@ -5036,7 +5042,7 @@ dpt_progress *_wrap_new_Progress_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_Progress_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
+void _wrap_delete_Progress_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   
   arg1 = *(dpt_progress **)&_swig_go_0; 
@@ -5046,14 +5052,14 @@ void _wrap_delete_Progress_swig_b52f4a8bae51c155(dpt_progress *_swig_go_0) {
     delete_dpt_progress(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_FitOptions_epochs_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_epochs_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5065,7 +5071,7 @@ void _wrap_FitOptions_epochs_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go
 }
 
 
-long long _wrap_FitOptions_epochs_get_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_epochs_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5078,7 +5084,7 @@ long long _wrap_FitOptions_epochs_get_swig_b52f4a8bae51c155(dpt_fit_options *_sw
 }
 
 
-void _wrap_FitOptions_batch_size_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_batch_size_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5090,7 +5096,7 @@ void _wrap_FitOptions_batch_size_set_swig_b52f4a8bae51c155(dpt_fit_options *_swi
 }
 
 
-long long _wrap_FitOptions_batch_size_get_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_batch_size_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5103,7 +5109,7 @@ long long _wrap_FitOptions_batch_size_get_swig_b52f4a8bae51c155(dpt_fit_options 
 }
 
 
-void _wrap_FitOptions_shuffle_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitOptions_shuffle_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int arg2 ;
   
@@ -5115,7 +5121,7 @@ void _wrap_FitOptions_shuffle_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_g
 }
 
 
-intgo _wrap_FitOptions_shuffle_get_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) {
+intgo _wrap_FitOptions_shuffle_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5128,7 +5134,7 @@ intgo _wrap_FitOptions_shuffle_get_swig_b52f4a8bae51c155(dpt_fit_options *_swig_
 }
 
 
-void _wrap_FitOptions_progress_every_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_progress_every_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5140,7 +5146,7 @@ void _wrap_FitOptions_progress_every_set_swig_b52f4a8bae51c155(dpt_fit_options *
 }
 
 
-long long _wrap_FitOptions_progress_every_get_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_progress_every_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5153,7 +5159,7 @@ long long _wrap_FitOptions_progress_every_get_swig_b52f4a8bae51c155(dpt_fit_opti
 }
 
 
-void _wrap_FitOptions_eval_batch_size_set_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_eval_batch_size_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5165,7 +5171,7 @@ void _wrap_FitOptions_eval_batch_size_set_swig_b52f4a8bae51c155(dpt_fit_options 
 }
 
 
-long long _wrap_FitOptions_eval_batch_size_get_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_eval_batch_size_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5178,7 +5184,7 @@ long long _wrap_FitOptions_eval_batch_size_get_swig_b52f4a8bae51c155(dpt_fit_opt
 }
 
 
-dpt_fit_options *_wrap_new_FitOptions_swig_b52f4a8bae51c155() {
+dpt_fit_options *_wrap_new_FitOptions_swig_7cfe50e319468235() {
   dpt_fit_options *result = 0 ;
   dpt_fit_options *_swig_go_result;
   
@@ -5188,7 +5194,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_b52f4a8bae51c155() {
     result = (dpt_fit_options *)new_dpt_fit_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_fit_options **)&_swig_go_result = (dpt_fit_options *)result; 
@@ -5196,7 +5202,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_FitOptions_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) {
+void _wrap_delete_FitOptions_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   
   arg1 = *(dpt_fit_options **)&_swig_go_0; 
@@ -5206,14 +5212,14 @@ void _wrap_delete_FitOptions_swig_b52f4a8bae51c155(dpt_fit_options *_swig_go_0) 
     delete_dpt_fit_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_FitResult_epochs_completed_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_epochs_completed_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t arg2 ;
   
@@ -5225,7 +5231,7 @@ void _wrap_FitResult_epochs_completed_set_swig_b52f4a8bae51c155(dpt_fit_result *
 }
 
 
-long long _wrap_FitResult_epochs_completed_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_epochs_completed_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5238,7 +5244,7 @@ long long _wrap_FitResult_epochs_completed_get_swig_b52f4a8bae51c155(dpt_fit_res
 }
 
 
-void _wrap_FitResult_stopped_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_stopped_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5250,7 +5256,7 @@ void _wrap_FitResult_stopped_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_
 }
 
 
-intgo _wrap_FitResult_stopped_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_stopped_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5263,7 +5269,7 @@ intgo _wrap_FitResult_stopped_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go
 }
 
 
-void _wrap_FitResult_train_loss_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_loss_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5275,7 +5281,7 @@ void _wrap_FitResult_train_loss_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_train_loss_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_loss_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5288,7 +5294,7 @@ double _wrap_FitResult_train_loss_get_swig_b52f4a8bae51c155(dpt_fit_result *_swi
 }
 
 
-void _wrap_FitResult_train_accuracy_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_accuracy_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5300,7 +5306,7 @@ void _wrap_FitResult_train_accuracy_set_swig_b52f4a8bae51c155(dpt_fit_result *_s
 }
 
 
-double _wrap_FitResult_train_accuracy_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_accuracy_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5313,7 +5319,7 @@ double _wrap_FitResult_train_accuracy_get_swig_b52f4a8bae51c155(dpt_fit_result *
 }
 
 
-void _wrap_FitResult_has_test_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_has_test_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5325,7 +5331,7 @@ void _wrap_FitResult_has_test_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go
 }
 
 
-intgo _wrap_FitResult_has_test_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_has_test_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5338,7 +5344,7 @@ intgo _wrap_FitResult_has_test_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_g
 }
 
 
-void _wrap_FitResult_test_loss_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_loss_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5350,7 +5356,7 @@ void _wrap_FitResult_test_loss_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_g
 }
 
 
-double _wrap_FitResult_test_loss_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_loss_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5363,7 +5369,7 @@ double _wrap_FitResult_test_loss_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig
 }
 
 
-void _wrap_FitResult_test_accuracy_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_accuracy_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5375,7 +5381,7 @@ void _wrap_FitResult_test_accuracy_set_swig_b52f4a8bae51c155(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_test_accuracy_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_accuracy_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5388,7 +5394,7 @@ double _wrap_FitResult_test_accuracy_get_swig_b52f4a8bae51c155(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_train_seconds_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_seconds_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5400,7 +5406,7 @@ void _wrap_FitResult_train_seconds_set_swig_b52f4a8bae51c155(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_train_seconds_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_seconds_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5413,7 +5419,7 @@ double _wrap_FitResult_train_seconds_get_swig_b52f4a8bae51c155(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_samples_per_second_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_samples_per_second_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5425,7 +5431,7 @@ void _wrap_FitResult_samples_per_second_set_swig_b52f4a8bae51c155(dpt_fit_result
 }
 
 
-double _wrap_FitResult_samples_per_second_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_samples_per_second_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5438,7 +5444,7 @@ double _wrap_FitResult_samples_per_second_get_swig_b52f4a8bae51c155(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_optimizer_steps_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_optimizer_steps_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5450,7 +5456,7 @@ void _wrap_FitResult_optimizer_steps_set_swig_b52f4a8bae51c155(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_optimizer_steps_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_optimizer_steps_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5463,7 +5469,7 @@ long long _wrap_FitResult_optimizer_steps_get_swig_b52f4a8bae51c155(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_nonfinite_steps_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_nonfinite_steps_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5475,7 +5481,7 @@ void _wrap_FitResult_nonfinite_steps_set_swig_b52f4a8bae51c155(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_nonfinite_steps_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_nonfinite_steps_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5488,7 +5494,7 @@ long long _wrap_FitResult_nonfinite_steps_get_swig_b52f4a8bae51c155(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_overflow_steps_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_overflow_steps_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5500,7 +5506,7 @@ void _wrap_FitResult_overflow_steps_set_swig_b52f4a8bae51c155(dpt_fit_result *_s
 }
 
 
-long long _wrap_FitResult_overflow_steps_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_overflow_steps_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5513,7 +5519,7 @@ long long _wrap_FitResult_overflow_steps_get_swig_b52f4a8bae51c155(dpt_fit_resul
 }
 
 
-void _wrap_FitResult_loss_scale_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_loss_scale_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5525,7 +5531,7 @@ void _wrap_FitResult_loss_scale_set_swig_b52f4a8bae51c155(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_loss_scale_get_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_loss_scale_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5538,7 +5544,7 @@ double _wrap_FitResult_loss_scale_get_swig_b52f4a8bae51c155(dpt_fit_result *_swi
 }
 
 
-dpt_fit_result *_wrap_new_FitResult_swig_b52f4a8bae51c155() {
+dpt_fit_result *_wrap_new_FitResult_swig_7cfe50e319468235() {
   dpt_fit_result *result = 0 ;
   dpt_fit_result *_swig_go_result;
   
@@ -5548,7 +5554,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_b52f4a8bae51c155() {
     result = (dpt_fit_result *)new_dpt_fit_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = (dpt_fit_result *)result; 
@@ -5556,7 +5562,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_FitResult_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
+void _wrap_delete_FitResult_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   
   arg1 = *(dpt_fit_result **)&_swig_go_0; 
@@ -5566,14 +5572,14 @@ void _wrap_delete_FitResult_swig_b52f4a8bae51c155(dpt_fit_result *_swig_go_0) {
     delete_dpt_fit_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-long long _wrap_ReplicaMemoryNative_parameters_get_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_parameters_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5586,7 +5592,7 @@ long long _wrap_ReplicaMemoryNative_parameters_get_swig_b52f4a8bae51c155(dpt_rep
 }
 
 
-long long _wrap_ReplicaMemoryNative_gradients_get_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_gradients_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5599,7 +5605,7 @@ long long _wrap_ReplicaMemoryNative_gradients_get_swig_b52f4a8bae51c155(dpt_repl
 }
 
 
-long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5612,7 +5618,7 @@ long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_b52f4a8bae51c155(dp
 }
 
 
-long long _wrap_ReplicaMemoryNative_buffers_get_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_buffers_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5625,7 +5631,7 @@ long long _wrap_ReplicaMemoryNative_buffers_get_swig_b52f4a8bae51c155(dpt_replic
 }
 
 
-long long _wrap_ReplicaMemoryNative_activations_get_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_activations_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5638,7 +5644,7 @@ long long _wrap_ReplicaMemoryNative_activations_get_swig_b52f4a8bae51c155(dpt_re
 }
 
 
-long long _wrap_ReplicaMemoryNative_total_get_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_total_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5651,7 +5657,7 @@ long long _wrap_ReplicaMemoryNative_total_get_swig_b52f4a8bae51c155(dpt_replica_
 }
 
 
-dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_b52f4a8bae51c155() {
+dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_7cfe50e319468235() {
   dpt_replica_memory *result = 0 ;
   dpt_replica_memory *_swig_go_result;
   
@@ -5661,7 +5667,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_b52f4a8bae51c155() {
     result = (dpt_replica_memory *)new_dpt_replica_memory();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = (dpt_replica_memory *)result; 
@@ -5669,7 +5675,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_ReplicaMemoryNative_swig_b52f4a8bae51c155(dpt_replica_memory *_swig_go_0) {
+void _wrap_delete_ReplicaMemoryNative_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   
   arg1 = *(dpt_replica_memory **)&_swig_go_0; 
@@ -5679,14 +5685,14 @@ void _wrap_delete_ReplicaMemoryNative_swig_b52f4a8bae51c155(dpt_replica_memory *
     delete_dpt_replica_memory(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-double _wrap_ReplicaTimesNative_compute_seconds_get_swig_b52f4a8bae51c155(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_compute_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5699,7 +5705,7 @@ double _wrap_ReplicaTimesNative_compute_seconds_get_swig_b52f4a8bae51c155(dpt_re
 }
 
 
-double _wrap_ReplicaTimesNative_communication_seconds_get_swig_b52f4a8bae51c155(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_communication_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5712,7 +5718,7 @@ double _wrap_ReplicaTimesNative_communication_seconds_get_swig_b52f4a8bae51c155(
 }
 
 
-double _wrap_ReplicaTimesNative_update_seconds_get_swig_b52f4a8bae51c155(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_update_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5725,7 +5731,7 @@ double _wrap_ReplicaTimesNative_update_seconds_get_swig_b52f4a8bae51c155(dpt_rep
 }
 
 
-double _wrap_ReplicaTimesNative_idle_seconds_get_swig_b52f4a8bae51c155(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_idle_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5738,7 +5744,7 @@ double _wrap_ReplicaTimesNative_idle_seconds_get_swig_b52f4a8bae51c155(dpt_repli
 }
 
 
-double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_b52f4a8bae51c155(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5751,7 +5757,7 @@ double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_b52f4a8bae51c155(dpt_repl
 }
 
 
-dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_b52f4a8bae51c155() {
+dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_7cfe50e319468235() {
   dpt_replica_times *result = 0 ;
   dpt_replica_times *_swig_go_result;
   
@@ -5761,7 +5767,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_b52f4a8bae51c155() {
     result = (dpt_replica_times *)new_dpt_replica_times();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = (dpt_replica_times *)result; 
@@ -5769,7 +5775,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_b52f4a8bae51c155() {
 }
 
 
-void _wrap_delete_ReplicaTimesNative_swig_b52f4a8bae51c155(dpt_replica_times *_swig_go_0) {
+void _wrap_delete_ReplicaTimesNative_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   
   arg1 = *(dpt_replica_times **)&_swig_go_0; 
@@ -5779,14 +5785,14 @@ void _wrap_delete_ReplicaTimesNative_swig_b52f4a8bae51c155(dpt_replica_times *_s
     delete_dpt_replica_times(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_0_swig_b52f4a8bae51c155(long long _swig_go_0, long long _swig_go_1) {
+dpt_context *_wrap_new_Context__SWIG_0_swig_7cfe50e319468235(long long _swig_go_0, long long _swig_go_1) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_context *result = 0 ;
@@ -5800,7 +5806,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_b52f4a8bae51c155(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1),arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5808,7 +5814,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_b52f4a8bae51c155(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_1_swig_b52f4a8bae51c155(long long _swig_go_0) {
+dpt_context *_wrap_new_Context__SWIG_1_swig_7cfe50e319468235(long long _swig_go_0) {
   size_t arg1 ;
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
@@ -5820,7 +5826,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_b52f4a8bae51c155(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5828,7 +5834,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_b52f4a8bae51c155(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_2_swig_b52f4a8bae51c155() {
+dpt_context *_wrap_new_Context__SWIG_2_swig_7cfe50e319468235() {
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
   
@@ -5838,7 +5844,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_b52f4a8bae51c155() {
     result = (dpt_context *)new_dpt_context__SWIG_0();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5846,7 +5852,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_b52f4a8bae51c155() {
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_3_swig_b52f4a8bae51c155(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
+dpt_context *_wrap_new_Context__SWIG_3_swig_7cfe50e319468235(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_device_selection arg3 ;
@@ -5862,7 +5868,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_b52f4a8bae51c155(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_3(SWIG_STD_MOVE(arg1),arg2,arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5870,7 +5876,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_b52f4a8bae51c155(long long _swig_go_
 }
 
 
-void _wrap_delete_Context_swig_b52f4a8bae51c155(dpt_context *_swig_go_0) {
+void _wrap_delete_Context_swig_7cfe50e319468235(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   
   arg1 = *(dpt_context **)&_swig_go_0; 
@@ -5880,14 +5886,14 @@ void _wrap_delete_Context_swig_b52f4a8bae51c155(dpt_context *_swig_go_0) {
     delete_dpt_context(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_backend_info *_wrap_Context_backendInfo_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, intgo _swig_go_1) {
+dpt_backend_info *_wrap_Context_backendInfo_swig_7cfe50e319468235(dpt_context *_swig_go_0, intgo _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_device_kind arg2 ;
   SwigValueWrapper< dpt_backend_info > result;
@@ -5901,7 +5907,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_b52f4a8bae51c155(dpt_context *_
     result = dpt_context_backendInfo(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = new dpt_backend_info(result); 
@@ -5909,7 +5915,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_b52f4a8bae51c155(dpt_context *_
 }
 
 
-bool _wrap_Context_canAccessPeer_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+bool _wrap_Context_canAccessPeer_swig_7cfe50e319468235(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -5925,7 +5931,7 @@ bool _wrap_Context_canAccessPeer_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, 
     result = (bool)dpt_context_canAccessPeer(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -5933,7 +5939,7 @@ bool _wrap_Context_canAccessPeer_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, 
 }
 
 
-long long _wrap_Context_deviceCount_swig_b52f4a8bae51c155(dpt_context *_swig_go_0) {
+long long _wrap_Context_deviceCount_swig_7cfe50e319468235(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5945,7 +5951,7 @@ long long _wrap_Context_deviceCount_swig_b52f4a8bae51c155(dpt_context *_swig_go_
     result = dpt_context_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -5953,7 +5959,7 @@ long long _wrap_Context_deviceCount_swig_b52f4a8bae51c155(dpt_context *_swig_go_
 }
 
 
-dpt_device_info *_wrap_Context_deviceInfo_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, long long _swig_go_1) {
+dpt_device_info *_wrap_Context_deviceInfo_swig_7cfe50e319468235(dpt_context *_swig_go_0, long long _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_device_info > result;
@@ -5967,7 +5973,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_b52f4a8bae51c155(dpt_context *_sw
     result = dpt_context_deviceInfo(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = new dpt_device_info(result); 
@@ -5975,7 +5981,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_b52f4a8bae51c155(dpt_context *_sw
 }
 
 
-dpt_model *_wrap_new_Model_swig_b52f4a8bae51c155(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_model *_wrap_new_Model_swig_7cfe50e319468235(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   size_t arg1 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -5991,7 +5997,7 @@ dpt_model *_wrap_new_Model_swig_b52f4a8bae51c155(long long _swig_go_0, long long
     result = (dpt_model *)new_dpt_model(SWIG_STD_MOVE(arg1),SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -5999,7 +6005,7 @@ dpt_model *_wrap_new_Model_swig_b52f4a8bae51c155(long long _swig_go_0, long long
 }
 
 
-dpt_model *_wrap_Model_createTokens_swig_b52f4a8bae51c155(long long _swig_go_0) {
+dpt_model *_wrap_Model_createTokens_swig_7cfe50e319468235(long long _swig_go_0) {
   size_t arg1 ;
   dpt_model *result = 0 ;
   dpt_model *_swig_go_result;
@@ -6011,7 +6017,7 @@ dpt_model *_wrap_Model_createTokens_swig_b52f4a8bae51c155(long long _swig_go_0) 
     result = (dpt_model *)dpt_model_createTokens(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6019,7 +6025,7 @@ dpt_model *_wrap_Model_createTokens_swig_b52f4a8bae51c155(long long _swig_go_0) 
 }
 
 
-dpt_model *_wrap_Model_builtin_swig_b52f4a8bae51c155(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_builtin_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6039,7 +6045,7 @@ dpt_model *_wrap_Model_builtin_swig_b52f4a8bae51c155(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_builtin((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6048,7 +6054,7 @@ dpt_model *_wrap_Model_builtin_swig_b52f4a8bae51c155(_gostring_ _swig_go_0) {
 }
 
 
-dpt_model *_wrap_Model_fromJson_swig_b52f4a8bae51c155(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_fromJson_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6068,7 +6074,7 @@ dpt_model *_wrap_Model_fromJson_swig_b52f4a8bae51c155(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_fromJson((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6077,7 +6083,7 @@ dpt_model *_wrap_Model_fromJson_swig_b52f4a8bae51c155(_gostring_ _swig_go_0) {
 }
 
 
-void _wrap_delete_Model_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+void _wrap_delete_Model_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6087,14 +6093,14 @@ void _wrap_delete_Model_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     delete_dpt_model(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDense_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_addDense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6106,14 +6112,14 @@ void _wrap_Model_addDense_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long
     dpt_model_addDense(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addConv2d_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+void _wrap_Model_addConv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6131,14 +6137,14 @@ void _wrap_Model_addConv2d_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long lon
     dpt_model_addConv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addPool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Model_addPool_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_pool_kind arg2 ;
   size_t arg3 ;
@@ -6154,14 +6160,14 @@ void _wrap_Model_addPool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swi
     dpt_model_addPool(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addActivation_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Model_addActivation_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_activation arg2 ;
   
@@ -6173,14 +6179,14 @@ void _wrap_Model_addActivation_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intg
     dpt_model_addActivation(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addFlatten_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+void _wrap_Model_addFlatten_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6190,14 +6196,14 @@ void _wrap_Model_addFlatten_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     dpt_model_addFlatten(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDropout_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, float _swig_go_1) {
+void _wrap_Model_addDropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, float _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   float arg2 ;
   
@@ -6209,14 +6215,14 @@ void _wrap_Model_addDropout_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, float _
     dpt_model_addDropout(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_conv2d_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
+long long _wrap_Model_conv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6250,7 +6256,7 @@ long long _wrap_Model_conv2d_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long l
     result = dpt_model_conv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),arg7,(char const *)arg8);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6259,7 +6265,7 @@ long long _wrap_Model_conv2d_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_dense_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_dense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6287,7 +6293,7 @@ long long _wrap_Model_dense_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long lo
     result = dpt_model_dense(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6296,7 +6302,7 @@ long long _wrap_Model_dense_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long lo
 }
 
 
-long long _wrap_Model_linear_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_linear_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6324,7 +6330,7 @@ long long _wrap_Model_linear_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long l
     result = dpt_model_linear(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6333,7 +6339,7 @@ long long _wrap_Model_linear_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_tokenEmbedding_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_tokenEmbedding_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6361,7 +6367,7 @@ long long _wrap_Model_tokenEmbedding_swig_b52f4a8bae51c155(dpt_model *_swig_go_0
     result = dpt_model_tokenEmbedding(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6370,7 +6376,7 @@ long long _wrap_Model_tokenEmbedding_swig_b52f4a8bae51c155(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_positionEmbedding_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_positionEmbedding_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6394,7 +6400,7 @@ long long _wrap_Model_positionEmbedding_swig_b52f4a8bae51c155(dpt_model *_swig_g
     result = dpt_model_positionEmbedding(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6403,7 +6409,7 @@ long long _wrap_Model_positionEmbedding_swig_b52f4a8bae51c155(dpt_model *_swig_g
 }
 
 
-long long _wrap_Model_causalSelfAttention_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_causalSelfAttention_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6431,7 +6437,7 @@ long long _wrap_Model_causalSelfAttention_swig_b52f4a8bae51c155(dpt_model *_swig
     result = dpt_model_causalSelfAttention(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6440,7 +6446,7 @@ long long _wrap_Model_causalSelfAttention_swig_b52f4a8bae51c155(dpt_model *_swig
 }
 
 
-long long _wrap_Model_batchNorm_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_batchNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6468,7 +6474,7 @@ long long _wrap_Model_batchNorm_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, lon
     result = dpt_model_batchNorm(arg1,SWIG_STD_MOVE(arg2),arg3,arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6477,7 +6483,7 @@ long long _wrap_Model_batchNorm_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_layerNorm_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_layerNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6503,7 +6509,7 @@ long long _wrap_Model_layerNorm_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, lon
     result = dpt_model_layerNorm(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6512,7 +6518,7 @@ long long _wrap_Model_layerNorm_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_activation_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_activation_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_activation arg3 ;
@@ -6538,7 +6544,7 @@ long long _wrap_Model_activation_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, lo
     result = dpt_model_activation(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6547,7 +6553,7 @@ long long _wrap_Model_activation_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, lo
 }
 
 
-long long _wrap_Model_pool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
+long long _wrap_Model_pool_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_pool_kind arg3 ;
@@ -6577,7 +6583,7 @@ long long _wrap_Model_pool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long lon
     result = dpt_model_pool(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),(char const *)arg6);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6586,7 +6592,7 @@ long long _wrap_Model_pool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long lon
 }
 
 
-long long _wrap_Model_globalAvgPool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_globalAvgPool_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6610,7 +6616,7 @@ long long _wrap_Model_globalAvgPool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0,
     result = dpt_model_globalAvgPool(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6619,7 +6625,7 @@ long long _wrap_Model_globalAvgPool_swig_b52f4a8bae51c155(dpt_model *_swig_go_0,
 }
 
 
-long long _wrap_Model_flatten_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_flatten_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6643,7 +6649,7 @@ long long _wrap_Model_flatten_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
     result = dpt_model_flatten(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6652,7 +6658,7 @@ long long _wrap_Model_flatten_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_dropout_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_dropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6678,7 +6684,7 @@ long long _wrap_Model_dropout_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
     result = dpt_model_dropout(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6687,7 +6693,7 @@ long long _wrap_Model_dropout_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_add_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_add_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6713,7 +6719,7 @@ long long _wrap_Model_add_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long
     result = dpt_model_add(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6722,7 +6728,7 @@ long long _wrap_Model_add_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long
 }
 
 
-long long _wrap_Model_concat2_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_concat2_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6748,7 +6754,7 @@ long long _wrap_Model_concat2_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
     result = dpt_model_concat2(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6757,7 +6763,7 @@ long long _wrap_Model_concat2_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_concat3_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_concat3_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6785,7 +6791,7 @@ long long _wrap_Model_concat3_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
     result = dpt_model_concat3(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6794,7 +6800,7 @@ long long _wrap_Model_concat3_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long 
 }
 
 
-void _wrap_Model_tieParameter_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+void _wrap_Model_tieParameter_swig_7cfe50e319468235(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -6824,7 +6830,7 @@ void _wrap_Model_tieParameter_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, _gost
     dpt_model_tieParameter(arg1,(char const *)arg2,(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_7cfe50e319468235)>::get();
   }
   
   
@@ -6833,7 +6839,7 @@ void _wrap_Model_tieParameter_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, _gost
 }
 
 
-long long _wrap_Model_outputTensor_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputTensor_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6845,7 +6851,7 @@ long long _wrap_Model_outputTensor_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) 
     result = dpt_model_outputTensor(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6853,7 +6859,7 @@ long long _wrap_Model_outputTensor_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) 
 }
 
 
-void _wrap_Model_setOutput_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_setOutput_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6865,14 +6871,14 @@ void _wrap_Model_setOutput_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long lon
     dpt_model_setOutput(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_tensorCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_tensorCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6884,7 +6890,7 @@ long long _wrap_Model_tensorCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_tensorCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6892,7 +6898,7 @@ long long _wrap_Model_tensorCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_tensorShape_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_Model_tensorShape_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   std::string result;
@@ -6906,7 +6912,7 @@ _gostring_ _wrap_Model_tensorShape_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, 
     result = dpt_model_tensorShape(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -6914,7 +6920,7 @@ _gostring_ _wrap_Model_tensorShape_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, 
 }
 
 
-long long _wrap_Model_bufferCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_bufferCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6926,7 +6932,7 @@ long long _wrap_Model_bufferCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_bufferCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6934,7 +6940,7 @@ long long _wrap_Model_bufferCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_namedTensorCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swig_go_1) {
+long long _wrap_Model_namedTensorCount_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t result;
@@ -6948,7 +6954,7 @@ long long _wrap_Model_namedTensorCount_swig_b52f4a8bae51c155(dpt_model *_swig_go
     result = dpt_model_namedTensorCount(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -6956,7 +6962,7 @@ long long _wrap_Model_namedTensorCount_swig_b52f4a8bae51c155(dpt_model *_swig_go
 }
 
 
-_gostring_ _wrap_Model_namedTensorName_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorName_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -6972,7 +6978,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_b52f4a8bae51c155(dpt_model *_swig_go
     result = dpt_model_namedTensorName(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -6980,7 +6986,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_b52f4a8bae51c155(dpt_model *_swig_go
 }
 
 
-long long _wrap_Model_namedTensorOffset_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+long long _wrap_Model_namedTensorOffset_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -6996,7 +7002,7 @@ long long _wrap_Model_namedTensorOffset_swig_b52f4a8bae51c155(dpt_model *_swig_g
     result = dpt_model_namedTensorOffset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7004,7 +7010,7 @@ long long _wrap_Model_namedTensorOffset_swig_b52f4a8bae51c155(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_namedTensorShape_swig_b52f4a8bae51c155(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorShape_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7020,7 +7026,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_b52f4a8bae51c155(dpt_model *_swig_g
     result = dpt_model_namedTensorShape(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7028,7 +7034,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_b52f4a8bae51c155(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_toJson_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_toJson_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7040,7 +7046,7 @@ _gostring_ _wrap_Model_toJson_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_toJson(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7048,7 +7054,7 @@ _gostring_ _wrap_Model_toJson_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_inputSize_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_inputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7060,7 +7066,7 @@ long long _wrap_Model_inputSize_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_inputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7068,7 +7074,7 @@ long long _wrap_Model_inputSize_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-intgo _wrap_Model_inputType_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+intgo _wrap_Model_inputType_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7080,7 +7086,7 @@ intgo _wrap_Model_inputType_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = (dpt_input_type)dpt_model_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7088,7 +7094,7 @@ intgo _wrap_Model_inputType_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_outputSize_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7100,7 +7106,7 @@ long long _wrap_Model_outputSize_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_outputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7108,7 +7114,7 @@ long long _wrap_Model_outputSize_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_parameterCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_parameterCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7120,7 +7126,7 @@ long long _wrap_Model_parameterCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0
     result = dpt_model_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7128,7 +7134,7 @@ long long _wrap_Model_parameterCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_layerCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+long long _wrap_Model_layerCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7140,7 +7146,7 @@ long long _wrap_Model_layerCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_layerCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7148,7 +7154,7 @@ long long _wrap_Model_layerCount_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_describe_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_describe_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7160,7 +7166,7 @@ _gostring_ _wrap_Model_describe_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
     result = dpt_model_describe(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7168,7 +7174,7 @@ _gostring_ _wrap_Model_describe_swig_b52f4a8bae51c155(dpt_model *_swig_go_0) {
 }
 
 
-dpt_dataset *_wrap_new_Dataset_swig_b52f4a8bae51c155(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
+dpt_dataset *_wrap_new_Dataset_swig_7cfe50e319468235(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
   float *arg1 = (float *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7198,7 +7204,7 @@ dpt_dataset *_wrap_new_Dataset_swig_b52f4a8bae51c155(_goslice_ _swig_go_0, _gosl
     result = (dpt_dataset *)new_dpt_dataset((float const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7),SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7206,7 +7212,7 @@ dpt_dataset *_wrap_new_Dataset_swig_b52f4a8bae51c155(_goslice_ _swig_go_0, _gosl
 }
 
 
-dpt_dataset *_wrap_Dataset_createTokens_swig_b52f4a8bae51c155(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+dpt_dataset *_wrap_Dataset_createTokens_swig_7cfe50e319468235(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   int32_t *arg1 = (int32_t *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7234,7 +7240,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_b52f4a8bae51c155(_goslice_ _swig_go
     result = (dpt_dataset *)dpt_dataset_createTokens((int const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7242,7 +7248,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_b52f4a8bae51c155(_goslice_ _swig_go
 }
 
 
-dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_b52f4a8bae51c155(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
+dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_7cfe50e319468235(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
   char *arg1 = (char *) 0 ;
   size_t arg2 ;
   double arg3 ;
@@ -7266,7 +7272,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_b52f4a8bae51c155(_gostri
     result = (dptrain_binding::TextParts *)dpt_dataset_loadText((char const *)arg1,SWIG_STD_MOVE(arg2),arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_7cfe50e319468235)>::get();
   }
   
   *(dptrain_binding::TextParts **)&_swig_go_result = (dptrain_binding::TextParts *)result; 
@@ -7275,7 +7281,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_b52f4a8bae51c155(_gostri
 }
 
 
-dpt_dataset *_wrap_Dataset_loadIdx_swig_b52f4a8bae51c155(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadIdx_swig_7cfe50e319468235(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
   char *arg1 = (char *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp1 ;
@@ -7305,7 +7311,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_b52f4a8bae51c155(_gostring_ _swig_go_0, 
     result = (dpt_dataset *)dpt_dataset_loadIdx((char const *)arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7315,7 +7321,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_b52f4a8bae51c155(_gostring_ _swig_go_0, 
 }
 
 
-dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_b52f4a8bae51c155(_gostring_ _swig_go_0, intgo _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_7cfe50e319468235(_gostring_ _swig_go_0, intgo _swig_go_1) {
   char *arg1 = (char *) 0 ;
   dpt_dataset_part arg2 ;
   std::string temp1 ;
@@ -7337,7 +7343,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_b52f4a8bae51c155(_gostring_ _sw
     result = (dpt_dataset *)dpt_dataset_loadFashionMnist((char const *)arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7346,7 +7352,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_b52f4a8bae51c155(_gostring_ _sw
 }
 
 
-void _wrap_delete_Dataset_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+void _wrap_delete_Dataset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   
   arg1 = *(dpt_dataset **)&_swig_go_0; 
@@ -7356,14 +7362,14 @@ void _wrap_delete_Dataset_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
     delete_dpt_dataset(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_Dataset_subset_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_dataset *_wrap_Dataset_subset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7379,7 +7385,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0,
     result = (dpt_dataset *)dpt_dataset_subset(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7387,7 +7393,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0,
 }
 
 
-long long _wrap_Dataset_sampleCount_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_sampleCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7399,7 +7405,7 @@ long long _wrap_Dataset_sampleCount_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_
     result = dpt_dataset_sampleCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7407,7 +7413,7 @@ long long _wrap_Dataset_sampleCount_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_
 }
 
 
-long long _wrap_Dataset_channels_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_channels_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7419,7 +7425,7 @@ long long _wrap_Dataset_channels_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) 
     result = dpt_dataset_channels(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7427,7 +7433,7 @@ long long _wrap_Dataset_channels_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) 
 }
 
 
-long long _wrap_Dataset_height_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_height_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7439,7 +7445,7 @@ long long _wrap_Dataset_height_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_height(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7447,7 +7453,7 @@ long long _wrap_Dataset_height_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_width_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_width_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7459,7 +7465,7 @@ long long _wrap_Dataset_width_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_width(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7467,7 +7473,7 @@ long long _wrap_Dataset_width_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_classCount_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_classCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7479,7 +7485,7 @@ long long _wrap_Dataset_classCount_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0
     result = dpt_dataset_classCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7487,7 +7493,7 @@ long long _wrap_Dataset_classCount_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0
 }
 
 
-void _wrap_Dataset_copyBatch_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyBatch_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7513,14 +7519,14 @@ void _wrap_Dataset_copyBatch_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0, long
     dpt_dataset_copyBatch(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-intgo _wrap_Dataset_inputType_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+intgo _wrap_Dataset_inputType_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7532,7 +7538,7 @@ intgo _wrap_Dataset_inputType_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
     result = (dpt_input_type)dpt_dataset_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7540,7 +7546,7 @@ intgo _wrap_Dataset_inputType_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_targetsPerSample_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_targetsPerSample_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7552,7 +7558,7 @@ long long _wrap_Dataset_targetsPerSample_swig_b52f4a8bae51c155(dpt_dataset *_swi
     result = dpt_dataset_targetsPerSample(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7560,7 +7566,7 @@ long long _wrap_Dataset_targetsPerSample_swig_b52f4a8bae51c155(dpt_dataset *_swi
 }
 
 
-void _wrap_Dataset_copyTokens_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyTokens_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7586,14 +7592,14 @@ void _wrap_Dataset_copyTokens_swig_b52f4a8bae51c155(dpt_dataset *_swig_go_0, lon
     dpt_dataset_copyTokens(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
+dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_7cfe50e319468235(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7611,7 +7617,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_b52f4a8bae51c155(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_0(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7619,7 +7625,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_b52f4a8bae51c155(dpt_context *_swig_
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_b52f4a8bae51c155(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
+dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_7cfe50e319468235(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7649,7 +7655,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_b52f4a8bae51c155(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_1(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4,(size_t const *)arg5,SWIG_STD_MOVE(arg6),(float const *)arg7,SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7657,7 +7663,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_b52f4a8bae51c155(dpt_context *_swig_
 }
 
 
-void _wrap_delete_Trainer_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
+void _wrap_delete_Trainer_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   
   arg1 = *(dpt_trainer **)&_swig_go_0; 
@@ -7667,14 +7673,14 @@ void _wrap_delete_Trainer_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
     delete_dpt_trainer(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_step_result *_wrap_Trainer_step_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_step_result *_wrap_Trainer_step_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7698,7 +7704,7 @@ dpt_step_result *_wrap_Trainer_step_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_
     result = dpt_trainer_step(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7706,7 +7712,7 @@ dpt_step_result *_wrap_Trainer_step_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluate_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluate_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7730,7 +7736,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_b52f4a8bae51c155(dpt_trainer *_swig
     result = dpt_trainer_evaluate(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7738,7 +7744,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_b52f4a8bae51c155(dpt_trainer *_swig
 }
 
 
-dpt_step_result *_wrap_Trainer_stepTokens_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_step_result *_wrap_Trainer_stepTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7764,7 +7770,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_b52f4a8bae51c155(dpt_trainer *_sw
     result = dpt_trainer_stepTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7772,7 +7778,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_b52f4a8bae51c155(dpt_trainer *_sw
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7798,7 +7804,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_b52f4a8bae51c155(dpt_trainer 
     result = dpt_trainer_evaluateTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7806,7 +7812,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_b52f4a8bae51c155(dpt_trainer 
 }
 
 
-void _wrap_Trainer_predictTokens_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predictTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7830,14 +7836,14 @@ void _wrap_Trainer_predictTokens_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, 
     dpt_trainer_predictTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -7853,7 +7859,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_b52f4a8bae51c155(dpt_trainer
     result = dpt_trainer_evaluateDataset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7861,7 +7867,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_b52f4a8bae51c155(dpt_trainer
 }
 
 
-void _wrap_Trainer_predict_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predict_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7885,14 +7891,14 @@ void _wrap_Trainer_predict_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _gosli
     dpt_trainer_predict((dpt_trainer const *)arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_fit_result *_wrap_Trainer_fit_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
+dpt_fit_result *_wrap_Trainer_fit_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   dpt_dataset *arg3 = (dpt_dataset *) 0 ;
@@ -7912,7 +7918,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0,
     result = dpt_trainer_fit(arg1,arg2,arg3,(dpt_fit_options const *)arg4,arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = new dpt_fit_result(result); 
@@ -7920,7 +7926,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0,
 }
 
 
-long long _wrap_Trainer_parameterCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_parameterCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7932,7 +7938,7 @@ long long _wrap_Trainer_parameterCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_
     result = dpt_trainer_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7940,7 +7946,7 @@ long long _wrap_Trainer_parameterCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_
 }
 
 
-long long _wrap_Trainer_deviceCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_deviceCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7952,7 +7958,7 @@ long long _wrap_Trainer_deviceCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_
     result = dpt_trainer_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -7960,7 +7966,7 @@ long long _wrap_Trainer_deviceCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_
 }
 
 
-void _wrap_Trainer_getParameters_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7976,14 +7982,14 @@ void _wrap_Trainer_getParameters_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, 
     dpt_trainer_getParameters(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_getReplicaParameters_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
+void _wrap_Trainer_getReplicaParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   float *arg3 = (float *) 0 ;
@@ -8001,14 +8007,14 @@ void _wrap_Trainer_getReplicaParameters_swig_b52f4a8bae51c155(dpt_trainer *_swig
     dpt_trainer_getReplicaParameters(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setParameters_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8024,14 +8030,14 @@ void _wrap_Trainer_setParameters_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, 
     dpt_trainer_setParameters(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_memory > result;
@@ -8045,7 +8051,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_b52f4a8bae51c155(dpt_traine
     result = dpt_trainer_replicaMemory(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = new dpt_replica_memory(result); 
@@ -8053,7 +8059,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_b52f4a8bae51c155(dpt_traine
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTimes_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTimes_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8067,7 +8073,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_b52f4a8bae51c155(dpt_trainer 
     result = dpt_trainer_replicaTimes(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8075,7 +8081,29 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_b52f4a8bae51c155(dpt_trainer 
 }
 
 
-void _wrap_Trainer_traceStart_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTotals_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+  dpt_trainer *arg1 = (dpt_trainer *) 0 ;
+  size_t arg2 ;
+  SwigValueWrapper< dpt_replica_times > result;
+  dpt_replica_times *_swig_go_result;
+  
+  arg1 = *(dpt_trainer **)&_swig_go_0; 
+  arg2 = (size_t)_swig_go_1; 
+  
+  
+  try {
+    result = dpt_trainer_replicaTotals(arg1,SWIG_STD_MOVE(arg2));
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_7cfe50e319468235)>::get();
+  }
+  
+  *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
+  return _swig_go_result;
+}
+
+
+void _wrap_Trainer_traceStart_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   
@@ -8087,14 +8115,14 @@ void _wrap_Trainer_traceStart_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, lon
     dpt_trainer_traceStart(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_traceWrite_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_traceWrite_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8114,7 +8142,7 @@ void _wrap_Trainer_traceWrite_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _go
     dpt_trainer_traceWrite(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_7cfe50e319468235)>::get();
   }
   
   
@@ -8122,7 +8150,7 @@ void _wrap_Trainer_traceWrite_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_Trainer_parameterChecksum_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
+_gostring_ _wrap_Trainer_parameterChecksum_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8134,7 +8162,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_b52f4a8bae51c155(dpt_trainer *_s
     result = dpt_trainer_parameterChecksum(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8142,7 +8170,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_b52f4a8bae51c155(dpt_trainer *_s
 }
 
 
-void _wrap_Trainer_saveCheckpoint_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8162,7 +8190,7 @@ void _wrap_Trainer_saveCheckpoint_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0,
     dpt_trainer_saveCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_7cfe50e319468235)>::get();
   }
   
   
@@ -8170,7 +8198,7 @@ void _wrap_Trainer_saveCheckpoint_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_loadCheckpoint_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8190,7 +8218,7 @@ void _wrap_Trainer_loadCheckpoint_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0,
     dpt_trainer_loadCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_7cfe50e319468235)>::get();
   }
   
   
@@ -8198,7 +8226,7 @@ void _wrap_Trainer_loadCheckpoint_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_saveSafetensors_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8218,7 +8246,7 @@ void _wrap_Trainer_saveSafetensors_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0
     dpt_trainer_saveSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_7cfe50e319468235)>::get();
   }
   
   
@@ -8226,7 +8254,7 @@ void _wrap_Trainer_saveSafetensors_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_loadSafetensors_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8246,7 +8274,7 @@ void _wrap_Trainer_loadSafetensors_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0
     dpt_trainer_loadSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_7cfe50e319468235)>::get();
   }
   
   
@@ -8254,7 +8282,7 @@ void _wrap_Trainer_loadSafetensors_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_getBuffers_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getBuffers_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8270,14 +8298,14 @@ void _wrap_Trainer_getBuffers_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _go
     dpt_trainer_getBuffers(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setBuffers_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setBuffers_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8293,14 +8321,14 @@ void _wrap_Trainer_setBuffers_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0, _go
     dpt_trainer_setBuffers(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-long long _wrap_Trainer_epochCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_epochCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8312,7 +8340,7 @@ long long _wrap_Trainer_epochCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0
     result = (uint64_t)dpt_trainer_epochCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -8320,7 +8348,7 @@ long long _wrap_Trainer_epochCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0
 }
 
 
-long long _wrap_Trainer_stepCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_stepCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8332,7 +8360,7 @@ long long _wrap_Trainer_stepCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0)
     result = (uint64_t)dpt_trainer_stepCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -8340,7 +8368,7 @@ long long _wrap_Trainer_stepCount_swig_b52f4a8bae51c155(dpt_trainer *_swig_go_0)
 }
 
 
-dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_b52f4a8bae51c155(intgo _swig_go_0) {
+dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_7cfe50e319468235(intgo _swig_go_0) {
   int arg1 ;
   dptrain_binding::ProgressListener *result = 0 ;
   dptrain_binding::ProgressListener *_swig_go_result;
@@ -8353,7 +8381,7 @@ dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgre
 }
 
 
-void _wrap_DeleteDirectorProgressListener_swig_b52f4a8bae51c155(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_DeleteDirectorProgressListener_swig_7cfe50e319468235(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8363,7 +8391,7 @@ void _wrap_DeleteDirectorProgressListener_swig_b52f4a8bae51c155(dptrain_binding:
 }
 
 
-void _wrap_delete_ProgressListener_swig_b52f4a8bae51c155(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_delete_ProgressListener_swig_7cfe50e319468235(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8373,7 +8401,7 @@ void _wrap_delete_ProgressListener_swig_b52f4a8bae51c155(dptrain_binding::Progre
 }
 
 
-bool _wrap_ProgressListener_onProgress_swig_b52f4a8bae51c155(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
+bool _wrap_ProgressListener_onProgress_swig_7cfe50e319468235(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   dpt_progress *arg2 = 0 ;
   bool result;
@@ -8387,7 +8415,7 @@ bool _wrap_ProgressListener_onProgress_swig_b52f4a8bae51c155(dptrain_binding::Pr
     result = (bool)(arg1)->onProgress((dpt_progress const &)*arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -8395,7 +8423,7 @@ bool _wrap_ProgressListener_onProgress_swig_b52f4a8bae51c155(dptrain_binding::Pr
 }
 
 
-void _wrap_delete_TextParts_swig_b52f4a8bae51c155(dptrain_binding::TextParts *_swig_go_0) {
+void _wrap_delete_TextParts_swig_7cfe50e319468235(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   
   arg1 = *(dptrain_binding::TextParts **)&_swig_go_0; 
@@ -8405,14 +8433,14 @@ void _wrap_delete_TextParts_swig_b52f4a8bae51c155(dptrain_binding::TextParts *_s
     delete arg1;
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_7cfe50e319468235)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_TextParts_takeTrain_swig_b52f4a8bae51c155(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeTrain_swig_7cfe50e319468235(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8424,7 +8452,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_b52f4a8bae51c155(dptrain_binding::Te
     result = (dpt_dataset *)(arg1)->takeTrain();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8432,7 +8460,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_b52f4a8bae51c155(dptrain_binding::Te
 }
 
 
-dpt_dataset *_wrap_TextParts_takeValidation_swig_b52f4a8bae51c155(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeValidation_swig_7cfe50e319468235(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8444,7 +8472,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_b52f4a8bae51c155(dptrain_bindin
     result = (dpt_dataset *)(arg1)->takeValidation();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_7cfe50e319468235)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8452,7 +8480,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_b52f4a8bae51c155(dptrain_bindin
 }
 
 
-intgo _wrap_VersionNumber_swig_b52f4a8bae51c155() {
+intgo _wrap_VersionNumber_swig_7cfe50e319468235() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -8462,7 +8490,7 @@ intgo _wrap_VersionNumber_swig_b52f4a8bae51c155() {
     result = (unsigned int)dptrain_binding::versionNumber();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = result; 
@@ -8470,7 +8498,7 @@ intgo _wrap_VersionNumber_swig_b52f4a8bae51c155() {
 }
 
 
-_gostring_ _wrap_VersionString_swig_b52f4a8bae51c155() {
+_gostring_ _wrap_VersionString_swig_7cfe50e319468235() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -8480,7 +8508,7 @@ _gostring_ _wrap_VersionString_swig_b52f4a8bae51c155() {
     result = dptrain_binding::versionString();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8488,7 +8516,7 @@ _gostring_ _wrap_VersionString_swig_b52f4a8bae51c155() {
 }
 
 
-_gostring_ _wrap_StatusString_swig_b52f4a8bae51c155(intgo _swig_go_0) {
+_gostring_ _wrap_StatusString_swig_7cfe50e319468235(intgo _swig_go_0) {
   int arg1 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8500,7 +8528,7 @@ _gostring_ _wrap_StatusString_swig_b52f4a8bae51c155(intgo _swig_go_0) {
     result = dptrain_binding::statusString(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_b52f4a8bae51c155)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_7cfe50e319468235)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Trainer.replicaTimes (dpt_trainer_replica_times) and the timeline, Trainer.traceStart / traceWrite
+ * Trainer.replicaTimes and replicaTotals (dpt_trainer_replica_times, _totals) and the timeline, Trainer.traceStart / traceWrite
  * (dpt_trainer_trace_start / _write): docs/profiling.md.
  */
 class ProfilingTest {
@@ -80,6 +80,44 @@ class ProfilingTest {
             what + ": bus bytes");
         assertEquals(times, t.replicaTimes(d), what + ": a second read");
       }
+    }
+  }
+
+  /**
+   * replicaTotals: all 0 before any step; after two steps each figure is the sum of the two steps' (the same
+   * additions), the bus bandwidth their bytes over their seconds; an evaluation adds nothing; a device past the
+   * last is refused.
+   */
+  @Test
+  void replicaTotalsAddUpTheSteps() {
+    try (Context three = new Context(DEVICES, 0); Model m = mlp(); Trainer t = trainer(three, m)) {
+      assertEquals(new ReplicaTimes(0, 0, 0, 0, 0), t.replicaTotals(0), "before any step");
+      double[][] sum = new double[DEVICES][5];
+      for (int s = 0; s < 2; ++s) {
+        step(t);
+        for (int d = 0; d < DEVICES; ++d) {
+          ReplicaTimes times = t.replicaTimes(d);
+          sum[d][0] += times.computeSeconds();
+          sum[d][1] += times.communicationSeconds();
+          sum[d][2] += times.updateSeconds();
+          sum[d][3] += times.idleSeconds();
+          sum[d][4] += times.busBandwidth() * times.communicationSeconds();
+        }
+      }
+      t.evaluate(Fixtures.inputs(SAMPLES, FEATURES, CLASSES), Fixtures.labels(SAMPLES, CLASSES));
+      for (int d = 0; d < DEVICES; ++d) {
+        ReplicaTimes totals = t.replicaTotals(d);
+        String what = "device " + d + ": " + totals;
+        assertEquals(sum[d][0], totals.computeSeconds(), 0.0, what);
+        assertEquals(sum[d][1], totals.communicationSeconds(), 0.0, what);
+        assertEquals(sum[d][2], totals.updateSeconds(), 0.0, what);
+        assertEquals(sum[d][3], totals.idleSeconds(), 0.0, what);
+        double bandwidth = sum[d][4] / sum[d][1];
+        assertEquals(bandwidth, totals.busBandwidth(), 1e-9 * bandwidth, what);
+      }
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> t.replicaTotals(DEVICES));
+      assertEquals(Status.ERROR_OUT_OF_RANGE, e.getStatus());
+      assertTrue(e.getLibraryMessage().contains("dpt_trainer_replica_totals"), e.getLibraryMessage());
     }
   }
 
