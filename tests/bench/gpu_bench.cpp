@@ -7,10 +7,13 @@
 // same gradient.
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
-//   [--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16]
+//   [--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer]
 //
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
+// --shard: the trainer's shard mode per row (docs/sharding.md; GPUs shard the optimizer state only); a
+// sharded row's model is printed as "resnet18/optimizer". MiB/dev: the bytes of the replica that holds the
+// most (parameters, gradients, optimizer state, buffers, activations; dpt_trainer_replica_memory).
 // A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
 // goes on. --max-mib 0 skips the all-reduce table.
 //
@@ -39,6 +42,7 @@ struct Options {
   std::vector<std::string> wires{"fp32"};  // of the all-reduce table: fp32, bf16, fp16
   bool tf32 = false;
   std::vector<std::string> precisions{"fp32"};
+  std::vector<std::string> shards{"none"};  // none, optimizer
 };
 
 // The trainer's matmul dtype of a --precision name; false when the name is unknown.
@@ -86,8 +90,8 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
       "training step, batch %zu (split across the replicas), SGD momentum 0.9, synthetic inputs, %zu timed"
       " steps after 5 warm-up; TF32 %s\n\n",
       o.batch, o.steps, o.tf32 ? "on" : "off");
-  std::printf("%-11s %-12s %10s %8s %11s %13s %10s\n", "model", "devices", "images/s", "vs_1", "compute_ms",
-              "allreduce_ms", "update_ms");
+  std::printf("%-11s %-12s %10s %8s %11s %13s %10s %8s\n", "model", "devices", "images/s", "vs_1",
+              "compute_ms", "allreduce_ms", "update_ms", "MiB/dev");
   std::vector<std::vector<size_t>> layouts{{0}, {0, 0}};
   if (context->device_count() >= 2) layouts.push_back({0, 1});
   for (const std::string &model : o.models) {
@@ -109,47 +113,53 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
     for (const dpt::Node &node : spec.nodes())
       if (std::string(node.op->name) == "causal_self_attention")
         flops_per_token += 6.0 * double(node.layout.output[0]) * double(node.layout.output[1]);
-    for (const std::string &precision : o.precisions) {
-      const std::string label = precision == "fp32" ? model : model + "/" + precision;
-      double base = 0;
-      for (const auto &devices : layouts) {
-        dpt::TrainerConfig config;
-        config.devices = devices;
-        precision_dtype(precision, config.matmul_dtype);
-        config.loss_scaling.enabled = config.matmul_dtype == dpt::DType::kF16;
-        config.optimizer.learning_rate = 0.01f;
-        config.optimizer.momentum = 0.9f;
-        config.kernels.allow_tf32 = o.tf32;
-        std::unique_ptr<dpt::Trainer> made;
-        try {
-          made = std::make_unique<dpt::Trainer>(context, spec, config);
-        } catch (const dpt::Error &e) {
-          std::printf("%-11s %-12s refused: %s\n", label.c_str(), layout_name(devices).c_str(), e.what());
-          continue;
+    for (const std::string &precision : o.precisions)
+      for (const std::string &shard : o.shards) {
+        const std::string label =
+            (precision == "fp32" ? model : model + "/" + precision) + (shard == "none" ? "" : "/" + shard);
+        double base = 0;
+        for (const auto &devices : layouts) {
+          dpt::TrainerConfig config;
+          config.devices = devices;
+          config.shard = shard == "optimizer" ? dpt::ShardMode::kOptimizer : dpt::ShardMode::kNone;
+          precision_dtype(precision, config.matmul_dtype);
+          config.loss_scaling.enabled = config.matmul_dtype == dpt::DType::kF16;
+          config.optimizer.learning_rate = 0.01f;
+          config.optimizer.momentum = 0.9f;
+          config.kernels.allow_tf32 = o.tf32;
+          std::unique_ptr<dpt::Trainer> made;
+          try {
+            made = std::make_unique<dpt::Trainer>(context, spec, config);
+          } catch (const dpt::Error &e) {
+            std::printf("%-11s %-12s refused: %s\n", label.c_str(), layout_name(devices).c_str(), e.what());
+            continue;
+          }
+          dpt::Trainer &trainer = *made;
+          for (int i = 0; i < 5; ++i) trainer.step(x.data(), y.data(), o.batch);
+          double compute = 0, reduce = 0, update = 0;
+          const double t0 = dpt::platform::now_seconds();
+          for (size_t i = 0; i < o.steps; ++i) {
+            const dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
+            compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
+          }
+          const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
+          if (base == 0) base = rate;
+          const double n = double(o.steps);
+          uint64_t most = 0;
+          for (size_t r = 0; r < devices.size(); ++r)
+            most = std::max(most, trainer.replica_memory(r).total());
+          std::printf("%-11s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f %8.1f", label.c_str(),
+                      layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
+                      update / n * 1e3, double(most) / 1048576.0);
+          if (tokens) {
+            const double per_second = rate * double(spec.input().size());
+            std::printf("  tokens/s %.0f, %.2f TFLOP/s (6N + 6TC per token)", per_second,
+                        per_second * flops_per_token / 1e12);
+          }
+          std::printf("\n");
+          std::fflush(stdout);
         }
-        dpt::Trainer &trainer = *made;
-        for (int i = 0; i < 5; ++i) trainer.step(x.data(), y.data(), o.batch);
-        double compute = 0, reduce = 0, update = 0;
-        const double t0 = dpt::platform::now_seconds();
-        for (size_t i = 0; i < o.steps; ++i) {
-          const dpt::StepStats s = trainer.step(x.data(), y.data(), o.batch);
-          compute += s.compute_seconds, reduce += s.allreduce_seconds, update += s.update_seconds;
-        }
-        const double rate = double(o.steps * o.batch) / (dpt::platform::now_seconds() - t0);
-        if (base == 0) base = rate;
-        const double n = double(o.steps);
-        std::printf("%-11s %-12s %10.0f %7.2fx %11.3f %13.3f %10.3f", label.c_str(),
-                    layout_name(devices).c_str(), rate, rate / base, compute / n * 1e3, reduce / n * 1e3,
-                    update / n * 1e3);
-        if (tokens) {
-          const double per_second = rate * double(spec.input().size());
-          std::printf("  tokens/s %.0f, %.2f TFLOP/s (6N + 6TC per token)", per_second,
-                      per_second * flops_per_token / 1e12);
-        }
-        std::printf("\n");
-        std::fflush(stdout);
       }
-    }
   }
 }
 
@@ -236,10 +246,12 @@ int main(int argc, char **argv) {
       o.tf32 = true;
     else if (a == "--precision" && has_value)
       o.precisions = split(argv[++i]);
+    else if (a == "--shard" && has_value)
+      o.shards = split(argv[++i]);
     else {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
-          "[--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16]\n");
+          "[--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -250,6 +262,11 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  for (const std::string &s : o.shards)
+    if (s != "none" && s != "optimizer") {
+      std::fprintf(stderr, "dptrain_gpu_bench: --shard takes none and optimizer, not '%s'\n", s.c_str());
+      return 2;
+    }
   if (o.batch < 2 || o.steps < 1) {
     std::fprintf(stderr, "dptrain_gpu_bench: --batch must be at least 2 and --steps at least 1\n");
     return 2;

@@ -48,6 +48,21 @@ B=$(json_get "$WORK/from_json.out" "d['param_checksum']")
 [ -n "$B" ] && [ "$A" = "$B" ] && pass "gpt-mini.json trains as gpt-mini (its recipe given by hand): $B" ||
   fail "gpt-mini.json differs: $A vs $B ($(tail -n 2 "$WORK/from_json.err"))"
 
+# `dptrain model gpt-mini --tie ...` writes the tie into the file, which trains as the untied file with --tie.
+run_cli export_tied model gpt-mini --tie lm_head.weight=transformer.wte.weight
+cp "$WORK/export_tied.out" "$WORK/gpt-mini-tied.json"
+json_check "$WORK/gpt-mini-tied.json" \
+  "d['ties'] == [{'parameter': 'lm_head.weight', 'source': 'transformer.wte.weight'}]" \
+  "dptrain model gpt-mini --tie: the file lists the tie"
+TIED_RUN=(--text "$TEXT" --train-limit 32 --test-limit 16 --devices cpu:2 --batch 16 --epochs 1 --json)
+run_cli tied_file train --model "$WORK/gpt-mini-tied.json" "${TIED_RUN[@]}"
+run_cli tied_flag train --model "$WORK/gpt-mini.json" --tie lm_head.weight=transformer.wte.weight "${TIED_RUN[@]}"
+A=$(json_get "$WORK/tied_flag.out" "d['param_checksum']")
+[ -n "$A" ] && [ "$A" = "$(json_get "$WORK/tied_file.out" "d['param_checksum']")" ] &&
+  pass "the tied file trains as --tie: $A" || fail "the tied file differs from --tie ($(tail -n 2 "$WORK/tied_file.err"))"
+run_cli bad_tie model gpt-mini --tie
+[ "$RC" -eq 2 ] && pass "dptrain model --tie without a value: usage error" || fail "model --tie without a value: $RC"
+
 # Two epochs straight, and one epoch resumed from the first's checkpoint: the same bits (a constant
 # learning rate: the cosine schedule spans the planned run, which the two runs plan differently).
 run_cli first train "${SHORT[@]}" --epochs 1 --schedule constant --checkpoint "$WORK/first.ckpt"

@@ -213,17 +213,18 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     status=1
   fi
   # ResNet-18 (the built-in resnet18, sync batch norm): one GPU, two replicas on it, two GPUs when there are
-  # two. A layout the trainer refuses shows as a "refused" row with its message.
+  # two, unsharded and with a sharded optimizer (issue 16: step time and bytes per GPU per mode). A layout
+  # the trainer refuses shows as a "refused" row with its message.
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
-    --steps 20 --max-mib 0 --precision fp32,bf16 >"$out/gpu-bench-resnet18.txt" 2>&1; then
+    --steps 20 --max-mib 0 --precision fp32,bf16 --shard none,optimizer >"$out/gpu-bench-resnet18.txt" 2>&1; then
     cat "$out/gpu-bench-resnet18.txt"
     while read -r model devices rate rest; do
       if [ "$rate" = "refused:" ]; then
         row "$model images/s, $devices" "refused" "$rest"
       else
-        row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate"}')"
+        row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate, " $NF " MiB per GPU"}')"
       fi
-    done < <(awk '$1 ~ /^resnet18(\/bf16)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
+    done < <(awk '$1 ~ /^resnet18(\/bf16)?(\/optimizer)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
   else
     tail -n 20 "$out/gpu-bench-resnet18.txt"
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
