@@ -11,6 +11,34 @@
 
 namespace dpt {
 
+namespace {
+
+// Waits on done until finished(), for at most `seconds` of the time this thread was able to run: a wake-up
+// that comes much later than asked means the whole process was stopped (Ctrl-Z or SIGSTOP, then SIGCONT; a
+// paused virtual machine), devices included, and that gap does not count. A device that hangs while this
+// thread runs is timed as before: the thread wakes on time and counts every slice.
+template <typename Finished>
+bool wait_while_running(std::condition_variable &done, std::unique_lock<std::mutex> &lock, double seconds,
+                        Finished finished) {
+  using clock = std::chrono::steady_clock;
+  constexpr clock::duration kSlice = std::chrono::milliseconds(250);
+  constexpr clock::duration kLate = std::chrono::seconds(2);  // later than this: the process was stopped
+  clock::duration left = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
+  clock::time_point last = clock::now();
+  while (!finished()) {
+    if (left <= clock::duration::zero()) return false;
+    const clock::duration slice = std::min(kSlice, left);
+    done.wait_for(lock, slice, finished);
+    const clock::time_point now = clock::now();
+    const clock::duration passed = now - last;
+    last = now;
+    left -= passed > slice + kLate ? slice : passed;
+  }
+  return true;
+}
+
+}  // namespace
+
 DeviceGroup::DeviceGroup(std::vector<Device *> devices, double timeout_seconds)
     : devices_(std::move(devices)), timeout_(timeout_seconds), collective_(devices_.size()) {
   DPT_REQUIRE(devices_.size() <= kMaxTrainerDevices, DPT_ERROR_OUT_OF_RANGE,
@@ -102,15 +130,13 @@ void DeviceGroup::run_erased(void (*call)(void *, size_t), const void *fn, size_
     if (timeout_ <= 0) {
       done_.wait(lock, finished);
     } else {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
-      if (!done_.wait_until(lock, deadline, finished)) {
+      if (!wait_while_running(done_, lock, timeout_, finished)) {
         timed_out = true;
         lock.unlock();
         abort_all();
         lock.lock();
         // The aborted tasks get as long again to come back; a task that does not is lost.
-        if (!done_.wait_until(lock, deadline + std::chrono::duration<double>(timeout_), finished))
-          lost_ = true;
+        if (!wait_while_running(done_, lock, timeout_, finished)) lost_ = true;
       }
     }
   }

@@ -222,4 +222,19 @@ run_cli bad_precision train --model mlp --precision fp8
 [ "$RC" -eq 2 ] && [ "$(wc -l <"$WORK/bad_precision.err")" -eq 1 ] && pass "--precision fp8: usage error" ||
   fail "--precision fp8: $RC $(cat "$WORK/bad_precision.err")"
 
+# Stopped and continued (Ctrl-Z and fg; SIGSTOP, SIGCONT) for longer than twice its 1 s deadline, a run goes
+# on: its devices were stopped with it, so the time it spent stopped is no device's fault.
+"$DPTRAIN" train --model lenet --devices cpu:2 --epochs 2 --train-limit 4000 --test-limit 100 --timeout 1 \
+  --progress-every 1 --json >"$WORK/stopped.out" 2>"$WORK/stopped.err" &
+STOPPED=$!
+for _ in $(seq 100); do grep -q "img/s" "$WORK/stopped.err" && break; sleep 0.1; done
+kill -STOP "$STOPPED"
+sleep 3
+kill -CONT "$STOPPED"
+wait "$STOPPED"
+RC=$?
+[ "$RC" -eq 0 ] && json_check "$WORK/stopped.out" "d['epochs_completed'] == 2" \
+  "stopped for 3 s with a 1 s deadline, then continued: the run finishes" ||
+  fail "stopped for 3 s, then continued: exit $RC, $(tail -n 2 "$WORK/stopped.err")"
+
 finish

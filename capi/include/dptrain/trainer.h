@@ -174,7 +174,9 @@ typedef struct dpt_trainer_options {
   /** Deadline of each multi-device operation (a step's compute or update, an evaluation) in seconds;
    * default 300, 0 = none. When it passes, or a device fails, the operation is aborted on every device
    * and returns DPT_ERROR_TIMEOUT or DPT_ERROR_DEVICE within twice the timeout; the trainer then refuses
-   * further work (DPT_ERROR_INVALID_STATE): destroy it and create a new one from the last checkpoint. */
+   * further work (DPT_ERROR_INVALID_STATE): destroy it and create a new one from the last checkpoint.
+   * Time during which the whole process was stopped (Ctrl-Z or SIGSTOP, then SIGCONT) does not count:
+   * its devices were stopped with it. Across MPI processes a stopped process is a stalled peer. */
   double timeout_seconds;
   /** Gradient bucket size in bytes for the all-reduce overlapped with backward: whole layers are grouped,
    * from the last layer down, into buckets of at least this size, and each bucket is all-reduced by
