@@ -812,14 +812,7 @@ type ReplicaTimes struct {
 // the device's own thread (no gradient buckets), is the call's StepResult.TotalSeconds. A negative device, or
 // one past the last, is StatusOutOfRange.
 func (t *Trainer) ReplicaTimes(device int) (ReplicaTimes, error) {
-	const op = "Trainer.ReplicaTimes"
-	d, err := toSize(op, "device", device)
-	if err != nil {
-		return ReplicaTimes{}, err
-	}
-	var out ReplicaTimes
-	err = t.read(op, func() { out = replicaTimes(t.ptr.ReplicaTimes(d)) })
-	return out, err
+	return t.replicaFigures("Trainer.ReplicaTimes", device, t.ptr.ReplicaTimes)
 }
 
 // ReplicaTotals returns replica device's times summed over every Step or StepTokens call since the trainer was
@@ -828,13 +821,18 @@ func (t *Trainer) ReplicaTimes(device int) (ReplicaTimes, error) {
 // the first step; a fit's share is the seconds after it minus those before. A negative device, or one past the
 // last, is StatusOutOfRange.
 func (t *Trainer) ReplicaTotals(device int) (ReplicaTimes, error) {
-	const op = "Trainer.ReplicaTotals"
+	return t.replicaFigures("Trainer.ReplicaTotals", device, t.ptr.ReplicaTotals)
+}
+
+// replicaFigures runs one of the per-replica time queries of the generated layer for device.
+func (t *Trainer) replicaFigures(op string, device int, query func(int64) swig.ReplicaTimesNative) (ReplicaTimes,
+	error) {
 	d, err := toSize(op, "device", device)
 	if err != nil {
 		return ReplicaTimes{}, err
 	}
 	var out ReplicaTimes
-	err = t.read(op, func() { out = replicaTimes(t.ptr.ReplicaTotals(d)) })
+	err = t.read(op, func() { out = replicaTimes(query(d)) })
 	return out, err
 }
 

@@ -517,36 +517,35 @@ dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t *checks
 }
 
 namespace {
-void write_replica_times(const dpt::ReplicaTimes &t, dpt_replica_times *times) {
-  dpt_replica_times r;
-  std::memset(&r, 0, sizeof r);
-  r.compute_seconds = t.compute;
-  r.communication_seconds = t.communication;
-  r.update_seconds = t.update;
-  r.idle_seconds = t.idle;
-  r.bus_bandwidth = t.bus_bandwidth;
-  dpt::capi::write_result(times, r);
+// The two per-replica time queries: the last step call's (Trainer::replica_times) or every step's summed
+// (Trainer::replica_totals).
+dpt_status replica_times_query(const char *function, const dpt_trainer *trainer, size_t device,
+                               dpt_replica_times *times,
+                               dpt::ReplicaTimes (dpt::Trainer::*query)(size_t) const) {
+  return guarded(function, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
+    require_not_null(times, "times");
+    dpt::capi::check_result(times, "times");
+    const dpt::ReplicaTimes t = (trainer->impl.get()->*query)(device);
+    dpt_replica_times r;
+    std::memset(&r, 0, sizeof r);
+    r.compute_seconds = t.compute;
+    r.communication_seconds = t.communication;
+    r.update_seconds = t.update;
+    r.idle_seconds = t.idle;
+    r.bus_bandwidth = t.bus_bandwidth;
+    dpt::capi::write_result(times, r);
+  });
 }
 }  // namespace
 
 dpt_status dpt_trainer_replica_times(const dpt_trainer *trainer, size_t device, dpt_replica_times *times) {
-  return guarded(__func__, [&] {
-    require_not_null(trainer, "trainer");
-    const auto use = dpt::capi::shared(trainer);
-    require_not_null(times, "times");
-    dpt::capi::check_result(times, "times");
-    write_replica_times(trainer->impl->replica_times(device), times);
-  });
+  return replica_times_query(__func__, trainer, device, times, &dpt::Trainer::replica_times);
 }
 
 dpt_status dpt_trainer_replica_totals(const dpt_trainer *trainer, size_t device, dpt_replica_times *times) {
-  return guarded(__func__, [&] {
-    require_not_null(trainer, "trainer");
-    const auto use = dpt::capi::shared(trainer);
-    require_not_null(times, "times");
-    dpt::capi::check_result(times, "times");
-    write_replica_times(trainer->impl->replica_totals(device), times);
-  });
+  return replica_times_query(__func__, trainer, device, times, &dpt::Trainer::replica_totals);
 }
 
 dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t device, dpt_replica_memory *memory) {
