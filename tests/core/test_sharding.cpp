@@ -141,12 +141,10 @@ dpt::ModelSpec model() {
 dpt::ModelSpec tied_model() {
   dpt::ModelSpec m(dpt::Shape{1, 8, 8});
   m.add_flatten();
-  m.add_dense(256);
-  m.add_activation(dpt::Activation::kRelu);
-  m.add_dense(256);
-  m.add_activation(dpt::Activation::kTanh);
-  m.add_dense(256);
-  m.add_activation(dpt::Activation::kTanh);
+  for (int layer = 0; layer < 3; ++layer) {  // nodes 1, 3 and 5, each followed by its activation
+    m.add_dense(256);
+    m.add_activation(layer == 0 ? dpt::Activation::kRelu : dpt::Activation::kTanh);
+  }
   m.add_dense(5);
   m.tie("5.weight", "3.weight");
   return m;
