@@ -257,6 +257,31 @@ void test_buckets_and_wires_change_no_bit(void **) {
     }
 }
 
+// Trains `run` unsharded, then in `mode` with the whole gradient as one bucket, a bucket per layer and
+// buckets of `between` bytes: every replica's parameters and the optimizer state must be the unsharded bits.
+void expect_unsharded_bits(Run run, dpt::ShardMode mode, size_t between) {
+  run.shard = dpt::ShardMode::kNone;
+  const Outcome reference = train(run, 6);
+  run.shard = mode;
+  for (size_t bucket_bytes : {size_t(0), size_t(1), between}) {
+    run.bucket_bytes = bucket_bytes;
+    const Outcome sharded = train(run, 6);
+    char what[160];
+    std::snprintf(what, sizeof what, "K=%zu adamw=%d weighted=%d tied=%d mode=%d bucket_bytes=%zu",
+                  run.devices, int(run.adamw), int(run.weighted), int(run.tied), int(mode), bucket_bytes);
+    for (size_t r = 0; r < run.devices; ++r)
+      if (!same(sharded.params[r], reference.params[0])) {
+        size_t i = 0;
+        while (i < sharded.params[r].size() && sharded.params[r][i] == reference.params[0][i]) ++i;
+        print_error("first difference at %zu of %zu: %g vs %g\n", i, sharded.params[r].size(),
+                    double(sharded.params[r][i]), double(reference.params[0][i]));
+        fail_msg("%s: replica %zu's parameters differ", what, r);
+      }
+    if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
+      fail_msg("%s: the optimizer state differs", what);
+  }
+}
+
 // Sharded gradients (ZeRO-2) and sharded parameters (ZeRO-3) with one micro-batch per window: the very
 // bits of unsharded training, with the whole gradient as one bucket, a bucket per layer and buckets in
 // between, and with 16-bit wires.
@@ -264,28 +289,8 @@ void test_sharded_gradients_change_no_bit(void **) {
   for (size_t k : {2, 3, 8})
     for (bool adamw : {false, true})
       for (bool weighted : {false, true})
-        for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
-          Run run{k, dpt::ShardMode::kNone, adamw, 1, weighted};
-          const Outcome reference = train(run, 6);
-          run.shard = mode;
-          for (size_t bucket_bytes : {size_t(0), size_t(1), size_t(64) << 10}) {
-            run.bucket_bytes = bucket_bytes;
-            const Outcome sharded = train(run, 6);
-            for (size_t r = 0; r < k; ++r)
-              if (!same(sharded.params[r], reference.params[0])) {
-                size_t i = 0;
-                while (i < sharded.params[r].size() && sharded.params[r][i] == reference.params[0][i]) ++i;
-                print_error("first difference at %zu of %zu: %g vs %g\n", i, sharded.params[r].size(),
-                            double(sharded.params[r][i]), double(reference.params[0][i]));
-                fail_msg(
-                    "K=%zu adamw=%d weighted=%d mode=%d bucket_bytes=%zu: replica %zu's parameters differ", k,
-                    int(adamw), int(weighted), int(mode), bucket_bytes, r);
-              }
-            if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
-              fail_msg("K=%zu adamw=%d weighted=%d bucket_bytes=%zu: the optimizer state differs", k,
-                       int(adamw), int(weighted), bucket_bytes);
-          }
-        }
+        for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters})
+          expect_unsharded_bits(Run{k, dpt::ShardMode::kNone, adamw, 1, weighted}, mode, size_t(64) << 10);
   for (dpt::DType wire : {dpt::DType::kBF16, dpt::DType::kF16}) {
     const Outcome reference = train(Run{3, dpt::ShardMode::kNone, true, 1, true, 0, wire}, 4);
     const Outcome sharded = train(Run{3, dpt::ShardMode::kParameters, true, 1, true, 4096, wire}, 4);
@@ -520,19 +525,7 @@ void test_sharded_tied_parameters(void **) {
       for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
         Run run{k, dpt::ShardMode::kNone, adamw, 1, true};
         run.tied = true;
-        const Outcome reference = train(run, 6);
-        run.shard = mode;
-        for (size_t bucket_bytes : {size_t(0), size_t(1), size_t(300) << 10}) {
-          run.bucket_bytes = bucket_bytes;
-          const Outcome sharded = train(run, 6);
-          for (size_t r = 0; r < k; ++r)
-            if (!same(sharded.params[r], reference.params[0]))
-              fail_msg("tied, K=%zu adamw=%d mode=%d bucket_bytes=%zu: replica %zu's parameters differ", k,
-                       int(adamw), int(mode), bucket_bytes, r);
-          if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
-            fail_msg("tied, K=%zu adamw=%d mode=%d bucket_bytes=%zu: the optimizer state differs", k,
-                     int(adamw), int(mode), bucket_bytes);
-        }
+        expect_unsharded_bits(run, mode, size_t(300) << 10);
       }
   Run run{3, dpt::ShardMode::kParameters, true, 1, true, 1};
   run.tied = true;
