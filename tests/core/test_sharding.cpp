@@ -337,6 +337,22 @@ void test_sharded_gradients_discard_a_nonfinite_window(void **) {
   assert_true(same(a, b));
 }
 
+// Evaluation and prediction of a batch of 11 give the same bits on both trainers.
+void expect_same_evaluation(dpt::Trainer &sharded, dpt::Trainer &plain) {
+  TestRng rng(77);
+  const size_t n = 11;
+  const std::vector<float> x = rng.vector(n * 64, -1.0f, 1.0f);
+  std::vector<int32_t> y(n);
+  for (auto &label : y) label = int32_t(rng.below(5));
+  const dpt::EvalStats a = sharded.evaluate(x.data(), y.data(), n), b = plain.evaluate(x.data(), y.data(), n);
+  assert_true(a.loss_sum == b.loss_sum);
+  assert_int_equal(a.correct, b.correct);
+  std::vector<float> la(n * 5), lb(n * 5);
+  sharded.predict(x.data(), n, la.data());
+  plain.predict(x.data(), n, lb.data());
+  assert_true(same(la, lb));
+}
+
 // Sharded parameters: evaluation and prediction gather them as training does (the unsharded results, bit
 // for bit); get_parameters gathers the ranges of every device, set_parameters cuts them; the auto split's
 // probes read them too.
@@ -344,20 +360,9 @@ void test_sharded_parameters_evaluate_predict_and_copy(void **) {
   auto sharded = make_trainer(Run{3, dpt::ShardMode::kParameters, true, 1, true, 4096});
   auto plain = make_trainer(Run{3, dpt::ShardMode::kNone, true, 1, true});
   for (size_t i = 0; i < 3; ++i) step(*sharded, i), step(*plain, i);
-  TestRng rng(77);
-  const size_t n = 11;
-  const std::vector<float> x = rng.vector(n * 64, -1.0f, 1.0f);
-  std::vector<int32_t> y(n);
-  for (auto &label : y) label = int32_t(rng.below(5));
-  const dpt::EvalStats a = sharded->evaluate(x.data(), y.data(), n),
-                       b = plain->evaluate(x.data(), y.data(), n);
-  assert_true(a.loss_sum == b.loss_sum);
-  assert_int_equal(a.correct, b.correct);
-  std::vector<float> la(n * 5), lb(n * 5);
-  sharded->predict(x.data(), n, la.data());
-  plain->predict(x.data(), n, lb.data());
-  assert_true(same(la, lb));
+  expect_same_evaluation(*sharded, *plain);
   assert_int_equal(sharded->parameter_checksum(), plain->parameter_checksum());
+  TestRng rng(77);
   const std::vector<float> values = rng.vector(sharded->parameter_count(), -0.1f, 0.1f);
   sharded->set_parameters(values.data());
   std::vector<float> back(values.size());
@@ -533,17 +538,7 @@ void test_sharded_tied_parameters(void **) {
   run.shard = dpt::ShardMode::kNone;
   auto plain = make_trainer(run);
   for (size_t i = 0; i < 2; ++i) step(*sharded, i), step(*plain, i);
-  TestRng rng(78);
-  const size_t n = 9;
-  const std::vector<float> x = rng.vector(n * 64, -1.0f, 1.0f);
-  std::vector<int32_t> y(n);
-  for (auto &label : y) label = int32_t(rng.below(5));
-  assert_true(sharded->evaluate(x.data(), y.data(), n).loss_sum ==
-              plain->evaluate(x.data(), y.data(), n).loss_sum);
-  std::vector<float> la(n * 5), lb(n * 5);
-  sharded->predict(x.data(), n, la.data());
-  plain->predict(x.data(), n, lb.data());
-  assert_true(same(la, lb));
+  expect_same_evaluation(*sharded, *plain);
 }
 
 // One device has nothing to shard with: it trains as without sharding.
