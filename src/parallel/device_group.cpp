@@ -23,7 +23,9 @@ bool wait_while_running(std::condition_variable &done, std::unique_lock<std::mut
   using clock = std::chrono::steady_clock;
   constexpr clock::duration kSlice = std::chrono::milliseconds(250);
   constexpr clock::duration kLate = std::chrono::seconds(2);  // later than this: the process was stopped
-  clock::duration left = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
+  // At most a billion seconds (31 years): the count of nanoseconds must fit the clock's 64 bits.
+  clock::duration left =
+      std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(std::min(seconds, 1e9)));
   clock::time_point last = clock::now();
   while (!finished()) {
     if (left <= clock::duration::zero()) return false;

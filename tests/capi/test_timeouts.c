@@ -74,6 +74,7 @@ static void test_timeout_shorter_than_a_slice(void **state) {
    * timed-out trainers left behind once their devices returned. */
   dpt_trainer_options o;
   dpt_trainer_options_init(&o);
+  o.timeout_seconds = 1e300; /* finite, so allowed: an astronomical deadline (clamped, not overflowed) */
   dpt_trainer *t = NULL;
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
   double seconds = 0;
