@@ -39,7 +39,8 @@ ParameterSource ParameterGatherer::source(size_t rank) const {
 
 const float *ParameterGatherer::tied_parameters(void *context, size_t offset) {
   const Lane &lane = *static_cast<const Lane *>(context);
-  return lane.owner->tied_values_[lane.rank].data() + lane.owner->tied_.at(offset).packed;
+  const TiedSources &tied = lane.owner->tied_;
+  return lane.owner->tied_values_[lane.rank].data() + tied.sources()[tied.index(offset)].packed;
 }
 
 const float *ParameterGatherer::node_parameters(void *context, size_t node) {

@@ -95,10 +95,9 @@ float *ShardedGradientCollective::gradients(void *context, size_t node) {
 float *ShardedGradientCollective::tied_gradients(void *context, size_t, size_t offset) {
   Lane &lane = *static_cast<Lane *>(context);
   ShardedGradientCollective &self = *lane.owner;
-  const TiedSources::Source &src = self.tied_.at(offset);
-  const size_t bucket = self.tied_bucket_[size_t(&src - self.tied_.sources().data())];
+  const size_t i = self.tied_.index(offset), bucket = self.tied_bucket_[i];
   if (bucket < lane.opened) return self.slot(lane.rank, bucket) + (offset - self.buckets_[bucket].begin);
-  return self.tied_grads_[lane.rank].data() + src.packed;
+  return self.tied_grads_[lane.rank].data() + self.tied_.sources()[i].packed;
 }
 
 void ShardedGradientCollective::layer_done(void *context, size_t node) {

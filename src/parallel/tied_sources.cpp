@@ -18,12 +18,12 @@ TiedSources::TiedSources(const ModelSpec &spec) {
   for (Source &s : sources_) s.packed = floats_, floats_ += s.count;
 }
 
-const TiedSources::Source &TiedSources::at(size_t offset) const {
+size_t TiedSources::index(size_t offset) const {
   const auto it = std::lower_bound(sources_.begin(), sources_.end(), offset,
                                    [](const Source &s, size_t o) { return s.offset < o; });
   DPT_REQUIRE(it != sources_.end() && it->offset == offset, DPT_ERROR_INTERNAL,
               "no tied parameter starts at element " + std::to_string(offset));
-  return *it;
+  return size_t(it - sources_.begin());
 }
 
 }  // namespace dpt

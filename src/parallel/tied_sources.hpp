@@ -25,8 +25,9 @@ class TiedSources {
   bool empty() const { return sources_.empty(); }
   size_t floats() const { return floats_; }
   const std::vector<Source> &sources() const { return sources_; }
-  // The source whose first element is flat element `offset` (a tied slot's param_offsets entry).
-  const Source &at(size_t offset) const;
+  // The index in sources() of the source whose first element is flat element `offset` (a tied slot's
+  // param_offsets entry).
+  size_t index(size_t offset) const;
 
  private:
   std::vector<Source> sources_;  // by offset

@@ -302,6 +302,8 @@ class Trainer {
   void report_discarded(const char *where) const;
   // After a step call: each replica's times (reduced: whether the call reduced gradients, and how).
   void record_replica_times(double total_seconds, bool reduced, bool overlapped);
+  // DPT_ERROR_OUT_OF_RANGE naming the replica unless replica < the device count.
+  void require_replica(size_t replica) const;
   void check_usable() const;
   void check_no_task_out() const;
   // Runs fn, which uses the devices. A device failure, a timeout or an aborted collective leaves the
@@ -385,7 +387,10 @@ class Trainer {
   std::vector<ReplicaTimes> replica_times_;   // of the last step call
   std::vector<ReplicaTimes> replica_totals_;  // of every step call (bus_bandwidth: see replica_totals())
   // Per replica: the bus bytes and the seconds of every reduction (a pipeline's hand-overs move none).
-  std::vector<double> reduced_bytes_, reduction_seconds_;
+  struct ReductionTotals {
+    double bus_bytes = 0, seconds = 0;
+  };
+  std::vector<ReductionTotals> reduction_totals_;
   std::vector<DecaySegment> decayed_;  // the parameters weight decay applies to
 };
 

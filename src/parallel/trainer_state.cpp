@@ -11,6 +11,12 @@
 
 namespace dpt {
 
+void Trainer::require_replica(size_t replica) const {
+  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
+              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
+                  std::to_string(replicas_.size()) + ")");
+}
+
 // From the caller's thread, between phases (the work mutex keeps the device workers off the replica).
 void Trainer::copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out, size_t count) const {
   check_no_task_out();
@@ -21,9 +27,7 @@ void Trainer::copy_to_host(size_t replica, const DeviceBuffer &buffer, float *ou
 }
 
 void Trainer::get_parameters(size_t replica, float *out) const {
-  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
-              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
-                  std::to_string(replicas_.size()) + ")");
+  require_replica(replica);
   if (!ranged_parameters()) {
     copy_to_host(replica, replicas_[replica]->params, out);
     return;
@@ -70,9 +74,7 @@ void Trainer::set_buffers_locked(const float *in) {
 }
 
 void Trainer::get_buffers(size_t replica, float *out) const {
-  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
-              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
-                  std::to_string(replicas_.size()) + ")");
+  require_replica(replica);
   if (pipeline_ == nullptr) {
     copy_to_host(replica, replicas_[replica]->buffers, out);
     return;
@@ -105,21 +107,17 @@ void Trainer::reshard_state(size_t rank, const float *whole, float *shard) const
 }
 
 ReplicaTimes Trainer::replica_times(size_t replica) const {
-  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
-              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
-                  std::to_string(replicas_.size()) + ")");
+  require_replica(replica);
   return replica < replica_times_.size() ? replica_times_[replica] : ReplicaTimes{};
 }
 
 ReplicaTimes Trainer::replica_totals(size_t replica) const {
-  replica_times(replica);  // the range check
+  require_replica(replica);
   return replica < replica_totals_.size() ? replica_totals_[replica] : ReplicaTimes{};
 }
 
 ReplicaMemory Trainer::replica_memory(size_t replica) const {
-  DPT_REQUIRE(replica < replicas_.size(), DPT_ERROR_OUT_OF_RANGE,
-              "replica " + std::to_string(replica) + " does not exist (the trainer has " +
-                  std::to_string(replicas_.size()) + ")");
+  require_replica(replica);
   const Replica &r = *replicas_[replica];
   ReplicaMemory m;
   m.parameters =

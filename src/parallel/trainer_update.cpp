@@ -144,8 +144,7 @@ float *Trainer::owned_gradients(size_t rank) {
 void Trainer::record_replica_times(double total_seconds, bool reduced, bool overlapped) {
   replica_times_.resize(replicas_.size());
   replica_totals_.resize(replicas_.size());
-  reduced_bytes_.resize(replicas_.size());
-  reduction_seconds_.resize(replicas_.size());
+  reduction_totals_.resize(replicas_.size());
   for (size_t rank = 0; rank < replicas_.size(); ++rank) {
     const Replica &r = *replicas_[rank];
     ReplicaTimes &t = replica_times_[rank];
@@ -154,8 +153,9 @@ void Trainer::record_replica_times(double total_seconds, bool reduced, bool over
       const GradientCollective::RankReduction reduction = collective_->rank_reduction(rank, overlapped);
       t.communication = reduction.seconds;
       t.bus_bandwidth = reduction.seconds > 0 ? reduction.bus_bytes / reduction.seconds : 0;
-      if (reduction.seconds > 0) reduced_bytes_[rank] += reduction.bus_bytes;
-      reduction_seconds_[rank] += reduction.seconds;
+      if (reduction.seconds > 0)
+        reduction_totals_[rank].bus_bytes += reduction.bus_bytes,
+            reduction_totals_[rank].seconds += reduction.seconds;
     }
     // A pipeline stage's hand-overs (its activations and gradients copied across its boundaries).
     if (pipeline_ != nullptr) t.communication += pipeline_->transfer_seconds(rank);
@@ -165,7 +165,8 @@ void Trainer::record_replica_times(double total_seconds, bool reduced, bool over
     ReplicaTimes &sum = replica_totals_[rank];
     sum.compute += t.compute, sum.communication += t.communication, sum.update += t.update,
         sum.idle += t.idle;
-    sum.bus_bandwidth = reduction_seconds_[rank] > 0 ? reduced_bytes_[rank] / reduction_seconds_[rank] : 0;
+    const ReductionTotals &reduced = reduction_totals_[rank];
+    sum.bus_bandwidth = reduced.seconds > 0 ? reduced.bus_bytes / reduced.seconds : 0;
   }
 }
 
