@@ -12,6 +12,7 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
                                                      const ModelSpec &spec, size_t bucket_bytes,
                                                      AllReduceAlgorithm algorithm, WireType wire,
                                                      const ShardLayout &shards, const World *world,
+                                                     const std::vector<size_t> &process_devices,
                                                      double timeout_seconds, TraceRecorder &trace)
     : group_(group),
       shards_(shards),
@@ -22,6 +23,7 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
       wire_(wire),
       slots_(replicas.size()),
       tied_(spec),
+      world_segments_(plan_world_segments(shards, process_devices)),
       lanes_(replicas.size()),
       buckets_(plan_buckets(spec, bucket_bytes)),
       world_seconds_(replicas.size(), 0.0) {
@@ -139,10 +141,32 @@ void ShardedGradientCollective::finish_backward(size_t rank) {
   reducer_->wait_all(rank);
 }
 
+// The cuts of every process's ranges (ShardLayout depends on the parameter count and the device count
+// only, so each process knows every other's), and for each piece between two cuts the rank here whose
+// shard holds it. Equal device counts: the ranges themselves.
+std::vector<ShardedGradientCollective::Segment> ShardedGradientCollective::plan_world_segments(
+    const ShardLayout &shards, const std::vector<size_t> &process_devices) {
+  std::vector<size_t> cuts;
+  for (size_t devices : process_devices) {
+    const ShardLayout layout(shards.count(), devices, true);
+    cuts.insert(cuts.end(), layout.bounds().begin(), layout.bounds().end());
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<Segment> segments;
+  size_t owner = 0;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    if (cuts[i] == cuts[i + 1]) continue;
+    while (shards.end(owner) <= cuts[i]) ++owner;
+    segments.push_back({cuts[i], cuts[i + 1], owner});
+  }
+  return segments;
+}
+
 // Every range holds the sum over this process's devices of the window's micro-batches; the sum over the
-// processes follows, range by range in rank order on every process (so the MPI calls match). With two
-// processes every element's sum has two terms, so the ranges get the bits of DPT_SHARD_NONE's whole
-// all-reduce; 16-bit wires sum each element in process order whatever the range.
+// processes follows, segment by segment in offset order on every process (so the MPI calls match). With
+// two processes every element's sum has two terms, so the ranges get the bits of DPT_SHARD_NONE's whole
+// all-reduce; 16-bit wires sum each element in process order whatever the segment.
 void ShardedGradientCollective::reduce_in_update(size_t rank, bool) {
   world_seconds_[rank] = 0;
   if (world_ == nullptr) return;
@@ -150,8 +174,9 @@ void ShardedGradientCollective::reduce_in_update(size_t rank, bool) {
   const double start = platform::now_seconds();
   local.barrier(rank);  // every range is final
   if (rank == 0)
-    for (size_t q = 0; q < shard_gradients_.size(); ++q)
-      if (shards_.size(q) != 0) world_->all_reduce(shard_gradients_[q], shards_.size(q), timeout_, wire_);
+    for (const Segment &s : world_segments_)
+      world_->all_reduce(shard_gradients_[s.owner] + (s.begin - shards_.begin(s.owner)), s.end - s.begin,
+                         timeout_, wire_);
   local.barrier(rank);  // the sums are in before any rank reads its range
   world_seconds_[rank] = platform::now_seconds() - start;
   trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
@@ -162,9 +187,13 @@ AllReduceTimes ShardedGradientCollective::times(bool) const {
   return {world, reducer_->reduce_seconds(0) + world, reducer_->exposed_seconds(0) + world};
 }
 
+// The reduce-scatter within the process, and across P processes the all-reduce of the rank's range.
 ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reduction(size_t rank, bool) const {
   const double k = double(lanes_.size()), bytes = double(shards_.count()) * sizeof(float);
-  return {reducer_->reduce_seconds(rank) + world_seconds_[rank], bytes * (k - 1.0) / k};
+  const double p = world_ != nullptr ? double(world_->size()) : 1.0;
+  const double range = double(shards_.size(rank)) * sizeof(float);
+  return {reducer_->reduce_seconds(rank) + world_seconds_[rank],
+          bytes * (k - 1.0) / k + range * 2.0 * (p - 1.0) / p};
 }
 
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {

@@ -16,9 +16,11 @@
 //
 // Across MPI processes the sharding is hybrid (PyTorch FSDP's HYBRID_SHARD): each process shards among its
 // own devices, so the ranks of a process hold together one whole gradient; at the end of a window, in the
-// update phase, each range is summed over the processes (rank 0's thread calls the World for every range in
-// rank order, the World's collectives running on one thread per process). During backward the
-// communication threads stay within the process, so sync batch norm's sums across processes (from the
+// update phase, the ranges are summed over the processes (rank 0's thread calls the World, whose
+// collectives run on one thread per process). Processes with different device counts cut their ranges
+// differently: the sums go by segments, the pieces between the cuts of every process (each segment lies in
+// one range of every process), in offset order on every process, so the MPI calls match. During backward
+// the communication threads stay within the process, so sync batch norm's sums across processes (from the
 // device threads) never meet them in MPI.
 #pragma once
 
@@ -44,11 +46,13 @@ class ShardedGradientCollective final : public GradientCollective {
  public:
   // Allocates the staging slots (and the tied gradients' copies) in each replica's device memory
   // (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket reducer. world may be nullptr
-  // (this process only); timeout_seconds bounds each sum across processes.
+  // (this process only); process_devices: then the device count of every process (each at least 2, as
+  // this one's); timeout_seconds bounds each sum across processes.
   ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                             const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
                             WireType wire, const ShardLayout &shards, const World *world,
-                            double timeout_seconds, TraceRecorder &trace);
+                            const std::vector<size_t> &process_devices, double timeout_seconds,
+                            TraceRecorder &trace);
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
@@ -95,6 +99,14 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<size_t> tied_bucket_;       // per tied source: its bucket
   std::vector<DeviceBuffer> tied_grads_;  // per rank: the tying nodes' contributions, packed
   std::vector<float *> shard_gradients_;  // each rank's gradient buffer: its shard
+  // Across processes: the segments summed over them, each [begin, end) of the flat vector in the shard
+  // of rank `owner` here.
+  struct Segment {
+    size_t begin, end, owner;
+  };
+  std::vector<Segment> world_segments_;
+  static std::vector<Segment> plan_world_segments(const ShardLayout &shards,
+                                                  const std::vector<size_t> &process_devices);
   std::vector<Lane> lanes_;
   BucketReducer *reducer_ = nullptr;  // the group's
   std::vector<GradientBucket> buckets_;

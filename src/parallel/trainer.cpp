@@ -154,9 +154,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     collective_ = std::make_unique<StageGradientCollective>(*group_, replicas_, width, config_.allreduce,
                                                             wire, *trace_);
   else if (shard_gradients)
-    collective_ = std::make_unique<ShardedGradientCollective>(*group_, replicas_, spec_, config_.bucket_bytes,
-                                                              config_.allreduce, wire, shards_, config_.world,
-                                                              config_.timeout_seconds, *trace_);
+    collective_ = std::make_unique<ShardedGradientCollective>(
+        *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,
+        std::vector<size_t>(process_weights_.begin(), process_weights_.end()), config_.timeout_seconds,
+        *trace_);
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds, wire);

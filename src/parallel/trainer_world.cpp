@@ -56,14 +56,15 @@ void Trainer::join_world(std::vector<float> &initial) {
   DPT_REQUIRE(shape.back() == double(spec_.parameter_count()) * double(world.size()),
               DPT_ERROR_INVALID_ARGUMENT, "the processes of the MPI job built models of different sizes");
   process_weights_.assign(shape.begin(), shape.end() - 1);
-  // Sharded gradients sum each process's ranges over the processes (hybrid sharding): the ranges must be
-  // cut alike everywhere.
+  // Sharded gradients: each process shards among its own devices and sums its ranges over the processes
+  // in the update; a process of one device shards nothing and all-reduces its gradient whole, which the
+  // others' sums would not meet.
   const bool sharded_sums = config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters;
-  DPT_REQUIRE(!sharded_sums || std::all_of(process_weights_.begin(), process_weights_.end(),
-                                           [&](double d) { return d == process_weights_[0]; }),
-              DPT_ERROR_UNSUPPORTED,
-              "sharded gradients and parameters across MPI processes need the same number of devices in "
-              "every process (each process shards among its own devices)");
+  const auto single = std::count(process_weights_.begin(), process_weights_.end(), 1.0);
+  DPT_REQUIRE(
+      !sharded_sums || single == 0 || size_t(single) == process_weights_.size(), DPT_ERROR_UNSUPPORTED,
+      "sharded gradients and parameters across MPI processes need at least 2 devices in every process "
+      "(each process shards among its own devices), or 1 in every process (nothing is sharded)");
   world.broadcast(initial.data(), initial.size() * sizeof(float), 0, config_.timeout_seconds);
 }
 

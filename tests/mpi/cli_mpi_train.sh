@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 dptrain train --devices cpu:2` on real Fashion-MNIST: one JSON result (process 0 only), the
 # same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), the
-# same bits with a sharded optimizer, gradients and parameters, and the checkpoint written by process 0 only, loadable on one process.
+# same bits with a sharded optimizer, gradients and parameters (also on processes of 2 and 3 devices), and the checkpoint written by process 0 only, loadable on one process.
 # usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/../cli/common.sh" "$1"
@@ -38,6 +38,18 @@ for mode in gradients parameters; do
     "(m := d['memory_per_device'])['optimizer_state'] < $(json_get "$WORK/mpi.out" "d['memory_per_device']['optimizer_state']")" \
     "--shard $mode on 2 processes: a device keeps part of the optimizer state"
 done
+# Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
+# cuts): sharded gradients give the bits of the unsharded 2 + 3 run.
+for mode in none gradients; do
+  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
+    -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:2 --shard $mode --bucket-kib 64 : \
+    -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:3 --shard $mode --bucket-kib 64 \
+    >"$WORK/mpi_uneven_$mode.out" 2>"$WORK/mpi_uneven_$mode.err")
+done
+U=$(json_get "$WORK/mpi_uneven_none.out" "d['param_checksum']")
+V=$(json_get "$WORK/mpi_uneven_gradients.out" "d['param_checksum']")
+[ -n "$U" ] && [ "$U" = "$V" ] && pass "--shard gradients on processes of 2 and 3 devices: the unsharded bits ($U)" ||
+  fail "--shard gradients on 2 + 3 devices: $U vs $V ($(tail -n 2 "$WORK/mpi_uneven_gradients.err"))"
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 

@@ -115,8 +115,8 @@ typedef enum dpt_shard_mode {
    * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices. Tied
    * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
    * aside until its source's bucket opens. Across MPI processes each process shards
-   * among its own devices (every process needs the same device count, else DPT_ERROR_UNSUPPORTED) and each
-   * range is summed over the processes at the end of the step. */
+   * among its own devices (at least 2 in every process, else DPT_ERROR_UNSUPPORTED; the counts may differ)
+   * and the ranges are summed over the processes at the end of the step. */
   DPT_SHARD_GRADIENTS = 2,
   /** ZeRO stage 3 (PyTorch's FSDP): also the parameters. Each device keeps its range of the parameters
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
@@ -231,10 +231,11 @@ typedef struct dpt_trainer_options {
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
    * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse
-   * DPT_SHARD_GRADIENTS and DPT_SHARD_PARAMETERS (DPT_ERROR_UNSUPPORTED). Across MPI processes each process shards among its own devices (hybrid
-   * sharding: every process holds one whole copy across its devices); the optimizer mode all-reduces the
-   * gradient whole, the other two sum each device's range over the processes (the same device count in
-   * every process). Since 0.2. */
+   * DPT_SHARD_GRADIENTS and DPT_SHARD_PARAMETERS (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
+   * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
+   * the optimizer mode all-reduces the gradient whole, the other two sum each device's range over the
+   * processes (at least 2 devices in every process, or 1 in every process; processes of different counts sum
+   * by the pieces between their cuts). Since 0.2. */
   dpt_shard_mode shard;
   /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages S, and each
    * step's batch into micro_batches micro-batches that pass forward through the stages and back. The
