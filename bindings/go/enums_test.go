@@ -53,6 +53,8 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"ShardOptimizer", int(ShardOptimizer), int(swig.DPT_SHARD_OPTIMIZER)},
 		{"ShardGradients", int(ShardGradients), int(swig.DPT_SHARD_GRADIENTS)},
 		{"ShardParameters", int(ShardParameters), int(swig.DPT_SHARD_PARAMETERS)},
+		{"ShardScopeProcess", int(ShardScopeProcess), int(swig.DPT_SHARD_SCOPE_PROCESS)},
+		{"ShardScopeWorld", int(ShardScopeWorld), int(swig.DPT_SHARD_SCOPE_WORLD)},
 		{"Pipeline1F1B", int(Pipeline1F1B), int(swig.DPT_PIPELINE_1F1B)},
 		{"PipelineGPipe", int(PipelineGPipe), int(swig.DPT_PIPELINE_GPIPE)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
@@ -114,6 +116,9 @@ func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	// TrainerOptions.Shard's zero value, ShardNone, is the library's default too.
 	if got := ShardMode(o.GetShard()); got != ShardNone {
 		t.Errorf("the library's default shard is %d, not ShardNone", got)
+	}
+	if got := ShardScope(o.GetShard_scope()); got != ShardScopeProcess {
+		t.Errorf("the library's default shard scope is %d, not ShardScopeProcess", got)
 	}
 	// TrainerOptions.PipelineStages' and MicroBatches' zero values (no pipeline; four micro-batches per stage),
 	// PipelineSchedule's, Pipeline1F1B, and PipelineCuts', "" (balanced cuts), are the library's defaults too.

@@ -357,7 +357,8 @@ func TestShardParameters(t *testing.T) {
 }
 
 // TestShardRefusals: a device past the last (or a negative one) is StatusOutOfRange, and the trainer is
-// unharmed; a shard mode outside the enum (4, -1) is StatusInvalidArgument, naming the option.
+// unharmed; a shard mode outside the enum (4, -1) is StatusInvalidArgument, naming the option, and so is a
+// shard scope outside it (2, -1); ShardScopeWorld without a communicator shards within the process.
 func TestShardRefusals(t *testing.T) {
 	ctx := newContext(t, shardDevices)
 	m := tinyModel(t)
@@ -375,6 +376,24 @@ func TestShardRefusals(t *testing.T) {
 		_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: bad})
 		wantError(t, err, dptrain.StatusInvalidArgument, "shard mode")
 	}
+	for _, bad := range []dptrain.ShardScope{2, -1} {
+		_, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: dptrain.ShardOptimizer, ShardScope: bad})
+		wantError(t, err, dptrain.StatusInvalidArgument, "shard scope")
+	}
+	world, err := dptrain.NewTrainer(ctx, m,
+		&dptrain.TrainerOptions{Shard: dptrain.ShardOptimizer, ShardScope: dptrain.ShardScopeWorld})
+	must(t, err)
+	var parts uint64
+	for d := 0; d < shardDevices; d++ {
+		part, err := world.ReplicaMemory(d)
+		must(t, err)
+		parts += part.OptimizerState
+	}
+	if whole, err := tr.ReplicaMemory(0); err != nil || parts != whole.OptimizerState {
+		t.Errorf("ShardScopeWorld in one process: the devices keep %d bytes of state, one unsharded device %d (%v)",
+			parts, whole.OptimizerState, err)
+	}
+	world.Close()
 	for _, mode := range []dptrain.ShardMode{
 		dptrain.ShardOptimizer, dptrain.ShardGradients, dptrain.ShardParameters} {
 		sharded, err := dptrain.NewTrainer(ctx, m, &dptrain.TrainerOptions{Shard: mode})

@@ -117,6 +117,22 @@ const (
 	ShardParameters ShardMode = 3
 )
 
+// ShardScope says, across MPI processes, which devices share one copy of what ShardMode splits
+// (TrainerOptions.ShardScope).
+type ShardScope int
+
+// Shard scopes.
+const (
+	// ShardScopeProcess: each process shards among its own devices and keeps one whole copy across them
+	// (PyTorch FSDP's HYBRID_SHARD; default); a process of one device shards nothing.
+	ShardScopeProcess ShardScope = 0
+	// ShardScopeWorld: one copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD);
+	// ShardOptimizer only (ShardGradients and ShardParameters: StatusUnsupported), CPU devices, any device
+	// count per process. The same bits as ShardNone. Trainer.SaveCheckpoint is then collective: every process calls
+	// it, process 0 writes the file. Without a communicator, the same as ShardScopeProcess.
+	ShardScopeWorld ShardScope = 1
+)
+
 // PipelineSchedule is the order in which each stage of a pipeline runs its micro-batches' forwards and
 // backwards (TrainerOptions.PipelineSchedule). Both give the same bubble, (S - 1) / (M + S - 1) of the step,
 // and the same results.
@@ -262,6 +278,10 @@ type TrainerOptions struct {
 	// parameters are sharded like the others; across MPI processes each process shards among its own
 	// devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode
+	// ShardScope: across MPI processes, ShardScopeProcess (the zero value, the default: each process shards
+	// among its own devices) or ShardScopeWorld (among every device of the job; ShardOptimizer only); a value
+	// outside the enum is StatusInvalidArgument.
+	ShardScope ShardScope
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K
 	// devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among
@@ -415,6 +435,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		to.SetAllreduce_dtype(swig.Dpt_precision(o.AllreduceDtype))
 		to.SetActivation_dtype(swig.Dpt_precision(o.ActivationDtype))
 		to.SetShard(swig.Dpt_shard_mode(o.Shard))
+		to.SetShard_scope(swig.Dpt_shard_scope(o.ShardScope))
 		to.SetPipeline_stages(int64(o.PipelineStages))
 		to.SetMicro_batches(int64(o.MicroBatches))
 		to.SetPipeline_schedule(swig.Dpt_pipeline_schedule(o.PipelineSchedule))

@@ -312,6 +312,8 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(Optimizer) DPT_SHARD_OPTIMIZER;
 %rename(Gradients) DPT_SHARD_GRADIENTS;
 %rename(Parameters) DPT_SHARD_PARAMETERS;
+%rename(Process) DPT_SHARD_SCOPE_PROCESS;
+%rename(World) DPT_SHARD_SCOPE_WORLD;
 %rename(OneFOneB) DPT_PIPELINE_1F1B; /* (a C# name cannot begin with a digit) */
 %rename(GPipe) DPT_PIPELINE_GPIPE;
 
@@ -329,6 +331,12 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 /// also runs on GPUs; <c>Gradients</c> and <c>Parameters</c> run on CPU devices only. Across MPI processes each
 /// process shards among its own devices (at least 2 in every process, or 1 in every process; the counts may
 /// differ).</summary>
+public enum%}
+%typemap(csclassmodifiers) enum dpt_shard_scope %{/// <summary>Across MPI processes, which devices share one copy of
+/// what <see cref="ShardMode"/> splits (<see cref="TrainerOptions.ShardScope"/>): <c>Process</c> (the default;
+/// PyTorch FSDP's HYBRID_SHARD) shards among each process's own devices, one whole copy per process;
+/// <c>World</c> (DeepSpeed's ZeRO, FSDP's FULL_SHARD) among every device of every process, with
+/// <see cref="ShardMode.Optimizer"/> only.</summary>
 public enum%}
 %typemap(csclassmodifiers) enum dpt_pipeline_schedule %{/// <summary>The order in which each stage of a pipeline runs its
 /// micro-batches (<see cref="TrainerOptions.PipelineSchedule"/>): <c>OneFOneB</c> (1F1B, the default;
@@ -360,7 +368,7 @@ DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 /* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype, ActivationDtype, Shard,
- * PipelineStages, MicroBatches, PipelineSchedule and PipelineCuts are written by hand (src/TrainerOptions.cs) for
+ * ShardScope, PipelineStages, MicroBatches, PipelineSchedule and PipelineCuts are written by hand (src/TrainerOptions.cs) for
  * their XML documentation: the generated properties turn private under other names. */
 %rename(PrecisionNative) dpt_trainer_options::precision;
 %csmethodmodifiers dpt_trainer_options::precision "private";
@@ -374,6 +382,8 @@ DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
 %csmethodmodifiers dpt_trainer_options::activation_dtype "private";
 %rename(ShardNative) dpt_trainer_options::shard;
 %csmethodmodifiers dpt_trainer_options::shard "private";
+%rename(ShardScopeNative) dpt_trainer_options::shard_scope;
+%csmethodmodifiers dpt_trainer_options::shard_scope "private";
 %rename(PipelineStagesNative) dpt_trainer_options::pipeline_stages;
 %csmethodmodifiers dpt_trainer_options::pipeline_stages "private";
 %rename(MicroBatchesNative) dpt_trainer_options::micro_batches;

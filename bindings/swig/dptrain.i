@@ -79,6 +79,7 @@
 %rename(BatchNormMode) dpt_batch_norm_mode;
 %rename(Precision) dpt_precision;
 %rename(ShardMode) dpt_shard_mode;
+%rename(ShardScope) dpt_shard_scope;
 %rename(PipelineSchedule) dpt_pipeline_schedule;
 %rename(TensorKind) dpt_tensor_kind;
 %rename(InputType) dpt_input_type;

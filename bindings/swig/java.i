@@ -388,6 +388,25 @@ public enum%}
    */
   public%}
 
+%typemap(javaclassmodifiers) enum dpt_shard_scope %{/**
+ * Across MPI processes, which devices share one copy of what {@link ShardMode} splits
+ * ({@link TrainerOptions#setShardScope}): {@link #SHARD_SCOPE_PROCESS} (the default; PyTorch FSDP's HYBRID_SHARD)
+ * shards among each process's own devices, one whole copy per process; {@link #SHARD_SCOPE_WORLD} (DeepSpeed's
+ * ZeRO, FSDP's FULL_SHARD) among every device of every process, with {@link ShardMode#SHARD_OPTIMIZER} only.
+ */
+public enum%}
+%javamethodmodifiers dpt_trainer_options::shard_scope %{/**
+   * Across MPI processes, which devices share one copy of what {@link #setShard} splits:
+   * {@link ShardScope#SHARD_SCOPE_PROCESS} (the default: each process shards among its own devices and keeps
+   * one whole copy across them) or {@link ShardScope#SHARD_SCOPE_WORLD} (among every device of every process:
+   * with P processes of K devices each device keeps 1/(P K); the same bits as {@code SHARD_NONE}). With
+   * {@code SHARD_SCOPE_WORLD}, {@link Trainer#saveCheckpoint} is collective: every process calls it and process 0 writes
+   * the file; it takes {@code SHARD_OPTIMIZER} only ({@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS}
+   * across processes are an {@link UnsupportedException}). Without a communicator both are the same; a
+   * {@code null} is a {@code NullPointerException}.
+   */
+  public%}
+
 /* Pipeline model parallel (trainer.h pipeline_stages, micro_batches, pipeline_schedule, pipeline_cuts),
  * documented the same way. */
 %typemap(javaclassmodifiers) enum dpt_pipeline_schedule %{/**

@@ -113,6 +113,10 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
             : shard == DPT_SHARD_GRADIENTS ? dpt::ShardMode::kGradients
             : shard == DPT_SHARD_OPTIMIZER ? dpt::ShardMode::kOptimizer
                                            : dpt::ShardMode::kNone;
+  c.shard_scope = dpt::capi::checked_enum(o.shard_scope, {DPT_SHARD_SCOPE_PROCESS, DPT_SHARD_SCOPE_WORLD},
+                                          "shard scope") == DPT_SHARD_SCOPE_WORLD
+                      ? dpt::ShardScope::kWorld
+                      : dpt::ShardScope::kProcess;
   c.pipeline_stages = o.pipeline_stages;
   c.micro_batches = o.micro_batches;
   c.pipeline_schedule = dpt::capi::checked_enum(o.pipeline_schedule, {DPT_PIPELINE_1F1B, DPT_PIPELINE_GPIPE},

@@ -32,6 +32,8 @@ static const choice kShardModes[] = {{"none", DPT_SHARD_NONE},
                                      {"gradients", DPT_SHARD_GRADIENTS},
                                      {"parameters", DPT_SHARD_PARAMETERS},
                                      {NULL, 0}};
+static const choice kShardScopes[] = {
+    {"process", DPT_SHARD_SCOPE_PROCESS}, {"world", DPT_SHARD_SCOPE_WORLD}, {NULL, 0}};
 static const choice kPipelineSchedules[] = {
     {"1f1b", DPT_PIPELINE_1F1B}, {"gpipe", DPT_PIPELINE_GPIPE}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
@@ -105,6 +107,7 @@ static const option_spec kOptions[] = {
     {"--allreduce-dtype", ARG_CHOICE, FIELD(allreduce_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--activation-dtype", ARG_CHOICE, FIELD(activation_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--shard", ARG_CHOICE, FIELD(shard), 0, REAL_POSITIVE, kShardModes},
+    {"--shard-scope", ARG_CHOICE, FIELD(shard_scope), 0, REAL_POSITIVE, kShardScopes},
     {"--pipeline", ARG_SIZE, FIELD(pipeline), 1, REAL_POSITIVE, NULL},
     {"--micro-batches", ARG_SIZE, FIELD(micro_batches), 1, REAL_POSITIVE, NULL},
     {"--pipeline-schedule", ARG_CHOICE, FIELD(pipeline_schedule), 0, REAL_POSITIVE, kPipelineSchedules},
@@ -172,6 +175,10 @@ const char *shard_name(int shard) {
   return choice_name(kShardModes, shard);
 }
 
+const char *shard_scope_name(int scope) {
+  return choice_name(kShardScopes, scope);
+}
+
 const char *pipeline_schedule_name(int schedule) {
   return choice_name(kPipelineSchedules, schedule);
 }
@@ -201,6 +208,7 @@ static void set_defaults(train_config *config) {
   config->allreduce_dtype = DPT_PRECISION_FP32;
   config->activation_dtype = DPT_PRECISION_FP32;
   config->shard = DPT_SHARD_NONE;
+  config->shard_scope = DPT_SHARD_SCOPE_PROCESS;
   config->pipeline_schedule = DPT_PIPELINE_1F1B;
   config->accumulate = 1;
   config->bucket_kib = 1024;
@@ -628,6 +636,10 @@ void print_train_help(FILE *out) {
       "                         reduce-scattered bucket by bucket during backward); parameters = also 1/K\n"
       "                         of the parameters (stage 3, FSDP: gathered bucket by bucket as the\n"
       "                         layers run); CPU devices (optimizer: GPUs too)\n"
+      "  --shard-scope process|world  across MPI processes: shard among each process's devices\n"
+      "                         (process, the default: a whole copy per process) or among every device\n"
+      "                         of the job (world: --shard optimizer only; every process saves its\n"
+      "                         part of the checkpoint, process 0 writes it)\n"
       "  --pipeline S           pipeline model parallel: the model cut into S stages on S x R devices\n"
       "                         (--devices cpu:K, K a multiple of S; default cpu:S), each batch into\n"
       "                         micro-batches that pass through them (the bits of R devices\n"

@@ -63,6 +63,7 @@ typedef struct train_config {
   int allreduce_dtype;                      /**< dpt_precision: what the gradient all-reduce sends. */
   int activation_dtype;                     /**< dpt_precision: how activations are kept for backward. */
   int shard;                                /**< dpt_shard_mode. */
+  int shard_scope;                          /**< dpt_shard_scope. */
   size_t pipeline;                          /**< Pipeline stages; 0 = no pipeline. */
   size_t micro_batches;                     /**< Micro-batches per pipelined step; 0 = the default. */
   int pipeline_schedule;                    /**< dpt_pipeline_schedule. */
@@ -118,6 +119,7 @@ const char *allreduce_name(int allreduce);
 const char *batch_norm_name(int mode);
 const char *precision_name(int precision);
 const char *shard_name(int shard);
+const char *shard_scope_name(int scope);
 const char *pipeline_schedule_name(int schedule);
 /** @brief Name of a schedule: "constant", "step" or "cosine". */
 const char *schedule_name(int schedule);

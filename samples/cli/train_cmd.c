@@ -190,7 +190,8 @@ static uint64_t planned_steps(const train_config *c, size_t train_samples) {
 
 /**
  * @brief Joins the MPI job when asked to (or, with --communicator auto, when started by mpirun). Every
- * process trains; only process 0 prints, writes metrics, plots and checkpoints.
+ * process trains; only process 0 prints, writes metrics, plots and checkpoints (with --shard-scope world
+ * every process takes part in each checkpoint).
  */
 static int join_world(train_run *run) {
   train_config *c = &run->config;
@@ -207,7 +208,9 @@ static int join_world(train_run *run) {
     c->metrics_path = NULL;
     c->trace_path = NULL;
     c->plot_path = NULL;
-    c->checkpoint_path = NULL;
+    /* A shard across every process's devices: each process gives its part of the optimizer state to
+     * dpt_trainer_save, which process 0 alone writes. */
+    if (c->shard_scope != DPT_SHARD_SCOPE_WORLD || c->shard == DPT_SHARD_NONE) c->checkpoint_path = NULL;
   }
   return CLI_EXIT_OK;
 }
@@ -245,6 +248,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->allreduce_dtype = (dpt_precision)c->allreduce_dtype;
   options->activation_dtype = (dpt_precision)c->activation_dtype;
   options->shard = (dpt_shard_mode)c->shard;
+  options->shard_scope = (dpt_shard_scope)c->shard_scope;
   options->pipeline_stages = c->pipeline;
   options->micro_batches = c->micro_batches;
   options->pipeline_schedule = (dpt_pipeline_schedule)c->pipeline_schedule;
@@ -346,7 +350,7 @@ static void print_header(const train_run *run) {
     fprintf(run->out, "data: %zu train, %zu test samples; ", run->summary.train_samples,
             run->summary.test_samples);
   }
-  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s%s%s%s%s%s\n", c->batch,
+  fprintf(run->out, "batch %zu, lr %g, %s, split %s, allreduce %s%s%s%s%s%s%s%s\n", c->batch,
           run->summary.learning_rate, optimizer_name(c->optimizer), split_name(c->split),
           allreduce_name(c->allreduce), c->allreduce_dtype != DPT_PRECISION_FP32 ? " in " : "",
           c->allreduce_dtype != DPT_PRECISION_FP32 ? precision_name(c->allreduce_dtype) : "",
@@ -358,7 +362,10 @@ static void print_header(const train_run *run) {
           c->shard == DPT_SHARD_OPTIMIZER    ? ", optimizer state sharded"
           : c->shard == DPT_SHARD_GRADIENTS  ? ", optimizer state and gradients sharded"
           : c->shard == DPT_SHARD_PARAMETERS ? ", optimizer state, gradients and parameters sharded"
-                                             : "");
+                                             : "",
+          c->shard != DPT_SHARD_NONE && c->shard_scope == DPT_SHARD_SCOPE_WORLD && run->mpi
+              ? " across every process's devices"
+              : "");
   if (c->pipeline > 1)
     fprintf(run->out, "pipeline: %zu stages, %zu micro-batches per step, %s schedule\n", c->pipeline,
             c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline,

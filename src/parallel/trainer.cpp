@@ -97,8 +97,14 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const bool shard_gradients =
       (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
       devices_.size() > 1;
+  // Across processes: the same trainer everywhere, and every process's device count.
+  if (config_.world != nullptr) join_world();
   if (config_.pipeline_stages > 1)
     plan_pipeline();  // the stages, and their ranges as shards_
+  else if (config_.world != nullptr && config_.world->size() > 1 &&
+           config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone)
+    shards_ = ShardLayout(spec_.parameter_count(), process_first_.back(), true,
+                          process_first_[config_.world->rank()]);
   else
     shards_ = ShardLayout(spec_.parameter_count(), devices_.size(), config_.shard != ShardMode::kNone);
   trace_ = std::make_unique<TraceRecorder>(devices_.size());
@@ -128,7 +134,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());
   init_parameters(spec_, initial.data(), config_.seed, config_.init, config_.init_std);
-  if (config_.world != nullptr) join_world(initial);
+  if (config_.world != nullptr) share_initial(initial);
   set_parameters_locked(initial.data());
   std::vector<float> buffers(spec_.buffer_count());
   init_buffers(spec_, buffers.data());

@@ -41,6 +41,9 @@ enum class SplitPolicy { kEven, kWeighted, kAuto };
 // each device keeps its range of them, and a pass copies each bucket of them in from the owners just
 // before its nodes run (ParameterGatherer). CPU devices.
 enum class ShardMode { kNone, kOptimizer, kGradients, kParameters };
+// Across MPI processes: kProcess shards among each process's devices (one whole copy per process, FSDP's
+// HYBRID_SHARD); kWorld among every device of every process (ZeRO, FULL_SHARD; kOptimizer only).
+enum class ShardScope { kProcess, kWorld };
 
 struct TrainerConfig {
   // Indices of the context's devices, one replica each; empty = all devices of the context. All CPU devices
@@ -83,6 +86,7 @@ struct TrainerConfig {
   // with one micro-batch per window, one rounding per micro-batch otherwise (docs/sharding.md).
   // kParameters: the parameters too (plus one gather slot of a bucket); the bits of kGradients.
   ShardMode shard = ShardMode::kNone;
+  ShardScope shard_scope = ShardScope::kProcess;
   // Pipeline model parallel (parallel/pipeline.hpp): the model cut into this many stages, stage s on
   // device s (0 or 1: no pipeline; otherwise exactly one device per stage). Each step's batch is cut into
   // micro_batches micro-batches (0: four per stage, at most the batch's samples) run through the stages in
@@ -209,9 +213,13 @@ class Trainer {
   // without a world).
   std::pair<size_t, size_t> process_range(size_t batch) const;
   const World *world() const { return config_.world; }
+  // The optimizer state is sharded across the devices of every process (ShardScope::kWorld): save_state
+  // is collective, and only process 0 writes a checkpoint.
+  bool world_shards() const { return config_.world != nullptr && shards_.ranks() > devices_.size(); }
 
   // The state of the first replica (they are identical). DPT_ERROR_INVALID_STATE inside an unfinished
-  // accumulation window.
+  // accumulation window. Collective when world_shards(): every process's ranges of the optimizer state
+  // go to every process.
   TrainerState save_state() const;
   // Checks the sizes, then sets every replica; an unfinished accumulation window is discarded.
   void load_state(const TrainerState &state);
@@ -238,7 +246,18 @@ class Trainer {
   void measure_speeds(const void *x, const int32_t *labels, size_t batch);
   void measure_room();
   // trainer_world.cpp
-  void join_world(std::vector<float> &initial);
+  // Checks that every process built the same trainer and learns every process's device count.
+  void join_world();
+  // Every process starts from process 0's initial parameters.
+  void share_initial(std::vector<float> &initial);
+  // Update phase, device thread rank (world_shards): every range of the parameters from its owner, within
+  // the process and then across the processes.
+  void gather_across_world(size_t rank);
+  // The span of the parameters that process p's devices own (world_shards).
+  std::pair<size_t, size_t> process_span(size_t p) const;
+  // save_state, world_shards: every process's ranges of the optimizer state (filled on the devices' own
+  // process only) to every process.
+  void share_state_across_world(float *state) const;
   void world_sum(double *values, size_t count);
   // trainer_state.cpp
   void set_parameters_locked(const float *in);
@@ -365,7 +384,7 @@ class Trainer {
   std::vector<std::unique_ptr<StatisticsReducer>> stage_statistics_;
   std::unique_ptr<DeviceGroup> group_;
   bool on_gpus_ = false;
-  bool broken_ = false;                   // a device failed or timed out: the replicas may differ
+  mutable bool broken_ = false;           // a device failed or timed out: the replicas may differ
   std::vector<double> measured_weights_;  // kAuto, after the first step
   std::vector<size_t> room_;              // kAuto on GPUs: samples each replica has memory for
   size_t cached_batch_ = 0;               // the split of the last batch size, reused while it repeats
@@ -373,6 +392,8 @@ class Trainer {
   size_t cached_first_ = 0;  // this process's first sample of the cached batch
   std::vector<size_t> cached_counts_;
   std::vector<double> process_weights_;  // with a world: the device count of every process
+  std::vector<size_t> process_first_;    // with a world: the index of every process's first device, then
+                                         // the number of devices in the job
   uint64_t optimizer_steps_ = 0;
   size_t pending_micro_ = 0;  // micro-batches accumulated since the last update
   uint64_t pending_samples_ = 0;

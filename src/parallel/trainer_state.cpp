@@ -156,6 +156,8 @@ TrainerState Trainer::save_state() const {
     unshard_state(rank, shard.data(), state.optimizer_state.data());
     if (!shards_.sharded()) break;
   }
+  if (world_shards() && !state.optimizer_state.empty())
+    share_state_across_world(state.optimizer_state.data());
   state.optimizer_steps = optimizer_steps_;
   state.epochs_done = epochs_done;
   state.seed = config_.seed;

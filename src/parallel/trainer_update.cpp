@@ -78,7 +78,12 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
                          owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
-    if (gather && !on_gpus_) group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    if (gather && !on_gpus_) {
+      if (world_shards())
+        gather_across_world(rank);
+      else
+        group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
+    }
     if (mirrored_) refresh_mirrors(rank);
     r.update_seconds = platform::now_seconds() - start;
     trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
@@ -117,8 +122,10 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 // l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
-  // GPUs all-reduce the gradient whole even when the optimizer state is sharded.
-  if (!shards_.sharded() || on_gpus_) return r.kernels->l2_norm(r.grads.data(), r.grads.size());
+  // GPUs, and a shard across processes, all-reduce the gradient whole even when the optimizer state is
+  // sharded.
+  if (!shards_.sharded() || on_gpus_ || world_shards())
+    return r.kernels->l2_norm(r.grads.data(), r.grads.size());
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
   // Replicas of a pipeline stage hold the same sums: the first of them counts them.

@@ -10,9 +10,9 @@
 namespace dpt {
 
 // Checks that every process built the same trainer (what shapes the collectives and keeps the replicas
-// identical), learns every process's device count (the weights of the split across processes), and starts
-// every process from process 0's parameters.
-void Trainer::join_world(std::vector<float> &initial) {
+// identical) and learns every process's device count (the weights of the split across processes, and the
+// layout of a shard across every process's devices).
+void Trainer::join_world() {
   const World &world = *config_.world;
   const OptimizerConfig &o = config_.optimizer;
   ProcessAgreement agreed("the trainer");
@@ -33,6 +33,7 @@ void Trainer::join_world(std::vector<float> &initial) {
   agreed.add("loss scale growth interval", config_.loss_scaling.growth_interval);
   agreed.add("bucket_bytes", uint64_t(config_.bucket_bytes));
   agreed.add("shard", uint64_t(config_.shard));
+  agreed.add("shard scope", uint64_t(config_.shard_scope));
   agreed.add("optimizer kind", uint64_t(o.kind));
   agreed.add("learning_rate", double(o.learning_rate));
   agreed.add("momentum", double(o.momentum));
@@ -65,7 +66,62 @@ void Trainer::join_world(std::vector<float> &initial) {
       !sharded_sums || single == 0 || size_t(single) == process_weights_.size(), DPT_ERROR_UNSUPPORTED,
       "sharded gradients and parameters across MPI processes need at least 2 devices in every process "
       "(each process shards among its own devices), or 1 in every process (nothing is sharded)");
-  world.broadcast(initial.data(), initial.size() * sizeof(float), 0, config_.timeout_seconds);
+  process_first_.assign(1, 0);
+  for (double devices : process_weights_) process_first_.push_back(process_first_.back() + size_t(devices));
+  DPT_REQUIRE(config_.shard_scope == ShardScope::kProcess || config_.shard == ShardMode::kNone ||
+                  config_.shard == ShardMode::kOptimizer,
+              DPT_ERROR_UNSUPPORTED,
+              "sharded gradients and parameters across every process's devices (shard scope world) are not "
+              "supported in this version: the process scope shards them within each process");
+}
+
+void Trainer::share_initial(std::vector<float> &initial) {
+  config_.world->broadcast(initial.data(), initial.size() * sizeof(float), 0, config_.timeout_seconds);
+}
+
+std::pair<size_t, size_t> Trainer::process_span(size_t p) const {
+  const std::vector<size_t> &bounds = shards_.bounds();
+  return {bounds[process_first_[p]], bounds[process_first_[p + 1]]};
+}
+
+// Within the process each device's updated range goes to the others (ThreadCollective::all_gather over
+// this process's part of the layout); then device 0's thread copies every process's span to every
+// process (one broadcast per process, rooted there, in place: no staging), and the process's other devices
+// copy the spans from it.
+void Trainer::gather_across_world(size_t rank) {
+  ThreadCollective &local = group_->collective();
+  float *params = replicas_[rank]->params.data();
+  local.all_gather(rank, params, shards_.bounds().data() + shards_.first());
+  const World &world = *config_.world;
+  if (rank == 0)
+    for (size_t p = 0; p < world.size(); ++p) {
+      const auto [begin, end] = process_span(p);
+      if (end > begin)
+        world.broadcast(params + begin, (end - begin) * sizeof(float), p, config_.timeout_seconds);
+    }
+  for (size_t p = 0; p < world.size(); ++p) {
+    const auto [begin, end] = process_span(p);
+    if (p != world.rank() && end > begin) local.broadcast(rank, params + begin, end - begin, 0);
+  }
+}
+
+// save_state fills the ranges of this process's devices; each process's part of every state array goes to
+// every process in turn (broadcasts rooted at its owner, in place: the bits as they are).
+void Trainer::share_state_across_world(float *state) const {
+  const World &world = *config_.world;
+  const size_t arrays = state_floats_per_parameter(config_.optimizer), count = shards_.count();
+  try {
+    for (size_t a = 0; a < arrays; ++a)
+      for (size_t p = 0; p < world.size(); ++p) {
+        const auto [begin, end] = process_span(p);
+        if (end > begin)
+          world.broadcast(state + a * count + begin, (end - begin) * sizeof(float), p,
+                          config_.timeout_seconds);
+      }
+  } catch (const Error &) {
+    broken_ = true;  // the processes are out of step
+    throw;
+  }
 }
 
 // A sum over the processes from the trainer's own thread; a failure leaves the processes out of step.

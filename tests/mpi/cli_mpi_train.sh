@@ -38,6 +38,31 @@ for mode in gradients parameters; do
     "(m := d['memory_per_device'])['optimizer_state'] < $(json_get "$WORK/mpi.out" "d['memory_per_device']['optimizer_state']")" \
     "--shard $mode on 2 processes: a device keeps part of the optimizer state"
 done
+# The optimizer state sharded across every device of both processes (--shard-scope world): the unsharded
+# bits, a quarter of the state per device, and a checkpoint that both processes save and process 0 writes,
+# byte for byte the unsharded run's; resumed for a third epoch, the unsharded resumption's bits.
+(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
+  --devices cpu:2 --shard optimizer --shard-scope world --checkpoint "$WORK/world.ckpt" \
+  >"$WORK/mpi_world.out" 2>"$WORK/mpi_world.err")
+W=$(json_get "$WORK/mpi_world.out" "d['param_checksum']")
+[ -n "$A" ] && [ "$A" = "$W" ] && pass "--shard-scope world on 2 processes: the unsharded bits ($W)" ||
+  fail "--shard-scope world: $A vs $W ($(tail -n 2 "$WORK/mpi_world.err"))"
+json_check "$WORK/mpi_world.out" \
+  "d['shard_scope'] == 'world' and 4 * d['memory_per_device']['optimizer_state'] <= $(json_get "$WORK/mpi.out" "d['memory_per_device']['optimizer_state']") + 65536" \
+  "--shard-scope world on 2 x 2 devices: a device keeps about a quarter of the optimizer state"
+cmp -s "$WORK/mpi.ckpt" "$WORK/world.ckpt" && pass "--shard-scope world: the checkpoint is the unsharded run's, byte for byte" ||
+  fail "--shard-scope world: the checkpoint differs from the unsharded run's"
+for scope in process world; do
+  from=$([ $scope = world ] && echo world.ckpt || echo mpi.ckpt)
+  shard=$([ $scope = world ] && echo optimizer || echo none)
+  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" --epochs 3 \
+    --devices cpu:2 --shard $shard --shard-scope $scope --resume "$WORK/$from" \
+    >"$WORK/mpi_resume_$scope.out" 2>"$WORK/mpi_resume_$scope.err")
+done
+R1=$(json_get "$WORK/mpi_resume_process.out" "d['param_checksum']")
+R2=$(json_get "$WORK/mpi_resume_world.out" "d['param_checksum']")
+[ -n "$R1" ] && [ "$R1" = "$R2" ] && pass "--shard-scope world resumed for a third epoch: the unsharded bits ($R2)" ||
+  fail "--shard-scope world resumed: $R1 vs $R2 ($(tail -n 2 "$WORK/mpi_resume_world.err"))"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
 # cuts): sharded gradients give the bits of the unsharded 2 + 3 run.
 for mode in none gradients; do

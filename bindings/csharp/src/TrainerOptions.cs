@@ -99,6 +99,21 @@ public partial class TrainerOptions {
     set { ShardNative = value; }
   }
 
+  /// <summary>Across MPI processes, which devices share one copy of what <see cref="Shard"/> splits:
+  /// <see cref="DPTrain.ShardScope.Process"/> (the default: each process shards among its own devices and keeps one
+  /// whole copy across them, PyTorch FSDP's HYBRID_SHARD) or <see cref="DPTrain.ShardScope.World"/> (among every
+  /// device of every process, DeepSpeed's ZeRO: with P processes of K devices each device keeps 1/(P K); the
+  /// same bits as <see cref="ShardMode.None"/>). With <c>World</c>, <see cref="Trainer.SaveCheckpoint"/> is collective:
+  /// every process calls it and process 0 writes the file. Without a communicator both are the same.</summary>
+  /// <remarks><c>World</c> takes <see cref="ShardMode.Optimizer"/> only: <c>Gradients</c> and <c>Parameters</c>
+  /// are <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>) across processes. A value
+  /// outside the enum is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the
+  /// trainer is created.</remarks>
+  public ShardScope ShardScope {
+    get { return ShardScopeNative; }
+    set { ShardScopeNative = value; }
+  }
+
   /// <summary>Pipeline model parallel: the model is cut into this many stages S, and each step's batch into
   /// <see cref="MicroBatches"/> micro-batches that pass forward through the stages and back. The trainer's K
   /// devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among a

@@ -272,8 +272,9 @@ public class ShardingTests {
   }
 
   /// A device past the last is an InvalidArgumentException with Status.OutOfRange; a mode outside the enum
-  /// (4, -1) is refused when the trainer is created: InvalidArgumentException, naming the option. Optimizer,
-  /// Gradients and Parameters are taken.
+  /// (4, -1) is refused when the trainer is created: InvalidArgumentException, naming the option, and so is a
+  /// shard scope outside its enum (2, -1). Optimizer, Gradients and Parameters are taken, and
+  /// ShardScope.World in one process.
   [Test]
   public void AnOutOfRangeDeviceAndAnUnknownModeAreRefused() {
     using (var model = TestData.MakeModel())
@@ -296,6 +297,15 @@ public class ShardingTests {
         Assert.AreEqual(Status.InvalidArgument, e.Status);
         StringAssert.Contains("shard mode " + value, e.LibraryMessage);
       }
+      foreach (int value in new[] { 2, -1 }) {
+        options.Shard = ShardMode.Optimizer;
+        options.ShardScope = (ShardScope)value;
+        var e = Assert.Throws<InvalidArgumentException>(() => new Trainer(context, model, options, null),
+                                                        "shard scope " + value);
+        StringAssert.Contains("shard scope " + value, e.LibraryMessage);
+      }
+      Assert.AreEqual(ShardScope.Process, new TrainerOptions().ShardScope, "the default scope");
+      options.ShardScope = ShardScope.World;
       foreach (ShardMode mode in new[] { ShardMode.Optimizer, ShardMode.Gradients, ShardMode.Parameters }) {
         options.Shard = mode;
         using (var trainer = new Trainer(context, model, options, null))

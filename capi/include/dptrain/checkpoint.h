@@ -26,6 +26,10 @@ DPT_EXTERN_C_BEGIN
  * @p path that killed saves left behind (those whose process is gone) are removed; those of running
  * processes are kept.
  * dpt_trainer_fit() saves nothing by itself; call this from the epoch progress callback.
+ * Across MPI processes a trainer whose optimizer state is sharded across every process's devices
+ * (dpt_trainer_options.shard_scope = DPT_SHARD_SCOPE_WORLD) makes this call collective: every process calls
+ * it (each gives its part of the state), and process 0 alone writes @p path; otherwise the caller writes it
+ * (an MPI program calls it on process 0).
  * @return DPT_ERROR_IO (naming the failed operation) when the file cannot be written; the previous file
  *         is then unchanged. DPT_ERROR_INVALID_STATE inside an unfinished accumulation window.
  */

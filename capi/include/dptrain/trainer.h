@@ -105,7 +105,8 @@ typedef enum dpt_shard_mode {
    * range of the parameters only; the gradient is reduce-scattered, each device updates its range, and the
    * updated ranges are all-gathered. The same bits as DPT_SHARD_NONE; per device the optimizer state takes
    * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices and GPUs (on GPUs the
-   * gradient is all-reduced whole and the updated ranges are copied across, peer to peer). */
+   * gradient is all-reduced whole and the updated ranges are copied across, peer to peer). Across MPI
+   * processes K is each process's devices, or every device of the job (dpt_shard_scope). */
   DPT_SHARD_OPTIMIZER = 1,
   /** ZeRO stage 2: also the gradient. Backward writes each gradient bucket (bucket_bytes, whole layers)
    * into one of two staging buffers, and each finished bucket is reduce-scattered into the devices' ranges
@@ -126,6 +127,22 @@ typedef enum dpt_shard_mode {
    * whole vector. */
   DPT_SHARD_PARAMETERS = 3
 } dpt_shard_mode;
+
+/** @brief Which devices share one copy of what dpt_shard_mode splits, across the processes of an MPI job
+ * (docs/sharding.md). Since 0.2. */
+typedef enum dpt_shard_scope {
+  /** Each process shards among its own devices and keeps one whole copy across them (PyTorch FSDP's
+   * HYBRID_SHARD; default): a process of one device shards nothing. */
+  DPT_SHARD_SCOPE_PROCESS = 0,
+  /** One copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD): with P
+   * processes of K devices each device keeps 1/(P K). DPT_SHARD_OPTIMIZER only (DPT_SHARD_GRADIENTS and
+   * DPT_SHARD_PARAMETERS: DPT_ERROR_UNSUPPORTED), CPU devices; the process's devices may number 1 and differ
+   * between processes. The gradient is all-reduced whole, each device updates its range, and the ranges are
+   * gathered within each process and copied across the processes: the same bits as DPT_SHARD_NONE.
+   * dpt_trainer_save is then collective: every process calls it, process 0 writes the file. Without a
+   * communicator (one process) the same as DPT_SHARD_SCOPE_PROCESS. */
+  DPT_SHARD_SCOPE_WORLD = 1
+} dpt_shard_scope;
 
 /** @brief The order in which a pipeline stage runs its micro-batches' forwards and backwards
  * (docs/pipeline.md). */
@@ -264,6 +281,9 @@ typedef struct dpt_trainer_options {
    * output element of every op; ResNet-18's two stages then begin at layer3.0.conv1). Name the cuts to
    * divide memory instead. Since 0.2. */
   const char *pipeline_cuts;
+  /** DPT_SHARD_SCOPE_PROCESS (default) or DPT_SHARD_SCOPE_WORLD: across MPI processes, whether shard
+   * splits among each process's devices or among every device of the job. Since 0.2. */
+  dpt_shard_scope shard_scope;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */

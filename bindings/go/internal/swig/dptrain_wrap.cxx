@@ -996,21 +996,21 @@ SwigDirector_ProgressListener::SwigDirector_ProgressListener(int swig_p)
       go_val(swig_p), swig_mem(0)
 { }
 
-extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_7cfe50e319468235(intgo);
+extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_a9f43e764bcf8611(intgo);
 SwigDirector_ProgressListener::~SwigDirector_ProgressListener()
 {
-  Swiggo_DeleteDirector_ProgressListener_swig_7cfe50e319468235(go_val);
+  Swiggo_DeleteDirector_ProgressListener_swig_a9f43e764bcf8611(go_val);
   delete swig_mem;
 }
 
-extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_7cfe50e319468235(int, dpt_progress *progress);
+extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_a9f43e764bcf8611(int, dpt_progress *progress);
 bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
   bool c_result = SwigValueInit< bool >() ;
   bool result;
   dpt_progress *swig_progress;
   
   swig_progress = (dpt_progress *)&progress; 
-  result = Swig_DirectorProgressListener_callback_onProgress_swig_7cfe50e319468235(go_val, swig_progress);
+  result = Swig_DirectorProgressListener_callback_onProgress_swig_a9f43e764bcf8611(go_val, swig_progress);
   c_result = (bool)result; 
   return c_result;
 }
@@ -1019,7 +1019,7 @@ bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
 extern "C" {
 #endif
 
-void _wrap_Swig_free_swig_7cfe50e319468235(void *_swig_go_0) {
+void _wrap_Swig_free_swig_a9f43e764bcf8611(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -1029,7 +1029,7 @@ void _wrap_Swig_free_swig_7cfe50e319468235(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_swig_7cfe50e319468235(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_swig_a9f43e764bcf8611(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -1042,7 +1042,7 @@ void *_wrap_Swig_malloc_swig_7cfe50e319468235(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_takeErrorStatus_swig_7cfe50e319468235() {
+intgo _wrap_takeErrorStatus_swig_a9f43e764bcf8611() {
   int result;
   intgo _swig_go_result;
   
@@ -1052,7 +1052,7 @@ intgo _wrap_takeErrorStatus_swig_7cfe50e319468235() {
     result = (int)dptrain_go::takeErrorStatus();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -1060,7 +1060,7 @@ intgo _wrap_takeErrorStatus_swig_7cfe50e319468235() {
 }
 
 
-_gostring_ _wrap_takeErrorMessage_swig_7cfe50e319468235() {
+_gostring_ _wrap_takeErrorMessage_swig_a9f43e764bcf8611() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -1070,7 +1070,7 @@ _gostring_ _wrap_takeErrorMessage_swig_7cfe50e319468235() {
     result = dptrain_go::takeErrorMessage();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -1078,7 +1078,7 @@ _gostring_ _wrap_takeErrorMessage_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_OK_swig_7cfe50e319468235() {
+intgo _wrap_DPT_OK_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1089,7 +1089,7 @@ intgo _wrap_DPT_OK_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1097,7 +1097,7 @@ intgo _wrap_DPT_OK_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1108,7 +1108,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1116,7 +1116,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_NULL_POINTER_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_NULL_POINTER_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1127,7 +1127,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1135,7 +1135,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1146,7 +1146,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1154,7 +1154,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1165,7 +1165,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1173,7 +1173,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_STATE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_INVALID_STATE_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1184,7 +1184,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1192,7 +1192,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1203,7 +1203,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1211,7 +1211,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_NON_FINITE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_NON_FINITE_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1222,7 +1222,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1230,7 +1230,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUSY_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_BUSY_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1241,7 +1241,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1249,7 +1249,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1260,7 +1260,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1268,7 +1268,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_DEVICE_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1279,7 +1279,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1287,7 +1287,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1298,7 +1298,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1306,7 +1306,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1317,7 +1317,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1325,7 +1325,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_COMMUNICATION_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_COMMUNICATION_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1336,7 +1336,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1344,7 +1344,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_TIMEOUT_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_TIMEOUT_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1355,7 +1355,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1363,7 +1363,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_IO_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_IO_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1374,7 +1374,7 @@ intgo _wrap_DPT_ERROR_IO_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1382,7 +1382,7 @@ intgo _wrap_DPT_ERROR_IO_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_FORMAT_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_FORMAT_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1393,7 +1393,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1401,7 +1401,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ERROR_INTERNAL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ERROR_INTERNAL_swig_a9f43e764bcf8611() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1412,7 +1412,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1420,7 +1420,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CPU_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DEVICES_CPU_swig_a9f43e764bcf8611() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1431,7 +1431,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1439,7 +1439,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CUDA_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DEVICES_CUDA_swig_a9f43e764bcf8611() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1450,7 +1450,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1458,7 +1458,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_DEVICES_ALL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DEVICES_ALL_swig_a9f43e764bcf8611() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1469,7 +1469,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1477,7 +1477,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_ContextOptions_cpu_devices_set_swig_7cfe50e319468235(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_devices_set_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t arg2 ;
   
@@ -1489,7 +1489,7 @@ void _wrap_ContextOptions_cpu_devices_set_swig_7cfe50e319468235(dpt_context_opti
 }
 
 
-long long _wrap_ContextOptions_cpu_devices_get_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_devices_get_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1502,7 +1502,7 @@ long long _wrap_ContextOptions_cpu_devices_get_swig_7cfe50e319468235(dpt_context
 }
 
 
-void _wrap_ContextOptions_cpu_memory_limit_set_swig_7cfe50e319468235(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_memory_limit_set_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t arg2 ;
   
@@ -1514,7 +1514,7 @@ void _wrap_ContextOptions_cpu_memory_limit_set_swig_7cfe50e319468235(dpt_context
 }
 
 
-long long _wrap_ContextOptions_cpu_memory_limit_get_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_memory_limit_get_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1527,7 +1527,7 @@ long long _wrap_ContextOptions_cpu_memory_limit_get_swig_7cfe50e319468235(dpt_co
 }
 
 
-void _wrap_ContextOptions_device_selection_set_swig_7cfe50e319468235(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_ContextOptions_device_selection_set_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection arg2 ;
   
@@ -1539,7 +1539,7 @@ void _wrap_ContextOptions_device_selection_set_swig_7cfe50e319468235(dpt_context
 }
 
 
-intgo _wrap_ContextOptions_device_selection_get_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
+intgo _wrap_ContextOptions_device_selection_get_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection result;
   intgo _swig_go_result;
@@ -1552,7 +1552,7 @@ intgo _wrap_ContextOptions_device_selection_get_swig_7cfe50e319468235(dpt_contex
 }
 
 
-dpt_context_options *_wrap_new_ContextOptions_swig_7cfe50e319468235() {
+dpt_context_options *_wrap_new_ContextOptions_swig_a9f43e764bcf8611() {
   dpt_context_options *result = 0 ;
   dpt_context_options *_swig_go_result;
   
@@ -1562,7 +1562,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_7cfe50e319468235() {
     result = (dpt_context_options *)new_dpt_context_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_context_options **)&_swig_go_result = (dpt_context_options *)result; 
@@ -1570,7 +1570,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_ContextOptions_swig_7cfe50e319468235(dpt_context_options *_swig_go_0) {
+void _wrap_delete_ContextOptions_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   
   arg1 = *(dpt_context_options **)&_swig_go_0; 
@@ -1580,14 +1580,14 @@ void _wrap_delete_ContextOptions_swig_7cfe50e319468235(dpt_context_options *_swi
     delete_dpt_context_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_DEVICE_CPU_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DEVICE_CPU_swig_a9f43e764bcf8611() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1598,7 +1598,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1606,7 +1606,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_DEVICE_CUDA_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DEVICE_CUDA_swig_a9f43e764bcf8611() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1617,7 +1617,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1625,7 +1625,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DeviceInfo_kind_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_kind_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1638,7 +1638,7 @@ intgo _wrap_DeviceInfo_kind_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_
 }
 
 
-void _wrap_DeviceInfo_ordinal_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_ordinal_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t arg2 ;
   
@@ -1650,7 +1650,7 @@ void _wrap_DeviceInfo_ordinal_set_swig_7cfe50e319468235(dpt_device_info *_swig_g
 }
 
 
-long long _wrap_DeviceInfo_ordinal_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_ordinal_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1663,7 +1663,7 @@ long long _wrap_DeviceInfo_ordinal_get_swig_7cfe50e319468235(dpt_device_info *_s
 }
 
 
-_gostring_ _wrap_DeviceInfo_name_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_name_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1676,7 +1676,7 @@ _gostring_ _wrap_DeviceInfo_name_get_swig_7cfe50e319468235(dpt_device_info *_swi
 }
 
 
-void _wrap_DeviceInfo_total_memory_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_total_memory_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1688,7 +1688,7 @@ void _wrap_DeviceInfo_total_memory_set_swig_7cfe50e319468235(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_total_memory_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_total_memory_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1701,7 +1701,7 @@ long long _wrap_DeviceInfo_total_memory_get_swig_7cfe50e319468235(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_limit_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_limit_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1713,7 +1713,7 @@ void _wrap_DeviceInfo_memory_limit_set_swig_7cfe50e319468235(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_memory_limit_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_limit_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1726,7 +1726,7 @@ long long _wrap_DeviceInfo_memory_limit_get_swig_7cfe50e319468235(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_in_use_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_in_use_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1738,7 +1738,7 @@ void _wrap_DeviceInfo_memory_in_use_set_swig_7cfe50e319468235(dpt_device_info *_
 }
 
 
-long long _wrap_DeviceInfo_memory_in_use_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_in_use_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1751,7 +1751,7 @@ long long _wrap_DeviceInfo_memory_in_use_get_swig_7cfe50e319468235(dpt_device_in
 }
 
 
-void _wrap_DeviceInfo_free_memory_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_free_memory_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1763,7 +1763,7 @@ void _wrap_DeviceInfo_free_memory_set_swig_7cfe50e319468235(dpt_device_info *_sw
 }
 
 
-long long _wrap_DeviceInfo_free_memory_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_free_memory_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1776,7 +1776,7 @@ long long _wrap_DeviceInfo_free_memory_get_swig_7cfe50e319468235(dpt_device_info
 }
 
 
-void _wrap_DeviceInfo_compute_capability_major_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_major_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1788,7 +1788,7 @@ void _wrap_DeviceInfo_compute_capability_major_set_swig_7cfe50e319468235(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_major_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_major_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1801,7 +1801,7 @@ intgo _wrap_DeviceInfo_compute_capability_major_get_swig_7cfe50e319468235(dpt_de
 }
 
 
-void _wrap_DeviceInfo_compute_capability_minor_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_minor_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1813,7 +1813,7 @@ void _wrap_DeviceInfo_compute_capability_minor_set_swig_7cfe50e319468235(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1826,7 +1826,7 @@ intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_7cfe50e319468235(dpt_de
 }
 
 
-void _wrap_DeviceInfo_multiprocessor_count_set_swig_7cfe50e319468235(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_multiprocessor_count_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1838,7 +1838,7 @@ void _wrap_DeviceInfo_multiprocessor_count_set_swig_7cfe50e319468235(dpt_device_
 }
 
 
-intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1851,7 +1851,7 @@ intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_7cfe50e319468235(dpt_device
 }
 
 
-_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1864,7 +1864,7 @@ _gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_7cfe50e319468235(dpt_device_info
 }
 
 
-_gostring_ _wrap_DeviceInfo_product_name_get_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_product_name_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1877,7 +1877,7 @@ _gostring_ _wrap_DeviceInfo_product_name_get_swig_7cfe50e319468235(dpt_device_in
 }
 
 
-dpt_device_info *_wrap_new_DeviceInfo_swig_7cfe50e319468235() {
+dpt_device_info *_wrap_new_DeviceInfo_swig_a9f43e764bcf8611() {
   dpt_device_info *result = 0 ;
   dpt_device_info *_swig_go_result;
   
@@ -1887,7 +1887,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_7cfe50e319468235() {
     result = (dpt_device_info *)new_dpt_device_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = (dpt_device_info *)result; 
@@ -1895,7 +1895,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_DeviceInfo_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) {
+void _wrap_delete_DeviceInfo_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   
   arg1 = *(dpt_device_info **)&_swig_go_0; 
@@ -1905,14 +1905,14 @@ void _wrap_delete_DeviceInfo_swig_7cfe50e319468235(dpt_device_info *_swig_go_0) 
     delete_dpt_device_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_BackendInfo_device_count_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_BackendInfo_device_count_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t arg2 ;
   
@@ -1924,7 +1924,7 @@ void _wrap_BackendInfo_device_count_set_swig_7cfe50e319468235(dpt_backend_info *
 }
 
 
-long long _wrap_BackendInfo_device_count_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+long long _wrap_BackendInfo_device_count_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1937,7 +1937,7 @@ long long _wrap_BackendInfo_device_count_get_swig_7cfe50e319468235(dpt_backend_i
 }
 
 
-intgo _wrap_BackendInfo_kind_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_kind_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1950,7 +1950,7 @@ intgo _wrap_BackendInfo_kind_get_swig_7cfe50e319468235(dpt_backend_info *_swig_g
 }
 
 
-void _wrap_BackendInfo_requested_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_requested_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1962,7 +1962,7 @@ void _wrap_BackendInfo_requested_set_swig_7cfe50e319468235(dpt_backend_info *_sw
 }
 
 
-intgo _wrap_BackendInfo_requested_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_requested_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1975,7 +1975,7 @@ intgo _wrap_BackendInfo_requested_get_swig_7cfe50e319468235(dpt_backend_info *_s
 }
 
 
-void _wrap_BackendInfo_loaded_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_loaded_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1987,7 +1987,7 @@ void _wrap_BackendInfo_loaded_set_swig_7cfe50e319468235(dpt_backend_info *_swig_
 }
 
 
-intgo _wrap_BackendInfo_loaded_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_loaded_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2000,7 +2000,7 @@ intgo _wrap_BackendInfo_loaded_get_swig_7cfe50e319468235(dpt_backend_info *_swig
 }
 
 
-void _wrap_BackendInfo_driver_version_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_driver_version_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2012,7 +2012,7 @@ void _wrap_BackendInfo_driver_version_set_swig_7cfe50e319468235(dpt_backend_info
 }
 
 
-intgo _wrap_BackendInfo_driver_version_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_driver_version_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2025,7 +2025,7 @@ intgo _wrap_BackendInfo_driver_version_get_swig_7cfe50e319468235(dpt_backend_inf
 }
 
 
-void _wrap_BackendInfo_runtime_version_set_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_runtime_version_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2037,7 +2037,7 @@ void _wrap_BackendInfo_runtime_version_set_swig_7cfe50e319468235(dpt_backend_inf
 }
 
 
-intgo _wrap_BackendInfo_runtime_version_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_runtime_version_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2050,7 +2050,7 @@ intgo _wrap_BackendInfo_runtime_version_get_swig_7cfe50e319468235(dpt_backend_in
 }
 
 
-_gostring_ _wrap_BackendInfo_module_path_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_module_path_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2063,7 +2063,7 @@ _gostring_ _wrap_BackendInfo_module_path_get_swig_7cfe50e319468235(dpt_backend_i
 }
 
 
-_gostring_ _wrap_BackendInfo_reason_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_reason_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2076,7 +2076,7 @@ _gostring_ _wrap_BackendInfo_reason_get_swig_7cfe50e319468235(dpt_backend_info *
 }
 
 
-_gostring_ _wrap_BackendInfo_versions_get_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_versions_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2089,7 +2089,7 @@ _gostring_ _wrap_BackendInfo_versions_get_swig_7cfe50e319468235(dpt_backend_info
 }
 
 
-dpt_backend_info *_wrap_new_BackendInfo_swig_7cfe50e319468235() {
+dpt_backend_info *_wrap_new_BackendInfo_swig_a9f43e764bcf8611() {
   dpt_backend_info *result = 0 ;
   dpt_backend_info *_swig_go_result;
   
@@ -2099,7 +2099,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_7cfe50e319468235() {
     result = (dpt_backend_info *)new_dpt_backend_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = (dpt_backend_info *)result; 
@@ -2107,7 +2107,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_BackendInfo_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0) {
+void _wrap_delete_BackendInfo_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   
   arg1 = *(dpt_backend_info **)&_swig_go_0; 
@@ -2117,14 +2117,14 @@ void _wrap_delete_BackendInfo_swig_7cfe50e319468235(dpt_backend_info *_swig_go_0
     delete_dpt_backend_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_ACTIVATION_RELU_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ACTIVATION_RELU_swig_a9f43e764bcf8611() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2135,7 +2135,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2143,7 +2143,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_a9f43e764bcf8611() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2154,7 +2154,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2162,7 +2162,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_TANH_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ACTIVATION_TANH_swig_a9f43e764bcf8611() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2173,7 +2173,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2181,7 +2181,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ACTIVATION_GELU_swig_a9f43e764bcf8611() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2192,7 +2192,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2200,7 +2200,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_a9f43e764bcf8611() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2211,7 +2211,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2219,7 +2219,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_POOL_AVG_swig_7cfe50e319468235() {
+intgo _wrap_DPT_POOL_AVG_swig_a9f43e764bcf8611() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2230,7 +2230,7 @@ intgo _wrap_DPT_POOL_AVG_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2238,7 +2238,7 @@ intgo _wrap_DPT_POOL_AVG_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_POOL_MAX_swig_7cfe50e319468235() {
+intgo _wrap_DPT_POOL_MAX_swig_a9f43e764bcf8611() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2249,7 +2249,7 @@ intgo _wrap_DPT_POOL_MAX_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2257,7 +2257,7 @@ intgo _wrap_DPT_POOL_MAX_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_TENSOR_PARAMETER_swig_7cfe50e319468235() {
+intgo _wrap_DPT_TENSOR_PARAMETER_swig_a9f43e764bcf8611() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2268,7 +2268,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2276,7 +2276,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_TENSOR_BUFFER_swig_7cfe50e319468235() {
+intgo _wrap_DPT_TENSOR_BUFFER_swig_a9f43e764bcf8611() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2287,7 +2287,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2295,7 +2295,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_IGNORE_LABEL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_IGNORE_LABEL_swig_a9f43e764bcf8611() {
   int result;
   intgo _swig_go_result;
   
@@ -2306,7 +2306,7 @@ intgo _wrap_DPT_IGNORE_LABEL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_INPUT_FLOAT32_swig_7cfe50e319468235() {
+intgo _wrap_DPT_INPUT_FLOAT32_swig_a9f43e764bcf8611() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2317,7 +2317,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2325,7 +2325,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_INPUT_TOKENS_swig_7cfe50e319468235() {
+intgo _wrap_DPT_INPUT_TOKENS_swig_a9f43e764bcf8611() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2336,7 +2336,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2344,7 +2344,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_DATASET_TRAIN_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DATASET_TRAIN_swig_a9f43e764bcf8611() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2355,7 +2355,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2363,7 +2363,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_DATASET_TEST_swig_7cfe50e319468235() {
+intgo _wrap_DPT_DATASET_TEST_swig_a9f43e764bcf8611() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2374,7 +2374,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2382,7 +2382,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_a9f43e764bcf8611() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2393,7 +2393,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2401,7 +2401,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_MPI_swig_7cfe50e319468235() {
+intgo _wrap_DPT_COMMUNICATOR_MPI_swig_a9f43e764bcf8611() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2412,7 +2412,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2420,7 +2420,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SPLIT_EVEN_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SPLIT_EVEN_swig_a9f43e764bcf8611() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2431,7 +2431,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2439,7 +2439,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SPLIT_WEIGHTED_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SPLIT_WEIGHTED_swig_a9f43e764bcf8611() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2450,7 +2450,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2458,7 +2458,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SPLIT_AUTO_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SPLIT_AUTO_swig_a9f43e764bcf8611() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2469,7 +2469,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2477,7 +2477,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_RING_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ALLREDUCE_RING_swig_a9f43e764bcf8611() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2488,7 +2488,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2496,7 +2496,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_a9f43e764bcf8611() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2507,7 +2507,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2515,7 +2515,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_7cfe50e319468235() {
+intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_a9f43e764bcf8611() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2526,7 +2526,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2534,7 +2534,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_INIT_NORMAL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_INIT_NORMAL_swig_a9f43e764bcf8611() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2545,7 +2545,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2553,7 +2553,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_SKIP_swig_7cfe50e319468235() {
+intgo _wrap_DPT_NONFINITE_SKIP_swig_a9f43e764bcf8611() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2564,7 +2564,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2572,7 +2572,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_ERROR_swig_7cfe50e319468235() {
+intgo _wrap_DPT_NONFINITE_ERROR_swig_a9f43e764bcf8611() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2583,7 +2583,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2591,7 +2591,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_SYNC_swig_7cfe50e319468235() {
+intgo _wrap_DPT_BATCH_NORM_SYNC_swig_a9f43e764bcf8611() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2602,7 +2602,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2610,7 +2610,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_a9f43e764bcf8611() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2621,7 +2621,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2629,7 +2629,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP32_swig_7cfe50e319468235() {
+intgo _wrap_DPT_PRECISION_FP32_swig_a9f43e764bcf8611() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2640,7 +2640,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2648,7 +2648,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_PRECISION_BF16_swig_7cfe50e319468235() {
+intgo _wrap_DPT_PRECISION_BF16_swig_a9f43e764bcf8611() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2659,7 +2659,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2667,7 +2667,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP16_swig_7cfe50e319468235() {
+intgo _wrap_DPT_PRECISION_FP16_swig_a9f43e764bcf8611() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2678,7 +2678,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2686,7 +2686,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SHARD_NONE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SHARD_NONE_swig_a9f43e764bcf8611() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2697,7 +2697,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2705,7 +2705,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SHARD_OPTIMIZER_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SHARD_OPTIMIZER_swig_a9f43e764bcf8611() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2716,7 +2716,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2724,7 +2724,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SHARD_GRADIENTS_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SHARD_GRADIENTS_swig_a9f43e764bcf8611() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2735,7 +2735,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2743,7 +2743,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SHARD_PARAMETERS_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SHARD_PARAMETERS_swig_a9f43e764bcf8611() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2754,7 +2754,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2762,7 +2762,45 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_1F1B_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_a9f43e764bcf8611() {
+  dpt_shard_scope result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_SHARD_SCOPE_PROCESS;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_a9f43e764bcf8611)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_a9f43e764bcf8611() {
+  dpt_shard_scope result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_SHARD_SCOPE_WORLD;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_a9f43e764bcf8611)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_PIPELINE_1F1B_swig_a9f43e764bcf8611() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2773,7 +2811,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2781,7 +2819,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_GPIPE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_PIPELINE_GPIPE_swig_a9f43e764bcf8611() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2792,7 +2830,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2800,7 +2838,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_SGD_swig_7cfe50e319468235() {
+intgo _wrap_DPT_OPTIMIZER_SGD_swig_a9f43e764bcf8611() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2811,7 +2849,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2819,7 +2857,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_7cfe50e319468235() {
+intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_a9f43e764bcf8611() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2830,7 +2868,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2838,7 +2876,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_a9f43e764bcf8611() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2849,7 +2887,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2857,7 +2895,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_STEP_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SCHEDULE_STEP_swig_a9f43e764bcf8611() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2868,7 +2906,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2876,7 +2914,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_COSINE_swig_7cfe50e319468235() {
+intgo _wrap_DPT_SCHEDULE_COSINE_swig_a9f43e764bcf8611() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2887,7 +2925,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2895,7 +2933,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_TrainerOptions_split_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_split_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy arg2 ;
   
@@ -2907,7 +2945,7 @@ void _wrap_TrainerOptions_split_set_swig_7cfe50e319468235(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_split_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_split_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy result;
   intgo _swig_go_result;
@@ -2920,7 +2958,7 @@ intgo _wrap_TrainerOptions_split_get_swig_7cfe50e319468235(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_allreduce_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm arg2 ;
   
@@ -2932,7 +2970,7 @@ void _wrap_TrainerOptions_allreduce_set_swig_7cfe50e319468235(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
@@ -2945,7 +2983,7 @@ intgo _wrap_TrainerOptions_allreduce_get_swig_7cfe50e319468235(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_seed_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_seed_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -2957,7 +2995,7 @@ void _wrap_TrainerOptions_seed_set_swig_7cfe50e319468235(dpt_trainer_options *_s
 }
 
 
-long long _wrap_TrainerOptions_seed_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_seed_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -2970,7 +3008,7 @@ long long _wrap_TrainerOptions_seed_get_swig_7cfe50e319468235(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_accumulation_steps_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_accumulation_steps_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -2982,7 +3020,7 @@ void _wrap_TrainerOptions_accumulation_steps_set_swig_7cfe50e319468235(dpt_train
 }
 
 
-long long _wrap_TrainerOptions_accumulation_steps_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_accumulation_steps_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -2995,7 +3033,7 @@ long long _wrap_TrainerOptions_accumulation_steps_get_swig_7cfe50e319468235(dpt_
 }
 
 
-void _wrap_TrainerOptions_init_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_init_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme arg2 ;
   
@@ -3007,7 +3045,7 @@ void _wrap_TrainerOptions_init_set_swig_7cfe50e319468235(dpt_trainer_options *_s
 }
 
 
-intgo _wrap_TrainerOptions_init_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_init_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme result;
   intgo _swig_go_result;
@@ -3020,7 +3058,7 @@ intgo _wrap_TrainerOptions_init_get_swig_7cfe50e319468235(dpt_trainer_options *_
 }
 
 
-void _wrap_TrainerOptions_init_std_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_TrainerOptions_init_std_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float arg2 ;
   
@@ -3032,7 +3070,7 @@ void _wrap_TrainerOptions_init_std_set_swig_7cfe50e319468235(dpt_trainer_options
 }
 
 
-float _wrap_TrainerOptions_init_std_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+float _wrap_TrainerOptions_init_std_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3045,7 +3083,7 @@ float _wrap_TrainerOptions_init_std_get_swig_7cfe50e319468235(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_nonfinite_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_nonfinite_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy arg2 ;
   
@@ -3057,7 +3095,7 @@ void _wrap_TrainerOptions_nonfinite_set_swig_7cfe50e319468235(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_nonfinite_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_nonfinite_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
@@ -3070,7 +3108,7 @@ intgo _wrap_TrainerOptions_nonfinite_get_swig_7cfe50e319468235(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_timeout_seconds_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_timeout_seconds_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3082,7 +3120,7 @@ void _wrap_TrainerOptions_timeout_seconds_set_swig_7cfe50e319468235(dpt_trainer_
 }
 
 
-double _wrap_TrainerOptions_timeout_seconds_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_timeout_seconds_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3095,7 +3133,7 @@ double _wrap_TrainerOptions_timeout_seconds_get_swig_7cfe50e319468235(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_bucket_bytes_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_bucket_bytes_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3107,7 +3145,7 @@ void _wrap_TrainerOptions_bucket_bytes_set_swig_7cfe50e319468235(dpt_trainer_opt
 }
 
 
-long long _wrap_TrainerOptions_bucket_bytes_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_bucket_bytes_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3120,7 +3158,7 @@ long long _wrap_TrainerOptions_bucket_bytes_get_swig_7cfe50e319468235(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_communicator_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_communicator_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator arg2 ;
   
@@ -3132,7 +3170,7 @@ void _wrap_TrainerOptions_communicator_set_swig_7cfe50e319468235(dpt_trainer_opt
 }
 
 
-intgo _wrap_TrainerOptions_communicator_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_communicator_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator result;
   intgo _swig_go_result;
@@ -3145,7 +3183,7 @@ intgo _wrap_TrainerOptions_communicator_get_swig_7cfe50e319468235(dpt_trainer_op
 }
 
 
-void _wrap_TrainerOptions_gpu_flags_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_gpu_flags_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t arg2 ;
   
@@ -3157,7 +3195,7 @@ void _wrap_TrainerOptions_gpu_flags_set_swig_7cfe50e319468235(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_gpu_flags_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_gpu_flags_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t result;
   intgo _swig_go_result;
@@ -3170,7 +3208,7 @@ intgo _wrap_TrainerOptions_gpu_flags_get_swig_7cfe50e319468235(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_batch_norm_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_batch_norm_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode arg2 ;
   
@@ -3182,7 +3220,7 @@ void _wrap_TrainerOptions_batch_norm_set_swig_7cfe50e319468235(dpt_trainer_optio
 }
 
 
-intgo _wrap_TrainerOptions_batch_norm_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_batch_norm_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
@@ -3195,7 +3233,7 @@ intgo _wrap_TrainerOptions_batch_norm_get_swig_7cfe50e319468235(dpt_trainer_opti
 }
 
 
-void _wrap_TrainerOptions_precision_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_precision_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3207,7 +3245,7 @@ void _wrap_TrainerOptions_precision_set_swig_7cfe50e319468235(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_precision_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_precision_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3220,7 +3258,7 @@ intgo _wrap_TrainerOptions_precision_get_swig_7cfe50e319468235(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_initial_loss_scale_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_initial_loss_scale_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3232,7 +3270,7 @@ void _wrap_TrainerOptions_initial_loss_scale_set_swig_7cfe50e319468235(dpt_train
 }
 
 
-double _wrap_TrainerOptions_initial_loss_scale_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_initial_loss_scale_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3245,7 +3283,7 @@ double _wrap_TrainerOptions_initial_loss_scale_get_swig_7cfe50e319468235(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3257,7 +3295,7 @@ void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_7cfe50e319468235(d
 }
 
 
-long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3270,7 +3308,7 @@ long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_7cfe50e319468
 }
 
 
-void _wrap_TrainerOptions_allreduce_dtype_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_dtype_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3282,7 +3320,7 @@ void _wrap_TrainerOptions_allreduce_dtype_set_swig_7cfe50e319468235(dpt_trainer_
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3295,7 +3333,7 @@ intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_7cfe50e319468235(dpt_trainer
 }
 
 
-void _wrap_TrainerOptions_activation_dtype_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_activation_dtype_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3307,7 +3345,7 @@ void _wrap_TrainerOptions_activation_dtype_set_swig_7cfe50e319468235(dpt_trainer
 }
 
 
-intgo _wrap_TrainerOptions_activation_dtype_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_activation_dtype_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3320,7 +3358,7 @@ intgo _wrap_TrainerOptions_activation_dtype_get_swig_7cfe50e319468235(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_shard_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode arg2 ;
   
@@ -3332,7 +3370,7 @@ void _wrap_TrainerOptions_shard_set_swig_7cfe50e319468235(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_shard_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode result;
   intgo _swig_go_result;
@@ -3345,7 +3383,7 @@ intgo _wrap_TrainerOptions_shard_get_swig_7cfe50e319468235(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_pipeline_stages_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_stages_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3357,7 +3395,7 @@ void _wrap_TrainerOptions_pipeline_stages_set_swig_7cfe50e319468235(dpt_trainer_
 }
 
 
-long long _wrap_TrainerOptions_pipeline_stages_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_pipeline_stages_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3370,7 +3408,7 @@ long long _wrap_TrainerOptions_pipeline_stages_get_swig_7cfe50e319468235(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_micro_batches_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_micro_batches_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3382,7 +3420,7 @@ void _wrap_TrainerOptions_micro_batches_set_swig_7cfe50e319468235(dpt_trainer_op
 }
 
 
-long long _wrap_TrainerOptions_micro_batches_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_micro_batches_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3395,7 +3433,7 @@ long long _wrap_TrainerOptions_micro_batches_get_swig_7cfe50e319468235(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_schedule_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_schedule_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule arg2 ;
   
@@ -3407,7 +3445,7 @@ void _wrap_TrainerOptions_pipeline_schedule_set_swig_7cfe50e319468235(dpt_traine
 }
 
 
-intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
@@ -3420,7 +3458,7 @@ intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_7cfe50e319468235(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_cuts_set_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_cuts_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -3445,7 +3483,7 @@ void _wrap_TrainerOptions_pipeline_cuts_set_swig_7cfe50e319468235(dpt_trainer_op
 }
 
 
-_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -3458,7 +3496,32 @@ _gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_7cfe50e319468235(dpt_trai
 }
 
 
-dpt_trainer_options *_wrap_new_TrainerOptions_swig_7cfe50e319468235() {
+void _wrap_TrainerOptions_shard_scope_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  dpt_shard_scope arg2 ;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  arg2 = (dpt_shard_scope)_swig_go_1; 
+  
+  if (arg1) (arg1)->shard_scope = arg2;
+  
+}
+
+
+intgo _wrap_TrainerOptions_shard_scope_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  dpt_shard_scope result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  
+  result = (dpt_shard_scope) ((arg1)->shard_scope);
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+dpt_trainer_options *_wrap_new_TrainerOptions_swig_a9f43e764bcf8611() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;
   
@@ -3468,7 +3531,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_7cfe50e319468235() {
     result = (dpt_trainer_options *)new_dpt_trainer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_trainer_options **)&_swig_go_result = (dpt_trainer_options *)result; 
@@ -3476,7 +3539,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_TrainerOptions_swig_7cfe50e319468235(dpt_trainer_options *_swig_go_0) {
+void _wrap_delete_TrainerOptions_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   
   arg1 = *(dpt_trainer_options **)&_swig_go_0; 
@@ -3486,14 +3549,14 @@ void _wrap_delete_TrainerOptions_swig_7cfe50e319468235(dpt_trainer_options *_swi
     delete_dpt_trainer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_7cfe50e319468235() {
+intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3504,7 +3567,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3512,7 +3575,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_7cfe50e319468235() {
+intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_a9f43e764bcf8611() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3523,7 +3586,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3531,7 +3594,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_OptimizerOptions_kind_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_kind_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind arg2 ;
   
@@ -3543,7 +3606,7 @@ void _wrap_OptimizerOptions_kind_set_swig_7cfe50e319468235(dpt_optimizer_options
 }
 
 
-intgo _wrap_OptimizerOptions_kind_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_kind_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind result;
   intgo _swig_go_result;
@@ -3556,7 +3619,7 @@ intgo _wrap_OptimizerOptions_kind_get_swig_7cfe50e319468235(dpt_optimizer_option
 }
 
 
-void _wrap_OptimizerOptions_learning_rate_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_learning_rate_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3568,7 +3631,7 @@ void _wrap_OptimizerOptions_learning_rate_set_swig_7cfe50e319468235(dpt_optimize
 }
 
 
-float _wrap_OptimizerOptions_learning_rate_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_learning_rate_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3581,7 +3644,7 @@ float _wrap_OptimizerOptions_learning_rate_get_swig_7cfe50e319468235(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_momentum_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_momentum_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3593,7 +3656,7 @@ void _wrap_OptimizerOptions_momentum_set_swig_7cfe50e319468235(dpt_optimizer_opt
 }
 
 
-float _wrap_OptimizerOptions_momentum_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_momentum_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3606,7 +3669,7 @@ float _wrap_OptimizerOptions_momentum_get_swig_7cfe50e319468235(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_nesterov_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_nesterov_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int arg2 ;
   
@@ -3618,7 +3681,7 @@ void _wrap_OptimizerOptions_nesterov_set_swig_7cfe50e319468235(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_nesterov_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_nesterov_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3631,7 +3694,7 @@ intgo _wrap_OptimizerOptions_nesterov_get_swig_7cfe50e319468235(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3643,7 +3706,7 @@ void _wrap_OptimizerOptions_weight_decay_set_swig_7cfe50e319468235(dpt_optimizer
 }
 
 
-float _wrap_OptimizerOptions_weight_decay_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_weight_decay_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3656,7 +3719,7 @@ float _wrap_OptimizerOptions_weight_decay_get_swig_7cfe50e319468235(dpt_optimize
 }
 
 
-void _wrap_OptimizerOptions_beta1_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta1_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3668,7 +3731,7 @@ void _wrap_OptimizerOptions_beta1_set_swig_7cfe50e319468235(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta1_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta1_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3681,7 +3744,7 @@ float _wrap_OptimizerOptions_beta1_get_swig_7cfe50e319468235(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_beta2_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta2_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3693,7 +3756,7 @@ void _wrap_OptimizerOptions_beta2_set_swig_7cfe50e319468235(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta2_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta2_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3706,7 +3769,7 @@ float _wrap_OptimizerOptions_beta2_get_swig_7cfe50e319468235(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_epsilon_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_epsilon_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3718,7 +3781,7 @@ void _wrap_OptimizerOptions_epsilon_set_swig_7cfe50e319468235(dpt_optimizer_opti
 }
 
 
-float _wrap_OptimizerOptions_epsilon_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_epsilon_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3731,7 +3794,7 @@ float _wrap_OptimizerOptions_epsilon_get_swig_7cfe50e319468235(dpt_optimizer_opt
 }
 
 
-void _wrap_OptimizerOptions_schedule_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_schedule_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind arg2 ;
   
@@ -3743,7 +3806,7 @@ void _wrap_OptimizerOptions_schedule_set_swig_7cfe50e319468235(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_schedule_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_schedule_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind result;
   intgo _swig_go_result;
@@ -3756,7 +3819,7 @@ intgo _wrap_OptimizerOptions_schedule_get_swig_7cfe50e319468235(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_warmup_steps_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_warmup_steps_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3768,7 +3831,7 @@ void _wrap_OptimizerOptions_warmup_steps_set_swig_7cfe50e319468235(dpt_optimizer
 }
 
 
-long long _wrap_OptimizerOptions_warmup_steps_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_warmup_steps_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3781,7 +3844,7 @@ long long _wrap_OptimizerOptions_warmup_steps_get_swig_7cfe50e319468235(dpt_opti
 }
 
 
-void _wrap_OptimizerOptions_step_size_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_step_size_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3793,7 +3856,7 @@ void _wrap_OptimizerOptions_step_size_set_swig_7cfe50e319468235(dpt_optimizer_op
 }
 
 
-long long _wrap_OptimizerOptions_step_size_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_step_size_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3806,7 +3869,7 @@ long long _wrap_OptimizerOptions_step_size_get_swig_7cfe50e319468235(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_gamma_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_gamma_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3818,7 +3881,7 @@ void _wrap_OptimizerOptions_gamma_set_swig_7cfe50e319468235(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_gamma_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_gamma_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3831,7 +3894,7 @@ float _wrap_OptimizerOptions_gamma_get_swig_7cfe50e319468235(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_total_steps_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_total_steps_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3843,7 +3906,7 @@ void _wrap_OptimizerOptions_total_steps_set_swig_7cfe50e319468235(dpt_optimizer_
 }
 
 
-long long _wrap_OptimizerOptions_total_steps_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_total_steps_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3856,7 +3919,7 @@ long long _wrap_OptimizerOptions_total_steps_get_swig_7cfe50e319468235(dpt_optim
 }
 
 
-void _wrap_OptimizerOptions_min_learning_rate_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_min_learning_rate_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3868,7 +3931,7 @@ void _wrap_OptimizerOptions_min_learning_rate_set_swig_7cfe50e319468235(dpt_opti
 }
 
 
-float _wrap_OptimizerOptions_min_learning_rate_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_min_learning_rate_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3881,7 +3944,7 @@ float _wrap_OptimizerOptions_min_learning_rate_get_swig_7cfe50e319468235(dpt_opt
 }
 
 
-void _wrap_OptimizerOptions_clip_norm_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_clip_norm_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3893,7 +3956,7 @@ void _wrap_OptimizerOptions_clip_norm_set_swig_7cfe50e319468235(dpt_optimizer_op
 }
 
 
-float _wrap_OptimizerOptions_clip_norm_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_clip_norm_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3906,7 +3969,7 @@ float _wrap_OptimizerOptions_clip_norm_get_swig_7cfe50e319468235(dpt_optimizer_o
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_scope_set_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_scope_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope arg2 ;
   
@@ -3918,7 +3981,7 @@ void _wrap_OptimizerOptions_weight_decay_scope_set_swig_7cfe50e319468235(dpt_opt
 }
 
 
-intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
@@ -3931,7 +3994,7 @@ intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_7cfe50e319468235(dpt_op
 }
 
 
-dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_7cfe50e319468235() {
+dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_a9f43e764bcf8611() {
   dpt_optimizer_options *result = 0 ;
   dpt_optimizer_options *_swig_go_result;
   
@@ -3941,7 +4004,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_7cfe50e319468235() {
     result = (dpt_optimizer_options *)new_dpt_optimizer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_optimizer_options **)&_swig_go_result = (dpt_optimizer_options *)result; 
@@ -3949,7 +4012,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_OptimizerOptions_swig_7cfe50e319468235(dpt_optimizer_options *_swig_go_0) {
+void _wrap_delete_OptimizerOptions_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   
   arg1 = *(dpt_optimizer_options **)&_swig_go_0; 
@@ -3959,14 +4022,14 @@ void _wrap_delete_OptimizerOptions_swig_7cfe50e319468235(dpt_optimizer_options *
     delete_dpt_optimizer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_StepResult_loss_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -3978,7 +4041,7 @@ void _wrap_StepResult_loss_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0
 }
 
 
-double _wrap_StepResult_loss_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -3991,7 +4054,7 @@ double _wrap_StepResult_loss_get_swig_7cfe50e319468235(dpt_step_result *_swig_go
 }
 
 
-void _wrap_StepResult_accuracy_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_accuracy_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4003,7 +4066,7 @@ void _wrap_StepResult_accuracy_set_swig_7cfe50e319468235(dpt_step_result *_swig_
 }
 
 
-double _wrap_StepResult_accuracy_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_accuracy_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4016,7 +4079,7 @@ double _wrap_StepResult_accuracy_get_swig_7cfe50e319468235(dpt_step_result *_swi
 }
 
 
-void _wrap_StepResult_samples_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_samples_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4028,7 +4091,7 @@ void _wrap_StepResult_samples_set_swig_7cfe50e319468235(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_samples_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_samples_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4041,7 +4104,7 @@ long long _wrap_StepResult_samples_get_swig_7cfe50e319468235(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_applied_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_applied_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4053,7 +4116,7 @@ void _wrap_StepResult_applied_set_swig_7cfe50e319468235(dpt_step_result *_swig_g
 }
 
 
-intgo _wrap_StepResult_applied_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_applied_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4066,7 +4129,7 @@ intgo _wrap_StepResult_applied_get_swig_7cfe50e319468235(dpt_step_result *_swig_
 }
 
 
-void _wrap_StepResult_optimizer_steps_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_optimizer_steps_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4078,7 +4141,7 @@ void _wrap_StepResult_optimizer_steps_set_swig_7cfe50e319468235(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_optimizer_steps_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_optimizer_steps_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4091,7 +4154,7 @@ long long _wrap_StepResult_optimizer_steps_get_swig_7cfe50e319468235(dpt_step_re
 }
 
 
-void _wrap_StepResult_learning_rate_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_learning_rate_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4103,7 +4166,7 @@ void _wrap_StepResult_learning_rate_set_swig_7cfe50e319468235(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_learning_rate_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_learning_rate_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4116,7 +4179,7 @@ double _wrap_StepResult_learning_rate_get_swig_7cfe50e319468235(dpt_step_result 
 }
 
 
-void _wrap_StepResult_grad_norm_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_grad_norm_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4128,7 +4191,7 @@ void _wrap_StepResult_grad_norm_set_swig_7cfe50e319468235(dpt_step_result *_swig
 }
 
 
-double _wrap_StepResult_grad_norm_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_grad_norm_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4141,7 +4204,7 @@ double _wrap_StepResult_grad_norm_get_swig_7cfe50e319468235(dpt_step_result *_sw
 }
 
 
-void _wrap_StepResult_compute_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_compute_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4153,7 +4216,7 @@ void _wrap_StepResult_compute_seconds_set_swig_7cfe50e319468235(dpt_step_result 
 }
 
 
-double _wrap_StepResult_compute_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_compute_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4166,7 +4229,7 @@ double _wrap_StepResult_compute_seconds_get_swig_7cfe50e319468235(dpt_step_resul
 }
 
 
-void _wrap_StepResult_allreduce_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4178,7 +4241,7 @@ void _wrap_StepResult_allreduce_seconds_set_swig_7cfe50e319468235(dpt_step_resul
 }
 
 
-double _wrap_StepResult_allreduce_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4191,7 +4254,7 @@ double _wrap_StepResult_allreduce_seconds_get_swig_7cfe50e319468235(dpt_step_res
 }
 
 
-void _wrap_StepResult_update_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_update_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4203,7 +4266,7 @@ void _wrap_StepResult_update_seconds_set_swig_7cfe50e319468235(dpt_step_result *
 }
 
 
-double _wrap_StepResult_update_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_update_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4216,7 +4279,7 @@ double _wrap_StepResult_update_seconds_get_swig_7cfe50e319468235(dpt_step_result
 }
 
 
-void _wrap_StepResult_total_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_total_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4228,7 +4291,7 @@ void _wrap_StepResult_total_seconds_set_swig_7cfe50e319468235(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_total_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_total_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4241,7 +4304,7 @@ double _wrap_StepResult_total_seconds_get_swig_7cfe50e319468235(dpt_step_result 
 }
 
 
-void _wrap_StepResult_skipped_nonfinite_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_nonfinite_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4253,7 +4316,7 @@ void _wrap_StepResult_skipped_nonfinite_set_swig_7cfe50e319468235(dpt_step_resul
 }
 
 
-intgo _wrap_StepResult_skipped_nonfinite_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_nonfinite_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4266,7 +4329,7 @@ intgo _wrap_StepResult_skipped_nonfinite_get_swig_7cfe50e319468235(dpt_step_resu
 }
 
 
-void _wrap_StepResult_nonfinite_steps_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_nonfinite_steps_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4278,7 +4341,7 @@ void _wrap_StepResult_nonfinite_steps_set_swig_7cfe50e319468235(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_nonfinite_steps_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_nonfinite_steps_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4291,7 +4354,7 @@ long long _wrap_StepResult_nonfinite_steps_get_swig_7cfe50e319468235(dpt_step_re
 }
 
 
-void _wrap_StepResult_allreduce_exposed_seconds_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_exposed_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4303,7 +4366,7 @@ void _wrap_StepResult_allreduce_exposed_seconds_set_swig_7cfe50e319468235(dpt_st
 }
 
 
-double _wrap_StepResult_allreduce_exposed_seconds_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_exposed_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4316,7 +4379,7 @@ double _wrap_StepResult_allreduce_exposed_seconds_get_swig_7cfe50e319468235(dpt_
 }
 
 
-void _wrap_StepResult_targets_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_targets_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4328,7 +4391,7 @@ void _wrap_StepResult_targets_set_swig_7cfe50e319468235(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_targets_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_targets_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4341,7 +4404,7 @@ long long _wrap_StepResult_targets_get_swig_7cfe50e319468235(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_skipped_overflow_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_overflow_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4353,7 +4416,7 @@ void _wrap_StepResult_skipped_overflow_set_swig_7cfe50e319468235(dpt_step_result
 }
 
 
-intgo _wrap_StepResult_skipped_overflow_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_overflow_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4366,7 +4429,7 @@ intgo _wrap_StepResult_skipped_overflow_get_swig_7cfe50e319468235(dpt_step_resul
 }
 
 
-void _wrap_StepResult_overflow_steps_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_overflow_steps_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4378,7 +4441,7 @@ void _wrap_StepResult_overflow_steps_set_swig_7cfe50e319468235(dpt_step_result *
 }
 
 
-long long _wrap_StepResult_overflow_steps_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_overflow_steps_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4391,7 +4454,7 @@ long long _wrap_StepResult_overflow_steps_get_swig_7cfe50e319468235(dpt_step_res
 }
 
 
-void _wrap_StepResult_loss_scale_set_swig_7cfe50e319468235(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_scale_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4403,7 +4466,7 @@ void _wrap_StepResult_loss_scale_set_swig_7cfe50e319468235(dpt_step_result *_swi
 }
 
 
-double _wrap_StepResult_loss_scale_get_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_scale_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4416,7 +4479,7 @@ double _wrap_StepResult_loss_scale_get_swig_7cfe50e319468235(dpt_step_result *_s
 }
 
 
-dpt_step_result *_wrap_new_StepResult_swig_7cfe50e319468235() {
+dpt_step_result *_wrap_new_StepResult_swig_a9f43e764bcf8611() {
   dpt_step_result *result = 0 ;
   dpt_step_result *_swig_go_result;
   
@@ -4426,7 +4489,7 @@ dpt_step_result *_wrap_new_StepResult_swig_7cfe50e319468235() {
     result = (dpt_step_result *)new_dpt_step_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = (dpt_step_result *)result; 
@@ -4434,7 +4497,7 @@ dpt_step_result *_wrap_new_StepResult_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_StepResult_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) {
+void _wrap_delete_StepResult_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   
   arg1 = *(dpt_step_result **)&_swig_go_0; 
@@ -4444,14 +4507,14 @@ void _wrap_delete_StepResult_swig_7cfe50e319468235(dpt_step_result *_swig_go_0) 
     delete_dpt_step_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_EvalResult_loss_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_loss_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4463,7 +4526,7 @@ void _wrap_EvalResult_loss_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0
 }
 
 
-double _wrap_EvalResult_loss_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_loss_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4476,7 +4539,7 @@ double _wrap_EvalResult_loss_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go
 }
 
 
-void _wrap_EvalResult_accuracy_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_accuracy_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4488,7 +4551,7 @@ void _wrap_EvalResult_accuracy_set_swig_7cfe50e319468235(dpt_eval_result *_swig_
 }
 
 
-double _wrap_EvalResult_accuracy_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_accuracy_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4501,7 +4564,7 @@ double _wrap_EvalResult_accuracy_get_swig_7cfe50e319468235(dpt_eval_result *_swi
 }
 
 
-void _wrap_EvalResult_samples_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_samples_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4513,7 +4576,7 @@ void _wrap_EvalResult_samples_set_swig_7cfe50e319468235(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_samples_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_samples_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4526,7 +4589,7 @@ long long _wrap_EvalResult_samples_get_swig_7cfe50e319468235(dpt_eval_result *_s
 }
 
 
-void _wrap_EvalResult_seconds_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_seconds_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4538,7 +4601,7 @@ void _wrap_EvalResult_seconds_set_swig_7cfe50e319468235(dpt_eval_result *_swig_g
 }
 
 
-double _wrap_EvalResult_seconds_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_seconds_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4551,7 +4614,7 @@ double _wrap_EvalResult_seconds_get_swig_7cfe50e319468235(dpt_eval_result *_swig
 }
 
 
-void _wrap_EvalResult_targets_set_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_targets_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4563,7 +4626,7 @@ void _wrap_EvalResult_targets_set_swig_7cfe50e319468235(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_targets_get_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_targets_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4576,7 +4639,7 @@ long long _wrap_EvalResult_targets_get_swig_7cfe50e319468235(dpt_eval_result *_s
 }
 
 
-dpt_eval_result *_wrap_new_EvalResult_swig_7cfe50e319468235() {
+dpt_eval_result *_wrap_new_EvalResult_swig_a9f43e764bcf8611() {
   dpt_eval_result *result = 0 ;
   dpt_eval_result *_swig_go_result;
   
@@ -4586,7 +4649,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_7cfe50e319468235() {
     result = (dpt_eval_result *)new_dpt_eval_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = (dpt_eval_result *)result; 
@@ -4594,7 +4657,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_EvalResult_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) {
+void _wrap_delete_EvalResult_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   
   arg1 = *(dpt_eval_result **)&_swig_go_0; 
@@ -4604,14 +4667,14 @@ void _wrap_delete_EvalResult_swig_7cfe50e319468235(dpt_eval_result *_swig_go_0) 
     delete_dpt_eval_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_PROGRESS_BATCH_swig_7cfe50e319468235() {
+intgo _wrap_DPT_PROGRESS_BATCH_swig_a9f43e764bcf8611() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4622,7 +4685,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4630,7 +4693,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_7cfe50e319468235() {
 }
 
 
-intgo _wrap_DPT_PROGRESS_EPOCH_swig_7cfe50e319468235() {
+intgo _wrap_DPT_PROGRESS_EPOCH_swig_a9f43e764bcf8611() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4641,7 +4704,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_7cfe50e319468235() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4649,7 +4712,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_Progress_kind_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_kind_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind arg2 ;
   
@@ -4661,7 +4724,7 @@ void _wrap_Progress_kind_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, int
 }
 
 
-intgo _wrap_Progress_kind_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_kind_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind result;
   intgo _swig_go_result;
@@ -4674,7 +4737,7 @@ intgo _wrap_Progress_kind_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_epoch_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epoch_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4686,7 +4749,7 @@ void _wrap_Progress_epoch_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_epoch_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epoch_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4699,7 +4762,7 @@ long long _wrap_Progress_epoch_get_swig_7cfe50e319468235(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_epochs_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epochs_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4711,7 +4774,7 @@ void _wrap_Progress_epochs_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, l
 }
 
 
-long long _wrap_Progress_epochs_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epochs_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4724,7 +4787,7 @@ long long _wrap_Progress_epochs_get_swig_7cfe50e319468235(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_batch_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batch_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4736,7 +4799,7 @@ void _wrap_Progress_batch_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_batch_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batch_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4749,7 +4812,7 @@ long long _wrap_Progress_batch_get_swig_7cfe50e319468235(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_batches_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batches_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4761,7 +4824,7 @@ void _wrap_Progress_batches_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_batches_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batches_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4774,7 +4837,7 @@ long long _wrap_Progress_batches_get_swig_7cfe50e319468235(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_samples_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_samples_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t arg2 ;
   
@@ -4786,7 +4849,7 @@ void _wrap_Progress_samples_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_samples_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_samples_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4799,7 +4862,7 @@ long long _wrap_Progress_samples_get_swig_7cfe50e319468235(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_loss_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4811,7 +4874,7 @@ void _wrap_Progress_loss_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, dou
 }
 
 
-double _wrap_Progress_loss_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4824,7 +4887,7 @@ double _wrap_Progress_loss_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_accuracy_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_accuracy_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4836,7 +4899,7 @@ void _wrap_Progress_accuracy_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0,
 }
 
 
-double _wrap_Progress_accuracy_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_accuracy_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4849,7 +4912,7 @@ double _wrap_Progress_accuracy_get_swig_7cfe50e319468235(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_samples_per_second_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_samples_per_second_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4861,7 +4924,7 @@ void _wrap_Progress_samples_per_second_set_swig_7cfe50e319468235(dpt_progress *_
 }
 
 
-double _wrap_Progress_samples_per_second_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_samples_per_second_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4874,7 +4937,7 @@ double _wrap_Progress_samples_per_second_get_swig_7cfe50e319468235(dpt_progress 
 }
 
 
-void _wrap_Progress_epoch_seconds_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_epoch_seconds_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4886,7 +4949,7 @@ void _wrap_Progress_epoch_seconds_set_swig_7cfe50e319468235(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_epoch_seconds_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_epoch_seconds_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4899,7 +4962,7 @@ double _wrap_Progress_epoch_seconds_get_swig_7cfe50e319468235(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_has_test_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_has_test_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int arg2 ;
   
@@ -4911,7 +4974,7 @@ void _wrap_Progress_has_test_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0,
 }
 
 
-intgo _wrap_Progress_has_test_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_has_test_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4924,7 +4987,7 @@ intgo _wrap_Progress_has_test_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0
 }
 
 
-void _wrap_Progress_test_loss_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_loss_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4936,7 +4999,7 @@ void _wrap_Progress_test_loss_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0
 }
 
 
-double _wrap_Progress_test_loss_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_loss_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4949,7 +5012,7 @@ double _wrap_Progress_test_loss_get_swig_7cfe50e319468235(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_test_accuracy_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_accuracy_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4961,7 +5024,7 @@ void _wrap_Progress_test_accuracy_set_swig_7cfe50e319468235(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_test_accuracy_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_accuracy_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4974,7 +5037,7 @@ double _wrap_Progress_test_accuracy_get_swig_7cfe50e319468235(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_learning_rate_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_learning_rate_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4986,7 +5049,7 @@ void _wrap_Progress_learning_rate_set_swig_7cfe50e319468235(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_learning_rate_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_learning_rate_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4999,7 +5062,7 @@ double _wrap_Progress_learning_rate_get_swig_7cfe50e319468235(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_loss_scale_set_swig_7cfe50e319468235(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_scale_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5011,7 +5074,7 @@ void _wrap_Progress_loss_scale_set_swig_7cfe50e319468235(dpt_progress *_swig_go_
 }
 
 
-double _wrap_Progress_loss_scale_get_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_scale_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5024,7 +5087,7 @@ double _wrap_Progress_loss_scale_get_swig_7cfe50e319468235(dpt_progress *_swig_g
 }
 
 
-dpt_progress *_wrap_new_Progress_swig_7cfe50e319468235() {
+dpt_progress *_wrap_new_Progress_swig_a9f43e764bcf8611() {
   dpt_progress *result = 0 ;
   dpt_progress *_swig_go_result;
   
@@ -5034,7 +5097,7 @@ dpt_progress *_wrap_new_Progress_swig_7cfe50e319468235() {
     result = (dpt_progress *)new_dpt_progress();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_progress **)&_swig_go_result = (dpt_progress *)result; 
@@ -5042,7 +5105,7 @@ dpt_progress *_wrap_new_Progress_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_Progress_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
+void _wrap_delete_Progress_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   
   arg1 = *(dpt_progress **)&_swig_go_0; 
@@ -5052,14 +5115,14 @@ void _wrap_delete_Progress_swig_7cfe50e319468235(dpt_progress *_swig_go_0) {
     delete_dpt_progress(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_FitOptions_epochs_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_epochs_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5071,7 +5134,7 @@ void _wrap_FitOptions_epochs_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go
 }
 
 
-long long _wrap_FitOptions_epochs_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_epochs_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5084,7 +5147,7 @@ long long _wrap_FitOptions_epochs_get_swig_7cfe50e319468235(dpt_fit_options *_sw
 }
 
 
-void _wrap_FitOptions_batch_size_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_batch_size_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5096,7 +5159,7 @@ void _wrap_FitOptions_batch_size_set_swig_7cfe50e319468235(dpt_fit_options *_swi
 }
 
 
-long long _wrap_FitOptions_batch_size_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_batch_size_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5109,7 +5172,7 @@ long long _wrap_FitOptions_batch_size_get_swig_7cfe50e319468235(dpt_fit_options 
 }
 
 
-void _wrap_FitOptions_shuffle_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitOptions_shuffle_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int arg2 ;
   
@@ -5121,7 +5184,7 @@ void _wrap_FitOptions_shuffle_set_swig_7cfe50e319468235(dpt_fit_options *_swig_g
 }
 
 
-intgo _wrap_FitOptions_shuffle_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
+intgo _wrap_FitOptions_shuffle_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5134,7 +5197,7 @@ intgo _wrap_FitOptions_shuffle_get_swig_7cfe50e319468235(dpt_fit_options *_swig_
 }
 
 
-void _wrap_FitOptions_progress_every_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_progress_every_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5146,7 +5209,7 @@ void _wrap_FitOptions_progress_every_set_swig_7cfe50e319468235(dpt_fit_options *
 }
 
 
-long long _wrap_FitOptions_progress_every_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_progress_every_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5159,7 +5222,7 @@ long long _wrap_FitOptions_progress_every_get_swig_7cfe50e319468235(dpt_fit_opti
 }
 
 
-void _wrap_FitOptions_eval_batch_size_set_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_eval_batch_size_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5171,7 +5234,7 @@ void _wrap_FitOptions_eval_batch_size_set_swig_7cfe50e319468235(dpt_fit_options 
 }
 
 
-long long _wrap_FitOptions_eval_batch_size_get_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_eval_batch_size_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5184,7 +5247,7 @@ long long _wrap_FitOptions_eval_batch_size_get_swig_7cfe50e319468235(dpt_fit_opt
 }
 
 
-dpt_fit_options *_wrap_new_FitOptions_swig_7cfe50e319468235() {
+dpt_fit_options *_wrap_new_FitOptions_swig_a9f43e764bcf8611() {
   dpt_fit_options *result = 0 ;
   dpt_fit_options *_swig_go_result;
   
@@ -5194,7 +5257,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_7cfe50e319468235() {
     result = (dpt_fit_options *)new_dpt_fit_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_fit_options **)&_swig_go_result = (dpt_fit_options *)result; 
@@ -5202,7 +5265,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_FitOptions_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) {
+void _wrap_delete_FitOptions_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   
   arg1 = *(dpt_fit_options **)&_swig_go_0; 
@@ -5212,14 +5275,14 @@ void _wrap_delete_FitOptions_swig_7cfe50e319468235(dpt_fit_options *_swig_go_0) 
     delete_dpt_fit_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_FitResult_epochs_completed_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_epochs_completed_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t arg2 ;
   
@@ -5231,7 +5294,7 @@ void _wrap_FitResult_epochs_completed_set_swig_7cfe50e319468235(dpt_fit_result *
 }
 
 
-long long _wrap_FitResult_epochs_completed_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_epochs_completed_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5244,7 +5307,7 @@ long long _wrap_FitResult_epochs_completed_get_swig_7cfe50e319468235(dpt_fit_res
 }
 
 
-void _wrap_FitResult_stopped_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_stopped_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5256,7 +5319,7 @@ void _wrap_FitResult_stopped_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_
 }
 
 
-intgo _wrap_FitResult_stopped_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_stopped_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5269,7 +5332,7 @@ intgo _wrap_FitResult_stopped_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go
 }
 
 
-void _wrap_FitResult_train_loss_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_loss_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5281,7 +5344,7 @@ void _wrap_FitResult_train_loss_set_swig_7cfe50e319468235(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_train_loss_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_loss_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5294,7 +5357,7 @@ double _wrap_FitResult_train_loss_get_swig_7cfe50e319468235(dpt_fit_result *_swi
 }
 
 
-void _wrap_FitResult_train_accuracy_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_accuracy_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5306,7 +5369,7 @@ void _wrap_FitResult_train_accuracy_set_swig_7cfe50e319468235(dpt_fit_result *_s
 }
 
 
-double _wrap_FitResult_train_accuracy_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_accuracy_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5319,7 +5382,7 @@ double _wrap_FitResult_train_accuracy_get_swig_7cfe50e319468235(dpt_fit_result *
 }
 
 
-void _wrap_FitResult_has_test_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_has_test_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5331,7 +5394,7 @@ void _wrap_FitResult_has_test_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go
 }
 
 
-intgo _wrap_FitResult_has_test_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_has_test_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5344,7 +5407,7 @@ intgo _wrap_FitResult_has_test_get_swig_7cfe50e319468235(dpt_fit_result *_swig_g
 }
 
 
-void _wrap_FitResult_test_loss_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_loss_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5356,7 +5419,7 @@ void _wrap_FitResult_test_loss_set_swig_7cfe50e319468235(dpt_fit_result *_swig_g
 }
 
 
-double _wrap_FitResult_test_loss_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_loss_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5369,7 +5432,7 @@ double _wrap_FitResult_test_loss_get_swig_7cfe50e319468235(dpt_fit_result *_swig
 }
 
 
-void _wrap_FitResult_test_accuracy_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_accuracy_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5381,7 +5444,7 @@ void _wrap_FitResult_test_accuracy_set_swig_7cfe50e319468235(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_test_accuracy_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_accuracy_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5394,7 +5457,7 @@ double _wrap_FitResult_test_accuracy_get_swig_7cfe50e319468235(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_train_seconds_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_seconds_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5406,7 +5469,7 @@ void _wrap_FitResult_train_seconds_set_swig_7cfe50e319468235(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_train_seconds_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_seconds_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5419,7 +5482,7 @@ double _wrap_FitResult_train_seconds_get_swig_7cfe50e319468235(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_samples_per_second_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_samples_per_second_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5431,7 +5494,7 @@ void _wrap_FitResult_samples_per_second_set_swig_7cfe50e319468235(dpt_fit_result
 }
 
 
-double _wrap_FitResult_samples_per_second_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_samples_per_second_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5444,7 +5507,7 @@ double _wrap_FitResult_samples_per_second_get_swig_7cfe50e319468235(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_optimizer_steps_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_optimizer_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5456,7 +5519,7 @@ void _wrap_FitResult_optimizer_steps_set_swig_7cfe50e319468235(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_optimizer_steps_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_optimizer_steps_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5469,7 +5532,7 @@ long long _wrap_FitResult_optimizer_steps_get_swig_7cfe50e319468235(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_nonfinite_steps_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_nonfinite_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5481,7 +5544,7 @@ void _wrap_FitResult_nonfinite_steps_set_swig_7cfe50e319468235(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_nonfinite_steps_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_nonfinite_steps_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5494,7 +5557,7 @@ long long _wrap_FitResult_nonfinite_steps_get_swig_7cfe50e319468235(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_overflow_steps_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_overflow_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5506,7 +5569,7 @@ void _wrap_FitResult_overflow_steps_set_swig_7cfe50e319468235(dpt_fit_result *_s
 }
 
 
-long long _wrap_FitResult_overflow_steps_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_overflow_steps_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5519,7 +5582,7 @@ long long _wrap_FitResult_overflow_steps_get_swig_7cfe50e319468235(dpt_fit_resul
 }
 
 
-void _wrap_FitResult_loss_scale_set_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_loss_scale_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5531,7 +5594,7 @@ void _wrap_FitResult_loss_scale_set_swig_7cfe50e319468235(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_loss_scale_get_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_loss_scale_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5544,7 +5607,7 @@ double _wrap_FitResult_loss_scale_get_swig_7cfe50e319468235(dpt_fit_result *_swi
 }
 
 
-dpt_fit_result *_wrap_new_FitResult_swig_7cfe50e319468235() {
+dpt_fit_result *_wrap_new_FitResult_swig_a9f43e764bcf8611() {
   dpt_fit_result *result = 0 ;
   dpt_fit_result *_swig_go_result;
   
@@ -5554,7 +5617,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_7cfe50e319468235() {
     result = (dpt_fit_result *)new_dpt_fit_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = (dpt_fit_result *)result; 
@@ -5562,7 +5625,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_FitResult_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
+void _wrap_delete_FitResult_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   
   arg1 = *(dpt_fit_result **)&_swig_go_0; 
@@ -5572,14 +5635,14 @@ void _wrap_delete_FitResult_swig_7cfe50e319468235(dpt_fit_result *_swig_go_0) {
     delete_dpt_fit_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-long long _wrap_ReplicaMemoryNative_parameters_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_parameters_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5592,7 +5655,7 @@ long long _wrap_ReplicaMemoryNative_parameters_get_swig_7cfe50e319468235(dpt_rep
 }
 
 
-long long _wrap_ReplicaMemoryNative_gradients_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_gradients_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5605,7 +5668,7 @@ long long _wrap_ReplicaMemoryNative_gradients_get_swig_7cfe50e319468235(dpt_repl
 }
 
 
-long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5618,7 +5681,7 @@ long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_7cfe50e319468235(dp
 }
 
 
-long long _wrap_ReplicaMemoryNative_buffers_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_buffers_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5631,7 +5694,7 @@ long long _wrap_ReplicaMemoryNative_buffers_get_swig_7cfe50e319468235(dpt_replic
 }
 
 
-long long _wrap_ReplicaMemoryNative_activations_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_activations_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5644,7 +5707,7 @@ long long _wrap_ReplicaMemoryNative_activations_get_swig_7cfe50e319468235(dpt_re
 }
 
 
-long long _wrap_ReplicaMemoryNative_total_get_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_total_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5657,7 +5720,7 @@ long long _wrap_ReplicaMemoryNative_total_get_swig_7cfe50e319468235(dpt_replica_
 }
 
 
-dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_7cfe50e319468235() {
+dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_a9f43e764bcf8611() {
   dpt_replica_memory *result = 0 ;
   dpt_replica_memory *_swig_go_result;
   
@@ -5667,7 +5730,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_7cfe50e319468235() {
     result = (dpt_replica_memory *)new_dpt_replica_memory();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = (dpt_replica_memory *)result; 
@@ -5675,7 +5738,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_ReplicaMemoryNative_swig_7cfe50e319468235(dpt_replica_memory *_swig_go_0) {
+void _wrap_delete_ReplicaMemoryNative_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   
   arg1 = *(dpt_replica_memory **)&_swig_go_0; 
@@ -5685,14 +5748,14 @@ void _wrap_delete_ReplicaMemoryNative_swig_7cfe50e319468235(dpt_replica_memory *
     delete_dpt_replica_memory(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-double _wrap_ReplicaTimesNative_compute_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_compute_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5705,7 +5768,7 @@ double _wrap_ReplicaTimesNative_compute_seconds_get_swig_7cfe50e319468235(dpt_re
 }
 
 
-double _wrap_ReplicaTimesNative_communication_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_communication_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5718,7 +5781,7 @@ double _wrap_ReplicaTimesNative_communication_seconds_get_swig_7cfe50e319468235(
 }
 
 
-double _wrap_ReplicaTimesNative_update_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_update_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5731,7 +5794,7 @@ double _wrap_ReplicaTimesNative_update_seconds_get_swig_7cfe50e319468235(dpt_rep
 }
 
 
-double _wrap_ReplicaTimesNative_idle_seconds_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_idle_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5744,7 +5807,7 @@ double _wrap_ReplicaTimesNative_idle_seconds_get_swig_7cfe50e319468235(dpt_repli
 }
 
 
-double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5757,7 +5820,7 @@ double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_7cfe50e319468235(dpt_repl
 }
 
 
-dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_7cfe50e319468235() {
+dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_a9f43e764bcf8611() {
   dpt_replica_times *result = 0 ;
   dpt_replica_times *_swig_go_result;
   
@@ -5767,7 +5830,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_7cfe50e319468235() {
     result = (dpt_replica_times *)new_dpt_replica_times();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = (dpt_replica_times *)result; 
@@ -5775,7 +5838,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_7cfe50e319468235() {
 }
 
 
-void _wrap_delete_ReplicaTimesNative_swig_7cfe50e319468235(dpt_replica_times *_swig_go_0) {
+void _wrap_delete_ReplicaTimesNative_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   
   arg1 = *(dpt_replica_times **)&_swig_go_0; 
@@ -5785,14 +5848,14 @@ void _wrap_delete_ReplicaTimesNative_swig_7cfe50e319468235(dpt_replica_times *_s
     delete_dpt_replica_times(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_0_swig_7cfe50e319468235(long long _swig_go_0, long long _swig_go_1) {
+dpt_context *_wrap_new_Context__SWIG_0_swig_a9f43e764bcf8611(long long _swig_go_0, long long _swig_go_1) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_context *result = 0 ;
@@ -5806,7 +5869,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_7cfe50e319468235(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1),arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5814,7 +5877,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_7cfe50e319468235(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_1_swig_7cfe50e319468235(long long _swig_go_0) {
+dpt_context *_wrap_new_Context__SWIG_1_swig_a9f43e764bcf8611(long long _swig_go_0) {
   size_t arg1 ;
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
@@ -5826,7 +5889,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_7cfe50e319468235(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5834,7 +5897,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_7cfe50e319468235(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_2_swig_7cfe50e319468235() {
+dpt_context *_wrap_new_Context__SWIG_2_swig_a9f43e764bcf8611() {
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
   
@@ -5844,7 +5907,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_7cfe50e319468235() {
     result = (dpt_context *)new_dpt_context__SWIG_0();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5852,7 +5915,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_7cfe50e319468235() {
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_3_swig_7cfe50e319468235(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
+dpt_context *_wrap_new_Context__SWIG_3_swig_a9f43e764bcf8611(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_device_selection arg3 ;
@@ -5868,7 +5931,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_7cfe50e319468235(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_3(SWIG_STD_MOVE(arg1),arg2,arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5876,7 +5939,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_7cfe50e319468235(long long _swig_go_
 }
 
 
-void _wrap_delete_Context_swig_7cfe50e319468235(dpt_context *_swig_go_0) {
+void _wrap_delete_Context_swig_a9f43e764bcf8611(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   
   arg1 = *(dpt_context **)&_swig_go_0; 
@@ -5886,14 +5949,14 @@ void _wrap_delete_Context_swig_7cfe50e319468235(dpt_context *_swig_go_0) {
     delete_dpt_context(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_backend_info *_wrap_Context_backendInfo_swig_7cfe50e319468235(dpt_context *_swig_go_0, intgo _swig_go_1) {
+dpt_backend_info *_wrap_Context_backendInfo_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, intgo _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_device_kind arg2 ;
   SwigValueWrapper< dpt_backend_info > result;
@@ -5907,7 +5970,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_7cfe50e319468235(dpt_context *_
     result = dpt_context_backendInfo(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = new dpt_backend_info(result); 
@@ -5915,7 +5978,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_7cfe50e319468235(dpt_context *_
 }
 
 
-bool _wrap_Context_canAccessPeer_swig_7cfe50e319468235(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+bool _wrap_Context_canAccessPeer_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -5931,7 +5994,7 @@ bool _wrap_Context_canAccessPeer_swig_7cfe50e319468235(dpt_context *_swig_go_0, 
     result = (bool)dpt_context_canAccessPeer(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -5939,7 +6002,7 @@ bool _wrap_Context_canAccessPeer_swig_7cfe50e319468235(dpt_context *_swig_go_0, 
 }
 
 
-long long _wrap_Context_deviceCount_swig_7cfe50e319468235(dpt_context *_swig_go_0) {
+long long _wrap_Context_deviceCount_swig_a9f43e764bcf8611(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5951,7 +6014,7 @@ long long _wrap_Context_deviceCount_swig_7cfe50e319468235(dpt_context *_swig_go_
     result = dpt_context_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -5959,7 +6022,7 @@ long long _wrap_Context_deviceCount_swig_7cfe50e319468235(dpt_context *_swig_go_
 }
 
 
-dpt_device_info *_wrap_Context_deviceInfo_swig_7cfe50e319468235(dpt_context *_swig_go_0, long long _swig_go_1) {
+dpt_device_info *_wrap_Context_deviceInfo_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, long long _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_device_info > result;
@@ -5973,7 +6036,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_7cfe50e319468235(dpt_context *_sw
     result = dpt_context_deviceInfo(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = new dpt_device_info(result); 
@@ -5981,7 +6044,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_7cfe50e319468235(dpt_context *_sw
 }
 
 
-dpt_model *_wrap_new_Model_swig_7cfe50e319468235(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_model *_wrap_new_Model_swig_a9f43e764bcf8611(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   size_t arg1 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -5997,7 +6060,7 @@ dpt_model *_wrap_new_Model_swig_7cfe50e319468235(long long _swig_go_0, long long
     result = (dpt_model *)new_dpt_model(SWIG_STD_MOVE(arg1),SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6005,7 +6068,7 @@ dpt_model *_wrap_new_Model_swig_7cfe50e319468235(long long _swig_go_0, long long
 }
 
 
-dpt_model *_wrap_Model_createTokens_swig_7cfe50e319468235(long long _swig_go_0) {
+dpt_model *_wrap_Model_createTokens_swig_a9f43e764bcf8611(long long _swig_go_0) {
   size_t arg1 ;
   dpt_model *result = 0 ;
   dpt_model *_swig_go_result;
@@ -6017,7 +6080,7 @@ dpt_model *_wrap_Model_createTokens_swig_7cfe50e319468235(long long _swig_go_0) 
     result = (dpt_model *)dpt_model_createTokens(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6025,7 +6088,7 @@ dpt_model *_wrap_Model_createTokens_swig_7cfe50e319468235(long long _swig_go_0) 
 }
 
 
-dpt_model *_wrap_Model_builtin_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_builtin_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6045,7 +6108,7 @@ dpt_model *_wrap_Model_builtin_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_builtin((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6054,7 +6117,7 @@ dpt_model *_wrap_Model_builtin_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
 }
 
 
-dpt_model *_wrap_Model_fromJson_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_fromJson_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6074,7 +6137,7 @@ dpt_model *_wrap_Model_fromJson_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_fromJson((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6083,7 +6146,7 @@ dpt_model *_wrap_Model_fromJson_swig_7cfe50e319468235(_gostring_ _swig_go_0) {
 }
 
 
-void _wrap_delete_Model_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+void _wrap_delete_Model_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6093,14 +6156,14 @@ void _wrap_delete_Model_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     delete_dpt_model(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_addDense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6112,14 +6175,14 @@ void _wrap_Model_addDense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long
     dpt_model_addDense(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addConv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+void _wrap_Model_addConv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6137,14 +6200,14 @@ void _wrap_Model_addConv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long lon
     dpt_model_addConv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addPool_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Model_addPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_pool_kind arg2 ;
   size_t arg3 ;
@@ -6160,14 +6223,14 @@ void _wrap_Model_addPool_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swi
     dpt_model_addPool(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addActivation_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Model_addActivation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_activation arg2 ;
   
@@ -6179,14 +6242,14 @@ void _wrap_Model_addActivation_swig_7cfe50e319468235(dpt_model *_swig_go_0, intg
     dpt_model_addActivation(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addFlatten_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+void _wrap_Model_addFlatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6196,14 +6259,14 @@ void _wrap_Model_addFlatten_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     dpt_model_addFlatten(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, float _swig_go_1) {
+void _wrap_Model_addDropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, float _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   float arg2 ;
   
@@ -6215,14 +6278,14 @@ void _wrap_Model_addDropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, float _
     dpt_model_addDropout(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_conv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
+long long _wrap_Model_conv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6256,7 +6319,7 @@ long long _wrap_Model_conv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long l
     result = dpt_model_conv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),arg7,(char const *)arg8);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6265,7 +6328,7 @@ long long _wrap_Model_conv2d_swig_7cfe50e319468235(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_dense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_dense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6293,7 +6356,7 @@ long long _wrap_Model_dense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long lo
     result = dpt_model_dense(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6302,7 +6365,7 @@ long long _wrap_Model_dense_swig_7cfe50e319468235(dpt_model *_swig_go_0, long lo
 }
 
 
-long long _wrap_Model_linear_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_linear_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6330,7 +6393,7 @@ long long _wrap_Model_linear_swig_7cfe50e319468235(dpt_model *_swig_go_0, long l
     result = dpt_model_linear(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6339,7 +6402,7 @@ long long _wrap_Model_linear_swig_7cfe50e319468235(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_tokenEmbedding_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_tokenEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6367,7 +6430,7 @@ long long _wrap_Model_tokenEmbedding_swig_7cfe50e319468235(dpt_model *_swig_go_0
     result = dpt_model_tokenEmbedding(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6376,7 +6439,7 @@ long long _wrap_Model_tokenEmbedding_swig_7cfe50e319468235(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_positionEmbedding_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_positionEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6400,7 +6463,7 @@ long long _wrap_Model_positionEmbedding_swig_7cfe50e319468235(dpt_model *_swig_g
     result = dpt_model_positionEmbedding(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6409,7 +6472,7 @@ long long _wrap_Model_positionEmbedding_swig_7cfe50e319468235(dpt_model *_swig_g
 }
 
 
-long long _wrap_Model_causalSelfAttention_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_causalSelfAttention_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6437,7 +6500,7 @@ long long _wrap_Model_causalSelfAttention_swig_7cfe50e319468235(dpt_model *_swig
     result = dpt_model_causalSelfAttention(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6446,7 +6509,7 @@ long long _wrap_Model_causalSelfAttention_swig_7cfe50e319468235(dpt_model *_swig
 }
 
 
-long long _wrap_Model_batchNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_batchNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6474,7 +6537,7 @@ long long _wrap_Model_batchNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, lon
     result = dpt_model_batchNorm(arg1,SWIG_STD_MOVE(arg2),arg3,arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6483,7 +6546,7 @@ long long _wrap_Model_batchNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_layerNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_layerNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6509,7 +6572,7 @@ long long _wrap_Model_layerNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, lon
     result = dpt_model_layerNorm(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6518,7 +6581,7 @@ long long _wrap_Model_layerNorm_swig_7cfe50e319468235(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_activation_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_activation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_activation arg3 ;
@@ -6544,7 +6607,7 @@ long long _wrap_Model_activation_swig_7cfe50e319468235(dpt_model *_swig_go_0, lo
     result = dpt_model_activation(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6553,7 +6616,7 @@ long long _wrap_Model_activation_swig_7cfe50e319468235(dpt_model *_swig_go_0, lo
 }
 
 
-long long _wrap_Model_pool_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
+long long _wrap_Model_pool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_pool_kind arg3 ;
@@ -6583,7 +6646,7 @@ long long _wrap_Model_pool_swig_7cfe50e319468235(dpt_model *_swig_go_0, long lon
     result = dpt_model_pool(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),(char const *)arg6);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6592,7 +6655,7 @@ long long _wrap_Model_pool_swig_7cfe50e319468235(dpt_model *_swig_go_0, long lon
 }
 
 
-long long _wrap_Model_globalAvgPool_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_globalAvgPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6616,7 +6679,7 @@ long long _wrap_Model_globalAvgPool_swig_7cfe50e319468235(dpt_model *_swig_go_0,
     result = dpt_model_globalAvgPool(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6625,7 +6688,7 @@ long long _wrap_Model_globalAvgPool_swig_7cfe50e319468235(dpt_model *_swig_go_0,
 }
 
 
-long long _wrap_Model_flatten_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_flatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6649,7 +6712,7 @@ long long _wrap_Model_flatten_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
     result = dpt_model_flatten(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6658,7 +6721,7 @@ long long _wrap_Model_flatten_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_dropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_dropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6684,7 +6747,7 @@ long long _wrap_Model_dropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
     result = dpt_model_dropout(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6693,7 +6756,7 @@ long long _wrap_Model_dropout_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_add_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_add_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6719,7 +6782,7 @@ long long _wrap_Model_add_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long
     result = dpt_model_add(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6728,7 +6791,7 @@ long long _wrap_Model_add_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long
 }
 
 
-long long _wrap_Model_concat2_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_concat2_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6754,7 +6817,7 @@ long long _wrap_Model_concat2_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
     result = dpt_model_concat2(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6763,7 +6826,7 @@ long long _wrap_Model_concat2_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_concat3_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_concat3_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6791,7 +6854,7 @@ long long _wrap_Model_concat3_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
     result = dpt_model_concat3(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6800,7 +6863,7 @@ long long _wrap_Model_concat3_swig_7cfe50e319468235(dpt_model *_swig_go_0, long 
 }
 
 
-void _wrap_Model_tieParameter_swig_7cfe50e319468235(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+void _wrap_Model_tieParameter_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -6830,7 +6893,7 @@ void _wrap_Model_tieParameter_swig_7cfe50e319468235(dpt_model *_swig_go_0, _gost
     dpt_model_tieParameter(arg1,(char const *)arg2,(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_a9f43e764bcf8611)>::get();
   }
   
   
@@ -6839,7 +6902,7 @@ void _wrap_Model_tieParameter_swig_7cfe50e319468235(dpt_model *_swig_go_0, _gost
 }
 
 
-long long _wrap_Model_outputTensor_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputTensor_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6851,7 +6914,7 @@ long long _wrap_Model_outputTensor_swig_7cfe50e319468235(dpt_model *_swig_go_0) 
     result = dpt_model_outputTensor(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6859,7 +6922,7 @@ long long _wrap_Model_outputTensor_swig_7cfe50e319468235(dpt_model *_swig_go_0) 
 }
 
 
-void _wrap_Model_setOutput_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_setOutput_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6871,14 +6934,14 @@ void _wrap_Model_setOutput_swig_7cfe50e319468235(dpt_model *_swig_go_0, long lon
     dpt_model_setOutput(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_tensorCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_tensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6890,7 +6953,7 @@ long long _wrap_Model_tensorCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_tensorCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6898,7 +6961,7 @@ long long _wrap_Model_tensorCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_tensorShape_swig_7cfe50e319468235(dpt_model *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_Model_tensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   std::string result;
@@ -6912,7 +6975,7 @@ _gostring_ _wrap_Model_tensorShape_swig_7cfe50e319468235(dpt_model *_swig_go_0, 
     result = dpt_model_tensorShape(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -6920,7 +6983,7 @@ _gostring_ _wrap_Model_tensorShape_swig_7cfe50e319468235(dpt_model *_swig_go_0, 
 }
 
 
-long long _wrap_Model_bufferCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_bufferCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6932,7 +6995,7 @@ long long _wrap_Model_bufferCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_bufferCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6940,7 +7003,7 @@ long long _wrap_Model_bufferCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_namedTensorCount_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1) {
+long long _wrap_Model_namedTensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t result;
@@ -6954,7 +7017,7 @@ long long _wrap_Model_namedTensorCount_swig_7cfe50e319468235(dpt_model *_swig_go
     result = dpt_model_namedTensorCount(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -6962,7 +7025,7 @@ long long _wrap_Model_namedTensorCount_swig_7cfe50e319468235(dpt_model *_swig_go
 }
 
 
-_gostring_ _wrap_Model_namedTensorName_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorName_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -6978,7 +7041,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_7cfe50e319468235(dpt_model *_swig_go
     result = dpt_model_namedTensorName(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -6986,7 +7049,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_7cfe50e319468235(dpt_model *_swig_go
 }
 
 
-long long _wrap_Model_namedTensorOffset_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+long long _wrap_Model_namedTensorOffset_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7002,7 +7065,7 @@ long long _wrap_Model_namedTensorOffset_swig_7cfe50e319468235(dpt_model *_swig_g
     result = dpt_model_namedTensorOffset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7010,7 +7073,7 @@ long long _wrap_Model_namedTensorOffset_swig_7cfe50e319468235(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_namedTensorShape_swig_7cfe50e319468235(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7026,7 +7089,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_7cfe50e319468235(dpt_model *_swig_g
     result = dpt_model_namedTensorShape(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7034,7 +7097,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_7cfe50e319468235(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_toJson_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_toJson_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7046,7 +7109,7 @@ _gostring_ _wrap_Model_toJson_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_toJson(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7054,7 +7117,7 @@ _gostring_ _wrap_Model_toJson_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_inputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_inputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7066,7 +7129,7 @@ long long _wrap_Model_inputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_inputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7074,7 +7137,7 @@ long long _wrap_Model_inputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-intgo _wrap_Model_inputType_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+intgo _wrap_Model_inputType_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7086,7 +7149,7 @@ intgo _wrap_Model_inputType_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = (dpt_input_type)dpt_model_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7094,7 +7157,7 @@ intgo _wrap_Model_inputType_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_outputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7106,7 +7169,7 @@ long long _wrap_Model_outputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_outputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7114,7 +7177,7 @@ long long _wrap_Model_outputSize_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_parameterCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_parameterCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7126,7 +7189,7 @@ long long _wrap_Model_parameterCount_swig_7cfe50e319468235(dpt_model *_swig_go_0
     result = dpt_model_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7134,7 +7197,7 @@ long long _wrap_Model_parameterCount_swig_7cfe50e319468235(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_layerCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+long long _wrap_Model_layerCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7146,7 +7209,7 @@ long long _wrap_Model_layerCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_layerCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7154,7 +7217,7 @@ long long _wrap_Model_layerCount_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_describe_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_describe_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7166,7 +7229,7 @@ _gostring_ _wrap_Model_describe_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
     result = dpt_model_describe(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7174,7 +7237,7 @@ _gostring_ _wrap_Model_describe_swig_7cfe50e319468235(dpt_model *_swig_go_0) {
 }
 
 
-dpt_dataset *_wrap_new_Dataset_swig_7cfe50e319468235(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
+dpt_dataset *_wrap_new_Dataset_swig_a9f43e764bcf8611(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
   float *arg1 = (float *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7204,7 +7267,7 @@ dpt_dataset *_wrap_new_Dataset_swig_7cfe50e319468235(_goslice_ _swig_go_0, _gosl
     result = (dpt_dataset *)new_dpt_dataset((float const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7),SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7212,7 +7275,7 @@ dpt_dataset *_wrap_new_Dataset_swig_7cfe50e319468235(_goslice_ _swig_go_0, _gosl
 }
 
 
-dpt_dataset *_wrap_Dataset_createTokens_swig_7cfe50e319468235(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+dpt_dataset *_wrap_Dataset_createTokens_swig_a9f43e764bcf8611(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   int32_t *arg1 = (int32_t *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7240,7 +7303,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_7cfe50e319468235(_goslice_ _swig_go
     result = (dpt_dataset *)dpt_dataset_createTokens((int const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7248,7 +7311,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_7cfe50e319468235(_goslice_ _swig_go
 }
 
 
-dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_7cfe50e319468235(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
+dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
   char *arg1 = (char *) 0 ;
   size_t arg2 ;
   double arg3 ;
@@ -7272,7 +7335,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_7cfe50e319468235(_gostri
     result = (dptrain_binding::TextParts *)dpt_dataset_loadText((char const *)arg1,SWIG_STD_MOVE(arg2),arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dptrain_binding::TextParts **)&_swig_go_result = (dptrain_binding::TextParts *)result; 
@@ -7281,7 +7344,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_7cfe50e319468235(_gostri
 }
 
 
-dpt_dataset *_wrap_Dataset_loadIdx_swig_7cfe50e319468235(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadIdx_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
   char *arg1 = (char *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp1 ;
@@ -7311,7 +7374,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_7cfe50e319468235(_gostring_ _swig_go_0, 
     result = (dpt_dataset *)dpt_dataset_loadIdx((char const *)arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7321,7 +7384,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_7cfe50e319468235(_gostring_ _swig_go_0, 
 }
 
 
-dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_7cfe50e319468235(_gostring_ _swig_go_0, intgo _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, intgo _swig_go_1) {
   char *arg1 = (char *) 0 ;
   dpt_dataset_part arg2 ;
   std::string temp1 ;
@@ -7343,7 +7406,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_7cfe50e319468235(_gostring_ _sw
     result = (dpt_dataset *)dpt_dataset_loadFashionMnist((char const *)arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7352,7 +7415,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_7cfe50e319468235(_gostring_ _sw
 }
 
 
-void _wrap_delete_Dataset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+void _wrap_delete_Dataset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   
   arg1 = *(dpt_dataset **)&_swig_go_0; 
@@ -7362,14 +7425,14 @@ void _wrap_delete_Dataset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
     delete_dpt_dataset(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_Dataset_subset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_dataset *_wrap_Dataset_subset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7385,7 +7448,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0,
     result = (dpt_dataset *)dpt_dataset_subset(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7393,7 +7456,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_7cfe50e319468235(dpt_dataset *_swig_go_0,
 }
 
 
-long long _wrap_Dataset_sampleCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_sampleCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7405,7 +7468,7 @@ long long _wrap_Dataset_sampleCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_
     result = dpt_dataset_sampleCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7413,7 +7476,7 @@ long long _wrap_Dataset_sampleCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_
 }
 
 
-long long _wrap_Dataset_channels_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_channels_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7425,7 +7488,7 @@ long long _wrap_Dataset_channels_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) 
     result = dpt_dataset_channels(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7433,7 +7496,7 @@ long long _wrap_Dataset_channels_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) 
 }
 
 
-long long _wrap_Dataset_height_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_height_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7445,7 +7508,7 @@ long long _wrap_Dataset_height_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_height(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7453,7 +7516,7 @@ long long _wrap_Dataset_height_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_width_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_width_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7465,7 +7528,7 @@ long long _wrap_Dataset_width_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_width(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7473,7 +7536,7 @@ long long _wrap_Dataset_width_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_classCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_classCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7485,7 +7548,7 @@ long long _wrap_Dataset_classCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_0
     result = dpt_dataset_classCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7493,7 +7556,7 @@ long long _wrap_Dataset_classCount_swig_7cfe50e319468235(dpt_dataset *_swig_go_0
 }
 
 
-void _wrap_Dataset_copyBatch_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyBatch_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7519,14 +7582,14 @@ void _wrap_Dataset_copyBatch_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long
     dpt_dataset_copyBatch(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-intgo _wrap_Dataset_inputType_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+intgo _wrap_Dataset_inputType_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7538,7 +7601,7 @@ intgo _wrap_Dataset_inputType_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
     result = (dpt_input_type)dpt_dataset_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7546,7 +7609,7 @@ intgo _wrap_Dataset_inputType_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_targetsPerSample_swig_7cfe50e319468235(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_targetsPerSample_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7558,7 +7621,7 @@ long long _wrap_Dataset_targetsPerSample_swig_7cfe50e319468235(dpt_dataset *_swi
     result = dpt_dataset_targetsPerSample(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7566,7 +7629,7 @@ long long _wrap_Dataset_targetsPerSample_swig_7cfe50e319468235(dpt_dataset *_swi
 }
 
 
-void _wrap_Dataset_copyTokens_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyTokens_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7592,14 +7655,14 @@ void _wrap_Dataset_copyTokens_swig_7cfe50e319468235(dpt_dataset *_swig_go_0, lon
     dpt_dataset_copyTokens(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_7cfe50e319468235(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
+dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7617,7 +7680,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_7cfe50e319468235(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_0(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7625,7 +7688,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_7cfe50e319468235(dpt_context *_swig_
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_7cfe50e319468235(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
+dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7655,7 +7718,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_7cfe50e319468235(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_1(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4,(size_t const *)arg5,SWIG_STD_MOVE(arg6),(float const *)arg7,SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7663,7 +7726,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_7cfe50e319468235(dpt_context *_swig_
 }
 
 
-void _wrap_delete_Trainer_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
+void _wrap_delete_Trainer_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   
   arg1 = *(dpt_trainer **)&_swig_go_0; 
@@ -7673,14 +7736,14 @@ void _wrap_delete_Trainer_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
     delete_dpt_trainer(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_step_result *_wrap_Trainer_step_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_step_result *_wrap_Trainer_step_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7704,7 +7767,7 @@ dpt_step_result *_wrap_Trainer_step_swig_7cfe50e319468235(dpt_trainer *_swig_go_
     result = dpt_trainer_step(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7712,7 +7775,7 @@ dpt_step_result *_wrap_Trainer_step_swig_7cfe50e319468235(dpt_trainer *_swig_go_
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluate_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluate_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7736,7 +7799,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_7cfe50e319468235(dpt_trainer *_swig
     result = dpt_trainer_evaluate(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7744,7 +7807,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_7cfe50e319468235(dpt_trainer *_swig
 }
 
 
-dpt_step_result *_wrap_Trainer_stepTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_step_result *_wrap_Trainer_stepTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7770,7 +7833,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_7cfe50e319468235(dpt_trainer *_sw
     result = dpt_trainer_stepTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7778,7 +7841,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_7cfe50e319468235(dpt_trainer *_sw
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7804,7 +7867,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_7cfe50e319468235(dpt_trainer 
     result = dpt_trainer_evaluateTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7812,7 +7875,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_7cfe50e319468235(dpt_trainer 
 }
 
 
-void _wrap_Trainer_predictTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predictTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7836,14 +7899,14 @@ void _wrap_Trainer_predictTokens_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, 
     dpt_trainer_predictTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -7859,7 +7922,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_7cfe50e319468235(dpt_trainer
     result = dpt_trainer_evaluateDataset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7867,7 +7930,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_7cfe50e319468235(dpt_trainer
 }
 
 
-void _wrap_Trainer_predict_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predict_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7891,14 +7954,14 @@ void _wrap_Trainer_predict_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gosli
     dpt_trainer_predict((dpt_trainer const *)arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_fit_result *_wrap_Trainer_fit_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
+dpt_fit_result *_wrap_Trainer_fit_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   dpt_dataset *arg3 = (dpt_dataset *) 0 ;
@@ -7918,7 +7981,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_7cfe50e319468235(dpt_trainer *_swig_go_0,
     result = dpt_trainer_fit(arg1,arg2,arg3,(dpt_fit_options const *)arg4,arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = new dpt_fit_result(result); 
@@ -7926,7 +7989,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_7cfe50e319468235(dpt_trainer *_swig_go_0,
 }
 
 
-long long _wrap_Trainer_parameterCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_parameterCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7938,7 +8001,7 @@ long long _wrap_Trainer_parameterCount_swig_7cfe50e319468235(dpt_trainer *_swig_
     result = dpt_trainer_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7946,7 +8009,7 @@ long long _wrap_Trainer_parameterCount_swig_7cfe50e319468235(dpt_trainer *_swig_
 }
 
 
-long long _wrap_Trainer_deviceCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_deviceCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7958,7 +8021,7 @@ long long _wrap_Trainer_deviceCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_
     result = dpt_trainer_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -7966,7 +8029,7 @@ long long _wrap_Trainer_deviceCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_
 }
 
 
-void _wrap_Trainer_getParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7982,14 +8045,14 @@ void _wrap_Trainer_getParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, 
     dpt_trainer_getParameters(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_getReplicaParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
+void _wrap_Trainer_getReplicaParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   float *arg3 = (float *) 0 ;
@@ -8007,14 +8070,14 @@ void _wrap_Trainer_getReplicaParameters_swig_7cfe50e319468235(dpt_trainer *_swig
     dpt_trainer_getReplicaParameters(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8030,14 +8093,14 @@ void _wrap_Trainer_setParameters_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, 
     dpt_trainer_setParameters(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_memory > result;
@@ -8051,7 +8114,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_7cfe50e319468235(dpt_traine
     result = dpt_trainer_replicaMemory(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = new dpt_replica_memory(result); 
@@ -8059,7 +8122,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_7cfe50e319468235(dpt_traine
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTimes_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTimes_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8073,7 +8136,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_7cfe50e319468235(dpt_trainer 
     result = dpt_trainer_replicaTimes(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8081,7 +8144,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_7cfe50e319468235(dpt_trainer 
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTotals_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTotals_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8095,7 +8158,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_7cfe50e319468235(dpt_trainer
     result = dpt_trainer_replicaTotals(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8103,7 +8166,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_7cfe50e319468235(dpt_trainer
 }
 
 
-void _wrap_Trainer_traceStart_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+void _wrap_Trainer_traceStart_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   
@@ -8115,14 +8178,14 @@ void _wrap_Trainer_traceStart_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, lon
     dpt_trainer_traceStart(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_traceWrite_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_traceWrite_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8142,7 +8205,7 @@ void _wrap_Trainer_traceWrite_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _go
     dpt_trainer_traceWrite(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_a9f43e764bcf8611)>::get();
   }
   
   
@@ -8150,7 +8213,7 @@ void _wrap_Trainer_traceWrite_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_Trainer_parameterChecksum_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
+_gostring_ _wrap_Trainer_parameterChecksum_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8162,7 +8225,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_7cfe50e319468235(dpt_trainer *_s
     result = dpt_trainer_parameterChecksum(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8170,7 +8233,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_7cfe50e319468235(dpt_trainer *_s
 }
 
 
-void _wrap_Trainer_saveCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8190,7 +8253,7 @@ void _wrap_Trainer_saveCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0,
     dpt_trainer_saveCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_a9f43e764bcf8611)>::get();
   }
   
   
@@ -8198,7 +8261,7 @@ void _wrap_Trainer_saveCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_loadCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8218,7 +8281,7 @@ void _wrap_Trainer_loadCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0,
     dpt_trainer_loadCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_a9f43e764bcf8611)>::get();
   }
   
   
@@ -8226,7 +8289,7 @@ void _wrap_Trainer_loadCheckpoint_swig_7cfe50e319468235(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_saveSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8246,7 +8309,7 @@ void _wrap_Trainer_saveSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0
     dpt_trainer_saveSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_a9f43e764bcf8611)>::get();
   }
   
   
@@ -8254,7 +8317,7 @@ void _wrap_Trainer_saveSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_loadSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8274,7 +8337,7 @@ void _wrap_Trainer_loadSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0
     dpt_trainer_loadSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_a9f43e764bcf8611)>::get();
   }
   
   
@@ -8282,7 +8345,7 @@ void _wrap_Trainer_loadSafetensors_swig_7cfe50e319468235(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_getBuffers_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getBuffers_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8298,14 +8361,14 @@ void _wrap_Trainer_getBuffers_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _go
     dpt_trainer_getBuffers(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setBuffers_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setBuffers_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8321,14 +8384,14 @@ void _wrap_Trainer_setBuffers_swig_7cfe50e319468235(dpt_trainer *_swig_go_0, _go
     dpt_trainer_setBuffers(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-long long _wrap_Trainer_epochCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_epochCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8340,7 +8403,7 @@ long long _wrap_Trainer_epochCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0
     result = (uint64_t)dpt_trainer_epochCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -8348,7 +8411,7 @@ long long _wrap_Trainer_epochCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0
 }
 
 
-long long _wrap_Trainer_stepCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_stepCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8360,7 +8423,7 @@ long long _wrap_Trainer_stepCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0)
     result = (uint64_t)dpt_trainer_stepCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -8368,7 +8431,7 @@ long long _wrap_Trainer_stepCount_swig_7cfe50e319468235(dpt_trainer *_swig_go_0)
 }
 
 
-dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_7cfe50e319468235(intgo _swig_go_0) {
+dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_a9f43e764bcf8611(intgo _swig_go_0) {
   int arg1 ;
   dptrain_binding::ProgressListener *result = 0 ;
   dptrain_binding::ProgressListener *_swig_go_result;
@@ -8381,7 +8444,7 @@ dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgre
 }
 
 
-void _wrap_DeleteDirectorProgressListener_swig_7cfe50e319468235(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_DeleteDirectorProgressListener_swig_a9f43e764bcf8611(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8391,7 +8454,7 @@ void _wrap_DeleteDirectorProgressListener_swig_7cfe50e319468235(dptrain_binding:
 }
 
 
-void _wrap_delete_ProgressListener_swig_7cfe50e319468235(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_delete_ProgressListener_swig_a9f43e764bcf8611(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8401,7 +8464,7 @@ void _wrap_delete_ProgressListener_swig_7cfe50e319468235(dptrain_binding::Progre
 }
 
 
-bool _wrap_ProgressListener_onProgress_swig_7cfe50e319468235(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
+bool _wrap_ProgressListener_onProgress_swig_a9f43e764bcf8611(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   dpt_progress *arg2 = 0 ;
   bool result;
@@ -8415,7 +8478,7 @@ bool _wrap_ProgressListener_onProgress_swig_7cfe50e319468235(dptrain_binding::Pr
     result = (bool)(arg1)->onProgress((dpt_progress const &)*arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -8423,7 +8486,7 @@ bool _wrap_ProgressListener_onProgress_swig_7cfe50e319468235(dptrain_binding::Pr
 }
 
 
-void _wrap_delete_TextParts_swig_7cfe50e319468235(dptrain_binding::TextParts *_swig_go_0) {
+void _wrap_delete_TextParts_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   
   arg1 = *(dptrain_binding::TextParts **)&_swig_go_0; 
@@ -8433,14 +8496,14 @@ void _wrap_delete_TextParts_swig_7cfe50e319468235(dptrain_binding::TextParts *_s
     delete arg1;
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_a9f43e764bcf8611)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_TextParts_takeTrain_swig_7cfe50e319468235(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeTrain_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8452,7 +8515,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_7cfe50e319468235(dptrain_binding::Te
     result = (dpt_dataset *)(arg1)->takeTrain();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8460,7 +8523,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_7cfe50e319468235(dptrain_binding::Te
 }
 
 
-dpt_dataset *_wrap_TextParts_takeValidation_swig_7cfe50e319468235(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeValidation_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8472,7 +8535,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_7cfe50e319468235(dptrain_bindin
     result = (dpt_dataset *)(arg1)->takeValidation();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_a9f43e764bcf8611)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8480,7 +8543,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_7cfe50e319468235(dptrain_bindin
 }
 
 
-intgo _wrap_VersionNumber_swig_7cfe50e319468235() {
+intgo _wrap_VersionNumber_swig_a9f43e764bcf8611() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -8490,7 +8553,7 @@ intgo _wrap_VersionNumber_swig_7cfe50e319468235() {
     result = (unsigned int)dptrain_binding::versionNumber();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = result; 
@@ -8498,7 +8561,7 @@ intgo _wrap_VersionNumber_swig_7cfe50e319468235() {
 }
 
 
-_gostring_ _wrap_VersionString_swig_7cfe50e319468235() {
+_gostring_ _wrap_VersionString_swig_a9f43e764bcf8611() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -8508,7 +8571,7 @@ _gostring_ _wrap_VersionString_swig_7cfe50e319468235() {
     result = dptrain_binding::versionString();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8516,7 +8579,7 @@ _gostring_ _wrap_VersionString_swig_7cfe50e319468235() {
 }
 
 
-_gostring_ _wrap_StatusString_swig_7cfe50e319468235(intgo _swig_go_0) {
+_gostring_ _wrap_StatusString_swig_a9f43e764bcf8611(intgo _swig_go_0) {
   int arg1 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8528,7 +8591,7 @@ _gostring_ _wrap_StatusString_swig_7cfe50e319468235(intgo _swig_go_0) {
     result = dptrain_binding::statusString(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_7cfe50e319468235)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_a9f43e764bcf8611)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 

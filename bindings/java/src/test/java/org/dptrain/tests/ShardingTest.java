@@ -299,7 +299,9 @@ class ShardingTest {
   /**
    * A device past the last (or a negative one) is an InvalidArgumentException with ERROR_OUT_OF_RANGE. A shard
    * mode outside the enum cannot reach the library from Java (the enum refuses 4; C# and Go test the library's
-   * INVALID_ARGUMENT), and null is refused before any native call. The three sharded modes are taken.
+   * INVALID_ARGUMENT), and null is refused before any native call. The three sharded modes are taken. The
+   * shard scope is PROCESS by default, WORLD reaches the library (in one process it shards within it), and the
+   * enum refuses 2.
    */
   @Test
   void anOutOfRangeDeviceAndAnUnknownModeAreRefused() {
@@ -324,5 +326,18 @@ class ShardingTest {
     o.setShard(ShardMode.SHARD_OPTIMIZER);
     assertThrows(NullPointerException.class, () -> o.setShard(null));
     assertEquals(ShardMode.SHARD_OPTIMIZER, o.getShard(), "a refused null leaves the option as it was");
+    assertEquals(ShardScope.SHARD_SCOPE_PROCESS, o.getShardScope(), "the default scope");
+    assertThrows(IllegalArgumentException.class, () -> ShardScope.swigToEnum(2));
+    assertEquals(1, ShardScope.SHARD_SCOPE_WORLD.swigValue());
+    o.setShardScope(ShardScope.SHARD_SCOPE_WORLD);
+    assertThrows(NullPointerException.class, () -> o.setShardScope(null));
+    assertEquals(ShardScope.SHARD_SCOPE_WORLD, o.getShardScope(), "a refused null leaves the scope as it was");
+    try (Context three = new Context(DEVICES, 0); Model m = Fixtures.tiny();
+         Trainer t = new Trainer(three, m, o, adamw())) {
+      long parts = 0;
+      for (int d = 0; d < DEVICES; ++d) parts += t.replicaMemory(d).optimizerState();
+      assertEquals(8 * Fixtures.TINY_PARAMETERS, parts,
+          "SHARD_SCOPE_WORLD in one process: the devices' parts of AdamW's state add up to the whole");
+    }
   }
 }

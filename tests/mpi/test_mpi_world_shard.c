@@ -1,0 +1,239 @@
+/* Run by mpirun with 2 processes. The optimizer state sharded across every device of both processes
+ * (DPT_SHARD_OPTIMIZER with DPT_SHARD_SCOPE_WORLD: ZeRO stage 1 across the job), LeNet, 4 steps of ragged
+ * global batches:
+ *   - 2 x 2, 2 + 3 and 1 x 1 devices; SGD with momentum and AdamW with clipping; one bucket and a bucket per
+ *     layer: the parameters are bitwise those of the unsharded trainer on the same devices;
+ *   - the devices' ranges partition the optimizer state: summed over every device of both processes its
+ *     bytes are those of one unsharded device, and no device of 2 x 2 holds more than a third of it;
+ *   - dpt_trainer_save is collective and process 0 writes: the file is byte for byte the one the unsharded
+ *     trainer writes (process 0 alone saves it); loaded into a trainer sharded across the world and saved
+ *     again, the same bytes (each process takes its ranges from the file and gives them back);
+ *   - DPT_SHARD_GRADIENTS and DPT_SHARD_PARAMETERS with the world scope: DPT_ERROR_UNSUPPORTED on both.
+ * Exit status 0 only when every check passed on every process. */
+#include <dptrain/dptrain.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures = 0;
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                          \
+      fprintf(stderr, "\n");                                 \
+      ++failures;                                            \
+    }                                                        \
+  } while (0)
+#define OK(call) CHECK((call) == DPT_OK, "%s: %s", #call, dpt_last_error_message())
+
+enum { kInput = 28 * 28, kSteps = 4 };
+
+typedef struct {
+  size_t devices; /* in this process */
+  dpt_shard_mode shard;
+  dpt_shard_scope scope;
+  dpt_optimizer_kind optimizer;
+  size_t bucket_bytes;
+} setup;
+
+typedef struct {
+  dpt_context *ctx;
+  dpt_trainer *trainer;
+} run;
+
+static unsigned long long state = 99;
+static float next_unit(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
+}
+
+static run start(const dpt_model *model, setup s) {
+  run r = {NULL, NULL};
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = s.devices;
+  OK(dpt_context_create(&r.ctx, &co));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 3;
+  to.communicator = DPT_COMMUNICATOR_MPI;
+  to.timeout_seconds = 60;
+  to.bucket_bytes = s.bucket_bytes;
+  to.shard = s.shard;
+  to.shard_scope = s.scope;
+  dpt_optimizer_options oo;
+  dpt_optimizer_options_init(&oo);
+  oo.kind = s.optimizer;
+  oo.learning_rate = s.optimizer == DPT_OPTIMIZER_ADAMW ? 0.003f : 0.05f;
+  oo.momentum = 0.9f;
+  oo.clip_norm = s.optimizer == DPT_OPTIMIZER_ADAMW ? 0.5 : 0.0;
+  OK(dpt_trainer_create(&r.trainer, r.ctx, model, &to, &oo));
+  return r;
+}
+
+static void stop(run r) {
+  dpt_trainer_destroy(r.trainer);
+  dpt_context_destroy(r.ctx);
+}
+
+/* The same global batches on every process: a fixed generator, reset for each trainer. */
+static void train(run r) {
+  static float x[11 * kInput];
+  int32_t y[11];
+  state = 99;
+  for (int s = 0; s < kSteps && r.trainer != NULL; ++s) {
+    const size_t n = s % 2 == 0 ? 11 : 6;
+    for (size_t i = 0; i < n * kInput; ++i) x[i] = next_unit();
+    for (size_t i = 0; i < n; ++i) y[i] = (int32_t)(next_unit() * 10.0f) % 10;
+    dpt_step_result res = {.struct_size = sizeof res};
+    OK(dpt_trainer_step(r.trainer, x, n * kInput, y, n, &res));
+  }
+}
+
+static float *parameters(run r, size_t n) {
+  float *p = calloc(n, sizeof(float));
+  if (r.trainer != NULL) OK(dpt_trainer_get_parameters(r.trainer, p, n));
+  return p;
+}
+
+/* The trained parameters of the unsharded trainer and of the one sharded across the world: the same bits. */
+static void check_bits(const dpt_model *model, setup s, size_t n, const char *what) {
+  setup plain = s;
+  plain.shard = DPT_SHARD_NONE;
+  plain.scope = DPT_SHARD_SCOPE_PROCESS;
+  run a = start(model, plain), b = start(model, s);
+  train(a), train(b);
+  float *pa = parameters(a, n), *pb = parameters(b, n);
+  CHECK(memcmp(pa, pb, n * sizeof(float)) == 0, "%s: not the unsharded bits", what);
+  free(pa), free(pb);
+  stop(a), stop(b);
+}
+
+/* Every device's optimizer state bytes, summed over both processes; the largest on one device. */
+static void state_bytes(run r, unsigned long long *total, unsigned long long *largest) {
+  size_t devices = 0;
+  OK(dpt_trainer_device_count(r.trainer, &devices));
+  unsigned long long mine = 0, most = 0;
+  for (size_t d = 0; d < devices; ++d) {
+    dpt_replica_memory m = {.struct_size = sizeof m};
+    OK(dpt_trainer_replica_memory(r.trainer, d, &m));
+    mine += m.optimizer_state;
+    if (m.optimizer_state > most) most = m.optimizer_state;
+  }
+  MPI_Allreduce(&mine, total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&most, largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+}
+
+static char *read_all(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  *size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *bytes = malloc(*size + 1);
+  if (fread(bytes, 1, *size, f) != *size) *size = 0;
+  fclose(f);
+  return bytes;
+}
+
+/* Process 0 compares two files byte for byte. */
+static void check_same_file(int rank, const char *a, const char *b, const char *what) {
+  if (rank != 0) return;
+  size_t na = 0, nb = 0;
+  char *fa = read_all(a, &na), *fb = read_all(b, &nb);
+  CHECK(fa != NULL && fb != NULL && na == nb && na > 0 && memcmp(fa, fb, na) == 0,
+        "%s: %s (%zu bytes) and %s (%zu bytes) differ", what, a, na, b, nb);
+  free(fa), free(fb);
+}
+
+static void check_checkpoints(const dpt_model *model, int rank, const char *dir) {
+  char plain_path[512], sharded_path[512], again_path[512];
+  snprintf(plain_path, sizeof plain_path, "%s/plain.ckpt", dir);
+  snprintf(sharded_path, sizeof sharded_path, "%s/sharded.ckpt", dir);
+  snprintf(again_path, sizeof again_path, "%s/again.ckpt", dir);
+  const setup sharded = {2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0};
+  setup plain = sharded;
+  plain.shard = DPT_SHARD_NONE;
+  run a = start(model, plain), b = start(model, sharded);
+  train(a), train(b);
+  if (rank == 0) OK(dpt_trainer_save(a.trainer, plain_path)); /* as an MPI program saves today */
+  OK(dpt_trainer_save(b.trainer, sharded_path));              /* collective */
+  MPI_Barrier(MPI_COMM_WORLD);
+  check_same_file(rank, plain_path, sharded_path, "a checkpoint of the shard across processes");
+  stop(a), stop(b);
+  run c = start(model, sharded);
+  OK(dpt_trainer_load(c.trainer, plain_path));
+  OK(dpt_trainer_save(c.trainer, again_path));
+  MPI_Barrier(MPI_COMM_WORLD);
+  check_same_file(rank, plain_path, again_path, "loaded into the shard across processes and saved again");
+  stop(c);
+  if (rank == 0) remove(plain_path), remove(sharded_path), remove(again_path), rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(size == 2, "run with mpirun -np 2 (got %d processes)", size);
+  dpt_model *model = NULL;
+  OK(dpt_model_create_builtin(&model, "lenet"));
+  size_t n = 0;
+  OK(dpt_model_parameter_count(model, &n));
+
+  const size_t uneven = rank == 0 ? 2 : 3;
+  check_bits(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0}, n,
+             "2 x 2, SGD");
+  check_bits(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 1}, n,
+             "2 x 2, AdamW with clipping, a bucket per layer");
+  check_bits(model, (setup){uneven, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0}, n,
+             "2 + 3 devices, AdamW");
+  check_bits(model, (setup){1, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0}, n,
+             "1 x 1, SGD");
+
+  /* AdamW keeps two floats per parameter. */
+  run r = start(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0});
+  unsigned long long total = 0, largest = 0;
+  state_bytes(r, &total, &largest);
+  CHECK(total == 2ull * n * sizeof(float) && largest * 3 < total,
+        "optimizer state over 2 x 2 devices: %llu bytes in all, %llu on the largest (one device: %zu)", total,
+        largest, 2 * n * sizeof(float));
+  if (rank == 0)
+    printf("shard across 2 x 2 devices: %llu bytes of AdamW state in all, at most %llu on a device\n", total,
+           largest);
+  stop(r);
+
+  char dir[256] = "";
+  if (rank == 0) {
+    snprintf(dir, sizeof dir, "/tmp/dpt-world-shard-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+  }
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  check_checkpoints(model, rank, dir);
+
+  for (int mode = DPT_SHARD_GRADIENTS; mode <= DPT_SHARD_PARAMETERS; ++mode) {
+    dpt_context *ctx = NULL;
+    OK(dpt_context_create(&ctx, NULL));
+    dpt_trainer_options to;
+    dpt_trainer_options_init(&to);
+    to.communicator = DPT_COMMUNICATOR_MPI;
+    to.timeout_seconds = 60;
+    to.shard = (dpt_shard_mode)mode;
+    to.shard_scope = DPT_SHARD_SCOPE_WORLD;
+    dpt_trainer *t = NULL;
+    const dpt_status st = dpt_trainer_create(&t, ctx, model, &to, NULL);
+    CHECK(st == DPT_ERROR_UNSUPPORTED && t == NULL && strstr(dpt_last_error_message(), "shard scope world"),
+          "shard mode %d with the world scope: status %d, %s", mode, (int)st, dpt_last_error_message());
+    dpt_trainer_destroy(t);
+    dpt_context_destroy(ctx);
+  }
+  dpt_model_destroy(model);
+  printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
+  int all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}
