@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DPT_WORLD_ABI_VERSION 2u /* 2: all_to_all and all_gather */
+#define DPT_WORLD_ABI_VERSION 3u /* 2: all_to_all and all_gather; 3: reduce_scatter_sum */
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
 #else
@@ -47,6 +47,12 @@ typedef struct dpt_world_v1 {
    */
   int (*all_gather)(const void *send, void *recv, size_t bytes, double timeout_seconds, char *error,
                     size_t error_size);
+  /* Sums floats over every process and leaves process p's part: buffer holds counts[0] + ... +
+   * counts[size - 1] floats, the parts in process order; afterwards buffer[0, counts[rank]) holds the sum of
+   * this process's part (MPI_Reduce_scatter in place), the rest is undefined. Each count at most 2^28. Polled
+   * as all_reduce_sum. */
+  int (*reduce_scatter_sum)(float *buffer, const size_t *counts, double timeout_seconds, char *error,
+                            size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

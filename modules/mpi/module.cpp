@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "interface/world_interface.h"
 
@@ -191,6 +192,29 @@ int all_gather(const void *send, void *recv, size_t bytes, double timeout, char 
   return fail(wait_for(&request, timeout, "MPI_Iallgather", error, error_size), error);
 }
 
+int reduce_scatter_sum(float *buffer, const size_t *counts, double timeout, char *error, size_t error_size) {
+  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+  int size = 0;
+  MPI_Comm_size(world, &size);
+  // MPI may read the counts until the operation completes, which after a timeout is never: they stay.
+  static std::vector<int> parts;
+  parts.resize(size_t(size));
+  for (int p = 0; p < size; ++p) {
+    if (int r = checked_count(counts[p] * sizeof(float), "MPI_Ireduce_scatter", error, error_size);
+        r != DPT_WORLD_OK)
+      return r;
+    parts[size_t(p)] = int(counts[p]);
+  }
+  MPI_Request request;
+  const int code =
+      MPI_Ireduce_scatter(MPI_IN_PLACE, buffer, parts.data(), MPI_FLOAT, MPI_SUM, world, &request);
+  if (code != MPI_SUCCESS) {
+    describe(code, "MPI_Ireduce_scatter", error, error_size);
+    return fail(DPT_WORLD_FAILED, error);
+  }
+  return fail(wait_for(&request, timeout, "MPI_Ireduce_scatter", error, error_size), error);
+}
+
 int finalize(char *error, size_t error_size) {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -221,8 +245,8 @@ const char *library_version() {
 }
 
 const dpt_world_v1 kWorld = {
-    DPT_WORLD_ABI_VERSION, sizeof(dpt_world_v1), init,      all_reduce_sum, broadcast, finalize,
-    library_version,       all_to_all,           all_gather};
+    DPT_WORLD_ABI_VERSION, sizeof(dpt_world_v1), init,       all_reduce_sum,    broadcast, finalize,
+    library_version,       all_to_all,           all_gather, reduce_scatter_sum};
 
 }  // namespace
 

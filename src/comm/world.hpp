@@ -32,6 +32,13 @@ class World {
   // every process.
   void all_reduce(float *buffer, size_t count, double timeout_seconds, WireType wire = WireType::kF32) const;
   void all_reduce(double *buffer, size_t count, double timeout_seconds) const;
+  // Sums buffer[begin, end) over every process where process p needs only its span [spans[p], spans[p + 1])
+  // (size + 1 ascending offsets) of it: afterwards this process's span within [begin, end) holds the sums,
+  // the rest of the range is undefined. float32: MPI_Reduce_scatter (each process receives only its part,
+  // half the bytes of an all-reduce; with two processes every sum has two terms, so the all-reduce's
+  // bits). A 16-bit wire all-reduces the range (its bytes are those of a float32 reduce-scatter).
+  void reduce_scatter(float *buffer, size_t begin, size_t end, const size_t *spans, double timeout_seconds,
+                      WireType wire = WireType::kF32) const;
   void broadcast(void *buffer, size_t bytes, size_t root, double timeout_seconds) const;
 
  private:
@@ -44,6 +51,7 @@ class World {
   std::string version_;
   // all_reduce_16's staging (what is sent, received and gathered), kept between calls.
   mutable std::vector<uint16_t> send_, received_, gathered_;
+  mutable std::vector<size_t> counts_;  // reduce_scatter's parts
 };
 
 }  // namespace dpt

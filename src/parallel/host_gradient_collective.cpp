@@ -1,17 +1,17 @@
 #include "parallel/host_gradient_collective.hpp"
 
+#include <utility>
+
 #include "comm/hierarchical_reduce.hpp"
 #include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
 
 namespace dpt {
 
-HostGradientCollective::HostGradientCollective(DeviceGroup &group,
-                                               const std::vector<std::unique_ptr<Replica>> &replicas,
-                                               const ModelSpec &spec, size_t bucket_bytes,
-                                               AllReduceAlgorithm algorithm, const World *world,
-                                               double timeout_seconds, WireType wire,
-                                               const ShardLayout &shards, TraceRecorder &trace)
+HostGradientCollective::HostGradientCollective(
+    DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
+    size_t bucket_bytes, AllReduceAlgorithm algorithm, const World *world, double timeout_seconds,
+    WireType wire, const ShardLayout &shards, std::vector<size_t> process_spans, TraceRecorder &trace)
     : group_(group),
       world_(world),
       algorithm_(algorithm),
@@ -21,7 +21,8 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
       trace_(trace),
       count_(replicas[0]->grads.size()),
       posters_(replicas.size()),
-      seconds_(replicas.size(), 0.0) {
+      seconds_(replicas.size(), 0.0),
+      spans_(std::move(process_spans)) {
   for (auto &r : replicas) grads_.push_back(r->grads.data());
   // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
   // the plain all-reduce on the device threads saves the hand-over to the communication threads.
@@ -33,8 +34,7 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
       group_.enable_bucket_reducer(std::move(buckets), [this](ThreadCollective &c, size_t rank, size_t b) {
         const GradientBucket &bucket = reducer_->buckets()[b];
         const double start = platform::now_seconds();
-        const double seconds = hierarchical_all_reduce(c, world_, rank, grads_[rank], bucket.begin,
-                                                       bucket.end, algorithm_, timeout_, wire_);
+        const double seconds = sum_range(c, rank, bucket.begin, bucket.end);
         trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketAllReduce, b, start,
                       platform::now_seconds());
         return seconds;
@@ -46,6 +46,14 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
     posters_[rank].reducer = reducer_;
     posters_[rank].rank = rank;
   }
+}
+
+double HostGradientCollective::sum_range(ThreadCollective &local, size_t rank, size_t begin, size_t end) {
+  if (spans_.empty())
+    return hierarchical_all_reduce(local, world_, rank, grads_[rank], begin, end, algorithm_, timeout_,
+                                   wire_);
+  return hierarchical_reduce_scatter(local, *world_, rank, grads_[rank], begin, end, spans_.data(),
+                                     algorithm_, timeout_, wire_);
 }
 
 void HostGradientCollective::Poster::layer_done(void *context, size_t layer) {
@@ -72,16 +80,15 @@ void HostGradientCollective::finish_backward(size_t rank) {
 void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   seconds_[rank] = 0;
   if (reduced) return;  // the bucket reducer did it during backward
-  // Across processes the whole sum is all-reduced (the World's collectives run on rank 0's thread): the
-  // ranks then update their ranges of it.
+  // Across processes the whole sum is all-reduced, or reduce-scattered by process spans (the World's
+  // collectives run on rank 0's thread): the ranks then update their ranges of it.
   const double start = platform::now_seconds();
   const bool scatter = shards_.sharded() && world_ == nullptr;
   if (scatter)
     seconds_[rank] =
         group_.collective().reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_);
   else
-    seconds_[rank] = hierarchical_all_reduce(group_.collective(), world_, rank, grads_[rank], 0, count_,
-                                             algorithm_, timeout_, wire_);
+    seconds_[rank] = sum_range(group_.collective(), rank, 0, count_);
   trace_.record(TraceRecorder::compute_row(rank), scatter ? TraceKind::kReduceScatter : TraceKind::kAllReduce,
                 0, start, platform::now_seconds());
 }

@@ -1,6 +1,8 @@
 // The gradient all-reduce of CPU replicas, on their device threads: hierarchical_all_reduce over the
 // group's ThreadCollective and (across processes) the World in the update phase, or, with gradient
-// buckets, the group's BucketReducer during backward.
+// buckets, the group's BucketReducer during backward. With the optimizer state sharded across every
+// process's devices, the sum across the processes is a reduce-scatter instead (hierarchical_reduce_scatter):
+// each process receives only its span.
 #pragma once
 
 #include <cstddef>
@@ -24,11 +26,13 @@ class HostGradientCollective final : public GradientCollective {
   // Enables the group's bucket reducer when bucket_bytes plans more than one bucket and there is someone
   // to reduce with (a second device or other processes). world may be nullptr (this process only).
   // wire: what the reductions send (float32, or 16-bit values: hierarchical_all_reduce). shards: the
-  // ranges the ranks own (kept by the caller); sharded, a rank needs only its range summed.
+  // ranges the ranks own (kept by the caller); sharded, a rank needs only its range summed. process_spans:
+  // empty, or (the state sharded across every process's devices) each process's span of the flat vector,
+  // world->size() + 1 offsets.
   HostGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                          const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
                          const World *world, double timeout_seconds, WireType wire, const ShardLayout &shards,
-                         TraceRecorder &trace);
+                         std::vector<size_t> process_spans, TraceRecorder &trace);
 
   bool overlaps_backward() const override { return reducer_ != nullptr; }
   BackwardHook backward_hook(size_t rank) override;
@@ -60,6 +64,10 @@ class HostGradientCollective final : public GradientCollective {
   BucketReducer *reducer_ = nullptr;  // the group's, when it overlaps
   std::vector<Poster> posters_;
   std::vector<double> seconds_;  // of each rank's reduction in the update phase
+  std::vector<size_t> spans_;    // process_spans
+  // Sums [begin, end) of rank's gradient over every device of every process (or, with spans_, this
+  // process's span of it).
+  double sum_range(ThreadCollective &local, size_t rank, size_t begin, size_t end);
 };
 
 }  // namespace dpt

@@ -168,9 +168,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds, wire);
   else
-    collective_ = std::make_unique<HostGradientCollective>(*group_, replicas_, spec_, overlap_bytes,
-                                                           config_.allreduce, config_.world,
-                                                           config_.timeout_seconds, wire, shards_, *trace_);
+    collective_ = std::make_unique<HostGradientCollective>(
+        *group_, replicas_, spec_, overlap_bytes, config_.allreduce, config_.world, config_.timeout_seconds,
+        wire, shards_, process_spans(), *trace_);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.

@@ -255,6 +255,8 @@ class Trainer {
   void gather_across_world(size_t rank);
   // The span of the parameters that process p's devices own (world_shards).
   std::pair<size_t, size_t> process_span(size_t p) const;
+  // Every process's span, world size + 1 offsets (empty unless world_shards).
+  std::vector<size_t> process_spans() const;
   // save_state, world_shards: every process's ranges of the optimizer state (filled on the devices' own
   // process only) to every process.
   void share_state_across_world(float *state) const;

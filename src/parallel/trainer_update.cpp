@@ -122,17 +122,21 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 // l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
-  // GPUs, and a shard across processes, all-reduce the gradient whole even when the optimizer state is
-  // sharded.
-  if (!shards_.sharded() || on_gpus_ || world_shards())
-    return r.kernels->l2_norm(r.grads.data(), r.grads.size());
+  // GPUs all-reduce the gradient whole even when the optimizer state is sharded.
+  if (!shards_.sharded() || on_gpus_) return r.kernels->l2_norm(r.grads.data(), r.grads.size());
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
   // Replicas of a pipeline stage hold the same sums: the first of them counts them.
   if (rank % shards_.replicas() == 0)
     l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
                   blocks.data() + shards_.begin(rank) / kNormBlock);
-  group_->collective().all_reduce_doubles(rank, blocks.data(), blocks.size());
+  ThreadCollective &local = group_->collective();
+  local.all_reduce_doubles(rank, blocks.data(), blocks.size());
+  // Sharded across every process's devices: the processes' blocks too (each block is non-zero in one).
+  if (world_shards()) {
+    if (rank == 0) config_.world->all_reduce(blocks.data(), blocks.size(), config_.timeout_seconds);
+    local.broadcast(rank, reinterpret_cast<float *>(blocks.data()), 2 * blocks.size(), 0);
+  }
   return l2_norm_of_blocks(blocks.data(), blocks.size());
 }
 

@@ -84,6 +84,14 @@ std::pair<size_t, size_t> Trainer::process_span(size_t p) const {
   return {bounds[process_first_[p]], bounds[process_first_[p + 1]]};
 }
 
+std::vector<size_t> Trainer::process_spans() const {
+  std::vector<size_t> spans;
+  if (!world_shards()) return spans;
+  for (size_t p = 0; p < config_.world->size(); ++p) spans.push_back(process_span(p).first);
+  spans.push_back(shards_.count());
+  return spans;
+}
+
 // Within the process each device's updated range goes to the others (ThreadCollective::all_gather over
 // this process's part of the layout); then device 0's thread copies every process's span to every
 // process (one broadcast per process, rooted there, in place: no staging), and the process's other devices
