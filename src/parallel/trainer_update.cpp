@@ -92,12 +92,17 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   const double grad_norm = replicas_[0]->norm;
   if (!std::isfinite(grad_norm)) return false;
   if (gather && on_gpus_) {
+    const double start = platform::now_seconds();
     try {
       collective_->gather_between_phases(shards_.bounds().data());
     } catch (const Error &) {
       broken_ = true;  // the replicas' parameters differ
       throw;
     }
+    // Every replica's stream took part in the copies: each replica's update includes them, as a CPU
+    // device's includes its all-gather.
+    const double gathered = platform::now_seconds() - start;
+    for (auto &r : replicas_) r->update_seconds += gathered;
   }
   const AllReduceTimes times = collective_->times(reduced);
   s.applied = true;
