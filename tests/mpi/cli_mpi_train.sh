@@ -13,27 +13,34 @@ if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
   exit 77
 fi
 
+# mpi NAME ARGS...: `mpirun -np 2 dptrain ARGS` in $WORK, its output in NAME.out and NAME.err.
+mpi() {
+  local name=$1
+  shift
+  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "$@" \
+    >"$WORK/$name.out" 2>"$WORK/$name.err")
+}
+# same_bits A B WHAT: runs A and B report the same param_checksum.
+same_bits() {
+  local a b
+  a=$(json_get "$WORK/$1.out" "d['param_checksum']")
+  b=$(json_get "$WORK/$2.out" "d['param_checksum']")
+  [ -n "$a" ] && [ "$a" = "$b" ] && pass "$3 ($b)" || fail "$3: $a vs $b ($(tail -n 2 "$WORK/$2.err"))"
+}
+
 RUN=(train --model lenet --init uniform --optimizer adamw --lr 0.002 --train-limit 3000 --test-limit 1000 --epochs 2
   --seed 5 --json)
-(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
-  --devices cpu:2 --checkpoint "$WORK/mpi.ckpt" >"$WORK/mpi.out" 2>"$WORK/mpi.err")
+mpi mpi "${RUN[@]}" --devices cpu:2 --checkpoint "$WORK/mpi.ckpt"
 RC=$?
 [ "$RC" -eq 0 ] && pass "mpirun -np 2 exited with 0" || fail "mpirun exited with $RC: $(tail -n 3 "$WORK/mpi.err")"
 # A sharded optimizer across processes: each process shards its own devices; the bits of the unsharded run.
-(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
-  --devices cpu:2 --shard optimizer >"$WORK/mpi_shard.out" 2>"$WORK/mpi_shard.err")
-A=$(json_get "$WORK/mpi.out" "d['param_checksum']")
-B=$(json_get "$WORK/mpi_shard.out" "d['param_checksum']")
-[ -n "$A" ] && [ "$A" = "$B" ] && pass "--shard optimizer on 2 processes: the unsharded bits ($A)" ||
-  fail "--shard optimizer across processes: $A vs $B ($(tail -n 2 "$WORK/mpi_shard.err"))"
+mpi mpi_shard "${RUN[@]}" --devices cpu:2 --shard optimizer
+same_bits mpi mpi_shard "--shard optimizer on 2 processes: the unsharded bits"
 # Sharded gradients and parameters across processes (each process shards among its devices, the ranges
 # summed over the processes): the unsharded bits, and a device holds part of the gradient.
 for mode in gradients parameters; do
-  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
-    --devices cpu:2 --shard $mode --bucket-kib 64 >"$WORK/mpi_$mode.out" 2>"$WORK/mpi_$mode.err")
-  B=$(json_get "$WORK/mpi_$mode.out" "d['param_checksum']")
-  [ -n "$A" ] && [ "$A" = "$B" ] && pass "--shard $mode on 2 processes: the unsharded bits ($A)" ||
-    fail "--shard $mode across processes: $A vs $B ($(tail -n 2 "$WORK/mpi_$mode.err"))"
+  mpi "mpi_$mode" "${RUN[@]}" --devices cpu:2 --shard $mode --bucket-kib 64
+  same_bits mpi "mpi_$mode" "--shard $mode on 2 processes: the unsharded bits"
   json_check "$WORK/mpi_$mode.out" \
     "(m := d['memory_per_device'])['optimizer_state'] < $(json_get "$WORK/mpi.out" "d['memory_per_device']['optimizer_state']")" \
     "--shard $mode on 2 processes: a device keeps part of the optimizer state"
@@ -41,28 +48,16 @@ done
 # The optimizer state sharded across every device of both processes (--shard-scope world): the unsharded
 # bits, a quarter of the state per device, and a checkpoint that both processes save and process 0 writes,
 # byte for byte the unsharded run's; resumed for a third epoch, the unsharded resumption's bits.
-(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" \
-  --devices cpu:2 --shard optimizer --shard-scope world --checkpoint "$WORK/world.ckpt" \
-  >"$WORK/mpi_world.out" 2>"$WORK/mpi_world.err")
-W=$(json_get "$WORK/mpi_world.out" "d['param_checksum']")
-[ -n "$A" ] && [ "$A" = "$W" ] && pass "--shard-scope world on 2 processes: the unsharded bits ($W)" ||
-  fail "--shard-scope world: $A vs $W ($(tail -n 2 "$WORK/mpi_world.err"))"
+mpi mpi_world "${RUN[@]}" --devices cpu:2 --shard optimizer --shard-scope world --checkpoint "$WORK/world.ckpt"
+same_bits mpi mpi_world "--shard-scope world on 2 processes: the unsharded bits"
 json_check "$WORK/mpi_world.out" \
   "d['shard_scope'] == 'world' and 4 * d['memory_per_device']['optimizer_state'] <= $(json_get "$WORK/mpi.out" "d['memory_per_device']['optimizer_state']") + 65536" \
   "--shard-scope world on 2 x 2 devices: a device keeps about a quarter of the optimizer state"
 cmp -s "$WORK/mpi.ckpt" "$WORK/world.ckpt" && pass "--shard-scope world: the checkpoint is the unsharded run's, byte for byte" ||
   fail "--shard-scope world: the checkpoint differs from the unsharded run's"
-for scope in process world; do
-  from=$([ $scope = world ] && echo world.ckpt || echo mpi.ckpt)
-  shard=$([ $scope = world ] && echo optimizer || echo none)
-  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${RUN[@]}" --epochs 3 \
-    --devices cpu:2 --shard $shard --shard-scope $scope --resume "$WORK/$from" \
-    >"$WORK/mpi_resume_$scope.out" 2>"$WORK/mpi_resume_$scope.err")
-done
-R1=$(json_get "$WORK/mpi_resume_process.out" "d['param_checksum']")
-R2=$(json_get "$WORK/mpi_resume_world.out" "d['param_checksum']")
-[ -n "$R1" ] && [ "$R1" = "$R2" ] && pass "--shard-scope world resumed for a third epoch: the unsharded bits ($R2)" ||
-  fail "--shard-scope world resumed: $R1 vs $R2 ($(tail -n 2 "$WORK/mpi_resume_world.err"))"
+mpi resume_process "${RUN[@]}" --epochs 3 --devices cpu:2 --resume "$WORK/mpi.ckpt"
+mpi resume_world "${RUN[@]}" --epochs 3 --devices cpu:2 --shard optimizer --shard-scope world --resume "$WORK/world.ckpt"
+same_bits resume_process resume_world "--shard-scope world resumed for a third epoch: the unsharded bits"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
 # cuts): sharded gradients give the bits of the unsharded 2 + 3 run.
 for mode in none gradients; do
@@ -71,10 +66,7 @@ for mode in none gradients; do
     -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:3 --shard $mode --bucket-kib 64 \
     >"$WORK/mpi_uneven_$mode.out" 2>"$WORK/mpi_uneven_$mode.err")
 done
-U=$(json_get "$WORK/mpi_uneven_none.out" "d['param_checksum']")
-V=$(json_get "$WORK/mpi_uneven_gradients.out" "d['param_checksum']")
-[ -n "$U" ] && [ "$U" = "$V" ] && pass "--shard gradients on processes of 2 and 3 devices: the unsharded bits ($U)" ||
-  fail "--shard gradients on 2 + 3 devices: $U vs $V ($(tail -n 2 "$WORK/mpi_uneven_gradients.err"))"
+same_bits mpi_uneven_none mpi_uneven_gradients "--shard gradients on processes of 2 and 3 devices: the unsharded bits"
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 
@@ -103,12 +95,8 @@ json_check "$WORK/resumed.out" "d['epochs_completed'] == 0" "the 2-process check
 TEXT=${DPTRAIN_TEXT_DIR:-/usr/share/games/fortunes}
 if [ -d "$TEXT" ]; then
   GPT=(train --model gpt-mini --text "$TEXT" --train-limit 32 --test-limit 16 --json)
-  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "${GPT[@]}" \
-    --devices cpu:1 >"$WORK/gpt_mpi.out" 2>"$WORK/gpt_mpi.err")
+  mpi gpt_mpi "${GPT[@]}" --devices cpu:1
   run_cli gpt_local "${GPT[@]}" --devices cpu:2
-  A=$(json_get "$WORK/gpt_mpi.out" "d['param_checksum']")
-  B=$(json_get "$WORK/gpt_local.out" "d['param_checksum']")
-  [ -n "$A" ] && [ "$A" = "$B" ] && pass "gpt-mini on 2 processes = 2 devices of 1 process: $A" ||
-    fail "gpt-mini across processes: $A vs $B ($(tail -n 2 "$WORK/gpt_mpi.err"))"
+  same_bits gpt_mpi gpt_local "gpt-mini on 2 processes = 2 devices of 1 process"
 fi
 finish

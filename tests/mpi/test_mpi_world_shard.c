@@ -17,17 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures = 0;
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                          \
-      fprintf(stderr, "\n");                                 \
-      ++failures;                                            \
-    }                                                        \
-  } while (0)
-#define OK(call) CHECK((call) == DPT_OK, "%s: %s", #call, dpt_last_error_message())
+#include "mpi_check.h"
 
 enum { kInput = 28 * 28, kSteps = 4 };
 
