@@ -156,7 +156,6 @@ std::vector<ShardedGradientCollective::Segment> ShardedGradientCollective::plan_
   std::vector<Segment> segments;
   size_t owner = 0;
   for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-    if (cuts[i] == cuts[i + 1]) continue;
     while (shards.end(owner) <= cuts[i]) ++owner;
     segments.push_back({cuts[i], cuts[i + 1], owner});
   }
