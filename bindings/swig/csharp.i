@@ -336,7 +336,8 @@ public enum%}
 /// what <see cref="ShardMode"/> splits (<see cref="TrainerOptions.ShardScope"/>): <c>Process</c> (the default;
 /// PyTorch FSDP's HYBRID_SHARD) shards among each process's own devices, one whole copy per process;
 /// <c>World</c> (DeepSpeed's ZeRO, FSDP's FULL_SHARD) among every device of every process, with
-/// <see cref="ShardMode.Optimizer"/> only.</summary>
+/// <see cref="ShardMode.Optimizer"/>, and <see cref="ShardMode.Gradients"/> on a model without batch
+/// norm.</summary>
 public enum%}
 %typemap(csclassmodifiers) enum dpt_pipeline_schedule %{/// <summary>The order in which each stage of a pipeline runs its
 /// micro-batches (<see cref="TrainerOptions.PipelineSchedule"/>): <c>OneFOneB</c> (1F1B, the default;

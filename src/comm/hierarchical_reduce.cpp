@@ -22,7 +22,7 @@ double hierarchical_reduce_scatter(ThreadCollective &local, const World &world, 
                                    AllReduceAlgorithm algorithm, double timeout_seconds, WireType wire) {
   double seconds = local.all_reduce_range(rank, buffer, begin, end, algorithm, wire);
   const double t0 = platform::now_seconds();
-  if (rank == 0) world.reduce_scatter(buffer, begin, end, spans, timeout_seconds, wire);
+  if (rank == 0) world.reduce_scatter(buffer + begin, begin, end, spans, timeout_seconds, wire);
   const size_t lo = std::clamp(spans[world.rank()], begin, end);
   const size_t hi = std::clamp(spans[world.rank() + 1], begin, end);
   local.broadcast(rank, buffer + lo, hi - lo, 0);

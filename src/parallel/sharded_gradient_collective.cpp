@@ -1,19 +1,18 @@
 #include "parallel/sharded_gradient_collective.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
 
 namespace dpt {
 
-ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
-                                                     const std::vector<std::unique_ptr<Replica>> &replicas,
-                                                     const ModelSpec &spec, size_t bucket_bytes,
-                                                     AllReduceAlgorithm algorithm, WireType wire,
-                                                     const ShardLayout &shards, const World *world,
-                                                     const std::vector<size_t> &process_devices,
-                                                     double timeout_seconds, TraceRecorder &trace)
+ShardedGradientCollective::ShardedGradientCollective(
+    DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
+    size_t bucket_bytes, AllReduceAlgorithm algorithm, WireType wire, const ShardLayout &shards,
+    const World *world, const std::vector<size_t> &process_devices, std::vector<size_t> process_spans,
+    double timeout_seconds, TraceRecorder &trace)
     : group_(group),
       shards_(shards),
       world_(world),
@@ -23,7 +22,9 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
       wire_(wire),
       slots_(replicas.size()),
       tied_(spec),
-      world_segments_(plan_world_segments(shards, process_devices)),
+      world_segments_(process_spans.empty() ? plan_world_segments(shards, process_devices)
+                                            : std::vector<Segment>{}),
+      spans_(std::move(process_spans)),
       lanes_(replicas.size()),
       buckets_(plan_buckets(spec, bucket_bytes)),
       world_seconds_(replicas.size(), 0.0) {
@@ -44,6 +45,15 @@ ShardedGradientCollective::ShardedGradientCollective(DeviceGroup &group,
     lanes_[rank].owner = this;
     lanes_[rank].rank = rank;
   }
+  if (!spans_.empty()) {
+    const size_t k = replicas.size();
+    for (const GradientBucket &b : buckets_) {
+      std::vector<size_t> split;
+      for (size_t r = 0; r <= k; ++r) split.push_back(b.begin + r * (b.end - b.begin) / k);
+      bucket_splits_.push_back(std::move(split));
+    }
+    if (k > 1) sum_.emplace_back(replicas[0]->kernels->memory(), largest);
+  }
   group.enable_bucket_reducer(
       buckets_, [this](ThreadCollective &c, size_t rank, size_t bucket) { return reduce(c, rank, bucket); });
   reducer_ = group.bucket_reducer();
@@ -60,12 +70,39 @@ void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
 double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t rank, size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
   const double start = platform::now_seconds();
-  const double seconds =
-      collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
-                                       shard_gradients_[rank], accumulate_, algorithm_, wire_);
+  double seconds = 0;
+  if (spans_.empty())
+    seconds =
+        collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
+                                         shard_gradients_[rank], accumulate_, algorithm_, wire_);
+  else
+    reduce_across_world(collective, rank, bucket), seconds = platform::now_seconds() - start;
   trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketReduceScatter, bucket, start,
                 platform::now_seconds());
   return seconds;
+}
+
+void ShardedGradientCollective::reduce_across_world(ThreadCollective &collective, size_t rank,
+                                                    size_t bucket) {
+  const GradientBucket &b = buckets_[bucket];
+  const size_t *split = bucket_splits_[bucket].data();
+  float *sum = sum_.empty() ? slot(rank, bucket) : sum_[0].data();
+  // Each device sums its part of the bucket over the process's devices (in the ring's order) into the sum;
+  // the call ends when every part is in.
+  collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, split,
+                                   sum + (split[rank] - b.begin), false, algorithm_, wire_);
+  if (rank == 0) world_->reduce_scatter(sum, b.begin, b.end, spans_.data(), timeout_, wire_);
+  collective.barrier(rank);  // this process's span of the bucket holds the sums over the job
+  const size_t lo = std::max(b.begin, shards_.begin(rank)), hi = std::min(b.end, shards_.end(rank));
+  if (lo < hi) {
+    const float *from = sum + (lo - b.begin);
+    float *to = shard_gradients_[rank] + (lo - shards_.begin(rank));
+    if (accumulate_)
+      for (size_t i = 0; i < hi - lo; ++i) to[i] += from[i];
+    else
+      std::copy(from, from + (hi - lo), to);
+  }
+  collective.barrier(rank);  // every device has its range before the next bucket's sum is written
 }
 
 void ShardedGradientCollective::open_next(Lane &lane) {
@@ -168,7 +205,7 @@ std::vector<ShardedGradientCollective::Segment> ShardedGradientCollective::plan_
 // all-reduce; 16-bit wires sum each element in process order whatever the segment.
 void ShardedGradientCollective::reduce_in_update(size_t rank, bool) {
   world_seconds_[rank] = 0;
-  if (world_ == nullptr) return;
+  if (world_ == nullptr || !spans_.empty()) return;  // summed across the processes during backward
   ThreadCollective &local = group_.collective();
   const double start = platform::now_seconds();
   local.barrier(rank);  // every range is final
@@ -198,6 +235,7 @@ ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reducti
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {
   uint64_t floats = 0;
   for (const DeviceBuffer &s : slots_[rank]) floats += s.size();
+  if (rank == 0 && !sum_.empty()) floats += sum_[0].size();
   if (!tied_.empty()) floats += tied_grads_[rank].size();
   return floats * sizeof(float);
 }

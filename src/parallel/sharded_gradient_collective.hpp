@@ -22,6 +22,13 @@
 // one range of every process), in offset order on every process, so the MPI calls match. During backward
 // the communication threads stay within the process, so sync batch norm's sums across processes (from the
 // device threads) never meet them in MPI.
+//
+// Sharded across every process's devices (DPT_SHARD_SCOPE_WORLD; a model without batch statistics, since
+// the communication threads then call MPI during backward, as the unsharded trainer's buckets do): the
+// process's devices sum each bucket in the ring's order into one bucket buffer of device 0 (each device its
+// part of it), device 0's communication thread reduce-scatters it across the processes by their spans
+// (World::reduce_scatter), and each device takes its range of the job's layout from it: no device holds
+// more of the gradient than its range and the staging buckets.
 #pragma once
 
 #include <cstddef>
@@ -47,12 +54,13 @@ class ShardedGradientCollective final : public GradientCollective {
   // Allocates the staging slots (and the tied gradients' copies) in each replica's device memory
   // (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket reducer. world may be nullptr
   // (this process only); process_devices: then the device count of every process (each at least 2, as
-  // this one's); timeout_seconds bounds each sum across processes.
+  // this one's); process_spans: empty, or (shards laid out across every process's devices) each process's
+  // span of the flat vector, world size + 1 offsets; timeout_seconds bounds each sum across processes.
   ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                             const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
                             WireType wire, const ShardLayout &shards, const World *world,
-                            const std::vector<size_t> &process_devices, double timeout_seconds,
-                            TraceRecorder &trace);
+                            const std::vector<size_t> &process_devices, std::vector<size_t> process_spans,
+                            double timeout_seconds, TraceRecorder &trace);
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
@@ -84,6 +92,8 @@ class ShardedGradientCollective final : public GradientCollective {
   void open_next(Lane &lane);
   float *slot(size_t rank, size_t bucket) { return slots_[rank][bucket % slots_[rank].size()].data(); }
   double reduce(ThreadCollective &collective, size_t rank, size_t bucket);
+  // The bucket summed over every device of every process, rank's range of it into its shard.
+  void reduce_across_world(ThreadCollective &collective, size_t rank, size_t bucket);
 
   DeviceGroup &group_;
   const ShardLayout &shards_;
@@ -105,6 +115,12 @@ class ShardedGradientCollective final : public GradientCollective {
     size_t begin, end, owner;
   };
   std::vector<Segment> world_segments_;
+  // Sharded across every process's devices: the processes' spans, per bucket its split among this
+  // process's devices for their sum, and the bucket buffer of that sum (in device 0's memory; none for one
+  // device, whose staging slot is the sum).
+  std::vector<size_t> spans_;
+  std::vector<std::vector<size_t>> bucket_splits_;
+  std::vector<DeviceBuffer> sum_;
   static std::vector<Segment> plan_world_segments(const ShardLayout &shards,
                                                   const std::vector<size_t> &process_devices);
   std::vector<Lane> lanes_;

@@ -93,16 +93,18 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       DPT_ERROR_UNSUPPORTED,
       "sharded gradients and parameters run on CPU devices only in this version (the replicas are on " +
           devices_[0]->name() + "; the optimizer shard mode runs on GPUs)");
+  // Sharded across every device of every process (join_world refuses what that scope cannot shard).
+  const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
+                           config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
   const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
   const bool shard_gradients =
       (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
-      devices_.size() > 1;
+      (devices_.size() > 1 || world_scope);
   // Across processes: the same trainer everywhere, and every process's device count.
   if (config_.world != nullptr) join_world();
   if (config_.pipeline_stages > 1)
     plan_pipeline();  // the stages, and their ranges as shards_
-  else if (config_.world != nullptr && config_.world->size() > 1 &&
-           config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone)
+  else if (world_scope)
     shards_ = ShardLayout(spec_.parameter_count(), process_first_.back(), true,
                           process_first_[config_.world->rank()]);
   else
@@ -151,6 +153,12 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // (sync batch norm) exclude the bucketed all-reduce, which would call MPI from the communication threads
   // at the same time.
   const size_t overlap_bytes = statistics_ != nullptr && config_.world != nullptr ? 0 : config_.bucket_bytes;
+  // For the same reason a gradient sharded across every process's devices, which is summed across the
+  // processes bucket by bucket during backward, cannot sit beside batch statistics summed across them.
+  DPT_REQUIRE(!(shard_gradients && world_scope && statistics_ != nullptr), DPT_ERROR_UNSUPPORTED,
+              "sharded gradients across every process's devices (shard scope world) with batch norm are not "
+              "supported in this version (both would call MPI during backward): the process scope shards "
+              "them within each process");
   // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
   // context is used by one thread at a time), CPU devices on their own threads.
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
@@ -162,8 +170,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,
-        std::vector<size_t>(process_weights_.begin(), process_weights_.end()), config_.timeout_seconds,
-        *trace_);
+        std::vector<size_t>(process_weights_.begin(), process_weights_.end()), process_spans(),
+        config_.timeout_seconds, *trace_);
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
                                                            config_.timeout_seconds, wire);

@@ -60,7 +60,9 @@ void Trainer::join_world() {
   // Sharded gradients: each process shards among its own devices and sums its ranges over the processes
   // in the update; a process of one device shards nothing and all-reduces its gradient whole, which the
   // others' sums would not meet.
-  const bool sharded_sums = config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters;
+  const bool sharded_sums =
+      (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
+      config_.shard_scope == ShardScope::kProcess;
   const auto single = std::count(process_weights_.begin(), process_weights_.end(), 1.0);
   DPT_REQUIRE(
       !sharded_sums || single == 0 || size_t(single) == process_weights_.size(), DPT_ERROR_UNSUPPORTED,
@@ -68,11 +70,10 @@ void Trainer::join_world() {
       "(each process shards among its own devices), or 1 in every process (nothing is sharded)");
   process_first_.assign(1, 0);
   for (double devices : process_weights_) process_first_.push_back(process_first_.back() + size_t(devices));
-  DPT_REQUIRE(config_.shard_scope == ShardScope::kProcess || config_.shard == ShardMode::kNone ||
-                  config_.shard == ShardMode::kOptimizer,
+  DPT_REQUIRE(config_.shard_scope == ShardScope::kProcess || config_.shard != ShardMode::kParameters,
               DPT_ERROR_UNSUPPORTED,
-              "sharded gradients and parameters across every process's devices (shard scope world) are not "
-              "supported in this version: the process scope shards them within each process");
+              "sharded parameters across every process's devices (shard scope world) are not supported in "
+              "this version: the process scope shards them within each process");
 }
 
 void Trainer::share_initial(std::vector<float> &initial) {

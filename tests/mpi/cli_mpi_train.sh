@@ -58,6 +58,9 @@ cmp -s "$WORK/mpi.ckpt" "$WORK/world.ckpt" && pass "--shard-scope world: the che
 mpi resume_process "${RUN[@]}" --epochs 3 --devices cpu:2 --resume "$WORK/mpi.ckpt"
 mpi resume_world "${RUN[@]}" --epochs 3 --devices cpu:2 --shard optimizer --shard-scope world --resume "$WORK/world.ckpt"
 same_bits resume_process resume_world "--shard-scope world resumed for a third epoch: the unsharded bits"
+# The gradient too (each bucket summed within the process, then reduce-scattered across the processes).
+mpi mpi_world_gradients "${RUN[@]}" --devices cpu:2 --shard gradients --shard-scope world --bucket-kib 64
+same_bits mpi mpi_world_gradients "--shard gradients --shard-scope world on 2 processes: the unsharded bits"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
 # cuts): sharded gradients give the bits of the unsharded 2 + 3 run.
 for mode in none gradients; do

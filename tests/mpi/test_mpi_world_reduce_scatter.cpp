@@ -42,7 +42,7 @@ void check_range(const dpt::World &world, const std::vector<size_t> &spans, size
   const std::vector<float> start = values(world, count);
   std::vector<float> reference = start, scattered = start;
   world.all_reduce(reference.data() + begin, end - begin, kTimeout, wire);
-  world.reduce_scatter(scattered.data(), begin, end, spans.data(), kTimeout, wire);
+  world.reduce_scatter(scattered.data() + begin, begin, end, spans.data(), kTimeout, wire);
   const size_t lo = std::min(std::max(spans[world.rank()], begin), end);
   const size_t hi = std::min(std::max(spans[world.rank() + 1], begin), end);
   size_t wrong = 0, touched = 0;
