@@ -67,7 +67,8 @@ void Trainer::join_world() {
   DPT_REQUIRE(
       !sharded_sums || single == 0 || size_t(single) == process_weights_.size(), DPT_ERROR_UNSUPPORTED,
       "sharded gradients and parameters across MPI processes need at least 2 devices in every process "
-      "(each process shards among its own devices), or 1 in every process (nothing is sharded)");
+      "(each process shards among its own devices), or 1 in every process (nothing is sharded); shard "
+      "scope world shards the gradient across every device of the job");
   process_first_.assign(1, 0);
   for (double devices : process_weights_) process_first_.push_back(process_first_.back() + size_t(devices));
   DPT_REQUIRE(config_.shard_scope == ShardScope::kProcess || config_.shard != ShardMode::kParameters,
