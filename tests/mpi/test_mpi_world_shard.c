@@ -2,7 +2,7 @@
  * (DPT_SHARD_GRADIENTS, stage 2) sharded across every device of both processes (DPT_SHARD_SCOPE_WORLD),
  * LeNet, 4 steps of ragged global batches:
  *   - 2 x 2, 2 + 3 and 1 x 1 devices; SGD with momentum and AdamW with clipping; one bucket and a bucket per
- *     layer: the parameters are bitwise those of the unsharded trainer on the same devices;
+ *     layer; a bf16 wire: the parameters are bitwise those of the unsharded trainer on the same devices;
  *   - the devices' ranges partition the optimizer state: summed over every device of both processes its
  *     bytes are those of one unsharded device, and no device of 2 x 2 holds more than a third of it;
  *   - dpt_trainer_save is collective and process 0 writes: the file is byte for byte the one the unsharded
@@ -38,6 +38,8 @@ typedef struct {
   dpt_trainer *trainer;
 } run;
 
+static dpt_precision wire = DPT_PRECISION_FP32; /* what start()'s trainers' gradient sums send */
+
 static unsigned long long state = 99;
 static float next_unit(void) {
   state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -59,6 +61,7 @@ static run start(const dpt_model *model, setup s) {
   to.shard = s.shard;
   to.shard_scope = s.scope;
   to.accumulation_steps = s.accumulation;
+  to.allreduce_dtype = wire;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = s.optimizer;
@@ -251,6 +254,12 @@ int main(int argc, char **argv) {
              "gradients, 2 + 3 devices, AdamW, a bucket per layer");
   check_bits(model, (setup){1, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 1, 1}, n,
              "gradients, 1 x 1, SGD, a bucket per layer");
+  wire = DPT_PRECISION_BF16; /* each contribution and sum rounded alike in both */
+  check_bits(model, (setup){2, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 1, 1}, n,
+             "gradients, 2 x 2, a bf16 wire");
+  check_bits(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0, 1}, n,
+             "optimizer, 2 x 2, a bf16 wire");
+  wire = DPT_PRECISION_FP32;
   check_accumulation(model, n);
 
   /* AdamW keeps two floats per parameter. */
