@@ -58,6 +58,9 @@ expect_error 2 train --model mlp --devices cpu:2 --split 1,2,3
 expect_error 2 train --model mlp --split 1,2,3 # two devices from DPTRAIN_CPU_DEVICES
 expect_error 2 train --model mlp --split 1,,2
 expect_error 2 train --model mlp --split 1,-2
+expect_error 2 train --model mlp --shard shards
+expect_error 2 train --model mlp --shard optimizer --shard-scope galaxy
+expect_error 2 train --model mlp --shard-scope
 expect_error 2 train --model mlp --schedule exponential
 expect_error 2 train --model mlp --init xavier
 expect_error 2 train --model mlp --frobnicate
