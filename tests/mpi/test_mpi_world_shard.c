@@ -226,6 +226,38 @@ static void check_refused(const dpt_model *model, dpt_shard_mode mode, const cha
   dpt_context_destroy(ctx);
 }
 
+/* check_bits' cases (devices 0: 2 in process 0, 3 in process 1). A bf16 wire rounds each contribution and
+ * sum alike in both trainers. */
+#define WORLD DPT_SHARD_SCOPE_WORLD
+static const struct {
+  setup s;
+  dpt_precision wire;
+  const char *what;
+} kBitwise[] = {
+    {{2, DPT_SHARD_OPTIMIZER, WORLD, DPT_OPTIMIZER_SGD, 0, 1}, DPT_PRECISION_FP32, "2 x 2, SGD"},
+    {{2, DPT_SHARD_OPTIMIZER, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1},
+     DPT_PRECISION_FP32,
+     "2 x 2, AdamW with clipping, a bucket per layer"},
+    {{0, DPT_SHARD_OPTIMIZER, WORLD, DPT_OPTIMIZER_ADAMW, 0, 1}, DPT_PRECISION_FP32, "2 + 3 devices, AdamW"},
+    {{1, DPT_SHARD_OPTIMIZER, WORLD, DPT_OPTIMIZER_SGD, 0, 1}, DPT_PRECISION_FP32, "1 x 1, SGD"},
+    {{2, DPT_SHARD_OPTIMIZER, WORLD, DPT_OPTIMIZER_SGD, 0, 1}, DPT_PRECISION_BF16, "2 x 2, a bf16 wire"},
+    {{2, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_SGD, 0, 1},
+     DPT_PRECISION_FP32,
+     "gradients, 2 x 2, SGD, one bucket"},
+    {{2, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1},
+     DPT_PRECISION_FP32,
+     "gradients, 2 x 2, AdamW with clipping, a bucket per layer"},
+    {{0, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1},
+     DPT_PRECISION_FP32,
+     "gradients, 2 + 3 devices, AdamW, a bucket per layer"},
+    {{1, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_SGD, 1, 1},
+     DPT_PRECISION_FP32,
+     "gradients, 1 x 1, SGD, a bucket per layer"},
+    {{2, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_SGD, 1, 1},
+     DPT_PRECISION_BF16,
+     "gradients, 2 x 2, a bf16 wire"},
+};
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -237,28 +269,12 @@ int main(int argc, char **argv) {
   size_t n = 0;
   OK(dpt_model_parameter_count(model, &n));
 
-  const size_t uneven = rank == 0 ? 2 : 3;
-  check_bits(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0, 1}, n,
-             "2 x 2, SGD");
-  check_bits(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, n,
-             "2 x 2, AdamW with clipping, a bucket per layer");
-  check_bits(model, (setup){uneven, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0, 1}, n,
-             "2 + 3 devices, AdamW");
-  check_bits(model, (setup){1, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0, 1}, n,
-             "1 x 1, SGD");
-  check_bits(model, (setup){2, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0, 1}, n,
-             "gradients, 2 x 2, SGD, one bucket");
-  check_bits(model, (setup){2, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, n,
-             "gradients, 2 x 2, AdamW with clipping, a bucket per layer");
-  check_bits(model, (setup){uneven, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, n,
-             "gradients, 2 + 3 devices, AdamW, a bucket per layer");
-  check_bits(model, (setup){1, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 1, 1}, n,
-             "gradients, 1 x 1, SGD, a bucket per layer");
-  wire = DPT_PRECISION_BF16; /* each contribution and sum rounded alike in both */
-  check_bits(model, (setup){2, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 1, 1}, n,
-             "gradients, 2 x 2, a bf16 wire");
-  check_bits(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0, 1}, n,
-             "optimizer, 2 x 2, a bf16 wire");
+  for (size_t i = 0; i < sizeof kBitwise / sizeof kBitwise[0]; ++i) {
+    setup s = kBitwise[i].s;
+    if (s.devices == 0) s.devices = rank == 0 ? 2 : 3;
+    wire = kBitwise[i].wire;
+    check_bits(model, s, n, kBitwise[i].what);
+  }
   wire = DPT_PRECISION_FP32;
   check_accumulation(model, n);
 
