@@ -127,8 +127,8 @@ void World::all_reduce(double *buffer, size_t count, double timeout_seconds) con
   check(api_->all_reduce_sum(buffer, count, 1, timeout_seconds, error, sizeof error), error);
 }
 
-void World::reduce_scatter(float *range, size_t begin, size_t end, const size_t *spans, double timeout_seconds,
-                           WireType wire) const {
+void World::reduce_scatter(float *range, size_t begin, size_t end, const size_t *spans,
+                           double timeout_seconds, WireType wire) const {
   if (end <= begin) return;
   if (wire != WireType::kF32) {
     all_reduce(range, end - begin, timeout_seconds, wire);
@@ -136,11 +136,11 @@ void World::reduce_scatter(float *range, size_t begin, size_t end, const size_t 
   }
   counts_.resize(size_);
   for (size_t p = 0; p < size_; ++p)
-    counts_[p] = std::min(std::max(spans[p + 1], begin), end) - std::min(std::max(spans[p], begin), end);
+    counts_[p] = std::clamp(spans[p + 1], begin, end) - std::clamp(spans[p], begin, end);
   char error[512] = "";
   check(api_->reduce_scatter_sum(range, counts_.data(), timeout_seconds, error, sizeof error), error);
   // MPI leaves this process's part at the start of the range: it moves to its place.
-  const size_t at = std::min(std::max(spans[rank_], begin), end);
+  const size_t at = std::clamp(spans[rank_], begin, end);
   if (at != begin && counts_[rank_] != 0)
     std::memmove(range + (at - begin), range, counts_[rank_] * sizeof(float));
 }

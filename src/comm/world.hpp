@@ -34,9 +34,10 @@ class World {
   void all_reduce(double *buffer, size_t count, double timeout_seconds) const;
   // Sums the elements [begin, end) of a vector over every process (range[0] is element begin) where process
   // p needs only its span [spans[p], spans[p + 1]) (size + 1 ascending offsets) of them: afterwards this
-  // process's span within [begin, end) holds the sums, the rest of the range is undefined. float32: MPI_Reduce_scatter (each process receives only its part,
-  // half the bytes of an all-reduce; with two processes every sum has two terms, so the all-reduce's
-  // bits). A 16-bit wire all-reduces the range (its bytes are those of a float32 reduce-scatter).
+  // process's span within [begin, end) holds the sums, the rest of the range is undefined. float32:
+  // MPI_Reduce_scatter (each process receives only its part, half the bytes of an all-reduce; with two
+  // processes every sum has two terms, so the all-reduce's bits). A 16-bit wire all-reduces the range (its
+  // bytes are those of a float32 reduce-scatter).
   void reduce_scatter(float *range, size_t begin, size_t end, const size_t *spans, double timeout_seconds,
                       WireType wire = WireType::kF32) const;
   void broadcast(void *buffer, size_t bytes, size_t root, double timeout_seconds) const;

@@ -70,13 +70,12 @@ void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
 double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t rank, size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
   const double start = platform::now_seconds();
-  double seconds = 0;
   if (spans_.empty())
-    seconds =
-        collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
-                                         shard_gradients_[rank], accumulate_, algorithm_, wire_);
+    collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
+                                     shard_gradients_[rank], accumulate_, algorithm_, wire_);
   else
-    reduce_across_world(collective, rank, bucket), seconds = platform::now_seconds() - start;
+    reduce_across_world(collective, rank, bucket);
+  const double seconds = platform::now_seconds() - start;
   trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketReduceScatter, bucket, start,
                 platform::now_seconds());
   return seconds;
@@ -223,13 +222,16 @@ AllReduceTimes ShardedGradientCollective::times(bool) const {
   return {world, reducer_->reduce_seconds(0) + world, reducer_->exposed_seconds(0) + world};
 }
 
-// The reduce-scatter within the process, and across P processes the all-reduce of the rank's range.
+// The reduce-scatter within the process, and across P processes the all-reduce of the rank's range (the
+// process scope), or device 0's reduce-scatter of the whole gradient (the world scope).
 ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reduction(size_t rank, bool) const {
   const double k = double(lanes_.size()), bytes = double(shards_.count()) * sizeof(float);
   const double p = world_ != nullptr ? double(world_->size()) : 1.0;
-  const double range = double(shards_.size(rank)) * sizeof(float);
+  const double across = spans_.empty() ? double(shards_.size(rank)) * sizeof(float) * 2.0
+                        : rank == 0    ? bytes
+                                       : 0.0;
   return {reducer_->reduce_seconds(rank) + world_seconds_[rank],
-          bytes * (k - 1.0) / k + range * 2.0 * (p - 1.0) / p};
+          bytes * (k - 1.0) / k + across * (p - 1.0) / p};
 }
 
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {
