@@ -127,8 +127,7 @@ const (
 	// (PyTorch FSDP's HYBRID_SHARD; default); a process of one device shards nothing.
 	ShardScopeProcess ShardScope = 0
 	// ShardScopeWorld: one copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD);
-	// ShardOptimizer, and ShardGradients on a model without batch norm (ShardParameters and batch norm with
-	// ShardGradients: StatusUnsupported), CPU devices, any device count per process. The same bits as
+	// ShardOptimizer and ShardGradients (ShardParameters: StatusUnsupported), CPU devices, any device count per process. The same bits as
 	// ShardNone (with two processes; ShardGradients with accumulation: one rounding per micro-batch).
 	// Trainer.SaveCheckpoint is then collective: every process calls it, process 0 writes the file.
 	// Without a communicator, the same as ShardScopeProcess.
@@ -281,8 +280,8 @@ type TrainerOptions struct {
 	// devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode
 	// ShardScope: across MPI processes, ShardScopeProcess (the zero value, the default: each process shards
-	// among its own devices) or ShardScopeWorld (among every device of the job; ShardOptimizer, and
-	// ShardGradients without batch norm); a value outside the enum is StatusInvalidArgument.
+	// among its own devices) or ShardScopeWorld (among every device of the job; ShardOptimizer or
+	// ShardGradients); a value outside the enum is StatusInvalidArgument.
 	ShardScope ShardScope
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K

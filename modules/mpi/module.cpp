@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -14,7 +15,12 @@
 namespace {
 
 bool started_here = false;
-MPI_Comm world = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD: our errors return, our messages stay apart
+// The channels (world_interface.h): duplicates of MPI_COMM_WORLD, so that our errors return, our messages
+// stay apart from the application's, and two threads' collectives never share a communicator.
+MPI_Comm channels[DPT_WORLD_CHANNELS] = {MPI_COMM_NULL, MPI_COMM_NULL};
+// Every MPI call of a collective is made under this lock (MPI_THREAD_SERIALIZED): two channels' collectives
+// interleave their polls, and MPI progresses both in either thread's MPI_Test.
+std::mutex mpi_lock;
 // Set once an operation failed or timed out: MPI cannot cancel a collective, so the processes are out of
 // step for good; every later call fails at once instead of waiting for peers that will never match it.
 bool broken = false;
@@ -22,6 +28,7 @@ char broken_reason[256] = "";
 pid_t launcher = 0;  // our parent when MPI started (mpirun or its daemon): if it goes, the job is over
 
 int fail(int result, char *error) {
+  std::lock_guard<std::mutex> hold(mpi_lock);
   if (result != DPT_WORLD_OK && !broken) {
     broken = true;
     std::snprintf(broken_reason, sizeof broken_reason, "%s", error);
@@ -29,10 +36,18 @@ int fail(int result, char *error) {
   return result;
 }
 
-int refuse_if_broken(char *error, size_t size) {
-  if (!broken) return DPT_WORLD_OK;
-  std::snprintf(error, size, "MPI is unusable in this process after an earlier failure: %s", broken_reason);
-  return DPT_WORLD_FAILED;
+// The channel's communicator, or MPI_COMM_NULL with the reason when the call must not start.
+MPI_Comm usable(int channel, char *error, size_t size) {
+  std::lock_guard<std::mutex> hold(mpi_lock);
+  if (broken) {
+    std::snprintf(error, size, "MPI is unusable in this process after an earlier failure: %s", broken_reason);
+    return MPI_COMM_NULL;
+  }
+  if (channel < 0 || channel >= DPT_WORLD_CHANNELS || channels[channel] == MPI_COMM_NULL) {
+    std::snprintf(error, size, "no MPI channel %d (init not called, or an unknown channel)", channel);
+    return MPI_COMM_NULL;
+  }
+  return channels[channel];
 }
 
 void describe(int code, const char *call, char *error, size_t size) {
@@ -52,8 +67,11 @@ double now() {
 int wait_for(MPI_Request *request, double timeout, const char *call, char *error, size_t size) {
   const double deadline = timeout > 0 ? now() + timeout : 0;
   for (long round = 0;; ++round) {
-    int done = 0;
-    const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    int done = 0, code = MPI_SUCCESS;
+    {
+      std::lock_guard<std::mutex> hold(mpi_lock);
+      code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    }
     if (code != MPI_SUCCESS) {
       describe(code, call, error, size);
       return DPT_WORLD_FAILED;
@@ -96,22 +114,36 @@ int init(int *rank, int *size, char *error, size_t error_size) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   }
-  if (world == MPI_COMM_NULL) {
-    const int code = MPI_Comm_dup(MPI_COMM_WORLD, &world);
+  for (MPI_Comm &channel : channels) {
+    if (channel != MPI_COMM_NULL) continue;
+    const int code = MPI_Comm_dup(MPI_COMM_WORLD, &channel);
     if (code != MPI_SUCCESS) {
       describe(code, "MPI_Comm_dup", error, error_size);
       return DPT_WORLD_FAILED;
     }
     // Errors come back as codes (and so as dptrain statuses) instead of ending the process.
-    MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(channel, MPI_ERRORS_RETURN);
   }
-  MPI_Comm_rank(world, rank);
-  MPI_Comm_size(world, size);
+  MPI_Comm_rank(channels[0], rank);
+  MPI_Comm_size(channels[0], size);
   if (*size > 1) launcher = getppid();
   return DPT_WORLD_OK;
 }
 
-int all_reduce_pieces(void *buffer, size_t count, int is_double, double timeout, char *error,
+// Starts a non-blocking collective under the lock.
+template <class Start>
+int start(Start start_call, const char *call, char *error, size_t error_size) {
+  int code = MPI_SUCCESS;
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    code = start_call();
+  }
+  if (code == MPI_SUCCESS) return DPT_WORLD_OK;
+  describe(code, call, error, error_size);
+  return DPT_WORLD_FAILED;
+}
+
+int all_reduce_pieces(MPI_Comm comm, void *buffer, size_t count, int is_double, double timeout, char *error,
                       size_t error_size) {
   // MPI counts are int: large buffers go in pieces of at most 2^30 elements.
   const size_t piece = size_t(1) << 30;
@@ -120,41 +152,47 @@ int all_reduce_pieces(void *buffer, size_t count, int is_double, double timeout,
   for (size_t done = 0; done < count; done += piece) {
     const int n = int(count - done < piece ? count - done : piece);
     MPI_Request request;
-    const int code = MPI_Iallreduce(MPI_IN_PLACE, bytes + done * element, n,
-                                    is_double ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, world, &request);
-    if (code != MPI_SUCCESS) {
-      describe(code, "MPI_Iallreduce", error, error_size);
-      return DPT_WORLD_FAILED;
-    }
+    if (int r = start(
+            [&] {
+              return MPI_Iallreduce(MPI_IN_PLACE, bytes + done * element, n,
+                                    is_double ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, comm, &request);
+            },
+            "MPI_Iallreduce", error, error_size);
+        r != DPT_WORLD_OK)
+      return r;
     if (int r = wait_for(&request, timeout, "MPI_Iallreduce", error, error_size); r != DPT_WORLD_OK) return r;
   }
   return DPT_WORLD_OK;
 }
 
-int all_reduce_sum(void *buffer, size_t count, int is_double, double timeout, char *error,
+int all_reduce_sum(int channel, void *buffer, size_t count, int is_double, double timeout, char *error,
                    size_t error_size) {
-  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
-  return fail(all_reduce_pieces(buffer, count, is_double, timeout, error, error_size), error);
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  return fail(all_reduce_pieces(comm, buffer, count, is_double, timeout, error, error_size), error);
 }
 
-int broadcast_pieces(void *buffer, size_t bytes, int root, double timeout, char *error, size_t error_size) {
+int broadcast_pieces(MPI_Comm comm, void *buffer, size_t bytes, int root, double timeout, char *error,
+                     size_t error_size) {
   const size_t piece = size_t(1) << 30;
   for (size_t done = 0; done < bytes; done += piece) {
     const int n = int(bytes - done < piece ? bytes - done : piece);
     MPI_Request request;
-    const int code = MPI_Ibcast(static_cast<char *>(buffer) + done, n, MPI_BYTE, root, world, &request);
-    if (code != MPI_SUCCESS) {
-      describe(code, "MPI_Ibcast", error, error_size);
-      return DPT_WORLD_FAILED;
-    }
+    if (int r = start(
+            [&] { return MPI_Ibcast(static_cast<char *>(buffer) + done, n, MPI_BYTE, root, comm, &request); },
+            "MPI_Ibcast", error, error_size);
+        r != DPT_WORLD_OK)
+      return r;
     if (int r = wait_for(&request, timeout, "MPI_Ibcast", error, error_size); r != DPT_WORLD_OK) return r;
   }
   return DPT_WORLD_OK;
 }
 
-int broadcast(void *buffer, size_t bytes, int root, double timeout, char *error, size_t error_size) {
-  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
-  return fail(broadcast_pieces(buffer, bytes, root, timeout, error, error_size), error);
+int broadcast(int channel, void *buffer, size_t bytes, int root, double timeout, char *error,
+              size_t error_size) {
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  return fail(broadcast_pieces(comm, buffer, bytes, root, timeout, error, error_size), error);
 }
 
 // Byte counts of one call: MPI takes int counts (the library keeps them far below 2^31).
@@ -164,40 +202,45 @@ int checked_count(size_t bytes, const char *call, char *error, size_t size) {
   return DPT_WORLD_FAILED;
 }
 
-int all_to_all(const void *send, void *recv, size_t bytes_per_process, double timeout, char *error,
-               size_t error_size) {
-  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+int all_to_all(int channel, const void *send, void *recv, size_t bytes_per_process, double timeout,
+               char *error, size_t error_size) {
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
   if (int r = checked_count(bytes_per_process, "MPI_Ialltoall", error, error_size); r != DPT_WORLD_OK)
     return r;
   MPI_Request request;
   const int n = int(bytes_per_process);
-  const int code = MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, world, &request);
-  if (code != MPI_SUCCESS) {
-    describe(code, "MPI_Ialltoall", error, error_size);
-    return fail(DPT_WORLD_FAILED, error);
-  }
+  if (int r = start([&] { return MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &request); },
+                    "MPI_Ialltoall", error, error_size);
+      r != DPT_WORLD_OK)
+    return fail(r, error);
   return fail(wait_for(&request, timeout, "MPI_Ialltoall", error, error_size), error);
 }
 
-int all_gather(const void *send, void *recv, size_t bytes, double timeout, char *error, size_t error_size) {
-  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+int all_gather(int channel, const void *send, void *recv, size_t bytes, double timeout, char *error,
+               size_t error_size) {
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
   if (int r = checked_count(bytes, "MPI_Iallgather", error, error_size); r != DPT_WORLD_OK) return r;
   MPI_Request request;
   const int n = int(bytes);
-  const int code = MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, world, &request);
-  if (code != MPI_SUCCESS) {
-    describe(code, "MPI_Iallgather", error, error_size);
-    return fail(DPT_WORLD_FAILED, error);
-  }
+  if (int r = start([&] { return MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &request); },
+                    "MPI_Iallgather", error, error_size);
+      r != DPT_WORLD_OK)
+    return fail(r, error);
   return fail(wait_for(&request, timeout, "MPI_Iallgather", error, error_size), error);
 }
 
-int reduce_scatter_sum(float *buffer, const size_t *counts, double timeout, char *error, size_t error_size) {
-  if (int r = refuse_if_broken(error, error_size); r != DPT_WORLD_OK) return r;
+int reduce_scatter_sum(int channel, float *buffer, const size_t *counts, double timeout, char *error,
+                       size_t error_size) {
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
   int size = 0;
-  MPI_Comm_size(world, &size);
-  // MPI may read the counts until the operation completes, which after a timeout is never: they stay.
-  static std::vector<int> parts;
+  MPI_Comm_size(comm, &size);
+  // MPI may read the counts until the operation completes, which after a timeout is never: they stay, one
+  // array per channel.
+  static std::vector<int> channel_parts[DPT_WORLD_CHANNELS];
+  std::vector<int> &parts = channel_parts[channel];
   parts.resize(size_t(size));
   for (int p = 0; p < size; ++p) {
     if (int r = checked_count(counts[p] * sizeof(float), "MPI_Ireduce_scatter", error, error_size);
@@ -206,12 +249,14 @@ int reduce_scatter_sum(float *buffer, const size_t *counts, double timeout, char
     parts[size_t(p)] = int(counts[p]);
   }
   MPI_Request request;
-  const int code =
-      MPI_Ireduce_scatter(MPI_IN_PLACE, buffer, parts.data(), MPI_FLOAT, MPI_SUM, world, &request);
-  if (code != MPI_SUCCESS) {
-    describe(code, "MPI_Ireduce_scatter", error, error_size);
-    return fail(DPT_WORLD_FAILED, error);
-  }
+  if (int r = start(
+          [&] {
+            return MPI_Ireduce_scatter(MPI_IN_PLACE, buffer, parts.data(), MPI_FLOAT, MPI_SUM, comm,
+                                       &request);
+          },
+          "MPI_Ireduce_scatter", error, error_size);
+      r != DPT_WORLD_OK)
+    return fail(r, error);
   return fail(wait_for(&request, timeout, "MPI_Ireduce_scatter", error, error_size), error);
 }
 
@@ -225,7 +270,8 @@ int finalize(char *error, size_t error_size) {
     std::snprintf(error, error_size, "MPI_Finalize skipped after an earlier failure (%s)", broken_reason);
     return DPT_WORLD_FAILED;
   }
-  if (world != MPI_COMM_NULL) MPI_Comm_free(&world);
+  for (MPI_Comm &channel : channels)
+    if (channel != MPI_COMM_NULL) MPI_Comm_free(&channel);
   if (!started_here) return DPT_WORLD_OK;
   const int code = MPI_Finalize();
   if (code != MPI_SUCCESS) {

@@ -57,11 +57,18 @@ World &World::get() {
   char error[512] = "";
   int rank = 0, size = 1;
   DPT_REQUIRE(api->init(&rank, &size, error, sizeof error) == DPT_WORLD_OK, DPT_ERROR_COMMUNICATION, error);
-  auto *world = new World();  // lives until the process ends (finalize() keeps it, marked unusable)
-  world->api_ = api;
-  world->rank_ = size_t(rank);
-  world->size_ = size_t(size);
-  world->version_ = api->library_version();
+  // One World per channel; they live until the process ends (finalize() keeps them, marked unusable).
+  World *channels[DPT_WORLD_CHANNELS];
+  for (int c = 0; c < DPT_WORLD_CHANNELS; ++c) {
+    World *world = channels[c] = new World();
+    world->api_ = api;
+    world->channel_ = c;
+    world->rank_ = size_t(rank);
+    world->size_ = size_t(size);
+    world->version_ = api->library_version();
+  }
+  for (World *world : channels) std::copy(channels, channels + DPT_WORLD_CHANNELS, world->channels_);
+  World *world = channels[DPT_WORLD_CHANNEL_MAIN];
   the_world = world;
   // MPI must be finalized before exit, or the launcher reports the process as failed; applications
   // that do not call dpt_world_finalize() get it here.
@@ -100,7 +107,7 @@ void World::all_reduce(float *buffer, size_t count, double timeout_seconds, Wire
     return;
   }
   char error[512] = "";
-  check(api_->all_reduce_sum(buffer, count, 0, timeout_seconds, error, sizeof error), error);
+  check(api_->all_reduce_sum(channel_, buffer, count, 0, timeout_seconds, error, sizeof error), error);
 }
 
 void World::all_reduce_16(float *buffer, size_t count, double timeout_seconds, WireType wire) const {
@@ -110,21 +117,21 @@ void World::all_reduce_16(float *buffer, size_t count, double timeout_seconds, W
   gathered_.resize(chunk * size_);
   to_wire16(buffer, send_.data(), count, wire);
   char error[512] = "";
-  check(api_->all_to_all(send_.data(), received_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
-                         sizeof error),
+  check(api_->all_to_all(channel_, send_.data(), received_.data(), chunk * sizeof(uint16_t), timeout_seconds,
+                         error, sizeof error),
         error);
   // received_[q chunk + i]: process q's element i of this process's chunk, summed in process order into
   // send_ (no longer needed).
   sum_wire16(received_.data(), size_, chunk, send_.data(), chunk, wire);
-  check(api_->all_gather(send_.data(), gathered_.data(), chunk * sizeof(uint16_t), timeout_seconds, error,
-                         sizeof error),
+  check(api_->all_gather(channel_, send_.data(), gathered_.data(), chunk * sizeof(uint16_t), timeout_seconds,
+                         error, sizeof error),
         error);
   from_wire16(gathered_.data(), buffer, count, wire);
 }
 
 void World::all_reduce(double *buffer, size_t count, double timeout_seconds) const {
   char error[512] = "";
-  check(api_->all_reduce_sum(buffer, count, 1, timeout_seconds, error, sizeof error), error);
+  check(api_->all_reduce_sum(channel_, buffer, count, 1, timeout_seconds, error, sizeof error), error);
 }
 
 void World::reduce_scatter(float *range, size_t begin, size_t end, const size_t *spans,
@@ -138,7 +145,8 @@ void World::reduce_scatter(float *range, size_t begin, size_t end, const size_t 
   for (size_t p = 0; p < size_; ++p)
     counts_[p] = std::clamp(spans[p + 1], begin, end) - std::clamp(spans[p], begin, end);
   char error[512] = "";
-  check(api_->reduce_scatter_sum(range, counts_.data(), timeout_seconds, error, sizeof error), error);
+  check(api_->reduce_scatter_sum(channel_, range, counts_.data(), timeout_seconds, error, sizeof error),
+        error);
   // MPI leaves this process's part at the start of the range: it moves to its place.
   const size_t at = std::clamp(spans[rank_], begin, end);
   if (at != begin && counts_[rank_] != 0)
@@ -147,7 +155,7 @@ void World::reduce_scatter(float *range, size_t begin, size_t end, const size_t 
 
 void World::broadcast(void *buffer, size_t bytes, size_t root, double timeout_seconds) const {
   char error[512] = "";
-  check(api_->broadcast(buffer, bytes, int(root), timeout_seconds, error, sizeof error), error);
+  check(api_->broadcast(channel_, buffer, bytes, int(root), timeout_seconds, error, sizeof error), error);
 }
 
 }  // namespace dpt

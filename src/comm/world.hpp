@@ -11,11 +11,17 @@
 
 namespace dpt {
 
+// A World's channels (world_interface.h): the same processes on communicators of their own, so that
+// collectives called from two threads at once never meet. kMain: the trainer's and the device threads' calls
+// (batch statistics, the update phase, state exchanges); kBuckets: the communication threads' sums of
+// gradient buckets during backward.
+enum class WorldChannel { kMain = DPT_WORLD_CHANNEL_MAIN, kBuckets = DPT_WORLD_CHANNEL_BUCKETS };
+
 class World {
  public:
   // Loads the module and initializes MPI if the application has not. Throws DPT_ERROR_UNSUPPORTED with
   // the reason when there is no usable MPI module, DPT_ERROR_COMMUNICATION when MPI fails to start.
-  static World &get();
+  static World &get();  // on the main channel
   // Ends MPI if get() started it (no-op otherwise, and when get() was never called). After this, get()
   // fails: MPI cannot be started twice in one process.
   static void finalize();
@@ -23,9 +29,12 @@ class World {
   size_t rank() const { return rank_; }
   size_t size() const { return size_; }
   const std::string &library_version() const { return version_; }
+  // This World on another channel: the calls of one channel may run while another's do, from another
+  // thread; within a channel, every process calls the same collectives in the same order.
+  const World &channel(WorldChannel which) const { return *channels_[size_t(which)]; }
 
   // Sums in place over every process; throws DPT_ERROR_TIMEOUT after timeout_seconds (0 = none), or
-  // DPT_ERROR_COMMUNICATION. Calls must not overlap (MPI is initialized for serialized use). A 16-bit
+  // DPT_ERROR_COMMUNICATION. Calls on one channel must not overlap. A 16-bit
   // wire sends 16-bit values: the buffer's chunks go to their owner processes (an all-to-all), each
   // owner sums its chunk over the processes in process order in float32 and rounds the sum, and the
   // sums go to every process (an all-gather): half the bytes of a float32 all-reduce, the same bits on
@@ -48,9 +57,12 @@ class World {
   void all_reduce_16(float *buffer, size_t count, double timeout_seconds, WireType wire) const;
 
   const dpt_world_v1 *api_ = nullptr;
+  int channel_ = DPT_WORLD_CHANNEL_MAIN;
+  const World *channels_[DPT_WORLD_CHANNELS] = {};  // this World on each channel
   size_t rank_ = 0, size_ = 1;
   std::string version_;
-  // all_reduce_16's staging (what is sent, received and gathered), kept between calls.
+  // all_reduce_16's staging (one per channel, as calls on two channels may overlap) (what is sent, received
+  // and gathered), kept between calls.
   mutable std::vector<uint16_t> send_, received_, gathered_;
   mutable std::vector<size_t> counts_;  // reduce_scatter's parts
 };

@@ -14,6 +14,7 @@ HostGradientCollective::HostGradientCollective(
     WireType wire, const ShardLayout &shards, std::vector<size_t> process_spans, TraceRecorder &trace)
     : group_(group),
       world_(world),
+      bucket_world_(world != nullptr ? &world->channel(WorldChannel::kBuckets) : nullptr),
       algorithm_(algorithm),
       wire_(wire),
       timeout_(timeout_seconds),
@@ -34,7 +35,7 @@ HostGradientCollective::HostGradientCollective(
       group_.enable_bucket_reducer(std::move(buckets), [this](ThreadCollective &c, size_t rank, size_t b) {
         const GradientBucket &bucket = reducer_->buckets()[b];
         const double start = platform::now_seconds();
-        const double seconds = sum_range(c, rank, bucket.begin, bucket.end);
+        const double seconds = sum_range(c, bucket_world_, rank, bucket.begin, bucket.end);
         trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketAllReduce, b, start,
                       platform::now_seconds());
         return seconds;
@@ -48,12 +49,12 @@ HostGradientCollective::HostGradientCollective(
   }
 }
 
-double HostGradientCollective::sum_range(ThreadCollective &local, size_t rank, size_t begin, size_t end) {
+double HostGradientCollective::sum_range(ThreadCollective &local, const World *world, size_t rank,
+                                         size_t begin, size_t end) {
   if (spans_.empty())
-    return hierarchical_all_reduce(local, world_, rank, grads_[rank], begin, end, algorithm_, timeout_,
-                                   wire_);
-  return hierarchical_reduce_scatter(local, *world_, rank, grads_[rank], begin, end, spans_.data(),
-                                     algorithm_, timeout_, wire_);
+    return hierarchical_all_reduce(local, world, rank, grads_[rank], begin, end, algorithm_, timeout_, wire_);
+  return hierarchical_reduce_scatter(local, *world, rank, grads_[rank], begin, end, spans_.data(), algorithm_,
+                                     timeout_, wire_);
 }
 
 void HostGradientCollective::Poster::layer_done(void *context, size_t layer) {
@@ -88,7 +89,7 @@ void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
     seconds_[rank] =
         group_.collective().reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_);
   else
-    seconds_[rank] = sum_range(group_.collective(), rank, 0, count_);
+    seconds_[rank] = sum_range(group_.collective(), world_, rank, 0, count_);
   trace_.record(TraceRecorder::compute_row(rank), scatter ? TraceKind::kReduceScatter : TraceKind::kAllReduce,
                 0, start, platform::now_seconds());
 }

@@ -53,7 +53,8 @@ class HostGradientCollective final : public GradientCollective {
   };
 
   DeviceGroup &group_;
-  const World *world_;
+  const World *world_;         // the main channel: the update phase's sums (device thread 0)
+  const World *bucket_world_;  // the buckets' channel: the communication threads' sums during backward
   AllReduceAlgorithm algorithm_;
   WireType wire_;
   double timeout_;
@@ -66,8 +67,8 @@ class HostGradientCollective final : public GradientCollective {
   std::vector<double> seconds_;  // of each rank's reduction in the update phase
   std::vector<size_t> spans_;    // process_spans
   // Sums [begin, end) of rank's gradient over every device of every process (or, with spans_, this
-  // process's span of it).
-  double sum_range(ThreadCollective &local, size_t rank, size_t begin, size_t end);
+  // process's span of it), across the processes on world's channel.
+  double sum_range(ThreadCollective &local, const World *world, size_t rank, size_t begin, size_t end);
 };
 
 }  // namespace dpt

@@ -16,6 +16,7 @@ ShardedGradientCollective::ShardedGradientCollective(
     : group_(group),
       shards_(shards),
       world_(world),
+      bucket_world_(world != nullptr ? &world->channel(WorldChannel::kBuckets) : nullptr),
       timeout_(timeout_seconds),
       trace_(trace),
       algorithm_(algorithm),
@@ -90,7 +91,7 @@ void ShardedGradientCollective::reduce_across_world(ThreadCollective &collective
   // the call ends when every part is in.
   collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, split,
                                    sum + (split[rank] - b.begin), false, algorithm_, wire_);
-  if (rank == 0) world_->reduce_scatter(sum, b.begin, b.end, spans_.data(), timeout_, wire_);
+  if (rank == 0) bucket_world_->reduce_scatter(sum, b.begin, b.end, spans_.data(), timeout_, wire_);
   collective.barrier(rank);  // this process's span of the bucket holds the sums over the job
   const size_t lo = std::max(b.begin, shards_.begin(rank)), hi = std::min(b.end, shards_.end(rank));
   if (lo < hi) {

@@ -97,7 +97,8 @@ class ShardedGradientCollective final : public GradientCollective {
 
   DeviceGroup &group_;
   const ShardLayout &shards_;
-  const World *world_;
+  const World *world_;         // the main channel: the update phase's sums (device thread 0)
+  const World *bucket_world_;  // the buckets' channel: the communication thread's sums during backward
   double timeout_;
   TraceRecorder &trace_;
   AllReduceAlgorithm algorithm_;

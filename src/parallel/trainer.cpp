@@ -149,16 +149,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     statistics_ =
         std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world, config_.timeout_seconds);
   }
-  // MPI is used by one thread at a time: batch statistics reduced across processes in the middle of backward
-  // (sync batch norm) exclude the bucketed all-reduce, which would call MPI from the communication threads
-  // at the same time.
-  const size_t overlap_bytes = statistics_ != nullptr && config_.world != nullptr ? 0 : config_.bucket_bytes;
-  // For the same reason a gradient sharded across every process's devices, which is summed across the
-  // processes bucket by bucket during backward, cannot sit beside batch statistics summed across them.
-  DPT_REQUIRE(!(shard_gradients && world_scope && statistics_ != nullptr), DPT_ERROR_UNSUPPORTED,
-              "sharded gradients across every process's devices (shard scope world) with batch norm are not "
-              "supported in this version (both would call MPI during backward): the process scope shards "
-              "them within each process");
   // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
   // context is used by one thread at a time), CPU devices on their own threads.
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
@@ -177,8 +167,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                                                            config_.timeout_seconds, wire);
   else
     collective_ = std::make_unique<HostGradientCollective>(
-        *group_, replicas_, spec_, overlap_bytes, config_.allreduce, config_.world, config_.timeout_seconds,
-        wire, shards_, process_spans(), *trace_);
+        *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,
+        config_.timeout_seconds, wire, shards_, process_spans(), *trace_);
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.

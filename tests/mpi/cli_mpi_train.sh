@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 dptrain train --devices cpu:2` on real Fashion-MNIST: one JSON result (process 0 only), the
 # same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), the
-# same bits with a sharded optimizer, gradients and parameters (also on processes of 2 and 3 devices), and the checkpoint written by process 0 only, loadable on one process.
+# same bits with a sharded optimizer, gradients and parameters (also on processes of 2 and 3 devices, and
+# ResNet-18's batch norm with the gradient sharded across the job), and the checkpoint written by process 0
+# only, loadable on one process.
 # usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/../cli/common.sh" "$1"
@@ -61,6 +63,13 @@ same_bits resume_process resume_world "--shard-scope world resumed for a third e
 # The gradient too (each bucket summed within the process, then reduce-scattered across the processes).
 mpi mpi_world_gradients "${RUN[@]}" --devices cpu:2 --shard gradients --shard-scope world --bucket-kib 64
 same_bits mpi mpi_world_gradients "--shard gradients --shard-scope world on 2 processes: the unsharded bits"
+# ResNet-18 (batch norm: its statistics summed across the processes by the device threads while the
+# communication threads sum the buckets, on separate MPI channels): the same, on a few batches.
+RESNET=(train --model resnet18 --optimizer adamw --lr 0.001 --train-limit 64 --test-limit 16 --batch 32 --epochs 1
+  --devices cpu:2 --json)
+mpi resnet_none "${RESNET[@]}"
+mpi resnet_world_gradients "${RESNET[@]}" --shard gradients --shard-scope world
+same_bits resnet_none resnet_world_gradients "ResNet-18, --shard gradients --shard-scope world: the unsharded bits"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
 # cuts): sharded gradients give the bits of the unsharded 2 + 3 run.
 for mode in none gradients; do

@@ -9,7 +9,8 @@
  *   - the global evaluation equals the 4-device one.
  * The same for a residual model with batch norm (sync statistics summed over both processes in the middle of
  * forward and backward): 2 x 2 against 1 x 4 and 1 x 1, and the running statistics bitwise the same on
- * both processes.
+ * both processes; with a bucket per layer (each all-reduced across the processes by a communication thread
+ * on its own MPI channel while the device threads sum the statistics on the main one) the same bits.
  * With a 16-bit gradient all-reduce (bf16 and fp16 wires: 16-bit values across the processes, an all-to-all
  * and an all-gather): the processes bitwise identical, buckets bitwise no buckets, and within the wire's
  * rounding of 1 device.
@@ -188,6 +189,13 @@ static void check_batch_norm(void) {
   MPI_Allreduce(world_buffers, hi, (int)buffer_count, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
   CHECK(memcmp(lo, world_buffers, buffer_count * 4) == 0 && memcmp(hi, world_buffers, buffer_count * 4) == 0,
         "batch norm: the processes hold different running statistics");
+  /* Buckets overlapped with backward: the statistics' sums and the buckets' never meet in MPI. */
+  double loss_bucketed = 0;
+  float *bucketed = train(2, DPT_COMMUNICATOR_MPI, 1, model, &n, &loss_bucketed);
+  CHECK(memcmp(bucketed, world, n * sizeof(float)) == 0 && loss_bucketed == loss_world &&
+            memcmp(last_buffers, world_buffers, buffer_count * sizeof(float)) == 0,
+        "batch norm: a bucket per layer across processes changed the parameters or running statistics");
+  free(bucketed);
   /* Sharded gradients across the processes: the sums of batch norm's statistics (device threads) and the
    * buckets' reduce-scatters (communication threads, within each process) never meet in MPI. */
   shard = DPT_SHARD_GRADIENTS;

@@ -9,8 +9,10 @@
  *     trainer writes (process 0 alone saves it); loaded into a trainer sharded across the world and saved
  *     again, the same bytes (each process takes its ranges from the file and gives them back);
  *   - sharded gradients with accumulation: within 1e-5 of unsharded, the processes bitwise alike;
- *   - DPT_SHARD_PARAMETERS with the world scope, and DPT_SHARD_GRADIENTS with it on a model with batch norm
- *     (statistics summed across the processes during backward): DPT_ERROR_UNSUPPORTED on both.
+ *   - DPT_SHARD_GRADIENTS on a model with batch norm (its statistics summed across the processes by the
+ *     device threads on one MPI channel while the communication threads sum the buckets on another), 2 x 2
+ *     and 1 x 1 devices, a bucket per layer: the parameters and running statistics bitwise unsharded;
+ *   - DPT_SHARD_PARAMETERS with the world scope: DPT_ERROR_UNSUPPORTED.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -97,7 +99,8 @@ static float *parameters(run r, size_t n) {
   return p;
 }
 
-/* The trained parameters of the unsharded trainer and of the one sharded across the world: the same bits. */
+/* The trained parameters (and running statistics) of the unsharded trainer and of the one sharded across the
+ * world: the same bits. */
 static void check_bits(const dpt_model *model, setup s, size_t n, const char *what) {
   setup plain = s;
   plain.shard = DPT_SHARD_NONE;
@@ -107,6 +110,15 @@ static void check_bits(const dpt_model *model, setup s, size_t n, const char *wh
   float *pa = parameters(a, n), *pb = parameters(b, n);
   CHECK(memcmp(pa, pb, n * sizeof(float)) == 0, "%s: not the unsharded bits", what);
   free(pa), free(pb);
+  size_t m = 0;
+  OK(dpt_model_buffer_count(model, &m));
+  if (m > 0) {
+    float *ba = calloc(m, sizeof(float)), *bb = calloc(m, sizeof(float));
+    OK(dpt_trainer_get_buffers(a.trainer, ba, m));
+    OK(dpt_trainer_get_buffers(b.trainer, bb, m));
+    CHECK(memcmp(ba, bb, m * sizeof(float)) == 0, "%s: running statistics not the unsharded bits", what);
+    free(ba), free(bb);
+  }
   stop(a), stop(b);
 }
 
@@ -299,9 +311,14 @@ int main(int argc, char **argv) {
   check_checkpoints(model, rank, dir);
 
   dpt_model *norm = batch_norm_model();
-  check_refused(model, DPT_SHARD_PARAMETERS, "parameters");
-  check_refused(norm, DPT_SHARD_GRADIENTS, "gradients with batch norm");
+  size_t norm_n = 0;
+  OK(dpt_model_parameter_count(norm, &norm_n));
+  check_bits(norm, (setup){2, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_SGD, 1, 1}, norm_n,
+             "gradients with batch norm, 2 x 2, a bucket per layer");
+  check_bits(norm, (setup){1, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, norm_n,
+             "gradients with batch norm, 1 x 1, AdamW, a bucket per layer");
   dpt_model_destroy(norm);
+  check_refused(model, DPT_SHARD_PARAMETERS, "parameters");
   dpt_model_destroy(model);
   printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
   int all_failures = 0;

@@ -105,9 +105,9 @@ public partial class TrainerOptions {
   /// device of every process, DeepSpeed's ZeRO: with P processes of K devices each device keeps 1/(P K); the
   /// same bits as <see cref="ShardMode.None"/>). With <c>World</c>, <see cref="Trainer.SaveCheckpoint"/> is collective:
   /// every process calls it and process 0 writes the file. Without a communicator both are the same.</summary>
-  /// <remarks><c>World</c> takes <see cref="ShardMode.Optimizer"/>, and <see cref="ShardMode.Gradients"/> on a
-  /// model without batch norm: otherwise, and with <c>Parameters</c>, it is <see cref="UnsupportedException"/>
-  /// (<see cref="Status.Unsupported"/>) across processes. A value
+  /// <remarks><c>World</c> takes <see cref="ShardMode.Optimizer"/> and <see cref="ShardMode.Gradients"/>: with
+  /// <c>Parameters</c> it is <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>) across
+  /// processes. A value
   /// outside the enum is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the
   /// trainer is created.</remarks>
   public ShardScope ShardScope {

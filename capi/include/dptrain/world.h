@@ -9,8 +9,9 @@
  * libdptrain.so works where no MPI is installed (those calls then return DPT_ERROR_UNSUPPORTED).
  * See docs/distributed.md.
  *
- * Threading: MPI is initialized for serialized use. Do not call MPI yourself while a trainer of the
- * MPI communicator is working.
+ * Threading: MPI is initialized for serialized use (MPI_THREAD_SERIALIZED). dptrain calls MPI from several
+ * of its threads, one call at a time, on duplicates of MPI_COMM_WORLD of its own. Do not call MPI yourself
+ * while a trainer of the MPI communicator is working.
  */
 #ifndef DPTRAIN_WORLD_H
 #define DPTRAIN_WORLD_H
