@@ -105,8 +105,8 @@ const (
 	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
 	// micro-batch). CPU devices only (StatusUnsupported on GPUs); tied parameters (Model.Tie) are sharded like
-	// the others. Across MPI processes each process shards among its own devices (at least 2 in every
-	// process, else StatusUnsupported; the counts may differ).
+	// the others. Across MPI processes each process shards among its own devices (the counts may
+	// differ; a process of one device shards nothing).
 	ShardGradients ShardMode = 2
 	// ShardParameters (ZeRO stage 3, PyTorch's FSDP): also the parameters. Each device keeps its range of the
 	// parameters only, and a pass (training, evaluation, prediction) copies each bucket of them in from the

@@ -329,8 +329,8 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 /// also the parameters of that range (a pass copies each bucket of them in from the devices that own it into
 /// one gather buffer just before the bucket's layers run), with the bits of <c>Gradients</c>. <c>Optimizer</c>
 /// also runs on GPUs; <c>Gradients</c> and <c>Parameters</c> run on CPU devices only. Across MPI processes each
-/// process shards among its own devices (at least 2 in every process, or 1 in every process; the counts may
-/// differ).</summary>
+/// process shards among its own devices (the counts may differ; a process of one device shards
+/// nothing).</summary>
 public enum%}
 %typemap(csclassmodifiers) enum dpt_shard_scope %{/// <summary>Across MPI processes, which devices share one copy of
 /// what <see cref="ShardMode"/> splits (<see cref="TrainerOptions.ShardScope"/>): <c>Process</c> (the default;

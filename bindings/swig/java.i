@@ -357,8 +357,8 @@ DPTRAIN_JAVA_HANDLE(dpt_trainer)
  * the parameters of that range (a pass copies each bucket of them in from the devices that own it into one
  * gather buffer just before the bucket's layers run), with the bits of {@code SHARD_GRADIENTS}.
  * {@code SHARD_OPTIMIZER} also runs on GPUs; {@code SHARD_GRADIENTS} and {@code SHARD_PARAMETERS} run on CPU
- * devices only. Across MPI processes each process shards among its own devices (at least 2 in every process, or
- * 1 in every process; the counts may differ).
+ * devices only. Across MPI processes each process shards among its own devices (the counts may differ; a
+ * process of one device shards nothing).
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::shard %{/**

@@ -111,7 +111,16 @@ double ThreadCollective::reduce_scatter(size_t rank, float *buf, const size_t *b
 double ThreadCollective::reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end,
                                                const size_t *bounds, float *shard, bool accumulate,
                                                AllReduceAlgorithm algorithm, WireType wire) {
-  if (ranks_ == 1) return 0.0;
+  if (ranks_ == 1) {  // the bucket is the sum (unrounded, as reduce_scatter leaves one rank's buffer)
+    const size_t lo = std::max(begin, bounds[0]), hi = std::min(end, bounds[1]);
+    const float *from = bucket + (lo - begin);
+    float *to = shard + (lo - bounds[0]);
+    if (lo < hi && accumulate)
+      for (size_t i = 0; i < hi - lo; ++i) to[i] += from[i];
+    else if (lo < hi && to != from)
+      std::memmove(to, from, (hi - lo) * sizeof(float));
+    return 0.0;
+  }
   publish(rank, const_cast<float *>(bucket));  // read only
   const double t0 = platform::now_seconds();
   const size_t lo = std::max(begin, bounds[rank]), hi = std::min(end, bounds[rank + 1]);

@@ -50,6 +50,7 @@ class ThreadCollective {
   // element begin). Afterwards rank's `shard` (shard[0] is element bounds[rank]) holds, in the part of
   // [begin, end) that the rank owns, the sum over all ranks with reduce_scatter's bits, stored
   // (accumulate false) or added to what the shard held (accumulate true: the sum first, then one addition).
+  // One rank: its bucket copied (or added) into its shard.
   double reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end,
                                const size_t *bounds, float *shard, bool accumulate,
                                AllReduceAlgorithm algorithm, WireType wire = WireType::kF32);

@@ -26,6 +26,7 @@ ShardedGradientCollective::ShardedGradientCollective(
       world_segments_(process_spans.empty() ? plan_world_segments(shards, process_devices)
                                             : std::vector<Segment>{}),
       spans_(std::move(process_spans)),
+      bounds_(shards.sharded() ? shards.bounds() : std::vector<size_t>{0, shards.count()}),
       lanes_(replicas.size()),
       buckets_(plan_buckets(spec, bucket_bytes)),
       world_seconds_(replicas.size(), 0.0) {
@@ -72,7 +73,7 @@ double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t ra
   const GradientBucket &b = buckets_[bucket];
   const double start = platform::now_seconds();
   if (spans_.empty())
-    collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, shards_.bounds().data(),
+    collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, bounds_.data(),
                                      shard_gradients_[rank], accumulate_, algorithm_, wire_);
   else
     reduce_across_world(collective, rank, bucket);

@@ -124,6 +124,9 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<DeviceBuffer> sum_;
   static std::vector<Segment> plan_world_segments(const ShardLayout &shards,
                                                   const std::vector<size_t> &process_devices);
+  // The ranks' ranges: the layout's, or the whole vector in a process of one device (which shards nothing
+  // but sums by the pieces of the processes that do).
+  std::vector<size_t> bounds_;
   std::vector<Lane> lanes_;
   BucketReducer *reducer_ = nullptr;  // the group's
   std::vector<GradientBucket> buckets_;

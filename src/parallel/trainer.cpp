@@ -97,11 +97,15 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
   const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
-  const bool shard_gradients =
-      (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
-      (devices_.size() > 1 || world_scope);
   // Across processes: the same trainer everywhere, and every process's device count.
   if (config_.world != nullptr) join_world();
+  // A process of one device shards nothing, but beside processes of several it sums its gradient over the
+  // processes by the same pieces as they do (ShardedGradientCollective::plan_world_segments).
+  const bool several_elsewhere =
+      std::any_of(process_weights_.begin(), process_weights_.end(), [](double d) { return d > 1; });
+  const bool shard_gradients =
+      (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
+      (devices_.size() > 1 || world_scope || several_elsewhere);
   if (config_.pipeline_stages > 1)
     plan_pipeline();  // the stages, and their ranges as shards_
   else if (world_scope)

@@ -57,18 +57,6 @@ void Trainer::join_world() {
   DPT_REQUIRE(shape.back() == double(spec_.parameter_count()) * double(world.size()),
               DPT_ERROR_INVALID_ARGUMENT, "the processes of the MPI job built models of different sizes");
   process_weights_.assign(shape.begin(), shape.end() - 1);
-  // Sharded gradients: each process shards among its own devices and sums its ranges over the processes
-  // in the update; a process of one device shards nothing and all-reduces its gradient whole, which the
-  // others' sums would not meet.
-  const bool sharded_sums =
-      (config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters) &&
-      config_.shard_scope == ShardScope::kProcess;
-  const auto single = std::count(process_weights_.begin(), process_weights_.end(), 1.0);
-  DPT_REQUIRE(
-      !sharded_sums || single == 0 || size_t(single) == process_weights_.size(), DPT_ERROR_UNSUPPORTED,
-      "sharded gradients and parameters across MPI processes need at least 2 devices in every process "
-      "(each process shards among its own devices), or 1 in every process (nothing is sharded); shard "
-      "scope world shards the gradient across every device of the job");
   process_first_.assign(1, 0);
   for (double devices : process_weights_) process_first_.push_back(process_first_.back() + size_t(devices));
   DPT_REQUIRE(config_.shard_scope == ShardScope::kProcess || config_.shard != ShardMode::kParameters,

@@ -71,14 +71,19 @@ mpi resnet_none "${RESNET[@]}"
 mpi resnet_world_gradients "${RESNET[@]}" --shard gradients --shard-scope world
 same_bits resnet_none resnet_world_gradients "ResNet-18, --shard gradients --shard-scope world: the unsharded bits"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
-# cuts): sharded gradients give the bits of the unsharded 2 + 3 run.
-for mode in none gradients; do
-  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
-    -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:2 --shard $mode --bucket-kib 64 : \
-    -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:3 --shard $mode --bucket-kib 64 \
-    >"$WORK/mpi_uneven_$mode.out" 2>"$WORK/mpi_uneven_$mode.err")
+# cuts; 1 and 2: the process of one device shards nothing but sums by the other's pieces): sharded
+# gradients give the bits of the unsharded run on the same devices.
+for counts in "2 3" "1 2"; do
+  read -r here there <<<"$counts"
+  for mode in none gradients; do
+    (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
+      -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:"$here" --shard $mode --bucket-kib 64 : \
+      -np 1 "$DPTRAIN" "${RUN[@]}" --devices cpu:"$there" --shard $mode --bucket-kib 64 \
+      >"$WORK/mpi_${here}_${there}_$mode.out" 2>"$WORK/mpi_${here}_${there}_$mode.err")
+  done
+  same_bits "mpi_${here}_${there}_none" "mpi_${here}_${there}_gradients" \
+    "--shard gradients on processes of $here and $there devices: the unsharded bits"
 done
-same_bits mpi_uneven_none mpi_uneven_gradients "--shard gradients on processes of 2 and 3 devices: the unsharded bits"
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 

@@ -254,8 +254,8 @@ typedef struct dpt_trainer_options {
    * DPT_SHARD_GRADIENTS and DPT_SHARD_PARAMETERS (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
    * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
    * the optimizer mode all-reduces the gradient whole, the other two sum each device's range over the
-   * processes (at least 2 devices in every process, or 1 in every process; processes of different counts sum
-   * by the pieces between their cuts). Since 0.2. */
+   * processes (processes of different device counts sum by the pieces between their cuts; a process of one
+   * device shards nothing but sums by the others' pieces). Since 0.2. */
   dpt_shard_mode shard;
   /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages S, and each
    * step's batch into micro_batches micro-batches that pass forward through the stages and back. The
