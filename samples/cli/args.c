@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "platform.h"
 
 /** @brief A named value of an enumerated option. */
 typedef struct choice {
@@ -399,6 +400,17 @@ static int apply_devices(const char *value, train_config *config) {
     config->cuda = 1;
     return ARGS_RUN;
   }
+  /* One process per GPU on each machine (mpirun, srun): the GPU of the process's local rank. */
+  if (strcmp(value, "cuda:local") == 0) {
+    unsigned long long rank = 0;
+    if (!platform_local_rank(&rank) || rank > 1023)
+      return cli_usage_error(
+          "--devices cuda:local: no local rank in the environment (OMPI_COMM_WORLD_LOCAL_RANK, "
+          "MPI_LOCALRANKID, PMI_LOCAL_RANK or SLURM_LOCALID; start it with mpirun or srun)");
+    config->cuda = 1;
+    config->gpu_ordinals[config->gpu_replicas++] = (int)rank;
+    return ARGS_RUN;
+  }
   if (strncmp(value, "cuda:", 5) == 0) {
     const char *item = value + 5;
     config->cuda = 1;
@@ -616,7 +628,8 @@ void print_train_help(FILE *out) {
       "  --test-limit N         use only the first N test (validation) samples\n"
       "  --devices cpu:K        train on K CPU devices (default: $DPTRAIN_CPU_DEVICES or the core count)\n"
       "  --devices cuda[:LIST]  train on GPUs: every GPU, or a list of ordinals, N xR for R replicas on\n"
-      "                         GPU N (cuda:0, cuda:0,1, cuda:0x2)\n"
+      "                         GPU N (cuda:0, cuda:0,1, cuda:0x2); cuda:local = the GPU of the process's\n"
+      "                         local rank under mpirun or srun (one process per GPU)\n"
       "  --tf32                 GPUs: let cuBLAS and cuDNN use TF32 tensor cores (default: full FP32)\n"
       "  --deterministic        GPUs: deterministic cuDNN algorithms only\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"

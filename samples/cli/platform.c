@@ -46,6 +46,20 @@ int platform_launched_by_mpi(void) {
   return 0;
 }
 
+int platform_local_rank(unsigned long long *rank) {
+  static const char *const kVariables[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+                                           "SLURM_LOCALID"};
+  size_t i;
+  for (i = 0; i < sizeof kVariables / sizeof kVariables[0]; ++i) {
+    const char *value = getenv(kVariables[i]);
+    char *end = NULL;
+    if (value == NULL || *value == '\0') continue;
+    *rank = strtoull(value, &end, 10);
+    return *end == '\0';
+  }
+  return 0;
+}
+
 FILE *platform_null_output(void) {
 #if defined(_WIN32)
   return fopen("NUL", "w");

@@ -59,8 +59,10 @@ NcclRanks nccl_world_ranks(const World &world, size_t local_count, double timeou
 }
 
 BackendComm create_nccl_world_comm(const dpt_backend_v2 &api, const World &world,
-                                   const std::vector<int> &ordinals, double timeout_seconds) {
+                                   const std::vector<int> &ordinals, double timeout_seconds,
+                                   NcclRanks *ranks_out) {
   const NcclRanks ranks = nccl_world_ranks(world, ordinals.size(), timeout_seconds);
+  if (ranks_out != nullptr) *ranks_out = ranks;
   const NcclUniqueId id = share_nccl_unique_id(api, world, timeout_seconds);
   dpt_backend_comm *comm = nullptr;
   char error[512] = "";

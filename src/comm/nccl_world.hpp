@@ -45,8 +45,10 @@ struct BackendCommDeleter {
 using BackendComm = std::unique_ptr<dpt_backend_comm, BackendCommDeleter>;
 
 // Steps 1 to 3 above: ordinals are this process's GPUs (distinct, at least one), local rank r on
-// ordinals[r]. Use the result with api.comm_all_reduce (every process with the same buffer counts).
+// ordinals[r]; the ranks into *ranks when given. Use the result with api.comm_all_reduce (every process
+// with the same buffer counts).
 BackendComm create_nccl_world_comm(const dpt_backend_v2 &api, const World &world,
-                                   const std::vector<int> &ordinals, double timeout_seconds);
+                                   const std::vector<int> &ordinals, double timeout_seconds,
+                                   NcclRanks *ranks = nullptr);
 
 }  // namespace dpt

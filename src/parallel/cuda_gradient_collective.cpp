@@ -6,18 +6,22 @@
 namespace dpt {
 
 CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
-                                               const ModelSpec &spec, size_t bucket_bytes,
+                                               const ModelSpec &spec, size_t bucket_bytes, const World *world,
                                                double timeout_seconds, WireType wire)
     : timeout_(timeout_seconds), wire_(wire) {
-  if (replicas.size() > 1) {
+  const bool processes = world != nullptr && world->size() > 1;
+  size_t ranks = replicas.size();
+  if (replicas.size() > 1 || processes) {
     std::vector<CudaKernels *> kernels;
     for (auto &r : replicas) kernels.push_back(static_cast<CudaKernels *>(r->kernels.get()));
-    collective_ = std::make_unique<CudaCollective>(std::move(kernels));
+    collective_ =
+        std::make_unique<CudaCollective>(std::move(kernels), processes ? world : nullptr, timeout_seconds);
+    ranks = collective_->ranks();
   }
   // The buckets are all-reduced in one NCCL group after backward.
   for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
   for (auto &r : replicas) grads_.push_back(r->grads.data()), params_.push_back(r->params.data());
-  const double k = double(replicas.size());
+  const double k = double(ranks);
   bus_bytes_ = double(spec.parameter_count()) * sizeof(float) * 2.0 * (k - 1.0) / k;
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU

@@ -77,8 +77,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                   "split weights must be positive and finite");
   }
   on_gpus_ = devices_[0]->kind() == DPT_DEVICE_CUDA;
-  DPT_REQUIRE(!on_gpus_ || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
-              "training on CUDA devices across MPI processes is not supported in this version");
   DPT_REQUIRE(config_.allreduce_dtype == DType::kF32 || config_.allreduce_dtype == DType::kBF16 ||
                   config_.allreduce_dtype == DType::kF16,
               DPT_ERROR_INVALID_ARGUMENT, "the all-reduce dtype must be float32, bfloat16 or float16");
@@ -96,6 +94,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
+  DPT_REQUIRE(!world_scope || !on_gpus_, DPT_ERROR_UNSUPPORTED,
+              "sharding across every process's devices (shard scope world) runs on CPU devices only in this "
+              "version; on GPUs across processes the optimizer shard mode shards within each process");
   const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
   // Across processes: the same trainer everywhere, and every process's device count.
   if (config_.world != nullptr) join_world();
@@ -168,7 +169,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         config_.timeout_seconds, *trace_);
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
-                                                           config_.timeout_seconds, wire);
+                                                           config_.world, config_.timeout_seconds, wire);
   else
     collective_ = std::make_unique<HostGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,

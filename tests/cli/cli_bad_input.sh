@@ -61,6 +61,8 @@ expect_error 2 train --model mlp --split 1,-2
 expect_error 2 train --model mlp --shard shards
 expect_error 2 train --model mlp --shard optimizer --shard-scope galaxy
 expect_error 2 train --model mlp --shard-scope
+# --devices cuda:local outside mpirun or srun: no local rank to take the GPU of.
+expect_error 2 train --model mlp --devices cuda:local
 expect_error 2 train --model mlp --schedule exponential
 expect_error 2 train --model mlp --init xavier
 expect_error 2 train --model mlp --frobnicate

@@ -4,10 +4,11 @@
 # same bits with a sharded optimizer, gradients and parameters (also on processes of 2 and 3 devices, and
 # ResNet-18's batch norm with the gradient sharded across the job), and the checkpoint written by process 0
 # only, loadable on one process.
-# usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun
+# usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun [SIMULATED-CUDA-MODULE-DIR]
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/../cli/common.sh" "$1"
 MPIRUN=$2
+SIM_DIR=${3:-}
 
 DATA=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 if [ ! -f "$DATA/train-images-idx3-ubyte.gz" ]; then
@@ -84,6 +85,22 @@ for counts in "2 3" "1 2"; do
   same_bits "mpi_${here}_${there}_none" "mpi_${here}_${there}_gradients" \
     "--shard gradients on processes of $here and $there devices: the unsharded bits"
 done
+# GPUs across processes, against the simulated CUDA module (its NCCL across processes sums in global rank
+# order, as within a process): 2 processes of 1 GPU give the bits of 1 process of 2 GPUs, ResNet-18's batch
+# norm too.
+if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
+  export DPTRAIN_BACKEND_PATH="$SIM_DIR:$(dirname "$(readlink -f "$DPTRAIN")")/../lib" DPTRAIN_SIM_CUDA_DEVICES=2
+  export DPTRAIN_SIM_CUDA_FAIL=
+  GPU_RUN=(train --model lenet --init uniform --optimizer adamw --lr 0.002 --train-limit 1000 --test-limit 200
+    --epochs 1 --seed 5 --json)
+  run_cli gpu_local "${GPU_RUN[@]}" --devices cuda:0,1
+  mpi gpu_mpi "${GPU_RUN[@]}" --devices cuda:local
+  same_bits gpu_local gpu_mpi "2 processes x cuda:local (the GPUs 0 and 1) = 1 process x cuda:0,1 (simulated GPUs)"
+  run_cli gpu_resnet_local "${RESNET[@]/cpu:2/cuda:0,1}"
+  mpi gpu_resnet_mpi "${RESNET[@]/cpu:2/cuda:0}"
+  same_bits gpu_resnet_local gpu_resnet_mpi "ResNet-18, 2 processes x cuda:0 = 1 process x cuda:0,1 (simulated)"
+  unset DPTRAIN_BACKEND_PATH DPTRAIN_SIM_CUDA_DEVICES DPTRAIN_SIM_CUDA_FAIL
+fi
 run_cli four "${RUN[@]}" --devices cpu:4
 run_cli one "${RUN[@]}" --devices cpu:1
 

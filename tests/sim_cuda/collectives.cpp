@@ -2,10 +2,12 @@
 // queued on every rank's context, sums each buffer in rank order 0 .. K-1 and writes the sum to every rank,
 // all before it returns (it "waits until done"). comm_inject_hang makes the next all-reduce wait out its
 // timeout and fail as an aborted NCCL communicator does. virtual_all_reduce does the same for replicas on
-// one GPU. Communicators across processes (nccl_unique_id, comm_create_multi) are not simulated.
+// one GPU. Communicators across processes (nccl_unique_id, comm_create_multi) meet on a shared-memory
+// board (process_board.hpp): their all-reduce sums every global rank's buffer in global rank order.
 // A 16-bit wire (wire_dtype DPT_DTYPE_BF16 / _F16) gives the real module's bits: each rank's value rounded
 // to the type (the core's to_bf16 / to_f16, which the module's kernels reproduce), the float32 sum from +0
 // in rank order, the sum rounded; nothing travels here, so that is all there is to it.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -18,13 +20,15 @@
 #include <vector>
 
 #include "core/float16.hpp"
+#include "process_board.hpp"
 #include "sim.hpp"
 
 struct dpt_backend_comm {
   std::vector<int> ordinals;  // rank r is on device ordinals[r]
   std::string ranks;          // "cuda:0,1", for messages
   bool aborted = false;
-  int hang_rank = -1;  // comm_inject_hang: the rank the next all-reduce leaves out
+  int hang_rank = -1;                            // comm_inject_hang: the rank the next all-reduce leaves out
+  std::unique_ptr<dpt_sim::ProcessBoard> board;  // comm_create_multi: the ranks of the other processes
 };
 
 namespace dpt_sim {
@@ -138,6 +142,33 @@ void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, int32_t 
   }
 }
 
+// The all-reduce across processes: each buffer a chunk at a time through the board, summed in global rank
+// order (this process's ranks are global ranks first .. first + K - 1) and written to this process's ranks.
+// false when a peer did not arrive by the deadline.
+bool sum_across_processes(dpt_backend_comm &c, size_t buffer_count, const size_t *counts, int32_t wire,
+                          const std::vector<Span> &spans, double deadline) {
+  ProcessBoard &board = *c.board;
+  const size_t local = c.ordinals.size();
+  std::vector<float> sums;
+  for (size_t b = 0; b < buffer_count; ++b) {
+    for (size_t at = 0; at < counts[b]; at += ProcessBoard::kChunk) {
+      const size_t n = std::min(ProcessBoard::kChunk, counts[b] - at);
+      for (size_t r = 0; r < local; ++r)
+        std::memcpy(board.slot(board.first_rank() + int(r)), spans[r * buffer_count + b].f() + at,
+                    n * sizeof(float));
+      if (!board.arrive_and_wait(deadline)) return false;  // every rank's chunk is on the board
+      sums.resize(n);
+      for (size_t i = 0; i < n; ++i)
+        sums[i] =
+            wire_sum(wire, size_t(board.world_ranks()), [&](size_t g) { return board.slot(int(g))[i]; });
+      if (!board.arrive_and_wait(deadline)) return false;  // every rank has read the board
+      for (size_t r = 0; r < local; ++r)
+        std::memcpy(spans[r * buffer_count + b].f() + at, sums.data(), n * sizeof(float));
+    }
+  }
+  return true;
+}
+
 // The hung all-reduce: the other ranks wait for the missing one until the deadline, then NCCL is aborted;
 // what their buffers hold is undefined (here: NaN, so that using them shows).
 int hang(dpt_backend_comm &c, int hang_rank, size_t buffer_count, const std::vector<Span> &spans,
@@ -206,8 +237,18 @@ int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t
         wire == DPT_DTYPE_F32 ? "ncclAllReduce" : "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)";
     return hang(c, hang_rank, buffer_count, spans, start, timeout_seconds, what, e);
   }
-  sum_ranks(c.ordinals.size(), buffer_count, counts, wire, spans);
-  return 0;
+  if (c.board == nullptr) {
+    sum_ranks(c.ordinals.size(), buffer_count, counts, wire, spans);
+    return 0;
+  }
+  const double deadline = steady_seconds() + timeout_seconds;
+  if (sum_across_processes(c, buffer_count, counts, wire, spans, deadline)) return 0;
+  const std::string names = c.ranks;
+  abort_comm(c);
+  return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
+                "%s: ncclAllReduce across processes did not finish within %g s (a process stalled or died): "
+                "ncclCommAbort called, the communicator is unusable",
+                names.c_str(), timeout_seconds);
 }
 
 }  // namespace
@@ -348,18 +389,56 @@ int virtual_all_reduce(dpt_backend_context *const *contexts, int replicas, float
 int nccl_unique_id(char *id, char *error, size_t error_size) {
   const Error e{error, error_size};
   if (id == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "nccl_unique_id: NULL id");
-  return report(e, DPT_BACKEND_ERROR,
-                "nccl_unique_id: not simulated (the simulated CUDA backend has no NCCL across processes)");
+  try {
+    const std::string name = ProcessBoard::new_name();
+    std::memset(id, 0, DPT_BACKEND_NCCL_ID_BYTES);
+    std::memcpy(id, name.c_str(), std::min(name.size(), size_t(DPT_BACKEND_NCCL_ID_BYTES - 1)));
+    return 0;
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "nccl_unique_id: unexpected C++ exception");
+  }
 }
 
-int comm_create_multi(const char *, int, int, int, const int *, dpt_backend_comm **out, char *error,
-                      size_t error_size) {
+int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
+                      dpt_backend_comm **out, char *error, size_t error_size) {
   const Error e{error, error_size};
   if (out == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_create_multi: NULL output pointer");
   *out = nullptr;
-  return report(e, DPT_BACKEND_ERROR,
-                "comm_create_multi: not simulated (the simulated CUDA backend has no NCCL across processes)");
+  if (id == nullptr || ordinals == nullptr || local_count < 1 || first_rank < 0 ||
+      first_rank + local_count > world_ranks)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "comm_create_multi: ranks %d .. %d of %d (with an id and the ordinals)", first_rank,
+                  first_rank + local_count - 1, world_ranks);
+  const size_t id_length = strnlen(id, DPT_BACKEND_NCCL_ID_BYTES);
+  if (id_length == 0 || id_length == DPT_BACKEND_NCCL_ID_BYTES || id[0] != '/')
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_create_multi: not an id of nccl_unique_id");
+  try {
+    auto c = std::make_unique<dpt_backend_comm>();
+    c->ranks = rank_names(ordinals, local_count) + " (global ranks " + std::to_string(first_rank) + ".." +
+               std::to_string(first_rank + local_count - 1) + " of " + std::to_string(world_ranks) + ")";
+    if (const int rc = check_ordinals(ordinals, local_count, c->ranks.c_str(), e)) return rc;
+    for (int r = 0; r < local_count; ++r)
+      if (fault("comm_create", ordinals[r]) != Fault::kNone)
+        return simulated_failure(e, ordinals[r], "comm_create_multi", false);
+    std::string reason;
+    c->board.reset(ProcessBoard::join(std::string(id, id_length), world_ranks, first_rank, local_count,
+                                      kDefaultTimeoutSeconds, reason));
+    if (c->board == nullptr)
+      return report(e, DPT_BACKEND_ERROR_COMMUNICATION, "%s: comm_create_multi: %s", c->ranks.c_str(),
+                    reason.c_str());
+    c->ordinals.assign(ordinals, ordinals + local_count);
+    {
+      std::lock_guard<std::mutex> lock(live_mutex);
+      live_comms.insert(c.get());
+    }
+    *out = c.release();
+    return 0;
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "comm_create_multi: out of host memory");
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "comm_create_multi: unexpected C++ exception");
+  }
 }
 
 }  // namespace dpt_sim

@@ -67,8 +67,33 @@ void test_discovery(void **) {
   OK(ext->self_test(0, error, sizeof error));
   OK(ext->self_test(1, error, sizeof error));
   EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:2", ext->self_test(2, error, sizeof error));
-  char id[DPT_BACKEND_NCCL_ID_BYTES];
-  EXPECT_ERROR(DPT_BACKEND_ERROR, "not simulated", api->nccl_unique_id(id, error, sizeof error));
+  // NCCL across processes: an id names a shared-memory board (a new one each time); an id it did not make
+  // is refused before anything is created.
+  char id[DPT_BACKEND_NCCL_ID_BYTES], other[DPT_BACKEND_NCCL_ID_BYTES];
+  OK(api->nccl_unique_id(id, error, sizeof error));
+  OK(api->nccl_unique_id(other, error, sizeof error));
+  assert_int_equal(id[0], '/');
+  assert_int_not_equal(std::memcmp(id, other, sizeof id), 0);
+  char junk[DPT_BACKEND_NCCL_ID_BYTES] = "not an id";
+  const int zero = 0;
+  dpt_backend_comm *comm = nullptr;
+  EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "not an id of nccl_unique_id",
+               api->comm_create_multi(junk, 1, 0, 1, &zero, &comm, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "ranks 1 .. 1 of 1",
+               api->comm_create_multi(id, 1, 1, 1, &zero, &comm, error, sizeof error));
+  // One process, one rank: the board is made and joined at once, and the all-reduce of one rank is a copy.
+  OK(api->comm_create_multi(id, 1, 0, 1, &zero, &comm, error, sizeof error));
+  dpt_backend_context *ctx = context(0);
+  float *d = alloc_floats(ctx, 3);
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f};
+  OK(api->copy_to_device(ctx, d, values.data(), 3 * sizeof(float), error, sizeof error));
+  const size_t floats = 3;
+  OK(api->comm_all_reduce(comm, &ctx, 1, &d, &floats, DPT_DTYPE_F32, 10.0, error, sizeof error));
+  std::vector<float> back(3);
+  OK(api->copy_to_host(ctx, back.data(), d, 3 * sizeof(float), error, sizeof error));
+  OK(api->context_synchronize(ctx, error, sizeof error));
+  assert_true(back == values);
+  api->comm_destroy(comm);
 }
 
 // Copies and kernels run at synchronize: the host source is read then, the host destination written then.

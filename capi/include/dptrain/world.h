@@ -5,7 +5,8 @@
  * A trainer created with DPT_COMMUNICATOR_MPI spans every process of the MPI job (started with
  * `mpirun`): each process splits its share of every global batch across its own devices, the gradients
  * are reduced across the devices of each process, all-reduced across the processes with MPI, and
- * broadcast back. MPI is reached through the module libdptrain_mpi.so, loaded on first use, so
+ * broadcast back. On CUDA devices one NCCL communicator spans every process's GPUs instead (each process's
+ * replicas on GPUs of their own). MPI is reached through the module libdptrain_mpi.so, loaded on first use, so
  * libdptrain.so works where no MPI is installed (those calls then return DPT_ERROR_UNSUPPORTED).
  * See docs/distributed.md.
  *

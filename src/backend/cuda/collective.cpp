@@ -1,12 +1,16 @@
 #include "backend/cuda/collective.hpp"
 
 #include <algorithm>
+#include <string>
 
+#include "comm/nccl_world.hpp"
 #include "core/error.hpp"
 
 namespace dpt {
 
-CudaCollective::CudaCollective(std::vector<CudaKernels *> replicas) : replicas_(std::move(replicas)) {
+CudaCollective::CudaCollective(std::vector<CudaKernels *> replicas, const World *world,
+                               double timeout_seconds)
+    : replicas_(std::move(replicas)), ranks_(replicas_.size()) {
   std::vector<int> ordinals;
   for (CudaKernels *k : replicas_) {
     ordinals.push_back(k->ordinal());
@@ -15,11 +19,27 @@ CudaCollective::CudaCollective(std::vector<CudaKernels *> replicas) : replicas_(
   std::vector<int> distinct = ordinals;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const dpt_backend_v2 &api = replicas_[0]->api();
+  if (world != nullptr) {
+    // Every process learns whether any shares a GPU, so that all refuse together (none waits for the others
+    // in the communicator's creation).
+    const bool shared = distinct.size() != ordinals.size();
+    double sharing = shared ? 1.0 : 0.0;
+    world->all_reduce(&sharing, 1, timeout_seconds);
+    DPT_REQUIRE(
+        sharing == 0.0, DPT_ERROR_UNSUPPORTED,
+        std::string("GPU replicas across MPI processes need a GPU each (NCCL refuses two ranks on one "
+                    "GPU); ") +
+            (shared ? "this process's replicas share one" : "another process's replicas share one"));
+    NcclRanks ranks;
+    comm_ = create_nccl_world_comm(api, *world, ordinals, timeout_seconds, &ranks).release();
+    ranks_ = size_t(ranks.world_ranks);
+    return;
+  }
   if (distinct.size() == 1) return;  // virtual devices on one GPU
   DPT_REQUIRE(distinct.size() == ordinals.size(), DPT_ERROR_UNSUPPORTED,
               "a trainer's GPU replicas must each have a GPU of their own, or all share one GPU "
               "(cuda:0x2); a mix of both is not supported");
-  const dpt_backend_v2 &api = replicas_[0]->api();
   const int rc = api.comm_create(int(ordinals.size()), ordinals.data(), &comm_, error_, sizeof error_);
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
@@ -33,7 +53,7 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
                                 WireType wire) {
   const dpt_backend_v2 &api = replicas_[0]->api();
   const size_t k = replicas_.size();
-  if (k < 2 || ranges.empty()) return;
+  if (ranks_ < 2 || ranges.empty()) return;
   const int32_t dtype = wire == WireType::kBF16  ? DPT_DTYPE_BF16
                         : wire == WireType::kF16 ? DPT_DTYPE_F16
                                                  : DPT_DTYPE_F32;

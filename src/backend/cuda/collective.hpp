@@ -1,7 +1,8 @@
-// The gradient all-reduce across a trainer's GPU replicas in this process, called once per step from the
-// trainer's thread with every replica's buffer: a NCCL communicator when the replicas are on distinct GPUs,
-// the module's virtual all-reduce when they all share one GPU ("cuda:0x2"). Each is bounded: NCCL by the
-// timeout (then aborted: DPT_ERROR_COMMUNICATION, the communicator is dead), the virtual one by the
+// The gradient all-reduce across a trainer's GPU replicas, called once per step from the trainer's thread
+// with every replica's buffer of this process: a NCCL communicator when the replicas are on distinct GPUs
+// (across the processes of an MPI world too: every process's GPUs, ranks in process order), the module's
+// virtual all-reduce when they all share one GPU ("cuda:0x2", one process only). Each is bounded: NCCL by
+// the timeout (then aborted: DPT_ERROR_COMMUNICATION, the communicator is dead), the virtual one by the
 // stream order of the contexts.
 #pragma once
 
@@ -11,18 +12,25 @@
 
 #include "backend/cuda/kernels.hpp"
 #include "comm/wire_type.hpp"
+#include "comm/world.hpp"
 
 namespace dpt {
 
 class CudaCollective {
  public:
-  // Throws DPT_ERROR_UNSUPPORTED when some replicas share a GPU and others do not.
-  explicit CudaCollective(std::vector<CudaKernels *> replicas);
+  // world: the processes whose GPUs join the communicator (collective: every process creates its part with
+  // its own replicas; the waits bounded by timeout_seconds), or nullptr for this process's replicas alone.
+  // Throws DPT_ERROR_UNSUPPORTED when some replicas share a GPU and others do not, or share one across
+  // processes; as create_nccl_world_comm does across processes.
+  CudaCollective(std::vector<CudaKernels *> replicas, const World *world = nullptr,
+                 double timeout_seconds = 0);
   ~CudaCollective();
   CudaCollective(const CudaCollective &) = delete;
   CudaCollective &operator=(const CudaCollective &) = delete;
 
   bool shares_one_gpu() const { return comm_ == nullptr; }
+  // The ranks of the all-reduce: this process's replicas, or every process's GPUs.
+  size_t ranks() const { return ranks_; }
   // Sums buffers[r][range.first, range.second) over the replicas r, for every range, in place; NCCL: one
   // group holding one all-reduce per range (gradient buckets). wire: what travels (float32, or 16-bit
   // values: each replica's value rounded to the type, float32 sums in replica order, the sum rounded;
@@ -41,6 +49,7 @@ class CudaCollective {
   std::vector<CudaKernels *> replicas_;
   std::vector<dpt_backend_context *> contexts_;
   dpt_backend_comm *comm_ = nullptr;
+  size_t ranks_ = 0;
   // Scratch of all_reduce, kept so that a step allocates nothing.
   std::vector<float *> pointers_;
   std::vector<size_t> counts_;

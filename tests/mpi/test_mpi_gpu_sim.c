@@ -1,0 +1,194 @@
+/* Run by mpirun with 2 processes against the simulated CUDA module (tests/sim_cuda, 4 simulated GPUs per
+ * process; its NCCL across processes meets on shared memory and sums in global rank order, as its NCCL
+ * within a process does). GPU trainers across the processes (DPT_COMMUNICATOR_MPI, one NCCL communicator over
+ * every process's GPUs), 4 steps of ragged global batches, against a trainer of this process alone on as
+ * many GPUs (the same sums in the same order, so the same bits):
+ *   - LeNet with AdamW: 2 processes x 1 GPU = 1 process x 2 GPUs; 2 x 2 = 1 x 4 (batches that both split
+ *     alike); every process alike;
+ *   - a bf16 wire (each rank's value and the sum rounded): 2 x 1 = 1 x 2;
+ *   - a model with batch norm (statistics summed across the processes by the device threads): 2 x 1 = 1 x 2,
+ *     parameters and running statistics;
+ *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2;
+ *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2") in one
+ *     process, and the world shard scope.
+ * Exit status 0 only when every check passed on every process. */
+#include <dptrain/dptrain.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_check.h"
+
+enum { kInput = 28 * 28, kSteps = 4 };
+
+typedef struct {
+  size_t gpus; /* replicas in this process (on GPUs 0 .. gpus-1, or all on GPU 0: shared) */
+  int shared;  /* the replicas share GPU 0 */
+  dpt_communicator communicator;
+  dpt_precision wire;
+  dpt_shard_mode shard;
+  dpt_shard_scope scope;
+} setup;
+
+typedef struct {
+  dpt_context *ctx;
+  dpt_trainer *trainer;
+} run;
+
+static unsigned long long state = 99;
+static float next_unit(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
+}
+
+static dpt_status start(const dpt_model *model, setup s, run *r) {
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.device_selection = DPT_DEVICES_CUDA;
+  OK(dpt_context_create(&r->ctx, &co));
+  size_t devices[4];
+  for (size_t i = 0; i < s.gpus; ++i) devices[i] = s.shared ? 0 : i;
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.devices = devices;
+  to.device_count = s.gpus;
+  to.seed = 3;
+  to.communicator = s.communicator;
+  to.timeout_seconds = 60;
+  to.allreduce_dtype = s.wire;
+  to.shard = s.shard;
+  to.shard_scope = s.scope;
+  to.gpu_flags = DPT_GPU_DETERMINISTIC;
+  dpt_optimizer_options oo;
+  dpt_optimizer_options_init(&oo);
+  oo.kind = DPT_OPTIMIZER_ADAMW;
+  oo.learning_rate = 0.003f;
+  r->trainer = NULL;
+  return dpt_trainer_create(&r->trainer, r->ctx, model, &to, &oo);
+}
+
+static void stop(run r) {
+  dpt_trainer_destroy(r.trainer);
+  dpt_context_destroy(r.ctx);
+}
+
+/* The global batch sizes, alternating: ragged (11 and 6 split alike over 2 GPUs of one process and over 2
+ * processes of 1 GPU), or (12 and 8) split alike over 4 GPUs of one process and 2 processes of 2 GPUs. */
+static size_t batches[2] = {11, 6};
+
+/* The same global batches on every process (each process takes its share of each). */
+static void train(run r) {
+  static float x[12 * kInput];
+  int32_t y[12];
+  state = 99;
+  for (int s = 0; s < kSteps && r.trainer != NULL; ++s) {
+    const size_t n = batches[s % 2];
+    for (size_t i = 0; i < n * kInput; ++i) x[i] = next_unit();
+    for (size_t i = 0; i < n; ++i) y[i] = (int32_t)(next_unit() * 10.0f) % 10;
+    dpt_step_result res = {.struct_size = sizeof res};
+    OK(dpt_trainer_step(r.trainer, x, n * kInput, y, n, &res));
+  }
+}
+
+/* The parameters, then the running statistics, of a trained run (calloc'd). */
+static float *values(run r, const dpt_model *model, size_t *count) {
+  size_t n = 0, m = 0;
+  OK(dpt_model_parameter_count(model, &n));
+  OK(dpt_model_buffer_count(model, &m));
+  float *v = calloc(n + m + 1, sizeof(float));
+  if (r.trainer != NULL) {
+    OK(dpt_trainer_get_parameters(r.trainer, v, n));
+    if (m > 0) OK(dpt_trainer_get_buffers(r.trainer, v + n, m));
+  }
+  *count = n + m;
+  return v;
+}
+
+static int same_on_every_process(const float *v, size_t n) {
+  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
+  MPI_Allreduce(v, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(v, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  const int same = memcmp(lo, v, n * sizeof(float)) == 0 && memcmp(hi, v, n * sizeof(float)) == 0;
+  free(lo), free(hi);
+  return same;
+}
+
+/* Trains a and b on the same batches: the same bits (parameters and running statistics), alike on every
+ * process. */
+static void check_bits(const dpt_model *model, setup a, setup b, const char *what) {
+  run ra, rb;
+  OK(start(model, a, &ra));
+  OK(start(model, b, &rb));
+  train(ra), train(rb);
+  size_t n = 0;
+  float *va = values(ra, model, &n), *vb = values(rb, model, &n);
+  CHECK(memcmp(va, vb, n * sizeof(float)) == 0, "%s: not the same bits", what);
+  CHECK(same_on_every_process(vb, n), "%s: the processes differ", what);
+  free(va), free(vb);
+  stop(ra), stop(rb);
+}
+
+static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
+  run r;
+  const dpt_status st = start(model, s, &r);
+  CHECK(st == DPT_ERROR_UNSUPPORTED && r.trainer == NULL && strstr(dpt_last_error_message(), needle),
+        "%s: status %d, %s", what, (int)st, dpt_last_error_message());
+  stop(r);
+}
+
+/* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10. */
+static dpt_model *batch_norm_model(void) {
+  dpt_model *m = NULL;
+  size_t a;
+  OK(dpt_model_create(&m, 1, 28, 28));
+  OK(dpt_model_conv2d(m, 0, 6, 3, 2, 1, 0, "conv1", &a));
+  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
+  OK(dpt_model_global_avg_pool(m, a, "pool", &a));
+  OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
+  return m;
+}
+
+#define LOCAL DPT_COMMUNICATOR_LOCAL
+#define WORLD_MPI DPT_COMMUNICATOR_MPI
+#define F32 DPT_PRECISION_FP32
+#define NONE DPT_SHARD_NONE
+#define PROCESS DPT_SHARD_SCOPE_PROCESS
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(size == 2, "run with mpirun -np 2 (got %d processes)", size);
+  dpt_model *lenet = NULL, *norm = batch_norm_model();
+  OK(dpt_model_create_builtin(&lenet, "lenet"));
+
+  check_bits(lenet, (setup){2, 0, LOCAL, F32, NONE, PROCESS}, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},
+             "2 processes x 1 GPU vs 1 x 2");
+  batches[0] = 12, batches[1] = 8;
+  check_bits(lenet, (setup){4, 0, LOCAL, F32, NONE, PROCESS}, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS},
+             "2 processes x 2 GPUs vs 1 x 4");
+  batches[0] = 11, batches[1] = 6;
+  check_bits(lenet, (setup){2, 0, LOCAL, DPT_PRECISION_BF16, NONE, PROCESS},
+             (setup){1, 0, WORLD_MPI, DPT_PRECISION_BF16, NONE, PROCESS}, "a bf16 wire, 2 x 1 vs 1 x 2");
+  check_bits(norm, (setup){2, 0, LOCAL, F32, NONE, PROCESS}, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},
+             "batch norm, 2 x 1 vs 1 x 2");
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS},
+             "the optimizer state sharded within each process, 2 x 2");
+
+  check_refused(lenet, (setup){2, 1, WORLD_MPI, F32, NONE, PROCESS}, "need a GPU each",
+                "cuda:0x2 in each process");
+  check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD},
+                "shard scope world", "the world shard scope on GPUs");
+
+  dpt_model_destroy(norm);
+  dpt_model_destroy(lenet);
+  printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
+  int all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}
