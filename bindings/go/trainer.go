@@ -127,7 +127,8 @@ const (
 	// (PyTorch FSDP's HYBRID_SHARD; default); a process of one device shards nothing.
 	ShardScopeProcess ShardScope = 0
 	// ShardScopeWorld: one copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD);
-	// ShardOptimizer and ShardGradients (ShardParameters: StatusUnsupported), CPU devices, any device count per process. The same bits as
+	// ShardOptimizer and ShardGradients (ShardParameters: StatusUnsupported), CPU devices, any device count
+	// per process; GPUs with ShardOptimizer (ranges gathered over NCCL). The same bits as
 	// ShardNone (with two processes; ShardGradients with accumulation: one rounding per micro-batch).
 	// Trainer.SaveCheckpoint is then collective: every process calls it, process 0 writes the file.
 	// Without a communicator, the same as ShardScopeProcess.

@@ -110,6 +110,7 @@ const dpt_backend_v2 kBackend = {
     .nccl_unique_id = &nccl_unique_id,
     .comm_create_multi = &comm_create_multi,
     .get_extension = &get_extension,
+    .comm_all_gather_ranges = &comm_all_gather_ranges,
 };
 
 }  // namespace

@@ -19,8 +19,6 @@ namespace dpt::cuda {
 
 namespace {
 
-constexpr double kDefaultTimeoutSeconds = 300.0;
-
 std::string rank_names(const int *ordinals, int count) {
   std::string text = "cuda:";
   for (int r = 0; r < count; ++r) {
@@ -83,9 +81,42 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t bu
   return record_events(c, contexts, e);
 }
 
+// Every ordinal names a device of this process, none twice.
+int check_ordinals(const int *ordinals, int count, const char *ranks, const char *call, const Error &e) {
+  int devices = 0;
+  const cudaError_t s = cudaGetDeviceCount(&devices);
+  if (s != cudaSuccess) return cuda_failed(e, ordinals[0], "cudaGetDeviceCount", s);
+  for (int r = 0; r < count; ++r) {
+    if (ordinals[r] < 0 || ordinals[r] >= devices)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: no device cuda:%d (%d CUDA devices)",
+                    ranks, call, ordinals[r], devices);
+    for (int q = 0; q < r; ++q)
+      if (ordinals[q] == ordinals[r])
+        return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                      "%s: %s: cuda:%d appears twice; NCCL needs distinct GPUs (replicas on one GPU: "
+                      "virtual_all_reduce)",
+                      ranks, call, ordinals[r]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Aborts every rank: NCCL kernels still waiting for a peer end, the communicator is unusable.
+void abort_all(dpt_backend_comm &c) {
+  for (size_t r = 0; r < c.comms.size(); ++r) {
+    if (c.comms[r] == nullptr) continue;
+    DeviceGuard guard(c.ordinals[r]);
+    ncclCommAbort(c.comms[r]);
+    c.comms[r] = nullptr;
+  }
+  c.aborted = true;
+  cudaGetLastError();
+}
+
 // Waits for every rank's event; checks NCCL's asynchronous errors and the deadline on the way.
-int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds, const char *what,
-         const Error &e) {
+int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds,
+                   const char *what, const Error &e) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const size_t n = c.comms.size();
@@ -141,39 +172,6 @@ int wait(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeo
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::milliseconds(1)) pause *= 2;
   }
-}
-
-// Every ordinal names a device of this process, none twice.
-int check_ordinals(const int *ordinals, int count, const char *ranks, const char *call, const Error &e) {
-  int devices = 0;
-  const cudaError_t s = cudaGetDeviceCount(&devices);
-  if (s != cudaSuccess) return cuda_failed(e, ordinals[0], "cudaGetDeviceCount", s);
-  for (int r = 0; r < count; ++r) {
-    if (ordinals[r] < 0 || ordinals[r] >= devices)
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: no device cuda:%d (%d CUDA devices)",
-                    ranks, call, ordinals[r], devices);
-    for (int q = 0; q < r; ++q)
-      if (ordinals[q] == ordinals[r])
-        return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                      "%s: %s: cuda:%d appears twice; NCCL needs distinct GPUs (replicas on one GPU: "
-                      "virtual_all_reduce)",
-                      ranks, call, ordinals[r]);
-  }
-  return 0;
-}
-
-}  // namespace
-
-// Aborts every rank: NCCL kernels still waiting for a peer end, the communicator is unusable.
-void abort_all(dpt_backend_comm &c) {
-  for (size_t r = 0; r < c.comms.size(); ++r) {
-    if (c.comms[r] == nullptr) continue;
-    DeviceGuard guard(c.ordinals[r]);
-    ncclCommAbort(c.comms[r]);
-    c.comms[r] = nullptr;
-  }
-  c.aborted = true;
-  cudaGetLastError();
 }
 
 // Records each rank's completion event after what the all-reduce enqueued on its stream.
@@ -256,7 +254,7 @@ int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts
       what = "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)";
       rc = enqueue_wire16(*comm, contexts, buffer_count, buffers, counts, wire_dtype, e);
     }
-    const int result = rc != 0 ? rc : wait(*comm, contexts, timeout_seconds, what, e);
+    const int result = rc != 0 ? rc : wait_for_ranks(*comm, contexts, timeout_seconds, what, e);
     comm->hang_rank = -1;
     return result;
   } catch (const std::bad_alloc &) {

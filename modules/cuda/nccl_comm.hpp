@@ -25,5 +25,9 @@ int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error
 int nccl_unique_id(char *id, char *error, size_t error_size);
 int comm_create_multi(const char *id, int world_ranks, int first_rank, int local_count, const int *ordinals,
                       dpt_backend_comm **out, char *error, size_t error_size);
+// nccl_gather.cpp
+int comm_all_gather_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                           float *const *buffers, const size_t *bounds, double timeout_seconds, char *error,
+                           size_t error_size);
 
 }  // namespace dpt::cuda

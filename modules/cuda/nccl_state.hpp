@@ -33,5 +33,10 @@ void abort_all(dpt_backend_comm &c);
 // Records each rank's completion event after what the all-reduce enqueued on its stream (the wait polls
 // them); a failure aborts the communicator.
 int record_events(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e);
+// Waits for every rank's event; checks NCCL's asynchronous errors and the deadline on the way (what: the
+// collective, for messages). A failure or the deadline aborts the communicator.
+int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds,
+                   const char *what, const Error &e);
+constexpr double kDefaultTimeoutSeconds = 300.0;
 
 }  // namespace dpt::cuda

@@ -35,10 +35,10 @@ extern "C" {
 
 /** Version of the table below; a module with another version is refused. 3: dpt_op_call::matmul_dtype and
  * op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
- * gradient all-reduce), and convert (the executor's 16-bit activation copies). (The entry function and the
- * table keep their "v2" names, so that a module of an older version is found and refused by its version,
- * with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 4u
+ * gradient all-reduce), and convert (the executor's 16-bit activation copies). 5: comm_all_gather_ranges (a
+ * sharded optimizer's gather over NCCL). (The entry function and the table keep their "v2" names, so that a
+ * module of an older version is found and refused by its version, with a message that says so.) */
+#define DPT_BACKEND_ABI_VERSION 5u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -264,6 +264,19 @@ typedef struct dpt_backend_v2 {
   /** The extension table named @p name (e.g. DPT_BACKEND_TEST_EXTENSION), or NULL when the module has none
    *  of that name: optional functions stay out of this table. */
   const void *(*get_extension)(const char *name);
+
+  /* ---- Collectives, continued ---- */
+
+  /** A sharded vector gathered in place over the communicator (every rank of every process): global rank q
+   *  owns [bounds[q], bounds[q + 1]) (bounds: world ranks + 1 ascending offsets); buffers[r] is local rank
+   *  r's whole vector on its GPU, contexts[r] gives its stream. Afterwards every rank's buffer holds every
+   *  range as its owner holds it, bit for bit: one ncclBroadcast per range, rooted at its owner, in place,
+   *  in one NCCL group (the ranges are uneven, which ncclAllGather's equal parts do not take). Ordered after
+   *  the work queued on every rank's stream; waits, times out and aborts as comm_all_reduce. Since
+   *  version 5. */
+  int (*comm_all_gather_ranges)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                                float *const *buffers, const size_t *bounds, double timeout_seconds,
+                                char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -290,7 +303,7 @@ typedef struct dpt_backend_test_v1 {
   X(op_supported) X(op_forward) X(op_backward) X(accumulate)                                            \
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale) X(convert)                            \
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
-  X(nccl_unique_id) X(comm_create_multi) X(get_extension)
+  X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

@@ -40,8 +40,8 @@ void CudaGradientCollective::reduce_between_phases(bool /*reduced*/) {
   seconds_ = platform::now_seconds() - t0;
 }
 
-void CudaGradientCollective::gather_between_phases(const size_t *bounds) {
-  if (collective_ != nullptr) collective_->all_gather(params_, bounds);
+void CudaGradientCollective::gather_between_phases(const std::vector<size_t> &bounds) {
+  if (collective_ != nullptr) collective_->all_gather(params_, bounds, timeout_);
 }
 
 }  // namespace dpt

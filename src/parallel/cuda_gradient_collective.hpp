@@ -30,7 +30,7 @@ class CudaGradientCollective final : public GradientCollective {
 
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
-  void gather_between_phases(const size_t *bounds) override;
+  void gather_between_phases(const std::vector<size_t> &bounds) override;
   AllReduceTimes times(bool) const override { return {seconds_, seconds_, seconds_}; }
   RankReduction rank_reduction(size_t, bool) const override { return {seconds_, bus_bytes_}; }
 

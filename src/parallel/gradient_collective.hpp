@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "graph/network.hpp"
 
@@ -77,10 +78,11 @@ class GradientCollective {
   // vector unless the optimizer is sharded). Throws as the underlying collective does.
   virtual void reduce_in_update(size_t rank, bool reduced) = 0;
   // Trainer thread, after an update phase in which each replica updated only the range it owns of whole
-  // parameter vectors (sharded optimizer state, bounds: ranks + 1 offsets), where the devices cannot gather
+  // parameter vectors (sharded optimizer state, bounds: the layout's ranks + 1 offsets, within the process or
+  // across the job), where the devices cannot gather
   // inside the phase (GPUs: CPU devices all-gather on their threads): afterwards every replica holds every
   // range. Throws as the underlying copies do.
-  virtual void gather_between_phases(const size_t * /*bounds*/) {}
+  virtual void gather_between_phases(const std::vector<size_t> & /*bounds*/) {}
   // Trainer thread, after the update phase: the timings of the window's reduction.
   virtual AllReduceTimes times(bool reduced) const = 0;
   // Trainer thread, after a reduction: rank's share of it, as NCCL's tests count a collective: its own

@@ -94,9 +94,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
-  DPT_REQUIRE(!world_scope || !on_gpus_, DPT_ERROR_UNSUPPORTED,
-              "sharding across every process's devices (shard scope world) runs on CPU devices only in this "
-              "version; on GPUs across processes the optimizer shard mode shards within each process");
   const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
   // Across processes: the same trainer everywhere, and every process's device count.
   if (config_.world != nullptr) join_world();

@@ -94,7 +94,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   if (gather && on_gpus_) {
     const double start = platform::now_seconds();
     try {
-      collective_->gather_between_phases(shards_.bounds().data());
+      collective_->gather_between_phases(shards_.bounds());
     } catch (const Error &) {
       broken_ = true;  // the replicas' parameters differ
       throw;

@@ -1,7 +1,8 @@
 // The CUDA module's collectives: the NCCL all-reduce over every GPU present (one GPU: a single rank), its
 // timeout (a rank that never joins: the communicator is aborted and a communication error returned, never a
 // hang), and the device-memory all-reduce of K replicas on one GPU (virtual devices, K = 2 and 3); each on
-// the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype).
+// the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). The gather of a
+// sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit.
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -10,6 +11,7 @@
 // core's to_bf16 / to_f16, float32 additions from +0 in rank order, the sum rounded. Every step of that rule
 // is one correctly rounded IEEE operation in a fixed order, which the GPU performs too (__fadd_rn, no flush
 // to zero; the conversions restate the core's, float16.cuh), so the result is determined bit for bit.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -132,6 +134,46 @@ void test_gpu_nccl_all_reduce(void **) {
   for (size_t r = 0; r < size_t(count); ++r)
     expect_bitwise(("round 2, rank " + std::to_string(r)).c_str(),
                    ranks.download(r, buffers[r * kBuffers + 2], kCounts[2]), sums[2]);
+  api.comm_destroy(comm);
+}
+
+// GPU: a sharded vector gathered over every GPU (comm_all_gather_ranges): uneven ranges, the last rank's
+// empty from 3 GPUs on; every rank then holds each range as its owner held it, bit for bit.
+void test_gpu_nccl_all_gather_ranges(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  const size_t n = (size_t(1) << 20) + 4099;
+  std::vector<size_t> bounds = {0};
+  for (int q = 1; q < count; ++q) bounds.push_back(n * size_t(q * q) / size_t(count * count));  // uneven
+  bounds.push_back(n);
+  if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
+  std::vector<std::vector<float>> inputs;
+  std::vector<float *> buffers;
+  for (int r = 0; r < count; ++r) {
+    inputs.push_back(cuda_test::uniform(n, 3100 + uint64_t(r), -1.0f, 1.0f));
+    buffers.push_back(ranks.upload(size_t(r), inputs.back()));
+  }
+  check(api.comm_all_gather_ranges(comm, ranks.contexts.data(), buffers.data(), bounds.data(), 60.0,
+                                   ranks.error, sizeof ranks.error),
+        "comm_all_gather_ranges", ranks.error);
+  std::vector<float> want(n);
+  for (int q = 0; q < count; ++q)
+    std::copy(inputs[size_t(q)].begin() + long(bounds[size_t(q)]),
+              inputs[size_t(q)].begin() + long(bounds[size_t(q) + 1]),
+              want.begin() + long(bounds[size_t(q)]));
+  for (int r = 0; r < count; ++r)
+    expect_bitwise(("gathered ranges, rank " + std::to_string(r)).c_str(),
+                   ranks.download(size_t(r), buffers[size_t(r)], n), want);
+  std::vector<size_t> descending = bounds;
+  if (count > 1) {
+    std::swap(descending[0], descending[1]);
+    assert_int_equal(api.comm_all_gather_ranges(comm, ranks.contexts.data(), buffers.data(),
+                                                descending.data(), 60.0, ranks.error, sizeof ranks.error),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  }
   api.comm_destroy(comm);
 }
 
@@ -409,6 +451,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_nccl_all_reduce),           cmocka_unit_test(test_gpu_nccl_timeout),
       cmocka_unit_test(test_gpu_virtual_all_reduce),        cmocka_unit_test(test_gpu_nccl_all_reduce_wire16),
       cmocka_unit_test(test_gpu_virtual_all_reduce_wire16), cmocka_unit_test(test_gpu_comm_misuse),
+      cmocka_unit_test(test_gpu_nccl_all_gather_ranges),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -99,6 +99,18 @@ if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
   run_cli gpu_resnet_local "${RESNET[@]/cpu:2/cuda:0,1}"
   mpi gpu_resnet_mpi "${RESNET[@]/cpu:2/cuda:0}"
   same_bits gpu_resnet_local gpu_resnet_mpi "ResNet-18, 2 processes x cuda:0 = 1 process x cuda:0,1 (simulated)"
+  # ZeRO-1 across every GPU of the job (the ranges gathered over NCCL): the unsharded bits, half the state per
+  # GPU, and the checkpoint (collective, written by process 0) byte for byte the unsharded run's.
+  mpi gpu_mpi_plain "${GPU_RUN[@]}" --devices cuda:local --checkpoint "$WORK/gpu_plain.ckpt"
+  mpi gpu_mpi_world "${GPU_RUN[@]}" --devices cuda:local --shard optimizer --shard-scope world \
+    --checkpoint "$WORK/gpu_world.ckpt"
+  same_bits gpu_mpi_plain gpu_mpi_world "--shard optimizer --shard-scope world on 2 processes x 1 GPU: the unsharded bits"
+  json_check "$WORK/gpu_mpi_world.out" \
+    "2 * d['memory_per_device']['optimizer_state'] <= $(json_get "$WORK/gpu_mpi_plain.out" "d['memory_per_device']['optimizer_state']") + 65536" \
+    "--shard-scope world on 2 processes x 1 GPU: a GPU keeps about half of the optimizer state"
+  cmp -s "$WORK/gpu_plain.ckpt" "$WORK/gpu_world.ckpt" &&
+    pass "--shard-scope world on GPUs: the checkpoint is the unsharded run's, byte for byte" ||
+    fail "--shard-scope world on GPUs: the checkpoint differs from the unsharded run's"
   unset DPTRAIN_BACKEND_PATH DPTRAIN_SIM_CUDA_DEVICES DPTRAIN_SIM_CUDA_FAIL
 fi
 run_cli four "${RUN[@]}" --devices cpu:4

@@ -8,9 +8,10 @@
  *   - a bf16 wire (each rank's value and the sum rounded): 2 x 1 = 1 x 2;
  *   - a model with batch norm (statistics summed across the processes by the device threads): 2 x 1 = 1 x 2,
  *     parameters and running statistics;
- *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2;
- *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2") in one
- *     process, and the world shard scope.
+ *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2; and
+ *     across every GPU of the job (DPT_SHARD_SCOPE_WORLD, the ranges gathered by NCCL broadcasts): 2 x 1
+ *     and 2 x 2 = unsharded;
+ *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2").
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -181,8 +182,14 @@ int main(int argc, char **argv) {
 
   check_refused(lenet, (setup){2, 1, WORLD_MPI, F32, NONE, PROCESS}, "need a GPU each",
                 "cuda:0x2 in each process");
-  check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD},
-                "shard scope world", "the world shard scope on GPUs");
+  /* ZeRO-1 across every GPU of the job: the gradient all-reduced whole, each GPU updating its range of the
+   * job's layout, the ranges gathered by NCCL broadcasts from their owners (comm_all_gather_ranges). */
+  check_bits(lenet, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},
+             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD},
+             "the optimizer state sharded across the job, 2 x 1");
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD},
+             "the optimizer state sharded across the job, 2 x 2");
 
   dpt_model_destroy(norm);
   dpt_model_destroy(lenet);

@@ -19,32 +19,30 @@
 #include <unordered_set>
 #include <vector>
 
+#include "comm.hpp"
 #include "core/float16.hpp"
-#include "process_board.hpp"
 #include "sim.hpp"
-
-struct dpt_backend_comm {
-  std::vector<int> ordinals;  // rank r is on device ordinals[r]
-  std::string ranks;          // "cuda:0,1", for messages
-  bool aborted = false;
-  int hang_rank = -1;                            // comm_inject_hang: the rank the next all-reduce leaves out
-  std::unique_ptr<dpt_sim::ProcessBoard> board;  // comm_create_multi: the ranks of the other processes
-};
 
 namespace dpt_sim {
 
 namespace {
-
-constexpr double kDefaultTimeoutSeconds = 300.0;
-constexpr int kMaxVirtualReplicas = 32;
-
 std::mutex live_mutex;
 std::unordered_set<const dpt_backend_comm *> live_comms;
+}  // namespace
 
 bool comm_alive(const dpt_backend_comm *c) {
   std::lock_guard<std::mutex> lock(live_mutex);
   return live_comms.count(c) != 0;
 }
+
+void abort_comm(dpt_backend_comm &c) {
+  c.aborted = true;
+  c.hang_rank = -1;
+}
+
+namespace {
+
+constexpr int kMaxVirtualReplicas = 32;
 
 std::string rank_names(const int *ordinals, int count) {
   std::string text = "cuda:";
@@ -101,11 +99,6 @@ int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts,
     }
   }
   return 0;
-}
-
-void abort_comm(dpt_backend_comm &c) {
-  c.aborted = true;
-  c.hang_rank = -1;
 }
 
 bool valid_wire(int32_t wire) {

@@ -79,7 +79,14 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
-void CudaCollective::all_gather(const std::vector<float *> &buffers, const size_t *bounds) {
+void CudaCollective::all_gather(const std::vector<float *> &buffers, const std::vector<size_t> &bounds,
+                                double timeout_seconds) {
+  if (comm_ != nullptr && bounds.size() == ranks_ + 1) {
+    const int rc = replicas_[0]->api().comm_all_gather_ranges(
+        comm_, contexts_.data(), buffers.data(), bounds.data(), timeout_seconds, error_, sizeof error_);
+    if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+    return;
+  }
   const size_t k = replicas_.size();
   for (CudaKernels *r : replicas_) r->synchronize();  // every owner's update is in
   for (size_t r = 0; r < k; ++r)

@@ -37,11 +37,15 @@ class CudaCollective {
   // backend_interface.h's wire_dtype), the same bits on every replica.
   void all_reduce(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges,
                   double timeout_seconds, WireType wire = WireType::kF32);
-  // Sharded optimizer state: afterwards every buffers[r] holds, in each range [bounds[q], bounds[q + 1]),
-  // buffers[q]'s values. Each replica copies the ranges it does not own from their owners on its own stream
-  // (peer copies between GPUs), after the work queued on every stream; returns when they are done. Copies
-  // are exact: the bits of an unsharded update.
-  void all_gather(const std::vector<float *> &buffers, const size_t *bounds);
+  // Sharded optimizer state: afterwards every buffers[r] holds, in each range [bounds[q], bounds[q + 1]), its
+  // owner's values, after the work queued on every stream; returns when done. A range per rank of the
+  // communicator (ranks() + 1 offsets; across processes: the job's layout) goes through NCCL, one broadcast
+  // per range from its owner in one group (comm_all_gather_ranges, bounded by the timeout as all_reduce);
+  // a range per replica of this process (a layout within the process, or replicas sharing a GPU) by peer
+  // copies, each replica copying the ranges it does not own on its own stream. Copies are exact: the bits
+  // of an unsharded update.
+  void all_gather(const std::vector<float *> &buffers, const std::vector<size_t> &bounds,
+                  double timeout_seconds);
   // Test seam: the next all_reduce does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 
