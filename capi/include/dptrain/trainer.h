@@ -137,12 +137,12 @@ typedef enum dpt_shard_scope {
   /** One copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD): with P
    * processes of K devices each device keeps 1/(P K). DPT_SHARD_OPTIMIZER and DPT_SHARD_GRADIENTS;
    * DPT_SHARD_PARAMETERS is DPT_ERROR_UNSUPPORTED. CPU devices (the process's devices may number 1 and
-   * differ between processes), or GPUs with DPT_SHARD_OPTIMIZER (the gradient all-reduced whole over NCCL,
-   * the ranges gathered by NCCL broadcasts from their owners). The gradient is summed within each process and reduce-scattered across
-   * the processes (each bucket during backward with DPT_SHARD_GRADIENTS), each device updates its range, and
-   * the ranges are gathered within each process and copied across the processes: the same bits as
-   * DPT_SHARD_NONE with two processes (with accumulation, DPT_SHARD_GRADIENTS's one rounding per
-   * micro-batch).
+   * differ between processes): the gradient is summed within each process and reduce-scattered across the
+   * processes (each bucket during backward with DPT_SHARD_GRADIENTS), each device updates its range, and
+   * the ranges are gathered within each process and copied across the processes. GPUs, with
+   * DPT_SHARD_OPTIMIZER: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL broadcasts
+   * from their owners. The same bits as DPT_SHARD_NONE with two processes (with accumulation,
+   * DPT_SHARD_GRADIENTS's one rounding per micro-batch).
    * dpt_trainer_save is then collective: every process calls it, process 0 writes the file. Without a
    * communicator (one process) the same as DPT_SHARD_SCOPE_PROCESS. */
   DPT_SHARD_SCOPE_WORLD = 1
