@@ -392,8 +392,8 @@ public enum%}
  * Across MPI processes, which devices share one copy of what {@link ShardMode} splits
  * ({@link TrainerOptions#setShardScope}): {@link #SHARD_SCOPE_PROCESS} (the default; PyTorch FSDP's HYBRID_SHARD)
  * shards among each process's own devices, one whole copy per process; {@link #SHARD_SCOPE_WORLD} (DeepSpeed's
- * ZeRO, FSDP's FULL_SHARD) among every device of every process, with {@link ShardMode#SHARD_OPTIMIZER}, and
- * {@link ShardMode#SHARD_GRADIENTS} on a model without batch norm.
+ * ZeRO, FSDP's FULL_SHARD) among every device of every process, with {@link ShardMode#SHARD_OPTIMIZER} (also
+ * on GPUs) and {@link ShardMode#SHARD_GRADIENTS} (CPU devices).
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::shard_scope %{/**
@@ -402,8 +402,8 @@ public enum%}
    * one whole copy across them) or {@link ShardScope#SHARD_SCOPE_WORLD} (among every device of every process:
    * with P processes of K devices each device keeps 1/(P K); the same bits as {@code SHARD_NONE}). With
    * {@code SHARD_SCOPE_WORLD}, {@link Trainer#saveCheckpoint} is collective: every process calls it and process 0 writes
-   * the file; it takes {@code SHARD_OPTIMIZER}, and {@code SHARD_GRADIENTS} on a model without batch norm
-   * (otherwise, and with {@code SHARD_PARAMETERS}, an {@link UnsupportedException} across processes).
+   * the file; it takes {@code SHARD_OPTIMIZER} and {@code SHARD_GRADIENTS} (with {@code SHARD_PARAMETERS}, an
+   * {@link UnsupportedException} across processes).
    * Without a communicator both are the same; a
    * {@code null} is a {@code NullPointerException}.
    */
