@@ -22,6 +22,7 @@ void copy_floats(float *to, const float *from, size_t count) {
 
 // A batch of n samples in micro-batches of at most cap (0: into `count`), as even as possible.
 std::vector<size_t> micro_sizes(size_t n, size_t count, size_t cap) {
+  if (n == 0) return {};  // a process's empty share across processes: nothing to pipeline
   if (cap > 0) count = (n + cap - 1) / cap;
   return split_batch(n, std::vector<double>(std::min(count, n), 1.0));
 }
@@ -86,7 +87,8 @@ void Pipeline::reserve(size_t n, bool training) {
       largest = std::max(largest, parts[r]);
     }
   }
-  if (training) micro_capacity_ = std::max(micro_capacity_, *std::max_element(sizes.begin(), sizes.end()));
+  if (training && !sizes.empty())
+    micro_capacity_ = std::max(micro_capacity_, *std::max_element(sizes.begin(), sizes.end()));
   for (size_t s = 0; s < stages_.size(); ++s) {
     ops_[s].clear();
     if (training) {

@@ -8,11 +8,24 @@ namespace dpt {
 
 void StageGradientCollective::reduce_in_update(size_t rank, bool) {
   seconds_[rank] = 0;
-  if (width_ == 1) return;
+  if (width_ == 1 && world_ == nullptr) return;
   DeviceBuffer &grads = replicas_[rank]->grads;
   const double start = platform::now_seconds();
-  seconds_[rank] =
-      group_.subgroup(rank / width_).all_reduce(rank % width_, grads.data(), grads.size(), algorithm_, wire_);
+  if (width_ > 1)
+    group_.subgroup(rank / width_).all_reduce(rank % width_, grads.data(), grads.size(), algorithm_, wire_);
+  if (world_ != nullptr) {
+    ThreadCollective &local = group_.collective();
+    local.barrier(rank);  // every stage's replicas hold the process's sum
+    if (rank == 0)
+      for (size_t first = 0; first < replicas_.size(); first += width_)
+        world_->all_reduce(replicas_[first]->grads.data(), replicas_[first]->grads.size(), timeout_, wire_);
+    local.barrier(rank);  // the sums over the processes are in
+    if (rank % width_ != 0) {
+      const DeviceBuffer &sum = replicas_[rank - rank % width_]->grads;
+      std::copy(sum.data(), sum.data() + sum.size(), grads.data());
+    }
+  }
+  seconds_[rank] = platform::now_seconds() - start;
   trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
 }
 

@@ -157,8 +157,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
   if (staged)
-    collective_ = std::make_unique<StageGradientCollective>(*group_, replicas_, width, config_.allreduce,
-                                                            wire, *trace_);
+    collective_ = std::make_unique<StageGradientCollective>(
+        *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_);
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,
@@ -376,7 +376,7 @@ void Trainer::predict(const void *x, size_t n, float *logits) {
   check_tokens(x, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   if (pipeline_ != nullptr) {
-    copy_in_pipeline(x, nullptr, n, false);
+    copy_in_pipeline(x, nullptr, n, false, false);  // every process computes every logit
     run_phase([this](size_t rank) { infer_stage(rank, false); });
     pipeline_->copy_logits(logits);
     return;

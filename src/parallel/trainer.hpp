@@ -235,7 +235,7 @@ class Trainer {
   void copy_in(const void *x, const int32_t *labels);
   // A pipeline's batch: its micro-batches' room on every device, the inputs into the first stage and the
   // labels (nullptr: none) into the last; flags inputs that hold a NaN or an infinity.
-  void copy_in_pipeline(const void *x, const int32_t *labels, size_t n, bool training);
+  void copy_in_pipeline(const void *x, const int32_t *labels, size_t n, bool training, bool across = true);
   // Throws for a label outside [0, classes) other than kIgnoreLabel; returns the labels that count in this
   // process's share of the batch (all of it without a world: across processes the caller sums the shares,
   // since fit() fills only its own share of the labels).

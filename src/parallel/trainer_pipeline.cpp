@@ -41,8 +41,12 @@ void Trainer::plan_pipeline() {
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "
                   "supported)");
-  DPT_REQUIRE(config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
-              why + "spans one process only in this version");
+  // Across processes every process runs every stage, with the same replicas per stage.
+  DPT_REQUIRE(
+      std::all_of(process_weights_.begin(), process_weights_.end(),
+                  [this](double d) { return d == double(devices_.size()); }),
+      DPT_ERROR_UNSUPPORTED,
+      why + "across MPI processes needs the same device count in every process (each runs every stage)");
   DPT_REQUIRE(config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
               why + "cannot be combined with sharded data parallel (each stage already holds its own part)");
   DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,
@@ -77,6 +81,16 @@ void Trainer::start_pipeline(size_t width) {
       std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches, config_.pipeline_schedule,
                                  config_.matmul_dtype, config_.activation_dtype, group_->aborted());
   for (const PipelineStage &s : stages_) mirrored_ = mirrored_ || s.mirror_floats > 0;
+  if (config_.world != nullptr) {
+    // A stage's batch statistics would be summed across the processes by every stage's device thread at
+    // once, which one MPI channel cannot take.
+    DPT_REQUIRE(
+        std::none_of(replicas_.begin(), replicas_.end(),
+                     [](const auto &r) { return r->network.has_statistics(); }),
+        DPT_ERROR_UNSUPPORTED,
+        "pipeline model parallel across MPI processes does not support batch norm in this version (each "
+        "stage's statistics would be summed across the processes); one process pipelines it");
+  }
   if (width == 1) return;
   group_->enable_subgroups(stages_.size());
   for (size_t s = 0; s < stages_.size(); ++s)

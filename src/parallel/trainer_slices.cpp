@@ -128,14 +128,17 @@ void Trainer::copy_in(const void *x, const int32_t *labels) {
   });
 }
 
-void Trainer::copy_in_pipeline(const void *x, const int32_t *labels, size_t n, bool training) {
-  const size_t in = spec_.input().size();
-  for (auto &r : replicas_) r->nonfinite = false, r->begin = 0, r->count = n;
-  replicas_[0]->nonfinite =
-      spec_.input_dtype() != DType::kI32 && !all_finite(static_cast<const float *>(x), n * in);
+// Across processes (across: training and evaluation) each process pipelines its own share of the batch, as
+// a process without pipeline splits its share among its devices.
+void Trainer::copy_in_pipeline(const void *x, const int32_t *labels, size_t n, bool training, bool across) {
+  const size_t in = spec_.input().size(), per = spec_.targets_per_sample();
+  const auto [first, mine] = across ? process_range(n) : std::pair<size_t, size_t>{0, n};
+  const float *own = static_cast<const float *>(x) + first * in;
+  for (auto &r : replicas_) r->nonfinite = false, r->begin = first, r->count = mine;
+  replicas_[0]->nonfinite = spec_.input_dtype() != DType::kI32 && !all_finite(own, mine * in);
   guard_devices([&] {
-    pipeline_->reserve(n, training);
-    pipeline_->copy_in(x, labels);
+    pipeline_->reserve(mine, training);
+    pipeline_->copy_in(own, labels != nullptr ? labels + first * per : nullptr);
   });
 }
 

@@ -1,6 +1,7 @@
 // A trainer across the processes of an MPI world: the check that every process built the same trainer, the
 // split across processes, the common start, and sums over the processes from the trainer's thread.
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -34,6 +35,12 @@ void Trainer::join_world() {
   agreed.add("bucket_bytes", uint64_t(config_.bucket_bytes));
   agreed.add("shard", uint64_t(config_.shard));
   agreed.add("shard scope", uint64_t(config_.shard_scope));
+  agreed.add("pipeline stages", uint64_t(config_.pipeline_stages));
+  agreed.add("micro-batches", uint64_t(config_.micro_batches));
+  agreed.add("pipeline schedule", uint64_t(config_.pipeline_schedule));
+  std::string cuts;
+  for (const std::string &cut : config_.pipeline_cuts) cuts += cut + ",";
+  agreed.add("pipeline cuts", cuts);
   agreed.add("optimizer kind", uint64_t(o.kind));
   agreed.add("learning_rate", double(o.learning_rate));
   agreed.add("momentum", double(o.momentum));

@@ -122,6 +122,19 @@ headers=$(grep -c '^dptrain ' "$WORK/mpi.err")
 [ "$headers" -eq 1 ] && pass "one run header (process 0 only)" || fail "$headers run headers"
 json_check "$WORK/mpi.out" "d['processes'] == 2 and d['devices'] == 2 and d['epochs_completed'] == 2" \
   "2 processes x 2 devices trained 2 epochs"
+# Pipeline model parallel across the processes: each runs both stages on its 2 devices on its share of each
+# batch, the stages' gradients summed over the processes.
+mpi mpi_pipeline "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3
+for ref in four one; do
+  "$PYTHON" - "$WORK/mpi_pipeline.out" "$WORK/$ref.out" <<'PY' && pass "--pipeline 2 on 2 processes: test loss and accuracy equal the $ref-device run's" ||
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ok = abs(a['test_loss'] - b['test_loss']) <= 1e-5 * abs(b['test_loss']) and abs(a['test_accuracy'] - b['test_accuracy']) <= 0.002
+print(f"pipeline: loss {a['test_loss']} acc {a['test_accuracy']}; reference: loss {b['test_loss']} acc {b['test_accuracy']}")
+sys.exit(0 if ok else 1)
+PY
+    fail "--pipeline 2 on 2 processes vs $ref: test loss or accuracy differ ($(tail -n 2 "$WORK/mpi_pipeline.err"))"
+done
 for ref in four one; do
   "$PYTHON" - "$WORK/mpi.out" "$WORK/$ref.out" <<'PY' && pass "test loss and accuracy equal the $ref-device run's" ||
 import json, sys

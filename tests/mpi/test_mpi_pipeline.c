@@ -1,0 +1,190 @@
+/* Run by mpirun with 2 processes. Pipeline model parallel across processes: every process runs every stage
+ * on its own devices (S stages x R replicas) on its share of each global batch, and the stages' gradients are
+ * summed over the processes. LeNet, 2 stages, 3 micro-batches, AdamW, 4 steps of ragged global batches and
+ * one of a single sample (one process then has nothing to pipeline), against one process on the full batches:
+ *   - 2 processes x (2 stages x 1 replica) and x (2 x 2): within the equivalence tolerance (relative error
+ *     <= 1e-5) of one process of 2 x 2 and of one process without pipeline on one device; every process
+ *     holds the same bits;
+ *   - evaluation across the processes gives the one-process loss (within 1e-5, relative); prediction gives
+ *     every process every logit, the same bits on both;
+ *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): a model with batch norm, and processes of
+ *     different device counts.
+ * Exit status 0 only when every check passed on every process. */
+#include <dptrain/dptrain.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../capi/relative_error.h"
+#include "mpi_check.h"
+
+enum { kInput = 28 * 28, kSteps = 5, kEval = 9 };
+
+typedef struct {
+  size_t devices, stages;
+  dpt_communicator communicator;
+} setup;
+
+typedef struct {
+  dpt_context *ctx;
+  dpt_trainer *trainer;
+} run;
+
+static unsigned long long state = 99;
+static float next_unit(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
+}
+
+static dpt_status start(const dpt_model *model, setup s, run *r) {
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = s.devices;
+  OK(dpt_context_create(&r->ctx, &co));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 3;
+  to.communicator = s.communicator;
+  to.timeout_seconds = 60;
+  to.pipeline_stages = s.stages;
+  to.micro_batches = s.stages > 1 ? 3 : 0;
+  dpt_optimizer_options oo;
+  dpt_optimizer_options_init(&oo);
+  oo.kind = DPT_OPTIMIZER_ADAMW;
+  oo.learning_rate = 0.003f;
+  r->trainer = NULL;
+  return dpt_trainer_create(&r->trainer, r->ctx, model, &to, &oo);
+}
+
+static void stop(run r) {
+  dpt_trainer_destroy(r.trainer);
+  dpt_context_destroy(r.ctx);
+}
+
+/* The same global batches on every process (each process takes its share of each). */
+static void batch(float *x, int32_t *y, size_t n) {
+  for (size_t i = 0; i < n * kInput; ++i) x[i] = next_unit();
+  for (size_t i = 0; i < n; ++i) y[i] = (int32_t)(next_unit() * 10.0f) % 10;
+}
+
+/* Trains, then evaluates and predicts a fixed batch: the parameters (calloc'd), the evaluation's loss and the
+ * logits (calloc'd). */
+static float *train(run r, size_t n_params, double *eval_loss, float **logits) {
+  static float x[13 * kInput];
+  int32_t y[13];
+  static const size_t sizes[kSteps] = {13, 7, 1, 13, 8};
+  state = 99;
+  for (int s = 0; s < kSteps && r.trainer != NULL; ++s) {
+    batch(x, y, sizes[s]);
+    dpt_step_result res = {.struct_size = sizeof res};
+    OK(dpt_trainer_step(r.trainer, x, sizes[s] * kInput, y, sizes[s], &res));
+  }
+  float *p = calloc(n_params, sizeof(float));
+  *logits = calloc(kEval * 10, sizeof(float));
+  if (r.trainer == NULL) return p;
+  OK(dpt_trainer_get_parameters(r.trainer, p, n_params));
+  batch(x, y, kEval);
+  dpt_eval_result e = {.struct_size = sizeof e};
+  OK(dpt_trainer_evaluate(r.trainer, x, kEval * kInput, y, kEval, &e));
+  *eval_loss = e.loss;
+  OK(dpt_trainer_predict(r.trainer, x, kEval * kInput, kEval, *logits, kEval * 10));
+  return p;
+}
+
+static int same_on_every_process(const float *v, size_t n) {
+  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
+  MPI_Allreduce(v, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(v, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  const int same = memcmp(lo, v, n * sizeof(float)) == 0 && memcmp(hi, v, n * sizeof(float)) == 0;
+  free(lo), free(hi);
+  return same;
+}
+
+static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
+  run r;
+  const dpt_status st = start(model, s, &r);
+  CHECK(st == DPT_ERROR_UNSUPPORTED && r.trainer == NULL && strstr(dpt_last_error_message(), needle),
+        "%s: status %d, %s", what, (int)st, dpt_last_error_message());
+  stop(r);
+}
+
+/* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10. */
+static dpt_model *batch_norm_model(void) {
+  dpt_model *m = NULL;
+  size_t a;
+  OK(dpt_model_create(&m, 1, 28, 28));
+  OK(dpt_model_conv2d(m, 0, 6, 3, 2, 1, 0, "conv1", &a));
+  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
+  OK(dpt_model_global_avg_pool(m, a, "pool", &a));
+  OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
+  return m;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(size == 2, "run with mpirun -np 2 (got %d processes)", size);
+  dpt_model *lenet = NULL;
+  OK(dpt_model_create_builtin(&lenet, "lenet"));
+  size_t n = 0;
+  OK(dpt_model_parameter_count(lenet, &n));
+
+  /* The references, in one process: the pipeline on 2 x 2 devices, and one device without pipeline. */
+  run r;
+  double loss_pipeline = 0, loss_one = 0, loss = 0;
+  float *logits_pipeline = NULL, *logits_one = NULL, *logits = NULL;
+  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL}, &r));
+  float *pipeline = train(r, n, &loss_pipeline, &logits_pipeline);
+  stop(r);
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL}, &r));
+  float *one = train(r, n, &loss_one, &logits_one);
+  stop(r);
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL}, &r)); /* the starting point: no step taken */
+  float *initial = calloc(n, sizeof(float));
+  OK(dpt_trainer_get_parameters(r.trainer, initial, n));
+  stop(r);
+
+  const size_t devices[2] = {2, 4};
+  for (int c = 0; c < 2; ++c) {
+    OK(start(lenet, (setup){devices[c], 2, DPT_COMMUNICATOR_MPI}, &r));
+    float *p = train(r, n, &loss, &logits);
+    stop(r);
+    const double e_pipeline = tu_relative_error(p, pipeline, initial, n);
+    const double e_one = tu_relative_error(p, one, initial, n);
+    CHECK(e_pipeline <= 1e-5 && e_one <= 1e-5,
+          "2 processes x (2 stages x %zu): relative error %g vs 1 process x (2 x 2), %g vs 1 device",
+          devices[c] / 2, e_pipeline, e_one);
+    CHECK(same_on_every_process(p, n), "2 processes x (2 stages x %zu): the processes differ",
+          devices[c] / 2);
+    CHECK(fabs(loss - loss_one) <= 1e-5 * fabs(loss_one),
+          "2 processes x (2 stages x %zu): evaluation loss %.9g, one device %.9g", devices[c] / 2, loss,
+          loss_one);
+    CHECK(same_on_every_process(logits, kEval * 10), "2 processes x (2 stages x %zu): the logits differ",
+          devices[c] / 2);
+    if (rank == 0)
+      printf(
+          "pipeline across 2 processes x (2 stages x %zu): relative error %.3g vs 1 process, %.3g vs 1 "
+          "device; evaluation loss %.9g (one device %.9g)\n",
+          devices[c] / 2, e_pipeline, e_one, loss, loss_one);
+    free(p), free(logits);
+  }
+
+  dpt_model *norm = batch_norm_model();
+  check_refused(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI}, "batch norm", "a model with batch norm");
+  dpt_model_destroy(norm);
+  check_refused(lenet, (setup){rank == 0 ? 2 : 4, 2, DPT_COMMUNICATOR_MPI}, "same device count",
+                "processes of 2 and 4 devices");
+
+  free(pipeline), free(one), free(initial), free(logits_pipeline), free(logits_one);
+  dpt_model_destroy(lenet);
+  printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
+  int all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}
