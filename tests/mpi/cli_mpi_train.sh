@@ -23,6 +23,16 @@ mpi() {
   (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$DPTRAIN" "$@" \
     >"$WORK/$name.out" 2>"$WORK/$name.err")
 }
+# same_loss A B WHAT: runs A and B report the same test loss (relative 1e-5) and accuracy (0.002).
+same_loss() {
+  "$PYTHON" - "$WORK/$1.out" "$WORK/$2.out" <<'PY' && pass "$3" || fail "$3: no ($(tail -n 2 "$WORK/$1.err"))"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ok = abs(a['test_loss'] - b['test_loss']) <= 1e-5 * abs(b['test_loss']) and abs(a['test_accuracy'] - b['test_accuracy']) <= 0.002
+print(f"loss {a['test_loss']} acc {a['test_accuracy']}; reference: loss {b['test_loss']} acc {b['test_accuracy']}")
+sys.exit(0 if ok else 1)
+PY
+}
 # same_bits A B WHAT: runs A and B report the same param_checksum.
 same_bits() {
   local a b
@@ -122,28 +132,14 @@ headers=$(grep -c '^dptrain ' "$WORK/mpi.err")
 [ "$headers" -eq 1 ] && pass "one run header (process 0 only)" || fail "$headers run headers"
 json_check "$WORK/mpi.out" "d['processes'] == 2 and d['devices'] == 2 and d['epochs_completed'] == 2" \
   "2 processes x 2 devices trained 2 epochs"
+for ref in four one; do
+  same_loss mpi "$ref" "2 processes x 2 devices: test loss and accuracy equal the $ref-device run's"
+done
 # Pipeline model parallel across the processes: each runs both stages on its 2 devices on its share of each
 # batch, the stages' gradients summed over the processes.
 mpi mpi_pipeline "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3
 for ref in four one; do
-  "$PYTHON" - "$WORK/mpi_pipeline.out" "$WORK/$ref.out" <<'PY' && pass "--pipeline 2 on 2 processes: test loss and accuracy equal the $ref-device run's" ||
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-ok = abs(a['test_loss'] - b['test_loss']) <= 1e-5 * abs(b['test_loss']) and abs(a['test_accuracy'] - b['test_accuracy']) <= 0.002
-print(f"pipeline: loss {a['test_loss']} acc {a['test_accuracy']}; reference: loss {b['test_loss']} acc {b['test_accuracy']}")
-sys.exit(0 if ok else 1)
-PY
-    fail "--pipeline 2 on 2 processes vs $ref: test loss or accuracy differ ($(tail -n 2 "$WORK/mpi_pipeline.err"))"
-done
-for ref in four one; do
-  "$PYTHON" - "$WORK/mpi.out" "$WORK/$ref.out" <<'PY' && pass "test loss and accuracy equal the $ref-device run's" ||
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-ok = abs(a['test_loss'] - b['test_loss']) <= 1e-5 * abs(b['test_loss']) and abs(a['test_accuracy'] - b['test_accuracy']) <= 0.002
-print(f"mpi: loss {a['test_loss']} acc {a['test_accuracy']}; reference: loss {b['test_loss']} acc {b['test_accuracy']}")
-sys.exit(0 if ok else 1)
-PY
-    fail "2 x 2 processes vs $ref: test loss or accuracy differ"
+  same_loss mpi_pipeline "$ref" "--pipeline 2 on 2 processes: test loss and accuracy equal the $ref-device run's"
 done
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"

@@ -30,14 +30,9 @@
 
 #include "../capi/relative_error.h"
 #include "mpi_check.h"
+#include "mpi_fixtures.h"
 
 enum { kInput = 28 * 28, kSteps = 6 };
-
-static unsigned long long state = 12345;
-static float next_unit(void) {
-  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
-}
 
 /* The same batches on every process: a fixed generator, reset before each trainer. */
 static void make_batch(size_t n, float *x, int32_t *y) {
@@ -267,16 +262,6 @@ static void check_16_bit_wire(const dpt_model *model, const float *one_fp32, con
            bound);
     free(whole), free(bucketed), free(lo), free(hi), free(one_fp16);
   }
-}
-
-/* Every process holds bitwise the same params[0, n). */
-static int same_on_every_process(const float *params, size_t n) {
-  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
-  MPI_Allreduce(params, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(params, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-  const int same = memcmp(lo, params, n * sizeof(float)) == 0 && memcmp(hi, params, n * sizeof(float)) == 0;
-  free(lo), free(hi);
-  return same;
 }
 
 /* Sharded gradients and parameters across 2 processes x 2 devices (hybrid sharding: each process shards

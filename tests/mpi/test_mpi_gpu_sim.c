@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mpi_check.h"
+#include "mpi_fixtures.h"
 
 enum { kInput = 28 * 28, kSteps = 4 };
 
@@ -36,12 +37,6 @@ typedef struct {
   dpt_context *ctx;
   dpt_trainer *trainer;
 } run;
-
-static unsigned long long state = 99;
-static float next_unit(void) {
-  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
-}
 
 static dpt_status start(const dpt_model *model, setup s, run *r) {
   dpt_context_options co;
@@ -106,15 +101,6 @@ static float *values(run r, const dpt_model *model, size_t *count) {
   return v;
 }
 
-static int same_on_every_process(const float *v, size_t n) {
-  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
-  MPI_Allreduce(v, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(v, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-  const int same = memcmp(lo, v, n * sizeof(float)) == 0 && memcmp(hi, v, n * sizeof(float)) == 0;
-  free(lo), free(hi);
-  return same;
-}
-
 /* Trains a and b on the same batches: the same bits (parameters and running statistics), alike on every
  * process. */
 static void check_bits(const dpt_model *model, setup a, setup b, const char *what) {
@@ -138,19 +124,6 @@ static void check_refused(const dpt_model *model, setup s, const char *needle, c
   stop(r);
 }
 
-/* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10. */
-static dpt_model *batch_norm_model(void) {
-  dpt_model *m = NULL;
-  size_t a;
-  OK(dpt_model_create(&m, 1, 28, 28));
-  OK(dpt_model_conv2d(m, 0, 6, 3, 2, 1, 0, "conv1", &a));
-  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
-  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
-  OK(dpt_model_global_avg_pool(m, a, "pool", &a));
-  OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
-  return m;
-}
-
 #define LOCAL DPT_COMMUNICATOR_LOCAL
 #define WORLD_MPI DPT_COMMUNICATOR_MPI
 #define F32 DPT_PRECISION_FP32
@@ -163,7 +136,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   CHECK(size == 2, "run with mpirun -np 2 (got %d processes)", size);
-  dpt_model *lenet = NULL, *norm = batch_norm_model();
+  dpt_model *lenet = NULL, *norm = small_batch_norm_model();
   OK(dpt_model_create_builtin(&lenet, "lenet"));
 
   check_bits(lenet, (setup){2, 0, LOCAL, F32, NONE, PROCESS}, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},

@@ -19,6 +19,7 @@
 
 #include "../capi/relative_error.h"
 #include "mpi_check.h"
+#include "mpi_fixtures.h"
 
 enum { kInput = 28 * 28, kSteps = 5, kEval = 9 };
 
@@ -31,12 +32,6 @@ typedef struct {
   dpt_context *ctx;
   dpt_trainer *trainer;
 } run;
-
-static unsigned long long state = 99;
-static float next_unit(void) {
-  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
-}
 
 static dpt_status start(const dpt_model *model, setup s, run *r) {
   dpt_context_options co;
@@ -93,34 +88,12 @@ static float *train(run r, size_t n_params, double *eval_loss, float **logits) {
   return p;
 }
 
-static int same_on_every_process(const float *v, size_t n) {
-  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
-  MPI_Allreduce(v, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(v, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-  const int same = memcmp(lo, v, n * sizeof(float)) == 0 && memcmp(hi, v, n * sizeof(float)) == 0;
-  free(lo), free(hi);
-  return same;
-}
-
 static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
   run r;
   const dpt_status st = start(model, s, &r);
   CHECK(st == DPT_ERROR_UNSUPPORTED && r.trainer == NULL && strstr(dpt_last_error_message(), needle),
         "%s: status %d, %s", what, (int)st, dpt_last_error_message());
   stop(r);
-}
-
-/* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10. */
-static dpt_model *batch_norm_model(void) {
-  dpt_model *m = NULL;
-  size_t a;
-  OK(dpt_model_create(&m, 1, 28, 28));
-  OK(dpt_model_conv2d(m, 0, 6, 3, 2, 1, 0, "conv1", &a));
-  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
-  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
-  OK(dpt_model_global_avg_pool(m, a, "pool", &a));
-  OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
-  return m;
 }
 
 int main(int argc, char **argv) {
@@ -174,7 +147,7 @@ int main(int argc, char **argv) {
     free(p), free(logits);
   }
 
-  dpt_model *norm = batch_norm_model();
+  dpt_model *norm = small_batch_norm_model();
   check_refused(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI}, "batch norm", "a model with batch norm");
   dpt_model_destroy(norm);
   check_refused(lenet, (setup){rank == 0 ? 2 : 4, 2, DPT_COMMUNICATOR_MPI}, "same device count",

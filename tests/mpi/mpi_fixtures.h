@@ -1,0 +1,41 @@
+/* What several mpirun tests in C share: the batch generator (the same numbers on every process, reset through
+ * `state` before each trainer), the comparison of a vector across the processes, and a small model with
+ * batch norm. Include after mpi_check.h. */
+#ifndef DPTRAIN_TESTS_MPI_FIXTURES_H
+#define DPTRAIN_TESTS_MPI_FIXTURES_H
+
+#include <dptrain/dptrain.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long state = 99;
+static inline float next_unit(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((state >> 40) & 0xffffff) / 16777216.0f;
+}
+
+/* Every process holds bitwise the same v[0, n). */
+static inline int same_on_every_process(const float *v, size_t n) {
+  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
+  MPI_Allreduce(v, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(v, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  const int same = memcmp(lo, v, n * sizeof(float)) == 0 && memcmp(hi, v, n * sizeof(float)) == 0;
+  free(lo), free(hi);
+  return same;
+}
+
+/* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10, on 28 x 28 inputs. */
+static inline dpt_model *small_batch_norm_model(void) {
+  dpt_model *m = NULL;
+  size_t a;
+  OK(dpt_model_create(&m, 1, 28, 28));
+  OK(dpt_model_conv2d(m, 0, 6, 3, 2, 1, 0, "conv1", &a));
+  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
+  OK(dpt_model_global_avg_pool(m, a, "pool", &a));
+  OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
+  return m;
+}
+
+#endif /* DPTRAIN_TESTS_MPI_FIXTURES_H */
