@@ -61,8 +61,8 @@ class World {
   const World *channels_[DPT_WORLD_CHANNELS] = {};  // this World on each channel
   size_t rank_ = 0, size_ = 1;
   std::string version_;
-  // all_reduce_16's staging (one per channel, as calls on two channels may overlap) (what is sent, received
-  // and gathered), kept between calls.
+  // all_reduce_16's staging (what is sent, received and gathered), kept between calls; each channel's
+  // World has its own, as calls on two channels may overlap.
   mutable std::vector<uint16_t> send_, received_, gathered_;
   mutable std::vector<size_t> counts_;  // reduce_scatter's parts
 };
