@@ -180,10 +180,7 @@ static void check_batch_norm(void) {
   float *world_buffers = last_buffers;
   const size_t buffer_count = last_buffer_count;
   last_buffers = NULL;
-  float *lo = malloc(buffer_count * sizeof(float)), *hi = malloc(buffer_count * sizeof(float));
-  MPI_Allreduce(world_buffers, lo, (int)buffer_count, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(world_buffers, hi, (int)buffer_count, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-  CHECK(memcmp(lo, world_buffers, buffer_count * 4) == 0 && memcmp(hi, world_buffers, buffer_count * 4) == 0,
+  CHECK(same_on_every_process(world_buffers, buffer_count),
         "batch norm: the processes hold different running statistics");
   /* Buckets overlapped with backward: the statistics' sums and the buckets' never meet in MPI. */
   double loss_bucketed = 0;
@@ -226,7 +223,7 @@ static void check_batch_norm(void) {
   dpt_trainer_destroy(t0);
   dpt_context_destroy(ctx);
   dpt_model_destroy(model);
-  free(world), free(world_buffers), free(lo), free(hi), free(four), free(one), free(one_buffers), free(start),
+  free(world), free(world_buffers), free(four), free(one), free(one_buffers), free(start),
       free(start_buffers);
 }
 
@@ -251,16 +248,12 @@ static void check_16_bit_wire(const dpt_model *model, const float *one_fp32, con
     wire = DPT_PRECISION_FP32;
     precision = DPT_PRECISION_FP32;
     CHECK(memcmp(whole, bucketed, n * sizeof(float)) == 0, "%s wire: buckets changed the parameters", name);
-    float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
-    MPI_Allreduce(whole, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(whole, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-    CHECK(memcmp(lo, whole, n * 4) == 0 && memcmp(hi, whole, n * 4) == 0,
-          "%s wire: the processes hold different parameters", name);
+    CHECK(same_on_every_process(whole, n), "%s wire: the processes hold different parameters", name);
     const double e = tu_relative_error(whole, one, start, n), bound = kSteps * 2 * u;
     CHECK(e <= bound && e > 1e-5, "%s wire, 2 x 2 vs 1 device: relative error %g (bound %g)", name, e, bound);
     printf("%s wire: 2 processes x 2 devices vs 1 device: relative error %.3g (bound %.3g)\n", name, e,
            bound);
-    free(whole), free(bucketed), free(lo), free(hi), free(one_fp16);
+    free(whole), free(bucketed), free(one_fp16);
   }
 }
 
@@ -360,11 +353,7 @@ int main(int argc, char **argv) {
   CHECK(memcmp(world, bucketed, n * sizeof(float)) == 0, "buckets across processes changed the parameters");
 
   /* Bitwise the same on every process. */
-  float *lo = malloc(n * sizeof(float)), *hi = malloc(n * sizeof(float));
-  MPI_Allreduce(world, lo, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(world, hi, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-  CHECK(memcmp(lo, world, n * sizeof(float)) == 0 && memcmp(hi, world, n * sizeof(float)) == 0,
-        "the processes hold different parameters");
+  CHECK(same_on_every_process(world, n), "the processes hold different parameters");
 
   /* The references, in this process only. */
   float *four = train(4, DPT_COMMUNICATOR_LOCAL, 0, model, &n_local, &loss_local);
@@ -392,7 +381,7 @@ int main(int argc, char **argv) {
   dpt_trainer_destroy(t0);
   dpt_context_destroy(ctx);
   dpt_model_destroy(model);
-  free(world), free(bucketed), free(lo), free(hi), free(four), free(one), free(start);
+  free(world), free(bucketed), free(four), free(one), free(start);
   check_batch_norm();
   check_token_fit();
   free(last_buffers);
