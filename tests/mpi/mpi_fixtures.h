@@ -6,6 +6,7 @@
 
 #include <dptrain/dptrain.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,16 @@ static inline dpt_model *small_batch_norm_model(void) {
   OK(dpt_model_global_avg_pool(m, a, "pool", &a));
   OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
   return m;
+}
+
+/* The end of main: prints this process's verdict, sums the failures over the processes and ends MPI; the
+ * exit status (0 only when every process passed). */
+static inline int finish_processes(int rank) {
+  printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
+  int all_failures = 0;
+  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
 }
 
 #endif /* DPTRAIN_TESTS_MPI_FIXTURES_H */

@@ -166,9 +166,5 @@ int main(int argc, char **argv) {
 
   dpt_model_destroy(norm);
   dpt_model_destroy(lenet);
-  printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
-  int all_failures = 0;
-  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return all_failures == 0 ? 0 : 1;
+  return finish_processes(rank);
 }

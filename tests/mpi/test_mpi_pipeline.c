@@ -155,9 +155,5 @@ int main(int argc, char **argv) {
 
   free(pipeline), free(one), free(initial), free(logits_pipeline), free(logits_one);
   dpt_model_destroy(lenet);
-  printf("process %d: %s\n", rank, failures == 0 ? "ok" : "FAILED");
-  int all_failures = 0;
-  MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return all_failures == 0 ? 0 : 1;
+  return finish_processes(rank);
 }
