@@ -53,8 +53,12 @@ MPI_Comm usable(int channel, char *error, size_t size) {
 void describe(int code, const char *call, char *error, size_t size) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
-    std::snprintf(text, sizeof text, "error %d", code);
+  int result = MPI_SUCCESS;
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    result = MPI_Error_string(code, text, &length);
+  }
+  if (result != MPI_SUCCESS) std::snprintf(text, sizeof text, "error %d", code);
   std::snprintf(error, size, "%s failed: %s", call, text);
 }
 
@@ -236,7 +240,10 @@ int reduce_scatter_sum(int channel, float *buffer, const size_t *counts, double 
   const MPI_Comm comm = usable(channel, error, error_size);
   if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
   int size = 0;
-  MPI_Comm_size(comm, &size);
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    MPI_Comm_size(comm, &size);
+  }
   // MPI may read the counts until the operation completes, which after a timeout is never: they stay, one
   // array per channel.
   static std::vector<int> channel_parts[DPT_WORLD_CHANNELS];
