@@ -677,7 +677,8 @@ DPT_API dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *
 
 /**
  * @brief The slice sizes the trainer would give each device for a batch of @p batch_size samples.
- * With DPT_SPLIT_AUTO before the first step, reports the even split.
+ * With DPT_SPLIT_AUTO before the first step, reports the even split. Across MPI processes the devices are
+ * this process's, and @p batch_size is the part of a global batch they share (the process's share).
  * @param trainer the trainer.
  * @param batch_size the number of samples of the batch.
  * @param counts receives device count entries.
