@@ -35,9 +35,19 @@ AllReduceTimes StageGradientCollective::times(bool) const {
   return {most, most, most};
 }
 
+// The stage's all-reduce among its replicas; across P processes device 0 also all-reduces every stage's
+// range (the whole gradient) over them.
 StageGradientCollective::RankReduction StageGradientCollective::rank_reduction(size_t rank, bool) const {
   const double k = double(width_), bytes = double(replicas_[rank]->grads.size()) * sizeof(float);
-  return {seconds_[rank], width_ > 1 ? bytes * 2.0 * (k - 1.0) / k : 0.0};
+  double moved = width_ > 1 ? bytes * 2.0 * (k - 1.0) / k : 0.0;
+  if (world_ != nullptr && rank == 0) {
+    double whole = 0;
+    for (size_t first = 0; first < replicas_.size(); first += width_)
+      whole += double(replicas_[first]->grads.size()) * sizeof(float);
+    const double p = double(world_->size());
+    moved += whole * 2.0 * (p - 1.0) / p;
+  }
+  return {seconds_[rank], moved};
 }
 
 }  // namespace dpt
