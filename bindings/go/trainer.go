@@ -127,11 +127,13 @@ const (
 	// (PyTorch FSDP's HYBRID_SHARD; default); a process of one device shards nothing.
 	ShardScopeProcess ShardScope = 0
 	// ShardScopeWorld: one copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD);
-	// ShardOptimizer and ShardGradients (ShardParameters: StatusUnsupported), CPU devices, any device count
-	// per process; GPUs with ShardOptimizer (ranges gathered over NCCL). The same bits as
-	// ShardNone (with two processes; ShardGradients with accumulation: one rounding per micro-batch).
-	// Trainer.SaveCheckpoint is then collective: every process calls it, process 0 writes the file.
-	// Without a communicator, the same as ShardScopeProcess.
+	// every shard mode on CPU devices, any device count per process (ShardParameters: a pass reads the
+	// ranges other processes own with one-sided MPI gets); GPUs with ShardOptimizer (ranges gathered over
+	// NCCL). The same bits as ShardNone (with two processes; ShardGradients and ShardParameters with
+	// accumulation: one rounding per micro-batch). Trainer.SaveCheckpoint is then collective: every
+	// process calls it, process 0 writes the file; with ShardParameters, SetParameters, LoadCheckpoint and
+	// Close are collective too (every process, such trainers closed in the same order). Without a
+	// communicator, the same as ShardScopeProcess.
 	ShardScopeWorld ShardScope = 1
 )
 

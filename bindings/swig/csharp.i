@@ -335,9 +335,11 @@ public enum%}
 %typemap(csclassmodifiers) enum dpt_shard_scope %{/// <summary>Across MPI processes, which devices share one copy of
 /// what <see cref="ShardMode"/> splits (<see cref="TrainerOptions.ShardScope"/>): <c>Process</c> (the default;
 /// PyTorch FSDP's HYBRID_SHARD) shards among each process's own devices, one whole copy per process;
-/// <c>World</c> (DeepSpeed's ZeRO, FSDP's FULL_SHARD) among every device of every process, with
-/// <see cref="ShardMode.Optimizer"/>, and <see cref="ShardMode.Gradients"/> on a model without batch
-/// norm.</summary>
+/// <c>World</c> (DeepSpeed's ZeRO, FSDP's FULL_SHARD) among every device of every process, with every
+/// <see cref="ShardMode"/> on CPU devices (<see cref="ShardMode.Parameters"/>: a pass reads the ranges other
+/// processes own with one-sided MPI gets; setting the parameters, loading and disposing of the trainer are
+/// then collective, such trainers disposed of in the same order) and <see cref="ShardMode.Optimizer"/> on
+/// GPUs.</summary>
 public enum%}
 %typemap(csclassmodifiers) enum dpt_pipeline_schedule %{/// <summary>The order in which each stage of a pipeline runs its
 /// micro-batches (<see cref="TrainerOptions.PipelineSchedule"/>): <c>OneFOneB</c> (1F1B, the default;

@@ -393,7 +393,7 @@ public enum%}
  * ({@link TrainerOptions#setShardScope}): {@link #SHARD_SCOPE_PROCESS} (the default; PyTorch FSDP's HYBRID_SHARD)
  * shards among each process's own devices, one whole copy per process; {@link #SHARD_SCOPE_WORLD} (DeepSpeed's
  * ZeRO, FSDP's FULL_SHARD) among every device of every process, with {@link ShardMode#SHARD_OPTIMIZER} (also
- * on GPUs) and {@link ShardMode#SHARD_GRADIENTS} (CPU devices).
+ * on GPUs), {@link ShardMode#SHARD_GRADIENTS} and {@link ShardMode#SHARD_PARAMETERS} (CPU devices).
  */
 public enum%}
 %javamethodmodifiers dpt_trainer_options::shard_scope %{/**
@@ -402,8 +402,9 @@ public enum%}
    * one whole copy across them) or {@link ShardScope#SHARD_SCOPE_WORLD} (among every device of every process:
    * with P processes of K devices each device keeps 1/(P K); the same bits as {@code SHARD_NONE}). With
    * {@code SHARD_SCOPE_WORLD}, {@link Trainer#saveCheckpoint} is collective: every process calls it and process 0 writes
-   * the file; it takes {@code SHARD_OPTIMIZER} and {@code SHARD_GRADIENTS} (with {@code SHARD_PARAMETERS}, an
-   * {@link UnsupportedException} across processes).
+   * the file; with {@code SHARD_PARAMETERS} (a pass reads the ranges other processes own with one-sided MPI
+   * gets) setting the parameters, loading a checkpoint and closing the trainer are collective too (every
+   * process, such trainers closed in the same order).
    * Without a communicator both are the same; a
    * {@code null} is a {@code NullPointerException}.
    */

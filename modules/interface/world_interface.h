@@ -11,8 +11,9 @@
 extern "C" {
 #endif
 
-/* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument) */
-#define DPT_WORLD_ABI_VERSION 4u
+/* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument);
+ * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) */
+#define DPT_WORLD_ABI_VERSION 5u
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
 #else
@@ -62,6 +63,26 @@ typedef struct dpt_world_v1 {
    * as all_reduce_sum. */
   int (*reduce_scatter_sum)(int channel, float *buffer, const size_t *counts, double timeout_seconds,
                             char *error, size_t error_size);
+  /* One-sided reads of other processes' memory (MPI's passive-target RMA on one dynamic window; sharded
+   * parameters across processes read the peers' ranges inside a pass, each device thread on its own, with
+   * no collective to match). Creates the window (collective over every process: each calls it once, at
+   * the same point; idempotent afterwards). */
+  int (*open_window)(char *error, size_t error_size);
+  /* Makes bytes of this process's memory from base readable by the other processes (MPI_Win_attach, a
+   * local call) and reports the address they read it by. bytes 0: nothing exposed, address 0. */
+  int (*expose)(void *base, size_t bytes, uint64_t *address, char *error, size_t error_size);
+  /* Ends expose() of count bases, once no process reads them any more: a barrier over every process (on
+   * the window's communicator, polled as all_reduce_sum; every process calls it, in the same order, even
+   * with count 0), then MPI_Win_detach of each. After a failed barrier the bases are detached all the
+   * same (and the error returned). */
+  int (*withdraw)(void *const *bases, size_t count, double timeout_seconds, char *error, size_t error_size);
+  /* Copies bytes from process's exposed memory at address into destination (MPI_Rget, polled as
+   * all_reduce_sum). Any thread; the data must not change while it is read (publish below). */
+  int (*get)(void *destination, size_t bytes, int process, uint64_t address, double timeout_seconds,
+             char *error, size_t error_size);
+  /* After this process changed its exposed memory: MPI_Win_sync, then a barrier on the channel; once
+   * every process has returned, each one's get() sees every process's changes. */
+  int (*publish)(int channel, double timeout_seconds, char *error, size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

@@ -158,4 +158,32 @@ void World::broadcast(void *buffer, size_t bytes, size_t root, double timeout_se
   check(api_->broadcast(channel_, buffer, bytes, int(root), timeout_seconds, error, sizeof error), error);
 }
 
+void World::open_window() const {
+  char error[512] = "";
+  check(api_->open_window(error, sizeof error), error);
+}
+
+uint64_t World::expose(void *base, size_t bytes) const {
+  char error[512] = "";
+  uint64_t address = 0;
+  check(api_->expose(base, bytes, &address, error, sizeof error), error);
+  return address;
+}
+
+void World::withdraw(const std::vector<void *> &bases, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->withdraw(bases.data(), bases.size(), timeout_seconds, error, sizeof error), error);
+}
+
+void World::get(void *destination, size_t bytes, size_t process, uint64_t address,
+                double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->get(destination, bytes, int(process), address, timeout_seconds, error, sizeof error), error);
+}
+
+void World::publish(double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->publish(channel_, timeout_seconds, error, sizeof error), error);
+}
+
 }  // namespace dpt

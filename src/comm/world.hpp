@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,19 @@ class World {
   void reduce_scatter(float *range, size_t begin, size_t end, const size_t *spans, double timeout_seconds,
                       WireType wire = WireType::kF32) const;
   void broadcast(void *buffer, size_t bytes, size_t root, double timeout_seconds) const;
+
+  // One-sided reads of the other processes' memory (world_interface.h). open_window is collective (every
+  // process once, at the same point; later calls return at once). expose makes this process's bytes
+  // readable and returns the address the others read them by (local). withdraw (collective, on the
+  // window's own communicator, every process in the same order) ends the exposure of bases once every
+  // process has stopped reading. get copies bytes of process's exposed memory, from any thread, without
+  // the other process taking part. publish (collective on this channel): after it returns everywhere,
+  // every get sees what each process wrote to its exposed memory before calling it.
+  void open_window() const;
+  uint64_t expose(void *base, size_t bytes) const;
+  void withdraw(const std::vector<void *> &bases, double timeout_seconds) const;
+  void get(void *destination, size_t bytes, size_t process, uint64_t address, double timeout_seconds) const;
+  void publish(double timeout_seconds) const;
 
  private:
   World() = default;

@@ -7,6 +7,8 @@
 // phase of its own. The values are copies: a pass computes the very bits it computes from whole
 // parameters. A tied slot (ModelSpec::tie) reads its source from a small per-replica copy of the tied
 // sources (TiedSources), gathered at the start of every pass: the source's bucket is elsewhere in the pass.
+// Sharded across the devices of every MPI process, the other processes' ranges of a bucket are read from
+// them one-sidedly (ParameterOwners), each device thread on its own.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,7 @@
 #include "graph/model_spec.hpp"
 #include "graph/pass_info.hpp"
 #include "parallel/gradient_buckets.hpp"
+#include "parallel/parameter_owners.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
 #include "parallel/tied_sources.hpp"
@@ -27,13 +30,17 @@ namespace dpt {
 class ParameterGatherer {
  public:
   // Allocates one slot of the largest bucket (and the tied sources' copy) in each replica's device memory
-  // (DPT_ERROR_OUT_OF_MEMORY naming the device).
+  // (DPT_ERROR_OUT_OF_MEMORY naming the device). Across processes (placement.world): collective
+  // (ParameterOwners).
   ParameterGatherer(const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-                    size_t bucket_bytes, const ShardLayout &shards, TraceRecorder &trace);
+                    size_t bucket_bytes, const ShardLayout &shards, TraceRecorder &trace,
+                    WorldPlacement placement);
 
   // For a pass of replica rank, on its device thread: forgets what the slot held (the parameters may have
   // changed since the last pass) and gathers the tied sources.
   ParameterSource source(size_t rank) const;
+  // Where the ranges are: every parameter is read through it.
+  const ParameterOwners &owners() const { return owners_; }
   uint64_t slot_bytes(size_t rank) const {
     return (slots_[rank].size() + (tied_.empty() ? 0 : tied_values_[rank].size())) * sizeof(float);
   }
@@ -47,14 +54,11 @@ class ParameterGatherer {
   static const float *node_parameters(void *context, size_t node);
   static const float *tied_parameters(void *context, size_t offset);
   void gather(size_t rank, size_t bucket) const;
-  // dst [0, end - begin) = elements [begin, end) of the parameters, from every owner whose range meets them.
-  void copy_from_owners(float *dst, size_t begin, size_t end) const;
 
-  const ShardLayout &shards_;
+  ParameterOwners owners_;
   TraceRecorder &trace_;
   std::vector<GradientBucket> buckets_;
   std::vector<size_t> bucket_of_node_, node_offsets_;  // per node (with parameters): its bucket, its offset
-  std::vector<const float *> ranges_;                  // each replica's parameter buffer: its range
   mutable std::vector<DeviceBuffer> slots_;            // per replica
   TiedSources tied_;
   mutable std::vector<DeviceBuffer> tied_values_;  // per replica, packed

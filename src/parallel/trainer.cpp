@@ -94,7 +94,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
-  const bool shard_parameters = config_.shard == ShardMode::kParameters && devices_.size() > 1;
+  const bool shard_parameters =
+      config_.shard == ShardMode::kParameters && (devices_.size() > 1 || world_scope);
   // Across processes: the same trainer everywhere, and every process's device count.
   if (config_.world != nullptr) join_world();
   // A process of one device shards nothing, but beside processes of several it sums its gradient over the
@@ -133,7 +134,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         staged ? StagePlacement{stages_[rank / width].first_node, rank >= width} : StagePlacement{}));
   if (staged) start_pipeline(width);
   if (shard_parameters)
-    gatherer_ = std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_, *trace_);
+    gatherer_ = std::make_unique<ParameterGatherer>(
+        replicas_, spec_, config_.bucket_bytes, shards_, *trace_,
+        WorldPlacement{world_scope ? config_.world : nullptr, process_first_, config_.timeout_seconds});
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());

@@ -263,6 +263,9 @@ class Trainer {
   void world_sum(double *values, size_t count);
   // trainer_state.cpp
   void set_parameters_locked(const float *in);
+  // Sharded parameters: makes this process's ranges readable by every process's next pass (collective
+  // across processes, world scope; a no-op otherwise).
+  void publish_parameters();
   void set_buffers_locked(const float *in);
   // Replica rank's shard of the optimizer state to and from the unsharded layout (TrainerState's).
   void unshard_state(size_t rank, const float *shard, float *whole) const;

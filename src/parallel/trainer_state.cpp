@@ -32,8 +32,15 @@ void Trainer::get_parameters(size_t replica, float *out) const {
     copy_to_host(replica, replicas_[replica]->params, out);
     return;
   }
-  // Sharded parameters, pipeline stages: every range, from the replica's peers (a pipeline: replica r of
-  // every stage); every replica sees the same whole vector.
+  // Sharded parameters: every range from its owner (across processes too).
+  if (gatherer_ != nullptr) {
+    check_no_task_out();
+    std::lock_guard<std::mutex> lock(context_->work_mutex());
+    gatherer_->owners().copy(out, 0, parameter_count());
+    return;
+  }
+  // Pipeline stages: every range, from the replica's peers (replica r of every stage); every replica sees
+  // the same whole vector.
   const size_t width = shards_.replicas();
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
     if (shards_.size(rank) > 0 && rank % width == replica % width)
@@ -62,6 +69,18 @@ void Trainer::set_parameters_locked(const float *in) {
     }
   }
   for (auto &r : replicas_) r->kernels->synchronize();
+  if (gatherer_ != nullptr) publish_parameters();
+}
+
+// Sharded parameters across processes: after this process wrote its ranges, before anybody reads them
+// (collective; a failure leaves the processes out of step).
+void Trainer::publish_parameters() {
+  try {
+    gatherer_->owners().publish();
+  } catch (const Error &) {
+    broken_ = true;
+    throw;
+  }
 }
 
 // Each replica's running statistics: all of them, or (a pipeline stage) its range.

@@ -89,6 +89,8 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
     r.grads.zero();
   });
+  // Sharded parameters across processes: the others read this process's ranges in the next pass.
+  if (gatherer_ != nullptr) publish_parameters();
   const double grad_norm = replicas_[0]->norm;
   if (!std::isfinite(grad_norm)) return false;
   if (gather && on_gpus_) {

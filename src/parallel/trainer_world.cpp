@@ -66,10 +66,6 @@ void Trainer::join_world() {
   process_weights_.assign(shape.begin(), shape.end() - 1);
   process_first_.assign(1, 0);
   for (double devices : process_weights_) process_first_.push_back(process_first_.back() + size_t(devices));
-  DPT_REQUIRE(config_.shard_scope == ShardScope::kProcess || config_.shard != ShardMode::kParameters,
-              DPT_ERROR_UNSUPPORTED,
-              "sharded parameters across every process's devices (shard scope world) are not supported in "
-              "this version: the process scope shards them within each process");
 }
 
 void Trainer::share_initial(std::vector<float> &initial) {

@@ -74,6 +74,17 @@ same_bits resume_process resume_world "--shard-scope world resumed for a third e
 # The gradient too (each bucket summed within the process, then reduce-scattered across the processes).
 mpi mpi_world_gradients "${RUN[@]}" --devices cpu:2 --shard gradients --shard-scope world --bucket-kib 64
 same_bits mpi mpi_world_gradients "--shard gradients --shard-scope world on 2 processes: the unsharded bits"
+# And the parameters (each pass reads the other process's ranges one-sidedly): the unsharded bits, a device
+# holds less of the parameters than in the process scope, and the checkpoint is the unsharded run's.
+mpi mpi_world_parameters "${RUN[@]}" --devices cpu:2 --shard parameters --shard-scope world --bucket-kib 64 \
+  --checkpoint "$WORK/world_parameters.ckpt"
+same_bits mpi mpi_world_parameters "--shard parameters --shard-scope world on 2 processes: the unsharded bits"
+json_check "$WORK/mpi_world_parameters.out" \
+  "d['memory_per_device']['parameters'] < $(json_get "$WORK/mpi_parameters.out" "d['memory_per_device']['parameters']")" \
+  "--shard parameters --shard-scope world: a device holds less of the parameters than in the process scope"
+cmp -s "$WORK/mpi.ckpt" "$WORK/world_parameters.ckpt" &&
+  pass "--shard parameters --shard-scope world: the checkpoint is the unsharded run's, byte for byte" ||
+  fail "--shard parameters --shard-scope world: the checkpoint differs from the unsharded run's"
 # ResNet-18 (batch norm: its statistics summed across the processes by the device threads while the
 # communication threads sum the buckets, on separate MPI channels): the same, on a few batches.
 RESNET=(train --model resnet18 --optimizer adamw --lr 0.001 --train-limit 64 --test-limit 16 --batch 32 --epochs 1
@@ -81,6 +92,8 @@ RESNET=(train --model resnet18 --optimizer adamw --lr 0.001 --train-limit 64 --t
 mpi resnet_none "${RESNET[@]}"
 mpi resnet_world_gradients "${RESNET[@]}" --shard gradients --shard-scope world
 same_bits resnet_none resnet_world_gradients "ResNet-18, --shard gradients --shard-scope world: the unsharded bits"
+mpi resnet_world_parameters "${RESNET[@]}" --shard parameters --shard-scope world
+same_bits resnet_none resnet_world_parameters "ResNet-18, --shard parameters --shard-scope world: the unsharded bits"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
 # cuts; 1 and 2: the process of one device shards nothing but sums by the other's pieces): sharded
 # gradients give the bits of the unsharded run on the same devices.

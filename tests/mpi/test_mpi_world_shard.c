@@ -7,12 +7,18 @@
  *     bytes are those of one unsharded device, and no device of 2 x 2 holds more than a third of it;
  *   - dpt_trainer_save is collective and process 0 writes: the file is byte for byte the one the unsharded
  *     trainer writes (process 0 alone saves it); loaded into a trainer sharded across the world and saved
- *     again, the same bytes (each process takes its ranges from the file and gives them back);
+ *     again, the same bytes (each process takes its ranges from the file and gives them back); training on
+ *     from either file, sharded and unsharded, the same bits (optimizer and parameters modes);
  *   - sharded gradients with accumulation: within 1e-5 of unsharded, the processes bitwise alike;
  *   - DPT_SHARD_GRADIENTS on a model with batch norm (its statistics summed across the processes by the
  *     device threads on one MPI channel while the communication threads sum the buckets on another), 2 x 2
  *     and 1 x 1 devices, a bucket per layer: the parameters and running statistics bitwise unsharded;
- *   - DPT_SHARD_PARAMETERS with the world scope: DPT_ERROR_UNSUPPORTED.
+ *   - DPT_SHARD_PARAMETERS (stage 3) across the world, each pass reading the other process's ranges with
+ *     one-sided MPI gets: the same cases (2 x 2, 2 + 3, 1 x 1; SGD, AdamW with clipping; one bucket and a
+ *     bucket per layer), batch norm, a model with a tied parameter (its source read from the other
+ *     process), accumulation, and the checkpoints, as for DPT_SHARD_GRADIENTS; summed over every device of
+ *     both processes, the world scope holds the parameters once (plus each device's gather slot), the
+ *     process scope once per process.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -120,8 +126,8 @@ static void check_bits(const dpt_model *model, setup s, size_t n, const char *wh
 /* Sharded gradients with accumulation add each micro-batch's sums across the job into the ranges (one more
  * rounding per micro-batch than the unsharded sum of micro-batches, as within one process): within the
  * equivalence tolerance of the unsharded trainer, and every process holds the same bits. */
-static void check_accumulation(const dpt_model *model, size_t n) {
-  const setup sharded = {2, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 1, 2};
+static void check_accumulation(const dpt_model *model, size_t n, dpt_shard_mode mode) {
+  const setup sharded = {2, mode, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 1, 2};
   setup plain = sharded;
   plain.shard = DPT_SHARD_NONE;
   run a = start(model, plain), b = start(model, sharded);
@@ -129,26 +135,29 @@ static void check_accumulation(const dpt_model *model, size_t n) {
   train(a), train(b);
   float *pa = parameters(a, n), *pb = parameters(b, n);
   const double e = tu_relative_error(pb, pa, initial, n);
+  const char *what = mode == DPT_SHARD_GRADIENTS ? "gradients" : "parameters";
   CHECK(e <= 1e-5 && same_on_every_process(pb, n),
-        "gradients across the world, accumulation 2: relative error %g vs unsharded, or the processes differ",
+        "%s across the world, accumulation 2: relative error %g vs unsharded, or the processes differ", what,
         e);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank == 0) printf("gradients across the world, accumulation 2: relative error vs unsharded %.3g\n", e);
+  if (rank == 0) printf("%s across the world, accumulation 2: relative error vs unsharded %.3g\n", what, e);
   free(initial), free(pa), free(pb);
   stop(a), stop(b);
 }
 
-/* Every device's optimizer state bytes, summed over both processes; the largest on one device. */
-static void state_bytes(run r, unsigned long long *total, unsigned long long *largest) {
+/* Every device's optimizer state bytes (parameters: those of its range and its gather slot), summed over
+ * both processes; the largest on one device. */
+static void held_bytes(run r, int parameters, unsigned long long *total, unsigned long long *largest) {
   size_t devices = 0;
   OK(dpt_trainer_device_count(r.trainer, &devices));
   unsigned long long mine = 0, most = 0;
   for (size_t d = 0; d < devices; ++d) {
     dpt_replica_memory m = {.struct_size = sizeof m};
     OK(dpt_trainer_replica_memory(r.trainer, d, &m));
-    mine += m.optimizer_state;
-    if (m.optimizer_state > most) most = m.optimizer_state;
+    const unsigned long long held = parameters ? m.parameters : m.optimizer_state;
+    mine += held;
+    if (held > most) most = held;
   }
   MPI_Allreduce(&mine, total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&most, largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
@@ -176,12 +185,12 @@ static void check_same_file(int rank, const char *a, const char *b, const char *
   free(fa), free(fb);
 }
 
-static void check_checkpoints(const dpt_model *model, int rank, const char *dir) {
+static void check_checkpoints(const dpt_model *model, int rank, const char *dir, dpt_shard_mode mode) {
   char plain_path[512], sharded_path[512], again_path[512];
   snprintf(plain_path, sizeof plain_path, "%s/plain.ckpt", dir);
   snprintf(sharded_path, sizeof sharded_path, "%s/sharded.ckpt", dir);
   snprintf(again_path, sizeof again_path, "%s/again.ckpt", dir);
-  const setup sharded = {2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0, 1};
+  const setup sharded = {2, mode, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 1, 1};
   setup plain = sharded;
   plain.shard = DPT_SHARD_NONE;
   run a = start(model, plain), b = start(model, sharded);
@@ -197,24 +206,21 @@ static void check_checkpoints(const dpt_model *model, int rank, const char *dir)
   MPI_Barrier(MPI_COMM_WORLD);
   check_same_file(rank, plain_path, again_path, "loaded into the shard across processes and saved again");
   stop(c);
-  if (rank == 0) remove(plain_path), remove(sharded_path), remove(again_path), rmdir(dir);
-}
-
-static void check_refused(const dpt_model *model, dpt_shard_mode mode, const char *what) {
-  dpt_context *ctx = NULL;
-  OK(dpt_context_create(&ctx, NULL));
-  dpt_trainer_options to;
-  dpt_trainer_options_init(&to);
-  to.communicator = DPT_COMMUNICATOR_MPI;
-  to.timeout_seconds = 60;
-  to.shard = mode;
-  to.shard_scope = DPT_SHARD_SCOPE_WORLD;
-  dpt_trainer *t = NULL;
-  const dpt_status st = dpt_trainer_create(&t, ctx, model, &to, NULL);
-  CHECK(st == DPT_ERROR_UNSUPPORTED && t == NULL && strstr(dpt_last_error_message(), "shard scope world"),
-        "%s with the world scope: status %d, %s", what, (int)st, dpt_last_error_message());
-  dpt_trainer_destroy(t);
-  dpt_context_destroy(ctx);
+  /* The checkpoint of the shard continues: one more round of steps from it, sharded, gives the bits of the
+   * unsharded trainer continuing from its own. */
+  run d = start(model, plain), e = start(model, sharded);
+  OK(dpt_trainer_load(d.trainer, plain_path));
+  OK(dpt_trainer_load(e.trainer, sharded_path));
+  train(d), train(e);
+  size_t n = 0;
+  OK(dpt_model_parameter_count(model, &n));
+  float *pd = parameters(d, n), *pe = parameters(e, n);
+  CHECK(memcmp(pd, pe, n * sizeof(float)) == 0, "mode %d: resumed from the checkpoints, not the same bits",
+        (int)mode);
+  free(pd), free(pe);
+  stop(d), stop(e);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) remove(plain_path), remove(sharded_path), remove(again_path);
 }
 
 /* check_bits' cases (devices 0: 2 in process 0, 3 in process 1). A bf16 wire rounds each contribution and
@@ -247,7 +253,58 @@ static const struct {
     {{2, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_SGD, 1, 1},
      DPT_PRECISION_BF16,
      "gradients, 2 x 2, a bf16 wire"},
+    {{2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 0, 1},
+     DPT_PRECISION_FP32,
+     "parameters, 2 x 2, SGD, one bucket"},
+    {{2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1},
+     DPT_PRECISION_FP32,
+     "parameters, 2 x 2, AdamW with clipping, a bucket per layer"},
+    {{0, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1},
+     DPT_PRECISION_FP32,
+     "parameters, 2 + 3 devices, AdamW, a bucket per layer"},
+    {{1, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 1, 1},
+     DPT_PRECISION_FP32,
+     "parameters, 1 x 1, SGD, a bucket per layer"},
 };
+
+/* An MLP whose third layer reads the second's weight (dpt_model_tie): sharded across the world, the tied
+ * source lies in another process's range for some devices. */
+static dpt_model *tied_model(void) {
+  dpt_model *m = NULL;
+  size_t a;
+  OK(dpt_model_create(&m, 1, 28, 28));
+  OK(dpt_model_dense(m, 0, 24, 1, "d0", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "r0", &a));
+  OK(dpt_model_dense(m, a, 24, 1, "d1", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "r1", &a));
+  OK(dpt_model_dense(m, a, 24, 1, "d2", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "r2", &a));
+  OK(dpt_model_dense(m, a, 10, 1, "out", &a));
+  OK(dpt_model_tie(m, "d2.weight", "d1.weight"));
+  return m;
+}
+
+/* Summed over every device of both processes: the parameter bytes of the world scope (the parameters once,
+ * plus each device's gather slot) and of the process scope (once per process, plus the same slots). */
+static void check_parameter_bytes(const dpt_model *model, size_t n, int rank) {
+  const setup world = {2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 1, 1};
+  setup process = world;
+  process.scope = DPT_SHARD_SCOPE_PROCESS;
+  run a = start(model, world), b = start(model, process);
+  unsigned long long world_total = 0, world_largest = 0, process_total = 0, process_largest = 0;
+  held_bytes(a, 1, &world_total, &world_largest);
+  held_bytes(b, 1, &process_total, &process_largest);
+  CHECK(process_total - world_total == n * sizeof(float) && world_largest < process_largest,
+        "parameter bytes over 2 x 2 devices: world scope %llu in all (largest %llu), process scope %llu "
+        "(largest %llu); the parameters are %zu bytes",
+        world_total, world_largest, process_total, process_largest, n * sizeof(float));
+  if (rank == 0)
+    printf(
+        "sharded parameters over 2 x 2 devices: at most %llu bytes on a device in the world scope, %llu "
+        "in the process scope (%zu bytes of parameters)\n",
+        world_largest, process_largest, n * sizeof(float));
+  stop(a), stop(b);
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -267,12 +324,14 @@ int main(int argc, char **argv) {
     check_bits(model, s, n, kBitwise[i].what);
   }
   wire = DPT_PRECISION_FP32;
-  check_accumulation(model, n);
+  check_accumulation(model, n, DPT_SHARD_GRADIENTS);
+  check_accumulation(model, n, DPT_SHARD_PARAMETERS);
+  check_parameter_bytes(model, n, rank);
 
   /* AdamW keeps two floats per parameter. */
   run r = start(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0, 1});
   unsigned long long total = 0, largest = 0;
-  state_bytes(r, &total, &largest);
+  held_bytes(r, 0, &total, &largest);
   CHECK(total == 2ull * n * sizeof(float) && largest * 3 < total,
         "optimizer state over 2 x 2 devices: %llu bytes in all, %llu on the largest (one device: %zu)", total,
         largest, 2 * n * sizeof(float));
@@ -287,7 +346,9 @@ int main(int argc, char **argv) {
     CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
   }
   MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-  check_checkpoints(model, rank, dir);
+  check_checkpoints(model, rank, dir, DPT_SHARD_OPTIMIZER);
+  check_checkpoints(model, rank, dir, DPT_SHARD_PARAMETERS);
+  if (rank == 0) rmdir(dir);
 
   dpt_model *norm = small_batch_norm_model();
   size_t norm_n = 0;
@@ -296,8 +357,17 @@ int main(int argc, char **argv) {
              "gradients with batch norm, 2 x 2, a bucket per layer");
   check_bits(norm, (setup){1, DPT_SHARD_GRADIENTS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, norm_n,
              "gradients with batch norm, 1 x 1, AdamW, a bucket per layer");
+  check_bits(norm, (setup){2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 1, 1}, norm_n,
+             "parameters with batch norm, 2 x 2, a bucket per layer");
+  dpt_model *tied = tied_model();
+  size_t tied_n = 0;
+  OK(dpt_model_parameter_count(tied, &tied_n));
+  check_bits(tied, (setup){2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, tied_n,
+             "parameters with a tied weight, 2 x 2, AdamW, a bucket per layer");
+  check_bits(tied, (setup){1, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 0, 1}, tied_n,
+             "parameters with a tied weight, 1 x 1, one bucket");
+  dpt_model_destroy(tied);
   dpt_model_destroy(norm);
-  check_refused(model, DPT_SHARD_PARAMETERS, "parameters");
   dpt_model_destroy(model);
   return finish_processes(rank);
 }

@@ -105,10 +105,9 @@ public partial class TrainerOptions {
   /// device of every process, DeepSpeed's ZeRO: with P processes of K devices each device keeps 1/(P K); the
   /// same bits as <see cref="ShardMode.None"/>). With <c>World</c>, <see cref="Trainer.SaveCheckpoint"/> is collective:
   /// every process calls it and process 0 writes the file. Without a communicator both are the same.</summary>
-  /// <remarks><c>World</c> takes <see cref="ShardMode.Optimizer"/> and <see cref="ShardMode.Gradients"/>: with
-  /// <c>Parameters</c> it is <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>) across
-  /// processes. A value
-  /// outside the enum is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the
+  /// <remarks><c>World</c> takes every <see cref="ShardMode"/> on CPU devices; with <c>Parameters</c> setting the
+  /// parameters, loading a checkpoint and disposing of the trainer are collective too (every process, such
+  /// trainers disposed of in the same order). A value outside the enum is <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the
   /// trainer is created.</remarks>
   public ShardScope ShardScope {
     get { return ShardScopeNative; }

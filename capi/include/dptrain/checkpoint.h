@@ -43,7 +43,9 @@ DPT_API dpt_status dpt_trainer_save(dpt_trainer *trainer, const char *path);
  * whole file is validated before anything changes: on error the trainer is untouched and usable. Only a
  * regular file is read (a FIFO, a directory or a device is refused at once, without blocking), and its
  * header and tensor table are checked before the rest is read, so a large file that is no checkpoint is
- * refused without being read. Parameters and optimizer state must be finite.
+ * refused without being read. Parameters and optimizer state must be finite. A trainer whose parameters
+ * are sharded across every process's devices (DPT_SHARD_PARAMETERS with DPT_SHARD_SCOPE_WORLD) makes this
+ * call collective: every process loads the file (each keeps its ranges) and waits for the others.
  * @return DPT_ERROR_IO when the file cannot be read or is not a regular file ("'x' is not a regular file
  *         (a FIFO)"); DPT_ERROR_FORMAT for a corrupt, truncated or foreign file, or one whose parameters or
  *         optimizer state hold a NaN or an infinity (the message names the first, e.g.

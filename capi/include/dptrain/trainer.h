@@ -135,16 +135,19 @@ typedef enum dpt_shard_scope {
    * HYBRID_SHARD; default): a process of one device shards nothing. */
   DPT_SHARD_SCOPE_PROCESS = 0,
   /** One copy across every device of every process (DeepSpeed's ZeRO, FSDP's FULL_SHARD): with P
-   * processes of K devices each device keeps 1/(P K). DPT_SHARD_OPTIMIZER and DPT_SHARD_GRADIENTS;
-   * DPT_SHARD_PARAMETERS is DPT_ERROR_UNSUPPORTED. CPU devices (the process's devices may number 1 and
+   * processes of K devices each device keeps 1/(P K). CPU devices (the process's devices may number 1 and
    * differ between processes): the gradient is summed within each process and reduce-scattered across the
-   * processes (each bucket during backward with DPT_SHARD_GRADIENTS), each device updates its range, and
-   * the ranges are gathered within each process and copied across the processes. GPUs, with
-   * DPT_SHARD_OPTIMIZER: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL broadcasts
-   * from their owners. The same bits as DPT_SHARD_NONE with two processes (with accumulation,
-   * DPT_SHARD_GRADIENTS's one rounding per micro-batch).
-   * dpt_trainer_save is then collective: every process calls it, process 0 writes the file. Without a
-   * communicator (one process) the same as DPT_SHARD_SCOPE_PROCESS. */
+   * processes (each bucket during backward with DPT_SHARD_GRADIENTS and _PARAMETERS), each device updates
+   * its range, and the ranges are gathered within each process and copied across the processes; with
+   * DPT_SHARD_PARAMETERS nothing is gathered after the update: a pass reads each bucket's ranges that
+   * other processes own straight from their memory (one-sided MPI gets, MPI_Rget). GPUs, with
+   * DPT_SHARD_OPTIMIZER only: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL
+   * broadcasts from their owners. The same bits as DPT_SHARD_NONE with two processes (with accumulation,
+   * DPT_SHARD_GRADIENTS's one rounding per micro-batch). dpt_trainer_save is then collective: every
+   * process calls it, process 0 writes the file. With DPT_SHARD_PARAMETERS, dpt_trainer_set_parameters,
+   * dpt_trainer_load and dpt_trainer_destroy are collective too (every process calls them, destroying
+   * such trainers in the same order: a process's parameters go only once no process reads them).
+   * Without a communicator (one process) the same as DPT_SHARD_SCOPE_PROCESS. */
   DPT_SHARD_SCOPE_WORLD = 1
 } dpt_shard_scope;
 
@@ -457,7 +460,10 @@ DPT_API dpt_status dpt_trainer_create(dpt_trainer **out, dpt_context *context, c
  * @brief Destroys a trainer and frees its device memory. Accepts NULL. Never waits: when a device has not
  * come back from a call that timed out (see timeout_seconds), the memory is freed by a later
  * dpt_trainer_create() or dpt_trainer_destroy() once it has. May be called before or after
- * dpt_context_destroy() of its context.
+ * dpt_context_destroy() of its context. The one wait: a trainer whose parameters are sharded across every
+ * process's devices (DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD) waits, up to its timeout_seconds, until
+ * every process destroys it (the others read this process's parameters until then); destroy such trainers
+ * in the same order on every process.
  */
 DPT_API void dpt_trainer_destroy(dpt_trainer *trainer);
 
@@ -575,7 +581,8 @@ DPT_API dpt_status dpt_trainer_get_parameters(dpt_trainer *trainer, float *param
 DPT_API dpt_status dpt_trainer_get_replica_parameters(dpt_trainer *trainer, size_t replica, float *parameters,
                                                       size_t count);
 
-/** @brief Sets the parameters of every replica; optimizer state is kept. */
+/** @brief Sets the parameters of every replica; optimizer state is kept. Collective (every process calls
+ * it) for a trainer whose parameters are sharded across every process's devices (DPT_SHARD_SCOPE_WORLD). */
 DPT_API dpt_status dpt_trainer_set_parameters(dpt_trainer *trainer, const float *parameters, size_t count);
 
 /**

@@ -1,0 +1,57 @@
+// Where each range of sharded parameters (ZeRO stage 3) lives, and reading any span of the parameters from
+// its owners. Within a process the owners are the replicas, whose buffers the CPU devices share: a read is
+// a copy. Sharded across every device of every MPI process (the world scope), the ranges of the other
+// processes' devices are read with one-sided gets (World::get): this process exposes its replicas' ranges
+// in the World's window and learns every device's address once, when it is built; afterwards a read, from
+// any device thread, needs nothing of the owner process. The owners write their ranges only between
+// passes (the update, a load), and publish them (World::publish) before anybody reads again.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/world.hpp"
+#include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
+
+namespace dpt {
+
+// Across processes: the World, the first device of every process (world size + 1 offsets: process p's
+// devices are the layout's [first[p], first[p + 1])), and how long a read may wait.
+struct WorldPlacement {
+  const World *world = nullptr;
+  std::vector<size_t> process_first;
+  double timeout_seconds = 0;
+};
+
+class ParameterOwners {
+ public:
+  // replicas: this process's, each holding its range of shards. Across processes (placement.world set and
+  // the layout spanning other processes' devices): collective, exposes the replicas' ranges and learns
+  // everybody's addresses.
+  ParameterOwners(const std::vector<std::unique_ptr<Replica>> &replicas, const ShardLayout &shards,
+                  WorldPlacement placement);
+  ~ParameterOwners();
+  ParameterOwners(const ParameterOwners &) = delete;
+  ParameterOwners &operator=(const ParameterOwners &) = delete;
+
+  // dst [0, end - begin) = elements [begin, end) of the parameters, from every owner whose range meets them.
+  void copy(float *dst, size_t begin, size_t end) const;
+  // Across processes: makes this process's writes to its ranges visible to every process's reads
+  // (collective; a no-op within a process).
+  void publish() const;
+
+ private:
+  bool local(size_t device) const { return device - first_ < ranges_.size(); }
+
+  const ShardLayout &shards_;
+  size_t first_ = 0;                 // the layout's index of this process's first device
+  std::vector<float *> ranges_;      // this process's replicas' parameter buffers: their ranges
+  WorldPlacement placement_;         // world == nullptr: every owner is in this process
+  std::vector<size_t> process_of_;   // per device of the layout
+  std::vector<uint64_t> addresses_;  // per device of the layout: its range's address in its process
+};
+
+}  // namespace dpt
