@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument);
- * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) */
+ * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) and add_channels */
 #define DPT_WORLD_ABI_VERSION 5u
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
@@ -21,7 +21,8 @@ extern "C" {
 #endif
 #define DPT_WORLD_ENTRY_MPI "dptrain_mpi_world_v1"
 
-/* Independent channels: each a duplicate of MPI_COMM_WORLD of its own, so that collectives called from
+/* Independent channels (these two, and any number more from add_channels): each a duplicate of
+ * MPI_COMM_WORLD of its own, so that collectives called from
  * two threads (the device threads' batch statistics and the communication threads' gradient buckets) never
  * meet on one communicator, where the processes could post them in different orders. Within a channel,
  * every process calls the same collectives in the same order; calls on different channels may come from
@@ -83,6 +84,9 @@ typedef struct dpt_world_v1 {
   /* After this process changed its exposed memory: MPI_Win_sync, then a barrier on the channel; once
    * every process has returned, each one's get() sees every process's changes. */
   int (*publish)(int channel, double timeout_seconds, char *error, size_t error_size);
+  /* Creates count more channels (duplicates of MPI_COMM_WORLD; collective and blocking: every process calls
+   * it at the same point) and reports the first one's number; they last until finalize. */
+  int (*add_channels)(int count, int *first, char *error, size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

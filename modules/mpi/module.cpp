@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,7 +18,9 @@ namespace {
 bool started_here = false;
 // The channels (world_interface.h): duplicates of MPI_COMM_WORLD, so that our errors return, our messages
 // stay apart from the application's, and two threads' collectives never share a communicator.
-MPI_Comm channels[DPT_WORLD_CHANNELS] = {MPI_COMM_NULL, MPI_COMM_NULL};
+// The first DPT_WORLD_CHANNELS come with init, the rest with add_channels; only ever appended to (under
+// the lock), and a deque, so that a channel's entries stay where they are.
+std::deque<MPI_Comm> channels;
 // The window of one-sided reads (open_window) over a communicator of its own; a passive-target epoch to
 // every process stays open (MPI_Win_lock_all) from its creation to finalize.
 MPI_Comm window_comm = MPI_COMM_NULL;
@@ -47,11 +50,11 @@ MPI_Comm usable(int channel, char *error, size_t size) {
     std::snprintf(error, size, "MPI is unusable in this process after an earlier failure: %s", broken_reason);
     return MPI_COMM_NULL;
   }
-  if (channel < 0 || channel >= DPT_WORLD_CHANNELS || channels[channel] == MPI_COMM_NULL) {
+  if (channel < 0 || size_t(channel) >= channels.size() || channels[size_t(channel)] == MPI_COMM_NULL) {
     std::snprintf(error, size, "no MPI channel %d (init not called, or an unknown channel)", channel);
     return MPI_COMM_NULL;
   }
-  return channels[channel];
+  return channels[size_t(channel)];
 }
 
 void describe(int code, const char *call, char *error, size_t size) {
@@ -101,6 +104,24 @@ int wait_for(MPI_Request *request, double timeout, const char *call, char *error
   }
 }
 
+// Appends a channel: a duplicate of MPI_COMM_WORLD (collective, blocking).
+int duplicate_world(char *error, size_t error_size) {
+  MPI_Comm channel = MPI_COMM_NULL;
+  int code = MPI_SUCCESS;
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    code = MPI_Comm_dup(MPI_COMM_WORLD, &channel);
+    // Errors come back as codes (and so as dptrain statuses) instead of ending the process.
+    if (code == MPI_SUCCESS) {
+      MPI_Comm_set_errhandler(channel, MPI_ERRORS_RETURN);
+      channels.push_back(channel);
+    }
+  }
+  if (code == MPI_SUCCESS) return DPT_WORLD_OK;
+  describe(code, "MPI_Comm_dup", error, error_size);
+  return DPT_WORLD_FAILED;
+}
+
 int init(int *rank, int *size, char *error, size_t error_size) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -122,16 +143,8 @@ int init(int *rank, int *size, char *error, size_t error_size) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
   }
-  for (MPI_Comm &channel : channels) {
-    if (channel != MPI_COMM_NULL) continue;
-    const int code = MPI_Comm_dup(MPI_COMM_WORLD, &channel);
-    if (code != MPI_SUCCESS) {
-      describe(code, "MPI_Comm_dup", error, error_size);
-      return DPT_WORLD_FAILED;
-    }
-    // Errors come back as codes (and so as dptrain statuses) instead of ending the process.
-    MPI_Comm_set_errhandler(channel, MPI_ERRORS_RETURN);
-  }
+  while (channels.size() < DPT_WORLD_CHANNELS)
+    if (int r = duplicate_world(error, error_size); r != DPT_WORLD_OK) return r;
   MPI_Comm_rank(channels[0], rank);
   MPI_Comm_size(channels[0], size);
   if (*size > 1) launcher = getppid();
@@ -250,8 +263,14 @@ int reduce_scatter_sum(int channel, float *buffer, const size_t *counts, double 
   }
   // MPI may read the counts until the operation completes, which after a timeout is never: they stay, one
   // array per channel.
-  static std::vector<int> channel_parts[DPT_WORLD_CHANNELS];
-  std::vector<int> &parts = channel_parts[channel];
+  static std::deque<std::vector<int>> channel_parts;
+  std::vector<int> *at = nullptr;
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    if (channel_parts.size() <= size_t(channel)) channel_parts.resize(size_t(channel) + 1);
+    at = &channel_parts[size_t(channel)];
+  }
+  std::vector<int> &parts = *at;
   parts.resize(size_t(size));
   for (int p = 0; p < size; ++p) {
     if (int r = checked_count(counts[p] * sizeof(float), "MPI_Ireduce_scatter", error, error_size);
@@ -269,6 +288,17 @@ int reduce_scatter_sum(int channel, float *buffer, const size_t *counts, double 
       r != DPT_WORLD_OK)
     return fail(r, error);
   return fail(wait_for(&request, timeout, "MPI_Ireduce_scatter", error, error_size), error);
+}
+
+int add_channels(int count, int *first, char *error, size_t error_size) {
+  if (usable(DPT_WORLD_CHANNEL_MAIN, error, error_size) == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    *first = int(channels.size());
+  }
+  for (int c = 0; c < count; ++c)
+    if (int r = duplicate_world(error, error_size); r != DPT_WORLD_OK) return fail(r, error);
+  return DPT_WORLD_OK;
 }
 
 int open_window(char *error, size_t error_size) {
@@ -441,7 +471,8 @@ const dpt_world_v1 kWorld = {DPT_WORLD_ABI_VERSION,
                              expose,
                              withdraw,
                              get,
-                             publish};
+                             publish,
+                             add_channels};
 
 }  // namespace
 

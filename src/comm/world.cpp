@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 
 #include "backend/module_loader.hpp"
@@ -15,6 +16,7 @@ namespace {
 
 std::mutex world_mutex;
 World *the_world = nullptr;
+std::deque<World *> pooled;  // World::pooled_channel's, under world_mutex; leaked as the channels are
 bool finalized = false;
 
 // Finds and opens the module; returns its interface, or nullptr with the reason.
@@ -184,6 +186,27 @@ void World::get(void *destination, size_t bytes, size_t process, uint64_t addres
 void World::publish(double timeout_seconds) const {
   char error[512] = "";
   check(api_->publish(channel_, timeout_seconds, error, sizeof error), error);
+}
+
+void World::reserve_pooled_channels(size_t count) const {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  const size_t have = pooled.size();
+  if (have >= count) return;
+  char error[512] = "";
+  int first = 0;
+  check(api_->add_channels(int(count - have), &first, error, sizeof error), error);
+  for (size_t k = have; k < count; ++k) {
+    World *world = new World(*this);
+    world->channel_ = first + int(k - have);
+    pooled.push_back(world);
+  }
+}
+
+const World &World::pooled_channel(size_t k) const {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  DPT_REQUIRE(k < pooled.size(), DPT_ERROR_INVALID_STATE,
+              "no pooled MPI channel " + std::to_string(k) + " (reserve_pooled_channels first)");
+  return *pooled[k];
 }
 
 }  // namespace dpt

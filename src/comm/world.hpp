@@ -33,6 +33,12 @@ class World {
   // This World on another channel: the calls of one channel may run while another's do, from another
   // thread; within a channel, every process calls the same collectives in the same order.
   const World &channel(WorldChannel which) const { return *channels_[size_t(which)]; }
+  // Channels for streams of collectives beyond the two (a pipeline's stages, each summing its batch
+  // statistics from its own device thread): makes sure at least count exist (collective when the pool grows:
+  // every process asks at the same point, as it builds the same trainer) and returns the k-th. The pool is
+  // shared by every trainer of the process and lasts until finalize.
+  void reserve_pooled_channels(size_t count) const;
+  const World &pooled_channel(size_t k) const;
 
   // Sums in place over every process; throws DPT_ERROR_TIMEOUT after timeout_seconds (0 = none), or
   // DPT_ERROR_COMMUNICATION. Calls on one channel must not overlap. A 16-bit

@@ -81,22 +81,20 @@ void Trainer::start_pipeline(size_t width) {
       std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches, config_.pipeline_schedule,
                                  config_.matmul_dtype, config_.activation_dtype, group_->aborted());
   for (const PipelineStage &s : stages_) mirrored_ = mirrored_ || s.mirror_floats > 0;
-  if (config_.world != nullptr) {
-    // A stage's batch statistics would be summed across the processes by every stage's device thread at
-    // once, which one MPI channel cannot take.
-    DPT_REQUIRE(
-        std::none_of(replicas_.begin(), replicas_.end(),
-                     [](const auto &r) { return r->network.has_statistics(); }),
-        DPT_ERROR_UNSUPPORTED,
-        "pipeline model parallel across MPI processes does not support batch norm in this version (each "
-        "stage's statistics would be summed across the processes); one process pipelines it");
-  }
-  if (width == 1) return;
+  const bool statistics = std::any_of(replicas_.begin(), replicas_.end(),
+                                      [](const auto &r) { return r->network.has_statistics(); });
+  // Across processes a stage's batch statistics are summed over the processes too, by the stage's device
+  // threads, which run the stages' micro-batches at their own pace: each stage sums on an MPI channel of
+  // its own (its sums come in the same order on every process, the stages' orders differ).
+  const World *world = config_.world;
+  if (world != nullptr && statistics) world->reserve_pooled_channels(stages_.size());
+  if (width == 1 && (world == nullptr || !statistics)) return;
   group_->enable_subgroups(stages_.size());
   for (size_t s = 0; s < stages_.size(); ++s)
     if (replicas_[s * width]->network.has_statistics())
-      stage_statistics_.push_back(
-          std::make_unique<HostStatisticsReducer>(group_->subgroup(s), nullptr, config_.timeout_seconds));
+      stage_statistics_.push_back(std::make_unique<HostStatisticsReducer>(
+          group_->subgroup(s), world != nullptr ? &world->pooled_channel(s) : nullptr,
+          config_.timeout_seconds));
     else
       stage_statistics_.push_back(nullptr);
 }

@@ -7,8 +7,13 @@
  *     holds the same bits;
  *   - evaluation across the processes gives the one-process loss (within 1e-5, relative); prediction gives
  *     every process every logit, the same bits on both;
- *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): a model with batch norm, and processes of
- *     different device counts.
+ *   - a model with batch norm in both stages, 2 processes x (2 stages x 1 replica), 3 micro-batches: each
+ *     micro-batch's
+ *     statistics summed over the processes (each stage on an MPI channel of its own), so the step is that of
+ *     2 processes x 1 device without pipeline accumulating the same micro-batches (each the processes'
+ *     micro-batches side by side, statistics summed across the processes): parameters and running
+ *     statistics within 1e-5 (relative), the evaluation loss too, every process alike;
+ *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): processes of different device counts.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -26,6 +31,7 @@ enum { kInput = 28 * 28, kSteps = 5, kEval = 9 };
 typedef struct {
   size_t devices, stages;
   dpt_communicator communicator;
+  size_t accumulation; /* 0: 1 */
 } setup;
 
 typedef struct {
@@ -45,6 +51,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.timeout_seconds = 60;
   to.pipeline_stages = s.stages;
   to.micro_batches = s.stages > 1 ? 3 : 0;
+  to.accumulation_steps = s.accumulation > 0 ? s.accumulation : 1;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -88,6 +95,96 @@ static float *train(run r, size_t n_params, double *eval_loss, float **logits) {
   return p;
 }
 
+/* Batch norm: global batches of 12 rows; each process's share is 6, cut into 3 micro-batches of 2. The
+ * pipeline gets the batches whole; the reference (accumulating 3 micro-batches on 1 device per process) gets
+ * micro-batch m as process 0's 2 rows of it and process 1's, 4 rows, of which each process takes its 2. Then
+ * both evaluate the same 9 samples. Returns the parameters and running statistics (calloc'd). */
+enum { kNormBatch = 12, kMicro = 3, kNormSteps = 3 };
+static void train_norm(run r, int pipelined, size_t n, size_t m, float **params, float **buffers,
+                       double *eval_loss) {
+  static float x[kNormBatch * kInput], part[kNormBatch / kMicro * kInput];
+  int32_t y[kNormBatch], part_y[kNormBatch / kMicro];
+  const size_t share = kNormBatch / 2, micro = share / kMicro;
+  state = 7;
+  for (int s = 0; s < kNormSteps; ++s) {
+    batch(x, y, kNormBatch);
+    dpt_step_result res = {.struct_size = sizeof res};
+    if (pipelined) {
+      OK(dpt_trainer_step(r.trainer, x, kNormBatch * kInput, y, kNormBatch, &res));
+      continue;
+    }
+    for (size_t mb = 0; mb < kMicro; ++mb) {
+      for (size_t p = 0; p < 2; ++p) {
+        const size_t from = p * share + mb * micro;
+        memcpy(part + p * micro * kInput, x + from * kInput, micro * kInput * sizeof(float));
+        memcpy(part_y + p * micro, y + from, micro * sizeof(int32_t));
+      }
+      OK(dpt_trainer_step(r.trainer, part, 2 * micro * kInput, part_y, 2 * micro, &res));
+    }
+  }
+  *params = calloc(n, sizeof(float));
+  *buffers = calloc(m, sizeof(float));
+  OK(dpt_trainer_get_parameters(r.trainer, *params, n));
+  OK(dpt_trainer_get_buffers(r.trainer, *buffers, m));
+  batch(x, y, kEval);
+  dpt_eval_result e = {.struct_size = sizeof e};
+  OK(dpt_trainer_evaluate(r.trainer, x, kEval * kInput, y, kEval, &e));
+  *eval_loss = e.loss;
+}
+
+/* Two convolutions with batch norm: with 2 stages, each stage normalises (and sums its statistics across the
+ * processes while the other stage does). */
+static dpt_model *two_norm_model(void) {
+  dpt_model *m = NULL;
+  size_t a;
+  OK(dpt_model_create(&m, 1, 28, 28));
+  OK(dpt_model_conv2d(m, 0, 4, 3, 2, 1, 0, "conv1", &a));
+  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn1", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu1", &a));
+  OK(dpt_model_conv2d(m, a, 8, 3, 2, 1, 0, "conv2", &a));
+  OK(dpt_model_batch_norm(m, a, 1e-5f, 0.1f, "bn2", &a));
+  OK(dpt_model_activation(m, a, DPT_ACTIVATION_RELU, "relu2", &a));
+  OK(dpt_model_global_avg_pool(m, a, "pool", &a));
+  OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
+  return m;
+}
+
+static void check_batch_norm(int rank) {
+  dpt_model *norm = two_norm_model();
+  size_t n = 0, m = 0;
+  OK(dpt_model_parameter_count(norm, &n));
+  OK(dpt_model_buffer_count(norm, &m));
+  run r;
+  float *p_ref, *b_ref, *p, *b;
+  double loss_ref = 0, loss = 0;
+  OK(start(norm, (setup){1, 1, DPT_COMMUNICATOR_MPI, kMicro}, &r));
+  float *initial = calloc(n, sizeof(float));
+  OK(dpt_trainer_get_parameters(r.trainer, initial, n));
+  train_norm(r, 0, n, m, &p_ref, &b_ref, &loss_ref);
+  stop(r);
+  OK(start(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, 0}, &r));
+  train_norm(r, 1, n, m, &p, &b, &loss);
+  stop(r);
+  const double e = tu_relative_error(p, p_ref, initial, n);
+  float *no_buffers = calloc(m, sizeof(float));
+  const double e_buffers = tu_relative_error(b, b_ref, no_buffers, m);
+  CHECK(e <= 1e-5 && e_buffers <= 1e-5,
+        "batch norm, pipeline across 2 processes: relative error %g (running statistics %g) vs accumulating "
+        "on 1 device per process",
+        e, e_buffers);
+  CHECK(fabs(loss - loss_ref) <= 1e-5 * fabs(loss_ref), "batch norm: evaluation loss %.9g, reference %.9g",
+        loss, loss_ref);
+  CHECK(same_on_every_process(p, n) && same_on_every_process(b, m),
+        "batch norm, pipeline across 2 processes: the processes differ");
+  if (rank == 0)
+    printf(
+        "batch norm, pipeline across 2 processes x (2 stages x 1): relative error %.3g, running statistics "
+        "%.3g vs 2 processes x 1 device accumulating the micro-batches; evaluation loss %.9g (%.9g)\n",
+        e, e_buffers, loss, loss_ref);
+  free(p_ref), free(b_ref), free(p), free(b), free(initial), free(no_buffers);
+  dpt_model_destroy(norm);
+}
+
 static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
   run r;
   const dpt_status st = start(model, s, &r);
@@ -111,20 +208,20 @@ int main(int argc, char **argv) {
   run r;
   double loss_pipeline = 0, loss_one = 0, loss = 0;
   float *logits_pipeline = NULL, *logits_one = NULL, *logits = NULL;
-  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL}, &r));
+  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL, 0}, &r));
   float *pipeline = train(r, n, &loss_pipeline, &logits_pipeline);
   stop(r);
-  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL}, &r));
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0}, &r));
   float *one = train(r, n, &loss_one, &logits_one);
   stop(r);
-  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL}, &r)); /* the starting point: no step taken */
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0}, &r)); /* the starting point: no step taken */
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(r.trainer, initial, n));
   stop(r);
 
   const size_t devices[2] = {2, 4};
   for (int c = 0; c < 2; ++c) {
-    OK(start(lenet, (setup){devices[c], 2, DPT_COMMUNICATOR_MPI}, &r));
+    OK(start(lenet, (setup){devices[c], 2, DPT_COMMUNICATOR_MPI, 0}, &r));
     float *p = train(r, n, &loss, &logits);
     stop(r);
     const double e_pipeline = tu_relative_error(p, pipeline, initial, n);
@@ -147,10 +244,8 @@ int main(int argc, char **argv) {
     free(p), free(logits);
   }
 
-  dpt_model *norm = small_batch_norm_model();
-  check_refused(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI}, "batch norm", "a model with batch norm");
-  dpt_model_destroy(norm);
-  check_refused(lenet, (setup){rank == 0 ? 2 : 4, 2, DPT_COMMUNICATOR_MPI}, "same device count",
+  check_batch_norm(rank);
+  check_refused(lenet, (setup){rank == 0 ? 2 : 4, 2, DPT_COMMUNICATOR_MPI, 0}, "same device count",
                 "processes of 2 and 4 devices");
 
   free(pipeline), free(one), free(initial), free(logits_pipeline), free(logits_one);
