@@ -41,12 +41,6 @@ void Trainer::plan_pipeline() {
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "
                   "supported)");
-  // Across processes every process runs every stage, with the same replicas per stage.
-  DPT_REQUIRE(
-      std::all_of(process_weights_.begin(), process_weights_.end(),
-                  [this](double d) { return d == double(devices_.size()); }),
-      DPT_ERROR_UNSUPPORTED,
-      why + "across MPI processes needs the same device count in every process (each runs every stage)");
   DPT_REQUIRE(config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
               why + "cannot be combined with sharded data parallel (each stage already holds its own part)");
   DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,

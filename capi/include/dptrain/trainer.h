@@ -267,8 +267,9 @@ typedef struct dpt_trainer_options {
    * 0, and so on): each micro-batch is split among a stage's replicas, batch norm statistics are summed
    * among them (DPT_BATCH_NORM_SYNC), and at the end of a window each stage's replicas all-reduce the
    * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
-   * CPU devices (across MPI processes: every process runs every stage on the same device count, each on its
-   * share of the batch, the stages' gradients summed over the processes; no batch norm there), no sharding,
+   * CPU devices (across MPI processes: every process runs every stage on its own devices, S x R_p, each on
+   * its share of the batch, weighted by its device count, the stages' gradients and each micro-batch's
+   * batch norm statistics summed over the processes), no sharding,
    * the even split, and a parameter tied across stages only as
    * its stage's last parameter (a language model's head; DPT_ERROR_UNSUPPORTED or
    * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices accumulating the same
