@@ -134,6 +134,7 @@ static const option_spec kOptions[] = {
     {"--trace", ARG_STRING, FIELD(trace_path), 0, REAL_POSITIVE, NULL},
     {"--plot", ARG_STRING, FIELD(plot_path), 0, REAL_POSITIVE, NULL},
     {"--checkpoint", ARG_STRING, FIELD(checkpoint_path), 0, REAL_POSITIVE, NULL},
+    {"--checkpoint-every", ARG_SIZE, FIELD(checkpoint_every), 1, REAL_POSITIVE, NULL},
     {"--resume", ARG_STRING, FIELD(resume_path), 0, REAL_POSITIVE, NULL},
 };
 
@@ -573,6 +574,13 @@ static int check_config(const train_config *config) {
     return cli_usage_error(
         "--micro-batches, --pipeline-schedule and --pipeline-cuts need --pipeline S (S > 1)");
   }
+  if (config->checkpoint_every > 0 && config->checkpoint_path == NULL)
+    return cli_usage_error("--checkpoint-every needs --checkpoint PATH");
+  if (config->checkpoint_every % config->accumulate != 0)
+    return cli_usage_error(
+        "--checkpoint-every %zu: a checkpoint is taken between optimizer steps, so it must "
+        "be a multiple of --accumulate %zu",
+        config->checkpoint_every, config->accumulate);
   if (config->pipeline > 1 && listed > 0 && listed % config->pipeline != 0) {
     return cli_usage_error("--pipeline %zu needs a multiple of %zu devices (stages x replicas), %zu given",
                            config->pipeline, config->pipeline, listed);
@@ -707,6 +715,9 @@ void print_train_help(FILE *out) {
       "                         device and thread) as Chrome trace-event JSON (chrome://tracing, Perfetto)\n"
       "  --plot FILE.svg        draw the loss and accuracy curves as SVG\n"
       "  --checkpoint PATH      save a checkpoint atomically after every epoch\n"
+      "  --checkpoint-every N   also every N batches into an epoch (a multiple of --accumulate);\n"
+      "                         --resume then goes on from the batch after it, the same bits as a\n"
+      "                         run that was never stopped\n"
       "  --resume PATH          load a checkpoint first and train only the epochs it lacks\n"
       "                         (same model and optimizer; any number of devices)\n"
       "  --help                 show this help\n"

@@ -91,6 +91,7 @@ typedef struct train_config {
   const char *trace_path;               /**< Chrome trace-event JSON of the training, or NULL. */
   const char *plot_path;                /**< SVG plot of the curves, or NULL. */
   const char *checkpoint_path;          /**< Checkpoint saved after every epoch, or NULL. */
+  size_t checkpoint_every;              /**< Also every this many batches into an epoch; 0 = epochs only. */
   const char *resume_path;              /**< Checkpoint to resume from, or NULL. */
   unsigned char given[CLI_MAX_OPTIONS]; /**< Per option of the table: given on the command line. */
 } train_config;

@@ -117,7 +117,8 @@ static void clear_bar(progress_state *state) {
   state->bar_visible = 0;
 }
 
-/* After every epoch, before the next starts: the trainer is between steps, so the checkpoint is exact. */
+/* After every epoch, before the next starts, or at a batch report of --checkpoint-every: the trainer is
+ * between steps, so the checkpoint is exact. */
 static void save_checkpoint(progress_state *state) {
   dpt_status status;
   if (state->checkpoint_path == NULL || state->checkpoint_status != DPT_OK) return;
@@ -138,9 +139,14 @@ static void on_epoch(progress_state *state, const dpt_progress *p) {
 
 int progress_callback(const dpt_progress *progress, void *user_data) {
   progress_state *state = (progress_state *)user_data;
+  if (progress->kind == DPT_PROGRESS_BATCH && state->checkpoint_every > 0 &&
+      progress->batch % state->checkpoint_every == 0)
+    save_checkpoint(state);  // between optimizer steps: --checkpoint-every is a multiple of --accumulate
   if (progress->kind == DPT_PROGRESS_EPOCH) {
     state->reports = 0;
     on_epoch(state, progress);
+  } else if (state->report_every > 1 && progress->batch % state->report_every != 0) {
+    /* a report for the checkpoint only */
   } else if (state->tty) {
     draw_bar(state, progress);
   } else if (state->line_every <= 1 || ++state->reports % state->line_every == 0) {

@@ -26,6 +26,10 @@ typedef struct progress_state {
   size_t epoch_offset;          /**< Set by the caller: epochs done before this run (after --resume). */
   dpt_trainer *trainer;         /**< Set by the caller with checkpoint_path. */
   const char *checkpoint_path;  /**< Set by the caller: save a checkpoint here after every epoch, or NULL. */
+  size_t checkpoint_every;      /**< Set by the caller: also at batch reports of every this many batches (0:
+                                     epochs only). */
+  size_t report_every;          /**< Set by the caller: batch reports to draw or print come every this many
+                                     batches (the others are checkpoints only); 0 = every one. */
   dpt_status checkpoint_status; /**< The first failed save (training is stopped), else DPT_OK. */
   char checkpoint_error[512];   /**< Its message. */
   size_t tokens_per_sample;     /**< Set by the caller: token models' window length (throughput in tokens/s,

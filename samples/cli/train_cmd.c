@@ -378,6 +378,15 @@ static void print_header(const train_run *run) {
  * output goes: across MPI processes every process must report (and vote on stopping) at the same batches,
  * and only process 0 writes to a terminal.
  */
+static size_t gcd_of(size_t a, size_t b) {
+  while (b != 0) {
+    const size_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
 static size_t progress_interval(const train_run *run) {
   size_t batches = ceil_div(run->summary.train_samples, run->config.batch);
   if (run->config.progress_every > 0) return run->config.progress_every;
@@ -394,6 +403,7 @@ static int fit(train_run *run) {
   run->progress.metrics = run->metrics;
   run->progress.trainer = run->trainer;
   run->progress.checkpoint_path = run->config.checkpoint_path;
+  run->progress.checkpoint_every = run->config.checkpoint_path != NULL ? run->config.checkpoint_every : 0;
   run->progress.tokens_per_sample = run->summary.tokens_per_sample;
   if (run->progress.epoch_offset >= run->config.epochs) {
     fprintf(run->out, "nothing to train: the checkpoint already has %zu of %zu epochs\n",
@@ -405,7 +415,12 @@ static int fit(train_run *run) {
   dpt_fit_options_init(&options);
   options.epochs = run->config.epochs - run->progress.epoch_offset;
   options.batch_size = run->config.batch;
-  options.progress_every = progress_interval(run);
+  /* Reports at the batches of both --progress-every and --checkpoint-every (the callback draws only the
+   * former's). */
+  run->progress.report_every = progress_interval(run);
+  options.progress_every = run->progress.report_every;
+  if (run->config.checkpoint_every > 0)
+    options.progress_every = gcd_of(options.progress_every, run->config.checkpoint_every);
   options.progress = progress_callback;
   options.user_data = &run->progress;
   memset(&run->summary.fit, 0, sizeof run->summary.fit);

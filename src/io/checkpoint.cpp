@@ -90,8 +90,8 @@ void save_checkpoint(const Trainer &trainer, const std::string &path) {
   // A shard across processes: every process took part in save_state; process 0 writes.
   if (trainer.world_shards() && trainer.world()->rank() != 0) return;
   const std::string model = trainer.spec().describe();
-  const uint64_t counters[kCounterCount] = {state.optimizer_steps, state.epochs_done, 0,
-                                            trainer.config().seed};
+  const uint64_t counters[kCounterCount] = {state.optimizer_steps, state.epochs_done,
+                                            state.samples_into_epoch, trainer.config().seed};
   const uint64_t optimizer_kind = uint64_t(trainer.config().optimizer.kind);
   std::vector<Tensor> tensors;
   tensors.push_back(make_tensor("model.description", ElementType::kU8, model.data(), model.size()));
@@ -195,6 +195,7 @@ void load_checkpoint_image(Trainer &trainer, const std::vector<unsigned char> &i
   }
   state.optimizer_steps = counters[kOptimizerSteps];
   state.epochs_done = counters[kEpochsDone];
+  state.samples_into_epoch = counters[kSamplesIntoEpoch];
   state.seed = counters[kSeed];
   trainer.load_state(state);  // checks the sizes against the trainer before changing anything
 }

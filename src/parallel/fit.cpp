@@ -71,6 +71,7 @@ void agree_on_fit(Trainer &trainer, const Dataset &train, const Dataset *test, c
   agreed.add("test samples", uint64_t(test != nullptr ? test->size() : 0));
   agreed.add("epochs done", trainer.epochs_done);
   agreed.add("optimizer steps", trainer.optimizer_steps());
+  agreed.add("samples into the epoch", trainer.samples_into_epoch);
   agreed.check(*trainer.world(), trainer.config().timeout_seconds);
 }
 
@@ -88,6 +89,13 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
   const size_t n = train.size(), per = train.shape().size(), targets = train.targets_per_sample();
   const size_t batch = std::min(config.batch_size, n);
   const size_t batches = (n + batch - 1) / batch;
+  // A checkpoint taken in the middle of an epoch: its first batches are done (the shuffle is keyed by the
+  // epoch number, so the order is the one they were drawn from).
+  const uint64_t resume_at = trainer.samples_into_epoch;
+  DPT_REQUIRE(resume_at == 0 || (resume_at % batch == 0 && resume_at < n), DPT_ERROR_INVALID_ARGUMENT,
+              "the trainer stopped " + std::to_string(resume_at) + " samples into an epoch of " +
+                  std::to_string(n) + ", which is no whole number of batches of " + std::to_string(batch) +
+                  ": go on with the batch size and data it was trained with");
   std::vector<size_t> order(n);
   std::vector<float> x(batch * per);  // host staging (float32 or int32 tokens), reused for every batch
   std::vector<int32_t> y(batch * targets);
@@ -107,13 +115,15 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
     p.batches = batches;
     double loss_sum = 0, seconds = 0;
     uint64_t correct = 0, scored = 0;
-    for (size_t b = 0; b < batches; ++b) {
+    const size_t first_batch = epoch == 1 ? size_t(resume_at / batch) : 0;
+    for (size_t b = first_batch; b < batches; ++b) {
       const size_t start = b * batch, count = std::min(batch, n - start);
       const double t0 = platform::now_seconds();
       // Across processes, each reads only its own share of the global batch (the trainer reads no other).
       const auto [first, mine] = trainer.process_range(count);
       train.gather(order.data() + start + first, mine, x.data() + first * per, y.data() + first * targets);
       StepStats s = trainer.step(x.data(), y.data(), count);
+      trainer.samples_into_epoch = start + count;
       seconds += platform::now_seconds() - t0;
       p.batch = b + 1;
       if (!s.skipped_nonfinite) {  // a skipped batch has no meaningful loss
@@ -145,6 +155,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
     stats.train_loss = p.loss;
     stats.train_accuracy = p.accuracy;
     if (stats.stopped) break;
+    trainer.samples_into_epoch = 0;
     ++trainer.epochs_done;
     ++stats.epochs_completed;
     p.epoch_end = true;

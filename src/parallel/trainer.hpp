@@ -140,6 +140,7 @@ struct StepStats {
 struct TrainerState {
   std::vector<float> parameters, optimizer_state, buffers;  // buffers: running statistics
   uint64_t optimizer_steps = 0, epochs_done = 0, seed = 0;
+  uint64_t samples_into_epoch = 0;  // fit(): the current epoch's samples already trained (0: between epochs)
   // The loss scaler's state; loss_scale 0: none saved (the trainer keeps its own).
   double loss_scale = 0;
   uint64_t loss_scale_growth_tracker = 0;
@@ -226,6 +227,10 @@ class Trainer {
 
   // Epochs trained by fit() so far: keys the shuffle order, so a second fit() continues the sequence.
   uint64_t epochs_done = 0;
+  // fit(): samples of the current epoch trained so far (0 between epochs). A checkpoint taken in the middle
+  // of an epoch (from fit's progress callback) keeps it, and the next fit() goes on from there in the same
+  // order.
+  uint64_t samples_into_epoch = 0;
 
  private:
   // trainer_slices.cpp

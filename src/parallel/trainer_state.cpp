@@ -179,6 +179,7 @@ TrainerState Trainer::save_state() const {
     share_state_across_world(state.optimizer_state.data());
   state.optimizer_steps = optimizer_steps_;
   state.epochs_done = epochs_done;
+  state.samples_into_epoch = samples_into_epoch;
   state.seed = config_.seed;
   if (scaler_.enabled()) {
     state.loss_scale = scaler_.scale();
@@ -217,6 +218,7 @@ void Trainer::load_state(const TrainerState &state) {
   for (auto &r : replicas_) r->kernels->synchronize();
   optimizer_steps_ = state.optimizer_steps;
   epochs_done = state.epochs_done;
+  samples_into_epoch = state.samples_into_epoch;
   config_.seed = state.seed;
   if (scaler_.enabled() && state.loss_scale != 0)
     scaler_.restore(state.loss_scale, state.loss_scale_growth_tracker);

@@ -1,5 +1,6 @@
 /* Checkpoints through the C API: a run stopped after 2 epochs and resumed (in another trainer) matches the
- * uninterrupted run bitwise on the same devices and within the equivalence tolerance on other devices;
+ * uninterrupted run bitwise on the same devices and within the equivalence tolerance on other devices, and so
+ * does one saved and stopped in the middle of an epoch;
  * misuse of the checkpoint functions returns the documented statuses; FIFOs, directories and devices are
  * refused without blocking, a 3 GiB file that is no checkpoint is refused from its header (fast, without
  * reading it), and a checkpoint holding NaN or infinite parameters is refused; a save over an existing
@@ -122,6 +123,63 @@ static void test_exact_resume(void **state) {
   }
   free(expected), free(got), free(start);
   dpt_trainer_destroy(full);
+}
+
+/* Saves at batch 3 of the second epoch and stops there (progress_every 1). */
+static int save_mid_epoch(const dpt_progress *p, void *user_data) {
+  if (p->kind != DPT_PROGRESS_BATCH || p->epoch != 2 || p->batch != 3) return 0;
+  ok(dpt_trainer_save((dpt_trainer *)user_data, path));
+  return 1;
+}
+
+/* A checkpoint saved from a batch report in the middle of an epoch: loaded into another trainer (or the
+ * stopped trainer itself going on), fit() trains the rest of that epoch in the same order, and the result
+ * is bitwise the uninterrupted run's. Another batch size is refused (the samples done are no whole number of
+ * its batches), and the trainer stays usable. */
+static void test_mid_epoch_resume(void **state) {
+  (void)state;
+  dpt_trainer *full = make_trainer(2);
+  fit(full, 3);
+  size_t n = 0;
+  ok(dpt_trainer_parameter_count(full, &n));
+  float *expected = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+  parameters(full, expected, n);
+
+  dpt_trainer *stopped = make_trainer(2);
+  dpt_fit_options f;
+  dpt_fit_options_init(&f);
+  f.epochs = 3;
+  f.batch_size = 30;
+  f.progress_every = 1;
+  f.progress = save_mid_epoch;
+  f.user_data = stopped;
+  dpt_fit_result r = {.struct_size = sizeof r};
+  ok(dpt_trainer_fit(stopped, dataset, NULL, &f, &r));
+  assert_true(r.stopped);
+  assert_int_equal(r.epochs_completed, 1);
+  uint64_t epochs = 0, steps = 0;
+  ok(dpt_trainer_step_count(stopped, &steps));
+  assert_int_equal(steps, 7 + 3);
+
+  dpt_trainer *resumed = make_trainer(2);
+  ok(dpt_trainer_load(resumed, path));
+  ok(dpt_trainer_epoch_count(resumed, &epochs));
+  assert_int_equal(epochs, 1);
+  dpt_fit_options other;
+  dpt_fit_options_init(&other);
+  other.batch_size = 40; /* 90 samples done: not a whole number of batches of 40 */
+  assert_int_equal(dpt_trainer_fit(resumed, dataset, NULL, &other, NULL), DPT_ERROR_INVALID_ARGUMENT);
+  assert_non_null(strstr(dpt_last_error_message(), "90 samples into an epoch"));
+  fit(resumed, 2); /* the rest of epoch 2, then epoch 3 */
+  ok(dpt_trainer_epoch_count(resumed, &epochs));
+  assert_int_equal(epochs, 3);
+  parameters(resumed, got, n);
+  assert_memory_equal(got, expected, n * sizeof(float));
+  fit(stopped, 2);
+  parameters(stopped, got, n);
+  assert_memory_equal(got, expected, n * sizeof(float));
+  free(expected), free(got);
+  dpt_trainer_destroy(full), dpt_trainer_destroy(stopped), dpt_trainer_destroy(resumed);
 }
 
 static void test_misuse(void **state) {
@@ -434,6 +492,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_exact_resume),
+    cmocka_unit_test(test_mid_epoch_resume),
     cmocka_unit_test(test_misuse),
     cmocka_unit_test(test_save_inside_accumulation_window),
     cmocka_unit_test(test_save_replaces_existing_file),

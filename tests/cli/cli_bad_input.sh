@@ -61,6 +61,9 @@ expect_error 2 train --model mlp --split 1,-2
 expect_error 2 train --model mlp --shard shards
 expect_error 2 train --model mlp --shard optimizer --shard-scope galaxy
 expect_error 2 train --model mlp --shard-scope
+expect_error 2 train --model mlp --checkpoint-every 5
+expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 5 --accumulate 2
+expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 0
 # --devices cuda:local outside mpirun or srun: no local rank to take the GPU of.
 expect_error 2 train --model mlp --devices cuda:local
 expect_error 2 train --model mlp --schedule exponential

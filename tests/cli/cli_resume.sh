@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Exact resume through the command line: a run stopped after epoch 2 and resumed in a new process from its
-# checkpoint ends with the same param_checksum as an uninterrupted run (same devices). A checkpoint saved
+# checkpoint ends with the same param_checksum as an uninterrupted run (same devices), and so does one
+# interrupted in the middle of an epoch with --checkpoint-every. A checkpoint saved
 # on 2 devices resumes on 1. Damaged or foreign checkpoints fail with one error line; so do a FIFO, a
 # directory and /dev/zero given as the checkpoint (at once: each run is killed after 30 s) and a 3 GiB
 # file that is no checkpoint (from its header: the whole run, data loading included, takes under 10 s).
@@ -31,6 +32,24 @@ RESUMED=$(json_get "$WORK/second.out" "d['param_checksum']")
 [ "$HALF" != "$FULL" ] && pass "the first half really stopped early" || fail "the first half trained everything"
 json_check "$WORK/second.out" "d['epochs_completed'] == 2 and [e['epoch'] for e in d['epochs_detail']] == [3, 4]" \
   "the resumed run trains epochs 3 and 4 only"
+
+# In the middle of an epoch (--checkpoint-every 3 batches): a run interrupted (SIGINT: it stops at its next
+# batch report) once its first checkpoint is there resumes from that checkpoint's batch, in the same order,
+# and ends with the uninterrupted run's checksum; the resumed run's first epoch is the first one's rest.
+MID=(train --model lenet --train-limit 3000 --test-limit 300 --batch 50 --epochs 2 --devices cpu:2 --seed 4 --json)
+run_cli mid_full "${MID[@]}"
+"$DPTRAIN" "${MID[@]}" --progress-every 1 --checkpoint "$WORK/mid.ckpt" --checkpoint-every 3 \
+  >"$WORK/mid_stopped.out" 2>"$WORK/mid_stopped.err" &
+PID=$!
+for _ in $(seq 1 1500); do [ -s "$WORK/mid.ckpt" ] && break; sleep 0.02; done
+kill -INT "$PID"
+wait "$PID"
+json_check "$WORK/mid_stopped.out" "d['stopped'] and d['epochs_completed'] == 0" \
+  "interrupted in its first epoch, after its first checkpoint at batch 3"
+run_cli mid_resumed "${MID[@]}" --resume "$WORK/mid.ckpt"
+json_check "$WORK/mid_resumed.out" \
+  "d['param_checksum'] == '$(json_get "$WORK/mid_full.out" "d['param_checksum']")' and [e['epoch'] for e in d['epochs_detail']] == [1, 2]" \
+  "resumed in the middle of epoch 1: the uninterrupted run's checksum"
 
 # A checkpoint from 2 devices resumes on 1: training goes on (the numbers agree within float rounding).
 run_cli other train "${RUN[@]}" --devices cpu:1 --epochs 3 --resume "$WORK/run.ckpt"

@@ -25,7 +25,10 @@ DPT_EXTERN_C_BEGIN
  * the previous checkpoint or the new one, complete. After a successful save, the temporary files of
  * @p path that killed saves left behind (those whose process is gone) are removed; those of running
  * processes are kept.
- * dpt_trainer_fit() saves nothing by itself; call this from the epoch progress callback.
+ * dpt_trainer_fit() saves nothing by itself; call this from its progress callback: after an epoch, or
+ * from a batch report (between optimizer steps: not inside an accumulation window), when the file also
+ * records how far into the epoch the trainer is, and dpt_trainer_fit() after dpt_trainer_load() goes on
+ * from the next batch.
  * Across MPI processes a trainer whose optimizer state is sharded across every process's devices
  * (dpt_trainer_options.shard_scope = DPT_SHARD_SCOPE_WORLD) makes this call collective: every process calls
  * it (each gives its part of the state), and process 0 alone writes @p path; otherwise the caller writes it

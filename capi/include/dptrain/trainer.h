@@ -387,9 +387,9 @@ typedef struct dpt_progress {
   dpt_progress_kind kind;    /**< Batch or epoch report. */
   size_t epoch;              /**< 1-based epoch of this fit call. */
   size_t epochs;             /**< Epochs requested. */
-  size_t batch;              /**< Batches done in this epoch. */
+  size_t batch;              /**< Batches done in this epoch (those before a mid-epoch resume too). */
   size_t batches;            /**< Batches per epoch. */
-  uint64_t samples;          /**< Samples done in this epoch. */
+  uint64_t samples;          /**< Samples this call trained in this epoch. */
   double loss;               /**< Mean training loss over the epoch so far. */
   double accuracy;           /**< Training accuracy over the epoch so far. */
   double samples_per_second; /**< Training throughput over the epoch so far. */
@@ -565,7 +565,11 @@ DPT_API dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs
  * @brief Trains for options->epochs epochs over @p train, evaluating @p test (may be NULL) after each.
  *
  * With accumulation, an unfinished window is applied at the end of each epoch. Epoch numbering (and
- * so the shuffle order) continues across calls.
+ * so the shuffle order) continues across calls. A trainer stopped in the middle of an epoch (by the
+ * callback), or loaded from a checkpoint saved from a batch report, goes on from the batch after the last
+ * one it trained, in the same order: the first epoch of this call is that epoch's rest, and the result is
+ * bitwise that of a run never stopped (the same batch_size and dataset are needed:
+ * DPT_ERROR_INVALID_ARGUMENT when the samples done are no whole number of batches). Since 0.2.
  * @return DPT_OK also when the callback stopped training (result->stopped = 1).
  */
 DPT_API dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const dpt_dataset *test,
