@@ -88,14 +88,10 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
 
   const size_t n = train.size(), per = train.shape().size(), targets = train.targets_per_sample();
   const size_t batch = std::min(config.batch_size, n);
-  const size_t batches = (n + batch - 1) / batch;
-  // A checkpoint taken in the middle of an epoch: its first batches are done (the shuffle is keyed by the
-  // epoch number, so the order is the one they were drawn from).
-  const uint64_t resume_at = trainer.samples_into_epoch;
-  DPT_REQUIRE(resume_at == 0 || (resume_at % batch == 0 && resume_at < n), DPT_ERROR_INVALID_ARGUMENT,
-              "the trainer stopped " + std::to_string(resume_at) + " samples into an epoch of " +
-                  std::to_string(n) + ", which is no whole number of batches of " + std::to_string(batch) +
-                  ": go on with the batch size and data it was trained with");
+  // Stopped (or saved and loaded) in the middle of an epoch: its first samples are trained, and the epoch
+  // goes on from the next one in the same order (the shuffle is keyed by the epoch number). Not with a
+  // dataset no larger than that: it is not the one those samples came from, and the epoch starts over.
+  const size_t resume_at = trainer.samples_into_epoch < n ? size_t(trainer.samples_into_epoch) : 0;
   std::vector<size_t> order(n);
   std::vector<float> x(batch * per);  // host staging (float32 or int32 tokens), reused for every batch
   std::vector<int32_t> y(batch * targets);
@@ -109,15 +105,17 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
           hash_combine(hash_combine(trainer.config().seed, uint64_t(Stream::kShuffle)), trainer.epochs_done));
       for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
     }
+    // The epoch's first sample and the batches before it (a partial one counted whole: another batch size
+    // than the stopped run's).
+    const size_t from = epoch == 1 ? resume_at : 0, before = (from + batch - 1) / batch;
     Progress p;
     p.epoch = epoch;
     p.epochs = config.epochs;
-    p.batches = batches;
+    p.batches = before + (n - from + batch - 1) / batch;
     double loss_sum = 0, seconds = 0;
     uint64_t correct = 0, scored = 0;
-    const size_t first_batch = epoch == 1 ? size_t(resume_at / batch) : 0;
-    for (size_t b = first_batch; b < batches; ++b) {
-      const size_t start = b * batch, count = std::min(batch, n - start);
+    for (size_t b = before; b < p.batches; ++b) {
+      const size_t start = from + (b - before) * batch, count = std::min(batch, n - start);
       const double t0 = platform::now_seconds();
       // Across processes, each reads only its own share of the global batch (the trainer reads no other).
       const auto [first, mine] = trainer.process_range(count);
@@ -138,7 +136,7 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
       p.samples_per_second = double(p.samples) / seconds;
       p.learning_rate = trainer.last_learning_rate();
       p.loss_scale = trainer.loss_scaler().scale();
-      if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < batches &&
+      if (config.progress_every != 0 && (b + 1) % config.progress_every == 0 && b + 1 < p.batches &&
           agreed_stop(trainer, progress, p)) {
         stats.stopped = true;
         break;

@@ -36,7 +36,7 @@ json_check "$WORK/second.out" "d['epochs_completed'] == 2 and [e['epoch'] for e 
 # In the middle of an epoch (--checkpoint-every 3 batches): a run interrupted (SIGINT: it stops at its next
 # batch report) once its first checkpoint is there resumes from that checkpoint's batch, in the same order,
 # and ends with the uninterrupted run's checksum; the resumed run's first epoch is the first one's rest.
-MID=(train --model lenet --train-limit 3000 --test-limit 300 --batch 50 --epochs 2 --devices cpu:2 --seed 4 --json)
+MID=(train --model lenet --train-limit 6000 --test-limit 300 --batch 50 --epochs 2 --devices cpu:2 --seed 4 --json)
 run_cli mid_full "${MID[@]}"
 "$DPTRAIN" "${MID[@]}" --progress-every 1 --checkpoint "$WORK/mid.ckpt" --checkpoint-every 3 \
   >"$WORK/mid_stopped.out" 2>"$WORK/mid_stopped.err" &

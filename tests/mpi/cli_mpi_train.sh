@@ -166,5 +166,9 @@ if [ -d "$TEXT" ]; then
   mpi gpt_mpi "${GPT[@]}" --devices cpu:1
   run_cli gpt_local "${GPT[@]}" --devices cpu:2
   same_bits gpt_mpi gpt_local "gpt-mini on 2 processes = 2 devices of 1 process"
+  # Its parameters sharded across both processes: the head reads the embedding it is tied to from the
+  # other process's range (one-sided gets), the same bits.
+  mpi gpt_mpi_parameters "${GPT[@]}" --devices cpu:1 --shard parameters --shard-scope world
+  same_bits gpt_mpi gpt_mpi_parameters "gpt-mini, --shard parameters --shard-scope world on 2 processes: the unsharded bits"
 fi
 finish

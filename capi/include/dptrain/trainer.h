@@ -566,10 +566,11 @@ DPT_API dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs
  *
  * With accumulation, an unfinished window is applied at the end of each epoch. Epoch numbering (and
  * so the shuffle order) continues across calls. A trainer stopped in the middle of an epoch (by the
- * callback), or loaded from a checkpoint saved from a batch report, goes on from the batch after the last
- * one it trained, in the same order: the first epoch of this call is that epoch's rest, and the result is
- * bitwise that of a run never stopped (the same batch_size and dataset are needed:
- * DPT_ERROR_INVALID_ARGUMENT when the samples done are no whole number of batches). Since 0.2.
+ * callback, or by an error in it), or loaded from a checkpoint saved from a batch report, goes on from the
+ * sample after the last one it trained, in the same order: the first epoch of this call is that epoch's
+ * rest, and with the same batch_size and dataset the result is bitwise that of a run never stopped (with
+ * another batch_size the rest is cut into batches of that size; a dataset no larger than the samples done
+ * starts the epoch over). Since 0.2.
  * @return DPT_OK also when the callback stopped training (result->stopped = 1).
  */
 DPT_API dpt_status dpt_trainer_fit(dpt_trainer *trainer, const dpt_dataset *train, const dpt_dataset *test,
