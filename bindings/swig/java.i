@@ -425,9 +425,10 @@ public enum%}
    * {@link #setMicroBatches} micro-batches that pass forward through the stages and back. The trainer's K
    * devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among a
    * stage's replicas, their gradients all-reduced). 0 or 1 (the default 0): no pipeline. K must be a multiple
-   * of S, CPU devices of one process (a {@link Context} of 3 devices refuses 2 stages, and 2 devices refuse 3,
-   * with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}), no sharding
-   * ({@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and a parameter tied
+   * of S, CPU devices (a {@link Context} of 3 devices refuses 2 stages, and 2 devices refuse 3,
+   * with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}), no sharding but
+   * {@code SHARD_OPTIMIZER} in one process (each stage's optimizer state cut among its replicas; else
+   * {@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and a parameter tied
    * across stages only as its stage's last parameter (a language model's head);
    * the model needs at least stages - 1 places to cut (between layers, where one tensor is live). A step gives
    * the very bits of R devices with {@link #setAccumulationSteps} M stepped on the same micro-batches (the

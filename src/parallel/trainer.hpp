@@ -297,6 +297,16 @@ class Trainer {
     const PipelineStage &s = stages_[rank * stages_.size() / devices_.size()];
     return s.param_end - s.param_begin + s.mirror_floats;
   }
+  // The first flat parameter of rank's pipeline stage (its parameter and gradient buffers hold the stage's
+  // range; the range it updates, shards_'s, is a part of it when the optimizer is sharded).
+  size_t stage_begin(size_t rank) const {
+    return stages_[rank * stages_.size() / devices_.size()].param_begin;
+  }
+  size_t stage_size(size_t rank) const {
+    const PipelineStage &s = stages_[rank * stages_.size() / devices_.size()];
+    return s.param_end - s.param_begin;
+  }
+  void gather_stage(size_t rank);
   size_t buffer_begin(size_t rank) const {
     return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
   }
@@ -363,6 +373,9 @@ class Trainer {
   std::vector<PipelineStage> stages_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<Pipeline> pipeline_;
+  // A pipeline with a sharded optimizer: per stage, its replicas' ranges relative to the stage's first
+  // parameter (replicas + 1 offsets); empty otherwise.
+  std::vector<std::vector<size_t>> stage_bounds_;
   bool mirrored_ = false;  // a stage mirrors a parameter tied to an earlier stage's
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "optim/optimizer.hpp"
 #include "parallel/statistics_reducer.hpp"
 #include "parallel/trainer.hpp"
 
@@ -41,8 +42,15 @@ void Trainer::plan_pipeline() {
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "
                   "supported)");
-  DPT_REQUIRE(config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
-              why + "cannot be combined with sharded data parallel (each stage already holds its own part)");
+  // The optimizer state may be sharded among each stage's replicas (ZeRO stage 1, as DeepSpeed's pipeline
+  // engine); gradients and parameters are the stage's own already, and stay whole among its replicas.
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer,
+              DPT_ERROR_UNSUPPORTED,
+              why +
+                  "shards only the optimizer state among each stage's replicas (--shard optimizer); the "
+                  "gradients and parameters are each stage's own part already");
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
+              why + "with a sharded optimizer runs in one process in this version");
   DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,
               why + "gives every stage the whole batch: the weighted and auto splits do not apply");
   DPT_REQUIRE(config_.pipeline_schedule == PipelineSchedule::kOneFOneB ||
@@ -61,11 +69,43 @@ void Trainer::plan_pipeline() {
     cuts = named_cuts(spec_, config_.pipeline_cuts);
   }
   stages_ = cut_model(spec_, cuts);
-  std::vector<size_t> bounds;
-  for (const PipelineStage &s : stages_) bounds.push_back(s.param_begin);
-  bounds.push_back(spec_.parameter_count());
-  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), devices_.size() / stages);
+  const size_t width = devices_.size() / stages;
+  if (config_.shard == ShardMode::kOptimizer && width > 1) {
+    // Each stage's range cut among its replicas, at whole norm blocks of the whole vector (so that the
+    // ranges' block sums add up to the unsharded norm's, as ZeRO's ranges do).
+    std::vector<size_t> bounds;
+    stage_bounds_.clear();
+    for (const PipelineStage &s : stages_) {
+      const size_t first = (s.param_begin + kNormBlock - 1) / kNormBlock, last = s.param_end / kNormBlock;
+      const size_t whole = last > first ? last - first : 0;
+      std::vector<size_t> within;
+      for (size_t r = 0; r <= width; ++r) {
+        const size_t at = r == 0       ? s.param_begin
+                          : r == width ? s.param_end
+                          : whole == 0 ? s.param_end
+                                       : (first + r * whole / width) * kNormBlock;
+        if (r < width) bounds.push_back(at);
+        within.push_back(at - s.param_begin);
+      }
+      stage_bounds_.push_back(std::move(within));
+    }
+    bounds.push_back(spec_.parameter_count());
+    shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), 1);
+  } else {
+    std::vector<size_t> bounds;
+    for (const PipelineStage &s : stages_) bounds.push_back(s.param_begin);
+    bounds.push_back(spec_.parameter_count());
+    shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), width);
+  }
   if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
+}
+
+// Update phase, device thread rank, a sharded optimizer: the stage's replicas all-gather the ranges they
+// updated.
+void Trainer::gather_stage(size_t rank) {
+  const size_t width = pipeline_->replicas_per_stage();
+  group_->subgroup(rank / width)
+      .all_gather(rank % width, replicas_[rank]->params.data(), stage_bounds_[rank / width].data());
 }
 
 // After the replicas (the stages' first activation contexts) exist: the pipeline, and with several
@@ -111,7 +151,7 @@ void Trainer::add_mirror_gradients(size_t rank) {
     if (tied.mirror_floats == 0 || owner_of(tied.mirror_source, rank) != rank) continue;
     const Replica &mirror = *replicas_[t * width + rank % width];
     const float *from = mirror.grads.data() + (tied.param_end - tied.param_begin);
-    float *to = owned_gradients(rank) + (tied.mirror_source - shards_.begin(rank));
+    float *to = replicas_[rank]->grads.data() + (tied.mirror_source - stage_begin(rank));
     for (size_t i = 0; i < tied.mirror_floats; ++i) to[i] += from[i];
   }
 }
@@ -122,8 +162,9 @@ void Trainer::refresh_mirrors(size_t rank) {
   const PipelineStage &stage = pipeline_->stage_of(rank);
   if (stage.mirror_floats == 0) return;
   const size_t source = owner_of(stage.mirror_source, rank);
-  const float *from = replicas_[source]->params.data() + (stage.mirror_source - shards_.begin(source));
-  std::copy(from, from + stage.mirror_floats, replicas_[rank]->params.data() + shards_.size(rank));
+  const float *from = replicas_[source]->params.data() + (stage.mirror_source - stage_begin(source));
+  std::copy(from, from + stage.mirror_floats,
+            replicas_[rank]->params.data() + (stage.param_end - stage.param_begin));
 }
 
 void Trainer::run_stage(size_t rank) {

@@ -41,10 +41,10 @@ void Trainer::get_parameters(size_t replica, float *out) const {
   }
   // Pipeline stages: every range, from the replica's peers (replica r of every stage); every replica sees
   // the same whole vector.
-  const size_t width = shards_.replicas();
+  const size_t width = pipeline_->replicas_per_stage();
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
-    if (shards_.size(rank) > 0 && rank % width == replica % width)
-      copy_to_host(rank, replicas_[rank]->params, out + shards_.begin(rank), shards_.size(rank));
+    if (stage_size(rank) > 0 && rank % width == replica % width)
+      copy_to_host(rank, replicas_[rank]->params, out + stage_begin(rank), stage_size(rank));
 }
 
 void Trainer::set_parameters(const float *in) {
@@ -61,11 +61,15 @@ void Trainer::set_parameters_locked(const float *in) {
       r.kernels->copy_to_device(r.params.data(), in, r.params.size());
       continue;
     }
-    r.kernels->copy_to_device(r.params.data(), in + shards_.begin(rank), shards_.size(rank));
+    if (pipeline_ == nullptr) {
+      r.kernels->copy_to_device(r.params.data(), in + shards_.begin(rank), shards_.size(rank));
+      continue;
+    }
+    r.kernels->copy_to_device(r.params.data(), in + stage_begin(rank), stage_size(rank));
     // A pipeline stage's mirror of a tied parameter: the source's values.
-    if (r.params.size() > shards_.size(rank)) {
+    if (r.params.size() > stage_size(rank)) {
       const PipelineStage &s = pipeline_->stage_of(rank);
-      r.kernels->copy_to_device(r.params.data() + shards_.size(rank), in + s.mirror_source, s.mirror_floats);
+      r.kernels->copy_to_device(r.params.data() + stage_size(rank), in + s.mirror_source, s.mirror_floats);
     }
   }
   for (auto &r : replicas_) r->kernels->synchronize();

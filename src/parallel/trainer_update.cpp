@@ -78,6 +78,7 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
                          owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
+    if (!stage_bounds_.empty()) gather_stage(rank);
     if (gather && !on_gpus_) {
       if (world_shards())
         gather_across_world(rank);
@@ -149,13 +150,15 @@ double Trainer::global_norm(size_t rank) {
 
 float *Trainer::owned_parameters(size_t rank) {
   float *params = replicas_[rank]->params.data();
-  return ranged_parameters() ? params : params + shards_.begin(rank);
+  if (pipeline_ != nullptr) return params + (shards_.begin(rank) - stage_begin(rank));
+  return gatherer_ != nullptr ? params : params + shards_.begin(rank);
 }
 
 float *Trainer::owned_gradients(size_t rank) {
   float *grads = replicas_[rank]->grads.data();
-  // A sharded gradient buffer (a pipeline stage's too) holds the owned range first.
-  const bool ranged = pipeline_ != nullptr || replicas_[rank]->grads.size() != spec_.parameter_count();
+  // A pipeline stage's buffer holds the stage's range; a sharded gradient buffer the owned range first.
+  if (pipeline_ != nullptr) return grads + (shards_.begin(rank) - stage_begin(rank));
+  const bool ranged = replicas_[rank]->grads.size() != spec_.parameter_count();
   return ranged ? grads : grads + shards_.begin(rank);
 }
 

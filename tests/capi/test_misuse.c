@@ -1467,13 +1467,17 @@ static void test_trainer_create_misuse(void **state) {
       {"shard_scope 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard_scope, 2)}},
       {"shard_scope -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard_scope, -1)}},
       {"pipeline_schedule 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_schedule, 2)}},
-      /* A pipeline needs one device per stage, the even split, no sharding, known cut points. */
+      /* A pipeline needs one device per stage, the even split, no sharding but the optimizer's, known cut
+       * points. */
       {"pipeline_stages 3 on 2 devices",
        DPT_ERROR_UNSUPPORTED,
        {SET_INT(TOPT, pipeline_stages, 3), SET_PTR(TOPT, devices, dev_0_1), SET_INT(TOPT, device_count, 2)}},
-      {"pipeline, shard optimizer",
+      {"pipeline, shard gradients",
        DPT_ERROR_UNSUPPORTED,
-       {PIPELINE_2, SET_INT(TOPT, shard, DPT_SHARD_OPTIMIZER)}},
+       {PIPELINE_2, SET_INT(TOPT, shard, DPT_SHARD_GRADIENTS)}},
+      {"pipeline, shard parameters",
+       DPT_ERROR_UNSUPPORTED,
+       {PIPELINE_2, SET_INT(TOPT, shard, DPT_SHARD_PARAMETERS)}},
       {"pipeline, split auto",
        DPT_ERROR_INVALID_ARGUMENT,
        {PIPELINE_2, SET_INT(TOPT, split, DPT_SPLIT_AUTO)}},

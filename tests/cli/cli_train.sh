@@ -176,6 +176,11 @@ run_cli accum_dp train "${PIPE[@]}" --devices cpu:2 --batch 64 --accumulate 4
 [ "$(json_get "$WORK/pipe_dp.out" "d['param_checksum']")" = "$(json_get "$WORK/accum_dp.out" "d['param_checksum']")" ] &&
   pass "--pipeline 2 on 4 devices: two data-parallel devices' accumulated bits" ||
   fail "--pipeline 2 --devices cpu:4 differs: $(tail -n 2 "$WORK/pipe_dp.err")"
+# The optimizer state sharded among each stage's two replicas: the same bits, less state per device.
+run_cli pipe_shard train "${PIPE[@]}" --pipeline 2 --devices cpu:4 --micro-batches 4 --shard optimizer
+json_check "$WORK/pipe_shard.out" \
+  "d['param_checksum'] == '$(json_get "$WORK/pipe_dp.out" "d['param_checksum']")' and d['memory_per_device']['optimizer_state'] < $(json_get "$WORK/pipe_dp.out" "d['memory_per_device']['optimizer_state']")" \
+  "--pipeline 2 --devices cpu:4 --shard optimizer: the unsharded pipeline's bits, less optimizer state per device"
 ACCUM=$(json_get "$WORK/accum.out" "d['param_checksum']")
 for run in pipe gpipe; do
   [ "$(json_get "$WORK/$run.out" "d['param_checksum']")" = "$ACCUM" ] &&

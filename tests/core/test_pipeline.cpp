@@ -193,15 +193,17 @@ struct Run {
   PipelineSchedule schedule;
   bool adamw, clip;
   std::vector<std::string> cuts;
-  size_t replicas = 1;                        // per stage; the reference: this many data-parallel devices
-  dpt::DType precision = dpt::DType::kF32;    // of the matrix products
-  dpt::DType activations = dpt::DType::kF32;  // how activations are kept for backward
+  size_t replicas = 1;                           // per stage; the reference: this many data-parallel devices
+  dpt::DType precision = dpt::DType::kF32;       // of the matrix products
+  dpt::DType activations = dpt::DType::kF32;     // how activations are kept for backward
+  dpt::ShardMode shard = dpt::ShardMode::kNone;  // the pipelined trainer's
 };
 
 dpt::TrainerConfig config(const Run &run, bool pipelined) {
   dpt::TrainerConfig c;
   c.seed = 11;
   if (pipelined) {
+    c.shard = run.shard;
     c.pipeline_stages = run.stages;
     c.micro_batches = run.micro;
     c.pipeline_schedule = run.schedule;
@@ -614,6 +616,70 @@ void test_tied_parameters_across_stages(void **) {
   assert_non_null(std::strstr(message.c_str(), "\"b.weight\""));
 }
 
+// An MLP of 106,000 parameters (26 norm blocks): its stages span several blocks each, so a sharded
+// optimizer gives each replica of a stage some of them.
+dpt::ModelSpec wide_mlp() {
+  dpt::ModelSpec m(dpt::Shape{1, 32, 32});
+  m.add_flatten();
+  m.add_dense(96);
+  m.add_activation(dpt::Activation::kRelu);
+  m.add_dense(64);
+  m.add_activation(dpt::Activation::kTanh);
+  m.add_dense(48);
+  m.add_activation(dpt::Activation::kRelu);
+  m.add_dense(5);
+  return m;
+}
+
+// The optimizer state sharded among each stage's replicas (ZeRO stage 1 within the stages): each replica
+// updates its part of its stage's range (cut at whole norm blocks) and the stage's replicas all-gather
+// them. The parameters, running statistics, optimizer state (saved whole) and loss are the unsharded
+// pipeline's bits; a stage's replicas hold its state between them exactly once, each less than all of
+// it; the unsharded pipeline's checkpoint loads into the sharded one and both train on alike.
+void test_sharded_optimizer_within_stages(void **) {
+  for (bool residual : {false, true})
+    for (size_t stages : {2, 3})
+      for (size_t replicas : {2, 3})
+        for (bool adamw : {false, true}) {
+          Run run{
+              residual ? residual_model() : wide_mlp(), stages, 3, PipelineSchedule::kOneFOneB, adamw, adamw};
+          run.replicas = replicas;
+          const std::string what = std::string(residual ? "residual" : "wide mlp") +
+                                   " S=" + std::to_string(stages) + " R=" + std::to_string(replicas) +
+                                   " adamw=" + std::to_string(adamw);
+          const Outcome plain = pipelined(run);
+          run.shard = dpt::ShardMode::kOptimizer;
+          expect_same(pipelined(run), plain, what + ", sharded");
+          if (residual) continue;
+          auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{stages * replicas, 0});
+          dpt::Trainer t(context, run.model, config(run, true));
+          const size_t per = adamw ? 2 : 1;
+          for (size_t s = 0; s < stages; ++s) {
+            const dpt::PipelineStage &stage = t.pipeline()->stage_of(s * replicas);
+            uint64_t held = 0;
+            for (size_t r = 0; r < replicas; ++r) {
+              const uint64_t mine = t.replica_memory(s * replicas + r).optimizer_state;
+              if (mine >= (stage.param_end - stage.param_begin) * per * sizeof(float) &&
+                  stage.param_end - stage.param_begin > 2 * replicas * dpt::kNormBlock)
+                fail_msg("%s: replica %zu of stage %zu keeps all of its state", what.c_str(), r, s);
+              held += mine;
+            }
+            if (held != (stage.param_end - stage.param_begin) * per * sizeof(float))
+              fail_msg("%s: stage %zu's replicas hold %llu bytes of state", what.c_str(), s,
+                       (unsigned long long)held);
+          }
+          // The unsharded run's checkpoint, then one more batch in both.
+          t.load_state(plain.state);
+          run.shard = dpt::ShardMode::kNone;
+          dpt::Trainer u(context, run.model, config(run, true));
+          u.load_state(plain.state);
+          const Batch b = batch(run.model, 11, 77);
+          t.step(b.x.data(), b.y.data(), b.n);
+          u.step(b.x.data(), b.y.data(), b.n);
+          expect_same(finish(t, 0), finish(u, 0), what + ", from the unsharded checkpoint");
+        }
+}
+
 void test_refusals(void **) {
   auto context = std::make_shared<dpt::Context>(dpt::ContextConfig{3, 0});
   Run run{mlp(), 2, 2};
@@ -622,8 +688,10 @@ void test_refusals(void **) {
                                                DPT_ERROR_UNSUPPORTED, "3 devices for 2 stages");
   assert_non_null(std::strstr(message.c_str(), "whole number of devices per stage"));
   c.devices = {0, 1};
-  c.shard = dpt::ShardMode::kOptimizer;
-  dpt_test::expect_error([&] { dpt::Trainer(context, run.model, c); }, DPT_ERROR_UNSUPPORTED, "sharding");
+  c.shard = dpt::ShardMode::kGradients;
+  message = dpt_test::expect_error([&] { dpt::Trainer(context, run.model, c); }, DPT_ERROR_UNSUPPORTED,
+                                   "sharded gradients");
+  assert_non_null(std::strstr(message.c_str(), "only the optimizer state"));
   c.shard = dpt::ShardMode::kNone;
   c.split = dpt::SplitPolicy::kAuto;
   dpt_test::expect_error([&] { dpt::Trainer(context, run.model, c); }, DPT_ERROR_INVALID_ARGUMENT,
@@ -665,6 +733,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_pipeline_fits_where_one_device_does_not),
       cmocka_unit_test(test_failed_or_stalled_stage_does_not_hang),
       cmocka_unit_test(test_tied_parameters_across_stages),
+      cmocka_unit_test(test_sharded_optimizer_within_stages),
       cmocka_unit_test(test_refusals),
   };
   std::vector<CMUnitTest> chosen;
