@@ -290,9 +290,10 @@ type TrainerOptions struct {
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K
 	// devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among
 	// a stage's replicas, their gradients all-reduced). 0 (the zero value, the default) or 1: no pipeline. K
-	// must be a multiple of S (else StatusUnsupported), CPU devices, no sharding but ShardOptimizer in one
-	// process (each stage's optimizer state cut among its replicas; else StatusUnsupported), the even split (StatusInvalidArgument) and a parameter tied across stages only as its
-	// stage's last parameter, as a language model's head (else StatusUnsupported);
+	// must be a multiple of S (else StatusUnsupported), CPU devices, no sharding but ShardOptimizer in the
+	// process scope (each stage's optimizer state cut among the process's replicas of it; else
+	// StatusUnsupported), the even split (StatusInvalidArgument) and a parameter tied across stages only as
+	// its stage's last parameter, as a language model's head (else StatusUnsupported);
 	// the model needs at least PipelineStages - 1 places to cut (between layers, where one tensor is live). A
 	// step gives the very bits of R devices with AccumulationSteps M stepped on the same micro-batches (the
 	// batch's even split: the first n % M micro-batches get one more sample); with a clip norm the gradient

@@ -427,8 +427,8 @@ public enum%}
    * stage's replicas, their gradients all-reduced). 0 or 1 (the default 0): no pipeline. K must be a multiple
    * of S, CPU devices (a {@link Context} of 3 devices refuses 2 stages, and 2 devices refuse 3,
    * with an {@link UnsupportedException}, {@code Status.ERROR_UNSUPPORTED}), no sharding but
-   * {@code SHARD_OPTIMIZER} in one process (each stage's optimizer state cut among its replicas; else
-   * {@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and a parameter tied
+   * {@code SHARD_OPTIMIZER} in the process scope (each stage's optimizer state cut among the process's
+   * replicas of it; else {@code UnsupportedException}), the even split ({@link InvalidArgumentException}) and a parameter tied
    * across stages only as its stage's last parameter (a language model's head);
    * the model needs at least stages - 1 places to cut (between layers, where one tensor is live). A step gives
    * the very bits of R devices with {@link #setAccumulationSteps} M stepped on the same micro-batches (the

@@ -49,8 +49,13 @@ void Trainer::plan_pipeline() {
               why +
                   "shards only the optimizer state among each stage's replicas (--shard optimizer); the "
                   "gradients and parameters are each stage's own part already");
-  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
-              why + "with a sharded optimizer runs in one process in this version");
+  // Across processes each process shards among its own replicas of each stage (the process scope).
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.world == nullptr ||
+                  config_.shard_scope == ShardScope::kProcess,
+              DPT_ERROR_UNSUPPORTED,
+              why +
+                  "shards the optimizer state among each process's replicas of a stage (the process scope), "
+                  "not across the processes");
   DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,
               why + "gives every stage the whole batch: the weighted and auto splits do not apply");
   DPT_REQUIRE(config_.pipeline_schedule == PipelineSchedule::kOneFOneB ||

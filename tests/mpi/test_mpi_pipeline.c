@@ -31,6 +31,7 @@ typedef struct {
   size_t devices, stages;
   dpt_communicator communicator;
   size_t accumulation; /* 0: 1 */
+  dpt_shard_mode shard;
 } setup;
 
 typedef struct {
@@ -51,6 +52,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.pipeline_stages = s.stages;
   to.micro_batches = s.stages > 1 ? 3 : 0;
   to.accumulation_steps = s.accumulation > 0 ? s.accumulation : 1;
+  to.shard = s.shard;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -148,6 +150,29 @@ static dpt_model *two_norm_model(void) {
   return m;
 }
 
+/* The optimizer state sharded among each process's replicas of a stage: 2 processes x (2 stages x 2), and
+ * 2 x 1 beside 2 x 2 (a process of one replica per stage shards nothing): the unsharded pipeline's bits. */
+static void check_sharded(const dpt_model *lenet, size_t n, int rank) {
+  for (int c = 0; c < 2; ++c) {
+    const size_t devices = c == 0 || rank == 1 ? 4 : 2;
+    run r;
+    double loss = 0, loss_sharded = 0;
+    float *logits = NULL, *logits_sharded = NULL;
+    OK(start(lenet, (setup){devices, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE}, &r));
+    float *plain = train(r, n, &loss, &logits);
+    stop(r);
+    OK(start(lenet, (setup){devices, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_OPTIMIZER}, &r));
+    float *sharded = train(r, n, &loss_sharded, &logits_sharded);
+    stop(r);
+    CHECK(memcmp(plain, sharded, n * sizeof(float)) == 0 && loss == loss_sharded &&
+              same_on_every_process(sharded, n),
+          "a sharded optimizer in the pipeline across processes (%s): not the unsharded bits",
+          c == 0 ? "2 x (2 x 2)" : "(2 x 1) + (2 x 2)");
+    free(plain), free(sharded), free(logits), free(logits_sharded);
+  }
+  if (rank == 0) printf("a sharded optimizer in the pipeline across processes: the unsharded bits\n");
+}
+
 static void check_batch_norm(int rank) {
   dpt_model *norm = two_norm_model();
   size_t n = 0, m = 0;
@@ -156,12 +181,12 @@ static void check_batch_norm(int rank) {
   run r;
   float *p_ref, *b_ref, *p, *b;
   double loss_ref = 0, loss = 0;
-  OK(start(norm, (setup){1, 1, DPT_COMMUNICATOR_MPI, kMicro}, &r));
+  OK(start(norm, (setup){1, 1, DPT_COMMUNICATOR_MPI, kMicro, DPT_SHARD_NONE}, &r));
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(r.trainer, initial, n));
   train_norm(r, 0, n, m, &p_ref, &b_ref, &loss_ref);
   stop(r);
-  OK(start(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, 0}, &r));
+  OK(start(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE}, &r));
   train_norm(r, 1, n, m, &p, &b, &loss);
   stop(r);
   const double e = tu_relative_error(p, p_ref, initial, n);
@@ -199,13 +224,14 @@ int main(int argc, char **argv) {
   run r;
   double loss_pipeline = 0, loss_one = 0, loss = 0;
   float *logits_pipeline = NULL, *logits_one = NULL, *logits = NULL;
-  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL, 0}, &r));
+  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE}, &r));
   float *pipeline = train(r, n, &loss_pipeline, &logits_pipeline);
   stop(r);
-  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0}, &r));
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE}, &r));
   float *one = train(r, n, &loss_one, &logits_one);
   stop(r);
-  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0}, &r)); /* the starting point: no step taken */
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE},
+           &r)); /* the starting point: no step taken */
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(r.trainer, initial, n));
   stop(r);
@@ -217,7 +243,7 @@ int main(int argc, char **argv) {
                          "(2 stages x 1) + (2 stages x 2)"};
   for (int c = 0; c < 3; ++c) {
     const size_t mine = devices[c] > 0 ? devices[c] : rank == 0 ? 2 : 4;
-    OK(start(lenet, (setup){mine, 2, DPT_COMMUNICATOR_MPI, 0}, &r));
+    OK(start(lenet, (setup){mine, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE}, &r));
     float *p = train(r, n, &loss, &logits);
     stop(r);
     const double e_pipeline = tu_relative_error(p, pipeline, initial, n);
@@ -237,6 +263,7 @@ int main(int argc, char **argv) {
   }
 
   check_batch_norm(rank);
+  check_sharded(lenet, n, rank);
 
   free(pipeline), free(one), free(initial), free(logits_pipeline), free(logits_one);
   dpt_model_destroy(lenet);

@@ -269,10 +269,9 @@ typedef struct dpt_trainer_options {
    * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
    * CPU devices (across MPI processes: every process runs every stage on its own devices, S x R_p, each on
    * its share of the batch, weighted by its device count, the stages' gradients and each micro-batch's
-   * batch norm statistics summed over the processes), no sharding but DPT_SHARD_OPTIMIZER in one process
-   * (each stage's optimizer state cut among its replicas, which all-gather the parts they update: the
-   * unsharded pipeline's bits),
-   * the even split, and a parameter tied across stages only as
+   * batch norm statistics summed over the processes), no sharding but DPT_SHARD_OPTIMIZER in the process
+   * scope (each stage's optimizer state cut among the process's replicas of it, which all-gather the parts
+   * they update: the unsharded pipeline's bits), the even split, and a parameter tied across stages only as
    * its stage's last parameter (a language model's head; DPT_ERROR_UNSUPPORTED or
    * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices accumulating the same
    * micro-batches (R = 1: one device; batch norm normalises each micro-batch, as there); with clip_norm,
