@@ -18,7 +18,8 @@
  *     bucket per layer), batch norm, a model with a tied parameter (its source read from the other
  *     process), accumulation, and the checkpoints, as for DPT_SHARD_GRADIENTS; summed over every device of
  *     both processes, the world scope holds the parameters once (plus each device's gather slot), the
- *     process scope once per process.
+ *     process scope once per process; a process destroying such a trainer waits until the other, which
+ *     still reads its parameters, destroys it too.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -223,6 +224,30 @@ static void check_checkpoints(const dpt_model *model, int rank, const char *dir,
   if (rank == 0) remove(plain_path), remove(sharded_path), remove(again_path);
 }
 
+/* Destroying a trainer whose parameters are sharded across the world waits until every process destroys it:
+ * process 1 destroys at once, process 0 first sleeps and then reads the whole parameters (half of them from
+ * process 1's memory): it reads the trained values, the unsharded trainer's, not freed memory. */
+static void check_destroy_waits_for_readers(const dpt_model *model, size_t n, int rank) {
+  const setup world = {1, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_SGD, 0, 1};
+  setup plain = world;
+  plain.shard = DPT_SHARD_NONE;
+  run a = start(model, plain), b = start(model, world);
+  train(a), train(b);
+  float *expected = parameters(a, n);
+  stop(a);
+  float *got = calloc(n, sizeof(float));
+  if (rank == 1) {
+    stop(b);
+  } else {
+    usleep(300 * 1000);
+    OK(dpt_trainer_get_parameters(b.trainer, got, n));
+    CHECK(memcmp(got, expected, n * sizeof(float)) == 0,
+          "parameters read while the other process was destroying its trainer: not the trained ones");
+    stop(b);
+  }
+  free(expected), free(got);
+}
+
 /* check_bits' cases (devices 0: 2 in process 0, 3 in process 1). A bf16 wire rounds each contribution and
  * sum alike in both trainers. */
 #define WORLD DPT_SHARD_SCOPE_WORLD
@@ -327,6 +352,7 @@ int main(int argc, char **argv) {
   check_accumulation(model, n, DPT_SHARD_GRADIENTS);
   check_accumulation(model, n, DPT_SHARD_PARAMETERS);
   check_parameter_bytes(model, n, rank);
+  check_destroy_waits_for_readers(model, n, rank);
 
   /* AdamW keeps two floats per parameter. */
   run r = start(model, (setup){2, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, DPT_OPTIMIZER_ADAMW, 0, 1});
