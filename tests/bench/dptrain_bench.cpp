@@ -472,7 +472,8 @@ int main(int argc, char **argv) {
     if (o.training) bench_training(o);
     if (o.layers)
       for (const std::string &model : o.models)
-        if (model != "wide-mlp") dpt::bench::print_layer_times(model, o.batch, 5, o.csv);
+        for (dpt::DType precision : o.precisions)
+          if (model != "wide-mlp") dpt::bench::print_layer_times(model, o.batch, 5, precision, o.csv);
     if (o.allreduce) bench_allreduce(o);
     if (o.csv != nullptr) std::fclose(o.csv);
   } catch (const std::exception &e) {

@@ -28,7 +28,7 @@ size_t floats_for(size_t bytes) {
 // runs its two phases per pass as on a single device, its slice's statistics copied to the global set in
 // between (the copy is not timed). Gradients of a tensor read by two nodes are not accumulated (the
 // executor's accumulate is left out of the times).
-void print_layer_times(const std::string &model, size_t batch, size_t reps, std::FILE *csv) {
+void print_layer_times(const std::string &model, size_t batch, size_t reps, DType precision, std::FILE *csv) {
   const ModelSpec spec = ModelSpec::builtin(model);
   const std::vector<Node> &nodes = spec.nodes();
   const std::vector<TensorInfo> &tensors = spec.tensors();
@@ -65,6 +65,7 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
     c.n = int64_t(batch);
     c.training = 1;
     c.seed = 1;
+    c.matmul_dtype = int32_t(precision);
     if (kernels[j]->scratch_bytes != nullptr) scratch = std::max(scratch, kernels[j]->scratch_bytes(c));
   }
   std::vector<float> work(floats_for(scratch)), dy(batch * widest), dx(batch * widest);
@@ -154,8 +155,9 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
   }
   double total = 0;
   for (size_t j = 0; j < nodes.size(); ++j) total += forward[j] + backward[j];
-  std::printf("\n%s per-layer times on one device, batch %zu, mean of %zu passes\n\n", model.c_str(), batch,
-              reps);
+  const char *products = precision == DType::kBF16 ? "bf16" : precision == DType::kF16 ? "fp16" : "fp32";
+  std::printf("\n%s per-layer times on one device, batch %zu, %s products, mean of %zu passes\n\n",
+              model.c_str(), batch, products, reps);
   std::printf("%-3s %-24s %12s %12s %8s\n", "#", "layer", "forward_ms", "backward_ms", "share");
   for (size_t j = 0; j < nodes.size(); ++j) {
     const double f = forward[j] / double(reps) * 1e3, b = backward[j] / double(reps) * 1e3;
@@ -163,8 +165,8 @@ void print_layer_times(const std::string &model, size_t batch, size_t reps, std:
     std::printf("%-3zu %-24s %12.3f %12.3f %7.1f%%\n", j, name.c_str(), f, b,
                 100.0 * (forward[j] + backward[j]) / total);
     if (csv != nullptr) {
-      std::fprintf(csv, "layer,%zu:%s,1,forward_ms,%.6f\n", j, name.c_str(), f);
-      std::fprintf(csv, "layer,%zu:%s,1,backward_ms,%.6f\n", j, name.c_str(), b);
+      std::fprintf(csv, "layer,%zu:%s,%s,forward_ms,%.6f\n", j, name.c_str(), products, f);
+      std::fprintf(csv, "layer,%zu:%s,%s,backward_ms,%.6f\n", j, name.c_str(), products, b);
     }
   }
 }

@@ -348,10 +348,19 @@ void test_avx512_packers_equal_portable(void **) {
       const float want = dpt::from_f16(dpt::to_f16(x[i]));
       if (std::memcmp(&rounded[i], &want, sizeof want) != 0) fail_msg("round_f16_in_place: element %zu", i);
     }
-    // AMX's A panels (stored row by row, and transposed): to_bf16 element by element.
-    std::vector<float> t(ld * ld, 0.0f);
+    std::vector<float> t(ld * ld, 0.0f);  // x stored the other way round
     for (size_t r = 0; r < rows; ++r)
       for (size_t c = 0; c < ld; ++c) t[c * ld + r] = x[r * ld + c];
+    // The AVX-512 bf16 kernel's A pair panels (stored row by row, and transposed).
+    for (size_t m : {size_t(1), size_t(12), size_t(20), size_t(33)}) {
+      std::vector<uint32_t> want(8192, 0xDEADBEEF), got(8192, 0xDEADBEEF), got_t(8192, 0xDEADBEEF);
+      dpt::gemm::pack_pairs_a<12>(op, 1, m, 3, kc, want.data());
+      dpt::gemm::pack_pairs_a12_rows(op, 1, m, 3, kc, got.data());
+      dpt::gemm::pack_pairs_a12_cols(dpt::gemm::Operand{t.data(), ld, true}, 1, m, 3, kc, got_t.data());
+      if (want != got) fail_msg("bf16 A pair panels differ (kc %zu, m %zu)", kc, m);
+      if (want != got_t) fail_msg("bf16 A pair panels, transposed, differ (kc %zu, m %zu)", kc, m);
+    }
+    // AMX's A panels (stored row by row, and transposed): to_bf16 element by element.
     for (size_t m : {size_t(1), size_t(20), size_t(33)})
       for (bool transposed : {false, true}) {
         std::vector<uint16_t> got(2 * 32 * 64 * 2, 0xBEEF);

@@ -25,7 +25,7 @@ enum class Kernel {
   kPortable,  // C++ on any x86-64: the reference bits of each precision
   kAvx512,    // fp32: AVX-512 FMA; bf16: AVX512_BF16's VDPBF16PS; fp16: float16 panels widened by
               // VCVTPH2PS, AVX-512 FMA. The portable kernel's bits (for bf16: VDPBF16PS as Intel defines it,
-              // verified on Intel; test_gemm counts differences elsewhere).
+              // verified on Intel; test_gemm counts differences elsewhere: none on AMD Zen 4).
   kAmx,       // bf16 only: AMX tiles (Intel, 4th generation Xeon and later). Its own bits (the tile unit
               // sums inside an instruction in an order of its own), within bfloat16 rounding of the others.
   kOpenBlas,  // fp32 only: OpenBLAS's sgemm (the choice on CPUs without AVX-512); absent from a build

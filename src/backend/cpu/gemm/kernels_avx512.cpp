@@ -99,6 +99,13 @@ void pack_pairs_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t c
     pack_pairs_b32_rows(b, p0, kc, j0, cols, out, 2);
 }
 
+void pack_pairs_a_mr(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  if (a.trans)
+    pack_pairs_a12_cols(a, i0, rows, p0, kc, out);
+  else
+    pack_pairs_a12_rows(a, i0, rows, p0, kc, out);
+}
+
 void pack_f16_a_mr(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
   pack_f32_a<kMR>(a, i0, rows, p0, kc, out);
   round_f16_in_place(static_cast<float *>(out), (rows + kMR - 1) / kMR * kMR * kc);
@@ -115,7 +122,7 @@ void pack_f16_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t col
 
 const KernelDef kF32Avx512{kMR,           kNR,      1,       256,    4, 4, pack_f32_a<kMR>,
                            pack_f32_b_nr, tile_f32, nullptr, nullptr};
-const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, 2, pack_pairs_a<kMR>, pack_pairs_b_nr,
+const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, 2, pack_pairs_a_mr, pack_pairs_b_nr,
                             tile_bf16, nullptr, nullptr};
 const KernelDef kF16Avx512{kMR, kNR, 1, 256, 4, 2, pack_f16_a_mr, pack_f16_b_nr, tile_f16, nullptr, nullptr};
 

@@ -8,6 +8,8 @@
 #include "core/float16.hpp"
 
 #define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+// The bfloat16 packers: only the bf16 kernels (AVX512_BF16, AMX) call them.
+#define DPT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,avx512bf16")))
 
 namespace dpt::gemm {
 
@@ -29,21 +31,11 @@ DPT_AVX512 inline __m512i shift_left(__m512i x, unsigned n) {
   return _mm512_maskz_slli_epi32(__mmask16(0xFFFF), x, n);
 }
 
-// core/float16.hpp's to_bf16 on 16 lanes, the result in the low 16 bits of each 32-bit lane.
-DPT_AVX512 inline __m512i to_bf16_lanes(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(shift_right(u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      shift_right(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-  const __m512i nan = _mm512_or_si512(shift_right(u, 16), _mm512_set1_epi32(0x0040));
-  const __m512i zero = _mm512_and_si512(shift_right(u, 16), _mm512_set1_epi32(0x8000));
-  const __m512i magnitude = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
-  const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
-  const __mmask16 is_small =
-      _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7F800000)), _mm512_setzero_si512());
-  __m512i r = _mm512_mask_mov_epi32(rounded, is_nan, nan);
-  r = _mm512_mask_mov_epi32(r, is_small, zero);
-  return _mm512_and_si512(r, _mm512_set1_epi32(0xFFFF));
+// core/float16.hpp's to_bf16 on 16 lanes, the result in the low 16 bits of each 32-bit lane: VCVTNEPS2BF16
+// (nearest even, subnormal inputs to a signed zero, NaN quietened keeping its sign and high payload), which
+// is to_bf16 as the Intel SDM defines both; test_gemm holds every packer to to_bf16 on the rounding cases.
+DPT_AVX512_BF16 inline __m512i to_bf16_lanes(__m512 x) {
+  return _mm512_maskz_cvtepu16_epi32(__mmask16(0xFFFF), (__m256i)_mm512_cvtneps_pbh(x));
 }
 
 // Up to 16 floats of a row (w of them; the rest zero).
@@ -116,8 +108,8 @@ DPT_AVX512 void round_f16_in_place(float *x, size_t count) {
   for (; i < count; ++i) x[i] = from_f16(to_f16(x[i]));
 }
 
-DPT_AVX512 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
-                                    size_t k_unit) {
+DPT_AVX512_BF16 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols,
+                                         void *out, size_t k_unit) {
   uint32_t *o = static_cast<uint32_t *>(out);  // a pair (k even in the low half) per 32-bit word
   const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
   for (size_t q = 0; q < pairs; ++q) {
@@ -139,8 +131,8 @@ DPT_AVX512 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size
 
 // Column j of op(B) (stored as row j) holds its k contiguously: pair q of columns [c, c + 8) is one 64-bit
 // gather; an odd last k, and columns past the width, are read one float at a time or not at all.
-DPT_AVX512 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
-                                    size_t k_unit) {
+DPT_AVX512_BF16 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols,
+                                         void *out, size_t k_unit) {
   uint32_t *o = static_cast<uint32_t *>(out);
   const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
   const __m512i rows8 =
@@ -170,10 +162,57 @@ DPT_AVX512 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size
   }
 }
 
+// A row's k are contiguous: 32 k (16 pairs) of it rounded at a time, their pairs scattered to the row's
+// place in the panel (pair q of row r at word q * 12 + r).
+DPT_AVX512_BF16 void pack_pairs_a12_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
+                                         void *out) {
+  constexpr size_t kMR = 12;
+  uint32_t *o = static_cast<uint32_t *>(out);
+  const size_t pairs = (kc + 1) / 2;
+  alignas(64) static const uint16_t kLowHalves[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
+                                                      22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42,
+                                                      44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+  const __m512i low_halves = _mm512_load_si512(kLowHalves);
+  const __m512i places =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(int32_t(kMR)));
+  for (size_t i = 0; i < rows; i += kMR, o += pairs * kMR)
+    for (size_t r = 0; r < kMR; ++r) {
+      const float *src = a.data + (i0 + i + r) * a.ld + p0;
+      for (size_t q = 0; q < pairs; q += 16) {
+        const size_t w = i + r < rows ? kc - 2 * q : 0;  // floats left in the row (none past the last row)
+        const __m512 lo = w > 0 ? load(src + 2 * q, w) : _mm512_setzero_ps();
+        const __m512 hi = w > 16 ? load(src + 2 * q + 16, w - 16) : _mm512_setzero_ps();
+        // The 32 rounded values' low halves in k order: 16 words, k even in the low half of each.
+        const __m512i words = _mm512_permutex2var_epi16(to_bf16_lanes(lo), low_halves, to_bf16_lanes(hi));
+        _mm512_mask_i32scatter_epi32(o + q * kMR + r, first(pairs - q), places, words, 4);
+      }
+    }
+}
+
+// op(A) transposed: element (r, p) is at data[p * ld + r], so the 12 rows of a pair's k are contiguous.
+DPT_AVX512_BF16 void pack_pairs_a12_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
+                                         void *out) {
+  constexpr size_t kMR = 12;
+  uint32_t *o = static_cast<uint32_t *>(out);
+  const size_t pairs = (kc + 1) / 2;
+  for (size_t i = 0; i < rows; i += kMR) {
+    const __mmask16 live = first(rows - i < kMR ? rows - i : kMR);
+    const float *base = a.data + p0 * a.ld + i0 + i;
+    for (size_t q = 0; q < pairs; ++q, o += kMR) {
+      const size_t p = 2 * q;
+      const __m512 e = _mm512_maskz_loadu_ps(live, base + p * a.ld);
+      const __m512 d = p + 1 < kc ? _mm512_maskz_loadu_ps(live, base + (p + 1) * a.ld) : _mm512_setzero_ps();
+      const __m512i pair = _mm512_or_si512(to_bf16_lanes(e), shift_left(to_bf16_lanes(d), 16));
+      _mm512_mask_storeu_epi32(o, first(kMR), pair);
+    }
+  }
+}
+
 // AMX's A panels, rows [i0, i0 + rows) of 32 k blocks: load16(row, k, w) gives 16 floats of op(A)'s row
 // from k on (w of them, the rest zero); rows past the end are zero.
 template <typename Load16>
-DPT_AVX512 void pack_amx_a(size_t rows, size_t kc, void *out, Load16 load16) {
+DPT_AVX512_BF16 void pack_amx_a(size_t rows, size_t kc, void *out, Load16 load16) {
   constexpr size_t kMR = 32, kK = 32;
   uint16_t *o = static_cast<uint16_t *>(out);
   const size_t kp = (kc + kK - 1) / kK * kK;
@@ -194,14 +233,16 @@ DPT_AVX512 void pack_amx_a(size_t rows, size_t kc, void *out, Load16 load16) {
       }
 }
 
-DPT_AVX512 void pack_amx_a_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+DPT_AVX512_BF16 void pack_amx_a_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
+                                     void *out) {
   pack_amx_a(rows, kc, out, [&](size_t r, size_t k, size_t w) DPT_AVX512 {
     return load(a.data + (i0 + r) * a.ld + p0 + k, w);
   });
 }
 
 // op(A) transposed: a row's k are a column of the storage, gathered 16 at a time.
-DPT_AVX512 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+DPT_AVX512_BF16 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
+                                     void *out) {
   const __m512i steps =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                          _mm512_set1_epi32(int32_t(a.ld)));

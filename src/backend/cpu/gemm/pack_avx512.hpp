@@ -26,6 +26,9 @@ void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size
 // pack_pairs_b<32>(..., k_unit) for op(B) transposed.
 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
                          size_t k_unit);
+// pack_pairs_a<12> (the AVX-512 bf16 kernel's A) for op(A) not transposed, and transposed.
+void pack_pairs_a12_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out);
+void pack_pairs_a12_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out);
 // AMX's A panels (kernels_amx.cpp): 32 rows, k in blocks of 32; op(A) not transposed, and transposed.
 void pack_amx_a_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out);
 void pack_amx_a_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out);

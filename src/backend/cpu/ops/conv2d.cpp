@@ -6,8 +6,8 @@
 // columns a sample). Larger planes run one sample at a time, straight into the output. The grouping depends
 // only on the layer's shape and the slice size, so a run's bits are fixed.
 //
-// 3x3, stride 1, padding 1 convolutions of at least 16 channels in float32 (most of ResNet's work) run as
-// Winograd F(2x2, 3x3) instead: conv2d_winograd.cpp.
+// 3x3, stride 1, padding 1 convolutions of at least 16 channels in float32 or bf16 (most of ResNet's work)
+// run as Winograd F(2x2, 3x3) instead: conv2d_winograd.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -31,9 +31,11 @@ struct Conv {
 
 // Planes of fewer pixels than kGroupBelow run in groups of about kGroupColumns columns. Measured
 // (docs/performance-notes.md, 9): OpenBLAS's single-thread SGEMM runs at 65-70% of its rate with 16 columns
-// and near it from 128; grouping LeNet's 81-pixel planes made its 2-device step 13% slower (the group's
-// columns leave L2).
-constexpr size_t kGroupBelow = 64, kGroupColumns = 512;
+// and near it from 128, and grouping LeNet's 81-pixel planes made its 2-device step 13% slower there (the
+// group's columns leave L2). dptrain's own GEMM (AVX-512) packs the weights once per call, so there grouping
+// pays: LeNet's 81-pixel planes in groups of 7 gave 1.04-1.17x images/s in float32 and 1.17x in bf16 (AMD
+// EPYC, docs/benchmarks.md, 2026-12-03).
+constexpr size_t kGroupBelow = 128, kGroupColumns = 512;
 
 // Samples per GEMM.
 size_t group_size(const Conv &s) {
@@ -153,11 +155,15 @@ void forward(const dpt_op_call &call) {
     for (size_t i = 0; i < g; ++i)
       im2col(s, in(call) + (first + i) * s.in_size(), scratch.col + i * pix, cols);
     float *ys = out(call) + first * s.out_size();
+    // The bias is added to the finished sum, in both branches: a sample's output must not depend on
+    // whether its slice put it in a group (with k above the GEMM's k block, bias + sum and a sum started
+    // from the bias round differently, and the slices of two processes group differently).
     if (g == 1) {
-      for (size_t o = 0; o < oc; ++o)
-        for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b != nullptr ? b[o] : 0.0f;
-      blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, scratch.col, pix, 1.0f, ys, pix,
+      blas::gemm(false, false, oc, pix, ckk, 1.0f, w, ckk, scratch.col, pix, 0.0f, ys, pix,
                  blas::precision_of(call));
+      if (b != nullptr)
+        for (size_t o = 0; o < oc; ++o)
+          for (size_t q = 0; q < pix; ++q) ys[o * pix + q] = b[o] + ys[o * pix + q];
       continue;
     }
     blas::gemm(false, false, oc, cols, ckk, 1.0f, w, ckk, scratch.col, cols, 0.0f, scratch.staged, cols,

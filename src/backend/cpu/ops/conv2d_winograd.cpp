@@ -270,12 +270,13 @@ struct PointGemm {
   float *c;
   size_t c_block, ldc;
   bool accumulate;
+  gemm::Precision precision;
 };
 
 void gemm_per_point(const PointGemm &g) {
   for (size_t p = 0; p < kPoints; ++p)
     blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, g.a + p * g.a_block, g.lda, g.b + p * g.b_block,
-               g.ldb, g.accumulate ? 1.0f : 0.0f, g.c + p * g.c_block, g.ldc);
+               g.ldb, g.accumulate ? 1.0f : 0.0f, g.c + p * g.c_block, g.ldc, g.precision);
 }
 
 // V for the g samples from first: the input planes' tiles side by side. Channel outer, sample inner (here
@@ -301,7 +302,7 @@ bool applies(const dpt_op_call &call) {
   if (pinned_im2col) return false;
   const dpt_tensor &x = call.inputs[0];
   return call.ints[1] == 3 && call.ints[2] == 1 && call.ints[3] == 1 && x.dims[0] >= int64_t(kMinChannels) &&
-         call.ints[0] >= int64_t(kMinChannels) && blas::precision_of(call) == gemm::Precision::kF32;
+         call.ints[0] >= int64_t(kMinChannels) && blas::precision_of(call) != gemm::Precision::kF16;
 }
 
 size_t scratch_bytes(const dpt_op_call &call) {
@@ -317,7 +318,7 @@ void forward(const dpt_op_call &call) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
     gemm_per_point({false, false, s.out_c, tiles, s.c, sc.u, s.out_c * s.c, s.c, sc.v, s.c * tiles, tiles,
-                    sc.m, s.out_c * tiles, tiles, false});
+                    sc.m, s.out_c * tiles, tiles, false, blas::precision_of(call)});
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
         transform_output(s, sc.m + o * tiles + i * s.tiles(), s.out_c * tiles, b != nullptr ? b[o] : 0.0f,
@@ -341,12 +342,12 @@ void backward(const dpt_op_call &call) {
       transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
       gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, s.out_c * tiles, tiles, sc.v, s.c * tiles,
-                      tiles, sc.du, s.out_c * s.c, s.c, true});
+                      tiles, sc.du, s.out_c * s.c, s.c, true, blas::precision_of(call)});
     }
     if (d != nullptr) {
       // dV_p = U_p^T dM_p, into V's space
       gemm_per_point({true, false, s.c, tiles, s.out_c, sc.u, s.out_c * s.c, s.c, sc.m, s.out_c * tiles,
-                      tiles, sc.v, s.c * tiles, tiles, false});
+                      tiles, sc.v, s.c * tiles, tiles, false, blas::precision_of(call)});
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
           transform_input_gradient(s, sc.v + c * tiles + i * s.tiles(), s.c * tiles,
