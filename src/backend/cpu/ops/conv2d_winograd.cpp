@@ -44,13 +44,28 @@ struct Shape {
   size_t padded_h() const { return 2 * tiles_y() + 2; }
 };
 
+// The distance between two points' planes of U, V and M: their floats, plus 16 (64 bytes). Without it
+// the 16 planes lie a multiple of 4 KiB apart whenever the planes do (ResNet's 64 x 64 weights, 64 channels
+// of 512 tiles), all in one set of the L1 cache, and a transform's 16 streams evicted each other.
+constexpr size_t kPointPad = 16;
+size_t u_stride(const Shape &s) {
+  return s.out_c * s.c + kPointPad;
+}
+size_t v_stride(const Shape &s, size_t tiles) {
+  return s.c * tiles + kPointPad;
+}
+size_t m_stride(const Shape &s, size_t tiles) {
+  return s.out_c * tiles + kPointPad;
+}
+
 Shape shape_of(const dpt_op_call &call) {
   const dpt_tensor &x = call.inputs[0];
   return Shape{size_t(x.dims[0]), size_t(x.dims[1]), size_t(x.dims[2]), size_t(call.ints[0])};
 }
 
 // U and dU [16, out_c, c]; V [16, c, tiles of a group] (backward: then its gradient), M [16, out_c, tiles of
-// a group] (backward: the output gradient's transform); rows for the transforms of one plane.
+// a group] (backward: the output gradient's transform), each point's plane u_stride / v_stride / m_stride
+// floats after the previous one; rows for the transforms of one plane.
 struct Scratch {
   float *u, *du, *v, *m, *rows;
 };
@@ -61,18 +76,19 @@ size_t row_floats(const Shape &s) {
 
 size_t scratch_floats(const Shape &s) {
   const size_t group_tiles = s.group() * s.tiles();
-  return 2 * kPoints * s.out_c * s.c + kPoints * (s.c + s.out_c) * group_tiles + row_floats(s);
+  return 2 * kPoints * u_stride(s) + kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) +
+         row_floats(s);
 }
 
 Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
   float *p = static_cast<float *>(call.scratch);
-  const size_t weights = kPoints * s.out_c * s.c, group_tiles = s.group() * s.tiles();
+  const size_t weights = kPoints * u_stride(s), group_tiles = s.group() * s.tiles();
   Scratch r{};
   r.u = p;
   r.du = r.u + weights;
   r.v = r.du + weights;
-  r.m = r.v + kPoints * s.c * group_tiles;
-  r.rows = r.m + kPoints * s.out_c * group_tiles;
+  r.m = r.v + kPoints * v_stride(s, group_tiles);
+  r.rows = r.m + kPoints * m_stride(s, group_tiles);
   return r;
 }
 
@@ -104,7 +120,7 @@ void transform_weights(const Shape &s, const float *w, float *u) {
         block[4 * i + 3][b] = t[i][2];
       }
     }
-    for (size_t p = 0; p < kPoints; ++p) std::copy_n(block[p], count, u + p * kernels + first);
+    for (size_t p = 0; p < kPoints; ++p) std::copy_n(block[p], count, u + p * u_stride(s) + first);
   }
 }
 
@@ -114,7 +130,7 @@ void add_weight_gradient(const Shape &s, const float *du, float *dw) {
   float block[kPoints][kBlock];
   for (size_t first = 0; first < kernels; first += kBlock) {
     const size_t count = std::min(kBlock, kernels - first);
-    for (size_t p = 0; p < kPoints; ++p) std::copy_n(du + p * kernels + first, count, block[p]);
+    for (size_t p = 0; p < kPoints; ++p) std::copy_n(du + p * u_stride(s) + first, count, block[p]);
     for (size_t b = 0; b < count; ++b) {
       float t[3][4];  // G^T dU
       for (size_t j = 0; j < 4; ++j) {
@@ -287,7 +303,7 @@ void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratc
   for (size_t c = 0; c < s.c; ++c)
     for (size_t i = 0; i < g; ++i)
       transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
-                      s.c * tiles, sc.rows);
+                      v_stride(s, tiles), sc.rows);
 }
 
 }  // namespace
@@ -317,11 +333,11 @@ void forward(const dpt_op_call &call) {
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
-    gemm_per_point({false, false, s.out_c, tiles, s.c, sc.u, s.out_c * s.c, s.c, sc.v, s.c * tiles, tiles,
-                    sc.m, s.out_c * tiles, tiles, false, blas::precision_of(call)});
+    gemm_per_point({false, false, s.out_c, tiles, s.c, sc.u, u_stride(s), s.c, sc.v, v_stride(s, tiles),
+                    tiles, sc.m, m_stride(s, tiles), tiles, false, blas::precision_of(call)});
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
-        transform_output(s, sc.m + o * tiles + i * s.tiles(), s.out_c * tiles, b != nullptr ? b[o] : 0.0f,
+        transform_output(s, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), b != nullptr ? b[o] : 0.0f,
                          out(call) + ((first + i) * s.out_c + o) * s.plane(), sc.rows);
   }
 }
@@ -330,27 +346,27 @@ void backward(const dpt_op_call &call) {
   const Shape s = shape_of(call);
   const Scratch sc = scratch_of(call, s);
   float *dw = param_grad(call, 0), *d = dx(call);
-  if (dw != nullptr) std::fill(sc.du, sc.du + kPoints * s.out_c * s.c, 0.0f);
+  if (dw != nullptr) std::fill(sc.du, sc.du + kPoints * u_stride(s), 0.0f);
   if (d != nullptr) transform_weights(s, param(call, 0), sc.u);
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
         transform_output_gradient(s, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
-                                  sc.m + o * tiles + i * s.tiles(), s.out_c * tiles, sc.rows);
+                                  sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
     if (dw != nullptr) {
       transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
-      gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, s.out_c * tiles, tiles, sc.v, s.c * tiles,
-                      tiles, sc.du, s.out_c * s.c, s.c, true, blas::precision_of(call)});
+      gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, m_stride(s, tiles), tiles, sc.v,
+                      v_stride(s, tiles), tiles, sc.du, u_stride(s), s.c, true, blas::precision_of(call)});
     }
     if (d != nullptr) {
       // dV_p = U_p^T dM_p, into V's space
-      gemm_per_point({true, false, s.c, tiles, s.out_c, sc.u, s.out_c * s.c, s.c, sc.m, s.out_c * tiles,
-                      tiles, sc.v, s.c * tiles, tiles, false, blas::precision_of(call)});
+      gemm_per_point({true, false, s.c, tiles, s.out_c, sc.u, u_stride(s), s.c, sc.m, m_stride(s, tiles),
+                      tiles, sc.v, v_stride(s, tiles), tiles, false, blas::precision_of(call)});
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
-          transform_input_gradient(s, sc.v + c * tiles + i * s.tiles(), s.c * tiles,
+          transform_input_gradient(s, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
                                    d + ((first + i) * s.c + c) * s.plane(), sc.rows);
     }
   }
