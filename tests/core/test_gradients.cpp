@@ -547,7 +547,8 @@ void test_conv2d_ragged_groups(void **) {
   check_conv(1, 1, true, 7, 7, 13);
 }
 
-// Which convolutions take the Winograd path: 3x3, stride 1, padding 1, >= 16 channels in and out, float32.
+// Which convolutions take the Winograd path: 3x3, stride 1, padding 1, >= 16 channels in and out, float32 or
+// bf16.
 void test_conv2d_winograd_applies(void **) {
   const auto call = [](int64_t in_c, int64_t out_c, int64_t k, int64_t stride, int64_t padding,
                        int32_t dtype) {

@@ -195,6 +195,40 @@ void test_conv2d_winograd_bf16(void **) {
     fail_msg("Winograd bf16: the bias gradient is not the float32 kernel's");
 }
 
+// A sample's convolution output does not depend on the slice it is computed in (the samples beside it, so
+// the group it shares a GEMM with, or none), in every precision: the K-device contract and the processes of
+// a pipeline's evaluation rely on it. The im2col case has k = 576, above the GEMM's k block, where a sum
+// started from the bias (once the one-sample branch) rounds differently from bias + sum.
+void test_conv2d_sample_independent_of_slice(void **) {
+  ModelSpec im2col(Shape{64, 8, 8});
+  im2col.add_conv2d(10, 3, 2, 1, true);  // 4x4 planes: samples grouped
+  ModelSpec winograd(Shape{16, 6, 6});
+  winograd.add_conv2d(16, 3, 1, 1, true);
+  const size_t n = 5;
+  for (const ModelSpec *m : {&im2col, &winograd})
+    for (int32_t dtype : {DPT_DTYPE_F32, DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
+      dpt_test::TestRng rng(29);
+      const size_t in = m->input().size(), out = m->output().size();
+      const std::vector<float> x = rng.vector(n * in, -1, 1),
+                               p = rng.vector(m->parameter_count(), -0.5f, 0.5f),
+                               dy = rng.vector(n * out, -1, 1);
+      const Pass all = run(*m, n, x, p, dy, dtype);
+      for (size_t i = 0; i < n; ++i) {
+        const std::vector<float> xi(x.begin() + long(i * in), x.begin() + long((i + 1) * in)),
+            dyi(dy.begin() + long(i * out), dy.begin() + long((i + 1) * out));
+        const Pass one = run(*m, 1, xi, p, dyi, dtype);
+        if (std::memcmp(one.y.data(), all.y.data() + i * out, out * sizeof(float)) != 0)
+          fail_msg("conv2d of %zu inputs, dtype %d: sample %zu alone differs from its slice of %zu", in,
+                   dtype, i, n);
+        if (std::memcmp(one.dx.data(), all.dx.data() + i * in, in * sizeof(float)) != 0)
+          fail_msg("conv2d, dtype %d: sample %zu's input gradient alone differs from its slice's", dtype, i);
+      }
+    }
+  std::printf(
+      "conv2d (im2col grouped, Winograd) x (fp32, bf16, fp16): each sample's output and input gradient "
+      "alone equal to its slice's, bit for bit\n");
+}
+
 // Attention rounds its inputs and, before P V, its probabilities: the 16-bit type's resolution of float32,
 // and not float32.
 void test_attention(void **) {
@@ -222,6 +256,7 @@ int main() {
       cmocka_unit_test(test_dense_and_linear),
       cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_conv2d_winograd_bf16),
+      cmocka_unit_test(test_conv2d_sample_independent_of_slice),
       cmocka_unit_test(test_attention),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
