@@ -22,11 +22,8 @@ DPT_AVX512 inline __mmask16 first(size_t w) {
   return w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1u);
 }
 
-// Shifts of every lane. (The maskz forms throughout: GCC 12 warns falsely about the _mm512_undefined_* of
-// the unmasked ones, _mm512_srli_epi32 and _mm512_cvtepi32_epi16.)
-DPT_AVX512 inline __m512i shift_right(__m512i x, unsigned n) {
-  return _mm512_maskz_srli_epi32(__mmask16(0xFFFF), x, n);
-}
+// A shift of every lane. (The maskz forms throughout: GCC 12 warns falsely about the _mm512_undefined_* of
+// the unmasked ones, _mm512_slli_epi32, _mm512_cvtepi32_epi16 and _mm512_cvtepu16_epi32.)
 DPT_AVX512 inline __m512i shift_left(__m512i x, unsigned n) {
   return _mm512_maskz_slli_epi32(__mmask16(0xFFFF), x, n);
 }
@@ -178,9 +175,10 @@ DPT_AVX512_BF16 void pack_pairs_a12_rows(const Operand &a, size_t i0, size_t row
                          _mm512_set1_epi32(int32_t(kMR)));
   for (size_t i = 0; i < rows; i += kMR, o += pairs * kMR)
     for (size_t r = 0; r < kMR; ++r) {
-      const float *src = a.data + (i0 + i + r) * a.ld + p0;
+      const bool live = i + r < rows;  // rows past the last are zeros
+      const float *src = live ? a.data + (i0 + i + r) * a.ld + p0 : nullptr;
       for (size_t q = 0; q < pairs; q += 16) {
-        const size_t w = i + r < rows ? kc - 2 * q : 0;  // floats left in the row (none past the last row)
+        const size_t w = live ? kc - 2 * q : 0;  // floats left in the row
         const __m512 lo = w > 0 ? load(src + 2 * q, w) : _mm512_setzero_ps();
         const __m512 hi = w > 16 ? load(src + 2 * q + 16, w - 16) : _mm512_setzero_ps();
         // The 32 rounded values' low halves in k order: 16 words, k even in the low half of each.
