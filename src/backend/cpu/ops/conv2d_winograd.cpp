@@ -7,8 +7,9 @@
 // arithmetic reversed: dM = A dY A^T, dU_p += dM_p V_p^T (then dW += G^T dU G), dV_p = U_p^T dM_p (then
 // dX += B dV B^T, the tiles' patches overlapping by two rows and columns).
 //
-// The transforms only add, subtract and halve (exact), so each DPT_CLONES copy computes the same bits. Tiles
-// past the plane's right or bottom edge (odd sizes) read zeros and their outputs are dropped.
+// The transforms only add, subtract and halve (exact): the weights' here, the planes' tiles in
+// conv2d_winograd_tiles (portable and AVX-512, the same bits). Tiles past the plane's right or bottom edge
+// (odd sizes) read zeros and their outputs are dropped.
 #include "backend/cpu/ops/conv2d_winograd.hpp"
 
 #include <algorithm>
@@ -17,8 +18,8 @@
 #include <cstring>
 
 #include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
-#include "core/target_clones.hpp"
 
 namespace dpt::cpu::winograd {
 
@@ -33,15 +34,11 @@ constexpr size_t kGroupTiles = 512;
 constexpr size_t kPoints = 16;  // the 4x4 points of a transformed tile
 
 struct Shape {
-  size_t c, h, w, out_c;  // the output plane is h x w too
-  size_t tiles_y() const { return (h + 1) / 2; }
-  size_t tiles_x() const { return (w + 1) / 2; }
-  size_t tiles() const { return tiles_y() * tiles_x(); }
-  size_t plane() const { return h * w; }
+  size_t c, out_c;
+  Plane image;  // the output plane is as large as the input's
+  size_t tiles() const { return image.tiles(); }
+  size_t plane() const { return image.size(); }
   size_t group() const { return (kGroupTiles + tiles() - 1) / tiles(); }
-  // A zero-bordered plane: one row and column of padding before the image, tiles past its end after.
-  size_t padded_w() const { return 2 * tiles_x() + 2; }
-  size_t padded_h() const { return 2 * tiles_y() + 2; }
 };
 
 // The distance between two points' planes of U, V and M: their floats, plus 16 (64 bytes). Without it
@@ -60,7 +57,7 @@ size_t m_stride(const Shape &s, size_t tiles) {
 
 Shape shape_of(const dpt_op_call &call) {
   const dpt_tensor &x = call.inputs[0];
-  return Shape{size_t(x.dims[0]), size_t(x.dims[1]), size_t(x.dims[2]), size_t(call.ints[0])};
+  return Shape{size_t(x.dims[0]), size_t(call.ints[0]), Plane{size_t(x.dims[1]), size_t(x.dims[2])}};
 }
 
 // U and dU [16, out_c, c]; V [16, c, tiles of a group] (backward: then its gradient), M [16, out_c, tiles of
@@ -70,14 +67,10 @@ struct Scratch {
   float *u, *du, *v, *m, *rows;
 };
 
-size_t row_floats(const Shape &s) {
-  return (s.padded_h() + 4) * s.padded_w();
-}
-
 size_t scratch_floats(const Shape &s) {
   const size_t group_tiles = s.group() * s.tiles();
   return 2 * kPoints * u_stride(s) + kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) +
-         row_floats(s);
+         tile_rows_floats(s.image);
 }
 
 Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
@@ -149,132 +142,6 @@ void add_weight_gradient(const Shape &s, const float *du, float *dw) {
   }
 }
 
-// V = B^T d B for every tile of one input plane x: point p of tile (ty, tx) at v[p * stride + ty * tiles_x
-// + tx]. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. rows: the zero-bordered plane, then 4 rows for B^T d.
-// Plain loops rather than std::fill/copy_n: the rows are short (4 floats in ResNet's last stage) and a
-// library call per row costs more than the copy (the file is compiled without loop-to-call conversion).
-DPT_CLONES void transform_input(const Shape &s, const float *x, float *v, size_t stride, float *rows) {
-  const size_t pw = s.padded_w(), ph = s.padded_h(), tiles_x = s.tiles_x();
-  float *__restrict d = rows, *__restrict t = rows + ph * pw;
-  for (size_t i = 0; i < pw; ++i) d[i] = 0.0f;
-  for (size_t y = 0; y < s.h; ++y) {
-    float *row = d + (y + 1) * pw;
-    row[0] = 0.0f;
-    for (size_t i = 0; i < s.w; ++i) row[1 + i] = x[y * s.w + i];
-    for (size_t i = s.w + 1; i < pw; ++i) row[i] = 0.0f;
-  }
-  for (size_t i = (s.h + 1) * pw; i < ph * pw; ++i) d[i] = 0.0f;
-  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
-    const float *d0 = d + 2 * ty * pw, *d1 = d0 + pw, *d2 = d1 + pw, *d3 = d2 + pw;
-    for (size_t i = 0; i < pw; ++i) {
-      t[i] = d0[i] - d2[i];
-      t[pw + i] = d1[i] + d2[i];
-      t[2 * pw + i] = d2[i] - d1[i];
-      t[3 * pw + i] = d1[i] - d3[i];
-    }
-    for (size_t a = 0; a < 4; ++a) {
-      const float *__restrict e = t + a * pw;
-      float *__restrict v0 = v + (4 * a + 0) * stride + ty * tiles_x;
-      float *__restrict v1 = v + (4 * a + 1) * stride + ty * tiles_x;
-      float *__restrict v2 = v + (4 * a + 2) * stride + ty * tiles_x;
-      float *__restrict v3 = v + (4 * a + 3) * stride + ty * tiles_x;
-      for (size_t tx = 0; tx < tiles_x; ++tx) {
-        const float e0 = e[2 * tx], e1 = e[2 * tx + 1], e2 = e[2 * tx + 2], e3 = e[2 * tx + 3];
-        v0[tx] = e0 - e2;
-        v1[tx] = e1 + e2;
-        v2[tx] = e2 - e1;
-        v3[tx] = e1 - e3;
-      }
-    }
-  }
-}
-
-// y = bias + A^T M A for every tile of one output plane, M's point p of tile (ty, tx) at m[p * stride +
-// ty * tiles_x + tx]. A^T = [1 1 1 0; 0 1 -1 -1]. rows: 2 padded rows.
-DPT_CLONES void transform_output(const Shape &s, const float *m, size_t stride, float bias, float *y,
-                                 float *rows) {
-  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
-  float *__restrict y0 = rows, *__restrict y1 = rows + pw;
-  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
-    const float *mt = m + ty * tiles_x;
-    for (size_t tx = 0; tx < tiles_x; ++tx) {
-      float q[kPoints];
-      for (size_t p = 0; p < kPoints; ++p) q[p] = mt[p * stride + tx];
-      float r0[4], r1[4];  // A^T M
-      for (size_t j = 0; j < 4; ++j) {
-        r0[j] = q[j] + q[4 + j] + q[8 + j];
-        r1[j] = q[4 + j] - q[8 + j] - q[12 + j];
-      }
-      y0[2 * tx] = bias + (r0[0] + r0[1] + r0[2]);
-      y0[2 * tx + 1] = bias + (r0[1] - r0[2] - r0[3]);
-      y1[2 * tx] = bias + (r1[0] + r1[1] + r1[2]);
-      y1[2 * tx + 1] = bias + (r1[1] - r1[2] - r1[3]);
-    }
-    for (size_t i = 0; i < s.w; ++i) y[2 * ty * s.w + i] = y0[i];
-    if (2 * ty + 1 < s.h)
-      for (size_t i = 0; i < s.w; ++i) y[(2 * ty + 1) * s.w + i] = y1[i];
-  }
-}
-
-// dM = A dY A^T for every tile of one output-gradient plane dy (zeros past its edge), laid out as
-// transform_output reads M. A = [1 0; 1 1; 1 -1; 0 -1]. rows: 2 padded rows.
-DPT_CLONES void transform_output_gradient(const Shape &s, const float *dy, float *m, size_t stride,
-                                          float *rows) {
-  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
-  float *g0 = rows, *g1 = rows + pw;
-  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
-    const bool second_row = 2 * ty + 1 < s.h;
-    for (size_t i = 0; i < pw; ++i) {
-      g0[i] = i < s.w ? dy[2 * ty * s.w + i] : 0.0f;
-      g1[i] = second_row && i < s.w ? dy[(2 * ty + 1) * s.w + i] : 0.0f;
-    }
-    float *mt = m + ty * tiles_x;
-    for (size_t tx = 0; tx < tiles_x; ++tx) {
-      const float a0 = g0[2 * tx], a1 = g0[2 * tx + 1], b0 = g1[2 * tx], b1 = g1[2 * tx + 1];
-      const float rows_of_a_dy[4][2] = {{a0, a1}, {a0 + b0, a1 + b1}, {a0 - b0, a1 - b1}, {-b0, -b1}};
-      for (size_t r = 0; r < 4; ++r) {
-        const float x0 = rows_of_a_dy[r][0], x1 = rows_of_a_dy[r][1];
-        mt[(4 * r + 0) * stride + tx] = x0;
-        mt[(4 * r + 1) * stride + tx] = x0 + x1;
-        mt[(4 * r + 2) * stride + tx] = x0 - x1;
-        mt[(4 * r + 3) * stride + tx] = -x1;
-      }
-    }
-  }
-}
-
-// dx = the sum over tiles of B dV B^T, each at its patch (rows and columns 2t - 1 .. 2t + 2), accumulated
-// in the zero-bordered plane pad and copied out. B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1].
-DPT_CLONES void transform_input_gradient(const Shape &s, const float *v, size_t stride, float *dx,
-                                         float *pad) {
-  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
-  for (size_t i = 0; i < s.padded_h() * pw; ++i) pad[i] = 0.0f;
-  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
-    const float *vt = v + ty * tiles_x;
-    float *patch = pad + 2 * ty * pw;
-    for (size_t tx = 0; tx < tiles_x; ++tx) {
-      float q[kPoints];
-      for (size_t p = 0; p < kPoints; ++p) q[p] = vt[p * stride + tx];
-      float h[4][4];  // B dV
-      for (size_t j = 0; j < 4; ++j) {
-        h[0][j] = q[j];
-        h[1][j] = q[4 + j] - q[8 + j] + q[12 + j];
-        h[2][j] = q[4 + j] + q[8 + j] - q[j];
-        h[3][j] = -q[12 + j];
-      }
-      for (size_t i = 0; i < 4; ++i) {
-        float *row = patch + i * pw + 2 * tx;
-        row[0] += h[i][0];
-        row[1] += h[i][1] - h[i][2] + h[i][3];
-        row[2] += h[i][1] + h[i][2] - h[i][0];
-        row[3] -= h[i][3];
-      }
-    }
-  }
-  for (size_t y = 0; y < s.h; ++y)
-    for (size_t i = 0; i < s.w; ++i) dx[y * s.w + i] = pad[(y + 1) * pw + 1 + i];
-}
-
 // The 16 GEMMs of a group: C_p = op(A_p) op(B_p) (+ C_p when accumulate), A_p, B_p, C_p each a point's block.
 struct PointGemm {
   bool trans_a, trans_b;
@@ -302,8 +169,8 @@ void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratc
   const size_t tiles = g * s.tiles();
   for (size_t c = 0; c < s.c; ++c)
     for (size_t i = 0; i < g; ++i)
-      transform_input(s, in(call) + ((first + i) * s.c + c) * s.plane(), sc.v + c * tiles + i * s.tiles(),
-                      v_stride(s, tiles), sc.rows);
+      tile_transforms().input(s.image, in(call) + ((first + i) * s.c + c) * s.plane(),
+                              sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles), sc.rows);
 }
 
 }  // namespace
@@ -337,8 +204,9 @@ void forward(const dpt_op_call &call) {
                     tiles, sc.m, m_stride(s, tiles), tiles, false, blas::precision_of(call)});
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
-        transform_output(s, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), b != nullptr ? b[o] : 0.0f,
-                         out(call) + ((first + i) * s.out_c + o) * s.plane(), sc.rows);
+        tile_transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
+                                 b != nullptr ? b[o] : 0.0f,
+                                 out(call) + ((first + i) * s.out_c + o) * s.plane(), sc.rows);
   }
 }
 
@@ -352,8 +220,8 @@ void backward(const dpt_op_call &call) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
-        transform_output_gradient(s, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
-                                  sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
+        tile_transforms().output_gradient(s.image, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
+                                          sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
     if (dw != nullptr) {
       transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
@@ -366,8 +234,8 @@ void backward(const dpt_op_call &call) {
                       tiles, sc.v, v_stride(s, tiles), tiles, false, blas::precision_of(call)});
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
-          transform_input_gradient(s, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
-                                   d + ((first + i) * s.c + c) * s.plane(), sc.rows);
+          tile_transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
+                                           d + ((first + i) * s.c + c) * s.plane(), sc.rows);
     }
   }
   if (dw != nullptr) add_weight_gradient(s, sc.du, dw);

@@ -1,0 +1,53 @@
+// Winograd F(2x2, 3x3)'s per-plane tile transforms (conv2d_winograd.cpp runs them over a group's planes):
+// V = B^T d B for every tile of an input plane, y = bias + A^T M A for every tile of an output plane, and
+// their reverses for backward. Two implementations of the same arithmetic, chosen once by what the CPU runs:
+// the portable loops (the reference) and AVX-512 across 16 tiles of a row. The transforms only add,
+// subtract and negate, each operation rounded alone and in the same order in both, so the two give the
+// same bits (test_winograd_tiles holds them to it, signed zeros, infinities and NaNs included).
+#pragma once
+
+#include <cstddef>
+
+namespace dpt::cpu::winograd {
+
+// One plane of h x w pixels, cut into 2x2 output tiles; tiles past the right or bottom edge (odd sizes)
+// read zeros and their outputs are dropped.
+struct Plane {
+  size_t h, w;
+  size_t tiles_y() const { return (h + 1) / 2; }
+  size_t tiles_x() const { return (w + 1) / 2; }
+  size_t tiles() const { return tiles_y() * tiles_x(); }
+  size_t size() const { return h * w; }
+  // A zero-bordered plane: one row and column of padding before the image, tiles past its end after.
+  size_t padded_w() const { return 2 * tiles_x() + 2; }
+  size_t padded_h() const { return 2 * tiles_y() + 2; }
+};
+
+// The AVX-512 transforms keep each padded row split into its even and its odd columns, each this many
+// floats long: room for every chunk of 16 tiles and the column after the last.
+inline size_t split_row_floats(const Plane &p) {
+  return (p.tiles_x() + 15) / 16 * 16 + 16;
+}
+
+// The floats of working room (`rows` below) either implementation needs for one plane.
+size_t tile_rows_floats(const Plane &p);
+
+// Point p of tile (ty, tx) lies at [p * stride + ty * tiles_x + tx] of V or M (and of their gradients).
+struct TileTransforms {
+  // V = B^T d B for every tile of the input plane x.
+  void (*input)(const Plane &s, const float *x, float *v, size_t stride, float *rows);
+  // y = bias + A^T M A for every tile of the output plane y.
+  void (*output)(const Plane &s, const float *m, size_t stride, float bias, float *y, float *rows);
+  // dM = A dY A^T for every tile of the output-gradient plane dy.
+  void (*output_gradient)(const Plane &s, const float *dy, float *m, size_t stride, float *rows);
+  // dx = the sum over tiles of B dV B^T, each at its 4x4 patch (overlapping by two rows and columns).
+  void (*input_gradient)(const Plane &s, const float *v, size_t stride, float *dx, float *rows);
+};
+
+const TileTransforms &portable_tile_transforms();
+// nullptr where the CPU has no AVX-512 (F, BW, DQ, VL).
+const TileTransforms *avx512_tile_transforms();
+// The AVX-512 transforms where the CPU has them, else the portable ones.
+const TileTransforms &tile_transforms();
+
+}  // namespace dpt::cpu::winograd

@@ -1,0 +1,158 @@
+// The portable tile transforms: plain loops over a zero-bordered copy of the plane (the reference the
+// AVX-512 ones are held to). Each DPT_CLONES copy computes the same bits: the loops only add, subtract and
+// negate.
+#include <algorithm>
+
+#include "backend/cpu/gemm/cpu_features.hpp"
+#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
+#include "core/target_clones.hpp"
+
+namespace dpt::cpu::winograd {
+
+namespace {
+
+constexpr size_t kPoints = 16;
+
+// V = B^T d B for every tile of one input plane x. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. rows: the
+// zero-bordered plane, then 4 rows for B^T d. Plain loops rather than std::fill/copy_n: the rows are short
+// (4 floats in ResNet's last stage) and a library call per row costs more than the copy (the file is
+// compiled without loop-to-call conversion).
+DPT_CLONES void input(const Plane &s, const float *x, float *v, size_t stride, float *rows) {
+  const size_t pw = s.padded_w(), ph = s.padded_h(), tiles_x = s.tiles_x();
+  float *__restrict d = rows, *__restrict t = rows + ph * pw;
+  for (size_t i = 0; i < pw; ++i) d[i] = 0.0f;
+  for (size_t y = 0; y < s.h; ++y) {
+    float *row = d + (y + 1) * pw;
+    row[0] = 0.0f;
+    for (size_t i = 0; i < s.w; ++i) row[1 + i] = x[y * s.w + i];
+    for (size_t i = s.w + 1; i < pw; ++i) row[i] = 0.0f;
+  }
+  for (size_t i = (s.h + 1) * pw; i < ph * pw; ++i) d[i] = 0.0f;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const float *d0 = d + 2 * ty * pw, *d1 = d0 + pw, *d2 = d1 + pw, *d3 = d2 + pw;
+    for (size_t i = 0; i < pw; ++i) {
+      t[i] = d0[i] - d2[i];
+      t[pw + i] = d1[i] + d2[i];
+      t[2 * pw + i] = d2[i] - d1[i];
+      t[3 * pw + i] = d1[i] - d3[i];
+    }
+    for (size_t a = 0; a < 4; ++a) {
+      const float *__restrict e = t + a * pw;
+      float *__restrict v0 = v + (4 * a + 0) * stride + ty * tiles_x;
+      float *__restrict v1 = v + (4 * a + 1) * stride + ty * tiles_x;
+      float *__restrict v2 = v + (4 * a + 2) * stride + ty * tiles_x;
+      float *__restrict v3 = v + (4 * a + 3) * stride + ty * tiles_x;
+      for (size_t tx = 0; tx < tiles_x; ++tx) {
+        const float e0 = e[2 * tx], e1 = e[2 * tx + 1], e2 = e[2 * tx + 2], e3 = e[2 * tx + 3];
+        v0[tx] = e0 - e2;
+        v1[tx] = e1 + e2;
+        v2[tx] = e2 - e1;
+        v3[tx] = e1 - e3;
+      }
+    }
+  }
+}
+
+// y = bias + A^T M A for every tile of one output plane. A^T = [1 1 1 0; 0 1 -1 -1]. rows: 2 padded rows.
+DPT_CLONES void output(const Plane &s, const float *m, size_t stride, float bias, float *y, float *rows) {
+  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
+  float *__restrict y0 = rows, *__restrict y1 = rows + pw;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const float *mt = m + ty * tiles_x;
+    for (size_t tx = 0; tx < tiles_x; ++tx) {
+      float q[kPoints];
+      for (size_t p = 0; p < kPoints; ++p) q[p] = mt[p * stride + tx];
+      float r0[4], r1[4];  // A^T M
+      for (size_t j = 0; j < 4; ++j) {
+        r0[j] = q[j] + q[4 + j] + q[8 + j];
+        r1[j] = q[4 + j] - q[8 + j] - q[12 + j];
+      }
+      y0[2 * tx] = bias + (r0[0] + r0[1] + r0[2]);
+      y0[2 * tx + 1] = bias + (r0[1] - r0[2] - r0[3]);
+      y1[2 * tx] = bias + (r1[0] + r1[1] + r1[2]);
+      y1[2 * tx + 1] = bias + (r1[1] - r1[2] - r1[3]);
+    }
+    for (size_t i = 0; i < s.w; ++i) y[2 * ty * s.w + i] = y0[i];
+    if (2 * ty + 1 < s.h)
+      for (size_t i = 0; i < s.w; ++i) y[(2 * ty + 1) * s.w + i] = y1[i];
+  }
+}
+
+// dM = A dY A^T for every tile of one output-gradient plane dy (zeros past its edge), laid out as output
+// reads M. A = [1 0; 1 1; 1 -1; 0 -1]. rows: 2 padded rows.
+DPT_CLONES void output_gradient(const Plane &s, const float *dy, float *m, size_t stride, float *rows) {
+  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
+  float *g0 = rows, *g1 = rows + pw;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const bool second_row = 2 * ty + 1 < s.h;
+    for (size_t i = 0; i < pw; ++i) {
+      g0[i] = i < s.w ? dy[2 * ty * s.w + i] : 0.0f;
+      g1[i] = second_row && i < s.w ? dy[(2 * ty + 1) * s.w + i] : 0.0f;
+    }
+    float *mt = m + ty * tiles_x;
+    for (size_t tx = 0; tx < tiles_x; ++tx) {
+      const float a0 = g0[2 * tx], a1 = g0[2 * tx + 1], b0 = g1[2 * tx], b1 = g1[2 * tx + 1];
+      const float rows_of_a_dy[4][2] = {{a0, a1}, {a0 + b0, a1 + b1}, {a0 - b0, a1 - b1}, {-b0, -b1}};
+      for (size_t r = 0; r < 4; ++r) {
+        const float x0 = rows_of_a_dy[r][0], x1 = rows_of_a_dy[r][1];
+        mt[(4 * r + 0) * stride + tx] = x0;
+        mt[(4 * r + 1) * stride + tx] = x0 + x1;
+        mt[(4 * r + 2) * stride + tx] = x0 - x1;
+        mt[(4 * r + 3) * stride + tx] = -x1;
+      }
+    }
+  }
+}
+
+// dx = the sum over tiles of B dV B^T, each at its patch (rows and columns 2t - 1 .. 2t + 2), accumulated
+// in the zero-bordered plane pad and copied out. B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1].
+DPT_CLONES void input_gradient(const Plane &s, const float *v, size_t stride, float *dx, float *pad) {
+  const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
+  for (size_t i = 0; i < s.padded_h() * pw; ++i) pad[i] = 0.0f;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+    const float *vt = v + ty * tiles_x;
+    float *patch = pad + 2 * ty * pw;
+    for (size_t tx = 0; tx < tiles_x; ++tx) {
+      float q[kPoints];
+      for (size_t p = 0; p < kPoints; ++p) q[p] = vt[p * stride + tx];
+      float h[4][4];  // B dV
+      for (size_t j = 0; j < 4; ++j) {
+        h[0][j] = q[j];
+        h[1][j] = q[4 + j] - q[8 + j] + q[12 + j];
+        h[2][j] = q[4 + j] + q[8 + j] - q[j];
+        h[3][j] = -q[12 + j];
+      }
+      for (size_t i = 0; i < 4; ++i) {
+        float *row = patch + i * pw + 2 * tx;
+        row[0] += h[i][0];
+        row[1] += h[i][1] - h[i][2] + h[i][3];
+        row[2] += h[i][1] + h[i][2] - h[i][0];
+        row[3] -= h[i][3];
+      }
+    }
+  }
+  for (size_t y = 0; y < s.h; ++y)
+    for (size_t i = 0; i < s.w; ++i) dx[y * s.w + i] = pad[(y + 1) * pw + 1 + i];
+}
+
+}  // namespace
+
+size_t tile_rows_floats(const Plane &p) {
+  // The portable loops: the zero-bordered plane and 4 rows; AVX-512: each padded row split in two.
+  return std::max((p.padded_h() + 4) * p.padded_w(), 2 * p.padded_h() * split_row_floats(p));
+}
+
+const TileTransforms &portable_tile_transforms() {
+  static const TileTransforms t{input, output, output_gradient, input_gradient};
+  return t;
+}
+
+const TileTransforms &tile_transforms() {
+  static const TileTransforms &t = []() -> const TileTransforms & {
+    const TileTransforms *fast = avx512_tile_transforms();
+    return fast != nullptr ? *fast : portable_tile_transforms();
+  }();
+  return t;
+}
+
+}  // namespace dpt::cpu::winograd

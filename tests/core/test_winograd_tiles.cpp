@@ -1,0 +1,132 @@
+// Winograd's per-plane tile transforms (src/backend/cpu/ops/conv2d_winograd_tiles.hpp): the AVX-512 ones bit
+// for bit against the portable loops, over plane sizes odd and even, from one tile to several chunks of 16
+// tiles a row, on values with signed zeros, subnormals and infinities (NaNs compared as NaNs: a compiler
+// may swap the operands of an addition, which decides which of two NaNs comes out). The output buffers
+// are strided like the convolution's, with guard floats between the points' runs and after the plane:
+// what either implementation writes outside its tiles shows up as a difference there. Reported as not run
+// where the CPU has no AVX-512.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core_test_util.hpp"
+
+namespace {
+
+using dpt::cpu::winograd::Plane;
+using dpt::cpu::winograd::TileTransforms;
+
+constexpr size_t kPoints = 16;
+constexpr size_t kGuard = 37;  // floats after each point's run and after each plane
+const float kSentinel = 12345.0f;
+
+// Mostly ordinary values, with zeros of both signs, subnormals, infinities and a NaN among them.
+std::vector<float> values(size_t count, uint64_t seed) {
+  dpt_test::TestRng rng(seed);
+  std::vector<float> v(count);
+  for (float &x : v) {
+    const size_t kind = rng.below(40);
+    x = kind == 0   ? 0.0f
+        : kind == 1 ? -0.0f
+        : kind == 2 ? std::numeric_limits<float>::denorm_min() * float(1 + rng.below(1000))
+        : kind == 3 ? -std::numeric_limits<float>::infinity()
+        : kind == 4 ? std::numeric_limits<float>::infinity()
+        : kind == 5 ? std::numeric_limits<float>::quiet_NaN()
+                    : rng.uniform(-4.0f, 4.0f);
+  }
+  return v;
+}
+
+bool same(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  uint32_t x, y;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return x == y;
+}
+
+// The first index where the two differ, or SIZE_MAX.
+size_t first_difference(const std::vector<float> &a, const std::vector<float> &b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same(a[i], b[i])) return i;
+  return SIZE_MAX;
+}
+
+struct Outcome {
+  std::vector<float> v, y, m, dx;
+};
+
+// Every transform of one plane through t, on inputs made from seed.
+Outcome run(const TileTransforms &t, const Plane &s, uint64_t seed) {
+  const size_t stride = s.tiles() + kGuard, points = kPoints * stride;
+  std::vector<float> rows(dpt::cpu::winograd::tile_rows_floats(s), std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> x = values(s.size(), seed), m_in = values(points, seed + 1),
+                           dy = values(s.size(), seed + 2), dv = values(points, seed + 3);
+  const float bias = values(1, seed + 4)[0];
+  Outcome o;
+  o.v.assign(points, kSentinel);
+  t.input(s, x.data(), o.v.data(), stride, rows.data());
+  o.y.assign(s.size() + kGuard, kSentinel);
+  t.output(s, m_in.data(), stride, bias, o.y.data(), rows.data());
+  o.m.assign(points, kSentinel);
+  t.output_gradient(s, dy.data(), o.m.data(), stride, rows.data());
+  o.dx.assign(s.size() + kGuard, kSentinel);
+  t.input_gradient(s, dv.data(), stride, o.dx.data(), rows.data());
+  return o;
+}
+
+void test_avx512_tiles_match_portable(void **) {
+  const TileTransforms *fast = dpt::cpu::winograd::avx512_tile_transforms();
+  if (fast == nullptr) {
+    std::printf("no AVX-512 on this CPU: not run\n");
+    skip();
+  }
+  assert_ptr_equal(&dpt::cpu::winograd::tile_transforms(), fast);  // what the convolution runs
+  const TileTransforms &reference = dpt::cpu::winograd::portable_tile_transforms();
+  std::vector<size_t> sizes;
+  for (size_t n = 1; n <= 9; ++n) sizes.push_back(n);
+  for (size_t n : {14, 28, 31, 32, 33, 34, 63, 66}) sizes.push_back(n);
+  size_t planes = 0;
+  for (size_t h : sizes)
+    for (size_t w : sizes) {
+      const Plane s{h, w};
+      const uint64_t seed = 1000 * h + w;
+      const Outcome want = run(reference, s, seed), got = run(*fast, s, seed);
+      const std::pair<const char *, std::pair<const std::vector<float> *, const std::vector<float> *>>
+          outputs[] = {{"input", {&want.v, &got.v}},
+                       {"output", {&want.y, &got.y}},
+                       {"output_gradient", {&want.m, &got.m}},
+                       {"input_gradient", {&want.dx, &got.dx}}};
+      for (const auto &[name, pair] : outputs) {
+        const size_t at = first_difference(*pair.first, *pair.second);
+        if (at != SIZE_MAX)
+          fail_msg("%s of a %zu x %zu plane: float %zu is %.9g, the portable loops' %.9g", name, h, w, at,
+                   double((*pair.second)[at]), double((*pair.first)[at]));
+      }
+      ++planes;
+    }
+  std::printf("%zu planes, the same bits\n", planes);
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_avx512_tiles_match_portable),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
