@@ -8,8 +8,8 @@
 // dX += B dV B^T, the tiles' patches overlapping by two rows and columns).
 //
 // The transforms only add, subtract and halve (exact): the weights' here, the planes' tiles in
-// conv2d_winograd_tiles (portable and AVX-512, the same bits). Tiles past the plane's right or bottom edge
-// (odd sizes) read zeros and their outputs are dropped.
+// conv2d_winograd_transforms (portable and AVX-512, the same bits). Tiles past the plane's right or bottom
+// edge (odd sizes) read zeros and their outputs are dropped.
 #include "backend/cpu/ops/conv2d_winograd.hpp"
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "backend/cpu/ops/blas.hpp"
-#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
+#include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
 
 namespace dpt::cpu::winograd {
@@ -70,7 +70,7 @@ struct Scratch {
 size_t scratch_floats(const Shape &s) {
   const size_t group_tiles = s.group() * s.tiles();
   return 2 * kPoints * u_stride(s) + kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) +
-         tile_rows_floats(s.image);
+         plane_rows_floats(s.image);
 }
 
 Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
@@ -83,63 +83,6 @@ Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
   r.m = r.v + kPoints * v_stride(s, group_tiles);
   r.rows = r.m + kPoints * m_stride(s, group_tiles);
   return r;
-}
-
-// The weight transforms run over blocks of kBlock kernels, each point's values of a block gathered in a local
-// array and moved as one run: the 16 points are planes out_c * c floats apart, and touching all 16 for every
-// kernel made the caches thrash on ResNet's 512-channel layers (addresses a multiple of 1 MB apart).
-constexpr size_t kBlock = 64;
-
-// U = G g G^T for every (o, c) of W [out_c, c, 3, 3], point p of kernel k at u[p * out_c * c + k].
-// G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
-void transform_weights(const Shape &s, const float *w, float *u) {
-  const size_t kernels = s.out_c * s.c;
-  float block[kPoints][kBlock];
-  for (size_t first = 0; first < kernels; first += kBlock) {
-    const size_t count = std::min(kBlock, kernels - first);
-    for (size_t b = 0; b < count; ++b) {
-      const float *g = w + 9 * (first + b);
-      float t[4][3];  // G g
-      for (size_t j = 0; j < 3; ++j) {
-        t[0][j] = g[j];
-        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-        t[3][j] = g[6 + j];
-      }
-      for (size_t i = 0; i < 4; ++i) {
-        block[4 * i + 0][b] = t[i][0];
-        block[4 * i + 1][b] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-        block[4 * i + 2][b] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-        block[4 * i + 3][b] = t[i][2];
-      }
-    }
-    for (size_t p = 0; p < kPoints; ++p) std::copy_n(block[p], count, u + p * u_stride(s) + first);
-  }
-}
-
-// dW += G^T dU G, the reverse of transform_weights.
-void add_weight_gradient(const Shape &s, const float *du, float *dw) {
-  const size_t kernels = s.out_c * s.c;
-  float block[kPoints][kBlock];
-  for (size_t first = 0; first < kernels; first += kBlock) {
-    const size_t count = std::min(kBlock, kernels - first);
-    for (size_t p = 0; p < kPoints; ++p) std::copy_n(du + p * u_stride(s) + first, count, block[p]);
-    for (size_t b = 0; b < count; ++b) {
-      float t[3][4];  // G^T dU
-      for (size_t j = 0; j < 4; ++j) {
-        const float d0 = block[j][b], d1 = block[4 + j][b], d2 = block[8 + j][b], d3 = block[12 + j][b];
-        t[0][j] = d0 + 0.5f * (d1 + d2);
-        t[1][j] = 0.5f * (d1 - d2);
-        t[2][j] = 0.5f * (d1 + d2) + d3;
-      }
-      float *g = dw + 9 * (first + b);
-      for (size_t i = 0; i < 3; ++i) {
-        g[3 * i + 0] += t[i][0] + 0.5f * (t[i][1] + t[i][2]);
-        g[3 * i + 1] += 0.5f * (t[i][1] - t[i][2]);
-        g[3 * i + 2] += 0.5f * (t[i][1] + t[i][2]) + t[i][3];
-      }
-    }
-  }
 }
 
 // The 16 GEMMs of a group: C_p = op(A_p) op(B_p) (+ C_p when accumulate), A_p, B_p, C_p each a point's block.
@@ -169,8 +112,8 @@ void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratc
   const size_t tiles = g * s.tiles();
   for (size_t c = 0; c < s.c; ++c)
     for (size_t i = 0; i < g; ++i)
-      tile_transforms().input(s.image, in(call) + ((first + i) * s.c + c) * s.plane(),
-                              sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles), sc.rows);
+      transforms().input(s.image, in(call) + ((first + i) * s.c + c) * s.plane(),
+                         sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles), sc.rows);
 }
 
 }  // namespace
@@ -196,7 +139,7 @@ void forward(const dpt_op_call &call) {
   const Shape s = shape_of(call);
   const Scratch sc = scratch_of(call, s);
   const float *b = param(call, 1);
-  transform_weights(s, param(call, 0), sc.u);
+  transforms().weights(s.out_c * s.c, param(call, 0), sc.u, u_stride(s));
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
@@ -204,9 +147,9 @@ void forward(const dpt_op_call &call) {
                     tiles, sc.m, m_stride(s, tiles), tiles, false, blas::precision_of(call)});
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
-        tile_transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
-                                 b != nullptr ? b[o] : 0.0f,
-                                 out(call) + ((first + i) * s.out_c + o) * s.plane(), sc.rows);
+        transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
+                            b != nullptr ? b[o] : 0.0f, out(call) + ((first + i) * s.out_c + o) * s.plane(),
+                            sc.rows);
   }
 }
 
@@ -215,13 +158,13 @@ void backward(const dpt_op_call &call) {
   const Scratch sc = scratch_of(call, s);
   float *dw = param_grad(call, 0), *d = dx(call);
   if (dw != nullptr) std::fill(sc.du, sc.du + kPoints * u_stride(s), 0.0f);
-  if (d != nullptr) transform_weights(s, param(call, 0), sc.u);
+  if (d != nullptr) transforms().weights(s.out_c * s.c, param(call, 0), sc.u, u_stride(s));
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
-        tile_transforms().output_gradient(s.image, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
-                                          sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
+        transforms().output_gradient(s.image, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
+                                     sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
     if (dw != nullptr) {
       transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
@@ -234,11 +177,11 @@ void backward(const dpt_op_call &call) {
                       tiles, sc.v, v_stride(s, tiles), tiles, false, blas::precision_of(call)});
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
-          tile_transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
-                                           d + ((first + i) * s.c + c) * s.plane(), sc.rows);
+          transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
+                                      d + ((first + i) * s.c + c) * s.plane(), sc.rows);
     }
   }
-  if (dw != nullptr) add_weight_gradient(s, sc.du, dw);
+  if (dw != nullptr) transforms().weight_gradient(s.out_c * s.c, sc.du, u_stride(s), dw);
 }
 
 }  // namespace dpt::cpu::winograd

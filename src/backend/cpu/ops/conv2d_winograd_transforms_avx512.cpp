@@ -1,12 +1,12 @@
-// The tile transforms in AVX-512, 16 tiles of a row at a time: the portable loops' operations in their
-// order, on vectors. A row's even and odd columns go to separate lanes (a tile's columns 2t .. 2t + 3 are
-// then lanes t and t + 1 of the even and odd halves: the second pair is the same halves read one float
+// The transforms in AVX-512, 16 kernels or 16 tiles of a row at a time: the portable loops' operations in
+// their order, on vectors. A row's even and odd columns go to separate lanes (a tile's columns 2t .. 2t + 3
+// are then lanes t and t + 1 of the even and odd halves: the second pair is the same halves read one float
 // later). Loads past a plane's edge are masked to zeros, as the portable loops' zero border; stores past it
 // are masked off.
 #include <immintrin.h>
 
 #include "backend/cpu/gemm/cpu_features.hpp"
-#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
+#include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
 
 #define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
@@ -54,6 +54,9 @@ DPT_AVX512 inline __m512 negate(__m512 x) {
   return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f));
 }
 
+DPT_AVX512 inline __m512 half_of(__m512 x) {
+  return _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+}
 DPT_AVX512 inline __m512 add(__m512 a, __m512 b) {
   return _mm512_add_ps(a, b);
 }
@@ -72,6 +75,56 @@ DPT_AVX512 inline __m512 bt_row(const __m512 d[4], size_t a) {
       return sub(d[2], d[1]);
     default:
       return sub(d[1], d[3]);
+  }
+}
+
+// U = G g G^T for 16 kernels at once, lane b kernel first + b (its 9 floats gathered 9 apart).
+DPT_AVX512 void weights(size_t kernels, const float *w, float *u, size_t stride) {
+  const __m512i nine_apart = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(9));
+  for (size_t first = 0; first < kernels; first += kLanes) {
+    const __mmask16 lanes = first_lanes(kernels - first);
+    __m512 g[9];
+    for (size_t j = 0; j < 9; ++j)
+      g[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, nine_apart, w + 9 * first + j, 4);
+    __m512 t[4][3];  // G g
+    for (size_t j = 0; j < 3; ++j) {
+      t[0][j] = g[j];
+      t[1][j] = half_of(add(add(g[j], g[3 + j]), g[6 + j]));
+      t[2][j] = half_of(add(sub(g[j], g[3 + j]), g[6 + j]));
+      t[3][j] = g[6 + j];
+    }
+    float *uk = u + first;
+    for (size_t i = 0; i < 4; ++i) {
+      _mm512_mask_storeu_ps(uk + (4 * i + 0) * stride, lanes, t[i][0]);
+      _mm512_mask_storeu_ps(uk + (4 * i + 1) * stride, lanes, half_of(add(add(t[i][0], t[i][1]), t[i][2])));
+      _mm512_mask_storeu_ps(uk + (4 * i + 2) * stride, lanes, half_of(add(sub(t[i][0], t[i][1]), t[i][2])));
+      _mm512_mask_storeu_ps(uk + (4 * i + 3) * stride, lanes, t[i][2]);
+    }
+  }
+}
+
+// dW += G^T dU G for 16 kernels at once; the 9 sums of each kernel then added to dW one by one.
+DPT_AVX512 void weight_gradient(size_t kernels, const float *du, size_t stride, float *dw) {
+  alignas(64) float sums[9][kLanes];
+  for (size_t first = 0; first < kernels; first += kLanes) {
+    const size_t count = kernels - first < kLanes ? kernels - first : kLanes;
+    const __mmask16 lanes = first_lanes(count);
+    __m512 d[kPoints];
+    for (size_t p = 0; p < kPoints; ++p) d[p] = _mm512_maskz_loadu_ps(lanes, du + p * stride + first);
+    __m512 t[3][4];  // G^T dU
+    for (size_t j = 0; j < 4; ++j) {
+      t[0][j] = add(d[j], half_of(add(d[4 + j], d[8 + j])));
+      t[1][j] = half_of(sub(d[4 + j], d[8 + j]));
+      t[2][j] = add(half_of(add(d[4 + j], d[8 + j])), d[12 + j]);
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      _mm512_store_ps(sums[3 * i + 0], add(t[i][0], half_of(add(t[i][1], t[i][2]))));
+      _mm512_store_ps(sums[3 * i + 1], half_of(sub(t[i][1], t[i][2])));
+      _mm512_store_ps(sums[3 * i + 2], add(half_of(add(t[i][1], t[i][2])), t[i][3]));
+    }
+    for (size_t b = 0; b < count; ++b)
+      for (size_t e = 0; e < 9; ++e) dw[9 * (first + b) + e] += sums[e][b];
   }
 }
 
@@ -231,8 +284,8 @@ DPT_AVX512 void input_gradient(const Plane &s, const float *v, size_t stride, fl
 
 }  // namespace
 
-const TileTransforms *avx512_tile_transforms() {
-  static const TileTransforms t{input, output, output_gradient, input_gradient};
+const Transforms *avx512_transforms() {
+  static const Transforms t{weights, weight_gradient, input, output, output_gradient, input_gradient};
   return gemm::cpu_features().avx512 ? &t : nullptr;
 }
 

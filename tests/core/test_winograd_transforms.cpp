@@ -1,10 +1,10 @@
-// Winograd's per-plane tile transforms (src/backend/cpu/ops/conv2d_winograd_tiles.hpp): the AVX-512 ones bit
-// for bit against the portable loops, over plane sizes odd and even, from one tile to several chunks of 16
-// tiles a row, on values with signed zeros, subnormals and infinities (NaNs compared as NaNs: a compiler
-// may swap the operands of an addition, which decides which of two NaNs comes out). The output buffers
-// are strided like the convolution's, with guard floats between the points' runs and after the plane:
-// what either implementation writes outside its tiles shows up as a difference there. Reported as not run
-// where the CPU has no AVX-512.
+// Winograd's transforms (src/backend/cpu/ops/conv2d_winograd_transforms.hpp): the AVX-512 ones bit for bit
+// against the portable loops, over kernel counts around multiples of 16 and plane sizes odd and even, from
+// one tile to several chunks of 16 tiles a row, on values with signed zeros, subnormals and infinities (NaNs
+// compared as NaNs: a compiler may swap the operands of an addition, which decides which of two NaNs comes
+// out). The output buffers are strided like the convolution's, with guard floats between the points' runs and
+// after the plane: what either implementation writes outside its tiles shows up as a difference there.
+// Reported as not run where the CPU has no AVX-512.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
+#include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -28,7 +28,7 @@ extern "C" {
 namespace {
 
 using dpt::cpu::winograd::Plane;
-using dpt::cpu::winograd::TileTransforms;
+using dpt::cpu::winograd::Transforms;
 
 constexpr size_t kPoints = 16;
 constexpr size_t kGuard = 37;  // floats after each point's run and after each plane
@@ -71,9 +71,9 @@ struct Outcome {
 };
 
 // Every transform of one plane through t, on inputs made from seed.
-Outcome run(const TileTransforms &t, const Plane &s, uint64_t seed) {
+Outcome run(const Transforms &t, const Plane &s, uint64_t seed) {
   const size_t stride = s.tiles() + kGuard, points = kPoints * stride;
-  std::vector<float> rows(dpt::cpu::winograd::tile_rows_floats(s), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> rows(dpt::cpu::winograd::plane_rows_floats(s), std::numeric_limits<float>::quiet_NaN());
   const std::vector<float> x = values(s.size(), seed), m_in = values(points, seed + 1),
                            dy = values(s.size(), seed + 2), dv = values(points, seed + 3);
   const float bias = values(1, seed + 4)[0];
@@ -89,14 +89,49 @@ Outcome run(const TileTransforms &t, const Plane &s, uint64_t seed) {
   return o;
 }
 
-void test_avx512_tiles_match_portable(void **) {
-  const TileTransforms *fast = dpt::cpu::winograd::avx512_tile_transforms();
+// The AVX-512 transforms (the test is skipped without them) and the portable ones.
+const Transforms &fast_transforms() {
+  const Transforms *fast = dpt::cpu::winograd::avx512_transforms();
   if (fast == nullptr) {
     std::printf("no AVX-512 on this CPU: not run\n");
     skip();
   }
-  assert_ptr_equal(&dpt::cpu::winograd::tile_transforms(), fast);  // what the convolution runs
-  const TileTransforms &reference = dpt::cpu::winograd::portable_tile_transforms();
+  assert_ptr_equal(&dpt::cpu::winograd::transforms(), fast);  // what the convolution runs
+  return *fast;
+}
+
+struct WeightOutcome {
+  std::vector<float> u, dw;
+};
+
+WeightOutcome run_weights(const Transforms &t, size_t kernels, uint64_t seed) {
+  const size_t stride = kernels + kGuard;
+  const std::vector<float> w = values(9 * kernels, seed), du = values(kPoints * stride, seed + 1);
+  WeightOutcome o;
+  o.u.assign(kPoints * stride, kSentinel);
+  t.weights(kernels, w.data(), o.u.data(), stride);
+  o.dw = values(9 * kernels + kGuard, seed + 2);  // what the gradient adds to
+  t.weight_gradient(kernels, du.data(), stride, o.dw.data());
+  return o;
+}
+
+void test_avx512_weights_match_portable(void **) {
+  const Transforms &fast = fast_transforms(), &reference = dpt::cpu::winograd::portable_transforms();
+  for (size_t kernels : {1, 2, 15, 16, 17, 31, 33, 64, 65, 100, 4099}) {
+    const WeightOutcome want = run_weights(reference, kernels, kernels),
+                        got = run_weights(fast, kernels, kernels);
+    for (const auto &[name, pair] : {std::make_pair("weights", std::make_pair(&want.u, &got.u)),
+                                     std::make_pair("weight_gradient", std::make_pair(&want.dw, &got.dw))}) {
+      const size_t at = first_difference(*pair.first, *pair.second);
+      if (at != SIZE_MAX)
+        fail_msg("%s of %zu kernels: float %zu is %.9g, the portable loops' %.9g", name, kernels, at,
+                 double((*pair.second)[at]), double((*pair.first)[at]));
+    }
+  }
+}
+
+void test_avx512_tiles_match_portable(void **) {
+  const Transforms &fast = fast_transforms(), &reference = dpt::cpu::winograd::portable_transforms();
   std::vector<size_t> sizes;
   for (size_t n = 1; n <= 9; ++n) sizes.push_back(n);
   for (size_t n : {14, 28, 31, 32, 33, 34, 63, 66}) sizes.push_back(n);
@@ -105,7 +140,7 @@ void test_avx512_tiles_match_portable(void **) {
     for (size_t w : sizes) {
       const Plane s{h, w};
       const uint64_t seed = 1000 * h + w;
-      const Outcome want = run(reference, s, seed), got = run(*fast, s, seed);
+      const Outcome want = run(reference, s, seed), got = run(fast, s, seed);
       const std::pair<const char *, std::pair<const std::vector<float> *, const std::vector<float> *>>
           outputs[] = {{"input", {&want.v, &got.v}},
                        {"output", {&want.y, &got.y}},
@@ -126,6 +161,7 @@ void test_avx512_tiles_match_portable(void **) {
 
 int main() {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_avx512_weights_match_portable),
       cmocka_unit_test(test_avx512_tiles_match_portable),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

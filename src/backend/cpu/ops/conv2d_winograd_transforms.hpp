@@ -1,9 +1,10 @@
-// Winograd F(2x2, 3x3)'s per-plane tile transforms (conv2d_winograd.cpp runs them over a group's planes):
-// V = B^T d B for every tile of an input plane, y = bias + A^T M A for every tile of an output plane, and
-// their reverses for backward. Two implementations of the same arithmetic, chosen once by what the CPU runs:
-// the portable loops (the reference) and AVX-512 across 16 tiles of a row. The transforms only add,
-// subtract and negate, each operation rounded alone and in the same order in both, so the two give the
-// same bits (test_winograd_tiles holds them to it, signed zeros, infinities and NaNs included).
+// Winograd F(2x2, 3x3)'s transforms (conv2d_winograd.cpp runs them over a layer's kernels and a group's
+// planes): U = G g G^T for 3x3 kernels, V = B^T d B for every tile of an input plane, y = bias + A^T M A
+// for every tile of an output plane, and their reverses for backward. Two implementations of the same
+// arithmetic, chosen once by what the CPU runs: the portable loops (the reference) and AVX-512 across 16
+// kernels, or 16 tiles of a row. The transforms only add, subtract, halve and negate, each operation rounded
+// alone and in the same order in both, so the two give the same bits (test_winograd_transforms holds them
+// to it, signed zeros, infinities and NaNs included).
 #pragma once
 
 #include <cstddef>
@@ -30,10 +31,16 @@ inline size_t split_row_floats(const Plane &p) {
 }
 
 // The floats of working room (`rows` below) either implementation needs for one plane.
-size_t tile_rows_floats(const Plane &p);
+size_t plane_rows_floats(const Plane &p);
 
-// Point p of tile (ty, tx) lies at [p * stride + ty * tiles_x + tx] of V or M (and of their gradients).
-struct TileTransforms {
+// Point p of kernel k lies at [p * stride + k] of U (and dU); point p of tile (ty, tx) at [p * stride + ty *
+// tiles_x + tx] of V or M (and of their gradients).
+struct Transforms {
+  // U = G g G^T for each of the 3x3 kernels at w (9 floats each). G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0
+  // 1].
+  void (*weights)(size_t kernels, const float *w, float *u, size_t stride);
+  // dW += G^T dU G for each kernel, the reverse of weights.
+  void (*weight_gradient)(size_t kernels, const float *du, size_t stride, float *dw);
   // V = B^T d B for every tile of the input plane x.
   void (*input)(const Plane &s, const float *x, float *v, size_t stride, float *rows);
   // y = bias + A^T M A for every tile of the output plane y.
@@ -44,10 +51,10 @@ struct TileTransforms {
   void (*input_gradient)(const Plane &s, const float *v, size_t stride, float *dx, float *rows);
 };
 
-const TileTransforms &portable_tile_transforms();
+const Transforms &portable_transforms();
 // nullptr where the CPU has no AVX-512 (F, BW, DQ, VL).
-const TileTransforms *avx512_tile_transforms();
+const Transforms *avx512_transforms();
 // The AVX-512 transforms where the CPU has them, else the portable ones.
-const TileTransforms &tile_transforms();
+const Transforms &transforms();
 
 }  // namespace dpt::cpu::winograd

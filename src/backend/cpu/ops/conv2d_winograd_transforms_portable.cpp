@@ -1,10 +1,9 @@
-// The portable tile transforms: plain loops over a zero-bordered copy of the plane (the reference the
-// AVX-512 ones are held to). Each DPT_CLONES copy computes the same bits: the loops only add, subtract and
-// negate.
+// The portable transforms: plain loops, over a zero-bordered copy of the plane for the tiles (the reference
+// the AVX-512 ones are held to). Each DPT_CLONES copy computes the same bits: the loops only add, subtract,
+// halve and negate.
 #include <algorithm>
 
-#include "backend/cpu/gemm/cpu_features.hpp"
-#include "backend/cpu/ops/conv2d_winograd_tiles.hpp"
+#include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
 #include "core/target_clones.hpp"
 
 namespace dpt::cpu::winograd {
@@ -12,6 +11,60 @@ namespace dpt::cpu::winograd {
 namespace {
 
 constexpr size_t kPoints = 16;
+
+// The weight transforms run over blocks of kBlock kernels, each point's values of a block gathered in a local
+// array and moved as one run: the 16 points are planes out_c * c floats apart, and touching all 16 for every
+// kernel made the caches thrash on ResNet's 512-channel layers (addresses a multiple of 1 MB apart).
+constexpr size_t kBlock = 64;
+
+// U = G g G^T, point p of kernel k at u[p * stride + k].
+void weights(size_t kernels, const float *w, float *u, size_t stride) {
+  float block[kPoints][kBlock];
+  for (size_t first = 0; first < kernels; first += kBlock) {
+    const size_t count = std::min(kBlock, kernels - first);
+    for (size_t b = 0; b < count; ++b) {
+      const float *g = w + 9 * (first + b);
+      float t[4][3];  // G g
+      for (size_t j = 0; j < 3; ++j) {
+        t[0][j] = g[j];
+        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        t[3][j] = g[6 + j];
+      }
+      for (size_t i = 0; i < 4; ++i) {
+        block[4 * i + 0][b] = t[i][0];
+        block[4 * i + 1][b] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        block[4 * i + 2][b] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        block[4 * i + 3][b] = t[i][2];
+      }
+    }
+    for (size_t p = 0; p < kPoints; ++p) std::copy_n(block[p], count, u + p * stride + first);
+  }
+}
+
+// dW += G^T dU G, the reverse of weights.
+void weight_gradient(size_t kernels, const float *du, size_t stride, float *dw) {
+  float block[kPoints][kBlock];
+  for (size_t first = 0; first < kernels; first += kBlock) {
+    const size_t count = std::min(kBlock, kernels - first);
+    for (size_t p = 0; p < kPoints; ++p) std::copy_n(du + p * stride + first, count, block[p]);
+    for (size_t b = 0; b < count; ++b) {
+      float t[3][4];  // G^T dU
+      for (size_t j = 0; j < 4; ++j) {
+        const float d0 = block[j][b], d1 = block[4 + j][b], d2 = block[8 + j][b], d3 = block[12 + j][b];
+        t[0][j] = d0 + 0.5f * (d1 + d2);
+        t[1][j] = 0.5f * (d1 - d2);
+        t[2][j] = 0.5f * (d1 + d2) + d3;
+      }
+      float *g = dw + 9 * (first + b);
+      for (size_t i = 0; i < 3; ++i) {
+        g[3 * i + 0] += t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+        g[3 * i + 1] += 0.5f * (t[i][1] - t[i][2]);
+        g[3 * i + 2] += 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+      }
+    }
+  }
+}
 
 // V = B^T d B for every tile of one input plane x. B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. rows: the
 // zero-bordered plane, then 4 rows for B^T d. Plain loops rather than std::fill/copy_n: the rows are short
@@ -137,20 +190,20 @@ DPT_CLONES void input_gradient(const Plane &s, const float *v, size_t stride, fl
 
 }  // namespace
 
-size_t tile_rows_floats(const Plane &p) {
+size_t plane_rows_floats(const Plane &p) {
   // The portable loops: the zero-bordered plane and 4 rows; AVX-512: each padded row split in two.
   return std::max((p.padded_h() + 4) * p.padded_w(), 2 * p.padded_h() * split_row_floats(p));
 }
 
-const TileTransforms &portable_tile_transforms() {
-  static const TileTransforms t{input, output, output_gradient, input_gradient};
+const Transforms &portable_transforms() {
+  static const Transforms t{weights, weight_gradient, input, output, output_gradient, input_gradient};
   return t;
 }
 
-const TileTransforms &tile_transforms() {
-  static const TileTransforms &t = []() -> const TileTransforms & {
-    const TileTransforms *fast = avx512_tile_transforms();
-    return fast != nullptr ? *fast : portable_tile_transforms();
+const Transforms &transforms() {
+  static const Transforms &t = []() -> const Transforms & {
+    const Transforms *fast = avx512_transforms();
+    return fast != nullptr ? *fast : portable_transforms();
   }();
   return t;
 }
