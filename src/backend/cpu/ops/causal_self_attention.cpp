@@ -5,7 +5,8 @@
 // dS = P * (dP - rowsum(P * dP)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). With attention dropout
 // (reals[0] > 0, training) forward uses P * M (M: 0, or 1 / (1 - rate), interface/op_math.hpp's masks of
 // element (head, i, j)), and backward regenerates M: dV = (P M)^T dO, dP = (dO V^T) M. The exponentials are
-// interface/op_math.hpp's and the row sums run in eight fixed-order lanes, so the row loops vectorize.
+// interface/op_math.hpp's and the row sums run in eight fixed-order lanes, so the row loops vectorize (once
+// per x86-64 level, DPT_CLONES: the same bits).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include "backend/cpu/ops/blas.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "core/target_clones.hpp"
 #include "interface/op_math.hpp"
 
 namespace dpt::cpu {
@@ -64,7 +66,7 @@ void scores(const Attention &a, const float *q, const float *k, float *s) {
 
 // The sum of x[0, n) in eight lanes (element j to lane j % 8, in order), the lanes then added in order: a
 // fixed order, so the same bits on every run, and a loop that vectorizes.
-float lane_sum(const float *__restrict x, size_t n) {
+DPT_CLONES float lane_sum(const float *__restrict x, size_t n) {
   float lane[8] = {};
   size_t j = 0;
   for (; j + 8 <= n; j += 8)
@@ -76,7 +78,7 @@ float lane_sum(const float *__restrict x, size_t n) {
 }
 
 // The same for sum x[j] * y[j].
-float lane_dot(const float *__restrict x, const float *__restrict y, size_t n) {
+DPT_CLONES float lane_dot(const float *__restrict x, const float *__restrict y, size_t n) {
   float lane[8] = {};
   size_t j = 0;
   for (; j + 8 <= n; j += 8)
@@ -88,12 +90,12 @@ float lane_dot(const float *__restrict x, const float *__restrict y, size_t n) {
 }
 
 // exp(row[j] - m) for j < n (every row[j] <= m).
-void exponentials(float *__restrict row, size_t n, float m) {
+DPT_CLONES void exponentials(float *__restrict row, size_t n, float m) {
   for (size_t j = 0; j < n; ++j) row[j] = op_math::exp_nonpositive(row[j] - m);
 }
 
 // row[j] / total for j < n, zeros from n to t.
-void normalise(float *__restrict row, size_t n, size_t t, float total) {
+DPT_CLONES void normalise(float *__restrict row, size_t n, size_t t, float total) {
   for (size_t j = 0; j < n; ++j) row[j] /= total;
   for (size_t j = n; j < t; ++j) row[j] = 0.0f;
 }

@@ -1,11 +1,13 @@
 // "gelu": x * Phi(x), exactly (erf, ints[0] = 0) or by the tanh approximation (ints[0] = 1), as PyTorch's
 // approximate='none' / 'tanh'. The erf form is computed in double per element, rounded once; the tanh form
 // (GPT-2's, on every MLP of gpt-mini) in float by interface/op_math.hpp, which the CUDA module shares (the
-// same bits), in a loop the compiler vectorizes (std::tanh in double was a fifth of a gpt-mini step).
+// same bits), in a loop the compiler vectorizes (std::tanh in double was a fifth of a gpt-mini step), once
+// per x86-64 level (DPT_CLONES: AVX-512 where the CPU has it; the same bits, every operation elementwise).
 #include <cmath>
 
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "core/target_clones.hpp"
 #include "interface/op_math.hpp"
 
 namespace dpt::cpu {
@@ -24,6 +26,15 @@ double gelu_erf_grad(double x) {
          x * kInvSqrt2Pi * op_math::exp_double(-0.5 * x * x);
 }
 
+DPT_CLONES void gelu_tanh_rows(size_t count, const float *__restrict x, float *__restrict y) {
+  for (size_t i = 0; i < count; ++i) y[i] = op_math::gelu_tanh(x[i]);
+}
+
+DPT_CLONES void gelu_tanh_gradient(size_t count, const float *__restrict x, const float *__restrict g,
+                                   float *__restrict d) {
+  for (size_t i = 0; i < count; ++i) d[i] = g[i] * op_math::gelu_tanh_slope(x[i]);
+}
+
 void forward(const dpt_op_call &c) {
   const size_t count = n(c) * sample_size(c.output);
   const float *__restrict x = in(c);
@@ -32,7 +43,7 @@ void forward(const dpt_op_call &c) {
     for (size_t i = 0; i < count; ++i) y[i] = float(gelu_erf(x[i]));
     return;
   }
-  for (size_t i = 0; i < count; ++i) y[i] = op_math::gelu_tanh(x[i]);
+  gelu_tanh_rows(count, x, y);
 }
 
 void backward(const dpt_op_call &c) {
@@ -44,7 +55,7 @@ void backward(const dpt_op_call &c) {
     for (size_t i = 0; i < count; ++i) d[i] = float(double(g[i]) * gelu_erf_grad(x[i]));
     return;
   }
-  for (size_t i = 0; i < count; ++i) d[i] = g[i] * op_math::gelu_tanh_slope(x[i]);
+  gelu_tanh_gradient(count, x, g, d);
 }
 
 }  // namespace
