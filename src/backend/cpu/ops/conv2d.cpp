@@ -16,6 +16,7 @@
 #include "backend/cpu/ops/conv2d_winograd.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "core/target_clones.hpp"
 
 namespace dpt::cpu {
 
@@ -77,8 +78,9 @@ inline float sum_fixed_order(const float *x, size_t n) {
   return sum;
 }
 
-// One sample's columns into col, whose rows are ld floats apart.
-void im2col(const Conv &s, const float *x, float *col, size_t ld) {
+// One sample's columns into col, whose rows are ld floats apart. Compiled per x86-64 level (DPT_CLONES):
+// LeNet's rows (28 and 10 floats) copy in AVX-512 and AVX2 runs where the CPU has them.
+DPT_CLONES void im2col(const Conv &s, const float *x, float *col, size_t ld) {
   const size_t k = s.k, oh = s.oh, ow = s.ow, h = s.h, w = s.w, stride = s.stride;
   for (size_t c = 0; c < s.c; ++c)
     for (size_t ki = 0; ki < k; ++ki)
@@ -108,7 +110,8 @@ void im2col(const Conv &s, const float *x, float *col, size_t ld) {
       }
 }
 
-void col2im(const Conv &s, const float *col, size_t ld, float *dx) {
+// dx = the columns' gradient summed back onto the input (each position's terms in the order of the loops).
+DPT_CLONES void col2im(const Conv &s, const float *col, size_t ld, float *dx) {
   const size_t k = s.k, oh = s.oh, ow = s.ow, h = s.h, w = s.w, stride = s.stride;
   std::memset(dx, 0, s.in_size() * sizeof(float));
   for (size_t c = 0; c < s.c; ++c)
@@ -121,7 +124,11 @@ void col2im(const Conv &s, const float *col, size_t ld, float *dx) {
           if (iy < 0 || iy >= std::ptrdiff_t(h)) continue;
           float *__restrict dst = dx + (c * h + size_t(iy)) * w + kj - s.padding;
           const float *__restrict src = row + y * ow;
-          for (size_t xo = r.lo; xo < r.hi; ++xo) dst[xo * stride] += src[xo];
+          if (stride == 1) {
+            for (size_t xo = r.lo; xo < r.hi; ++xo) dst[xo] += src[xo];
+          } else {
+            for (size_t xo = r.lo; xo < r.hi; ++xo) dst[xo * stride] += src[xo];
+          }
         }
       }
 }
