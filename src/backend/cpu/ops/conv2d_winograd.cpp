@@ -7,9 +7,8 @@
 // arithmetic reversed: dM = A dY A^T, dU_p += dM_p V_p^T (then dW += G^T dU G), dV_p = U_p^T dM_p (then
 // dX += B dV B^T, the tiles' patches overlapping by two rows and columns).
 //
-// The transforms only add, subtract and halve (exact): the weights' here, the planes' tiles in
-// conv2d_winograd_transforms (portable and AVX-512, the same bits). Tiles past the plane's right or bottom
-// edge (odd sizes) read zeros and their outputs are dropped.
+// The transforms (conv2d_winograd_transforms: portable and AVX-512, the same bits) only add, subtract and
+// halve. Tiles past the plane's right or bottom edge (odd sizes) read zeros and their outputs are dropped.
 #include "backend/cpu/ops/conv2d_winograd.hpp"
 
 #include <algorithm>
