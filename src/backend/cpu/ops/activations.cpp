@@ -1,10 +1,12 @@
 // "relu", "sigmoid", "tanh": elementwise; backward uses the output only. The loops are branch-free over
 // __restrict pointers so that they vectorize: a data-dependent branch per element (ReLU's sign) is
-// mispredicted half the time.
+// mispredicted half the time. Compiled per x86-64 level (DPT_CLONES: AVX-512 where the CPU has it; every
+// operation elementwise, so the same bits).
 #include <cmath>
 
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "backend/cpu/ops/op_tensors.hpp"
+#include "core/target_clones.hpp"
 #include "interface/op_math.hpp"
 
 namespace dpt::cpu {
@@ -15,13 +17,13 @@ size_t count(const dpt_op_call &c) {
   return n(c) * sample_size(c.output);
 }
 
-void relu_forward(const dpt_op_call &c) {
+DPT_CLONES void relu_forward(const dpt_op_call &c) {
   const float *__restrict x = in(c);
   float *__restrict y = out(c);
   for (size_t i = 0, e = count(c); i < e; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];  // NaN stays NaN
 }
 
-void relu_backward(const dpt_op_call &c) {
+DPT_CLONES void relu_backward(const dpt_op_call &c) {
   if (dx(c) == nullptr) return;
   const float *__restrict y = out(c);
   const float *__restrict g = dy(c);
@@ -29,13 +31,13 @@ void relu_backward(const dpt_op_call &c) {
   for (size_t i = 0, e = count(c); i < e; ++i) d[i] = float(y[i] > 0.0f) * g[i];  // a ?: would be a branch
 }
 
-void sigmoid_forward(const dpt_op_call &c) {
+DPT_CLONES void sigmoid_forward(const dpt_op_call &c) {
   const float *__restrict x = in(c);
   float *__restrict y = out(c);
   for (size_t i = 0, e = count(c); i < e; ++i) y[i] = op_math::sigmoid_float(x[i]);
 }
 
-void sigmoid_backward(const dpt_op_call &c) {
+DPT_CLONES void sigmoid_backward(const dpt_op_call &c) {
   if (dx(c) == nullptr) return;
   const float *__restrict y = out(c);
   const float *__restrict g = dy(c);
@@ -49,7 +51,7 @@ void tanh_forward(const dpt_op_call &c) {
   for (size_t i = 0, e = count(c); i < e; ++i) y[i] = float(op_math::tanh_double(double(x[i])));
 }
 
-void tanh_backward(const dpt_op_call &c) {
+DPT_CLONES void tanh_backward(const dpt_op_call &c) {
   if (dx(c) == nullptr) return;
   const float *__restrict y = out(c);
   const float *__restrict g = dy(c);
