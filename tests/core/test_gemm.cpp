@@ -7,6 +7,7 @@
 // run.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -222,6 +223,44 @@ void test_columns_do_not_depend_on_their_neighbours(void **) {
     });
 }
 
+// A packed op(A) (gemm_packed_a), filled in blocks of rows from separate copies of those rows (as a
+// Winograd layer fills it from a few transformed kernels at a time), multiplies to gemm()'s bits, for every
+// kernel, shape, transposition and alpha/beta of cases(); the bytes after the packed size stay untouched.
+void test_packed_a_equals_gemm(void **) {
+  for (Precision p : kPrecisions)
+    each_kernel(p, [&](Kernel k) {
+      size_t n = 0;
+      for (const Case &c : cases()) {
+        const Problem pr = problem(c, 900 + n++);
+        const std::vector<float> want = run(p, pr);
+        const size_t unit = dpt::gemm::packed_a_row_unit(p), bytes = dpt::gemm::packed_a_bytes(p, c.m, c.k);
+        std::vector<unsigned char> storage(bytes + 64 + 32, 0xa5);
+        unsigned char *packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64);
+        dpt::gemm::begin_packed_a(p, c.ta, c.m, c.k, packed);
+        // Blocks of one unit, then two, then three, ... (the last one ragged).
+        for (size_t i0 = 0, units = 1; i0 < c.m; i0 += units * unit, ++units) {
+          const size_t rows = std::min(units * unit, c.m - i0);
+          // op(A)'s rows [i0, i0 + rows) copied out, with the problem's leading dimension.
+          std::vector<float> block(pr.a.size(), 0.0f);
+          for (size_t r = 0; r < rows; ++r)
+            for (size_t q = 0; q < c.k; ++q)
+              (c.ta ? block[q * pr.lda + r] : block[r * pr.lda + q]) =
+                  c.ta ? pr.a[q * pr.lda + i0 + r] : pr.a[(i0 + r) * pr.lda + q];
+          dpt::gemm::pack_a_rows(packed, block.data(), pr.lda, i0, rows);
+        }
+        std::vector<float> got = pr.c0;
+        dpt::gemm::gemm_packed_a(packed, c.tb, c.n, c.alpha, pr.b.data(), pr.ldb, c.beta, got.data(), pr.ldc);
+        if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0)
+          fail_msg("%s %s m=%zu n=%zu k=%zu ta=%d tb=%d: the packed A's product differs from gemm's", name(p),
+                   dpt::gemm::kernel_name(k), c.m, c.n, c.k, c.ta, c.tb);
+        for (size_t i = packed - storage.data() + bytes; i < storage.size(); ++i)
+          if (storage[i] != 0xa5)
+            fail_msg("%s %s: byte %zu past the packed A written", name(p), dpt::gemm::kernel_name(k), i);
+      }
+      std::printf("%s %s: %zu shapes, packed A bit for bit gemm's\n", name(p), dpt::gemm::kernel_name(k), n);
+    });
+}
+
 uint16_t bits(float x) {
   return dpt::to_bf16(x);
 }
@@ -301,14 +340,14 @@ void test_avx512_packers_equal_portable(void **) {
   // The bfloat16 packers round with VCVTNEPS2BF16: only the bf16 kernels (AVX512_BF16, AMX) call them.
   const bool bf16 = dpt::gemm::cpu_features().avx512_bf16;
   if (!bf16) std::printf("AVX-512 bf16 packers: not run (this CPU lacks AVX512_BF16)\n");
-  const size_t rows = 37, cols = 70, ld = 75;
+  const size_t rows = 75, cols = 70, ld = 75;
   dpt_test::TestRng rng(3);
   std::vector<float> x = rng.vector(rows * ld, -4, 4);
   const uint32_t specials[] = {0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x7F800000u, 0xFF800000u, 0x7FC00001u,
                                0x7F800001u, 0x00400000u, 0x80000001u, 0x7F7FFFFFu, 0x00800000u, 0x80000000u};
   for (size_t i = 0; i < x.size(); i += 7) std::memcpy(&x[i], &specials[(i / 7) % 12], 4);
   const dpt::gemm::Operand op{x.data(), ld, false};
-  for (size_t kc : {1, 2, 3, 31, 33}) {
+  for (size_t kc : {1, 2, 3, 31, 33, 64, 70}) {
     for (size_t width : {cols, size_t(40), size_t(5)}) {
       std::vector<uint32_t> want(8192, 0xDEADBEEF), got(8192, 0xDEADBEEF);
       dpt::gemm::pack_f32_b<32>(op, 2, kc, 1, width, want.data());
@@ -402,6 +441,7 @@ int main() {
       cmocka_unit_test(test_against_float64),
       cmocka_unit_test(test_avx512_equals_portable),
       cmocka_unit_test(test_columns_do_not_depend_on_their_neighbours),
+      cmocka_unit_test(test_packed_a_equals_gemm),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

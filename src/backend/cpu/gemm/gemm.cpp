@@ -104,8 +104,27 @@ void run_tile(const KernelDef &d, size_t kcp, const void *ap, const void *bp, fl
   for (size_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, part + i * d.nr, cols * sizeof(float));
 }
 
-void blocked(const KernelDef &d, const Operand &a, const Operand &b, size_t m, size_t n, size_t k,
-             float alpha, float beta, float *c, size_t ldc) {
+// A whole packed op(A) (gemm_packed_a): its k blocks one after the other, each ceil(m / mr) panels of
+// padded(kc) x mr elements, after a header.
+struct PackedHeader {
+  uint32_t precision, kernel, trans_a;
+  uint64_t m, k;
+};
+constexpr size_t kHeaderBytes = 64;
+static_assert(sizeof(PackedHeader) <= kHeaderBytes);
+
+size_t panel_count(const KernelDef &d, size_t m) {
+  return (m + d.mr - 1) / d.mr;
+}
+
+// Where the panels of the k block starting at pc begin (every block before it is a whole d.kc long).
+size_t block_offset(const KernelDef &d, size_t m, size_t pc) {
+  return pc / d.kc * panel_count(d, m) * d.mr * d.kc * d.a_bytes;
+}
+
+// prepacked_a: a whole packed op(A)'s panels (after the header), or nullptr to pack A block by block.
+void blocked(const KernelDef &d, const Operand &a, const unsigned char *prepacked_a, const Operand &b,
+             size_t m, size_t n, size_t k, float alpha, float beta, float *c, size_t ldc) {
   unsigned char *packed_a = thread_workspace(), *packed_b = packed_a + kPackedA;
   if (d.begin != nullptr) d.begin();
   for (size_t jc = 0; jc < n; jc += kNC) {
@@ -116,10 +135,14 @@ void blocked(const KernelDef &d, const Operand &a, const Operand &b, size_t m, s
       const float beta_block = pc == 0 ? beta : 1.0f;  // later k blocks add into C
       for (size_t ic = 0; ic < m; ic += kMC) {
         const size_t mc = std::min(kMC, m - ic);
-        d.pack_a(a, ic, mc, pc, kc, packed_a);
+        const unsigned char *block_a = packed_a;
+        if (prepacked_a != nullptr)
+          block_a = prepacked_a + block_offset(d, m, pc) + ic * kcp * d.a_bytes;
+        else
+          d.pack_a(a, ic, mc, pc, kc, packed_a);
         for (size_t jr = 0; jr < nc; jr += d.nr)
           for (size_t ir = 0; ir < mc; ir += d.mr)
-            run_tile(d, kcp, packed_a + ir * kcp * d.a_bytes, packed_b + jr * kcp * d.b_bytes,
+            run_tile(d, kcp, block_a + ir * kcp * d.a_bytes, packed_b + jr * kcp * d.b_bytes,
                      c + (ic + ir) * ldc + jc + jr, ldc, std::min(d.mr, mc - ir), std::min(d.nr, nc - jr),
                      alpha, beta_block);
       }
@@ -190,8 +213,75 @@ void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
     scale(m, n, beta, c, ldc);
     return;
   }
-  blocked(*definition(p, chosen), Operand{a, lda, trans_a}, Operand{b, ldb, trans_b}, m, n, k, alpha, beta, c,
-          ldc);
+  blocked(*definition(p, chosen), Operand{a, lda, trans_a}, nullptr, Operand{b, ldb, trans_b}, m, n, k, alpha,
+          beta, c, ldc);
+}
+
+// OpenBLAS packs inside sgemm: its "packed" op(A) is A itself, m x k or (transposed) k x m, row-major, so
+// that sgemm is called as gemm() calls it (OpenBLAS's bits depend on the transposition).
+size_t packed_a_bytes(Precision p, size_t m, size_t k) {
+  size_t most = kHeaderBytes + m * k * sizeof(float);  // OpenBLAS's
+  for (Kernel chosen : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx}) {
+    const KernelDef *d = available(p, chosen) ? definition(p, chosen) : nullptr;
+    if (d == nullptr) continue;
+    const size_t last = k % d->kc == 0 ? (k > 0 ? d->kc : 0) : padded(*d, k % d->kc);
+    const size_t elements_k = (k == 0 ? 0 : (k - 1) / d->kc * d->kc) + last;
+    most = std::max(most, kHeaderBytes + panel_count(*d, m) * d->mr * elements_k * d->a_bytes);
+  }
+  return most;
+}
+
+size_t packed_a_row_unit(Precision p) {
+  const Kernel chosen = kernel(p);
+  return chosen == Kernel::kOpenBlas ? 1 : definition(p, chosen)->mr;
+}
+
+void begin_packed_a(Precision p, bool trans_a, size_t m, size_t k, void *packed) {
+  PackedHeader header{uint32_t(p), uint32_t(kernel(p)), trans_a, m, k};
+  std::memcpy(packed, &header, sizeof header);
+}
+
+void pack_a_rows(void *packed, const float *a, size_t lda, size_t i0, size_t rows) {
+  PackedHeader h;
+  std::memcpy(&h, packed, sizeof h);
+  unsigned char *panels = static_cast<unsigned char *>(packed) + kHeaderBytes;
+  const Operand rows_of_a{a, lda, h.trans_a != 0};
+  if (Kernel(h.kernel) == Kernel::kOpenBlas) {
+    float *out = reinterpret_cast<float *>(panels);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t q = 0; q < h.k; ++q)
+        (h.trans_a ? out[q * h.m + i0 + r] : out[(i0 + r) * h.k + q]) = rows_of_a.at(r, q);
+    return;
+  }
+  const KernelDef &d = *definition(Precision(h.precision), Kernel(h.kernel));
+  for (size_t pc = 0; pc < h.k; pc += d.kc) {
+    const size_t kc = std::min(d.kc, size_t(h.k) - pc);
+    d.pack_a(rows_of_a, 0, rows, pc, kc, panels + block_offset(d, h.m, pc) + i0 * padded(d, kc) * d.a_bytes);
+  }
+}
+
+void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const float *b, size_t ldb,
+                   float beta, float *c, size_t ldc) {
+  PackedHeader h;
+  std::memcpy(&h, packed, sizeof h);
+  const unsigned char *panels = static_cast<const unsigned char *>(packed) + kHeaderBytes;
+  const size_t m = h.m, k = h.k;
+  if (m == 0 || n == 0) return;
+#if DPTRAIN_HAVE_OPENBLAS
+  if (Kernel(h.kernel) == Kernel::kOpenBlas) {
+    const size_t lda = std::max<size_t>(h.trans_a ? m : k, 1);
+    cblas_sgemm(CblasRowMajor, h.trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                int(m), int(n), int(k), alpha, reinterpret_cast<const float *>(panels), int(lda), b, int(ldb),
+                beta, c, int(ldc));
+    return;
+  }
+#endif
+  if (k == 0) {
+    scale(m, n, beta, c, ldc);
+    return;
+  }
+  blocked(*definition(Precision(h.precision), Kernel(h.kernel)), Operand{nullptr, 0, false}, panels,
+          Operand{b, ldb, trans_b}, m, n, k, alpha, beta, c, ldc);
 }
 
 }  // namespace dpt::gemm

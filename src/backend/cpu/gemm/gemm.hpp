@@ -45,4 +45,24 @@ const char *kernel_name(Kernel k);
 void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
           size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+// op(A) packed once for several products (a Winograd layer's transformed weights meet every group of
+// samples): the panels gemm() packs for each product, for all of k, behind a header naming the kernel
+// that packed them (the one kernel(p) names when the packing starts; gemm_packed_a multiplies with that
+// kernel). Filled in blocks of rows, so that a caller can produce op(A) a few rows at a time and never
+// hold it whole in float32. gemm_packed_a gives gemm()'s bits for the same operands.
+// Bytes of a packed m x k op(A), enough for any kernel this process may pick for p (set_kernel).
+size_t packed_a_bytes(Precision p, size_t m, size_t k);
+// The blocks of rows pack_a_rows takes start at multiples of this (the panel height of the kernel p runs
+// on now: at most 32).
+size_t packed_a_row_unit(Precision p);
+// Writes the header of an m x k op(A) at packed (packed_a_bytes(p, m, k) bytes, 64-byte aligned); trans_a:
+// the rows will come transposed (op(A) = A^T).
+void begin_packed_a(Precision p, bool trans_a, size_t m, size_t k, void *packed);
+// Packs rows [i0, i0 + rows) of op(A): rows is a multiple of packed_a_row_unit() unless the block ends at
+// m; a holds those rows only (its row 0 is op(A)'s row i0), with leading dimension lda.
+void pack_a_rows(void *packed, const float *a, size_t lda, size_t i0, size_t rows);
+// C = alpha * op(A) op(B) + beta * C with a packed op(A) (m x k as packed).
+void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const float *b, size_t ldb,
+                   float beta, float *c, size_t ldc);
+
 }  // namespace dpt::gemm

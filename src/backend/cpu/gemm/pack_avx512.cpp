@@ -40,6 +40,37 @@ DPT_AVX512 inline __m512 load(const float *row, size_t w) {
   return w >= 16 ? _mm512_loadu_ps(row) : _mm512_maskz_loadu_ps(first(w), row);
 }
 
+// Transposes 16 x 16 32-bit words in place: r[i] lane j becomes r[j] lane i.
+DPT_AVX512 inline void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_maskz_unpacklo_epi32(__mmask16(0xFFFF), r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_epi32(__mmask16(0xFFFF), r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_maskz_unpacklo_epi64(__mmask8(0xFF), t[i], t[i + 2]);
+    r[i + 1] = _mm512_maskz_unpackhi_epi64(__mmask8(0xFF), t[i], t[i + 2]);
+    r[i + 2] = _mm512_maskz_unpacklo_epi64(__mmask8(0xFF), t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_maskz_unpackhi_epi64(__mmask8(0xFF), t[i + 1], t[i + 3]);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), t[i], t[i + 8], 0xdd);
+  }
+}
+
+// 32 consecutive floats of a row from src (w of them; the rest zero) rounded to bfloat16 as to_bf16: 16
+// words, each a pair of k (the even one in the low half). VCVTNE2PS2BF16 rounds as VCVTNEPS2BF16.
+DPT_AVX512_BF16 inline __m512i pair_words(const float *src, size_t w) {
+  const __m512 lo = load(src, w), hi = w > 16 ? load(src + 16, w - 16) : _mm512_setzero_ps();
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
 }  // namespace
 
 DPT_AVX512 void pack_f32_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out) {
@@ -126,65 +157,47 @@ DPT_AVX512_BF16 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc,
   }
 }
 
-// Column j of op(B) (stored as row j) holds its k contiguously: pair q of columns [c, c + 8) is one 64-bit
-// gather; an odd last k, and columns past the width, are read one float at a time or not at all.
+// Column j of op(B) (stored as row j) holds its k contiguously: 16 columns' 32 k at a time rounded to
+// their 16 pair words each, transposed in registers, and stored 16 columns to a pair.
 DPT_AVX512_BF16 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols,
                                          void *out, size_t k_unit) {
   uint32_t *o = static_cast<uint32_t *>(out);
   const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
-  const __m512i rows8 =
-      _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(int64_t(b.ld)));
   for (size_t j = 0; j < panels; ++j) {
     uint32_t *panel = o + j * pairs * kNR;
-    for (size_t c = 0; c < kNR; c += 8) {
+    for (size_t c = 0; c < kNR; c += 16) {
       const size_t first_col = j * kNR + c;
-      const size_t w = cols > first_col ? (cols - first_col < 8 ? cols - first_col : 8) : 0;
-      const __mmask8 live = __mmask8((1u << w) - 1u);
+      const size_t w = cols > first_col ? (cols - first_col < 16 ? cols - first_col : 16) : 0;
       const float *base = b.data + (j0 + first_col) * b.ld + p0;
-      for (size_t q = 0; q < pairs; ++q) {
-        const size_t p = 2 * q;
-        __m512i pair = _mm512_setzero_si512();
-        if (p + 1 < kc && w > 0) {
-          const __m512i both = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), live, rows8, base + p, 4);
-          pair = to_bf16_lanes(_mm512_castsi512_ps(both));  // lanes: even, odd of column c, c + 1, ...
-        } else if (p < kc && w > 0) {
-          alignas(64) float even[16] = {};
-          for (size_t i = 0; i < w; ++i) even[2 * i] = base[i * b.ld + p];
-          pair = to_bf16_lanes(_mm512_load_ps(even));
-        }
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(panel + q * kNR + c),
-                            _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), pair));
+      for (size_t q = 0; q < pairs; q += 16) {
+        const size_t left = kc > 2 * q ? kc - 2 * q : 0;  // floats of each column from pair q on
+        __m512i words[16];
+        for (size_t r = 0; r < 16; ++r)
+          words[r] = r < w && left > 0 ? pair_words(base + r * b.ld + 2 * q, left) : _mm512_setzero_si512();
+        transpose16(words);
+        const size_t n = pairs - q < 16 ? pairs - q : 16;
+        for (size_t t = 0; t < n; ++t) _mm512_storeu_si512(panel + (q + t) * kNR + c, words[t]);
       }
     }
   }
 }
 
-// A row's k are contiguous: 32 k (16 pairs) of it rounded at a time, their pairs scattered to the row's
-// place in the panel (pair q of row r at word q * 12 + r).
+// A row's k are contiguous: 32 k (16 pairs) of each of a panel's 12 rows rounded to pair words at once,
+// the 12 x 16 words transposed in registers (with four zero rows) and stored 12 to a pair.
 DPT_AVX512_BF16 void pack_pairs_a12_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
                                          void *out) {
   constexpr size_t kMR = 12;
   uint32_t *o = static_cast<uint32_t *>(out);
   const size_t pairs = (kc + 1) / 2;
-  alignas(64) static const uint16_t kLowHalves[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
-                                                      22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42,
-                                                      44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
-  const __m512i low_halves = _mm512_load_si512(kLowHalves);
-  const __m512i places =
-      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                         _mm512_set1_epi32(int32_t(kMR)));
   for (size_t i = 0; i < rows; i += kMR, o += pairs * kMR)
-    for (size_t r = 0; r < kMR; ++r) {
-      const bool live = i + r < rows;  // rows past the last are zeros
-      const float *src = live ? a.data + (i0 + i + r) * a.ld + p0 : nullptr;
-      for (size_t q = 0; q < pairs; q += 16) {
-        const size_t w = live ? kc - 2 * q : 0;  // floats left in the row
-        const __m512 lo = w > 0 ? load(src + 2 * q, w) : _mm512_setzero_ps();
-        const __m512 hi = w > 16 ? load(src + 2 * q + 16, w - 16) : _mm512_setzero_ps();
-        // The 32 rounded values' low halves in k order: 16 words, k even in the low half of each.
-        const __m512i words = _mm512_permutex2var_epi16(to_bf16_lanes(lo), low_halves, to_bf16_lanes(hi));
-        _mm512_mask_i32scatter_epi32(o + q * kMR + r, first(pairs - q), places, words, 4);
-      }
+    for (size_t q = 0; q < pairs; q += 16) {
+      __m512i words[16];
+      for (size_t r = 0; r < 16; ++r)  // rows past the last are zeros
+        words[r] = r < kMR && i + r < rows ? pair_words(a.data + (i0 + i + r) * a.ld + p0 + 2 * q, kc - 2 * q)
+                                           : _mm512_setzero_si512();
+      transpose16(words);
+      const size_t n = pairs - q < 16 ? pairs - q : 16;
+      for (size_t t = 0; t < n; ++t) _mm512_mask_storeu_epi32(o + (q + t) * kMR, __mmask16(0x0FFF), words[t]);
     }
 }
 

@@ -59,29 +59,88 @@ Shape shape_of(const dpt_op_call &call) {
   return Shape{size_t(x.dims[0]), size_t(call.ints[0]), Plane{size_t(x.dims[1]), size_t(x.dims[2])}};
 }
 
-// U and dU [16, out_c, c]; V [16, c, tiles of a group] (backward: then its gradient), M [16, out_c, tiles of
-// a group] (backward: the output gradient's transform), each point's plane u_stride / v_stride / m_stride
-// floats after the previous one; rows for the transforms of one plane.
+// The packed transformed weights: U_p as the GEMM's A operand, for each point p (forward: [out_c, c];
+// backward: U_p^T, [c, out_c]), each in packed_bytes(s) (a multiple of 64); dU [16, out_c, c] in float32;
+// V [16, c, tiles of a group] (backward: then its gradient), M [16, out_c, tiles of a group] (backward:
+// the output gradient's transform), each point's plane u_stride / v_stride / m_stride floats after the
+// previous one; rows for the transforms of one plane; room for the kernels of kMaxChunk rows of U_p (or of
+// U_p^T: gathered first) transformed at a time.
+constexpr size_t kMaxChunk = 32;  // the largest panel height of a GEMM kernel (packed_a_row_unit)
+
 struct Scratch {
-  float *u, *du, *v, *m, *rows;
+  unsigned char *packed;
+  float *du, *v, *m, *rows, *chunk, *gathered;
 };
 
-size_t scratch_floats(const Shape &s) {
+size_t packed_bytes(const Shape &s, gemm::Precision p) {
+  const size_t bytes = std::max(gemm::packed_a_bytes(p, s.out_c, s.c), gemm::packed_a_bytes(p, s.c, s.out_c));
+  return (bytes + 63) / 64 * 64;
+}
+
+// A chunk of kMaxChunk rows of U_p for every p: forward kMaxChunk x c, backward out_c x kMaxChunk.
+size_t chunk_stride(const Shape &s) {
+  return kMaxChunk * std::max(s.out_c, s.c) + kPointPad;
+}
+
+size_t scratch_floats(const Shape &s, gemm::Precision p) {
   const size_t group_tiles = s.group() * s.tiles();
-  return 2 * kPoints * u_stride(s) + kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) +
-         plane_rows_floats(s.image);
+  return kPoints * packed_bytes(s, p) / sizeof(float) + kPoints * u_stride(s) +
+         kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) + plane_rows_floats(s.image) +
+         kPoints * chunk_stride(s) + s.out_c * kMaxChunk * 9;
 }
 
 Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
-  float *p = static_cast<float *>(call.scratch);
-  const size_t weights = kPoints * u_stride(s), group_tiles = s.group() * s.tiles();
+  // The op's scratch is 64-byte aligned (the packed panels come first).
+  unsigned char *base = static_cast<unsigned char *>(call.scratch);
+  const size_t group_tiles = s.group() * s.tiles();
   Scratch r{};
-  r.u = p;
-  r.du = r.u + weights;
-  r.v = r.du + weights;
+  r.packed = base;
+  r.du = reinterpret_cast<float *>(base + kPoints * packed_bytes(s, blas::precision_of(call)));
+  r.v = r.du + kPoints * u_stride(s);
   r.m = r.v + kPoints * v_stride(s, group_tiles);
   r.rows = r.m + kPoints * m_stride(s, group_tiles);
+  r.chunk = r.rows + plane_rows_floats(s.image);
+  r.gathered = r.chunk + kPoints * chunk_stride(s);
   return r;
+}
+
+unsigned char *packed_u(const Shape &s, const Scratch &sc, gemm::Precision p, size_t point) {
+  return sc.packed + point * packed_bytes(s, p);
+}
+
+// Rows of U_p a chunk: the kernel's panel height (OpenBLAS, which takes any: 16).
+size_t chunk_rows(gemm::Precision p) {
+  const size_t unit = gemm::packed_a_row_unit(p);
+  return unit == 1 ? 16 : unit;
+}
+
+// U_p = G g G^T packed as the forward GEMMs' A [out_c, c], chunk by chunk of output channels: their kernels
+// (contiguous in W [out_c, c, 3, 3]) transformed into the chunk's room, which stays in the cache, and
+// packed from there, so that U is never written whole in float32.
+void pack_weights(const Shape &s, const float *w, gemm::Precision p, const Scratch &sc) {
+  for (size_t q = 0; q < kPoints; ++q) gemm::begin_packed_a(p, false, s.out_c, s.c, packed_u(s, sc, p, q));
+  const size_t chunk = chunk_rows(p);
+  for (size_t o = 0; o < s.out_c; o += chunk) {
+    const size_t rows = std::min(chunk, s.out_c - o);
+    transforms().weights(rows * s.c, w + o * s.c * 9, sc.chunk, chunk_stride(s));
+    for (size_t q = 0; q < kPoints; ++q)
+      gemm::pack_a_rows(packed_u(s, sc, p, q), sc.chunk + q * chunk_stride(s), s.c, o, rows);
+  }
+}
+
+// U_p^T [c, out_c] packed as the backward GEMMs' A, chunk by chunk of input channels: their kernels of
+// every output channel gathered ([out_c, rows, 3, 3]), transformed, and packed transposed.
+void pack_weights_transposed(const Shape &s, const float *w, gemm::Precision p, const Scratch &sc) {
+  for (size_t q = 0; q < kPoints; ++q) gemm::begin_packed_a(p, true, s.c, s.out_c, packed_u(s, sc, p, q));
+  const size_t chunk = chunk_rows(p);
+  for (size_t c = 0; c < s.c; c += chunk) {
+    const size_t rows = std::min(chunk, s.c - c);
+    for (size_t o = 0; o < s.out_c; ++o)
+      std::memcpy(sc.gathered + o * rows * 9, w + (o * s.c + c) * 9, rows * 9 * sizeof(float));
+    transforms().weights(s.out_c * rows, sc.gathered, sc.chunk, chunk_stride(s));
+    for (size_t q = 0; q < kPoints; ++q)
+      gemm::pack_a_rows(packed_u(s, sc, p, q), sc.chunk + q * chunk_stride(s), rows, c, rows);
+  }
 }
 
 // The 16 GEMMs of a group: C_p = op(A_p) op(B_p) (+ C_p when accumulate), A_p, B_p, C_p each a point's block.
@@ -102,6 +161,13 @@ void gemm_per_point(const PointGemm &g) {
   for (size_t p = 0; p < kPoints; ++p)
     blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, g.a + p * g.a_block, g.lda, g.b + p * g.b_block,
                g.ldb, g.accumulate ? 1.0f : 0.0f, g.c + p * g.c_block, g.ldc, g.precision);
+}
+
+// C_p = U_p B_p (forward: M = U V) or U_p^T B_p (backward: dV = U^T dM) for the 16 points, the packed U_p.
+void packed_gemm_per_point(const Shape &s, const Scratch &sc, gemm::Precision p, size_t n, const float *b,
+                           size_t b_block, float *c, size_t c_block) {
+  for (size_t q = 0; q < kPoints; ++q)
+    gemm::gemm_packed_a(packed_u(s, sc, p, q), false, n, 1.0f, b + q * b_block, n, 0.0f, c + q * c_block, n);
 }
 
 // V for the g samples from first: the input planes' tiles side by side. Channel outer, sample inner (here
@@ -131,19 +197,19 @@ bool applies(const dpt_op_call &call) {
 }
 
 size_t scratch_bytes(const dpt_op_call &call) {
-  return scratch_floats(shape_of(call)) * sizeof(float);
+  return scratch_floats(shape_of(call), blas::precision_of(call)) * sizeof(float);
 }
 
 void forward(const dpt_op_call &call) {
   const Shape s = shape_of(call);
   const Scratch sc = scratch_of(call, s);
   const float *b = param(call, 1);
-  transforms().weights(s.out_c * s.c, param(call, 0), sc.u, u_stride(s));
+  const gemm::Precision p = blas::precision_of(call);
+  pack_weights(s, param(call, 0), p, sc);
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
-    gemm_per_point({false, false, s.out_c, tiles, s.c, sc.u, u_stride(s), s.c, sc.v, v_stride(s, tiles),
-                    tiles, sc.m, m_stride(s, tiles), tiles, false, blas::precision_of(call)});
+    packed_gemm_per_point(s, sc, p, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
         transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
@@ -156,8 +222,9 @@ void backward(const dpt_op_call &call) {
   const Shape s = shape_of(call);
   const Scratch sc = scratch_of(call, s);
   float *dw = param_grad(call, 0), *d = dx(call);
+  const gemm::Precision p = blas::precision_of(call);
   if (dw != nullptr) std::fill(sc.du, sc.du + kPoints * u_stride(s), 0.0f);
-  if (d != nullptr) transforms().weights(s.out_c * s.c, param(call, 0), sc.u, u_stride(s));
+  if (d != nullptr) pack_weights_transposed(s, param(call, 0), p, sc);
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     for (size_t o = 0; o < s.out_c; ++o)
@@ -168,12 +235,11 @@ void backward(const dpt_op_call &call) {
       transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
       gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, m_stride(s, tiles), tiles, sc.v,
-                      v_stride(s, tiles), tiles, sc.du, u_stride(s), s.c, true, blas::precision_of(call)});
+                      v_stride(s, tiles), tiles, sc.du, u_stride(s), s.c, true, p});
     }
     if (d != nullptr) {
       // dV_p = U_p^T dM_p, into V's space
-      gemm_per_point({true, false, s.c, tiles, s.out_c, sc.u, u_stride(s), s.c, sc.m, m_stride(s, tiles),
-                      tiles, sc.v, v_stride(s, tiles), tiles, false, blas::precision_of(call)});
+      packed_gemm_per_point(s, sc, p, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
           transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
