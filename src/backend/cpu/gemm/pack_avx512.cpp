@@ -22,11 +22,8 @@ DPT_AVX512 inline __mmask16 first(size_t w) {
   return w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1u);
 }
 
-// A shift of every lane. (The maskz forms throughout: GCC 12 warns falsely about the _mm512_undefined_* of
-// the unmasked ones, _mm512_slli_epi32, _mm512_cvtepi32_epi16 and _mm512_cvtepu16_epi32.)
-DPT_AVX512 inline __m512i shift_left(__m512i x, unsigned n) {
-  return _mm512_maskz_slli_epi32(__mmask16(0xFFFF), x, n);
-}
+// (The maskz forms throughout: GCC 12 warns falsely about the _mm512_undefined_* of the unmasked ones,
+// e.g. _mm512_cvtepi32_epi16 and _mm512_cvtepu16_epi32.)
 
 // core/float16.hpp's to_bf16 on 16 lanes, the result in the low 16 bits of each 32-bit lane: VCVTNEPS2BF16
 // (nearest even, subnormal inputs to a signed zero, NaN quietened keeping its sign and high payload), which
@@ -62,6 +59,16 @@ DPT_AVX512 inline void transpose16(__m512i r[16]) {
     r[i] = _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), t[i], t[i + 8], 0x88);
     r[i + 8] = _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), t[i], t[i + 8], 0xdd);
   }
+}
+
+// even[i] and odd[i] rounded to bfloat16 as to_bf16 and paired in word i (even in the low half):
+// VCVTNE2PS2BF16 gives the 16 even values, then the 16 odd ones, interleaved by one permutation.
+DPT_AVX512_BF16 inline __m512i interleaved_pairs(__m512 even, __m512 odd) {
+  alignas(64) static const uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                       21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i halves = (__m512i)_mm512_cvtne2ps_pbh(odd, even);
+  return _mm512_maskz_permutexvar_epi16(~__mmask32(0), _mm512_load_si512(kInterleave), halves);
 }
 
 // 32 consecutive floats of a row from src (w of them; the rest zero) rounded to bfloat16 as to_bf16: 16
@@ -150,8 +157,7 @@ DPT_AVX512_BF16 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc,
         const size_t wh = w > h ? w - h : 0;
         const __m512 e = p < kc && wh > 0 ? load(even + j * kNR + h, wh) : _mm512_setzero_ps();
         const __m512 d = p + 1 < kc && wh > 0 ? load(odd + j * kNR + h, wh) : _mm512_setzero_ps();
-        const __m512i pair = _mm512_or_si512(to_bf16_lanes(e), shift_left(to_bf16_lanes(d), 16));
-        _mm512_storeu_si512(dst + h, pair);
+        _mm512_storeu_si512(dst + h, interleaved_pairs(e, d));
       }
     }
   }
@@ -214,8 +220,7 @@ DPT_AVX512_BF16 void pack_pairs_a12_cols(const Operand &a, size_t i0, size_t row
       const size_t p = 2 * q;
       const __m512 e = _mm512_maskz_loadu_ps(live, base + p * a.ld);
       const __m512 d = p + 1 < kc ? _mm512_maskz_loadu_ps(live, base + (p + 1) * a.ld) : _mm512_setzero_ps();
-      const __m512i pair = _mm512_or_si512(to_bf16_lanes(e), shift_left(to_bf16_lanes(d), 16));
-      _mm512_mask_storeu_epi32(o, first(kMR), pair);
+      _mm512_mask_storeu_epi32(o, first(kMR), interleaved_pairs(e, d));
     }
   }
 }
