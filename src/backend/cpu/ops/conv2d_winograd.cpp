@@ -223,7 +223,10 @@ void backward(const dpt_op_call &call) {
   const Scratch sc = scratch_of(call, s);
   float *dw = param_grad(call, 0), *d = dx(call);
   const gemm::Precision p = blas::precision_of(call);
-  if (dw != nullptr) std::fill(sc.du, sc.du + kPoints * u_stride(s), 0.0f);
+  // dU is the first group's product, then each later group's added (an empty slice: zero). Not zeroed and
+  // added into: that wrote and read dU once more (16 MB for a 512-channel layer), and the first product
+  // plus a zero is the product itself (the micro-kernels' sums start from +0, so never -0).
+  if (dw != nullptr && n(call) == 0) std::fill(sc.du, sc.du + kPoints * u_stride(s), 0.0f);
   if (d != nullptr) pack_weights_transposed(s, param(call, 0), p, sc);
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
@@ -235,7 +238,7 @@ void backward(const dpt_op_call &call) {
       transform_group_input(call, s, sc, first, g);
       // dU_p += dM_p V_p^T
       gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, m_stride(s, tiles), tiles, sc.v,
-                      v_stride(s, tiles), tiles, sc.du, u_stride(s), s.c, true, p});
+                      v_stride(s, tiles), tiles, sc.du, u_stride(s), s.c, first > 0, p});
     }
     if (d != nullptr) {
       // dV_p = U_p^T dM_p, into V's space
