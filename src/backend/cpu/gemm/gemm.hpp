@@ -50,6 +50,7 @@ void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 // that packed them (the one kernel(p) names when the packing starts; gemm_packed_a multiplies with that
 // kernel). Filled in blocks of rows, so that a caller can produce op(A) a few rows at a time and never
 // hold it whole in float32. gemm_packed_a gives gemm()'s bits for the same operands.
+//
 // Bytes of a packed m x k op(A), enough for any kernel this process may pick for p (set_kernel).
 size_t packed_a_bytes(Precision p, size_t m, size_t k);
 // The blocks of rows pack_a_rows takes start at multiples of this (the panel height of the kernel p runs

@@ -69,6 +69,7 @@ constexpr size_t kMaxChunk = 32;  // the largest panel height of a GEMM kernel (
 
 struct Scratch {
   unsigned char *packed;
+  size_t packed_bytes;  // per point
   float *du, *v, *m, *rows, *chunk, *gathered;
 };
 
@@ -95,7 +96,8 @@ Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
   const size_t group_tiles = s.group() * s.tiles();
   Scratch r{};
   r.packed = base;
-  r.du = reinterpret_cast<float *>(base + kPoints * packed_bytes(s, blas::precision_of(call)));
+  r.packed_bytes = packed_bytes(s, blas::precision_of(call));
+  r.du = reinterpret_cast<float *>(base + kPoints * r.packed_bytes);
   r.v = r.du + kPoints * u_stride(s);
   r.m = r.v + kPoints * v_stride(s, group_tiles);
   r.rows = r.m + kPoints * m_stride(s, group_tiles);
@@ -104,8 +106,8 @@ Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
   return r;
 }
 
-unsigned char *packed_u(const Shape &s, const Scratch &sc, gemm::Precision p, size_t point) {
-  return sc.packed + point * packed_bytes(s, p);
+unsigned char *packed_u(const Scratch &sc, size_t point) {
+  return sc.packed + point * sc.packed_bytes;
 }
 
 // Rows of U_p a chunk: the kernel's panel height (OpenBLAS, which takes any: 16).
@@ -118,20 +120,20 @@ size_t chunk_rows(gemm::Precision p) {
 // (contiguous in W [out_c, c, 3, 3]) transformed into the chunk's room, which stays in the cache, and
 // packed from there, so that U is never written whole in float32.
 void pack_weights(const Shape &s, const float *w, gemm::Precision p, const Scratch &sc) {
-  for (size_t q = 0; q < kPoints; ++q) gemm::begin_packed_a(p, false, s.out_c, s.c, packed_u(s, sc, p, q));
+  for (size_t q = 0; q < kPoints; ++q) gemm::begin_packed_a(p, false, s.out_c, s.c, packed_u(sc, q));
   const size_t chunk = chunk_rows(p);
   for (size_t o = 0; o < s.out_c; o += chunk) {
     const size_t rows = std::min(chunk, s.out_c - o);
     transforms().weights(rows * s.c, w + o * s.c * 9, sc.chunk, chunk_stride(s));
     for (size_t q = 0; q < kPoints; ++q)
-      gemm::pack_a_rows(packed_u(s, sc, p, q), sc.chunk + q * chunk_stride(s), s.c, o, rows);
+      gemm::pack_a_rows(packed_u(sc, q), sc.chunk + q * chunk_stride(s), s.c, o, rows);
   }
 }
 
 // U_p^T [c, out_c] packed as the backward GEMMs' A, chunk by chunk of input channels: their kernels of
 // every output channel gathered ([out_c, rows, 3, 3]), transformed, and packed transposed.
 void pack_weights_transposed(const Shape &s, const float *w, gemm::Precision p, const Scratch &sc) {
-  for (size_t q = 0; q < kPoints; ++q) gemm::begin_packed_a(p, true, s.c, s.out_c, packed_u(s, sc, p, q));
+  for (size_t q = 0; q < kPoints; ++q) gemm::begin_packed_a(p, true, s.c, s.out_c, packed_u(sc, q));
   const size_t chunk = chunk_rows(p);
   for (size_t c = 0; c < s.c; c += chunk) {
     const size_t rows = std::min(chunk, s.c - c);
@@ -139,35 +141,22 @@ void pack_weights_transposed(const Shape &s, const float *w, gemm::Precision p, 
       std::memcpy(sc.gathered + o * rows * 9, w + (o * s.c + c) * 9, rows * 9 * sizeof(float));
     transforms().weights(s.out_c * rows, sc.gathered, sc.chunk, chunk_stride(s));
     for (size_t q = 0; q < kPoints; ++q)
-      gemm::pack_a_rows(packed_u(s, sc, p, q), sc.chunk + q * chunk_stride(s), rows, c, rows);
+      gemm::pack_a_rows(packed_u(sc, q), sc.chunk + q * chunk_stride(s), rows, c, rows);
   }
 }
 
-// The 16 GEMMs of a group: C_p = op(A_p) op(B_p) (+ C_p when accumulate), A_p, B_p, C_p each a point's block.
-struct PointGemm {
-  bool trans_a, trans_b;
-  size_t m, n, k;
-  const float *a;
-  size_t a_block, lda;
-  const float *b;
-  size_t b_block, ldb;
-  float *c;
-  size_t c_block, ldc;
-  bool accumulate;
-  gemm::Precision precision;
-};
-
-void gemm_per_point(const PointGemm &g) {
-  for (size_t p = 0; p < kPoints; ++p)
-    blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, g.a + p * g.a_block, g.lda, g.b + p * g.b_block,
-               g.ldb, g.accumulate ? 1.0f : 0.0f, g.c + p * g.c_block, g.ldc, g.precision);
+// dU_p (+)= dM_p V_p^T for the 16 points of a group of `tiles` tiles (the first group stores its product).
+void weight_gradient_per_point(const Shape &s, const Scratch &sc, gemm::Precision p, size_t tiles, bool add) {
+  for (size_t q = 0; q < kPoints; ++q)
+    blas::gemm(false, true, s.out_c, s.c, tiles, 1.0f, sc.m + q * m_stride(s, tiles), tiles,
+               sc.v + q * v_stride(s, tiles), tiles, add ? 1.0f : 0.0f, sc.du + q * u_stride(s), s.c, p);
 }
 
 // C_p = U_p B_p (forward: M = U V) or U_p^T B_p (backward: dV = U^T dM) for the 16 points, the packed U_p.
-void packed_gemm_per_point(const Shape &s, const Scratch &sc, gemm::Precision p, size_t n, const float *b,
-                           size_t b_block, float *c, size_t c_block) {
+void packed_gemm_per_point(const Scratch &sc, size_t n, const float *b, size_t b_block, float *c,
+                           size_t c_block) {
   for (size_t q = 0; q < kPoints; ++q)
-    gemm::gemm_packed_a(packed_u(s, sc, p, q), false, n, 1.0f, b + q * b_block, n, 0.0f, c + q * c_block, n);
+    gemm::gemm_packed_a(packed_u(sc, q), false, n, 1.0f, b + q * b_block, n, 0.0f, c + q * c_block, n);
 }
 
 // V for the g samples from first: the input planes' tiles side by side. Channel outer, sample inner (here
@@ -209,7 +198,7 @@ void forward(const dpt_op_call &call) {
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
-    packed_gemm_per_point(s, sc, p, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
+    packed_gemm_per_point(sc, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
         transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
@@ -236,13 +225,11 @@ void backward(const dpt_op_call &call) {
                                      sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
     if (dw != nullptr) {
       transform_group_input(call, s, sc, first, g);
-      // dU_p += dM_p V_p^T
-      gemm_per_point({false, true, s.out_c, s.c, tiles, sc.m, m_stride(s, tiles), tiles, sc.v,
-                      v_stride(s, tiles), tiles, sc.du, u_stride(s), s.c, first > 0, p});
+      weight_gradient_per_point(s, sc, p, tiles, first > 0);
     }
     if (d != nullptr) {
       // dV_p = U_p^T dM_p, into V's space
-      packed_gemm_per_point(s, sc, p, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
+      packed_gemm_per_point(sc, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
           transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
