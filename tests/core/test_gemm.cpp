@@ -261,6 +261,47 @@ void test_packed_a_equals_gemm(void **) {
     });
 }
 
+// Operands stored as bfloat16 (gemm_bf16, and gemm_packed_a's bfloat16 B) multiply to gemm(kBF16)'s bits
+// on their values in float32, for every bf16 kernel (the AVX-512 packers read them, the others' are fed
+// widened strips) and every shape of cases() (several strips of rows and columns, several k blocks). Some
+// elements are bfloat16 subnormals, which to_bf16 never makes: read as float32 they are subnormal, which
+// kBF16 takes as zero, so the bfloat16 operand must be rounded as a float32 one is, not passed through.
+void test_bf16_operands_equal_their_float32_values(void **) {
+  const Precision p = Precision::kBF16;
+  each_kernel(p, [&](Kernel k) {
+    size_t n = 0;
+    for (const Case &c : cases()) {
+      Problem pr = problem(c, 1300 + n++);
+      std::vector<uint16_t> a16(pr.a.size()), b16(pr.b.size());
+      for (size_t i = 0; i < a16.size(); ++i)
+        a16[i] = i % 7 == 3 ? uint16_t(0x8000 * (i % 2) + 1 + i % 0x7F) : dpt::to_bf16(pr.a[i]);
+      for (size_t i = 0; i < b16.size(); ++i)
+        b16[i] = i % 5 == 2 ? uint16_t(0x8000 * (i % 2) + 1 + i % 0x7F) : dpt::to_bf16(pr.b[i]);
+      for (size_t i = 0; i < a16.size(); ++i) pr.a[i] = dpt::from_bf16(a16[i]);
+      for (size_t i = 0; i < b16.size(); ++i) pr.b[i] = dpt::from_bf16(b16[i]);
+      const std::vector<float> want = run(p, pr);
+      std::vector<float> got = pr.c0;
+      dpt::gemm::gemm_bf16(c.ta, c.tb, c.m, c.n, c.k, c.alpha, a16.data(), pr.lda, b16.data(), pr.ldb, c.beta,
+                           got.data(), pr.ldc);
+      if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0)
+        fail_msg("bf16 %s m=%zu n=%zu k=%zu ta=%d tb=%d: gemm_bf16 differs from gemm on the values",
+                 dpt::gemm::kernel_name(k), c.m, c.n, c.k, c.ta, c.tb);
+      // A packed from float32, B read as bfloat16.
+      std::vector<unsigned char> storage(dpt::gemm::packed_a_bytes(p, c.m, c.k) + 64);
+      unsigned char *packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64);
+      dpt::gemm::begin_packed_a(p, c.ta, c.m, c.k, packed);
+      dpt::gemm::pack_a_rows(packed, pr.a.data(), pr.lda, 0, c.m);
+      got = pr.c0;
+      dpt::gemm::gemm_packed_a(packed, c.tb, c.n, c.alpha, b16.data(), pr.ldb, c.beta, got.data(), pr.ldc);
+      if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0)
+        fail_msg("bf16 %s m=%zu n=%zu k=%zu ta=%d tb=%d: the packed A times a bfloat16 B differs from gemm",
+                 dpt::gemm::kernel_name(k), c.m, c.n, c.k, c.ta, c.tb);
+    }
+    std::printf("bf16 %s: %zu shapes, bfloat16 operands bit for bit gemm's on their values\n",
+                dpt::gemm::kernel_name(k), n);
+  });
+}
+
 uint16_t bits(float x) {
   return dpt::to_bf16(x);
 }
@@ -442,6 +483,7 @@ int main() {
       cmocka_unit_test(test_avx512_equals_portable),
       cmocka_unit_test(test_columns_do_not_depend_on_their_neighbours),
       cmocka_unit_test(test_packed_a_equals_gemm),
+      cmocka_unit_test(test_bf16_operands_equal_their_float32_values),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/cpu/ops/conv2d_winograd.hpp"
+#include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
 #include "backend/cpu/ops/cpu_ops.hpp"
 #include "core/float16.hpp"
 #include "graph/model_spec.hpp"
@@ -195,6 +197,34 @@ void test_conv2d_winograd_bf16(void **) {
     fail_msg("Winograd bf16: the bias gradient is not the float32 kernel's");
 }
 
+// bf16 Winograd layers keep their transformed tiles (V) and output gradients (dM) as bfloat16 where the
+// transforms can round them (AVX512_BF16): the bits of float32 storage, forward and both gradients, over
+// two groups of samples (7 x 7 planes: 16 tiles, 32 samples a group, ragged tiles) and more output
+// channels than one strip of a widened operand.
+void test_conv2d_winograd_bf16_operands(void **) {
+  if (dpt::cpu::winograd::transforms().input_bf16 == nullptr) {
+    std::printf("no AVX512_BF16 on this CPU: V and dM stay float32, not run\n");
+    skip();
+  }
+  ModelSpec m(Shape{20, 7, 7});
+  m.add_conv2d(70, 3, 1, 1, true);
+  dpt_test::TestRng rng(31);
+  const size_t n = 40;
+  const std::vector<float> x = rng.vector(n * m.input().size(), -1, 1),
+                           p = rng.vector(m.parameter_count(), -0.5f, 0.5f),
+                           dy = rng.vector(n * m.output().size(), -1, 1);
+  dpt::cpu::winograd::set_bf16_operands(false);
+  const Pass stored_f32 = run(m, n, x, p, dy, DPT_DTYPE_BF16);
+  dpt::cpu::winograd::set_bf16_operands(true);
+  const Pass stored_bf16 = run(m, n, x, p, dy, DPT_DTYPE_BF16);
+  for (const auto &[what, a, b] : {std::tuple{"forward", &stored_bf16.y, &stored_f32.y},
+                                   std::tuple{"input gradient", &stored_bf16.dx, &stored_f32.dx},
+                                   std::tuple{"parameter gradient", &stored_bf16.dp, &stored_f32.dp}})
+    if (a->size() != b->size() || std::memcmp(a->data(), b->data(), a->size() * sizeof(float)) != 0)
+      fail_msg("Winograd bf16 %s: V and dM stored as bfloat16 differ from float32 storage", what);
+  std::printf("Winograd bf16, 40 samples 20x7x7 -> 70: V and dM as bfloat16 give float32 storage's bits\n");
+}
+
 // A sample's convolution output does not depend on the slice it is computed in (the samples beside it, so
 // the group it shares a GEMM with, or none), in every precision: the K-device contract and the processes of
 // a pipeline's evaluation rely on it. The im2col case has k = 576, above the GEMM's k block, where a sum
@@ -256,6 +286,7 @@ int main() {
       cmocka_unit_test(test_dense_and_linear),
       cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_conv2d_winograd_bf16),
+      cmocka_unit_test(test_conv2d_winograd_bf16_operands),
       cmocka_unit_test(test_conv2d_sample_independent_of_slice),
       cmocka_unit_test(test_attention),
   };

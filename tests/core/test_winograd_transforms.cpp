@@ -11,9 +11,11 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
+#include "core/float16.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -157,12 +159,55 @@ void test_avx512_tiles_match_portable(void **) {
   std::printf("%zu planes, the same bits\n", planes);
 }
 
+bool same_bf16(uint16_t a, uint16_t b) {
+  const auto nan = [](uint16_t x) { return (x & 0x7F80) == 0x7F80 && (x & 0x7F) != 0; };
+  return a == b || (nan(a) && nan(b));
+}
+
+// The transforms that write bfloat16 (AVX512_BF16): each value to_bf16 of the portable loops' float32 one,
+// nothing written outside the tiles (the guards keep their sentinel).
+void test_bf16_tiles_match_rounded_portable(void **) {
+  const Transforms &fast = fast_transforms(), &reference = dpt::cpu::winograd::portable_transforms();
+  if (fast.input_bf16 == nullptr || fast.output_gradient_bf16 == nullptr) {
+    std::printf("no AVX512_BF16 on this CPU: not run\n");
+    skip();
+  }
+  const uint16_t kSentinel16 = 0x5A5A;
+  size_t planes = 0;
+  for (size_t h : {1, 2, 3, 7, 14, 31, 33})
+    for (size_t w : {1, 2, 5, 14, 32, 33, 66}) {
+      const Plane s{h, w};
+      const uint64_t seed = 7000 + 100 * h + w;
+      const size_t stride = s.tiles() + kGuard, points = kPoints * stride;
+      std::vector<float> rows(dpt::cpu::winograd::plane_rows_floats(s));
+      const std::vector<float> x = values(s.size(), seed), dy = values(s.size(), seed + 1);
+      std::vector<float> v(points, kSentinel), m(points, kSentinel);
+      reference.input(s, x.data(), v.data(), stride, rows.data());
+      reference.output_gradient(s, dy.data(), m.data(), stride, rows.data());
+      std::vector<uint16_t> v16(points, kSentinel16), m16(points, kSentinel16);
+      fast.input_bf16(s, x.data(), v16.data(), stride, rows.data());
+      fast.output_gradient_bf16(s, dy.data(), m16.data(), stride, rows.data());
+      for (const auto &[name, want, got] :
+           {std::make_tuple("input_bf16", &v, &v16), std::make_tuple("output_gradient_bf16", &m, &m16)})
+        for (size_t i = 0; i < points; ++i) {
+          const float f = (*want)[i];
+          const uint16_t expected = f == kSentinel ? kSentinel16 : dpt::to_bf16(f);
+          if (!same_bf16((*got)[i], expected))
+            fail_msg("%s of a %zu x %zu plane: element %zu is 0x%04x, to_bf16 of the portable loops' 0x%04x",
+                     name, h, w, i, unsigned((*got)[i]), unsigned(expected));
+        }
+      ++planes;
+    }
+  std::printf("%zu planes, bfloat16 outputs to_bf16 of the portable ones\n", planes);
+}
+
 }  // namespace
 
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_avx512_weights_match_portable),
       cmocka_unit_test(test_avx512_tiles_match_portable),
+      cmocka_unit_test(test_bf16_tiles_match_rounded_portable),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

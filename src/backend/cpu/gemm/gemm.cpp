@@ -10,11 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include <pthread.h>
 
 #include "backend/cpu/gemm/cpu_features.hpp"
 #include "backend/cpu/gemm/kernels.hpp"
+#include "core/float16.hpp"
+#include "core/target_clones.hpp"
 
 namespace dpt::gemm {
 
@@ -25,6 +28,10 @@ constexpr size_t kMC = 96, kNC = 1024;
 // The largest packed blocks any kernel makes (kc x element bytes is 1 KiB for each).
 constexpr size_t kKcBytes = 1024, kMaxTile = 32;
 constexpr size_t kPackedA = kMC * kKcBytes, kPackedB = kNC * kKcBytes;
+// A bfloat16 operand is widened to float32 (exactly) a strip of whole panels at a time, kc long, before its
+// kernel packs it: about this many elements, so that the strip is still in the cache when it is packed.
+constexpr size_t kStripElements = 64 * 512;
+constexpr size_t kWidened = kStripElements * sizeof(float);
 
 const KernelDef *definition(Precision p, Kernel k) {
   if (p == Precision::kF32)
@@ -73,7 +80,7 @@ thread_local unsigned char *workspace = nullptr;  // inside the block the key ho
 
 unsigned char *thread_workspace() {
   if (workspace == nullptr) {
-    void *block = std::malloc(kPackedA + kPackedB + 64);
+    void *block = std::malloc(kPackedA + kPackedB + kWidened + 64);
     if (block == nullptr) throw std::bad_alloc();
     if (pthread_setspecific(workspace_key(), block) != 0) {
       std::free(block);
@@ -122,16 +129,63 @@ size_t block_offset(const KernelDef &d, size_t m, size_t pc) {
   return pc / d.kc * panel_count(d, m) * d.mr * d.kc * d.a_bytes;
 }
 
+// dst [rows x cols, row stride cols] = the bfloat16 block at src (row stride ld) in float32.
+DPT_CLONES void widen(const uint16_t *src, size_t ld, size_t rows, size_t cols, float *dst) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) dst[r * cols + c] = from_bf16(src[r * ld + c]);
+}
+
+// d.pack_a of rows [i0, i0 + rows) and k [p0, p0 + kc) of op(A). A bfloat16 operand, for a kernel whose
+// packers read only float32, goes through `widened` a strip of whole panels at a time: the packers round
+// float32 to bfloat16 (to_bf16), so the panels are those of the values widened.
+void pack_a_from(const KernelDef &d, const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
+                 unsigned char *out, float *widened) {
+  if (a.bf16 == nullptr || d.reads_bf16) {
+    d.pack_a(a, i0, rows, p0, kc, out);
+    return;
+  }
+  const size_t strip = kStripElements / d.kc / d.mr * d.mr;
+  for (size_t i = 0; i < rows; i += strip) {
+    const size_t h = std::min(strip, rows - i);
+    if (a.trans)
+      widen(a.bf16 + p0 * a.ld + i0 + i, a.ld, kc, h, widened);
+    else
+      widen(a.bf16 + (i0 + i) * a.ld + p0, a.ld, h, kc, widened);
+    d.pack_a(Operand{widened, a.trans ? h : kc, a.trans}, 0, h, 0, kc,
+             out + i / d.mr * padded(d, kc) * d.mr * d.a_bytes);
+  }
+}
+
+// d.pack_b of k [p0, p0 + kc) and columns [j0, j0 + cols) of op(B), as pack_a_from.
+void pack_b_from(const KernelDef &d, const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols,
+                 unsigned char *out, float *widened) {
+  if (b.bf16 == nullptr || d.reads_bf16) {
+    d.pack_b(b, p0, kc, j0, cols, out);
+    return;
+  }
+  const size_t strip = kStripElements / d.kc / d.nr * d.nr;
+  for (size_t j = 0; j < cols; j += strip) {
+    const size_t w = std::min(strip, cols - j);
+    if (b.trans)
+      widen(b.bf16 + (j0 + j) * b.ld + p0, b.ld, w, kc, widened);
+    else
+      widen(b.bf16 + p0 * b.ld + j0 + j, b.ld, kc, w, widened);
+    d.pack_b(Operand{widened, b.trans ? kc : w, b.trans}, 0, kc, 0, w,
+             out + j / d.nr * padded(d, kc) * d.nr * d.b_bytes);
+  }
+}
+
 // prepacked_a: a whole packed op(A)'s panels (after the header), or nullptr to pack A block by block.
 void blocked(const KernelDef &d, const Operand &a, const unsigned char *prepacked_a, const Operand &b,
              size_t m, size_t n, size_t k, float alpha, float beta, float *c, size_t ldc) {
   unsigned char *packed_a = thread_workspace(), *packed_b = packed_a + kPackedA;
+  float *widened = reinterpret_cast<float *>(packed_b + kPackedB);
   if (d.begin != nullptr) d.begin();
   for (size_t jc = 0; jc < n; jc += kNC) {
     const size_t nc = std::min(kNC, n - jc);
     for (size_t pc = 0; pc < k; pc += d.kc) {
       const size_t kc = std::min(d.kc, k - pc), kcp = padded(d, kc);
-      d.pack_b(b, pc, kc, jc, nc, packed_b);
+      pack_b_from(d, b, pc, kc, jc, nc, packed_b, widened);
       const float beta_block = pc == 0 ? beta : 1.0f;  // later k blocks add into C
       for (size_t ic = 0; ic < m; ic += kMC) {
         const size_t mc = std::min(kMC, m - ic);
@@ -139,7 +193,7 @@ void blocked(const KernelDef &d, const Operand &a, const unsigned char *prepacke
         if (prepacked_a != nullptr)
           block_a = prepacked_a + block_offset(d, m, pc) + ic * kcp * d.a_bytes;
         else
-          d.pack_a(a, ic, mc, pc, kc, packed_a);
+          pack_a_from(d, a, ic, mc, pc, kc, packed_a, widened);
         for (size_t jr = 0; jr < nc; jr += d.nr)
           for (size_t ir = 0; ir < mc; ir += d.mr)
             run_tile(d, kcp, block_a + ir * kcp * d.a_bytes, packed_b + jr * kcp * d.b_bytes,
@@ -217,6 +271,17 @@ void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
           beta, c, ldc);
 }
 
+void gemm_bf16(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
+               size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    scale(m, n, beta, c, ldc);
+    return;
+  }
+  blocked(*definition(Precision::kBF16, kernel(Precision::kBF16)), Operand{nullptr, lda, trans_a, a}, nullptr,
+          Operand{nullptr, ldb, trans_b, b}, m, n, k, alpha, beta, c, ldc);
+}
+
 // OpenBLAS packs inside sgemm: its "packed" op(A) is A itself, m x k or (transposed) k x m, row-major, so
 // that sgemm is called as gemm() calls it (OpenBLAS's bits depend on the transposition).
 size_t packed_a_bytes(Precision p, size_t m, size_t k) {
@@ -260,8 +325,10 @@ void pack_a_rows(void *packed, const float *a, size_t lda, size_t i0, size_t row
   }
 }
 
-void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const float *b, size_t ldb,
-                   float beta, float *c, size_t ldc) {
+namespace {
+
+void packed_a_times(const void *packed, const Operand &b, size_t n, float alpha, float beta, float *c,
+                    size_t ldc) {
   PackedHeader h;
   std::memcpy(&h, packed, sizeof h);
   const unsigned char *panels = static_cast<const unsigned char *>(packed) + kHeaderBytes;
@@ -270,9 +337,9 @@ void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, cons
 #if DPTRAIN_HAVE_OPENBLAS
   if (Kernel(h.kernel) == Kernel::kOpenBlas) {
     const size_t lda = std::max<size_t>(h.trans_a ? m : k, 1);
-    cblas_sgemm(CblasRowMajor, h.trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                int(m), int(n), int(k), alpha, reinterpret_cast<const float *>(panels), int(lda), b, int(ldb),
-                beta, c, int(ldc));
+    cblas_sgemm(CblasRowMajor, h.trans_a ? CblasTrans : CblasNoTrans, b.trans ? CblasTrans : CblasNoTrans,
+                int(m), int(n), int(k), alpha, reinterpret_cast<const float *>(panels), int(lda), b.data,
+                int(b.ld), beta, c, int(ldc));
     return;
   }
 #endif
@@ -280,8 +347,24 @@ void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, cons
     scale(m, n, beta, c, ldc);
     return;
   }
-  blocked(*definition(Precision(h.precision), Kernel(h.kernel)), Operand{nullptr, 0, false}, panels,
-          Operand{b, ldb, trans_b}, m, n, k, alpha, beta, c, ldc);
+  blocked(*definition(Precision(h.precision), Kernel(h.kernel)), Operand{nullptr, 0, false}, panels, b, m, n,
+          k, alpha, beta, c, ldc);
+}
+
+}  // namespace
+
+void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const float *b, size_t ldb,
+                   float beta, float *c, size_t ldc) {
+  packed_a_times(packed, Operand{b, ldb, trans_b}, n, alpha, beta, c, ldc);
+}
+
+void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const uint16_t *b, size_t ldb,
+                   float beta, float *c, size_t ldc) {
+  PackedHeader h;
+  std::memcpy(&h, packed, sizeof h);
+  if (Precision(h.precision) != Precision::kBF16)
+    throw std::invalid_argument("gemm_packed_a: a bfloat16 B needs an A packed for bfloat16 products");
+  packed_a_times(packed, Operand{nullptr, ldb, trans_b, b}, n, alpha, beta, c, ldc);
 }
 
 }  // namespace dpt::gemm

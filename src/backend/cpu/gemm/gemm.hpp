@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dpt::gemm {
 
@@ -45,6 +46,13 @@ const char *kernel_name(Kernel k);
 void gemm(Precision p, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const float *a,
           size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
+// gemm(kBF16, ...) with operands stored as bfloat16 values (core/float16.hpp's bits). kBF16 rounds its
+// float32 inputs with to_bf16, which leaves a bfloat16 value as it is, so operands stored rounded give the
+// bits of their float32 originals, reading half the bytes (Winograd's transformed inputs and output
+// gradients, written by one pass and read by the next GEMM).
+void gemm_bf16(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha, const uint16_t *a,
+               size_t lda, const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc);
+
 // op(A) packed once for several products (a Winograd layer's transformed weights meet every group of
 // samples): the panels gemm() packs for each product, for all of k, behind a header naming the kernel
 // that packed them (the one kernel(p) names when the packing starts; gemm_packed_a multiplies with that
@@ -64,6 +72,10 @@ void begin_packed_a(Precision p, bool trans_a, size_t m, size_t k, void *packed)
 void pack_a_rows(void *packed, const float *a, size_t lda, size_t i0, size_t rows);
 // C = alpha * op(A) op(B) + beta * C with a packed op(A) (m x k as packed).
 void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const float *b, size_t ldb,
+                   float beta, float *c, size_t ldc);
+// The same with B stored as bfloat16 values (as gemm_bf16), for an op(A) packed for kBF16
+// (std::invalid_argument otherwise).
+void gemm_packed_a(const void *packed, bool trans_b, size_t n, float alpha, const uint16_t *b, size_t ldb,
                    float beta, float *c, size_t ldc);
 
 }  // namespace dpt::gemm

@@ -3,15 +3,18 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dpt::gemm {
 
 // Where op(A) (m x k) or op(B) (k x n) is: element (r, c) of the operand at data[r * ld + c], or at
-// data[c * ld + r] when transposed.
+// data[c * ld + r] when transposed. Or, with bf16 set (data unused), bfloat16 values there (gemm_bf16):
+// only the packers of a kernel that reads_bf16 see such an operand; gemm.cpp widens it for the others.
 struct Operand {
   const float *data;
   size_t ld;
   bool trans;
+  const uint16_t *bf16 = nullptr;
   float at(size_t r, size_t c) const { return trans ? data[c * ld + r] : data[r * ld + c]; }
 };
 
@@ -31,6 +34,8 @@ struct KernelDef {
   // Around a gemm call on a thread (AMX's tile configuration); may be null.
   void (*begin)();
   void (*end)();
+  // The packers take bfloat16 operands (Operand::bf16) too, rounding their values as float32 ones'.
+  bool reads_bf16 = false;
 };
 
 size_t padded(const KernelDef &d, size_t kc);

@@ -122,8 +122,8 @@ void pack_f16_b_nr(const Operand &b, size_t p0, size_t kc, size_t j0, size_t col
 
 const KernelDef kF32Avx512{kMR,           kNR,      1,       256,    4, 4, pack_f32_a<kMR>,
                            pack_f32_b_nr, tile_f32, nullptr, nullptr};
-const KernelDef kBF16Avx512{kMR,       kNR,     2,      512, 2, 2, pack_pairs_a_mr, pack_pairs_b_nr,
-                            tile_bf16, nullptr, nullptr};
+const KernelDef kBF16Avx512{kMR,       kNR,     2,       512, 2, 2, pack_pairs_a_mr, pack_pairs_b_nr,
+                            tile_bf16, nullptr, nullptr, true};
 const KernelDef kF16Avx512{kMR, kNR, 1, 256, 4, 2, pack_f16_a_mr, pack_f16_b_nr, tile_f16, nullptr, nullptr};
 
 }  // namespace dpt::gemm

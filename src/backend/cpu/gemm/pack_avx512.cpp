@@ -36,6 +36,13 @@ DPT_AVX512_BF16 inline __m512i to_bf16_lanes(__m512 x) {
 DPT_AVX512 inline __m512 load(const float *row, size_t w) {
   return w >= 16 ? _mm512_loadu_ps(row) : _mm512_maskz_loadu_ps(first(w), row);
 }
+// Up to 16 bfloat16 values of a row (w of them; the rest zero) in float32, exactly: a bfloat16 operand
+// (Operand::bf16) goes through the float32 packers' rounding in registers.
+DPT_AVX512 inline __m512 load(const uint16_t *row, size_t w) {
+  const __m256i halves = _mm256_maskz_loadu_epi16(first(w), row);
+  return _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(__mmask16(0xFFFF), _mm512_maskz_cvtepu16_epi32(__mmask16(0xFFFF), halves), 16));
+}
 
 // Transposes 16 x 16 32-bit words in place: r[i] lane j becomes r[j] lane i.
 DPT_AVX512 inline void transpose16(__m512i r[16]) {
@@ -73,7 +80,8 @@ DPT_AVX512_BF16 inline __m512i interleaved_pairs(__m512 even, __m512 odd) {
 
 // 32 consecutive floats of a row from src (w of them; the rest zero) rounded to bfloat16 as to_bf16: 16
 // words, each a pair of k (the even one in the low half). VCVTNE2PS2BF16 rounds as VCVTNEPS2BF16.
-DPT_AVX512_BF16 inline __m512i pair_words(const float *src, size_t w) {
+template <typename T>
+DPT_AVX512_BF16 inline __m512i pair_words(const T *src, size_t w) {
   const __m512 lo = load(src, w), hi = w > 16 ? load(src + 16, w - 16) : _mm512_setzero_ps();
   return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
@@ -143,13 +151,16 @@ DPT_AVX512 void round_f16_in_place(float *x, size_t count) {
   for (; i < count; ++i) x[i] = from_f16(to_f16(x[i]));
 }
 
-DPT_AVX512_BF16 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols,
-                                         void *out, size_t k_unit) {
+namespace {
+
+template <typename T>
+DPT_AVX512_BF16 void pairs_b32_rows(const T *data, size_t ld, size_t p0, size_t kc, size_t j0, size_t cols,
+                                    void *out, size_t k_unit) {
   uint32_t *o = static_cast<uint32_t *>(out);  // a pair (k even in the low half) per 32-bit word
   const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
   for (size_t q = 0; q < pairs; ++q) {
     const size_t p = 2 * q;
-    const float *even = b.data + (p0 + p) * b.ld + j0, *odd = even + b.ld;
+    const T *even = data + (p0 + p) * ld + j0, *odd = even + ld;
     for (size_t j = 0; j < panels; ++j) {
       const size_t w = cols - j * kNR < kNR ? cols - j * kNR : kNR;
       uint32_t *dst = o + (j * pairs + q) * kNR;
@@ -165,8 +176,9 @@ DPT_AVX512_BF16 void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc,
 
 // Column j of op(B) (stored as row j) holds its k contiguously: 16 columns' 32 k at a time rounded to
 // their 16 pair words each, transposed in registers, and stored 16 columns to a pair.
-DPT_AVX512_BF16 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols,
-                                         void *out, size_t k_unit) {
+template <typename T>
+DPT_AVX512_BF16 void pairs_b32_cols(const T *data, size_t ld, size_t p0, size_t kc, size_t j0, size_t cols,
+                                    void *out, size_t k_unit) {
   uint32_t *o = static_cast<uint32_t *>(out);
   const size_t panels = (cols + kNR - 1) / kNR, kp = (kc + k_unit - 1) / k_unit * k_unit, pairs = kp / 2;
   for (size_t j = 0; j < panels; ++j) {
@@ -174,12 +186,12 @@ DPT_AVX512_BF16 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc,
     for (size_t c = 0; c < kNR; c += 16) {
       const size_t first_col = j * kNR + c;
       const size_t w = cols > first_col ? (cols - first_col < 16 ? cols - first_col : 16) : 0;
-      const float *base = b.data + (j0 + first_col) * b.ld + p0;
+      const T *base = data + (j0 + first_col) * ld + p0;
       for (size_t q = 0; q < pairs; q += 16) {
-        const size_t left = kc > 2 * q ? kc - 2 * q : 0;  // floats of each column from pair q on
+        const size_t left = kc > 2 * q ? kc - 2 * q : 0;  // values of each column from pair q on
         __m512i words[16];
         for (size_t r = 0; r < 16; ++r)
-          words[r] = r < w && left > 0 ? pair_words(base + r * b.ld + 2 * q, left) : _mm512_setzero_si512();
+          words[r] = r < w && left > 0 ? pair_words(base + r * ld + 2 * q, left) : _mm512_setzero_si512();
         transpose16(words);
         const size_t n = pairs - q < 16 ? pairs - q : 16;
         for (size_t t = 0; t < n; ++t) _mm512_storeu_si512(panel + (q + t) * kNR + c, words[t]);
@@ -188,41 +200,78 @@ DPT_AVX512_BF16 void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc,
   }
 }
 
+constexpr size_t kPairsMR = 12;
+
 // A row's k are contiguous: 32 k (16 pairs) of each of a panel's 12 rows rounded to pair words at once,
 // the 12 x 16 words transposed in registers (with four zero rows) and stored 12 to a pair.
-DPT_AVX512_BF16 void pack_pairs_a12_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
-                                         void *out) {
-  constexpr size_t kMR = 12;
+template <typename T>
+DPT_AVX512_BF16 void pairs_a12_rows(const T *data, size_t ld, size_t i0, size_t rows, size_t p0, size_t kc,
+                                    void *out) {
   uint32_t *o = static_cast<uint32_t *>(out);
   const size_t pairs = (kc + 1) / 2;
-  for (size_t i = 0; i < rows; i += kMR, o += pairs * kMR)
+  for (size_t i = 0; i < rows; i += kPairsMR, o += pairs * kPairsMR)
     for (size_t q = 0; q < pairs; q += 16) {
       __m512i words[16];
       for (size_t r = 0; r < 16; ++r)  // rows past the last are zeros
-        words[r] = r < kMR && i + r < rows ? pair_words(a.data + (i0 + i + r) * a.ld + p0 + 2 * q, kc - 2 * q)
-                                           : _mm512_setzero_si512();
+        words[r] = r < kPairsMR && i + r < rows
+                       ? pair_words(data + (i0 + i + r) * ld + p0 + 2 * q, kc - 2 * q)
+                       : _mm512_setzero_si512();
       transpose16(words);
       const size_t n = pairs - q < 16 ? pairs - q : 16;
-      for (size_t t = 0; t < n; ++t) _mm512_mask_storeu_epi32(o + (q + t) * kMR, __mmask16(0x0FFF), words[t]);
+      for (size_t t = 0; t < n; ++t)
+        _mm512_mask_storeu_epi32(o + (q + t) * kPairsMR, __mmask16(0x0FFF), words[t]);
     }
 }
 
 // op(A) transposed: element (r, p) is at data[p * ld + r], so the 12 rows of a pair's k are contiguous.
-DPT_AVX512_BF16 void pack_pairs_a12_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc,
-                                         void *out) {
-  constexpr size_t kMR = 12;
+template <typename T>
+DPT_AVX512_BF16 void pairs_a12_cols(const T *data, size_t ld, size_t i0, size_t rows, size_t p0, size_t kc,
+                                    void *out) {
   uint32_t *o = static_cast<uint32_t *>(out);
   const size_t pairs = (kc + 1) / 2;
-  for (size_t i = 0; i < rows; i += kMR) {
-    const __mmask16 live = first(rows - i < kMR ? rows - i : kMR);
-    const float *base = a.data + p0 * a.ld + i0 + i;
-    for (size_t q = 0; q < pairs; ++q, o += kMR) {
+  for (size_t i = 0; i < rows; i += kPairsMR) {
+    const size_t live = rows - i < kPairsMR ? rows - i : kPairsMR;
+    const T *base = data + p0 * ld + i0 + i;
+    for (size_t q = 0; q < pairs; ++q, o += kPairsMR) {
       const size_t p = 2 * q;
-      const __m512 e = _mm512_maskz_loadu_ps(live, base + p * a.ld);
-      const __m512 d = p + 1 < kc ? _mm512_maskz_loadu_ps(live, base + (p + 1) * a.ld) : _mm512_setzero_ps();
-      _mm512_mask_storeu_epi32(o, first(kMR), interleaved_pairs(e, d));
+      const __m512 e = load(base + p * ld, live);
+      const __m512 d = p + 1 < kc ? load(base + (p + 1) * ld, live) : _mm512_setzero_ps();
+      _mm512_mask_storeu_epi32(o, first(kPairsMR), interleaved_pairs(e, d));
     }
   }
+}
+
+}  // namespace
+
+// The bfloat16 packers: float32 operands, or bfloat16 ones (Operand::bf16) read as their float32 values.
+void pack_pairs_b32_rows(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
+                         size_t k_unit) {
+  if (b.bf16 != nullptr)
+    pairs_b32_rows(b.bf16, b.ld, p0, kc, j0, cols, out, k_unit);
+  else
+    pairs_b32_rows(b.data, b.ld, p0, kc, j0, cols, out, k_unit);
+}
+
+void pack_pairs_b32_cols(const Operand &b, size_t p0, size_t kc, size_t j0, size_t cols, void *out,
+                         size_t k_unit) {
+  if (b.bf16 != nullptr)
+    pairs_b32_cols(b.bf16, b.ld, p0, kc, j0, cols, out, k_unit);
+  else
+    pairs_b32_cols(b.data, b.ld, p0, kc, j0, cols, out, k_unit);
+}
+
+void pack_pairs_a12_rows(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  if (a.bf16 != nullptr)
+    pairs_a12_rows(a.bf16, a.ld, i0, rows, p0, kc, out);
+  else
+    pairs_a12_rows(a.data, a.ld, i0, rows, p0, kc, out);
+}
+
+void pack_pairs_a12_cols(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  if (a.bf16 != nullptr)
+    pairs_a12_cols(a.bf16, a.ld, i0, rows, p0, kc, out);
+  else
+    pairs_a12_cols(a.data, a.ld, i0, rows, p0, kc, out);
 }
 
 // AMX's A panels, rows [i0, i0 + rows) of 32 k blocks: load16(row, k, w) gives 16 floats of op(A)'s row

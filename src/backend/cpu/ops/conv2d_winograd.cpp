@@ -12,7 +12,9 @@
 #include "backend/cpu/ops/conv2d_winograd.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -71,7 +73,17 @@ struct Scratch {
   unsigned char *packed;
   size_t packed_bytes;  // per point
   float *du, *v, *m, *rows, *chunk, *gathered;
+  bool bf16;  // V and dM stored as bfloat16 (in the room of their floats), M and dV float32
+  uint16_t *v16() const { return reinterpret_cast<uint16_t *>(v); }
+  uint16_t *m16() const { return reinterpret_cast<uint16_t *>(m); }
 };
+
+std::atomic<bool> bf16_operands_on{true};
+
+bool bf16_operands(gemm::Precision p) {
+  return p == gemm::Precision::kBF16 && transforms().input_bf16 != nullptr &&
+         bf16_operands_on.load(std::memory_order_relaxed);
+}
 
 size_t packed_bytes(const Shape &s, gemm::Precision p) {
   const size_t bytes = std::max(gemm::packed_a_bytes(p, s.out_c, s.c), gemm::packed_a_bytes(p, s.c, s.out_c));
@@ -103,6 +115,7 @@ Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
   r.rows = r.m + kPoints * m_stride(s, group_tiles);
   r.chunk = r.rows + plane_rows_floats(s.image);
   r.gathered = r.chunk + kPoints * chunk_stride(s);
+  r.bf16 = bf16_operands(blas::precision_of(call));
   return r;
 }
 
@@ -147,13 +160,22 @@ void pack_weights_transposed(const Shape &s, const float *w, gemm::Precision p, 
 
 // dU_p (+)= dM_p V_p^T for the 16 points of a group of `tiles` tiles (the first group stores its product).
 void weight_gradient_per_point(const Shape &s, const Scratch &sc, gemm::Precision p, size_t tiles, bool add) {
-  for (size_t q = 0; q < kPoints; ++q)
-    blas::gemm(false, true, s.out_c, s.c, tiles, 1.0f, sc.m + q * m_stride(s, tiles), tiles,
-               sc.v + q * v_stride(s, tiles), tiles, add ? 1.0f : 0.0f, sc.du + q * u_stride(s), s.c, p);
+  const size_t ms = m_stride(s, tiles), vs = v_stride(s, tiles);
+  for (size_t q = 0; q < kPoints; ++q) {
+    float *du = sc.du + q * u_stride(s);
+    if (sc.bf16)
+      gemm::gemm_bf16(false, true, s.out_c, s.c, tiles, 1.0f, sc.m16() + q * ms, tiles, sc.v16() + q * vs,
+                      tiles, add ? 1.0f : 0.0f, du, s.c);
+    else
+      blas::gemm(false, true, s.out_c, s.c, tiles, 1.0f, sc.m + q * ms, tiles, sc.v + q * vs, tiles,
+                 add ? 1.0f : 0.0f, du, s.c, p);
+  }
 }
 
-// C_p = U_p B_p (forward: M = U V) or U_p^T B_p (backward: dV = U^T dM) for the 16 points, the packed U_p.
-void packed_gemm_per_point(const Scratch &sc, size_t n, const float *b, size_t b_block, float *c,
+// C_p = U_p B_p (forward: M = U V) or U_p^T B_p (backward: dV = U^T dM) for the 16 points, the packed U_p;
+// B float32 or (sc.bf16) bfloat16.
+template <typename T>
+void packed_gemm_per_point(const Scratch &sc, size_t n, const T *b, size_t b_block, float *c,
                            size_t c_block) {
   for (size_t q = 0; q < kPoints; ++q)
     gemm::gemm_packed_a(packed_u(sc, q), false, n, 1.0f, b + q * b_block, n, 0.0f, c + q * c_block, n);
@@ -163,14 +185,54 @@ void packed_gemm_per_point(const Scratch &sc, size_t n, const float *b, size_t b
 // and in the other loops over a group): consecutive planes extend the same 16 runs of V or M.
 void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratch &sc, size_t first,
                            size_t g) {
-  const size_t tiles = g * s.tiles();
+  const size_t tiles = g * s.tiles(), stride = v_stride(s, tiles);
   for (size_t c = 0; c < s.c; ++c)
-    for (size_t i = 0; i < g; ++i)
-      transforms().input(s.image, in(call) + ((first + i) * s.c + c) * s.plane(),
-                         sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles), sc.rows);
+    for (size_t i = 0; i < g; ++i) {
+      const float *x = in(call) + ((first + i) * s.c + c) * s.plane();
+      const size_t at = c * tiles + i * s.tiles();
+      if (sc.bf16)
+        transforms().input_bf16(s.image, x, sc.v16() + at, stride, sc.rows);
+      else
+        transforms().input(s.image, x, sc.v + at, stride, sc.rows);
+    }
+}
+
+// M = U V for a group of `tiles` tiles.
+void multiply_group(const Shape &s, const Scratch &sc, size_t tiles) {
+  if (sc.bf16)
+    packed_gemm_per_point(sc, tiles, sc.v16(), v_stride(s, tiles), sc.m, m_stride(s, tiles));
+  else
+    packed_gemm_per_point(sc, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
+}
+
+// dM = A dY A^T for the g samples from first.
+void transform_group_output_gradient(const dpt_op_call &call, const Shape &s, const Scratch &sc, size_t first,
+                                     size_t g) {
+  const size_t tiles = g * s.tiles(), stride = m_stride(s, tiles);
+  for (size_t o = 0; o < s.out_c; ++o)
+    for (size_t i = 0; i < g; ++i) {
+      const float *g_plane = dy(call) + ((first + i) * s.out_c + o) * s.plane();
+      const size_t at = o * tiles + i * s.tiles();
+      if (sc.bf16)
+        transforms().output_gradient_bf16(s.image, g_plane, sc.m16() + at, stride, sc.rows);
+      else
+        transforms().output_gradient(s.image, g_plane, sc.m + at, stride, sc.rows);
+    }
+}
+
+// dV = U^T dM for a group of `tiles` tiles, into V's room.
+void multiply_group_transposed(const Shape &s, const Scratch &sc, size_t tiles) {
+  if (sc.bf16)
+    packed_gemm_per_point(sc, tiles, sc.m16(), m_stride(s, tiles), sc.v, v_stride(s, tiles));
+  else
+    packed_gemm_per_point(sc, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
 }
 
 }  // namespace
+
+void set_bf16_operands(bool on) {
+  bf16_operands_on.store(on, std::memory_order_relaxed);
+}
 
 bool applies(const dpt_op_call &call) {
   // DPTRAIN_CONV_KERNEL=im2col: every convolution on im2col (the bits of versions before this path, and the
@@ -198,7 +260,7 @@ void forward(const dpt_op_call &call) {
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
-    packed_gemm_per_point(sc, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
+    multiply_group(s, sc, tiles);
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
         transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
@@ -219,17 +281,13 @@ void backward(const dpt_op_call &call) {
   if (d != nullptr) pack_weights_transposed(s, param(call, 0), p, sc);
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
-    for (size_t o = 0; o < s.out_c; ++o)
-      for (size_t i = 0; i < g; ++i)
-        transforms().output_gradient(s.image, dy(call) + ((first + i) * s.out_c + o) * s.plane(),
-                                     sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles), sc.rows);
+    transform_group_output_gradient(call, s, sc, first, g);
     if (dw != nullptr) {
       transform_group_input(call, s, sc, first, g);
       weight_gradient_per_point(s, sc, p, tiles, first > 0);
     }
     if (d != nullptr) {
-      // dV_p = U_p^T dM_p, into V's space
-      packed_gemm_per_point(sc, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
+      multiply_group_transposed(s, sc, tiles);
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
           transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),

@@ -18,6 +18,12 @@ namespace dpt::cpu::winograd {
 // im2col: the transforms' sums could leave float16's range where the tensors do not.
 bool applies(const dpt_op_call &call);
 
+// With bf16 the transformed tiles (V) and output gradients (dM), which only GEMMs read, are stored as
+// bfloat16 where the transforms can round them (AVX512_BF16): the GEMM rounds its inputs to bfloat16
+// anyway, so the bits are float32 storage's, at half the bytes written and read. Off: float32 storage. For
+// tests and benchmarks.
+void set_bf16_operands(bool on);
+
 size_t scratch_bytes(const dpt_op_call &call);
 void forward(const dpt_op_call &call);
 void backward(const dpt_op_call &call);

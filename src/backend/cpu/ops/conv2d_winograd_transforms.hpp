@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dpt::cpu::winograd {
 
@@ -49,6 +50,10 @@ struct Transforms {
   void (*output_gradient)(const Plane &s, const float *dy, float *m, size_t stride, float *rows);
   // dx = the sum over tiles of B dV B^T, each at its 4x4 patch (overlapping by two rows and columns).
   void (*input_gradient)(const Plane &s, const float *v, size_t stride, float *dx, float *rows);
+  // input and output_gradient writing their values rounded to bfloat16 (core/float16.hpp's to_bf16): the
+  // operands of bf16 GEMMs, half the bytes. Null where the CPU has no AVX512_BF16 (and in the portable set).
+  void (*input_bf16)(const Plane &s, const float *x, uint16_t *v, size_t stride, float *rows);
+  void (*output_gradient_bf16)(const Plane &s, const float *dy, uint16_t *m, size_t stride, float *rows);
 };
 
 const Transforms &portable_transforms();

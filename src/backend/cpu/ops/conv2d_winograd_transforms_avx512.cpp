@@ -5,10 +5,14 @@
 // are masked off.
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include "backend/cpu/gemm/cpu_features.hpp"
 #include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
 
 #define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+// The transforms that write bfloat16 (a bf16 GEMM's operands), where the CPU has AVX512_BF16.
+#define DPT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
 namespace dpt::cpu::winograd {
 
@@ -156,32 +160,57 @@ DPT_AVX512 void split_plane(const Plane &s, const float *x, float *even, float *
   }
 }
 
+// The 16 points q of the 16 tiles from k of tile row ty (the split plane's rows from 2 ty).
+DPT_AVX512 inline void input_points(const float *even, const float *odd, size_t n, size_t ty, size_t k,
+                                    __m512 (&q)[kPoints]) {
+  // Columns 0 .. 3 of the tiles' patches (e0 e1 e2 e3 of the portable loop) in four rows.
+  __m512 c0[4], c1[4], c2[4], c3[4];
+  for (size_t r = 0; r < 4; ++r) {
+    const float *e = even + (2 * ty + r) * n + k, *o = odd + (2 * ty + r) * n + k;
+    c0[r] = _mm512_loadu_ps(e);
+    c1[r] = _mm512_loadu_ps(o);
+    c2[r] = _mm512_loadu_ps(e + 1);
+    c3[r] = _mm512_loadu_ps(o + 1);
+  }
+  for (size_t a = 0; a < 4; ++a) {
+    const __m512 e0 = bt_row(c0, a), e1 = bt_row(c1, a), e2 = bt_row(c2, a), e3 = bt_row(c3, a);
+    q[4 * a + 0] = sub(e0, e2);
+    q[4 * a + 1] = add(e1, e2);
+    q[4 * a + 2] = sub(e2, e1);
+    q[4 * a + 3] = sub(e1, e3);
+  }
+}
+
 DPT_AVX512 void input(const Plane &s, const float *x, float *v, size_t stride, float *rows) {
   const size_t n = split_row_floats(s), tiles_x = s.tiles_x();
   float *even = rows, *odd = rows + s.padded_h() * n;
   split_plane(s, x, even, odd);
-  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty)
     for (size_t k = 0; k < tiles_x; k += kLanes) {
+      __m512 q[kPoints];
+      input_points(even, odd, n, ty, k, q);
       const __mmask16 tiles = first_lanes(tiles_x - k);
-      // Columns 0 .. 3 of the tiles' patches (e0 e1 e2 e3 of the portable loop) in four rows.
-      __m512 c0[4], c1[4], c2[4], c3[4];
-      for (size_t r = 0; r < 4; ++r) {
-        const float *e = even + (2 * ty + r) * n + k, *o = odd + (2 * ty + r) * n + k;
-        c0[r] = _mm512_loadu_ps(e);
-        c1[r] = _mm512_loadu_ps(o);
-        c2[r] = _mm512_loadu_ps(e + 1);
-        c3[r] = _mm512_loadu_ps(o + 1);
-      }
-      float *vt = v + ty * tiles_x + k;
-      for (size_t a = 0; a < 4; ++a) {
-        const __m512 e0 = bt_row(c0, a), e1 = bt_row(c1, a), e2 = bt_row(c2, a), e3 = bt_row(c3, a);
-        _mm512_mask_storeu_ps(vt + (4 * a + 0) * stride, tiles, sub(e0, e2));
-        _mm512_mask_storeu_ps(vt + (4 * a + 1) * stride, tiles, add(e1, e2));
-        _mm512_mask_storeu_ps(vt + (4 * a + 2) * stride, tiles, sub(e2, e1));
-        _mm512_mask_storeu_ps(vt + (4 * a + 3) * stride, tiles, sub(e1, e3));
-      }
+      for (size_t p = 0; p < kPoints; ++p)
+        _mm512_mask_storeu_ps(v + p * stride + ty * tiles_x + k, tiles, q[p]);
     }
-  }
+}
+
+// x rounded to bfloat16 (VCVTNEPS2BF16: core/float16.hpp's to_bf16) into the lanes of `tiles` at to.
+DPT_AVX512_BF16 inline void store_bf16(uint16_t *to, __mmask16 tiles, __m512 x) {
+  _mm256_mask_storeu_epi16(to, tiles, (__m256i)_mm512_cvtneps_pbh(x));
+}
+
+DPT_AVX512_BF16 void input_bf16(const Plane &s, const float *x, uint16_t *v, size_t stride, float *rows) {
+  const size_t n = split_row_floats(s), tiles_x = s.tiles_x();
+  float *even = rows, *odd = rows + s.padded_h() * n;
+  split_plane(s, x, even, odd);
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty)
+    for (size_t k = 0; k < tiles_x; k += kLanes) {
+      __m512 q[kPoints];
+      input_points(even, odd, n, ty, k, q);
+      const __mmask16 tiles = first_lanes(tiles_x - k);
+      for (size_t p = 0; p < kPoints; ++p) store_bf16(v + p * stride + ty * tiles_x + k, tiles, q[p]);
+    }
 }
 
 DPT_AVX512 void output(const Plane &s, const float *m, size_t stride, float bias, float *y, float *) {
@@ -212,29 +241,47 @@ DPT_AVX512 void output(const Plane &s, const float *m, size_t stride, float bias
   }
 }
 
+// The 16 points q of dM for the 16 tiles from k of tile row ty of the output-gradient plane dy.
+DPT_AVX512 inline void output_gradient_points(const Plane &s, const float *dy, size_t ty, size_t k,
+                                              __m512 (&q)[kPoints]) {
+  const float *g0 = dy + 2 * ty * s.w, *g1 = g0 + s.w;
+  const bool second_row = 2 * ty + 1 < s.h;
+  const __m512 lo0 = load_row(g0, 2 * k, s.w), hi0 = load_row(g0, 2 * k + kLanes, s.w);
+  const __m512 lo1 = second_row ? load_row(g1, 2 * k, s.w) : _mm512_setzero_ps();
+  const __m512 hi1 = second_row ? load_row(g1, 2 * k + kLanes, s.w) : _mm512_setzero_ps();
+  const __m512 a0 = even_of(lo0, hi0), a1 = odd_of(lo0, hi0), b0 = even_of(lo1, hi1), b1 = odd_of(lo1, hi1);
+  const __m512 x0[4] = {a0, add(a0, b0), sub(a0, b0), negate(b0)};
+  const __m512 x1[4] = {a1, add(a1, b1), sub(a1, b1), negate(b1)};
+  for (size_t r = 0; r < 4; ++r) {
+    q[4 * r + 0] = x0[r];
+    q[4 * r + 1] = add(x0[r], x1[r]);
+    q[4 * r + 2] = sub(x0[r], x1[r]);
+    q[4 * r + 3] = negate(x1[r]);
+  }
+}
+
 DPT_AVX512 void output_gradient(const Plane &s, const float *dy, float *m, size_t stride, float *) {
   const size_t tiles_x = s.tiles_x();
-  for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
-    const float *g0 = dy + 2 * ty * s.w, *g1 = g0 + s.w;
-    const bool second_row = 2 * ty + 1 < s.h;
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty)
     for (size_t k = 0; k < tiles_x; k += kLanes) {
+      __m512 q[kPoints];
+      output_gradient_points(s, dy, ty, k, q);
       const __mmask16 tiles = first_lanes(tiles_x - k);
-      const __m512 lo0 = load_row(g0, 2 * k, s.w), hi0 = load_row(g0, 2 * k + kLanes, s.w);
-      const __m512 lo1 = second_row ? load_row(g1, 2 * k, s.w) : _mm512_setzero_ps();
-      const __m512 hi1 = second_row ? load_row(g1, 2 * k + kLanes, s.w) : _mm512_setzero_ps();
-      const __m512 a0 = even_of(lo0, hi0), a1 = odd_of(lo0, hi0), b0 = even_of(lo1, hi1),
-                   b1 = odd_of(lo1, hi1);
-      const __m512 x0[4] = {a0, add(a0, b0), sub(a0, b0), negate(b0)};
-      const __m512 x1[4] = {a1, add(a1, b1), sub(a1, b1), negate(b1)};
-      float *mt = m + ty * tiles_x + k;
-      for (size_t r = 0; r < 4; ++r) {
-        _mm512_mask_storeu_ps(mt + (4 * r + 0) * stride, tiles, x0[r]);
-        _mm512_mask_storeu_ps(mt + (4 * r + 1) * stride, tiles, add(x0[r], x1[r]));
-        _mm512_mask_storeu_ps(mt + (4 * r + 2) * stride, tiles, sub(x0[r], x1[r]));
-        _mm512_mask_storeu_ps(mt + (4 * r + 3) * stride, tiles, negate(x1[r]));
-      }
+      for (size_t p = 0; p < kPoints; ++p)
+        _mm512_mask_storeu_ps(m + p * stride + ty * tiles_x + k, tiles, q[p]);
     }
-  }
+}
+
+DPT_AVX512_BF16 void output_gradient_bf16(const Plane &s, const float *dy, uint16_t *m, size_t stride,
+                                          float *) {
+  const size_t tiles_x = s.tiles_x();
+  for (size_t ty = 0; ty < s.tiles_y(); ++ty)
+    for (size_t k = 0; k < tiles_x; k += kLanes) {
+      __m512 q[kPoints];
+      output_gradient_points(s, dy, ty, k, q);
+      const __mmask16 tiles = first_lanes(tiles_x - k);
+      for (size_t p = 0; p < kPoints; ++p) store_bf16(m + p * stride + ty * tiles_x + k, tiles, q[p]);
+    }
 }
 
 // p[0 .. 15] op= x in the lanes of `tiles`.
@@ -288,8 +335,12 @@ DPT_AVX512 void input_gradient(const Plane &s, const float *v, size_t stride, fl
 }  // namespace
 
 const Transforms *avx512_transforms() {
-  static const Transforms t{weights, weight_gradient, input, output, output_gradient, input_gradient};
-  return gemm::cpu_features().avx512 ? &t : nullptr;
+  static const Transforms t{weights,         weight_gradient, input,   output,
+                            output_gradient, input_gradient,  nullptr, nullptr};
+  static const Transforms with_bf16{weights,         weight_gradient, input,      output,
+                                    output_gradient, input_gradient,  input_bf16, output_gradient_bf16};
+  const gemm::CpuFeatures &f = gemm::cpu_features();
+  return !f.avx512 ? nullptr : f.avx512_bf16 ? &with_bf16 : &t;
 }
 
 }  // namespace dpt::cpu::winograd

@@ -196,7 +196,8 @@ size_t plane_rows_floats(const Plane &p) {
 }
 
 const Transforms &portable_transforms() {
-  static const Transforms t{weights, weight_gradient, input, output, output_gradient, input_gradient};
+  static const Transforms t{weights,         weight_gradient, input,   output,
+                            output_gradient, input_gradient,  nullptr, nullptr};
   return t;
 }
 
