@@ -286,6 +286,11 @@ type TrainerOptions struct {
 	// among its own devices) or ShardScopeWorld (among every device of the job; ShardOptimizer or
 	// ShardGradients); a value outside the enum is StatusInvalidArgument.
 	ShardScope ShardScope
+	// PrefetchParameters: with ShardParameters in ShardScopeWorld, each pass reads the next bucket of
+	// parameters from the other processes while the current bucket's layers run, at the cost of a second
+	// gather buffer per device (the largest bucket). False (the default): each bucket is read when its first
+	// layer asks. No effect elsewhere; the same bits either way.
+	PrefetchParameters bool
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K
 	// devices hold the stages in order, R = K / S data-parallel replicas of each (each micro-batch split among
@@ -441,6 +446,9 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		to.SetActivation_dtype(swig.Dpt_precision(o.ActivationDtype))
 		to.SetShard(swig.Dpt_shard_mode(o.Shard))
 		to.SetShard_scope(swig.Dpt_shard_scope(o.ShardScope))
+		if o.PrefetchParameters {
+			to.SetPrefetch_parameters(1)
+		}
 		to.SetPipeline_stages(int64(o.PipelineStages))
 		to.SetMicro_batches(int64(o.MicroBatches))
 		to.SetPipeline_schedule(swig.Dpt_pipeline_schedule(o.PipelineSchedule))

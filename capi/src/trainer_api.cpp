@@ -117,6 +117,7 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
                                           "shard scope") == DPT_SHARD_SCOPE_WORLD
                       ? dpt::ShardScope::kWorld
                       : dpt::ShardScope::kProcess;
+  c.prefetch_parameters = o.prefetch_parameters != 0;
   c.pipeline_stages = o.pipeline_stages;
   c.micro_batches = o.micro_batches;
   c.pipeline_schedule = dpt::capi::checked_enum(o.pipeline_schedule, {DPT_PIPELINE_1F1B, DPT_PIPELINE_GPIPE},

@@ -12,8 +12,9 @@ extern "C" {
 #endif
 
 /* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument);
- * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) and add_channels */
-#define DPT_WORLD_ABI_VERSION 5u
+ * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) and add_channels;
+ * 6: reads started and finished apart (get_start, get_finish) */
+#define DPT_WORLD_ABI_VERSION 6u
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
 #else
@@ -87,6 +88,14 @@ typedef struct dpt_world_v1 {
   /* Creates count more channels (duplicates of MPI_COMM_WORLD; collective and blocking: every process calls
    * it at the same point) and reports the first one's number; they last until finalize. */
   int (*add_channels)(int count, int *first, char *error, size_t error_size);
+  /* get() in two halves, so that the read proceeds while the caller computes (sharded parameters: the next
+   * bucket read while the current one's layers run): get_start starts the reads (MPI_Rget) and returns a
+   * handle in *pending (NULL when bytes is 0); get_finish waits for them (polled as all_reduce_sum) and
+   * frees the handle, also when it fails. Every started read must be finished, also one no longer wanted:
+   * until then destination may still be written. */
+  int (*get_start)(void *destination, size_t bytes, int process, uint64_t address, void **pending,
+                   char *error, size_t error_size);
+  int (*get_finish)(void *pending, double timeout_seconds, char *error, size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -376,8 +377,23 @@ int withdraw(void *const *bases, size_t count, double timeout, char *error, size
   return fail(result, error);
 }
 
-int get_pieces(MPI_Win win, void *destination, size_t bytes, int process, uint64_t address, double timeout,
-               char *error, size_t error_size) {
+// The reads of one get_start, in pieces of at most 2^30 bytes (MPI counts are int).
+struct PendingGet {
+  std::vector<MPI_Request> requests;
+};
+
+int finish_requests(PendingGet &pending, double timeout, char *error, size_t error_size) {
+  int result = DPT_WORLD_OK;
+  for (MPI_Request &request : pending.requests)
+    if (int r = wait_for(&request, timeout, "MPI_Rget", error, error_size);
+        r != DPT_WORLD_OK && result == DPT_WORLD_OK)
+      result = r;
+  return result;
+}
+
+// Starts the pieces' reads into pending; on a failed start, waits for those already started.
+int start_pieces(MPI_Win win, void *destination, size_t bytes, int process, uint64_t address, double timeout,
+                 PendingGet &pending, char *error, size_t error_size) {
   const size_t piece = size_t(1) << 30;
   for (size_t done = 0; done < bytes; done += piece) {
     const int n = int(bytes - done < piece ? bytes - done : piece);
@@ -388,9 +404,12 @@ int get_pieces(MPI_Win win, void *destination, size_t bytes, int process, uint64
                               MPI_Aint(address + done), n, MPI_BYTE, win, &request);
             },
             "MPI_Rget", error, error_size);
-        r != DPT_WORLD_OK)
+        r != DPT_WORLD_OK) {
+      char ignored[256];
+      finish_requests(pending, timeout, ignored, sizeof ignored);
       return r;
-    if (int r = wait_for(&request, timeout, "MPI_Rget", error, error_size); r != DPT_WORLD_OK) return r;
+    }
+    pending.requests.push_back(request);
   }
   return DPT_WORLD_OK;
 }
@@ -400,7 +419,31 @@ int get(void *destination, size_t bytes, int process, uint64_t address, double t
   if (bytes == 0) return DPT_WORLD_OK;
   const MPI_Win win = usable_window(error, error_size);
   if (win == MPI_WIN_NULL) return DPT_WORLD_FAILED;
-  return fail(get_pieces(win, destination, bytes, process, address, timeout, error, error_size), error);
+  PendingGet pending;
+  int r = start_pieces(win, destination, bytes, process, address, timeout, pending, error, error_size);
+  if (r == DPT_WORLD_OK) r = finish_requests(pending, timeout, error, error_size);
+  return fail(r, error);
+}
+
+int get_start(void *destination, size_t bytes, int process, uint64_t address, void **pending, char *error,
+              size_t error_size) {
+  *pending = nullptr;
+  if (bytes == 0) return DPT_WORLD_OK;
+  const MPI_Win win = usable_window(error, error_size);
+  if (win == MPI_WIN_NULL) return DPT_WORLD_FAILED;
+  auto started = std::make_unique<PendingGet>();
+  // A failed start waits for the pieces already started (no limit: they read local or shared memory, or
+  // MPI is broken and fails them).
+  const int r = start_pieces(win, destination, bytes, process, address, 0, *started, error, error_size);
+  if (r != DPT_WORLD_OK) return fail(r, error);
+  *pending = started.release();
+  return DPT_WORLD_OK;
+}
+
+int get_finish(void *pending, double timeout, char *error, size_t error_size) {
+  if (pending == nullptr) return DPT_WORLD_OK;
+  std::unique_ptr<PendingGet> owned(static_cast<PendingGet *>(pending));
+  return fail(finish_requests(*owned, timeout, error, error_size), error);
 }
 
 int publish(int channel, double timeout, char *error, size_t error_size) {
@@ -472,7 +515,9 @@ const dpt_world_v1 kWorld = {DPT_WORLD_ABI_VERSION,
                              withdraw,
                              get,
                              publish,
-                             add_channels};
+                             add_channels,
+                             get_start,
+                             get_finish};
 
 }  // namespace
 

@@ -109,6 +109,7 @@ static const option_spec kOptions[] = {
     {"--activation-dtype", ARG_CHOICE, FIELD(activation_dtype), 0, REAL_POSITIVE, kPrecisions},
     {"--shard", ARG_CHOICE, FIELD(shard), 0, REAL_POSITIVE, kShardModes},
     {"--shard-scope", ARG_CHOICE, FIELD(shard_scope), 0, REAL_POSITIVE, kShardScopes},
+    {"--prefetch-parameters", ARG_FLAG, FIELD(prefetch_parameters), 0, REAL_POSITIVE, NULL},
     {"--pipeline", ARG_SIZE, FIELD(pipeline), 1, REAL_POSITIVE, NULL},
     {"--micro-batches", ARG_SIZE, FIELD(micro_batches), 1, REAL_POSITIVE, NULL},
     {"--pipeline-schedule", ARG_CHOICE, FIELD(pipeline_schedule), 0, REAL_POSITIVE, kPipelineSchedules},
@@ -661,6 +662,9 @@ void print_train_help(FILE *out) {
       "                         (process, the default: a whole copy per process) or among every device\n"
       "                         of the job (world: every --shard mode; every process saves its part of\n"
       "                         the checkpoint, process 0 writes it)\n"
+      "  --prefetch-parameters  --shard parameters --shard-scope world: read the next bucket of\n"
+      "                         parameters from the other processes while the current one's layers run\n"
+      "                         (a second gather buffer per device)\n"
       "  --pipeline S           pipeline model parallel: the model cut into S stages on S x R devices\n"
       "                         (--devices cpu:K, K a multiple of S; default cpu:S), each batch into\n"
       "                         micro-batches that pass through them (the bits of R devices\n"

@@ -64,6 +64,7 @@ typedef struct train_config {
   int activation_dtype;                     /**< dpt_precision: how activations are kept for backward. */
   int shard;                                /**< dpt_shard_mode. */
   int shard_scope;                          /**< dpt_shard_scope. */
+  int prefetch_parameters;                  /**< --prefetch-parameters. */
   size_t pipeline;                          /**< Pipeline stages; 0 = no pipeline. */
   size_t micro_batches;                     /**< Micro-batches per pipelined step; 0 = the default. */
   int pipeline_schedule;                    /**< dpt_pipeline_schedule. */

@@ -127,6 +127,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   json_string(w, "activation_dtype", precision_name(c->activation_dtype));
   json_string(w, "shard", shard_name(c->shard));
   json_string(w, "shard_scope", shard_scope_name(c->shard_scope));
+  json_bool(w, "prefetch_parameters", c->prefetch_parameters);
   json_uint(w, "pipeline_stages", c->pipeline > 1 ? c->pipeline : 1);
   if (c->pipeline > 1) {
     json_uint(w, "micro_batches", c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline);

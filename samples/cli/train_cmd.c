@@ -249,6 +249,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->activation_dtype = (dpt_precision)c->activation_dtype;
   options->shard = (dpt_shard_mode)c->shard;
   options->shard_scope = (dpt_shard_scope)c->shard_scope;
+  options->prefetch_parameters = c->prefetch_parameters;
   options->pipeline_stages = c->pipeline;
   options->micro_batches = c->micro_batches;
   options->pipeline_schedule = (dpt_pipeline_schedule)c->pipeline_schedule;

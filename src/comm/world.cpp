@@ -183,6 +183,18 @@ void World::get(void *destination, size_t bytes, size_t process, uint64_t addres
   check(api_->get(destination, bytes, int(process), address, timeout_seconds, error, sizeof error), error);
 }
 
+void *World::start_get(void *destination, size_t bytes, size_t process, uint64_t address) const {
+  char error[512] = "";
+  void *pending = nullptr;
+  check(api_->get_start(destination, bytes, int(process), address, &pending, error, sizeof error), error);
+  return pending;
+}
+
+void World::finish_get(void *pending, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->get_finish(pending, timeout_seconds, error, sizeof error), error);
+}
+
 void World::publish(double timeout_seconds) const {
   char error[512] = "";
   check(api_->publish(channel_, timeout_seconds, error, sizeof error), error);

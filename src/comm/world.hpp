@@ -70,6 +70,11 @@ class World {
   void withdraw(const std::vector<void *> &bases, double timeout_seconds) const;
   void get(void *destination, size_t bytes, size_t process, uint64_t address, double timeout_seconds) const;
   void publish(double timeout_seconds) const;
+  // get in two halves (the read proceeds in between): start_get returns a handle (nullptr for 0 bytes)
+  // that finish_get must be given exactly once, also when the bytes are no longer wanted (until then
+  // destination may still be written); finish_get frees it, also when it throws.
+  void *start_get(void *destination, size_t bytes, size_t process, uint64_t address) const;
+  void finish_get(void *pending, double timeout_seconds) const;
 
  private:
   World() = default;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -42,19 +44,58 @@ ParameterOwners::~ParameterOwners() {
   }
 }
 
-void ParameterOwners::copy(float *dst, size_t begin, size_t end) const {
+template <typename Part>
+void ParameterOwners::for_each_part(size_t begin, size_t end, Part part) const {
   const std::vector<size_t> &bounds = shards_.bounds();
   for (size_t device = 0; device + 1 < bounds.size(); ++device) {
     const size_t lo = std::max(begin, bounds[device]), hi = std::min(end, bounds[device + 1]);
-    if (lo >= hi) continue;
-    float *to = dst + (lo - begin);
-    const size_t offset = lo - bounds[device], bytes = (hi - lo) * sizeof(float);
-    if (local(device))
-      std::memcpy(to, ranges_[device - first_] + offset, bytes);
-    else
-      placement_.world->get(to, bytes, process_of_[device], addresses_[device] + offset * sizeof(float),
-                            placement_.timeout_seconds);
+    if (lo < hi) part(device, lo, hi);
   }
+}
+
+void ParameterOwners::copy(float *dst, size_t begin, size_t end) const {
+  for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
+    float *to = dst + (lo - begin);
+    if (local(device))
+      std::memcpy(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), (hi - lo) * sizeof(float));
+    else
+      placement_.world->get(to, (hi - lo) * sizeof(float), process_of_[device], remote_address(device, lo),
+                            placement_.timeout_seconds);
+  });
+}
+
+ParameterOwners::PendingCopy ParameterOwners::start_copy(float *dst, size_t begin, size_t end) const {
+  PendingCopy pending{dst, begin, end, {}};
+  try {
+    for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
+      if (local(device)) return;
+      void *get = placement_.world->start_get(dst + (lo - begin), (hi - lo) * sizeof(float),
+                                              process_of_[device], remote_address(device, lo));
+      if (get != nullptr) pending.gets.push_back(get);
+    });
+  } catch (...) {
+    finish_copy(pending);  // the gets already started (throws their first error, else rethrown below)
+    throw;
+  }
+  return pending;
+}
+
+void ParameterOwners::finish_copy(PendingCopy &pending) const {
+  if (pending.dst == nullptr) return;
+  PendingCopy done = std::move(pending);
+  pending = PendingCopy{};
+  std::exception_ptr first;
+  for (void *get : done.gets) try {
+      placement_.world->finish_get(get, placement_.timeout_seconds);
+    } catch (...) {
+      if (first == nullptr) first = std::current_exception();
+    }
+  if (first != nullptr) std::rethrow_exception(first);
+  for_each_part(done.begin, done.end, [&](size_t device, size_t lo, size_t hi) {
+    if (local(device))
+      std::memcpy(done.dst + (lo - done.begin), ranges_[device - first_] + (lo - shards_.bounds()[device]),
+                  (hi - lo) * sizeof(float));
+  });
 }
 
 void ParameterOwners::publish() const {

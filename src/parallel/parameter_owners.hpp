@@ -39,12 +39,32 @@ class ParameterOwners {
 
   // dst [0, end - begin) = elements [begin, end) of the parameters, from every owner whose range meets them.
   void copy(float *dst, size_t begin, size_t end) const;
+
+  // copy() in two halves, to read ahead across processes: start_copy starts the one-sided gets of the
+  // other processes' parts, which proceed while the caller computes; finish_copy waits for them and copies
+  // this process's parts. A started copy must be finished, also when it is no longer wanted (the gets may
+  // write dst until then); finish_copy leaves it inactive, also when it throws.
+  struct PendingCopy {
+    float *dst = nullptr;  // nullptr: inactive
+    size_t begin = 0, end = 0;
+    std::vector<void *> gets;
+  };
+  PendingCopy start_copy(float *dst, size_t begin, size_t end) const;
+  void finish_copy(PendingCopy &pending) const;
+  // Do some owners live in other processes?
+  bool across_processes() const { return placement_.world != nullptr; }
   // Across processes: makes this process's writes to its ranges visible to every process's reads
   // (collective; a no-op within a process).
   void publish() const;
 
  private:
   bool local(size_t device) const { return device - first_ < ranges_.size(); }
+  // part(device, lo, hi) for each owner's share [lo, hi) of [begin, end).
+  template <typename Part>
+  void for_each_part(size_t begin, size_t end, Part part) const;
+  uint64_t remote_address(size_t device, size_t element) const {
+    return addresses_[device] + (element - shards_.bounds()[device]) * sizeof(float);
+  }
 
   const ShardLayout &shards_;
   size_t first_ = 0;                 // the layout's index of this process's first device

@@ -49,6 +49,8 @@ std::string event_name(const ModelSpec &spec, TraceKind kind, size_t index) {
       return "reduce-scatter bucket " + std::to_string(index);
     case TraceKind::kGather:
       return "gather bucket " + std::to_string(index);
+    case TraceKind::kGatherReadAhead:
+      return "gather bucket " + std::to_string(index) + " (read ahead)";
     case TraceKind::kUpdate:
       return "update";
   }
@@ -64,6 +66,7 @@ const char *category(TraceKind kind) {
     case TraceKind::kUpdate:
       return "update";
     case TraceKind::kGather:
+    case TraceKind::kGatherReadAhead:
       return "gather";
     default:
       return "communication";

@@ -23,6 +23,7 @@ enum class TraceKind : uint8_t {
   kBucketAllReduce,      // index: bucket
   kBucketReduceScatter,  // index: bucket
   kGather,               // index: bucket of parameters (sharded parameters)
+  kGatherReadAhead,      // index: bucket; the wait for a bucket read ahead (prefetch_parameters)
   kUpdate,               // the norm, the optimizer step, the parameter all-gather
 };
 

@@ -136,7 +136,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   if (shard_parameters)
     gatherer_ = std::make_unique<ParameterGatherer>(
         replicas_, spec_, config_.bucket_bytes, shards_, *trace_,
-        WorldPlacement{world_scope ? config_.world : nullptr, process_first_, config_.timeout_seconds});
+        WorldPlacement{world_scope ? config_.world : nullptr, process_first_, config_.timeout_seconds},
+        config_.prefetch_parameters);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());

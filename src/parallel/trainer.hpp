@@ -87,6 +87,9 @@ struct TrainerConfig {
   // kParameters: the parameters too (plus one gather slot of a bucket); the bits of kGradients.
   ShardMode shard = ShardMode::kNone;
   ShardScope shard_scope = ShardScope::kProcess;
+  // kParameters across processes (kWorld): read each pass's next bucket ahead, into a second gather slot
+  // per device (parallel/parameter_gatherer.hpp).
+  bool prefetch_parameters = false;
   // Pipeline model parallel (parallel/pipeline.hpp): the model cut into this many stages, stage s on
   // device s (0 or 1: no pipeline; otherwise exactly one device per stage). Each step's batch is cut into
   // micro_batches micro-batches (0: four per stage, at most the batch's samples) run through the stages in

@@ -49,6 +49,7 @@ typedef struct {
 } run;
 
 static dpt_precision wire = DPT_PRECISION_FP32; /* what start()'s trainers' gradient sums send */
+static int prefetch = 0;                        /* start()'s trainers' prefetch_parameters */
 
 static run start(const dpt_model *model, setup s) {
   run r = {NULL, NULL};
@@ -66,6 +67,7 @@ static run start(const dpt_model *model, setup s) {
   to.shard_scope = s.scope;
   to.accumulation_steps = s.accumulation;
   to.allreduce_dtype = wire;
+  to.prefetch_parameters = prefetch;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = s.optimizer;
@@ -292,6 +294,68 @@ static const struct {
      "parameters, 1 x 1, SGD, a bucket per layer"},
 };
 
+/* Occurrences of needle in the file at path (0 when it cannot be read). */
+static size_t count_in_file(const char *path, const char *needle) {
+  size_t size = 0, count = 0;
+  char *text = read_all(path, &size);
+  if (text == NULL) return 0;
+  text[size] = '\0';
+  for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle)) ++count;
+  free(text);
+  return count;
+}
+
+/* Reading ahead (prefetch_parameters) with sharded parameters across the world: the bits of the unsharded
+ * trainer (every parameters case of kBitwise), one more gather slot per device (the process scope's four
+ * slots are its parameter bytes beyond the two whole copies), and the passes really read ahead: the
+ * trace's gathers served from a read ahead, none without it. */
+static void check_read_ahead(const dpt_model *model, size_t n, int rank) {
+  prefetch = 1;
+  for (size_t i = 0; i < sizeof kBitwise / sizeof kBitwise[0]; ++i) {
+    setup s = kBitwise[i].s;
+    if (s.shard != DPT_SHARD_PARAMETERS) continue;
+    if (s.devices == 0) s.devices = rank == 0 ? 2 : 3;
+    char what[200];
+    snprintf(what, sizeof what, "%s, read ahead", kBitwise[i].what);
+    check_bits(model, s, n, what);
+  }
+  const setup world = {2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 1, 1};
+  setup process = world;
+  process.scope = DPT_SHARD_SCOPE_PROCESS;
+  run ahead = start(model, world);
+  prefetch = 0;
+  run plain = start(model, world), b = start(model, process);
+  unsigned long long ahead_total = 0, plain_total = 0, process_total = 0, largest = 0;
+  held_bytes(ahead, 1, &ahead_total, &largest);
+  held_bytes(plain, 1, &plain_total, &largest);
+  held_bytes(b, 1, &process_total, &largest);
+  CHECK(
+      ahead_total - plain_total == process_total - 2 * n * sizeof(float),
+      "parameter bytes over 2 x 2 devices, world scope: %llu reading ahead, %llu without; four gather slots "
+      "are %llu",
+      ahead_total, plain_total, process_total - 2 * n * sizeof(float));
+  char path[2][128];
+  const run traced[2] = {ahead, plain};
+  size_t served[2];
+  for (int t = 0; t < 2; ++t) {
+    snprintf(path[t], sizeof path[t], "/tmp/dpt-read-ahead-%d-%d.json", (int)getpid(), t);
+    OK(dpt_trainer_trace_start(traced[t].trainer, 4096));
+    train(traced[t]);
+    OK(dpt_trainer_trace_write(traced[t].trainer, path[t]));
+    served[t] = count_in_file(path[t], "(read ahead)");
+    unlink(path[t]);
+  }
+  CHECK(served[0] > 0 && served[1] == 0,
+        "read ahead: %zu gathers served from a read ahead with prefetch_parameters, %zu without", served[0],
+        served[1]);
+  if (rank == 0)
+    printf(
+        "read ahead, 2 x 2 devices, a bucket per layer: %zu of a process's gathers served from a read "
+        "ahead in %d steps; the unsharded bits; %llu bytes more in all\n",
+        served[0], kSteps, ahead_total - plain_total);
+  stop(ahead), stop(plain), stop(b);
+}
+
 /* An MLP whose third layer reads the second's weight (dpt_model_tie): sharded across the world, the tied
  * source lies in another process's range for some devices. */
 static dpt_model *tied_model(void) {
@@ -352,6 +416,7 @@ int main(int argc, char **argv) {
   check_accumulation(model, n, DPT_SHARD_GRADIENTS);
   check_accumulation(model, n, DPT_SHARD_PARAMETERS);
   check_parameter_bytes(model, n, rank);
+  check_read_ahead(model, n, rank);
   check_destroy_waits_for_readers(model, n, rank);
 
   /* AdamW keeps two floats per parameter. */
@@ -392,6 +457,12 @@ int main(int argc, char **argv) {
              "parameters with a tied weight, 2 x 2, AdamW, a bucket per layer");
   check_bits(tied, (setup){1, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 0, 1}, tied_n,
              "parameters with a tied weight, 1 x 1, one bucket");
+  prefetch = 1;
+  check_bits(norm, (setup){2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_SGD, 1, 1}, norm_n,
+             "parameters with batch norm, 2 x 2, a bucket per layer, read ahead");
+  check_bits(tied, (setup){2, DPT_SHARD_PARAMETERS, WORLD, DPT_OPTIMIZER_ADAMW, 1, 1}, tied_n,
+             "parameters with a tied weight, 2 x 2, AdamW, a bucket per layer, read ahead");
+  prefetch = 0;
   dpt_model_destroy(tied);
   dpt_model_destroy(norm);
   dpt_model_destroy(model);

@@ -461,6 +461,8 @@ extern void _wrap_TrainerOptions_pipeline_cuts_set_swig_a9f43e764bcf8611(uintptr
 extern swig_type_37 _wrap_TrainerOptions_pipeline_cuts_get_swig_a9f43e764bcf8611(uintptr_t arg1);
 extern void _wrap_TrainerOptions_shard_scope_set_swig_a9f43e764bcf8611(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_TrainerOptions_shard_scope_get_swig_a9f43e764bcf8611(uintptr_t arg1);
+extern void _wrap_TrainerOptions_prefetch_parameters_set_swig_a9f43e764bcf8611(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_a9f43e764bcf8611(uintptr_t arg1);
 extern uintptr_t _wrap_new_TrainerOptions_swig_a9f43e764bcf8611(void);
 extern void _wrap_delete_TrainerOptions_swig_a9f43e764bcf8611(uintptr_t arg1);
 extern swig_intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611(void);
@@ -2012,6 +2014,19 @@ func (arg1 SwigcptrTrainerOptions) GetShard_scope() (_swig_ret Dpt_shard_scope) 
 	return swig_r
 }
 
+func (arg1 SwigcptrTrainerOptions) SetPrefetch_parameters(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_TrainerOptions_prefetch_parameters_set_swig_a9f43e764bcf8611(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrTrainerOptions) GetPrefetch_parameters() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_TrainerOptions_prefetch_parameters_get_swig_a9f43e764bcf8611(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func NewTrainerOptions() (_swig_ret TrainerOptions) {
 	var swig_r TrainerOptions
 	swig_r = (TrainerOptions)(SwigcptrTrainerOptions(C._wrap_new_TrainerOptions_swig_a9f43e764bcf8611()))
@@ -2072,6 +2087,8 @@ type TrainerOptions interface {
 	GetPipeline_cuts() (_swig_ret string)
 	SetShard_scope(arg2 Dpt_shard_scope)
 	GetShard_scope() (_swig_ret Dpt_shard_scope)
+	SetPrefetch_parameters(arg2 int)
+	GetPrefetch_parameters() (_swig_ret int)
 }
 
 const DPT_GPU_ALLOW_TF32 int = 1

@@ -3521,6 +3521,31 @@ intgo _wrap_TrainerOptions_shard_scope_get_swig_a9f43e764bcf8611(dpt_trainer_opt
 }
 
 
+void _wrap_TrainerOptions_prefetch_parameters_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->prefetch_parameters = arg2;
+  
+}
+
+
+intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->prefetch_parameters);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 dpt_trainer_options *_wrap_new_TrainerOptions_swig_a9f43e764bcf8611() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;
