@@ -197,12 +197,13 @@ void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratc
     }
 }
 
-// M = U V for a group of `tiles` tiles.
-void multiply_group(const Shape &s, const Scratch &sc, size_t tiles) {
+// C_p = U_p B_p for a group of n tiles: forward M = U V (b = V), backward dV = U^T dM (b = dM, c in V's
+// room); b read as bfloat16 where the scratch holds it so.
+void multiply_group(const Scratch &sc, size_t n, const float *b, size_t b_block, float *c, size_t c_block) {
   if (sc.bf16)
-    packed_gemm_per_point(sc, tiles, sc.v16(), v_stride(s, tiles), sc.m, m_stride(s, tiles));
+    packed_gemm_per_point(sc, n, reinterpret_cast<const uint16_t *>(b), b_block, c, c_block);
   else
-    packed_gemm_per_point(sc, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
+    packed_gemm_per_point(sc, n, b, b_block, c, c_block);
 }
 
 // dM = A dY A^T for the g samples from first.
@@ -218,14 +219,6 @@ void transform_group_output_gradient(const dpt_op_call &call, const Shape &s, co
       else
         transforms().output_gradient(s.image, g_plane, sc.m + at, stride, sc.rows);
     }
-}
-
-// dV = U^T dM for a group of `tiles` tiles, into V's room.
-void multiply_group_transposed(const Shape &s, const Scratch &sc, size_t tiles) {
-  if (sc.bf16)
-    packed_gemm_per_point(sc, tiles, sc.m16(), m_stride(s, tiles), sc.v, v_stride(s, tiles));
-  else
-    packed_gemm_per_point(sc, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
 }
 
 }  // namespace
@@ -260,7 +253,7 @@ void forward(const dpt_op_call &call) {
   for (size_t first = 0; first < n(call); first += s.group()) {
     const size_t g = std::min(s.group(), n(call) - first), tiles = g * s.tiles();
     transform_group_input(call, s, sc, first, g);
-    multiply_group(s, sc, tiles);
+    multiply_group(sc, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
     for (size_t o = 0; o < s.out_c; ++o)
       for (size_t i = 0; i < g; ++i)
         transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
@@ -287,7 +280,7 @@ void backward(const dpt_op_call &call) {
       weight_gradient_per_point(s, sc, p, tiles, first > 0);
     }
     if (d != nullptr) {
-      multiply_group_transposed(s, sc, tiles);
+      multiply_group(sc, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
       for (size_t c = 0; c < s.c; ++c)
         for (size_t i = 0; i < g; ++i)
           transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
