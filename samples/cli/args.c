@@ -137,6 +137,8 @@ static const option_spec kOptions[] = {
     {"--checkpoint", ARG_STRING, FIELD(checkpoint_path), 0, REAL_POSITIVE, NULL},
     {"--checkpoint-every", ARG_SIZE, FIELD(checkpoint_every), 1, REAL_POSITIVE, NULL},
     {"--resume", ARG_STRING, FIELD(resume_path), 0, REAL_POSITIVE, NULL},
+    {"--load-weights", ARG_STRING, FIELD(load_weights_path), 0, REAL_POSITIVE, NULL},
+    {"--save-weights", ARG_STRING, FIELD(save_weights_path), 0, REAL_POSITIVE, NULL},
 };
 
 /* train_config.given has a flag for every option of the table. */
@@ -575,6 +577,8 @@ static int check_config(const train_config *config) {
     return cli_usage_error(
         "--micro-batches, --pipeline-schedule and --pipeline-cuts need --pipeline S (S > 1)");
   }
+  if (config->load_weights_path != NULL && config->resume_path != NULL)
+    return cli_usage_error("--load-weights and --resume both set the weights: give one");
   if (config->checkpoint_every > 0 && config->checkpoint_path == NULL)
     return cli_usage_error("--checkpoint-every needs --checkpoint PATH");
   if (config->checkpoint_every % config->accumulate != 0)
@@ -724,6 +728,12 @@ void print_train_help(FILE *out) {
       "                         run that was never stopped\n"
       "  --resume PATH          load a checkpoint first and train only the epochs it lacks\n"
       "                         (same model and optimizer; any number of devices)\n"
+      "  --load-weights FILE.safetensors  start from these weights (by name, as PyTorch's\n"
+      "                         safetensors.torch.save_file(model.state_dict()) writes them)\n"
+      "                         instead of --init's; the optimizer starts fresh\n"
+      "  --save-weights FILE.safetensors  write the final weights and batch-norm statistics by\n"
+      "                         name, for PyTorch's safetensors.torch.load_file (also after\n"
+      "                         --resume of a finished run: nothing trained, the weights written)\n"
       "  --help                 show this help\n"
       "\n"
       "Exit status: 0 success, 1 library or system error, 2 bad command line, 130 interrupted.\n",

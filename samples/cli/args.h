@@ -94,6 +94,8 @@ typedef struct train_config {
   const char *checkpoint_path;          /**< Checkpoint saved after every epoch, or NULL. */
   size_t checkpoint_every;              /**< Also every this many batches into an epoch; 0 = epochs only. */
   const char *resume_path;              /**< Checkpoint to resume from, or NULL. */
+  const char *load_weights_path;        /**< safetensors weights to start from, or NULL. */
+  const char *save_weights_path;        /**< safetensors file of the final weights, or NULL. */
   unsigned char given[CLI_MAX_OPTIONS]; /**< Per option of the table: given on the command line. */
 } train_config;
 

@@ -208,6 +208,7 @@ static int join_world(train_run *run) {
     c->metrics_path = NULL;
     c->trace_path = NULL;
     c->plot_path = NULL;
+    c->save_weights_path = NULL; /* process 0 reads every process's part of sharded parameters */
     /* A shard across every process's devices: each process gives its part of the optimizer state to
      * dpt_trainer_save, which process 0 alone writes. */
     if (c->shard_scope != DPT_SHARD_SCOPE_WORLD || c->shard == DPT_SHARD_NONE) c->checkpoint_path = NULL;
@@ -313,6 +314,9 @@ static int create_trainer(train_run *run) {
     CLI_TRY(dpt_trainer_epoch_count(run->trainer, &done));
     run->progress.epoch_offset = (size_t)done;
   }
+  /* Every process reads the file: with parameters sharded across processes the load is collective. */
+  if (run->config.load_weights_path != NULL)
+    CLI_TRY(dpt_trainer_load_safetensors(run->trainer, run->config.load_weights_path));
   return CLI_EXIT_OK;
 }
 
@@ -447,6 +451,13 @@ static int fit(train_run *run) {
   return record_device_figures(run);
 }
 
+/** @brief --save-weights: the weights after the run (also after a Ctrl-C, as far as it got). */
+static int save_weights(train_run *run) {
+  if (run->config.save_weights_path == NULL) return CLI_EXIT_OK;
+  CLI_TRY(dpt_trainer_save_safetensors(run->trainer, run->config.save_weights_path));
+  return CLI_EXIT_OK;
+}
+
 static int write_plot(train_run *run) {
   const train_config *c = &run->config;
   char title[256];
@@ -510,6 +521,7 @@ int cli_train_main(int argc, char **argv) {
   if (rc == CLI_EXIT_OK) rc = create_trainer(&run);
   if (rc == CLI_EXIT_OK) print_header(&run);
   if (rc == CLI_EXIT_OK) rc = fit(&run);
+  if (rc == CLI_EXIT_OK) rc = save_weights(&run);
   if (rc == CLI_EXIT_OK) rc = finish(&run);
   destroy_run(&run);
   if (run.mpi) {

@@ -18,6 +18,11 @@ Two modes:
       the recipe of `dptrain train --model resnet18`: the first N training samples, shuffled every epoch,
       evaluated on the first M test samples in eval mode (running statistics). Prints the test accuracy of
       each epoch, or with --json one object {"seed", "test_accuracy", "train_loss", "epochs_detail", ...}.
+  pytorch_resnet18.py evaluate WEIGHTS.safetensors [--recalibrate N] [--batch B] [--threads T] [--data DIR]
+      the test accuracy of dptrain's weights (`dptrain train --model resnet18 --save-weights FILE`) three
+      ways: with their running statistics (what dptrain reports), with each test batch's own statistics,
+      and with running statistics recomputed over N training samples (update_bn's plain average). Prints
+      one JSON object {"running_statistics", "test_batch_statistics", "recalibrated", ...}.
 --precision bf16 (the peer of dptrain's `--precision bf16`): the forward pass and the loss (and, in train
 mode, the evaluation) under torch.autocast("cpu", dtype=torch.bfloat16); backward and the optimizer step
 outside it, so the parameters, gradients and BatchNorm statistics stay float32. fp32 (the default): no
@@ -200,10 +205,58 @@ def train(argv):
         print(json.dumps(result), flush=True)
 
 
+def accuracy_with_batch_statistics(net, x, y, batch):
+    """Test accuracy with BatchNorm normalising each test batch by its own statistics (train mode)."""
+    net.train()
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(x), batch):
+            correct += (net(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item()
+    return correct / len(x)
+
+
+def recalibrate(net, x, samples, batch, seed):
+    """Recomputes every BatchNorm's running statistics as the plain average over `samples` shuffled training
+    samples in batches of `batch` (torch.optim.swa_utils.update_bn's rule: momentum None), the weights kept."""
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.reset_running_stats()
+            m.momentum = None
+    order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))[:samples]
+    net.train()
+    with torch.no_grad():
+        for i in range(0, len(order), batch):
+            net(x[order[i:i + batch]])
+
+
+def evaluate_weights(argv):
+    p = argparse.ArgumentParser(prog="pytorch_resnet18.py evaluate")
+    p.add_argument("weights", help="safetensors file (dptrain train --model resnet18 --save-weights FILE)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--recalibrate", type=int, default=20480, help="training samples for the running statistics")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default=DEFAULT_DATA)
+    a = p.parse_args(argv)
+    from safetensors.torch import load_file
+    torch.set_num_threads(a.threads)
+    net = ResNet18()
+    net.load_state_dict(load_file(a.weights), strict=True)
+    xt, yt = load(a.data, "test")
+    running, _ = evaluate(net, xt, yt, a.batch)
+    batch_statistics = accuracy_with_batch_statistics(net, xt, yt, a.batch)
+    recalibrate(net, load(a.data, "train")[0], a.recalibrate, a.batch, a.seed)
+    recalibrated, _ = evaluate(net, xt, yt, a.batch)
+    print(json.dumps({"weights": a.weights, "test_samples": len(xt), "running_statistics": running,
+                      "test_batch_statistics": batch_statistics, "recalibrated": recalibrated,
+                      "recalibration_samples": a.recalibrate}), flush=True)
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("bench", "train"):
+    modes = {"bench": bench, "train": train, "evaluate": evaluate_weights}
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
-    (bench if sys.argv[1] == "bench" else train)(sys.argv[2:])
+    modes[sys.argv[1]](sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -64,6 +64,9 @@ expect_error 2 train --model mlp --shard-scope
 expect_error 2 train --model mlp --checkpoint-every 5
 expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 5 --accumulate 2
 expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 0
+expect_error 2 train --model mlp --load-weights /tmp/w.safetensors --resume /tmp/x.ckpt
+expect_error 2 train --model mlp --load-weights
+expect_error 2 train --model mlp --save-weights
 # --devices cuda:local outside mpirun or srun: no local rank to take the GPU of.
 expect_error 2 train --model mlp --devices cuda:local
 expect_error 2 train --model mlp --schedule exponential
@@ -87,6 +90,9 @@ expect_error_within() {
 # Library failures: exit 1 with the status text and the library's message.
 expect_error 1 train --model mlp --data "$WORK/no-such-directory" --epochs 1
 expect_error 1 train --model mlp --metrics "$WORK/no-such-directory/m.csv"
+printf 'not safetensors' >"$WORK/bad.safetensors"
+expect_error 1 train --model mlp --epochs 1 --train-limit 64 --test-limit 64 --load-weights "$WORK/bad.safetensors"
+expect_error 1 train --model mlp --epochs 1 --train-limit 64 --test-limit 64 --load-weights "$WORK/no-such.safetensors"
 DPTRAIN_CPU_DEVICES=not-a-number expect_error 1 devices
 
 # A data directory whose files are a FIFO (a plain open() of it blocks until a writer comes) or a
