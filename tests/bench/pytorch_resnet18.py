@@ -8,7 +8,7 @@ Initialisation as `dptrain train --init normal --init-std 0.01` (d2l's init_weig
 N(0, 0.01^2), the linear bias 0 (dptrain starts every bias at 0; d2l leaves PyTorch's default there),
 BatchNorm weight 1, bias 0. Plain SGD (no momentum, no weight decay), pixels / 255 as dptrain's IDX reader.
 
-Two modes:
+Three modes:
   pytorch_resnet18.py bench THREADS STEPS BATCH [DATA_DIR] [--precision fp32|bf16]
       training images/s on real Fashion-MNIST batches with torch.set_num_threads(THREADS), 3 warm-up steps.
       Prints one line:  pytorch <version>: <threads> threads, batch <batch>, <images/s> images/s
@@ -206,7 +206,8 @@ def train(argv):
 
 
 def accuracy_with_batch_statistics(net, x, y, batch):
-    """Test accuracy with BatchNorm normalising each test batch by its own statistics (train mode)."""
+    """Test accuracy with BatchNorm normalising each test batch by its own statistics (train mode, which also
+    moves the running statistics: evaluate with them before this, or recalibrate after it)."""
     net.train()
     correct = 0
     with torch.no_grad():
