@@ -1,9 +1,11 @@
 // Winograd's transforms (src/backend/cpu/ops/conv2d_winograd_transforms.hpp): the AVX-512 ones bit for bit
 // against the portable loops, over kernel counts around multiples of 16 and plane sizes odd and even, from
-// one tile to several chunks of 16 tiles a row, on values with signed zeros, subnormals and infinities (NaNs
-// compared as NaNs: a compiler may swap the operands of an addition, which decides which of two NaNs comes
-// out). The output buffers are strided like the convolution's, with guard floats between the points' runs and
-// after the plane: what either implementation writes outside its tiles shows up as a difference there.
+// one tile to several chunks of 16 tiles a row, 1, 3 and 10 planes a call (narrow planes, up to 7 tiles a
+// row, share vectors across tile rows and planes), on values with signed zeros, subnormals and infinities
+// (NaNs compared as NaNs: a compiler may swap the operands of an addition, which decides which of two NaNs
+// comes out). The output buffers are strided like the convolution's, with guard floats between the points'
+// runs, between the planes and after the last: what either implementation writes outside its tiles shows up
+// as a difference there.
 // Reported as not run where the CPU has no AVX-512.
 #include <cmath>
 #include <cstdint>
@@ -30,6 +32,7 @@ extern "C" {
 namespace {
 
 using dpt::cpu::winograd::Plane;
+using dpt::cpu::winograd::Planes;
 using dpt::cpu::winograd::Transforms;
 
 constexpr size_t kPoints = 16;
@@ -72,22 +75,27 @@ struct Outcome {
   std::vector<float> v, y, m, dx;
 };
 
-// Every transform of one plane through t, on inputs made from seed.
-Outcome run(const Transforms &t, const Plane &s, uint64_t seed) {
-  const size_t stride = s.tiles() + kGuard, points = kPoints * stride;
-  std::vector<float> rows(dpt::cpu::winograd::plane_rows_floats(s), std::numeric_limits<float>::quiet_NaN());
-  const std::vector<float> x = values(s.size(), seed), m_in = values(points, seed + 1),
-                           dy = values(s.size(), seed + 2), dv = values(points, seed + 3);
+// Every transform of `count` planes of shape s (each kGap floats after the previous one's end) through t, on
+// inputs made from seed.
+constexpr size_t kGap = 3;
+
+Outcome run(const Transforms &t, const Plane &s, size_t count, uint64_t seed) {
+  const size_t stride = count * s.tiles() + kGuard, points = kPoints * stride, apart = s.size() + kGap;
+  const Planes planes{count, apart};
+  std::vector<float> rows(dpt::cpu::winograd::plane_rows_floats(s, count),
+                          std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> x = values(count * apart, seed), m_in = values(points, seed + 1),
+                           dy = values(count * apart, seed + 2), dv = values(points, seed + 3);
   const float bias = values(1, seed + 4)[0];
   Outcome o;
   o.v.assign(points, kSentinel);
-  t.input(s, x.data(), o.v.data(), stride, rows.data());
-  o.y.assign(s.size() + kGuard, kSentinel);
-  t.output(s, m_in.data(), stride, bias, o.y.data(), rows.data());
+  t.input(s, planes, x.data(), o.v.data(), stride, rows.data());
+  o.y.assign(count * apart + kGuard, kSentinel);
+  t.output(s, planes, m_in.data(), stride, bias, o.y.data(), rows.data());
   o.m.assign(points, kSentinel);
-  t.output_gradient(s, dy.data(), o.m.data(), stride, rows.data());
-  o.dx.assign(s.size() + kGuard, kSentinel);
-  t.input_gradient(s, dv.data(), stride, o.dx.data(), rows.data());
+  t.output_gradient(s, planes, dy.data(), o.m.data(), stride, rows.data());
+  o.dx.assign(count * apart + kGuard, kSentinel);
+  t.input_gradient(s, planes, dv.data(), stride, o.dx.data(), rows.data());
   return o;
 }
 
@@ -136,26 +144,27 @@ void test_avx512_tiles_match_portable(void **) {
   const Transforms &fast = fast_transforms(), &reference = dpt::cpu::winograd::portable_transforms();
   std::vector<size_t> sizes;
   for (size_t n = 1; n <= 9; ++n) sizes.push_back(n);
-  for (size_t n : {14, 28, 31, 32, 33, 34, 63, 66}) sizes.push_back(n);
+  for (size_t n : {12, 14, 28, 31, 32, 33, 34, 63, 66}) sizes.push_back(n);
   size_t planes = 0;
-  for (size_t h : sizes)
-    for (size_t w : sizes) {
-      const Plane s{h, w};
-      const uint64_t seed = 1000 * h + w;
-      const Outcome want = run(reference, s, seed), got = run(fast, s, seed);
-      const std::pair<const char *, std::pair<const std::vector<float> *, const std::vector<float> *>>
-          outputs[] = {{"input", {&want.v, &got.v}},
-                       {"output", {&want.y, &got.y}},
-                       {"output_gradient", {&want.m, &got.m}},
-                       {"input_gradient", {&want.dx, &got.dx}}};
-      for (const auto &[name, pair] : outputs) {
-        const size_t at = first_difference(*pair.first, *pair.second);
-        if (at != SIZE_MAX)
-          fail_msg("%s of a %zu x %zu plane: float %zu is %.9g, the portable loops' %.9g", name, h, w, at,
-                   double((*pair.second)[at]), double((*pair.first)[at]));
+  for (size_t count : {1, 3, 10})
+    for (size_t h : sizes)
+      for (size_t w : sizes) {
+        const Plane s{h, w};
+        const uint64_t seed = 1000 * h + w + 100000 * count;
+        const Outcome want = run(reference, s, count, seed), got = run(fast, s, count, seed);
+        const std::pair<const char *, std::pair<const std::vector<float> *, const std::vector<float> *>>
+            outputs[] = {{"input", {&want.v, &got.v}},
+                         {"output", {&want.y, &got.y}},
+                         {"output_gradient", {&want.m, &got.m}},
+                         {"input_gradient", {&want.dx, &got.dx}}};
+        for (const auto &[name, pair] : outputs) {
+          const size_t at = first_difference(*pair.first, *pair.second);
+          if (at != SIZE_MAX)
+            fail_msg("%s of %zu %zu x %zu planes: float %zu is %.9g, the portable loops' %.9g", name, count,
+                     h, w, at, double((*pair.second)[at]), double((*pair.first)[at]));
+        }
+        planes += count;
       }
-      ++planes;
-    }
   std::printf("%zu planes, the same bits\n", planes);
 }
 
@@ -174,30 +183,33 @@ void test_bf16_tiles_match_rounded_portable(void **) {
   }
   const uint16_t kSentinel16 = 0x5A5A;
   size_t planes = 0;
-  for (size_t h : {1, 2, 3, 7, 14, 31, 33})
-    for (size_t w : {1, 2, 5, 14, 32, 33, 66}) {
-      const Plane s{h, w};
-      const uint64_t seed = 7000 + 100 * h + w;
-      const size_t stride = s.tiles() + kGuard, points = kPoints * stride;
-      std::vector<float> rows(dpt::cpu::winograd::plane_rows_floats(s));
-      const std::vector<float> x = values(s.size(), seed), dy = values(s.size(), seed + 1);
-      std::vector<float> v(points, kSentinel), m(points, kSentinel);
-      reference.input(s, x.data(), v.data(), stride, rows.data());
-      reference.output_gradient(s, dy.data(), m.data(), stride, rows.data());
-      std::vector<uint16_t> v16(points, kSentinel16), m16(points, kSentinel16);
-      fast.input_bf16(s, x.data(), v16.data(), stride, rows.data());
-      fast.output_gradient_bf16(s, dy.data(), m16.data(), stride, rows.data());
-      for (const auto &[name, want, got] :
-           {std::make_tuple("input_bf16", &v, &v16), std::make_tuple("output_gradient_bf16", &m, &m16)})
-        for (size_t i = 0; i < points; ++i) {
-          const float f = (*want)[i];
-          const uint16_t expected = f == kSentinel ? kSentinel16 : dpt::to_bf16(f);
-          if (!same_bf16((*got)[i], expected))
-            fail_msg("%s of a %zu x %zu plane: element %zu is 0x%04x, to_bf16 of the portable loops' 0x%04x",
-                     name, h, w, i, unsigned((*got)[i]), unsigned(expected));
-        }
-      ++planes;
-    }
+  for (size_t count : {1, 3, 10})
+    for (size_t h : {1, 2, 3, 4, 7, 14, 31, 33})
+      for (size_t w : {1, 2, 4, 5, 7, 14, 32, 33, 66}) {
+        const Plane s{h, w};
+        const uint64_t seed = 7000 + 100 * h + w + 100000 * count;
+        const size_t stride = count * s.tiles() + kGuard, points = kPoints * stride, apart = s.size() + kGap;
+        const Planes run{count, apart};
+        std::vector<float> rows(dpt::cpu::winograd::plane_rows_floats(s, count));
+        const std::vector<float> x = values(count * apart, seed), dy = values(count * apart, seed + 1);
+        std::vector<float> v(points, kSentinel), m(points, kSentinel);
+        reference.input(s, run, x.data(), v.data(), stride, rows.data());
+        reference.output_gradient(s, run, dy.data(), m.data(), stride, rows.data());
+        std::vector<uint16_t> v16(points, kSentinel16), m16(points, kSentinel16);
+        fast.input_bf16(s, run, x.data(), v16.data(), stride, rows.data());
+        fast.output_gradient_bf16(s, run, dy.data(), m16.data(), stride, rows.data());
+        for (const auto &[name, want, got] :
+             {std::make_tuple("input_bf16", &v, &v16), std::make_tuple("output_gradient_bf16", &m, &m16)})
+          for (size_t i = 0; i < points; ++i) {
+            const float f = (*want)[i];
+            const uint16_t expected = f == kSentinel ? kSentinel16 : dpt::to_bf16(f);
+            if (!same_bf16((*got)[i], expected))
+              fail_msg(
+                  "%s of %zu %zu x %zu planes: element %zu is 0x%04x, to_bf16 of the portable loops' 0x%04x",
+                  name, count, h, w, i, unsigned((*got)[i]), unsigned(expected));
+          }
+        planes += count;
+      }
   std::printf("%zu planes, bfloat16 outputs to_bf16 of the portable ones\n", planes);
 }
 

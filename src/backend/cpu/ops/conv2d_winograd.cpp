@@ -98,8 +98,8 @@ size_t chunk_stride(const Shape &s) {
 size_t scratch_floats(const Shape &s, gemm::Precision p) {
   const size_t group_tiles = s.group() * s.tiles();
   return kPoints * packed_bytes(s, p) / sizeof(float) + kPoints * u_stride(s) +
-         kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) + plane_rows_floats(s.image) +
-         kPoints * chunk_stride(s) + s.out_c * kMaxChunk * 9;
+         kPoints * (v_stride(s, group_tiles) + m_stride(s, group_tiles)) +
+         plane_rows_floats(s.image, s.group()) + kPoints * chunk_stride(s) + s.out_c * kMaxChunk * 9;
 }
 
 Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
@@ -113,7 +113,7 @@ Scratch scratch_of(const dpt_op_call &call, const Shape &s) {
   r.v = r.du + kPoints * u_stride(s);
   r.m = r.v + kPoints * v_stride(s, group_tiles);
   r.rows = r.m + kPoints * m_stride(s, group_tiles);
-  r.chunk = r.rows + plane_rows_floats(s.image);
+  r.chunk = r.rows + plane_rows_floats(s.image, s.group());
   r.gathered = r.chunk + kPoints * chunk_stride(s);
   r.bf16 = bf16_operands(blas::precision_of(call));
   return r;
@@ -181,20 +181,20 @@ void packed_gemm_per_point(const Scratch &sc, size_t n, const T *b, size_t b_blo
     gemm::gemm_packed_a(packed_u(sc, q), false, n, 1.0f, b + q * b_block, n, 0.0f, c + q * c_block, n);
 }
 
-// V for the g samples from first: the input planes' tiles side by side. Channel outer, sample inner (here
-// and in the other loops over a group): consecutive planes extend the same 16 runs of V or M.
+// V for the g samples from first: for each channel, its planes of the g samples (C planes apart), their
+// tiles side by side. Channel outer (here and in the other loops over a group): consecutive channels extend
+// the same 16 runs of V or M.
 void transform_group_input(const dpt_op_call &call, const Shape &s, const Scratch &sc, size_t first,
                            size_t g) {
   const size_t tiles = g * s.tiles(), stride = v_stride(s, tiles);
-  for (size_t c = 0; c < s.c; ++c)
-    for (size_t i = 0; i < g; ++i) {
-      const float *x = in(call) + ((first + i) * s.c + c) * s.plane();
-      const size_t at = c * tiles + i * s.tiles();
-      if (sc.bf16)
-        transforms().input_bf16(s.image, x, sc.v16() + at, stride, sc.rows);
-      else
-        transforms().input(s.image, x, sc.v + at, stride, sc.rows);
-    }
+  const Planes planes{g, s.c * s.plane()};
+  for (size_t c = 0; c < s.c; ++c) {
+    const float *x = in(call) + (first * s.c + c) * s.plane();
+    if (sc.bf16)
+      transforms().input_bf16(s.image, planes, x, sc.v16() + c * tiles, stride, sc.rows);
+    else
+      transforms().input(s.image, planes, x, sc.v + c * tiles, stride, sc.rows);
+  }
 }
 
 // C_p = U_p B_p for a group of n tiles: forward M = U V (b = V), backward dV = U^T dM (b = dM, c in V's
@@ -210,15 +210,14 @@ void multiply_group(const Scratch &sc, size_t n, const float *b, size_t b_block,
 void transform_group_output_gradient(const dpt_op_call &call, const Shape &s, const Scratch &sc, size_t first,
                                      size_t g) {
   const size_t tiles = g * s.tiles(), stride = m_stride(s, tiles);
-  for (size_t o = 0; o < s.out_c; ++o)
-    for (size_t i = 0; i < g; ++i) {
-      const float *g_plane = dy(call) + ((first + i) * s.out_c + o) * s.plane();
-      const size_t at = o * tiles + i * s.tiles();
-      if (sc.bf16)
-        transforms().output_gradient_bf16(s.image, g_plane, sc.m16() + at, stride, sc.rows);
-      else
-        transforms().output_gradient(s.image, g_plane, sc.m + at, stride, sc.rows);
-    }
+  const Planes planes{g, s.out_c * s.plane()};
+  for (size_t o = 0; o < s.out_c; ++o) {
+    const float *g_planes = dy(call) + (first * s.out_c + o) * s.plane();
+    if (sc.bf16)
+      transforms().output_gradient_bf16(s.image, planes, g_planes, sc.m16() + o * tiles, stride, sc.rows);
+    else
+      transforms().output_gradient(s.image, planes, g_planes, sc.m + o * tiles, stride, sc.rows);
+  }
 }
 
 }  // namespace
@@ -255,10 +254,8 @@ void forward(const dpt_op_call &call) {
     transform_group_input(call, s, sc, first, g);
     multiply_group(sc, tiles, sc.v, v_stride(s, tiles), sc.m, m_stride(s, tiles));
     for (size_t o = 0; o < s.out_c; ++o)
-      for (size_t i = 0; i < g; ++i)
-        transforms().output(s.image, sc.m + o * tiles + i * s.tiles(), m_stride(s, tiles),
-                            b != nullptr ? b[o] : 0.0f, out(call) + ((first + i) * s.out_c + o) * s.plane(),
-                            sc.rows);
+      transforms().output(s.image, Planes{g, s.out_c * s.plane()}, sc.m + o * tiles, m_stride(s, tiles),
+                          b != nullptr ? b[o] : 0.0f, out(call) + (first * s.out_c + o) * s.plane(), sc.rows);
   }
 }
 
@@ -282,9 +279,8 @@ void backward(const dpt_op_call &call) {
     if (d != nullptr) {
       multiply_group(sc, tiles, sc.m, m_stride(s, tiles), sc.v, v_stride(s, tiles));
       for (size_t c = 0; c < s.c; ++c)
-        for (size_t i = 0; i < g; ++i)
-          transforms().input_gradient(s.image, sc.v + c * tiles + i * s.tiles(), v_stride(s, tiles),
-                                      d + ((first + i) * s.c + c) * s.plane(), sc.rows);
+        transforms().input_gradient(s.image, Planes{g, s.c * s.plane()}, sc.v + c * tiles, v_stride(s, tiles),
+                                    d + (first * s.c + c) * s.plane(), sc.rows);
     }
   }
   if (dw != nullptr) transforms().weight_gradient(s.out_c * s.c, sc.du, u_stride(s), dw);

@@ -31,29 +31,41 @@ inline size_t split_row_floats(const Plane &p) {
   return (p.tiles_x() + 15) / 16 * 16 + 16;
 }
 
-// The floats of working room (`rows` below) either implementation needs for one plane.
-size_t plane_rows_floats(const Plane &p);
+// Planes of one shape that a transform takes in one call: `count` of them, plane i at [i * apart] of its
+// tensor (the samples of a group, one channel's planes); their tiles lie side by side in V and M, plane i's
+// from column i * tiles(). Narrow planes then fill a vector with the tile rows of several planes.
+struct Planes {
+  size_t count, apart;
+};
 
-// Point p of kernel k lies at [p * stride + k] of U (and dU); point p of tile (ty, tx) at [p * stride + ty *
-// tiles_x + tx] of V or M (and of their gradients).
+// The floats of working room (`rows` below) either implementation needs for `planes` planes.
+size_t plane_rows_floats(const Plane &p, size_t planes);
+
+// Point p of kernel k lies at [p * stride + k] of U (and dU); point p of tile (ty, tx) of plane i at
+// [p * stride + i * tiles + ty * tiles_x + tx] of V or M (and of their gradients).
 struct Transforms {
   // U = G g G^T for each of the 3x3 kernels at w (9 floats each). G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0
   // 1].
   void (*weights)(size_t kernels, const float *w, float *u, size_t stride);
   // dW += G^T dU G for each kernel, the reverse of weights.
   void (*weight_gradient)(size_t kernels, const float *du, size_t stride, float *dw);
-  // V = B^T d B for every tile of the input plane x.
-  void (*input)(const Plane &s, const float *x, float *v, size_t stride, float *rows);
-  // y = bias + A^T M A for every tile of the output plane y.
-  void (*output)(const Plane &s, const float *m, size_t stride, float bias, float *y, float *rows);
-  // dM = A dY A^T for every tile of the output-gradient plane dy.
-  void (*output_gradient)(const Plane &s, const float *dy, float *m, size_t stride, float *rows);
-  // dx = the sum over tiles of B dV B^T, each at its 4x4 patch (overlapping by two rows and columns).
-  void (*input_gradient)(const Plane &s, const float *v, size_t stride, float *dx, float *rows);
+  // V = B^T d B for every tile of the input planes x.
+  void (*input)(const Plane &s, Planes planes, const float *x, float *v, size_t stride, float *rows);
+  // y = bias + A^T M A for every tile of the output planes y.
+  void (*output)(const Plane &s, Planes planes, const float *m, size_t stride, float bias, float *y,
+                 float *rows);
+  // dM = A dY A^T for every tile of the output-gradient planes dy.
+  void (*output_gradient)(const Plane &s, Planes planes, const float *dy, float *m, size_t stride,
+                          float *rows);
+  // dx = the sum over tiles of B dV B^T, each at its 4x4 patch (overlapping by two rows and columns), for
+  // the planes dx.
+  void (*input_gradient)(const Plane &s, Planes planes, const float *v, size_t stride, float *dx,
+                         float *rows);
   // input and output_gradient writing their values rounded to bfloat16 (core/float16.hpp's to_bf16): the
   // operands of bf16 GEMMs, half the bytes. Null where the CPU has no AVX512_BF16 (and in the portable set).
-  void (*input_bf16)(const Plane &s, const float *x, uint16_t *v, size_t stride, float *rows);
-  void (*output_gradient_bf16)(const Plane &s, const float *dy, uint16_t *m, size_t stride, float *rows);
+  void (*input_bf16)(const Plane &s, Planes planes, const float *x, uint16_t *v, size_t stride, float *rows);
+  void (*output_gradient_bf16)(const Plane &s, Planes planes, const float *dy, uint16_t *m, size_t stride,
+                               float *rows);
 };
 
 const Transforms &portable_transforms();

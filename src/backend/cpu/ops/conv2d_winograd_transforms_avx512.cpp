@@ -1,101 +1,51 @@
 // The transforms in AVX-512, 16 kernels or 16 tiles of a row at a time: the portable loops' operations in
-// their order, on vectors. A row's even and odd columns go to separate lanes (a tile's columns 2t .. 2t + 3
-// are then lanes t and t + 1 of the even and odd halves: the second pair is the same halves read one float
-// later). Loads past a plane's edge are masked to zeros, as the portable loops' zero border; stores past it
-// are masked off.
-#include <immintrin.h>
-
+// their order, on vectors; narrow planes (at most 7 tiles a row) go to conv2d_winograd_narrow_avx512.cpp,
+// which fills the lanes with the tile rows of several planes. A row's even and odd columns go to separate
+// lanes (a tile's columns 2t .. 2t + 3 are then lanes t and t + 1 of the even and odd halves: the second pair
+// is the same halves read one float later). Loads past a plane's edge are masked to zeros, as the portable
+// loops' zero border; stores past it are masked off.
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cpu/gemm/cpu_features.hpp"
-#include "backend/cpu/ops/conv2d_winograd_transforms.hpp"
-
-#define DPT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-// The transforms that write bfloat16 (a bf16 GEMM's operands), where the CPU has AVX512_BF16.
-#define DPT_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#include "backend/cpu/ops/conv2d_winograd_avx512.hpp"
 
 namespace dpt::cpu::winograd {
 
 namespace {
 
-constexpr size_t kLanes = 16;
-constexpr size_t kPoints = 16;
+using namespace avx512;
 
-DPT_AVX512 inline __mmask16 first_lanes(size_t n) {
-  return n >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
-}
-
-// 16 floats of a row of width w from column `from` on, zeros past w.
-DPT_AVX512 inline __m512 load_row(const float *row, size_t from, size_t w) {
-  return from < w ? _mm512_maskz_loadu_ps(first_lanes(w - from), row + from) : _mm512_setzero_ps();
-}
-
-DPT_AVX512 inline void store_row(float *row, size_t from, size_t w, __m512 x) {
-  if (from < w) _mm512_mask_storeu_ps(row + from, first_lanes(w - from), x);
-}
-
-// The even (odd) columns of the 32 floats lo, hi.
-DPT_AVX512 inline __m512 even_of(__m512 lo, __m512 hi) {
-  return _mm512_permutex2var_ps(
-      lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
-}
-DPT_AVX512 inline __m512 odd_of(__m512 lo, __m512 hi) {
-  return _mm512_permutex2var_ps(
-      lo, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hi);
-}
-// The first (last) 16 floats of a, b interleaved: a0 b0 a1 b1 ...
-DPT_AVX512 inline __m512 interleave_low(__m512 a, __m512 b) {
-  return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
-                                b);
-}
-DPT_AVX512 inline __m512 interleave_high(__m512 a, __m512 b) {
-  return _mm512_permutex2var_ps(
-      a, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b);
-}
-
-// -x exactly (the sign flipped, as the portable loops' unary minus; 0 - x would turn -0 into +0).
-DPT_AVX512 inline __m512 negate(__m512 x) {
-  return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f));
-}
-
-DPT_AVX512 inline __m512 half_of(__m512 x) {
-  return _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
-}
-DPT_AVX512 inline __m512 add(__m512 a, __m512 b) {
-  return _mm512_add_ps(a, b);
-}
-DPT_AVX512 inline __m512 sub(__m512 a, __m512 b) {
-  return _mm512_sub_ps(a, b);
-}
-
-// The 16 points of the tiles at `at` (16 runs stride floats apart), zeros past the tiles.
-DPT_AVX512 inline void load_points(const float *at, size_t stride, __mmask16 tiles, __m512 (&q)[kPoints]) {
-  for (size_t p = 0; p < kPoints; ++p) q[p] = _mm512_maskz_loadu_ps(tiles, at + p * stride);
-}
-
-// Row a of B^T d over the four rows d0 .. d3 (B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]).
-DPT_AVX512 inline __m512 bt_row(const __m512 d[4], size_t a) {
-  switch (a) {
-    case 0:
-      return sub(d[0], d[2]);
-    case 1:
-      return add(d[1], d[2]);
-    case 2:
-      return sub(d[2], d[1]);
-    default:
-      return sub(d[1], d[3]);
+// Float j of the 16 kernels from `first` (fewer at the end: the lanes past them hold anything), lane b
+// kernel first + b: the kernels' 144 floats loaded whole, then moved into lanes by permutations of
+// consecutive pairs of their nine vectors (the index 9b + j mod 32 picks within a pair; lane b takes the pair
+// holding its float). Nine gathers per 16 kernels took 1.75x as long on Zen 4 (performance-notes, 16).
+DPT_AVX512 inline void kernel_floats(const float *w, size_t first, size_t count, __m512 (&g)[9]) {
+  __m512 r[10];
+  const size_t floats = 9 * count;
+  for (size_t i = 0; i < 9; ++i)
+    r[i] = floats > kLanes * i
+               ? _mm512_maskz_loadu_ps(first_lanes(floats - kLanes * i), w + 9 * first + kLanes * i)
+               : _mm512_setzero_ps();
+  r[9] = _mm512_setzero_ps();
+  const __m512i nine_apart = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(9));
+  for (size_t j = 0; j < 9; ++j) {
+    const __m512i index = _mm512_add_epi32(nine_apart, _mm512_set1_epi32(int(j)));
+    const __m512i pair = _mm512_srli_epi32(index, 5);
+    g[j] = _mm512_permutex2var_ps(r[0], index, r[1]);
+    for (int k = 1; k < 5; ++k)
+      g[j] = _mm512_mask_mov_ps(g[j], _mm512_cmpeq_epi32_mask(pair, _mm512_set1_epi32(k)),
+                                _mm512_permutex2var_ps(r[2 * k], index, r[2 * k + 1]));
   }
 }
 
-// U = G g G^T for 16 kernels at once, lane b kernel first + b (its 9 floats gathered 9 apart).
+// U = G g G^T for 16 kernels at once, lane b kernel first + b.
 DPT_AVX512 void weights(size_t kernels, const float *w, float *u, size_t stride) {
-  const __m512i nine_apart = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(9));
   for (size_t first = 0; first < kernels; first += kLanes) {
     const __mmask16 lanes = first_lanes(kernels - first);
     __m512 g[9];
-    for (size_t j = 0; j < 9; ++j)
-      g[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, nine_apart, w + 9 * first + j, 4);
+    kernel_floats(w, first, std::min(kLanes, kernels - first), g);
     __m512 t[4][3];  // G g
     for (size_t j = 0; j < 3; ++j) {
       t[0][j] = g[j];
@@ -113,9 +63,30 @@ DPT_AVX512 void weights(size_t kernels, const float *w, float *u, size_t stride)
   }
 }
 
-// dW += G^T dU G for 16 kernels at once; the 9 sums of each kernel then added to dW one by one.
+// The inverse of kernel_floats' move: float f of 16 kernels' 144 (kernel b = f / 9, its float e = f % 9)
+// comes from lane b of vector e, picked by a permutation of the pair of vectors holding e and blended in.
+struct FlatFloats {
+  alignas(64) int32_t index[9][kLanes];  // vector i of the 144 floats: lane b + 16 (e % 2) of pair e / 2
+  uint16_t pair[9][5];                   // the lanes each pair supplies
+};
+
+const FlatFloats &flat_floats() {
+  static const FlatFloats table = [] {
+    FlatFloats t{};
+    for (size_t f = 0; f < 9 * kLanes; ++f) {
+      const size_t e = f % 9, b = f / 9;
+      t.index[f / kLanes][f % kLanes] = int32_t(b + kLanes * (e % 2));
+      t.pair[f / kLanes][e / 2] = uint16_t(t.pair[f / kLanes][e / 2] | 1u << (f % kLanes));
+    }
+    return t;
+  }();
+  return table;
+}
+
+// dW += G^T dU G for 16 kernels at once: the 9 sums of each kernel moved back into the kernels' order and
+// added to dW a vector at a time (each float of dW takes one addition, as in the portable loop).
 DPT_AVX512 void weight_gradient(size_t kernels, const float *du, size_t stride, float *dw) {
-  alignas(64) float sums[9][kLanes];
+  const FlatFloats &flat = flat_floats();
   for (size_t first = 0; first < kernels; first += kLanes) {
     const size_t count = kernels - first < kLanes ? kernels - first : kLanes;
     const __mmask16 lanes = first_lanes(count);
@@ -127,13 +98,24 @@ DPT_AVX512 void weight_gradient(size_t kernels, const float *du, size_t stride, 
       t[1][j] = half_of(sub(d[4 + j], d[8 + j]));
       t[2][j] = add(half_of(add(d[4 + j], d[8 + j])), d[12 + j]);
     }
+    __m512 sums[10];
     for (size_t i = 0; i < 3; ++i) {
-      _mm512_store_ps(sums[3 * i + 0], add(t[i][0], half_of(add(t[i][1], t[i][2]))));
-      _mm512_store_ps(sums[3 * i + 1], half_of(sub(t[i][1], t[i][2])));
-      _mm512_store_ps(sums[3 * i + 2], add(half_of(add(t[i][1], t[i][2])), t[i][3]));
+      sums[3 * i + 0] = add(t[i][0], half_of(add(t[i][1], t[i][2])));
+      sums[3 * i + 1] = half_of(sub(t[i][1], t[i][2]));
+      sums[3 * i + 2] = add(half_of(add(t[i][1], t[i][2])), t[i][3]);
     }
-    for (size_t b = 0; b < count; ++b)
-      for (size_t e = 0; e < 9; ++e) dw[9 * (first + b) + e] += sums[e][b];
+    sums[9] = _mm512_setzero_ps();
+    float *out = dw + 9 * first;
+    for (size_t i = 0; i < 9 && kLanes * i < 9 * count; ++i) {
+      const __m512i index = _mm512_load_si512(flat.index[i]);
+      __m512 v = _mm512_permutex2var_ps(sums[0], index, sums[1]);
+      for (size_t k = 1; k < 5; ++k)
+        v = _mm512_mask_mov_ps(v, flat.pair[i][k],
+                               _mm512_permutex2var_ps(sums[2 * k], index, sums[2 * k + 1]));
+      const __mmask16 floats = first_lanes(9 * count - kLanes * i);
+      _mm512_mask_storeu_ps(out + kLanes * i, floats,
+                            add(_mm512_maskz_loadu_ps(floats, out + kLanes * i), v));
+    }
   }
 }
 
@@ -163,7 +145,6 @@ DPT_AVX512 void split_plane(const Plane &s, const float *x, float *even, float *
 // The 16 points q of the 16 tiles from k of tile row ty (the split plane's rows from 2 ty).
 DPT_AVX512 inline void input_points(const float *even, const float *odd, size_t n, size_t ty, size_t k,
                                     __m512 (&q)[kPoints]) {
-  // Columns 0 .. 3 of the tiles' patches (e0 e1 e2 e3 of the portable loop) in four rows.
   __m512 c0[4], c1[4], c2[4], c3[4];
   for (size_t r = 0; r < 4; ++r) {
     const float *e = even + (2 * ty + r) * n + k, *o = odd + (2 * ty + r) * n + k;
@@ -172,16 +153,10 @@ DPT_AVX512 inline void input_points(const float *even, const float *odd, size_t 
     c2[r] = _mm512_loadu_ps(e + 1);
     c3[r] = _mm512_loadu_ps(o + 1);
   }
-  for (size_t a = 0; a < 4; ++a) {
-    const __m512 e0 = bt_row(c0, a), e1 = bt_row(c1, a), e2 = bt_row(c2, a), e3 = bt_row(c3, a);
-    q[4 * a + 0] = sub(e0, e2);
-    q[4 * a + 1] = add(e1, e2);
-    q[4 * a + 2] = sub(e2, e1);
-    q[4 * a + 3] = sub(e1, e3);
-  }
+  input_points_of(c0, c1, c2, c3, q);
 }
 
-DPT_AVX512 void input(const Plane &s, const float *x, float *v, size_t stride, float *rows) {
+DPT_AVX512 void input_plane(const Plane &s, const float *x, float *v, size_t stride, float *rows) {
   const size_t n = split_row_floats(s), tiles_x = s.tiles_x();
   float *even = rows, *odd = rows + s.padded_h() * n;
   split_plane(s, x, even, odd);
@@ -195,12 +170,8 @@ DPT_AVX512 void input(const Plane &s, const float *x, float *v, size_t stride, f
     }
 }
 
-// x rounded to bfloat16 (VCVTNEPS2BF16: core/float16.hpp's to_bf16) into the lanes of `tiles` at to.
-DPT_AVX512_BF16 inline void store_bf16(uint16_t *to, __mmask16 tiles, __m512 x) {
-  _mm256_mask_storeu_epi16(to, tiles, (__m256i)_mm512_cvtneps_pbh(x));
-}
-
-DPT_AVX512_BF16 void input_bf16(const Plane &s, const float *x, uint16_t *v, size_t stride, float *rows) {
+DPT_AVX512_BF16 void input_bf16_plane(const Plane &s, const float *x, uint16_t *v, size_t stride,
+                                      float *rows) {
   const size_t n = split_row_floats(s), tiles_x = s.tiles_x();
   float *even = rows, *odd = rows + s.padded_h() * n;
   split_plane(s, x, even, odd);
@@ -213,7 +184,7 @@ DPT_AVX512_BF16 void input_bf16(const Plane &s, const float *x, uint16_t *v, siz
     }
 }
 
-DPT_AVX512 void output(const Plane &s, const float *m, size_t stride, float bias, float *y, float *) {
+DPT_AVX512 void output_plane(const Plane &s, const float *m, size_t stride, float bias, float *y, float *) {
   const size_t tiles_x = s.tiles_x();
   const __m512 b = _mm512_set1_ps(bias);
   for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
@@ -249,18 +220,10 @@ DPT_AVX512 inline void output_gradient_points(const Plane &s, const float *dy, s
   const __m512 lo0 = load_row(g0, 2 * k, s.w), hi0 = load_row(g0, 2 * k + kLanes, s.w);
   const __m512 lo1 = second_row ? load_row(g1, 2 * k, s.w) : _mm512_setzero_ps();
   const __m512 hi1 = second_row ? load_row(g1, 2 * k + kLanes, s.w) : _mm512_setzero_ps();
-  const __m512 a0 = even_of(lo0, hi0), a1 = odd_of(lo0, hi0), b0 = even_of(lo1, hi1), b1 = odd_of(lo1, hi1);
-  const __m512 x0[4] = {a0, add(a0, b0), sub(a0, b0), negate(b0)};
-  const __m512 x1[4] = {a1, add(a1, b1), sub(a1, b1), negate(b1)};
-  for (size_t r = 0; r < 4; ++r) {
-    q[4 * r + 0] = x0[r];
-    q[4 * r + 1] = add(x0[r], x1[r]);
-    q[4 * r + 2] = sub(x0[r], x1[r]);
-    q[4 * r + 3] = negate(x1[r]);
-  }
+  output_gradient_points_of(even_of(lo0, hi0), odd_of(lo0, hi0), even_of(lo1, hi1), odd_of(lo1, hi1), q);
 }
 
-DPT_AVX512 void output_gradient(const Plane &s, const float *dy, float *m, size_t stride, float *) {
+DPT_AVX512 void output_gradient_plane(const Plane &s, const float *dy, float *m, size_t stride, float *) {
   const size_t tiles_x = s.tiles_x();
   for (size_t ty = 0; ty < s.tiles_y(); ++ty)
     for (size_t k = 0; k < tiles_x; k += kLanes) {
@@ -272,8 +235,8 @@ DPT_AVX512 void output_gradient(const Plane &s, const float *dy, float *m, size_
     }
 }
 
-DPT_AVX512_BF16 void output_gradient_bf16(const Plane &s, const float *dy, uint16_t *m, size_t stride,
-                                          float *) {
+DPT_AVX512_BF16 void output_gradient_bf16_plane(const Plane &s, const float *dy, uint16_t *m, size_t stride,
+                                                float *) {
   const size_t tiles_x = s.tiles_x();
   for (size_t ty = 0; ty < s.tiles_y(); ++ty)
     for (size_t k = 0; k < tiles_x; k += kLanes) {
@@ -295,7 +258,7 @@ DPT_AVX512 inline void sub_from(float *p, __mmask16 tiles, __m512 x) {
 // The patches accumulate in a zero-bordered plane split as split_plane's. A padded column 2k takes tile
 // k - 1's third column, then tile k's first; 2k + 1 tile k - 1's fourth, then tile k's second: the order of
 // the portable loop, which goes through the tiles one after another.
-DPT_AVX512 void input_gradient(const Plane &s, const float *v, size_t stride, float *dx, float *rows) {
+DPT_AVX512 void input_gradient_plane(const Plane &s, const float *v, size_t stride, float *dx, float *rows) {
   const size_t n = split_row_floats(s), tiles_x = s.tiles_x();
   float *even = rows, *odd = rows + s.padded_h() * n;
   for (size_t i = 0; i < 2 * s.padded_h() * n; i += kLanes) _mm512_storeu_ps(rows + i, _mm512_setzero_ps());
@@ -330,6 +293,48 @@ DPT_AVX512 void input_gradient(const Plane &s, const float *v, size_t stride, fl
       store_row(row, 2 * j + kLanes, s.w, interleave_high(left, right));
     }
   }
+}
+
+// The transforms' entries: narrow planes together, wide ones one after another.
+DPT_AVX512 void input(const Plane &s, Planes planes, const float *x, float *v, size_t stride, float *rows) {
+  if (narrow(s)) return input_narrow(s, planes, x, v, stride);
+  for (size_t i = 0; i < planes.count; ++i)
+    input_plane(s, x + i * planes.apart, v + i * s.tiles(), stride, rows);
+}
+
+DPT_AVX512_BF16 void input_bf16(const Plane &s, Planes planes, const float *x, uint16_t *v, size_t stride,
+                                float *rows) {
+  if (narrow(s)) return input_bf16_narrow(s, planes, x, v, stride);
+  for (size_t i = 0; i < planes.count; ++i)
+    input_bf16_plane(s, x + i * planes.apart, v + i * s.tiles(), stride, rows);
+}
+
+DPT_AVX512 void output(const Plane &s, Planes planes, const float *m, size_t stride, float bias, float *y,
+                       float *rows) {
+  if (narrow(s)) return output_narrow(s, planes, m, stride, bias, y);
+  for (size_t i = 0; i < planes.count; ++i)
+    output_plane(s, m + i * s.tiles(), stride, bias, y + i * planes.apart, rows);
+}
+
+DPT_AVX512 void output_gradient(const Plane &s, Planes planes, const float *dy, float *m, size_t stride,
+                                float *rows) {
+  if (narrow(s)) return output_gradient_narrow(s, planes, dy, m, stride);
+  for (size_t i = 0; i < planes.count; ++i)
+    output_gradient_plane(s, dy + i * planes.apart, m + i * s.tiles(), stride, rows);
+}
+
+DPT_AVX512_BF16 void output_gradient_bf16(const Plane &s, Planes planes, const float *dy, uint16_t *m,
+                                          size_t stride, float *rows) {
+  if (narrow(s)) return output_gradient_bf16_narrow(s, planes, dy, m, stride);
+  for (size_t i = 0; i < planes.count; ++i)
+    output_gradient_bf16_plane(s, dy + i * planes.apart, m + i * s.tiles(), stride, rows);
+}
+
+DPT_AVX512 void input_gradient(const Plane &s, Planes planes, const float *v, size_t stride, float *dx,
+                               float *rows) {
+  if (narrow(s)) return input_gradient_narrow(s, planes, v, stride, dx, rows);
+  for (size_t i = 0; i < planes.count; ++i)
+    input_gradient_plane(s, v + i * s.tiles(), stride, dx + i * planes.apart, rows);
 }
 
 }  // namespace

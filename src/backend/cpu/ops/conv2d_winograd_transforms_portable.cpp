@@ -70,7 +70,7 @@ void weight_gradient(size_t kernels, const float *du, size_t stride, float *dw) 
 // zero-bordered plane, then 4 rows for B^T d. Plain loops rather than std::fill/copy_n: the rows are short
 // (4 floats in ResNet's last stage) and a library call per row costs more than the copy (the file is
 // compiled without loop-to-call conversion).
-DPT_CLONES void input(const Plane &s, const float *x, float *v, size_t stride, float *rows) {
+DPT_CLONES void input_plane(const Plane &s, const float *x, float *v, size_t stride, float *rows) {
   const size_t pw = s.padded_w(), ph = s.padded_h(), tiles_x = s.tiles_x();
   float *__restrict d = rows, *__restrict t = rows + ph * pw;
   for (size_t i = 0; i < pw; ++i) d[i] = 0.0f;
@@ -107,7 +107,8 @@ DPT_CLONES void input(const Plane &s, const float *x, float *v, size_t stride, f
 }
 
 // y = bias + A^T M A for every tile of one output plane. A^T = [1 1 1 0; 0 1 -1 -1]. rows: 2 padded rows.
-DPT_CLONES void output(const Plane &s, const float *m, size_t stride, float bias, float *y, float *rows) {
+DPT_CLONES void output_plane(const Plane &s, const float *m, size_t stride, float bias, float *y,
+                             float *rows) {
   const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
   float *__restrict y0 = rows, *__restrict y1 = rows + pw;
   for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
@@ -133,7 +134,7 @@ DPT_CLONES void output(const Plane &s, const float *m, size_t stride, float bias
 
 // dM = A dY A^T for every tile of one output-gradient plane dy (zeros past its edge), laid out as output
 // reads M. A = [1 0; 1 1; 1 -1; 0 -1]. rows: 2 padded rows.
-DPT_CLONES void output_gradient(const Plane &s, const float *dy, float *m, size_t stride, float *rows) {
+DPT_CLONES void output_gradient_plane(const Plane &s, const float *dy, float *m, size_t stride, float *rows) {
   const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
   float *g0 = rows, *g1 = rows + pw;
   for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
@@ -159,7 +160,7 @@ DPT_CLONES void output_gradient(const Plane &s, const float *dy, float *m, size_
 
 // dx = the sum over tiles of B dV B^T, each at its patch (rows and columns 2t - 1 .. 2t + 2), accumulated
 // in the zero-bordered plane pad and copied out. B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1].
-DPT_CLONES void input_gradient(const Plane &s, const float *v, size_t stride, float *dx, float *pad) {
+DPT_CLONES void input_gradient_plane(const Plane &s, const float *v, size_t stride, float *dx, float *pad) {
   const size_t pw = s.padded_w(), tiles_x = s.tiles_x();
   for (size_t i = 0; i < s.padded_h() * pw; ++i) pad[i] = 0.0f;
   for (size_t ty = 0; ty < s.tiles_y(); ++ty) {
@@ -188,11 +189,31 @@ DPT_CLONES void input_gradient(const Plane &s, const float *v, size_t stride, fl
     for (size_t i = 0; i < s.w; ++i) dx[y * s.w + i] = pad[(y + 1) * pw + 1 + i];
 }
 
+// The planes one after another.
+void input(const Plane &s, Planes planes, const float *x, float *v, size_t stride, float *rows) {
+  for (size_t i = 0; i < planes.count; ++i)
+    input_plane(s, x + i * planes.apart, v + i * s.tiles(), stride, rows);
+}
+void output(const Plane &s, Planes planes, const float *m, size_t stride, float bias, float *y, float *rows) {
+  for (size_t i = 0; i < planes.count; ++i)
+    output_plane(s, m + i * s.tiles(), stride, bias, y + i * planes.apart, rows);
+}
+void output_gradient(const Plane &s, Planes planes, const float *dy, float *m, size_t stride, float *rows) {
+  for (size_t i = 0; i < planes.count; ++i)
+    output_gradient_plane(s, dy + i * planes.apart, m + i * s.tiles(), stride, rows);
+}
+void input_gradient(const Plane &s, Planes planes, const float *v, size_t stride, float *dx, float *rows) {
+  for (size_t i = 0; i < planes.count; ++i)
+    input_gradient_plane(s, v + i * s.tiles(), stride, dx + i * planes.apart, rows);
+}
+
 }  // namespace
 
-size_t plane_rows_floats(const Plane &p) {
-  // The portable loops: the zero-bordered plane and 4 rows; AVX-512: each padded row split in two.
-  return std::max((p.padded_h() + 4) * p.padded_w(), 2 * p.padded_h() * split_row_floats(p));
+size_t plane_rows_floats(const Plane &p, size_t planes) {
+  // The portable loops: the zero-bordered plane and 4 rows; AVX-512: each padded row split in two, or (narrow
+  // planes) every plane's zero-bordered copy.
+  return std::max({(p.padded_h() + 4) * p.padded_w(), 2 * p.padded_h() * split_row_floats(p),
+                   planes * p.padded_h() * p.padded_w()});
 }
 
 const Transforms &portable_transforms() {
