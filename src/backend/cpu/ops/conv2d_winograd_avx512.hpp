@@ -117,6 +117,32 @@ DPT_AVX512_BF16 inline void store_bf16(uint16_t *to, __mmask16 tiles, __m512 x) 
   _mm256_mask_storeu_epi16(to, tiles, (__m256i)_mm512_cvtneps_pbh(x));
 }
 
+// y = bias + A^T M A for tiles whose 16 points are q: their output rows 0 and 1, each as the left (column
+// 2t) and right (2t + 1) values.
+struct OutputRows {
+  __m512 left0, right0, left1, right1;
+};
+
+DPT_AVX512 inline OutputRows output_rows_of(const __m512 (&q)[kPoints], __m512 bias) {
+  __m512 r0[4], r1[4];  // A^T M
+  for (size_t j = 0; j < 4; ++j) {
+    r0[j] = add(add(q[j], q[4 + j]), q[8 + j]);
+    r1[j] = sub(sub(q[4 + j], q[8 + j]), q[12 + j]);
+  }
+  return OutputRows{add(bias, add(add(r0[0], r0[1]), r0[2])), add(bias, sub(sub(r0[1], r0[2]), r0[3])),
+                    add(bias, add(add(r1[0], r1[1]), r1[2])), add(bias, sub(sub(r1[1], r1[2]), r1[3]))};
+}
+
+// B dV for tiles whose 16 points (of dV) are q: h[i][j], row i of the patch before the columns' B^T.
+DPT_AVX512 inline void input_gradient_rows_of(const __m512 (&q)[kPoints], __m512 (&h)[4][4]) {
+  for (size_t j = 0; j < 4; ++j) {
+    h[0][j] = q[j];
+    h[1][j] = add(sub(q[4 + j], q[8 + j]), q[12 + j]);
+    h[2][j] = sub(add(q[4 + j], q[8 + j]), q[j]);
+    h[3][j] = negate(q[12 + j]);
+  }
+}
+
 // Narrow planes (at most kNarrowTiles tiles a row) in conv2d_winograd_narrow_avx512.cpp: the transforms of
 // Transforms over all the planes of a call at once.
 constexpr size_t kNarrowTiles = 7;

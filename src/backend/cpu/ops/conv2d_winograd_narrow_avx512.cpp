@@ -118,6 +118,8 @@ DPT_AVX512 void input_narrow(const Plane &s, Planes planes, const float *x, floa
   }
 }
 
+// The loop again rather than a template over the stored type: the bfloat16 store needs the AVX512_BF16
+// target, which a function compiled for DPT_AVX512 cannot inline (the same holds for the output gradient's).
 DPT_AVX512_BF16 void input_bf16_narrow(const Plane &s, Planes planes, const float *x, uint16_t *v,
                                        size_t stride) {
   const Segments g = segments_of(s, planes.count);
@@ -203,20 +205,13 @@ DPT_AVX512 void output_narrow(const Plane &s, Planes planes, const float *m, siz
     const size_t count = std::min(g.per_vector, g.count - first);
     __m512 q[kPoints];
     load_points(m + first * g.width, stride, first_lanes(count * g.width), q);
-    __m512 r0[4], r1[4];  // A^T M
-    for (size_t j = 0; j < 4; ++j) {
-      r0[j] = add(add(q[j], q[4 + j]), q[8 + j]);
-      r1[j] = sub(sub(q[4 + j], q[8 + j]), q[12 + j]);
-    }
-    const __m512 left0 = add(b, add(add(r0[0], r0[1]), r0[2])),
-                 right0 = add(b, sub(sub(r0[1], r0[2]), r0[3]));
-    const __m512 left1 = add(b, add(add(r1[0], r1[1]), r1[2])),
-                 right1 = add(b, sub(sub(r1[1], r1[2]), r1[3]));
+    const OutputRows o = output_rows_of(q, b);
     for (size_t j = 0; j < count; ++j) {
       float *row = y + g.plane(first + j) * planes.apart + 2 * g.tile_row(first + j) * s.w;
-      _mm512_mask_storeu_ps(row, first_lanes(s.w), _mm512_permutex2var_ps(left0, rows[j], right0));
+      _mm512_mask_storeu_ps(row, first_lanes(s.w), _mm512_permutex2var_ps(o.left0, rows[j], o.right0));
       if (2 * g.tile_row(first + j) + 1 < s.h)
-        _mm512_mask_storeu_ps(row + s.w, first_lanes(s.w), _mm512_permutex2var_ps(left1, rows[j], right1));
+        _mm512_mask_storeu_ps(row + s.w, first_lanes(s.w),
+                              _mm512_permutex2var_ps(o.left1, rows[j], o.right1));
     }
   }
 }
@@ -243,12 +238,7 @@ DPT_AVX512 void input_gradient_narrow(const Plane &s, Planes planes, const float
     __m512 q[kPoints];
     load_points(v + first * g.width, stride, first_lanes(count * g.width), q);
     __m512 h[4][4];  // B dV
-    for (size_t j = 0; j < 4; ++j) {
-      h[0][j] = q[j];
-      h[1][j] = add(sub(q[4 + j], q[8 + j]), q[12 + j]);
-      h[2][j] = sub(add(q[4 + j], q[8 + j]), q[j]);
-      h[3][j] = negate(q[12 + j]);
-    }
+    input_gradient_rows_of(q, h);
     for (size_t i = 4; i-- > 0;) {
       // Columns 0 .. 3 of patch row i; the portable loop's `row[3] -= h3` as adding -h3 (the same bits).
       const __m512 p0 = h[i][0], p1 = add(sub(h[i][1], h[i][2]), h[i][3]);

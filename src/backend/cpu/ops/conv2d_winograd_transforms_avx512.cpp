@@ -192,21 +192,13 @@ DPT_AVX512 void output_plane(const Plane &s, const float *m, size_t stride, floa
       const __mmask16 tiles = first_lanes(tiles_x - k);
       __m512 q[kPoints];
       load_points(m + ty * tiles_x + k, stride, tiles, q);
-      __m512 r0[4], r1[4];  // A^T M
-      for (size_t j = 0; j < 4; ++j) {
-        r0[j] = add(add(q[j], q[4 + j]), q[8 + j]);
-        r1[j] = sub(sub(q[4 + j], q[8 + j]), q[12 + j]);
-      }
-      const __m512 left0 = add(b, add(add(r0[0], r0[1]), r0[2])),
-                   right0 = add(b, sub(sub(r0[1], r0[2]), r0[3]));
+      const OutputRows o = output_rows_of(q, b);
       float *row = y + 2 * ty * s.w;
-      store_row(row, 2 * k, s.w, interleave_low(left0, right0));
-      store_row(row, 2 * k + kLanes, s.w, interleave_high(left0, right0));
+      store_row(row, 2 * k, s.w, interleave_low(o.left0, o.right0));
+      store_row(row, 2 * k + kLanes, s.w, interleave_high(o.left0, o.right0));
       if (2 * ty + 1 < s.h) {
-        const __m512 left1 = add(b, add(add(r1[0], r1[1]), r1[2]));
-        const __m512 right1 = add(b, sub(sub(r1[1], r1[2]), r1[3]));
-        store_row(row + s.w, 2 * k, s.w, interleave_low(left1, right1));
-        store_row(row + s.w, 2 * k + kLanes, s.w, interleave_high(left1, right1));
+        store_row(row + s.w, 2 * k, s.w, interleave_low(o.left1, o.right1));
+        store_row(row + s.w, 2 * k + kLanes, s.w, interleave_high(o.left1, o.right1));
       }
     }
   }
@@ -268,12 +260,7 @@ DPT_AVX512 void input_gradient_plane(const Plane &s, const float *v, size_t stri
       __m512 q[kPoints];
       load_points(v + ty * tiles_x + k, stride, tiles, q);
       __m512 h[4][4];  // B dV
-      for (size_t j = 0; j < 4; ++j) {
-        h[0][j] = q[j];
-        h[1][j] = add(sub(q[4 + j], q[8 + j]), q[12 + j]);
-        h[2][j] = sub(add(q[4 + j], q[8 + j]), q[j]);
-        h[3][j] = negate(q[12 + j]);
-      }
+      input_gradient_rows_of(q, h);
       for (size_t i = 0; i < 4; ++i) {
         float *e = even + (2 * ty + i) * n + k, *o = odd + (2 * ty + i) * n + k;
         add_to(e + 1, tiles, sub(add(h[i][1], h[i][2]), h[i][0]));
