@@ -55,22 +55,42 @@ DPT_AVX512 inline void stack_row(Stacked &p, const Segments &g, size_t j, const 
   }
 }
 
-// Lane l of a vector as tile t = l % width of segment j = l / width: the index (into Stacked's 32 floats) of
-// its row's column 2t + offset, and the lanes where that column lies in 0 .. w - 1.
+// Lane l of a vector of segments `width` tiles wide: segment l / width, tile l % width (kLaneTiles), as
+// constants, so that a call's permutation indices take a few vector operations.
+struct LaneTiles {
+  alignas(64) int32_t segment[kNarrowTiles + 1][kLanes];
+  alignas(64) int32_t tile[kNarrowTiles + 1][kLanes];
+};
+
+constexpr LaneTiles lane_tiles() {
+  LaneTiles t{};
+  for (size_t width = 1; width <= kNarrowTiles; ++width)
+    for (size_t l = 0; l < kLanes; ++l) {
+      t.segment[width][l] = int32_t(l / width);
+      t.tile[width][l] = int32_t(l % width);
+    }
+  return t;
+}
+
+constexpr LaneTiles kLaneTiles = lane_tiles();
+
+// Lane l as tile t of segment j: the index (into Stacked's 32 floats) of its row's column 2t + offset, and
+// the lanes where that column lies in 0 .. w - 1 (lanes past the vector's last segment are never stored).
 struct TileColumn {
   __m512i index;
   __mmask16 inside;
 };
 
 DPT_AVX512 inline TileColumn tile_column(const Segments &g, int offset, size_t w) {
-  alignas(64) int32_t index[kLanes] = {};
-  unsigned inside = 0;
-  for (size_t l = 0; l < g.per_vector * g.width; ++l) {
-    const int c = 2 * int(l % g.width) + offset;
-    index[l] = int(2 * g.width * (l / g.width)) + (c < 0 ? 0 : c);
-    if (c >= 0 && size_t(c) < w) inside |= 1u << l;
-  }
-  return TileColumn{_mm512_load_si512(index), __mmask16(inside)};
+  // (Additions and masked moves rather than VPSLLD and VPMAXSD: GCC 12 warns that their intrinsics' unused
+  // pass-through operand is uninitialized.)
+  const __m512i segment = _mm512_load_si512(kLaneTiles.segment[g.width]);
+  const __m512i tile = _mm512_load_si512(kLaneTiles.tile[g.width]);
+  const __m512i column = _mm512_add_epi32(_mm512_add_epi32(tile, tile), _mm512_set1_epi32(offset));
+  const __mmask16 from_zero = _mm512_cmpge_epi32_mask(column, _mm512_setzero_si512());
+  const __mmask16 inside = from_zero & _mm512_cmplt_epi32_mask(column, _mm512_set1_epi32(int(w)));
+  const __m512i start = _mm512_mullo_epi32(segment, _mm512_set1_epi32(int(2 * g.width)));
+  return TileColumn{_mm512_add_epi32(start, _mm512_maskz_mov_epi32(from_zero, column)), inside};
 }
 
 DPT_AVX512 inline __m512 columns_of(const Stacked &p, const TileColumn &c) {
@@ -183,14 +203,13 @@ DPT_AVX512_BF16 void output_gradient_bf16_narrow(const Plane &s, Planes planes, 
 namespace {
 
 // Lane c of a row of segment j's tiles, from two vectors of tile values: tile c / 2 - shift of the segment,
-// from the first vector for even c, the second for odd c (permutex2var's index).
+// from the first vector for even c, the second for odd c (permutex2var's index; the lanes before the
+// segment's first tile get an index of some other lane, for the caller's mask to drop).
 DPT_AVX512 inline __m512i row_of_tiles(const Segments &g, size_t j, int shift) {
-  alignas(64) int32_t index[kLanes];
-  for (int c = 0; c < int(kLanes); ++c) {
-    const int t = c / 2 - shift;
-    index[c] = (c & 1) * int(kLanes) + (t < 0 ? 0 : int(j * g.width) + t) % int(kLanes);
-  }
-  return _mm512_load_si512(index);
+  const __m512i half = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  const __m512i second = _mm512_setr_epi32(0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16);
+  const __m512i tile = _mm512_add_epi32(half, _mm512_set1_epi32(int(j * g.width) - shift));
+  return _mm512_or_si512(second, _mm512_and_si512(tile, _mm512_set1_epi32(15)));
 }
 
 }  // namespace
@@ -199,8 +218,6 @@ DPT_AVX512 void output_narrow(const Plane &s, Planes planes, const float *m, siz
                               float *y) {
   const Segments g = segments_of(s, planes.count);
   const __m512 b = _mm512_set1_ps(bias);
-  __m512i rows[kLanes];  // row_of_tiles of segment j
-  for (size_t j = 0; j < g.per_vector; ++j) rows[j] = row_of_tiles(g, j, 0);
   for (size_t first = 0; first < g.count; first += g.per_vector) {
     const size_t count = std::min(g.per_vector, g.count - first);
     __m512 q[kPoints];
@@ -208,10 +225,11 @@ DPT_AVX512 void output_narrow(const Plane &s, Planes planes, const float *m, siz
     const OutputRows o = output_rows_of(q, b);
     for (size_t j = 0; j < count; ++j) {
       float *row = y + g.plane(first + j) * planes.apart + 2 * g.tile_row(first + j) * s.w;
-      _mm512_mask_storeu_ps(row, first_lanes(s.w), _mm512_permutex2var_ps(o.left0, rows[j], o.right0));
+      _mm512_mask_storeu_ps(row, first_lanes(s.w),
+                            _mm512_permutex2var_ps(o.left0, row_of_tiles(g, j, 0), o.right0));
       if (2 * g.tile_row(first + j) + 1 < s.h)
         _mm512_mask_storeu_ps(row + s.w, first_lanes(s.w),
-                              _mm512_permutex2var_ps(o.left1, rows[j], o.right1));
+                              _mm512_permutex2var_ps(o.left1, row_of_tiles(g, j, 0), o.right1));
     }
   }
 }
@@ -228,11 +246,6 @@ DPT_AVX512 void input_gradient_narrow(const Plane &s, Planes planes, const float
     _mm512_mask_storeu_ps(pad + i, first_lanes(planes.count * ph * pw - i), _mm512_setzero_ps());
   const __mmask16 before = __mmask16(((1u << (2 * g.width)) - 1u) << 2);  // columns 2 .. 2 width + 1
   const __mmask16 own = first_lanes(2 * g.width);                         // columns 0 .. 2 width - 1
-  __m512i previous[kLanes], current[kLanes];
-  for (size_t j = 0; j < g.per_vector; ++j) {
-    previous[j] = row_of_tiles(g, j, 1);
-    current[j] = row_of_tiles(g, j, 0);
-  }
   for (size_t first = 0; first < g.count; first += g.per_vector) {
     const size_t count = std::min(g.per_vector, g.count - first);
     __m512 q[kPoints];
@@ -246,8 +259,8 @@ DPT_AVX512 void input_gradient_narrow(const Plane &s, Planes planes, const float
       for (size_t j = 0; j < count; ++j) {
         float *row = pad + (g.plane(first + j) * ph + 2 * g.tile_row(first + j) + i) * pw;
         __m512 acc = _mm512_maskz_loadu_ps(first_lanes(pw), row);
-        acc = _mm512_mask_add_ps(acc, before, acc, _mm512_permutex2var_ps(p2, previous[j], p3));
-        acc = _mm512_mask_add_ps(acc, own, acc, _mm512_permutex2var_ps(p0, current[j], p1));
+        acc = _mm512_mask_add_ps(acc, before, acc, _mm512_permutex2var_ps(p2, row_of_tiles(g, j, 1), p3));
+        acc = _mm512_mask_add_ps(acc, own, acc, _mm512_permutex2var_ps(p0, row_of_tiles(g, j, 0), p1));
         _mm512_mask_storeu_ps(row, first_lanes(pw), acc);
       }
     }
