@@ -19,36 +19,36 @@ class ShardLayout {
   ShardLayout() = default;
   // ranks: every device sharing the vector; this process's rank r is the layout's first + r.
   ShardLayout(size_t count, size_t ranks, bool sharded, size_t first = 0);
-  // A pipeline's ranges (its stages' parameters: cut at node boundaries, not at norm blocks): bounds, S + 1
-  // ascending offsets from 0 to count; each range is owned by `replicas` consecutive ranks (a stage's data
-  // parallel replicas), S * replicas ranks in all.
-  ShardLayout(size_t count, std::vector<size_t> bounds, size_t replicas)
-      : count_(count),
-        ranks_((bounds.size() - 1) * replicas),
-        sharded_(true),
-        replicas_(replicas),
-        bounds_(std::move(bounds)) {}
+  // A pipeline's ranges (its stages' parameters, cut at node boundaries; with a sharded optimizer each
+  // stage's range cut among its replicas at whole norm blocks): bounds, ascending offsets from 0 to count,
+  // one range between each two; this process's rank r owns range slots[r] (a stage's data-parallel
+  // replicas share one range unless the optimizer is sharded). ranks: every device that owns a range, in
+  // every process.
+  ShardLayout(size_t count, std::vector<size_t> bounds, std::vector<size_t> slots, size_t ranks)
+      : count_(count), ranks_(ranks), sharded_(true), bounds_(std::move(bounds)), slots_(std::move(slots)) {}
 
   bool sharded() const { return sharded_; }
   size_t ranks() const { return ranks_; }
   size_t count() const { return count_; }
-  size_t begin(size_t rank) const { return sharded_ ? bounds_[first_ + rank / replicas_] : 0; }
-  size_t end(size_t rank) const { return sharded_ ? bounds_[first_ + rank / replicas_ + 1] : count_; }
-  // The layout index of this process's first device (0 but across processes).
+  size_t begin(size_t rank) const { return sharded_ ? bounds_[slot(rank)] : 0; }
+  size_t end(size_t rank) const { return sharded_ ? bounds_[slot(rank) + 1] : count_; }
+  // The layout index of this process's first device (0 but across processes; not for a pipeline's).
   size_t first() const { return first_; }
-  // Ranks that own the same range (1 but in a pipeline with data-parallel replicas of each stage).
-  size_t replicas() const { return replicas_; }
   size_t size(size_t rank) const { return end(rank) - begin(rank); }
-  // Sharded: ranks / replicas + 1 ascending offsets, from 0 to count; rank r owns
-  // [bounds[first + r / replicas], bounds[first + r / replicas + 1]).
+  // Rank owns a range that no lower rank of this process owns (false only for a pipeline stage's second
+  // and later replicas when they share the stage's range).
+  bool first_owner(size_t rank) const { return rank == 0 || slot(rank) != slot(rank - 1); }
+  // Sharded: ascending offsets from 0 to count; rank r owns [bounds[slot(r)], bounds[slot(r) + 1]).
   const std::vector<size_t> &bounds() const { return bounds_; }
 
  private:
   size_t count_ = 0, ranks_ = 1;
   bool sharded_ = false;
-  size_t replicas_ = 1;
   size_t first_ = 0;
   std::vector<size_t> bounds_;
+  std::vector<size_t> slots_;  // a pipeline's: the range of each rank of this process
+
+  size_t slot(size_t rank) const { return slots_.empty() ? first_ + rank : slots_[rank]; }
 };
 
 }  // namespace dpt

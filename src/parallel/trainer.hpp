@@ -42,7 +42,8 @@ enum class SplitPolicy { kEven, kWeighted, kAuto };
 // before its nodes run (ParameterGatherer). CPU devices.
 enum class ShardMode { kNone, kOptimizer, kGradients, kParameters };
 // Across MPI processes: kProcess shards among each process's devices (one whole copy per process, FSDP's
-// HYBRID_SHARD); kWorld among every device of every process (ZeRO, FULL_SHARD; kOptimizer only).
+// HYBRID_SHARD); kWorld among every device of every process (ZeRO, FULL_SHARD; a pipeline: among every
+// process's replicas of each stage).
 enum class ShardScope { kProcess, kWorld };
 
 struct TrainerConfig {
@@ -91,11 +92,12 @@ struct TrainerConfig {
   // per device (parallel/parameter_gatherer.hpp).
   bool prefetch_parameters = false;
   // Pipeline model parallel (parallel/pipeline.hpp): the model cut into this many stages, stage s on
-  // device s (0 or 1: no pipeline; otherwise exactly one device per stage). Each step's batch is cut into
-  // micro_batches micro-batches (0: four per stage, at most the batch's samples) run through the stages in
-  // pipeline_schedule's order. The stages begin at the nodes named in pipeline_cuts (stages - 1 names), or
-  // (empty) where the parameters are most evenly divided. CPU devices, one process, no sharding, no tied
-  // parameters.
+  // devices s R .. s R + R - 1 (0 or 1: no pipeline; R = devices / stages data-parallel replicas of each).
+  // Each step's batch is cut into micro_batches micro-batches (0: four per stage, at most the batch's
+  // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
+  // pipeline_cuts (stages - 1 names), or (empty) where the estimated work is most evenly divided. CPU
+  // devices; across processes every process runs every stage; kOptimizer the only shard mode (either
+  // scope); a parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
@@ -261,8 +263,11 @@ class Trainer {
   // Update phase, device thread rank (world_shards): every range of the parameters from its owner, within
   // the process and then across the processes.
   void gather_across_world(size_t rank);
-  // The span of the parameters that process p's devices own (world_shards).
+  // The span of the parameters that process p's devices own (world_shards, without a pipeline).
   std::pair<size_t, size_t> process_span(size_t p) const;
+  // The spans of the parameters that process p's devices own (world_shards): one, or one per pipeline
+  // stage.
+  std::vector<std::pair<size_t, size_t>> process_spans_of(size_t p) const;
   // Every process's span, world size + 1 offsets (empty unless world_shards).
   std::vector<size_t> process_spans() const;
   // save_state, world_shards: every process's ranges of the optimizer state (filled on the devices' own
@@ -310,6 +315,11 @@ class Trainer {
     return s.param_end - s.param_begin;
   }
   void gather_stage(size_t rank);
+  // A pipeline with a sharded optimizer in the world scope: the index of process p's first replica among
+  // the job's replicas of a stage, and process p's part of stage s (offsets from the stage's first
+  // parameter).
+  size_t stage_replica_offset(size_t p) const;
+  std::pair<size_t, size_t> stage_span(size_t s, size_t p) const;
   size_t buffer_begin(size_t rank) const {
     return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
   }
@@ -376,8 +386,9 @@ class Trainer {
   std::vector<PipelineStage> stages_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<Pipeline> pipeline_;
-  // A pipeline with a sharded optimizer: per stage, its replicas' ranges relative to the stage's first
-  // parameter (replicas + 1 offsets); empty otherwise.
+  // A pipeline with a sharded optimizer: per stage, the ranges of the replicas that share its optimizer
+  // state (this process's, or in the world scope every process's in process order) relative to the stage's
+  // first parameter (sharing replicas + 1 offsets); empty otherwise.
   std::vector<std::vector<size_t>> stage_bounds_;
   bool mirrored_ = false;  // a stage mirrors a parameter tied to an earlier stage's
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless

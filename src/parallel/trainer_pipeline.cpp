@@ -43,19 +43,13 @@ void Trainer::plan_pipeline() {
                   " devices given: stages x data-parallel replicas; several stages on one device are not "
                   "supported)");
   // The optimizer state may be sharded among each stage's replicas (ZeRO stage 1, as DeepSpeed's pipeline
-  // engine); gradients and parameters are the stage's own already, and stay whole among its replicas.
+  // engine), within each process or across every process's replicas of the stage (the world scope);
+  // gradients and parameters are the stage's own already, and stay whole among its replicas.
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer,
               DPT_ERROR_UNSUPPORTED,
               why +
                   "shards only the optimizer state among each stage's replicas (--shard optimizer); the "
                   "gradients and parameters are each stage's own part already");
-  // Across processes each process shards among its own replicas of each stage (the process scope).
-  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.world == nullptr ||
-                  config_.shard_scope == ShardScope::kProcess,
-              DPT_ERROR_UNSUPPORTED,
-              why +
-                  "shards the optimizer state among each process's replicas of a stage (the process scope), "
-                  "not across the processes");
   DPT_REQUIRE(config_.split == SplitPolicy::kEven, DPT_ERROR_INVALID_ARGUMENT,
               why + "gives every stage the whole batch: the weighted and auto splits do not apply");
   DPT_REQUIRE(config_.pipeline_schedule == PipelineSchedule::kOneFOneB ||
@@ -75,42 +69,83 @@ void Trainer::plan_pipeline() {
   }
   stages_ = cut_model(spec_, cuts);
   const size_t width = devices_.size() / stages;
-  if (config_.shard == ShardMode::kOptimizer && width > 1) {
-    // Each stage's range cut among its replicas, at whole norm blocks of the whole vector (so that the
-    // ranges' block sums add up to the unsharded norm's, as ZeRO's ranges do).
-    std::vector<size_t> bounds;
+  // The replicas of a stage that share its optimizer state: this process's, or (the world scope) every
+  // process's, in process order, this process's from `offset` on.
+  const bool world_scope =
+      config_.world != nullptr && config_.world->size() > 1 && config_.shard_scope == ShardScope::kWorld;
+  const size_t sharing = world_scope ? process_first_.back() / stages : width;
+  const size_t offset = world_scope ? process_first_[config_.world->rank()] / stages : 0;
+  std::vector<size_t> bounds, slots;
+  if (config_.shard == ShardMode::kOptimizer && sharing > 1) {
+    // Each stage's range cut among the sharing replicas, at whole norm blocks of the whole vector (so that
+    // the ranges' block sums add up to the unsharded norm's, as ZeRO's ranges do).
     stage_bounds_.clear();
-    for (const PipelineStage &s : stages_) {
-      const size_t first = (s.param_begin + kNormBlock - 1) / kNormBlock, last = s.param_end / kNormBlock;
+    for (size_t s = 0; s < stages; ++s) {
+      const PipelineStage &stage = stages_[s];
+      const size_t first = (stage.param_begin + kNormBlock - 1) / kNormBlock,
+                   last = stage.param_end / kNormBlock;
       const size_t whole = last > first ? last - first : 0;
       std::vector<size_t> within;
-      for (size_t r = 0; r <= width; ++r) {
-        const size_t at = r == 0       ? s.param_begin
-                          : r == width ? s.param_end
-                          : whole == 0 ? s.param_end
-                                       : (first + r * whole / width) * kNormBlock;
-        if (r < width) bounds.push_back(at);
-        within.push_back(at - s.param_begin);
+      for (size_t r = 0; r <= sharing; ++r) {
+        const size_t at = r == 0         ? stage.param_begin
+                          : r == sharing ? stage.param_end
+                          : whole == 0   ? stage.param_end
+                                         : (first + r * whole / sharing) * kNormBlock;
+        if (r < sharing) bounds.push_back(at);
+        within.push_back(at - stage.param_begin);
       }
       stage_bounds_.push_back(std::move(within));
+      for (size_t r = 0; r < width; ++r) slots.push_back(s * sharing + offset + r);
     }
-    bounds.push_back(spec_.parameter_count());
-    shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), 1);
   } else {
-    std::vector<size_t> bounds;
-    for (const PipelineStage &s : stages_) bounds.push_back(s.param_begin);
-    bounds.push_back(spec_.parameter_count());
-    shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), width);
+    for (size_t s = 0; s < stages; ++s) {
+      bounds.push_back(stages_[s].param_begin);
+      for (size_t r = 0; r < width; ++r) slots.push_back(s);
+    }
   }
+  const size_t ranks = stage_bounds_.empty() ? devices_.size() : stages * sharing;
+  bounds.push_back(spec_.parameter_count());
+  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), ranks);
   if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
 }
 
-// Update phase, device thread rank, a sharded optimizer: the stage's replicas all-gather the ranges they
-// updated.
+// Update phase, device thread rank, a sharded optimizer: the stage's replicas in this process all-gather
+// the ranges they updated; in the world scope device 0's thread then copies every process's part of every
+// stage to every process (one broadcast per process and stage, rooted at the owner, into the stage's first
+// replica: one thread calls MPI), and the stage's other replicas copy the other processes' parts from it.
 void Trainer::gather_stage(size_t rank) {
-  const size_t width = pipeline_->replicas_per_stage();
-  group_->subgroup(rank / width)
-      .all_gather(rank % width, replicas_[rank]->params.data(), stage_bounds_[rank / width].data());
+  const size_t width = pipeline_->replicas_per_stage(), s = rank / width;
+  ThreadCollective &stage = group_->subgroup(s);
+  float *params = replicas_[rank]->params.data();
+  if (!world_shards()) {
+    stage.all_gather(rank % width, params, stage_bounds_[s].data());
+    return;
+  }
+  const World &world = *config_.world;
+  stage.all_gather(rank % width, params, stage_bounds_[s].data() + stage_replica_offset(world.rank()));
+  ThreadCollective &local = group_->collective();
+  local.barrier(rank);  // every stage's first replica holds this process's parts
+  if (rank == 0)
+    for (size_t t = 0; t < stages_.size(); ++t)
+      for (size_t p = 0; p < world.size(); ++p) {
+        const auto [begin, end] = stage_span(t, p);
+        if (end > begin)
+          world.broadcast(replicas_[t * width]->params.data() + begin, (end - begin) * sizeof(float), p,
+                          config_.timeout_seconds);
+      }
+  local.barrier(rank);
+  for (size_t p = 0; p < world.size(); ++p) {
+    const auto [begin, end] = stage_span(s, p);
+    if (p != world.rank() && end > begin) stage.broadcast(rank % width, params + begin, end - begin, 0);
+  }
+}
+
+size_t Trainer::stage_replica_offset(size_t p) const {
+  return process_first_[p] / stages_.size();
+}
+
+std::pair<size_t, size_t> Trainer::stage_span(size_t s, size_t p) const {
+  return {stage_bounds_[s][stage_replica_offset(p)], stage_bounds_[s][stage_replica_offset(p + 1)]};
 }
 
 // After the replicas (the stages' first activation contexts) exist: the pipeline, and with several
@@ -127,7 +162,7 @@ void Trainer::start_pipeline(size_t width) {
   // its own (its sums come in the same order on every process, the stages' orders differ).
   const World *world = config_.world;
   if (world != nullptr && statistics) world->reserve_pooled_channels(stages_.size());
-  if (width == 1 && (world == nullptr || !statistics)) return;
+  if (width == 1 && (world == nullptr || (!statistics && stage_bounds_.empty()))) return;
   group_->enable_subgroups(stages_.size());
   for (size_t s = 0; s < stages_.size(); ++s)
     if (replicas_[s * width]->network.has_statistics())

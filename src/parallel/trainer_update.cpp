@@ -135,7 +135,7 @@ double Trainer::global_norm(size_t rank) {
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
   // Replicas of a pipeline stage hold the same sums: the first of them counts them.
-  if (rank % shards_.replicas() == 0)
+  if (shards_.first_owner(rank))
     l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
                   blocks.data() + shards_.begin(rank) / kNormBlock);
   ThreadCollective &local = group_->collective();

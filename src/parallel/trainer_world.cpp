@@ -77,6 +77,16 @@ std::pair<size_t, size_t> Trainer::process_span(size_t p) const {
   return {bounds[process_first_[p]], bounds[process_first_[p + 1]]};
 }
 
+std::vector<std::pair<size_t, size_t>> Trainer::process_spans_of(size_t p) const {
+  if (pipeline_ == nullptr) return {process_span(p)};
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    const auto [begin, end] = stage_span(s, p);
+    spans.emplace_back(stages_[s].param_begin + begin, stages_[s].param_begin + end);
+  }
+  return spans;
+}
+
 std::vector<size_t> Trainer::process_spans() const {
   std::vector<size_t> spans;
   if (!world_shards()) return spans;
@@ -113,12 +123,11 @@ void Trainer::share_state_across_world(float *state) const {
   const size_t arrays = state_floats_per_parameter(config_.optimizer), count = shards_.count();
   try {
     for (size_t a = 0; a < arrays; ++a)
-      for (size_t p = 0; p < world.size(); ++p) {
-        const auto [begin, end] = process_span(p);
-        if (end > begin)
-          world.broadcast(state + a * count + begin, (end - begin) * sizeof(float), p,
-                          config_.timeout_seconds);
-      }
+      for (size_t p = 0; p < world.size(); ++p)
+        for (const auto &[begin, end] : process_spans_of(p))
+          if (end > begin)
+            world.broadcast(state + a * count + begin, (end - begin) * sizeof(float), p,
+                            config_.timeout_seconds);
   } catch (const Error &) {
     broken_ = true;  // the processes are out of step
     throw;

@@ -2,8 +2,8 @@
 # `mpirun -np 2 dptrain train --devices cpu:2` on real Fashion-MNIST: one JSON result (process 0 only), the
 # same test loss and accuracy as one process with 4 devices and as one device (equivalence tolerance), the
 # same bits with a sharded optimizer, gradients and parameters (also on processes of 2 and 3 devices, and
-# ResNet-18's batch norm with the gradient sharded across the job), and the checkpoint written by process 0
-# only, loadable on one process.
+# ResNet-18's batch norm with the gradient sharded across the job, and a pipeline's optimizer state sharded
+# across the job), and the checkpoint written by process 0 only, loadable on one process.
 # usage: cli_mpi_train.sh PATH-TO-dptrain PATH-TO-mpirun [SIMULATED-CUDA-MODULE-DIR]
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/../cli/common.sh" "$1"
@@ -154,6 +154,13 @@ mpi mpi_pipeline "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3
 for ref in four one; do
   same_loss mpi_pipeline "$ref" "--pipeline 2 on 2 processes: test loss and accuracy equal the $ref-device run's"
 done
+# Its optimizer state sharded across both processes' replicas of each stage (--shard-scope world): the bits of
+# the unsharded pipeline, a device keeping half of its stage's state.
+mpi mpi_pipeline_world "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3 --shard optimizer --shard-scope world
+same_bits mpi_pipeline mpi_pipeline_world "--pipeline 2 --shard optimizer --shard-scope world on 2 processes: the unsharded bits"
+json_check "$WORK/mpi_pipeline_world.out" \
+  "2 * d['memory_per_device']['optimizer_state'] <= $(json_get "$WORK/mpi_pipeline.out" "d['memory_per_device']['optimizer_state']") + 65536" \
+  "--pipeline 2 --shard-scope world on 2 processes: a device keeps about half of its stage's optimizer state"
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"
@@ -170,5 +177,11 @@ if [ -d "$TEXT" ]; then
   # other process's range (one-sided gets), the same bits.
   mpi gpt_mpi_parameters "${GPT[@]}" --devices cpu:1 --shard parameters --shard-scope world
   same_bits gpt_mpi gpt_mpi_parameters "gpt-mini, --shard parameters --shard-scope world on 2 processes: the unsharded bits"
+  # Two stages on each process, the head tied to the first stage's embedding, the optimizer state sharded
+  # across both processes: the unsharded pipeline's bits.
+  mpi gpt_mpi_pipeline "${GPT[@]}" --devices cpu:2 --pipeline 2
+  mpi gpt_mpi_pipeline_world "${GPT[@]}" --devices cpu:2 --pipeline 2 --shard optimizer --shard-scope world
+  same_bits gpt_mpi_pipeline gpt_mpi_pipeline_world \
+    "gpt-mini, --pipeline 2 --shard optimizer --shard-scope world on 2 processes: the unsharded pipeline's bits"
 fi
 finish

@@ -1,6 +1,6 @@
 /* What several mpirun tests in C share: the batch generator (the same numbers on every process, reset through
- * `state` before each trainer), the comparison of a vector across the processes, and a small model with
- * batch norm. Include after mpi_check.h. */
+ * `state` before each trainer), the comparison of a vector across the processes and of two files, and a small
+ * model with batch norm. Include after mpi_check.h. */
 #ifndef DPTRAIN_TESTS_MPI_FIXTURES_H
 #define DPTRAIN_TESTS_MPI_FIXTURES_H
 
@@ -24,6 +24,28 @@ static inline int same_on_every_process(const float *v, size_t n) {
   const int same = memcmp(lo, v, n * sizeof(float)) == 0 && memcmp(hi, v, n * sizeof(float)) == 0;
   free(lo), free(hi);
   return same;
+}
+
+static inline char *read_all(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  *size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *bytes = malloc(*size + 1);
+  if (fread(bytes, 1, *size, f) != *size) *size = 0;
+  fclose(f);
+  return bytes;
+}
+
+/* Process 0 compares two files byte for byte. */
+static inline void check_same_file(int rank, const char *a, const char *b, const char *what) {
+  if (rank != 0) return;
+  size_t na = 0, nb = 0;
+  char *fa = read_all(a, &na), *fb = read_all(b, &nb);
+  CHECK(fa != NULL && fb != NULL && na == nb && na > 0 && memcmp(fa, fb, na) == 0,
+        "%s: %s (%zu bytes) and %s (%zu bytes) differ", what, a, na, b, nb);
+  free(fa), free(fb);
 }
 
 /* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10, on 28 x 28 inputs. */

@@ -12,7 +12,11 @@
  *     step is that of 2 processes x 1 device without pipeline accumulating the same micro-batches (each the
  *     processes' micro-batches side by side, statistics summed across the processes): parameters and
  *     running statistics within 1e-5 (relative; measured: the same bits), the evaluation loss too, every
- *     process alike.
+ *     process alike;
+ *   - the optimizer state sharded among each process's replicas of a stage and among every process's (the
+ *     world scope): the unsharded pipeline's bits, the state held once per process or once in the job; the
+ *     world scope's checkpoint (collective) is the unsharded pipeline's file, which loads into it and trains
+ *     on to the unsharded bits.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../capi/relative_error.h"
 #include "mpi_check.h"
@@ -32,6 +37,7 @@ typedef struct {
   dpt_communicator communicator;
   size_t accumulation; /* 0: 1 */
   dpt_shard_mode shard;
+  dpt_shard_scope scope;
 } setup;
 
 typedef struct {
@@ -53,6 +59,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.micro_batches = s.stages > 1 ? 3 : 0;
   to.accumulation_steps = s.accumulation > 0 ? s.accumulation : 1;
   to.shard = s.shard;
+  to.shard_scope = s.scope;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -150,27 +157,108 @@ static dpt_model *two_norm_model(void) {
   return m;
 }
 
-/* The optimizer state sharded among each process's replicas of a stage: 2 processes x (2 stages x 2), and
- * 2 x 1 beside 2 x 2 (a process of one replica per stage shards nothing): the unsharded pipeline's bits. */
+/* The bytes of optimizer state on every device of every process. */
+static unsigned long long job_state_bytes(run r, size_t devices) {
+  unsigned long long mine = 0, total = 0;
+  for (size_t d = 0; d < devices; ++d) {
+    dpt_replica_memory m = {.struct_size = sizeof m};
+    OK(dpt_trainer_replica_memory(r.trainer, d, &m));
+    mine += m.optimizer_state;
+  }
+  MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
+/* The optimizer state sharded among the replicas of a stage across 2 processes: among each process's own
+ * (the process scope) in 2 processes x (2 stages x 2) and in 2 x 1 beside 2 x 2 (a process of one replica
+ * per stage shards nothing); among every process's (the world scope) in those two and in 2 x (2 x 1), where
+ * a stage's only replica in each process keeps half of its state. Each gives the unsharded pipeline's bits;
+ * AdamW's two floats per parameter are held once per process (process scope) or once in the job (world). */
 static void check_sharded(const dpt_model *lenet, size_t n, int rank) {
-  for (int c = 0; c < 2; ++c) {
-    const size_t devices = c == 0 || rank == 1 ? 4 : 2;
+  static const size_t devices[3][2] = {{4, 4}, {2, 4}, {2, 2}};
+  static const char *what[3] = {"2 x (2 x 2)", "(2 x 1) + (2 x 2)", "2 x (2 x 1)"};
+  const unsigned long long state = 2ull * n * sizeof(float);
+  for (int c = 0; c < 3; ++c) {
+    const size_t mine = devices[c][rank];
     run r;
-    double loss = 0, loss_sharded = 0;
-    float *logits = NULL, *logits_sharded = NULL;
-    OK(start(lenet, (setup){devices, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE}, &r));
+    double loss = 0;
+    float *logits = NULL;
+    OK(start(lenet, (setup){mine, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS}, &r));
     float *plain = train(r, n, &loss, &logits);
     stop(r);
-    OK(start(lenet, (setup){devices, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_OPTIMIZER}, &r));
-    float *sharded = train(r, n, &loss_sharded, &logits_sharded);
-    stop(r);
-    CHECK(memcmp(plain, sharded, n * sizeof(float)) == 0 && loss == loss_sharded &&
-              same_on_every_process(sharded, n),
-          "a sharded optimizer in the pipeline across processes (%s): not the unsharded bits",
-          c == 0 ? "2 x (2 x 2)" : "(2 x 1) + (2 x 2)");
-    free(plain), free(sharded), free(logits), free(logits_sharded);
+    for (int world = c == 2; world < 2; ++world) {
+      double loss_sharded = 0;
+      float *logits_sharded = NULL;
+      const dpt_shard_scope scope = world ? DPT_SHARD_SCOPE_WORLD : DPT_SHARD_SCOPE_PROCESS;
+      OK(start(lenet, (setup){mine, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_OPTIMIZER, scope}, &r));
+      float *sharded = train(r, n, &loss_sharded, &logits_sharded);
+      const unsigned long long held = r.trainer != NULL ? job_state_bytes(r, mine) : 0;
+      stop(r);
+      CHECK(memcmp(plain, sharded, n * sizeof(float)) == 0 && loss == loss_sharded &&
+                memcmp(logits, logits_sharded, kEval * 10 * sizeof(float)) == 0 &&
+                same_on_every_process(sharded, n),
+            "a sharded optimizer in the pipeline across processes (%s, %s scope): not the unsharded bits",
+            what[c], world ? "world" : "process");
+      CHECK(held == (world ? state : 2 * state),
+            "%s, %s scope: %llu bytes of AdamW state in the job, expected %llu", what[c],
+            world ? "world" : "process", held, world ? state : 2 * state);
+      free(sharded), free(logits_sharded);
+    }
+    free(plain), free(logits);
   }
-  if (rank == 0) printf("a sharded optimizer in the pipeline across processes: the unsharded bits\n");
+  if (rank == 0)
+    printf(
+        "a sharded optimizer in the pipeline across processes, process and world scopes: the unsharded "
+        "bits; the world scope holds the state once in the job (%llu bytes)\n",
+        state);
+}
+
+/* A checkpoint of a pipeline whose optimizer state is sharded in the world scope (2 processes x (2 stages x
+ * 2)): dpt_trainer_save is collective and process 0 writes the unsharded pipeline's bytes; the unsharded
+ * checkpoint loads into the sharded trainer, which saves it back unchanged and trains on from it to the
+ * unsharded trainer's bits. */
+static void check_world_checkpoint(const dpt_model *lenet, size_t n, int rank, const char *dir) {
+  char plain_path[512], sharded_path[512], again_path[512];
+  snprintf(plain_path, sizeof plain_path, "%s/plain.ckpt", dir);
+  snprintf(sharded_path, sizeof sharded_path, "%s/sharded.ckpt", dir);
+  snprintf(again_path, sizeof again_path, "%s/again.ckpt", dir);
+  const setup plain = {4, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS};
+  const setup sharded = {4, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD};
+  run a, b;
+  double loss = 0;
+  float *logits = NULL;
+  OK(start(lenet, plain, &a));
+  OK(start(lenet, sharded, &b));
+  free(train(a, n, &loss, &logits)), free(logits);
+  free(train(b, n, &loss, &logits)), free(logits);
+  if (rank == 0) OK(dpt_trainer_save(a.trainer, plain_path));
+  OK(dpt_trainer_save(b.trainer, sharded_path)); /* collective */
+  MPI_Barrier(MPI_COMM_WORLD);
+  check_same_file(rank, plain_path, sharded_path, "a checkpoint of the pipeline sharded across processes");
+  stop(a), stop(b);
+  OK(start(lenet, sharded, &b));
+  OK(dpt_trainer_load(b.trainer, plain_path));
+  OK(dpt_trainer_save(b.trainer, again_path));
+  MPI_Barrier(MPI_COMM_WORLD);
+  check_same_file(rank, plain_path, again_path, "loaded into the pipeline sharded across processes, saved");
+  stop(b);
+  OK(start(lenet, plain, &a));
+  OK(start(lenet, sharded, &b));
+  OK(dpt_trainer_load(a.trainer, plain_path));
+  OK(dpt_trainer_load(b.trainer, plain_path));
+  float *pa = train(a, n, &loss, &logits);
+  free(logits);
+  float *pb = train(b, n, &loss, &logits);
+  free(logits);
+  CHECK(memcmp(pa, pb, n * sizeof(float)) == 0,
+        "the pipeline sharded across processes, resumed from a checkpoint: not the unsharded bits");
+  free(pa), free(pb);
+  stop(a), stop(b);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    remove(plain_path), remove(sharded_path), remove(again_path), rmdir(dir);
+    printf("a checkpoint of the pipeline sharded across processes: the unsharded pipeline's bytes\n");
+  }
 }
 
 static void check_batch_norm(int rank) {
@@ -181,12 +269,12 @@ static void check_batch_norm(int rank) {
   run r;
   float *p_ref, *b_ref, *p, *b;
   double loss_ref = 0, loss = 0;
-  OK(start(norm, (setup){1, 1, DPT_COMMUNICATOR_MPI, kMicro, DPT_SHARD_NONE}, &r));
+  OK(start(norm, (setup){1, 1, DPT_COMMUNICATOR_MPI, kMicro, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS}, &r));
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(r.trainer, initial, n));
   train_norm(r, 0, n, m, &p_ref, &b_ref, &loss_ref);
   stop(r);
-  OK(start(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE}, &r));
+  OK(start(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS}, &r));
   train_norm(r, 1, n, m, &p, &b, &loss);
   stop(r);
   const double e = tu_relative_error(p, p_ref, initial, n);
@@ -224,13 +312,13 @@ int main(int argc, char **argv) {
   run r;
   double loss_pipeline = 0, loss_one = 0, loss = 0;
   float *logits_pipeline = NULL, *logits_one = NULL, *logits = NULL;
-  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE}, &r));
+  OK(start(lenet, (setup){4, 2, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS}, &r));
   float *pipeline = train(r, n, &loss_pipeline, &logits_pipeline);
   stop(r);
-  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE}, &r));
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS}, &r));
   float *one = train(r, n, &loss_one, &logits_one);
   stop(r);
-  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE},
+  OK(start(lenet, (setup){1, 1, DPT_COMMUNICATOR_LOCAL, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS},
            &r)); /* the starting point: no step taken */
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(r.trainer, initial, n));
@@ -243,7 +331,7 @@ int main(int argc, char **argv) {
                          "(2 stages x 1) + (2 stages x 2)"};
   for (int c = 0; c < 3; ++c) {
     const size_t mine = devices[c] > 0 ? devices[c] : rank == 0 ? 2 : 4;
-    OK(start(lenet, (setup){mine, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE}, &r));
+    OK(start(lenet, (setup){mine, 2, DPT_COMMUNICATOR_MPI, 0, DPT_SHARD_NONE, DPT_SHARD_SCOPE_PROCESS}, &r));
     float *p = train(r, n, &loss, &logits);
     stop(r);
     const double e_pipeline = tu_relative_error(p, pipeline, initial, n);
@@ -264,6 +352,13 @@ int main(int argc, char **argv) {
 
   check_batch_norm(rank);
   check_sharded(lenet, n, rank);
+  char dir[256] = "";
+  if (rank == 0) {
+    snprintf(dir, sizeof dir, "/tmp/dpt-pipeline-world-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+  }
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  check_world_checkpoint(lenet, n, rank, dir);
 
   free(pipeline), free(one), free(initial), free(logits_pipeline), free(logits_one);
   dpt_model_destroy(lenet);

@@ -166,28 +166,6 @@ static void held_bytes(run r, int parameters, unsigned long long *total, unsigne
   MPI_Allreduce(&most, largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
 }
 
-static char *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  fseek(f, 0, SEEK_END);
-  *size = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *bytes = malloc(*size + 1);
-  if (fread(bytes, 1, *size, f) != *size) *size = 0;
-  fclose(f);
-  return bytes;
-}
-
-/* Process 0 compares two files byte for byte. */
-static void check_same_file(int rank, const char *a, const char *b, const char *what) {
-  if (rank != 0) return;
-  size_t na = 0, nb = 0;
-  char *fa = read_all(a, &na), *fb = read_all(b, &nb);
-  CHECK(fa != NULL && fb != NULL && na == nb && na > 0 && memcmp(fa, fb, na) == 0,
-        "%s: %s (%zu bytes) and %s (%zu bytes) differ", what, a, na, b, nb);
-  free(fa), free(fb);
-}
-
 static void check_checkpoints(const dpt_model *model, int rank, const char *dir, dpt_shard_mode mode) {
   char plain_path[512], sharded_path[512], again_path[512];
   snprintf(plain_path, sizeof plain_path, "%s/plain.ckpt", dir);

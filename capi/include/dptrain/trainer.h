@@ -142,7 +142,9 @@ typedef enum dpt_shard_scope {
    * DPT_SHARD_PARAMETERS nothing is gathered after the update: a pass reads each bucket's ranges that
    * other processes own straight from their memory (one-sided MPI gets, MPI_Rget). GPUs, with
    * DPT_SHARD_OPTIMIZER only: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL
-   * broadcasts from their owners. The same bits as DPT_SHARD_NONE with two processes (with accumulation,
+   * broadcasts from their owners. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
+   * state cut among every process's replicas of the stage, its gradient summed whole. The same bits as
+   * DPT_SHARD_NONE with two processes (with accumulation,
    * DPT_SHARD_GRADIENTS's one rounding per micro-batch). dpt_trainer_save is then collective: every
    * process calls it, process 0 writes the file. With DPT_SHARD_PARAMETERS, dpt_trainer_set_parameters,
    * dpt_trainer_load and dpt_trainer_destroy are collective too (every process calls them, destroying
@@ -269,16 +271,17 @@ typedef struct dpt_trainer_options {
    * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
    * CPU devices (across MPI processes: every process runs every stage on its own devices, S x R_p, each on
    * its share of the batch, weighted by its device count, the stages' gradients and each micro-batch's
-   * batch norm statistics summed over the processes), no sharding but DPT_SHARD_OPTIMIZER in the process
-   * scope (each stage's optimizer state cut among the process's replicas of it, which all-gather the parts
-   * they update: the unsharded pipeline's bits), the even split, and a parameter tied across stages only as
-   * its stage's last parameter (a language model's head; DPT_ERROR_UNSUPPORTED or
-   * DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices accumulating the same
-   * micro-batches (R = 1: one device; batch norm normalises each micro-batch, as there); with clip_norm,
-   * or R > 2 and a stage that begins inside a ring block of the gradient, the last bits may differ, and
-   * with a parameter tied across stages the last few (its gradient's two parts are summed per stage);
-   * with a 16-bit activation_dtype, by less than the 16-bit storage's own effect (docs/pipeline.md).
-   * dpt_trainer_split_sizes gives each device the samples its replica index trains on. Since 0.2. */
+   * batch norm statistics summed over the processes), no sharding but DPT_SHARD_OPTIMIZER (each stage's
+   * optimizer state cut among the process's replicas of it, or with DPT_SHARD_SCOPE_WORLD among every
+   * process's, which gather the parts they update: the unsharded pipeline's bits), the even split, and a
+   * parameter tied across stages only as its stage's last parameter (a language model's head;
+   * DPT_ERROR_UNSUPPORTED or DPT_ERROR_INVALID_ARGUMENT). A step gives the bits of R data-parallel devices
+   * accumulating the same micro-batches (R = 1: one device; batch norm normalises each micro-batch, as
+   * there); with clip_norm, or R > 2 and a stage that begins inside a ring block of the gradient, the last
+   * bits may differ, and with a parameter tied across stages the last few (its gradient's two parts are
+   * summed per stage); with a 16-bit activation_dtype, by less than the 16-bit storage's own effect
+   * (docs/pipeline.md). dpt_trainer_split_sizes gives each device the samples its replica index trains on.
+   * Since 0.2. */
   size_t pipeline_stages;
   /** Micro-batches per step, 1 to 1024 (a batch of fewer samples has one per sample); 0 (default): four
    * per stage. Since 0.2. */
