@@ -43,7 +43,7 @@ same_bits() {
 
 RUN=(train --model lenet --init uniform --optimizer adamw --lr 0.002 --train-limit 3000 --test-limit 1000 --epochs 2
   --seed 5 --json)
-mpi mpi "${RUN[@]}" --devices cpu:2 --checkpoint "$WORK/mpi.ckpt"
+mpi mpi "${RUN[@]}" --devices cpu:2 --checkpoint "$WORK/mpi.ckpt" --save-weights "$WORK/mpi.safetensors"
 RC=$?
 [ "$RC" -eq 0 ] && pass "mpirun -np 2 exited with 0" || fail "mpirun exited with $RC: $(tail -n 3 "$WORK/mpi.err")"
 # A sharded optimizer across processes: each process shards its own devices; the bits of the unsharded run.
@@ -75,9 +75,10 @@ same_bits resume_process resume_world "--shard-scope world resumed for a third e
 mpi mpi_world_gradients "${RUN[@]}" --devices cpu:2 --shard gradients --shard-scope world --bucket-kib 64
 same_bits mpi mpi_world_gradients "--shard gradients --shard-scope world on 2 processes: the unsharded bits"
 # And the parameters (each pass reads the other process's ranges one-sidedly): the unsharded bits, a device
-# holds less of the parameters than in the process scope, and the checkpoint is the unsharded run's.
+# holds less of the parameters than in the process scope, and the checkpoint and the weights (process 0
+# reads the other process's ranges) are the unsharded run's.
 mpi mpi_world_parameters "${RUN[@]}" --devices cpu:2 --shard parameters --shard-scope world --bucket-kib 64 \
-  --checkpoint "$WORK/world_parameters.ckpt"
+  --checkpoint "$WORK/world_parameters.ckpt" --save-weights "$WORK/world_parameters.safetensors"
 same_bits mpi mpi_world_parameters "--shard parameters --shard-scope world on 2 processes: the unsharded bits"
 json_check "$WORK/mpi_world_parameters.out" \
   "d['memory_per_device']['parameters'] < $(json_get "$WORK/mpi_parameters.out" "d['memory_per_device']['parameters']")" \
@@ -85,6 +86,9 @@ json_check "$WORK/mpi_world_parameters.out" \
 cmp -s "$WORK/mpi.ckpt" "$WORK/world_parameters.ckpt" &&
   pass "--shard parameters --shard-scope world: the checkpoint is the unsharded run's, byte for byte" ||
   fail "--shard parameters --shard-scope world: the checkpoint differs from the unsharded run's"
+[ -s "$WORK/mpi.safetensors" ] && cmp -s "$WORK/mpi.safetensors" "$WORK/world_parameters.safetensors" &&
+  pass "--shard parameters --shard-scope world: --save-weights writes the unsharded run's file, byte for byte" ||
+  fail "--shard parameters --shard-scope world: --save-weights differs from the unsharded run's (or is missing)"
 # ResNet-18 (batch norm: its statistics summed across the processes by the device threads while the
 # communication threads sum the buckets, on separate MPI channels): the same, on a few batches.
 RESNET=(train --model resnet18 --optimizer adamw --lr 0.001 --train-limit 64 --test-limit 16 --batch 32 --epochs 1
