@@ -67,17 +67,17 @@ int main(int argc, char **argv) {
   if (quick) shapes.resize(4);
   const char *openblas = openblas_get_corename();
   std::printf("GEMM GFLOP/s, one thread (C = A B, row-major; OpenBLAS core: %s)\n\n", openblas);
-  std::printf("%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", "shape (m x n x k)", "openblas", "fp32",
-              "fp32", "bf16", "bf16", "bf16", "fp16", "fp16");
-  std::printf("%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", "", "sgemm", "portable", "avx512",
-              "portable", "avx512", "amx", "portable", "avx512");
+  std::printf("%-34s %10s %10s %10s %10s %10s %10s %10s %10s %10s\n", "shape (m x n x k)", "openblas", "fp32",
+              "fp32", "bf16", "bf16", "bf16", "bf16", "fp16", "fp16");
+  std::printf("%-34s %10s %10s %10s %10s %10s %10s %10s %10s %10s\n", "", "sgemm", "portable", "avx512",
+              "portable", "avx512", "avx512f", "amx", "portable", "avx512");
   const Precision f32 = Precision::kF32, bf16 = Precision::kBF16, f16 = Precision::kF16;
   const struct {
     Precision p;
     Kernel k;
   } columns[] = {{f32, Kernel::kOpenBlas},  {f32, Kernel::kPortable}, {f32, Kernel::kAvx512},
-                 {bf16, Kernel::kPortable}, {bf16, Kernel::kAvx512},  {bf16, Kernel::kAmx},
-                 {f16, Kernel::kPortable},  {f16, Kernel::kAvx512}};
+                 {bf16, Kernel::kPortable}, {bf16, Kernel::kAvx512},  {bf16, Kernel::kAvx512F},
+                 {bf16, Kernel::kAmx},      {f16, Kernel::kPortable}, {f16, Kernel::kAvx512}};
   for (const Shape &s : shapes) {
     std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
     for (size_t i = 0; i < a.size(); ++i) a[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;

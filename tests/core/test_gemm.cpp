@@ -130,9 +130,9 @@ std::vector<Case> cases() {
 template <typename Body>
 void each_kernel(Precision p, Body &&body) {
   const Kernel before = dpt::gemm::kernel(p);
-  for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx, Kernel::kOpenBlas}) {
+  for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAvx512F, Kernel::kAmx, Kernel::kOpenBlas}) {
     if (!dpt::gemm::set_kernel(p, k)) {
-      const bool computes_p = p == Precision::kF32    ? k != Kernel::kAmx
+      const bool computes_p = p == Precision::kF32    ? k != Kernel::kAmx && k != Kernel::kAvx512F
                               : p == Precision::kBF16 ? k != Kernel::kOpenBlas
                                                       : k == Kernel::kPortable || k == Kernel::kAvx512;
       if (computes_p) std::printf("%s %s: not run (this CPU lacks it)\n", name(p), dpt::gemm::kernel_name(k));
@@ -162,17 +162,23 @@ void test_against_float64(void **) {
 // and sums fall to the subnormal range (flushed by VDPBF16PS, and by the portable kernel with it). For
 // bf16 that is VDPBF16PS as Intel defines it, verified on Intel CPUs; AMD's may round otherwise (the SIMDe
 // project found AMD EPYC results that Intel's emulator does not reproduce), so on other vendors the test
-// counts the values that differ and asserts only test_against_float64's bound. float16's extreme ranges:
+// counts the values that differ and asserts only test_against_float64's bound. The AVX-512F kernel that
+// emulates VDPBF16PS with fused multiply-adds is asserted bit for bit everywhere. float16's extreme ranges:
 // inputs among its subnormals, and beyond 65504 (infinite once rounded: the sums hold infinities and NaNs).
 void test_avx512_equals_portable(void **) {
   const bool intel = std::strcmp(dpt::gemm::cpu_features().vendor, "GenuineIntel") == 0;
-  for (Precision p : kPrecisions) {
-    if (!dpt::gemm::available(p, Kernel::kAvx512)) {
-      std::printf("%s avx512: not run (this CPU lacks it)\n", name(p));
+  const std::pair<Precision, Kernel> kernels[] = {{Precision::kF32, Kernel::kAvx512},
+                                                  {Precision::kBF16, Kernel::kAvx512},
+                                                  {Precision::kBF16, Kernel::kAvx512F},
+                                                  {Precision::kF16, Kernel::kAvx512}};
+  for (const auto &[p, k] : kernels) {
+    const char *kernel = dpt::gemm::kernel_name(k);
+    if (!dpt::gemm::available(p, k)) {
+      std::printf("%s %s: not run (this CPU lacks it)\n", name(p), kernel);
       continue;
     }
     const Kernel before = dpt::gemm::kernel(p);
-    const bool bitwise = p != Precision::kBF16 || intel;
+    const bool bitwise = p != Precision::kBF16 || k != Kernel::kAvx512 || intel;
     // tiny: near 1e-19 (products near FLT_MIN, sums crossing it); for float16, near its subnormals.
     const float tiny = p == Precision::kF16 ? 1e-4f : 3e-19f, huge = p == Precision::kF16 ? 7e4f : 1e30f;
     size_t n = 0, values = 0, differ = 0;
@@ -181,23 +187,23 @@ void test_avx512_equals_portable(void **) {
         const Problem pr = problem(c, 500 + n, -range, range);
         dpt::gemm::set_kernel(p, Kernel::kPortable);
         const std::vector<float> want = run(p, pr);
-        dpt::gemm::set_kernel(p, Kernel::kAvx512);
+        dpt::gemm::set_kernel(p, k);
         const std::vector<float> got = run(p, pr);
         for (size_t i = 0; i < got.size(); ++i) {
           const bool same = std::memcmp(&got[i], &want[i], sizeof(float)) == 0 ||
                             (std::isnan(got[i]) && std::isnan(want[i]));
           if (!same && (++differ, bitwise))
             fail_msg(
-                "%s avx512 vs portable, m=%zu n=%zu k=%zu, inputs within %g: element %zu is %.9g, "
+                "%s %s vs portable, m=%zu n=%zu k=%zu, inputs within %g: element %zu is %.9g, "
                 "portable %.9g",
-                name(p), c.m, c.n, c.k, double(range), i, double(got[i]), double(want[i]));
+                name(p), kernel, c.m, c.n, c.k, double(range), i, double(got[i]), double(want[i]));
         }
         values += got.size();
       }
       ++n;
     }
     dpt::gemm::set_kernel(p, before);
-    std::printf("%s avx512 vs portable on %s: %zu of %zu values differ (over %zu shapes)%s\n", name(p),
+    std::printf("%s %s vs portable on %s: %zu of %zu values differ (over %zu shapes)%s\n", name(p), kernel,
                 dpt::gemm::cpu_features().vendor, differ, values, 3 * n,
                 bitwise ? ", asserted bit for bit" : ", not asserted on this vendor");
   }

@@ -25,9 +25,11 @@ namespace {
 
 // Blocks of C: kMC rows of packed A (a multiple of every mr) and kNC columns of packed B per pass.
 constexpr size_t kMC = 96, kNC = 1024;
-// The largest packed blocks any kernel makes (kc x element bytes is 1 KiB for each).
-constexpr size_t kKcBytes = 1024, kMaxTile = 32;
-constexpr size_t kPackedA = kMC * kKcBytes, kPackedB = kNC * kKcBytes;
+// The largest packed blocks any kernel makes: kc x element bytes is 1 KiB for each, but for the AVX-512F
+// bf16 kernel's A (float32 elements over the bfloat16 kernels' kc of 512, whose k blocks it must share to
+// give their bits).
+constexpr size_t kKcBytes = 1024, kKcBytesA = 2048, kMaxTile = 32;
+constexpr size_t kPackedA = kMC * kKcBytesA, kPackedB = kNC * kKcBytes;
 // A bfloat16 operand is widened to float32 (exactly) a strip of whole panels at a time, kc long, before its
 // kernel packs it: about this many elements, so that the strip is still in the cache when it is packed.
 constexpr size_t kStripElements = 64 * 512;
@@ -38,10 +40,11 @@ const KernelDef *definition(Precision p, Kernel k) {
     return k == Kernel::kPortable ? &kF32Portable : k == Kernel::kAvx512 ? &kF32Avx512 : nullptr;
   if (p == Precision::kF16)
     return k == Kernel::kPortable ? &kF16Portable : k == Kernel::kAvx512 ? &kF16Avx512 : nullptr;
-  return k == Kernel::kPortable ? &kBF16Portable
-         : k == Kernel::kAvx512 ? &kBF16Avx512
-         : k == Kernel::kAmx    ? &kBF16Amx
-                                : nullptr;
+  return k == Kernel::kPortable  ? &kBF16Portable
+         : k == Kernel::kAvx512  ? &kBF16Avx512
+         : k == Kernel::kAvx512F ? &kBF16Avx512F
+         : k == Kernel::kAmx     ? &kBF16Amx
+                                 : nullptr;
 }
 
 Kernel fastest(Precision p) {
@@ -49,7 +52,10 @@ Kernel fastest(Precision p) {
   if (p == Precision::kF32)
     return f.avx512 ? Kernel::kAvx512 : DPTRAIN_HAVE_OPENBLAS ? Kernel::kOpenBlas : Kernel::kPortable;
   if (p == Precision::kF16) return f.avx512 ? Kernel::kAvx512 : Kernel::kPortable;
-  return f.amx_bf16 ? Kernel::kAmx : f.avx512_bf16 ? Kernel::kAvx512 : Kernel::kPortable;
+  return f.amx_bf16      ? Kernel::kAmx
+         : f.avx512_bf16 ? Kernel::kAvx512
+         : f.avx512      ? Kernel::kAvx512F
+                         : Kernel::kPortable;
 }
 
 // -1: not pinned; else a Kernel.
@@ -58,7 +64,7 @@ std::atomic<int> pinned[kPrecisionCount] = {-1, -1, -1};
 int from_environment(Precision p) {
   const char *name = std::getenv("DPTRAIN_GEMM_KERNEL");
   if (name == nullptr) return -1;
-  for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx, Kernel::kOpenBlas})
+  for (Kernel k : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAvx512F, Kernel::kAmx, Kernel::kOpenBlas})
     if (std::strcmp(name, kernel_name(k)) == 0 && available(p, k)) return int(k);
   return -1;
 }
@@ -213,6 +219,8 @@ const char *kernel_name(Kernel k) {
       return "portable";
     case Kernel::kAvx512:
       return "avx512";
+    case Kernel::kAvx512F:
+      return "avx512f";
     case Kernel::kAmx:
       return "amx";
     case Kernel::kOpenBlas:
@@ -228,6 +236,8 @@ bool available(Precision p, Kernel k) {
       return true;
     case Kernel::kAvx512:
       return p == Precision::kBF16 ? f.avx512_bf16 : f.avx512;
+    case Kernel::kAvx512F:
+      return p == Precision::kBF16 && f.avx512;
     case Kernel::kAmx:
       return p == Precision::kBF16 && f.amx_bf16;
     case Kernel::kOpenBlas:
@@ -286,7 +296,7 @@ void gemm_bf16(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float a
 // that sgemm is called as gemm() calls it (OpenBLAS's bits depend on the transposition).
 size_t packed_a_bytes(Precision p, size_t m, size_t k) {
   size_t most = kHeaderBytes + m * k * sizeof(float);  // OpenBLAS's
-  for (Kernel chosen : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAmx}) {
+  for (Kernel chosen : {Kernel::kPortable, Kernel::kAvx512, Kernel::kAvx512F, Kernel::kAmx}) {
     const KernelDef *d = available(p, chosen) ? definition(p, chosen) : nullptr;
     if (d == nullptr) continue;
     const size_t last = k % d->kc == 0 ? (k > 0 ? d->kc : 0) : padded(*d, k % d->kc);

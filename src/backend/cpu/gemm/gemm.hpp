@@ -27,6 +27,8 @@ enum class Kernel {
   kAvx512,    // fp32: AVX-512 FMA; bf16: AVX512_BF16's VDPBF16PS; fp16: float16 panels widened by
               // VCVTPH2PS, AVX-512 FMA. The portable kernel's bits (for bf16: VDPBF16PS as Intel defines it,
               // verified on Intel; test_gemm counts differences elsewhere: none on AMD Zen 4).
+  kAvx512F,   // bf16 only, for AVX-512 CPUs without AVX512_BF16: VDPBF16PS's two roundings per pair of k as
+              // AVX-512 fused multiply-adds under FTZ/DAZ. The portable kernel's bits.
   kAmx,       // bf16 only: AMX tiles (Intel, 4th generation Xeon and later). Its own bits (the tile unit
               // sums inside an instruction in an order of its own), within bfloat16 rounding of the others.
   kOpenBlas,  // fp32 only: OpenBLAS's sgemm (the choice on CPUs without AVX-512); absent from a build
@@ -34,7 +36,7 @@ enum class Kernel {
 };
 
 // The kernel gemm() uses for p: the fastest this CPU runs, unless DPTRAIN_GEMM_KERNEL (portable, avx512,
-// amx, openblas) or set_kernel() names one it can run for p.
+// avx512f, amx, openblas) or set_kernel() names one it can run for p.
 Kernel kernel(Precision p);
 // Pins the kernel of p for this process; false (nothing changes) when the CPU cannot run k or k does not
 // compute p. For tests and benchmarks.

@@ -49,6 +49,7 @@ inline float combine(float acc, float alpha, float beta, float c) {
 
 extern const KernelDef kF32Portable, kBF16Portable, kF16Portable;
 extern const KernelDef kF32Avx512, kBF16Avx512, kF16Avx512;
+extern const KernelDef kBF16Avx512F;
 extern const KernelDef kBF16Amx;
 
 }  // namespace dpt::gemm

@@ -4,11 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cpu/gemm/flush_subnormals.hpp"
 #include "backend/cpu/gemm/pack.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
 
 // DPT_CLONES (core/target_clones.hpp): where the CPU has FMA the loops vectorize and std::fma is one
 // instruction: the same values, at the speed of plain vector code.
@@ -36,23 +33,6 @@ DPT_CLONES void tile_f32(size_t kc, const void *ap, const void *bp, float *c, si
       for (size_t j = 0; j < kNR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
   store(acc, c, ldc, alpha, beta);
 }
-
-// Flush-to-zero and denormals-are-zero while it lives: VDPBF16PS treats subnormal inputs (the
-// accumulator's too) as zero and flushes subnormal results, without reading MXCSR.
-class FlushSubnormals {
- public:
-#if defined(__x86_64__) || defined(__i386__)
-  FlushSubnormals() : saved_(_mm_getcsr()) {
-    _mm_setcsr(saved_ | 0x8040u);
-  }
-  ~FlushSubnormals() {
-    _mm_setcsr(saved_);
-  }
-
- private:
-  unsigned saved_;
-#endif
-};
 
 // VDPBF16PS per lane and pair q: acc = fma(a[2q+1], b[2q+1], acc), then fma(a[2q], b[2q], acc), each
 // rounded to nearest even with subnormals flushed. The products of two bfloat16 values are exact in

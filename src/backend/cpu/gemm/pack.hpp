@@ -1,9 +1,10 @@
 // Packers shared by the kernels: op(A) and op(B) blocks into the panels a micro-kernel reads in order.
 // float32: panel[p][r] (k-major, mr or nr wide); float16 kernels: A (and the portable kernel's B) as
 // float32 values rounded through float16, the AVX-512 kernel's B as float16, all in float32's layout.
-// bfloat16 pairs (VDPBF16PS and AMX's B): panel[q][r][h] = element k = 2q + h, so that a 32-bit word holds
-// the pair a dot-product instruction multiplies. AMX's A: panel[kb][r][kk], 32 consecutive k of a row (one
-// 64-byte tile row). Zeros past every end.
+// bfloat16 pairs (VDPBF16PS and AMX's B, and the B of the AVX-512F kernel that emulates VDPBF16PS):
+// panel[q][r][h] = element k = 2q + h, so that a 32-bit word holds the pair a dot-product instruction
+// multiplies; that kernel's A as float32 values rounded through bfloat16. AMX's A: panel[kb][r][kk], 32
+// consecutive k of a row (one 64-byte tile row). Zeros past every end.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +106,23 @@ void pack_pairs_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc
       for (size_t p = 0; p < kp; ++p)
         o[(p / 2 * MR + r) * 2 + p % 2] = to_bf16(r < h && p < kc ? src[p * x.col_step] : 0.0f);
     }
+  }
+}
+
+// As pack_f32_a, each value rounded to bfloat16 and held as the float32 of that bfloat16 (a kernel that
+// broadcasts it as a float32 operand), kc padded to even with zeros (the pairs of the B panel).
+template <size_t MR>
+void pack_bf16_a_wide(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
+  const Reader x(a, i0, p0);
+  float *o = static_cast<float *>(out);
+  const size_t kp = (kc + 1) / 2 * 2;
+  for (size_t i = 0; i < rows; i += MR, o += kp * MR) {
+    const size_t h = rows - i < MR ? rows - i : MR;
+    for (size_t r = 0; r < MR; ++r) {
+      const float *src = x.at(i + r, 0);
+      for (size_t p = 0; p < kp; ++p) o[p * MR + r] = r < h && p < kc ? src[p * x.col_step] : 0.0f;
+    }
+    for (size_t e = 0; e < kp * MR; ++e) o[e] = round_to_bf16(o[e]);  // contiguous: it vectorizes
   }
 }
 
