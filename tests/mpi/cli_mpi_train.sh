@@ -98,6 +98,12 @@ mpi resnet_world_gradients "${RESNET[@]}" --shard gradients --shard-scope world
 same_bits resnet_none resnet_world_gradients "ResNet-18, --shard gradients --shard-scope world: the unsharded bits"
 mpi resnet_world_parameters "${RESNET[@]}" --shard parameters --shard-scope world
 same_bits resnet_none resnet_world_parameters "ResNet-18, --shard parameters --shard-scope world: the unsharded bits"
+# Two stages on each process (batch norm in both), the optimizer state sharded across both processes'
+# replicas of each stage: the unsharded pipeline's bits.
+mpi resnet_pipeline "${RESNET[@]}" --pipeline 2
+mpi resnet_pipeline_world "${RESNET[@]}" --pipeline 2 --shard optimizer --shard-scope world
+same_bits resnet_pipeline resnet_pipeline_world \
+  "ResNet-18, --pipeline 2 --shard optimizer --shard-scope world: the unsharded pipeline's bits"
 # Processes of different device counts (2 and 3: ranges cut differently, summed by the pieces between the
 # cuts; 1 and 2: the process of one device shards nothing but sums by the other's pieces): sharded
 # gradients give the bits of the unsharded run on the same devices.
