@@ -13,6 +13,7 @@
 #include "backend/context.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/ops/blas.hpp"
+#include "backend/cpu/ops/conv2d_winograd.hpp"
 #include "bench_common.hpp"
 #include "comm/thread_collective.hpp"
 #include "comm/world.hpp"
@@ -429,6 +430,13 @@ int main(int argc, char **argv) {
       o.activations = name == "bf16"   ? dpt::DType::kBF16
                       : name == "fp16" ? dpt::DType::kF16
                                        : dpt::DType::kF32;
+    } else if (a == "--winograd-operands") {  // how bf16 Winograd layers store V and dM
+      const std::string name = value();
+      if (name != "fp32" && name != "bf16") {
+        std::fprintf(stderr, "dptrain_bench: --winograd-operands takes fp32 or bf16\n");
+        return 2;
+      }
+      dpt::cpu::winograd::set_bf16_operands(name == "bf16");
     } else if (a == "--world") {
       o.world = true;
     } else if (a == "--bn") {
@@ -458,7 +466,7 @@ int main(int argc, char **argv) {
           "                     [--models lenet,mlp,wide-mlp,resnet18] [--bucket-kib 0,1024] [--bn "
           "sync|local]\n"
           "                     [--precision fp32,bf16,fp16] [--allreduce-dtype fp32,bf16,fp16]\n"
-          "                     [--activation-dtype fp32|bf16|fp16]\n"
+          "                     [--activation-dtype fp32|bf16|fp16] [--winograd-operands fp32|bf16]\n"
           "                     [--world (under mpirun: the all-reduce across processes only)]\n"
           "                     [--only-training|--only-layers|--only-allreduce] [--csv FILE]\n");
       return a == "--help" ? 0 : 2;
