@@ -172,6 +172,8 @@ const KernelDef kF32Avx512{kMR,           kNR,      1,       256,    4, 4, pack_
                            pack_f32_b_nr, tile_f32, nullptr, nullptr};
 const KernelDef kBF16Avx512{kMR,       kNR,     2,       512, 2, 2, pack_pairs_a_mr, pack_pairs_b_nr,
                             tile_bf16, nullptr, nullptr, true};
+// kc 512 as the other bfloat16 kernels: the k blocks are part of the bits (each block's sum is scaled and
+// added into C on its own).
 const KernelDef kBF16Avx512F{kMR,           kNR,     2,      512, 4, 2, pack_bf16_a_fma, pack_pairs_b_fma,
                              tile_bf16_fma, nullptr, nullptr};
 const KernelDef kF16Avx512{kMR, kNR, 1, 256, 4, 2, pack_f16_a_mr, pack_f16_b_nr, tile_f16, nullptr, nullptr};
