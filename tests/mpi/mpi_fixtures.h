@@ -1,6 +1,6 @@
 /* What several mpirun tests in C share: the batch generator (the same numbers on every process, reset through
- * `state` before each trainer), the comparison of a vector across the processes and of two files, and a small
- * model with batch norm. Include after mpi_check.h. */
+ * `state` before each trainer), the comparison of a vector across the processes and of two files, a folder
+ * every process knows, and a small model with batch norm. Include after mpi_check.h. */
 #ifndef DPTRAIN_TESTS_MPI_FIXTURES_H
 #define DPTRAIN_TESTS_MPI_FIXTURES_H
 
@@ -46,6 +46,16 @@ static inline void check_same_file(int rank, const char *a, const char *b, const
   CHECK(fa != NULL && fb != NULL && na == nb && na > 0 && memcmp(fa, fb, na) == 0,
         "%s: %s (%zu bytes) and %s (%zu bytes) differ", what, a, na, b, nb);
   free(fa), free(fb);
+}
+
+/* A new folder under /tmp ("/tmp/NAME-XXXXXX") that process 0 makes and every process learns. */
+static inline void shared_temp_dir(int rank, const char *name, char *dir, size_t size) {
+  dir[0] = '\0';
+  if (rank == 0) {
+    snprintf(dir, size, "/tmp/%s-XXXXXX", name);
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+  }
+  MPI_Bcast(dir, (int)size, MPI_CHAR, 0, MPI_COMM_WORLD);
 }
 
 /* conv (no bias) -> batch norm -> relu -> global average pooling -> dense 10, on 28 x 28 inputs. */

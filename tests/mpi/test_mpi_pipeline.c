@@ -352,12 +352,8 @@ int main(int argc, char **argv) {
 
   check_batch_norm(rank);
   check_sharded(lenet, n, rank);
-  char dir[256] = "";
-  if (rank == 0) {
-    snprintf(dir, sizeof dir, "/tmp/dpt-pipeline-world-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
-  }
-  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  char dir[256];
+  shared_temp_dir(rank, "dpt-pipeline-world", dir, sizeof dir);
   check_world_checkpoint(lenet, n, rank, dir);
 
   free(pipeline), free(one), free(initial), free(logits_pipeline), free(logits_one);

@@ -409,12 +409,8 @@ int main(int argc, char **argv) {
            largest);
   stop(r);
 
-  char dir[256] = "";
-  if (rank == 0) {
-    snprintf(dir, sizeof dir, "/tmp/dpt-world-shard-XXXXXX");
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
-  }
-  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  char dir[256];
+  shared_temp_dir(rank, "dpt-world-shard", dir, sizeof dir);
   check_checkpoints(model, rank, dir, DPT_SHARD_OPTIMIZER);
   check_checkpoints(model, rank, dir, DPT_SHARD_PARAMETERS);
   if (rank == 0) rmdir(dir);

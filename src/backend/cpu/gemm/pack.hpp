@@ -7,6 +7,7 @@
 // consecutive k of a row (one 64-byte tile row). Zeros past every end.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -27,17 +28,20 @@ struct Reader {
   const float *at(size_t r, size_t c) const { return data + r * row_step + c * col_step; }
 };
 
-// A rows x kc block of op(A) at (i0, p0) as panels of MR rows: panel[p][i].
-template <size_t MR>
+// A rows x kc block of op(A) at (i0, p0) as panels of MR rows: panel[p][i], k padded with zeros to a
+// multiple of KUnit.
+template <size_t MR, size_t KUnit = 1>
 void pack_f32_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
   const Reader x(a, i0, p0);
   float *o = static_cast<float *>(out);
-  for (size_t i = 0; i < rows; i += MR, o += kc * MR) {
+  const size_t kp = (kc + KUnit - 1) / KUnit * KUnit;
+  for (size_t i = 0; i < rows; i += MR, o += kp * MR) {
     const size_t h = rows - i < MR ? rows - i : MR;
     for (size_t r = 0; r < MR; ++r) {
       const float *src = x.at(i + r, 0);
       for (size_t p = 0; p < kc; ++p) o[p * MR + r] = r < h ? src[p * x.col_step] : 0.0f;
     }
+    std::fill(o + kc * MR, o + kp * MR, 0.0f);
   }
 }
 
@@ -113,17 +117,10 @@ void pack_pairs_a(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc
 // broadcasts it as a float32 operand), kc padded to even with zeros (the pairs of the B panel).
 template <size_t MR>
 void pack_bf16_a_wide(const Operand &a, size_t i0, size_t rows, size_t p0, size_t kc, void *out) {
-  const Reader x(a, i0, p0);
+  pack_f32_a<MR, 2>(a, i0, rows, p0, kc, out);
   float *o = static_cast<float *>(out);
-  const size_t kp = (kc + 1) / 2 * 2;
-  for (size_t i = 0; i < rows; i += MR, o += kp * MR) {
-    const size_t h = rows - i < MR ? rows - i : MR;
-    for (size_t r = 0; r < MR; ++r) {
-      const float *src = x.at(i + r, 0);
-      for (size_t p = 0; p < kp; ++p) o[p * MR + r] = r < h && p < kc ? src[p * x.col_step] : 0.0f;
-    }
-    for (size_t e = 0; e < kp * MR; ++e) o[e] = round_to_bf16(o[e]);  // contiguous: it vectorizes
-  }
+  const size_t count = (rows + MR - 1) / MR * MR * ((kc + 1) / 2 * 2);
+  for (size_t e = 0; e < count; ++e) o[e] = round_to_bf16(o[e]);  // contiguous: it vectorizes
 }
 
 // As pack_f32_b, in bfloat16 pairs of k: panel[q][j][h]; k padded to a multiple of k_unit.
