@@ -17,16 +17,32 @@ void StageGradientCollective::reduce_in_update(size_t rank, bool) {
     ThreadCollective &local = group_.collective();
     local.barrier(rank);  // every stage's replicas hold the process's sum
     if (rank == 0)
-      for (size_t first = 0; first < replicas_.size(); first += width_)
-        world_->all_reduce(replicas_[first]->grads.data(), replicas_[first]->grads.size(), timeout_, wire_);
+      for (size_t s = 0; s < replicas_.size() / width_; ++s) reduce_across_processes(s);
     local.barrier(rank);  // the sums over the processes are in
     if (rank % width_ != 0) {
-      const DeviceBuffer &sum = replicas_[rank - rank % width_]->grads;
-      std::copy(sum.data(), sum.data() + sum.size(), grads.data());
+      // The stage's sums (the world scope: this process's part of the range, and the mirror).
+      const float *sum = replicas_[rank - rank % width_]->grads.data();
+      const size_t s = rank / width_;
+      const size_t begin = spans_.empty() ? 0 : spans_[s][world_->rank()];
+      const size_t end = spans_.empty() ? grads.size() : spans_[s][world_->rank() + 1];
+      std::copy(sum + begin, sum + end, grads.data() + begin);
+      if (!spans_.empty())
+        std::copy(sum + stage_floats_[s], sum + grads.size(), grads.data() + stage_floats_[s]);
     }
   }
   seconds_[rank] = platform::now_seconds() - start;
   trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
+}
+
+void StageGradientCollective::reduce_across_processes(size_t s) const {
+  DeviceBuffer &grads = replicas_[s * width_]->grads;
+  if (spans_.empty()) {
+    world_->all_reduce(grads.data(), grads.size(), timeout_, wire_);
+    return;
+  }
+  const size_t range = stage_floats_[s];
+  world_->reduce_scatter(grads.data(), 0, range, spans_[s].data(), timeout_, wire_);
+  if (grads.size() > range) world_->all_reduce(grads.data() + range, grads.size() - range, timeout_, wire_);
 }
 
 // The stages reduce at once, each its own range: the step waited for the slowest.
@@ -35,8 +51,8 @@ AllReduceTimes StageGradientCollective::times(bool) const {
   return {most, most, most};
 }
 
-// The stage's all-reduce among its replicas; across P processes device 0 also all-reduces every stage's
-// range (the whole gradient) over them.
+// The stage's all-reduce among its replicas; across P processes device 0 also all-reduces (the world
+// scope: reduce-scatters) every stage's range (the whole gradient) over them.
 StageGradientCollective::RankReduction StageGradientCollective::rank_reduction(size_t rank, bool) const {
   const double k = double(width_), bytes = double(replicas_[rank]->grads.size()) * sizeof(float);
   double moved = width_ > 1 ? bytes * 2.0 * (k - 1.0) / k : 0.0;
@@ -44,8 +60,9 @@ StageGradientCollective::RankReduction StageGradientCollective::rank_reduction(s
     double whole = 0;
     for (size_t first = 0; first < replicas_.size(); first += width_)
       whole += double(replicas_[first]->grads.size()) * sizeof(float);
+    // An all-reduce moves 2 (P - 1) / P of the bytes, a reduce-scatter half of that.
     const double p = double(world_->size());
-    moved += whole * 2.0 * (p - 1.0) / p;
+    moved += whole * (spans_.empty() ? 2.0 : 1.0) * (p - 1.0) / p;
   }
   return {seconds_[rank], moved};
 }

@@ -2,8 +2,11 @@
 // its stage's range over its own slices, so at the end of a window the R replicas of each stage all-reduce
 // that range among themselves (the DeviceGroup's subgroup of the stage), on their device threads. Across MPI
 // processes (each running every stage) device 0's thread then all-reduces every stage's sum over the
-// processes, one stage after the other (one thread calls MPI), and the stage's other replicas copy it.
-// With one replica per stage in one process there is nothing to reduce.
+// processes, one stage after the other (one thread calls MPI), and the stage's other replicas copy it. With
+// the optimizer state sharded across the processes (the world scope) each process needs only its part of
+// each stage: device 0 reduce-scatters the stage's range instead (World::reduce_scatter; its mirror of a
+// tied parameter is still all-reduced), and the other replicas copy that part. With one replica per stage in
+// one process there is nothing to reduce.
 #pragma once
 
 #include <cstddef>
@@ -21,10 +24,13 @@ namespace dpt {
 
 class StageGradientCollective final : public GradientCollective {
  public:
-  // replicas: stage d / replicas_per_stage on device d; the group's subgroups are the stages.
+  // replicas: stage d / replicas_per_stage on device d; the group's subgroups are the stages. spans: empty,
+  // or (the world scope) per stage its processes' parts, world size + 1 offsets from the stage's first
+  // parameter; stage_floats: per stage, its range's length (without a mirror of a tied parameter).
   StageGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                           size_t replicas_per_stage, AllReduceAlgorithm algorithm, WireType wire,
-                          const World *world, double timeout_seconds, TraceRecorder &trace)
+                          const World *world, double timeout_seconds, TraceRecorder &trace,
+                          std::vector<std::vector<size_t>> spans, std::vector<size_t> stage_floats)
       : group_(group),
         replicas_(replicas),
         width_(replicas_per_stage),
@@ -33,6 +39,8 @@ class StageGradientCollective final : public GradientCollective {
         world_(world != nullptr && world->size() > 1 ? world : nullptr),
         timeout_(timeout_seconds),
         trace_(trace),
+        spans_(std::move(spans)),
+        stage_floats_(std::move(stage_floats)),
         seconds_(replicas.size(), 0.0) {}
 
   void reduce_between_phases(bool) override {}
@@ -49,7 +57,12 @@ class StageGradientCollective final : public GradientCollective {
   const World *world_;  // the processes, each running every stage (nullptr: this process alone)
   double timeout_;
   TraceRecorder &trace_;
+  std::vector<std::vector<size_t>> spans_;
+  std::vector<size_t> stage_floats_;
   std::vector<double> seconds_;  // per rank, of the last reduction
+
+  // Device 0's thread: stage s's sum (in its first replica) over the processes.
+  void reduce_across_processes(size_t s) const;
 };
 
 }  // namespace dpt

@@ -320,6 +320,10 @@ class Trainer {
   // parameter).
   size_t stage_replica_offset(size_t p) const;
   std::pair<size_t, size_t> stage_span(size_t s, size_t p) const;
+  // For the stages' gradient reduction: per stage, every process's part (world size + 1 offsets from the
+  // stage's first parameter; empty unless world_shards()), and each stage's range length.
+  std::vector<std::vector<size_t>> stage_process_spans() const;
+  std::vector<size_t> stage_lengths() const;
   size_t buffer_begin(size_t rank) const {
     return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
   }

@@ -148,6 +148,23 @@ std::pair<size_t, size_t> Trainer::stage_span(size_t s, size_t p) const {
   return {stage_bounds_[s][stage_replica_offset(p)], stage_bounds_[s][stage_replica_offset(p + 1)]};
 }
 
+std::vector<std::vector<size_t>> Trainer::stage_process_spans() const {
+  std::vector<std::vector<size_t>> spans;
+  if (!world_shards()) return spans;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    spans.emplace_back();
+    for (size_t p = 0; p <= config_.world->size(); ++p)
+      spans.back().push_back(stage_bounds_[s][stage_replica_offset(p)]);
+  }
+  return spans;
+}
+
+std::vector<size_t> Trainer::stage_lengths() const {
+  std::vector<size_t> lengths;
+  for (const PipelineStage &s : stages_) lengths.push_back(s.param_end - s.param_begin);
+  return lengths;
+}
+
 // After the replicas (the stages' first activation contexts) exist: the pipeline, and with several
 // replicas per stage the stages' collectives (batch statistics, gradients) among them.
 void Trainer::start_pipeline(size_t width) {

@@ -16,7 +16,7 @@
  *   - the optimizer state sharded among each process's replicas of a stage and among every process's (the
  *     world scope): the unsharded pipeline's bits, the state held once per process or once in the job; the
  *     world scope's checkpoint (collective) is the unsharded pipeline's file, which loads into it and trains
- *     on to the unsharded bits.
+ *     on to the unsharded bits; a head tied across the stages, the world scope: the unsharded bits.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -213,6 +213,70 @@ static void check_sharded(const dpt_model *lenet, size_t n, int rank) {
         state);
 }
 
+/* A parameter tied across the stages (a head tied to the first stage's layer: the second stage keeps a
+ * mirror of it, whose gradient is summed over the processes beside the stage's reduce-scatter) with the
+ * optimizer state sharded across the processes: 2 processes x (2 stages x 1) and x (2 x 2), AdamW, 4 steps
+ * of 8 samples: the unsharded pipeline's parameters, bit for bit, on both processes. */
+enum { kTiedWidth = 256, kTiedBatch = 8 };
+static void check_world_tied(int rank) {
+  dpt_model *m = NULL;
+  size_t t = 0, n = 0;
+  OK(dpt_model_create(&m, 1, 1, kTiedWidth));
+  OK(dpt_model_dense(m, 0, kTiedWidth, 1, "a", &t));
+  OK(dpt_model_activation(m, t, DPT_ACTIVATION_RELU, "relu_a", &t));
+  OK(dpt_model_dense(m, t, kTiedWidth, 1, "b", &t));
+  OK(dpt_model_activation(m, t, DPT_ACTIVATION_RELU, "relu_b", &t));
+  OK(dpt_model_dense(m, t, kTiedWidth, 0, "head", &t));
+  OK(dpt_model_tie(m, "head.weight", "a.weight"));
+  OK(dpt_model_parameter_count(m, &n));
+  for (size_t devices = 2; devices <= 4; devices += 2) {
+    float *p[2] = {NULL, NULL};
+    for (int sharded = 0; sharded < 2; ++sharded) {
+      dpt_context_options co;
+      dpt_context_options_init(&co);
+      co.cpu_devices = devices;
+      run r;
+      OK(dpt_context_create(&r.ctx, &co));
+      dpt_trainer_options to;
+      dpt_trainer_options_init(&to);
+      to.seed = 5;
+      to.communicator = DPT_COMMUNICATOR_MPI;
+      to.timeout_seconds = 60;
+      to.pipeline_stages = 2;
+      to.micro_batches = 2;
+      to.pipeline_cuts = "b";
+      to.shard = sharded ? DPT_SHARD_OPTIMIZER : DPT_SHARD_NONE;
+      to.shard_scope = DPT_SHARD_SCOPE_WORLD;
+      dpt_optimizer_options oo;
+      dpt_optimizer_options_init(&oo);
+      oo.kind = DPT_OPTIMIZER_ADAMW;
+      oo.learning_rate = 0.003f;
+      r.trainer = NULL;
+      OK(dpt_trainer_create(&r.trainer, r.ctx, m, &to, &oo));
+      static float x[kTiedBatch * kTiedWidth];
+      int32_t y[kTiedBatch];
+      state = 11;
+      for (int step = 0; step < 4 && r.trainer != NULL; ++step) {
+        for (size_t i = 0; i < kTiedBatch * kTiedWidth; ++i) x[i] = next_unit() - 0.5f;
+        for (size_t i = 0; i < kTiedBatch; ++i) y[i] = (int32_t)(next_unit() * kTiedWidth) % kTiedWidth;
+        dpt_step_result res = {.struct_size = sizeof res};
+        OK(dpt_trainer_step(r.trainer, x, kTiedBatch * kTiedWidth, y, kTiedBatch, &res));
+      }
+      p[sharded] = calloc(n, sizeof(float));
+      if (r.trainer != NULL) OK(dpt_trainer_get_parameters(r.trainer, p[sharded], n));
+      stop(r);
+    }
+    CHECK(memcmp(p[0], p[1], n * sizeof(float)) == 0 && same_on_every_process(p[1], n),
+          "a head tied across the stages, optimizer sharded across the processes (%zu devices each): not the "
+          "unsharded bits",
+          devices);
+    free(p[0]), free(p[1]);
+  }
+  if (rank == 0)
+    printf("a head tied across the stages, optimizer sharded across the processes: the unsharded bits\n");
+  dpt_model_destroy(m);
+}
+
 /* A checkpoint of a pipeline whose optimizer state is sharded in the world scope (2 processes x (2 stages x
  * 2)): dpt_trainer_save is collective and process 0 writes the unsharded pipeline's bytes; the unsharded
  * checkpoint loads into the sharded trainer, which saves it back unchanged and trains on from it to the
@@ -352,6 +416,7 @@ int main(int argc, char **argv) {
 
   check_batch_norm(rank);
   check_sharded(lenet, n, rank);
+  check_world_tied(rank);
   char dir[256];
   shared_temp_dir(rank, "dpt-pipeline-world", dir, sizeof dir);
   check_world_checkpoint(lenet, n, rank, dir);

@@ -143,13 +143,13 @@ typedef enum dpt_shard_scope {
    * other processes own straight from their memory (one-sided MPI gets, MPI_Rget). GPUs, with
    * DPT_SHARD_OPTIMIZER only: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL
    * broadcasts from their owners. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
-   * state cut among every process's replicas of the stage, its gradient summed whole. The same bits as
-   * DPT_SHARD_NONE with two processes (with accumulation,
-   * DPT_SHARD_GRADIENTS's one rounding per micro-batch). dpt_trainer_save is then collective: every
-   * process calls it, process 0 writes the file. With DPT_SHARD_PARAMETERS, dpt_trainer_set_parameters,
-   * dpt_trainer_load and dpt_trainer_destroy are collective too (every process calls them, destroying
-   * such trainers in the same order: a process's parameters go only once no process reads them).
-   * Without a communicator (one process) the same as DPT_SHARD_SCOPE_PROCESS. */
+   * state cut among every process's replicas of the stage, its gradient summed within the process and
+   * reduce-scattered across the processes. The same bits as DPT_SHARD_NONE with two processes (with
+   * accumulation, DPT_SHARD_GRADIENTS's one rounding per micro-batch). dpt_trainer_save is then
+   * collective: every process calls it, process 0 writes the file. With DPT_SHARD_PARAMETERS,
+   * dpt_trainer_set_parameters, dpt_trainer_load and dpt_trainer_destroy are collective too (every process
+   * calls them, destroying such trainers in the same order: a process's parameters go only once no process
+   * reads them). Without a communicator (one process) the same as DPT_SHARD_SCOPE_PROCESS. */
   DPT_SHARD_SCOPE_WORLD = 1
 } dpt_shard_scope;
 
