@@ -644,7 +644,7 @@ void print_train_help(FILE *out) {
       "                         GPU N (cuda:0, cuda:0,1, cuda:0x2); cuda:local = the GPU of the process's\n"
       "                         local rank under mpirun or srun (one process per GPU)\n"
       "  --tf32                 GPUs: let cuBLAS and cuDNN use TF32 tensor cores (default: full FP32)\n"
-      "  --deterministic        GPUs: deterministic cuDNN algorithms only\n"
+      "  --deterministic        GPUs: deterministic GEMM-family cuDNN algorithms (the same bits every run)\n"
       "  --split even|auto|w1,w2,...  batch split across devices (default: even)\n"
       "  --allreduce ring|naive gradient all-reduce (default: ring)\n"
       "  --precision fp32|bf16|fp16  matrix products on float32, bfloat16 or float16 inputs (float32\n"

@@ -134,6 +134,9 @@ section "build (-j$jobs)"
 targets=(dptrain dptrain-cli test_cuda_backend test_cuda_module test_cuda_layers test_cuda_norms test_cuda_transformer
   test_cuda_precision test_cuda_training test_cuda_collectives test_gpu_training dptrain_gpu_bench)
 grep -q "CUDA module: CUDA" "$out/configure.log" && targets+=(dptrain_cuda)
+# the NCCL-across-processes tests (ctest -L gpu runs them) exist only where MPI was found
+grep -q "MPI module: on" "$out/configure.log" && grep -q "CUDA module: CUDA" "$out/configure.log" &&
+  targets+=(dptrain_mpi test_mpi_nccl)
 build_start=$(date +%s)
 if timeout 360 cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1; then
   row "build" "ok" "$(($(date +%s) - build_start)) s: ${targets[*]}"

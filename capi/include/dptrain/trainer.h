@@ -308,7 +308,10 @@ typedef struct dpt_trainer_options {
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
 #define DPT_GPU_ALLOW_TF32 1
-/** @brief gpu_flags: deterministic convolution algorithms only, chosen by heuristics, never by timing. */
+/** @brief gpu_flags: deterministic convolution algorithms only, chosen by heuristics, never by timing, and of
+ * the GEMM family (no FFT or Winograd transforms): the same bits from run to run and from trainer to
+ * trainer. Without it cuDNN's algorithms are timed per trainer and the fastest kept: two trainers may differ
+ * in the last bits. */
 #define DPT_GPU_DETERMINISTIC 2
 
 /** @brief The parameters weight decay applies to (two parameter groups: decayed and not). */
