@@ -889,8 +889,9 @@ func replicaTimes(r swig.ReplicaTimesNative) ReplicaTimes {
 // forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
 // communication thread), the parameter gathers of ShardParameters and the update. Up to maxEvents (1 to 2^24)
 // are kept per device and thread, room for them reserved now; later ones are dropped and counted. Calling it
-// again restarts the recording; TraceWrite stops it and writes the file. On GPUs an op's times are the host's
-// (its launch). Recording changes no bit of training. 0 is StatusInvalidArgument; a negative count, or one
+// again restarts the recording; TraceWrite stops it and writes the file. On GPUs each recorded op waits for
+// the one before it on the device, so its times are its device time (a recorded step is slower). Recording
+// changes no bit of training. 0 is StatusInvalidArgument; a negative count, or one
 // above 2^24, StatusOutOfRange.
 func (t *Trainer) TraceStart(maxEvents int) error {
 	const op = "Trainer.TraceStart"

@@ -927,8 +927,9 @@ import java.nio.IntBuffer;
    * and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
    * communication thread), the parameter gathers of {@link ShardMode#SHARD_PARAMETERS} and the update. Up to
    * {@code maxEvents} are kept per device and thread; later ones are dropped and counted. Calling it again
-   * restarts the recording; {@link #traceWrite} stops it and writes the file. On GPUs an op's times are the
-   * host's (its launch). Recording changes no bit of training.
+   * restarts the recording; {@link #traceWrite} stops it and writes the file. On GPUs each recorded op waits
+   * for the one before it on the device, so its times are its device time (a recorded step is slower).
+   * Recording changes no bit of training.
    *
    * @param maxEvents 1 .. 2^24 events per device and thread (room for them is reserved now)
    * @throws InvalidArgumentException with {@code Status.ERROR_INVALID_ARGUMENT} for 0, with

@@ -203,6 +203,11 @@ void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool fo
   forward ? kernels_.forward(c) : kernels_.backward(c);
 }
 
+double Network::timer_now() {
+  kernels_.synchronize();
+  return platform::now_seconds();
+}
+
 LossStats Network::forward(const float *params, float *buffers, const int32_t *labels, const PassInfo &info) {
   DPT_REQUIRE(info.n <= capacity_, DPT_ERROR_INTERNAL, "slice larger than the reserved capacity");
   pass_buffers_ = buffers;
@@ -213,13 +218,13 @@ LossStats Network::forward(const float *params, float *buffers, const int32_t *l
     stop_if_cancelled(info);
     dpt_op_call &c = steps_[j].call;
     fill_call(j, c, params, buffers, info);
-    const double start = info.timer.op_done != nullptr ? platform::now_seconds() : 0.0;
+    const double start = info.timer.op_done != nullptr ? timer_now() : 0.0;
     if (layout.statistics > 0 && info.training)
       run_phased(j, c, info, true);
     else
       kernels_.forward(c);
     if (info.timer.op_done != nullptr)
-      info.timer.op_done(info.timer.context, first_node_ + j, false, start, platform::now_seconds());
+      info.timer.op_done(info.timer.context, first_node_ + j, false, start, timer_now());
     store_->after_forward(j, info.n, info.training);
   }
   if (labels == nullptr) return {};
@@ -259,7 +264,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
                          : ig.accumulate    ? slot(spare++)
                                             : slot(grad_slot_[ig.tensor]);
     }
-    const double start = info.timer.op_done != nullptr ? platform::now_seconds() : 0.0;
+    const double start = info.timer.op_done != nullptr ? timer_now() : 0.0;
     if (node.layout.statistics > 0)
       run_phased(j, c, info, false);
     else
@@ -273,7 +278,7 @@ void Network::backward(const float *params, float *grads, const PassInfo &info, 
     }
     for (size_t k = 0; k < node.layout.params.size(); ++k) c.param_grads[k] = nullptr;
     if (info.timer.op_done != nullptr)
-      info.timer.op_done(info.timer.context, first_node_ + j, true, start, platform::now_seconds());
+      info.timer.op_done(info.timer.context, first_node_ + j, true, start, timer_now());
     if (hook.layer_done != nullptr) hook.layer_done(hook.context, j);
   }
 }

@@ -103,6 +103,8 @@ class Network {
   void fill_call(size_t node, dpt_op_call &call, const float *params, float *buffers, const PassInfo &info);
   // The two phases of a training pass of an op with statistics, the reduction in between.
   void run_phased(size_t node, dpt_op_call &call, const PassInfo &info, bool forward);
+  // The op timer's clock, read once the device's queue is drained (PassInfo::timer).
+  double timer_now();
   float *slot(size_t index) { return slots_.empty() ? nullptr : slots_[index].data(); }
   float *slot_of(size_t root) { return grad_slot_[root] == SIZE_MAX ? nullptr : slot(grad_slot_[root]); }
 

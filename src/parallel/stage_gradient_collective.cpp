@@ -11,8 +11,7 @@ void StageGradientCollective::reduce_in_update(size_t rank, bool) {
   if (width_ == 1 && world_ == nullptr) return;
   DeviceBuffer &grads = replicas_[rank]->grads;
   const double start = platform::now_seconds();
-  if (width_ > 1)
-    group_.subgroup(rank / width_).all_reduce(rank % width_, grads.data(), grads.size(), algorithm_, wire_);
+  if (width_ > 1) reduce_within_stage(rank);
   if (world_ != nullptr) {
     ThreadCollective &local = group_.collective();
     local.barrier(rank);  // every stage's replicas hold the process's sum
@@ -34,6 +33,19 @@ void StageGradientCollective::reduce_in_update(size_t rank, bool) {
   trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
 }
 
+void StageGradientCollective::reduce_within_stage(size_t rank) const {
+  DeviceBuffer &grads = replicas_[rank]->grads;
+  ThreadCollective &stage = group_.subgroup(rank / width_);
+  if (replica_parts_.empty()) {
+    stage.all_reduce(rank % width_, grads.data(), grads.size(), algorithm_, wire_);
+    return;
+  }
+  const size_t s = rank / width_, range = stage_floats_[s];
+  stage.reduce_scatter(rank % width_, grads.data(), replica_parts_[s].data(), algorithm_, wire_);
+  if (grads.size() > range)  // the mirror of a tied parameter: every replica adds it to the source
+    stage.all_reduce_range(rank % width_, grads.data(), range, grads.size(), algorithm_, wire_);
+}
+
 void StageGradientCollective::reduce_across_processes(size_t s) const {
   DeviceBuffer &grads = replicas_[s * width_]->grads;
   if (spans_.empty()) {
@@ -51,11 +63,17 @@ AllReduceTimes StageGradientCollective::times(bool) const {
   return {most, most, most};
 }
 
-// The stage's all-reduce among its replicas; across P processes device 0 also all-reduces (the world
-// scope: reduce-scatters) every stage's range (the whole gradient) over them.
+// The stage's all-reduce (reduce-scatter, the mirror all-reduced) among its replicas; across P processes
+// device 0 also all-reduces (the world scope: reduce-scatters) every stage's range (the whole gradient) over
+// them.
 StageGradientCollective::RankReduction StageGradientCollective::rank_reduction(size_t rank, bool) const {
   const double k = double(width_), bytes = double(replicas_[rank]->grads.size()) * sizeof(float);
-  double moved = width_ > 1 ? bytes * 2.0 * (k - 1.0) / k : 0.0;
+  double moved = 0;
+  if (width_ > 1 && replica_parts_.empty()) moved = bytes * 2.0 * (k - 1.0) / k;
+  if (width_ > 1 && !replica_parts_.empty()) {
+    const double range = double(stage_floats_[rank / width_]) * sizeof(float);
+    moved = range * (k - 1.0) / k + (bytes - range) * 2.0 * (k - 1.0) / k;
+  }
   if (world_ != nullptr && rank == 0) {
     double whole = 0;
     for (size_t first = 0; first < replicas_.size(); first += width_)

@@ -6,7 +6,10 @@
 // the optimizer state sharded across the processes (the world scope) each process needs only its part of
 // each stage: device 0 reduce-scatters the stage's range instead (World::reduce_scatter; its mirror of a
 // tied parameter is still all-reduced), and the other replicas copy that part. With one replica per stage in
-// one process there is nothing to reduce.
+// one process there is nothing to reduce. With the optimizer state sharded among the stage's replicas of a
+// single process, each replica needs the sums of its own part only: the replicas reduce-scatter the stage's
+// range (ThreadCollective::reduce_scatter, the all-reduce's bits in each part, half its traffic; ZeRO-1's
+// reduce-scatter) and all-reduce only the mirror of a tied parameter.
 #pragma once
 
 #include <cstddef>
@@ -26,11 +29,14 @@ class StageGradientCollective final : public GradientCollective {
  public:
   // replicas: stage d / replicas_per_stage on device d; the group's subgroups are the stages. spans: empty,
   // or (the world scope) per stage its processes' parts, world size + 1 offsets from the stage's first
-  // parameter; stage_floats: per stage, its range's length (without a mirror of a tied parameter).
+  // parameter; stage_floats: per stage, its range's length (without a mirror of a tied parameter);
+  // replica_parts: empty, or (the optimizer sharded among the replicas of one process, no world) per stage
+  // its replicas' parts, replicas_per_stage + 1 offsets from the stage's first parameter.
   StageGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                           size_t replicas_per_stage, AllReduceAlgorithm algorithm, WireType wire,
                           const World *world, double timeout_seconds, TraceRecorder &trace,
-                          std::vector<std::vector<size_t>> spans, std::vector<size_t> stage_floats)
+                          std::vector<std::vector<size_t>> spans, std::vector<size_t> stage_floats,
+                          std::vector<std::vector<size_t>> replica_parts)
       : group_(group),
         replicas_(replicas),
         width_(replicas_per_stage),
@@ -41,6 +47,7 @@ class StageGradientCollective final : public GradientCollective {
         trace_(trace),
         spans_(std::move(spans)),
         stage_floats_(std::move(stage_floats)),
+        replica_parts_(std::move(replica_parts)),
         seconds_(replicas.size(), 0.0) {}
 
   void reduce_between_phases(bool) override {}
@@ -59,7 +66,11 @@ class StageGradientCollective final : public GradientCollective {
   TraceRecorder &trace_;
   std::vector<std::vector<size_t>> spans_;
   std::vector<size_t> stage_floats_;
+  std::vector<std::vector<size_t>> replica_parts_;
   std::vector<double> seconds_;  // per rank, of the last reduction
+
+  // Among the stage's replicas: the sums of the whole range, or of the rank's part (and the mirror).
+  void reduce_within_stage(size_t rank) const;
 
   // Device 0's thread: stage s's sum (in its first replica) over the processes.
   void reduce_across_processes(size_t s) const;

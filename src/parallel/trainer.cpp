@@ -161,9 +161,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
   if (staged)
-    collective_ = std::make_unique<StageGradientCollective>(*group_, replicas_, width, config_.allreduce,
-                                                            wire, config_.world, config_.timeout_seconds,
-                                                            *trace_, stage_process_spans(), stage_lengths());
+    collective_ = std::make_unique<StageGradientCollective>(
+        *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_,
+        stage_process_spans(), stage_lengths(), stage_replica_parts());
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,

@@ -324,6 +324,9 @@ class Trainer {
   // stage's first parameter; empty unless world_shards()), and each stage's range length.
   std::vector<std::vector<size_t>> stage_process_spans() const;
   std::vector<size_t> stage_lengths() const;
+  // And per stage its replicas' parts (replicas per stage + 1 offsets from the stage's first parameter)
+  // when the optimizer is sharded among them in a single process: they reduce-scatter; else empty.
+  std::vector<std::vector<size_t>> stage_replica_parts() const;
   size_t buffer_begin(size_t rank) const {
     return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
   }

@@ -159,6 +159,13 @@ std::vector<std::vector<size_t>> Trainer::stage_process_spans() const {
   return spans;
 }
 
+// The optimizer sharded among the stage's replicas of this process alone (no other process shares the
+// stages' sums): each stage's replicas' parts, for their reduce-scatter.
+std::vector<std::vector<size_t>> Trainer::stage_replica_parts() const {
+  const bool alone = config_.world == nullptr || config_.world->size() == 1;
+  return alone ? stage_bounds_ : std::vector<std::vector<size_t>>{};
+}
+
 std::vector<size_t> Trainer::stage_lengths() const {
   std::vector<size_t> lengths;
   for (const PipelineStage &s : stages_) lengths.push_back(s.param_end - s.param_begin);

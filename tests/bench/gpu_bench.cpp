@@ -7,7 +7,7 @@
 // same gradient.
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
-//   [--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer]
+//   [--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer] [--trace DIR]
 //
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
@@ -15,7 +15,10 @@
 // sharded row's model is printed as "resnet18/optimizer". MiB/dev: the bytes of the replica that holds the
 // most (parameters, gradients, optimizer state, buffers, activations; dpt_trainer_replica_memory).
 // A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
-// goes on. --max-mib 0 skips the all-reduce table.
+// goes on. --max-mib 0 skips the all-reduce table. --trace DIR: after the timed steps of each model and
+// precision on one replica (unsharded), three more steps recorded as a timeline,
+// DIR/<model>[-<precision>].json (each op synchronised: its device time; scripts/trace-summary.py sums it up
+// per op kind).
 //
 // The module is found as the library finds it (DPTRAIN_BACKEND_PATH, else next to the binary's libdptrain;
 // the binary links the core, so its own directory: the device check points DPTRAIN_BACKEND_PATH at lib/).
@@ -43,7 +46,16 @@ struct Options {
   bool tf32 = false;
   std::vector<std::string> precisions{"fp32"};
   std::vector<std::string> shards{"none"};  // none, optimizer
+  std::string trace_dir;                    // --trace: where the one-replica rows' timelines go
 };
+
+// Three more steps of a trainer recorded as a timeline into path (Chrome trace-event JSON).
+void record_trace(dpt::Trainer &trainer, const std::vector<float> &x, const std::vector<int32_t> &y,
+                  size_t batch, const std::string &path) {
+  trainer.start_trace(size_t(1) << 16);
+  for (int i = 0; i < 3; ++i) trainer.step(x.data(), y.data(), batch);
+  trainer.write_trace(path);
+}
 
 // The trainer's matmul dtype of a --precision name; false when the name is unknown.
 bool precision_dtype(const std::string &name, dpt::DType &out) {
@@ -157,6 +169,13 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
                         per_second * flops_per_token / 1e12);
           }
           std::printf("\n");
+          if (!o.trace_dir.empty() && devices.size() == 1 && shard == "none") {
+            const std::string path =
+                o.trace_dir + "/" + model + (precision == "fp32" ? "" : "-" + precision) + ".json";
+            record_trace(trainer, x, y, o.batch, path);
+            std::printf("%-11s %-12s trace of 3 steps: %s\n", label.c_str(), layout_name(devices).c_str(),
+                        path.c_str());
+          }
           std::fflush(stdout);
         }
       }
@@ -248,10 +267,13 @@ int main(int argc, char **argv) {
       o.precisions = split(argv[++i]);
     else if (a == "--shard" && has_value)
       o.shards = split(argv[++i]);
+    else if (a == "--trace" && has_value)
+      o.trace_dir = argv[++i];
     else {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
-          "[--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer]\n");
+          "[--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer] "
+          "[--trace DIR]\n");
       return a == "--help" ? 0 : 2;
     }
   }

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "cuda_harness.hpp"
+#include "graph/json.hpp"
 #include "graph/network.hpp"
 #include "parallel/trainer.hpp"
 
@@ -563,6 +564,44 @@ void test_gpu_mixed_precision(void **) {
   if (!failures.empty()) fail_msg("the GPU at 16 bits strays from the CPU at 16 bits:%s", failures.c_str());
 }
 
+// A timeline of GPU work times each op on the device: the executor drains the stream around a recorded op,
+// so the ops' intervals hold the replica's compute (on a GPU, or in the simulator, which runs queued work
+// only when the stream is waited for, without that an op's interval is its launch and the work lands in the
+// next wait: the loss read-back).
+void test_gpu_trace_times_the_device(void **) {
+  auto t = trainer(gpu_context(), config({0}));
+  const Batch b = batch(32, 950);
+  t->step(b.x.data(), b.y.data(), b.n);
+  t->start_trace(1000);
+  double compute = 0;
+  for (int s = 0; s < 2; ++s) {
+    t->step(b.x.data(), b.y.data(), b.n);
+    compute += t->replica_times(0).compute;
+  }
+  const std::string path = std::string(P_tmpdir) + "/dptrain_test_gpu_trace.json";
+  t->write_trace(path);
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  assert_non_null(f);
+  std::string text;
+  char chunk[65536];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, n);
+  std::fclose(f);
+  std::remove(path.c_str());
+  double ops = 0;
+  size_t events = 0;
+  for (const dpt::json::Value &e : dpt::json::parse(text).find("traceEvents")->items) {
+    const dpt::json::Value *cat = e.find("cat");
+    if (cat != nullptr && (cat->text == "forward" || cat->text == "backward")) {
+      ops += dpt::json::to_double(*e.find("dur"), "dur") * 1e-6;
+      ++events;
+    }
+  }
+  print_message("%zu op events: %.3f ms of the replica's %.3f ms of compute\n", events, ops * 1e3,
+                compute * 1e3);
+  assert_true(events > 0);
+  assert_true(ops >= 0.5 * compute);
+}
+
 void test_gpu_auto_split(void **) {
   auto context = gpu_context();
   dpt::TrainerConfig c = config({0, 0});
@@ -593,6 +632,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_sharded_optimizer),
       cmocka_unit_test(test_gpu_auto_split),
+      cmocka_unit_test(test_gpu_trace_times_the_device),
       cmocka_unit_test(test_gpu_token_model),
       cmocka_unit_test(test_gpu_mixed_precision),
       cmocka_unit_test(test_gpu_batch_norm_replicas),

@@ -573,7 +573,8 @@ dpt::ModelSpec tied_lm() {
 // source keeps a mirror whose gradient the source's stage adds to its own and which copies the updated
 // values back. Against one device (R devices) accumulating the same micro-batches: the tied gradient's two
 // parts are summed per stage first, so the parameters agree to 1e-5, not bit for bit. A tied parameter that
-// is not its stage's last is refused.
+// is not its stage's last is refused. With two replicas per stage and the optimizer sharded among them
+// (their reduce-scatter, the mirror all-reduced beside it): the unsharded pipeline's bits.
 void test_tied_parameters_across_stages(void **) {
   const dpt::ModelSpec m = tied_lm();
   for (size_t replicas : {1, 2})
@@ -584,6 +585,10 @@ void test_tied_parameters_across_stages(void **) {
                      config(run, true));
       dpt::Trainer ref(std::make_shared<dpt::Context>(dpt::ContextConfig{replicas, 0}), m,
                        config(run, false));
+      Run sharded_run = run;
+      sharded_run.shard = dpt::ShardMode::kOptimizer;
+      dpt::Trainer sharded(std::make_shared<dpt::Context>(dpt::ContextConfig{2 * replicas, 0}), m,
+                           config(sharded_run, true));
       for (size_t step = 0; step < 3; ++step) {
         TestRng rng(90 + step);
         const size_t n = 12;
@@ -591,6 +596,7 @@ void test_tied_parameters_across_stages(void **) {
         for (auto &v : tokens) v = int32_t(rng.below(11));
         for (size_t i = 0; i < targets.size(); ++i) targets[i] = i % 5 == 2 ? -1 : int32_t(rng.below(11));
         t.step(tokens.data(), targets.data(), n);
+        sharded.step(tokens.data(), targets.data(), n);
         const std::vector<size_t> sizes = dpt::split_batch(n, std::vector<double>(micro, 1.0));
         size_t first = 0;
         for (size_t size : sizes)
@@ -606,6 +612,11 @@ void test_tied_parameters_across_stages(void **) {
       for (size_t q = 1; q < replicas; ++q) {
         std::vector<float> other(p.size());
         t.get_parameters(q, other.data());
+        assert_true(same(other, p));
+      }
+      for (size_t q = 0; q < 2 * replicas; ++q) {
+        std::vector<float> other(p.size());
+        sharded.get_parameters(q, other.data());
         assert_true(same(other, p));
       }
     }

@@ -871,15 +871,30 @@ void test_huge_files_refused_unread(void **) {
 
 // ---- PyTorch, live ----------------------------------------------------------------------------------
 
+// The Python of the live test ($DPTRAIN_PYTHON, else python3) and whether it imports torch and safetensors.
+// Static: CMocka's skip() leaves by longjmp, which runs no destructor, so no string may be alive in the
+// test function when it skips (ASan reports it as a leak, and the test as failed).
+struct LivePython {
+  std::string name;
+  bool imports = false;
+};
+const LivePython &live_python() {
+  static const LivePython python = [] {
+    const char *env = std::getenv("DPTRAIN_PYTHON");
+    LivePython p{env != nullptr && *env != '\0' ? env : "python3", false};
+    p.imports = std::system(("'" + p.name + "' -c 'import torch, safetensors' >/dev/null 2>&1").c_str()) == 0;
+    return p;
+  }();
+  return python;
+}
+
 void test_live_pytorch_round_trip(void **) {
-  const char *env = std::getenv("DPTRAIN_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : "python3";
-  const std::string probe = "'" + python + "' -c 'import torch, safetensors' >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) {
+  if (!live_python().imports) {
     print_message("PyTorch and safetensors do not import with %s (set DPTRAIN_PYTHON): skipped\n",
-                  python.c_str());
+                  live_python().name.c_str());
     skip();
   }
+  const std::string &python = live_python().name;
   // dptrain's own weights (trained from PyTorch's), and dptrain's logits for the fixture's inputs.
   const std::vector<float> inputs = floats(find(decode_file(kIo), "inputs").bytes);
   auto t = trained(2);

@@ -3,9 +3,12 @@
 # off except those it runs), runs the GPU-labelled tests (the CUDA module's conformance suite: every kernel
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
 # devices`, benchmarks LeNet training images/s on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2 GPUs
-# when there are two, and the all-reduce bus bandwidth on the float32 and bf16 wires (dptrain_gpu_bench), and
-# ends with a short table: one row per test, one per conformance case, one per benchmark figure. Meant to
-# finish within 8 minutes on one H200 with 16 cores. On a machine without a GPU it runs too: every GPU case
+# when there are two, and the all-reduce bus bandwidth on the float32 and bf16 wires (dptrain_gpu_bench), runs
+# the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py) and records where a ResNet-18 and a
+# gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py), and ends with a short
+# table: one row per test, one per conformance case, one per benchmark figure. Meant to finish within 8
+# minutes on one H200 with 16 cores (the whole check took 90-110 s there on 2026-12-04, before the peer and
+# the timelines). On a machine without a GPU it runs too: every GPU case
 # is then reported SKIPPED, and the table says that nothing ran on a GPU.
 #
 #   tests/gpu/device-check.sh [BUILD_DIR]        (default build-gpu)
@@ -252,6 +255,40 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   else
     tail -n 20 "$out/gpu-bench-gpt-mini.txt"
     row "dptrain_gpu_bench gpt-mini" "FAILED" "see $out/gpu-bench-gpt-mini.txt"
+    status=1
+  fi
+  # The peer, side by side: PyTorch on the same GPU, the same models, batches and optimizer (its image's
+  # python3 holds PyTorch on the device machines; skipped where it has no CUDA).
+  if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    if timeout 180 python3 tests/bench/pytorch_gpu_peer.py >"$out/pytorch-peer.txt" 2>&1; then
+      cat "$out/pytorch-peer.txt"
+      while read -r _ model device rate _ tokens _; do
+        row "PyTorch $model images/s, $device" "$rate" \
+          "${tokens:+tokens/s $tokens; }tests/bench/pytorch_gpu_peer.py, the peer of dptrain's row"
+      done < <(grep -E '^pytorch [a-z].* images/s' "$out/pytorch-peer.txt")
+    else
+      tail -n 20 "$out/pytorch-peer.txt"
+      row "pytorch_gpu_peer.py" "FAILED" "see $out/pytorch-peer.txt"
+    fi
+  else
+    row "PyTorch peer" "SKIPPED" "no python3 with CUDA PyTorch here"
+  fi
+  # Where a step's time goes: three recorded steps of ResNet-18 and gpt-mini on one replica, fp32 and bf16,
+  # each op synchronised (its device time), summed per op kind by scripts/trace-summary.py.
+  mkdir -p "$out/traces"
+  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 180 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
+    --steps 1 --max-mib 0 --precision fp32,bf16 --trace "$out/traces" >"$out/gpu-traces.txt" 2>&1 &&
+    DPTRAIN_BACKEND_PATH="$build/lib" timeout 120 "$build/bin/dptrain_gpu_bench" --models gpt-mini --batch 16 \
+      --steps 1 --max-mib 0 --precision fp32,bf16 --trace "$out/traces" >>"$out/gpu-traces.txt" 2>&1; then
+    for f in "$out"/traces/*.json; do
+      python3 scripts/trace-summary.py "$f" | tee -a "$out/trace-summary.txt"
+      line=$(python3 scripts/trace-summary.py "$f" --brief | head -n 1)
+      row "$(basename "$f" .json) timeline, cuda:0" "$(echo "$line" | sed -E 's/.*busy ([0-9.]+) of.*/\1 ms/')" \
+        "$(echo "$line" | sed -E 's/^.* compute: //')"
+    done
+  else
+    tail -n 20 "$out/gpu-traces.txt"
+    row "dptrain_gpu_bench --trace" "FAILED" "see $out/gpu-traces.txt"
     status=1
   fi
 else

@@ -97,8 +97,9 @@ public partial class Trainer {
   /// forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
   /// communication thread), the parameter gathers of <see cref="ShardMode.Parameters"/> and the update. Up to
   /// <paramref name="maxEvents"/> are kept per device and thread; later ones are dropped and counted. Calling it
-  /// again restarts the recording; <see cref="TraceWrite"/> stops it and writes the file. On GPUs an op's times
-  /// are the host's (its launch). Recording changes no bit of training.</summary>
+  /// again restarts the recording; <see cref="TraceWrite"/> stops it and writes the file. On GPUs each recorded
+  /// op waits for the one before it on the device, so its times are its device time (a recorded step is
+  /// slower). Recording changes no bit of training.</summary>
   /// <param name="maxEvents">1 .. 2^24 events per device and thread (room for them is reserved now).</param>
   /// <exception cref="InvalidArgumentException"><see cref="Status.InvalidArgument"/> for 0,
   /// <see cref="Status.OutOfRange"/> above 2^24.</exception>

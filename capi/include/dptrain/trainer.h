@@ -686,7 +686,9 @@ DPT_API dpt_status dpt_trainer_replica_memory(const dpt_trainer *trainer, size_t
  * forward and backward, the gradient reductions (on the device's thread, or with gradient buckets on its
  * communication thread), the parameter gathers of DPT_SHARD_PARAMETERS and the update. Up to @p
  * max_events (1 to 2^24) are kept per device and thread; later ones are dropped and counted. Calling it
- * again restarts the recording. On GPUs an op's times are the host's (its launch). Since 0.2.
+ * again restarts the recording. On GPUs each op waits for the one before it to finish on the device while
+ * recording, so its times are its device time, and a recorded step is slower by a synchronisation per op.
+ * Since 0.2.
  */
 DPT_API dpt_status dpt_trainer_trace_start(dpt_trainer *trainer, size_t max_events);
 
