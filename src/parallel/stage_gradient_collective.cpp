@@ -30,7 +30,9 @@ void StageGradientCollective::reduce_in_update(size_t rank, bool) {
     }
   }
   seconds_[rank] = platform::now_seconds() - start;
-  trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
+  trace_.record(TraceRecorder::compute_row(rank),
+                replica_parts_.empty() ? TraceKind::kAllReduce : TraceKind::kReduceScatter, 0, start,
+                platform::now_seconds());
 }
 
 void StageGradientCollective::reduce_within_stage(size_t rank) const {

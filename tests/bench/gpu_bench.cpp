@@ -7,8 +7,11 @@
 // same gradient.
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
-//   [--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer] [--trace DIR]
+//   [--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer]
+//   [--trace DIR]
 //
+// --deterministic: the trainers' DPT_GPU_DETERMINISTIC (cuDNN's heuristics, GEMM-family convolution
+// algorithms; default: the timed choice), the row's model printed as "resnet18/det".
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
 // --shard: the trainer's shard mode per row (docs/sharding.md; GPUs shard the optimizer state only); a
@@ -43,7 +46,7 @@ struct Options {
   std::vector<std::string> models{"lenet", "mlp"};
   size_t batch = 256, steps = 50, max_mib = 256;
   std::vector<std::string> wires{"fp32"};  // of the all-reduce table: fp32, bf16, fp16
-  bool tf32 = false;
+  bool tf32 = false, deterministic = false;
   std::vector<std::string> precisions{"fp32"};
   std::vector<std::string> shards{"none"};  // none, optimizer
   std::string trace_dir;                    // --trace: where the one-replica rows' timelines go
@@ -100,8 +103,8 @@ std::string layout_name(const std::vector<size_t> &devices) {
 void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
   std::printf(
       "training step, batch %zu (split across the replicas), SGD momentum 0.9, synthetic inputs, %zu timed"
-      " steps after 5 warm-up; TF32 %s\n\n",
-      o.batch, o.steps, o.tf32 ? "on" : "off");
+      " steps after 5 warm-up; TF32 %s; %s convolution algorithms\n\n",
+      o.batch, o.steps, o.tf32 ? "on" : "off", o.deterministic ? "deterministic (GEMM-family)" : "timed");
   std::printf("%-11s %-12s %10s %8s %11s %13s %10s %8s\n", "model", "devices", "images/s", "vs_1",
               "compute_ms", "allreduce_ms", "update_ms", "MiB/dev");
   std::vector<std::vector<size_t>> layouts{{0}, {0, 0}};
@@ -127,8 +130,8 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
         flops_per_token += 6.0 * double(node.layout.output[0]) * double(node.layout.output[1]);
     for (const std::string &precision : o.precisions)
       for (const std::string &shard : o.shards) {
-        const std::string label =
-            (precision == "fp32" ? model : model + "/" + precision) + (shard == "none" ? "" : "/" + shard);
+        const std::string label = (precision == "fp32" ? model : model + "/" + precision) +
+                                  (shard == "none" ? "" : "/" + shard) + (o.deterministic ? "/det" : "");
         double base = 0;
         for (const auto &devices : layouts) {
           dpt::TrainerConfig config;
@@ -139,6 +142,7 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
           config.optimizer.learning_rate = 0.01f;
           config.optimizer.momentum = 0.9f;
           config.kernels.allow_tf32 = o.tf32;
+          config.kernels.deterministic = o.deterministic;
           std::unique_ptr<dpt::Trainer> made;
           try {
             made = std::make_unique<dpt::Trainer>(context, spec, config);
@@ -263,6 +267,8 @@ int main(int argc, char **argv) {
       o.wires = split(argv[++i]);
     else if (a == "--tf32")
       o.tf32 = true;
+    else if (a == "--deterministic")
+      o.deterministic = true;
     else if (a == "--precision" && has_value)
       o.precisions = split(argv[++i]);
     else if (a == "--shard" && has_value)
@@ -272,7 +278,8 @@ int main(int argc, char **argv) {
     else {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
-          "[--tf32] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer] "
+          "[--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] "
+          "[--shard none,optimizer] "
           "[--trace DIR]\n");
       return a == "--help" ? 0 : 2;
     }

@@ -580,12 +580,7 @@ void test_gpu_trace_times_the_device(void **) {
   }
   const std::string path = std::string(P_tmpdir) + "/dptrain_test_gpu_trace.json";
   t->write_trace(path);
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  assert_non_null(f);
-  std::string text;
-  char chunk[65536];
-  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, n);
-  std::fclose(f);
+  const std::string text = dpt_test::read_file(path);
   std::remove(path.c_str());
   double ops = 0;
   size_t events = 0;

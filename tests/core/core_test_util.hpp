@@ -106,4 +106,15 @@ class Comparison {
   size_t count_ = 0, failures_ = 0;
 };
 
+// The whole file (fails the test when it cannot be opened).
+inline std::string read_file(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  assert_non_null(f);
+  std::string text;
+  char buffer[65536];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+  std::fclose(f);
+  return text;
+}
+
 }  // namespace dpt_test

@@ -64,16 +64,6 @@ std::string temp_path(const char *name) {
   return std::string(P_tmpdir) + "/dptrain_test_trace_" + name + ".json";
 }
 
-std::string read_file(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  assert_non_null(f);
-  std::string text;
-  char buffer[65536];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
-  std::fclose(f);
-  return text;
-}
-
 struct Event {
   std::string name, cat, ph;
   double ts = 0, dur = 0;
@@ -94,7 +84,7 @@ struct Trace {
 Trace read_trace(const std::string &path) {
   dpt::json::Limits limits;
   limits.max_bytes = size_t(64) << 20;
-  const dpt::json::Value doc = dpt::json::parse(read_file(path), limits);
+  const dpt::json::Value doc = dpt::json::parse(dpt_test::read_file(path), limits);
   const dpt::json::Value *events = doc.find("traceEvents");
   assert_non_null(events);
   Trace t;

@@ -2,14 +2,15 @@
 # The GPU device check: on a machine with an NVIDIA GPU, builds dptrain with its CUDA module (Release, tests
 # off except those it runs), runs the GPU-labelled tests (the CUDA module's conformance suite: every kernel
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
-# devices`, benchmarks LeNet training images/s on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2 GPUs
-# when there are two, and the all-reduce bus bandwidth on the float32 and bf16 wires (dptrain_gpu_bench), runs
-# the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py) and records where a ResNet-18 and a
-# gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py), and ends with a short
-# table: one row per test, one per conformance case, one per benchmark figure. Meant to finish within 8
-# minutes on one H200 with 16 cores (the whole check took 90-110 s there on 2026-12-04, before the peer and
-# the timelines). On a machine without a GPU it runs too: every GPU case
-# is then reported SKIPPED, and the table says that nothing ran on a GPU.
+# devices`, benchmarks (dptrain_gpu_bench) training on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2
+# GPUs when there are two: LeNet and an MLP, ResNet-18 (also with a sharded optimizer and with deterministic
+# convolution algorithms) and gpt-mini, in fp32 and bf16; the all-reduce bus bandwidth on the float32 and
+# bf16 wires; runs the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py); records where a
+# ResNet-18 and a gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py); and ends
+# with a short table: one row per test, one per conformance case, one per benchmark figure. Meant to finish
+# within 8 minutes on one H200 with 16 cores (90-110 s there on 2026-12-04, before the peer, the
+# deterministic rows and the timelines). On a machine without a GPU it runs too: every GPU case is then
+# reported SKIPPED, and the table says that nothing ran on a GPU.
 #
 #   tests/gpu/device-check.sh [BUILD_DIR]        (default build-gpu)
 #
@@ -234,6 +235,19 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   else
     tail -n 20 "$out/gpu-bench-resnet18.txt"
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
+    status=1
+  fi
+  # The same with DPT_GPU_DETERMINISTIC (cuDNN's heuristics, GEMM-family convolution algorithms): what
+  # reproducible bits cost against the timed choice above.
+  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 180 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
+    --steps 20 --max-mib 0 --precision fp32,bf16 --deterministic >"$out/gpu-bench-resnet18-det.txt" 2>&1; then
+    cat "$out/gpu-bench-resnet18-det.txt"
+    while read -r model devices rate rest; do
+      row "$model images/s, $devices" "$rate" "batch 256, deterministic algorithms"
+    done < <(awk '$1 ~ /^resnet18(\/bf16)?\/det$/ && $3 ~ /^[0-9]+$/' "$out/gpu-bench-resnet18-det.txt")
+  else
+    tail -n 20 "$out/gpu-bench-resnet18-det.txt"
+    row "dptrain_gpu_bench resnet18 --deterministic" "FAILED" "see $out/gpu-bench-resnet18-det.txt"
     status=1
   fi
   # gpt-mini (batch 16 x 128 tokens, SGD; synthetic tokens): tokens/s on cuda:0 and cuda:0x2, and the model

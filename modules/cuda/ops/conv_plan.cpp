@@ -85,15 +85,14 @@ bool multiplies_operands(ConvDirection d, int algo) {
 template <class Perf, class Workspace>
 bool pick(dpt_backend_context &c, ConvPlan &p, ConvDirection d, const Perf *perf, int count,
           Workspace workspace, ConvAlgorithm &out) {
-  // Deterministic mode also keeps to algorithms that multiply the operands: the float32 summation noise of
-  // a GEMM keeps K replicas within the equivalence contract of one, where the heuristics' first
-  // deterministic algorithms did not (the first GPU run: 1.8e-5 against 1e-5; 1.3e-6 so, 8e-7 timed).
-  const bool operands_only = c.deterministic();
   for (int i = 0; i < count; ++i) {
     const Perf &r = perf[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
-    if (c.deterministic() && r.determinism != CUDNN_DETERMINISTIC) continue;
-    if (operands_only && !multiplies_operands(d, int(r.algo))) continue;
+    // Deterministic mode also keeps to algorithms that multiply the operands: the float32 summation noise
+    // of a GEMM keeps K replicas within the equivalence contract of one, where the heuristics' first
+    // deterministic algorithms did not (the first GPU run: 1.8e-5 against 1e-5; 1.3e-6 so, 8e-7 timed).
+    if (c.deterministic() && (r.determinism != CUDNN_DETERMINISTIC || !multiplies_operands(d, int(r.algo))))
+      continue;
     const bool tensor_ops = p.shape.tensor_ops(c);
     if ((!tensor_ops && uses_tensor_cores(r.mathType)) || may_convert_to_float16(r.mathType)) continue;
     // Without TF32 the descriptor keeps CUDNN_FMA_MATH: on A100 and later CUDNN_DEFAULT_MATH permits TF32.
