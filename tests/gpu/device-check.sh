@@ -4,13 +4,14 @@
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
 # devices`, benchmarks (dptrain_gpu_bench) training on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2
 # GPUs when there are two: LeNet and an MLP, ResNet-18 (also with a sharded optimizer and with deterministic
-# convolution algorithms) and gpt-mini, in fp32 and bf16; the all-reduce bus bandwidth on the float32 and
-# bf16 wires; runs the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py); records where a
-# ResNet-18 and a gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py); and ends
-# with a short table: one row per test, one per conformance case, one per benchmark figure. Meant to finish
-# within 8 minutes on one H200 with 16 cores (90-110 s there on 2026-12-04, before the peer, the
-# deterministic rows and the timelines). On a machine without a GPU it runs too: every GPU case is then
-# reported SKIPPED, and the table says that nothing ran on a GPU.
+# convolution algorithms) and gpt-mini, in fp32 and bf16; the all-reduce bus bandwidth on the float32 and bf16
+# wires; runs the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py); records where a ResNet-18
+# and a gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py); trains LeNet and
+# ResNet-18 for 10 epochs on Fashion-MNIST on cuda:0x2 (the test accuracy; the data from the machine or from
+# the carried package); and ends with a short table: one row per test, one per conformance case, one per
+# benchmark figure. Meant to finish within 8 minutes on one H200 with 16 cores (90-110 s there on 2026-12-04,
+# before the peer, the deterministic rows, the timelines and the training runs). On a machine without a GPU it
+# runs too: every GPU case is then reported SKIPPED, and the table says that nothing ran on a GPU.
 #
 #   tests/gpu/device-check.sh [BUILD_DIR]        (default build-gpu)
 #
@@ -110,6 +111,12 @@ if [ ! -e /usr/local/cuda/include/cudnn.h ] || [ ! -e /usr/local/cuda/include/nc
       echo "$pkg: from the Python package in $d"
     fi
   done
+fi
+# Fashion-MNIST for the training runs: the machine's own, else the carried package's (under /tmp).
+data_dir=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ ! -e "$data_dir/train-images-idx3-ubyte.gz" ] && ls "$deps"/dataset-fashion-mnist_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/dptrain-gpu-data && dpkg -x "$(ls "$deps"/dataset-fashion-mnist_*.deb | head -n 1)" /tmp/dptrain-gpu-data &&
+    data_dir=/tmp/dptrain-gpu-data/usr/share/datasets/fashion-mnist && echo "Fashion-MNIST: from $deps"
 fi
 if [ ${#extra_libs[@]} -gt 0 ]; then
   LD_LIBRARY_PATH="$(IFS=:; echo "${extra_libs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -304,6 +311,27 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     tail -n 20 "$out/gpu-traces.txt"
     row "dptrain_gpu_bench --trace" "FAILED" "see $out/gpu-traces.txt"
     status=1
+  fi
+  # Accuracy on real data (issue 13: the textbook's ResNet-18 recipe on GPUs, 10 epochs; LeNet's for scale):
+  # d2l's 2-GPU recipe on two replicas of the GPU (batch 512, lr 0.2), the test accuracy after each epoch.
+  if [ -e "$data_dir/train-images-idx3-ubyte.gz" ]; then
+    for run in "lenet|--model lenet --devices cuda:0x2" \
+      "resnet18|--model resnet18 --devices cuda:0x2 --batch 512 --lr 0.2"; do
+      name=${run%%|*}
+      # shellcheck disable=SC2086
+      if DPTRAIN_BACKEND_PATH="$build/lib" timeout 300 "$build/bin/dptrain" train ${run#*|} --data "$data_dir" \
+        --json >"$out/train-$name.json" 2>"$out/train-$name.log"; then
+        summary=$(python3 -c "import json; d = json.load(open('$out/train-$name.json')); print('%.4f|%s epochs in %.0f s, %.0f images/s; per epoch: %s' % (d['test_accuracy'], d['epochs_completed'], d['seconds'], d['images_per_second'], ' '.join('%.3f' % e['test_accuracy'] for e in d['epochs_detail'])))")
+        echo "$name: $summary"
+        row "$name 10 epochs, test accuracy" "${summary%%|*}" "${summary#*|}"
+      else
+        tail -n 20 "$out/train-$name.log"
+        row "$name 10 epochs" "FAILED" "see $out/train-$name.log"
+        status=1
+      fi
+    done
+  else
+    row "training on Fashion-MNIST" "SKIPPED" "no data: tests/gpu/fetch-deps.sh carries dataset-fashion-mnist"
   fi
 else
   echo "no CUDA device: benchmarks not run"
