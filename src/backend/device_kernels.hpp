@@ -41,6 +41,9 @@ class DeviceKernels {
   virtual void copy_to_device(float *device, const float *host, size_t count) = 0;
   // Device to host; the host buffer holds the values after synchronize().
   virtual void copy_to_host(float *host, const float *device, size_t count) = 0;
+  // Device to device, queued after the work before it (on a GPU src may be another GPU's: a peer copy); no
+  // host round trip, no wait.
+  virtual void copy_device(float *dst, const float *src, size_t count) = 0;
   // Waits for the queued work; throws its error (DPT_ERROR_DEVICE naming the device and the call).
   virtual void synchronize() = 0;
   // Host to device, as copy_to_device, for the labels of a slice.

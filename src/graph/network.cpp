@@ -173,7 +173,8 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
 
 // Phase 1 writes this slice's statistics; forward copies them to the second set, which is summed over every
 // replica (the running statistics follow it in either mode); backward sums its set in place in sync mode
-// only. Phase 2 then uses them. The statistics go through the host: they are a few doubles per channel.
+// only. Phase 2 then uses them. Summed over replicas, the statistics go through the host (a few doubles per
+// channel); a lone replica's are copied on the device.
 void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool forward) {
   const size_t count = spec_.nodes()[j].layout.statistics;
   double *device = c.statistics, *host = host_statistics_.data();
@@ -191,13 +192,10 @@ void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool fo
                             reinterpret_cast<const float *>(sums), 2 * count);
     kernels_.synchronize();
   } else if (forward) {
-    // One replica is the whole batch: its statistics are the global ones.
-    kernels_.copy_to_host(reinterpret_cast<float *>(host), reinterpret_cast<const float *>(device),
-                          2 * count);
-    kernels_.synchronize();
-    kernels_.copy_to_device(reinterpret_cast<float *>(device) + 2 * count,
-                            reinterpret_cast<const float *>(host), 2 * count);
-    kernels_.synchronize();
+    // One replica is the whole batch: its statistics are the global ones, copied on the device (a GPU
+    // neither waits nor crosses to the host).
+    kernels_.copy_device(reinterpret_cast<float *>(device) + 2 * count,
+                         reinterpret_cast<const float *>(device), 2 * count);
   }
   c.phase = DPT_OP_PHASE_APPLY;
   forward ? kernels_.forward(c) : kernels_.backward(c);

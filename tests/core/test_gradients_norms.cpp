@@ -901,6 +901,7 @@ class CheckedKernels final : public dpt::DeviceKernels {
   void copy_to_host(float *host, const float *device, size_t count) override {
     cpu_.copy_to_host(host, device, count);
   }
+  void copy_device(float *dst, const float *src, size_t count) override { cpu_.copy_device(dst, src, count); }
   void synchronize() override { cpu_.synchronize(); }
   void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override {
     cpu_.copy_labels_to_device(device, host, count);

@@ -56,6 +56,10 @@ void CpuKernels::copy_to_device(float *device, const float *host, size_t count) 
   if (count != 0 && device != host) std::memcpy(device, host, count * sizeof(float));
 }
 
+void CpuKernels::copy_device(float *dst, const float *src, size_t count) {
+  if (count != 0 && dst != src) std::memcpy(dst, src, count * sizeof(float));
+}
+
 void CpuKernels::copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) {
   if (count != 0 && device != host) std::memcpy(device, host, count * sizeof(int32_t));
 }

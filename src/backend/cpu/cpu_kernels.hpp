@@ -15,6 +15,7 @@ class CpuKernels final : public DeviceKernels {
   size_t scratch_bytes(const dpt_op_call &call) const override;
   void copy_to_device(float *device, const float *host, size_t count) override;
   void copy_to_host(float *host, const float *device, size_t count) override;
+  void copy_device(float *dst, const float *src, size_t count) override;
   void synchronize() override {}
   void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
   void forward(const dpt_op_call &call) override;
