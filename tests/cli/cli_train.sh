@@ -221,6 +221,16 @@ PY
 else
   fail "--trace: $(head -c 300 "$WORK/trace.json")"
 fi
+# scripts/trace-summary.py on it: each compute row's op kinds, their shares adding up to the row's busy time.
+summary=$("$PYTHON" "$(dirname "$0")/../../scripts/trace-summary.py" "$WORK/trace.json" 2>&1)
+shares=$(echo "$summary" | awk '/^cpu:0 compute/ {row = 1; next} /^cpu:/ {row = 0} row && $NF ~ /%$/ {sum += $NF + 0}
+  END {print sum}')
+if echo "$summary" | grep -q "^cpu:1 compute: [0-9]* step(s)" && echo "$summary" | grep -qE "^  dense +[0-9]" &&
+  awk -v s="$shares" 'BEGIN {exit !(s > 99 && s < 101)}'; then
+  pass "trace-summary.py: both compute rows, dense among the op kinds, shares summing to $shares%"
+else
+  fail "trace-summary.py (shares $shares): $(echo "$summary" | head -n 12)"
+fi
 run_cli bad_shard train --model mlp --shard everything
 [ "$RC" -eq 2 ] && pass "--shard everything: usage error" || fail "--shard everything: $RC"
 run_cli bad_precision train --model mlp --precision fp8
