@@ -584,7 +584,8 @@ void test_gpu_trace_times_the_device(void **) {
   std::remove(path.c_str());
   double ops = 0;
   size_t events = 0;
-  for (const dpt::json::Value &e : dpt::json::parse(text).find("traceEvents")->items) {
+  const dpt::json::Value trace = dpt::json::parse(text);
+  for (const dpt::json::Value &e : trace.find("traceEvents")->items) {
     const dpt::json::Value *cat = e.find("cat");
     if (cat != nullptr && (cat->text == "forward" || cat->text == "backward")) {
       ops += dpt::json::to_double(*e.find("dur"), "dur") * 1e-6;
