@@ -387,6 +387,16 @@ dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_dataset 
   });
 }
 
+dpt_status dpt_trainer_recompute_batch_norm(dpt_trainer *trainer, const dpt_dataset *dataset,
+                                            size_t batch_size, size_t sample_count) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::exclusive(trainer);
+    require_not_null(dataset, "dataset");
+    dpt::recompute_statistics(*trainer->impl, dataset->impl, batch_size ? batch_size : 256, sample_count);
+  });
+}
+
 dpt_status dpt_trainer_predict(dpt_trainer *trainer, const float *inputs, size_t input_count,
                                size_t sample_count, float *logits, size_t logit_count) {
   return guarded(__func__,

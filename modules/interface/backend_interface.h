@@ -36,9 +36,10 @@ extern "C" {
 /** Version of the table below; a module with another version is refused. 3: dpt_op_call::matmul_dtype and
  * op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
  * gradient all-reduce), and convert (the executor's 16-bit activation copies). 5: comm_all_gather_ranges (a
- * sharded optimizer's gather over NCCL). (The entry function and the table keep their "v2" names, so that a
+ * sharded optimizer's gather over NCCL). 6: dpt_op_call::statistics_momentum (recomputed batch-norm
+ * statistics). (The entry function and the table keep their "v2" names, so that a
  * module of an older version is found and refused by its version, with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 5u
+#define DPT_BACKEND_ABI_VERSION 6u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"

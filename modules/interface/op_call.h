@@ -65,7 +65,9 @@
  *                     statistics[2c+1, 4c+2) and sums that copy over every replica of the global batch.
  *                   forward APPLY: normalises with the local sums (sync_statistics == 0) or the global
  *                     ones (!= 0); updates the running statistics from the global ones (so every replica
- *                     holds the same running statistics in either mode); saved: double mean [c],
+ *                     holds the same running statistics in either mode), each as
+ *                     (1 - m) running + m batch's, m the momentum (statistics_momentum when not 0), the
+ *                     batch's variance unbiased; saved: double mean [c],
  *                     1/sqrt(var + eps) [c] and the count used.
  *                   backward STATISTICS: statistics[0, 2c+1) = this slice's sum of dy and of dy * xhat per
  *                     channel and the element count (also for n = 0); adds the sums into the bias and
@@ -146,6 +148,11 @@ typedef struct dpt_op_call {
    *  mixed precision) or DPT_DTYPE_F16 (rounded to IEEE float16, to nearest even, subnormals kept).
    *  Tensors stay float32; ops without matrix products ignore it. */
   int32_t matmul_dtype;
+
+  /** A training forward's weight of this batch in the running statistics (batch_norm), in place of the op's
+   *  momentum when not 0: the trainer's recomputation of the statistics passes 1/k on its k-th batch, so
+   *  that they become the plain average of the batches' (PyTorch's update_bn). 0: the op's momentum. */
+  double statistics_momentum;
 } dpt_op_call;
 
 /** Elements of one sample of @p t (the product of its dims). */

@@ -159,6 +159,7 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
   }
   c.statistics = reinterpret_cast<double *>(statistics_[j].data());
   c.sync_statistics = info.sync_statistics ? 1 : 0;
+  c.statistics_momentum = info.average_statistics > 0 ? 1.0 / double(info.average_statistics) : 0.0;
   c.phase = DPT_OP_PHASE_SINGLE;
   c.saved = saved_[j].data();
   c.saved_bytes = info.n * node.layout.saved_bytes_per_sample + node.layout.saved_bytes;

@@ -56,6 +56,10 @@ struct PassInfo {
   float loss_scale = 1.0f;
   ParameterSource parameters = {};
   OpTimer timer = {};
+  // Training passes that recompute the running statistics (Trainer::recompute_statistics): k > 0 when this
+  // pass's batch is the k-th of their plain average (each op weighs it 1/k in place of its momentum); 0:
+  // the ops' momentum.
+  uint64_t average_statistics = 0;
 };
 
 }  // namespace dpt

@@ -1,5 +1,6 @@
 #include "parallel/fit.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -44,6 +45,17 @@ EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_s
     total.seconds += e.seconds;
   }
   return total;
+}
+
+void recompute_statistics(Trainer &trainer, const Dataset &data, size_t batch_size, size_t samples) {
+  check_dataset_fits(trainer, data, "batch-norm statistics");
+  DPT_REQUIRE(batch_size > 0, DPT_ERROR_INVALID_ARGUMENT, "the batch size must be positive");
+  DPT_REQUIRE(data.size() > 0, DPT_ERROR_INVALID_ARGUMENT, "the dataset is empty");
+  if (!trainer.has_batch_statistics()) return;
+  const size_t total = samples == 0 ? data.size() : std::min(samples, data.size());
+  uint64_t batch_number = 0;
+  for (size_t start = 0; start < total; start += batch_size)
+    trainer.recompute_statistics(data.sample(start), std::min(batch_size, total - start), ++batch_number);
 }
 
 namespace {

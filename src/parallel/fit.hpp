@@ -47,6 +47,11 @@ FitStats fit(Trainer &trainer, const Dataset &train, const Dataset *test, const 
 // Evaluates a dataset in batches.
 EvalStats evaluate_dataset(Trainer &trainer, const Dataset &data, size_t batch_size);
 
+// Recomputes batch norm's running statistics as the plain average of the statistics of the first `samples`
+// samples of data (0, or more than it holds: all of them), in order, in batches of batch_size, each batch
+// weighing the same (Trainer::recompute_statistics). Nothing to do for a model without batch norm.
+void recompute_statistics(Trainer &trainer, const Dataset &data, size_t batch_size, size_t samples);
+
 // Throws unless the dataset's samples fit the trainer's model.
 void check_dataset_fits(const Trainer &trainer, const Dataset &data, const char *role);
 

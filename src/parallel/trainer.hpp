@@ -3,7 +3,8 @@
 // (construction, step, flush, evaluate, predict), trainer_update.cpp (the update phase, dropped windows,
 // the replicas' times), trainer_trace.cpp (the timeline), trainer_slices.cpp (the split of a batch into the
 // replicas' slices, and copying them in), trainer_speeds.cpp (SplitPolicy::kAuto's measurements),
-// trainer_world.cpp (joining an MPI world, sums across it), trainer_state.cpp (parameters, checkpoints);
+// trainer_world.cpp (joining an MPI world, sums across it), trainer_state.cpp (parameters, checkpoints),
+// trainer_statistics.cpp (recomputing batch norm's running statistics);
 // the gradient all-reduce is a GradientCollective (gradient_collective.hpp).
 #pragma once
 
@@ -195,6 +196,12 @@ class Trainer {
   EvalStats evaluate(const void *x, const int32_t *labels, size_t n);
   // logits: n * spec().output().size() floats.
   void predict(const void *x, size_t n, float *logits);
+  // trainer_statistics.cpp: whether the model has batch statistics (batch norm); and one batch of the
+  // recomputation of their running statistics (x as step's, no labels): batch_number k >= 1 weighs 1/k, the
+  // first resets them, so after batch k they are the plain average of batches 1..k's. DPT_ERROR_UNSUPPORTED
+  // for a pipeline.
+  bool has_batch_statistics() const;
+  void recompute_statistics(const void *x, size_t n, uint64_t batch_number);
 
   void get_parameters(size_t replica, float *out) const;
   void set_parameters(const float *in);

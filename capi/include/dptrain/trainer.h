@@ -562,6 +562,30 @@ DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_
                                                 size_t batch_size, dpt_eval_result *result);
 
 /**
+ * @brief Recomputes the running statistics of the model's batch norms from data (PyTorch's
+ * torch.optim.swa_utils.update_bn): runs forward in training mode over the first @p sample_count samples of
+ * @p dataset, in order, in batches of @p batch_size split across the devices and processes as
+ * dpt_trainer_step() splits a batch, and sets each running mean and variance to the plain average of the
+ * batches' means and unbiased variances (over the global batch, with DPT_BATCH_NORM_SYNC and _LOCAL alike),
+ * every batch weighing the same, a smaller last one too. Running statistics kept with a momentum lag the
+ * weights when the learning rate is high; call this after training, before evaluating. Parameters,
+ * optimizer state and counters do not change; dropout is on, keyed as in a step. Collective across MPI
+ * processes (each passes the same dataset and sizes). Since 0.2.
+ * @param trainer the trainer.
+ * @param dataset samples of the model's input (labels are not read).
+ * @param batch_size samples per batch (0 = 256); the statistics are those of batches of this size.
+ * @param sample_count the samples to use (0, or more than the dataset holds: all of them).
+ * @return DPT_OK, also for a model without batch norm (nothing to do); DPT_ERROR_NULL_POINTER;
+ *         DPT_ERROR_INVALID_ARGUMENT for an empty dataset or one of tokens for a float model (and the
+ *         reverse); DPT_ERROR_SIZE_MISMATCH when its samples do not fit the model; DPT_ERROR_UNSUPPORTED
+ *         for a pipeline (pipeline_stages > 1); DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice;
+ *         DPT_ERROR_TIMEOUT, DPT_ERROR_DEVICE or DPT_ERROR_COMMUNICATION as dpt_trainer_step() (the
+ *         trainer then refuses work); DPT_ERROR_BUSY.
+ */
+DPT_API dpt_status dpt_trainer_recompute_batch_norm(dpt_trainer *trainer, const dpt_dataset *dataset,
+                                                    size_t batch_size, size_t sample_count);
+
+/**
  * @brief Computes the logits (pre-softmax outputs) of @p sample_count samples (float32 inputs; token
  * models: dpt_trainer_predict_tokens()).
  * @param trainer the trainer.

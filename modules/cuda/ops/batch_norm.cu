@@ -264,7 +264,8 @@ int forward(dpt_backend_context &c, const dpt_op_call &call, const Error &e) {
   }
   if (apply) {
     prepare_kernel<<<grid_for(s.channels), kOpThreads, 0, c.stream>>>(
-        call.statistics, s.channels, call.sync_statistics, call.reals[0], call.reals[1],
+        call.statistics, s.channels, call.sync_statistics, call.reals[0],
+        call.statistics_momentum != 0.0 ? call.statistics_momentum : call.reals[1],
         static_cast<double *>(call.saved), running_mean, running_var, w, b, coefficients);
     if (const int rc = check_launch(c, "batch_norm prepare kernel", e)) return rc;
   } else {

@@ -96,7 +96,8 @@ void forward_apply(const dpt_op_call &c, const Shape &s) {
   }
   normalize(c, s, saved.mean, saved.inv_std);
   // The running statistics follow the global batch in either mode, so every replica keeps the same ones.
-  const double n_all = global[2 * s.channels], momentum = c.reals[1];
+  const double n_all = global[2 * s.channels],
+               momentum = c.statistics_momentum != 0.0 ? c.statistics_momentum : c.reals[1];
   if (n_all <= 0) return;
   float *running_mean = static_cast<float *>(c.buffers[0].data);
   float *running_var = static_cast<float *>(c.buffers[1].data);

@@ -1,0 +1,50 @@
+// Recomputing batch norm's running statistics from data (PyTorch's torch.optim.swa_utils.update_bn). A
+// trainer's running statistics follow the batches with the ops' momentum, an average over the last few
+// dozen batches taken while the weights moved under them; with a high learning rate they lag the weights
+// they are used with (ResNet-18's 10-epoch run: 0.73 test accuracy on them, 0.89 on recomputed ones).
+// Recomputed, they are the plain average of the statistics of batches run through the final weights.
+#include "core/error.hpp"
+#include "parallel/trainer.hpp"
+
+namespace dpt {
+
+bool Trainer::has_batch_statistics() const {
+  for (const auto &r : replicas_)
+    if (r->network.has_statistics()) return true;
+  return false;
+}
+
+// Each batch runs forward in training mode on every replica, its statistics summed over the global batch
+// as in a step (sync or local alike: the running statistics follow the global batch in both), and the
+// k-th batch weighs 1/k in the running statistics (PassInfo::average_statistics). Nothing else changes.
+void Trainer::recompute_statistics(const void *x, size_t n, uint64_t batch_number) {
+  check_usable();
+  DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
+  DPT_REQUIRE(batch_number > 0, DPT_ERROR_INVALID_ARGUMENT, "batches are numbered from 1");
+  // A pipeline normalises per micro-batch, and its inference cuts a batch into micro-batches of another
+  // size than training does: the statistics would not be the ones training sees.
+  DPT_REQUIRE(pipeline_ == nullptr, DPT_ERROR_UNSUPPORTED,
+              "recomputing the batch-norm statistics of a pipeline (pipeline_stages > 1) is not supported in "
+              "this version");
+  check_tokens(x, n);
+  std::lock_guard<std::mutex> lock(context_->work_mutex());
+  if (batch_number ==
+      1) {  // from the initial values, as update_bn resets them (weight 1 replaces them anyway)
+    std::vector<float> initial(spec_.buffer_count());
+    init_buffers(spec_, initial.data());
+    guard_devices([&] { set_buffers_locked(initial.data()); });
+  }
+  assign_slices(n);
+  reserve_slices();
+  copy_in(x, nullptr);
+  run_phase([this, batch_number](size_t rank) {
+    // Every replica runs, an empty slice too: the statistics are summed over all of them.
+    Replica &r = *replicas_[rank];
+    PassInfo info = pass_info(r.count, r.begin, optimizer_steps_, true, rank);
+    info.average_statistics = batch_number;
+    r.network.forward(r.params.data(), r.buffers.data(), nullptr, info);
+    r.kernels->synchronize();
+  });
+}
+
+}  // namespace dpt

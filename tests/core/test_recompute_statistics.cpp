@@ -1,0 +1,272 @@
+// Recomputing batch norm's running statistics from data (dpt::recompute_statistics, the C API's
+// dpt_trainer_recompute_batch_norm; PyTorch's update_bn). After a recomputation over batches 1..k every
+// running mean and variance is the plain average of the k batches' own (each batch's is what a
+// recomputation over that batch alone leaves), the first layer's equal to the means and unbiased variances
+// computed here from the data; K devices give the 1-device statistics (sync; local: the first layer's),
+// every replica bitwise the same; parameters, optimizer state and counters do not move.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/context.hpp"
+#include "core/error.hpp"
+#include "data/dataset.hpp"
+#include "parallel/fit.hpp"
+#include "parallel/trainer.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "core_test_util.hpp"
+
+namespace {
+
+constexpr size_t kClasses = 3, kChannels = 2, kPixels = 36, kSample = kChannels * kPixels;
+
+// Batch norm on the input itself (its statistics are the data's), a residual block with two more, and a
+// 1-D one after a dense layer.
+dpt::ModelSpec model() {
+  dpt::ModelSpec m(dpt::Shape{kChannels, 6, 6});
+  m.add_batch_norm(m.output_tensor(), 1e-5, 0.1, "bn0");
+  const size_t a = m.add_conv2d(4, 3, 1, 1, false);
+  const size_t b = m.add_op("relu", {m.add_batch_norm(a, 1e-5, 0.1, "bn1")}, "relu1");
+  m.add_conv2d(4, 3, 1, 1, false);
+  const size_t c = m.add_batch_norm(m.output_tensor(), 1e-5, 0.3, "bn2");
+  m.add_op("relu", {m.add_op("add", {c, b}, "add")}, "relu2");
+  m.add_op("global_avg_pool", {m.output_tensor()}, "gap");
+  m.add_dense(8);
+  m.add_batch_norm(m.output_tensor(), 1e-3, 0.1, "bn3");
+  m.add_activation(dpt::Activation::kTanh);
+  m.add_dense(kClasses);
+  return m;
+}
+
+struct Run {
+  size_t devices = 1;
+  bool weighted = false;
+  bool sync = true;
+};
+
+std::unique_ptr<dpt::Trainer> make_trainer(const Run &run, const dpt::ModelSpec &spec = model()) {
+  dpt::TrainerConfig c;
+  c.seed = 5;
+  c.init = dpt::InitScheme::kNormal;
+  c.init_std = 0.3f;
+  c.sync_batch_norm = run.sync;
+  c.optimizer.learning_rate = 0.05f;
+  c.optimizer.momentum = 0.9f;
+  if (run.weighted) {
+    c.split = dpt::SplitPolicy::kWeighted;
+    for (size_t i = 0; i < run.devices; ++i) c.weights.push_back(double(1 + 4 * i * i));  // first ones empty
+  }
+  return std::make_unique<dpt::Trainer>(std::make_shared<dpt::Context>(dpt::ContextConfig{run.devices, 0}),
+                                        spec, c);
+}
+
+// 37 samples with a mean away from 0 and a spread per channel, so that every statistic matters.
+dpt::Dataset data(size_t samples = 37) {
+  dpt_test::TestRng rng(77);
+  std::vector<float> x = rng.vector(samples * kSample, -1.0f, 2.0f);
+  for (size_t i = 0; i < samples; ++i)
+    for (size_t p = 0; p < kPixels; ++p)
+      x[i * kSample + kPixels + p] = 3.0f * x[i * kSample + kPixels + p] - 4.0f;
+  std::vector<int32_t> y(samples);
+  for (auto &label : y) label = int32_t(rng.below(kClasses));
+  return dpt::Dataset(dpt::Shape{kChannels, 6, 6}, kClasses, std::move(x), std::move(y));
+}
+
+// Three steps on the data's first batches, so that the weights and running statistics are not the initial.
+void train(dpt::Trainer &t, const dpt::Dataset &d, size_t steps = 3) {
+  for (size_t s = 0; s < steps; ++s) t.step(d.sample(s * 9), d.labels(s * 9), 9);
+}
+
+std::vector<float> buffers(const dpt::Trainer &t, size_t replica = 0) {
+  std::vector<float> b(t.spec().buffer_count());
+  t.get_buffers(replica, b.data());
+  return b;
+}
+
+std::vector<float> parameters(const dpt::Trainer &t, size_t replica = 0) {
+  std::vector<float> p(t.parameter_count());
+  t.get_parameters(replica, p.data());
+  return p;
+}
+
+void expect_replicas_identical(const dpt::Trainer &t, const std::string &what) {
+  for (size_t r = 1; r < t.device_count(); ++r) {
+    if (buffers(t, r) != buffers(t))
+      fail_msg("%s: replica %zu's running statistics differ from replica 0's", what.c_str(), r);
+    if (parameters(t, r) != parameters(t))
+      fail_msg("%s: replica %zu's parameters differ from replica 0's", what.c_str(), r);
+  }
+}
+
+// |got - want| <= tolerance * (|want| + 1e-3), element by element.
+void expect_close(const char *what, const std::vector<float> &got, const std::vector<double> &want,
+                  double tolerance) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double e = std::fabs(double(got[i]) - want[i]) / (std::fabs(want[i]) + 1e-3);
+    if (!(e <= tolerance))
+      fail_msg("%s: element %zu is %.9g, expected %.9g (error %.3g > %.1g)", what, i, double(got[i]), want[i],
+               e, tolerance);
+    worst = std::max(worst, e);
+  }
+  std::printf("%-58s largest relative error %.2e\n", what, worst);
+}
+
+// The running statistics after batches of `batch` samples are the average of each batch's own; the first
+// layer's (buffers 0..3: bn0's running mean and variance of 2 channels) are the data's.
+void expect_average_of_batches(const Run &run, size_t batch) {
+  const dpt::Dataset d = data();
+  auto t = make_trainer(run);
+  train(*t, d);
+  const std::vector<float> trained = buffers(*t), before = parameters(*t);
+  std::vector<double> average(trained.size(), 0.0), data_average(2 * kChannels, 0.0);
+  size_t batches = 0;
+  for (size_t start = 0; start < d.size(); start += batch, ++batches) {
+    const size_t n = std::min(batch, d.size() - start);
+    t->recompute_statistics(d.sample(start), n, 1);  // this batch alone
+    const std::vector<float> own = buffers(*t);
+    for (size_t i = 0; i < own.size(); ++i) average[i] += own[i];
+    for (size_t ch = 0; ch < kChannels; ++ch) {
+      double sum = 0, squares = 0;
+      for (size_t i = 0; i < n; ++i)
+        for (size_t p = 0; p < kPixels; ++p) {
+          const double x = static_cast<const float *>(d.sample(start + i))[ch * kPixels + p];
+          sum += x, squares += x * x;
+        }
+      const double count = double(n * kPixels), mean = sum / count;
+      data_average[ch] += mean;
+      data_average[kChannels + ch] += (squares / count - mean * mean) * count / (count - 1);
+    }
+  }
+  for (double &v : average) v /= double(batches);
+  for (double &v : data_average) v /= double(batches);
+  dpt::recompute_statistics(*t, d, batch, 0);
+  const std::vector<float> got = buffers(*t);
+  const std::string what = "K=" + std::to_string(run.devices) + (run.weighted ? " weighted" : " even") +
+                           (run.sync ? " sync" : " local") + ", batches of " + std::to_string(batch);
+  // Each step of the running average rounds to float once (a few ulps over four batches).
+  expect_close((what + ": the batches' average").c_str(), got, average, 1e-6);
+  expect_close((what + ": bn0, the data's").c_str(), std::vector<float>(got.begin(), got.begin() + 4),
+               data_average, 1e-6);
+  if (got == trained) fail_msg("%s: the running statistics did not change", what.c_str());
+  expect_replicas_identical(*t, what);
+  if (parameters(*t) != before) fail_msg("%s: the parameters changed", what.c_str());
+}
+
+void test_average_of_the_batches(void **) {
+  expect_average_of_batches(Run{1, false, true}, 10);  // 10 + 10 + 10 + 7
+  expect_average_of_batches(Run{1, false, true}, 37);  // one batch: its statistics
+  expect_average_of_batches(Run{3, true, true}, 10);   // slices left empty
+  expect_average_of_batches(Run{4, false, false}, 8);  // local: the running statistics are the global ones
+}
+
+// Sync: the K-device statistics are the 1-device ones (sums in another order only); local: the first
+// layer's (the later ones see inputs normalised per slice); every replica the same bits either way.
+void test_devices_agree(void **) {
+  const dpt::Dataset d = data();
+  auto one = make_trainer(Run{});
+  train(*one, d);
+  dpt::recompute_statistics(*one, d, 12, 30);
+  const std::vector<float> reference = buffers(*one);
+  for (size_t k : {2, 3, 4, 8})
+    for (bool weighted : {false, true}) {
+      auto t = make_trainer(Run{k, weighted, true});
+      train(*t, d);
+      dpt::recompute_statistics(*t, d, 12, 30);
+      const std::string what = "K=" + std::to_string(k) + (weighted ? " weighted" : " even");
+      expect_replicas_identical(*t, what);
+      expect_close((what + " vs 1 device").c_str(), buffers(*t),
+                   std::vector<double>(reference.begin(), reference.end()), 1e-5);
+    }
+  auto local = make_trainer(Run{4, false, false});
+  train(*local, d);
+  dpt::recompute_statistics(*local, d, 12, 30);
+  expect_replicas_identical(*local, "local K=4");
+  auto one_local = make_trainer(Run{1, false, false});
+  train(*one_local, d);
+  dpt::recompute_statistics(*one_local, d, 12, 30);
+  const std::vector<float> got = buffers(*local), want = buffers(*one_local);
+  expect_close("local K=4 vs 1 device, bn0", std::vector<float>(got.begin(), got.begin() + 4),
+               std::vector<double>(want.begin(), want.begin() + 4), 1e-6);
+}
+
+// Training goes on as if nothing had happened: a step normalises with its batch's statistics, so the
+// parameters after recompute + steps are those of the steps alone, bit for bit; the counters stay.
+void test_nothing_else_changes(void **) {
+  const dpt::Dataset d = data();
+  auto plain = make_trainer(Run{2, false, true}), recomputed = make_trainer(Run{2, false, true});
+  train(*plain, d, 2);
+  train(*recomputed, d, 2);
+  dpt::recompute_statistics(*recomputed, d, 16, 0);
+  assert_int_equal(recomputed->optimizer_steps(), plain->optimizer_steps());
+  for (size_t s = 2; s < 4; ++s) {
+    plain->step(d.sample(s * 9), d.labels(s * 9), 9);
+    recomputed->step(d.sample(s * 9), d.labels(s * 9), 9);
+  }
+  assert_true(parameters(*recomputed) == parameters(*plain));
+  assert_int_equal(recomputed->optimizer_steps(), 4);
+
+  // A model without batch norm: nothing to do.
+  dpt::ModelSpec mlp(dpt::Shape{kChannels, 6, 6});
+  mlp.add_dense(5);
+  mlp.add_dense(kClasses);
+  auto t = make_trainer(Run{2, false, true}, mlp);
+  const std::vector<float> start = parameters(*t);
+  dpt::recompute_statistics(*t, d, 10, 0);
+  assert_true(parameters(*t) == start);
+}
+
+void expect_status(dpt_status want, const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const dpt::Error &e) {
+    std::printf("refused (%d): %s\n", int(e.status()), e.what());
+    assert_int_equal(e.status(), want);
+    return;
+  }
+  fail_msg("no error, expected %d", int(want));
+}
+
+void test_refusals(void **) {
+  const dpt::Dataset d = data();
+  auto t = make_trainer(Run{2, false, true});
+  expect_status(DPT_ERROR_INVALID_ARGUMENT, [&] { dpt::recompute_statistics(*t, d, 0, 0); });
+  expect_status(DPT_ERROR_INVALID_ARGUMENT, [&] {
+    dpt::recompute_statistics(*t, dpt::Dataset(dpt::Shape{kChannels, 6, 6}, kClasses, {}, {}), 8, 0);
+  });
+  expect_status(DPT_ERROR_SIZE_MISMATCH, [&] {
+    dpt::recompute_statistics(*t, dpt::Dataset(dpt::Shape{5}, kClasses, std::vector<float>(5), {0}), 8, 0);
+  });
+  dpt::TrainerConfig c;
+  c.pipeline_stages = 2;
+  dpt::Trainer pipeline(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), model(), c);
+  expect_status(DPT_ERROR_UNSUPPORTED, [&] { dpt::recompute_statistics(pipeline, d, 8, 0); });
+  // The trainer is still usable.
+  dpt::recompute_statistics(*t, d, 8, 16);
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_average_of_the_batches),
+      cmocka_unit_test(test_devices_agree),
+      cmocka_unit_test(test_nothing_else_changes),
+      cmocka_unit_test(test_refusals),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
