@@ -139,6 +139,7 @@ static const option_spec kOptions[] = {
     {"--resume", ARG_STRING, FIELD(resume_path), 0, REAL_POSITIVE, NULL},
     {"--load-weights", ARG_STRING, FIELD(load_weights_path), 0, REAL_POSITIVE, NULL},
     {"--save-weights", ARG_STRING, FIELD(save_weights_path), 0, REAL_POSITIVE, NULL},
+    {"--recompute-bn", ARG_SIZE, FIELD(recompute_bn), 1, REAL_POSITIVE, NULL},
 };
 
 /* train_config.given has a flag for every option of the table. */
@@ -586,6 +587,9 @@ static int check_config(const train_config *config) {
         "--checkpoint-every %zu: a checkpoint is taken between optimizer steps, so it must "
         "be a multiple of --accumulate %zu",
         config->checkpoint_every, config->accumulate);
+  if (config->recompute_bn > 0 && config->pipeline > 1)
+    return cli_usage_error(
+        "--recompute-bn: a pipeline's batch-norm statistics cannot be recomputed in this version");
   if (config->pipeline > 1 && listed > 0 && listed % config->pipeline != 0) {
     return cli_usage_error("--pipeline %zu needs a multiple of %zu devices (stages x replicas), %zu given",
                            config->pipeline, config->pipeline, listed);
@@ -680,6 +684,10 @@ void print_train_help(FILE *out) {
       "                         estimated work most evenly; `dptrain model` lists the node names)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
+      "  --recompute-bn N       after training, recompute batch norm's running statistics over the\n"
+      "                         first N training samples in batches of --batch (each batch weighing the\n"
+      "                         same, PyTorch's update_bn), then evaluate the test set on them (also\n"
+      "                         after --resume of a finished run); the weights are not changed\n"
       "  --communicator auto|local|mpi  span the processes of an MPI job (default: auto = mpi when\n"
       "                         started by mpirun); only process 0 prints and writes files\n"
       "  --timeout SECONDS      deadline of each multi-device or multi-process operation: a device or\n"

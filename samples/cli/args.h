@@ -96,6 +96,8 @@ typedef struct train_config {
   const char *resume_path;              /**< Checkpoint to resume from, or NULL. */
   const char *load_weights_path;        /**< safetensors weights to start from, or NULL. */
   const char *save_weights_path;        /**< safetensors file of the final weights, or NULL. */
+  size_t recompute_bn;                  /**< Training samples to recompute batch norm's statistics over after
+                                             training; 0 = keep the running ones. */
   unsigned char given[CLI_MAX_OPTIONS]; /**< Per option of the table: given on the command line. */
 } train_config;
 

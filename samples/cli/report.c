@@ -45,6 +45,11 @@ void report_print_summary(FILE *out, const run_summary *s) {
       fprintf(out, "  images/s        %.0f\n", s->fit.samples_per_second);
     }
   }
+  if (s->recomputed_bn_samples > 0 && s->test_samples > 0)
+    fprintf(out, "  recomputed bn   test accuracy %.4f (loss %.4f), statistics of %zu training samples\n",
+            s->recomputed.accuracy, s->recomputed.loss, s->recomputed_bn_samples);
+  else if (s->recomputed_bn_samples > 0)
+    fprintf(out, "  recomputed bn   statistics of %zu training samples\n", s->recomputed_bn_samples);
   if (s->config->precision == DPT_PRECISION_FP16)
     fprintf(out, "  loss scale      %g (%" PRIu64 " overflowing steps skipped)\n", s->fit.loss_scale,
             s->fit.overflow_steps);
@@ -171,6 +176,11 @@ static void write_results(json_writer *w, const run_summary *s) {
     write_metric(w, "test_bits_per_byte", s->fit.test_loss / log(2.0), have_test);
     write_metric(w, "train_bits_per_byte", s->fit.train_loss / log(2.0), have_epoch);
   }
+  json_uint(w, "recompute_bn_samples", s->recomputed_bn_samples);
+  write_metric(w, "recomputed_test_accuracy", s->recomputed.accuracy,
+               s->recomputed_bn_samples > 0 && s->test_samples > 0);
+  write_metric(w, "recomputed_test_loss", s->recomputed.loss,
+               s->recomputed_bn_samples > 0 && s->test_samples > 0);
   json_number(w, "seconds", s->seconds, METRIC_DIGITS);
   json_number(w, "train_seconds", s->fit.train_seconds, METRIC_DIGITS);
   json_uint(w, "optimizer_steps", s->fit.optimizer_steps);

@@ -32,6 +32,12 @@ typedef struct run_summary {
   dpt_replica_memory memory;  /**< After training: the replica that holds the most memory. */
   /** After training: each device's times summed over the run's steps (dpt_trainer_replica_totals). */
   dpt_replica_times device_times[DPT_MAX_CPU_DEVICES];
+  /** --recompute-bn: the training samples batch norm's statistics were recomputed over (0: not done), and
+   *  the test set's loss and accuracy on them (when there is a test set). */
+  size_t recomputed_bn_samples;
+  struct {
+    double loss, accuracy;
+  } recomputed;
   double seconds;       /**< Wall time of training and evaluation. */
   const epoch_log *log; /**< Per-epoch metrics. */
 } run_summary;

@@ -451,6 +451,32 @@ static int fit(train_run *run) {
   return record_device_figures(run);
 }
 
+/**
+ * @brief --recompute-bn: batch norm's running statistics recomputed over the first training samples (after
+ * the epochs, or after --resume of a finished run), then the test set evaluated on them. Not after a
+ * Ctrl-C (the run stops as soon as it can), nor for a model without batch norm.
+ */
+static int recompute_batch_norm(train_run *run) {
+  dpt_eval_result e;
+  size_t buffers = 0;
+  if (run->config.recompute_bn == 0 || (run->summary.fit.stopped && progress_interrupted()))
+    return CLI_EXIT_OK;
+  CLI_TRY(dpt_model_buffer_count(run->model, &buffers));
+  if (buffers == 0) return CLI_EXIT_OK; /* no batch norm: nothing to recompute, nothing reported */
+  CLI_TRY(dpt_trainer_recompute_batch_norm(run->trainer, run->train, run->config.batch,
+                                           run->config.recompute_bn));
+  run->summary.recomputed_bn_samples = run->config.recompute_bn < run->summary.train_samples
+                                           ? run->config.recompute_bn
+                                           : run->summary.train_samples;
+  if (run->test == NULL) return CLI_EXIT_OK;
+  memset(&e, 0, sizeof e);
+  e.struct_size = sizeof e;
+  CLI_TRY(dpt_trainer_evaluate_dataset(run->trainer, run->test, 0, &e));
+  run->summary.recomputed.loss = e.loss;
+  run->summary.recomputed.accuracy = e.accuracy;
+  return CLI_EXIT_OK;
+}
+
 /** @brief --save-weights: the weights after the run (also after a Ctrl-C, as far as it got). */
 static int save_weights(train_run *run) {
   if (run->config.save_weights_path == NULL) return CLI_EXIT_OK;
@@ -521,6 +547,7 @@ int cli_train_main(int argc, char **argv) {
   if (rc == CLI_EXIT_OK) rc = create_trainer(&run);
   if (rc == CLI_EXIT_OK) print_header(&run);
   if (rc == CLI_EXIT_OK) rc = fit(&run);
+  if (rc == CLI_EXIT_OK) rc = recompute_batch_norm(&run);
   if (rc == CLI_EXIT_OK) rc = save_weights(&run);
   if (rc == CLI_EXIT_OK) rc = finish(&run);
   destroy_run(&run);

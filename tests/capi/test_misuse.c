@@ -1749,6 +1749,11 @@ static void test_trainer_evaluate_predict_misuse(void **state) {
   ROW(WANT_SHAPE, dpt_trainer_evaluate_dataset(t, f->bad_shape, 4, &f->o.eval));
   ROW(WANT_CLASSES, dpt_trainer_evaluate_dataset(t, f->bad_classes, 4, &f->o.eval));
 
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_recompute_batch_norm(NULL, f->data, 4, 0));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_recompute_batch_norm(t, NULL, 4, 0));
+  ROW(WANT_SHAPE, dpt_trainer_recompute_batch_norm(t, f->bad_shape, 4, 0));
+  ROW(WANT_CLASSES, dpt_trainer_recompute_batch_norm(t, f->bad_classes, 4, 0));
+
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_predict(NULL, x, BATCH_IN, BATCH, lo, BATCH_LOGITS));
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_predict(t, NULL, BATCH_IN, BATCH, lo, BATCH_LOGITS));
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_predict(t, x, BATCH_IN, BATCH, NULL, BATCH_LOGITS));
@@ -1798,6 +1803,14 @@ static void test_trainer_evaluate_predict_misuse(void **state) {
     ASSERT_OK(dpt_trainer_evaluate_dataset(t, f->data, SIZE_MAX, &r)); /* one batch, no huge allocation */
     assert_int_equal(r.samples, SAMPLES);
     assert_true(fabs(r.loss - log(3.0)) < 1e-6);
+    /* A model without batch norm: nothing to recompute, the parameters as they were (also with a batch larger
+     * than the dataset, and more samples than it holds). */
+    ASSERT_OK(dpt_trainer_recompute_batch_norm(t, f->data, SIZE_MAX, SIZE_MAX));
+    {
+      uint64_t after = 0;
+      ASSERT_OK(dpt_trainer_parameter_checksum(t, &after));
+      assert_true(after == f->checksum);
+    }
   }
 }
 
@@ -2175,6 +2188,8 @@ static void test_token_misuse(void **state) {
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_fit(f->trainer, td, NULL, &f->fit_options, &f->o.fit));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_fit(tt, f->data, NULL, &f->fit_options, &f->o.fit));
   ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_evaluate_dataset(tt, f->data, 4, &f->o.eval));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_recompute_batch_norm(f->trainer, td, 4, 0));
+  ROW(DPT_ERROR_INVALID_ARGUMENT, dpt_trainer_recompute_batch_norm(tt, f->data, 4, 0));
   /* The token trainer's own calls. */
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_step_tokens(NULL, tokens, N * T, targets, N * T, N, &f->o.step));
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_step_tokens(tt, NULL, N * T, targets, N * T, N, &f->o.step));

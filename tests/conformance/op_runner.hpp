@@ -44,6 +44,7 @@ struct Spec {
   size_t statistics = 0;     // doubles at dpt_op_call::statistics (both sets)
   bool token_input = false;  // inputs[0] is int32 tokens below ints[0] (token_embedding), in x[0]'s floats
   int32_t matmul_dtype = DPT_DTYPE_F32;  // the inputs of the op's matrix products (dpt_op_call::matmul_dtype)
+  double statistics_momentum = 0;        // dpt_op_call::statistics_momentum (0: reals' momentum)
 
   size_t in_size(size_t i) const { return size_t(n) * elements(in[i]); }
   size_t out_size() const { return size_t(n) * elements(out); }
@@ -185,6 +186,7 @@ class Runner {
     c.sync_statistics = sync;
     c.seed = 7;
     c.matmul_dtype = spec.matmul_dtype;
+    c.statistics_momentum = spec.statistics_momentum;
     if (backward) {
       c.output_grad = p.dy;
       for (size_t i = 0; i < spec.in.size(); ++i) c.input_grads[i] = want_dx[i] ? p.dx[i] : nullptr;

@@ -270,20 +270,23 @@ struct BnCase {
   std::vector<int64_t> slices;  // the replicas' samples
   bool sync;                    // sync_statistics
   uint64_t seed;
+  double statistics_momentum = 0;  // the running statistics' weight of this batch (0: reals' 0.1)
 };
 
-Spec bn_spec(const Dims &dims, int64_t n) {
+Spec bn_spec(const Dims &dims, int64_t n, double statistics_momentum = 0) {
   const int64_t c = dims[0];
-  return Spec{"batch_norm",
-              n,
-              {},
-              {1e-5, 0.1},
-              {dims},
-              dims,
-              {{c}, {c}},
-              {{c}, {c}},
-              size_t(2 * c + 1) * sizeof(double),
-              size_t(2 * (2 * c + 1))};
+  Spec s{"batch_norm",
+         n,
+         {},
+         {1e-5, 0.1},
+         {dims},
+         dims,
+         {{c}, {c}},
+         {{c}, {c}},
+         size_t(2 * c + 1) * sizeof(double),
+         size_t(2 * (2 * c + 1))};
+  s.statistics_momentum = statistics_momentum;
+  return s;
 }
 
 // The executor's training pass over the replicas of one batch (src/graph/network.cpp, run_phased): forward
@@ -382,7 +385,7 @@ void check_batch_norm(const BnCase &k) {
                 slices.c_str(), k.sync ? "synchronised" : "local");
   // One batch: x (offset 0.5: a mean that is not 0), dy; the same parameters, gradient starts and running
   // statistics on every replica.
-  const Spec whole = bn_spec(k.dims, total);
+  const Spec whole = bn_spec(k.dims, total, k.statistics_momentum);
   Data batch = make_data(whole, k.seed);
   for (float &x : batch.x[0]) x += 0.5f;
   batch.buffers[0] = uniform(c, k.seed + 30, -0.5f, 0.5f);
@@ -392,7 +395,7 @@ void check_batch_norm(const BnCase &k) {
   std::vector<Data> starts;
   size_t first = 0;
   for (const int64_t n : k.slices) {
-    specs.push_back(bn_spec(k.dims, n));
+    specs.push_back(bn_spec(k.dims, n, k.statistics_momentum));
     Data d = make_data(specs.back(), k.seed);
     d.x[0].assign(batch.x[0].begin() + long(first * sample),
                   batch.x[0].begin() + long((first + size_t(n)) * sample));
@@ -465,6 +468,10 @@ void test_gpu_batch_norm_replicas(void **) {
   check_batch_norm({{4, 5, 5}, {5, 0, 3}, false, 700});
   check_batch_norm({{4, 5, 5}, {5, 0, 3}, true, 710});
   check_batch_norm({{6}, {1, 9}, true, 720});
+  // A recomputation's batch (dpt_op_call::statistics_momentum in place of the op's momentum): the third of
+  // a plain average, and the first (weight 1: the batch's statistics replace the running ones).
+  check_batch_norm({{4, 5, 5}, {5, 0, 3}, true, 730, 1.0 / 3.0});
+  check_batch_norm({{6}, {7}, false, 740, 1.0});
 }
 
 // A lone replica of no samples still runs both phases: its statistics are zeros, the count 0, so the running

@@ -421,6 +421,25 @@ void expect_batch_norm_replicas_match_one(const std::shared_ptr<dpt::Context> &c
   std::vector<float> initial(b0.size());
   dpt::init_buffers(one.spec(), initial.data());  // relative to how far training moved them
   expect_equivalent("running statistics vs 1 replica", b0, b_one, initial, kEquivalence);
+  // Recomputed over two batches of 32 and one of 29 (each weighing a third): the replicas' statistics
+  // the same bits, the 1-replica ones, and not the trained ones.
+  uint64_t number = 0;
+  for (const auto &[n, seed] : {std::pair<size_t, uint64_t>{32, 300}, {32, 301}, {29, 302}}) {
+    const Batch b = batch(n, seed);
+    ++number;
+    many.recompute_statistics(b.x.data(), b.n, number);
+    one.recompute_statistics(b.x.data(), b.n, number);
+  }
+  std::vector<float> r_one(b0.size()), r0(b0.size());
+  one.get_buffers(0, r_one.data());
+  many.get_buffers(0, r0.data());
+  for (size_t r = 1; r < devices.size(); ++r) {
+    std::vector<float> br(r0.size());
+    many.get_buffers(r, br.data());
+    cuda_test::expect_bitwise("recomputed statistics, replica r vs 0", br, r0);
+  }
+  expect_equivalent("recomputed statistics vs 1 replica", r0, r_one, initial, kEquivalence);
+  if (r0 == b0) fail_msg("%s: recomputing left the running statistics as they were", what);
 }
 
 void test_gpu_batch_norm_replicas(void **) {
