@@ -390,6 +390,172 @@ func TestBatchNormModes(t *testing.T) {
 	}
 }
 
+// The model and data of TestRecomputeBatchNorm: 2x3x3 samples whose first op is a batch norm on the input
+// itself, so that its running statistics are the data's, computed here.
+const bnC, bnH, bnW, bnSamples = 2, 3, 3, 10
+
+// bnFirstModel is 2x3x3 -> batch norm "bn" -> flatten -> dense 3 "fc".
+func bnFirstModel(t *testing.T) *dptrain.Model {
+	t.Helper()
+	m, err := dptrain.NewModel(bnC, bnH, bnW)
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	x, err := m.BatchNorm(dptrain.InputTensor, 1e-5, 0.1, "bn")
+	must(t, err)
+	x, err = m.Flatten(x, "flatten")
+	must(t, err)
+	_, err = m.Dense(x, 3, true, "fc")
+	must(t, err)
+	return m
+}
+
+// bnData: bnSamples samples, channel 0 in [1, 3.5] and channel 1 in [-4, 0], so that every mean and variance
+// is well away from 0 (a relative tolerance means something); labels s % 3.
+func bnData() ([]float32, []int32) {
+	const pixels = bnH * bnW
+	x := make([]float32, bnSamples*bnC*pixels)
+	y := make([]int32, bnSamples)
+	for s := 0; s < bnSamples; s++ {
+		y[s] = int32(s % 3)
+		for p := 0; p < pixels; p++ {
+			x[(s*bnC+0)*pixels+p] = 1 + float32((s*7+p*3)%11)/4
+			x[(s*bnC+1)*pixels+p] = -4 + float32((s*5+p*2+1)%13)/3
+		}
+	}
+	return x, y
+}
+
+// wantBatchNormStatistics is what recomputing leaves, in double: per channel, the average over the batches
+// (the first samples samples in batches of batch; 0 = all and 256) of each batch's mean, then of its unbiased
+// variance over samples and pixels, in the order of the buffers (running_mean [C], then running_var [C]).
+func wantBatchNormStatistics(x []float32, batch, samples int) []float64 {
+	const pixels = bnH * bnW
+	if samples == 0 || samples > bnSamples {
+		samples = bnSamples
+	}
+	if batch == 0 {
+		batch = 256
+	}
+	want := make([]float64, 2*bnC)
+	batches := 0
+	for start := 0; start < samples; start += batch {
+		end := start + batch
+		if end > samples {
+			end = samples
+		}
+		n := float64((end - start) * pixels)
+		for c := 0; c < bnC; c++ {
+			sum := 0.0
+			for s := start; s < end; s++ {
+				for p := 0; p < pixels; p++ {
+					sum += float64(x[(s*bnC+c)*pixels+p])
+				}
+			}
+			mean, squares := sum/n, 0.0
+			for s := start; s < end; s++ {
+				for p := 0; p < pixels; p++ {
+					d := float64(x[(s*bnC+c)*pixels+p]) - mean
+					squares += d * d
+				}
+			}
+			want[c] += mean
+			want[bnC+c] += squares / (n - 1)
+		}
+		batches++
+	}
+	for i := range want {
+		want[i] /= float64(batches)
+	}
+	return want
+}
+
+// TestRecomputeBatchNorm: RecomputeBatchNorm (PyTorch's update_bn) sets the running statistics of a batch
+// norm on the input to the average of the batches' means and unbiased variances, on 2 CPU devices; the
+// parameters and the step count do not move; bad input is refused and leaves the trainer usable.
+func TestRecomputeBatchNorm(t *testing.T) {
+	m := bnFirstModel(t)
+	buffers, err := m.NamedBuffers()
+	must(t, err)
+	if len(buffers) != 2 || buffers[0].Name != "bn.running_mean" || buffers[0].Offset != 0 ||
+		buffers[1].Name != "bn.running_var" || buffers[1].Offset != bnC || buffers[1].Size() != bnC {
+		t.Fatalf("NamedBuffers() = %+v, want bn.running_mean at 0 and bn.running_var at %d, %d each", buffers, bnC, bnC)
+	}
+	tr := newTrainer(t, newContext(t, 2), m, &dptrain.TrainerOptions{Seed: 3})
+	x, y := bnData()
+	d, err := dptrain.NewDataset(x, y, bnC, bnH, bnW, 3)
+	must(t, err)
+	t.Cleanup(func() { d.Close() })
+	_, err = tr.Step(x[:4*bnC*bnH*bnW], y[:4]) // parameters and statistics that are not the initial ones
+	must(t, err)
+	params, err := tr.Parameters()
+	must(t, err)
+	steps, err := tr.StepCount()
+	must(t, err)
+
+	check := func(batch, samples int) {
+		t.Helper()
+		want := wantBatchNormStatistics(x, batch, samples)
+		got, err := tr.Buffers()
+		must(t, err)
+		for i := range want {
+			if math.Abs(float64(got[i])-want[i]) > 1e-5*math.Abs(want[i]) {
+				t.Fatalf("batches of %d, %d samples: buffer %d is %v, want %v (all: %v, want %v)",
+					batch, samples, i, got[i], want[i], got, want)
+			}
+		}
+	}
+	// Batches of 4, 4 and 2 (the brief's case); 4 and 2 of the first 6 (batch size and sample count are not
+	// swapped); one batch of 256 = all; 3, 3, 3 and 1 of "more than the dataset holds" (one device's slice of
+	// the last batch is empty).
+	for _, c := range []struct{ batch, samples int }{{4, 0}, {4, 6}, {0, 0}, {3, 100}} {
+		// Values no recomputation leaves: the result must not depend on what was there.
+		must(t, tr.SetBuffers([]float32{7, 7, 7, 7}))
+		must(t, tr.RecomputeBatchNorm(d, c.batch, c.samples))
+		check(c.batch, c.samples)
+	}
+	if p, err := tr.Parameters(); err != nil || !bitwiseEqual(p, params) {
+		t.Fatalf("RecomputeBatchNorm changed the parameters (%v)", err)
+	}
+	if s, err := tr.StepCount(); err != nil || s != steps {
+		t.Fatalf("RecomputeBatchNorm changed the step count: %d -> %d (%v)", steps, s, err)
+	}
+
+	// Bad input is refused before anything changes. (An empty dataset cannot be made: NewDataset and Subset
+	// refuse 0 samples.)
+	must(t, tr.RecomputeBatchNorm(d, 4, 0))
+	before, err := tr.Buffers()
+	must(t, err)
+	wantError(t, tr.RecomputeBatchNorm(nil, 4, 0), dptrain.StatusNullPointer, "dataset is nil")
+	wantError(t, tr.RecomputeBatchNorm(d, -4, 0), dptrain.StatusOutOfRange, "batchSize is negative")
+	wantError(t, tr.RecomputeBatchNorm(d, 4, -1), dptrain.StatusOutOfRange, "samples is negative")
+	wantError(t, tr.RecomputeBatchNorm(tinyDataset(t, 8, 1), 4, 0), dptrain.StatusSizeMismatch,
+		"dpt_trainer_recompute_batch_norm")
+	tokens, err := dptrain.NewTokenDataset(make([]int32, 2*bnC*bnH*bnW), []int32{0, 1}, 2, bnC*bnH*bnW, 3)
+	must(t, err)
+	t.Cleanup(func() { tokens.Close() })
+	wantError(t, tr.RecomputeBatchNorm(tokens, 4, 0), dptrain.StatusInvalidArgument)
+	closed, err := dptrain.NewDataset(x, y, bnC, bnH, bnW, 3)
+	must(t, err)
+	must(t, closed.Close())
+	wantClosed(t, tr.RecomputeBatchNorm(closed, 4, 0))
+	if after, err := tr.Buffers(); err != nil || !bitwiseEqual(before, after) {
+		t.Fatalf("a refused call changed the running statistics (%v)", err)
+	}
+	// ... and the trainer stays usable.
+	must(t, tr.SetBuffers([]float32{7, 7, 7, 7}))
+	must(t, tr.RecomputeBatchNorm(d, 4, 0))
+	check(4, 0)
+	_, err = tr.Step(x[:4*bnC*bnH*bnW], y[:4])
+	must(t, err)
+
+	// A model without batch norm: nothing to do, no error.
+	plain := newTrainer(t, newContext(t, 1), tinyModel(t), nil)
+	must(t, plain.RecomputeBatchNorm(tinyDataset(t, 8, 2), 4, 0))
+	// A pipeline: unsupported.
+	pipe := newTrainer(t, newContext(t, 2), m, &dptrain.TrainerOptions{PipelineStages: 2})
+	wantError(t, pipe.RecomputeBatchNorm(d, 4, 0), dptrain.StatusUnsupported)
+}
+
 // TestPrecision: the default is float32; bf16 matrix products (the residual model's conv2d and dense) train
 // on 2 devices to other parameters than float32's (not float32 under another name) that stay within 2e-2 of
 // them (relative, over the whole vector), to the same bits on every run with the same seed; a precision

@@ -687,6 +687,30 @@ func (t *Trainer) EvaluateDataset(d *Dataset, batchSize int) (EvalResult, error)
 	return out, err
 }
 
+// RecomputeBatchNorm recomputes the running statistics of the model's batch norms from data, as PyTorch's
+// torch.optim.swa_utils.update_bn: forward in training mode over the first samples samples of d (0, or more
+// than d holds: all), in order, in batches of batchSize (0 = 256); each running mean and variance becomes
+// the plain average of the batches' means and unbiased variances. Parameters, optimizer state and counters
+// do not change; a model without batch norm is left as it is. Call it after training, before evaluating.
+// Samples that do not fit the model are StatusSizeMismatch; a pipeline (PipelineStages > 1) is
+// StatusUnsupported.
+func (t *Trainer) RecomputeBatchNorm(d *Dataset, batchSize, samples int) error {
+	const op = "Trainer.RecomputeBatchNorm"
+	b, err := toSize(op, "batchSize", batchSize)
+	if err != nil {
+		return err
+	}
+	n, err := toSize(op, "samples", samples)
+	if err != nil {
+		return err
+	}
+	if err := d.begin(op); err != nil {
+		return err
+	}
+	defer d.h.release(shared)
+	return t.do(op, func() { t.ptr.RecomputeBatchNorm(d.ptr, b, n) })
+}
+
 // Predict writes the logits of samples samples (inputs: samples * input size floats) into logits
 // (samples * output size floats), both the caller's slices.
 func (t *Trainer) Predict(inputs []float32, samples int, logits []float32) error {

@@ -685,6 +685,12 @@ class TextParts {
     dptrain_binding::check(dpt_trainer_evaluate_dataset($self, dataset, batch_size, &r));
     return r;
   }
+  /* The batch norms' running statistics recomputed from the first sample_count samples of dataset (0: all)
+   * in batches of batch_size (0 = 256), each the plain average of the batches' (PyTorch's update_bn); the
+   * parameters do not change. A model without batch norm: nothing to do. */
+  void recomputeBatchNorm(dpt_dataset *dataset, size_t batch_size, size_t sample_count) {
+    dptrain_binding::check(dpt_trainer_recompute_batch_norm($self, dataset, batch_size, sample_count));
+  }
   /* const: SWIG names this method's helper dpt_trainer_predict, like the C function with the same
    * parameters; the const self makes it a distinct overload (the wrapper passes a const pointer, so it
    * calls the helper; the helper's non-const pointer calls the C function). */

@@ -480,6 +480,20 @@ public enum%}
 %rename(traceWriteNative) dpt_trainer::traceWrite;
 %javamethodmodifiers dpt_trainer::traceWrite "private";
 
+/* The generated recomputeBatchNorm stays public; its Javadoc comes with its modifiers. */
+%javamethodmodifiers dpt_trainer::recomputeBatchNorm %{/**
+   * Recomputes the running statistics of the model's batch norms from data (PyTorch's
+   * {@code torch.optim.swa_utils.update_bn}): forward in training mode over the first {@code sample_count}
+   * samples of {@code dataset} (0, or more than it holds: all), in order, in batches of {@code batch_size}
+   * (0 = 256); each running mean and variance becomes the plain average of the batches' means and unbiased
+   * variances. Parameters, optimizer state and counters do not change; a model without batch norm is left
+   * as it is. Call it after training, before evaluating. A null dataset is an
+   * {@link InvalidArgumentException} ({@code Status.ERROR_NULL_POINTER}), a negative size one with
+   * {@code ERROR_OUT_OF_RANGE}, samples that do not fit the model one with {@code ERROR_SIZE_MISMATCH}; a
+   * pipeline trainer throws {@link UnsupportedException}.
+   */
+  public%}
+
 %typemap(javaimports) dpt_dataset, dpt_trainer %{
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;

@@ -308,6 +308,137 @@ public class GraphTests {
     }
   }
 
+  const int BnChannels = 2, BnPixels = 3 * 3, BnSamples = 10;
+
+  /// 2x3x3 -> batch norm "bn" on the input itself (its statistics are the data's) -> flatten -> dense 3.
+  static Model MakeBatchNormFirstModel() {
+    var m = new Model(BnChannels, 3, 3);
+    m.Dense(m.Flatten(m.BatchNorm(m.Input, name: "bn"), "flatten"), 3, name: "fc");
+    return m;
+  }
+
+  /// 10 samples, channel 0 in [1, 3.5] and channel 1 in [-4, 0] (every mean and variance well away from 0, so
+  /// that a relative tolerance means something); labels s % 3.
+  static void MakeBatchNormData(out float[] x, out int[] y) {
+    x = new float[BnSamples * BnChannels * BnPixels];
+    y = new int[BnSamples];
+    for (int s = 0; s < BnSamples; ++s) {
+      y[s] = s % 3;
+      for (int p = 0; p < BnPixels; ++p) {
+        x[(s * BnChannels + 0) * BnPixels + p] = 1 + ((s * 7 + p * 3) % 11) / 4.0f;
+        x[(s * BnChannels + 1) * BnPixels + p] = -4 + ((s * 5 + p * 2 + 1) % 13) / 3.0f;
+      }
+    }
+  }
+
+  /// What recomputing leaves, in double: per channel, the average over the batches (the first sampleCount
+  /// samples, 0 = all, in batches of batchSize, 0 = 256) of each batch's mean, then of its unbiased variance
+  /// over samples and pixels, in the order of the buffers (running_mean [C], then running_var [C]).
+  static double[] ExpectedBatchNormStatistics(float[] x, int batchSize, int sampleCount) {
+    int samples = sampleCount == 0 || sampleCount > BnSamples ? BnSamples : sampleCount;
+    int batch = batchSize == 0 ? 256 : batchSize;
+    var expected = new double[2 * BnChannels];
+    int batches = 0;
+    for (int start = 0; start < samples; start += batch, ++batches) {
+      int end = Math.Min(start + batch, samples);
+      double n = (end - start) * BnPixels;
+      for (int c = 0; c < BnChannels; ++c) {
+        double sum = 0, squares = 0;
+        for (int s = start; s < end; ++s)
+          for (int p = 0; p < BnPixels; ++p) sum += x[(s * BnChannels + c) * BnPixels + p];
+        double mean = sum / n;
+        for (int s = start; s < end; ++s)
+          for (int p = 0; p < BnPixels; ++p) {
+            double d = x[(s * BnChannels + c) * BnPixels + p] - mean;
+            squares += d * d;
+          }
+        expected[c] += mean;
+        expected[BnChannels + c] += squares / (n - 1);
+      }
+    }
+    for (int i = 0; i < expected.Length; ++i) expected[i] /= batches;
+    return expected;
+  }
+
+  static void AssertBatchNormStatistics(Trainer trainer, float[] x, int batchSize, int sampleCount) {
+    double[] expected = ExpectedBatchNormStatistics(x, batchSize, sampleCount);
+    float[] actual = trainer.GetBuffers();
+    Assert.AreEqual(expected.Length, actual.Length);
+    for (int i = 0; i < expected.Length; ++i)
+      Assert.AreEqual(expected[i], actual[i], 1e-5 * Math.Abs(expected[i]),
+                      "batches of " + batchSize + ", " + sampleCount + " samples: buffer " + i);
+  }
+
+  /// RecomputeBatchNorm (PyTorch's update_bn) sets the running statistics of a batch norm on the input to the
+  /// average of the batches' means and unbiased variances, on 2 CPU devices; the parameters and the step count
+  /// do not move; bad input is refused and leaves the trainer usable.
+  [Test]
+  public void RecomputeBatchNormAveragesTheBatchesStatistics() {
+    float[] x;
+    int[] y;
+    MakeBatchNormData(out x, out y);
+    using (var m = MakeBatchNormFirstModel())
+    using (var data = new Dataset(x, y, BnChannels, 3, 3, 3))
+    using (var trainer = MakeTrainer(m, 3)) {
+      Assert.AreEqual(new[] { "bn.running_mean", "bn.running_var" }, m.NamedBuffers.Select(t => t.Name).ToArray());
+      Assert.AreEqual(new[] { 0UL, (ulong)BnChannels }, m.NamedBuffers.Select(t => t.Offset).ToArray());
+      var first4 = new float[4 * BnChannels * BnPixels];
+      Array.Copy(x, first4, first4.Length);
+      trainer.Step(first4, new[] { 0, 1, 2, 0 }).Dispose();  // parameters and statistics not the initial ones
+      float[] parameters = trainer.GetParameters();
+      ulong steps = trainer.StepCount();
+
+      // Batches of 4, 4 and 2; 4 and 2 of the first 6 (the sizes are not swapped); one of 256 = all; 3, 3, 3
+      // and 1 of "more than the dataset holds" (one device's slice of the last batch is empty).
+      foreach (int[] c in new[] { new[] { 4, 0 }, new[] { 4, 6 }, new[] { 0, 0 }, new[] { 3, 100 } }) {
+        trainer.SetBuffers(new[] { 7f, 7f, 7f, 7f });  // no recomputation leaves these
+        trainer.RecomputeBatchNorm(data, (ulong)c[0], (ulong)c[1]);
+        AssertBatchNormStatistics(trainer, x, c[0], c[1]);
+      }
+      AssertBitwiseEqual(parameters, trainer.GetParameters(), "parameter");
+      Assert.AreEqual(steps, trainer.StepCount());
+
+      // Bad input is refused before anything changes. (An empty dataset cannot be made: the constructor and
+      // Subset refuse 0 samples; a negative size is not a ulong.)
+      trainer.RecomputeBatchNorm(data, 4, 0);
+      float[] before = trainer.GetBuffers();
+      var e = Assert.Throws<InvalidArgumentException>(() => trainer.RecomputeBatchNorm(null, 4, 0));
+      Assert.AreEqual(Status.NullPointer, e.Status);
+      StringAssert.Contains("dpt_trainer_recompute_batch_norm: dataset is NULL", e.Message);
+      using (var other = TestData.MakeDataset(8)) {  // 1x4x4 samples
+        e = Assert.Throws<InvalidArgumentException>(() => trainer.RecomputeBatchNorm(other, 4, 0));
+        Assert.AreEqual(Status.SizeMismatch, e.Status);
+      }
+      using (var tokens = Dataset.CreateTokens(new int[2 * BnChannels * BnPixels], new[] { 0, 1 }, 2,
+                                               BnChannels * BnPixels, 3)) {
+        e = Assert.Throws<InvalidArgumentException>(() => trainer.RecomputeBatchNorm(tokens, 4, 0));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+      }
+      var disposed = new Dataset(x, y, BnChannels, 3, 3, 3);
+      disposed.Dispose();
+      Assert.Throws<ObjectDisposedException>(() => trainer.RecomputeBatchNorm(disposed, 4, 0));
+      AssertBitwiseEqual(before, trainer.GetBuffers(), "buffer after a refused call");
+      // ... and the trainer stays usable.
+      trainer.SetBuffers(new[] { 7f, 7f, 7f, 7f });
+      trainer.RecomputeBatchNorm(data, 4, 0);
+      AssertBatchNormStatistics(trainer, x, 4, 0);
+      trainer.Step(first4, new[] { 0, 1, 2, 0 }).Dispose();
+    }
+    // A model without batch norm: nothing to do, no error.
+    using (var mlp = TestData.MakeModel())
+    using (var data = TestData.MakeDataset(8))
+    using (var trainer = MakeTrainer(mlp, 1))
+      trainer.RecomputeBatchNorm(data, 4, 0);
+    // A pipeline: unsupported.
+    using (var m = MakeBatchNormFirstModel())
+    using (var data = new Dataset(x, y, BnChannels, 3, 3, 3))
+    using (var options = new TrainerOptions { PipelineStages = 2 })
+    using (var trainer = new Trainer(context, m, options, null)) {
+      var e = Assert.Throws<UnsupportedException>(() => trainer.RecomputeBatchNorm(data, 4, 0));
+      Assert.AreEqual(Status.Unsupported, e.Status);
+    }
+  }
+
   /// The default is Fp32; Bf16 matrix products (the model's conv2d and dense) train on 2 devices to other
   /// parameters than float32's (not float32 under another name), within 2e-2 of them (relative, over the
   /// whole vector), and to the same bits on every run with the same seed; a value outside the enum is

@@ -28,7 +28,8 @@ def clean(doc):
     text = []
     for line in lines:
         line = line.strip()
-        if line.startswith("@") and not line.startswith("@brief"):
+        # A block command (@param, @return) ends the paragraph; an inline @p/@c may begin a wrapped line.
+        if line.startswith("@") and not re.match(r"@(?:brief\b|[pc] )", line):
             break
         if not line and text:
             break

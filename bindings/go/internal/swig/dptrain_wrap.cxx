@@ -891,6 +891,9 @@ SWIGINTERN dpt_eval_result dpt_trainer_evaluateDataset(dpt_trainer *self,dpt_dat
     dptrain_binding::check(dpt_trainer_evaluate_dataset(self, dataset, batch_size, &r));
     return r;
   }
+SWIGINTERN void dpt_trainer_recomputeBatchNorm(dpt_trainer *self,dpt_dataset *dataset,size_t batch_size,size_t sample_count){
+    dptrain_binding::check(dpt_trainer_recompute_batch_norm(self, dataset, batch_size, sample_count));
+  }
 SWIGINTERN void dpt_trainer_predict(dpt_trainer const *self,float const *inputs,size_t input_count,size_t sample_count,float *out_logits,size_t out_logit_count){
     dptrain_binding::check(dpt_trainer_predict(const_cast<dpt_trainer *>(self), inputs, input_count, sample_count,
                                                out_logits, out_logit_count));
@@ -996,21 +999,21 @@ SwigDirector_ProgressListener::SwigDirector_ProgressListener(int swig_p)
       go_val(swig_p), swig_mem(0)
 { }
 
-extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_a9f43e764bcf8611(intgo);
+extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_e994726bf6dec6d2(intgo);
 SwigDirector_ProgressListener::~SwigDirector_ProgressListener()
 {
-  Swiggo_DeleteDirector_ProgressListener_swig_a9f43e764bcf8611(go_val);
+  Swiggo_DeleteDirector_ProgressListener_swig_e994726bf6dec6d2(go_val);
   delete swig_mem;
 }
 
-extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_a9f43e764bcf8611(int, dpt_progress *progress);
+extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_e994726bf6dec6d2(int, dpt_progress *progress);
 bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
   bool c_result = SwigValueInit< bool >() ;
   bool result;
   dpt_progress *swig_progress;
   
   swig_progress = (dpt_progress *)&progress; 
-  result = Swig_DirectorProgressListener_callback_onProgress_swig_a9f43e764bcf8611(go_val, swig_progress);
+  result = Swig_DirectorProgressListener_callback_onProgress_swig_e994726bf6dec6d2(go_val, swig_progress);
   c_result = (bool)result; 
   return c_result;
 }
@@ -1019,7 +1022,7 @@ bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
 extern "C" {
 #endif
 
-void _wrap_Swig_free_swig_a9f43e764bcf8611(void *_swig_go_0) {
+void _wrap_Swig_free_swig_e994726bf6dec6d2(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -1029,7 +1032,7 @@ void _wrap_Swig_free_swig_a9f43e764bcf8611(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_swig_a9f43e764bcf8611(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_swig_e994726bf6dec6d2(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -1042,7 +1045,7 @@ void *_wrap_Swig_malloc_swig_a9f43e764bcf8611(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_takeErrorStatus_swig_a9f43e764bcf8611() {
+intgo _wrap_takeErrorStatus_swig_e994726bf6dec6d2() {
   int result;
   intgo _swig_go_result;
   
@@ -1052,7 +1055,7 @@ intgo _wrap_takeErrorStatus_swig_a9f43e764bcf8611() {
     result = (int)dptrain_go::takeErrorStatus();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -1060,7 +1063,7 @@ intgo _wrap_takeErrorStatus_swig_a9f43e764bcf8611() {
 }
 
 
-_gostring_ _wrap_takeErrorMessage_swig_a9f43e764bcf8611() {
+_gostring_ _wrap_takeErrorMessage_swig_e994726bf6dec6d2() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -1070,7 +1073,7 @@ _gostring_ _wrap_takeErrorMessage_swig_a9f43e764bcf8611() {
     result = dptrain_go::takeErrorMessage();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -1078,7 +1081,7 @@ _gostring_ _wrap_takeErrorMessage_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_OK_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_OK_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1089,7 +1092,7 @@ intgo _wrap_DPT_OK_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1097,7 +1100,7 @@ intgo _wrap_DPT_OK_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1108,7 +1111,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1116,7 +1119,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_NULL_POINTER_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_NULL_POINTER_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1127,7 +1130,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1135,7 +1138,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1146,7 +1149,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1154,7 +1157,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1165,7 +1168,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1173,7 +1176,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_STATE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_INVALID_STATE_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1184,7 +1187,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1192,7 +1195,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1203,7 +1206,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1211,7 +1214,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_NON_FINITE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_NON_FINITE_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1222,7 +1225,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1230,7 +1233,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUSY_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_BUSY_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1241,7 +1244,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1249,7 +1252,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1260,7 +1263,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1268,7 +1271,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_DEVICE_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1279,7 +1282,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1287,7 +1290,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1298,7 +1301,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1306,7 +1309,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1317,7 +1320,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1325,7 +1328,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_COMMUNICATION_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_COMMUNICATION_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1336,7 +1339,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1344,7 +1347,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_TIMEOUT_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_TIMEOUT_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1355,7 +1358,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1363,7 +1366,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_IO_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_IO_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1374,7 +1377,7 @@ intgo _wrap_DPT_ERROR_IO_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1382,7 +1385,7 @@ intgo _wrap_DPT_ERROR_IO_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_FORMAT_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_FORMAT_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1393,7 +1396,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1401,7 +1404,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ERROR_INTERNAL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ERROR_INTERNAL_swig_e994726bf6dec6d2() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1412,7 +1415,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1420,7 +1423,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CPU_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DEVICES_CPU_swig_e994726bf6dec6d2() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1431,7 +1434,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1439,7 +1442,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CUDA_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DEVICES_CUDA_swig_e994726bf6dec6d2() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1450,7 +1453,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1458,7 +1461,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_DEVICES_ALL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DEVICES_ALL_swig_e994726bf6dec6d2() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1469,7 +1472,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1477,7 +1480,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_ContextOptions_cpu_devices_set_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_devices_set_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t arg2 ;
   
@@ -1489,7 +1492,7 @@ void _wrap_ContextOptions_cpu_devices_set_swig_a9f43e764bcf8611(dpt_context_opti
 }
 
 
-long long _wrap_ContextOptions_cpu_devices_get_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_devices_get_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1502,7 +1505,7 @@ long long _wrap_ContextOptions_cpu_devices_get_swig_a9f43e764bcf8611(dpt_context
 }
 
 
-void _wrap_ContextOptions_cpu_memory_limit_set_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_memory_limit_set_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t arg2 ;
   
@@ -1514,7 +1517,7 @@ void _wrap_ContextOptions_cpu_memory_limit_set_swig_a9f43e764bcf8611(dpt_context
 }
 
 
-long long _wrap_ContextOptions_cpu_memory_limit_get_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_memory_limit_get_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1527,7 +1530,7 @@ long long _wrap_ContextOptions_cpu_memory_limit_get_swig_a9f43e764bcf8611(dpt_co
 }
 
 
-void _wrap_ContextOptions_device_selection_set_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_ContextOptions_device_selection_set_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection arg2 ;
   
@@ -1539,7 +1542,7 @@ void _wrap_ContextOptions_device_selection_set_swig_a9f43e764bcf8611(dpt_context
 }
 
 
-intgo _wrap_ContextOptions_device_selection_get_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
+intgo _wrap_ContextOptions_device_selection_get_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection result;
   intgo _swig_go_result;
@@ -1552,7 +1555,7 @@ intgo _wrap_ContextOptions_device_selection_get_swig_a9f43e764bcf8611(dpt_contex
 }
 
 
-dpt_context_options *_wrap_new_ContextOptions_swig_a9f43e764bcf8611() {
+dpt_context_options *_wrap_new_ContextOptions_swig_e994726bf6dec6d2() {
   dpt_context_options *result = 0 ;
   dpt_context_options *_swig_go_result;
   
@@ -1562,7 +1565,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_a9f43e764bcf8611() {
     result = (dpt_context_options *)new_dpt_context_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_context_options **)&_swig_go_result = (dpt_context_options *)result; 
@@ -1570,7 +1573,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_ContextOptions_swig_a9f43e764bcf8611(dpt_context_options *_swig_go_0) {
+void _wrap_delete_ContextOptions_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   
   arg1 = *(dpt_context_options **)&_swig_go_0; 
@@ -1580,14 +1583,14 @@ void _wrap_delete_ContextOptions_swig_a9f43e764bcf8611(dpt_context_options *_swi
     delete_dpt_context_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_DEVICE_CPU_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DEVICE_CPU_swig_e994726bf6dec6d2() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1598,7 +1601,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1606,7 +1609,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_DEVICE_CUDA_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DEVICE_CUDA_swig_e994726bf6dec6d2() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1617,7 +1620,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1625,7 +1628,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DeviceInfo_kind_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_kind_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1638,7 +1641,7 @@ intgo _wrap_DeviceInfo_kind_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_
 }
 
 
-void _wrap_DeviceInfo_ordinal_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_ordinal_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t arg2 ;
   
@@ -1650,7 +1653,7 @@ void _wrap_DeviceInfo_ordinal_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_g
 }
 
 
-long long _wrap_DeviceInfo_ordinal_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_ordinal_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1663,7 +1666,7 @@ long long _wrap_DeviceInfo_ordinal_get_swig_a9f43e764bcf8611(dpt_device_info *_s
 }
 
 
-_gostring_ _wrap_DeviceInfo_name_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_name_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1676,7 +1679,7 @@ _gostring_ _wrap_DeviceInfo_name_get_swig_a9f43e764bcf8611(dpt_device_info *_swi
 }
 
 
-void _wrap_DeviceInfo_total_memory_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_total_memory_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1688,7 +1691,7 @@ void _wrap_DeviceInfo_total_memory_set_swig_a9f43e764bcf8611(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_total_memory_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_total_memory_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1701,7 +1704,7 @@ long long _wrap_DeviceInfo_total_memory_get_swig_a9f43e764bcf8611(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_limit_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_limit_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1713,7 +1716,7 @@ void _wrap_DeviceInfo_memory_limit_set_swig_a9f43e764bcf8611(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_memory_limit_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_limit_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1726,7 +1729,7 @@ long long _wrap_DeviceInfo_memory_limit_get_swig_a9f43e764bcf8611(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_in_use_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_in_use_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1738,7 +1741,7 @@ void _wrap_DeviceInfo_memory_in_use_set_swig_a9f43e764bcf8611(dpt_device_info *_
 }
 
 
-long long _wrap_DeviceInfo_memory_in_use_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_in_use_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1751,7 +1754,7 @@ long long _wrap_DeviceInfo_memory_in_use_get_swig_a9f43e764bcf8611(dpt_device_in
 }
 
 
-void _wrap_DeviceInfo_free_memory_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_free_memory_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1763,7 +1766,7 @@ void _wrap_DeviceInfo_free_memory_set_swig_a9f43e764bcf8611(dpt_device_info *_sw
 }
 
 
-long long _wrap_DeviceInfo_free_memory_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_free_memory_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1776,7 +1779,7 @@ long long _wrap_DeviceInfo_free_memory_get_swig_a9f43e764bcf8611(dpt_device_info
 }
 
 
-void _wrap_DeviceInfo_compute_capability_major_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_major_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1788,7 +1791,7 @@ void _wrap_DeviceInfo_compute_capability_major_set_swig_a9f43e764bcf8611(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_major_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_major_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1801,7 +1804,7 @@ intgo _wrap_DeviceInfo_compute_capability_major_get_swig_a9f43e764bcf8611(dpt_de
 }
 
 
-void _wrap_DeviceInfo_compute_capability_minor_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_minor_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1813,7 +1816,7 @@ void _wrap_DeviceInfo_compute_capability_minor_set_swig_a9f43e764bcf8611(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1826,7 +1829,7 @@ intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_a9f43e764bcf8611(dpt_de
 }
 
 
-void _wrap_DeviceInfo_multiprocessor_count_set_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_multiprocessor_count_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1838,7 +1841,7 @@ void _wrap_DeviceInfo_multiprocessor_count_set_swig_a9f43e764bcf8611(dpt_device_
 }
 
 
-intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1851,7 +1854,7 @@ intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_a9f43e764bcf8611(dpt_device
 }
 
 
-_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1864,7 +1867,7 @@ _gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_a9f43e764bcf8611(dpt_device_info
 }
 
 
-_gostring_ _wrap_DeviceInfo_product_name_get_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_product_name_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1877,7 +1880,7 @@ _gostring_ _wrap_DeviceInfo_product_name_get_swig_a9f43e764bcf8611(dpt_device_in
 }
 
 
-dpt_device_info *_wrap_new_DeviceInfo_swig_a9f43e764bcf8611() {
+dpt_device_info *_wrap_new_DeviceInfo_swig_e994726bf6dec6d2() {
   dpt_device_info *result = 0 ;
   dpt_device_info *_swig_go_result;
   
@@ -1887,7 +1890,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_a9f43e764bcf8611() {
     result = (dpt_device_info *)new_dpt_device_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = (dpt_device_info *)result; 
@@ -1895,7 +1898,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_DeviceInfo_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) {
+void _wrap_delete_DeviceInfo_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   
   arg1 = *(dpt_device_info **)&_swig_go_0; 
@@ -1905,14 +1908,14 @@ void _wrap_delete_DeviceInfo_swig_a9f43e764bcf8611(dpt_device_info *_swig_go_0) 
     delete_dpt_device_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_BackendInfo_device_count_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_BackendInfo_device_count_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t arg2 ;
   
@@ -1924,7 +1927,7 @@ void _wrap_BackendInfo_device_count_set_swig_a9f43e764bcf8611(dpt_backend_info *
 }
 
 
-long long _wrap_BackendInfo_device_count_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+long long _wrap_BackendInfo_device_count_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1937,7 +1940,7 @@ long long _wrap_BackendInfo_device_count_get_swig_a9f43e764bcf8611(dpt_backend_i
 }
 
 
-intgo _wrap_BackendInfo_kind_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_kind_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1950,7 +1953,7 @@ intgo _wrap_BackendInfo_kind_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_g
 }
 
 
-void _wrap_BackendInfo_requested_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_requested_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1962,7 +1965,7 @@ void _wrap_BackendInfo_requested_set_swig_a9f43e764bcf8611(dpt_backend_info *_sw
 }
 
 
-intgo _wrap_BackendInfo_requested_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_requested_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1975,7 +1978,7 @@ intgo _wrap_BackendInfo_requested_get_swig_a9f43e764bcf8611(dpt_backend_info *_s
 }
 
 
-void _wrap_BackendInfo_loaded_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_loaded_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1987,7 +1990,7 @@ void _wrap_BackendInfo_loaded_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_
 }
 
 
-intgo _wrap_BackendInfo_loaded_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_loaded_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2000,7 +2003,7 @@ intgo _wrap_BackendInfo_loaded_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig
 }
 
 
-void _wrap_BackendInfo_driver_version_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_driver_version_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2012,7 +2015,7 @@ void _wrap_BackendInfo_driver_version_set_swig_a9f43e764bcf8611(dpt_backend_info
 }
 
 
-intgo _wrap_BackendInfo_driver_version_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_driver_version_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2025,7 +2028,7 @@ intgo _wrap_BackendInfo_driver_version_get_swig_a9f43e764bcf8611(dpt_backend_inf
 }
 
 
-void _wrap_BackendInfo_runtime_version_set_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_runtime_version_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2037,7 +2040,7 @@ void _wrap_BackendInfo_runtime_version_set_swig_a9f43e764bcf8611(dpt_backend_inf
 }
 
 
-intgo _wrap_BackendInfo_runtime_version_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_runtime_version_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2050,7 +2053,7 @@ intgo _wrap_BackendInfo_runtime_version_get_swig_a9f43e764bcf8611(dpt_backend_in
 }
 
 
-_gostring_ _wrap_BackendInfo_module_path_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_module_path_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2063,7 +2066,7 @@ _gostring_ _wrap_BackendInfo_module_path_get_swig_a9f43e764bcf8611(dpt_backend_i
 }
 
 
-_gostring_ _wrap_BackendInfo_reason_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_reason_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2076,7 +2079,7 @@ _gostring_ _wrap_BackendInfo_reason_get_swig_a9f43e764bcf8611(dpt_backend_info *
 }
 
 
-_gostring_ _wrap_BackendInfo_versions_get_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_versions_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2089,7 +2092,7 @@ _gostring_ _wrap_BackendInfo_versions_get_swig_a9f43e764bcf8611(dpt_backend_info
 }
 
 
-dpt_backend_info *_wrap_new_BackendInfo_swig_a9f43e764bcf8611() {
+dpt_backend_info *_wrap_new_BackendInfo_swig_e994726bf6dec6d2() {
   dpt_backend_info *result = 0 ;
   dpt_backend_info *_swig_go_result;
   
@@ -2099,7 +2102,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_a9f43e764bcf8611() {
     result = (dpt_backend_info *)new_dpt_backend_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = (dpt_backend_info *)result; 
@@ -2107,7 +2110,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_BackendInfo_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0) {
+void _wrap_delete_BackendInfo_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   
   arg1 = *(dpt_backend_info **)&_swig_go_0; 
@@ -2117,14 +2120,14 @@ void _wrap_delete_BackendInfo_swig_a9f43e764bcf8611(dpt_backend_info *_swig_go_0
     delete_dpt_backend_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_ACTIVATION_RELU_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ACTIVATION_RELU_swig_e994726bf6dec6d2() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2135,7 +2138,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2143,7 +2146,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_e994726bf6dec6d2() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2154,7 +2157,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2162,7 +2165,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_TANH_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ACTIVATION_TANH_swig_e994726bf6dec6d2() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2173,7 +2176,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2181,7 +2184,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ACTIVATION_GELU_swig_e994726bf6dec6d2() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2192,7 +2195,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2200,7 +2203,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_e994726bf6dec6d2() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2211,7 +2214,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2219,7 +2222,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_POOL_AVG_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_POOL_AVG_swig_e994726bf6dec6d2() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2230,7 +2233,7 @@ intgo _wrap_DPT_POOL_AVG_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2238,7 +2241,7 @@ intgo _wrap_DPT_POOL_AVG_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_POOL_MAX_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_POOL_MAX_swig_e994726bf6dec6d2() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2249,7 +2252,7 @@ intgo _wrap_DPT_POOL_MAX_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2257,7 +2260,7 @@ intgo _wrap_DPT_POOL_MAX_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_TENSOR_PARAMETER_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_TENSOR_PARAMETER_swig_e994726bf6dec6d2() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2268,7 +2271,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2276,7 +2279,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_TENSOR_BUFFER_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_TENSOR_BUFFER_swig_e994726bf6dec6d2() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2287,7 +2290,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2295,7 +2298,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_IGNORE_LABEL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_IGNORE_LABEL_swig_e994726bf6dec6d2() {
   int result;
   intgo _swig_go_result;
   
@@ -2306,7 +2309,7 @@ intgo _wrap_DPT_IGNORE_LABEL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_INPUT_FLOAT32_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_INPUT_FLOAT32_swig_e994726bf6dec6d2() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2317,7 +2320,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2325,7 +2328,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_INPUT_TOKENS_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_INPUT_TOKENS_swig_e994726bf6dec6d2() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2336,7 +2339,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2344,7 +2347,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_DATASET_TRAIN_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DATASET_TRAIN_swig_e994726bf6dec6d2() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2355,7 +2358,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2363,7 +2366,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_DATASET_TEST_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_DATASET_TEST_swig_e994726bf6dec6d2() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2374,7 +2377,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2382,7 +2385,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_e994726bf6dec6d2() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2393,7 +2396,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2401,7 +2404,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_MPI_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_COMMUNICATOR_MPI_swig_e994726bf6dec6d2() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2412,7 +2415,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2420,7 +2423,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SPLIT_EVEN_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SPLIT_EVEN_swig_e994726bf6dec6d2() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2431,7 +2434,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2439,7 +2442,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SPLIT_WEIGHTED_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SPLIT_WEIGHTED_swig_e994726bf6dec6d2() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2450,7 +2453,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2458,7 +2461,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SPLIT_AUTO_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SPLIT_AUTO_swig_e994726bf6dec6d2() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2469,7 +2472,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2477,7 +2480,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_RING_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ALLREDUCE_RING_swig_e994726bf6dec6d2() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2488,7 +2491,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2496,7 +2499,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_e994726bf6dec6d2() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2507,7 +2510,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2515,7 +2518,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_e994726bf6dec6d2() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2526,7 +2529,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2534,7 +2537,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_INIT_NORMAL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_INIT_NORMAL_swig_e994726bf6dec6d2() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2545,7 +2548,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2553,7 +2556,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_SKIP_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_NONFINITE_SKIP_swig_e994726bf6dec6d2() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2564,7 +2567,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2572,7 +2575,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_ERROR_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_NONFINITE_ERROR_swig_e994726bf6dec6d2() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2583,7 +2586,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2591,7 +2594,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_SYNC_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_BATCH_NORM_SYNC_swig_e994726bf6dec6d2() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2602,7 +2605,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2610,7 +2613,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_e994726bf6dec6d2() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2621,7 +2624,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2629,7 +2632,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP32_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PRECISION_FP32_swig_e994726bf6dec6d2() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2640,7 +2643,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2648,7 +2651,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_PRECISION_BF16_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PRECISION_BF16_swig_e994726bf6dec6d2() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2659,7 +2662,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2667,7 +2670,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP16_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PRECISION_FP16_swig_e994726bf6dec6d2() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2678,7 +2681,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2686,7 +2689,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SHARD_NONE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SHARD_NONE_swig_e994726bf6dec6d2() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2697,7 +2700,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2705,7 +2708,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SHARD_OPTIMIZER_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SHARD_OPTIMIZER_swig_e994726bf6dec6d2() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2716,7 +2719,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2724,7 +2727,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SHARD_GRADIENTS_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SHARD_GRADIENTS_swig_e994726bf6dec6d2() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2735,7 +2738,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2743,7 +2746,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SHARD_PARAMETERS_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SHARD_PARAMETERS_swig_e994726bf6dec6d2() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2754,7 +2757,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2762,7 +2765,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_e994726bf6dec6d2() {
   dpt_shard_scope result;
   intgo _swig_go_result;
   
@@ -2773,7 +2776,7 @@ intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2781,7 +2784,7 @@ intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_e994726bf6dec6d2() {
   dpt_shard_scope result;
   intgo _swig_go_result;
   
@@ -2792,7 +2795,7 @@ intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2800,7 +2803,7 @@ intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_1F1B_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PIPELINE_1F1B_swig_e994726bf6dec6d2() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2811,7 +2814,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2819,7 +2822,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_GPIPE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PIPELINE_GPIPE_swig_e994726bf6dec6d2() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2830,7 +2833,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2838,7 +2841,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_SGD_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_OPTIMIZER_SGD_swig_e994726bf6dec6d2() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2849,7 +2852,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2857,7 +2860,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_e994726bf6dec6d2() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2868,7 +2871,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2876,7 +2879,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_e994726bf6dec6d2() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2887,7 +2890,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2895,7 +2898,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_STEP_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SCHEDULE_STEP_swig_e994726bf6dec6d2() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2906,7 +2909,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2914,7 +2917,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_COSINE_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_SCHEDULE_COSINE_swig_e994726bf6dec6d2() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2925,7 +2928,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2933,7 +2936,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_TrainerOptions_split_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_split_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy arg2 ;
   
@@ -2945,7 +2948,7 @@ void _wrap_TrainerOptions_split_set_swig_a9f43e764bcf8611(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_split_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_split_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy result;
   intgo _swig_go_result;
@@ -2958,7 +2961,7 @@ intgo _wrap_TrainerOptions_split_get_swig_a9f43e764bcf8611(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_allreduce_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm arg2 ;
   
@@ -2970,7 +2973,7 @@ void _wrap_TrainerOptions_allreduce_set_swig_a9f43e764bcf8611(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
@@ -2983,7 +2986,7 @@ intgo _wrap_TrainerOptions_allreduce_get_swig_a9f43e764bcf8611(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_seed_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_seed_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -2995,7 +2998,7 @@ void _wrap_TrainerOptions_seed_set_swig_a9f43e764bcf8611(dpt_trainer_options *_s
 }
 
 
-long long _wrap_TrainerOptions_seed_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_seed_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3008,7 +3011,7 @@ long long _wrap_TrainerOptions_seed_get_swig_a9f43e764bcf8611(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_accumulation_steps_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_accumulation_steps_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3020,7 +3023,7 @@ void _wrap_TrainerOptions_accumulation_steps_set_swig_a9f43e764bcf8611(dpt_train
 }
 
 
-long long _wrap_TrainerOptions_accumulation_steps_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_accumulation_steps_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3033,7 +3036,7 @@ long long _wrap_TrainerOptions_accumulation_steps_get_swig_a9f43e764bcf8611(dpt_
 }
 
 
-void _wrap_TrainerOptions_init_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_init_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme arg2 ;
   
@@ -3045,7 +3048,7 @@ void _wrap_TrainerOptions_init_set_swig_a9f43e764bcf8611(dpt_trainer_options *_s
 }
 
 
-intgo _wrap_TrainerOptions_init_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_init_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme result;
   intgo _swig_go_result;
@@ -3058,7 +3061,7 @@ intgo _wrap_TrainerOptions_init_get_swig_a9f43e764bcf8611(dpt_trainer_options *_
 }
 
 
-void _wrap_TrainerOptions_init_std_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_TrainerOptions_init_std_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float arg2 ;
   
@@ -3070,7 +3073,7 @@ void _wrap_TrainerOptions_init_std_set_swig_a9f43e764bcf8611(dpt_trainer_options
 }
 
 
-float _wrap_TrainerOptions_init_std_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+float _wrap_TrainerOptions_init_std_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3083,7 +3086,7 @@ float _wrap_TrainerOptions_init_std_get_swig_a9f43e764bcf8611(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_nonfinite_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_nonfinite_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy arg2 ;
   
@@ -3095,7 +3098,7 @@ void _wrap_TrainerOptions_nonfinite_set_swig_a9f43e764bcf8611(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_nonfinite_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_nonfinite_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
@@ -3108,7 +3111,7 @@ intgo _wrap_TrainerOptions_nonfinite_get_swig_a9f43e764bcf8611(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_timeout_seconds_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_timeout_seconds_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3120,7 +3123,7 @@ void _wrap_TrainerOptions_timeout_seconds_set_swig_a9f43e764bcf8611(dpt_trainer_
 }
 
 
-double _wrap_TrainerOptions_timeout_seconds_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_timeout_seconds_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3133,7 +3136,7 @@ double _wrap_TrainerOptions_timeout_seconds_get_swig_a9f43e764bcf8611(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_bucket_bytes_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_bucket_bytes_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3145,7 +3148,7 @@ void _wrap_TrainerOptions_bucket_bytes_set_swig_a9f43e764bcf8611(dpt_trainer_opt
 }
 
 
-long long _wrap_TrainerOptions_bucket_bytes_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_bucket_bytes_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3158,7 +3161,7 @@ long long _wrap_TrainerOptions_bucket_bytes_get_swig_a9f43e764bcf8611(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_communicator_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_communicator_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator arg2 ;
   
@@ -3170,7 +3173,7 @@ void _wrap_TrainerOptions_communicator_set_swig_a9f43e764bcf8611(dpt_trainer_opt
 }
 
 
-intgo _wrap_TrainerOptions_communicator_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_communicator_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator result;
   intgo _swig_go_result;
@@ -3183,7 +3186,7 @@ intgo _wrap_TrainerOptions_communicator_get_swig_a9f43e764bcf8611(dpt_trainer_op
 }
 
 
-void _wrap_TrainerOptions_gpu_flags_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_gpu_flags_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t arg2 ;
   
@@ -3195,7 +3198,7 @@ void _wrap_TrainerOptions_gpu_flags_set_swig_a9f43e764bcf8611(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_gpu_flags_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_gpu_flags_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t result;
   intgo _swig_go_result;
@@ -3208,7 +3211,7 @@ intgo _wrap_TrainerOptions_gpu_flags_get_swig_a9f43e764bcf8611(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_batch_norm_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_batch_norm_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode arg2 ;
   
@@ -3220,7 +3223,7 @@ void _wrap_TrainerOptions_batch_norm_set_swig_a9f43e764bcf8611(dpt_trainer_optio
 }
 
 
-intgo _wrap_TrainerOptions_batch_norm_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_batch_norm_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
@@ -3233,7 +3236,7 @@ intgo _wrap_TrainerOptions_batch_norm_get_swig_a9f43e764bcf8611(dpt_trainer_opti
 }
 
 
-void _wrap_TrainerOptions_precision_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_precision_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3245,7 +3248,7 @@ void _wrap_TrainerOptions_precision_set_swig_a9f43e764bcf8611(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_precision_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_precision_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3258,7 +3261,7 @@ intgo _wrap_TrainerOptions_precision_get_swig_a9f43e764bcf8611(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_initial_loss_scale_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_initial_loss_scale_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3270,7 +3273,7 @@ void _wrap_TrainerOptions_initial_loss_scale_set_swig_a9f43e764bcf8611(dpt_train
 }
 
 
-double _wrap_TrainerOptions_initial_loss_scale_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_initial_loss_scale_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3283,7 +3286,7 @@ double _wrap_TrainerOptions_initial_loss_scale_get_swig_a9f43e764bcf8611(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3295,7 +3298,7 @@ void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_a9f43e764bcf8611(d
 }
 
 
-long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3308,7 +3311,7 @@ long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_a9f43e764bcf8
 }
 
 
-void _wrap_TrainerOptions_allreduce_dtype_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_dtype_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3320,7 +3323,7 @@ void _wrap_TrainerOptions_allreduce_dtype_set_swig_a9f43e764bcf8611(dpt_trainer_
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3333,7 +3336,7 @@ intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_a9f43e764bcf8611(dpt_trainer
 }
 
 
-void _wrap_TrainerOptions_activation_dtype_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_activation_dtype_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3345,7 +3348,7 @@ void _wrap_TrainerOptions_activation_dtype_set_swig_a9f43e764bcf8611(dpt_trainer
 }
 
 
-intgo _wrap_TrainerOptions_activation_dtype_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_activation_dtype_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3358,7 +3361,7 @@ intgo _wrap_TrainerOptions_activation_dtype_get_swig_a9f43e764bcf8611(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_shard_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode arg2 ;
   
@@ -3370,7 +3373,7 @@ void _wrap_TrainerOptions_shard_set_swig_a9f43e764bcf8611(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_shard_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode result;
   intgo _swig_go_result;
@@ -3383,7 +3386,7 @@ intgo _wrap_TrainerOptions_shard_get_swig_a9f43e764bcf8611(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_pipeline_stages_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_stages_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3395,7 +3398,7 @@ void _wrap_TrainerOptions_pipeline_stages_set_swig_a9f43e764bcf8611(dpt_trainer_
 }
 
 
-long long _wrap_TrainerOptions_pipeline_stages_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_pipeline_stages_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3408,7 +3411,7 @@ long long _wrap_TrainerOptions_pipeline_stages_get_swig_a9f43e764bcf8611(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_micro_batches_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_micro_batches_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3420,7 +3423,7 @@ void _wrap_TrainerOptions_micro_batches_set_swig_a9f43e764bcf8611(dpt_trainer_op
 }
 
 
-long long _wrap_TrainerOptions_micro_batches_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_micro_batches_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3433,7 +3436,7 @@ long long _wrap_TrainerOptions_micro_batches_get_swig_a9f43e764bcf8611(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_schedule_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_schedule_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule arg2 ;
   
@@ -3445,7 +3448,7 @@ void _wrap_TrainerOptions_pipeline_schedule_set_swig_a9f43e764bcf8611(dpt_traine
 }
 
 
-intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
@@ -3458,7 +3461,7 @@ intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_a9f43e764bcf8611(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_cuts_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_cuts_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -3483,7 +3486,7 @@ void _wrap_TrainerOptions_pipeline_cuts_set_swig_a9f43e764bcf8611(dpt_trainer_op
 }
 
 
-_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -3496,7 +3499,7 @@ _gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_a9f43e764bcf8611(dpt_trai
 }
 
 
-void _wrap_TrainerOptions_shard_scope_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_scope_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_scope arg2 ;
   
@@ -3508,7 +3511,7 @@ void _wrap_TrainerOptions_shard_scope_set_swig_a9f43e764bcf8611(dpt_trainer_opti
 }
 
 
-intgo _wrap_TrainerOptions_shard_scope_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_scope_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_scope result;
   intgo _swig_go_result;
@@ -3521,7 +3524,7 @@ intgo _wrap_TrainerOptions_shard_scope_get_swig_a9f43e764bcf8611(dpt_trainer_opt
 }
 
 
-void _wrap_TrainerOptions_prefetch_parameters_set_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_prefetch_parameters_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   int arg2 ;
   
@@ -3533,7 +3536,7 @@ void _wrap_TrainerOptions_prefetch_parameters_set_swig_a9f43e764bcf8611(dpt_trai
 }
 
 
-intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3546,7 +3549,7 @@ intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_a9f43e764bcf8611(dpt_tra
 }
 
 
-dpt_trainer_options *_wrap_new_TrainerOptions_swig_a9f43e764bcf8611() {
+dpt_trainer_options *_wrap_new_TrainerOptions_swig_e994726bf6dec6d2() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;
   
@@ -3556,7 +3559,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_a9f43e764bcf8611() {
     result = (dpt_trainer_options *)new_dpt_trainer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_trainer_options **)&_swig_go_result = (dpt_trainer_options *)result; 
@@ -3564,7 +3567,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_TrainerOptions_swig_a9f43e764bcf8611(dpt_trainer_options *_swig_go_0) {
+void _wrap_delete_TrainerOptions_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   
   arg1 = *(dpt_trainer_options **)&_swig_go_0; 
@@ -3574,14 +3577,14 @@ void _wrap_delete_TrainerOptions_swig_a9f43e764bcf8611(dpt_trainer_options *_swi
     delete_dpt_trainer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_e994726bf6dec6d2() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3592,7 +3595,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3600,7 +3603,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_e994726bf6dec6d2() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3611,7 +3614,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3619,7 +3622,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_OptimizerOptions_kind_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_kind_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind arg2 ;
   
@@ -3631,7 +3634,7 @@ void _wrap_OptimizerOptions_kind_set_swig_a9f43e764bcf8611(dpt_optimizer_options
 }
 
 
-intgo _wrap_OptimizerOptions_kind_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_kind_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind result;
   intgo _swig_go_result;
@@ -3644,7 +3647,7 @@ intgo _wrap_OptimizerOptions_kind_get_swig_a9f43e764bcf8611(dpt_optimizer_option
 }
 
 
-void _wrap_OptimizerOptions_learning_rate_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_learning_rate_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3656,7 +3659,7 @@ void _wrap_OptimizerOptions_learning_rate_set_swig_a9f43e764bcf8611(dpt_optimize
 }
 
 
-float _wrap_OptimizerOptions_learning_rate_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_learning_rate_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3669,7 +3672,7 @@ float _wrap_OptimizerOptions_learning_rate_get_swig_a9f43e764bcf8611(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_momentum_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_momentum_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3681,7 +3684,7 @@ void _wrap_OptimizerOptions_momentum_set_swig_a9f43e764bcf8611(dpt_optimizer_opt
 }
 
 
-float _wrap_OptimizerOptions_momentum_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_momentum_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3694,7 +3697,7 @@ float _wrap_OptimizerOptions_momentum_get_swig_a9f43e764bcf8611(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_nesterov_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_nesterov_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int arg2 ;
   
@@ -3706,7 +3709,7 @@ void _wrap_OptimizerOptions_nesterov_set_swig_a9f43e764bcf8611(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_nesterov_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_nesterov_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3719,7 +3722,7 @@ intgo _wrap_OptimizerOptions_nesterov_get_swig_a9f43e764bcf8611(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3731,7 +3734,7 @@ void _wrap_OptimizerOptions_weight_decay_set_swig_a9f43e764bcf8611(dpt_optimizer
 }
 
 
-float _wrap_OptimizerOptions_weight_decay_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_weight_decay_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3744,7 +3747,7 @@ float _wrap_OptimizerOptions_weight_decay_get_swig_a9f43e764bcf8611(dpt_optimize
 }
 
 
-void _wrap_OptimizerOptions_beta1_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta1_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3756,7 +3759,7 @@ void _wrap_OptimizerOptions_beta1_set_swig_a9f43e764bcf8611(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta1_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta1_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3769,7 +3772,7 @@ float _wrap_OptimizerOptions_beta1_get_swig_a9f43e764bcf8611(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_beta2_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta2_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3781,7 +3784,7 @@ void _wrap_OptimizerOptions_beta2_set_swig_a9f43e764bcf8611(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta2_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta2_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3794,7 +3797,7 @@ float _wrap_OptimizerOptions_beta2_get_swig_a9f43e764bcf8611(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_epsilon_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_epsilon_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3806,7 +3809,7 @@ void _wrap_OptimizerOptions_epsilon_set_swig_a9f43e764bcf8611(dpt_optimizer_opti
 }
 
 
-float _wrap_OptimizerOptions_epsilon_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_epsilon_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3819,7 +3822,7 @@ float _wrap_OptimizerOptions_epsilon_get_swig_a9f43e764bcf8611(dpt_optimizer_opt
 }
 
 
-void _wrap_OptimizerOptions_schedule_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_schedule_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind arg2 ;
   
@@ -3831,7 +3834,7 @@ void _wrap_OptimizerOptions_schedule_set_swig_a9f43e764bcf8611(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_schedule_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_schedule_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind result;
   intgo _swig_go_result;
@@ -3844,7 +3847,7 @@ intgo _wrap_OptimizerOptions_schedule_get_swig_a9f43e764bcf8611(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_warmup_steps_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_warmup_steps_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3856,7 +3859,7 @@ void _wrap_OptimizerOptions_warmup_steps_set_swig_a9f43e764bcf8611(dpt_optimizer
 }
 
 
-long long _wrap_OptimizerOptions_warmup_steps_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_warmup_steps_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3869,7 +3872,7 @@ long long _wrap_OptimizerOptions_warmup_steps_get_swig_a9f43e764bcf8611(dpt_opti
 }
 
 
-void _wrap_OptimizerOptions_step_size_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_step_size_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3881,7 +3884,7 @@ void _wrap_OptimizerOptions_step_size_set_swig_a9f43e764bcf8611(dpt_optimizer_op
 }
 
 
-long long _wrap_OptimizerOptions_step_size_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_step_size_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3894,7 +3897,7 @@ long long _wrap_OptimizerOptions_step_size_get_swig_a9f43e764bcf8611(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_gamma_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_gamma_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3906,7 +3909,7 @@ void _wrap_OptimizerOptions_gamma_set_swig_a9f43e764bcf8611(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_gamma_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_gamma_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3919,7 +3922,7 @@ float _wrap_OptimizerOptions_gamma_get_swig_a9f43e764bcf8611(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_total_steps_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_total_steps_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3931,7 +3934,7 @@ void _wrap_OptimizerOptions_total_steps_set_swig_a9f43e764bcf8611(dpt_optimizer_
 }
 
 
-long long _wrap_OptimizerOptions_total_steps_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_total_steps_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3944,7 +3947,7 @@ long long _wrap_OptimizerOptions_total_steps_get_swig_a9f43e764bcf8611(dpt_optim
 }
 
 
-void _wrap_OptimizerOptions_min_learning_rate_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_min_learning_rate_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3956,7 +3959,7 @@ void _wrap_OptimizerOptions_min_learning_rate_set_swig_a9f43e764bcf8611(dpt_opti
 }
 
 
-float _wrap_OptimizerOptions_min_learning_rate_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_min_learning_rate_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3969,7 +3972,7 @@ float _wrap_OptimizerOptions_min_learning_rate_get_swig_a9f43e764bcf8611(dpt_opt
 }
 
 
-void _wrap_OptimizerOptions_clip_norm_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_clip_norm_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3981,7 +3984,7 @@ void _wrap_OptimizerOptions_clip_norm_set_swig_a9f43e764bcf8611(dpt_optimizer_op
 }
 
 
-float _wrap_OptimizerOptions_clip_norm_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_clip_norm_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3994,7 +3997,7 @@ float _wrap_OptimizerOptions_clip_norm_get_swig_a9f43e764bcf8611(dpt_optimizer_o
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_scope_set_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_scope_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope arg2 ;
   
@@ -4006,7 +4009,7 @@ void _wrap_OptimizerOptions_weight_decay_scope_set_swig_a9f43e764bcf8611(dpt_opt
 }
 
 
-intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
@@ -4019,7 +4022,7 @@ intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_a9f43e764bcf8611(dpt_op
 }
 
 
-dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_a9f43e764bcf8611() {
+dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_e994726bf6dec6d2() {
   dpt_optimizer_options *result = 0 ;
   dpt_optimizer_options *_swig_go_result;
   
@@ -4029,7 +4032,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_a9f43e764bcf8611() {
     result = (dpt_optimizer_options *)new_dpt_optimizer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_optimizer_options **)&_swig_go_result = (dpt_optimizer_options *)result; 
@@ -4037,7 +4040,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_OptimizerOptions_swig_a9f43e764bcf8611(dpt_optimizer_options *_swig_go_0) {
+void _wrap_delete_OptimizerOptions_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   
   arg1 = *(dpt_optimizer_options **)&_swig_go_0; 
@@ -4047,14 +4050,14 @@ void _wrap_delete_OptimizerOptions_swig_a9f43e764bcf8611(dpt_optimizer_options *
     delete_dpt_optimizer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_StepResult_loss_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4066,7 +4069,7 @@ void _wrap_StepResult_loss_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0
 }
 
 
-double _wrap_StepResult_loss_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4079,7 +4082,7 @@ double _wrap_StepResult_loss_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go
 }
 
 
-void _wrap_StepResult_accuracy_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_accuracy_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4091,7 +4094,7 @@ void _wrap_StepResult_accuracy_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_
 }
 
 
-double _wrap_StepResult_accuracy_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_accuracy_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4104,7 +4107,7 @@ double _wrap_StepResult_accuracy_get_swig_a9f43e764bcf8611(dpt_step_result *_swi
 }
 
 
-void _wrap_StepResult_samples_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_samples_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4116,7 +4119,7 @@ void _wrap_StepResult_samples_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_samples_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_samples_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4129,7 +4132,7 @@ long long _wrap_StepResult_samples_get_swig_a9f43e764bcf8611(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_applied_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_applied_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4141,7 +4144,7 @@ void _wrap_StepResult_applied_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_g
 }
 
 
-intgo _wrap_StepResult_applied_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_applied_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4154,7 +4157,7 @@ intgo _wrap_StepResult_applied_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_
 }
 
 
-void _wrap_StepResult_optimizer_steps_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_optimizer_steps_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4166,7 +4169,7 @@ void _wrap_StepResult_optimizer_steps_set_swig_a9f43e764bcf8611(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_optimizer_steps_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_optimizer_steps_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4179,7 +4182,7 @@ long long _wrap_StepResult_optimizer_steps_get_swig_a9f43e764bcf8611(dpt_step_re
 }
 
 
-void _wrap_StepResult_learning_rate_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_learning_rate_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4191,7 +4194,7 @@ void _wrap_StepResult_learning_rate_set_swig_a9f43e764bcf8611(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_learning_rate_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_learning_rate_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4204,7 +4207,7 @@ double _wrap_StepResult_learning_rate_get_swig_a9f43e764bcf8611(dpt_step_result 
 }
 
 
-void _wrap_StepResult_grad_norm_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_grad_norm_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4216,7 +4219,7 @@ void _wrap_StepResult_grad_norm_set_swig_a9f43e764bcf8611(dpt_step_result *_swig
 }
 
 
-double _wrap_StepResult_grad_norm_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_grad_norm_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4229,7 +4232,7 @@ double _wrap_StepResult_grad_norm_get_swig_a9f43e764bcf8611(dpt_step_result *_sw
 }
 
 
-void _wrap_StepResult_compute_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_compute_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4241,7 +4244,7 @@ void _wrap_StepResult_compute_seconds_set_swig_a9f43e764bcf8611(dpt_step_result 
 }
 
 
-double _wrap_StepResult_compute_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_compute_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4254,7 +4257,7 @@ double _wrap_StepResult_compute_seconds_get_swig_a9f43e764bcf8611(dpt_step_resul
 }
 
 
-void _wrap_StepResult_allreduce_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4266,7 +4269,7 @@ void _wrap_StepResult_allreduce_seconds_set_swig_a9f43e764bcf8611(dpt_step_resul
 }
 
 
-double _wrap_StepResult_allreduce_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4279,7 +4282,7 @@ double _wrap_StepResult_allreduce_seconds_get_swig_a9f43e764bcf8611(dpt_step_res
 }
 
 
-void _wrap_StepResult_update_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_update_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4291,7 +4294,7 @@ void _wrap_StepResult_update_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *
 }
 
 
-double _wrap_StepResult_update_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_update_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4304,7 +4307,7 @@ double _wrap_StepResult_update_seconds_get_swig_a9f43e764bcf8611(dpt_step_result
 }
 
 
-void _wrap_StepResult_total_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_total_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4316,7 +4319,7 @@ void _wrap_StepResult_total_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_total_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_total_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4329,7 +4332,7 @@ double _wrap_StepResult_total_seconds_get_swig_a9f43e764bcf8611(dpt_step_result 
 }
 
 
-void _wrap_StepResult_skipped_nonfinite_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_nonfinite_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4341,7 +4344,7 @@ void _wrap_StepResult_skipped_nonfinite_set_swig_a9f43e764bcf8611(dpt_step_resul
 }
 
 
-intgo _wrap_StepResult_skipped_nonfinite_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_nonfinite_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4354,7 +4357,7 @@ intgo _wrap_StepResult_skipped_nonfinite_get_swig_a9f43e764bcf8611(dpt_step_resu
 }
 
 
-void _wrap_StepResult_nonfinite_steps_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_nonfinite_steps_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4366,7 +4369,7 @@ void _wrap_StepResult_nonfinite_steps_set_swig_a9f43e764bcf8611(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_nonfinite_steps_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_nonfinite_steps_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4379,7 +4382,7 @@ long long _wrap_StepResult_nonfinite_steps_get_swig_a9f43e764bcf8611(dpt_step_re
 }
 
 
-void _wrap_StepResult_allreduce_exposed_seconds_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_exposed_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4391,7 +4394,7 @@ void _wrap_StepResult_allreduce_exposed_seconds_set_swig_a9f43e764bcf8611(dpt_st
 }
 
 
-double _wrap_StepResult_allreduce_exposed_seconds_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_exposed_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4404,7 +4407,7 @@ double _wrap_StepResult_allreduce_exposed_seconds_get_swig_a9f43e764bcf8611(dpt_
 }
 
 
-void _wrap_StepResult_targets_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_targets_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4416,7 +4419,7 @@ void _wrap_StepResult_targets_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_targets_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_targets_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4429,7 +4432,7 @@ long long _wrap_StepResult_targets_get_swig_a9f43e764bcf8611(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_skipped_overflow_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_overflow_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4441,7 +4444,7 @@ void _wrap_StepResult_skipped_overflow_set_swig_a9f43e764bcf8611(dpt_step_result
 }
 
 
-intgo _wrap_StepResult_skipped_overflow_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_overflow_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4454,7 +4457,7 @@ intgo _wrap_StepResult_skipped_overflow_get_swig_a9f43e764bcf8611(dpt_step_resul
 }
 
 
-void _wrap_StepResult_overflow_steps_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_overflow_steps_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4466,7 +4469,7 @@ void _wrap_StepResult_overflow_steps_set_swig_a9f43e764bcf8611(dpt_step_result *
 }
 
 
-long long _wrap_StepResult_overflow_steps_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_overflow_steps_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4479,7 +4482,7 @@ long long _wrap_StepResult_overflow_steps_get_swig_a9f43e764bcf8611(dpt_step_res
 }
 
 
-void _wrap_StepResult_loss_scale_set_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_scale_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4491,7 +4494,7 @@ void _wrap_StepResult_loss_scale_set_swig_a9f43e764bcf8611(dpt_step_result *_swi
 }
 
 
-double _wrap_StepResult_loss_scale_get_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_scale_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4504,7 +4507,7 @@ double _wrap_StepResult_loss_scale_get_swig_a9f43e764bcf8611(dpt_step_result *_s
 }
 
 
-dpt_step_result *_wrap_new_StepResult_swig_a9f43e764bcf8611() {
+dpt_step_result *_wrap_new_StepResult_swig_e994726bf6dec6d2() {
   dpt_step_result *result = 0 ;
   dpt_step_result *_swig_go_result;
   
@@ -4514,7 +4517,7 @@ dpt_step_result *_wrap_new_StepResult_swig_a9f43e764bcf8611() {
     result = (dpt_step_result *)new_dpt_step_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = (dpt_step_result *)result; 
@@ -4522,7 +4525,7 @@ dpt_step_result *_wrap_new_StepResult_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_StepResult_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) {
+void _wrap_delete_StepResult_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   
   arg1 = *(dpt_step_result **)&_swig_go_0; 
@@ -4532,14 +4535,14 @@ void _wrap_delete_StepResult_swig_a9f43e764bcf8611(dpt_step_result *_swig_go_0) 
     delete_dpt_step_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_EvalResult_loss_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_loss_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4551,7 +4554,7 @@ void _wrap_EvalResult_loss_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0
 }
 
 
-double _wrap_EvalResult_loss_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_loss_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4564,7 +4567,7 @@ double _wrap_EvalResult_loss_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go
 }
 
 
-void _wrap_EvalResult_accuracy_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_accuracy_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4576,7 +4579,7 @@ void _wrap_EvalResult_accuracy_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_
 }
 
 
-double _wrap_EvalResult_accuracy_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_accuracy_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4589,7 +4592,7 @@ double _wrap_EvalResult_accuracy_get_swig_a9f43e764bcf8611(dpt_eval_result *_swi
 }
 
 
-void _wrap_EvalResult_samples_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_samples_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4601,7 +4604,7 @@ void _wrap_EvalResult_samples_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_samples_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_samples_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4614,7 +4617,7 @@ long long _wrap_EvalResult_samples_get_swig_a9f43e764bcf8611(dpt_eval_result *_s
 }
 
 
-void _wrap_EvalResult_seconds_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_seconds_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4626,7 +4629,7 @@ void _wrap_EvalResult_seconds_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_g
 }
 
 
-double _wrap_EvalResult_seconds_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_seconds_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4639,7 +4642,7 @@ double _wrap_EvalResult_seconds_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig
 }
 
 
-void _wrap_EvalResult_targets_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_targets_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4651,7 +4654,7 @@ void _wrap_EvalResult_targets_set_swig_a9f43e764bcf8611(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_targets_get_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_targets_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4664,7 +4667,7 @@ long long _wrap_EvalResult_targets_get_swig_a9f43e764bcf8611(dpt_eval_result *_s
 }
 
 
-dpt_eval_result *_wrap_new_EvalResult_swig_a9f43e764bcf8611() {
+dpt_eval_result *_wrap_new_EvalResult_swig_e994726bf6dec6d2() {
   dpt_eval_result *result = 0 ;
   dpt_eval_result *_swig_go_result;
   
@@ -4674,7 +4677,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_a9f43e764bcf8611() {
     result = (dpt_eval_result *)new_dpt_eval_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = (dpt_eval_result *)result; 
@@ -4682,7 +4685,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_EvalResult_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) {
+void _wrap_delete_EvalResult_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   
   arg1 = *(dpt_eval_result **)&_swig_go_0; 
@@ -4692,14 +4695,14 @@ void _wrap_delete_EvalResult_swig_a9f43e764bcf8611(dpt_eval_result *_swig_go_0) 
     delete_dpt_eval_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_PROGRESS_BATCH_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PROGRESS_BATCH_swig_e994726bf6dec6d2() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4710,7 +4713,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4718,7 +4721,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_a9f43e764bcf8611() {
 }
 
 
-intgo _wrap_DPT_PROGRESS_EPOCH_swig_a9f43e764bcf8611() {
+intgo _wrap_DPT_PROGRESS_EPOCH_swig_e994726bf6dec6d2() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4729,7 +4732,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_a9f43e764bcf8611() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4737,7 +4740,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_Progress_kind_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_kind_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind arg2 ;
   
@@ -4749,7 +4752,7 @@ void _wrap_Progress_kind_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, int
 }
 
 
-intgo _wrap_Progress_kind_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_kind_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind result;
   intgo _swig_go_result;
@@ -4762,7 +4765,7 @@ intgo _wrap_Progress_kind_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_epoch_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epoch_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4774,7 +4777,7 @@ void _wrap_Progress_epoch_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_epoch_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epoch_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4787,7 +4790,7 @@ long long _wrap_Progress_epoch_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_epochs_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epochs_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4799,7 +4802,7 @@ void _wrap_Progress_epochs_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, l
 }
 
 
-long long _wrap_Progress_epochs_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epochs_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4812,7 +4815,7 @@ long long _wrap_Progress_epochs_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_batch_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batch_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4824,7 +4827,7 @@ void _wrap_Progress_batch_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_batch_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batch_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4837,7 +4840,7 @@ long long _wrap_Progress_batch_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_batches_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batches_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4849,7 +4852,7 @@ void _wrap_Progress_batches_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_batches_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batches_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4862,7 +4865,7 @@ long long _wrap_Progress_batches_get_swig_a9f43e764bcf8611(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_samples_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_samples_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t arg2 ;
   
@@ -4874,7 +4877,7 @@ void _wrap_Progress_samples_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_samples_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_samples_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4887,7 +4890,7 @@ long long _wrap_Progress_samples_get_swig_a9f43e764bcf8611(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_loss_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4899,7 +4902,7 @@ void _wrap_Progress_loss_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, dou
 }
 
 
-double _wrap_Progress_loss_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4912,7 +4915,7 @@ double _wrap_Progress_loss_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_accuracy_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_accuracy_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4924,7 +4927,7 @@ void _wrap_Progress_accuracy_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0,
 }
 
 
-double _wrap_Progress_accuracy_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_accuracy_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4937,7 +4940,7 @@ double _wrap_Progress_accuracy_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_samples_per_second_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_samples_per_second_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4949,7 +4952,7 @@ void _wrap_Progress_samples_per_second_set_swig_a9f43e764bcf8611(dpt_progress *_
 }
 
 
-double _wrap_Progress_samples_per_second_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_samples_per_second_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4962,7 +4965,7 @@ double _wrap_Progress_samples_per_second_get_swig_a9f43e764bcf8611(dpt_progress 
 }
 
 
-void _wrap_Progress_epoch_seconds_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_epoch_seconds_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4974,7 +4977,7 @@ void _wrap_Progress_epoch_seconds_set_swig_a9f43e764bcf8611(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_epoch_seconds_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_epoch_seconds_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4987,7 +4990,7 @@ double _wrap_Progress_epoch_seconds_get_swig_a9f43e764bcf8611(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_has_test_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_has_test_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int arg2 ;
   
@@ -4999,7 +5002,7 @@ void _wrap_Progress_has_test_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0,
 }
 
 
-intgo _wrap_Progress_has_test_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_has_test_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5012,7 +5015,7 @@ intgo _wrap_Progress_has_test_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0
 }
 
 
-void _wrap_Progress_test_loss_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_loss_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5024,7 +5027,7 @@ void _wrap_Progress_test_loss_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0
 }
 
 
-double _wrap_Progress_test_loss_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_loss_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5037,7 +5040,7 @@ double _wrap_Progress_test_loss_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_test_accuracy_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_accuracy_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5049,7 +5052,7 @@ void _wrap_Progress_test_accuracy_set_swig_a9f43e764bcf8611(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_test_accuracy_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_accuracy_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5062,7 +5065,7 @@ double _wrap_Progress_test_accuracy_get_swig_a9f43e764bcf8611(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_learning_rate_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_learning_rate_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5074,7 +5077,7 @@ void _wrap_Progress_learning_rate_set_swig_a9f43e764bcf8611(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_learning_rate_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_learning_rate_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5087,7 +5090,7 @@ double _wrap_Progress_learning_rate_get_swig_a9f43e764bcf8611(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_loss_scale_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_scale_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5099,7 +5102,7 @@ void _wrap_Progress_loss_scale_set_swig_a9f43e764bcf8611(dpt_progress *_swig_go_
 }
 
 
-double _wrap_Progress_loss_scale_get_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_scale_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5112,7 +5115,7 @@ double _wrap_Progress_loss_scale_get_swig_a9f43e764bcf8611(dpt_progress *_swig_g
 }
 
 
-dpt_progress *_wrap_new_Progress_swig_a9f43e764bcf8611() {
+dpt_progress *_wrap_new_Progress_swig_e994726bf6dec6d2() {
   dpt_progress *result = 0 ;
   dpt_progress *_swig_go_result;
   
@@ -5122,7 +5125,7 @@ dpt_progress *_wrap_new_Progress_swig_a9f43e764bcf8611() {
     result = (dpt_progress *)new_dpt_progress();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_progress **)&_swig_go_result = (dpt_progress *)result; 
@@ -5130,7 +5133,7 @@ dpt_progress *_wrap_new_Progress_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_Progress_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
+void _wrap_delete_Progress_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   
   arg1 = *(dpt_progress **)&_swig_go_0; 
@@ -5140,14 +5143,14 @@ void _wrap_delete_Progress_swig_a9f43e764bcf8611(dpt_progress *_swig_go_0) {
     delete_dpt_progress(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_FitOptions_epochs_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_epochs_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5159,7 +5162,7 @@ void _wrap_FitOptions_epochs_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go
 }
 
 
-long long _wrap_FitOptions_epochs_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_epochs_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5172,7 +5175,7 @@ long long _wrap_FitOptions_epochs_get_swig_a9f43e764bcf8611(dpt_fit_options *_sw
 }
 
 
-void _wrap_FitOptions_batch_size_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_batch_size_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5184,7 +5187,7 @@ void _wrap_FitOptions_batch_size_set_swig_a9f43e764bcf8611(dpt_fit_options *_swi
 }
 
 
-long long _wrap_FitOptions_batch_size_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_batch_size_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5197,7 +5200,7 @@ long long _wrap_FitOptions_batch_size_get_swig_a9f43e764bcf8611(dpt_fit_options 
 }
 
 
-void _wrap_FitOptions_shuffle_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitOptions_shuffle_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int arg2 ;
   
@@ -5209,7 +5212,7 @@ void _wrap_FitOptions_shuffle_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_g
 }
 
 
-intgo _wrap_FitOptions_shuffle_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
+intgo _wrap_FitOptions_shuffle_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5222,7 +5225,7 @@ intgo _wrap_FitOptions_shuffle_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_
 }
 
 
-void _wrap_FitOptions_progress_every_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_progress_every_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5234,7 +5237,7 @@ void _wrap_FitOptions_progress_every_set_swig_a9f43e764bcf8611(dpt_fit_options *
 }
 
 
-long long _wrap_FitOptions_progress_every_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_progress_every_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5247,7 +5250,7 @@ long long _wrap_FitOptions_progress_every_get_swig_a9f43e764bcf8611(dpt_fit_opti
 }
 
 
-void _wrap_FitOptions_eval_batch_size_set_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_eval_batch_size_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5259,7 +5262,7 @@ void _wrap_FitOptions_eval_batch_size_set_swig_a9f43e764bcf8611(dpt_fit_options 
 }
 
 
-long long _wrap_FitOptions_eval_batch_size_get_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_eval_batch_size_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5272,7 +5275,7 @@ long long _wrap_FitOptions_eval_batch_size_get_swig_a9f43e764bcf8611(dpt_fit_opt
 }
 
 
-dpt_fit_options *_wrap_new_FitOptions_swig_a9f43e764bcf8611() {
+dpt_fit_options *_wrap_new_FitOptions_swig_e994726bf6dec6d2() {
   dpt_fit_options *result = 0 ;
   dpt_fit_options *_swig_go_result;
   
@@ -5282,7 +5285,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_a9f43e764bcf8611() {
     result = (dpt_fit_options *)new_dpt_fit_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_fit_options **)&_swig_go_result = (dpt_fit_options *)result; 
@@ -5290,7 +5293,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_FitOptions_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) {
+void _wrap_delete_FitOptions_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   
   arg1 = *(dpt_fit_options **)&_swig_go_0; 
@@ -5300,14 +5303,14 @@ void _wrap_delete_FitOptions_swig_a9f43e764bcf8611(dpt_fit_options *_swig_go_0) 
     delete_dpt_fit_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_FitResult_epochs_completed_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_epochs_completed_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t arg2 ;
   
@@ -5319,7 +5322,7 @@ void _wrap_FitResult_epochs_completed_set_swig_a9f43e764bcf8611(dpt_fit_result *
 }
 
 
-long long _wrap_FitResult_epochs_completed_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_epochs_completed_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5332,7 +5335,7 @@ long long _wrap_FitResult_epochs_completed_get_swig_a9f43e764bcf8611(dpt_fit_res
 }
 
 
-void _wrap_FitResult_stopped_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_stopped_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5344,7 +5347,7 @@ void _wrap_FitResult_stopped_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_
 }
 
 
-intgo _wrap_FitResult_stopped_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_stopped_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5357,7 +5360,7 @@ intgo _wrap_FitResult_stopped_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go
 }
 
 
-void _wrap_FitResult_train_loss_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_loss_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5369,7 +5372,7 @@ void _wrap_FitResult_train_loss_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_train_loss_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_loss_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5382,7 +5385,7 @@ double _wrap_FitResult_train_loss_get_swig_a9f43e764bcf8611(dpt_fit_result *_swi
 }
 
 
-void _wrap_FitResult_train_accuracy_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_accuracy_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5394,7 +5397,7 @@ void _wrap_FitResult_train_accuracy_set_swig_a9f43e764bcf8611(dpt_fit_result *_s
 }
 
 
-double _wrap_FitResult_train_accuracy_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_accuracy_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5407,7 +5410,7 @@ double _wrap_FitResult_train_accuracy_get_swig_a9f43e764bcf8611(dpt_fit_result *
 }
 
 
-void _wrap_FitResult_has_test_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_has_test_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5419,7 +5422,7 @@ void _wrap_FitResult_has_test_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go
 }
 
 
-intgo _wrap_FitResult_has_test_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_has_test_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5432,7 +5435,7 @@ intgo _wrap_FitResult_has_test_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_g
 }
 
 
-void _wrap_FitResult_test_loss_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_loss_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5444,7 +5447,7 @@ void _wrap_FitResult_test_loss_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_g
 }
 
 
-double _wrap_FitResult_test_loss_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_loss_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5457,7 +5460,7 @@ double _wrap_FitResult_test_loss_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig
 }
 
 
-void _wrap_FitResult_test_accuracy_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_accuracy_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5469,7 +5472,7 @@ void _wrap_FitResult_test_accuracy_set_swig_a9f43e764bcf8611(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_test_accuracy_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_accuracy_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5482,7 +5485,7 @@ double _wrap_FitResult_test_accuracy_get_swig_a9f43e764bcf8611(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_train_seconds_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_seconds_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5494,7 +5497,7 @@ void _wrap_FitResult_train_seconds_set_swig_a9f43e764bcf8611(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_train_seconds_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_seconds_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5507,7 +5510,7 @@ double _wrap_FitResult_train_seconds_get_swig_a9f43e764bcf8611(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_samples_per_second_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_samples_per_second_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5519,7 +5522,7 @@ void _wrap_FitResult_samples_per_second_set_swig_a9f43e764bcf8611(dpt_fit_result
 }
 
 
-double _wrap_FitResult_samples_per_second_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_samples_per_second_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5532,7 +5535,7 @@ double _wrap_FitResult_samples_per_second_get_swig_a9f43e764bcf8611(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_optimizer_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_optimizer_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5544,7 +5547,7 @@ void _wrap_FitResult_optimizer_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_optimizer_steps_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_optimizer_steps_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5557,7 +5560,7 @@ long long _wrap_FitResult_optimizer_steps_get_swig_a9f43e764bcf8611(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_nonfinite_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_nonfinite_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5569,7 +5572,7 @@ void _wrap_FitResult_nonfinite_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_nonfinite_steps_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_nonfinite_steps_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5582,7 +5585,7 @@ long long _wrap_FitResult_nonfinite_steps_get_swig_a9f43e764bcf8611(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_overflow_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_overflow_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5594,7 +5597,7 @@ void _wrap_FitResult_overflow_steps_set_swig_a9f43e764bcf8611(dpt_fit_result *_s
 }
 
 
-long long _wrap_FitResult_overflow_steps_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_overflow_steps_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5607,7 +5610,7 @@ long long _wrap_FitResult_overflow_steps_get_swig_a9f43e764bcf8611(dpt_fit_resul
 }
 
 
-void _wrap_FitResult_loss_scale_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_loss_scale_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5619,7 +5622,7 @@ void _wrap_FitResult_loss_scale_set_swig_a9f43e764bcf8611(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_loss_scale_get_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_loss_scale_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5632,7 +5635,7 @@ double _wrap_FitResult_loss_scale_get_swig_a9f43e764bcf8611(dpt_fit_result *_swi
 }
 
 
-dpt_fit_result *_wrap_new_FitResult_swig_a9f43e764bcf8611() {
+dpt_fit_result *_wrap_new_FitResult_swig_e994726bf6dec6d2() {
   dpt_fit_result *result = 0 ;
   dpt_fit_result *_swig_go_result;
   
@@ -5642,7 +5645,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_a9f43e764bcf8611() {
     result = (dpt_fit_result *)new_dpt_fit_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = (dpt_fit_result *)result; 
@@ -5650,7 +5653,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_FitResult_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
+void _wrap_delete_FitResult_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   
   arg1 = *(dpt_fit_result **)&_swig_go_0; 
@@ -5660,14 +5663,14 @@ void _wrap_delete_FitResult_swig_a9f43e764bcf8611(dpt_fit_result *_swig_go_0) {
     delete_dpt_fit_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-long long _wrap_ReplicaMemoryNative_parameters_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_parameters_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5680,7 +5683,7 @@ long long _wrap_ReplicaMemoryNative_parameters_get_swig_a9f43e764bcf8611(dpt_rep
 }
 
 
-long long _wrap_ReplicaMemoryNative_gradients_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_gradients_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5693,7 +5696,7 @@ long long _wrap_ReplicaMemoryNative_gradients_get_swig_a9f43e764bcf8611(dpt_repl
 }
 
 
-long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5706,7 +5709,7 @@ long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_a9f43e764bcf8611(dp
 }
 
 
-long long _wrap_ReplicaMemoryNative_buffers_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_buffers_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5719,7 +5722,7 @@ long long _wrap_ReplicaMemoryNative_buffers_get_swig_a9f43e764bcf8611(dpt_replic
 }
 
 
-long long _wrap_ReplicaMemoryNative_activations_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_activations_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5732,7 +5735,7 @@ long long _wrap_ReplicaMemoryNative_activations_get_swig_a9f43e764bcf8611(dpt_re
 }
 
 
-long long _wrap_ReplicaMemoryNative_total_get_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_total_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5745,7 +5748,7 @@ long long _wrap_ReplicaMemoryNative_total_get_swig_a9f43e764bcf8611(dpt_replica_
 }
 
 
-dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_a9f43e764bcf8611() {
+dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_e994726bf6dec6d2() {
   dpt_replica_memory *result = 0 ;
   dpt_replica_memory *_swig_go_result;
   
@@ -5755,7 +5758,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_a9f43e764bcf8611() {
     result = (dpt_replica_memory *)new_dpt_replica_memory();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = (dpt_replica_memory *)result; 
@@ -5763,7 +5766,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_ReplicaMemoryNative_swig_a9f43e764bcf8611(dpt_replica_memory *_swig_go_0) {
+void _wrap_delete_ReplicaMemoryNative_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   
   arg1 = *(dpt_replica_memory **)&_swig_go_0; 
@@ -5773,14 +5776,14 @@ void _wrap_delete_ReplicaMemoryNative_swig_a9f43e764bcf8611(dpt_replica_memory *
     delete_dpt_replica_memory(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-double _wrap_ReplicaTimesNative_compute_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_compute_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5793,7 +5796,7 @@ double _wrap_ReplicaTimesNative_compute_seconds_get_swig_a9f43e764bcf8611(dpt_re
 }
 
 
-double _wrap_ReplicaTimesNative_communication_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_communication_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5806,7 +5809,7 @@ double _wrap_ReplicaTimesNative_communication_seconds_get_swig_a9f43e764bcf8611(
 }
 
 
-double _wrap_ReplicaTimesNative_update_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_update_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5819,7 +5822,7 @@ double _wrap_ReplicaTimesNative_update_seconds_get_swig_a9f43e764bcf8611(dpt_rep
 }
 
 
-double _wrap_ReplicaTimesNative_idle_seconds_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_idle_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5832,7 +5835,7 @@ double _wrap_ReplicaTimesNative_idle_seconds_get_swig_a9f43e764bcf8611(dpt_repli
 }
 
 
-double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5845,7 +5848,7 @@ double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_a9f43e764bcf8611(dpt_repl
 }
 
 
-dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_a9f43e764bcf8611() {
+dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_e994726bf6dec6d2() {
   dpt_replica_times *result = 0 ;
   dpt_replica_times *_swig_go_result;
   
@@ -5855,7 +5858,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_a9f43e764bcf8611() {
     result = (dpt_replica_times *)new_dpt_replica_times();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = (dpt_replica_times *)result; 
@@ -5863,7 +5866,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_a9f43e764bcf8611() {
 }
 
 
-void _wrap_delete_ReplicaTimesNative_swig_a9f43e764bcf8611(dpt_replica_times *_swig_go_0) {
+void _wrap_delete_ReplicaTimesNative_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   
   arg1 = *(dpt_replica_times **)&_swig_go_0; 
@@ -5873,14 +5876,14 @@ void _wrap_delete_ReplicaTimesNative_swig_a9f43e764bcf8611(dpt_replica_times *_s
     delete_dpt_replica_times(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_0_swig_a9f43e764bcf8611(long long _swig_go_0, long long _swig_go_1) {
+dpt_context *_wrap_new_Context__SWIG_0_swig_e994726bf6dec6d2(long long _swig_go_0, long long _swig_go_1) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_context *result = 0 ;
@@ -5894,7 +5897,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_a9f43e764bcf8611(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1),arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5902,7 +5905,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_a9f43e764bcf8611(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_1_swig_a9f43e764bcf8611(long long _swig_go_0) {
+dpt_context *_wrap_new_Context__SWIG_1_swig_e994726bf6dec6d2(long long _swig_go_0) {
   size_t arg1 ;
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
@@ -5914,7 +5917,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_a9f43e764bcf8611(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5922,7 +5925,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_a9f43e764bcf8611(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_2_swig_a9f43e764bcf8611() {
+dpt_context *_wrap_new_Context__SWIG_2_swig_e994726bf6dec6d2() {
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
   
@@ -5932,7 +5935,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_a9f43e764bcf8611() {
     result = (dpt_context *)new_dpt_context__SWIG_0();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5940,7 +5943,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_a9f43e764bcf8611() {
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_3_swig_a9f43e764bcf8611(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
+dpt_context *_wrap_new_Context__SWIG_3_swig_e994726bf6dec6d2(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_device_selection arg3 ;
@@ -5956,7 +5959,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_a9f43e764bcf8611(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_3(SWIG_STD_MOVE(arg1),arg2,arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5964,7 +5967,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_a9f43e764bcf8611(long long _swig_go_
 }
 
 
-void _wrap_delete_Context_swig_a9f43e764bcf8611(dpt_context *_swig_go_0) {
+void _wrap_delete_Context_swig_e994726bf6dec6d2(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   
   arg1 = *(dpt_context **)&_swig_go_0; 
@@ -5974,14 +5977,14 @@ void _wrap_delete_Context_swig_a9f43e764bcf8611(dpt_context *_swig_go_0) {
     delete_dpt_context(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_backend_info *_wrap_Context_backendInfo_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, intgo _swig_go_1) {
+dpt_backend_info *_wrap_Context_backendInfo_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, intgo _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_device_kind arg2 ;
   SwigValueWrapper< dpt_backend_info > result;
@@ -5995,7 +5998,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_a9f43e764bcf8611(dpt_context *_
     result = dpt_context_backendInfo(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = new dpt_backend_info(result); 
@@ -6003,7 +6006,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_a9f43e764bcf8611(dpt_context *_
 }
 
 
-bool _wrap_Context_canAccessPeer_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+bool _wrap_Context_canAccessPeer_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6019,7 +6022,7 @@ bool _wrap_Context_canAccessPeer_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, 
     result = (bool)dpt_context_canAccessPeer(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6027,7 +6030,7 @@ bool _wrap_Context_canAccessPeer_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, 
 }
 
 
-long long _wrap_Context_deviceCount_swig_a9f43e764bcf8611(dpt_context *_swig_go_0) {
+long long _wrap_Context_deviceCount_swig_e994726bf6dec6d2(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6039,7 +6042,7 @@ long long _wrap_Context_deviceCount_swig_a9f43e764bcf8611(dpt_context *_swig_go_
     result = dpt_context_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6047,7 +6050,7 @@ long long _wrap_Context_deviceCount_swig_a9f43e764bcf8611(dpt_context *_swig_go_
 }
 
 
-dpt_device_info *_wrap_Context_deviceInfo_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, long long _swig_go_1) {
+dpt_device_info *_wrap_Context_deviceInfo_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, long long _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_device_info > result;
@@ -6061,7 +6064,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_a9f43e764bcf8611(dpt_context *_sw
     result = dpt_context_deviceInfo(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = new dpt_device_info(result); 
@@ -6069,7 +6072,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_a9f43e764bcf8611(dpt_context *_sw
 }
 
 
-dpt_model *_wrap_new_Model_swig_a9f43e764bcf8611(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_model *_wrap_new_Model_swig_e994726bf6dec6d2(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   size_t arg1 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6085,7 +6088,7 @@ dpt_model *_wrap_new_Model_swig_a9f43e764bcf8611(long long _swig_go_0, long long
     result = (dpt_model *)new_dpt_model(SWIG_STD_MOVE(arg1),SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6093,7 +6096,7 @@ dpt_model *_wrap_new_Model_swig_a9f43e764bcf8611(long long _swig_go_0, long long
 }
 
 
-dpt_model *_wrap_Model_createTokens_swig_a9f43e764bcf8611(long long _swig_go_0) {
+dpt_model *_wrap_Model_createTokens_swig_e994726bf6dec6d2(long long _swig_go_0) {
   size_t arg1 ;
   dpt_model *result = 0 ;
   dpt_model *_swig_go_result;
@@ -6105,7 +6108,7 @@ dpt_model *_wrap_Model_createTokens_swig_a9f43e764bcf8611(long long _swig_go_0) 
     result = (dpt_model *)dpt_model_createTokens(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6113,7 +6116,7 @@ dpt_model *_wrap_Model_createTokens_swig_a9f43e764bcf8611(long long _swig_go_0) 
 }
 
 
-dpt_model *_wrap_Model_builtin_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_builtin_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6133,7 +6136,7 @@ dpt_model *_wrap_Model_builtin_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_builtin((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6142,7 +6145,7 @@ dpt_model *_wrap_Model_builtin_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
 }
 
 
-dpt_model *_wrap_Model_fromJson_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_fromJson_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6162,7 +6165,7 @@ dpt_model *_wrap_Model_fromJson_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_fromJson((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6171,7 +6174,7 @@ dpt_model *_wrap_Model_fromJson_swig_a9f43e764bcf8611(_gostring_ _swig_go_0) {
 }
 
 
-void _wrap_delete_Model_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+void _wrap_delete_Model_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6181,14 +6184,14 @@ void _wrap_delete_Model_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     delete_dpt_model(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_addDense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6200,14 +6203,14 @@ void _wrap_Model_addDense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long
     dpt_model_addDense(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addConv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+void _wrap_Model_addConv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6225,14 +6228,14 @@ void _wrap_Model_addConv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long lon
     dpt_model_addConv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Model_addPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_pool_kind arg2 ;
   size_t arg3 ;
@@ -6248,14 +6251,14 @@ void _wrap_Model_addPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swi
     dpt_model_addPool(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addActivation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Model_addActivation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_activation arg2 ;
   
@@ -6267,14 +6270,14 @@ void _wrap_Model_addActivation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intg
     dpt_model_addActivation(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addFlatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+void _wrap_Model_addFlatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6284,14 +6287,14 @@ void _wrap_Model_addFlatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     dpt_model_addFlatten(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, float _swig_go_1) {
+void _wrap_Model_addDropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, float _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   float arg2 ;
   
@@ -6303,14 +6306,14 @@ void _wrap_Model_addDropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, float _
     dpt_model_addDropout(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_conv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
+long long _wrap_Model_conv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6344,7 +6347,7 @@ long long _wrap_Model_conv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long l
     result = dpt_model_conv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),arg7,(char const *)arg8);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6353,7 +6356,7 @@ long long _wrap_Model_conv2d_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_dense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_dense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6381,7 +6384,7 @@ long long _wrap_Model_dense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long lo
     result = dpt_model_dense(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6390,7 +6393,7 @@ long long _wrap_Model_dense_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long lo
 }
 
 
-long long _wrap_Model_linear_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_linear_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6418,7 +6421,7 @@ long long _wrap_Model_linear_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long l
     result = dpt_model_linear(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6427,7 +6430,7 @@ long long _wrap_Model_linear_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_tokenEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_tokenEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6455,7 +6458,7 @@ long long _wrap_Model_tokenEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_go_0
     result = dpt_model_tokenEmbedding(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6464,7 +6467,7 @@ long long _wrap_Model_tokenEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_positionEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_positionEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6488,7 +6491,7 @@ long long _wrap_Model_positionEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_g
     result = dpt_model_positionEmbedding(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6497,7 +6500,7 @@ long long _wrap_Model_positionEmbedding_swig_a9f43e764bcf8611(dpt_model *_swig_g
 }
 
 
-long long _wrap_Model_causalSelfAttention_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_causalSelfAttention_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6525,7 +6528,7 @@ long long _wrap_Model_causalSelfAttention_swig_a9f43e764bcf8611(dpt_model *_swig
     result = dpt_model_causalSelfAttention(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6534,7 +6537,7 @@ long long _wrap_Model_causalSelfAttention_swig_a9f43e764bcf8611(dpt_model *_swig
 }
 
 
-long long _wrap_Model_batchNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_batchNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6562,7 +6565,7 @@ long long _wrap_Model_batchNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, lon
     result = dpt_model_batchNorm(arg1,SWIG_STD_MOVE(arg2),arg3,arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6571,7 +6574,7 @@ long long _wrap_Model_batchNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_layerNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_layerNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6597,7 +6600,7 @@ long long _wrap_Model_layerNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, lon
     result = dpt_model_layerNorm(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6606,7 +6609,7 @@ long long _wrap_Model_layerNorm_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_activation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_activation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_activation arg3 ;
@@ -6632,7 +6635,7 @@ long long _wrap_Model_activation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, lo
     result = dpt_model_activation(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6641,7 +6644,7 @@ long long _wrap_Model_activation_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, lo
 }
 
 
-long long _wrap_Model_pool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
+long long _wrap_Model_pool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_pool_kind arg3 ;
@@ -6671,7 +6674,7 @@ long long _wrap_Model_pool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long lon
     result = dpt_model_pool(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),(char const *)arg6);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6680,7 +6683,7 @@ long long _wrap_Model_pool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long lon
 }
 
 
-long long _wrap_Model_globalAvgPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_globalAvgPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6704,7 +6707,7 @@ long long _wrap_Model_globalAvgPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0,
     result = dpt_model_globalAvgPool(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6713,7 +6716,7 @@ long long _wrap_Model_globalAvgPool_swig_a9f43e764bcf8611(dpt_model *_swig_go_0,
 }
 
 
-long long _wrap_Model_flatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_flatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6737,7 +6740,7 @@ long long _wrap_Model_flatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
     result = dpt_model_flatten(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6746,7 +6749,7 @@ long long _wrap_Model_flatten_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_dropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_dropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6772,7 +6775,7 @@ long long _wrap_Model_dropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
     result = dpt_model_dropout(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6781,7 +6784,7 @@ long long _wrap_Model_dropout_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_add_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_add_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6807,7 +6810,7 @@ long long _wrap_Model_add_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long
     result = dpt_model_add(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6816,7 +6819,7 @@ long long _wrap_Model_add_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long
 }
 
 
-long long _wrap_Model_concat2_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_concat2_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6842,7 +6845,7 @@ long long _wrap_Model_concat2_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
     result = dpt_model_concat2(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6851,7 +6854,7 @@ long long _wrap_Model_concat2_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_concat3_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_concat3_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6879,7 +6882,7 @@ long long _wrap_Model_concat3_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
     result = dpt_model_concat3(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6888,7 +6891,7 @@ long long _wrap_Model_concat3_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long 
 }
 
 
-void _wrap_Model_tieParameter_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+void _wrap_Model_tieParameter_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -6918,7 +6921,7 @@ void _wrap_Model_tieParameter_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, _gost
     dpt_model_tieParameter(arg1,(char const *)arg2,(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_e994726bf6dec6d2)>::get();
   }
   
   
@@ -6927,7 +6930,7 @@ void _wrap_Model_tieParameter_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, _gost
 }
 
 
-long long _wrap_Model_outputTensor_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputTensor_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6939,7 +6942,7 @@ long long _wrap_Model_outputTensor_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) 
     result = dpt_model_outputTensor(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6947,7 +6950,7 @@ long long _wrap_Model_outputTensor_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) 
 }
 
 
-void _wrap_Model_setOutput_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_setOutput_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6959,14 +6962,14 @@ void _wrap_Model_setOutput_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long lon
     dpt_model_setOutput(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_tensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_tensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6978,7 +6981,7 @@ long long _wrap_Model_tensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_tensorCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -6986,7 +6989,7 @@ long long _wrap_Model_tensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_tensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_Model_tensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   std::string result;
@@ -7000,7 +7003,7 @@ _gostring_ _wrap_Model_tensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, 
     result = dpt_model_tensorShape(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7008,7 +7011,7 @@ _gostring_ _wrap_Model_tensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, 
 }
 
 
-long long _wrap_Model_bufferCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_bufferCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7020,7 +7023,7 @@ long long _wrap_Model_bufferCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_bufferCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7028,7 +7031,7 @@ long long _wrap_Model_bufferCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_namedTensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1) {
+long long _wrap_Model_namedTensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t result;
@@ -7042,7 +7045,7 @@ long long _wrap_Model_namedTensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go
     result = dpt_model_namedTensorCount(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7050,7 +7053,7 @@ long long _wrap_Model_namedTensorCount_swig_a9f43e764bcf8611(dpt_model *_swig_go
 }
 
 
-_gostring_ _wrap_Model_namedTensorName_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorName_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7066,7 +7069,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_a9f43e764bcf8611(dpt_model *_swig_go
     result = dpt_model_namedTensorName(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7074,7 +7077,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_a9f43e764bcf8611(dpt_model *_swig_go
 }
 
 
-long long _wrap_Model_namedTensorOffset_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+long long _wrap_Model_namedTensorOffset_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7090,7 +7093,7 @@ long long _wrap_Model_namedTensorOffset_swig_a9f43e764bcf8611(dpt_model *_swig_g
     result = dpt_model_namedTensorOffset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7098,7 +7101,7 @@ long long _wrap_Model_namedTensorOffset_swig_a9f43e764bcf8611(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_namedTensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7114,7 +7117,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_g
     result = dpt_model_namedTensorShape(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7122,7 +7125,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_a9f43e764bcf8611(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_toJson_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_toJson_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7134,7 +7137,7 @@ _gostring_ _wrap_Model_toJson_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_toJson(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7142,7 +7145,7 @@ _gostring_ _wrap_Model_toJson_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_inputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_inputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7154,7 +7157,7 @@ long long _wrap_Model_inputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_inputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7162,7 +7165,7 @@ long long _wrap_Model_inputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-intgo _wrap_Model_inputType_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+intgo _wrap_Model_inputType_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7174,7 +7177,7 @@ intgo _wrap_Model_inputType_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = (dpt_input_type)dpt_model_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7182,7 +7185,7 @@ intgo _wrap_Model_inputType_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_outputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7194,7 +7197,7 @@ long long _wrap_Model_outputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_outputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7202,7 +7205,7 @@ long long _wrap_Model_outputSize_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_parameterCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_parameterCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7214,7 +7217,7 @@ long long _wrap_Model_parameterCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0
     result = dpt_model_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7222,7 +7225,7 @@ long long _wrap_Model_parameterCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_layerCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+long long _wrap_Model_layerCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7234,7 +7237,7 @@ long long _wrap_Model_layerCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_layerCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7242,7 +7245,7 @@ long long _wrap_Model_layerCount_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_describe_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_describe_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7254,7 +7257,7 @@ _gostring_ _wrap_Model_describe_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
     result = dpt_model_describe(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7262,7 +7265,7 @@ _gostring_ _wrap_Model_describe_swig_a9f43e764bcf8611(dpt_model *_swig_go_0) {
 }
 
 
-dpt_dataset *_wrap_new_Dataset_swig_a9f43e764bcf8611(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
+dpt_dataset *_wrap_new_Dataset_swig_e994726bf6dec6d2(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
   float *arg1 = (float *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7292,7 +7295,7 @@ dpt_dataset *_wrap_new_Dataset_swig_a9f43e764bcf8611(_goslice_ _swig_go_0, _gosl
     result = (dpt_dataset *)new_dpt_dataset((float const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7),SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7300,7 +7303,7 @@ dpt_dataset *_wrap_new_Dataset_swig_a9f43e764bcf8611(_goslice_ _swig_go_0, _gosl
 }
 
 
-dpt_dataset *_wrap_Dataset_createTokens_swig_a9f43e764bcf8611(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+dpt_dataset *_wrap_Dataset_createTokens_swig_e994726bf6dec6d2(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   int32_t *arg1 = (int32_t *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7328,7 +7331,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_a9f43e764bcf8611(_goslice_ _swig_go
     result = (dpt_dataset *)dpt_dataset_createTokens((int const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7336,7 +7339,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_a9f43e764bcf8611(_goslice_ _swig_go
 }
 
 
-dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
+dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
   char *arg1 = (char *) 0 ;
   size_t arg2 ;
   double arg3 ;
@@ -7360,7 +7363,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_a9f43e764bcf8611(_gostri
     result = (dptrain_binding::TextParts *)dpt_dataset_loadText((char const *)arg1,SWIG_STD_MOVE(arg2),arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dptrain_binding::TextParts **)&_swig_go_result = (dptrain_binding::TextParts *)result; 
@@ -7369,7 +7372,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_a9f43e764bcf8611(_gostri
 }
 
 
-dpt_dataset *_wrap_Dataset_loadIdx_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadIdx_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
   char *arg1 = (char *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp1 ;
@@ -7399,7 +7402,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, 
     result = (dpt_dataset *)dpt_dataset_loadIdx((char const *)arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7409,7 +7412,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, 
 }
 
 
-dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_a9f43e764bcf8611(_gostring_ _swig_go_0, intgo _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, intgo _swig_go_1) {
   char *arg1 = (char *) 0 ;
   dpt_dataset_part arg2 ;
   std::string temp1 ;
@@ -7431,7 +7434,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_a9f43e764bcf8611(_gostring_ _sw
     result = (dpt_dataset *)dpt_dataset_loadFashionMnist((char const *)arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7440,7 +7443,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_a9f43e764bcf8611(_gostring_ _sw
 }
 
 
-void _wrap_delete_Dataset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+void _wrap_delete_Dataset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   
   arg1 = *(dpt_dataset **)&_swig_go_0; 
@@ -7450,14 +7453,14 @@ void _wrap_delete_Dataset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
     delete_dpt_dataset(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_Dataset_subset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_dataset *_wrap_Dataset_subset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7473,7 +7476,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0,
     result = (dpt_dataset *)dpt_dataset_subset(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7481,7 +7484,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0,
 }
 
 
-long long _wrap_Dataset_sampleCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_sampleCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7493,7 +7496,7 @@ long long _wrap_Dataset_sampleCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_
     result = dpt_dataset_sampleCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7501,7 +7504,7 @@ long long _wrap_Dataset_sampleCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_
 }
 
 
-long long _wrap_Dataset_channels_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_channels_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7513,7 +7516,7 @@ long long _wrap_Dataset_channels_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) 
     result = dpt_dataset_channels(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7521,7 +7524,7 @@ long long _wrap_Dataset_channels_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) 
 }
 
 
-long long _wrap_Dataset_height_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_height_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7533,7 +7536,7 @@ long long _wrap_Dataset_height_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_height(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7541,7 +7544,7 @@ long long _wrap_Dataset_height_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_width_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_width_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7553,7 +7556,7 @@ long long _wrap_Dataset_width_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_width(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7561,7 +7564,7 @@ long long _wrap_Dataset_width_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_classCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_classCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7573,7 +7576,7 @@ long long _wrap_Dataset_classCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0
     result = dpt_dataset_classCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7581,7 +7584,7 @@ long long _wrap_Dataset_classCount_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0
 }
 
 
-void _wrap_Dataset_copyBatch_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyBatch_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7607,14 +7610,14 @@ void _wrap_Dataset_copyBatch_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long
     dpt_dataset_copyBatch(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-intgo _wrap_Dataset_inputType_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+intgo _wrap_Dataset_inputType_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7626,7 +7629,7 @@ intgo _wrap_Dataset_inputType_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
     result = (dpt_input_type)dpt_dataset_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7634,7 +7637,7 @@ intgo _wrap_Dataset_inputType_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_targetsPerSample_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_targetsPerSample_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7646,7 +7649,7 @@ long long _wrap_Dataset_targetsPerSample_swig_a9f43e764bcf8611(dpt_dataset *_swi
     result = dpt_dataset_targetsPerSample(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -7654,7 +7657,7 @@ long long _wrap_Dataset_targetsPerSample_swig_a9f43e764bcf8611(dpt_dataset *_swi
 }
 
 
-void _wrap_Dataset_copyTokens_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyTokens_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7680,14 +7683,14 @@ void _wrap_Dataset_copyTokens_swig_a9f43e764bcf8611(dpt_dataset *_swig_go_0, lon
     dpt_dataset_copyTokens(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
+dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7705,7 +7708,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_a9f43e764bcf8611(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_0(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7713,7 +7716,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_a9f43e764bcf8611(dpt_context *_swig_
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_a9f43e764bcf8611(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
+dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7743,7 +7746,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_a9f43e764bcf8611(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_1(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4,(size_t const *)arg5,SWIG_STD_MOVE(arg6),(float const *)arg7,SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7751,7 +7754,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_a9f43e764bcf8611(dpt_context *_swig_
 }
 
 
-void _wrap_delete_Trainer_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
+void _wrap_delete_Trainer_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   
   arg1 = *(dpt_trainer **)&_swig_go_0; 
@@ -7761,14 +7764,14 @@ void _wrap_delete_Trainer_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
     delete_dpt_trainer(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_step_result *_wrap_Trainer_step_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_step_result *_wrap_Trainer_step_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7792,7 +7795,7 @@ dpt_step_result *_wrap_Trainer_step_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_
     result = dpt_trainer_step(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7800,7 +7803,7 @@ dpt_step_result *_wrap_Trainer_step_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluate_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluate_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7824,7 +7827,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_a9f43e764bcf8611(dpt_trainer *_swig
     result = dpt_trainer_evaluate(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7832,7 +7835,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_a9f43e764bcf8611(dpt_trainer *_swig
 }
 
 
-dpt_step_result *_wrap_Trainer_stepTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_step_result *_wrap_Trainer_stepTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7858,7 +7861,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_a9f43e764bcf8611(dpt_trainer *_sw
     result = dpt_trainer_stepTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7866,7 +7869,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_a9f43e764bcf8611(dpt_trainer *_sw
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7892,7 +7895,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_a9f43e764bcf8611(dpt_trainer 
     result = dpt_trainer_evaluateTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7900,7 +7903,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_a9f43e764bcf8611(dpt_trainer 
 }
 
 
-void _wrap_Trainer_predictTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predictTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7924,14 +7927,14 @@ void _wrap_Trainer_predictTokens_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, 
     dpt_trainer_predictTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -7947,7 +7950,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_a9f43e764bcf8611(dpt_trainer
     result = dpt_trainer_evaluateDataset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7955,7 +7958,30 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_a9f43e764bcf8611(dpt_trainer
 }
 
 
-void _wrap_Trainer_predict_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_recomputeBatchNorm_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+  dpt_trainer *arg1 = (dpt_trainer *) 0 ;
+  dpt_dataset *arg2 = (dpt_dataset *) 0 ;
+  size_t arg3 ;
+  size_t arg4 ;
+  
+  arg1 = *(dpt_trainer **)&_swig_go_0; 
+  arg2 = *(dpt_dataset **)&_swig_go_1; 
+  arg3 = (size_t)_swig_go_2; 
+  arg4 = (size_t)_swig_go_3; 
+  
+  
+  try {
+    dpt_trainer_recomputeBatchNorm(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_recomputeBatchNorm_swig_e994726bf6dec6d2)>::get();
+  }
+  
+  
+}
+
+
+void _wrap_Trainer_predict_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7979,14 +8005,14 @@ void _wrap_Trainer_predict_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gosli
     dpt_trainer_predict((dpt_trainer const *)arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_fit_result *_wrap_Trainer_fit_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
+dpt_fit_result *_wrap_Trainer_fit_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   dpt_dataset *arg3 = (dpt_dataset *) 0 ;
@@ -8006,7 +8032,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0,
     result = dpt_trainer_fit(arg1,arg2,arg3,(dpt_fit_options const *)arg4,arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = new dpt_fit_result(result); 
@@ -8014,7 +8040,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0,
 }
 
 
-long long _wrap_Trainer_parameterCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_parameterCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -8026,7 +8052,7 @@ long long _wrap_Trainer_parameterCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_
     result = dpt_trainer_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -8034,7 +8060,7 @@ long long _wrap_Trainer_parameterCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_
 }
 
 
-long long _wrap_Trainer_deviceCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_deviceCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -8046,7 +8072,7 @@ long long _wrap_Trainer_deviceCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_
     result = dpt_trainer_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -8054,7 +8080,7 @@ long long _wrap_Trainer_deviceCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_
 }
 
 
-void _wrap_Trainer_getParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8070,14 +8096,14 @@ void _wrap_Trainer_getParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, 
     dpt_trainer_getParameters(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_getReplicaParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
+void _wrap_Trainer_getReplicaParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   float *arg3 = (float *) 0 ;
@@ -8095,14 +8121,14 @@ void _wrap_Trainer_getReplicaParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig
     dpt_trainer_getReplicaParameters(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8118,14 +8144,14 @@ void _wrap_Trainer_setParameters_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, 
     dpt_trainer_setParameters(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_memory > result;
@@ -8139,7 +8165,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_a9f43e764bcf8611(dpt_traine
     result = dpt_trainer_replicaMemory(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = new dpt_replica_memory(result); 
@@ -8147,7 +8173,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_a9f43e764bcf8611(dpt_traine
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTimes_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTimes_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8161,7 +8187,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_a9f43e764bcf8611(dpt_trainer 
     result = dpt_trainer_replicaTimes(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8169,7 +8195,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_a9f43e764bcf8611(dpt_trainer 
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTotals_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTotals_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8183,7 +8209,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_a9f43e764bcf8611(dpt_trainer
     result = dpt_trainer_replicaTotals(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8191,7 +8217,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_a9f43e764bcf8611(dpt_trainer
 }
 
 
-void _wrap_Trainer_traceStart_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+void _wrap_Trainer_traceStart_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   
@@ -8203,14 +8229,14 @@ void _wrap_Trainer_traceStart_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, lon
     dpt_trainer_traceStart(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_traceWrite_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_traceWrite_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8230,7 +8256,7 @@ void _wrap_Trainer_traceWrite_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _go
     dpt_trainer_traceWrite(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_e994726bf6dec6d2)>::get();
   }
   
   
@@ -8238,7 +8264,7 @@ void _wrap_Trainer_traceWrite_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_Trainer_parameterChecksum_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
+_gostring_ _wrap_Trainer_parameterChecksum_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8250,7 +8276,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_a9f43e764bcf8611(dpt_trainer *_s
     result = dpt_trainer_parameterChecksum(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8258,7 +8284,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_a9f43e764bcf8611(dpt_trainer *_s
 }
 
 
-void _wrap_Trainer_saveCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8278,7 +8304,7 @@ void _wrap_Trainer_saveCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0,
     dpt_trainer_saveCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_e994726bf6dec6d2)>::get();
   }
   
   
@@ -8286,7 +8312,7 @@ void _wrap_Trainer_saveCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_loadCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8306,7 +8332,7 @@ void _wrap_Trainer_loadCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0,
     dpt_trainer_loadCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_e994726bf6dec6d2)>::get();
   }
   
   
@@ -8314,7 +8340,7 @@ void _wrap_Trainer_loadCheckpoint_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_saveSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8334,7 +8360,7 @@ void _wrap_Trainer_saveSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0
     dpt_trainer_saveSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_e994726bf6dec6d2)>::get();
   }
   
   
@@ -8342,7 +8368,7 @@ void _wrap_Trainer_saveSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_loadSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8362,7 +8388,7 @@ void _wrap_Trainer_loadSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0
     dpt_trainer_loadSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_e994726bf6dec6d2)>::get();
   }
   
   
@@ -8370,7 +8396,7 @@ void _wrap_Trainer_loadSafetensors_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_getBuffers_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getBuffers_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8386,14 +8412,14 @@ void _wrap_Trainer_getBuffers_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _go
     dpt_trainer_getBuffers(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setBuffers_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setBuffers_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8409,14 +8435,14 @@ void _wrap_Trainer_setBuffers_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0, _go
     dpt_trainer_setBuffers(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-long long _wrap_Trainer_epochCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_epochCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8428,7 +8454,7 @@ long long _wrap_Trainer_epochCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0
     result = (uint64_t)dpt_trainer_epochCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -8436,7 +8462,7 @@ long long _wrap_Trainer_epochCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0
 }
 
 
-long long _wrap_Trainer_stepCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_stepCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8448,7 +8474,7 @@ long long _wrap_Trainer_stepCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0)
     result = (uint64_t)dpt_trainer_stepCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -8456,7 +8482,7 @@ long long _wrap_Trainer_stepCount_swig_a9f43e764bcf8611(dpt_trainer *_swig_go_0)
 }
 
 
-dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_a9f43e764bcf8611(intgo _swig_go_0) {
+dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_e994726bf6dec6d2(intgo _swig_go_0) {
   int arg1 ;
   dptrain_binding::ProgressListener *result = 0 ;
   dptrain_binding::ProgressListener *_swig_go_result;
@@ -8469,7 +8495,7 @@ dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgre
 }
 
 
-void _wrap_DeleteDirectorProgressListener_swig_a9f43e764bcf8611(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_DeleteDirectorProgressListener_swig_e994726bf6dec6d2(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8479,7 +8505,7 @@ void _wrap_DeleteDirectorProgressListener_swig_a9f43e764bcf8611(dptrain_binding:
 }
 
 
-void _wrap_delete_ProgressListener_swig_a9f43e764bcf8611(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_delete_ProgressListener_swig_e994726bf6dec6d2(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8489,7 +8515,7 @@ void _wrap_delete_ProgressListener_swig_a9f43e764bcf8611(dptrain_binding::Progre
 }
 
 
-bool _wrap_ProgressListener_onProgress_swig_a9f43e764bcf8611(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
+bool _wrap_ProgressListener_onProgress_swig_e994726bf6dec6d2(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   dpt_progress *arg2 = 0 ;
   bool result;
@@ -8503,7 +8529,7 @@ bool _wrap_ProgressListener_onProgress_swig_a9f43e764bcf8611(dptrain_binding::Pr
     result = (bool)(arg1)->onProgress((dpt_progress const &)*arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -8511,7 +8537,7 @@ bool _wrap_ProgressListener_onProgress_swig_a9f43e764bcf8611(dptrain_binding::Pr
 }
 
 
-void _wrap_delete_TextParts_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_swig_go_0) {
+void _wrap_delete_TextParts_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   
   arg1 = *(dptrain_binding::TextParts **)&_swig_go_0; 
@@ -8521,14 +8547,14 @@ void _wrap_delete_TextParts_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_s
     delete arg1;
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_e994726bf6dec6d2)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_TextParts_takeTrain_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeTrain_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8540,7 +8566,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_a9f43e764bcf8611(dptrain_binding::Te
     result = (dpt_dataset *)(arg1)->takeTrain();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8548,7 +8574,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_a9f43e764bcf8611(dptrain_binding::Te
 }
 
 
-dpt_dataset *_wrap_TextParts_takeValidation_swig_a9f43e764bcf8611(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeValidation_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8560,7 +8586,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_a9f43e764bcf8611(dptrain_bindin
     result = (dpt_dataset *)(arg1)->takeValidation();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_e994726bf6dec6d2)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8568,7 +8594,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_a9f43e764bcf8611(dptrain_bindin
 }
 
 
-intgo _wrap_VersionNumber_swig_a9f43e764bcf8611() {
+intgo _wrap_VersionNumber_swig_e994726bf6dec6d2() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -8578,7 +8604,7 @@ intgo _wrap_VersionNumber_swig_a9f43e764bcf8611() {
     result = (unsigned int)dptrain_binding::versionNumber();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = result; 
@@ -8586,7 +8612,7 @@ intgo _wrap_VersionNumber_swig_a9f43e764bcf8611() {
 }
 
 
-_gostring_ _wrap_VersionString_swig_a9f43e764bcf8611() {
+_gostring_ _wrap_VersionString_swig_e994726bf6dec6d2() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -8596,7 +8622,7 @@ _gostring_ _wrap_VersionString_swig_a9f43e764bcf8611() {
     result = dptrain_binding::versionString();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8604,7 +8630,7 @@ _gostring_ _wrap_VersionString_swig_a9f43e764bcf8611() {
 }
 
 
-_gostring_ _wrap_StatusString_swig_a9f43e764bcf8611(intgo _swig_go_0) {
+_gostring_ _wrap_StatusString_swig_e994726bf6dec6d2(intgo _swig_go_0) {
   int arg1 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8616,7 +8642,7 @@ _gostring_ _wrap_StatusString_swig_a9f43e764bcf8611(intgo _swig_go_0) {
     result = dptrain_binding::statusString(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_a9f43e764bcf8611)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_e994726bf6dec6d2)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 

@@ -291,6 +291,148 @@ class GraphModelTest {
     }
   }
 
+  static final int BN_CHANNELS = 2;
+  static final int BN_PIXELS = 3 * 3;
+  static final int BN_SAMPLES = 10;
+
+  /** 2x3x3 -> batch norm "bn" on the input itself (its statistics are the data's) -> flatten -> dense 3. */
+  static Model batchNormFirst() {
+    Model m = new Model(BN_CHANNELS, 3, 3);
+    m.dense(m.flatten(m.batchNorm(Model.INPUT, "bn")), CLASSES, "fc");
+    return m;
+  }
+
+  /**
+   * 10 samples, channel 0 in [1, 3.5] and channel 1 in [-4, 0] (every mean and variance well away from 0, so
+   * that a relative tolerance means something).
+   */
+  static float[] batchNormInputs() {
+    float[] x = new float[BN_SAMPLES * BN_CHANNELS * BN_PIXELS];
+    for (int s = 0; s < BN_SAMPLES; ++s) {
+      for (int p = 0; p < BN_PIXELS; ++p) {
+        x[(s * BN_CHANNELS + 0) * BN_PIXELS + p] = 1 + ((s * 7 + p * 3) % 11) / 4.0f;
+        x[(s * BN_CHANNELS + 1) * BN_PIXELS + p] = -4 + ((s * 5 + p * 2 + 1) % 13) / 3.0f;
+      }
+    }
+    return x;
+  }
+
+  /**
+   * What recomputing leaves, in double: per channel, the average over the batches (the first {@code sampleCount}
+   * samples, 0 = all, in batches of {@code batchSize}, 0 = 256) of each batch's mean, then of its unbiased
+   * variance over samples and pixels, in the order of the buffers (running_mean [C], then running_var [C]).
+   */
+  static double[] expectedBatchNormStatistics(float[] x, int batchSize, int sampleCount) {
+    int samples = sampleCount == 0 || sampleCount > BN_SAMPLES ? BN_SAMPLES : sampleCount;
+    int batch = batchSize == 0 ? 256 : batchSize;
+    double[] expected = new double[2 * BN_CHANNELS];
+    int batches = 0;
+    for (int start = 0; start < samples; start += batch, ++batches) {
+      int end = Math.min(start + batch, samples);
+      double n = (end - start) * BN_PIXELS;
+      for (int c = 0; c < BN_CHANNELS; ++c) {
+        double sum = 0;
+        double squares = 0;
+        for (int s = start; s < end; ++s) {
+          for (int p = 0; p < BN_PIXELS; ++p) sum += x[(s * BN_CHANNELS + c) * BN_PIXELS + p];
+        }
+        double mean = sum / n;
+        for (int s = start; s < end; ++s) {
+          for (int p = 0; p < BN_PIXELS; ++p) {
+            double d = x[(s * BN_CHANNELS + c) * BN_PIXELS + p] - mean;
+            squares += d * d;
+          }
+        }
+        expected[c] += mean;
+        expected[BN_CHANNELS + c] += squares / (n - 1);
+      }
+    }
+    for (int i = 0; i < expected.length; ++i) expected[i] /= batches;
+    return expected;
+  }
+
+  static void assertBatchNormStatistics(Trainer t, float[] x, int batchSize, int sampleCount) {
+    double[] expected = expectedBatchNormStatistics(x, batchSize, sampleCount);
+    float[] actual = t.getBuffers();
+    assertEquals(expected.length, actual.length);
+    for (int i = 0; i < expected.length; ++i) {
+      assertEquals(expected[i], actual[i], 1e-5 * Math.abs(expected[i]),
+          "batches of " + batchSize + ", " + sampleCount + " samples: buffer " + i);
+    }
+  }
+
+  /**
+   * recomputeBatchNorm (PyTorch's update_bn) sets the running statistics of a batch norm on the input to the
+   * average of the batches' means and unbiased variances, on 2 CPU devices; the parameters and the step count
+   * do not move; bad input is refused and leaves the trainer usable.
+   */
+  @Test
+  void recomputeBatchNormAveragesTheBatchesStatistics() {
+    float[] x = batchNormInputs();
+    int[] y = Fixtures.labels(BN_SAMPLES, CLASSES);
+    float[] first4 = Arrays.copyOf(x, 4 * BN_CHANNELS * BN_PIXELS);
+    try (Model m = batchNormFirst(); Context two = new Context(2, 0);
+         Dataset data = new Dataset(x, y, BN_CHANNELS, 3, 3, CLASSES);
+         Trainer t = new Trainer(two, m, Fixtures.seeded(3), null)) {
+      assertEquals(Arrays.asList("bn.running_mean", "bn.running_var"),
+          m.buffers().stream().map(NamedTensor::name).collect(java.util.stream.Collectors.toList()));
+      assertEquals(BN_CHANNELS, m.buffers().get(1).offset());
+      t.step(first4, Arrays.copyOf(y, 4)); // parameters and statistics that are not the initial ones
+      float[] parameters = t.getParameters();
+      long steps = t.stepCount();
+
+      // Batches of 4, 4 and 2; 4 and 2 of the first 6 (the sizes are not swapped); one of 256 = all; 3, 3, 3
+      // and 1 of "more than the dataset holds" (one device's slice of the last batch is empty).
+      for (int[] c : new int[][] {{4, 0}, {4, 6}, {0, 0}, {3, 100}}) {
+        t.setBuffers(new float[] {7, 7, 7, 7}); // no recomputation leaves these
+        t.recomputeBatchNorm(data, c[0], c[1]);
+        assertBatchNormStatistics(t, x, c[0], c[1]);
+      }
+      assertBitwiseEqual(parameters, t.getParameters());
+      assertEquals(steps, t.stepCount());
+
+      // Bad input is refused before anything changes. (An empty dataset cannot be made: the constructor and
+      // subset refuse 0 samples.)
+      t.recomputeBatchNorm(data, 4, 0);
+      float[] before = t.getBuffers();
+      InvalidArgumentException e = assertStatus(InvalidArgumentException.class, Status.ERROR_NULL_POINTER,
+          () -> t.recomputeBatchNorm(null, 4, 0));
+      assertTrue(e.getMessage().contains("dpt_trainer_recompute_batch_norm: dataset is NULL"), e.getMessage());
+      e = assertStatus(InvalidArgumentException.class, Status.ERROR_OUT_OF_RANGE, () -> t.recomputeBatchNorm(data, -4, 0));
+      assertTrue(e.getMessage().contains("Trainer.recomputeBatchNorm: batch_size must not be negative"), e.getMessage());
+      assertStatus(InvalidArgumentException.class, Status.ERROR_OUT_OF_RANGE, () -> t.recomputeBatchNorm(data, 4, -1));
+      try (Dataset other = Fixtures.tinyDataset(8)) { // 1x4x4 samples
+        assertStatus(InvalidArgumentException.class, Status.ERROR_SIZE_MISMATCH, () -> t.recomputeBatchNorm(other, 4, 0));
+      }
+      try (Dataset tokens = Dataset.createTokens(new int[2 * BN_CHANNELS * BN_PIXELS], new int[] {0, 1}, 2,
+               BN_CHANNELS * BN_PIXELS, CLASSES)) {
+        assertStatus(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT,
+            () -> t.recomputeBatchNorm(tokens, 4, 0));
+      }
+      Dataset closed = new Dataset(x, y, BN_CHANNELS, 3, 3, CLASSES);
+      closed.close();
+      e = assertStatus(InvalidArgumentException.class, Status.ERROR_NULL_POINTER, () -> t.recomputeBatchNorm(closed, 4, 0));
+      assertTrue(e.getMessage().contains("closed"), e.getMessage());
+      assertBitwiseEqual(before, t.getBuffers());
+      // ... and the trainer stays usable.
+      t.setBuffers(new float[] {7, 7, 7, 7});
+      t.recomputeBatchNorm(data, 4, 0);
+      assertBatchNormStatistics(t, x, 4, 0);
+      assertTrue(Double.isFinite(t.step(first4, Arrays.copyOf(y, 4)).getLoss()));
+
+      // A model without batch norm: nothing to do, no error.
+      try (Model tiny = Fixtures.tiny(); Dataset tinyData = Fixtures.tinyDataset(8); Trainer plain = new Trainer(two, tiny)) {
+        plain.recomputeBatchNorm(tinyData, 4, 0);
+      }
+      // A pipeline: unsupported.
+      TrainerOptions pipeline = Fixtures.seeded(3);
+      pipeline.setPipelineStages(2);
+      try (Trainer p = new Trainer(two, m, pipeline, null)) {
+        assertStatus(UnsupportedException.class, Status.ERROR_UNSUPPORTED, () -> p.recomputeBatchNorm(data, 4, 0));
+      }
+    }
+  }
+
   @Test
   void safetensorsRoundTripIsBitwise() throws Exception {
     Path file = dir.resolve("weights.safetensors");
