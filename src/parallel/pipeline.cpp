@@ -15,11 +15,6 @@ void grow(DeviceBuffer &buffer, DeviceMemory &memory, size_t floats) {
   if (buffer.size() < floats) buffer = DeviceBuffer(memory, floats);
 }
 
-void copy_floats(float *to, const float *from, size_t count) {
-  if (count > 0)
-    std::memcpy(to, from, count * sizeof(float));  // also int32 tokens and labels, bits unchanged
-}
-
 // A batch of n samples in micro-batches of at most cap (0: into `count`), as even as possible.
 std::vector<size_t> micro_sizes(size_t n, size_t count, size_t cap) {
   if (n == 0) return {};  // a process's empty share across processes: nothing to pipeline
@@ -112,9 +107,9 @@ void Pipeline::reserve(size_t n, bool training) {
     if (!training) grow(logits_[r], back, samples * last_model.output().size());
     for (size_t b = 0; b < last_stage; ++b) {
       const size_t width = stages_[b].spec.output().size();
-      grow(activations_[b * width_ + r], replicas_[(b + 1) * width_ + r]->kernels->memory(), samples * width);
+      grow(activations_[b * width_ + r], replicas_[b * width_ + r]->kernels->memory(), samples * width);
       if (training)
-        grow(gradients_[b * width_ + r], replicas_[b * width_ + r]->kernels->memory(), samples * width);
+        grow(gradients_[b * width_ + r], replicas_[(b + 1) * width_ + r]->kernels->memory(), samples * width);
     }
   }
   handoff_.reset(count);
@@ -122,15 +117,26 @@ void Pipeline::reserve(size_t n, bool training) {
   planned_training_ = training;
 }
 
+// The copies go through the devices' kernels (a GPU's stream; memcpy on a CPU device), 4-byte values with
+// their bits unchanged (int32 tokens too).
 void Pipeline::copy_in(const void *x, const int32_t *labels) {
   const size_t in = stages_[0].spec.input().size(), per = stages_.back().spec.targets_per_sample();
+  const size_t last_stage = stages_.size() - 1;
   for (const Slice &s : slices_) {
     const size_t r = size_t(&s - slices_.data()) % width_;
-    copy_floats(input_[r].data() + s.local * in, static_cast<const float *>(x) + s.first * in, s.count * in);
+    if (s.count == 0) continue;
+    replicas_[r]->kernels->copy_to_device(input_[r].data() + s.local * in,
+                                          static_cast<const float *>(x) + s.first * in, s.count * in);
     if (labels != nullptr)
-      copy_floats(labels_[r].data() + s.local * per, reinterpret_cast<const float *>(labels + s.first * per),
-                  s.count * per);
+      replicas_[last_stage * width_ + r]->kernels->copy_labels_to_device(
+          reinterpret_cast<int32_t *>(labels_[r].data()) + s.local * per, labels + s.first * per,
+          s.count * per);
   }
+  for (const auto &replica : replicas_) replica->kernels->synchronize();  // the caller's buffers are read
+}
+
+void Pipeline::copy_within(size_t d, float *to, const float *from, size_t count) {
+  if (count > 0) replicas_[d]->kernels->copy_device(to, from, count);
 }
 
 void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels) {
@@ -143,10 +149,12 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
     from = activations_[(s - 1) * width_ + r].data();
   }
   const double start = platform::now_seconds();
-  copy_floats(net.input(), from + sl.local * width, sl.count * width);
+  copy_within(d, net.input(), from + sl.local * width,
+              sl.count * width);  // from the stage before: a peer copy
   if (with_labels && last(d)) {
     const size_t per = stages_[s].spec.targets_per_sample();
-    copy_floats(reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per, sl.count * per);
+    copy_within(d, reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per,
+                sl.count * per);
   }
   transfer_[d] += platform::now_seconds() - start;
 }
@@ -156,7 +164,8 @@ void Pipeline::send_output(size_t d, Network &net, size_t m) {
   const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.output().size();
   const double start = platform::now_seconds();
-  copy_floats(activations_[s * width_ + r].data() + sl.local * width, net.logits(), sl.count * width);
+  copy_within(d, activations_[s * width_ + r].data() + sl.local * width, net.logits(), sl.count * width);
+  replicas_[d]->kernels->synchronize();  // the next stage reads them once posted
   transfer_[d] += platform::now_seconds() - start;
   handoff_.post(Crossing::kActivations, s * width_ + r, m);
 }
@@ -188,8 +197,8 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
       handoff_.wait(Crossing::kGradients, s * width_ + r, m);
       const double start = platform::now_seconds();
       // A stage whose output needs no gradient (no parameters before it) has nowhere to put it.
-      if (float *to = net.output_gradient())
-        copy_floats(to, gradients_[s * width_ + r].data() + sl.local * out_width, sl.count * out_width);
+      if (float *to = net.output_gradient())  // from the stage after: a peer copy
+        copy_within(d, to, gradients_[s * width_ + r].data() + sl.local * out_width, sl.count * out_width);
       transfer_[d] += platform::now_seconds() - start;
     }
     const double start = platform::now_seconds();
@@ -200,13 +209,15 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
       const size_t in_width = stages_[s].spec.input().size();
       float *to = gradients_[(s - 1) * width_ + r].data() + sl.local * in_width;
       if (const float *from = net.input_gradient())
-        copy_floats(to, from, sl.count * in_width);
-      else
-        std::fill(to, to + sl.count * in_width, 0.0f);
+        copy_within(d, to, from, sl.count * in_width);
+      else if (sl.count > 0)
+        replicas_[d]->kernels->memory().zero(to, sl.count * in_width * sizeof(float));
+      replicas_[d]->kernels->synchronize();  // the stage before reads it once posted
       transfer_[d] += platform::now_seconds() - done;
       handoff_.post(Crossing::kGradients, (s - 1) * width_ + r, m);
     }
   }
+  replicas_[d]->kernels->synchronize();  // a GPU's queued work belongs to this pass
   busy_[d] = busy;
   return total;
 }
@@ -235,19 +246,23 @@ LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, f
       send_output(d, net, m);
     } else if (!with_labels) {
       const size_t width = stages_[s].spec.output().size();
-      copy_floats(logits_[r].data() + sl.local * width, net.logits(), sl.count * width);
+      copy_within(d, logits_[r].data() + sl.local * width, net.logits(), sl.count * width);
     }
   }
+  replicas_[d]->kernels->synchronize();  // a GPU's queued work belongs to this pass
   busy_[d] = busy;
   return total;
 }
 
 void Pipeline::copy_logits(float *out) const {
-  const size_t width = stages_.back().spec.output().size();
+  const size_t width = stages_.back().spec.output().size(), last_stage = stages_.size() - 1;
   for (size_t i = 0; i < slices_.size(); ++i) {
     const Slice &s = slices_[i];
-    copy_floats(out + s.first * width, logits_[i % width_].data() + s.local * width, s.count * width);
+    if (s.count > 0)
+      replicas_[last_stage * width_ + i % width_]->kernels->copy_to_host(
+          out + s.first * width, logits_[i % width_].data() + s.local * width, s.count * width);
   }
+  for (size_t r = 0; r < width_; ++r) replicas_[last_stage * width_ + r]->kernels->synchronize();
 }
 
 uint64_t Pipeline::allocated_bytes(size_t d) const {

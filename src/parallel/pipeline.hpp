@@ -3,12 +3,13 @@
 // batch is cut into micro-batches, and each micro-batch into R slices (the even split, as a data-parallel
 // trainer splits it). Replica r of each stage runs the forwards and backwards of its slices in its stage's
 // schedule's order (pipeline_schedule.hpp) on its device's thread, taking each slice's input activations
-// from replica r of the stage before and its output gradient from replica r of the stage after, through
-// buffers in the receiving device's memory (StageHandoff says when they are there). A replica keeps one
-// activation context (a Network) per micro-batch in flight, and adds its slices' gradients into its own
-// range in micro-batch order, as one device's accumulation over the same micro-batches would; the stage's
-// replicas sum their batch statistics per micro-batch (sync batch norm) and, at the end of the window,
-// their gradients (StageGradientCollective). CPU devices.
+// from replica r of the stage before and its output gradient from replica r of the stage after, copying
+// them from buffers in the sending device's memory (StageHandoff says when they are there; on GPUs a peer
+// copy, the sender's stream drained before it posts). A replica keeps one activation context (a Network)
+// per micro-batch in flight, and adds its slices' gradients into its own range in micro-batch order, as one
+// device's accumulation over the same micro-batches would; the stage's replicas sum their batch statistics
+// per micro-batch (sync batch norm) and, at the end of the window, their gradients
+// (StageGradientCollective). CPU devices, or GPUs with one replica per stage.
 #pragma once
 
 #include <algorithm>
@@ -105,11 +106,15 @@ class Pipeline {
   size_t micro_capacity_ = 0;
   size_t planned_batch_ = 0;  // the pass the slices, schedules and buffers are planned for
   bool planned_training_ = false;
-  // Per boundary b and replica r (b * width_ + r): the activations crossing it (in replica r of stage
-  // b + 1's memory) and their gradients (in replica r of stage b's), the replica's slices in order.
+  // Per boundary b and replica r (b * width_ + r): the activations crossing it (in replica r of stage b's
+  // memory) and their gradients (in replica r of stage b + 1's), the replica's slices in order: each in its
+  // sender's memory, from which the receiver copies once the handoff is posted (on GPUs a peer copy, which
+  // the module takes from another device into its own).
   std::vector<DeviceBuffer> activations_, gradients_;
   // Per replica index r: the first stage's inputs; the last stage's labels and logits.
   std::vector<DeviceBuffer> input_, labels_, logits_;
+  // Device thread d: count floats from `from` (on any device) into `to` (on d), queued on d.
+  void copy_within(size_t d, float *to, const float *from, size_t count);
 };
 
 }  // namespace dpt

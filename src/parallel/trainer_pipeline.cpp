@@ -36,8 +36,16 @@ std::vector<double> estimated_work(const ModelSpec &spec) {
 void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
-  DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
-              why + "runs on CPU devices only in this version (the devices are " + devices_[0]->name() + ")");
+  // On GPUs the stages hand their activations and gradients over by peer copies; what a stage's replicas
+  // would sum among themselves (batch statistics, gradients, the optimizer's ranges, across processes) runs
+  // on the host threads of CPU devices only.
+  DPT_REQUIRE(!on_gpus_ || (devices_.size() == stages && config_.world == nullptr &&
+                            config_.shard == ShardMode::kNone),
+              DPT_ERROR_UNSUPPORTED,
+              why + "on GPUs runs one replica per stage in one process, unsharded, in this version (" +
+                  std::to_string(devices_.size()) + " replicas on " + devices_[0]->name() +
+                  (config_.world != nullptr ? ", an MPI world" : "") +
+                  (config_.shard != ShardMode::kNone ? ", a shard mode" : "") + " given)");
   DPT_REQUIRE(devices_.size() % stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "
@@ -68,6 +76,11 @@ void Trainer::plan_pipeline() {
     cuts = named_cuts(spec_, config_.pipeline_cuts);
   }
   stages_ = cut_model(spec_, cuts);
+  for (const PipelineStage &s : stages_)
+    DPT_REQUIRE(!on_gpus_ || s.mirror_floats == 0, DPT_ERROR_UNSUPPORTED,
+                why +
+                    "on GPUs cannot tie a parameter across stages in this version (the mirror's gradient "
+                    "and values move between the stages' devices on the host)");
   const size_t width = devices_.size() / stages;
   // The replicas of a stage that share its optimizer state: this process's, or (the world scope) every
   // process's, in process order, this process's from `offset` on.

@@ -442,6 +442,66 @@ void expect_batch_norm_replicas_match_one(const std::shared_ptr<dpt::Context> &c
   if (r0 == b0) fail_msg("%s: recomputing left the running statistics as they were", what);
 }
 
+// A pipeline of GPUs (one replica per stage; activations and gradients handed over by peer copies) against
+// the same pipeline on CPU devices: parameters, running statistics, evaluation and logits; a stage's
+// replicas, a shard mode or a parameter tied across stages are refused on GPUs.
+void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<size_t> devices,
+                        const dpt::ModelSpec &model, const char *what) {
+  dpt::TrainerConfig c = config(std::move(devices));
+  c.pipeline_stages = 2;
+  c.micro_batches = 3;
+  c.optimizer.clip_norm = 0.05;  // clipped by the norm over both stages (the steps' norms are 0.1-2)
+  dpt::Trainer gpu(gpus, model, c);
+  c.devices = {0, 1};
+  dpt::Trainer cpu(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), model, c);
+  const std::vector<float> start = parameters(cpu);
+  cuda_test::expect_bitwise("initial parameters", parameters(gpu), start);
+  train(gpu);
+  train(cpu);
+  const Batch last = batch(16, 420);
+  const double norm_gpu = gpu.step(last.x.data(), last.y.data(), last.n).grad_norm;
+  const double norm_cpu = cpu.step(last.x.data(), last.y.data(), last.n).grad_norm;
+  print_message("%s: gradient norm GPU %.9g, CPU %.9g\n", what, norm_gpu, norm_cpu);
+  assert_true(std::fabs(norm_gpu - norm_cpu) <= 1e-5 * norm_cpu && norm_cpu > 0.05);
+  expect_equivalent("pipeline of GPUs vs of CPU devices", parameters(gpu), parameters(cpu), start,
+                    kAcrossBackends);
+  assert_int_equal(gpu.optimizer_steps(), cpu.optimizer_steps());
+  if (model.buffer_count() > 0) {
+    std::vector<float> bg(model.buffer_count()), bc(bg.size()), initial(bg.size());
+    gpu.get_buffers(0, bg.data());
+    cpu.get_buffers(0, bc.data());
+    dpt::init_buffers(model, initial.data());
+    expect_equivalent("running statistics", bg, bc, initial, kAcrossBackends);
+  }
+  const Batch b = batch(23, 410);
+  const dpt::EvalStats eg = gpu.evaluate(b.x.data(), b.y.data(), b.n);
+  const dpt::EvalStats ec = cpu.evaluate(b.x.data(), b.y.data(), b.n);
+  print_message("evaluate: loss sum GPU %.9g, CPU %.9g\n", eg.loss_sum, ec.loss_sum);
+  assert_true(std::fabs(eg.loss_sum - ec.loss_sum) <= 1e-4 * std::fabs(ec.loss_sum));
+  std::vector<float> lg(b.n * 10), lc(b.n * 10);
+  gpu.predict(b.x.data(), b.n, lg.data());
+  cpu.predict(b.x.data(), b.n, lc.data());
+  cuda_test::expect_close("predict logits", lg, lc, nullptr, 1e-4, 1e-5);
+}
+
+void test_gpu_pipeline(void **) {
+  auto context = gpu_context();
+  check_gpu_pipeline(context, {0, 0}, dpt::ModelSpec::builtin("lenet"), "lenet, 2 stages on cuda:0");
+  check_gpu_pipeline(context, {0, 0}, batch_norm_model(), "batch norm, 2 stages on cuda:0");
+  dpt::TrainerConfig c = config({0, 0, 0, 0});
+  c.pipeline_stages = 2;
+  std::string message = dpt_test::expect_error([&] { dpt::Trainer t(context, batch_norm_model(), c); },
+                                               DPT_ERROR_UNSUPPORTED, "2 replicas per stage on GPUs");
+  assert_non_null(std::strstr(message.c_str(), "one replica per stage"));
+  c.devices = {0, 0};
+  c.shard = dpt::ShardMode::kOptimizer;
+  dpt_test::expect_error([&] { dpt::Trainer t(context, batch_norm_model(), c); }, DPT_ERROR_UNSUPPORTED,
+                         "a sharded pipeline on GPUs");
+  need_gpus(*context, 2);
+  check_gpu_pipeline(context, {0, 1}, dpt::ModelSpec::builtin("lenet"), "lenet, 2 stages on 2 GPUs");
+  check_gpu_pipeline(context, {0, 1}, batch_norm_model(), "batch norm, 2 stages on 2 GPUs");
+}
+
 void test_gpu_batch_norm_replicas(void **) {
   auto context = gpu_context();
   expect_batch_norm_replicas_match_one(context, {0, 0}, "batch norm, cuda:0x2 vs 1 replica");
@@ -651,6 +711,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_token_model),
       cmocka_unit_test(test_gpu_mixed_precision),
       cmocka_unit_test(test_gpu_batch_norm_replicas),
+      cmocka_unit_test(test_gpu_pipeline),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
