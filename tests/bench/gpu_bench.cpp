@@ -8,20 +8,21 @@
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
 //   [--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard none,optimizer]
-//   [--trace DIR]
+//   [--pipeline S] [--trace DIR]
 //
 // --deterministic: the trainers' DPT_GPU_DETERMINISTIC (cuDNN's heuristics, GEMM-family convolution
 // algorithms; default: the timed choice), the row's model printed as "resnet18/det".
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
 // --shard: the trainer's shard mode per row (docs/sharding.md; GPUs shard the optimizer state only); a
-// sharded row's model is printed as "resnet18/optimizer". MiB/dev: the bytes of the replica that holds the
-// most (parameters, gradients, optimizer state, buffers, activations; dpt_trainer_replica_memory).
-// A layout the trainer refuses for a model prints a "refused" row with the trainer's message and the run
-// goes on. --max-mib 0 skips the all-reduce table. --trace DIR: after the timed steps of each model and
-// precision on one replica (unsharded), three more steps recorded as a timeline,
-// DIR/<model>[-<precision>].json (each op synchronised: its device time; scripts/trace-summary.py sums it up
-// per op kind).
+// sharded row's model is printed as "resnet18/optimizer". --pipeline S: only the layouts of S devices, each
+// a stage (docs/pipeline.md, "GPUs"; the default micro-batches), the row's model printed as "resnet18/pipe2".
+// MiB/dev: the bytes of the replica that holds the most (parameters, gradients, optimizer state, buffers,
+// activations; dpt_trainer_replica_memory). A layout the trainer refuses for a model prints a "refused" row
+// with the trainer's message and the run goes on. --max-mib 0 skips the all-reduce table. --trace DIR: after
+// the timed steps of each model and precision on one replica (unsharded), three more steps recorded as a
+// timeline, DIR/<model>[-<precision>].json (each op synchronised: its device time; scripts/trace-summary.py
+// sums it up per op kind).
 //
 // The module is found as the library finds it (DPTRAIN_BACKEND_PATH, else next to the binary's libdptrain;
 // the binary links the core, so its own directory: the device check points DPTRAIN_BACKEND_PATH at lib/).
@@ -49,6 +50,7 @@ struct Options {
   bool tf32 = false, deterministic = false;
   std::vector<std::string> precisions{"fp32"};
   std::vector<std::string> shards{"none"};  // none, optimizer
+  size_t pipeline = 0;                      // --pipeline: stages (0: none)
   std::string trace_dir;                    // --trace: where the one-replica rows' timelines go
 };
 
@@ -130,12 +132,15 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
         flops_per_token += 6.0 * double(node.layout.output[0]) * double(node.layout.output[1]);
     for (const std::string &precision : o.precisions)
       for (const std::string &shard : o.shards) {
-        const std::string label = (precision == "fp32" ? model : model + "/" + precision) +
-                                  (shard == "none" ? "" : "/" + shard) + (o.deterministic ? "/det" : "");
+        const std::string label =
+            (precision == "fp32" ? model : model + "/" + precision) + (shard == "none" ? "" : "/" + shard) +
+            (o.pipeline > 1 ? "/pipe" + std::to_string(o.pipeline) : "") + (o.deterministic ? "/det" : "");
         double base = 0;
         for (const auto &devices : layouts) {
+          if (o.pipeline > 1 && devices.size() != o.pipeline) continue;  // a stage per device
           dpt::TrainerConfig config;
           config.devices = devices;
+          config.pipeline_stages = o.pipeline;
           config.shard = shard == "optimizer" ? dpt::ShardMode::kOptimizer : dpt::ShardMode::kNone;
           precision_dtype(precision, config.matmul_dtype);
           config.loss_scaling.enabled = config.matmul_dtype == dpt::DType::kF16;
@@ -273,14 +278,15 @@ int main(int argc, char **argv) {
       o.precisions = split(argv[++i]);
     else if (a == "--shard" && has_value)
       o.shards = split(argv[++i]);
+    else if (a == "--pipeline" && has_value)
+      o.pipeline = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--trace" && has_value)
       o.trace_dir = argv[++i];
     else {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
           "[--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] "
-          "[--shard none,optimizer] "
-          "[--trace DIR]\n");
+          "[--shard none,optimizer] [--pipeline S] [--trace DIR]\n");
       return a == "--help" ? 0 : 2;
     }
   }

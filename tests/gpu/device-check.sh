@@ -3,8 +3,8 @@
 # off except those it runs), runs the GPU-labelled tests (the CUDA module's conformance suite: every kernel
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
 # devices`, benchmarks (dptrain_gpu_bench) training on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2
-# GPUs when there are two: LeNet and an MLP, ResNet-18 (also with a sharded optimizer and with deterministic
-# convolution algorithms) and gpt-mini, in fp32 and bf16; the all-reduce bus bandwidth on the float32 and bf16
+# GPUs when there are two: LeNet and an MLP, ResNet-18 (also with a sharded optimizer, as a 2-stage pipeline
+# and with deterministic convolution algorithms) and gpt-mini, in fp32 and bf16; the all-reduce bus bandwidth on the float32 and bf16
 # wires; runs the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py); records where a ResNet-18
 # and a gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py); trains LeNet and
 # ResNet-18 for 10 epochs on Fashion-MNIST on cuda:0x2 (the test accuracy; the data from the machine or from
@@ -242,6 +242,19 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
   else
     tail -n 20 "$out/gpu-bench-resnet18.txt"
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
+    status=1
+  fi
+  # ResNet-18 as a pipeline of 2 stages (issue 16: one replica per stage, peer-copy hand-offs; never run on a
+  # GPU before): on one GPU (cuda:0x2) and on two.
+  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 120 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
+    --steps 20 --max-mib 0 --pipeline 2 >"$out/gpu-bench-resnet18-pipeline.txt" 2>&1; then
+    cat "$out/gpu-bench-resnet18-pipeline.txt"
+    while read -r model devices rate rest; do
+      row "$model images/s, $devices" "$rate" "batch 256, 2 stages, $(echo "$rest" | awk '{print $NF " MiB on the fuller GPU"}')"
+    done < <(awk '$1 == "resnet18/pipe2" && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18-pipeline.txt")
+  else
+    tail -n 20 "$out/gpu-bench-resnet18-pipeline.txt"
+    row "dptrain_gpu_bench resnet18 --pipeline 2" "FAILED" "see $out/gpu-bench-resnet18-pipeline.txt"
     status=1
   fi
   # The same with DPT_GPU_DETERMINISTIC (cuDNN's heuristics, GEMM-family convolution algorithms): what
