@@ -404,7 +404,8 @@ class Trainer {
   // state (this process's, or in the world scope every process's in process order) relative to the stage's
   // first parameter (sharing replicas + 1 offsets); empty otherwise.
   std::vector<std::vector<size_t>> stage_bounds_;
-  bool mirrored_ = false;  // a stage mirrors a parameter tied to an earlier stage's
+  bool mirrored_ = false;                     // a stage mirrors a parameter tied to an earlier stage's
+  std::vector<DeviceBuffer> mirror_scratch_;  // GPUs, mirrored_: per rank, a mirror's gradient copied in
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.
   ShardLayout shards_;

@@ -36,9 +36,9 @@ std::vector<double> estimated_work(const ModelSpec &spec) {
 void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
-  // On GPUs the stages hand their activations and gradients over by peer copies; what a stage's replicas
-  // would sum among themselves (batch statistics, gradients, the optimizer's ranges, across processes) runs
-  // on the host threads of CPU devices only.
+  // On GPUs the stages hand their activations and gradients (and a tied parameter's mirror) over by peer
+  // copies; what a stage's replicas would sum among themselves (gradients, the optimizer's ranges, across
+  // processes) runs on the host threads of CPU devices only.
   DPT_REQUIRE(!on_gpus_ || (devices_.size() == stages && config_.world == nullptr &&
                             config_.shard == ShardMode::kNone),
               DPT_ERROR_UNSUPPORTED,
@@ -76,11 +76,6 @@ void Trainer::plan_pipeline() {
     cuts = named_cuts(spec_, config_.pipeline_cuts);
   }
   stages_ = cut_model(spec_, cuts);
-  for (const PipelineStage &s : stages_)
-    DPT_REQUIRE(!on_gpus_ || s.mirror_floats == 0, DPT_ERROR_UNSUPPORTED,
-                why +
-                    "on GPUs cannot tie a parameter across stages in this version (the mirror's gradient "
-                    "and values move between the stages' devices on the host)");
   const size_t width = devices_.size() / stages;
   // The replicas of a stage that share its optimizer state: this process's, or (the world scope) every
   // process's, in process order, this process's from `offset` on.
@@ -191,7 +186,15 @@ void Trainer::start_pipeline(size_t width) {
   pipeline_ =
       std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches, config_.pipeline_schedule,
                                  config_.matmul_dtype, config_.activation_dtype, group_->aborted());
-  for (const PipelineStage &s : stages_) mirrored_ = mirrored_ || s.mirror_floats > 0;
+  size_t largest_mirror = 0;
+  for (const PipelineStage &s : stages_) {
+    mirrored_ = mirrored_ || s.mirror_floats > 0;
+    largest_mirror = std::max(largest_mirror, s.mirror_floats);
+  }
+  // GPUs add a mirror's gradient from a copy in their own memory (add_mirror_gradients).
+  if (on_gpus_ && mirrored_)
+    for (size_t rank = 0; rank < replicas_.size(); ++rank)
+      mirror_scratch_.emplace_back(replicas_[rank]->kernels->memory(), largest_mirror);
   const bool statistics = std::any_of(replicas_.begin(), replicas_.end(),
                                       [](const auto &r) { return r->network.has_statistics(); });
   // Across processes a stage's batch statistics are summed over the processes too, by the stage's device
@@ -227,21 +230,31 @@ void Trainer::add_mirror_gradients(size_t rank) {
     const PipelineStage &tied = stages_[t];
     if (tied.mirror_floats == 0 || owner_of(tied.mirror_source, rank) != rank) continue;
     const Replica &mirror = *replicas_[t * width + rank % width];
+    Replica &r = *replicas_[rank];
     const float *from = mirror.grads.data() + (tied.param_end - tied.param_begin);
-    float *to = replicas_[rank]->grads.data() + (tied.mirror_source - stage_begin(rank));
-    for (size_t i = 0; i < tied.mirror_floats; ++i) to[i] += from[i];
+    float *to = r.grads.data() + (tied.mirror_source - stage_begin(rank));
+    if (on_gpus_) {  // a GPU adds what is in its own memory: the mirror's gradient comes by a peer copy
+      r.kernels->copy_device(mirror_scratch_[rank].data(), from, tied.mirror_floats);
+      from = mirror_scratch_[rank].data();
+    }
+    r.kernels->accumulate(to, from, tied.mirror_floats);
+    // Done before the mirror's stage zeroes its gradient after the update (a GPU's copy is queued).
+    r.kernels->synchronize();
   }
 }
 
 // After every device's update: each mirror copies the source's new values.
 void Trainer::refresh_mirrors(size_t rank) {
+  replicas_[rank]->kernels->synchronize();  // a GPU's update is queued: done before the mirrors read it
   group_->collective().barrier(rank);
   const PipelineStage &stage = pipeline_->stage_of(rank);
   if (stage.mirror_floats == 0) return;
   const size_t source = owner_of(stage.mirror_source, rank);
   const float *from = replicas_[source]->params.data() + (stage.mirror_source - stage_begin(source));
-  std::copy(from, from + stage.mirror_floats,
-            replicas_[rank]->params.data() + (stage.param_end - stage.param_begin));
+  // From the source's device (a GPU peer copy), into this one's.
+  replicas_[rank]->kernels->copy_device(
+      replicas_[rank]->params.data() + (stage.param_end - stage.param_begin), from, stage.mirror_floats);
+  replicas_[rank]->kernels->synchronize();
 }
 
 void Trainer::run_stage(size_t rank) {
