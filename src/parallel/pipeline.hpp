@@ -9,7 +9,7 @@
 // per micro-batch in flight, and adds its slices' gradients into its own range in micro-batch order, as one
 // device's accumulation over the same micro-batches would; the stage's replicas sum their batch statistics
 // per micro-batch (sync batch norm) and, at the end of the window, their gradients
-// (StageGradientCollective). CPU devices, or GPUs with one replica per stage.
+// (StageGradientCollective; on GPUs CudaStageGradientCollective). CPU devices or GPUs.
 #pragma once
 
 #include <algorithm>

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "parallel/cuda_gradient_collective.hpp"
+#include "parallel/cuda_stage_gradient_collective.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/host_gradient_collective.hpp"
 #include "parallel/sharded_gradient_collective.hpp"
@@ -162,7 +163,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
-  if (staged)
+  if (staged && on_gpus_)
+    collective_ =
+        std::make_unique<CudaStageGradientCollective>(replicas_, width, config_.timeout_seconds, wire);
+  else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_,
         stage_process_spans(), stage_lengths(), stage_replica_parts());

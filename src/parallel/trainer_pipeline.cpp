@@ -37,15 +37,12 @@ void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
   // On GPUs the stages hand their activations and gradients (and a tied parameter's mirror) over by peer
-  // copies; what a stage's replicas would sum among themselves (gradients, the optimizer's ranges, across
-  // processes) runs on the host threads of CPU devices only.
-  DPT_REQUIRE(!on_gpus_ || (devices_.size() == stages && config_.world == nullptr &&
-                            config_.shard == ShardMode::kNone),
+  // copies and a stage's replicas all-reduce its gradient over NCCL (CudaStageGradientCollective); what
+  // they would exchange across processes, or of a sharded optimizer's ranges, runs on CPU devices only.
+  DPT_REQUIRE(!on_gpus_ || (config_.world == nullptr && config_.shard == ShardMode::kNone),
               DPT_ERROR_UNSUPPORTED,
-              why + "on GPUs runs one replica per stage in one process, unsharded, in this version (" +
-                  std::to_string(devices_.size()) + " replicas on " + devices_[0]->name() +
-                  (config_.world != nullptr ? ", an MPI world" : "") +
-                  (config_.shard != ShardMode::kNone ? ", a shard mode" : "") + " given)");
+              why + "on GPUs runs in one process, unsharded, in this version (" +
+                  (config_.world != nullptr ? "an MPI world" : "a shard mode") + " given)");
   DPT_REQUIRE(devices_.size() % stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "

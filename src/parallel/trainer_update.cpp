@@ -133,12 +133,13 @@ double Trainer::global_norm(size_t rank) {
   // GPUs all-reduce the gradient whole even when the optimizer state is sharded.
   if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr))
     return r.kernels->l2_norm(r.grads.data(), r.grads.size());
-  // A pipeline's stages on GPUs (one replica each): the stages' squared norms summed in stage order.
+  // A pipeline's stages on GPUs: the stages' squared norms (each counted by its first replica) summed in
+  // stage order.
   if (on_gpus_) {
     std::vector<double> &squares = norm_blocks_[rank];
     std::fill(squares.begin(), squares.end(), 0.0);
     const double own = r.kernels->l2_norm(owned_gradients(rank), shards_.size(rank));
-    squares[rank] = own * own;
+    if (shards_.first_owner(rank)) squares[rank] = own * own;
     group_->collective().all_reduce_doubles(rank, squares.data(), devices_.size());
     double sum = 0;
     for (size_t k = 0; k < devices_.size(); ++k) sum += squares[k];

@@ -459,10 +459,10 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
   o.shard = DPT_SHARD_OPTIMIZER;
-  o.pipeline_stages = 2; /* a pipeline of GPUs runs unsharded, one replica per stage */
+  o.pipeline_stages = 2; /* a pipeline of GPUs runs unsharded */
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
-  assert_non_null(strstr(dpt_last_error_message(), "on GPUs runs one replica per stage"));
+  assert_non_null(strstr(dpt_last_error_message(), "on GPUs runs in one process, unsharded"));
   o.shard = DPT_SHARD_NONE;
   o.pipeline_stages = 0;
   o.devices = &gpu;

@@ -442,18 +442,20 @@ void expect_batch_norm_replicas_match_one(const std::shared_ptr<dpt::Context> &c
   if (r0 == b0) fail_msg("%s: recomputing left the running statistics as they were", what);
 }
 
-// A pipeline of GPUs (one replica per stage; activations and gradients handed over by peer copies) against
-// the same pipeline on CPU devices: parameters, running statistics, evaluation and logits; a stage's
-// replicas, a shard mode or a parameter tied across stages are refused on GPUs.
+// A pipeline of GPUs (activations and gradients handed over by peer copies, a stage's replicas all-reducing
+// its gradient over NCCL or the virtual all-reduce) against the same pipeline on CPU devices: parameters,
+// running statistics, gradient norm (clipping on), evaluation and logits; a shard mode is refused.
 void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<size_t> devices,
                         const dpt::ModelSpec &model, const char *what) {
+  const size_t k = devices.size();
   dpt::TrainerConfig c = config(std::move(devices));
   c.pipeline_stages = 2;
   c.micro_batches = 3;
   c.optimizer.clip_norm = 0.05;  // clipped by the norm over both stages (the steps' norms are 0.1-2)
   dpt::Trainer gpu(gpus, model, c);
-  c.devices = {0, 1};
-  dpt::Trainer cpu(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), model, c);
+  c.devices.clear();
+  for (size_t d = 0; d < k; ++d) c.devices.push_back(d);
+  dpt::Trainer cpu(std::make_shared<dpt::Context>(dpt::ContextConfig{k, 0}), model, c);
   const std::vector<float> start = parameters(cpu);
   cuda_test::expect_bitwise("initial parameters", parameters(gpu), start);
   train(gpu);
@@ -465,6 +467,8 @@ void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<s
   assert_true(std::fabs(norm_gpu - norm_cpu) <= 1e-5 * norm_cpu && norm_cpu > 0.05);
   expect_equivalent("pipeline of GPUs vs of CPU devices", parameters(gpu), parameters(cpu), start,
                     kAcrossBackends);
+  for (size_t r = 1; r < k / 2; ++r)
+    cuda_test::expect_bitwise("a stage's replica r vs replica 0", parameters(gpu, r), parameters(gpu));
   assert_int_equal(gpu.optimizer_steps(), cpu.optimizer_steps());
   if (model.buffer_count() > 0) {
     std::vector<float> bg(model.buffer_count()), bc(bg.size()), initial(bg.size());
@@ -488,18 +492,19 @@ void test_gpu_pipeline(void **) {
   auto context = gpu_context();
   check_gpu_pipeline(context, {0, 0}, dpt::ModelSpec::builtin("lenet"), "lenet, 2 stages on cuda:0");
   check_gpu_pipeline(context, {0, 0}, batch_norm_model(), "batch norm, 2 stages on cuda:0");
-  dpt::TrainerConfig c = config({0, 0, 0, 0});
+  check_gpu_pipeline(context, {0, 0, 0, 0}, batch_norm_model(),
+                     "batch norm, 2 stages x 2 replicas on cuda:0");
+  dpt::TrainerConfig c = config({0, 0});
   c.pipeline_stages = 2;
-  std::string message = dpt_test::expect_error([&] { dpt::Trainer t(context, batch_norm_model(), c); },
-                                               DPT_ERROR_UNSUPPORTED, "2 replicas per stage on GPUs");
-  assert_non_null(std::strstr(message.c_str(), "one replica per stage"));
-  c.devices = {0, 0};
   c.shard = dpt::ShardMode::kOptimizer;
-  dpt_test::expect_error([&] { dpt::Trainer t(context, batch_norm_model(), c); }, DPT_ERROR_UNSUPPORTED,
-                         "a sharded pipeline on GPUs");
+  const std::string message = dpt_test::expect_error([&] { dpt::Trainer t(context, batch_norm_model(), c); },
+                                                     DPT_ERROR_UNSUPPORTED, "a sharded pipeline on GPUs");
+  assert_non_null(std::strstr(message.c_str(), "unsharded"));
   need_gpus(*context, 2);
   check_gpu_pipeline(context, {0, 1}, dpt::ModelSpec::builtin("lenet"), "lenet, 2 stages on 2 GPUs");
   check_gpu_pipeline(context, {0, 1}, batch_norm_model(), "batch norm, 2 stages on 2 GPUs");
+  check_gpu_pipeline(context, {0, 1, 0, 1}, batch_norm_model(),
+                     "batch norm, 2 stages x 2 replicas on 2 GPUs");
 }
 
 void test_gpu_batch_norm_replicas(void **) {
