@@ -6,18 +6,20 @@ namespace dpt {
 
 CudaStageGradientCollective::CudaStageGradientCollective(
     const std::vector<std::unique_ptr<Replica>> &replicas, size_t replicas_per_stage, double timeout_seconds,
-    WireType wire)
-    : timeout_(timeout_seconds), wire_(wire), width_(replicas_per_stage) {
+    WireType wire, std::vector<std::vector<size_t>> parts)
+    : timeout_(timeout_seconds), wire_(wire), width_(replicas_per_stage), parts_(std::move(parts)) {
   if (width_ < 2) return;
   for (size_t first = 0; first < replicas.size(); first += width_) {
     std::vector<CudaKernels *> kernels;
-    std::vector<float *> grads;
+    std::vector<float *> grads, params;
     for (size_t r = first; r < first + width_; ++r) {
       kernels.push_back(static_cast<CudaKernels *>(replicas[r]->kernels.get()));
       grads.push_back(replicas[r]->grads.data());
+      params.push_back(replicas[r]->params.data());
     }
     stages_.push_back(std::make_unique<CudaCollective>(std::move(kernels)));
     grads_.push_back(std::move(grads));
+    params_.push_back(std::move(params));
     floats_.push_back(replicas[first]->grads.size());
   }
 }
@@ -29,6 +31,11 @@ void CudaStageGradientCollective::reduce_between_phases(bool /*reduced*/) {
   for (size_t s = 0; s < stages_.size(); ++s)
     stages_[s]->all_reduce(grads_[s], {{0, floats_[s]}}, timeout_, wire_);
   seconds_ = platform::now_seconds() - t0;
+}
+
+void CudaStageGradientCollective::gather_between_phases(const std::vector<size_t> & /*bounds*/) {
+  for (size_t s = 0; s < stages_.size() && !parts_.empty(); ++s)
+    stages_[s]->all_gather(params_[s], parts_[s], timeout_);
 }
 
 // As NCCL's tests count an all-reduce: the stage's gradient bytes times 2 (R - 1) / R.

@@ -299,6 +299,8 @@ class Trainer {
   // stage adds the mirrors' gradients to the source's; after the update the mirrors copy its values.
   void add_mirror_gradients(size_t rank);
   void refresh_mirrors(size_t rank);
+  // Rank's mirror (if its stage has one) copies the source's values, which are final.
+  void copy_mirror(size_t rank);
   // The device of the stage that owns flat parameter `offset`, replica index of rank.
   size_t owner_of(size_t offset, size_t rank) const;
   // Device thread rank: its stage's part of a training step (compute_seconds: its forwards and backwards,

@@ -37,12 +37,10 @@ void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
   // On GPUs the stages hand their activations and gradients (and a tied parameter's mirror) over by peer
-  // copies and a stage's replicas all-reduce its gradient over NCCL (CudaStageGradientCollective); what
-  // they would exchange across processes, or of a sharded optimizer's ranges, runs on CPU devices only.
-  DPT_REQUIRE(!on_gpus_ || (config_.world == nullptr && config_.shard == ShardMode::kNone),
-              DPT_ERROR_UNSUPPORTED,
-              why + "on GPUs runs in one process, unsharded, in this version (" +
-                  (config_.world != nullptr ? "an MPI world" : "a shard mode") + " given)");
+  // copies, and a stage's replicas all-reduce its gradient and gather a sharded optimizer's parts over NCCL
+  // (CudaStageGradientCollective); what they would exchange across processes runs on CPU devices only.
+  DPT_REQUIRE(!on_gpus_ || config_.world == nullptr, DPT_ERROR_UNSUPPORTED,
+              why + "on GPUs runs in one process in this version (an MPI world was given)");
   DPT_REQUIRE(devices_.size() % stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "
@@ -244,6 +242,10 @@ void Trainer::add_mirror_gradients(size_t rank) {
 void Trainer::refresh_mirrors(size_t rank) {
   replicas_[rank]->kernels->synchronize();  // a GPU's update is queued: done before the mirrors read it
   group_->collective().barrier(rank);
+  copy_mirror(rank);
+}
+
+void Trainer::copy_mirror(size_t rank) {
   const PipelineStage &stage = pipeline_->stage_of(rank);
   if (stage.mirror_floats == 0) return;
   const size_t source = owner_of(stage.mirror_source, rank);

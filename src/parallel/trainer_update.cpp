@@ -63,7 +63,10 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   }
   // Sharded optimizer state, whole parameters on every replica: the ranges are all-gathered.
   const bool gather = shards_.sharded() && !ranged_parameters();
-  run_phase([this, reduced, lr, inv_samples, gather](size_t rank) {
+  // A pipeline on GPUs whose stages shard their optimizer: the parts are gathered after the phase, from
+  // this thread (as a data-parallel GPU trainer's ranges), and the mirrors refreshed after that.
+  const bool gather_stages_here = on_gpus_ && !stage_bounds_.empty();
+  run_phase([this, reduced, lr, inv_samples, gather, gather_stages_here](size_t rank) {
     Replica &r = *replicas_[rank];
     collective_->reduce_in_update(rank, reduced);
     const double start = platform::now_seconds();
@@ -78,14 +81,14 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
     apply_grouped_update(*r.kernels, config_.optimizer, decayed_, optimizer_steps_, lr, float(scale),
                          owned_parameters(rank), owned_gradients(rank), r.state.data(), shards_.begin(rank),
                          shards_.end(rank));
-    if (!stage_bounds_.empty()) gather_stage(rank);
+    if (!stage_bounds_.empty() && !gather_stages_here) gather_stage(rank);
     if (gather && !on_gpus_) {
       if (world_shards())
         gather_across_world(rank);
       else
         group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
     }
-    if (mirrored_) refresh_mirrors(rank);
+    if (mirrored_ && !gather_stages_here) refresh_mirrors(rank);
     r.update_seconds = platform::now_seconds() - start;
     trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
     r.grads.zero();
@@ -94,10 +97,12 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
   if (gatherer_ != nullptr) publish_parameters();
   const double grad_norm = replicas_[0]->norm;
   if (!std::isfinite(grad_norm)) return false;
-  if (gather && on_gpus_) {
+  if ((gather && on_gpus_) || gather_stages_here) {
     const double start = platform::now_seconds();
     try {
       collective_->gather_between_phases(shards_.bounds());
+      if (gather_stages_here && mirrored_)
+        for (size_t rank = 0; rank < replicas_.size(); ++rank) copy_mirror(rank);
     } catch (const Error &) {
       broken_ = true;  // the replicas' parameters differ
       throw;

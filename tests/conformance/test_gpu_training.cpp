@@ -444,11 +444,14 @@ void expect_batch_norm_replicas_match_one(const std::shared_ptr<dpt::Context> &c
 
 // A pipeline of GPUs (activations and gradients handed over by peer copies, a stage's replicas all-reducing
 // its gradient over NCCL or the virtual all-reduce) against the same pipeline on CPU devices: parameters,
-// running statistics, gradient norm (clipping on), evaluation and logits; a shard mode is refused.
+// running statistics, gradient norm (clipping on), evaluation and logits; with the optimizer sharded among
+// a stage's replicas, each replica's share of the state as on CPU devices.
 void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<size_t> devices,
-                        const dpt::ModelSpec &model, const char *what) {
+                        const dpt::ModelSpec &model, const char *what,
+                        dpt::ShardMode shard = dpt::ShardMode::kNone) {
   const size_t k = devices.size();
   dpt::TrainerConfig c = config(std::move(devices));
+  c.shard = shard;
   c.pipeline_stages = 2;
   c.micro_batches = 3;
   c.optimizer.clip_norm = 0.05;  // clipped by the norm over both stages (the steps' norms are 0.1-2)
@@ -469,6 +472,23 @@ void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<s
                     kAcrossBackends);
   for (size_t r = 1; r < k / 2; ++r)
     cuda_test::expect_bitwise("a stage's replica r vs replica 0", parameters(gpu, r), parameters(gpu));
+  if (shard == dpt::ShardMode::kOptimizer) {
+    // SGD's momentum: a float per parameter, each stage's cut among its replicas (a stage smaller than a
+    // norm block stays whole on one).
+    uint64_t state = 0, stages = 0;
+    bool split = false;
+    for (size_t r = 0; r < k; ++r) {
+      const dpt::ReplicaMemory mg = gpu.replica_memory(r);
+      print_message("replica %zu: optimizer state %llu bytes beside %llu of parameters\n", r,
+                    (unsigned long long)mg.optimizer_state, (unsigned long long)mg.parameters);
+      assert_int_equal(mg.optimizer_state, cpu.replica_memory(r).optimizer_state);
+      state += mg.optimizer_state;
+      if (r % (k / 2) == 0) stages += mg.parameters;
+      split = split || (mg.optimizer_state > 0 && mg.optimizer_state < mg.parameters);
+    }
+    assert_int_equal(state, stages);
+    assert_true(split);
+  }
   assert_int_equal(gpu.optimizer_steps(), cpu.optimizer_steps());
   if (model.buffer_count() > 0) {
     std::vector<float> bg(model.buffer_count()), bc(bg.size()), initial(bg.size());
@@ -494,17 +514,15 @@ void test_gpu_pipeline(void **) {
   check_gpu_pipeline(context, {0, 0}, batch_norm_model(), "batch norm, 2 stages on cuda:0");
   check_gpu_pipeline(context, {0, 0, 0, 0}, batch_norm_model(),
                      "batch norm, 2 stages x 2 replicas on cuda:0");
-  dpt::TrainerConfig c = config({0, 0});
-  c.pipeline_stages = 2;
-  c.shard = dpt::ShardMode::kOptimizer;
-  const std::string message = dpt_test::expect_error([&] { dpt::Trainer t(context, batch_norm_model(), c); },
-                                                     DPT_ERROR_UNSUPPORTED, "a sharded pipeline on GPUs");
-  assert_non_null(std::strstr(message.c_str(), "unsharded"));
+  check_gpu_pipeline(context, {0, 0, 0, 0}, dpt::ModelSpec::builtin("lenet"),
+                     "lenet, 2 stages x 2 replicas on cuda:0, optimizer sharded", dpt::ShardMode::kOptimizer);
   need_gpus(*context, 2);
   check_gpu_pipeline(context, {0, 1}, dpt::ModelSpec::builtin("lenet"), "lenet, 2 stages on 2 GPUs");
   check_gpu_pipeline(context, {0, 1}, batch_norm_model(), "batch norm, 2 stages on 2 GPUs");
   check_gpu_pipeline(context, {0, 1, 0, 1}, batch_norm_model(),
                      "batch norm, 2 stages x 2 replicas on 2 GPUs");
+  check_gpu_pipeline(context, {0, 1, 0, 1}, dpt::ModelSpec::builtin("lenet"),
+                     "lenet, 2 stages x 2 replicas on 2 GPUs, optimizer sharded", dpt::ShardMode::kOptimizer);
 }
 
 void test_gpu_batch_norm_replicas(void **) {
@@ -570,18 +588,22 @@ void test_gpu_pipeline_tied_head(void **) {
   m.add(dpt::op_def("linear"), {m.output_tensor()}, mid, "mid");
   m.add(dpt::op_def("linear"), {m.output_tensor()}, head, "head");
   m.tie("head.weight", "wte.weight");
-  dpt::TrainerConfig c = config({0, 0});
-  c.pipeline_stages = 2;
-  c.micro_batches = 2;
-  c.pipeline_cuts = {"head"};
-  dpt::Trainer gpu(context, m, c);
-  c.devices = {0, 1};
-  dpt::Trainer cpu(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), m, c);
-  const std::vector<float> start = parameters(cpu);
-  train_tokens(gpu);
-  train_tokens(cpu);
-  expect_equivalent("tied head, pipeline of GPUs vs of CPU devices", parameters(gpu), parameters(cpu), start,
-                    kAcrossBackends);
+  for (const bool sharded : {false, true}) {
+    dpt::TrainerConfig c = config(sharded ? std::vector<size_t>{0, 0, 0, 0} : std::vector<size_t>{0, 0});
+    c.pipeline_stages = 2;
+    c.micro_batches = 2;
+    c.pipeline_cuts = {"head"};
+    if (sharded) c.shard = dpt::ShardMode::kOptimizer;  // 2 replicas per stage, each updating its part
+    dpt::Trainer gpu(context, m, c);
+    c.devices = sharded ? std::vector<size_t>{0, 1, 2, 3} : std::vector<size_t>{0, 1};
+    dpt::Trainer cpu(std::make_shared<dpt::Context>(dpt::ContextConfig{c.devices.size(), 0}), m, c);
+    const std::vector<float> start = parameters(cpu);
+    train_tokens(gpu);
+    train_tokens(cpu);
+    expect_equivalent(sharded ? "tied head, sharded optimizer, pipeline of GPUs vs of CPU devices"
+                              : "tied head, pipeline of GPUs vs of CPU devices",
+                      parameters(gpu), parameters(cpu), start, kAcrossBackends);
+  }
 }
 
 void test_gpu_token_model(void **) {
