@@ -587,9 +587,6 @@ static int check_config(const train_config *config) {
         "--checkpoint-every %zu: a checkpoint is taken between optimizer steps, so it must "
         "be a multiple of --accumulate %zu",
         config->checkpoint_every, config->accumulate);
-  if (config->recompute_bn > 0 && config->pipeline > 1)
-    return cli_usage_error(
-        "--recompute-bn: a pipeline's batch-norm statistics cannot be recomputed in this version");
   if (config->pipeline > 1 && listed > 0 && listed % config->pipeline != 0) {
     return cli_usage_error("--pipeline %zu needs a multiple of %zu devices (stages x replicas), %zu given",
                            config->pipeline, config->pipeline, listed);

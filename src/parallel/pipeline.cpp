@@ -254,6 +254,25 @@ LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, f
   return total;
 }
 
+void Pipeline::recompute_statistics(size_t d, const PassInfo &base, const float *params, float *buffers) {
+  const size_t s = stage(d), r = d % width_, count = slices_.size() / width_;
+  transfer_[d] = 0;
+  for (const PipelineOp &op : ops_[s]) {
+    if (op.backward) continue;  // a context is free again once its output is sent: nothing comes back
+    const size_t m = op.micro;
+    const Slice &sl = slice(m, r);
+    Network &net = context(d, m);
+    PassInfo info = base;
+    info.n = sl.count;
+    info.first_sample = base.first_sample + sl.first;
+    info.average_statistics = (base.average_statistics - 1) * count + m + 1;
+    receive_input(d, net, m, false);
+    net.forward(params, buffers, nullptr, info);
+    if (!last(d)) send_output(d, net, m);
+  }
+  replicas_[d]->kernels->synchronize();
+}
+
 void Pipeline::copy_logits(float *out) const {
   const size_t width = stages_.back().spec.output().size(), last_stage = stages_.size() - 1;
   for (size_t i = 0; i < slices_.size(); ++i) {

@@ -62,6 +62,11 @@ class Pipeline {
   // Device thread d: the forwards of an evaluation (with_labels) or a prediction (the logits kept on the
   // last stage's devices for copy_logits).
   LossStats infer(size_t d, const PassInfo &base, const float *params, float *buffers, bool with_labels);
+  // Device thread d, after reserve(n, true): the forwards of a training pass in the schedule's order, without
+  // labels or backwards, recomputing the running statistics (Trainer::recompute_statistics): each
+  // micro-batch is a batch of their plain average, micro-batch m of base.average_statistics's batch k the
+  // ((k - 1) * micro-batches of the pass + m + 1)-th, as the stages normalise per micro-batch.
+  void recompute_statistics(size_t d, const PassInfo &base, const float *params, float *buffers);
   // Caller thread, after a prediction of n samples: n * output floats, in sample order.
   void copy_logits(float *out) const;
   // The time device d spent in its forwards and backwards in the last pass, and in handing values over

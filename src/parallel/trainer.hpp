@@ -198,8 +198,8 @@ class Trainer {
   void predict(const void *x, size_t n, float *logits);
   // trainer_statistics.cpp: whether the model has batch statistics (batch norm); and one batch of the
   // recomputation of their running statistics (x as step's, no labels): batch_number k >= 1 weighs 1/k, the
-  // first resets them, so after batch k they are the plain average of batches 1..k's. DPT_ERROR_UNSUPPORTED
-  // for a pipeline.
+  // first resets them, so after batch k they are the plain average of batches 1..k's (a pipeline's: of its
+  // micro-batches', which it normalises one by one).
   bool has_batch_statistics() const;
   void recompute_statistics(const void *x, size_t n, uint64_t batch_number);
 

@@ -21,11 +21,6 @@ void Trainer::recompute_statistics(const void *x, size_t n, uint64_t batch_numbe
   check_usable();
   DPT_REQUIRE(n > 0, DPT_ERROR_INVALID_ARGUMENT, "batch_size must be positive");
   DPT_REQUIRE(batch_number > 0, DPT_ERROR_INVALID_ARGUMENT, "batches are numbered from 1");
-  // A pipeline normalises per micro-batch, and its inference cuts a batch into micro-batches of another
-  // size than training does: the statistics would not be the ones training sees.
-  DPT_REQUIRE(pipeline_ == nullptr, DPT_ERROR_UNSUPPORTED,
-              "recomputing the batch-norm statistics of a pipeline (pipeline_stages > 1) is not supported in "
-              "this version");
   check_tokens(x, n);
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   if (batch_number ==
@@ -33,6 +28,20 @@ void Trainer::recompute_statistics(const void *x, size_t n, uint64_t batch_numbe
     std::vector<float> initial(spec_.buffer_count());
     init_buffers(spec_, initial.data());
     guard_devices([&] { set_buffers_locked(initial.data()); });
+  }
+  if (pipeline_ != nullptr) {
+    // A pipeline normalises per micro-batch: each training micro-batch is a batch of the average.
+    copy_in_pipeline(x, nullptr, n, true);
+    run_phase([this, batch_number](size_t rank) {
+      Replica &r = *replicas_[rank];
+      PassInfo info = pass_info(0, 0, optimizer_steps_, true, rank);
+      const size_t width = pipeline_->replicas_per_stage();
+      info.rank = rank % width;  // the stage's replicas sum each micro-batch's statistics
+      info.statistics = stage_statistics_.empty() ? nullptr : stage_statistics_[rank / width].get();
+      info.average_statistics = batch_number;
+      pipeline_->recompute_statistics(rank, info, r.params.data(), r.buffers.data());
+    });
+    return;
   }
   assign_slices(n);
   reserve_slices();

@@ -69,7 +69,6 @@ expect_error 2 train --model mlp --load-weights
 expect_error 2 train --model mlp --save-weights
 expect_error 2 train --model mlp --recompute-bn 0
 expect_error 2 train --model mlp --recompute-bn
-expect_error 2 train --model resnet18 --recompute-bn 64 --pipeline 2
 # --devices cuda:local outside mpirun or srun: no local rank to take the GPU of.
 expect_error 2 train --model mlp --devices cuda:local
 expect_error 2 train --model mlp --schedule exponential

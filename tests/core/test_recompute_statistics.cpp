@@ -3,7 +3,8 @@
 // running mean and variance is the plain average of the k batches' own (each batch's is what a
 // recomputation over that batch alone leaves), the first layer's equal to the means and unbiased variances
 // computed here from the data; K devices give the 1-device statistics (sync; local: the first layer's),
-// every replica bitwise the same; parameters, optimizer state and counters do not move.
+// every replica bitwise the same; parameters, optimizer state and counters do not move; a pipeline averages
+// its micro-batches' statistics.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -251,12 +252,35 @@ void test_refusals(void **) {
   expect_status(DPT_ERROR_SIZE_MISMATCH, [&] {
     dpt::recompute_statistics(*t, dpt::Dataset(dpt::Shape{5}, kClasses, std::vector<float>(5), {0}), 8, 0);
   });
-  dpt::TrainerConfig c;
-  c.pipeline_stages = 2;
-  dpt::Trainer pipeline(std::make_shared<dpt::Context>(dpt::ContextConfig{2, 0}), model(), c);
-  expect_status(DPT_ERROR_UNSUPPORTED, [&] { dpt::recompute_statistics(pipeline, d, 8, 0); });
   // The trainer is still usable.
   dpt::recompute_statistics(*t, d, 8, 16);
+}
+
+// A pipeline normalises each micro-batch on its own: its recomputed statistics are the average of its
+// micro-batches', i.e. one device's over batches of the micro-batch size. 2 stages of 1 and of 2 replicas
+// (the latter summing each micro-batch's statistics over the stage's replicas), 2 micro-batches per batch.
+void test_pipeline(void **) {
+  const dpt::Dataset d = data(40);
+  for (size_t width : {1, 2}) {
+    dpt::TrainerConfig c;
+    c.seed = 5;
+    c.init = dpt::InitScheme::kNormal;
+    c.init_std = 0.3f;
+    c.pipeline_stages = 2;
+    c.micro_batches = 2;
+    dpt::Trainer pipeline(std::make_shared<dpt::Context>(dpt::ContextConfig{2 * width, 0}), model(), c);
+    train(pipeline, d);
+    auto one = make_trainer(Run{});
+    const std::vector<float> weights = parameters(pipeline);
+    one->set_parameters(weights.data());
+    dpt::recompute_statistics(pipeline, d, 10, 0);  // 4 batches of 10: 8 micro-batches of 5
+    dpt::recompute_statistics(*one, d, 5, 0);
+    const std::vector<float> want = buffers(*one);
+    const std::string what = "pipeline, 2 stages x " + std::to_string(width) + " vs 1 device, batches of 5";
+    expect_close(what.c_str(), buffers(pipeline), std::vector<double>(want.begin(), want.end()), 1e-6);
+    expect_replicas_identical(pipeline, what);
+    if (parameters(pipeline) != weights) fail_msg("%s: the parameters changed", what.c_str());
+  }
 }
 
 }  // namespace
@@ -267,6 +291,7 @@ int main() {
       cmocka_unit_test(test_devices_agree),
       cmocka_unit_test(test_nothing_else_changes),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_pipeline),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -569,7 +569,9 @@ DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_
  * @p dataset, in order, in batches of @p batch_size split across the devices and processes as
  * dpt_trainer_step() splits a batch, and sets each running mean and variance to the plain average of the
  * batches' means and unbiased variances (over the global batch, with DPT_BATCH_NORM_SYNC and _LOCAL alike),
- * every batch weighing the same, a smaller last one too. Running statistics kept with a momentum lag the
+ * every batch weighing the same, a smaller last one too (a pipeline, which normalises each micro-batch on
+ * its own: the average of the micro-batches a step would cut the batches into). Running statistics kept
+ * with a momentum lag the
  * weights when the learning rate is high; call this after training, before evaluating. Parameters,
  * optimizer state and counters do not change; dropout is on, keyed as in a step. Collective across MPI
  * processes (each passes the same dataset and sizes). Since 0.2.
@@ -579,8 +581,8 @@ DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_
  * @param sample_count the samples to use (0, or more than the dataset holds: all of them).
  * @return DPT_OK, also for a model without batch norm (nothing to do); DPT_ERROR_NULL_POINTER;
  *         DPT_ERROR_INVALID_ARGUMENT for an empty dataset or one of tokens for a float model (and the
- *         reverse); DPT_ERROR_SIZE_MISMATCH when its samples do not fit the model; DPT_ERROR_UNSUPPORTED
- *         for a pipeline (pipeline_stages > 1); DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice;
+ *         reverse); DPT_ERROR_SIZE_MISMATCH when its samples do not fit the model;
+ *         DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice;
  *         DPT_ERROR_TIMEOUT, DPT_ERROR_DEVICE or DPT_ERROR_COMMUNICATION as dpt_trainer_step() (the
  *         trainer then refuses work); DPT_ERROR_BUSY.
  */
