@@ -149,8 +149,8 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
     from = activations_[(s - 1) * width_ + r].data();
   }
   const double start = platform::now_seconds();
-  copy_within(d, net.input(), from + sl.local * width,
-              sl.count * width);  // from the stage before: a peer copy
+  // From the stage before: a peer copy (the first stage's inputs are its own).
+  copy_within(d, net.input(), from + sl.local * width, sl.count * width);
   if (with_labels && last(d)) {
     const size_t per = stages_[s].spec.targets_per_sample();
     copy_within(d, reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per,
