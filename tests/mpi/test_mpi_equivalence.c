@@ -47,6 +47,7 @@ static dpt_precision wire = DPT_PRECISION_FP32; /* what train()'s all-reduce sen
 static dpt_precision precision = DPT_PRECISION_FP32; /* train()'s matrix products */
 static dpt_shard_mode shard = DPT_SHARD_NONE;        /* train()'s sharding */
 static size_t accumulation = 1;                      /* train()'s micro-batches per optimizer step */
+static int recompute = 0; /* train() recomputes batch norm's running statistics after its steps */
 static size_t last_buffer_count = 0;
 
 static float *train(size_t devices, dpt_communicator communicator, size_t bucket_bytes,
@@ -83,6 +84,15 @@ static float *train(size_t devices, dpt_communicator communicator, size_t bucket
     const int applies = (size_t)(s + 1) % accumulation == 0;
     CHECK(r.applied == applies && r.samples == n, "step %d: applied %d samples %llu", s, r.applied,
           (unsigned long long)r.samples);
+  }
+  if (recompute) { /* over 29 samples in batches of 10, 10 and 9 (every process passes all of them) */
+    float rx[29 * kInput];
+    int32_t ry[29];
+    make_batch(29, rx, ry);
+    dpt_dataset *d = NULL;
+    OK(dpt_dataset_create(&d, rx, 29 * kInput, ry, 29, 1, 28, 28, 10));
+    OK(dpt_trainer_recompute_batch_norm(t, d, 10, 0));
+    dpt_dataset_destroy(d);
   }
   make_batch(13, x, y);
   dpt_eval_result e = {.struct_size = sizeof e};
@@ -220,6 +230,24 @@ static void check_batch_norm(void) {
   CHECK(e1 <= 1e-5, "batch norm, 2 processes x 2 devices vs 1 device: relative error %g", e1);
   CHECK(eb <= 1e-5, "batch norm running statistics, 2 x 2 vs 1 device: relative error %g", eb);
   printf("batch norm: relative error vs 1x4 %.3g, vs 1x1 %.3g, running statistics %.3g\n", e4, e1, eb);
+  /* Recomputed running statistics (dpt_trainer_recompute_batch_norm, collective): each batch's statistics
+   * summed over both processes' devices, so 2 x 2 give the 1-device statistics, the same on every process,
+   * and not the trained ones. */
+  recompute = 1;
+  double unused = 0;
+  free(train(2, DPT_COMMUNICATOR_MPI, 0, model, &n, &unused));
+  float *recomputed_world = last_buffers;
+  last_buffers = NULL;
+  free(train(1, DPT_COMMUNICATOR_LOCAL, 0, model, &n, &unused));
+  recompute = 0;
+  CHECK(same_on_every_process(recomputed_world, buffer_count),
+        "recomputed batch norm: the processes hold different running statistics");
+  const double er = tu_relative_error(recomputed_world, last_buffers, start_buffers, buffer_count);
+  CHECK(er <= 1e-5, "recomputed running statistics, 2 x 2 vs 1 device: relative error %g", er);
+  CHECK(memcmp(recomputed_world, world_buffers, buffer_count * sizeof(float)) != 0,
+        "recomputing left the running statistics as they were");
+  printf("batch norm: recomputed running statistics, 2 x 2 vs 1 device: relative error %.3g\n", er);
+  free(recomputed_world);
   dpt_trainer_destroy(t0);
   dpt_context_destroy(ctx);
   dpt_model_destroy(model);
