@@ -69,6 +69,19 @@ json_check "$WORK/gpu_shard.out" \
 run_cli gpu_shard2 "${common[@]}" --devices cuda:0x2 --shard gradients
 [ "$RC" -eq 1 ] && grep -q "run on CPU devices only" "$WORK/gpu_shard2.err" && pass "cuda:0x2 --shard gradients: refused" ||
   fail "cuda:0x2 --shard gradients: exit $RC, $(tail -n 2 "$WORK/gpu_shard2.err")"
+# A pipeline of two stages on the GPU (docs/pipeline.md, "GPUs"): the CPU pipeline's test loss.
+run_cli gpu_pipe "${common[@]}" --devices cuda:0x2 --deterministic --pipeline 2
+[ "$RC" -eq 0 ] || fail "cuda:0x2 --pipeline 2: exit $RC, $(tail -n 3 "$WORK/gpu_pipe.err")"
+run_cli cpu_pipe "${common[@]}" --devices cpu:2 --pipeline 2
+[ "$RC" -eq 0 ] || fail "cpu:2 --pipeline 2: exit $RC, $(tail -n 3 "$WORK/cpu_pipe.err")"
+gpu_loss=$(json_get "$WORK/gpu_pipe.out" "d['test_loss']")
+cpu_loss=$(json_get "$WORK/cpu_pipe.out" "d['test_loss']")
+if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > 1e-4 * abs(c))" \
+  "$gpu_loss" "$cpu_loss"; then
+  pass "--pipeline 2: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss (relative difference <= 1e-4)"
+else
+  fail "--pipeline 2: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss"
+fi
 run_cli gpu_bf16 "${common[@]}" --devices cuda:0x2 --deterministic --precision bf16
 [ "$RC" -eq 0 ] || fail "cuda:0x2 bf16: exit $RC, $(tail -n 3 "$WORK/gpu_bf16.err")"
 run_cli cpu_bf16 "${common[@]}" --devices cpu:2 --precision bf16
