@@ -551,9 +551,27 @@ func TestRecomputeBatchNorm(t *testing.T) {
 	// A model without batch norm: nothing to do, no error.
 	plain := newTrainer(t, newContext(t, 1), tinyModel(t), nil)
 	must(t, plain.RecomputeBatchNorm(tinyDataset(t, 8, 2), 4, 0))
-	// A pipeline: unsupported.
-	pipe := newTrainer(t, newContext(t, 2), m, &dptrain.TrainerOptions{PipelineStages: 2})
-	wantError(t, pipe.RecomputeBatchNorm(d, 4, 0), dptrain.StatusUnsupported)
+	// A pipeline averages its micro-batches' statistics (each batch cut as a training step cuts it): 2
+	// stages with 2 micro-batches, over the first 8 samples in batches of 4, see micro-batches of 2, 2, 2 and
+	// 2, as one device does in batches of 2.
+	pipe := newTrainer(t, newContext(t, 2), m, &dptrain.TrainerOptions{Seed: 3, PipelineStages: 2, MicroBatches: 2})
+	must(t, pipe.SetBuffers([]float32{7, 7, 7, 7})) // no recomputation leaves these
+	must(t, pipe.RecomputeBatchNorm(d, 4, 8))
+	one := newTrainer(t, newContext(t, 1), m, &dptrain.TrainerOptions{Seed: 3})
+	must(t, one.RecomputeBatchNorm(d, 2, 8))
+	got, err := pipe.Buffers()
+	must(t, err)
+	want, err := one.Buffers()
+	must(t, err)
+	if len(got) != len(want) {
+		t.Fatalf("the pipeline has %d buffers, one device %d", len(got), len(want))
+	}
+	for i := range want {
+		if math.Abs(float64(got[i])-float64(want[i])) > 1e-6*math.Abs(float64(want[i])) {
+			t.Fatalf("pipeline, batches of 4 in 2 micro-batches: buffer %d is %v, one device's in batches of 2 %v "+
+				"(all: %v, want %v)", i, got[i], want[i], got, want)
+		}
+	}
 }
 
 // TestPrecision: the default is float32; bf16 matrix products (the residual model's conv2d and dense) train

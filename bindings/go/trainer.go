@@ -692,8 +692,9 @@ func (t *Trainer) EvaluateDataset(d *Dataset, batchSize int) (EvalResult, error)
 // than d holds: all), in order, in batches of batchSize (0 = 256); each running mean and variance becomes
 // the plain average of the batches' means and unbiased variances. Parameters, optimizer state and counters
 // do not change; a model without batch norm is left as it is. Call it after training, before evaluating.
-// Samples that do not fit the model are StatusSizeMismatch; a pipeline (PipelineStages > 1) is
-// StatusUnsupported.
+// A pipeline (PipelineStages > 1), which normalises each micro-batch on its own, averages the statistics of
+// the micro-batches a step would cut the batches into. Samples that do not fit the model are
+// StatusSizeMismatch.
 func (t *Trainer) RecomputeBatchNorm(d *Dataset, batchSize, samples int) error {
 	const op = "Trainer.RecomputeBatchNorm"
 	b, err := toSize(op, "batchSize", batchSize)

@@ -487,10 +487,10 @@ public enum%}
    * samples of {@code dataset} (0, or more than it holds: all), in order, in batches of {@code batch_size}
    * (0 = 256); each running mean and variance becomes the plain average of the batches' means and unbiased
    * variances. Parameters, optimizer state and counters do not change; a model without batch norm is left
-   * as it is. Call it after training, before evaluating. A null dataset is an
-   * {@link InvalidArgumentException} ({@code Status.ERROR_NULL_POINTER}), a negative size one with
-   * {@code ERROR_OUT_OF_RANGE}, samples that do not fit the model one with {@code ERROR_SIZE_MISMATCH}; a
-   * pipeline trainer throws {@link UnsupportedException}.
+   * as it is. Call it after training, before evaluating. A pipeline trainer, which normalises each micro-batch
+   * on its own, averages the statistics of the micro-batches a step would cut the batches into. A null
+   * dataset is an {@link InvalidArgumentException} ({@code Status.ERROR_NULL_POINTER}), a negative size one
+   * with {@code ERROR_OUT_OF_RANGE}, samples that do not fit the model one with {@code ERROR_SIZE_MISMATCH}.
    */
   public%}
 

@@ -429,13 +429,25 @@ public class GraphTests {
     using (var data = TestData.MakeDataset(8))
     using (var trainer = MakeTrainer(mlp, 1))
       trainer.RecomputeBatchNorm(data, 4, 0);
-    // A pipeline: unsupported.
+    // A pipeline averages its micro-batches' statistics (each batch cut as a training step cuts it): 2 stages
+    // with 2 micro-batches, over the first 8 samples in batches of 4, see micro-batches of 2, 2, 2 and 2, as
+    // one device does in batches of 2.
     using (var m = MakeBatchNormFirstModel())
     using (var data = new Dataset(x, y, BnChannels, 3, 3, 3))
-    using (var options = new TrainerOptions { PipelineStages = 2 })
-    using (var trainer = new Trainer(context, m, options, null)) {
-      var e = Assert.Throws<UnsupportedException>(() => trainer.RecomputeBatchNorm(data, 4, 0));
-      Assert.AreEqual(Status.Unsupported, e.Status);
+    using (var one = new Context(1))
+    using (var options = new TrainerOptions { Seed = 3, PipelineStages = 2, MicroBatches = 2 })
+    using (var plainOptions = new TrainerOptions { Seed = 3 })
+    using (var pipeline = new Trainer(context, m, options, null))
+    using (var plain = new Trainer(one, m, plainOptions, null)) {
+      pipeline.SetBuffers(new[] { 7f, 7f, 7f, 7f });  // no recomputation leaves these
+      pipeline.RecomputeBatchNorm(data, 4, 8);
+      plain.RecomputeBatchNorm(data, 2, 8);
+      float[] expected = plain.GetBuffers();
+      float[] actual = pipeline.GetBuffers();
+      Assert.AreEqual(expected.Length, actual.Length);
+      for (int i = 0; i < expected.Length; ++i)
+        Assert.AreEqual(expected[i], actual[i], 1e-6 * Math.Abs(expected[i]),
+                        "pipeline, batches of 4 in 2 micro-batches vs one device's batches of 2: buffer " + i);
     }
   }
 

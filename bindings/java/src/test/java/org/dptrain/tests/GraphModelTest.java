@@ -424,11 +424,24 @@ class GraphModelTest {
       try (Model tiny = Fixtures.tiny(); Dataset tinyData = Fixtures.tinyDataset(8); Trainer plain = new Trainer(two, tiny)) {
         plain.recomputeBatchNorm(tinyData, 4, 0);
       }
-      // A pipeline: unsupported.
+      // A pipeline averages its micro-batches' statistics (each batch cut as a training step cuts it): 2
+      // stages with 2 micro-batches, over the first 8 samples in batches of 4, see micro-batches of 2, 2, 2
+      // and 2, as one device does in batches of 2.
       TrainerOptions pipeline = Fixtures.seeded(3);
       pipeline.setPipelineStages(2);
-      try (Trainer p = new Trainer(two, m, pipeline, null)) {
-        assertStatus(UnsupportedException.class, Status.ERROR_UNSUPPORTED, () -> p.recomputeBatchNorm(data, 4, 0));
+      pipeline.setMicroBatches(2);
+      try (Context one = new Context(1, 0); Trainer p = new Trainer(two, m, pipeline, null);
+           Trainer plain = new Trainer(one, m, Fixtures.seeded(3), null)) {
+        p.setBuffers(new float[] {7, 7, 7, 7}); // no recomputation leaves these
+        p.recomputeBatchNorm(data, 4, 8);
+        plain.recomputeBatchNorm(data, 2, 8);
+        float[] expected = plain.getBuffers();
+        float[] actual = p.getBuffers();
+        assertEquals(expected.length, actual.length);
+        for (int i = 0; i < expected.length; ++i) {
+          assertEquals(expected[i], actual[i], 1e-6 * Math.abs(expected[i]),
+              "pipeline, batches of 4 in 2 micro-batches vs one device's batches of 2: buffer " + i);
+        }
       }
     }
   }
