@@ -135,6 +135,13 @@ void Pipeline::copy_in(const void *x, const int32_t *labels) {
   for (const auto &replica : replicas_) replica->kernels->synchronize();  // the caller's buffers are read
 }
 
+PassInfo Pipeline::slice_info(const PassInfo &base, const Slice &sl) {
+  PassInfo info = base;
+  info.n = sl.count;
+  info.first_sample = base.first_sample + sl.first;
+  return info;
+}
+
 void Pipeline::copy_within(size_t d, float *to, const float *from, size_t count) {
   if (count > 0) replicas_[d]->kernels->copy_device(to, from, count);
 }
@@ -179,9 +186,7 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
     const size_t m = op.micro;
     const Slice &sl = slice(m, r);
     Network &net = context(d, m);
-    PassInfo info = base;
-    info.n = sl.count;
-    info.first_sample = base.first_sample + sl.first;
+    PassInfo info = slice_info(base, sl);
     if (!op.backward) {
       receive_input(d, net, m, true);
       const double start = platform::now_seconds();
@@ -232,9 +237,7 @@ LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, f
   for (const PipelineOp &op : ops_[s]) {
     const size_t m = op.micro;
     const Slice &sl = slice(m, r);
-    PassInfo info = base;
-    info.n = sl.count;
-    info.first_sample = base.first_sample + sl.first;
+    PassInfo info = slice_info(base, sl);
     receive_input(d, net, m, with_labels);
     const double start = platform::now_seconds();
     const LossStats stats =
@@ -262,9 +265,7 @@ void Pipeline::recompute_statistics(size_t d, const PassInfo &base, const float 
     const size_t m = op.micro;
     const Slice &sl = slice(m, r);
     Network &net = context(d, m);
-    PassInfo info = base;
-    info.n = sl.count;
-    info.first_sample = base.first_sample + sl.first;
+    PassInfo info = slice_info(base, sl);
     info.average_statistics = (base.average_statistics - 1) * count + m + 1;
     receive_input(d, net, m, false);
     net.forward(params, buffers, nullptr, info);

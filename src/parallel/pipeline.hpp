@@ -118,6 +118,8 @@ class Pipeline {
   std::vector<DeviceBuffer> activations_, gradients_;
   // Per replica index r: the first stage's inputs; the last stage's labels and logits.
   std::vector<DeviceBuffer> input_, labels_, logits_;
+  // A slice's pass: base's fields, its samples and its first sample's position in the window.
+  static PassInfo slice_info(const PassInfo &base, const Slice &sl);
   // Device thread d: count floats from `from` (on any device) into `to` (on d), queued on d.
   void copy_within(size_t d, float *to, const float *from, size_t count);
 };

@@ -393,6 +393,19 @@ static double distance(const float *a, const float *b, size_t count) {
  * while 16 bits against float32 moves every product. (Not the largest difference: one element on the other
  * side of a float16 boundary is as far as float16 from float32, 5.6e-6 both on the first GPU run.) The
  * simulator runs the CPU kernels: there the GPU and CPU steps are bitwise equal. */
+/* A trainer of options o takes one step of 8 samples and is destroyed. */
+static void one_step(dpt_context *c, dpt_model *m, const dpt_trainer_options *o, const float *x,
+                     const int32_t *y) {
+  dpt_trainer *t = NULL;
+  dpt_step_result result;
+  ASSERT_OK(dpt_trainer_create(&t, c, m, o, NULL));
+  memset(&result, 0, sizeof result);
+  result.struct_size = sizeof result;
+  ASSERT_OK(dpt_trainer_step(t, x, 8 * 784, y, 8, &result));
+  assert_true(result.applied && result.loss > 0.0);
+  dpt_trainer_destroy(t);
+}
+
 static void check_gpu_precisions(dpt_context *c, dpt_model *m, const float *x, const int32_t *y) {
   size_t gpus[2] = {CPU_DEVICES, CPU_DEVICES}, cpus[2] = {0, 1}, count = 0;
   const dpt_precision precisions[2] = {DPT_PRECISION_BF16, DPT_PRECISION_FP16};
@@ -460,24 +473,13 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_null(t);
   o.shard = DPT_SHARD_OPTIMIZER;
   o.pipeline_stages = 2; /* a pipeline of GPUs: two stages sharing cuda:0, a step through the C API */
-  ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
-  memset(&result, 0, sizeof result);
-  result.struct_size = sizeof result;
-  ASSERT_OK(dpt_trainer_step(t, x, 8 * 784, y, 8, &result));
-  assert_true(result.applied && result.loss > 0.0);
-  dpt_trainer_destroy(t);
-  t = NULL;
+  one_step(c, m, &o, x, y);
   o.shard = DPT_SHARD_NONE;
   o.pipeline_stages = 0;
   o.devices = &gpu;
   o.device_count = 1;
   check_gpu_precisions(c, m, x, y);
-  ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
-  memset(&result, 0, sizeof result);
-  result.struct_size = sizeof result;
-  ASSERT_OK(dpt_trainer_step(t, x, 8 * 784, y, 8, &result));
-  assert_true(result.applied && result.loss > 0.0);
-  dpt_trainer_destroy(t);
+  one_step(c, m, &o, x, y);
   o.devices = twice;
   o.device_count = 2;
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));

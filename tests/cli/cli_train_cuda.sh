@@ -40,6 +40,19 @@ if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ] && [ ! -e "$DATA/train-images-idx
   echo "skipped: Fashion-MNIST not found in $DATA"
   finish
 fi
+# expect_same_loss WHAT GPU_RUN CPU_RUN CPU_DEVICES TOLERANCE: the two runs' test losses within TOLERANCE
+# (relative).
+expect_same_loss() {
+  local g c
+  g=$(json_get "$WORK/$2.out" "d['test_loss']")
+  c=$(json_get "$WORK/$3.out" "d['test_loss']")
+  if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > $5 * abs(c))" \
+    "$g" "$c"; then
+    pass "${1}test loss on cuda:0x2 $g, on $4 $c (relative difference <= $5)"
+  else
+    fail "${1}test loss on cuda:0x2 $g, on $4 $c"
+  fi
+}
 common=(train --model lenet --epochs 1 --batch 64 --train-limit 384 --test-limit 128 --data "$DATA" --json)
 run_cli gpu "${common[@]}" --devices cuda:0x2 --deterministic
 [ "$RC" -eq 0 ] || fail "cuda:0x2: exit $RC, $(tail -n 3 "$WORK/gpu.err")"
@@ -48,14 +61,7 @@ run_cli cpu "${common[@]}" --devices cpu:1
 json_check "$WORK/gpu.out" "d['devices'] == 2" "cuda:0x2: two replicas"
 grep -q "cuda:0, cuda:0" "$WORK/gpu.err" && pass "the header names both replicas' GPU" ||
   fail "header: $(head -n 1 "$WORK/gpu.err")"
-gpu_loss=$(json_get "$WORK/gpu.out" "d['test_loss']")
-cpu_loss=$(json_get "$WORK/cpu.out" "d['test_loss']")
-if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > 1e-4 * abs(c))" \
-  "$gpu_loss" "$cpu_loss"; then
-  pass "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss (relative difference <= 1e-4)"
-else
-  fail "test loss on cuda:0x2 $gpu_loss, on cpu:1 $cpu_loss"
-fi
+expect_same_loss "" gpu cpu cpu:1 1e-4
 # A sharded optimizer (ZeRO stage 1) on the GPUs: the unsharded run's bits; sharded gradients refused.
 run_cli gpu_shard "${common[@]}" --devices cuda:0x2 --deterministic --momentum 0.9 --shard optimizer
 run_cli gpu_unshard "${common[@]}" --devices cuda:0x2 --deterministic --momentum 0.9
@@ -74,25 +80,11 @@ run_cli gpu_pipe "${common[@]}" --devices cuda:0x2 --deterministic --pipeline 2
 [ "$RC" -eq 0 ] || fail "cuda:0x2 --pipeline 2: exit $RC, $(tail -n 3 "$WORK/gpu_pipe.err")"
 run_cli cpu_pipe "${common[@]}" --devices cpu:2 --pipeline 2
 [ "$RC" -eq 0 ] || fail "cpu:2 --pipeline 2: exit $RC, $(tail -n 3 "$WORK/cpu_pipe.err")"
-gpu_loss=$(json_get "$WORK/gpu_pipe.out" "d['test_loss']")
-cpu_loss=$(json_get "$WORK/cpu_pipe.out" "d['test_loss']")
-if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > 1e-4 * abs(c))" \
-  "$gpu_loss" "$cpu_loss"; then
-  pass "--pipeline 2: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss (relative difference <= 1e-4)"
-else
-  fail "--pipeline 2: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss"
-fi
+expect_same_loss "--pipeline 2: " gpu_pipe cpu_pipe cpu:2 1e-4
 run_cli gpu_bf16 "${common[@]}" --devices cuda:0x2 --deterministic --precision bf16
 [ "$RC" -eq 0 ] || fail "cuda:0x2 bf16: exit $RC, $(tail -n 3 "$WORK/gpu_bf16.err")"
 run_cli cpu_bf16 "${common[@]}" --devices cpu:2 --precision bf16
 [ "$RC" -eq 0 ] || fail "cpu:2 bf16: exit $RC, $(tail -n 3 "$WORK/cpu_bf16.err")"
 json_check "$WORK/gpu_bf16.out" "d['precision'] == 'bf16'" "cuda:0x2 --precision bf16: reported"
-gpu_loss=$(json_get "$WORK/gpu_bf16.out" "d['test_loss']")
-cpu_loss=$(json_get "$WORK/cpu_bf16.out" "d['test_loss']")
-if "$PYTHON" -c "import sys; g, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(g - c) > 1e-3 * abs(c))" \
-  "$gpu_loss" "$cpu_loss"; then
-  pass "bf16: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss (relative difference <= 1e-3)"
-else
-  fail "bf16: test loss on cuda:0x2 $gpu_loss, on cpu:2 $cpu_loss"
-fi
+expect_same_loss "bf16: " gpu_bf16 cpu_bf16 cpu:2 1e-3
 finish
