@@ -28,6 +28,7 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#include "batch_norm_model.hpp"
 #include "core_test_util.hpp"
 
 namespace {
@@ -35,21 +36,8 @@ namespace {
 constexpr double kTolerance = 1e-5;
 constexpr size_t kClasses = 3;
 
-// A residual block with batch norm on 2x6x6 inputs, then a 1-D batch norm after a dense layer. From width 16
-// the block's second convolution runs as Winograd F(2x2, 3x3) on the CPU (conv2d_winograd.cpp).
 dpt::ModelSpec model(size_t width) {
-  dpt::ModelSpec m(dpt::Shape{2, 6, 6});
-  const size_t a = m.add_conv2d(width, 3, 1, 1, false);
-  const size_t b = m.add_op("relu", {m.add_batch_norm(a, 1e-5, 0.1, "bn1")}, "relu1");
-  m.add_conv2d(width, 3, 1, 1, false);
-  const size_t c = m.add_batch_norm(m.output_tensor(), 1e-5, 0.3, "bn2");
-  m.add_op("relu", {m.add_op("add", {c, b}, "add")}, "relu2");
-  m.add_op("global_avg_pool", {m.output_tensor()}, "gap");
-  m.add_dense(8);
-  m.add_batch_norm(m.output_tensor(), 1e-3, 0.1, "bn3");
-  m.add_activation(dpt::Activation::kTanh);
-  m.add_dense(kClasses);
-  return m;
+  return dpt_test::batch_norm_model(width, kClasses);
 }
 
 struct Run {

@@ -29,28 +29,16 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#include "batch_norm_model.hpp"
 #include "core_test_util.hpp"
 
 namespace {
 
 constexpr size_t kClasses = 3, kChannels = 2, kPixels = 36, kSample = kChannels * kPixels;
 
-// Batch norm on the input itself (its statistics are the data's), a residual block with two more, and a
-// 1-D one after a dense layer.
+// Batch norm on the input itself (its statistics are the data's), then test_batch_norm's model.
 dpt::ModelSpec model() {
-  dpt::ModelSpec m(dpt::Shape{kChannels, 6, 6});
-  m.add_batch_norm(m.output_tensor(), 1e-5, 0.1, "bn0");
-  const size_t a = m.add_conv2d(4, 3, 1, 1, false);
-  const size_t b = m.add_op("relu", {m.add_batch_norm(a, 1e-5, 0.1, "bn1")}, "relu1");
-  m.add_conv2d(4, 3, 1, 1, false);
-  const size_t c = m.add_batch_norm(m.output_tensor(), 1e-5, 0.3, "bn2");
-  m.add_op("relu", {m.add_op("add", {c, b}, "add")}, "relu2");
-  m.add_op("global_avg_pool", {m.output_tensor()}, "gap");
-  m.add_dense(8);
-  m.add_batch_norm(m.output_tensor(), 1e-3, 0.1, "bn3");
-  m.add_activation(dpt::Activation::kTanh);
-  m.add_dense(kClasses);
-  return m;
+  return dpt_test::batch_norm_model(4, kClasses, true);
 }
 
 struct Run {
