@@ -240,8 +240,20 @@ void test_refusals(void **) {
   expect_status(DPT_ERROR_SIZE_MISMATCH, [&] {
     dpt::recompute_statistics(*t, dpt::Dataset(dpt::Shape{5}, kClasses, std::vector<float>(5), {0}), 8, 0);
   });
+  // A NaN in the third batch (in the last device's slice): refused before that batch changes anything, the
+  // statistics those of the first two batches.
+  std::vector<float> x(24 * kSample);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<const float *>(d.sample(0))[i];
+  x[x.size() - 5] = NAN;
+  dpt::recompute_statistics(*t, d, 8, 16);
+  const std::vector<float> two_batches = buffers(*t);
+  t->recompute_statistics(x.data(), 8, 1);
+  t->recompute_statistics(x.data() + 8 * kSample, 8, 2);
+  expect_status(DPT_ERROR_NON_FINITE, [&] { t->recompute_statistics(x.data() + 16 * kSample, 8, 3); });
+  assert_true(buffers(*t) == two_batches);
   // The trainer is still usable.
   dpt::recompute_statistics(*t, d, 8, 16);
+  assert_true(buffers(*t) == two_batches);
 }
 
 // A pipeline normalises each micro-batch on its own: its recomputed statistics are the average of its

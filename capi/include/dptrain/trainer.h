@@ -581,7 +581,8 @@ DPT_API dpt_status dpt_trainer_evaluate_dataset(dpt_trainer *trainer, const dpt_
  * @param sample_count the samples to use (0, or more than the dataset holds: all of them).
  * @return DPT_OK, also for a model without batch norm (nothing to do); DPT_ERROR_NULL_POINTER;
  *         DPT_ERROR_INVALID_ARGUMENT for an empty dataset or one of tokens for a float model (and the
- *         reverse); DPT_ERROR_SIZE_MISMATCH when its samples do not fit the model;
+ *         reverse); DPT_ERROR_SIZE_MISMATCH when its samples do not fit the model; DPT_ERROR_NON_FINITE
+ *         for a NaN or an infinity in a batch (the statistics are then those of the batches before it);
  *         DPT_ERROR_OUT_OF_MEMORY when a device cannot hold its slice;
  *         DPT_ERROR_TIMEOUT, DPT_ERROR_DEVICE or DPT_ERROR_COMMUNICATION as dpt_trainer_step() (the
  *         trainer then refuses work); DPT_ERROR_BUSY.
