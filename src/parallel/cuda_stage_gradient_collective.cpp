@@ -5,10 +5,11 @@
 namespace dpt {
 
 CudaStageGradientCollective::CudaStageGradientCollective(
-    const std::vector<std::unique_ptr<Replica>> &replicas, size_t replicas_per_stage, double timeout_seconds,
-    WireType wire, std::vector<std::vector<size_t>> parts)
+    const std::vector<std::unique_ptr<Replica>> &replicas, size_t replicas_per_stage, const World *world,
+    double timeout_seconds, WireType wire, std::vector<std::vector<size_t>> parts)
     : timeout_(timeout_seconds), wire_(wire), width_(replicas_per_stage), parts_(std::move(parts)) {
-  if (width_ < 2) return;
+  const bool processes = world != nullptr && world->size() > 1;
+  if (width_ < 2 && !processes) return;
   for (size_t first = 0; first < replicas.size(); first += width_) {
     std::vector<CudaKernels *> kernels;
     std::vector<float *> grads, params;
@@ -17,7 +18,9 @@ CudaStageGradientCollective::CudaStageGradientCollective(
       grads.push_back(replicas[r]->grads.data());
       params.push_back(replicas[r]->params.data());
     }
-    stages_.push_back(std::make_unique<CudaCollective>(std::move(kernels)));
+    stages_.push_back(
+        std::make_unique<CudaCollective>(std::move(kernels), processes ? world : nullptr, timeout_seconds));
+    ranks_ = stages_.back()->ranks();
     grads_.push_back(std::move(grads));
     params_.push_back(std::move(params));
     floats_.push_back(replicas[first]->grads.size());
@@ -38,11 +41,11 @@ void CudaStageGradientCollective::gather_between_phases(const std::vector<size_t
     stages_[s]->all_gather(params_[s], parts_[s], timeout_);
 }
 
-// As NCCL's tests count an all-reduce: the stage's gradient bytes times 2 (R - 1) / R.
+// As NCCL's tests count an all-reduce: the stage's gradient bytes times 2 (R - 1) / R, R its ranks.
 CudaStageGradientCollective::RankReduction CudaStageGradientCollective::rank_reduction(size_t rank,
                                                                                        bool) const {
   if (stages_.empty()) return {0, 0};
-  const double r = double(width_);
+  const double r = double(ranks_);
   return {seconds_, double(floats_[rank / width_]) * sizeof(float) * 2.0 * (r - 1.0) / r};
 }
 

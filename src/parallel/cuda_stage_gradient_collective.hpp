@@ -3,10 +3,12 @@
 // themselves, one CudaCollective per stage (NCCL among distinct GPUs, the module's virtual all-reduce among
 // replicas sharing one), from the trainer's thread between the backward and update phases, as
 // CudaGradientCollective does for a data-parallel trainer (a CUDA context is used by one thread at a time,
-// and the device workers are idle then). With the optimizer sharded among a stage's replicas, each updates
-// its part of the stage and the parts are gathered afterwards, from the same thread
-// (CudaCollective::all_gather: NCCL broadcasts from each part's owner, or peer copies among replicas sharing
-// a GPU). One process; with one replica per stage there is nothing to reduce.
+// and the device workers are idle then). Across the processes of an MPI world (each running every stage on
+// its own GPUs) a stage's communicator spans every process's replicas of it. With the optimizer sharded among
+// a stage's replicas of a process, each updates its part of the stage and the parts are gathered
+// afterwards, from the same thread (CudaCollective::all_gather: peer copies among the process's replicas;
+// NCCL broadcasts from each part's owner when the parts are the communicator's ranks'). With one replica
+// per stage in one process there is nothing to reduce.
 #pragma once
 
 #include <cstddef>
@@ -21,12 +23,14 @@ namespace dpt {
 
 class CudaStageGradientCollective final : public GradientCollective {
  public:
-  // replicas: stage d / replicas_per_stage on device d (CUDA devices); parts: empty, or (a sharded optimizer)
-  // per stage its replicas' parts, replicas_per_stage + 1 offsets from the stage's first parameter. Throws as
-  // CudaCollective does (DPT_ERROR_UNSUPPORTED: a stage's replicas partly sharing a GPU).
+  // replicas: stage d / replicas_per_stage on device d (CUDA devices); world: the MPI processes (nullptr:
+  // this one alone; collective: every process creates the stages' communicators in stage order); parts:
+  // empty, or (a sharded optimizer) per stage its replicas' parts, replicas_per_stage + 1 offsets from the
+  // stage's first parameter. Throws as CudaCollective does (DPT_ERROR_UNSUPPORTED: a stage's replicas partly
+  // sharing a GPU, or sharing one across processes).
   CudaStageGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
-                              size_t replicas_per_stage, double timeout_seconds, WireType wire,
-                              std::vector<std::vector<size_t>> parts);
+                              size_t replicas_per_stage, const World *world, double timeout_seconds,
+                              WireType wire, std::vector<std::vector<size_t>> parts);
 
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
@@ -40,6 +44,7 @@ class CudaStageGradientCollective final : public GradientCollective {
   double timeout_;
   WireType wire_;
   size_t width_;
+  size_t ranks_ = 1;  // of each stage's all-reduce: its replicas in every process
   std::vector<std::unique_ptr<CudaCollective>> stages_;  // per stage (none with one replica per stage)
   std::vector<std::vector<float *>> grads_, params_;     // per stage, its replicas' buffers
   std::vector<std::vector<size_t>> parts_;

@@ -164,8 +164,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
   if (staged && on_gpus_)
-    collective_ = std::make_unique<CudaStageGradientCollective>(replicas_, width, config_.timeout_seconds,
-                                                                wire, stage_bounds_);
+    collective_ = std::make_unique<CudaStageGradientCollective>(replicas_, width, config_.world,
+                                                                config_.timeout_seconds, wire, stage_bounds_);
   else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_,

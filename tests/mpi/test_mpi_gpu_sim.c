@@ -11,6 +11,9 @@
  *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2; and
  *     across every GPU of the job (DPT_SHARD_SCOPE_WORLD, the ranges gathered by NCCL broadcasts): 2 x 1
  *     and 2 x 2 = unsharded;
+ *   - a pipeline of 2 stages on 2 GPUs in each process (a stage's communicator over both processes' GPUs of
+ *     it): the same pipeline on 2 CPU devices in each process (its stage sums over MPI), LeNet and batch
+ *     norm; 2 stages x 2 GPUs per process with the optimizer sharded within each process: unsharded;
  *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2").
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
@@ -31,6 +34,8 @@ typedef struct {
   dpt_precision wire;
   dpt_shard_mode shard;
   dpt_shard_scope scope;
+  size_t stages; /* a pipeline of this many stages (0: none), 3 micro-batches */
+  int cpu;       /* on as many CPU devices instead (the pipeline's reference) */
 } setup;
 
 typedef struct {
@@ -41,10 +46,12 @@ typedef struct {
 static dpt_status start(const dpt_model *model, setup s, run *r) {
   dpt_context_options co;
   dpt_context_options_init(&co);
-  co.device_selection = DPT_DEVICES_CUDA;
+  co.device_selection = s.cpu ? DPT_DEVICES_CPU : DPT_DEVICES_CUDA;
+  co.cpu_devices = s.gpus;
   OK(dpt_context_create(&r->ctx, &co));
   size_t devices[4];
   for (size_t i = 0; i < s.gpus; ++i) devices[i] = s.shared ? 0 : i;
+
   dpt_trainer_options to;
   dpt_trainer_options_init(&to);
   to.devices = devices;
@@ -56,6 +63,8 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.shard = s.shard;
   to.shard_scope = s.scope;
   to.gpu_flags = DPT_GPU_DETERMINISTIC;
+  to.pipeline_stages = s.stages;
+  to.micro_batches = s.stages > 1 ? 3 : 0;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -139,30 +148,46 @@ int main(int argc, char **argv) {
   dpt_model *lenet = NULL, *norm = small_batch_norm_model();
   OK(dpt_model_create_builtin(&lenet, "lenet"));
 
-  check_bits(lenet, (setup){2, 0, LOCAL, F32, NONE, PROCESS}, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},
-             "2 processes x 1 GPU vs 1 x 2");
+  check_bits(lenet, (setup){2, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0}, "2 processes x 1 GPU vs 1 x 2");
   batches[0] = 12, batches[1] = 8;
-  check_bits(lenet, (setup){4, 0, LOCAL, F32, NONE, PROCESS}, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS},
-             "2 processes x 2 GPUs vs 1 x 4");
+  check_bits(lenet, (setup){4, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0}, "2 processes x 2 GPUs vs 1 x 4");
   batches[0] = 11, batches[1] = 6;
-  check_bits(lenet, (setup){2, 0, LOCAL, DPT_PRECISION_BF16, NONE, PROCESS},
-             (setup){1, 0, WORLD_MPI, DPT_PRECISION_BF16, NONE, PROCESS}, "a bf16 wire, 2 x 1 vs 1 x 2");
-  check_bits(norm, (setup){2, 0, LOCAL, F32, NONE, PROCESS}, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},
-             "batch norm, 2 x 1 vs 1 x 2");
-  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS},
-             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS},
+  check_bits(lenet, (setup){2, 0, LOCAL, DPT_PRECISION_BF16, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, DPT_PRECISION_BF16, NONE, PROCESS, 0, 0},
+             "a bf16 wire, 2 x 1 vs 1 x 2");
+  check_bits(norm, (setup){2, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0}, "batch norm, 2 x 1 vs 1 x 2");
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
              "the optimizer state sharded within each process, 2 x 2");
 
-  check_refused(lenet, (setup){2, 1, WORLD_MPI, F32, NONE, PROCESS}, "need a GPU each",
+  check_refused(lenet, (setup){2, 1, WORLD_MPI, F32, NONE, PROCESS, 0, 0}, "need a GPU each",
                 "cuda:0x2 in each process");
   /* ZeRO-1 across every GPU of the job: the gradient all-reduced whole, each GPU updating its range of the
    * job's layout, the ranges gathered by NCCL broadcasts from their owners (comm_all_gather_ranges). */
-  check_bits(lenet, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS},
-             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD},
+  check_bits(lenet, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, 0, 0},
              "the optimizer state sharded across the job, 2 x 1");
-  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS},
-             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD},
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, 0, 0},
              "the optimizer state sharded across the job, 2 x 2");
+
+  /* Pipelines across the processes: each runs both stages on its GPUs, a stage's gradient all-reduced by a
+   * NCCL communicator over both processes' GPUs of it (two terms: the CPU pipeline's MPI sum's bits). */
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 1},
+             (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 0},
+             "a pipeline, 2 processes x 2 GPUs vs CPU devices");
+  check_bits(norm, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 1},
+             (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 0},
+             "a pipeline with batch norm, 2 processes x 2 GPUs vs CPU devices");
+  batches[0] = 12, batches[1] = 8;
+  check_bits(lenet, (setup){4, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 0},
+             (setup){4, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 2, 0},
+             "a pipeline of 2 x 2 GPUs per process, the optimizer sharded within each process vs unsharded");
+  check_refused(lenet, (setup){4, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, 2, 0},
+                "within each process only", "a GPU pipeline sharded across the job");
 
   dpt_model_destroy(norm);
   dpt_model_destroy(lenet);

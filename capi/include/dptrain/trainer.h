@@ -269,8 +269,8 @@ typedef struct dpt_trainer_options {
    * 0, and so on): each micro-batch is split among a stage's replicas, batch norm statistics are summed
    * among them (DPT_BATCH_NORM_SYNC), and at the end of a window each stage's replicas all-reduce the
    * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
-   * CPU devices, or GPUs (in one process: DPT_ERROR_UNSUPPORTED otherwise; the stages hand over by peer
-   * copies, a stage's replicas all-reduce over NCCL)
+   * CPU devices, or GPUs (the stages hand over by peer copies, a stage's replicas of every process
+   * all-reduce over NCCL; across processes DPT_SHARD_SCOPE_WORLD is DPT_ERROR_UNSUPPORTED)
    * (across MPI processes: every process runs every stage on its own devices, S x R_p, each on
    * its share of the batch, weighted by its device count, the stages' gradients and each micro-batch's
    * batch norm statistics summed over the processes), no sharding but DPT_SHARD_OPTIMIZER (each stage's
