@@ -485,6 +485,8 @@ static void test_gpu_trainer_through_c_api(void **state) {
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
   ASSERT_OK(dpt_trainer_device_count(t, &count));
   assert_int_equal(count, 2);
+  memset(&result, 0, sizeof result);
+  result.struct_size = sizeof result;
   ASSERT_OK(dpt_trainer_step(t, x, 8 * 784, y, 8, &result));
   ASSERT_OK(dpt_model_parameter_count(m, &count));
   p0 = malloc(count * sizeof *p0);
