@@ -36,15 +36,6 @@ std::vector<double> estimated_work(const ModelSpec &spec) {
 void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
-  // On GPUs the stages hand their activations and gradients (and a tied parameter's mirror) over by peer
-  // copies, and a stage's replicas, of every process, all-reduce its gradient over NCCL and gather a sharded
-  // optimizer's parts within the process (CudaStageGradientCollective).
-  DPT_REQUIRE(!on_gpus_ || config_.world == nullptr || config_.world->size() == 1 ||
-                  config_.shard == ShardMode::kNone || config_.shard_scope == ShardScope::kProcess,
-              DPT_ERROR_UNSUPPORTED,
-              why +
-                  "on GPUs across MPI processes shards the optimizer within each process only in this "
-                  "version (--shard-scope process)");
   DPT_REQUIRE(devices_.size() % stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given: stages x data-parallel replicas; several stages on one device are not "

@@ -145,9 +145,17 @@ double Trainer::global_norm(size_t rank) {
     std::fill(squares.begin(), squares.end(), 0.0);
     const double own = r.kernels->l2_norm(owned_gradients(rank), shards_.size(rank));
     if (shards_.first_owner(rank)) squares[rank] = own * own;
-    group_->collective().all_reduce_doubles(rank, squares.data(), devices_.size());
+    ThreadCollective &local = group_->collective();
+    local.all_reduce_doubles(rank, squares.data(), devices_.size());
     double sum = 0;
     for (size_t k = 0; k < devices_.size(); ++k) sum += squares[k];
+    // Parts owned across every process (the world scope): the processes' sums added too.
+    if (world_shards()) {
+      squares[0] = sum;
+      if (rank == 0) config_.world->all_reduce(squares.data(), 1, config_.timeout_seconds);
+      local.broadcast(rank, reinterpret_cast<float *>(squares.data()), 2, 0);
+      sum = squares[0];
+    }
     return std::sqrt(sum);
   }
   std::vector<double> &blocks = norm_blocks_[rank];

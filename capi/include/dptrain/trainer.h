@@ -270,7 +270,7 @@ typedef struct dpt_trainer_options {
    * among them (DPT_BATCH_NORM_SYNC), and at the end of a window each stage's replicas all-reduce the
    * stage's gradients. 0 or 1 (default): no pipeline. K must be a multiple of S (DPT_ERROR_UNSUPPORTED);
    * CPU devices, or GPUs (the stages hand over by peer copies, a stage's replicas of every process
-   * all-reduce over NCCL; across processes DPT_SHARD_SCOPE_WORLD is DPT_ERROR_UNSUPPORTED)
+   * all-reduce over NCCL and gather a sharded optimizer's parts by NCCL broadcasts or peer copies)
    * (across MPI processes: every process runs every stage on its own devices, S x R_p, each on
    * its share of the batch, weighted by its device count, the stages' gradients and each micro-batch's
    * batch norm statistics summed over the processes), no sharding but DPT_SHARD_OPTIMIZER (each stage's
