@@ -1,7 +1,6 @@
 #include "parallel/pipeline.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/platform.hpp"
 #include "parallel/splitter.hpp"

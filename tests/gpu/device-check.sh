@@ -244,13 +244,17 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
     status=1
   fi
-  # ResNet-18 as a pipeline of 2 stages (issue 16: one replica per stage, peer-copy hand-offs; never run on a
-  # GPU before): on one GPU (cuda:0x2) and on two.
+  # ResNet-18 as a pipeline of 2 stages, a GPU each (issue 16: peer-copy hand-offs; never run on a GPU
+  # before): on one GPU (cuda:0x2) and on two. A refused layout shows as a "refused" row, as above.
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 120 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
     --steps 20 --max-mib 0 --pipeline 2 >"$out/gpu-bench-resnet18-pipeline.txt" 2>&1; then
     cat "$out/gpu-bench-resnet18-pipeline.txt"
     while read -r model devices rate rest; do
-      row "$model images/s, $devices" "$rate" "batch 256, 2 stages, $(echo "$rest" | awk '{print $NF " MiB on the fuller GPU"}')"
+      if [ "$rate" = "refused:" ]; then
+        row "$model images/s, $devices" "refused" "$rest"
+      else
+        row "$model images/s, $devices" "$rate" "batch 256, 2 stages, $(echo "$rest" | awk '{print $NF " MiB on the fuller GPU"}')"
+      fi
     done < <(awk '$1 == "resnet18/pipe2" && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18-pipeline.txt")
   else
     tail -n 20 "$out/gpu-bench-resnet18-pipeline.txt"
