@@ -29,5 +29,8 @@ int comm_create_multi(const char *id, int world_ranks, int first_rank, int local
 int comm_all_gather_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                            float *const *buffers, const size_t *bounds, double timeout_seconds, char *error,
                            size_t error_size);
+// nccl_f64.cpp
+int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *contexts, double *const *buffers,
+                        size_t count, double timeout_seconds, char *error, size_t error_size);
 
 }  // namespace dpt::cuda

@@ -37,9 +37,10 @@ extern "C" {
  * op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
  * gradient all-reduce), and convert (the executor's 16-bit activation copies). 5: comm_all_gather_ranges (a
  * sharded optimizer's gather over NCCL). 6: dpt_op_call::statistics_momentum (recomputed batch-norm
- * statistics). (The entry function and the table keep their "v2" names, so that a
- * module of an older version is found and refused by its version, with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 6u
+ * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL). (The entry function and the
+ * table keep their "v2" names, so that a module of an older version is found and refused by its version, with
+ * a message that says so.) */
+#define DPT_BACKEND_ABI_VERSION 7u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -278,6 +279,16 @@ typedef struct dpt_backend_v2 {
   int (*comm_all_gather_ranges)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                                 float *const *buffers, const size_t *bounds, double timeout_seconds,
                                 char *error, size_t error_size);
+  /** Sums @p count doubles over every rank of the communicator (every process's too), in place: buffers[r]
+   *  is local rank r's, on its GPU, contexts[r] gives its stream. One ncclAllReduce (ncclFloat64, ncclSum)
+   *  per local rank in one NCCL group, ordered after the work queued on every rank's stream; the same bits
+   *  on every rank (NCCL's algorithm and order of sums); waits, times out and aborts as comm_all_reduce, and
+   *  comm_inject_hang leaves a rank out of it as out of that. For a few numbers in the middle of a pass
+   *  (batch norm's per-channel sums): the core calls it from one replica's thread while the others wait.
+   *  Since version 7. */
+  int (*comm_all_reduce_f64)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                             double *const *buffers, size_t count, double timeout_seconds, char *error,
+                             size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -288,7 +299,8 @@ typedef struct dpt_backend_test_v1 {
   /** Runs a small kernel and each library (BLAS, DNN, collectives) on device @p ordinal and checks the
    *  results: proves that the module's device code and libraries work on this GPU. */
   int (*self_test)(int ordinal, char *error, size_t error_size);
-  /** The next comm_all_reduce does not start on @p rank (as if that peer hung); -1 clears. */
+  /** The next collective (comm_all_reduce, comm_all_reduce_f64, comm_all_gather_ranges) does not start
+   *  on @p rank (as if that peer hung); -1 clears. */
   int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
 } dpt_backend_test_v1;
 
@@ -304,7 +316,8 @@ typedef struct dpt_backend_test_v1 {
   X(op_supported) X(op_forward) X(op_backward) X(accumulate)                                            \
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale) X(convert)                            \
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
-  X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)
+  X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
+  X(comm_all_reduce_f64)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

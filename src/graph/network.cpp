@@ -175,14 +175,19 @@ void Network::fill_call(size_t j, dpt_op_call &c, const float *params, float *bu
 // Phase 1 writes this slice's statistics; forward copies them to the second set, which is summed over every
 // replica (the running statistics follow it in either mode); backward sums its set in place in sync mode
 // only. Phase 2 then uses them. Summed over replicas, the statistics go through the host (a few doubles per
-// channel); a lone replica's are copied on the device.
+// channel), or stay on the GPUs with a NCCL reducer; a lone replica's are copied on the device.
 void Network::run_phased(size_t j, dpt_op_call &c, const PassInfo &info, bool forward) {
   const size_t count = spec_.nodes()[j].layout.statistics;
   double *device = c.statistics, *host = host_statistics_.data();
   c.phase = DPT_OP_PHASE_STATISTICS;
   forward ? kernels_.forward(c) : kernels_.backward(c);
   const bool reduce = forward || info.sync_statistics;
-  if (reduce && info.statistics != nullptr) {
+  if (reduce && info.statistics != nullptr && info.statistics->device_memory()) {
+    if (forward)
+      kernels_.copy_device(reinterpret_cast<float *>(device + count), reinterpret_cast<const float *>(device),
+                           2 * count);
+    info.statistics->all_reduce(info.rank, forward ? device + count : device, count);
+  } else if (reduce && info.statistics != nullptr) {
     float *as_floats = reinterpret_cast<float *>(host);
     kernels_.copy_to_host(as_floats, reinterpret_cast<const float *>(device), 2 * count);
     kernels_.synchronize();

@@ -12,9 +12,12 @@ namespace dpt {
 // every replica makes the same calls with the same counts, so it is a collective: it throws
 // DPT_ERROR_COMMUNICATION (or DPT_ERROR_TIMEOUT) when a peer fails or the deadline passes. The sums are
 // identical, bit for bit, on every replica.
+// values are in host memory, or in the replica's device memory where device_memory() (a NCCL reducer: the
+// sums never leave the GPUs).
 class StatisticsReducer {
  public:
   virtual ~StatisticsReducer() = default;
+  virtual bool device_memory() const { return false; }
   virtual void all_reduce(size_t rank, double *values, size_t count) = 0;
 };
 

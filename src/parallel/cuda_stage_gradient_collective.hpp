@@ -32,6 +32,10 @@ class CudaStageGradientCollective final : public GradientCollective {
                               size_t replicas_per_stage, const World *world, double timeout_seconds,
                               WireType wire, std::vector<std::vector<size_t>> parts);
 
+  // Stage s's communicator (its replicas in every process), or nullptr when it has none (one replica per
+  // stage in one process).
+  CudaCollective *stage(size_t s) { return stages_.empty() ? nullptr : stages_[s].get(); }
+
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
   // Every stage's replicas gather its parts (the layout's bounds are not used: each stage has its own).

@@ -12,6 +12,7 @@
 #include "core/platform.hpp"
 #include "parallel/cuda_gradient_collective.hpp"
 #include "parallel/cuda_stage_gradient_collective.hpp"
+#include "parallel/cuda_statistics_reducer.hpp"
 #include "parallel/device_group.hpp"
 #include "parallel/host_gradient_collective.hpp"
 #include "parallel/sharded_gradient_collective.hpp"
@@ -150,23 +151,23 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   std::vector<float> buffers(spec_.buffer_count());
   init_buffers(spec_, buffers.data());
   set_buffers_locked(buffers.data());
-  // (A pipeline stage normalises each micro-batch on its own device: nothing to sum.)
-  if (!staged && replicas_[0]->network.has_statistics() &&
-      (devices_.size() > 1 || config_.world != nullptr)) {
-    // The statistics are summed on the host by the replicas' worker threads meeting at a barrier (replicas
-    // that share a GPU run on workers of their own: Device::submit's lanes).
-    statistics_ =
-        std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world, config_.timeout_seconds);
-  }
   // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
   // context is used by one thread at a time), CPU devices on their own threads.
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
-  if (staged && on_gpus_)
-    collective_ = std::make_unique<CudaStageGradientCollective>(replicas_, width, config_.world,
+  if (staged && on_gpus_) {
+    auto stages = std::make_unique<CudaStageGradientCollective>(replicas_, width, config_.world,
                                                                 config_.timeout_seconds, wire, stage_bounds_);
-  else if (staged)
+    // A stage's batch statistics go over its NCCL communicator too, when its replicas have GPUs of their own.
+    for (size_t s = 0; s < stage_statistics_.size(); ++s) {
+      CudaCollective *nccl = stages->stage(s);
+      if (stage_statistics_[s] != nullptr && nccl != nullptr && !nccl->shares_one_gpu())
+        stage_statistics_[s] =
+            std::make_unique<CudaStatisticsReducer>(group_->subgroup(s), *nccl, config_.timeout_seconds);
+    }
+    collective_ = std::move(stages);
+  } else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_,
         stage_process_spans(), stage_lengths(), stage_replica_parts());
@@ -182,6 +183,20 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     collective_ = std::make_unique<HostGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,
         config_.timeout_seconds, wire, shards_, process_spans(), *trace_);
+  // Batch statistics summed over the replicas (a pipeline's stages have reducers of their own): on GPUs
+  // with a NCCL communicator, over NCCL in device memory; otherwise on the host, by the replicas' worker
+  // threads meeting at a barrier (replicas that share a GPU run on workers of their own: Device::submit's
+  // lanes), and over MPI across processes.
+  if (!staged && replicas_[0]->network.has_statistics() &&
+      (devices_.size() > 1 || config_.world != nullptr)) {
+    CudaCollective *nccl = cuda_collective();
+    if (nccl != nullptr && !nccl->shares_one_gpu())
+      statistics_ =
+          std::make_unique<CudaStatisticsReducer>(group_->collective(), *nccl, config_.timeout_seconds);
+    else
+      statistics_ = std::make_unique<HostStatisticsReducer>(group_->collective(), config_.world,
+                                                            config_.timeout_seconds);
+  }
 }
 
 // group_ is destroyed first (it waits for tasks that are still out), then what they touched.

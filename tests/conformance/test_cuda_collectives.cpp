@@ -2,7 +2,8 @@
 // timeout (a rank that never joins: the communicator is aborted and a communication error returned, never a
 // hang), and the device-memory all-reduce of K replicas on one GPU (virtual devices, K = 2 and 3); each on
 // the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). The gather of a
-// sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit.
+// sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit. Batch statistics' float64 all-reduce
+// (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold.
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -174,6 +175,75 @@ void test_gpu_nccl_all_gather_ranges(void **) {
                                                 descending.data(), 60.0, ranks.error, sizeof ranks.error),
                      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   }
+  api.comm_destroy(comm);
+}
+
+// GPU: batch statistics' all-reduce of doubles (comm_all_reduce_f64) over every GPU, twice (the second
+// round reuses the connections). The values are multiples of 2^-10 below 2^39 in magnitude (their sums over
+// up to 8 ranks need at most 51 bits), so that every sum is exact in float64 in any order, and float32 holds
+// almost none of them: every rank must hold the
+// exact sums, the same bits. Then a rank left out (comm_inject_hang): a communication error after the
+// timeout, refused afterwards; and a NULL buffer: refused, the communicator still usable.
+void test_gpu_nccl_all_reduce_f64(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  const size_t n = 3 * 257;
+  std::vector<double *> buffers;
+  std::vector<double> sums(n, 0.0);
+  for (int r = 0; r < count; ++r) {
+    std::vector<double> values(n);
+    const std::vector<float> a = integers(n, 3300 + uint64_t(r), -1000000, 1000000);
+    for (size_t i = 0; i < n; ++i) values[i] = std::ldexp(double(a[i]), int(i % 19)) + std::ldexp(1.0, -10);
+    for (size_t i = 0; i < n; ++i) sums[i] += values[i];
+    std::vector<float> as_floats(2 * n);
+    std::memcpy(as_floats.data(), values.data(), n * sizeof(double));
+    buffers.push_back(reinterpret_cast<double *>(ranks.upload(size_t(r), as_floats)));
+  }
+  auto download = [&](size_t r) {
+    const std::vector<float> raw = ranks.download(r, reinterpret_cast<const float *>(buffers[r]), 2 * n);
+    std::vector<double> v(n);
+    std::memcpy(v.data(), raw.data(), n * sizeof(double));
+    return v;
+  };
+  for (int round = 0; round < 2; ++round) {
+    check(api.comm_all_reduce_f64(comm, ranks.contexts.data(), buffers.data(), n, 60.0, ranks.error,
+                                  sizeof ranks.error),
+          "comm_all_reduce_f64", ranks.error);
+    for (size_t r = 0; r < size_t(count); ++r) {
+      const std::vector<double> got = download(r);
+      assert_memory_equal(got.data(), sums.data(), n * sizeof(double));
+    }
+    // The next round sums the sums on rank 0 and zeros elsewhere.
+    for (size_t r = 1; r < size_t(count); ++r)
+      check(
+          api.mem_set(ranks.contexts[r], buffers[r], 0, n * sizeof(double), ranks.error, sizeof ranks.error),
+          "mem_set", ranks.error);
+  }
+  std::vector<double *> missing = buffers;
+  missing.back() = nullptr;
+  assert_int_equal(api.comm_all_reduce_f64(comm, ranks.contexts.data(), missing.data(), n, 60.0, ranks.error,
+                                           sizeof ranks.error),
+                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  print_message("a NULL buffer: %s\n", ranks.error);
+  check(api.comm_all_reduce_f64(comm, ranks.contexts.data(), buffers.data(), n, 60.0, ranks.error,
+                                sizeof ranks.error),
+        "comm_all_reduce_f64 after a refused call", ranks.error);
+  check(cuda_test::test_extension(api).comm_inject_hang(comm, count - 1, ranks.error, sizeof ranks.error),
+        "comm_inject_hang", ranks.error);
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = api.comm_all_reduce_f64(comm, ranks.contexts.data(), buffers.data(), n, 2.0, ranks.error,
+                                         sizeof ranks.error);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  print_message("float64 all-reduce with a missing rank: %d after %.2f s: %s\n", rc, seconds, ranks.error);
+  assert_int_equal(rc, DPT_BACKEND_ERROR_COMMUNICATION);
+  assert_non_null(std::strstr(ranks.error, "ncclCommAbort"));
+  assert_true(seconds >= 2.0 && seconds < 30.0);
+  assert_int_equal(api.comm_all_reduce_f64(comm, ranks.contexts.data(), buffers.data(), n, 2.0, ranks.error,
+                                           sizeof ranks.error),
+                   DPT_BACKEND_ERROR_COMMUNICATION);
   api.comm_destroy(comm);
 }
 
@@ -451,7 +521,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_nccl_all_reduce),           cmocka_unit_test(test_gpu_nccl_timeout),
       cmocka_unit_test(test_gpu_virtual_all_reduce),        cmocka_unit_test(test_gpu_nccl_all_reduce_wire16),
       cmocka_unit_test(test_gpu_virtual_all_reduce_wire16), cmocka_unit_test(test_gpu_comm_misuse),
-      cmocka_unit_test(test_gpu_nccl_all_gather_ranges),
+      cmocka_unit_test(test_gpu_nccl_all_gather_ranges),    cmocka_unit_test(test_gpu_nccl_all_reduce_f64),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -385,7 +385,8 @@ void test_gpu_sharded_optimizer(void **) {
   }
 }
 
-// A model with batch norm (sync statistics, summed on the host between the two phases) on several replicas
+// A model with batch norm (sync statistics, summed between the two phases: on the host, over NCCL on distinct
+// GPUs) on several replicas
 // against one: equivalent, replicas and their running statistics bitwise identical. Replicas that share a
 // GPU run on workers of their own (Device::submit's lanes), so they meet at the statistics barrier like
 // replicas on distinct GPUs.
@@ -531,6 +532,40 @@ void test_gpu_batch_norm_replicas(void **) {
   expect_batch_norm_replicas_match_one(context, {0, 0, 0}, "batch norm, cuda:0x3 vs 1 replica");
   need_gpus(*context, 2);
   expect_batch_norm_replicas_match_one(context, {0, 1}, "batch norm, 2 GPUs vs 1 replica");
+}
+
+// Batch norm's statistics summed over NCCL in the middle of the pass (replicas on distinct GPUs). A peer
+// left out of that all-reduce stalls the pass: the step ends within the timeout as any stalled pass does
+// (DPT_ERROR_TIMEOUT, the device group's deadline, which started before NCCL's), and the trainer refuses
+// further work. A failing float64 all-reduce (the simulator's fault injection) names itself: the statistics
+// did go through NCCL, not through the host.
+void test_gpu_hung_statistics_time_out(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  dpt::TrainerConfig c = config({0, 1});
+  c.timeout_seconds = 1;
+  const Batch b = batch(16, 801);
+  {
+    dpt::Trainer t(context, batch_norm_model(), c);
+    t.cuda_collective()->inject_hang(1);
+    const double t0 = dpt::platform::now_seconds();
+    const std::string message = dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); },
+                                                       DPT_ERROR_TIMEOUT, "hung batch statistics");
+    const double seconds = dpt::platform::now_seconds() - t0;
+    print_message("%s (after %.2f s)\n", message.c_str(), seconds);
+    assert_true(seconds < 10);
+    dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                           "a step after the abort");
+  }
+  if (!simulated()) return;
+  dpt::Trainer t(context, batch_norm_model(), c);
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "comm_all_reduce_f64@1", 1);
+  const std::string message = dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); },
+                                                     DPT_ERROR_COMMUNICATION, "failing batch statistics");
+  unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+  assert_non_null(std::strstr(message.c_str(), "comm_all_reduce_f64"));
+  dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                         "a step after the failure");
 }
 
 // A small GPT (token and position embeddings, a pre-LayerNorm block with causal attention, the LM head, a
@@ -767,6 +802,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_token_model),
       cmocka_unit_test(test_gpu_mixed_precision),
       cmocka_unit_test(test_gpu_batch_norm_replicas),
+      cmocka_unit_test(test_gpu_hung_statistics_time_out),
       cmocka_unit_test(test_gpu_pipeline),
       cmocka_unit_test(test_gpu_pipeline_tied_head),
   };

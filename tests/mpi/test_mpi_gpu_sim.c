@@ -6,8 +6,8 @@
  *   - LeNet with AdamW: 2 processes x 1 GPU = 1 process x 2 GPUs; 2 x 2 = 1 x 4 (batches that both split
  *     alike); every process alike;
  *   - a bf16 wire (each rank's value and the sum rounded): 2 x 1 = 1 x 2;
- *   - a model with batch norm (statistics summed across the processes by the device threads): 2 x 1 = 1 x 2,
- *     parameters and running statistics;
+ *   - a model with batch norm (statistics summed in device memory over the communicator, comm_all_reduce_f64):
+ *     2 x 1 = 1 x 2, parameters and running statistics;
  *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2; and
  *     across every GPU of the job (DPT_SHARD_SCOPE_WORLD, the ranges gathered by NCCL broadcasts): 2 x 1
  *     and 2 x 2 = unsharded;

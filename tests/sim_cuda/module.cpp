@@ -50,6 +50,7 @@ const dpt_backend_v2 kBackend = {
     .comm_create_multi = &comm_create_multi,
     .get_extension = &get_extension,
     .comm_all_gather_ranges = &comm_all_gather_ranges,
+    .comm_all_reduce_f64 = &comm_all_reduce_f64,
 };
 
 }  // namespace

@@ -96,6 +96,14 @@ void CudaCollective::all_gather(const std::vector<float *> &buffers, const std::
   for (CudaKernels *r : replicas_) r->synchronize();  // no owner writes its range while a peer reads it
 }
 
+void CudaCollective::all_reduce_doubles(const std::vector<double *> &buffers, size_t count,
+                                        double timeout_seconds) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "all_reduce_doubles needs a NCCL communicator");
+  const int rc = replicas_[0]->api().comm_all_reduce_f64(comm_, contexts_.data(), buffers.data(), count,
+                                                         timeout_seconds, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
   const auto *test =

@@ -46,7 +46,12 @@ class CudaCollective {
   // of an unsharded update.
   void all_gather(const std::vector<float *> &buffers, const std::vector<size_t> &bounds,
                   double timeout_seconds);
-  // Test seam: the next all_reduce does not start on replica rank (NCCL only).
+  // Sums count doubles at buffers[r] (device memory of replica r) over every rank, in place: NCCL's float64
+  // all-reduce (comm_all_reduce_f64), bounded by the timeout as all_reduce; the same bits on every rank.
+  // NCCL only (shares_one_gpu() false): batch norm's statistics in the middle of a pass, called from one
+  // replica's thread while the others wait (CudaStatisticsReducer).
+  void all_reduce_doubles(const std::vector<double *> &buffers, size_t count, double timeout_seconds);
+  // Test seam: the next collective does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 
  private:
