@@ -112,6 +112,7 @@ const dpt_backend_v2 kBackend = {
     .get_extension = &get_extension,
     .comm_all_gather_ranges = &comm_all_gather_ranges,
     .comm_all_reduce_f64 = &comm_all_reduce_f64,
+    .comm_reduce_ranges = &comm_reduce_ranges,
 };
 
 }  // namespace

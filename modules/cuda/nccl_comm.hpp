@@ -32,5 +32,9 @@ int comm_all_gather_ranges(dpt_backend_comm *comm, dpt_backend_context *const *c
 // nccl_f64.cpp
 int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *contexts, double *const *buffers,
                         size_t count, double timeout_seconds, char *error, size_t error_size);
+// nccl_reduce.cpp
+int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                       const float *const *sends, float *const *recvs, const size_t *bounds,
+                       double timeout_seconds, char *error, size_t error_size);
 
 }  // namespace dpt::cuda

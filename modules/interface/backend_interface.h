@@ -37,9 +37,9 @@ extern "C" {
  * op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
  * gradient all-reduce), and convert (the executor's 16-bit activation copies). 5: comm_all_gather_ranges (a
  * sharded optimizer's gather over NCCL). 6: dpt_op_call::statistics_momentum (recomputed batch-norm
- * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL). (The entry function and the
- * table keep their "v2" names, so that a module of an older version is found and refused by its version, with
- * a message that says so.) */
+ * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL) and comm_reduce_ranges
+ * (sharded gradients over NCCL). (The entry function and the table keep their "v2" names, so that a module of
+ * an older version is found and refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 7u
 
 /** Name of the CUDA module's entry function. */
@@ -289,6 +289,18 @@ typedef struct dpt_backend_v2 {
   int (*comm_all_reduce_f64)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                              double *const *buffers, size_t count, double timeout_seconds, char *error,
                              size_t error_size);
+  /** A vector's uneven parts summed to their owners over the communicator (a sharded gradient's bucket
+   *  reduce-scattered): global rank q owns [bounds[q], bounds[q + 1]) (world ranks + 1 ascending offsets,
+   *  empty parts allowed); sends[r] is local rank r's vector of bounds[world] floats on its GPU, recvs[r]
+   *  where the sum of local rank r's own part goes (NULL when that part is empty; sends[r] + its offset
+   *  sums in place). One ncclReduce (ncclFloat, ncclSum) per non-empty part, rooted at its owner, in one
+   *  group (ncclReduceScatter takes equal parts only): the sums in NCCL's order, written, not added; the
+   *  send vectors are left as they were (but for an in-place part). Ordered after the work queued on every
+   *  rank's stream; waits, times out and aborts as comm_all_reduce; comm_inject_hang applies. Since
+   *  version 7. */
+  int (*comm_reduce_ranges)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                            const float *const *sends, float *const *recvs, const size_t *bounds,
+                            double timeout_seconds, char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -299,8 +311,8 @@ typedef struct dpt_backend_test_v1 {
   /** Runs a small kernel and each library (BLAS, DNN, collectives) on device @p ordinal and checks the
    *  results: proves that the module's device code and libraries work on this GPU. */
   int (*self_test)(int ordinal, char *error, size_t error_size);
-  /** The next collective (comm_all_reduce, comm_all_reduce_f64, comm_all_gather_ranges) does not start
-   *  on @p rank (as if that peer hung); -1 clears. */
+  /** The next collective (comm_all_reduce, comm_all_reduce_f64, comm_all_gather_ranges,
+   *  comm_reduce_ranges) does not start on @p rank (as if that peer hung); -1 clears. */
   int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
 } dpt_backend_test_v1;
 
@@ -317,7 +329,7 @@ typedef struct dpt_backend_test_v1 {
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale) X(convert)                            \
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
-  X(comm_all_reduce_f64)
+  X(comm_all_reduce_f64) X(comm_reduce_ranges)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

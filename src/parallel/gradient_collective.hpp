@@ -18,15 +18,9 @@
 // ThreadCollective and BucketReducer) when a peer fails or the deadline passes, or bounded by the timeout
 // (World, NCCL). A failure leaves the gradients in an unknown state: the trainer then refuses further work.
 //
-// The place for a later, small collective: sync BatchNorm needs, in the middle of forward and of backward
-// on each device task, a sum of a few doubles (count, sum and sum of squares per channel) over the replicas
-// and the MPI processes. It would be one more method here, called from the pass on device thread rank:
-//   virtual void all_reduce_statistics(size_t rank, double *values, size_t count) = 0;
-// Both implementations would do it on the device threads with host values (a GPU replica copies its few
-// statistics out first, on its own context): a sum over the group's ThreadCollective (aborted with the
-// group, so a failed peer cannot hang the others), then rank 0 across the World with the trainer's timeout
-// and a broadcast back, as hierarchical_all_reduce does for gradients. Construction already hands the
-// host implementation the DeviceGroup; the CUDA one would take it the same way.
+// Batch norm's statistics, a few doubles summed in the middle of forward and backward, are not here: the
+// pass calls a StatisticsReducer (graph/pass_info.hpp; parallel/statistics_reducer.hpp on the host,
+// parallel/cuda_statistics_reducer.hpp over NCCL), made by the trainer beside the gradient collective.
 #pragma once
 
 #include <cstddef>

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "parallel/cuda_gradient_collective.hpp"
+#include "parallel/cuda_sharded_gradient_collective.hpp"
 #include "parallel/cuda_stage_gradient_collective.hpp"
 #include "parallel/cuda_statistics_reducer.hpp"
 #include "parallel/device_group.hpp"
@@ -88,11 +89,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
                   config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
-  DPT_REQUIRE(
-      config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer || !on_gpus_,
-      DPT_ERROR_UNSUPPORTED,
-      "sharded gradients and parameters run on CPU devices only in this version (the replicas are on " +
-          devices_[0]->name() + "; the optimizer shard mode runs on GPUs)");
+  DPT_REQUIRE(config_.shard != ShardMode::kParameters || !on_gpus_, DPT_ERROR_UNSUPPORTED,
+              "sharded parameters run on CPU devices only in this version (the replicas are on " +
+                  devices_[0]->name() + "; the optimizer and gradients shard modes run on GPUs)");
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
@@ -171,6 +170,10 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_,
         stage_process_spans(), stage_lengths(), stage_replica_parts());
+  else if (shard_gradients && on_gpus_)
+    collective_ = std::make_unique<CudaShardedGradientCollective>(
+        group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire,
+        config_.world != nullptr && config_.world->size() > 1, config_.timeout_seconds);
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,
@@ -207,8 +210,10 @@ bool Trainer::tasks_outstanding() const {
 }
 
 CudaCollective *Trainer::cuda_collective() {
-  auto *cuda = dynamic_cast<CudaGradientCollective *>(collective_.get());
-  return cuda != nullptr ? cuda->collective() : nullptr;
+  if (auto *cuda = dynamic_cast<CudaGradientCollective *>(collective_.get())) return cuda->collective();
+  if (auto *sharded = dynamic_cast<CudaShardedGradientCollective *>(collective_.get()))
+    return sharded->collective();
+  return nullptr;
 }
 
 void Trainer::check_no_task_out() const {

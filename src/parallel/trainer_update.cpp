@@ -135,11 +135,14 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 // l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
-  // GPUs all-reduce the gradient whole even when the optimizer state is sharded.
-  if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr))
+  // GPUs all-reduce the gradient whole when only the optimizer state is sharded (decided for every rank
+  // alike: a rank may own the whole vector, or nothing, of a small model).
+  const bool whole = config_.shard != ShardMode::kGradients && config_.shard != ShardMode::kParameters;
+  if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr && whole))
     return r.kernels->l2_norm(r.grads.data(), r.grads.size());
-  // A pipeline's stages on GPUs: the stages' squared norms (each counted by its first replica) summed in
-  // stage order.
+  // A pipeline's stages on GPUs, or sharded gradients there: the stages' or ranges' squared norms (each
+  // counted by its first replica) summed in rank order (not l2_norm's bits: a norm of the whole vector
+  // adds its squares in another grouping).
   if (on_gpus_) {
     std::vector<double> &squares = norm_blocks_[rank];
     std::fill(squares.begin(), squares.end(), 0.0);

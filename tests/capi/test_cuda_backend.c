@@ -335,7 +335,8 @@ static void test_gpu_peer_matrix(void **state) {
 /* One training step of the mlp on the given devices at a precision (seed 7): the parameters of replica 0,
  * after checking that every replica holds the same bits. A new float array of the model's parameters. */
 static float *step_parameters(dpt_context *c, dpt_model *m, size_t *devices, size_t device_count,
-                              dpt_precision precision, const float *x, const int32_t *y) {
+                              dpt_precision precision, dpt_shard_mode shard, const float *x,
+                              const int32_t *y) {
   dpt_trainer *t = NULL;
   dpt_trainer_options o;
   dpt_step_result result;
@@ -345,6 +346,7 @@ static float *step_parameters(dpt_context *c, dpt_model *m, size_t *devices, siz
   o.devices = devices;
   o.device_count = device_count;
   o.precision = precision;
+  o.shard = shard;
   o.seed = 7;
   o.gpu_flags = DPT_GPU_DETERMINISTIC;
   ASSERT_OK(dpt_trainer_create(&t, c, m, &o, NULL));
@@ -409,12 +411,12 @@ static void one_step(dpt_context *c, dpt_model *m, const dpt_trainer_options *o,
 static void check_gpu_precisions(dpt_context *c, dpt_model *m, const float *x, const int32_t *y) {
   size_t gpus[2] = {CPU_DEVICES, CPU_DEVICES}, cpus[2] = {0, 1}, count = 0;
   const dpt_precision precisions[2] = {DPT_PRECISION_BF16, DPT_PRECISION_FP16};
-  float *fp32 = step_parameters(c, m, gpus, 2, DPT_PRECISION_FP32, x, y);
+  float *fp32 = step_parameters(c, m, gpus, 2, DPT_PRECISION_FP32, DPT_SHARD_NONE, x, y);
   int i;
   ASSERT_OK(dpt_model_parameter_count(m, &count));
   for (i = 0; i < 2; ++i) {
-    float *gpu = step_parameters(c, m, gpus, 2, precisions[i], x, y);
-    float *cpu = step_parameters(c, m, cpus, 2, precisions[i], x, y);
+    float *gpu = step_parameters(c, m, gpus, 2, precisions[i], DPT_SHARD_NONE, x, y);
+    float *cpu = step_parameters(c, m, cpus, 2, precisions[i], DPT_SHARD_NONE, x, y);
     const double vs_cpu = distance(gpu, cpu, count), vs_fp32 = distance(gpu, fp32, count);
     print_message("precision %s: GPU vs CPU %.3g, GPU vs GPU float32 %.3g (largest differences %.3g, %.3g)\n",
                   i == 0 ? "bf16" : "fp16", vs_cpu, vs_fp32, max_difference(gpu, cpu, count),
@@ -461,16 +463,21 @@ static void test_gpu_trainer_through_c_api(void **state) {
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_INVALID_ARGUMENT);
   assert_null(t);
   o.gpu_flags = DPT_GPU_DETERMINISTIC;
-  o.devices = twice; /* sharded gradients and parameters run on CPU devices only */
+  o.devices = twice; /* sharded parameters run on CPU devices only */
   o.device_count = 2;
-  o.shard = DPT_SHARD_GRADIENTS;
-  assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
-  assert_null(t);
-  assert_non_null(
-      strstr(dpt_last_error_message(), "sharded gradients and parameters run on CPU devices only"));
   o.shard = DPT_SHARD_PARAMETERS;
   assert_int_equal(dpt_trainer_create(&t, c, m, &o, NULL), DPT_ERROR_UNSUPPORTED);
   assert_null(t);
+  assert_non_null(strstr(dpt_last_error_message(), "sharded parameters run on CPU devices only"));
+  { /* sharded gradients on two replicas sharing the GPU: the unsharded step's bits */
+    float *plain = step_parameters(c, m, twice, 2, DPT_PRECISION_FP32, DPT_SHARD_NONE, x, y);
+    float *sharded = step_parameters(c, m, twice, 2, DPT_PRECISION_FP32, DPT_SHARD_GRADIENTS, x, y);
+    size_t n = 0;
+    ASSERT_OK(dpt_model_parameter_count(m, &n));
+    assert_memory_equal(plain, sharded, n * sizeof *plain);
+    free(plain);
+    free(sharded);
+  }
   o.shard = DPT_SHARD_OPTIMIZER;
   o.pipeline_stages = 2; /* a pipeline of GPUs: two stages sharing cuda:0, a step through the C API */
   one_step(c, m, &o, x, y);

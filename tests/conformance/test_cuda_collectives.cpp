@@ -3,7 +3,8 @@
 // hang), and the device-memory all-reduce of K replicas on one GPU (virtual devices, K = 2 and 3); each on
 // the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). The gather of a
 // sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit. Batch statistics' float64 all-reduce
-// (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold.
+// (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold. A sharded gradient's bucket reduced
+// to its owners' uneven parts (comm_reduce_ranges), exact on integer data.
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -244,6 +245,58 @@ void test_gpu_nccl_all_reduce_f64(void **) {
   assert_int_equal(api.comm_all_reduce_f64(comm, ranks.contexts.data(), buffers.data(), n, 2.0, ranks.error,
                                            sizeof ranks.error),
                    DPT_BACKEND_ERROR_COMMUNICATION);
+  api.comm_destroy(comm);
+}
+
+// GPU: a sharded gradient's bucket reduced to its owners (comm_reduce_ranges) over every GPU: uneven parts
+// (the last rank's empty from 3 GPUs on), rank 0's received in place in its send vector, the others' into
+// buffers of their own; integer data, so every owner must hold the exact sums of its part, the send vectors
+// untouched but for the in-place part. Descending bounds are refused.
+void test_gpu_nccl_reduce_ranges(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  const size_t n = (size_t(1) << 20) + 4099;
+  std::vector<size_t> bounds = {0};
+  for (int q = 1; q < count; ++q) bounds.push_back(n * size_t(q * q) / size_t(count * count));  // uneven
+  bounds.push_back(n);
+  if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> sums(n, 0.0f);
+  std::vector<const float *> sends;
+  std::vector<float *> recvs;
+  for (int r = 0; r < count; ++r) {
+    inputs.push_back(integers(n, 3400 + uint64_t(r), -1000, 1000));
+    for (size_t i = 0; i < n; ++i) sums[i] += inputs.back()[i];  // exact: |sum| <= 1000 * ranks
+    float *send = ranks.upload(size_t(r), inputs.back());
+    sends.push_back(send);
+    const size_t own = bounds[size_t(r) + 1] - bounds[size_t(r)];
+    recvs.push_back(own == 0 ? nullptr
+                    : r == 0 ? send + bounds[0]
+                             : ranks.upload(size_t(r), std::vector<float>(own, -1.0f)));
+  }
+  check(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(), 60.0,
+                               ranks.error, sizeof ranks.error),
+        "comm_reduce_ranges", ranks.error);
+  for (int r = 0; r < count; ++r) {
+    const size_t lo = bounds[size_t(r)], own = bounds[size_t(r) + 1] - lo;
+    if (own > 0)
+      expect_bitwise(("reduced part, rank " + std::to_string(r)).c_str(),
+                     ranks.download(size_t(r), recvs[size_t(r)], own),
+                     std::vector<float>(sums.begin() + long(lo), sums.begin() + long(lo + own)));
+    if (r > 0)
+      expect_bitwise(("send vector untouched, rank " + std::to_string(r)).c_str(),
+                     ranks.download(size_t(r), sends[size_t(r)], n), inputs[size_t(r)]);
+  }
+  if (count > 1) {
+    std::vector<size_t> descending = bounds;
+    std::swap(descending[0], descending[1]);
+    assert_int_equal(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(),
+                                            descending.data(), 60.0, ranks.error, sizeof ranks.error),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  }
   api.comm_destroy(comm);
 }
 
@@ -522,6 +575,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_virtual_all_reduce),        cmocka_unit_test(test_gpu_nccl_all_reduce_wire16),
       cmocka_unit_test(test_gpu_virtual_all_reduce_wire16), cmocka_unit_test(test_gpu_comm_misuse),
       cmocka_unit_test(test_gpu_nccl_all_gather_ranges),    cmocka_unit_test(test_gpu_nccl_all_reduce_f64),
+      cmocka_unit_test(test_gpu_nccl_reduce_ranges),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

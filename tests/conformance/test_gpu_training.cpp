@@ -23,6 +23,7 @@
 #include "cuda_harness.hpp"
 #include "graph/json.hpp"
 #include "graph/network.hpp"
+#include "parallel/gradient_buckets.hpp"
 #include "parallel/trainer.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
@@ -334,7 +335,7 @@ void test_gpu_refused_configurations(void **) {
 // gradient all-reduced whole, each replica updating its range with its range of the optimizer state, the
 // ranges copied across: the parameters, the replicas and the checkpointed state bitwise those of the
 // unsharded trainer, each replica holding its share of the state; the checkpoint loads into an unsharded
-// trainer that continues alike. Sharded gradients and parameters are refused on GPUs.
+// trainer that continues alike. Sharded parameters are refused on GPUs.
 void check_sharded_optimizer(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
                              dpt::TrainerConfig c) {
   c.devices = devices;
@@ -376,13 +377,84 @@ void test_gpu_sharded_optimizer(void **) {
     adamw.bucket_bytes = 4096;
     check_sharded_optimizer(context, {0, 1}, adamw);
   }
-  for (dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
-    dpt::TrainerConfig c = config({0, 0});
+  dpt::TrainerConfig c = config({0, 0});
+  c.shard = dpt::ShardMode::kParameters;
+  const std::string message = dpt_test::expect_error([&] { trainer(context, c); }, DPT_ERROR_UNSUPPORTED,
+                                                     "sharded parameters on GPUs");
+  assert_non_null(std::strstr(message.c_str(), "sharded parameters run on CPU devices only"));
+}
+
+// Sharded gradients (ZeRO stage 2) on GPU replicas, sharing one GPU (the virtual all-reduce, then each
+// owner's copy) and on distinct GPUs (one NCCL reduce per range): each replica holds its range of the
+// gradient and one staging bucket; parameters of every replica bitwise those of the unsharded trainer
+// (several buckets, a ragged last batch); with clipping the norm is the ranges' squared norms summed (not
+// l2_norm's grouping), so equivalent; with two micro-batches per step one more rounding per micro-batch.
+dpt::ModelSpec batch_norm_model();  // below
+dpt::ModelSpec token_model();       // below
+
+void check_sharded_gradients(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
+                             dpt::TrainerConfig c, double tolerance, const dpt::ModelSpec *model = nullptr) {
+  c.devices = devices;
+  c.bucket_bytes = 4096;  // several buckets
+  auto make = [&](dpt::ShardMode mode) {
     c.shard = mode;
-    const std::string message = dpt_test::expect_error([&] { trainer(context, c); }, DPT_ERROR_UNSUPPORTED,
-                                                       "sharded gradients on GPUs");
-    assert_non_null(std::strstr(message.c_str(), "run on CPU devices only"));
+    return model != nullptr ? std::make_unique<dpt::Trainer>(context, *model, c) : trainer(context, c);
+  };
+  auto plain = make(dpt::ShardMode::kNone), sharded = make(dpt::ShardMode::kGradients);
+  const std::vector<float> start = parameters(*plain);
+  train(*plain);
+  train(*sharded);
+  const Batch one = batch(1, 710);  // a slice of one sample, the others empty: zeros reduced for them
+  plain->step(one.x.data(), one.y.data(), one.n);
+  sharded->step(one.x.data(), one.y.data(), one.n);
+  const std::vector<float> want = parameters(*plain);
+  for (size_t r = 0; r < devices.size(); ++r) {
+    if (tolerance == 0)
+      cuda_test::expect_bitwise("sharded gradients: replica vs unsharded", parameters(*sharded, r), want);
+    else
+      expect_equivalent("sharded gradients vs unsharded", parameters(*sharded, r), want, start, tolerance);
   }
+  // Each replica: its range and one staging bucket (the largest); the ranges add up to one whole gradient.
+  const uint64_t staging =
+      dpt::largest_bucket(dpt::plan_buckets(sharded->spec(), c.bucket_bytes)) * sizeof(float);
+  uint64_t held = 0;
+  for (size_t r = 0; r < devices.size(); ++r) {
+    const uint64_t bytes = sharded->replica_memory(r).gradients;
+    assert_true(bytes >= staging);  // (a small model's range may be empty)
+    held += bytes - staging;
+  }
+  assert_int_equal(held, plain->replica_memory(0).gradients);
+}
+
+void test_gpu_sharded_gradients(void **) {
+  auto context = gpu_context();
+  dpt::TrainerConfig adamw = config({}, dpt::OptimizerKind::kAdamW);
+  check_sharded_gradients(context, {0, 0}, adamw, 0);
+  check_sharded_gradients(context, {0, 0, 0}, config({}), 0);
+  dpt::TrainerConfig clipped = config({});
+  clipped.optimizer.clip_norm = 0.05f;
+  check_sharded_gradients(context, {0, 0}, clipped, kEquivalence);
+  dpt::TrainerConfig accumulated = config({});
+  accumulated.accumulation_steps = 2;
+  check_sharded_gradients(context, {0, 0, 0}, accumulated, kEquivalence);
+  if (context->device_count() >= 2) {
+    check_sharded_gradients(context, {0, 1}, adamw, 0);
+    check_sharded_gradients(context, {0, 1}, accumulated, kEquivalence);
+    const dpt::ModelSpec with_batch_norm = batch_norm_model();
+    check_sharded_gradients(context, {0, 1}, config({}), 0, &with_batch_norm);
+  }
+  dpt::TrainerConfig wire = config({0, 0});
+  wire.shard = dpt::ShardMode::kGradients;
+  wire.allreduce_dtype = dpt::DType::kBF16;
+  std::string message =
+      dpt_test::expect_error([&] { trainer(context, wire); }, DPT_ERROR_UNSUPPORTED, "a bf16 wire");
+  assert_non_null(std::strstr(message.c_str(), "float32 only"));
+  dpt::ModelSpec tied = token_model();
+  tied.tie("lm_head.weight", "wte.weight");
+  wire.allreduce_dtype = dpt::DType::kF32;
+  message = dpt_test::expect_error([&] { dpt::Trainer t(context, tied, wire); }, DPT_ERROR_UNSUPPORTED,
+                                   "tied parameters");
+  assert_non_null(std::strstr(message.c_str(), "tied parameters"));
 }
 
 // A model with batch norm (sync statistics, summed between the two phases: on the host, over NCCL on distinct
@@ -797,6 +869,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_hung_collective_times_out),
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_sharded_optimizer),
+      cmocka_unit_test(test_gpu_sharded_gradients),
       cmocka_unit_test(test_gpu_auto_split),
       cmocka_unit_test(test_gpu_trace_times_the_device),
       cmocka_unit_test(test_gpu_token_model),

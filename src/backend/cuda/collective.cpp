@@ -104,6 +104,15 @@ void CudaCollective::all_reduce_doubles(const std::vector<double *> &buffers, si
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+void CudaCollective::reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
+                                   const std::vector<size_t> &bounds, double timeout_seconds) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "reduce_ranges needs a NCCL communicator");
+  const int rc =
+      replicas_[0]->api().comm_reduce_ranges(comm_, contexts_.data(), sends.data(), recvs.data(),
+                                             bounds.data(), timeout_seconds, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
   const auto *test =

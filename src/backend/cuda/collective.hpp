@@ -51,6 +51,12 @@ class CudaCollective {
   // NCCL only (shares_one_gpu() false): batch norm's statistics in the middle of a pass, called from one
   // replica's thread while the others wait (CudaStatisticsReducer).
   void all_reduce_doubles(const std::vector<double *> &buffers, size_t count, double timeout_seconds);
+  // A sharded gradient's bucket: rank q's part [bounds[q], bounds[q + 1]) (ranks() + 1 offsets into the
+  // bucket) of the sum over every rank of sends[r] written to recvs[q] (nullptr for an empty part; may be
+  // sends[q] + bounds[q], in place). NCCL only: one ncclReduce per part rooted at its owner, in one group
+  // (comm_reduce_ranges), bounded by the timeout as all_reduce.
+  void reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
+                     const std::vector<size_t> &bounds, double timeout_seconds);
   // Test seam: the next collective does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 

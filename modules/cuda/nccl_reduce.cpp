@@ -1,0 +1,96 @@
+// comm_reduce_ranges: a sharded gradient's bucket reduce-scattered over NCCL into uneven parts. Each part is
+// reduced to its owner (global rank q) with one ncclReduce, every part of every local rank in one NCCL
+// group, then the same wait as the all-reduce (nccl_comm.cpp): completion events, asynchronous errors, the
+// deadline.
+#include <nccl.h>
+
+#include <cmath>
+#include <new>
+
+#include "cuda/context.hpp"
+#include "cuda/nccl_comm.hpp"
+#include "cuda/nccl_state.hpp"
+
+namespace dpt::cuda {
+
+namespace {
+
+int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const float *const *sends,
+          float *const *recvs, const size_t *bounds, const Error &e) {
+  const char *ranks = c.ranks.c_str();
+  if (c.aborted)
+    return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
+                  "%s: comm_reduce_ranges: the communicator was aborted after an earlier failure; destroy it",
+                  ranks);
+  if (contexts == nullptr || sends == nullptr || recvs == nullptr || bounds == nullptr)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: comm_reduce_ranges: NULL array", ranks);
+  for (int q = 0; q < c.world; ++q)
+    if (bounds[q + 1] < bounds[q])
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                    "%s: comm_reduce_ranges: bounds not ascending at rank %d", ranks, q);
+  for (size_t r = 0; r < c.ordinals.size(); ++r) {
+    const size_t q = size_t(c.first_rank) + r;
+    if (contexts[r] == nullptr || (sends[r] == nullptr && bounds[c.world] > 0) ||
+        (recvs[r] == nullptr && bounds[q + 1] > bounds[q]))
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                    "%s: comm_reduce_ranges: NULL context, send or receive buffer of rank %zu", ranks, r);
+    if (contexts[r]->ordinal != c.ordinals[r])
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                    "%s: comm_reduce_ranges: the context of rank %zu is on cuda:%d, the rank on cuda:%d",
+                    ranks, r, contexts[r]->ordinal, c.ordinals[r]);
+  }
+  return 0;
+}
+
+int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, const float *const *sends,
+            float *const *recvs, const size_t *bounds, const Error &e) {
+  const char *ranks = c.ranks.c_str();
+  ncclResult_t status = ncclGroupStart();
+  if (status != ncclSuccess) return nccl_failed(e, ranks, "ncclGroupStart", status, nullptr);
+  for (size_t r = 0; r < c.comms.size() && status == ncclSuccess; ++r) {
+    if (int(r) == c.hang_rank) continue;
+    for (int q = 0; q < c.world && status == ncclSuccess; ++q) {
+      const size_t count = bounds[q + 1] - bounds[q];
+      if (count == 0) continue;
+      // Only the root's receive buffer is written (the others' is not read: any valid pointer).
+      float *recv = q == c.first_rank + int(r) ? recvs[r] : const_cast<float *>(sends[r]) + bounds[q];
+      status = ncclReduce(sends[r] + bounds[q], recv, count, ncclFloat, ncclSum, q, c.comms[r],
+                          contexts[r]->stream);
+    }
+  }
+  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
+  if (status == ncclSuccess) status = end;
+  if (status != ncclSuccess) {
+    const int rc = nccl_failed(e, ranks, "ncclReduce", status, nullptr);
+    abort_all(c);
+    return rc;
+  }
+  return record_events(c, contexts, e);
+}
+
+}  // namespace
+
+int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                       const float *const *sends, float *const *recvs, const size_t *bounds,
+                       double timeout_seconds, char *error, size_t error_size) {
+  const Error e{error, error_size};
+  if (comm == nullptr)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_reduce_ranges: NULL communicator");
+  try {
+    if (const int rc = check(*comm, contexts, sends, recvs, bounds, e)) return rc;
+    DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
+    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
+    int rc = enqueue(*comm, contexts, sends, recvs, bounds, e);
+    if (rc == 0) rc = wait_for_ranks(*comm, contexts, timeout_seconds, "ncclReduce (the ranges' reduce)", e);
+    comm->hang_rank = -1;
+    return rc;
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: comm_reduce_ranges: out of host memory",
+                  comm->ranks.c_str());
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "%s: comm_reduce_ranges: unexpected C++ exception",
+                  comm->ranks.c_str());
+  }
+}
+
+}  // namespace dpt::cuda

@@ -1,0 +1,151 @@
+#include "parallel/cuda_sharded_gradient_collective.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/platform.hpp"
+
+namespace dpt {
+
+CudaShardedGradientCollective::CudaShardedGradientCollective(
+    ThreadCollective &local, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
+    size_t bucket_bytes, const ShardLayout &shards, WireType wire, bool processes, double timeout_seconds)
+    : local_(local),
+      shards_(shards),
+      timeout_(timeout_seconds),
+      buckets_(plan_buckets(spec, bucket_bytes)),
+      lanes_(replicas.size()),
+      seconds_(replicas.size(), 0.0) {
+  const std::string refused = "sharded gradients on GPUs (" + std::to_string(replicas.size()) + " replicas)";
+  DPT_REQUIRE(!processes, DPT_ERROR_UNSUPPORTED,
+              refused + " run within one process in this version (across MPI processes: --shard optimizer)");
+  DPT_REQUIRE(
+      wire == WireType::kF32, DPT_ERROR_UNSUPPORTED,
+      refused + " reduce in float32 only in this version (a 16-bit allreduce_dtype: --shard optimizer)");
+  DPT_REQUIRE(spec.ties().empty(), DPT_ERROR_UNSUPPORTED,
+              refused + ": tied parameters are not supported in this version (on GPUs: --shard optimizer)");
+  std::vector<CudaKernels *> cuda;
+  for (auto &r : replicas) {
+    cuda.push_back(static_cast<CudaKernels *>(r->kernels.get()));
+    kernels_.push_back(r->kernels.get());
+  }
+  collective_ = std::make_unique<CudaCollective>(std::move(cuda), nullptr, timeout_seconds);
+  bucket_of_node_ = bucket_of_nodes(spec, buckets_);
+  for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
+  const size_t largest = largest_bucket(buckets_);
+  for (size_t rank = 0; rank < replicas.size(); ++rank) {
+    slots_.emplace_back(replicas[rank]->kernels->memory(), largest);
+    shard_gradients_.push_back(replicas[rank]->grads.data());
+    params_.push_back(replicas[rank]->params.data());
+    slot_pointers_.push_back(slots_.back().data());
+    lanes_[rank].owner = this;
+    lanes_[rank].rank = rank;
+  }
+}
+
+void CudaShardedGradientCollective::start_micro_batch(bool first_of_window) {
+  accumulate_ = !first_of_window;
+  for (Lane &lane : lanes_) lane.opened = lane.reduced = 0, lane.probe = false;
+  if (first_of_window) std::fill(seconds_.begin(), seconds_.end(), 0.0);
+}
+
+// The staging bucket is free: the previous bucket's reduction finished before this thread left it
+// (NCCL: replica 0 waited for it; one GPU: the virtual all-reduce and the copies are ordered before
+// anything queued later on the streams).
+void CudaShardedGradientCollective::open_next(Lane &lane) {
+  const GradientBucket &b = buckets_[lane.opened];
+  kernels_[lane.rank]->memory().zero(slots_[lane.rank].data(), (b.end - b.begin) * sizeof(float));
+  ++lane.opened;
+}
+
+float *CudaShardedGradientCollective::gradients(void *context, size_t node) {
+  Lane &lane = *static_cast<Lane *>(context);
+  CudaShardedGradientCollective &self = *lane.owner;
+  const size_t bucket = self.bucket_of_node_[node];
+  while (lane.opened <= bucket) self.open_next(lane);
+  return self.slots_[lane.rank].data() + (self.node_offsets_[node] - self.buckets_[bucket].begin);
+}
+
+void CudaShardedGradientCollective::layer_done(void *context, size_t node) {
+  Lane &lane = *static_cast<Lane *>(context);
+  CudaShardedGradientCollective &self = *lane.owner;
+  while (lane.reduced < self.buckets_.size() && node <= self.buckets_[lane.reduced].lowest_layer) {
+    if (!lane.probe) self.reduce(lane.rank, lane.reduced);
+    ++lane.reduced;
+  }
+}
+
+void CudaShardedGradientCollective::reduce(size_t rank, size_t bucket) {
+  const double start = platform::now_seconds();
+  local_.barrier(rank);  // every replica's bucket is queued on its stream
+  if (rank == 0) reduce_bucket(bucket);
+  local_.barrier(rank);  // every range holds its sums (or they are queued before anything later)
+  seconds_[rank] += platform::now_seconds() - start;
+}
+
+void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
+  const GradientBucket &b = buckets_[bucket];
+  const size_t k = kernels_.size();
+  parts_.assign(k + 1, 0);  // rank q's part of the bucket, offsets into it
+  for (size_t q = 0; q <= k; ++q) {
+    const size_t cut = q == k ? shards_.count() : shards_.begin(q);
+    parts_[q] = std::clamp(cut, b.begin, b.end) - b.begin;
+  }
+  // Where rank q's part of the bucket lies in its range.
+  auto own = [&](size_t q) { return shard_gradients_[q] + (b.begin + parts_[q] - shards_.begin(q)); };
+  if (collective_->shares_one_gpu()) {
+    collective_->all_reduce(slot_pointers_, {{0, b.end - b.begin}}, timeout_, WireType::kF32);
+  } else {
+    sends_.assign(slot_pointers_.begin(), slot_pointers_.end());
+    recvs_.assign(k, nullptr);
+    for (size_t q = 0; q < k; ++q)
+      if (parts_[q + 1] > parts_[q]) recvs_[q] = accumulate_ ? slot_pointers_[q] + parts_[q] : own(q);
+    collective_->reduce_ranges(sends_, recvs_, parts_, timeout_);
+    if (!accumulate_) return;
+  }
+  for (size_t q = 0; q < k; ++q) {
+    const size_t n = parts_[q + 1] - parts_[q];
+    if (n == 0) continue;
+    if (accumulate_)
+      kernels_[q]->accumulate(own(q), slot_pointers_[q] + parts_[q], n);
+    else
+      kernels_[q]->copy_device(own(q), slot_pointers_[q] + parts_[q], n);
+  }
+}
+
+BackwardHook CudaShardedGradientCollective::backward_hook(size_t rank) {
+  BackwardHook hook{&layer_done, &lanes_[rank]};
+  hook.gradients = &gradients;
+  return hook;
+}
+
+// A probe writes the staging bucket over and over; the next micro-batch starts its lanes afresh.
+BackwardHook CudaShardedGradientCollective::probe_hook(size_t rank) {
+  lanes_[rank].opened = lanes_[rank].reduced = 0;
+  lanes_[rank].probe = true;
+  return backward_hook(rank);
+}
+
+// Buckets that backward did not reach (an empty or non-finite slice skips it) contribute zeros, reduced in
+// turn with the peers'.
+void CudaShardedGradientCollective::finish_backward(size_t rank) {
+  Lane &lane = lanes_[rank];
+  while (lane.reduced < buckets_.size()) {
+    while (lane.opened <= lane.reduced) open_next(lane);
+    reduce(rank, lane.reduced++);
+  }
+}
+
+void CudaShardedGradientCollective::gather_between_phases(const std::vector<size_t> &bounds) {
+  collective_->all_gather(params_, bounds, timeout_);
+}
+
+// A reduce-scatter of the gradient, as NCCL's tests count it: its bytes times (K - 1) / K.
+CudaShardedGradientCollective::RankReduction CudaShardedGradientCollective::rank_reduction(size_t rank,
+                                                                                           bool) const {
+  const double k = double(kernels_.size());
+  return {seconds_[rank], double(shards_.count()) * sizeof(float) * (k - 1.0) / k};
+}
+
+}  // namespace dpt

@@ -1,0 +1,98 @@
+// Sharded gradients (ZeRO stage 2) on GPU replicas of one process: no replica holds the whole gradient.
+// Backward writes each gradient bucket (plan_buckets: whole layers, back to front) into the replica's one
+// staging bucket in its GPU's memory; once a replica has finished a bucket its device thread meets the
+// others' at a barrier, and replica 0's thread reduce-scatters the bucket into the replicas' ranges
+// (ShardLayout; a replica's gradient buffer is its range) while the others wait at a second barrier: a
+// NCCL communicator's ranks are driven from one thread. On distinct GPUs: one ncclReduce per range, rooted
+// at its owner (CudaCollective::reduce_ranges); on one GPU (cuda:0x2): the virtual all-reduce of the
+// buckets, then each owner's copy of its range. Backward waits for each bucket's reduction (no overlap, so
+// one staging bucket suffices). The first micro-batch of a window writes its sums into the ranges, later
+// ones add theirs (reduced in place in the owner's staging bucket, then added: the sum first, then one
+// addition, as on CPU devices).
+//
+// Bits: on one GPU and against the simulator, those of the unsharded all-reduce (sums in rank order); on
+// distinct GPUs NCCL's reduce, which for two ranks is the all-reduce's one addition and beyond two may add
+// in another order than its all-reduce.
+//
+// Not here (the constructor throws DPT_ERROR_UNSUPPORTED): tied parameters, a 16-bit wire, several MPI
+// processes (the trainer refuses a pipeline and sharded parameters on GPUs before).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cuda/collective.hpp"
+#include "comm/thread_collective.hpp"
+#include "comm/wire_type.hpp"
+#include "graph/model_spec.hpp"
+#include "parallel/gradient_buckets.hpp"
+#include "parallel/gradient_collective.hpp"
+#include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
+
+namespace dpt {
+
+class CudaShardedGradientCollective final : public GradientCollective {
+ public:
+  // Allocates each replica's staging bucket in its GPU's memory (DPT_ERROR_OUT_OF_MEMORY naming the GPU).
+  // local: the replicas' threads (the device group's collective), aborted with the group.
+  CudaShardedGradientCollective(ThreadCollective &local,
+                                const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
+                                size_t bucket_bytes, const ShardLayout &shards, WireType wire, bool processes,
+                                double timeout_seconds);
+
+  CudaCollective *collective() { return collective_.get(); }
+
+  bool overlaps_backward() const override { return true; }
+  bool reduces_every_micro_batch() const override { return true; }
+  void start_micro_batch(bool first_of_window) override;
+  BackwardHook backward_hook(size_t rank) override;
+  BackwardHook probe_hook(size_t rank) override;
+  void finish_backward(size_t rank) override;
+  void reduce_between_phases(bool) override {}
+  void reduce_in_update(size_t, bool) override {}
+  void gather_between_phases(const std::vector<size_t> &bounds) override;
+  // The reductions ran during backward, which waited for them: all of their time is exposed.
+  AllReduceTimes times(bool) const override { return {0, seconds_[0], seconds_[0]}; }
+  RankReduction rank_reduction(size_t rank, bool) const override;
+  uint64_t staging_bytes(size_t rank) const override { return slots_[rank].size() * sizeof(float); }
+
+ private:
+  // One replica's progress through the buckets of the current backward. Each on its own cache line.
+  struct alignas(64) Lane {
+    CudaShardedGradientCollective *owner = nullptr;
+    size_t rank = 0;
+    size_t opened = 0;   // buckets whose staging has been zeroed and handed to backward
+    size_t reduced = 0;  // buckets reduced
+    bool probe = false;  // a measured backward: nothing is reduced, the staging is reused at once
+  };
+  static float *gradients(void *context, size_t node);
+  static void layer_done(void *context, size_t node);
+  void open_next(Lane &lane);
+  // Device thread rank: bucket `bucket` reduce-scattered over every replica (a collective of the threads).
+  void reduce(size_t rank, size_t bucket);
+  // Replica 0's thread, every replica waiting: the reduce-scatter itself, on every replica's stream.
+  void reduce_bucket(size_t bucket);
+
+  ThreadCollective &local_;
+  const ShardLayout &shards_;
+  double timeout_;
+  std::unique_ptr<CudaCollective> collective_;
+  std::vector<DeviceKernels *> kernels_;
+  std::vector<GradientBucket> buckets_;
+  std::vector<size_t> bucket_of_node_;  // per node with parameters: its bucket
+  std::vector<size_t> node_offsets_;    // per node: its param_offset
+  std::vector<DeviceBuffer> slots_;     // per replica: the staging bucket, the largest bucket's size
+  std::vector<float *> shard_gradients_, params_;
+  std::vector<Lane> lanes_;
+  bool accumulate_ = false;  // this micro-batch adds into the ranges (not the first of its window)
+  // Scratch of reduce_bucket (kept: a step allocates nothing).
+  std::vector<size_t> parts_;
+  std::vector<const float *> sends_;
+  std::vector<float *> recvs_, slot_pointers_;
+  std::vector<double> seconds_;  // per replica: its reductions in the last window
+};
+
+}  // namespace dpt
