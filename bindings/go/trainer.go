@@ -104,9 +104,10 @@ const (
 	// devices' ranges while backward goes on; each device keeps the summed gradient of its range only (plus
 	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
-	// micro-batch). CPU devices only (StatusUnsupported on GPUs); tied parameters (Model.Tie) are sharded like
-	// the others. Across MPI processes each process shards among its own devices (the counts may
-	// differ; a process of one device shards nothing).
+	// micro-batch). CPU devices; GPUs within one process (each bucket reduced to its owners while backward
+	// waits, one staging bucket; StatusUnsupported across processes, with a 16-bit wire or tied parameters).
+	// On CPU devices tied parameters (Model.Tie) are sharded like the others. Across MPI processes each
+	// process shards among its own devices (the counts may differ; a process of one device shards nothing).
 	ShardGradients ShardMode = 2
 	// ShardParameters (ZeRO stage 3, PyTorch's FSDP): also the parameters. Each device keeps its range of the
 	// parameters only, and a pass (training, evaluation, prediction) copies each bucket of them in from the
@@ -277,8 +278,9 @@ type TrainerOptions struct {
 	// the optimizer state becomes 1/K of its bytes over K devices (AdamW: 8 bytes per parameter become 8/K),
 	// with ShardGradients and ShardParameters the gradient its range's 4/K bytes per parameter plus the two
 	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
-	// gather buffer; Trainer.ReplicaMemory reports them. ShardOptimizer runs on CPU devices and GPUs; a
-	// trainer on CUDA devices refuses ShardGradients and ShardParameters with StatusUnsupported; tied
+	// gather buffer; Trainer.ReplicaMemory reports them. ShardOptimizer runs on CPU devices and GPUs,
+	// ShardGradients on GPUs within one process; a trainer on CUDA devices refuses ShardParameters with
+	// StatusUnsupported; tied
 	// parameters are sharded like the others; across MPI processes each process shards among its own
 	// devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode

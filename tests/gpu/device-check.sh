@@ -3,9 +3,9 @@
 # off except those it runs), runs the GPU-labelled tests (the CUDA module's conformance suite: every kernel
 # and collective against the CPU backend; the C API's CUDA cases; `dptrain devices`), prints `dptrain
 # devices`, benchmarks (dptrain_gpu_bench) training on 1 GPU, on 2 replicas sharing it (cuda:0x2) and on 2
-# GPUs when there are two: LeNet and an MLP, ResNet-18 (also with a sharded optimizer, as a 2-stage pipeline
-# and with deterministic convolution algorithms) and gpt-mini, in fp32 and bf16; the all-reduce bus bandwidth on the float32 and bf16
-# wires; runs the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py); records where a ResNet-18
+# GPUs when there are two: LeNet and an MLP, ResNet-18 (also with a sharded optimizer and sharded gradients,
+# as a 2-stage pipeline and with deterministic convolution algorithms) and gpt-mini, in fp32 and bf16; the
+# all-reduce bus bandwidth on the float32 and bf16 wires; runs the PyTorch peer on the same GPU (tests/bench/pytorch_gpu_peer.py); records where a ResNet-18
 # and a gpt-mini step's time goes (dptrain_gpu_bench --trace, scripts/trace-summary.py); trains LeNet and
 # ResNet-18 for 10 epochs on Fashion-MNIST on cuda:0x2 (the test accuracy; the data from the machine or from
 # the carried package); and ends with a short table: one row per test, one per conformance case, one per
@@ -227,10 +227,11 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     status=1
   fi
   # ResNet-18 (the built-in resnet18, sync batch norm): one GPU, two replicas on it, two GPUs when there are
-  # two, unsharded and with a sharded optimizer (issue 16: step time and bytes per GPU per mode). A layout
+  # two, unsharded, with a sharded optimizer and with sharded gradients (issue 16: step time and bytes per GPU
+  # per mode; sharded gradients and the NCCL statistics of batch norm never ran on a GPU before). A layout
   # the trainer refuses shows as a "refused" row with its message.
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
-    --steps 20 --max-mib 0 --precision fp32,bf16 --shard none,optimizer >"$out/gpu-bench-resnet18.txt" 2>&1; then
+    --steps 20 --max-mib 0 --precision fp32,bf16 --shard none,optimizer,gradients >"$out/gpu-bench-resnet18.txt" 2>&1; then
     cat "$out/gpu-bench-resnet18.txt"
     while read -r model devices rate rest; do
       if [ "$rate" = "refused:" ]; then
@@ -238,7 +239,7 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
       else
         row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate, " $NF " MiB per GPU"}')"
       fi
-    done < <(awk '$1 ~ /^resnet18(\/bf16)?(\/optimizer)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
+    done < <(awk '$1 ~ /^resnet18(\/bf16)?(\/optimizer|\/gradients)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
   else
     tail -n 20 "$out/gpu-bench-resnet18.txt"
     row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"

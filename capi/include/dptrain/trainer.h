@@ -113,7 +113,11 @@ typedef enum dpt_shard_mode {
    * while backward goes on; each device keeps the summed gradient of its range only (AdamW: 4 + 12/K bytes
    * per parameter, plus the two staging buckets). The same bits as DPT_SHARD_NONE with one micro-batch per
    * optimizer step; with accumulation_steps > 1 each micro-batch's sum is added into the range (one more
-   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices. Tied
+   * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices, and GPUs
+   * within one process: there each bucket is reduced to its owners while backward waits (one staging
+   * bucket), the bits of DPT_SHARD_NONE without clip_norm (the norm over ranges groups its squares
+   * differently); a 16-bit allreduce_dtype, tied parameters or several processes are DPT_ERROR_UNSUPPORTED
+   * on GPUs. On CPU devices tied
    * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
    * aside until its source's bucket opens. Across MPI processes each process shards
    * among its own devices (at least 2 in every process, else DPT_ERROR_UNSUPPORTED; the counts may differ)
@@ -257,7 +261,7 @@ typedef struct dpt_trainer_options {
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
    * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse
-   * DPT_SHARD_GRADIENTS and DPT_SHARD_PARAMETERS (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
+   * DPT_SHARD_PARAMETERS, and DPT_SHARD_GRADIENTS across processes (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
    * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
    * the optimizer mode all-reduces the gradient whole, the other two sum each device's range over the
    * processes (processes of different device counts sum by the pieces between their cuts; a process of one
