@@ -104,8 +104,9 @@ const (
 	// devices' ranges while backward goes on; each device keeps the summed gradient of its range only (plus
 	// the two staging buckets). The same bits as ShardNone with one micro-batch per optimizer step; with
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
-	// micro-batch). CPU devices; GPUs within one process (each bucket reduced to its owners while backward
-	// waits, one staging bucket; StatusUnsupported across processes, with a 16-bit wire or tied parameters).
+	// micro-batch). CPU devices; GPUs within one process or across every GPU of an MPI job with
+	// ShardScopeWorld (each bucket reduced to its owners over NCCL while backward waits, one staging bucket;
+	// StatusUnsupported with a 16-bit wire, tied parameters, or ShardScopeProcess across processes).
 	// On CPU devices tied parameters (Model.Tie) are sharded like the others. Across MPI processes each
 	// process shards among its own devices (the counts may differ; a process of one device shards nothing).
 	ShardGradients ShardMode = 2
@@ -279,7 +280,7 @@ type TrainerOptions struct {
 	// with ShardGradients and ShardParameters the gradient its range's 4/K bytes per parameter plus the two
 	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
 	// gather buffer; Trainer.ReplicaMemory reports them. ShardOptimizer runs on CPU devices and GPUs,
-	// ShardGradients on GPUs within one process; a trainer on CUDA devices refuses ShardParameters with
+	// ShardGradients on GPUs (across processes in the world scope only); a trainer on CUDA devices refuses ShardParameters with
 	// StatusUnsupported; tied
 	// parameters are sharded like the others; across MPI processes each process shards among its own
 	// devices; a value outside the enum is StatusInvalidArgument.

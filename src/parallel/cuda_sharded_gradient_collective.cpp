@@ -10,7 +10,8 @@ namespace dpt {
 
 CudaShardedGradientCollective::CudaShardedGradientCollective(
     ThreadCollective &local, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-    size_t bucket_bytes, const ShardLayout &shards, WireType wire, bool processes, double timeout_seconds)
+    size_t bucket_bytes, const ShardLayout &shards, WireType wire, const World *world, bool world_scope,
+    double timeout_seconds)
     : local_(local),
       shards_(shards),
       timeout_(timeout_seconds),
@@ -18,8 +19,11 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
       lanes_(replicas.size()),
       seconds_(replicas.size(), 0.0) {
   const std::string refused = "sharded gradients on GPUs (" + std::to_string(replicas.size()) + " replicas)";
-  DPT_REQUIRE(!processes, DPT_ERROR_UNSUPPORTED,
-              refused + " run within one process in this version (across MPI processes: --shard optimizer)");
+  const bool processes = world != nullptr && world->size() > 1;
+  DPT_REQUIRE(!processes || world_scope, DPT_ERROR_UNSUPPORTED,
+              refused +
+                  " across MPI processes shard across every GPU of the job in this version "
+                  "(--shard-scope world), not within each process");
   DPT_REQUIRE(
       wire == WireType::kF32, DPT_ERROR_UNSUPPORTED,
       refused + " reduce in float32 only in this version (a 16-bit allreduce_dtype: --shard optimizer)");
@@ -30,7 +34,8 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
     cuda.push_back(static_cast<CudaKernels *>(r->kernels.get()));
     kernels_.push_back(r->kernels.get());
   }
-  collective_ = std::make_unique<CudaCollective>(std::move(cuda), nullptr, timeout_seconds);
+  collective_ =
+      std::make_unique<CudaCollective>(std::move(cuda), processes ? world : nullptr, timeout_seconds);
   bucket_of_node_ = bucket_of_nodes(spec, buckets_);
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
   const size_t largest = largest_bucket(buckets_);
@@ -86,31 +91,30 @@ void CudaShardedGradientCollective::reduce(size_t rank, size_t bucket) {
 
 void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
-  const size_t k = kernels_.size();
-  parts_.assign(k + 1, 0);  // rank q's part of the bucket, offsets into it
-  for (size_t q = 0; q <= k; ++q) {
-    const size_t cut = q == k ? shards_.count() : shards_.begin(q);
-    parts_[q] = std::clamp(cut, b.begin, b.end) - b.begin;
-  }
-  // Where rank q's part of the bucket lies in its range.
-  auto own = [&](size_t q) { return shard_gradients_[q] + (b.begin + parts_[q] - shards_.begin(q)); };
+  const size_t k = kernels_.size(), first = shards_.first();  // local rank r is global rank first + r
+  const std::vector<size_t> &bounds = shards_.bounds();
+  parts_.resize(bounds.size());  // global rank g's part of the bucket, offsets into it
+  for (size_t g = 0; g < bounds.size(); ++g) parts_[g] = std::clamp(bounds[g], b.begin, b.end) - b.begin;
+  // Local rank r's part: where it starts in the bucket, its length, where it lies in the rank's range.
+  auto part = [&](size_t r) { return parts_[first + r]; };
+  auto length = [&](size_t r) { return parts_[first + r + 1] - parts_[first + r]; };
+  auto own = [&](size_t r) { return shard_gradients_[r] + (b.begin + part(r) - shards_.begin(r)); };
   if (collective_->shares_one_gpu()) {
     collective_->all_reduce(slot_pointers_, {{0, b.end - b.begin}}, timeout_, WireType::kF32);
   } else {
     sends_.assign(slot_pointers_.begin(), slot_pointers_.end());
     recvs_.assign(k, nullptr);
-    for (size_t q = 0; q < k; ++q)
-      if (parts_[q + 1] > parts_[q]) recvs_[q] = accumulate_ ? slot_pointers_[q] + parts_[q] : own(q);
+    for (size_t r = 0; r < k; ++r)
+      if (length(r) > 0) recvs_[r] = accumulate_ ? slot_pointers_[r] + part(r) : own(r);
     collective_->reduce_ranges(sends_, recvs_, parts_, timeout_);
     if (!accumulate_) return;
   }
-  for (size_t q = 0; q < k; ++q) {
-    const size_t n = parts_[q + 1] - parts_[q];
-    if (n == 0) continue;
+  for (size_t r = 0; r < k; ++r) {
+    if (length(r) == 0) continue;
     if (accumulate_)
-      kernels_[q]->accumulate(own(q), slot_pointers_[q] + parts_[q], n);
+      kernels_[r]->accumulate(own(r), slot_pointers_[r] + part(r), length(r));
     else
-      kernels_[q]->copy_device(own(q), slot_pointers_[q] + parts_[q], n);
+      kernels_[r]->copy_device(own(r), slot_pointers_[r] + part(r), length(r));
   }
 }
 
@@ -141,10 +145,10 @@ void CudaShardedGradientCollective::gather_between_phases(const std::vector<size
   collective_->all_gather(params_, bounds, timeout_);
 }
 
-// A reduce-scatter of the gradient, as NCCL's tests count it: its bytes times (K - 1) / K.
+// A reduce-scatter of the gradient, as NCCL's tests count it: its bytes times (K - 1) / K, K every rank.
 CudaShardedGradientCollective::RankReduction CudaShardedGradientCollective::rank_reduction(size_t rank,
                                                                                            bool) const {
-  const double k = double(kernels_.size());
+  const double k = double(collective_->ranks());
   return {seconds_[rank], double(shards_.count()) * sizeof(float) * (k - 1.0) / k};
 }
 

@@ -1,4 +1,6 @@
-// Sharded gradients (ZeRO stage 2) on GPU replicas of one process: no replica holds the whole gradient.
+// Sharded gradients (ZeRO stage 2) on GPU replicas: no replica holds the whole gradient. Within one process,
+// or across every GPU of an MPI job (the world scope: one communicator over every process's GPUs, the job's
+// layout of ranges).
 // Backward writes each gradient bucket (plan_buckets: whole layers, back to front) into the replica's one
 // staging bucket in its GPU's memory; once a replica has finished a bucket its device thread meets the
 // others' at a barrier, and replica 0's thread reduce-scatters the bucket into the replicas' ranges
@@ -15,7 +17,8 @@
 // in another order than its all-reduce.
 //
 // Not here (the constructor throws DPT_ERROR_UNSUPPORTED): tied parameters, a 16-bit wire, several MPI
-// processes (the trainer refuses a pipeline and sharded parameters on GPUs before).
+// processes each sharding within itself (the process scope; the trainer refuses a pipeline and sharded
+// parameters on GPUs before).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +29,7 @@
 #include "backend/cuda/collective.hpp"
 #include "comm/thread_collective.hpp"
 #include "comm/wire_type.hpp"
+#include "comm/world.hpp"
 #include "graph/model_spec.hpp"
 #include "parallel/gradient_buckets.hpp"
 #include "parallel/gradient_collective.hpp"
@@ -37,11 +41,13 @@ namespace dpt {
 class CudaShardedGradientCollective final : public GradientCollective {
  public:
   // Allocates each replica's staging bucket in its GPU's memory (DPT_ERROR_OUT_OF_MEMORY naming the GPU).
-  // local: the replicas' threads (the device group's collective), aborted with the group.
+  // local: the replicas' threads (the device group's collective), aborted with the group. world: the MPI
+  // processes (nullptr or one: this process alone), whose GPUs share the layout `shards` (world_scope:
+  // collective, every process creates its part) or not (refused).
   CudaShardedGradientCollective(ThreadCollective &local,
                                 const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-                                size_t bucket_bytes, const ShardLayout &shards, WireType wire, bool processes,
-                                double timeout_seconds);
+                                size_t bucket_bytes, const ShardLayout &shards, WireType wire,
+                                const World *world, bool world_scope, double timeout_seconds);
 
   CudaCollective *collective() { return collective_.get(); }
 
@@ -89,7 +95,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
   std::vector<Lane> lanes_;
   bool accumulate_ = false;  // this micro-batch adds into the ranges (not the first of its window)
   // Scratch of reduce_bucket (kept: a step allocates nothing).
-  std::vector<size_t> parts_;
+  std::vector<size_t> parts_;  // every rank's (of every process) part of the bucket
   std::vector<const float *> sends_;
   std::vector<float *> recvs_, slot_pointers_;
   std::vector<double> seconds_;  // per replica: its reductions in the last window

@@ -172,8 +172,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         stage_process_spans(), stage_lengths(), stage_replica_parts());
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(
-        group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire,
-        config_.world != nullptr && config_.world->size() > 1, config_.timeout_seconds);
+        group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire, config_.world,
+        world_scope, config_.timeout_seconds);
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,

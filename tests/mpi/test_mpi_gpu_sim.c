@@ -6,15 +6,19 @@
  *   - LeNet with AdamW: 2 processes x 1 GPU = 1 process x 2 GPUs; 2 x 2 = 1 x 4 (batches that both split
  *     alike); every process alike;
  *   - a bf16 wire (each rank's value and the sum rounded): 2 x 1 = 1 x 2;
- *   - a model with batch norm (statistics summed in device memory over the communicator, comm_all_reduce_f64):
- *     2 x 1 = 1 x 2, parameters and running statistics;
+ *   - a model with batch norm (statistics summed in device memory over the communicator,
+ * comm_all_reduce_f64): 2 x 1 = 1 x 2, parameters and running statistics;
  *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2; and
  *     across every GPU of the job (DPT_SHARD_SCOPE_WORLD, the ranges gathered by NCCL broadcasts): 2 x 1
  *     and 2 x 2 = unsharded;
  *   - a pipeline of 2 stages on 2 GPUs in each process (a stage's communicator over both processes' GPUs of
  *     it): the same pipeline on 2 CPU devices in each process (its stage sums over MPI), LeNet and batch
  *     norm; 2 stages x 2 GPUs per process with the optimizer sharded within each process: unsharded;
- *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2").
+ *   - the gradients sharded across every GPU of the job (DPT_SHARD_GRADIENTS, world scope; the buckets
+ *     reduced to their owners by NCCL reduces during backward): 2 x 1 and 2 x 2 = unsharded, also with batch
+ *     norm;
+ *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2"); the
+ *     gradients sharded within each process.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -177,6 +181,22 @@ int main(int argc, char **argv) {
   check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
              (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, DPT_SHARD_SCOPE_WORLD, 0, 0},
              "the optimizer state sharded across the job, 2 x 2");
+
+  /* ZeRO-2 across every GPU of the job: each bucket reduced to its owners during backward over both
+   * processes' GPUs (comm_reduce_ranges, sums in global rank order as the all-reduce's), each GPU updating
+   * its range, the ranges gathered by NCCL broadcasts; with batch norm, its statistics over the same
+   * communicator. Within each process (the process scope) it is refused, on every process alike. */
+  check_bits(lenet, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "the gradients sharded across the job, 2 x 1");
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "the gradients sharded across the job, 2 x 2");
+  check_bits(norm, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "batch norm, the gradients sharded across the job, 2 x 1");
+  check_refused(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+                "--shard-scope world", "the gradients sharded within each process");
 
   /* Pipelines across the processes: each runs both stages on its GPUs, a stage's gradient all-reduced by a
    * NCCL communicator over both processes' GPUs of it (two terms: the CPU pipeline's MPI sum's bits). */

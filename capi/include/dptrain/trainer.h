@@ -114,14 +114,15 @@ typedef enum dpt_shard_mode {
    * per parameter, plus the two staging buckets). The same bits as DPT_SHARD_NONE with one micro-batch per
    * optimizer step; with accumulation_steps > 1 each micro-batch's sum is added into the range (one more
    * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices, and GPUs
-   * within one process: there each bucket is reduced to its owners while backward waits (one staging
-   * bucket), the bits of DPT_SHARD_NONE without clip_norm (the norm over ranges groups its squares
-   * differently); a 16-bit allreduce_dtype, tied parameters or several processes are DPT_ERROR_UNSUPPORTED
-   * on GPUs. On CPU devices tied
-   * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
-   * aside until its source's bucket opens. Across MPI processes each process shards
-   * among its own devices (at least 2 in every process, else DPT_ERROR_UNSUPPORTED; the counts may differ)
-   * and the ranges are summed over the processes at the end of the step. */
+   * (within one process, or across every GPU of an MPI job with DPT_SHARD_SCOPE_WORLD): there each bucket
+   * is reduced to its owners over NCCL while backward waits (one staging bucket), the bits of
+   * DPT_SHARD_NONE without clip_norm (the norm over ranges groups its squares differently); a 16-bit
+   * allreduce_dtype, tied parameters and DPT_SHARD_SCOPE_PROCESS across processes are
+   * DPT_ERROR_UNSUPPORTED on GPUs. On CPU devices tied parameters (dpt_model_tie) are sharded like the
+   * others: the tying node's part of the gradient is kept aside until its source's bucket opens. Across MPI
+   * processes each process shards among its own devices (at least 2 in every process, else
+   * DPT_ERROR_UNSUPPORTED; the counts may differ) and the ranges are summed over the processes at the end of
+   * the step. */
   DPT_SHARD_GRADIENTS = 2,
   /** ZeRO stage 3 (PyTorch's FSDP): also the parameters. Each device keeps its range of the parameters
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
@@ -145,8 +146,9 @@ typedef enum dpt_shard_scope {
    * its range, and the ranges are gathered within each process and copied across the processes; with
    * DPT_SHARD_PARAMETERS nothing is gathered after the update: a pass reads each bucket's ranges that
    * other processes own straight from their memory (one-sided MPI gets, MPI_Rget). GPUs, with
-   * DPT_SHARD_OPTIMIZER only: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL
-   * broadcasts from their owners. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
+   * DPT_SHARD_OPTIMIZER: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL broadcasts
+   * from their owners; with DPT_SHARD_GRADIENTS: each bucket reduced to its owners over NCCL during
+   * backward, the ranges gathered alike. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
    * state cut among every process's replicas of the stage, its gradient summed within the process and
    * reduce-scattered across the processes. The same bits as DPT_SHARD_NONE with two processes (with
    * accumulation, DPT_SHARD_GRADIENTS's one rounding per micro-batch). dpt_trainer_save is then
@@ -261,7 +263,8 @@ typedef struct dpt_trainer_options {
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
    * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse
-   * DPT_SHARD_PARAMETERS, and DPT_SHARD_GRADIENTS across processes (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
+   * DPT_SHARD_PARAMETERS, and DPT_SHARD_GRADIENTS across processes in the process scope
+   * (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
    * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
    * the optimizer mode all-reduces the gradient whole, the other two sum each device's range over the
    * processes (processes of different device counts sum by the pieces between their cuts; a process of one
