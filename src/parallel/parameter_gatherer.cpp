@@ -42,7 +42,7 @@ ParameterSource ParameterGatherer::source(size_t rank) const {
   ParameterSource source{&node_parameters, &lanes_[rank]};
   if (tied_.empty()) return source;
   for (const TiedSources::Source &s : tied_.sources())
-    owners_.copy(tied_values_[rank].data() + s.packed, s.offset, s.offset + s.count);
+    owners_.copy(tied_values_[rank].data() + s.packed, s.offset, s.offset + s.count, rank);
   source.tied_parameters = &tied_parameters;
   return source;
 }
@@ -76,7 +76,7 @@ void ParameterGatherer::bring(Lane &lane, size_t bucket) const {
     lane.current ^= 1;
   } else {
     settle(lane);
-    owners_.copy(slot(lane, lane.current), b.begin, b.end);
+    owners_.copy(slot(lane, lane.current), b.begin, b.end, lane.rank);
   }
   trace_.record(TraceRecorder::compute_row(lane.rank),
                 read_ahead ? TraceKind::kGatherReadAhead : TraceKind::kGather, bucket, start,
@@ -88,7 +88,7 @@ void ParameterGatherer::bring(Lane &lane, size_t bucket) const {
   const size_t next = 2 * bucket - lane.previous;  // wraps past SIZE_MAX below bucket 0
   if (next >= buckets_.size()) return;
   const GradientBucket &n = buckets_[next];
-  lane.pending = owners_.start_copy(slot(lane, lane.current ^ 1), n.begin, n.end);
+  lane.pending = owners_.start_copy(slot(lane, lane.current ^ 1), n.begin, n.end, lane.rank);
   lane.ahead = next;
 }
 

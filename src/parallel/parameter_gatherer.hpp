@@ -1,18 +1,20 @@
-// Sharded parameters (ZeRO stage 3) on CPU devices: each replica holds its range of the parameters only
-// (ShardLayout). A pass reads a node's parameters from the replica's gather slot, into which the node's
-// bucket (plan_buckets: whole layers) is copied from the owners' ranges the first time one of its nodes
-// asks, and kept until a node of another bucket asks (forward and backward each visit a bucket's nodes one
-// after the other, so a bucket is gathered once per pass and direction). The CPU devices share memory, so
-// a gather is a copy out of the peers' buffers, which nobody writes during a pass: the update runs in a
-// phase of its own. The values are copies: a pass computes the very bits it computes from whole
-// parameters. A tied slot (ModelSpec::tie) reads its source from a small per-replica copy of the tied
-// sources (TiedSources), gathered at the start of every pass: the source's bucket is elsewhere in the pass.
-// Sharded across the devices of every MPI process, the other processes' ranges of a bucket are read from
-// them one-sidedly (ParameterOwners), each device thread on its own; optionally read ahead (the trainer's
-// prefetch_parameters): each replica has a second slot, into which the bucket the pass will ask for next (the
-// one after the current, in the direction the pass goes: forward and backward each visit the buckets in
-// order) is read while the current one's layers run. A pass's last bucket has none after it, so no read
-// outlives a pass that ends normally; one that an error left behind is finished when the next pass starts.
+// Sharded parameters (ZeRO stage 3): each replica holds its range of the parameters only (ShardLayout). A
+// pass reads a node's parameters from the replica's gather slot, into which the node's bucket (plan_buckets:
+// whole layers) is copied from the owners' ranges the first time one of its nodes asks, and kept until a
+// node of another bucket asks (forward and backward each visit a bucket's nodes one after the other, so a
+// bucket is gathered once per pass and direction). A gather is a copy out of the peers' buffers, which
+// nobody writes during a pass (the update runs in a phase of its own): a memcpy between CPU devices, a
+// peer copy queued on the replica's stream between GPUs (the trainer drains every stream after the update,
+// so no copy reads a range before its update is in). The values are copies: a pass computes the very bits it
+// computes from whole parameters. A tied slot (ModelSpec::tie) reads its source from a small per-replica copy
+// of the tied sources (TiedSources), gathered at the start of every pass: the source's bucket is elsewhere in
+// the pass. Sharded across the devices of every MPI process, the other processes' ranges of a bucket are read
+// from them one-sidedly (ParameterOwners), each device thread on its own; optionally read ahead (the
+// trainer's prefetch_parameters): each replica has a second slot, into which the bucket the pass will ask for
+// next (the one after the current, in the direction the pass goes: forward and backward each visit the
+// buckets in order) is read while the current one's layers run. A pass's last bucket has none after it, so no
+// read outlives a pass that ends normally; one that an error left behind is finished when the next pass
+// starts.
 #pragma once
 
 #include <cstddef>

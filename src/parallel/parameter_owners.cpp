@@ -1,7 +1,6 @@
 #include "parallel/parameter_owners.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -12,7 +11,7 @@ namespace dpt {
 ParameterOwners::ParameterOwners(const std::vector<std::unique_ptr<Replica>> &replicas,
                                  const ShardLayout &shards, WorldPlacement placement)
     : shards_(shards), first_(shards.first()) {
-  for (const auto &r : replicas) ranges_.push_back(r->params.data());
+  for (const auto &r : replicas) ranges_.push_back(r->params.data()), kernels_.push_back(r->kernels.get());
   if (placement.world == nullptr || shards.ranks() == replicas.size()) return;  // every owner is here
   placement_ = std::move(placement);
   const World &world = *placement_.world;
@@ -53,19 +52,34 @@ void ParameterOwners::for_each_part(size_t begin, size_t end, Part part) const {
   }
 }
 
-void ParameterOwners::copy(float *dst, size_t begin, size_t end) const {
+void ParameterOwners::copy(float *dst, size_t begin, size_t end, size_t rank) const {
   for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
     float *to = dst + (lo - begin);
     if (local(device))
-      std::memcpy(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), (hi - lo) * sizeof(float));
+      kernels_[rank]->copy_device(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
     else
       placement_.world->get(to, (hi - lo) * sizeof(float), process_of_[device], remote_address(device, lo),
                             placement_.timeout_seconds);
   });
 }
 
-ParameterOwners::PendingCopy ParameterOwners::start_copy(float *dst, size_t begin, size_t end) const {
-  PendingCopy pending{dst, begin, end, {}};
+void ParameterOwners::copy_to_host(float *dst, size_t begin, size_t end) const {
+  for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
+    float *to = dst + (lo - begin);
+    if (local(device)) {
+      DeviceKernels &owner = *kernels_[device - first_];
+      owner.copy_to_host(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
+      owner.synchronize();
+    } else {
+      placement_.world->get(to, (hi - lo) * sizeof(float), process_of_[device], remote_address(device, lo),
+                            placement_.timeout_seconds);
+    }
+  });
+}
+
+ParameterOwners::PendingCopy ParameterOwners::start_copy(float *dst, size_t begin, size_t end,
+                                                         size_t rank) const {
+  PendingCopy pending{dst, begin, end, rank, {}};
   try {
     for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
       if (local(device)) return;
@@ -93,8 +107,8 @@ void ParameterOwners::finish_copy(PendingCopy &pending) const {
   if (first != nullptr) std::rethrow_exception(first);
   for_each_part(done.begin, done.end, [&](size_t device, size_t lo, size_t hi) {
     if (local(device))
-      std::memcpy(done.dst + (lo - done.begin), ranges_[device - first_] + (lo - shards_.bounds()[device]),
-                  (hi - lo) * sizeof(float));
+      kernels_[done.rank]->copy_device(done.dst + (lo - done.begin),
+                                       ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
   });
 }
 

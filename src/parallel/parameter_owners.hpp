@@ -1,10 +1,12 @@
 // Where each range of sharded parameters (ZeRO stage 3) lives, and reading any span of the parameters from
-// its owners. Within a process the owners are the replicas, whose buffers the CPU devices share: a read is
-// a copy. Sharded across every device of every MPI process (the world scope), the ranges of the other
-// processes' devices are read with one-sided gets (World::get): this process exposes its replicas' ranges
-// in the World's window and learns every device's address once, when it is built; afterwards a read, from
-// any device thread, needs nothing of the owner process. The owners write their ranges only between
-// passes (the update, a load), and publish them (World::publish) before anybody reads again.
+// its owners. Within a process the owners are the replicas: a read into a replica's memory is a copy by that
+// replica's kernels (a memcpy on CPU devices, whose buffers are shared; a peer copy on the replica's stream
+// on GPUs), a read into host memory one by the owner's kernels. Sharded across every device of every MPI
+// process (the world scope), the ranges of the other processes' devices are read with one-sided gets
+// (World::get): this process exposes its replicas' ranges in the World's window and learns every device's
+// address once, when it is built; afterwards a read, from any device thread, needs nothing of the owner
+// process. The owners write their ranges only between passes (the update, a load), and publish them
+// (World::publish) before anybody reads again.
 #pragma once
 
 #include <cstddef>
@@ -37,8 +39,12 @@ class ParameterOwners {
   ParameterOwners(const ParameterOwners &) = delete;
   ParameterOwners &operator=(const ParameterOwners &) = delete;
 
-  // dst [0, end - begin) = elements [begin, end) of the parameters, from every owner whose range meets them.
-  void copy(float *dst, size_t begin, size_t end) const;
+  // dst [0, end - begin) = elements [begin, end) of the parameters, from every owner whose range meets them;
+  // dst is in the memory of this process's replica `rank`, whose device thread calls it (on a GPU the copies
+  // are queued on its stream: ordered before its later work).
+  void copy(float *dst, size_t begin, size_t end, size_t rank) const;
+  // The same into host memory, from any thread between passes; returns when the values are there.
+  void copy_to_host(float *dst, size_t begin, size_t end) const;
 
   // copy() in two halves, to read ahead across processes: start_copy starts the one-sided gets of the
   // other processes' parts, which proceed while the caller computes; finish_copy waits for them and copies
@@ -46,10 +52,10 @@ class ParameterOwners {
   // write dst until then); finish_copy leaves it inactive, also when it throws.
   struct PendingCopy {
     float *dst = nullptr;  // nullptr: inactive
-    size_t begin = 0, end = 0;
+    size_t begin = 0, end = 0, rank = 0;
     std::vector<void *> gets;
   };
-  PendingCopy start_copy(float *dst, size_t begin, size_t end) const;
+  PendingCopy start_copy(float *dst, size_t begin, size_t end, size_t rank) const;
   void finish_copy(PendingCopy &pending) const;
   // Do some owners live in other processes?
   bool across_processes() const { return placement_.world != nullptr; }
@@ -67,11 +73,12 @@ class ParameterOwners {
   }
 
   const ShardLayout &shards_;
-  size_t first_ = 0;                 // the layout's index of this process's first device
-  std::vector<float *> ranges_;      // this process's replicas' parameter buffers: their ranges
-  WorldPlacement placement_;         // world == nullptr: every owner is in this process
-  std::vector<size_t> process_of_;   // per device of the layout
-  std::vector<uint64_t> addresses_;  // per device of the layout: its range's address in its process
+  size_t first_ = 0;                      // the layout's index of this process's first device
+  std::vector<float *> ranges_;           // this process's replicas' parameter buffers: their ranges
+  std::vector<DeviceKernels *> kernels_;  // and their kernels, which copy
+  WorldPlacement placement_;              // world == nullptr: every owner is in this process
+  std::vector<size_t> process_of_;        // per device of the layout
+  std::vector<uint64_t> addresses_;       // per device of the layout: its range's address in its process
 };
 
 }  // namespace dpt

@@ -89,9 +89,12 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
                   config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
-  DPT_REQUIRE(config_.shard != ShardMode::kParameters || !on_gpus_, DPT_ERROR_UNSUPPORTED,
-              "sharded parameters run on CPU devices only in this version (the replicas are on " +
-                  devices_[0]->name() + "; the optimizer and gradients shard modes run on GPUs)");
+  // (Sharded parameters on GPUs read other processes' ranges through MPI windows of host memory: no.)
+  DPT_REQUIRE(config_.shard != ShardMode::kParameters || !on_gpus_ || config_.world == nullptr ||
+                  config_.world->size() == 1,
+              DPT_ERROR_UNSUPPORTED,
+              "sharded parameters on GPUs run within one process in this version (the replicas are on " +
+                  devices_[0]->name() + "; across MPI processes GPUs shard the optimizer or the gradients)");
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;

@@ -36,7 +36,7 @@ void Trainer::get_parameters(size_t replica, float *out) const {
   if (gatherer_ != nullptr) {
     check_no_task_out();
     std::lock_guard<std::mutex> lock(context_->work_mutex());
-    gatherer_->owners().copy(out, 0, parameter_count());
+    gatherer_->owners().copy_to_host(out, 0, parameter_count());
     return;
   }
   // Pipeline stages: every range, from the replica's peers (replica r of every stage); every replica sees

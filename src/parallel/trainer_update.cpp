@@ -89,6 +89,9 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
         group_->collective().all_gather(rank, r.params.data(), shards_.bounds().data());
     }
     if (mirrored_ && !gather_stages_here) refresh_mirrors(rank);
+    // Sharded parameters on GPUs: the peers' next pass copies this range on their own streams. (Every pass
+    // also starts after copy_in drained each stream; this keeps the order without relying on that.)
+    if (gatherer_ != nullptr && on_gpus_) r.kernels->synchronize();
     r.update_seconds = platform::now_seconds() - start;
     trace_->record(TraceRecorder::compute_row(rank), TraceKind::kUpdate, 0, start, platform::now_seconds());
     r.grads.zero();

@@ -335,7 +335,7 @@ void test_gpu_refused_configurations(void **) {
 // gradient all-reduced whole, each replica updating its range with its range of the optimizer state, the
 // ranges copied across: the parameters, the replicas and the checkpointed state bitwise those of the
 // unsharded trainer, each replica holding its share of the state; the checkpoint loads into an unsharded
-// trainer that continues alike. Sharded parameters are refused on GPUs.
+// trainer that continues alike.
 void check_sharded_optimizer(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
                              dpt::TrainerConfig c) {
   c.devices = devices;
@@ -377,30 +377,28 @@ void test_gpu_sharded_optimizer(void **) {
     adamw.bucket_bytes = 4096;
     check_sharded_optimizer(context, {0, 1}, adamw);
   }
-  dpt::TrainerConfig c = config({0, 0});
-  c.shard = dpt::ShardMode::kParameters;
-  const std::string message = dpt_test::expect_error([&] { trainer(context, c); }, DPT_ERROR_UNSUPPORTED,
-                                                     "sharded parameters on GPUs");
-  assert_non_null(std::strstr(message.c_str(), "sharded parameters run on CPU devices only"));
 }
 
-// Sharded gradients (ZeRO stage 2) on GPU replicas, sharing one GPU (the virtual all-reduce, then each
-// owner's copy) and on distinct GPUs (one NCCL reduce per range): each replica holds its range of the
-// gradient and one staging bucket; parameters of every replica bitwise those of the unsharded trainer
-// (several buckets, a ragged last batch); with clipping the norm is the ranges' squared norms summed (not
-// l2_norm's grouping), so equivalent; with two micro-batches per step one more rounding per micro-batch.
 dpt::ModelSpec batch_norm_model();  // below
 dpt::ModelSpec token_model();       // below
 
-void check_sharded_gradients(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
-                             dpt::TrainerConfig c, double tolerance, const dpt::ModelSpec *model = nullptr) {
+// Sharded gradients (ZeRO stage 2) and parameters (stage 3) on GPU replicas, sharing one GPU (the virtual
+// all-reduce, then each owner's copy) and on distinct GPUs (one NCCL reduce per range): each replica holds
+// its range of the gradient and one staging bucket (and with `parameters` its range of the parameters and one
+// gather bucket, filled by peer copies before a bucket's layers run); parameters of every replica bitwise
+// those of the unsharded trainer (several buckets, a ragged last batch, a batch of one sample), and so are
+// evaluation and prediction; with clipping the norm is the ranges' squared norms summed (not l2_norm's
+// grouping), so equivalent; with two micro-batches per step one more rounding per micro-batch.
+void check_sharded(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
+                   dpt::TrainerConfig c, dpt::ShardMode mode, double tolerance,
+                   const dpt::ModelSpec *model = nullptr) {
   c.devices = devices;
   c.bucket_bytes = 4096;  // several buckets
-  auto make = [&](dpt::ShardMode mode) {
-    c.shard = mode;
+  auto make = [&](dpt::ShardMode m) {
+    c.shard = m;
     return model != nullptr ? std::make_unique<dpt::Trainer>(context, *model, c) : trainer(context, c);
   };
-  auto plain = make(dpt::ShardMode::kNone), sharded = make(dpt::ShardMode::kGradients);
+  auto plain = make(dpt::ShardMode::kNone), sharded = make(mode);
   const std::vector<float> start = parameters(*plain);
   train(*plain);
   train(*sharded);
@@ -410,38 +408,53 @@ void check_sharded_gradients(const std::shared_ptr<dpt::Context> &context, std::
   const std::vector<float> want = parameters(*plain);
   for (size_t r = 0; r < devices.size(); ++r) {
     if (tolerance == 0)
-      cuda_test::expect_bitwise("sharded gradients: replica vs unsharded", parameters(*sharded, r), want);
+      cuda_test::expect_bitwise("sharded: replica vs unsharded", parameters(*sharded, r), want);
     else
-      expect_equivalent("sharded gradients vs unsharded", parameters(*sharded, r), want, start, tolerance);
+      expect_equivalent("sharded vs unsharded", parameters(*sharded, r), want, start, tolerance);
+  }
+  if (tolerance == 0) {
+    const Batch b = batch(37, 720);
+    const dpt::EvalStats ep = plain->evaluate(b.x.data(), b.y.data(), b.n);
+    const dpt::EvalStats es = sharded->evaluate(b.x.data(), b.y.data(), b.n);
+    assert_true(ep.loss_sum == es.loss_sum && ep.correct == es.correct);
+    const size_t classes = plain->spec().tensors()[plain->spec().output_tensor()].shape.size();
+    std::vector<float> lp(b.n * classes), ls(b.n * classes);
+    plain->predict(b.x.data(), b.n, lp.data());
+    sharded->predict(b.x.data(), b.n, ls.data());
+    cuda_test::expect_bitwise("sharded: predicted logits", ls, lp);
   }
   // Each replica: its range and one staging bucket (the largest); the ranges add up to one whole gradient.
-  const uint64_t staging =
+  // With sharded parameters likewise its range of them and one gather bucket.
+  const uint64_t bucket =
       dpt::largest_bucket(dpt::plan_buckets(sharded->spec(), c.bucket_bytes)) * sizeof(float);
-  uint64_t held = 0;
+  uint64_t gradients = 0, params = 0;
   for (size_t r = 0; r < devices.size(); ++r) {
-    const uint64_t bytes = sharded->replica_memory(r).gradients;
-    assert_true(bytes >= staging);  // (a small model's range may be empty)
-    held += bytes - staging;
+    const dpt::ReplicaMemory m = sharded->replica_memory(r);
+    assert_true(m.gradients >= bucket);  // (a small model's range may be empty)
+    gradients += m.gradients - bucket;
+    params += mode == dpt::ShardMode::kParameters ? m.parameters - bucket : 0;
   }
-  assert_int_equal(held, plain->replica_memory(0).gradients);
+  assert_int_equal(gradients, plain->replica_memory(0).gradients);
+  if (mode == dpt::ShardMode::kParameters) assert_int_equal(params, plain->replica_memory(0).parameters);
 }
 
 void test_gpu_sharded_gradients(void **) {
   auto context = gpu_context();
+  const dpt::ShardMode kGradients = dpt::ShardMode::kGradients;
   dpt::TrainerConfig adamw = config({}, dpt::OptimizerKind::kAdamW);
-  check_sharded_gradients(context, {0, 0}, adamw, 0);
-  check_sharded_gradients(context, {0, 0, 0}, config({}), 0);
+  check_sharded(context, {0, 0}, adamw, kGradients, 0);
+  check_sharded(context, {0, 0, 0}, config({}), kGradients, 0);
   dpt::TrainerConfig clipped = config({});
   clipped.optimizer.clip_norm = 0.05f;
-  check_sharded_gradients(context, {0, 0}, clipped, kEquivalence);
+  check_sharded(context, {0, 0}, clipped, kGradients, kEquivalence);
   dpt::TrainerConfig accumulated = config({});
   accumulated.accumulation_steps = 2;
-  check_sharded_gradients(context, {0, 0, 0}, accumulated, kEquivalence);
+  check_sharded(context, {0, 0, 0}, accumulated, kGradients, kEquivalence);
   if (context->device_count() >= 2) {
-    check_sharded_gradients(context, {0, 1}, adamw, 0);
-    check_sharded_gradients(context, {0, 1}, accumulated, kEquivalence);
+    check_sharded(context, {0, 1}, adamw, kGradients, 0);
+    check_sharded(context, {0, 1}, accumulated, kGradients, kEquivalence);
     const dpt::ModelSpec with_batch_norm = batch_norm_model();
-    check_sharded_gradients(context, {0, 1}, config({}), 0, &with_batch_norm);
+    check_sharded(context, {0, 1}, config({}), kGradients, 0, &with_batch_norm);
   }
   dpt::TrainerConfig wire = config({0, 0});
   wire.shard = dpt::ShardMode::kGradients;
@@ -455,6 +468,21 @@ void test_gpu_sharded_gradients(void **) {
   message = dpt_test::expect_error([&] { dpt::Trainer t(context, tied, wire); }, DPT_ERROR_UNSUPPORTED,
                                    "tied parameters");
   assert_non_null(std::strstr(message.c_str(), "tied parameters"));
+}
+
+void test_gpu_sharded_parameters(void **) {
+  auto context = gpu_context();
+  const dpt::ShardMode kParameters = dpt::ShardMode::kParameters;
+  check_sharded(context, {0, 0}, config({}, dpt::OptimizerKind::kAdamW), kParameters, 0);
+  check_sharded(context, {0, 0, 0}, config({}), kParameters, 0);
+  dpt::TrainerConfig accumulated = config({});
+  accumulated.accumulation_steps = 2;
+  check_sharded(context, {0, 0}, accumulated, kParameters, kEquivalence);
+  if (context->device_count() >= 2) {
+    check_sharded(context, {0, 1}, config({}, dpt::OptimizerKind::kAdamW), kParameters, 0);
+    const dpt::ModelSpec with_batch_norm = batch_norm_model();
+    check_sharded(context, {0, 1}, config({}), kParameters, 0, &with_batch_norm);
+  }
 }
 
 // A model with batch norm (sync statistics, summed between the two phases: on the host, over NCCL on distinct
@@ -870,6 +898,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_sharded_optimizer),
       cmocka_unit_test(test_gpu_sharded_gradients),
+      cmocka_unit_test(test_gpu_sharded_parameters),
       cmocka_unit_test(test_gpu_auto_split),
       cmocka_unit_test(test_gpu_trace_times_the_device),
       cmocka_unit_test(test_gpu_token_model),

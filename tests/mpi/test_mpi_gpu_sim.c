@@ -18,7 +18,7 @@
  *     reduced to their owners by NCCL reduces during backward): 2 x 1 and 2 x 2 = unsharded, also with batch
  *     norm;
  *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2"); the
- *     gradients sharded within each process.
+ *     gradients sharded within each process; the parameters sharded across processes.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -197,6 +197,8 @@ int main(int argc, char **argv) {
              "batch norm, the gradients sharded across the job, 2 x 1");
   check_refused(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
                 "--shard-scope world", "the gradients sharded within each process");
+  check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+                "within one process", "the parameters sharded across the job");
 
   /* Pipelines across the processes: each runs both stages on its GPUs, a stage's gradient all-reduced by a
    * NCCL communicator over both processes' GPUs of it (two terms: the CPU pipeline's MPI sum's bits). */
