@@ -114,8 +114,8 @@ const (
 	// parameters only, and a pass (training, evaluation, prediction) copies each bucket of them in from the
 	// devices that own it just before the bucket's layers run, into one gather buffer of the largest bucket's
 	// size (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
-	// ShardGradients; the same restrictions. Trainer.Parameters, Trainer.Checksum and checkpoints gather the
-	// whole vector.
+	// ShardGradients; the same restrictions, and on GPUs within one process only. Trainer.Parameters,
+	// Trainer.Checksum and checkpoints gather the whole vector.
 	ShardParameters ShardMode = 3
 )
 
@@ -280,8 +280,8 @@ type TrainerOptions struct {
 	// with ShardGradients and ShardParameters the gradient its range's 4/K bytes per parameter plus the two
 	// staging buckets, and with ShardParameters the parameters their range's 4/K bytes per parameter plus the
 	// gather buffer; Trainer.ReplicaMemory reports them. ShardOptimizer runs on CPU devices and GPUs,
-	// ShardGradients on GPUs (across processes in the world scope only); a trainer on CUDA devices refuses ShardParameters with
-	// StatusUnsupported; tied
+	// ShardGradients on GPUs (across processes in the world scope only), ShardParameters on GPUs within one
+	// process (StatusUnsupported across processes); tied
 	// parameters are sharded like the others; across MPI processes each process shards among its own
 	// devices; a value outside the enum is StatusInvalidArgument.
 	Shard ShardMode

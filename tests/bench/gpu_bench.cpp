@@ -16,7 +16,7 @@
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
 // --shard: the trainer's shard mode per row (docs/sharding.md; GPUs shard the optimizer state and, within one
-// process, the gradients); a sharded row's model is printed as "resnet18/optimizer", "resnet18/gradients".
+// process, the gradients and the parameters); a sharded row's model is printed as "resnet18/optimizer".
 // --pipeline S: only the layouts of S devices, each a stage (docs/pipeline.md, "GPUs"; the default
 // micro-batches), the row's model printed as "resnet18/pipe2". MiB/dev: the bytes of the replica that holds
 // the most (parameters, gradients, optimizer state, buffers, activations; dpt_trainer_replica_memory). A
@@ -50,7 +50,7 @@ struct Options {
   std::vector<std::string> wires{"fp32"};  // of the all-reduce table: fp32, bf16, fp16
   bool tf32 = false, deterministic = false;
   std::vector<std::string> precisions{"fp32"};
-  std::vector<std::string> shards{"none"};  // none, optimizer, gradients
+  std::vector<std::string> shards{"none"};  // none, optimizer, gradients, parameters
   size_t pipeline = 0;                      // --pipeline: stages (0: none)
   std::string trace_dir;                    // --trace: where the one-replica rows' timelines go
 };
@@ -142,9 +142,10 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
           dpt::TrainerConfig config;
           config.devices = devices;
           config.pipeline_stages = o.pipeline;
-          config.shard = shard == "optimizer"   ? dpt::ShardMode::kOptimizer
-                         : shard == "gradients" ? dpt::ShardMode::kGradients
-                                                : dpt::ShardMode::kNone;
+          config.shard = shard == "optimizer"    ? dpt::ShardMode::kOptimizer
+                         : shard == "gradients"  ? dpt::ShardMode::kGradients
+                         : shard == "parameters" ? dpt::ShardMode::kParameters
+                                                 : dpt::ShardMode::kNone;
           precision_dtype(precision, config.matmul_dtype);
           config.loss_scaling.enabled = config.matmul_dtype == dpt::DType::kF16;
           config.optimizer.learning_rate = 0.01f;
@@ -289,7 +290,7 @@ int main(int argc, char **argv) {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
           "[--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] "
-          "[--shard none,optimizer,gradients] [--pipeline S] [--trace DIR]\n");
+          "[--shard none,optimizer,gradients,parameters] [--pipeline S] [--trace DIR]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -301,8 +302,9 @@ int main(int argc, char **argv) {
     }
   }
   for (const std::string &s : o.shards)
-    if (s != "none" && s != "optimizer" && s != "gradients") {
-      std::fprintf(stderr, "dptrain_gpu_bench: --shard takes none, optimizer and gradients, not '%s'\n",
+    if (s != "none" && s != "optimizer" && s != "gradients" && s != "parameters") {
+      std::fprintf(stderr,
+                   "dptrain_gpu_bench: --shard takes none, optimizer, gradients and parameters, not '%s'\n",
                    s.c_str());
       return 2;
     }

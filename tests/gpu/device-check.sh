@@ -227,24 +227,28 @@ if [ "$cuda_count" != "0" ] && [ "$cuda_count" != "?" ]; then
     status=1
   fi
   # ResNet-18 (the built-in resnet18, sync batch norm): one GPU, two replicas on it, two GPUs when there are
-  # two, unsharded, with a sharded optimizer and with sharded gradients (issue 16: step time and bytes per GPU
-  # per mode; sharded gradients and the NCCL statistics of batch norm never ran on a GPU before). A layout
-  # the trainer refuses shows as a "refused" row with its message.
-  if DPTRAIN_BACKEND_PATH="$build/lib" timeout 240 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \
-    --steps 20 --max-mib 0 --precision fp32,bf16 --shard none,optimizer,gradients >"$out/gpu-bench-resnet18.txt" 2>&1; then
-    cat "$out/gpu-bench-resnet18.txt"
-    while read -r model devices rate rest; do
-      if [ "$rate" = "refused:" ]; then
-        row "$model images/s, $devices" "refused" "$rest"
-      else
-        row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate, " $NF " MiB per GPU"}')"
-      fi
-    done < <(awk '$1 ~ /^resnet18(\/bf16)?(\/optimizer|\/gradients)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-resnet18.txt")
-  else
-    tail -n 20 "$out/gpu-bench-resnet18.txt"
-    row "dptrain_gpu_bench resnet18" "FAILED" "see $out/gpu-bench-resnet18.txt"
-    status=1
-  fi
+  # two, unsharded and with a sharded optimizer in fp32 and bf16, then with sharded gradients and sharded
+  # parameters in fp32 (issue 16: step time and bytes per GPU per mode; sharded gradients and parameters and
+  # the NCCL statistics of batch norm never ran on a GPU before). A layout the trainer refuses shows as a
+  # "refused" row with its message.
+  for run in "fp32,bf16 none,optimizer 240 resnet18" "fp32 gradients,parameters 150 resnet18-zero23"; do
+    read -r precisions shards limit name <<<"$run"
+    if DPTRAIN_BACKEND_PATH="$build/lib" timeout "$limit" "$build/bin/dptrain_gpu_bench" --models resnet18 \
+      --batch 256 --steps 20 --max-mib 0 --precision "$precisions" --shard "$shards" >"$out/gpu-bench-$name.txt" 2>&1; then
+      cat "$out/gpu-bench-$name.txt"
+      while read -r model devices rate rest; do
+        if [ "$rate" = "refused:" ]; then
+          row "$model images/s, $devices" "refused" "$rest"
+        else
+          row "$model images/s, $devices" "$rate" "batch 256, $(echo "$rest" | awk '{print $1 " of the 1-replica rate, " $NF " MiB per GPU"}')"
+        fi
+      done < <(awk '$1 ~ /^resnet18(\/bf16)?(\/optimizer|\/gradients|\/parameters)?$/ && ($3 ~ /^[0-9]+$/ || $3 == "refused:")' "$out/gpu-bench-$name.txt")
+    else
+      tail -n 20 "$out/gpu-bench-$name.txt"
+      row "dptrain_gpu_bench $name" "FAILED" "see $out/gpu-bench-$name.txt"
+      status=1
+    fi
+  done
   # ResNet-18 as a pipeline of 2 stages, a GPU each (issue 16: peer-copy hand-offs; never run on a GPU
   # before): on one GPU (cuda:0x2) and on two. A refused layout shows as a "refused" row, as above.
   if DPTRAIN_BACKEND_PATH="$build/lib" timeout 120 "$build/bin/dptrain_gpu_bench" --models resnet18 --batch 256 \

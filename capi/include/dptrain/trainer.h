@@ -128,7 +128,8 @@ typedef enum dpt_shard_mode {
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
    * that own it just before the bucket's layers run, into one gather buffer of the largest bucket's size
    * (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
-   * DPT_SHARD_GRADIENTS; the same restrictions. dpt_trainer_get_parameters and checkpoints gather the
+   * DPT_SHARD_GRADIENTS; the same restrictions, and on GPUs within one process only (a bucket copied in by
+   * peer copies on the replica's stream). dpt_trainer_get_parameters and checkpoints gather the
    * whole vector. */
   DPT_SHARD_PARAMETERS = 3
 } dpt_shard_mode;
@@ -263,7 +264,7 @@ typedef struct dpt_trainer_options {
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
    * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse
-   * DPT_SHARD_PARAMETERS, and DPT_SHARD_GRADIENTS across processes in the process scope
+   * DPT_SHARD_PARAMETERS across processes, and DPT_SHARD_GRADIENTS across processes in the process scope
    * (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
    * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
    * the optimizer mode all-reduces the gradient whole, the other two sum each device's range over the
