@@ -106,8 +106,8 @@ const (
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
 	// micro-batch). CPU devices; GPUs within one process or across every GPU of an MPI job with
 	// ShardScopeWorld (each bucket reduced to its owners over NCCL while backward waits, one staging bucket;
-	// StatusUnsupported with a 16-bit wire, tied parameters, or ShardScopeProcess across processes).
-	// On CPU devices tied parameters (Model.Tie) are sharded like the others. Across MPI processes each
+	// StatusUnsupported with a 16-bit wire or ShardScopeProcess across processes).
+	// Tied parameters (Model.Tie) are sharded like the others. Across MPI processes each
 	// process shards among its own devices (the counts may differ; a process of one device shards nothing).
 	ShardGradients ShardMode = 2
 	// ShardParameters (ZeRO stage 3, PyTorch's FSDP): also the parameters. Each device keeps its range of the

@@ -16,6 +16,7 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
       shards_(shards),
       timeout_(timeout_seconds),
       buckets_(plan_buckets(spec, bucket_bytes)),
+      tied_(spec),
       lanes_(replicas.size()),
       seconds_(replicas.size(), 0.0) {
   const std::string refused = "sharded gradients on GPUs (" + std::to_string(replicas.size()) + " replicas)";
@@ -27,8 +28,6 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
   DPT_REQUIRE(
       wire == WireType::kF32, DPT_ERROR_UNSUPPORTED,
       refused + " reduce in float32 only in this version (a 16-bit allreduce_dtype: --shard optimizer)");
-  DPT_REQUIRE(spec.ties().empty(), DPT_ERROR_UNSUPPORTED,
-              refused + ": tied parameters are not supported in this version (on GPUs: --shard optimizer)");
   std::vector<CudaKernels *> cuda;
   for (auto &r : replicas) {
     cuda.push_back(static_cast<CudaKernels *>(r->kernels.get()));
@@ -37,10 +36,16 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
   collective_ =
       std::make_unique<CudaCollective>(std::move(cuda), processes ? world : nullptr, timeout_seconds);
   bucket_of_node_ = bucket_of_nodes(spec, buckets_);
+  for (const TiedSources::Source &t : tied_.sources()) {
+    size_t b = 0;
+    while (!(t.offset >= buckets_[b].begin && t.offset < buckets_[b].end)) ++b;
+    tied_bucket_.push_back(b);
+  }
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
   const size_t largest = largest_bucket(buckets_);
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
     slots_.emplace_back(replicas[rank]->kernels->memory(), largest);
+    if (!tied_.empty()) tied_grads_.emplace_back(replicas[rank]->kernels->memory(), tied_.floats());
     shard_gradients_.push_back(replicas[rank]->grads.data());
     params_.push_back(replicas[rank]->params.data());
     slot_pointers_.push_back(slots_.back().data());
@@ -52,6 +57,7 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
 void CudaShardedGradientCollective::start_micro_batch(bool first_of_window) {
   accumulate_ = !first_of_window;
   for (Lane &lane : lanes_) lane.opened = lane.reduced = 0, lane.probe = false;
+  for (DeviceBuffer &t : tied_grads_) t.zero();  // (queued on each idle replica's stream)
   if (first_of_window) std::fill(seconds_.begin(), seconds_.end(), 0.0);
 }
 
@@ -59,8 +65,17 @@ void CudaShardedGradientCollective::start_micro_batch(bool first_of_window) {
 // (NCCL: replica 0 waited for it; one GPU: the virtual all-reduce and the copies are ordered before
 // anything queued later on the streams).
 void CudaShardedGradientCollective::open_next(Lane &lane) {
-  const GradientBucket &b = buckets_[lane.opened];
-  kernels_[lane.rank]->memory().zero(slots_[lane.rank].data(), (b.end - b.begin) * sizeof(float));
+  const size_t bucket = lane.opened;
+  const GradientBucket &b = buckets_[bucket];
+  DeviceKernels &k = *kernels_[lane.rank];
+  float *slot = slots_[lane.rank].data();
+  k.memory().zero(slot, (b.end - b.begin) * sizeof(float));
+  // The tying nodes' contributions to the sources in this bucket, where backward would have added them.
+  for (size_t i = 0; i < tied_bucket_.size(); ++i)
+    if (tied_bucket_[i] == bucket) {
+      const TiedSources::Source &src = tied_.sources()[i];
+      k.copy_device(slot + (src.offset - b.begin), tied_grads_[lane.rank].data() + src.packed, src.count);
+    }
   ++lane.opened;
 }
 
@@ -70,6 +85,15 @@ float *CudaShardedGradientCollective::gradients(void *context, size_t node) {
   const size_t bucket = self.bucket_of_node_[node];
   while (lane.opened <= bucket) self.open_next(lane);
   return self.slots_[lane.rank].data() + (self.node_offsets_[node] - self.buckets_[bucket].begin);
+}
+
+// The source's bucket comes at or after the tying node's in backward: open (the same bucket) or not yet.
+float *CudaShardedGradientCollective::tied_gradients(void *context, size_t, size_t offset) {
+  Lane &lane = *static_cast<Lane *>(context);
+  CudaShardedGradientCollective &self = *lane.owner;
+  const size_t i = self.tied_.index(offset), bucket = self.tied_bucket_[i];
+  if (bucket < lane.opened) return self.slots_[lane.rank].data() + (offset - self.buckets_[bucket].begin);
+  return self.tied_grads_[lane.rank].data() + self.tied_.sources()[i].packed;
 }
 
 void CudaShardedGradientCollective::layer_done(void *context, size_t node) {
@@ -121,6 +145,7 @@ void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
 BackwardHook CudaShardedGradientCollective::backward_hook(size_t rank) {
   BackwardHook hook{&layer_done, &lanes_[rank]};
   hook.gradients = &gradients;
+  if (!tied_.empty()) hook.tied_gradients = &tied_gradients;
   return hook;
 }
 
@@ -128,6 +153,7 @@ BackwardHook CudaShardedGradientCollective::backward_hook(size_t rank) {
 BackwardHook CudaShardedGradientCollective::probe_hook(size_t rank) {
   lanes_[rank].opened = lanes_[rank].reduced = 0;
   lanes_[rank].probe = true;
+  if (!tied_.empty()) tied_grads_[rank].zero();
   return backward_hook(rank);
 }
 

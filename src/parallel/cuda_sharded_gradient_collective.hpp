@@ -10,14 +10,18 @@
 // buckets, then each owner's copy of its range. Backward waits for each bucket's reduction (no overlap, so
 // one staging bucket suffices). The first micro-batch of a window writes its sums into the ranges, later
 // ones add theirs (reduced in place in the owner's staging bucket, then added: the sum first, then one
-// addition, as on CPU devices).
+// addition, as on CPU devices). A tied parameter's gradient (ModelSpec::tie) has two writers: the tying
+// node, early in backward, adds into the source's place in the staging bucket when the source's bucket is
+// the one open, else into a small per-replica copy in the GPU's memory (TiedSources), which becomes the
+// source's part of the staging bucket when that bucket opens, instead of zeros (as on CPU devices: the
+// unsharded backward's order of additions, so its bits).
 //
 // Bits: on one GPU and against the simulator, those of the unsharded all-reduce (sums in rank order); on
 // distinct GPUs NCCL's reduce, which for two ranks is the all-reduce's one addition and beyond two may add
 // in another order than its all-reduce.
 //
-// Not here (the constructor throws DPT_ERROR_UNSUPPORTED): tied parameters, a 16-bit wire, several MPI
-// processes each sharding within itself (the process scope; the trainer refuses a pipeline and sharded
+// Not here (the constructor throws DPT_ERROR_UNSUPPORTED): a 16-bit wire, several MPI processes each
+// sharding within itself (the process scope; the trainer refuses a pipeline and sharded
 // parameters on GPUs before).
 #pragma once
 
@@ -35,6 +39,7 @@
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
+#include "parallel/tied_sources.hpp"
 
 namespace dpt {
 
@@ -63,7 +68,9 @@ class CudaShardedGradientCollective final : public GradientCollective {
   // The reductions ran during backward, which waited for them: all of their time is exposed.
   AllReduceTimes times(bool) const override { return {0, seconds_[0], seconds_[0]}; }
   RankReduction rank_reduction(size_t rank, bool) const override;
-  uint64_t staging_bytes(size_t rank) const override { return slots_[rank].size() * sizeof(float); }
+  uint64_t staging_bytes(size_t rank) const override {
+    return (slots_[rank].size() + (tied_.empty() ? 0 : tied_grads_[rank].size())) * sizeof(float);
+  }
 
  private:
   // One replica's progress through the buckets of the current backward. Each on its own cache line.
@@ -75,6 +82,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
     bool probe = false;  // a measured backward: nothing is reduced, the staging is reused at once
   };
   static float *gradients(void *context, size_t node);
+  static float *tied_gradients(void *context, size_t node, size_t offset);
   static void layer_done(void *context, size_t node);
   void open_next(Lane &lane);
   // Device thread rank: bucket `bucket` reduce-scattered over every replica (a collective of the threads).
@@ -91,6 +99,9 @@ class CudaShardedGradientCollective final : public GradientCollective {
   std::vector<size_t> bucket_of_node_;  // per node with parameters: its bucket
   std::vector<size_t> node_offsets_;    // per node: its param_offset
   std::vector<DeviceBuffer> slots_;     // per replica: the staging bucket, the largest bucket's size
+  TiedSources tied_;
+  std::vector<size_t> tied_bucket_;       // per tied source: its bucket
+  std::vector<DeviceBuffer> tied_grads_;  // per replica: the tying nodes' contributions, packed
   std::vector<float *> shard_gradients_, params_;
   std::vector<Lane> lanes_;
   bool accumulate_ = false;  // this micro-batch adds into the ranges (not the first of its window)
