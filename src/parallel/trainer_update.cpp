@@ -138,9 +138,9 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 // l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
-  // GPUs all-reduce the gradient whole when only the optimizer state is sharded (decided for every rank
+  // GPUs all-reduce the gradient whole unless the collective reduces it into ranges (decided for every rank
   // alike: a rank may own the whole vector, or nothing, of a small model).
-  const bool whole = config_.shard != ShardMode::kGradients && config_.shard != ShardMode::kParameters;
+  const bool whole = !collective_->reduces_every_micro_batch();
   if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr && whole))
     return r.kernels->l2_norm(r.grads.data(), r.grads.size());
   // A pipeline's stages on GPUs, or sharded gradients there: the stages' or ranges' squared norms (each
