@@ -901,6 +901,19 @@ void test_gpu_auto_split(void **) {
   assert_int_equal(sizes[0] + sizes[1], b.n);
   print_message("auto split of 32 over two replicas of one GPU: %zu + %zu\n", sizes[0], sizes[1]);
   assert_true(sizes[0] > 0 && sizes[1] > 0);
+  // Sharded gradients measure their backward with the probe hook (nothing reduced), then train as the
+  // unsharded trainer on the even split does, within the equivalence tolerance.
+  c.shard = dpt::ShardMode::kGradients;
+  auto sharded = trainer(context, c);
+  auto plain = trainer(context, config({0, 0}));
+  const std::vector<float> start = parameters(*plain);
+  for (uint64_t s = 0; s < 2; ++s) {
+    const Batch next = batch(32, 910 + s);
+    sharded->step(next.x.data(), next.y.data(), next.n);
+    plain->step(next.x.data(), next.y.data(), next.n);
+  }
+  expect_equivalent("auto split, sharded gradients vs even, unsharded", parameters(*sharded),
+                    parameters(*plain), start, kEquivalence);
 }
 
 }  // namespace
