@@ -146,6 +146,10 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
                          : shard == "gradients"  ? dpt::ShardMode::kGradients
                          : shard == "parameters" ? dpt::ShardMode::kParameters
                                                  : dpt::ShardMode::kNone;
+          // Sharded gradients and parameters stage and gather by buckets: the C API's and the CLI's 1 MiB (0,
+          // a single bucket, would stage the whole gradient). The other rows keep one all-reduce per step.
+          if (config.shard == dpt::ShardMode::kGradients || config.shard == dpt::ShardMode::kParameters)
+            config.bucket_bytes = size_t(1) << 20;
           precision_dtype(precision, config.matmul_dtype);
           config.loss_scaling.enabled = config.matmul_dtype == dpt::DType::kF16;
           config.optimizer.learning_rate = 0.01f;
