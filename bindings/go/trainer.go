@@ -106,7 +106,7 @@ const (
 	// AccumulationSteps > 1 each micro-batch's sum is added into the range (one more float32 rounding per
 	// micro-batch). CPU devices; GPUs within one process or across every GPU of an MPI job with
 	// ShardScopeWorld (each bucket reduced to its owners over NCCL while backward waits, one staging bucket;
-	// StatusUnsupported with a 16-bit wire or ShardScopeProcess across processes).
+	// StatusUnsupported with ShardScopeProcess across processes).
 	// Tied parameters (Model.Tie) are sharded like the others. Across MPI processes each
 	// process shards among its own devices (the counts may differ; a process of one device shards nothing).
 	ShardGradients ShardMode = 2

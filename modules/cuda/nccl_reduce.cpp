@@ -1,7 +1,7 @@
-// comm_reduce_ranges: a sharded gradient's bucket reduce-scattered over NCCL into uneven parts. Each part is
-// reduced to its owner (global rank q) with one ncclReduce, every part of every local rank in one NCCL
-// group, then the same wait as the all-reduce (nccl_comm.cpp): completion events, asynchronous errors, the
-// deadline.
+// comm_reduce_ranges: a sharded gradient's bucket reduce-scattered over NCCL into uneven parts. On the
+// float32 wire each part is reduced to its owner (global rank q) with one ncclReduce, every part of every
+// local rank in one NCCL group (a 16-bit wire: nccl_reduce_wire16.cpp), then the same wait as the all-reduce
+// (nccl_comm.cpp): completion events, asynchronous errors, the deadline.
 #include <nccl.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "cuda/context.hpp"
 #include "cuda/nccl_comm.hpp"
 #include "cuda/nccl_state.hpp"
+#include "cuda/nccl_wire16.hpp"
 
 namespace dpt::cuda {
 
@@ -72,16 +73,25 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, const flo
 
 int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const float *const *sends, float *const *recvs, const size_t *bounds,
-                       double timeout_seconds, char *error, size_t error_size) {
+                       int32_t wire_dtype, double timeout_seconds, char *error, size_t error_size) {
   const Error e{error, error_size};
   if (comm == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_reduce_ranges: NULL communicator");
+  if (wire_dtype != DPT_DTYPE_F32 && wire_dtype != DPT_DTYPE_BF16 && wire_dtype != DPT_DTYPE_F16)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: comm_reduce_ranges: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(),
+                  int(wire_dtype));
   try {
     if (const int rc = check(*comm, contexts, sends, recvs, bounds, e)) return rc;
     DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
     if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    int rc = enqueue(*comm, contexts, sends, recvs, bounds, e);
-    if (rc == 0) rc = wait_for_ranks(*comm, contexts, timeout_seconds, "ncclReduce (the ranges' reduce)", e);
+    const bool f32 = wire_dtype == DPT_DTYPE_F32;
+    int rc = f32 ? enqueue(*comm, contexts, sends, recvs, bounds, e)
+                 : enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype, e);
+    if (rc == 0)
+      rc = wait_for_ranks(
+          *comm, contexts, timeout_seconds,
+          f32 ? "ncclReduce (the ranges' reduce)" : "the 16-bit reduce of ranges (ncclSend/ncclRecv)", e);
     comm->hang_rank = -1;
     return rc;
   } catch (const std::bad_alloc &) {

@@ -40,10 +40,11 @@ int plan_wire(const dpt_backend_comm &c, size_t buffer_count, const size_t *coun
   return 0;
 }
 
-// Every local rank's staging holds at least 2 K stride values. Nothing is in flight (every all-reduce waits
-// until done, and an aborted communicator does none), so the old memory is freed at once.
-int ensure_staging(dpt_backend_comm &c, const WirePlan &plan, const Error &e) {
-  const size_t values = 2 * size_t(c.world) * plan.stride;
+}  // namespace
+
+// Every local rank's staging holds at least `values` 16-bit values. Nothing is in flight (every collective
+// waits until done, and an aborted communicator does none), so the old memory is freed at once.
+int ensure_wire16_staging(dpt_backend_comm &c, size_t values, const Error &e) {
   c.staging.resize(c.ordinals.size(), nullptr);
   c.staging_capacity.resize(c.ordinals.size(), 0);
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
@@ -57,8 +58,7 @@ int ensure_staging(dpt_backend_comm &c, const WirePlan &plan, const Error &e) {
     const cudaError_t status = cudaMalloc(&memory, values * sizeof(uint16_t));
     if (status != cudaSuccess) {
       char call[128];
-      std::snprintf(call, sizeof call, "comm_all_reduce: cudaMalloc(%zu bytes of 16-bit staging)",
-                    values * sizeof(uint16_t));
+      std::snprintf(call, sizeof call, "cudaMalloc(%zu bytes of 16-bit staging)", values * sizeof(uint16_t));
       return cuda_failed(e, ordinal, call, status);
     }
     c.staging[r] = static_cast<uint16_t *>(memory);
@@ -66,6 +66,8 @@ int ensure_staging(dpt_backend_comm &c, const WirePlan &plan, const Error &e) {
   }
   return 0;
 }
+
+namespace {
 
 // Enqueues the 16-bit all-reduce planned and, on each rank's stream, its completion event:
 // every buffer rounded into the rank's wire regions; in one group, region p sent to rank p and rank p's
@@ -163,7 +165,7 @@ int enqueue_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, si
   WirePlan plan;
   if (const int rc = plan_wire(c, buffer_count, counts, plan, e)) return rc;
   if (plan.stride == 0) return record_events(c, contexts, e);  // every buffer empty
-  if (const int rc = ensure_staging(c, plan, e)) return rc;
+  if (const int rc = ensure_wire16_staging(c, 2 * size_t(c.world) * plan.stride, e)) return rc;
   return enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan, e);
 }
 

@@ -18,6 +18,16 @@ namespace dpt::cuda {
 // with nothing enqueued and the communicator intact; a failed launch or NCCL call aborts it.
 int enqueue_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                    float *const *buffers, const size_t *counts, int32_t wire, const Error &e);
+// Grows every local rank's staging to at least `values` 16-bit values (DPT_BACKEND_ERROR_OUT_OF_MEMORY with
+// nothing changed but the ranks already grown).
+int ensure_wire16_staging(dpt_backend_comm &c, size_t values, const Error &e);
+// The 16-bit reduce of a vector's uneven parts to their owners (comm_reduce_ranges; nccl_reduce.cpp): each
+// rank's part q rounded into region q of its staging, sent to rank q (ncclSend/ncclRecv, one group), the
+// owner's K received copies summed in rank order in float32 and rounded (wire16.cu), then widened into its
+// receive buffer; its completion events recorded. Failures as enqueue_wire16's.
+int enqueue_reduce_ranges_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts,
+                                 const float *const *sends, float *const *recvs, const size_t *bounds,
+                                 int32_t wire, const Error &e);
 // Frees every rank's staging (comm_destroy).
 void free_wire16_staging(dpt_backend_comm &c);
 

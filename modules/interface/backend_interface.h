@@ -293,14 +293,18 @@ typedef struct dpt_backend_v2 {
    *  reduce-scattered): global rank q owns [bounds[q], bounds[q + 1]) (world ranks + 1 ascending offsets,
    *  empty parts allowed); sends[r] is local rank r's vector of bounds[world] floats on its GPU, recvs[r]
    *  where the sum of local rank r's own part goes (NULL when that part is empty; sends[r] + its offset
-   *  sums in place). One ncclReduce (ncclFloat, ncclSum) per non-empty part, rooted at its owner, in one
-   *  group (ncclReduceScatter takes equal parts only): the sums in NCCL's order, written, not added; the
-   *  send vectors are left as they were (but for an in-place part). Ordered after the work queued on every
-   *  rank's stream; waits, times out and aborts as comm_all_reduce; comm_inject_hang applies. Since
-   *  version 7. */
+   *  sums in place). The sums are written, not added; the send vectors are left as they were (but for an
+   *  in-place part). @p wire_dtype as comm_all_reduce's: DPT_DTYPE_F32 is one ncclReduce (ncclFloat,
+   *  ncclSum) per non-empty part, rooted at its owner, in one group (ncclReduceScatter takes equal parts
+   *  only), NCCL's order of sums; DPT_DTYPE_BF16 / _F16 send each part rounded to the type to its owner
+   *  (ncclSend/ncclRecv in one group, through the communicator's 16-bit staging, grown as comm_all_reduce's)
+   *  and give the owner comm_all_reduce's 16-bit rule, round(((0 + round(x_0)) + round(x_1)) + ...), the
+   *  bits of a 16-bit comm_all_reduce of the vectors; any other type is DPT_BACKEND_ERROR_INVALID_ARGUMENT.
+   *  Ordered after the work queued on every rank's stream; waits, times out and aborts as comm_all_reduce;
+   *  comm_inject_hang applies. Since version 7. */
   int (*comm_reduce_ranges)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                             const float *const *sends, float *const *recvs, const size_t *bounds,
-                            double timeout_seconds, char *error, size_t error_size);
+                            int32_t wire_dtype, double timeout_seconds, char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */

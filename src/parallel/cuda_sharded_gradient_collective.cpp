@@ -15,6 +15,7 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
     : local_(local),
       shards_(shards),
       timeout_(timeout_seconds),
+      wire_(wire),
       buckets_(plan_buckets(spec, bucket_bytes)),
       tied_(spec),
       lanes_(replicas.size()),
@@ -25,9 +26,6 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
               refused +
                   " across MPI processes shard across every GPU of the job in this version "
                   "(--shard-scope world), not within each process");
-  DPT_REQUIRE(
-      wire == WireType::kF32, DPT_ERROR_UNSUPPORTED,
-      refused + " reduce in float32 only in this version (a 16-bit allreduce_dtype: --shard optimizer)");
   std::vector<CudaKernels *> cuda;
   for (auto &r : replicas) {
     cuda.push_back(static_cast<CudaKernels *>(r->kernels.get()));
@@ -51,6 +49,13 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
     slot_pointers_.push_back(slots_.back().data());
     lanes_[rank].owner = this;
     lanes_[rank].rank = rank;
+  }
+  // A 16-bit wire over NCCL needs the module's staging, which it grows at a collective's first need: every
+  // bucket reduced once now (zeros into the zeroed gradient ranges) grows it to its largest, so that a GPU
+  // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step.
+  if (!collective_->shares_one_gpu() && wire_ != WireType::kF32) {
+    for (size_t rank = 0; rank < replicas.size(); ++rank) slots_[rank].zero();
+    for (size_t b = 0; b < buckets_.size(); ++b) reduce_bucket(b);
   }
 }
 
@@ -124,13 +129,13 @@ void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
   auto length = [&](size_t r) { return parts_[first + r + 1] - parts_[first + r]; };
   auto own = [&](size_t r) { return shard_gradients_[r] + (b.begin + part(r) - shards_.begin(r)); };
   if (collective_->shares_one_gpu()) {
-    collective_->all_reduce(slot_pointers_, {{0, b.end - b.begin}}, timeout_, WireType::kF32);
+    collective_->all_reduce(slot_pointers_, {{0, b.end - b.begin}}, timeout_, wire_);
   } else {
     sends_.assign(slot_pointers_.begin(), slot_pointers_.end());
     recvs_.assign(k, nullptr);
     for (size_t r = 0; r < k; ++r)
       if (length(r) > 0) recvs_[r] = accumulate_ ? slot_pointers_[r] + part(r) : own(r);
-    collective_->reduce_ranges(sends_, recvs_, parts_, timeout_);
+    collective_->reduce_ranges(sends_, recvs_, parts_, timeout_, wire_);
     if (!accumulate_) return;
   }
   for (size_t r = 0; r < k; ++r) {

@@ -20,8 +20,9 @@
 // distinct GPUs NCCL's reduce, which for two ranks is the all-reduce's one addition and beyond two may add
 // in another order than its all-reduce.
 //
-// Not here (the constructor throws DPT_ERROR_UNSUPPORTED): a 16-bit wire, several MPI processes each
-// sharding within itself (the process scope; the trainer refuses a pipeline and sharded
+// A 16-bit wire (allreduce_dtype) gives the bits of the 16-bit all-reduce (backend_interface.h's rule, in
+// rank order on every path). Not here (the constructor throws DPT_ERROR_UNSUPPORTED): several MPI processes
+// each sharding within itself (the process scope; the trainer refuses a pipeline and sharded
 // parameters on GPUs before).
 #pragma once
 
@@ -93,6 +94,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
   ThreadCollective &local_;
   const ShardLayout &shards_;
   double timeout_;
+  WireType wire_;
   std::unique_ptr<CudaCollective> collective_;
   std::vector<DeviceKernels *> kernels_;
   std::vector<GradientBucket> buckets_;

@@ -248,13 +248,15 @@ void test_gpu_nccl_all_reduce_f64(void **) {
   api.comm_destroy(comm);
 }
 
+std::vector<float> wire_data(size_t count, uint64_t seed);        // below
+float wire_rule(int32_t wire, const std::vector<float> &values);  // below
+
 // GPU: a sharded gradient's bucket reduced to its owners (comm_reduce_ranges) over every GPU: uneven parts
 // (the last rank's empty from 3 GPUs on), rank 0's received in place in its send vector, the others' into
-// buffers of their own; integer data, so every owner must hold the exact sums of its part, the send vectors
-// untouched but for the in-place part. Descending bounds are refused.
-void test_gpu_nccl_reduce_ranges(void **) {
-  const dpt_backend_v2 &api = cuda_test::module_or_skip();
-  const int count = cuda_test::gpu_count_or_skip(api);
+// buffers of their own; the send vectors untouched but for the in-place part. On the float32 wire integer
+// data, so every owner must hold the exact sums of its part; on the 16-bit wires fractions over 40 binades
+// and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused.
+void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire) {
   const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
   dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
@@ -264,12 +266,11 @@ void test_gpu_nccl_reduce_ranges(void **) {
   bounds.push_back(n);
   if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
   std::vector<std::vector<float>> inputs;
-  std::vector<float> sums(n, 0.0f);
   std::vector<const float *> sends;
   std::vector<float *> recvs;
   for (int r = 0; r < count; ++r) {
-    inputs.push_back(integers(n, 3400 + uint64_t(r), -1000, 1000));
-    for (size_t i = 0; i < n; ++i) sums[i] += inputs.back()[i];  // exact: |sum| <= 1000 * ranks
+    inputs.push_back(wire == DPT_DTYPE_F32 ? integers(n, 3400 + uint64_t(r), -1000, 1000)
+                                           : wire_data(n, 3500 + uint64_t(r)));
     float *send = ranks.upload(size_t(r), inputs.back());
     sends.push_back(send);
     const size_t own = bounds[size_t(r) + 1] - bounds[size_t(r)];
@@ -277,8 +278,16 @@ void test_gpu_nccl_reduce_ranges(void **) {
                     : r == 0 ? send + bounds[0]
                              : ranks.upload(size_t(r), std::vector<float>(own, -1.0f)));
   }
-  check(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(), 60.0,
-                               ranks.error, sizeof ranks.error),
+  std::vector<float> sums(n, 0.0f), column(static_cast<size_t>(count));
+  for (size_t i = 0; i < n; ++i) {
+    for (int r = 0; r < count; ++r) column[size_t(r)] = inputs[size_t(r)][i];
+    if (wire == DPT_DTYPE_F32)
+      for (const float v : column) sums[i] += v;  // exact: |sum| <= 1000 * ranks
+    else
+      sums[i] = wire_rule(wire, column);
+  }
+  check(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(), wire,
+                               60.0, ranks.error, sizeof ranks.error),
         "comm_reduce_ranges", ranks.error);
   for (int r = 0; r < count; ++r) {
     const size_t lo = bounds[size_t(r)], own = bounds[size_t(r) + 1] - lo;
@@ -294,10 +303,20 @@ void test_gpu_nccl_reduce_ranges(void **) {
     std::vector<size_t> descending = bounds;
     std::swap(descending[0], descending[1]);
     assert_int_equal(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(),
-                                            descending.data(), 60.0, ranks.error, sizeof ranks.error),
+                                            descending.data(), wire, 60.0, ranks.error, sizeof ranks.error),
                      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   }
+  assert_int_equal(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(),
+                                          bounds.data(), 77, 60.0, ranks.error, sizeof ranks.error),
+                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
   api.comm_destroy(comm);
+}
+
+void test_gpu_nccl_reduce_ranges(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  for (const int32_t wire : {DPT_DTYPE_F32, DPT_DTYPE_BF16, DPT_DTYPE_F16})
+    check_reduce_ranges(api, count, wire);
 }
 
 // Fractions for a 16-bit wire: uniform in (-1, 1) times 2^e, e cycling through -30 .. 9 (float16 flushes the

@@ -101,29 +101,6 @@ int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts,
   return 0;
 }
 
-bool valid_wire(int32_t wire) {
-  return wire == DPT_DTYPE_F32 || wire == DPT_DTYPE_BF16 || wire == DPT_DTYPE_F16;
-}
-
-// The value a wire of type wire carries for x.
-float round_for(int32_t wire, float x) {
-  return wire == DPT_DTYPE_BF16 ? dpt::round_to_bf16(x) : wire == DPT_DTYPE_F16 ? dpt::round_to_f16(x) : x;
-}
-
-// The sum of values[0 .. parts) on the wire: float32 as they are, in order; or each rounded to the 16-bit
-// type, summed in float32 from +0 in order, the sum rounded.
-template <class Value>
-float wire_sum(int32_t wire, size_t parts, Value value) {
-  if (wire == DPT_DTYPE_F32) {
-    float s = value(0);
-    for (size_t r = 1; r < parts; ++r) s += value(r);
-    return s;
-  }
-  float s = 0.0f;
-  for (size_t r = 0; r < parts; ++r) s += round_for(wire, value(r));
-  return round_for(wire, s);
-}
-
 // The all-reduce proper (everything queued before has run): sums in rank order, written to every rank.
 void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, int32_t wire,
                const std::vector<Span> &spans) {

@@ -2,10 +2,14 @@
 // (collectives.cpp) and the ranges' gather (gather.cpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/float16.hpp"
+#include "interface/backend_interface.h"
 #include "process_board.hpp"
 
 struct dpt_backend_comm {
@@ -19,6 +23,29 @@ struct dpt_backend_comm {
 namespace dpt_sim {
 
 constexpr double kDefaultTimeoutSeconds = 300.0;
+
+inline bool valid_wire(int32_t wire) {
+  return wire == DPT_DTYPE_F32 || wire == DPT_DTYPE_BF16 || wire == DPT_DTYPE_F16;
+}
+
+// The value a wire of type wire carries for x.
+inline float round_for(int32_t wire, float x) {
+  return wire == DPT_DTYPE_BF16 ? dpt::round_to_bf16(x) : wire == DPT_DTYPE_F16 ? dpt::round_to_f16(x) : x;
+}
+
+// The sum of values[0 .. parts) on the wire: float32 as they are, in order; or each rounded to the 16-bit
+// type, summed in float32 from +0 in order, the sum rounded (backend_interface.h's 16-bit rule).
+template <class Value>
+float wire_sum(int32_t wire, size_t parts, Value value) {
+  if (wire == DPT_DTYPE_F32) {
+    float s = value(0);
+    for (size_t r = 1; r < parts; ++r) s += value(r);
+    return s;
+  }
+  float s = 0.0f;
+  for (size_t r = 0; r < parts; ++r) s += round_for(wire, value(r));
+  return round_for(wire, s);
+}
 
 // A communicator that comm_create or comm_create_multi made and comm_destroy did not yet destroy.
 bool comm_alive(const dpt_backend_comm *c);

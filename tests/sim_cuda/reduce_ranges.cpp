@@ -1,9 +1,9 @@
 // comm_reduce_ranges: stands in for NCCL's grouped reduces of a sharded gradient's bucket, each part to its
 // owner. It runs the work queued on every rank's context, then sums each element of every part in global
-// rank order (as the all-reduce does, so a part holds the bits the all-reduce would leave there) and writes
-// the sums to the part's owner: within the process directly, across processes through the board
-// (process_board.hpp: every rank's chunk on it, each process summing the chunk and keeping its owners'
-// parts). comm_inject_hang makes it wait out its timeout and abort, as the all-reduce does.
+// rank order with the wire's rounding (as the all-reduce does, so a part holds the bits the all-reduce would
+// leave there) and writes the sums to the part's owner: within the process directly, across processes through
+// the board (process_board.hpp: every rank's chunk on it, each process summing the chunk and keeping its
+// owners' parts). comm_inject_hang makes it wait out its timeout and abort, as the all-reduce does.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,8 +60,9 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const
 // Across processes: round k carries elements [k kChunk, (k + 1) kChunk) of every rank's vector; each process
 // sums the round in global rank order and keeps its ranks' parts of it. False when a peer did not arrive by
 // the deadline.
-bool reduce_across_processes(dpt_backend_comm &c, const size_t *bounds, const std::vector<Span> &sends,
-                             const std::vector<Span> &recvs, double deadline) {
+bool reduce_across_processes(dpt_backend_comm &c, const size_t *bounds, int32_t wire,
+                             const std::vector<Span> &sends, const std::vector<Span> &recvs,
+                             double deadline) {
   ProcessBoard &board = *c.board;
   const size_t world = size_t(board.world_ranks()), first = size_t(board.first_rank());
   const size_t local = c.ordinals.size(), count = bounds[world];
@@ -71,9 +72,9 @@ bool reduce_across_processes(dpt_backend_comm &c, const size_t *bounds, const st
     for (size_t r = 0; r < local; ++r)
       std::memcpy(board.slot(int(first + r)), sends[r].f() + at, n * sizeof(float));
     if (!board.arrive_and_wait(deadline)) return false;  // every rank's chunk is on the board
-    sums.assign(board.slot(0), board.slot(0) + n);
-    for (size_t g = 1; g < world; ++g)
-      for (size_t i = 0; i < n; ++i) sums[i] += board.slot(int(g))[i];
+    sums.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      sums[i] = wire_sum(wire, world, [&](size_t g) { return board.slot(int(g))[i]; });
     if (!board.arrive_and_wait(deadline)) return false;  // every rank has read the board
     for (size_t r = 0; r < local; ++r) {
       const size_t lo = std::max(bounds[first + r], at), hi = std::min(bounds[first + r + 1], at + n);
@@ -89,9 +90,13 @@ bool reduce_across_processes(dpt_backend_comm &c, const size_t *bounds, const st
 
 int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const float *const *sends, float *const *recvs, const size_t *bounds,
-                       double timeout_seconds, char *error, size_t error_size) {
+                       int32_t wire_dtype, double timeout_seconds, char *error, size_t error_size) {
   const Error e{error, error_size};
   if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", kCall);
+  if (!valid_wire(wire_dtype))
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: %s: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(), kCall,
+                  int(wire_dtype));
   if (!comm_alive(comm))
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %p is not a live communicator", kCall,
                   static_cast<void *>(comm));
@@ -131,7 +136,8 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
                     names.c_str(), timeout_seconds, c.ordinals[size_t(hang_rank)]);
     }
     if (c.board != nullptr) {
-      if (reduce_across_processes(c, bounds, send_spans, recv_spans, start + timeout_seconds)) return 0;
+      if (reduce_across_processes(c, bounds, wire_dtype, send_spans, recv_spans, start + timeout_seconds))
+        return 0;
       abort_comm(c);
       return report(
           e, DPT_BACKEND_ERROR_COMMUNICATION,
@@ -144,9 +150,9 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
     for (size_t q = 0; q < world; ++q) {
       const size_t lo = bounds[q], n = bounds[q + 1] - lo;
       if (n == 0) continue;
-      sums.assign(send_spans[0].f() + lo, send_spans[0].f() + lo + n);
-      for (size_t r = 1; r < world; ++r)
-        for (size_t i = 0; i < n; ++i) sums[i] += send_spans[r].f()[lo + i];
+      sums.resize(n);
+      for (size_t i = 0; i < n; ++i)
+        sums[i] = wire_sum(wire_dtype, world, [&](size_t r) { return send_spans[r].f()[lo + i]; });
       std::memcpy(recv_spans[q].f(), sums.data(), n * sizeof(float));
     }
     return 0;

@@ -268,7 +268,7 @@ int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *cont
 // reduce_ranges.cpp
 int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const float *const *sends, float *const *recvs, const size_t *bounds,
-                       double timeout_seconds, char *error, size_t error_size);
+                       int32_t wire_dtype, double timeout_seconds, char *error, size_t error_size);
 
 // module.cpp: DPT_BACKEND_TEST_EXTENSION, or NULL
 const void *get_extension(const char *name);

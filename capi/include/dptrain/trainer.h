@@ -117,7 +117,8 @@ typedef enum dpt_shard_mode {
    * (within one process, or across every GPU of an MPI job with DPT_SHARD_SCOPE_WORLD): there each bucket
    * is reduced to its owners over NCCL while backward waits (one staging bucket), the bits of
    * DPT_SHARD_NONE without clip_norm (the norm over ranges groups its squares differently); a 16-bit
-   * allreduce_dtype and DPT_SHARD_SCOPE_PROCESS across processes are DPT_ERROR_UNSUPPORTED on GPUs. Tied
+   * allreduce_dtype gives the 16-bit all-reduce's bits; DPT_SHARD_SCOPE_PROCESS across processes is
+   * DPT_ERROR_UNSUPPORTED on GPUs. Tied
    * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
    * aside until its source's bucket opens. Across MPI processes each process shards among its own devices (at
    * least 2 in every process, else DPT_ERROR_UNSUPPORTED; the counts may differ) and the ranges are summed

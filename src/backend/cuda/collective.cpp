@@ -105,11 +105,14 @@ void CudaCollective::all_reduce_doubles(const std::vector<double *> &buffers, si
 }
 
 void CudaCollective::reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
-                                   const std::vector<size_t> &bounds, double timeout_seconds) {
+                                   const std::vector<size_t> &bounds, double timeout_seconds, WireType wire) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "reduce_ranges needs a NCCL communicator");
+  const int32_t dtype = wire == WireType::kBF16  ? DPT_DTYPE_BF16
+                        : wire == WireType::kF16 ? DPT_DTYPE_F16
+                                                 : DPT_DTYPE_F32;
   const int rc =
       replicas_[0]->api().comm_reduce_ranges(comm_, contexts_.data(), sends.data(), recvs.data(),
-                                             bounds.data(), timeout_seconds, error_, sizeof error_);
+                                             bounds.data(), dtype, timeout_seconds, error_, sizeof error_);
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 

@@ -54,9 +54,10 @@ class CudaCollective {
   // A sharded gradient's bucket: rank q's part [bounds[q], bounds[q + 1]) (ranks() + 1 offsets into the
   // bucket) of the sum over every rank of sends[r] written to recvs[q] (nullptr for an empty part; may be
   // sends[q] + bounds[q], in place). NCCL only: one ncclReduce per part rooted at its owner, in one group
-  // (comm_reduce_ranges), bounded by the timeout as all_reduce.
+  // (comm_reduce_ranges), bounded by the timeout as all_reduce; a 16-bit wire gives all_reduce's 16-bit bits.
   void reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
-                     const std::vector<size_t> &bounds, double timeout_seconds);
+                     const std::vector<size_t> &bounds, double timeout_seconds,
+                     WireType wire = WireType::kF32);
   // Test seam: the next collective does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 
