@@ -16,7 +16,7 @@
  *     norm; 2 stages x 2 GPUs per process with the optimizer sharded within each process: unsharded;
  *   - the gradients sharded across every GPU of the job (DPT_SHARD_GRADIENTS, world scope; the buckets
  *     reduced to their owners by NCCL reduces during backward): 2 x 1 and 2 x 2 = unsharded, also with batch
- *     norm;
+ *     norm and (2 x 2) on a bf16 wire;
  *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2"); the
  *     gradients sharded within each process; the parameters sharded across processes.
  * Exit status 0 only when every check passed on every process. */
@@ -195,6 +195,9 @@ int main(int argc, char **argv) {
   check_bits(norm, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
              (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, 0, 0},
              "batch norm, the gradients sharded across the job, 2 x 1");
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "a bf16 wire, the gradients sharded across the job, 2 x 2");
   check_refused(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
                 "--shard-scope world", "the gradients sharded within each process");
   check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
