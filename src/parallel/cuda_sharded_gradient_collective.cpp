@@ -11,11 +11,12 @@ namespace dpt {
 CudaShardedGradientCollective::CudaShardedGradientCollective(
     ThreadCollective &local, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
     size_t bucket_bytes, const ShardLayout &shards, WireType wire, const World *world, bool world_scope,
-    double timeout_seconds)
+    double timeout_seconds, TraceRecorder &trace)
     : local_(local),
       shards_(shards),
       timeout_(timeout_seconds),
       wire_(wire),
+      trace_(trace),
       buckets_(plan_buckets(spec, bucket_bytes)),
       tied_(spec),
       lanes_(replicas.size()),
@@ -115,7 +116,9 @@ void CudaShardedGradientCollective::reduce(size_t rank, size_t bucket) {
   local_.barrier(rank);  // every replica's bucket is queued on its stream
   if (rank == 0) reduce_bucket(bucket);
   local_.barrier(rank);  // every range holds its sums (or they are queued before anything later)
-  seconds_[rank] += platform::now_seconds() - start;
+  const double end = platform::now_seconds();
+  seconds_[rank] += end - start;
+  trace_.record(TraceRecorder::compute_row(rank), TraceKind::kBucketReduceScatter, bucket, start, end);
 }
 
 void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {

@@ -41,19 +41,22 @@
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
 #include "parallel/tied_sources.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
 class CudaShardedGradientCollective final : public GradientCollective {
  public:
   // Allocates each replica's staging bucket in its GPU's memory (DPT_ERROR_OUT_OF_MEMORY naming the GPU).
-  // local: the replicas' threads (the device group's collective), aborted with the group. world: the MPI
+  // local: the replicas' threads (the device group's collective), aborted with the group; each reduction is
+  // recorded on the replica's compute row of the timeline (it waits for it). world: the MPI
   // processes (nullptr or one: this process alone), whose GPUs share the layout `shards` (world_scope:
   // collective, every process creates its part) or not (refused).
   CudaShardedGradientCollective(ThreadCollective &local,
                                 const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
                                 size_t bucket_bytes, const ShardLayout &shards, WireType wire,
-                                const World *world, bool world_scope, double timeout_seconds);
+                                const World *world, bool world_scope, double timeout_seconds,
+                                TraceRecorder &trace);
 
   CudaCollective *collective() { return collective_.get(); }
 
@@ -95,6 +98,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
   const ShardLayout &shards_;
   double timeout_;
   WireType wire_;
+  TraceRecorder &trace_;
   std::unique_ptr<CudaCollective> collective_;
   std::vector<DeviceKernels *> kernels_;
   std::vector<GradientBucket> buckets_;

@@ -176,7 +176,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(
         group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire, config_.world,
-        world_scope, config_.timeout_seconds);
+        world_scope, config_.timeout_seconds, *trace_);
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,

@@ -863,23 +863,27 @@ void test_gpu_mixed_precision(void **) {
 // so the ops' intervals hold the replica's compute (on a GPU, or in the simulator, which runs queued work
 // only when the stream is waited for, without that an op's interval is its launch and the work lands in the
 // next wait: the loss read-back).
+// The trace file of a trainer after two recorded steps (written, read back, removed).
+std::string recorded_trace(dpt::Trainer &t, const Batch &b, double *compute) {
+  t.step(b.x.data(), b.y.data(), b.n);
+  t.start_trace(1000);
+  for (int s = 0; s < 2; ++s) {
+    t.step(b.x.data(), b.y.data(), b.n);
+    *compute += t.replica_times(0).compute;
+  }
+  const std::string path = std::string(P_tmpdir) + "/dptrain_test_gpu_trace.json";
+  t.write_trace(path);
+  std::string text = dpt_test::read_file(path);
+  std::remove(path.c_str());
+  return text;
+}
+
 void test_gpu_trace_times_the_device(void **) {
   auto t = trainer(gpu_context(), config({0}));
   const Batch b = batch(32, 950);
-  t->step(b.x.data(), b.y.data(), b.n);
-  t->start_trace(1000);
-  double compute = 0;
-  for (int s = 0; s < 2; ++s) {
-    t->step(b.x.data(), b.y.data(), b.n);
-    compute += t->replica_times(0).compute;
-  }
-  const std::string path = std::string(P_tmpdir) + "/dptrain_test_gpu_trace.json";
-  t->write_trace(path);
-  const std::string text = dpt_test::read_file(path);
-  std::remove(path.c_str());
-  double ops = 0;
+  double compute = 0, ops = 0;
+  const dpt::json::Value trace = dpt::json::parse(recorded_trace(*t, b, &compute));
   size_t events = 0;
-  const dpt::json::Value trace = dpt::json::parse(text);
   for (const dpt::json::Value &e : trace.find("traceEvents")->items) {
     const dpt::json::Value *cat = e.find("cat");
     if (cat != nullptr && (cat->text == "forward" || cat->text == "backward")) {
@@ -891,6 +895,20 @@ void test_gpu_trace_times_the_device(void **) {
                 compute * 1e3);
   assert_true(events > 0);
   assert_true(ops >= 0.5 * compute);
+  // Sharded gradients on GPUs: every bucket's reduction on every replica's row, in each recorded step.
+  dpt::TrainerConfig c = config({0, 0});
+  c.shard = dpt::ShardMode::kGradients;
+  c.bucket_bytes = 4096;
+  auto sharded = trainer(gpu_context(), c);
+  const size_t buckets = dpt::plan_buckets(sharded->spec(), c.bucket_bytes).size();
+  const dpt::json::Value timeline = dpt::json::parse(recorded_trace(*sharded, b, &compute));
+  size_t reductions = 0;
+  for (const dpt::json::Value &e : timeline.find("traceEvents")->items) {
+    const dpt::json::Value *name = e.find("name");
+    if (name != nullptr && name->text.rfind("reduce-scatter bucket ", 0) == 0) ++reductions;
+  }
+  print_message("sharded gradients: %zu bucket reductions recorded (%zu buckets)\n", reductions, buckets);
+  assert_int_equal(reductions, 2 * 2 * buckets);  // 2 steps x 2 replicas
 }
 
 void test_gpu_auto_split(void **) {
