@@ -422,6 +422,20 @@ void check_sharded(const std::shared_ptr<dpt::Context> &context, std::vector<siz
     plain->predict(b.x.data(), b.n, lp.data());
     sharded->predict(b.x.data(), b.n, ls.data());
     cuda_test::expect_bitwise("sharded: predicted logits", ls, lp);
+    // Checkpoints: the sharded trainer's is the unsharded one's, and each continues in the other mode.
+    const dpt::TrainerState state = sharded->save_state(), plain_state = plain->save_state();
+    cuda_test::expect_bitwise("sharded: checkpointed optimizer state", state.optimizer_state,
+                              plain_state.optimizer_state);
+    auto resumed_plain = make(dpt::ShardMode::kNone), resumed_sharded = make(mode);
+    resumed_plain->load_state(state);
+    resumed_sharded->load_state(plain_state);
+    const Batch next = batch(32, 730);
+    for (dpt::Trainer *t : {plain.get(), resumed_plain.get(), resumed_sharded.get()})
+      t->step(next.x.data(), next.y.data(), next.n);
+    cuda_test::expect_bitwise("sharded checkpoint continued unsharded", parameters(*resumed_plain),
+                              parameters(*plain));
+    cuda_test::expect_bitwise("unsharded checkpoint continued sharded", parameters(*resumed_sharded),
+                              parameters(*plain));
   }
   // Each replica: its range and one staging bucket (the largest); the ranges add up to one whole gradient.
   // With sharded parameters likewise its range of them and one gather bucket.
