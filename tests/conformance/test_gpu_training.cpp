@@ -1,7 +1,9 @@
 // Training on CUDA devices, through the core's trainer: K replicas (on distinct GPUs, NCCL, or on one GPU,
 // "virtual devices") against one replica on the full batch, one GPU replica against one CPU device, a
 // checkpoint from a GPU trainer loaded on a CPU trainer, and the faults: out of memory, a failing kernel,
-// a hung collective, the configurations refused, and a sharded optimizer.
+// a hung collective, the configurations refused; batch norm, pipelines, 16-bit precisions, the timeline.
+// Sharded data parallel is in test_gpu_sharding.cpp, the shared fixtures in gpu_training_fixtures.*: one
+// binary.
 //
 // Registered twice: test_gpu_training_gpu runs it against the real module (skipped without a GPU), and
 // test_gpu_training_sim against the simulated module of tests/sim_cuda (docs/cuda-sim.md), which runs
@@ -21,6 +23,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "cuda_harness.hpp"
+#include "gpu_training_fixtures.hpp"
 #include "graph/json.hpp"
 #include "graph/network.hpp"
 #include "parallel/gradient_buckets.hpp"
@@ -39,101 +42,7 @@ extern "C" {
 
 namespace {
 
-// The numerics contract of the equivalence tests (TF32 off): relative_error.h's metric.
-constexpr double kEquivalence = 1e-5;
-// One GPU replica against one CPU device: different summation orders in every GEMM and convolution.
-constexpr double kAcrossBackends = 1e-4;
-
-struct Batch {
-  std::vector<float> x;
-  std::vector<int32_t> y;
-  size_t n = 0;
-};
-
-Batch batch(size_t n, uint64_t seed) {
-  dpt_test::TestRng rng(seed);
-  Batch b;
-  b.n = n;
-  b.x = rng.vector(n * 28 * 28, 0.0f, 1.0f);
-  for (size_t i = 0; i < n; ++i) b.y.push_back(int32_t(rng.below(10)));
-  return b;
-}
-
-std::shared_ptr<dpt::Context> gpu_context() {
-  const dpt_backend_v2 &api = cuda_test::module_or_skip();
-  cuda_test::gpu_count_or_skip(api);
-  dpt::ContextConfig c;
-  c.want_cpu = false;
-  c.want_cuda = true;
-  auto context = std::make_shared<dpt::Context>(c);
-  if (context->device_count() == 0) {
-    print_message("no CUDA device (%s): skipped\n", context->backend_report(DPT_DEVICE_CUDA).reason.c_str());
-    skip();
-  }
-  return context;
-}
-
-std::shared_ptr<dpt::Context> cpu_context() {
-  dpt::ContextConfig c;
-  c.cpu_devices = 1;
-  return std::make_shared<dpt::Context>(c);
-}
-
-bool simulated() {
-  dpt_backend_versions v;
-  cuda_test::module_or_skip().versions(&v);
-  return std::strstr(v.text, "simulated") != nullptr;
-}
-
-void need_gpus(const dpt::Context &context, size_t count) {
-  if (context.device_count() < count) {
-    print_message("%zu GPUs needed, %zu present: skipped\n", count, context.device_count());
-    skip();
-  }
-}
-
-dpt::TrainerConfig config(std::vector<size_t> devices, dpt::OptimizerKind kind = dpt::OptimizerKind::kSgd) {
-  dpt::TrainerConfig c;
-  c.devices = std::move(devices);
-  c.seed = 11;
-  c.timeout_seconds = 60;
-  c.optimizer.kind = kind;
-  c.optimizer.learning_rate = kind == dpt::OptimizerKind::kSgd ? 0.05f : 0.002f;
-  if (kind == dpt::OptimizerKind::kSgd) c.optimizer.momentum = 0.9f;
-  c.optimizer.weight_decay = 1e-4f;
-  // Bitwise comparisons of two trainers need the same convolution algorithms in both: without
-  // DPT_GPU_DETERMINISTIC each trainer's contexts time cuDNN's algorithms and may keep different ones
-  // (docs/cuda.md). test_gpu_matches_cpu and test_gpu_mixed_precision also run the timed choice.
-  c.kernels.deterministic = true;
-  return c;
-}
-
-std::unique_ptr<dpt::Trainer> trainer(std::shared_ptr<dpt::Context> context, dpt::TrainerConfig c) {
-  return std::make_unique<dpt::Trainer>(std::move(context), dpt::ModelSpec::builtin("lenet"), std::move(c));
-}
-
-std::vector<float> parameters(const dpt::Trainer &t, size_t replica = 0) {
-  std::vector<float> p(t.parameter_count());
-  t.get_parameters(replica, p.data());
-  return p;
-}
-
-// Four steps, the last on a batch that does not divide evenly.
-void train(dpt::Trainer &t) {
-  for (int s = 0; s < 3; ++s) {
-    const Batch b = batch(32, 100 + uint64_t(s));
-    t.step(b.x.data(), b.y.data(), b.n);
-  }
-  const Batch b = batch(29, 200);
-  t.step(b.x.data(), b.y.data(), b.n);
-}
-
-void expect_equivalent(const char *what, const std::vector<float> &got, const std::vector<float> &want,
-                       const std::vector<float> &start, double tolerance) {
-  const double err = tu_relative_error(got.data(), want.data(), start.data(), want.size());
-  print_message("%s: relative error %.3g (tolerance %.0e)\n", what, err, tolerance);
-  if (!(err <= tolerance)) fail_msg("%s: relative error %.3g exceeds %.0e", what, err, tolerance);
-}
+using namespace gpu_test;
 
 // Trains K replicas and one replica alike and compares; the K replicas must be bitwise identical.
 void check_replicas_match_one(std::vector<size_t> devices, dpt::TrainerConfig c) {
@@ -331,215 +240,11 @@ void test_gpu_refused_configurations(void **) {
   }
 }
 
-// A sharded optimizer (ZeRO stage 1) on GPU replicas, sharing one GPU and (with two) on distinct GPUs: the
-// gradient all-reduced whole, each replica updating its range with its range of the optimizer state, the
-// ranges copied across: the parameters, the replicas and the checkpointed state bitwise those of the
-// unsharded trainer, each replica holding its share of the state; the checkpoint loads into an unsharded
-// trainer that continues alike.
-void check_sharded_optimizer(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
-                             dpt::TrainerConfig c) {
-  c.devices = devices;
-  auto plain = trainer(context, c);
-  c.shard = dpt::ShardMode::kOptimizer;
-  auto sharded = trainer(context, c);
-  train(*plain);
-  train(*sharded);
-  const std::vector<float> want = parameters(*plain);
-  for (size_t r = 0; r < devices.size(); ++r)
-    cuda_test::expect_bitwise("sharded optimizer: replica vs unsharded", parameters(*sharded, r), want);
-  const dpt::TrainerState state = sharded->save_state();
-  cuda_test::expect_bitwise("sharded optimizer: checkpointed state", state.optimizer_state,
-                            plain->save_state().optimizer_state);
-  uint64_t held = 0;
-  for (size_t r = 0; r < devices.size(); ++r) {
-    const uint64_t bytes = sharded->replica_memory(r).optimizer_state;
-    assert_true(bytes < plain->replica_memory(r).optimizer_state);
-    held += bytes;
-  }
-  assert_int_equal(held, plain->replica_memory(0).optimizer_state);  // the shares add up to one whole state
-  c.shard = dpt::ShardMode::kNone;
-  auto resumed = trainer(context, c);
-  resumed->load_state(state);
-  const Batch b = batch(32, 700);
-  resumed->step(b.x.data(), b.y.data(), b.n);
-  sharded->step(b.x.data(), b.y.data(), b.n);
-  cuda_test::expect_bitwise("sharded optimizer: continued unsharded from its checkpoint",
-                            parameters(*resumed), parameters(*sharded));
-}
-
-void test_gpu_sharded_optimizer(void **) {
-  auto context = gpu_context();
-  dpt::TrainerConfig adamw = config({}, dpt::OptimizerKind::kAdamW);
-  adamw.optimizer.clip_norm = 0.5f;
-  check_sharded_optimizer(context, {0, 0}, adamw);
-  check_sharded_optimizer(context, {0, 0, 0}, config({}));
-  if (context->device_count() >= 2) {
-    adamw.bucket_bytes = 4096;
-    check_sharded_optimizer(context, {0, 1}, adamw);
-  }
-}
-
-dpt::ModelSpec batch_norm_model();  // below
-dpt::ModelSpec token_model();       // below
-
-// Sharded gradients (ZeRO stage 2) and parameters (stage 3) on GPU replicas, sharing one GPU (the virtual
-// all-reduce, then each owner's copy) and on distinct GPUs (one NCCL reduce per range): each replica holds
-// its range of the gradient and one staging bucket (and with `parameters` its range of the parameters and one
-// gather bucket, filled by peer copies before a bucket's layers run); parameters of every replica bitwise
-// those of the unsharded trainer (several buckets, a ragged last batch, a batch of one sample), and so are
-// evaluation and prediction; with clipping the norm is the ranges' squared norms summed (not l2_norm's
-// grouping), so equivalent; with two micro-batches per step one more rounding per micro-batch.
-void check_sharded(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
-                   dpt::TrainerConfig c, dpt::ShardMode mode, double tolerance,
-                   const dpt::ModelSpec *model = nullptr) {
-  c.devices = devices;
-  c.bucket_bytes = 4096;  // several buckets
-  auto make = [&](dpt::ShardMode m) {
-    c.shard = m;
-    return model != nullptr ? std::make_unique<dpt::Trainer>(context, *model, c) : trainer(context, c);
-  };
-  auto plain = make(dpt::ShardMode::kNone), sharded = make(mode);
-  const std::vector<float> start = parameters(*plain);
-  train(*plain);
-  train(*sharded);
-  const Batch one = batch(1, 710);  // a slice of one sample, the others empty: zeros reduced for them
-  plain->step(one.x.data(), one.y.data(), one.n);
-  sharded->step(one.x.data(), one.y.data(), one.n);
-  const std::vector<float> want = parameters(*plain);
-  for (size_t r = 0; r < devices.size(); ++r) {
-    if (tolerance == 0)
-      cuda_test::expect_bitwise("sharded: replica vs unsharded", parameters(*sharded, r), want);
-    else
-      expect_equivalent("sharded vs unsharded", parameters(*sharded, r), want, start, tolerance);
-  }
-  if (tolerance == 0) {
-    const Batch b = batch(37, 720);
-    const dpt::EvalStats ep = plain->evaluate(b.x.data(), b.y.data(), b.n);
-    const dpt::EvalStats es = sharded->evaluate(b.x.data(), b.y.data(), b.n);
-    assert_true(ep.loss_sum == es.loss_sum && ep.correct == es.correct);
-    const size_t classes = plain->spec().tensors()[plain->spec().output_tensor()].shape.size();
-    std::vector<float> lp(b.n * classes), ls(b.n * classes);
-    plain->predict(b.x.data(), b.n, lp.data());
-    sharded->predict(b.x.data(), b.n, ls.data());
-    cuda_test::expect_bitwise("sharded: predicted logits", ls, lp);
-    // Checkpoints: the sharded trainer's is the unsharded one's, and each continues in the other mode.
-    const dpt::TrainerState state = sharded->save_state(), plain_state = plain->save_state();
-    cuda_test::expect_bitwise("sharded: checkpointed optimizer state", state.optimizer_state,
-                              plain_state.optimizer_state);
-    auto resumed_plain = make(dpt::ShardMode::kNone), resumed_sharded = make(mode);
-    resumed_plain->load_state(state);
-    resumed_sharded->load_state(plain_state);
-    const Batch next = batch(32, 730);
-    for (dpt::Trainer *t : {plain.get(), resumed_plain.get(), resumed_sharded.get()})
-      t->step(next.x.data(), next.y.data(), next.n);
-    cuda_test::expect_bitwise("sharded checkpoint continued unsharded", parameters(*resumed_plain),
-                              parameters(*plain));
-    cuda_test::expect_bitwise("unsharded checkpoint continued sharded", parameters(*resumed_sharded),
-                              parameters(*plain));
-  }
-  // Each replica: its range and one staging bucket (the largest); the ranges add up to one whole gradient.
-  // With sharded parameters likewise its range of them and one gather bucket.
-  const uint64_t bucket =
-      dpt::largest_bucket(dpt::plan_buckets(sharded->spec(), c.bucket_bytes)) * sizeof(float);
-  uint64_t gradients = 0, params = 0;
-  for (size_t r = 0; r < devices.size(); ++r) {
-    const dpt::ReplicaMemory m = sharded->replica_memory(r);
-    assert_true(m.gradients >= bucket);  // (a small model's range may be empty)
-    gradients += m.gradients - bucket;
-    params += mode == dpt::ShardMode::kParameters ? m.parameters - bucket : 0;
-  }
-  assert_int_equal(gradients, plain->replica_memory(0).gradients);
-  if (mode == dpt::ShardMode::kParameters) assert_int_equal(params, plain->replica_memory(0).parameters);
-}
-
-void test_gpu_sharded_gradients(void **) {
-  auto context = gpu_context();
-  const dpt::ShardMode kGradients = dpt::ShardMode::kGradients;
-  dpt::TrainerConfig adamw = config({}, dpt::OptimizerKind::kAdamW);
-  check_sharded(context, {0, 0}, adamw, kGradients, 0);
-  check_sharded(context, {0, 0, 0}, config({}), kGradients, 0);
-  dpt::TrainerConfig clipped = config({});
-  clipped.optimizer.clip_norm = 0.05f;
-  check_sharded(context, {0, 0}, clipped, kGradients, kEquivalence);
-  dpt::TrainerConfig accumulated = config({});
-  accumulated.accumulation_steps = 2;
-  check_sharded(context, {0, 0, 0}, accumulated, kGradients, kEquivalence);
-  if (context->device_count() >= 2) {
-    check_sharded(context, {0, 1}, adamw, kGradients, 0);
-    check_sharded(context, {0, 1}, accumulated, kGradients, kEquivalence);
-    const dpt::ModelSpec with_batch_norm = batch_norm_model();
-    check_sharded(context, {0, 1}, config({}), kGradients, 0, &with_batch_norm);
-  }
-  // A 16-bit wire: each rank's value and the sum rounded, in rank order, on every path: the unsharded
-  // 16-bit all-reduce's bits.
-  dpt::TrainerConfig wire = config({});
-  wire.allreduce_dtype = dpt::DType::kBF16;
-  check_sharded(context, {0, 0}, wire, kGradients, 0);
-  if (context->device_count() >= 2) {
-    check_sharded(context, {0, 1}, wire, kGradients, 0);
-    wire.allreduce_dtype = dpt::DType::kF16;
-    check_sharded(context, {0, 1}, wire, kGradients, 0);
-  }
-}
-
-void train_tokens(dpt::Trainer &t);  // below
-
-// A language model whose head is tied to its token embedding, with sharded gradients and parameters on GPU
-// replicas: buckets of 512 bytes put the embedding and the head in different buckets, so the head's part of
-// the embedding's gradient waits in the per-replica copy until the embedding's bucket opens (and with
-// sharded parameters the head reads the embedding from the gathered copy): the unsharded trainer's bits.
-void test_gpu_sharded_tied_head(void **) {
-  auto context = gpu_context();
-  dpt::ModelSpec tied = token_model();
-  tied.tie("lm_head.weight", "wte.weight");
-  std::vector<std::vector<size_t>> layouts = {{0, 0}, {0, 0, 0}};
-  if (context->device_count() >= 2) layouts.push_back({0, 1});
-  for (const std::vector<size_t> &devices : layouts)
-    for (const dpt::ShardMode mode : {dpt::ShardMode::kGradients, dpt::ShardMode::kParameters}) {
-      dpt::TrainerConfig c = config(devices, dpt::OptimizerKind::kAdamW);
-      c.bucket_bytes = 512;
-      dpt::Trainer plain(context, tied, c);
-      c.shard = mode;
-      dpt::Trainer sharded(context, tied, c);
-      train_tokens(plain);
-      train_tokens(sharded);
-      for (size_t r = 0; r < devices.size(); ++r)
-        cuda_test::expect_bitwise("tied head, sharded vs unsharded", parameters(sharded, r),
-                                  parameters(plain));
-    }
-}
-
-void test_gpu_sharded_parameters(void **) {
-  auto context = gpu_context();
-  const dpt::ShardMode kParameters = dpt::ShardMode::kParameters;
-  check_sharded(context, {0, 0}, config({}, dpt::OptimizerKind::kAdamW), kParameters, 0);
-  check_sharded(context, {0, 0, 0}, config({}), kParameters, 0);
-  dpt::TrainerConfig accumulated = config({});
-  accumulated.accumulation_steps = 2;
-  check_sharded(context, {0, 0}, accumulated, kParameters, kEquivalence);
-  if (context->device_count() >= 2) {
-    check_sharded(context, {0, 1}, config({}, dpt::OptimizerKind::kAdamW), kParameters, 0);
-    const dpt::ModelSpec with_batch_norm = batch_norm_model();
-    check_sharded(context, {0, 1}, config({}), kParameters, 0, &with_batch_norm);
-  }
-}
-
 // A model with batch norm (sync statistics, summed between the two phases: on the host, over NCCL on distinct
 // GPUs) on several replicas
 // against one: equivalent, replicas and their running statistics bitwise identical. Replicas that share a
 // GPU run on workers of their own (Device::submit's lanes), so they meet at the statistics barrier like
 // replicas on distinct GPUs.
-dpt::ModelSpec batch_norm_model() {
-  dpt::ModelSpec m(dpt::Shape{1, 28, 28});
-  const size_t a = m.add_conv2d(8, 3, 2, 1, false);
-  const size_t b = m.add_op("relu", {m.add_batch_norm(a)});
-  m.add_conv2d(8, 3, 1, 1, false);
-  const size_t c = m.add_batch_norm(m.output_tensor());
-  m.add_op("relu", {m.add_op("add", {b, c})});
-  m.add_op("global_avg_pool", {m.output_tensor()});
-  m.add_dense(10);
-  return m;
-}
 
 void expect_batch_norm_replicas_match_one(const std::shared_ptr<dpt::Context> &context,
                                           const std::vector<size_t> &devices, const char *what) {
@@ -707,46 +412,6 @@ void test_gpu_hung_statistics_time_out(void **) {
                          "a step after the failure");
 }
 
-// A small GPT (token and position embeddings, a pre-LayerNorm block with causal attention, the LM head, a
-// target at every position, one in seven ignored), AdamW with decay on the matrices: 2 replicas on one GPU
-// against 1 replica (bitwise replicas, within kEquivalence), and 1 GPU replica against 1 CPU device.
-dpt::ModelSpec token_model() {
-  auto ints = [](std::initializer_list<int64_t> v) {
-    dpt::OpAttrs a;
-    size_t i = 0;
-    for (int64_t x : v) a.ints[i++] = x;
-    return a;
-  };
-  dpt::OpAttrs eps;
-  eps.reals[0] = 1e-5;
-  dpt::ModelSpec m(dpt::Shape{12}, dpt::DType::kI32);
-  size_t x = m.add(dpt::op_def("token_embedding"), {0}, ints({17, 16}), "wte");
-  x = m.add(dpt::op_def("position_embedding"), {x}, {}, "wpe");
-  size_t h = m.add(dpt::op_def("layer_norm"), {x}, eps, "ln_1");
-  h = m.add(dpt::op_def("linear"), {h}, ints({48, 0}), "c_attn");
-  h = m.add(dpt::op_def("causal_self_attention"), {h}, ints({2}), "attn");
-  x = m.add_op("add", {x, m.add(dpt::op_def("linear"), {h}, ints({16, 1}), "c_proj")}, "res");
-  h = m.add(dpt::op_def("gelu"), {m.add(dpt::op_def("linear"), {x}, ints({32, 1}), "c_fc")}, ints({1}),
-            "gelu");
-  x = m.add_op("add", {x, m.add(dpt::op_def("linear"), {h}, ints({16, 1}), "mlp_proj")}, "res_2");
-  x = m.add(dpt::op_def("layer_norm"), {x}, eps, "ln_f");
-  m.add(dpt::op_def("linear"), {x}, ints({17, 0}), "lm_head");
-  return m;
-}
-
-void train_tokens(dpt::Trainer &t) {
-  for (uint64_t s = 0; s < 4; ++s) {
-    const size_t n = s == 3 ? 7 : 10;
-    std::vector<int32_t> x(n * 12), y(n * 12);
-    uint64_t state = 500 + s;
-    auto next = [&state] { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
-    for (auto &v : x) v = int32_t(next() % 17);
-    for (size_t i = 0; i < y.size(); ++i) y[i] = i % 7 == 3 ? -1 : int32_t(next() % 17);
-    const dpt::StepStats st = t.step(x.data(), y.data(), n);
-    assert_true(st.applied && std::isfinite(st.loss));
-  }
-}
-
 // A language model whose head is tied to its token embedding, the two in different stages of a pipeline of
 // GPUs: the mirror's gradient added into the source and the source's values copied back into the mirror
 // by peer copies; against the same pipeline on CPU devices (a stale mirror or a lost mirror gradient moves
@@ -780,6 +445,9 @@ void test_gpu_pipeline_tied_head(void **) {
   }
 }
 
+// A small GPT (token and position embeddings, a pre-LayerNorm block with causal attention, the LM head, a
+// target at every position, one in seven ignored), AdamW with decay on the matrices: 2 replicas on one GPU
+// against 1 replica (bitwise replicas, within kEquivalence), and 1 GPU replica against 1 CPU device.
 void test_gpu_token_model(void **) {
   auto context = gpu_context();
   dpt::TrainerConfig c = config({0, 0}, dpt::OptimizerKind::kAdamW);
