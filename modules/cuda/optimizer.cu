@@ -65,39 +65,41 @@ __global__ void scale_kernel(float *x, size_t count, float alpha) {
   DPT_GRID_STRIDE(i, count) x[i] = __fmul_rn(x[i], alpha);
 }
 
-// The norm: a fixed grid (a function of count only, never of the GPU) in which thread t of block b adds the
-// squares of elements b * kThreads + t + j * (blocks * kThreads) in double; each block adds its threads' sums
-// in a fixed tree into partial[b]; one block then adds the partial sums the same way and takes the root.
-constexpr unsigned kNormBlocks = 1024;
+// The norm in the core's order (optim/optimizer.hpp): one CUDA block of kLanes threads per norm block (or
+// piece of one, for a range that starts or ends inside a block); thread j adds the squares of the piece's
+// elements j, j + 8, ... in index order from 0.0, each product and sum rounded on its own (no fused
+// multiply-add), and thread 0 adds the lanes in order from 0.0: the CPU's bits.
+constexpr size_t kNormBlock = DPT_BACKEND_NORM_BLOCK;
+constexpr unsigned kLanes = 8;
 
-unsigned norm_blocks(size_t count) {
-  const size_t blocks = (count + kThreads - 1) / kThreads;
-  return unsigned(blocks < kNormBlocks ? (blocks > 0 ? blocks : 1) : kNormBlocks);
+// The pieces of [begin, end) cut at the multiples of kNormBlock.
+size_t norm_pieces(size_t begin, size_t end) {
+  return end > begin ? (end - 1) / kNormBlock - begin / kNormBlock + 1 : 0;
 }
 
-__device__ void block_sum(double *part, double value) {
-  part[threadIdx.x] = value;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (int(threadIdx.x) < half) part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
+__global__ void block_sums_kernel(const float *x, size_t begin, size_t end, double *sums) {
+  __shared__ double lane[kLanes];
+  const size_t block = begin / kNormBlock + blockIdx.x;
+  const size_t lo = block * kNormBlock > begin ? block * kNormBlock : begin;
+  const size_t hi = (block + 1) * kNormBlock < end ? (block + 1) * kNormBlock : end;
+  double sum = 0.0;
+  for (size_t i = lo + threadIdx.x; i < hi; i += kLanes) {
+    const double g = double(x[i - begin]);
+    sum = __dadd_rn(sum, __dmul_rn(g, g));
   }
+  lane[threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  double total = 0.0;
+  for (unsigned j = 0; j < kLanes; ++j) total = __dadd_rn(total, lane[j]);
+  sums[blockIdx.x] = total;
 }
 
-__global__ void squares_kernel(const float *x, size_t count, double *partial) {
-  __shared__ double part[kThreads];
-  double sum = 0.0;
-  DPT_GRID_STRIDE(i, count) sum += double(x[i]) * double(x[i]);
-  block_sum(part, sum);
-  if (threadIdx.x == 0) partial[blockIdx.x] = part[0];
-}
-
-__global__ void norm_kernel(const double *partial, unsigned blocks, double *out) {
-  __shared__ double part[kThreads];
-  double sum = 0.0;
-  for (unsigned b = threadIdx.x; b < blocks; b += kThreads) sum += partial[b];
-  block_sum(part, sum);
-  if (threadIdx.x == 0) *out = sqrt(part[0]);
+// The block sums added in order from 0.0, then the (correctly rounded) square root.
+__global__ void norm_kernel(const double *sums, size_t blocks, double *out) {
+  double total = 0.0;
+  for (size_t b = 0; b < blocks; ++b) total = __dadd_rn(total, sums[b]);
+  *out = sqrt(total);
 }
 
 int null_pointer(const dpt_backend_context &c, const char *call, const Error &e) {
@@ -146,13 +148,31 @@ int l2_norm(dpt_backend_context *ctx, const float *x, size_t count, double *out,
   const Error e{error, error_size};
   return with_context(ctx, e, "l2_norm", [&](dpt_backend_context &c) {
     if (out == nullptr || (count > 0 && x == nullptr)) return null_pointer(c, "l2_norm", e);
-    const unsigned blocks = norm_blocks(count);
-    if (const int rc = ensure_scratch(c, blocks * sizeof(double), e)) return rc;
-    double *partial = static_cast<double *>(c.scratch);
-    squares_kernel<<<blocks, kThreads, 0, c.stream>>>(x, count, partial);
-    if (const int rc = check_launch(c, "l2_norm squares kernel", e)) return rc;
-    norm_kernel<<<1, kThreads, 0, c.stream>>>(partial, blocks, out);
+    const size_t blocks = norm_pieces(0, count);
+    double *sums = nullptr;
+    if (blocks > 0) {
+      if (const int rc = ensure_scratch(c, blocks * sizeof(double), e)) return rc;
+      sums = static_cast<double *>(c.scratch);
+      block_sums_kernel<<<unsigned(blocks), kLanes, 0, c.stream>>>(x, 0, count, sums);
+      if (const int rc = check_launch(c, "l2_norm block sums kernel", e)) return rc;
+    }
+    norm_kernel<<<1, 1, 0, c.stream>>>(sums, blocks, out);
     return check_launch(c, "l2_norm sum kernel", e);
+  });
+}
+
+int l2_block_sums(dpt_backend_context *ctx, const float *x, size_t begin, size_t end, double *sums,
+                  char *error, size_t error_size) {
+  const Error e{error, error_size};
+  return with_context(ctx, e, "l2_block_sums", [&](dpt_backend_context &c) {
+    const size_t pieces = norm_pieces(begin, end);
+    if (pieces == 0) return 0;
+    if (x == nullptr || sums == nullptr) return null_pointer(c, "l2_block_sums", e);
+    if (pieces > 0x7fffffffu)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "cuda:%d: l2_block_sums: %zu blocks", c.ordinal,
+                    pieces);
+    block_sums_kernel<<<unsigned(pieces), kLanes, 0, c.stream>>>(x, begin, end, sums);
+    return check_launch(c, "l2_block_sums kernel", e);
   });
 }
 

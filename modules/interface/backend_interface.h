@@ -37,9 +37,10 @@ extern "C" {
  * op_supported's matmul_dtype. 4: the wire_dtype of comm_all_reduce and virtual_all_reduce (a 16-bit
  * gradient all-reduce), and convert (the executor's 16-bit activation copies). 5: comm_all_gather_ranges (a
  * sharded optimizer's gather over NCCL). 6: dpt_op_call::statistics_momentum (recomputed batch-norm
- * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL) and comm_reduce_ranges
- * (sharded gradients over NCCL). (The entry function and the table keep their "v2" names, so that a module of
- * an older version is found and refused by its version, with a message that says so.) */
+ * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL), comm_reduce_ranges
+ * (sharded gradients over NCCL), l2_block_sums and l2_norm in the core's order (a sharded gradient's norm).
+ * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
+ * refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 7u
 
 /** Name of the CUDA module's entry function. */
@@ -98,6 +99,9 @@ typedef struct dpt_backend_context_options {
   uint32_t flags;           /**< DPT_BACKEND_ALLOW_TF32 | DPT_BACKEND_DETERMINISTIC; 0 = FP32, fastest */
   uint64_t workspace_limit; /**< bytes of convolution workspace an algorithm may use; 0 = 64 MiB */
 } dpt_backend_context_options;
+
+/** The elements of a norm block (l2_norm, l2_block_sums), as the core's kNormBlock. */
+#define DPT_BACKEND_NORM_BLOCK 4096
 
 /** The label of a target that does not count (padding), as the core's kIgnoreLabel. */
 #define DPT_BACKEND_IGNORE_LABEL (-1)
@@ -194,7 +198,11 @@ typedef struct dpt_backend_v2 {
   int (*optimizer_update)(dpt_backend_context *ctx, const dpt_backend_optimizer *optimizer, uint64_t t,
                           float lr, float grad_scale, float *params, const float *grads, float *state,
                           size_t count, char *error, size_t error_size);
-  /** *out (device memory) = Euclidean norm of x [count], squares summed in double in a fixed order. */
+  /** *out (device memory) = Euclidean norm of x [count] in the core's order (src/optim/optimizer.hpp), so
+   *  the CPU's bits for the same values: x cut into blocks of DPT_BACKEND_NORM_BLOCK floats; in each block
+   *  element i's square (a double product, rounded on its own) goes to partial sum i % 8, in index order
+   *  from 0.0; the eight partial sums added in order from 0.0; the block sums added in block order from
+   *  0.0; the square root of that. (Since version 7; before, a fixed order of the module's own.) */
   int (*l2_norm)(dpt_backend_context *ctx, const float *x, size_t count, double *out, char *error,
                  size_t error_size);
   /** x [count] *= alpha. */
@@ -305,6 +313,17 @@ typedef struct dpt_backend_v2 {
   int (*comm_reduce_ranges)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                             const float *const *sends, float *const *recvs, const size_t *bounds,
                             int32_t wire_dtype, double timeout_seconds, char *error, size_t error_size);
+
+  /* ---- Loss and optimizer, continued ---- */
+
+  /** The block sums of l2_norm over the elements [begin, end) of a vector, x[0] being element begin:
+   *  sums[k] (device memory) for the k-th block of DPT_BACKEND_NORM_BLOCK elements of the whole vector that
+   *  the range meets, in order, each the sum of the squares of the range's elements in it as l2_norm sums a
+   *  block (element i of that piece, counted from its first, to partial sum i % 8). With begin a multiple
+   *  of the block and end one or the vector's end, the sums are l2_norm's: a sharded gradient's ranges give
+   *  the whole vector's norm bit for bit. end <= begin writes nothing. Since version 7. */
+  int (*l2_block_sums)(dpt_backend_context *ctx, const float *x, size_t begin, size_t end, double *sums,
+                       char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -333,7 +352,7 @@ typedef struct dpt_backend_test_v1 {
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale) X(convert)                            \
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
-  X(comm_all_reduce_f64) X(comm_reduce_ranges)
+  X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

@@ -61,6 +61,9 @@ class DeviceKernels {
   // The gradient norm (optim/optimizer.hpp's l2_norm semantics: a fixed order, identical on every replica
   // of one kind of device); waits for the result.
   virtual double l2_norm(const float *grads, size_t count) = 0;
+  // optim/optimizer.hpp's l2_block_sums of range (its element begin .. end of the vector) into sums, host
+  // memory (norm_blocks of the range's blocks); waits for the result. l2_norm's bits, block by block.
+  virtual void l2_block_sums(const float *range, size_t begin, size_t end, double *sums) = 0;
   // x[i] *= alpha, one float multiplication each.
   virtual void scale(float *x, size_t count, float alpha) = 0;
   // The 16-bit copy of activations (graph/activation_store.hpp): out = x rounded to dtype (kBF16 or kF16,

@@ -120,9 +120,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   for (size_t rank = 0; rank < devices_.size(); ++rank)
     trace_lanes_.push_back(TraceLane{trace_.get(), TraceRecorder::compute_row(rank)});
   if (shards_.sharded())
-    // (A pipeline on GPUs keeps one squared norm per device in it.)
-    norm_blocks_.assign(devices_.size(),
-                        std::vector<double>(std::max(norm_blocks(spec_.parameter_count()), devices_.size())));
+    norm_blocks_.assign(devices_.size(), std::vector<double>(norm_blocks(spec_.parameter_count())));
   std::lock_guard<std::mutex> lock(context_->work_mutex());
   const bool staged = !stages_.empty();  // a pipeline: each replica holds its stage's model and ranges
   const size_t width = devices_.size() / std::max<size_t>(1, stages_.size());  // replicas per stage

@@ -131,45 +131,23 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 }
 
 // The norm of the summed gradient, on device thread rank. Sharded, each rank has the sums of its own range
-// only: it computes that range's norm block sums and the ranks add their block arrays in rank order. ZeRO's
+// only: it computes that range's norm block sums (on its device: the kernels' l2_block_sums, l2_norm's bits
+// block by block on CPU devices and GPUs alike) and the ranks add their block arrays in rank order. ZeRO's
 // ranges are cut at whole blocks (each block non-zero on one rank only, so the sums are exact): the blocks,
 // added in block order as l2_norm adds them, give the unsharded norm bit for bit. A pipeline's stages are
 // cut at nodes: a block two stages share is the sum of their parts (the same on every rank, but not
 // l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
-  // GPUs all-reduce the gradient whole unless the collective reduces it into ranges (decided for every rank
-  // alike: a rank may own the whole vector, or nothing, of a small model).
-  const bool whole = !collective_->reduces_every_micro_batch();
-  if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr && whole))
+  // The gradient whole on every rank: not sharded, or (GPUs) only the optimizer state sharded.
+  if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr && !collective_->reduces_every_micro_batch()))
     return r.kernels->l2_norm(r.grads.data(), r.grads.size());
-  // A pipeline's stages on GPUs, or sharded gradients there: the stages' or ranges' squared norms (each
-  // counted by its first replica) summed in rank order (not l2_norm's bits: a norm of the whole vector
-  // adds its squares in another grouping).
-  if (on_gpus_) {
-    std::vector<double> &squares = norm_blocks_[rank];
-    std::fill(squares.begin(), squares.end(), 0.0);
-    const double own = r.kernels->l2_norm(owned_gradients(rank), shards_.size(rank));
-    if (shards_.first_owner(rank)) squares[rank] = own * own;
-    ThreadCollective &local = group_->collective();
-    local.all_reduce_doubles(rank, squares.data(), devices_.size());
-    double sum = 0;
-    for (size_t k = 0; k < devices_.size(); ++k) sum += squares[k];
-    // Parts owned across every process (the world scope): the processes' sums added too.
-    if (world_shards()) {
-      squares[0] = sum;
-      if (rank == 0) config_.world->all_reduce(squares.data(), 1, config_.timeout_seconds);
-      local.broadcast(rank, reinterpret_cast<float *>(squares.data()), 2, 0);
-      sum = squares[0];
-    }
-    return std::sqrt(sum);
-  }
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
   // Replicas of a pipeline stage hold the same sums: the first of them counts them.
   if (shards_.first_owner(rank))
-    l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
-                  blocks.data() + shards_.begin(rank) / kNormBlock);
+    r.kernels->l2_block_sums(owned_gradients(rank), shards_.begin(rank), shards_.end(rank),
+                             blocks.data() + shards_.begin(rank) / kNormBlock);
   ThreadCollective &local = group_->collective();
   local.all_reduce_doubles(rank, blocks.data(), blocks.size());
   // Sharded across every process's devices: the processes' blocks too (each block is non-zero in one).

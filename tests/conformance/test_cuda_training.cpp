@@ -14,8 +14,9 @@
 //    CPU's operations in the CPU's order with explicitly rounded intrinsics (no fused multiply-add) and the
 //    step constants are computed on the host as on the CPU, so every result is the same IEEE value. (A host
 //    build that contracts a * b + c into an FMA, e.g. with -march=native, would break this.)
-//  * l2_norm: rel 1e-12 (squares summed in double in another fixed order; the GPU's own result is checked
-//    to be the same bits on a second run). scale, accumulate: bitwise (one multiplication or addition each).
+//  * l2_norm and l2_block_sums: bitwise (backend ABI 7: the core's blocks, lanes and order, each product and
+//    sum rounded on its own), also on a second run. scale, accumulate: bitwise (one multiplication or
+//    addition each).
 //  * convert: bitwise the core's to_bf16 / to_f16 and back (the module restates them in float16.cuh), on
 //    values chosen where roundings differ: ties, float32 subnormals, float16's overflow and subnormals,
 //    NaNs with payloads, infinities, signed zeros, and random values over 80 binades.
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/ops/cpu_ops.hpp"
@@ -174,8 +176,28 @@ void test_gpu_l2_norm_and_scale(void **) {
     }
     const double cpu = dpt::l2_norm(x.data(), count);
     print_message("l2_norm of %zu: %.17g (CPU %.17g)\n", count, norms[0], cpu);
-    assert_true(std::fabs(norms[0] - cpu) <= 1e-12 * cpu);
+    assert_memory_equal(&norms[0], &cpu, sizeof(double));
     assert_memory_equal(&norms[0], &norms[1], sizeof(double));
+  }
+  // The block sums of ranges: aligned on blocks (a ZeRO range), inside one block, and across blocks from
+  // and to the middle of one (a pipeline stage's range).
+  const size_t n = 5 * dpt::kNormBlock + 77;
+  const std::vector<float> v = uniform(n, 1050, -3.0f, 3.0f);
+  const float *vd = gpu.upload(v);
+  auto *sums = static_cast<double *>(gpu.alloc(8 * sizeof(double)));
+  for (const auto &[begin, end] : {std::pair<size_t, size_t>{0, n},
+                                   {dpt::kNormBlock, 3 * dpt::kNormBlock},
+                                   {5, 700},
+                                   {dpt::kNormBlock - 3, 4 * dpt::kNormBlock + 9},
+                                   {n - 1, n}}) {
+    const size_t blocks = (end - 1) / dpt::kNormBlock - begin / dpt::kNormBlock + 1;
+    check(api.l2_block_sums(gpu.ctx(), vd + begin, begin, end, sums, gpu.error, sizeof gpu.error),
+          "l2_block_sums", gpu.error);
+    std::vector<double> got(blocks), want(blocks);
+    gpu.download_bytes(got.data(), sums, blocks * sizeof(double));
+    dpt::l2_block_sums(v.data() + begin, begin, end, want.data());
+    print_message("l2_block_sums [%zu, %zu): %zu blocks\n", begin, end, blocks);
+    assert_memory_equal(got.data(), want.data(), blocks * sizeof(double));
   }
   const std::vector<float> x = uniform(100003, 1100, -3.0f, 3.0f);
   float *xd = gpu.upload(x);

@@ -920,6 +920,9 @@ class CheckedKernels final : public dpt::DeviceKernels {
     return cpu_.loss(logits, labels, n, classes, dlogits);
   }
   double l2_norm(const float *grads, size_t count) override { return cpu_.l2_norm(grads, count); }
+  void l2_block_sums(const float *range, size_t begin, size_t end, double *sums) override {
+    cpu_.l2_block_sums(range, begin, end, sums);
+  }
   void scale(float *x, size_t count, float alpha) override { cpu_.scale(x, count, alpha); }
   void narrow(const float *x, void *out, size_t count, dpt::DType dtype) override {
     cpu_.narrow(x, out, count, dtype);

@@ -52,6 +52,7 @@ const dpt_backend_v2 kBackend = {
     .comm_all_gather_ranges = &comm_all_gather_ranges,
     .comm_all_reduce_f64 = &comm_all_reduce_f64,
     .comm_reduce_ranges = &comm_reduce_ranges,
+    .l2_block_sums = &l2_block_sums,
 };
 
 }  // namespace

@@ -242,6 +242,8 @@ int optimizer_update(dpt_backend_context *ctx, const dpt_backend_optimizer *opti
                      char *error, size_t error_size);
 int l2_norm(dpt_backend_context *ctx, const float *x, size_t count, double *out, char *error,
             size_t error_size);
+int l2_block_sums(dpt_backend_context *ctx, const float *x, size_t begin, size_t end, double *sums,
+                  char *error, size_t error_size);
 int scale(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *error, size_t error_size);
 int convert(dpt_backend_context *ctx, void *dst, int32_t dst_dtype, const void *src, int32_t src_dtype,
             size_t count, char *error, size_t error_size);

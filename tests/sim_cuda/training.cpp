@@ -154,6 +154,23 @@ int l2_norm(dpt_backend_context *ctx, const float *x, size_t count, double *out,
   });
 }
 
+int l2_block_sums(dpt_backend_context *ctx, const float *x, size_t begin, size_t end, double *sums,
+                  char *error, size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "l2_block_sums";
+  return with_context(ctx, e, call, [&](dpt_backend_context &c) {
+    if (end <= begin) return 0;
+    const size_t blocks = (end - 1) / dpt::kNormBlock - begin / dpt::kNormBlock + 1;
+    Span sx, ss;
+    if (int rc = floats(c, call, "x", x, end - begin, false, sx, e)) return rc;
+    if (int rc = resolve(c, call, "sums", sums, blocks * sizeof(double), alignof(double),
+                         Where::kContextDevice, false, ss, e))
+      return rc;
+    return enqueue(c, call, {sx, ss},
+                   [=] { dpt::l2_block_sums(sx.f(), begin, end, reinterpret_cast<double *>(ss.host)); });
+  });
+}
+
 int scale(dpt_backend_context *ctx, float *x, size_t count, float alpha, char *error, size_t error_size) {
   const Error e{error, error_size};
   const char *call = "scale";

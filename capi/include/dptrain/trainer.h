@@ -116,7 +116,7 @@ typedef enum dpt_shard_mode {
    * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices, and GPUs
    * (within one process, or across every GPU of an MPI job with DPT_SHARD_SCOPE_WORLD): there each bucket
    * is reduced to its owners over NCCL while backward waits (one staging bucket), the bits of
-   * DPT_SHARD_NONE without clip_norm (the norm over ranges groups its squares differently); a 16-bit
+   * DPT_SHARD_NONE; a 16-bit
    * allreduce_dtype gives the 16-bit all-reduce's bits; DPT_SHARD_SCOPE_PROCESS across processes is
    * DPT_ERROR_UNSUPPORTED on GPUs. Tied
    * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept

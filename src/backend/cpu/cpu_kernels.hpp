@@ -26,6 +26,9 @@ class CpuKernels final : public DeviceKernels {
     return cpu::softmax_cross_entropy(logits, labels, n, classes, dlogits);
   }
   double l2_norm(const float *grads, size_t count) override { return dpt::l2_norm(grads, count); }
+  void l2_block_sums(const float *range, size_t begin, size_t end, double *sums) override {
+    dpt::l2_block_sums(range, begin, end, sums);
+  }
   void scale(float *x, size_t count, float alpha) override {
     for (size_t i = 0; i < count; ++i) x[i] *= alpha;
   }

@@ -1,6 +1,7 @@
 #include "backend/cuda/kernels.hpp"
 
 #include "core/error.hpp"
+#include "optim/optimizer.hpp"
 
 namespace dpt {
 
@@ -9,6 +10,7 @@ namespace {
 constexpr size_t kResultsBytes = 256;  // a dpt_backend_loss, then the norm at kNormOffset
 constexpr size_t kNormOffset = 128;
 static_assert(sizeof(dpt_backend_loss) <= kNormOffset);
+static_assert(kNormBlock == DPT_BACKEND_NORM_BLOCK, "the module's norm blocks are the core's");
 
 }  // namespace
 
@@ -123,6 +125,23 @@ double CudaKernels::l2_norm(const float *grads, size_t count) {
   check(api_.copy_to_host(ctx_, &host_norm_, device_norm, sizeof host_norm_, error_, sizeof error_));
   synchronize();
   return host_norm_;
+}
+
+// The caller's host array outlives the copy: a trainer's member (norm_blocks_), waited for here.
+void CudaKernels::l2_block_sums(const float *range, size_t begin, size_t end, double *sums) {
+  if (end <= begin) return;
+  const size_t bytes = ((end - 1) / kNormBlock - begin / kNormBlock + 1) * sizeof(double);
+  if (bytes > block_sums_bytes_) {
+    if (block_sums_ != nullptr) check(api_.mem_free(ctx_, block_sums_, error_, sizeof error_));
+    block_sums_ = nullptr;
+    block_sums_bytes_ = 0;
+    check(api_.mem_alloc(ctx_, bytes, &block_sums_, error_, sizeof error_));
+    block_sums_bytes_ = bytes;
+  }
+  check(
+      api_.l2_block_sums(ctx_, range, begin, end, static_cast<double *>(block_sums_), error_, sizeof error_));
+  check(api_.copy_to_host(ctx_, sums, block_sums_, bytes, error_, sizeof error_));
+  synchronize();
 }
 
 void CudaKernels::scale(float *x, size_t count, float alpha) {

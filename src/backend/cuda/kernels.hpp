@@ -41,6 +41,7 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   LossStats loss(const float *logits, const int32_t *labels, size_t n, size_t classes,
                  float *dlogits) override;
   double l2_norm(const float *grads, size_t count) override;
+  void l2_block_sums(const float *range, size_t begin, size_t end, double *sums) override;
   void scale(float *x, size_t count, float alpha) override;
   void narrow(const float *x, void *out, size_t count, DType dtype) override;
   void widen(const void *in, float *x, size_t count, DType dtype) override;
@@ -65,6 +66,9 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   // writes into a stack frame that is gone.
   dpt_backend_loss host_loss_{};
   double host_norm_ = 0;
+  // Device memory l2_block_sums writes to, grown on demand (freed with the context).
+  void *block_sums_ = nullptr;
+  size_t block_sums_bytes_ = 0;
 };
 
 }  // namespace dpt
