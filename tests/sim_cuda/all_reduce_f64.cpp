@@ -116,36 +116,15 @@ int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *cont
       return 0;
     }
     if (const int rc = check(c, contexts, buffers, count, spans, e)) return rc;
-    for (const int ordinal : c.ordinals)
-      if (fault(kCall, ordinal) != Fault::kNone) {
-        const std::string names = c.ranks;
-        abort_comm(c);
-        return report(
-            e, DPT_BACKEND_ERROR_COMMUNICATION,
-            "%s: %s: simulated failure on cuda:%d (DPTRAIN_SIM_CUDA_FAIL): ncclCommAbort called, the "
-            "communicator is unusable",
-            names.c_str(), kCall, ordinal);
-      }
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    const double start = steady_seconds();
-    // Ordered after the work queued on every rank's stream: run it now (a failure aborts, as on a GPU).
-    for (size_t r = 0; r < c.ordinals.size(); ++r)
-      if (const int rc = drain_and_peek(*contexts[r], e)) {
-        abort_comm(c);
-        return rc;
-      }
+    const double start = steady_seconds();  // the timeout counts the work queued before, as on a GPU
+    if (const int rc = begin_collective(c, contexts, kCall, timeout_seconds, e)) return rc;
     const int hang_rank = c.hang_rank;
     c.hang_rank = -1;
-    if (hang_rank >= 0) {  // the others wait for the missing rank until the deadline; their sums undefined
-      std::this_thread::sleep_for(std::chrono::duration<double>(start + timeout_seconds - steady_seconds()));
+    if (hang_rank >= 0) {  // the others' sums are undefined (here: NaN, so that using them shows)
       for (size_t r = 0; r < c.ordinals.size(); ++r)
         if (int(r) != hang_rank)
           std::fill(doubles(spans[r]), doubles(spans[r]) + count, std::numeric_limits<double>::quiet_NaN());
-      return communication_failure(
-          c,
-          "did not finish within " + seconds_text(timeout_seconds) +
-              " (not finished: cuda:" + std::to_string(c.ordinals[size_t(hang_rank)]) + ")",
-          e);
+      return wait_out_hang(c, hang_rank, start, timeout_seconds, "ncclAllReduce (float64)", e);
     }
     if (c.board != nullptr) {
       if (sum_across_processes(c, count, spans, start + timeout_seconds)) return 0;

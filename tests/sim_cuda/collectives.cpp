@@ -40,6 +40,41 @@ void abort_comm(dpt_backend_comm &c) {
   c.hang_rank = -1;
 }
 
+int begin_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                     double &timeout_seconds, const Error &e) {
+  // Injected failures: an NCCL error is a communication error, and NCCL's communicator is then aborted.
+  for (const int ordinal : c.ordinals)
+    if (fault(call, ordinal) != Fault::kNone) {
+      const std::string names = c.ranks;
+      abort_comm(c);
+      return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
+                    "%s: %s: simulated failure on cuda:%d (DPTRAIN_SIM_CUDA_FAIL): ncclCommAbort called, the "
+                    "communicator is unusable",
+                    names.c_str(), call, ordinal);
+    }
+  if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
+  // The work queued before is counted in the timeout: run it now. A failure of that work is found by the
+  // wait, as on a GPU, and aborts the communicator (it stays pending on its context too).
+  for (size_t r = 0; r < c.ordinals.size(); ++r)
+    if (const int rc = drain_and_peek(*contexts[r], e)) {
+      abort_comm(c);
+      return rc;
+    }
+  return 0;
+}
+
+int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeout_seconds, const char *what,
+                  const Error &e) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(start + timeout_seconds - steady_seconds()));
+  const std::string names = c.ranks;
+  const int late = c.ordinals[size_t(hang_rank)];
+  abort_comm(c);
+  return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
+                "%s: %s did not finish within %g s (not finished: cuda:%d): ncclCommAbort called, the "
+                "communicator is unusable",
+                names.c_str(), what, timeout_seconds, late);
+}
+
 namespace {
 
 constexpr int kMaxVirtualReplicas = 32;
@@ -142,11 +177,7 @@ bool sum_across_processes(dpt_backend_comm &c, size_t buffer_count, const size_t
 // The hung all-reduce: the other ranks wait for the missing one until the deadline, then NCCL is aborted;
 // what their buffers hold is undefined (here: NaN, so that using them shows).
 int hang(dpt_backend_comm &c, int hang_rank, size_t buffer_count, const std::vector<Span> &spans,
-         std::chrono::steady_clock::time_point start, double timeout_seconds, const char *what,
-         const Error &e) {
-  std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                            std::chrono::duration<double>(timeout_seconds)));
-  const std::string late = "cuda:" + std::to_string(c.ordinals[size_t(hang_rank)]);
+         double start, double timeout_seconds, const char *what, const Error &e) {
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     if (int(r) == hang_rank) continue;
     for (size_t b = 0; b < buffer_count; ++b) {
@@ -156,18 +187,13 @@ int hang(dpt_backend_comm &c, int hang_rank, size_t buffer_count, const std::vec
       for (size_t i = 0; i < s.bytes / sizeof(float); ++i) s.f()[i] = nan;
     }
   }
-  const std::string ranks = c.ranks;
-  abort_comm(c);
-  return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                "%s: %s did not finish within %g s (not finished: %s): ncclCommAbort called, the "
-                "communicator is unusable",
-                ranks.c_str(), what, timeout_seconds, late.c_str());
+  return wait_out_hang(c, hang_rank, start, timeout_seconds, what, e);
 }
 
 int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                float *const *buffers, const size_t *counts, int32_t wire, double timeout_seconds,
                const Error &e) {
-  const auto start = std::chrono::steady_clock::now();
+  const double start = steady_seconds();
   const char *ranks = c.ranks.c_str();
   if (!valid_wire(wire))
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
@@ -182,26 +208,7 @@ int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t
   // comm_inject_hang applies to this all-reduce only (as in the real module: one that got this far).
   const int hang_rank = c.hang_rank;
   c.hang_rank = -1;
-  // Injected failures: an NCCL error is a communication error, and NCCL's communicator is then aborted.
-  for (const int ordinal : c.ordinals)
-    if (fault("comm_all_reduce", ordinal) != Fault::kNone) {
-      const std::string names = c.ranks;
-      abort_comm(c);
-      return report(
-          e, DPT_BACKEND_ERROR_COMMUNICATION,
-          "%s: comm_all_reduce: simulated failure on cuda:%d (DPTRAIN_SIM_CUDA_FAIL): ncclCommAbort "
-          "called, the communicator is unusable",
-          names.c_str(), ordinal);
-    }
-  if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-  // Ordered after the work queued on every rank's stream (counted in the timeout): run it now. A failure of
-  // that work is found by the wait, as on a GPU, and aborts the communicator (it stays pending on its
-  // context too).
-  for (size_t r = 0; r < c.ordinals.size(); ++r)
-    if (const int rc = drain_and_peek(*contexts[r], e)) {
-      abort_comm(c);
-      return rc;
-    }
+  if (const int rc = begin_collective(c, contexts, "comm_all_reduce", timeout_seconds, e)) return rc;
   if (hang_rank >= 0) {
     const char *what =
         wire == DPT_DTYPE_F32 ? "ncclAllReduce" : "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)";

@@ -11,6 +11,7 @@
 #include "core/float16.hpp"
 #include "interface/backend_interface.h"
 #include "process_board.hpp"
+#include "sim.hpp"
 
 struct dpt_backend_comm {
   std::vector<int> ordinals;  // local rank r is on device ordinals[r]
@@ -51,5 +52,17 @@ float wire_sum(int32_t wire, size_t parts, Value value) {
 bool comm_alive(const dpt_backend_comm *c);
 // After a failure: every later collective is refused, as NCCL's after ncclCommAbort.
 void abort_comm(dpt_backend_comm &c);
+
+// The start of collective `call` on c, its arguments checked: a failure injected on one of its GPUs
+// (DPTRAIN_SIM_CUDA_FAIL=<call>@N) aborts the communicator; then the work queued on every rank's context
+// runs (the collective is ordered after it, as on a GPU; a failure of it aborts the communicator too).
+// timeout_seconds not positive and finite becomes the default. 0 to go on, else the report's code.
+int begin_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                     double &timeout_seconds, const Error &e);
+// A collective that comm_inject_hang left rank hang_rank out of: the others wait until the deadline
+// (start + timeout_seconds, steady_seconds()), then the communicator is aborted and `what` reported as not
+// finished. Returns the report's code.
+int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeout_seconds, const char *what,
+                  const Error &e);
 
 }  // namespace dpt_sim

@@ -89,24 +89,12 @@ int comm_all_gather_ranges(dpt_backend_comm *comm, dpt_backend_context *const *c
     const size_t world = c.board != nullptr ? size_t(c.board->world_ranks()) : c.ordinals.size();
     std::vector<Span> spans;
     if (const int rc = check(c, contexts, buffers, bounds, world, spans, e)) return rc;
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    const double start = steady_seconds();
-    for (size_t r = 0; r < c.ordinals.size(); ++r)
-      if (const int rc = drain_and_peek(*contexts[r], e)) {
-        abort_comm(c);
-        return rc;
-      }
+    const double start = steady_seconds();  // the timeout counts the work queued before, as on a GPU
+    if (const int rc = begin_collective(c, contexts, "comm_all_gather_ranges", timeout_seconds, e)) return rc;
     const int hang_rank = c.hang_rank;
     const std::string names = c.ranks;
-    if (hang_rank >= 0) {  // the others wait for the missing rank until the deadline
-      std::this_thread::sleep_for(std::chrono::duration<double>(start + timeout_seconds - steady_seconds()));
-      abort_comm(c);
-      return report(
-          e, DPT_BACKEND_ERROR_COMMUNICATION,
-          "%s: ncclBroadcast (the ranges' gather) did not finish within %g s (not finished: cuda:%d): "
-          "ncclCommAbort called, the communicator is unusable",
-          names.c_str(), timeout_seconds, c.ordinals[size_t(hang_rank)]);
-    }
+    if (hang_rank >= 0)
+      return wait_out_hang(c, hang_rank, start, timeout_seconds, "ncclBroadcast (the ranges' gather)", e);
     if (c.board != nullptr) {
       if (gather_across_processes(c, bounds, spans, start + timeout_seconds)) return 0;
       abort_comm(c);

@@ -107,34 +107,13 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
     std::vector<Span> send_spans, recv_spans;
     if (const int rc = check(c, contexts, sends, recvs, bounds, world, first, send_spans, recv_spans, e))
       return rc;
-    for (const int ordinal : c.ordinals)
-      if (fault(kCall, ordinal) != Fault::kNone) {
-        const std::string names = c.ranks;
-        abort_comm(c);
-        return report(
-            e, DPT_BACKEND_ERROR_COMMUNICATION,
-            "%s: %s: simulated failure on cuda:%d (DPTRAIN_SIM_CUDA_FAIL): ncclCommAbort called, the "
-            "communicator is unusable",
-            names.c_str(), kCall, ordinal);
-      }
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    const double start = steady_seconds();
-    for (size_t r = 0; r < c.ordinals.size(); ++r)
-      if (const int rc = drain_and_peek(*contexts[r], e)) {
-        abort_comm(c);
-        return rc;
-      }
+    const double start = steady_seconds();  // the timeout counts the work queued before, as on a GPU
+    if (const int rc = begin_collective(c, contexts, kCall, timeout_seconds, e)) return rc;
     const int hang_rank = c.hang_rank;
     c.hang_rank = -1;
     const std::string names = c.ranks;
-    if (hang_rank >= 0) {  // the others wait for the missing rank until the deadline
-      std::this_thread::sleep_for(std::chrono::duration<double>(start + timeout_seconds - steady_seconds()));
-      abort_comm(c);
-      return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                    "%s: ncclReduce (the ranges' reduce) did not finish within %g s (not finished: cuda:%d): "
-                    "ncclCommAbort called, the communicator is unusable",
-                    names.c_str(), timeout_seconds, c.ordinals[size_t(hang_rank)]);
-    }
+    if (hang_rank >= 0)
+      return wait_out_hang(c, hang_rank, start, timeout_seconds, "ncclReduce (the ranges' reduce)", e);
     if (c.board != nullptr) {
       if (reduce_across_processes(c, bounds, wire_dtype, send_spans, recv_spans, start + timeout_seconds))
         return 0;
