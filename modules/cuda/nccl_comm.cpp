@@ -71,14 +71,7 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t bu
     }
     if (status != ncclSuccess) break;
   }
-  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
-  if (status == ncclSuccess) status = end;
-  if (status != ncclSuccess) {
-    const int rc = nccl_failed(e, ranks, "ncclAllReduce", status, nullptr);
-    abort_all(c);
-    return rc;
-  }
-  return record_events(c, contexts, e);
+  return end_group(c, status, "ncclAllReduce", contexts, e);
 }
 
 // Every ordinal names a device of this process, none twice.
@@ -172,6 +165,18 @@ int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, do
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::milliseconds(1)) pause *= 2;
   }
+}
+
+int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
+              dpt_backend_context *const *contexts, const Error &e) {
+  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
+  if (status == ncclSuccess) status = end;
+  if (status != ncclSuccess) {
+    const int rc = nccl_failed(e, c.ranks.c_str(), call, status, nullptr);
+    abort_all(c);
+    return rc;
+  }
+  return record_events(c, contexts, e);
 }
 
 // Records each rank's completion event after what the all-reduce enqueued on its stream.

@@ -45,14 +45,7 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, double *c
     status =
         ncclAllReduce(buffers[r], buffers[r], count, ncclFloat64, ncclSum, c.comms[r], contexts[r]->stream);
   }
-  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
-  if (status == ncclSuccess) status = end;
-  if (status != ncclSuccess) {
-    const int rc = nccl_failed(e, ranks, "ncclAllReduce (float64)", status, nullptr);
-    abort_all(c);
-    return rc;
-  }
-  return record_events(c, contexts, e);
+  return end_group(c, status, "ncclAllReduce (float64)", contexts, e);
 }
 
 }  // namespace

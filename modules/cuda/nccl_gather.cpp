@@ -54,14 +54,7 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, float *co
       status = ncclBroadcast(range, range, count, ncclFloat, q, c.comms[r], contexts[r]->stream);
     }
   }
-  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
-  if (status == ncclSuccess) status = end;
-  if (status != ncclSuccess) {
-    const int rc = nccl_failed(e, ranks, "ncclBroadcast", status, nullptr);
-    abort_all(c);
-    return rc;
-  }
-  return record_events(c, contexts, e);
+  return end_group(c, status, "ncclBroadcast", contexts, e);
 }
 
 }  // namespace

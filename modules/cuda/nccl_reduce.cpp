@@ -59,14 +59,7 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, const flo
                           contexts[r]->stream);
     }
   }
-  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
-  if (status == ncclSuccess) status = end;
-  if (status != ncclSuccess) {
-    const int rc = nccl_failed(e, ranks, "ncclReduce", status, nullptr);
-    abort_all(c);
-    return rc;
-  }
-  return record_events(c, contexts, e);
+  return end_group(c, status, "ncclReduce", contexts, e);
 }
 
 }  // namespace

@@ -33,6 +33,11 @@ void abort_all(dpt_backend_comm &c);
 // Records each rank's completion event after what the all-reduce enqueued on its stream (the wait polls
 // them); a failure aborts the communicator.
 int record_events(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e);
+// Closes the NCCL group a collective's calls were enqueued in (status: the first failed call's, else
+// ncclSuccess); a failure, of a call or of the group's end, is reported as `call`'s and aborts the
+// communicator; otherwise each rank's completion event is recorded (record_events).
+int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
+              dpt_backend_context *const *contexts, const Error &e);
 // Waits for every rank's event; checks NCCL's asynchronous errors and the deadline on the way (what: the
 // collective, for messages). A failure or the deadline aborts the communicator.
 int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds,

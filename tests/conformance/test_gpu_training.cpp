@@ -379,10 +379,11 @@ void test_gpu_batch_norm_replicas(void **) {
 }
 
 // Batch norm's statistics summed over NCCL in the middle of the pass (replicas on distinct GPUs). A peer
-// left out of that all-reduce stalls the pass: the step ends within the timeout as any stalled pass does
-// (DPT_ERROR_TIMEOUT, the device group's deadline, which started before NCCL's), and the trainer refuses
-// further work. A failing float64 all-reduce (the simulator's fault injection) names itself: the statistics
-// did go through NCCL, not through the host.
+// left out of that all-reduce stalls the pass: the step ends within the timeout as any stalled pass does,
+// and the trainer refuses further work. Its status is DPT_ERROR_TIMEOUT (the device group's deadline, which
+// started before NCCL's) or, when the group's watchdog wakes late on a loaded machine, the NCCL wait's
+// DPT_ERROR_COMMUNICATION: both end the step in time. A failing float64 all-reduce (the simulator's fault
+// injection) names itself: the statistics did go through NCCL, not through the host.
 void test_gpu_hung_statistics_time_out(void **) {
   auto context = gpu_context();
   need_gpus(*context, 2);
@@ -393,10 +394,16 @@ void test_gpu_hung_statistics_time_out(void **) {
     dpt::Trainer t(context, batch_norm_model(), c);
     t.cuda_collective()->inject_hang(1);
     const double t0 = dpt::platform::now_seconds();
-    const std::string message = dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); },
-                                                       DPT_ERROR_TIMEOUT, "hung batch statistics");
+    dpt_status status = DPT_OK;
+    try {
+      t.step(b.x.data(), b.y.data(), b.n);
+    } catch (const dpt::Error &error) {
+      status = error.status();
+      print_message("%s\n", error.what());
+    }
     const double seconds = dpt::platform::now_seconds() - t0;
-    print_message("%s (after %.2f s)\n", message.c_str(), seconds);
+    print_message("hung batch statistics: status %d after %.2f s\n", int(status), seconds);
+    assert_true(status == DPT_ERROR_TIMEOUT || status == DPT_ERROR_COMMUNICATION);
     assert_true(seconds < 10);
     dpt_test::expect_error([&] { t.step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
                            "a step after the abort");

@@ -54,12 +54,6 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, doubl
   return 0;
 }
 
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", seconds);
-  return text;
-}
-
 double *doubles(const Span &s) {
   return reinterpret_cast<double *>(s.host);
 }
@@ -85,15 +79,6 @@ bool sum_across_processes(dpt_backend_comm &c, size_t count, const std::vector<S
     for (size_t r = 0; r < local; ++r) std::memcpy(doubles(spans[r]) + at, sums.data(), n * sizeof(double));
   }
   return true;
-}
-
-// what: how it failed, after "ncclAllReduce (float64) ".
-int communication_failure(dpt_backend_comm &c, const std::string &what, const Error &e) {
-  const std::string names = c.ranks;
-  abort_comm(c);
-  return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                "%s: ncclAllReduce (float64) %s: ncclCommAbort called, the communicator is unusable",
-                names.c_str(), what.c_str());
 }
 
 }  // namespace
@@ -128,10 +113,7 @@ int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *cont
     }
     if (c.board != nullptr) {
       if (sum_across_processes(c, count, spans, start + timeout_seconds)) return 0;
-      return communication_failure(c,
-                                   "across processes did not finish within " + seconds_text(timeout_seconds) +
-                                       " (a process stalled or died)",
-                                   e);
+      return processes_stalled(c, timeout_seconds, "ncclAllReduce (float64)", e);
     }
     for (size_t i = 0; i < count; ++i) {
       double s = doubles(spans[0])[i];

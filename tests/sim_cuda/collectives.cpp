@@ -63,6 +63,16 @@ int begin_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
   return 0;
 }
 
+int processes_stalled(dpt_backend_comm &c, double timeout_seconds, const char *what, const Error &e) {
+  const std::string names = c.ranks;
+  abort_comm(c);
+  return report(
+      e, DPT_BACKEND_ERROR_COMMUNICATION,
+      "%s: %s across processes did not finish within %g s (a process stalled or died): ncclCommAbort "
+      "called, the communicator is unusable",
+      names.c_str(), what, timeout_seconds);
+}
+
 int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeout_seconds, const char *what,
                   const Error &e) {
   std::this_thread::sleep_for(std::chrono::duration<double>(start + timeout_seconds - steady_seconds()));
@@ -220,12 +230,7 @@ int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t
   }
   const double deadline = steady_seconds() + timeout_seconds;
   if (sum_across_processes(c, buffer_count, counts, wire, spans, deadline)) return 0;
-  const std::string names = c.ranks;
-  abort_comm(c);
-  return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                "%s: ncclAllReduce across processes did not finish within %g s (a process stalled or died): "
-                "ncclCommAbort called, the communicator is unusable",
-                names.c_str(), timeout_seconds);
+  return processes_stalled(c, timeout_seconds, "ncclAllReduce", e);
 }
 
 }  // namespace

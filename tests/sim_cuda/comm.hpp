@@ -64,5 +64,8 @@ int begin_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
 // finished. Returns the report's code.
 int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeout_seconds, const char *what,
                   const Error &e);
+// A collective across processes whose peers did not all arrive on the board by the deadline: the
+// communicator aborted, `what` reported. Returns the report's code.
+int processes_stalled(dpt_backend_comm &c, double timeout_seconds, const char *what, const Error &e);
 
 }  // namespace dpt_sim

@@ -92,16 +92,11 @@ int comm_all_gather_ranges(dpt_backend_comm *comm, dpt_backend_context *const *c
     const double start = steady_seconds();  // the timeout counts the work queued before, as on a GPU
     if (const int rc = begin_collective(c, contexts, "comm_all_gather_ranges", timeout_seconds, e)) return rc;
     const int hang_rank = c.hang_rank;
-    const std::string names = c.ranks;
     if (hang_rank >= 0)
       return wait_out_hang(c, hang_rank, start, timeout_seconds, "ncclBroadcast (the ranges' gather)", e);
     if (c.board != nullptr) {
       if (gather_across_processes(c, bounds, spans, start + timeout_seconds)) return 0;
-      abort_comm(c);
-      return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                    "%s: ncclBroadcast (the ranges' gather) across processes did not finish within %g s (a "
-                    "process stalled or died): ncclCommAbort called, the communicator is unusable",
-                    names.c_str(), timeout_seconds);
+      return processes_stalled(c, timeout_seconds, "ncclBroadcast (the ranges' gather)", e);
     }
     for (size_t q = 0; q < world; ++q)
       for (size_t r = 0; r < world; ++r)

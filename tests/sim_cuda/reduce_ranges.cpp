@@ -111,18 +111,12 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
     if (const int rc = begin_collective(c, contexts, kCall, timeout_seconds, e)) return rc;
     const int hang_rank = c.hang_rank;
     c.hang_rank = -1;
-    const std::string names = c.ranks;
     if (hang_rank >= 0)
       return wait_out_hang(c, hang_rank, start, timeout_seconds, "ncclReduce (the ranges' reduce)", e);
     if (c.board != nullptr) {
       if (reduce_across_processes(c, bounds, wire_dtype, send_spans, recv_spans, start + timeout_seconds))
         return 0;
-      abort_comm(c);
-      return report(
-          e, DPT_BACKEND_ERROR_COMMUNICATION,
-          "%s: ncclReduce (the ranges' reduce) across processes did not finish within %g s (a process "
-          "stalled or died): ncclCommAbort called, the communicator is unusable",
-          names.c_str(), timeout_seconds);
+      return processes_stalled(c, timeout_seconds, "ncclReduce (the ranges' reduce)", e);
     }
     // Each part summed in rank order into a copy first: a receive buffer may be its owner's send part.
     std::vector<float> sums;
