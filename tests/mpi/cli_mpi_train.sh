@@ -144,6 +144,23 @@ if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
   cmp -s "$WORK/gpu_plain.ckpt" "$WORK/gpu_world.ckpt" &&
     pass "--shard-scope world on GPUs: the checkpoint is the unsharded run's, byte for byte" ||
     fail "--shard-scope world on GPUs: the checkpoint differs from the unsharded run's"
+  # ZeRO-2 across every GPU of the job (each bucket reduced to its owners over NCCL during backward): the
+  # unsharded bits and checkpoint; within each process (the process scope) and ZeRO-3 across processes refused.
+  mpi gpu_mpi_gradients "${GPU_RUN[@]}" --devices cuda:local --shard gradients --shard-scope world \
+    --checkpoint "$WORK/gpu_gradients.ckpt"
+  same_bits gpu_mpi_plain gpu_mpi_gradients "--shard gradients --shard-scope world on 2 processes x 1 GPU: the unsharded bits"
+  cmp -s "$WORK/gpu_plain.ckpt" "$WORK/gpu_gradients.ckpt" &&
+    pass "--shard gradients --shard-scope world on GPUs: the checkpoint is the unsharded run's, byte for byte" ||
+    fail "--shard gradients --shard-scope world on GPUs: the checkpoint differs from the unsharded run's"
+  # (Two GPUs in each process: with one, the process scope shards nothing and trains unsharded.)
+  for refused in "gradients process cuda:0,1" "parameters world cuda:local"; do
+    read -r mode scope devices <<<"$refused"
+    mpi "gpu_mpi_refused_$mode" "${GPU_RUN[@]}" --devices "$devices" --shard "$mode" --shard-scope "$scope"
+    RC=$?
+    [ "$RC" -ne 0 ] && grep -q "on GPUs" "$WORK/gpu_mpi_refused_$mode.err" &&
+      pass "--shard $mode --shard-scope $scope on 2 processes of $devices: refused" ||
+      fail "--shard $mode --shard-scope $scope on GPUs: exit $RC, $(tail -n 2 "$WORK/gpu_mpi_refused_$mode.err")"
+  done
   unset DPTRAIN_BACKEND_PATH DPTRAIN_SIM_CUDA_DEVICES DPTRAIN_SIM_CUDA_FAIL
 fi
 run_cli four "${RUN[@]}" --devices cpu:4
