@@ -246,28 +246,17 @@ int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                   "%s: comm_all_reduce: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(),
                   int(wire_dtype));
-  try {
-    if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, e)) return rc;
-    if (buffer_count == 0) return 0;
-    DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    int rc = 0;
-    const char *what = "ncclAllReduce";
-    if (wire_dtype == DPT_DTYPE_F32) {
-      rc = enqueue(*comm, contexts, buffer_count, buffers, counts, e);
-    } else {
-      what = "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)";
-      rc = enqueue_wire16(*comm, contexts, buffer_count, buffers, counts, wire_dtype, e);
-    }
-    const int result = rc != 0 ? rc : wait_for_ranks(*comm, contexts, timeout_seconds, what, e);
-    comm->hang_rank = -1;
-    return result;
-  } catch (const std::bad_alloc &) {
-    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: comm_all_reduce: out of host memory",
-                  comm->ranks.c_str());
-  } catch (...) {
-    return report(e, DPT_BACKEND_ERROR, "%s: comm_all_reduce: unexpected C++ exception", comm->ranks.c_str());
-  }
+  if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, e)) return rc;
+  if (buffer_count == 0) return 0;
+  const bool f32 = wire_dtype == DPT_DTYPE_F32;
+  return run_collective(
+      *comm, contexts, "comm_all_reduce",
+      f32 ? "ncclAllReduce" : "the 16-bit all-reduce (ncclSend/ncclRecv, ncclAllGather)", timeout_seconds,
+      [&] {
+        return f32 ? enqueue(*comm, contexts, buffer_count, buffers, counts, e)
+                   : enqueue_wire16(*comm, contexts, buffer_count, buffers, counts, wire_dtype, e);
+      },
+      e);
 }
 
 int comm_inject_hang(dpt_backend_comm *comm, int rank, char *error, size_t error_size) {

@@ -55,22 +55,11 @@ int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *cont
   const Error e{error, error_size};
   if (comm == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_all_reduce_f64: NULL communicator");
-  try {
-    if (const int rc = check(*comm, contexts, buffers, e)) return rc;
-    if (count == 0) return 0;
-    DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    int rc = enqueue(*comm, contexts, buffers, count, e);
-    if (rc == 0) rc = wait_for_ranks(*comm, contexts, timeout_seconds, "ncclAllReduce (float64)", e);
-    comm->hang_rank = -1;
-    return rc;
-  } catch (const std::bad_alloc &) {
-    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: comm_all_reduce_f64: out of host memory",
-                  comm->ranks.c_str());
-  } catch (...) {
-    return report(e, DPT_BACKEND_ERROR, "%s: comm_all_reduce_f64: unexpected C++ exception",
-                  comm->ranks.c_str());
-  }
+  if (const int rc = check(*comm, contexts, buffers, e)) return rc;
+  if (count == 0) return 0;
+  return run_collective(
+      *comm, contexts, "comm_all_reduce_f64", "ncclAllReduce (float64)", timeout_seconds,
+      [&] { return enqueue(*comm, contexts, buffers, count, e); }, e);
 }
 
 }  // namespace dpt::cuda

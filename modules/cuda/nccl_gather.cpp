@@ -65,22 +65,10 @@ int comm_all_gather_ranges(dpt_backend_comm *comm, dpt_backend_context *const *c
   const Error e{error, error_size};
   if (comm == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_all_gather_ranges: NULL communicator");
-  try {
-    if (const int rc = check(*comm, contexts, buffers, bounds, e)) return rc;
-    DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    int rc = enqueue(*comm, contexts, buffers, bounds, e);
-    if (rc == 0)
-      rc = wait_for_ranks(*comm, contexts, timeout_seconds, "ncclBroadcast (the ranges' gather)", e);
-    comm->hang_rank = -1;
-    return rc;
-  } catch (const std::bad_alloc &) {
-    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: comm_all_gather_ranges: out of host memory",
-                  comm->ranks.c_str());
-  } catch (...) {
-    return report(e, DPT_BACKEND_ERROR, "%s: comm_all_gather_ranges: unexpected C++ exception",
-                  comm->ranks.c_str());
-  }
+  if (const int rc = check(*comm, contexts, buffers, bounds, e)) return rc;
+  return run_collective(
+      *comm, contexts, "comm_all_gather_ranges", "ncclBroadcast (the ranges' gather)", timeout_seconds,
+      [&] { return enqueue(*comm, contexts, buffers, bounds, e); }, e);
 }
 
 }  // namespace dpt::cuda

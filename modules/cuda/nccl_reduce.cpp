@@ -74,26 +74,17 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                   "%s: comm_reduce_ranges: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(),
                   int(wire_dtype));
-  try {
-    if (const int rc = check(*comm, contexts, sends, recvs, bounds, e)) return rc;
-    DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
-    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    const bool f32 = wire_dtype == DPT_DTYPE_F32;
-    int rc = f32 ? enqueue(*comm, contexts, sends, recvs, bounds, e)
-                 : enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype, e);
-    if (rc == 0)
-      rc = wait_for_ranks(
-          *comm, contexts, timeout_seconds,
-          f32 ? "ncclReduce (the ranges' reduce)" : "the 16-bit reduce of ranges (ncclSend/ncclRecv)", e);
-    comm->hang_rank = -1;
-    return rc;
-  } catch (const std::bad_alloc &) {
-    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: comm_reduce_ranges: out of host memory",
-                  comm->ranks.c_str());
-  } catch (...) {
-    return report(e, DPT_BACKEND_ERROR, "%s: comm_reduce_ranges: unexpected C++ exception",
-                  comm->ranks.c_str());
-  }
+  if (const int rc = check(*comm, contexts, sends, recvs, bounds, e)) return rc;
+  const bool f32 = wire_dtype == DPT_DTYPE_F32;
+  return run_collective(
+      *comm, contexts, "comm_reduce_ranges",
+      f32 ? "ncclReduce (the ranges' reduce)" : "the 16-bit reduce of ranges (ncclSend/ncclRecv)",
+      timeout_seconds,
+      [&] {
+        return f32 ? enqueue(*comm, contexts, sends, recvs, bounds, e)
+                   : enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype, e);
+      },
+      e);
 }
 
 }  // namespace dpt::cuda

@@ -1,14 +1,18 @@
-// What a NCCL communicator of the module holds (backend interface: dpt_backend_comm), shared by the float32
-// all-reduce (nccl_comm.cpp) and the 16-bit one (nccl_wire16.cpp), and the two steps both end with.
+// What a NCCL communicator of the module holds (backend interface: dpt_backend_comm), shared by its
+// collectives (nccl_comm.cpp, nccl_wire16.cpp, nccl_f64.cpp, nccl_gather.cpp, nccl_reduce*.cpp), and the
+// steps they all end with.
 #pragma once
 
 #include <nccl.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "cuda/context.hpp"
 #include "cuda/status.hpp"
 #include "interface/backend_interface.h"
 
@@ -43,5 +47,26 @@ int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
 int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds,
                    const char *what, const Error &e);
 constexpr double kDefaultTimeoutSeconds = 300.0;
+
+// A collective entry's common body, its arguments checked: the caller's device restored afterwards (NCCL
+// leaves another current), the default timeout, enqueue() (the NCCL calls and the ranks' completion events;
+// a code), the wait for every rank (`what` names the collective in its messages), the test seam's left-out
+// rank cleared; C++ exceptions become codes naming `call`.
+template <class Enqueue>
+int run_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                   const char *what, double timeout_seconds, Enqueue enqueue, const Error &e) {
+  try {
+    DeviceGuard guard(c.ordinals[0]);
+    if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
+    int rc = enqueue();
+    if (rc == 0) rc = wait_for_ranks(c, contexts, timeout_seconds, what, e);
+    c.hang_rank = -1;
+    return rc;
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", c.ranks.c_str(), call);
+  }
+}
 
 }  // namespace dpt::cuda
