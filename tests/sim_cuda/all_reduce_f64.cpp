@@ -4,14 +4,10 @@
 // (process_board.hpp: a double takes two of a slot's floats). comm_inject_hang makes it wait out its timeout
 // and abort, as the float32 all-reduce does; so does a process that stalls or dies.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "comm.hpp"

@@ -5,12 +5,9 @@
 // the board (process_board.hpp: every rank's chunk on it, each process summing the chunk and keeping its
 // owners' parts). comm_inject_hang makes it wait out its timeout and abort, as the all-reduce does.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstring>
 #include <new>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "comm.hpp"
