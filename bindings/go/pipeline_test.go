@@ -7,7 +7,8 @@ import (
 	"dptrain.org/dptrain"
 )
 
-// TrainerOptions.PipelineStages, MicroBatches, PipelineSchedule and PipelineCuts (trainer.h).
+// TrainerOptions.PipelineStages, MicroBatches, PipelineSchedule, PipelineCuts and PipelineScope (trainer.h).
+// (PipelineScopeWorld across MPI processes: tests/mpi/test_mpi_pipeline_world.c.)
 
 const (
 	pipeStages = 2
@@ -104,7 +105,7 @@ func pipeTrain(t *testing.T, ctx *dptrain.Context, m *dptrain.Model, opts dptrai
 func TestPipeline(t *testing.T) {
 	var zero dptrain.TrainerOptions
 	if zero.PipelineStages != 0 || zero.MicroBatches != 0 || zero.PipelineSchedule != dptrain.Pipeline1F1B ||
-		zero.PipelineCuts != "" {
+		zero.PipelineCuts != "" || zero.PipelineScope != dptrain.PipelineScopeProcess {
 		t.Fatalf("the zero TrainerOptions pipelines: %+v", zero)
 	}
 	m := pipeModel(t)
@@ -149,6 +150,14 @@ func TestPipeline(t *testing.T) {
 			runs[name] = got
 		})
 	}
+	// PipelineScopeWorld without a communicator is the process scope: the same bits.
+	world := pipeOptions()
+	world.PipelineStages = pipeStages
+	world.MicroBatches = pipeMicro
+	world.PipelineScope = dptrain.PipelineScopeWorld
+	if got := pipeTrain(t, two, m, world, 1); got.checksum != want.checksum {
+		t.Fatalf("PipelineScopeWorld without a communicator: checksum %s, want %s", got.checksum, want.checksum)
+	}
 	oneFOneB, gpipe := runs[`schedule=0,cuts=""`], runs[`schedule=1,cuts=""`]
 	for s := 0; s < pipeStages && len(oneFOneB.memory) == pipeStages && len(gpipe.memory) == pipeStages; s++ {
 		if gpipe.memory[s].Activations <= oneFOneB.memory[s].Activations {
@@ -159,7 +168,7 @@ func TestPipeline(t *testing.T) {
 }
 
 // TestPipelineRefusals: 3 stages on 2 devices is StatusUnsupported, 1025 micro-batches StatusOutOfRange, a cut
-// at a node that does not exist and a schedule outside the enum StatusInvalidArgument; the Go layer refuses
+// at a node that does not exist and a schedule or a scope outside the enum StatusInvalidArgument; the Go layer refuses
 // negative stage and micro-batch counts with StatusOutOfRange.
 func TestPipelineRefusals(t *testing.T) {
 	m := pipeModel(t)
@@ -182,6 +191,8 @@ func TestPipelineRefusals(t *testing.T) {
 	wantError(t, err, dptrain.StatusInvalidArgument, "dpt_trainer_create", "nope")
 	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineSchedule = 2 })
 	wantError(t, err, dptrain.StatusInvalidArgument, "pipeline schedule")
+	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineScope = 2 })
+	wantError(t, err, dptrain.StatusInvalidArgument, "pipeline scope")
 	err = pipeline(func(o *dptrain.TrainerOptions) { o.PipelineStages = -1 })
 	wantError(t, err, dptrain.StatusOutOfRange, "NewTrainer", "PipelineStages is negative (-1)")
 	err = pipeline(func(o *dptrain.TrainerOptions) { o.MicroBatches = -1 })

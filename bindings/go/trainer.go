@@ -139,6 +139,24 @@ const (
 	ShardScopeWorld ShardScope = 1
 )
 
+// PipelineScope says where a pipeline's stages run across MPI processes (TrainerOptions.PipelineScope).
+type PipelineScope int
+
+// Pipeline scopes.
+const (
+	// PipelineScopeProcess: every process runs every stage on its own devices, on its share of each batch
+	// (pipeline within the process, data parallel across the processes; default).
+	PipelineScopeProcess PipelineScope = 0
+	// PipelineScopeWorld: the stages are divided among the P processes, S/P each on its devices, the
+	// activations and gradients between processes sent as MPI messages (model parallel across machines).
+	// Every process is given the whole batch and gets the bits of one process running the S stages on P
+	// times its devices. S a multiple of P, the same device count in every process, CPU devices, ShardNone,
+	// a tie only within one process's stages (else StatusUnsupported). Trainer.Parameters, Buffers,
+	// Checksum, SaveCheckpoint and SaveSafetensors are then collective: every process calls them, process 0
+	// writes the files. Without a communicator, the same as PipelineScopeProcess.
+	PipelineScopeWorld PipelineScope = 1
+)
+
 // PipelineSchedule is the order in which each stage of a pipeline runs its micro-batches' forwards and
 // backwards (TrainerOptions.PipelineSchedule). Both give the same bubble, (S - 1) / (M + S - 1) of the step,
 // and the same results.
@@ -319,7 +337,10 @@ type TrainerOptions struct {
 	// "" (the default): the cuts that divide the estimated work most evenly. An unknown name, a node inside a
 	// block, names out of order or a count other than PipelineStages - 1 is StatusInvalidArgument.
 	PipelineCuts string
-	Optimizer    OptimizerOptions
+	// PipelineScope: across MPI processes, PipelineScopeProcess (the zero value, the default) or
+	// PipelineScopeWorld; a value outside the enum is StatusInvalidArgument.
+	PipelineScope PipelineScope
+	Optimizer     OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -458,6 +479,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		if o.PipelineCuts != "" {
 			to.SetPipeline_cuts(o.PipelineCuts)
 		}
+		to.SetPipeline_scope(swig.Dpt_pipeline_scope(o.PipelineScope))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)

@@ -316,6 +316,8 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(World) DPT_SHARD_SCOPE_WORLD;
 %rename(OneFOneB) DPT_PIPELINE_1F1B; /* (a C# name cannot begin with a digit) */
 %rename(GPipe) DPT_PIPELINE_GPIPE;
+%rename(ProcessScope) DPT_PIPELINE_SCOPE_PROCESS; /* (one C scope: Process and World are ShardScope's) */
+%rename(WorldScope) DPT_PIPELINE_SCOPE_WORLD;
 
 /* SWIG writes no XML documentation: ShardMode carries its summary in its modifiers (TrainerOptions.Shard, written
  * by hand, documents it in full). */
@@ -347,6 +349,16 @@ public enum%}
 /// turn, so that stage s of S keeps at most S - s micro-batches' activations; <c>GPipe</c> runs every forward,
 /// then every backward, and each stage keeps all the micro-batches' activations. The same bubble,
 /// (S - 1) / (M + S - 1) of the step, and the same results.</summary>
+public enum%}
+%typemap(csclassmodifiers) enum dpt_pipeline_scope %{/// <summary>Where a pipeline's stages run across MPI processes
+/// (<c>TrainerOptions.PipelineScope</c>): <c>ProcessScope</c> (the default) has every process run every stage on
+/// its own devices, on its share of each batch; <c>WorldScope</c> divides the S stages among the P processes (S/P each,
+/// the activations and gradients between processes sent as MPI messages; every process given the whole batch;
+/// the bits of one process running all S stages). <c>WorldScope</c> needs S a multiple of P, the same device count
+/// in every process, CPU devices, no sharding and a tie only within one process's stages
+/// (<c>UnsupportedException</c> otherwise); reading the parameters, the checksum and saving (checkpoint,
+/// safetensors) are then collective: every process calls them, process 0 writes. Without a communicator both
+/// are the same.</summary>
 public enum%}
 
 /* Read-only getters become properties: the generated method turns private under another name and the

@@ -81,6 +81,7 @@
 %rename(ShardMode) dpt_shard_mode;
 %rename(ShardScope) dpt_shard_scope;
 %rename(PipelineSchedule) dpt_pipeline_schedule;
+%rename(PipelineScope) dpt_pipeline_scope;
 %rename(TensorKind) dpt_tensor_kind;
 %rename(InputType) dpt_input_type;
 %rename(WeightDecayScope) dpt_weight_decay_scope;

@@ -420,6 +420,24 @@ public enum%}
  * micro-batches' activations. The same bubble, (S - 1) / (M + S - 1) of the step, and the same results.
  */
 public enum%}
+%typemap(javaclassmodifiers) enum dpt_pipeline_scope %{/**
+ * Where a pipeline's stages run across MPI processes ({@link TrainerOptions#setPipelineScope}):
+ * {@link #PIPELINE_SCOPE_PROCESS} (the default) has every process run every stage on its own devices, on its
+ * share of each batch; {@link #PIPELINE_SCOPE_WORLD} divides the S stages among the P processes (S/P each, the
+ * activations and gradients between processes sent as MPI messages; every process given the whole batch; the
+ * bits of one process running all S stages).
+ */
+public enum%}
+%javamethodmodifiers dpt_trainer_options::pipeline_scope %{/**
+   * Across MPI processes, {@link PipelineScope#PIPELINE_SCOPE_PROCESS} (the default: every process runs every
+   * stage) or {@link PipelineScope#PIPELINE_SCOPE_WORLD} (the stages divided among the processes). The world
+   * scope needs the stage count a multiple of the process count, the same device count in every process, CPU
+   * devices, no sharding and a tie only within one process's stages ({@link UnsupportedException} otherwise);
+   * {@link Trainer#getParameters}, the checksum, {@link Trainer#saveCheckpoint} and saving safetensors are
+   * then collective: every process calls them and process 0 writes the files. Without a communicator both are
+   * the same; a {@code null} is a {@code NullPointerException}.
+   */
+  public%}
 %javamethodmodifiers dpt_trainer_options::pipeline_stages %{/**
    * Pipeline model parallel: the model is cut into this many stages S, and each step's batch into
    * {@link #setMicroBatches} micro-batches that pass forward through the stages and back. The trainer's K

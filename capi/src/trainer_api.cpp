@@ -118,6 +118,11 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
                       ? dpt::ShardScope::kWorld
                       : dpt::ShardScope::kProcess;
   c.prefetch_parameters = o.prefetch_parameters != 0;
+  c.pipeline_scope =
+      dpt::capi::checked_enum(o.pipeline_scope, {DPT_PIPELINE_SCOPE_PROCESS, DPT_PIPELINE_SCOPE_WORLD},
+                              "pipeline scope") == DPT_PIPELINE_SCOPE_WORLD
+          ? dpt::PipelineScope::kWorld
+          : dpt::PipelineScope::kProcess;
   c.pipeline_stages = o.pipeline_stages;
   c.micro_batches = o.micro_batches;
   c.pipeline_schedule = dpt::capi::checked_enum(o.pipeline_schedule, {DPT_PIPELINE_1F1B, DPT_PIPELINE_GPIPE},

@@ -13,8 +13,9 @@ extern "C" {
 
 /* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument);
  * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) and add_channels;
- * 6: reads started and finished apart (get_start, get_finish) */
-#define DPT_WORLD_ABI_VERSION 6u
+ * 6: reads started and finished apart (get_start, get_finish); 7: messages between two processes (send_start,
+ * send_finish, receive) */
+#define DPT_WORLD_ABI_VERSION 7u
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
 #else
@@ -96,6 +97,19 @@ typedef struct dpt_world_v1 {
   int (*get_start)(void *destination, size_t bytes, int process, uint64_t address, void **pending,
                    char *error, size_t error_size);
   int (*get_finish)(void *pending, double timeout_seconds, char *error, size_t error_size);
+  /* Messages between two processes (a pipeline's activations and gradients between stages in different
+   * processes): send_start starts sending bytes to process with tag (MPI_Isend on the channel, in pieces of
+   * at most 2^30 bytes) and returns a handle in *pending (NULL when bytes is 0); the buffer must stay as it
+   * is until send_finish, which waits for the send (polled as all_reduce_sum) or, with abandon nonzero,
+   * leaves it to complete on its own (MPI_Request_free; after a failure, when the receiver may never come),
+   * and frees the handle either way. Messages of one channel, sender and tag arrive in the order sent.
+   * receive waits for bytes from process with tag into buffer (MPI_Irecv, polled as all_reduce_sum): the
+   * receiver knows the size; a message of another size fails. Any thread. */
+  int (*send_start)(int channel, const void *buffer, size_t bytes, int process, int tag, void **pending,
+                    char *error, size_t error_size);
+  int (*send_finish)(void *pending, double timeout_seconds, int abandon, char *error, size_t error_size);
+  int (*receive)(int channel, void *buffer, size_t bytes, int process, int tag, double timeout_seconds,
+                 char *error, size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

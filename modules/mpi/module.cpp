@@ -377,15 +377,17 @@ int withdraw(void *const *bases, size_t count, double timeout, char *error, size
   return fail(result, error);
 }
 
-// The reads of one get_start, in pieces of at most 2^30 bytes (MPI counts are int).
+// The reads of one get_start (or the sends of one send_start), in pieces of at most 2^30 bytes (MPI counts
+// are int).
 struct PendingGet {
   std::vector<MPI_Request> requests;
+  const char *call = "MPI_Rget";
 };
 
 int finish_requests(PendingGet &pending, double timeout, char *error, size_t error_size) {
   int result = DPT_WORLD_OK;
   for (MPI_Request &request : pending.requests)
-    if (int r = wait_for(&request, timeout, "MPI_Rget", error, error_size);
+    if (int r = wait_for(&request, timeout, pending.call, error, error_size);
         r != DPT_WORLD_OK && result == DPT_WORLD_OK)
       result = r;
   return result;
@@ -444,6 +446,70 @@ int get_finish(void *pending, double timeout, char *error, size_t error_size) {
   if (pending == nullptr) return DPT_WORLD_OK;
   std::unique_ptr<PendingGet> owned(static_cast<PendingGet *>(pending));
   return fail(finish_requests(*owned, timeout, error, error_size), error);
+}
+
+// Starts MPI_Isend or MPI_Irecv of each piece of bytes into pending; on a failed start, waits for those
+// already started (no limit: MPI is broken then and fails them, or they complete).
+template <class Post>
+int start_messages(size_t bytes, const char *call, PendingGet &pending, Post post, char *error,
+                   size_t error_size) {
+  pending.call = call;
+  const size_t piece = size_t(1) << 30;
+  for (size_t done = 0; done < bytes; done += piece) {
+    const int n = int(bytes - done < piece ? bytes - done : piece);
+    MPI_Request request;
+    if (int r = start([&] { return post(done, n, &request); }, call, error, error_size); r != DPT_WORLD_OK) {
+      char ignored[256];
+      finish_requests(pending, 0, ignored, sizeof ignored);
+      return r;
+    }
+    pending.requests.push_back(request);
+  }
+  return DPT_WORLD_OK;
+}
+
+int send_start(int channel, const void *buffer, size_t bytes, int process, int tag, void **pending,
+               char *error, size_t error_size) {
+  *pending = nullptr;
+  if (bytes == 0) return DPT_WORLD_OK;
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  auto started = std::make_unique<PendingGet>();
+  const int r = start_messages(
+      bytes, "MPI_Isend", *started,
+      [&](size_t done, int n, MPI_Request *request) {
+        return MPI_Isend(static_cast<const char *>(buffer) + done, n, MPI_BYTE, process, tag, comm, request);
+      },
+      error, error_size);
+  if (r != DPT_WORLD_OK) return fail(r, error);
+  *pending = started.release();
+  return DPT_WORLD_OK;
+}
+
+int send_finish(void *pending, double timeout, int abandon, char *error, size_t error_size) {
+  if (pending == nullptr) return DPT_WORLD_OK;
+  std::unique_ptr<PendingGet> owned(static_cast<PendingGet *>(pending));
+  if (abandon == 0) return fail(finish_requests(*owned, timeout, error, error_size), error);
+  std::lock_guard<std::mutex> hold(mpi_lock);
+  for (MPI_Request &request : owned->requests)
+    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  return DPT_WORLD_OK;
+}
+
+int receive(int channel, void *buffer, size_t bytes, int process, int tag, double timeout, char *error,
+            size_t error_size) {
+  if (bytes == 0) return DPT_WORLD_OK;
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  PendingGet pending;
+  int r = start_messages(
+      bytes, "MPI_Irecv", pending,
+      [&](size_t done, int n, MPI_Request *request) {
+        return MPI_Irecv(static_cast<char *>(buffer) + done, n, MPI_BYTE, process, tag, comm, request);
+      },
+      error, error_size);
+  if (r == DPT_WORLD_OK) r = finish_requests(pending, timeout, error, error_size);
+  return fail(r, error);
 }
 
 int publish(int channel, double timeout, char *error, size_t error_size) {
@@ -517,7 +583,10 @@ const dpt_world_v1 kWorld = {DPT_WORLD_ABI_VERSION,
                              publish,
                              add_channels,
                              get_start,
-                             get_finish};
+                             get_finish,
+                             send_start,
+                             send_finish,
+                             receive};
 
 }  // namespace
 

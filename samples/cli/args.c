@@ -35,6 +35,8 @@ static const choice kShardModes[] = {{"none", DPT_SHARD_NONE},
                                      {NULL, 0}};
 static const choice kShardScopes[] = {
     {"process", DPT_SHARD_SCOPE_PROCESS}, {"world", DPT_SHARD_SCOPE_WORLD}, {NULL, 0}};
+static const choice kPipelineScopes[] = {
+    {"process", DPT_PIPELINE_SCOPE_PROCESS}, {"world", DPT_PIPELINE_SCOPE_WORLD}, {NULL, 0}};
 static const choice kPipelineSchedules[] = {
     {"1f1b", DPT_PIPELINE_1F1B}, {"gpipe", DPT_PIPELINE_GPIPE}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
@@ -114,6 +116,7 @@ static const option_spec kOptions[] = {
     {"--micro-batches", ARG_SIZE, FIELD(micro_batches), 1, REAL_POSITIVE, NULL},
     {"--pipeline-schedule", ARG_CHOICE, FIELD(pipeline_schedule), 0, REAL_POSITIVE, kPipelineSchedules},
     {"--pipeline-cuts", ARG_STRING, FIELD(pipeline_cuts), 0, REAL_POSITIVE, NULL},
+    {"--pipeline-scope", ARG_CHOICE, FIELD(pipeline_scope), 0, REAL_POSITIVE, kPipelineScopes},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -185,6 +188,10 @@ const char *shard_scope_name(int scope) {
   return choice_name(kShardScopes, scope);
 }
 
+const char *pipeline_scope_name(int scope) {
+  return choice_name(kPipelineScopes, scope);
+}
+
 const char *pipeline_schedule_name(int schedule) {
   return choice_name(kPipelineSchedules, schedule);
 }
@@ -216,6 +223,7 @@ static void set_defaults(train_config *config) {
   config->shard = DPT_SHARD_NONE;
   config->shard_scope = DPT_SHARD_SCOPE_PROCESS;
   config->pipeline_schedule = DPT_PIPELINE_1F1B;
+  config->pipeline_scope = DPT_PIPELINE_SCOPE_PROCESS;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -574,9 +582,10 @@ static int check_config(const train_config *config) {
   }
   if (config->pipeline <= 1 &&
       (was_given(config, "--micro-batches") || was_given(config, "--pipeline-schedule") ||
-       was_given(config, "--pipeline-cuts"))) {
+       was_given(config, "--pipeline-cuts") || was_given(config, "--pipeline-scope"))) {
     return cli_usage_error(
-        "--micro-batches, --pipeline-schedule and --pipeline-cuts need --pipeline S (S > 1)");
+        "--micro-batches, --pipeline-schedule, --pipeline-cuts and --pipeline-scope need --pipeline S (S > "
+        "1)");
   }
   if (config->load_weights_path != NULL && config->resume_path != NULL)
     return cli_usage_error("--load-weights and --resume both set the weights: give one");
@@ -679,6 +688,10 @@ void print_train_help(FILE *out) {
       "                         which keeps fewer micro-batches' activations)\n"
       "  --pipeline-cuts NAME,...  the nodes where stages 2..S begin (default: the cuts that divide the\n"
       "                         estimated work most evenly; `dptrain model` lists the node names)\n"
+      "  --pipeline-scope process|world  under mpirun: every process runs every stage on its share of\n"
+      "                         each batch (process, the default), or the stages are divided among the\n"
+      "                         P processes, S/P each (world: model parallel across machines; the\n"
+      "                         same device count in every process, default cpu:S/P)\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --recompute-bn N       after training, recompute batch norm's running statistics over the\n"

@@ -68,6 +68,7 @@ typedef struct train_config {
   size_t pipeline;                          /**< Pipeline stages; 0 = no pipeline. */
   size_t micro_batches;                     /**< Micro-batches per pipelined step; 0 = the default. */
   int pipeline_schedule;                    /**< dpt_pipeline_schedule. */
+  int pipeline_scope;                       /**< dpt_pipeline_scope. */
   const char *pipeline_cuts;                /**< --pipeline-cuts NAME,...: where stages begin, or NULL. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
@@ -127,6 +128,7 @@ const char *precision_name(int precision);
 const char *shard_name(int shard);
 const char *shard_scope_name(int scope);
 const char *pipeline_schedule_name(int schedule);
+const char *pipeline_scope_name(int scope);
 /** @brief Name of a schedule: "constant", "step" or "cosine". */
 const char *schedule_name(int schedule);
 /** @brief Name of an initialisation scheme: "normal" or "uniform". */

@@ -137,6 +137,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
   if (c->pipeline > 1) {
     json_uint(w, "micro_batches", c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline);
     json_string(w, "pipeline_schedule", pipeline_schedule_name(c->pipeline_schedule));
+    json_string(w, "pipeline_scope", pipeline_scope_name(c->pipeline_scope));
   }
   json_uint(w, "seed", c->seed);
   json_uint(w, "train_samples", s->train_samples);

@@ -99,9 +99,14 @@ static int create_context(train_run *run) {
   dpt_context_options options;
   dpt_context_options_init(&options);
   options.cpu_devices = run->config.cpu_devices;
-  /* --pipeline S without --devices: one CPU device per stage. */
-  if (options.cpu_devices == 0 && !run->config.cuda && run->config.pipeline > 1)
-    options.cpu_devices = run->config.pipeline;
+  /* --pipeline S without --devices: one CPU device per stage (per stage of this process's, when the stages
+   * are divided among the processes). */
+  if (options.cpu_devices == 0 && !run->config.cuda && run->config.pipeline > 1) {
+    const size_t processes = run->summary.processes;
+    const int divided = run->config.pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi &&
+                        run->config.pipeline % processes == 0;
+    options.cpu_devices = divided ? run->config.pipeline / processes : run->config.pipeline;
+  }
   if (run->config.cuda) options.device_selection = DPT_DEVICES_CUDA;
   CLI_TRY(dpt_context_create(&run->context, &options));
   CLI_TRY(dpt_device_count(run->context, &run->summary.devices));
@@ -191,7 +196,8 @@ static uint64_t planned_steps(const train_config *c, size_t train_samples) {
 /**
  * @brief Joins the MPI job when asked to (or, with --communicator auto, when started by mpirun). Every
  * process trains; only process 0 prints, writes metrics, plots and checkpoints (with --shard-scope world
- * every process takes part in each checkpoint).
+ * or --pipeline-scope world every process takes part in each checkpoint, and with --pipeline-scope world
+ * in each export of the weights).
  */
 static int join_world(train_run *run) {
   train_config *c = &run->config;
@@ -208,10 +214,15 @@ static int join_world(train_run *run) {
     c->metrics_path = NULL;
     c->trace_path = NULL;
     c->plot_path = NULL;
-    c->save_weights_path = NULL; /* process 0 reads every process's part of sharded parameters */
+    /* Stages divided among the processes: each process gives its stages to dpt_trainer_save and
+     * dpt_trainer_save_safetensors, which process 0 alone writes. */
+    const int stages_across = c->pipeline > 1 && c->pipeline_scope == DPT_PIPELINE_SCOPE_WORLD;
+    /* Else process 0 reads every process's part of sharded parameters. */
+    if (!stages_across) c->save_weights_path = NULL;
     /* A shard across every process's devices: each process gives its part of the optimizer state to
      * dpt_trainer_save, which process 0 alone writes. */
-    if (c->shard_scope != DPT_SHARD_SCOPE_WORLD || c->shard == DPT_SHARD_NONE) c->checkpoint_path = NULL;
+    if ((c->shard_scope != DPT_SHARD_SCOPE_WORLD || c->shard == DPT_SHARD_NONE) && !stages_across)
+      c->checkpoint_path = NULL;
   }
   return CLI_EXIT_OK;
 }
@@ -255,6 +266,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->micro_batches = c->micro_batches;
   options->pipeline_schedule = (dpt_pipeline_schedule)c->pipeline_schedule;
   options->pipeline_cuts = c->pipeline_cuts;
+  options->pipeline_scope = (dpt_pipeline_scope)c->pipeline_scope;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -372,9 +384,12 @@ static void print_header(const train_run *run) {
               ? " across every process's devices"
               : "");
   if (c->pipeline > 1)
-    fprintf(run->out, "pipeline: %zu stages, %zu micro-batches per step, %s schedule\n", c->pipeline,
+    fprintf(run->out, "pipeline: %zu stages, %zu micro-batches per step, %s schedule%s\n", c->pipeline,
             c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline,
-            pipeline_schedule_name(c->pipeline_schedule));
+            pipeline_schedule_name(c->pipeline_schedule),
+            c->pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi
+                ? ", the stages divided among the processes"
+                : "");
   fflush(run->out);
 }
 

@@ -195,6 +195,24 @@ void World::finish_get(void *pending, double timeout_seconds) const {
   check(api_->get_finish(pending, timeout_seconds, error, sizeof error), error);
 }
 
+void *World::start_send(const void *buffer, size_t bytes, size_t process, int tag) const {
+  char error[512] = "";
+  void *pending = nullptr;
+  check(api_->send_start(channel_, buffer, bytes, int(process), tag, &pending, error, sizeof error), error);
+  return pending;
+}
+
+void World::finish_send(void *pending, double timeout_seconds, bool abandon) const {
+  char error[512] = "";
+  check(api_->send_finish(pending, timeout_seconds, abandon ? 1 : 0, error, sizeof error), error);
+}
+
+void World::receive(void *buffer, size_t bytes, size_t process, int tag, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->receive(channel_, buffer, bytes, int(process), tag, timeout_seconds, error, sizeof error),
+        error);
+}
+
 void World::publish(double timeout_seconds) const {
   char error[512] = "";
   check(api_->publish(channel_, timeout_seconds, error, sizeof error), error);

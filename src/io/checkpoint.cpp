@@ -87,7 +87,8 @@ std::vector<unsigned char> read_checkpoint_file(const std::string &path) {
 
 void save_checkpoint(const Trainer &trainer, const std::string &path) {
   const TrainerState state = trainer.save_state();
-  // A shard across processes: every process took part in save_state; process 0 writes.
+  // A shard across processes (or stages divided among them): every process took part in save_state;
+  // process 0 writes.
   if (trainer.world_shards() && trainer.world()->rank() != 0) return;
   const std::string model = trainer.spec().describe();
   const uint64_t counters[kCounterCount] = {state.optimizer_steps, state.epochs_done,

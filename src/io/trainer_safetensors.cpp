@@ -108,6 +108,8 @@ void save_safetensors(const Trainer &trainer, const std::string &path) {
   std::vector<float> parameters(spec.parameter_count()), buffers(spec.buffer_count());
   if (!parameters.empty()) trainer.get_parameters(0, parameters.data());
   if (!buffers.empty()) trainer.get_buffers(0, buffers.data());
+  // Stages divided among the processes: every process gave its stages above; process 0 writes.
+  if (trainer.stages_across_processes() && trainer.world()->rank() != 0) return;
   const std::vector<NamedTensor> named_p = named_parameters(spec), named_b = named_buffers(spec);
   std::vector<safetensors::TensorView> views;
   for (const NamedTensor &t : named_p)

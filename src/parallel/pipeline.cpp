@@ -25,7 +25,8 @@ std::vector<size_t> micro_sizes(size_t n, size_t count, size_t cap) {
 
 Pipeline::Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::unique_ptr<Replica>> &replicas,
                    size_t replicas_per_stage, size_t micro_batches, PipelineSchedule schedule,
-                   DType matmul_dtype, DType activation_dtype, const std::atomic<bool> &aborted)
+                   DType matmul_dtype, DType activation_dtype, const std::atomic<bool> &aborted,
+                   PipelineNeighbours neighbours)
     : stages_(stages),
       replicas_(replicas),
       width_(replicas_per_stage),
@@ -40,14 +41,24 @@ Pipeline::Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::un
       gradients_((stages.size() - 1) * replicas_per_stage),
       input_(replicas_per_stage),
       labels_(replicas_per_stage),
-      logits_(replicas_per_stage) {
+      logits_(replicas_per_stage),
+      neighbours_(neighbours),
+      sent_activations_(replicas_per_stage),
+      sent_gradients_(replicas_per_stage),
+      sends_(replicas.size()),
+      unused_gradient_(replicas.size()) {
+  if (neighbours_.world == nullptr) neighbours_.first_stage = 0;
+  if (neighbours_.world == nullptr || neighbours_.total_stages == 0) neighbours_.total_stages = stages.size();
+  previous_remote_ = neighbours_.first_stage > 0;
+  next_remote_ = neighbours_.first_stage + stages.size() < neighbours_.total_stages;
   for (size_t d = 0; d < replicas.size(); ++d) {
-    const size_t s = stage(d);
-    contexts_[d].resize(micro_batches_in_flight(schedule, s, stages.size(), micro_batches));
+    const size_t s = stage(d), model_stage = neighbours_.first_stage + s;
+    contexts_[d].resize(
+        micro_batches_in_flight(schedule, model_stage, neighbours_.total_stages, micro_batches));
     for (size_t c = 1; c < contexts_[d].size(); ++c)
       contexts_[d][c] =
           std::make_unique<Network>(stages[s].spec, *replicas[d]->kernels, matmul_dtype, activation_dtype,
-                                    StagePlacement{stages[s].first_node, s > 0});
+                                    StagePlacement{stages[s].first_node, model_stage > 0});
   }
 }
 
@@ -86,7 +97,7 @@ void Pipeline::reserve(size_t n, bool training) {
   for (size_t s = 0; s < stages_.size(); ++s) {
     ops_[s].clear();
     if (training) {
-      ops_[s] = stage_schedule(schedule_, s, stages_.size(), count);
+      ops_[s] = stage_schedule(schedule_, neighbours_.first_stage + s, neighbours_.total_stages, count);
     } else {
       for (size_t m = 0; m < count; ++m) ops_[s].push_back({false, m});
     }
@@ -101,9 +112,11 @@ void Pipeline::reserve(size_t n, bool training) {
     const size_t samples = replica_samples_[r];
     DeviceMemory &front = replicas_[r]->kernels->memory();
     DeviceMemory &back = replicas_[last_stage * width_ + r]->kernels->memory();
-    grow(input_[r], front, samples * first_model.input().size());
-    grow(labels_[r], back, samples * last_model.targets_per_sample());
-    if (!training) grow(logits_[r], back, samples * last_model.output().size());
+    if (!previous_remote_) grow(input_[r], front, samples * first_model.input().size());
+    if (!next_remote_) grow(labels_[r], back, samples * last_model.targets_per_sample());
+    if (!training && !next_remote_) grow(logits_[r], back, samples * last_model.output().size());
+    if (next_remote_) grow(sent_activations_[r], back, samples * last_model.output().size());
+    if (previous_remote_ && training) grow(sent_gradients_[r], front, samples * first_model.input().size());
     for (size_t b = 0; b < last_stage; ++b) {
       const size_t width = stages_[b].spec.output().size();
       grow(activations_[b * width_ + r], replicas_[b * width_ + r]->kernels->memory(), samples * width);
@@ -124,9 +137,10 @@ void Pipeline::copy_in(const void *x, const int32_t *labels) {
   for (const Slice &s : slices_) {
     const size_t r = size_t(&s - slices_.data()) % width_;
     if (s.count == 0) continue;
-    replicas_[r]->kernels->copy_to_device(input_[r].data() + s.local * in,
-                                          static_cast<const float *>(x) + s.first * in, s.count * in);
-    if (labels != nullptr)
+    if (!previous_remote_)
+      replicas_[r]->kernels->copy_to_device(input_[r].data() + s.local * in,
+                                            static_cast<const float *>(x) + s.first * in, s.count * in);
+    if (labels != nullptr && !next_remote_)
       replicas_[last_stage * width_ + r]->kernels->copy_labels_to_device(
           reinterpret_cast<int32_t *>(labels_[r].data()) + s.local * per, labels + s.first * per,
           s.count * per);
@@ -149,14 +163,24 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
   const size_t s = stage(d), r = d % width_;
   const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.input().size();
-  const float *from = input_[r].data();
-  if (s > 0) {
-    handoff_.wait(Crossing::kActivations, (s - 1) * width_ + r, m);
-    from = activations_[(s - 1) * width_ + r].data();
+  if (receives_from_previous_process(d)) {  // from the process before, straight into the input
+    const double start = platform::now_seconds();
+    if (sl.count > 0)
+      neighbours_.world->receive(net.input(), sl.count * width * sizeof(float), neighbours_.world->rank() - 1,
+                                 tag(Crossing::kActivations, r), neighbours_.timeout_seconds);
+    transfer_[d] += platform::now_seconds() - start;
+  } else {
+    const float *from = input_[r].data();
+    if (s > 0) {
+      handoff_.wait(Crossing::kActivations, (s - 1) * width_ + r, m);
+      from = activations_[(s - 1) * width_ + r].data();
+    }
+    const double start = platform::now_seconds();
+    // From the stage before: a peer copy (the first stage's inputs are its own).
+    copy_within(d, net.input(), from + sl.local * width, sl.count * width);
+    transfer_[d] += platform::now_seconds() - start;
   }
   const double start = platform::now_seconds();
-  // From the stage before: a peer copy (the first stage's inputs are its own).
-  copy_within(d, net.input(), from + sl.local * width, sl.count * width);
   if (with_labels && last(d)) {
     const size_t per = stages_[s].spec.targets_per_sample();
     copy_within(d, reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per,
@@ -170,13 +194,108 @@ void Pipeline::send_output(size_t d, Network &net, size_t m) {
   const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.output().size();
   const double start = platform::now_seconds();
+  if (sends_to_next_process(d)) {  // kept until the pass ends: a context's output is overwritten before
+    float *out = sent_activations_[r].data() + sl.local * width;
+    copy_within(d, out, net.logits(), sl.count * width);
+    send_to(d, neighbours_.world->rank() + 1, Crossing::kActivations, out, sl.count * width);
+    transfer_[d] += platform::now_seconds() - start;
+    return;
+  }
   copy_within(d, activations_[s * width_ + r].data() + sl.local * width, net.logits(), sl.count * width);
   replicas_[d]->kernels->synchronize();  // the next stage reads them once posted
   transfer_[d] += platform::now_seconds() - start;
   handoff_.post(Crossing::kActivations, s * width_ + r, m);
 }
 
+void Pipeline::receive_output_gradient(size_t d, Network &net, size_t m) {
+  const size_t s = stage(d), r = d % width_;
+  const Slice &sl = slice(m, r);
+  const size_t width = stages_[s].spec.output().size();
+  if (sends_to_next_process(d)) {
+    const double start = platform::now_seconds();
+    float *to = net.output_gradient();
+    if (to == nullptr) {  // the next process sends it all the same: the messages stay in step
+      unused_gradient_[d].resize(sl.count * width);
+      to = unused_gradient_[d].data();
+    }
+    if (sl.count > 0)
+      neighbours_.world->receive(to, sl.count * width * sizeof(float), neighbours_.world->rank() + 1,
+                                 tag(Crossing::kGradients, r), neighbours_.timeout_seconds);
+    transfer_[d] += platform::now_seconds() - start;
+    return;
+  }
+  handoff_.wait(Crossing::kGradients, s * width_ + r, m);
+  const double start = platform::now_seconds();
+  // A stage whose output needs no gradient (no parameters before it) has nowhere to put it.
+  if (float *to = net.output_gradient())  // from the stage after: a peer copy
+    copy_within(d, to, gradients_[s * width_ + r].data() + sl.local * width, sl.count * width);
+  transfer_[d] += platform::now_seconds() - start;
+}
+
+void Pipeline::send_input_gradient(size_t d, Network &net, size_t m) {
+  const size_t s = stage(d), r = d % width_;
+  const Slice &sl = slice(m, r);
+  const size_t width = stages_[s].spec.input().size();
+  const double start = platform::now_seconds();
+  const bool remote = receives_from_previous_process(d);
+  float *to =
+      (remote ? sent_gradients_[r].data() : gradients_[(s - 1) * width_ + r].data()) + sl.local * width;
+  if (const float *from = net.input_gradient())
+    copy_within(d, to, from, sl.count * width);
+  else if (sl.count > 0)
+    replicas_[d]->kernels->memory().zero(to, sl.count * width * sizeof(float));
+  if (remote) {
+    send_to(d, neighbours_.world->rank() - 1, Crossing::kGradients, to, sl.count * width);
+    transfer_[d] += platform::now_seconds() - start;
+    return;
+  }
+  replicas_[d]->kernels->synchronize();  // the stage before reads it once posted
+  transfer_[d] += platform::now_seconds() - start;
+  handoff_.post(Crossing::kGradients, (s - 1) * width_ + r, m);
+}
+
+void Pipeline::send_to(size_t d, size_t process, Crossing what, const float *from, size_t count) {
+  if (count == 0) return;                // the receiver skips an empty slice alike
+  replicas_[d]->kernels->synchronize();  // (a CPU device's copies are done already)
+  sends_[d].push_back(
+      neighbours_.world->start_send(from, count * sizeof(float), process, tag(what, size_t(d % width_))));
+}
+
+void Pipeline::finish_sends(size_t d, bool abandon) {
+  std::vector<void *> &sends = sends_[d];
+  for (size_t i = 0; i < sends.size(); ++i) {
+    try {
+      neighbours_.world->finish_send(sends[i], neighbours_.timeout_seconds, abandon);
+    } catch (...) {  // the others still go (and their handles are freed); the first error is the pass's
+      for (size_t j = i + 1; j < sends.size(); ++j) neighbours_.world->finish_send(sends[j], 0, true);
+      sends.clear();
+      throw;
+    }
+  }
+  sends.clear();
+}
+
+template <typename Pass>
+auto Pipeline::run_pass(size_t d, Pass pass) -> decltype(pass()) {
+  try {
+    auto result = pass();
+    finish_sends(d, false);
+    return result;
+  } catch (...) {
+    try {
+      finish_sends(d, true);
+    } catch (...) {  // the pass's own error is the one to report
+    }
+    throw;
+  }
+}
+
 LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers) {
+  return run_pass(d, [&] { return train_pass(d, base, params, grads, buffers); });
+}
+
+LossStats Pipeline::train_pass(size_t d, const PassInfo &base, const float *params, float *grads,
+                               float *buffers) {
   const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
@@ -196,30 +315,11 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
       if (!last(d)) send_output(d, net, m);
       continue;
     }
-    const size_t out_width = stages_[s].spec.output().size();
-    if (!last(d)) {
-      handoff_.wait(Crossing::kGradients, s * width_ + r, m);
-      const double start = platform::now_seconds();
-      // A stage whose output needs no gradient (no parameters before it) has nowhere to put it.
-      if (float *to = net.output_gradient())  // from the stage after: a peer copy
-        copy_within(d, to, gradients_[s * width_ + r].data() + sl.local * out_width, sl.count * out_width);
-      transfer_[d] += platform::now_seconds() - start;
-    }
+    if (!last(d)) receive_output_gradient(d, net, m);
     const double start = platform::now_seconds();
     net.backward(params, grads, info);
-    const double done = platform::now_seconds();
-    busy += done - start;
-    if (s > 0) {
-      const size_t in_width = stages_[s].spec.input().size();
-      float *to = gradients_[(s - 1) * width_ + r].data() + sl.local * in_width;
-      if (const float *from = net.input_gradient())
-        copy_within(d, to, from, sl.count * in_width);
-      else if (sl.count > 0)
-        replicas_[d]->kernels->memory().zero(to, sl.count * in_width * sizeof(float));
-      replicas_[d]->kernels->synchronize();  // the stage before reads it once posted
-      transfer_[d] += platform::now_seconds() - done;
-      handoff_.post(Crossing::kGradients, (s - 1) * width_ + r, m);
-    }
+    busy += platform::now_seconds() - start;
+    if (s > 0 || previous_remote_) send_input_gradient(d, net, m);
   }
   replicas_[d]->kernels->synchronize();  // a GPU's queued work belongs to this pass
   busy_[d] = busy;
@@ -228,6 +328,11 @@ LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, f
 
 LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, float *buffers,
                           bool with_labels) {
+  return run_pass(d, [&] { return infer_pass(d, base, params, buffers, with_labels); });
+}
+
+LossStats Pipeline::infer_pass(size_t d, const PassInfo &base, const float *params, float *buffers,
+                               bool with_labels) {
   const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
@@ -257,6 +362,13 @@ LossStats Pipeline::infer(size_t d, const PassInfo &base, const float *params, f
 }
 
 void Pipeline::recompute_statistics(size_t d, const PassInfo &base, const float *params, float *buffers) {
+  run_pass(d, [&] {
+    recompute_pass(d, base, params, buffers);
+    return 0;
+  });
+}
+
+void Pipeline::recompute_pass(size_t d, const PassInfo &base, const float *params, float *buffers) {
   const size_t s = stage(d), r = d % width_, count = slices_.size() / width_;
   transfer_[d] = 0;
   for (const PipelineOp &op : ops_[s]) {
@@ -289,10 +401,11 @@ uint64_t Pipeline::allocated_bytes(size_t d) const {
   uint64_t bytes = replicas_[d]->network.allocated_bytes();
   for (size_t c = 1; c < contexts_[d].size(); ++c) bytes += contexts_[d][c]->allocated_bytes();
   uint64_t floats = 0;
-  if (s == 0) floats += input_[r].size();
-  if (last(d)) floats += labels_[r].size() + logits_[r].size();
+  if (s == 0) floats += input_[r].size() + sent_gradients_[r].size();
+  if (stage(d) + 1 == stages_.size())
+    floats += labels_[r].size() + logits_[r].size() + sent_activations_[r].size();
   if (s > 0) floats += activations_[(s - 1) * width_ + r].size();
-  if (!last(d)) floats += gradients_[s * width_ + r].size();
+  if (stage(d) + 1 < stages_.size()) floats += gradients_[s * width_ + r].size();
   return bytes + floats * sizeof(float);
 }
 

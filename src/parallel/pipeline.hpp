@@ -10,6 +10,9 @@
 // device's accumulation over the same micro-batches would; the stage's replicas sum their batch statistics
 // per micro-batch (sync batch norm) and, at the end of the window, their gradients
 // (StageGradientCollective; on GPUs CudaStageGradientCollective). CPU devices or GPUs.
+// The stages may also be divided among the processes of an MPI job (PipelineNeighbours): this process then
+// holds a run of them, and the values that cross to the stage before its first or after its last travel as
+// messages between the processes (CPU devices).
 #pragma once
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "comm/thread_collective.hpp"
+#include "comm/world.hpp"
 #include "graph/network.hpp"
 #include "parallel/pipeline_plan.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -26,18 +30,32 @@
 
 namespace dpt {
 
+// Stages in other processes (TrainerConfig::pipeline_scope kWorld): this process's stages are the model's
+// stages [first_stage, first_stage + its count) of total_stages; the stage before its first lives in
+// process rank - 1 and the one after its last in process rank + 1, each with as many replicas. Replica r's
+// activations and gradients cross to replica r there as messages (World::start_send, World::receive), in
+// micro-batch order.
+struct PipelineNeighbours {
+  const World *world = nullptr;  // nullptr: every stage is in this process
+  size_t first_stage = 0, total_stages = 0;
+  double timeout_seconds = 0;
+};
+
 class Pipeline {
  public:
-  // replicas[d] holds stage d / replicas_per_stage; its network is the replica's first activation context.
+  // replicas[d] holds stage d / replicas_per_stage (of this process's stages); its network is the
+  // replica's first activation context.
   Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::unique_ptr<Replica>> &replicas,
            size_t replicas_per_stage, size_t micro_batches, PipelineSchedule schedule, DType matmul_dtype,
-           DType activation_dtype, const std::atomic<bool> &aborted);
+           DType activation_dtype, const std::atomic<bool> &aborted, PipelineNeighbours neighbours = {});
 
   size_t stages() const { return stages_.size(); }
   size_t replicas_per_stage() const { return width_; }
   size_t micro_batches() const { return micro_batches_; }
   PipelineSchedule schedule() const { return schedule_; }
   const PipelineStage &stage_of(size_t device) const { return stages_[device / width_]; }
+  // This process holds the model's last stage (its devices compute the loss and the logits).
+  bool holds_last_stage() const { return !next_remote_; }
 
   // The samples of the first (largest) micro-batch of a training batch of n.
   size_t first_micro_batch(size_t n) const {
@@ -52,7 +70,8 @@ class Pipeline {
   // Throws DPT_ERROR_OUT_OF_MEMORY naming the device before any pass starts.
   void reserve(size_t n, bool training);
   // Caller thread, after reserve: each first-stage replica's slices of the inputs (4-byte values: floats or
-  // int32 tokens) into its device, and each last-stage replica's slices of the labels (nullptr: none).
+  // int32 tokens) into its device, and each last-stage replica's slices of the labels (nullptr: none); a
+  // process without the model's first (last) stage takes no inputs (labels).
   void copy_in(const void *x, const int32_t *labels);
   // Device thread d: the forwards and backwards of a training step's slices, their gradients added into
   // grads (the stage's range). base: the pass's fields (first_sample: the batch's position in the
@@ -67,7 +86,7 @@ class Pipeline {
   // micro-batch is a batch of their plain average, micro-batch m of base.average_statistics's batch k the
   // ((k - 1) * micro-batches of the pass + m + 1)-th, as the stages normalise per micro-batch.
   void recompute_statistics(size_t d, const PassInfo &base, const float *params, float *buffers);
-  // Caller thread, after a prediction of n samples: n * output floats, in sample order.
+  // Caller thread, after a prediction of n samples: n * output floats, in sample order (holds_last_stage()).
   void copy_logits(float *out) const;
   // The time device d spent in its forwards and backwards in the last pass, and in handing values over
   // (copying its inputs and gradients in and its outputs and input gradients out); the rest was waiting.
@@ -79,7 +98,12 @@ class Pipeline {
 
  private:
   size_t stage(size_t d) const { return d / width_; }
-  bool last(size_t d) const { return stage(d) + 1 == stages_.size(); }
+  // The model's last stage (the loss); this process's last stage, whose outputs go to the next process.
+  bool last(size_t d) const { return stage(d) + 1 == stages_.size() && !next_remote_; }
+  bool sends_to_next_process(size_t d) const { return stage(d) + 1 == stages_.size() && next_remote_; }
+  bool receives_from_previous_process(size_t d) const { return stage(d) == 0 && previous_remote_; }
+  // The tag of replica r's messages of one kind (at most 64 replicas per stage).
+  static int tag(Crossing what, size_t r) { return int(what) * 64 + int(r); }
   Network &context(size_t d, size_t micro) {
     const size_t c = micro % contexts_[d].size();
     return c == 0 ? replicas_[d]->network : *contexts_[d][c];
@@ -90,8 +114,21 @@ class Pipeline {
     size_t count = 0, first = 0, local = 0;
   };
   const Slice &slice(size_t m, size_t r) const { return slices_[m * width_ + r]; }
+  LossStats train_pass(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers);
+  LossStats infer_pass(size_t d, const PassInfo &base, const float *params, float *buffers, bool with_labels);
+  void recompute_pass(size_t d, const PassInfo &base, const float *params, float *buffers);
   void receive_input(size_t d, Network &net, size_t m, bool with_labels);
   void send_output(size_t d, Network &net, size_t m);
+  // Backward of micro-batch m on device d: the gradient of its output in, the gradient of its input out.
+  void receive_output_gradient(size_t d, Network &net, size_t m);
+  void send_input_gradient(size_t d, Network &net, size_t m);
+  // Across processes: starts sending count floats from `from` (kept until the pass ends) to the neighbour.
+  void send_to(size_t d, size_t process, Crossing what, const float *from, size_t count);
+  // The end of device d's pass: waits for its sends (abandon: after a failure, lets them go).
+  void finish_sends(size_t d, bool abandon);
+  // Runs device d's part of a pass; the sends it started end with it, also when it throws.
+  template <typename Pass>
+  auto run_pass(size_t d, Pass pass) -> decltype(pass());
 
   const std::vector<PipelineStage> &stages_;
   std::vector<std::unique_ptr<Replica>> &replicas_;
@@ -118,6 +155,14 @@ class Pipeline {
   std::vector<DeviceBuffer> activations_, gradients_;
   // Per replica index r: the first stage's inputs; the last stage's labels and logits.
   std::vector<DeviceBuffer> input_, labels_, logits_;
+  // Stages in other processes: where this process is, and per replica index r what it sends to them (its
+  // last stage's activations, its first stage's input gradients, the replica's slices in order); per
+  // device the sends under way, and room for a gradient its stage has no slot for.
+  PipelineNeighbours neighbours_;
+  bool previous_remote_ = false, next_remote_ = false;
+  std::vector<DeviceBuffer> sent_activations_, sent_gradients_;
+  std::vector<std::vector<void *>> sends_;
+  std::vector<std::vector<float>> unused_gradient_;
   // A slice's pass: base's fields, its samples and its first sample's position in the window.
   static PassInfo slice_info(const PassInfo &base, const Slice &sl);
   // Device thread d: count floats from `from` (on any device) into `to` (on d), queued on d.

@@ -135,7 +135,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         : staged        ? stage_floats(rank)
                         : spec_.parameter_count(),
         shards_.size(rank),
-        staged ? StagePlacement{stages_[rank / width].first_node, rank >= width} : StagePlacement{}));
+        staged ? StagePlacement{stages_[rank / width].first_node, rank >= width || first_stage_ > 0}
+               : StagePlacement{}));
   if (staged) start_pipeline(width);
   if (shard_parameters)
     gatherer_ = std::make_unique<ParameterGatherer>(
@@ -169,8 +170,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
     collective_ = std::move(stages);
   } else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
-        *group_, replicas_, width, config_.allreduce, wire, config_.world, config_.timeout_seconds, *trace_,
-        stage_process_spans(), stage_lengths(), stage_replica_parts());
+        *group_, replicas_, width, config_.allreduce, wire,
+        stages_across_processes() ? nullptr : config_.world,  // (a stage's replicas all in one process)
+        config_.timeout_seconds, *trace_, stage_process_spans(), stage_lengths(), stage_replica_parts());
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(
         group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire, config_.world,
@@ -410,7 +412,17 @@ void Trainer::predict(const void *x, size_t n, float *logits) {
   if (pipeline_ != nullptr) {
     copy_in_pipeline(x, nullptr, n, false, false);  // every process computes every logit
     run_phase([this](size_t rank) { infer_stage(rank, false); });
-    pipeline_->copy_logits(logits);
+    if (pipeline_->holds_last_stage()) pipeline_->copy_logits(logits);
+    // Stages divided among the processes: the last one's logits go to every process.
+    if (stages_across_processes()) {
+      try {
+        config_.world->broadcast(logits, n * spec_.output().size() * sizeof(float), config_.world->size() - 1,
+                                 config_.timeout_seconds);
+      } catch (const Error &) {
+        broken_ = true;
+        throw;
+      }
+    }
     return;
   }
   assign_slices(n, false);  // prediction stays within the process: every process gets all the logits

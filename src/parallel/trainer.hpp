@@ -46,6 +46,11 @@ enum class ShardMode { kNone, kOptimizer, kGradients, kParameters };
 // HYBRID_SHARD); kWorld among every device of every process (ZeRO, FULL_SHARD; a pipeline: among every
 // process's replicas of each stage).
 enum class ShardScope { kProcess, kWorld };
+// A pipeline across MPI processes: kProcess, every process runs every stage on its own devices (data
+// parallel across the processes); kWorld, the stages are divided among the processes (stage s in process
+// s / (S / P), the activations and gradients between processes sent as messages; model parallel across
+// machines).
+enum class PipelineScope { kProcess, kWorld };
 
 struct TrainerConfig {
   // Indices of the context's devices, one replica each; empty = all devices of the context. All CPU devices
@@ -97,12 +102,15 @@ struct TrainerConfig {
   // Each step's batch is cut into micro_batches micro-batches (0: four per stage, at most the batch's
   // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
   // pipeline_cuts (stages - 1 names), or (empty) where the estimated work is most evenly divided. CPU
-  // devices; across processes every process runs every stage; kOptimizer the only shard mode (either
-  // scope); a parameter tied across stages only as its stage's last.
+  // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
+  // process S / P of them on its devices (kWorld: CPU devices, every process the same device count, no
+  // sharding, a tie only within a process's stages); kOptimizer the only shard mode (either shard scope);
+  // a parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
   std::vector<std::string> pipeline_cuts;
+  PipelineScope pipeline_scope = PipelineScope::kProcess;
 };
 
 // One replica's share of the last step call: its compute (forward and backward), its gradient reduction
@@ -226,9 +234,13 @@ class Trainer {
   // without a world).
   std::pair<size_t, size_t> process_range(size_t batch) const;
   const World *world() const { return config_.world; }
-  // The optimizer state is sharded across the devices of every process (ShardScope::kWorld): save_state
-  // is collective, and only process 0 writes a checkpoint.
+  // The optimizer state is sharded across the devices of every process (ShardScope::kWorld), or the
+  // pipeline's stages are divided among the processes (PipelineScope::kWorld): save_state is collective,
+  // and only process 0 writes a checkpoint.
   bool world_shards() const { return config_.world != nullptr && shards_.ranks() > devices_.size(); }
+  // The pipeline's stages are divided among the processes: get_parameters, get_buffers, the checksum and
+  // save_state are collective (each process's stages come from it).
+  bool stages_across_processes() const { return !process_stages_.empty(); }
 
   // The state of the first replica (they are identical). DPT_ERROR_INVALID_STATE inside an unfinished
   // accumulation window. Collective when world_shards(): every process's ranges of the optimizer state
@@ -277,6 +289,9 @@ class Trainer {
   std::vector<std::pair<size_t, size_t>> process_spans_of(size_t p) const;
   // Every process's span, world size + 1 offsets (empty unless world_shards).
   std::vector<size_t> process_spans() const;
+  // Stages divided among the processes: every process's stages' range of a vector (the parameters, or the
+  // running statistics) from it to every process (broadcasts rooted at each; collective).
+  void share_stages_across_world(float *vector, bool buffers) const;
   // save_state, world_shards: every process's ranges of the optimizer state (filled on the devices' own
   // process only) to every process.
   void share_state_across_world(float *state) const;
@@ -294,6 +309,8 @@ class Trainer {
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out, size_t count = SIZE_MAX) const;
   // trainer_pipeline.cpp
   void plan_pipeline();
+  // plan_pipeline with PipelineScope::kWorld: this process's stages of the whole model's.
+  void place_stages_across_processes(std::vector<PipelineStage> all);
   void start_pipeline(size_t replicas_per_stage);
   // Update phase, device thread rank, when a parameter is tied across stages (mirrored_): the source's
   // stage adds the mirrors' gradients to the source's; after the update the mirrors copy its values.
@@ -398,8 +415,17 @@ class Trainer {
   ModelSpec spec_;
   TrainerConfig config_;
   std::vector<Device *> devices_;
-  // A pipeline's stages (empty without one), before replicas_, whose networks refer to their models.
+  // A pipeline's stages (empty without one), before replicas_, whose networks refer to their models: this
+  // process's (all of them unless the stages are divided among the processes, first_stage_ the model's
+  // index of its first).
   std::vector<PipelineStage> stages_;
+  size_t first_stage_ = 0;
+  // Stages divided among the processes: per process, its stages' ranges of the parameters and of the running
+  // statistics (empty otherwise).
+  struct ProcessStages {
+    size_t param_begin = 0, param_end = 0, buffer_begin = 0, buffer_end = 0;
+  };
+  std::vector<ProcessStages> process_stages_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<Pipeline> pipeline_;
   // A pipeline with a sharded optimizer: per stage, the ranges of the replicas that share its optimizer

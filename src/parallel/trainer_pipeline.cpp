@@ -2,6 +2,7 @@
 // the model is cut, what each stage owns) and each stage's part of a pass (parallel/pipeline.hpp).
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "core/error.hpp"
@@ -36,9 +37,19 @@ std::vector<double> estimated_work(const ModelSpec &spec) {
 void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
-  DPT_REQUIRE(devices_.size() % stages == 0, DPT_ERROR_UNSUPPORTED,
+  // The stages divided among the processes (the world scope): each process holds S / P of them.
+  const bool across = config_.world != nullptr && config_.world->size() > 1 &&
+                      config_.pipeline_scope == PipelineScope::kWorld;
+  const size_t processes = across ? config_.world->size() : 1;
+  DPT_REQUIRE(stages % processes == 0, DPT_ERROR_UNSUPPORTED,
+              why + "divides its stages among the " + std::to_string(processes) +
+                  " processes (--pipeline-scope world): the stage count must be a multiple of the process "
+                  "count");
+  const size_t local_stages = stages / processes;
+  DPT_REQUIRE(devices_.size() % local_stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
-                  " devices given: stages x data-parallel replicas; several stages on one device are not "
+                  " devices given for " + std::to_string(local_stages) +
+                  " stages: stages x data-parallel replicas; several stages on one device are not "
                   "supported)");
   // The optimizer state may be sharded among each stage's replicas (ZeRO stage 1, as DeepSpeed's pipeline
   // engine), within each process or across every process's replicas of the stage (the world scope);
@@ -66,6 +77,11 @@ void Trainer::plan_pipeline() {
     cuts = named_cuts(spec_, config_.pipeline_cuts);
   }
   stages_ = cut_model(spec_, cuts);
+  if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
+  if (across) {
+    place_stages_across_processes(std::move(stages_));
+    return;
+  }
   const size_t width = devices_.size() / stages;
   // The replicas of a stage that share its optimizer state: this process's, or (the world scope) every
   // process's, in process order, this process's from `offset` on.
@@ -104,7 +120,71 @@ void Trainer::plan_pipeline() {
   const size_t ranks = stage_bounds_.empty() ? devices_.size() : stages * sharing;
   bounds.push_back(spec_.parameter_count());
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), ranks);
-  if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
+}
+
+// Process p holds the model's stages [p L, (p + 1) L), L = S / P, each on devices / L replicas. The layout
+// of the parameters (shards_) spans every process's stages, so the norm's block sums and a checkpoint's
+// ranges come from every process, as when the optimizer is sharded across the world.
+void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
+  const World &world = *config_.world;
+  const size_t processes = world.size(), local = all.size() / processes;
+  const std::string why = "a pipeline whose stages are divided among the processes (--pipeline-scope world) ";
+  DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
+              why +
+                  "runs on CPU devices in this version (its activations and gradients go between the "
+                  "processes as MPI messages from host memory; " +
+                  devices_[0]->name() + " was given)");
+  DPT_REQUIRE(config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
+              why +
+                  "shards nothing: each process holds its own stages' parameters, gradients and optimizer "
+                  "state already");
+  for (double devices : process_weights_)
+    DPT_REQUIRE(size_t(devices) == devices_.size(), DPT_ERROR_UNSUPPORTED,
+                why +
+                    "needs the same device count in every process (replica r of a stage hands over to "
+                    "replica r of the next); this process has " +
+                    std::to_string(devices_.size()) + ", another " + std::to_string(size_t(devices)));
+  for (size_t t = 0; t < all.size(); ++t) {
+    if (all[t].mirror_floats == 0) continue;
+    size_t source = 0;
+    while (all[source].param_end <= all[t].mirror_source) ++source;
+    DPT_REQUIRE(source / local == t / local, DPT_ERROR_UNSUPPORTED,
+                why + "keeps a parameter tied across stages within one process's stages (stage " +
+                    std::to_string(t) + " ties one of stage " + std::to_string(source) +
+                    ", held by another process); cut elsewhere or untie it");
+  }
+  for (size_t p = 0; p < processes; ++p) {
+    const PipelineStage &first = all[p * local], &last = all[p * local + local - 1];
+    process_stages_.push_back({first.param_begin, last.param_end, first.buffer_begin, last.buffer_end});
+  }
+  first_stage_ = world.rank() * local;
+  const size_t width = devices_.size() / local;
+  std::vector<size_t> bounds, slots;
+  for (const PipelineStage &stage : all) bounds.push_back(stage.param_begin);
+  bounds.push_back(spec_.parameter_count());
+  for (size_t s = 0; s < local; ++s)
+    for (size_t r = 0; r < width; ++r) slots.push_back(first_stage_ + s);
+  stages_.assign(std::make_move_iterator(all.begin() + first_stage_),
+                 std::make_move_iterator(all.begin() + first_stage_ + local));
+  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), all.size() * width);
+}
+
+// Every process's stages' range (of the parameters or the running statistics) goes from it to every process:
+// one broadcast per process, rooted there, in place.
+void Trainer::share_stages_across_world(float *vector, bool buffers) const {
+  const World &world = *config_.world;
+  try {
+    for (size_t p = 0; p < world.size(); ++p) {
+      const ProcessStages &stages = process_stages_[p];
+      const size_t begin = buffers ? stages.buffer_begin : stages.param_begin,
+                   end = buffers ? stages.buffer_end : stages.param_end;
+      if (end > begin)
+        world.broadcast(vector + begin, (end - begin) * sizeof(float), p, config_.timeout_seconds);
+    }
+  } catch (const Error &) {
+    broken_ = true;  // the processes are out of step
+    throw;
+  }
 }
 
 // Update phase, device thread rank, a sharded optimizer: the stage's replicas in this process all-gather
@@ -148,7 +228,7 @@ std::pair<size_t, size_t> Trainer::stage_span(size_t s, size_t p) const {
 
 std::vector<std::vector<size_t>> Trainer::stage_process_spans() const {
   std::vector<std::vector<size_t>> spans;
-  if (!world_shards()) return spans;
+  if (!world_shards() || stage_bounds_.empty()) return spans;
   for (size_t s = 0; s < stages_.size(); ++s) {
     spans.emplace_back();
     for (size_t p = 0; p <= config_.world->size(); ++p)
@@ -173,9 +253,12 @@ std::vector<size_t> Trainer::stage_lengths() const {
 // After the replicas (the stages' first activation contexts) exist: the pipeline, and with several
 // replicas per stage the stages' collectives (batch statistics, gradients) among them.
 void Trainer::start_pipeline(size_t width) {
-  pipeline_ =
-      std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches, config_.pipeline_schedule,
-                                 config_.matmul_dtype, config_.activation_dtype, group_->aborted());
+  PipelineNeighbours neighbours;
+  if (stages_across_processes())
+    neighbours = {config_.world, first_stage_, config_.pipeline_stages, config_.timeout_seconds};
+  pipeline_ = std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches,
+                                         config_.pipeline_schedule, config_.matmul_dtype,
+                                         config_.activation_dtype, group_->aborted(), neighbours);
   size_t largest_mirror = 0;
   for (const PipelineStage &s : stages_) {
     mirrored_ = mirrored_ || s.mirror_floats > 0;
@@ -189,8 +272,9 @@ void Trainer::start_pipeline(size_t width) {
                                       [](const auto &r) { return r->network.has_statistics(); });
   // Across processes a stage's batch statistics are summed over the processes too, by the stage's device
   // threads, which run the stages' micro-batches at their own pace: each stage sums on an MPI channel of
-  // its own (its sums come in the same order on every process, the stages' orders differ).
-  const World *world = config_.world;
+  // its own (its sums come in the same order on every process, the stages' orders differ). Stages divided
+  // among the processes have all their replicas here.
+  const World *world = stages_across_processes() ? nullptr : config_.world;
   if (world != nullptr && statistics) world->reserve_pooled_channels(stages_.size());
   if (width == 1 && (world == nullptr || (!statistics && stage_bounds_.empty()))) return;
   group_->enable_subgroups(stages_.size());

@@ -29,7 +29,8 @@ bool all_finite(const float *x, size_t n) {
 }  // namespace
 
 std::pair<size_t, size_t> Trainer::process_range(size_t batch) const {
-  if (config_.world == nullptr) return {0, batch};
+  // Stages divided among the processes: each process's stages see every sample.
+  if (config_.world == nullptr || stages_across_processes()) return {0, batch};
   const std::vector<size_t> parts = split_batch(batch, process_weights_);
   size_t first = 0;
   for (size_t p = 0; p < config_.world->rank(); ++p) first += parts[p];
@@ -92,6 +93,8 @@ uint64_t Trainer::check_labels(const int32_t *labels, size_t n) const {
                     " is outside [0, " + std::to_string(classes) + ") and not the ignore label -1");
     counted += i / per >= first && i / per < first + mine;
   }
+  // Stages divided among the processes: the sum over the processes counts the last stage's process only.
+  if (stages_across_processes() && !pipeline_->holds_last_stage()) return 0;
   return counted;
 }
 

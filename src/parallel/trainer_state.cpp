@@ -45,6 +45,7 @@ void Trainer::get_parameters(size_t replica, float *out) const {
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
     if (stage_size(rank) > 0 && rank % width == replica % width)
       copy_to_host(rank, replicas_[rank]->params, out + stage_begin(rank), stage_size(rank));
+  if (stages_across_processes()) share_stages_across_world(out, false);  // the other processes' stages
 }
 
 void Trainer::set_parameters(const float *in) {
@@ -105,6 +106,7 @@ void Trainer::get_buffers(size_t replica, float *out) const {
   for (size_t rank = 0; rank < replicas_.size(); ++rank)
     if (replicas_[rank]->buffers.size() > 0)
       copy_to_host(rank, replicas_[rank]->buffers, out + buffer_begin(rank));
+  if (stages_across_processes()) share_stages_across_world(out, true);
 }
 
 void Trainer::set_buffers(const float *in) {

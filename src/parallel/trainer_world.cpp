@@ -38,6 +38,7 @@ void Trainer::join_world() {
   agreed.add("pipeline stages", uint64_t(config_.pipeline_stages));
   agreed.add("micro-batches", uint64_t(config_.micro_batches));
   agreed.add("pipeline schedule", uint64_t(config_.pipeline_schedule));
+  agreed.add("pipeline scope", uint64_t(config_.pipeline_scope));
   std::string cuts;
   for (const std::string &cut : config_.pipeline_cuts) cuts += cut + ",";
   agreed.add("pipeline cuts", cuts);
@@ -79,6 +80,7 @@ std::pair<size_t, size_t> Trainer::process_span(size_t p) const {
 
 std::vector<std::pair<size_t, size_t>> Trainer::process_spans_of(size_t p) const {
   if (pipeline_ == nullptr) return {process_span(p)};
+  if (stages_across_processes()) return {{process_stages_[p].param_begin, process_stages_[p].param_end}};
   std::vector<std::pair<size_t, size_t>> spans;
   for (size_t s = 0; s < stages_.size(); ++s) {
     const auto [begin, end] = stage_span(s, p);

@@ -462,6 +462,7 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.pipeline_schedule, DPT_PIPELINE_1F1B);
   assert_null(t.pipeline_cuts);
   assert_int_equal(t.shard_scope, DPT_SHARD_SCOPE_PROCESS);
+  assert_int_equal(t.pipeline_scope, DPT_PIPELINE_SCOPE_PROCESS);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1467,6 +1468,8 @@ static void test_trainer_create_misuse(void **state) {
       {"shard_scope 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard_scope, 2)}},
       {"shard_scope -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, shard_scope, -1)}},
       {"pipeline_schedule 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_schedule, 2)}},
+      {"pipeline_scope 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_scope, 2)}},
+      {"pipeline_scope -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_scope, -1)}},
       /* A pipeline needs one device per stage, the even split, no sharding but the optimizer's, known cut
        * points. */
       {"pipeline_stages 3 on 2 devices",

@@ -61,6 +61,8 @@ expect_error 2 train --model mlp --split 1,-2
 expect_error 2 train --model mlp --shard shards
 expect_error 2 train --model mlp --shard optimizer --shard-scope galaxy
 expect_error 2 train --model mlp --shard-scope
+expect_error 2 train --model mlp --pipeline-scope world # without --pipeline
+expect_error 2 train --model mlp --pipeline 2 --pipeline-scope machines
 expect_error 2 train --model mlp --checkpoint-every 5
 expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 5 --accumulate 2
 expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 0

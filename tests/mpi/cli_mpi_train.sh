@@ -188,6 +188,25 @@ same_bits mpi_pipeline mpi_pipeline_world "--pipeline 2 --shard optimizer --shar
 json_check "$WORK/mpi_pipeline_world.out" \
   "2 * d['memory_per_device']['optimizer_state'] <= $(json_get "$WORK/mpi_pipeline.out" "d['memory_per_device']['optimizer_state']") + 65536" \
   "--pipeline 2 --shard-scope world on 2 processes: a device keeps about half of its stage's optimizer state"
+# The stages divided among the processes (--pipeline-scope world): process 0 holds the first stage and
+# process 1 the second, each on 2 devices, their activations and gradients sent between them: the bits of one
+# process running both stages on 4 devices, a device of process 0 holding only its stage's parameters, and
+# that run's checkpoint and weights byte for byte (both processes give their stage, process 0 writes).
+run_cli pipeline_alone "${RUN[@]}" --devices cpu:4 --pipeline 2 --micro-batches 3 \
+  --checkpoint "$WORK/alone.ckpt" --save-weights "$WORK/alone.safetensors"
+mpi pipeline_divided "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3 --pipeline-scope world \
+  --checkpoint "$WORK/divided.ckpt" --save-weights "$WORK/divided.safetensors"
+same_bits pipeline_alone pipeline_divided "--pipeline 2 --pipeline-scope world on 2 processes: one process's bits"
+json_check "$WORK/pipeline_divided.out" \
+  "d['pipeline_scope'] == 'world' and d['memory_per_device']['parameters'] < 4 * d['parameters'] / 2" \
+  "--pipeline-scope world: a device of process 0 holds only the first stage's parameters"
+cmp -s "$WORK/alone.ckpt" "$WORK/divided.ckpt" && cmp -s "$WORK/alone.safetensors" "$WORK/divided.safetensors" &&
+  pass "--pipeline-scope world: the checkpoint and the weights are the one-process run's, byte for byte" ||
+  fail "--pipeline-scope world: the checkpoint or the weights differ from the one-process run's"
+# Without --devices each process takes one device per stage of its own.
+run_cli pipeline_two "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3
+mpi pipeline_divided_one "${RUN[@]}" --pipeline 2 --micro-batches 3 --pipeline-scope world
+same_bits pipeline_two pipeline_divided_one "--pipeline 2 --pipeline-scope world, one device each: one process's bits"
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"

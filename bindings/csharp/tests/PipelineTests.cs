@@ -98,6 +98,7 @@ public class PipelineTests {
       Assert.AreEqual(0UL, defaults.MicroBatches, "the default: four per stage");
       Assert.AreEqual(PipelineSchedule.OneFOneB, defaults.PipelineSchedule, "the default schedule");
       Assert.IsNull(defaults.PipelineCuts, "the default: balanced cuts");
+      Assert.AreEqual(PipelineScope.ProcessScope, defaults.PipelineScope, "the default scope");
     }
     using (var one = new Context(1))
     using (var two = new Context(Stages))
@@ -138,6 +139,15 @@ public class PipelineTests {
         Assert.AreEqual(4 * (Fc1 + Fc2 + Head), first + second, what + ": the stages' parameters");
         if (c.Item3 != 0) Assert.AreEqual(4 * c.Item3, first, what + ": the first stage's parameters");
       }
+      // The world scope without a communicator is the process scope: the same bits.
+      using (var world = MakeOptions()) {
+        world.PipelineStages = Stages;
+        world.MicroBatches = MicroBatches;
+        world.PipelineScope = PipelineScope.WorldScope;
+        Assert.AreEqual(PipelineScope.WorldScope, world.PipelineScope);
+        Assert.AreEqual(expected, Train(two, model, world, 1).Checksum,
+                        "PipelineScope.WorldScope without a communicator");
+      }
       for (int s = 0; s < Stages; ++s) {
         ulong oneFOneB = runs[0].Memory[s].Activations, gpipe = runs[1].Memory[s].Activations;
         Assert.Greater(gpipe, oneFOneB, "stage " + s + ": GPipe's activations against 1F1B's");
@@ -161,7 +171,7 @@ public class PipelineTests {
 
   /// 3 stages on 2 devices is UnsupportedException (Status.Unsupported), 1025 micro-batches
   /// InvalidArgumentException with Status.OutOfRange, a cut at a node that does not exist and a schedule outside
-  /// the enum InvalidArgumentException with Status.InvalidArgument. The limits themselves are taken, and the
+  /// the enum (and a scope outside its enum) InvalidArgumentException with Status.InvalidArgument. The limits themselves are taken, and the
   /// options keep their own copy of the cuts.
   [Test]
   public void TheLibraryRefusalsComeBackAsExceptions() {
@@ -175,6 +185,8 @@ public class PipelineTests {
                                               "dpt_trainer_create", "nope");
       AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model,
                                               o => o.PipelineSchedule = (PipelineSchedule)2, "pipeline schedule");
+      AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model,
+                                              o => o.PipelineScope = (PipelineScope)2, "pipeline scope");
       Assert.AreEqual(1, (int)PipelineSchedule.GPipe);
 
       using (var options = MakeOptions())

@@ -172,6 +172,24 @@ typedef enum dpt_pipeline_schedule {
   DPT_PIPELINE_GPIPE = 1
 } dpt_pipeline_schedule;
 
+/** @brief Where a pipeline's stages run across MPI processes (docs/pipeline.md, "Across MPI processes"). */
+typedef enum dpt_pipeline_scope {
+  /** Every process runs every stage on its own devices, on its share of each batch: pipeline within the
+   * process, data parallel across the processes (default). */
+  DPT_PIPELINE_SCOPE_PROCESS = 0,
+  /** The stages are divided among the P processes: process p holds stages p S/P .. (p+1) S/P - 1 on its
+   * devices (S/P stages x R replicas), and the activations and gradients that cross from one process's
+   * stages to the next go as MPI messages (model parallel across machines). Every process is given the
+   * whole batch (the first stage's process reads its inputs, the last's its labels) and gets the same
+   * results: the bits of one process running the S stages on P x its devices. S a multiple of P, the same
+   * device count in every process, CPU devices, DPT_SHARD_NONE, a tied parameter only within one
+   * process's stages (DPT_ERROR_UNSUPPORTED otherwise). dpt_trainer_get_parameters, get_buffers,
+   * parameter_checksum and save are collective: every process calls them (each process's stages come from
+   * it); only process 0 writes a checkpoint. Without a communicator the same as
+   * DPT_PIPELINE_SCOPE_PROCESS. */
+  DPT_PIPELINE_SCOPE_WORLD = 1
+} dpt_pipeline_scope;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -314,6 +332,9 @@ typedef struct dpt_trainer_options {
    * largest bucket. 0 (default): each bucket is read when its first layer asks. No effect elsewhere (within
    * a process a gather is a copy out of shared memory). The same bits either way. Since 0.2. */
   int prefetch_parameters;
+  /** DPT_PIPELINE_SCOPE_PROCESS (default) or DPT_PIPELINE_SCOPE_WORLD: across MPI processes, whether every
+   * process runs every pipeline stage or the stages are divided among the processes. Since 0.2. */
+  dpt_pipeline_scope pipeline_scope;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */

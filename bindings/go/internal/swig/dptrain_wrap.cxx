@@ -999,21 +999,21 @@ SwigDirector_ProgressListener::SwigDirector_ProgressListener(int swig_p)
       go_val(swig_p), swig_mem(0)
 { }
 
-extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_e994726bf6dec6d2(intgo);
+extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_6bb220f55ddcc519(intgo);
 SwigDirector_ProgressListener::~SwigDirector_ProgressListener()
 {
-  Swiggo_DeleteDirector_ProgressListener_swig_e994726bf6dec6d2(go_val);
+  Swiggo_DeleteDirector_ProgressListener_swig_6bb220f55ddcc519(go_val);
   delete swig_mem;
 }
 
-extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_e994726bf6dec6d2(int, dpt_progress *progress);
+extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_6bb220f55ddcc519(int, dpt_progress *progress);
 bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
   bool c_result = SwigValueInit< bool >() ;
   bool result;
   dpt_progress *swig_progress;
   
   swig_progress = (dpt_progress *)&progress; 
-  result = Swig_DirectorProgressListener_callback_onProgress_swig_e994726bf6dec6d2(go_val, swig_progress);
+  result = Swig_DirectorProgressListener_callback_onProgress_swig_6bb220f55ddcc519(go_val, swig_progress);
   c_result = (bool)result; 
   return c_result;
 }
@@ -1022,7 +1022,7 @@ bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
 extern "C" {
 #endif
 
-void _wrap_Swig_free_swig_e994726bf6dec6d2(void *_swig_go_0) {
+void _wrap_Swig_free_swig_6bb220f55ddcc519(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -1032,7 +1032,7 @@ void _wrap_Swig_free_swig_e994726bf6dec6d2(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_swig_e994726bf6dec6d2(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_swig_6bb220f55ddcc519(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -1045,7 +1045,7 @@ void *_wrap_Swig_malloc_swig_e994726bf6dec6d2(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_takeErrorStatus_swig_e994726bf6dec6d2() {
+intgo _wrap_takeErrorStatus_swig_6bb220f55ddcc519() {
   int result;
   intgo _swig_go_result;
   
@@ -1055,7 +1055,7 @@ intgo _wrap_takeErrorStatus_swig_e994726bf6dec6d2() {
     result = (int)dptrain_go::takeErrorStatus();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -1063,7 +1063,7 @@ intgo _wrap_takeErrorStatus_swig_e994726bf6dec6d2() {
 }
 
 
-_gostring_ _wrap_takeErrorMessage_swig_e994726bf6dec6d2() {
+_gostring_ _wrap_takeErrorMessage_swig_6bb220f55ddcc519() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -1073,7 +1073,7 @@ _gostring_ _wrap_takeErrorMessage_swig_e994726bf6dec6d2() {
     result = dptrain_go::takeErrorMessage();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -1081,7 +1081,7 @@ _gostring_ _wrap_takeErrorMessage_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_OK_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_OK_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1092,7 +1092,7 @@ intgo _wrap_DPT_OK_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1100,7 +1100,7 @@ intgo _wrap_DPT_OK_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1111,7 +1111,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1119,7 +1119,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_NULL_POINTER_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1130,7 +1130,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1138,7 +1138,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1149,7 +1149,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1157,7 +1157,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1168,7 +1168,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1176,7 +1176,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_STATE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1187,7 +1187,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1195,7 +1195,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1206,7 +1206,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1214,7 +1214,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_NON_FINITE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1225,7 +1225,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1233,7 +1233,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUSY_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1244,7 +1244,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1252,7 +1252,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1263,7 +1263,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1271,7 +1271,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1282,7 +1282,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1290,7 +1290,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1301,7 +1301,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1309,7 +1309,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1320,7 +1320,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1328,7 +1328,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_COMMUNICATION_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1339,7 +1339,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1347,7 +1347,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_TIMEOUT_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1358,7 +1358,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1366,7 +1366,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_IO_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1377,7 +1377,7 @@ intgo _wrap_DPT_ERROR_IO_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1385,7 +1385,7 @@ intgo _wrap_DPT_ERROR_IO_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_FORMAT_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1396,7 +1396,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1404,7 +1404,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ERROR_INTERNAL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1415,7 +1415,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1423,7 +1423,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CPU_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1434,7 +1434,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1442,7 +1442,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CUDA_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1453,7 +1453,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1461,7 +1461,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_DEVICES_ALL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1472,7 +1472,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1480,7 +1480,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_ContextOptions_cpu_devices_set_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_devices_set_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t arg2 ;
   
@@ -1492,7 +1492,7 @@ void _wrap_ContextOptions_cpu_devices_set_swig_e994726bf6dec6d2(dpt_context_opti
 }
 
 
-long long _wrap_ContextOptions_cpu_devices_get_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_devices_get_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1505,7 +1505,7 @@ long long _wrap_ContextOptions_cpu_devices_get_swig_e994726bf6dec6d2(dpt_context
 }
 
 
-void _wrap_ContextOptions_cpu_memory_limit_set_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_memory_limit_set_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t arg2 ;
   
@@ -1517,7 +1517,7 @@ void _wrap_ContextOptions_cpu_memory_limit_set_swig_e994726bf6dec6d2(dpt_context
 }
 
 
-long long _wrap_ContextOptions_cpu_memory_limit_get_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_memory_limit_get_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1530,7 +1530,7 @@ long long _wrap_ContextOptions_cpu_memory_limit_get_swig_e994726bf6dec6d2(dpt_co
 }
 
 
-void _wrap_ContextOptions_device_selection_set_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_ContextOptions_device_selection_set_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection arg2 ;
   
@@ -1542,7 +1542,7 @@ void _wrap_ContextOptions_device_selection_set_swig_e994726bf6dec6d2(dpt_context
 }
 
 
-intgo _wrap_ContextOptions_device_selection_get_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
+intgo _wrap_ContextOptions_device_selection_get_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection result;
   intgo _swig_go_result;
@@ -1555,7 +1555,7 @@ intgo _wrap_ContextOptions_device_selection_get_swig_e994726bf6dec6d2(dpt_contex
 }
 
 
-dpt_context_options *_wrap_new_ContextOptions_swig_e994726bf6dec6d2() {
+dpt_context_options *_wrap_new_ContextOptions_swig_6bb220f55ddcc519() {
   dpt_context_options *result = 0 ;
   dpt_context_options *_swig_go_result;
   
@@ -1565,7 +1565,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_e994726bf6dec6d2() {
     result = (dpt_context_options *)new_dpt_context_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_context_options **)&_swig_go_result = (dpt_context_options *)result; 
@@ -1573,7 +1573,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_ContextOptions_swig_e994726bf6dec6d2(dpt_context_options *_swig_go_0) {
+void _wrap_delete_ContextOptions_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   
   arg1 = *(dpt_context_options **)&_swig_go_0; 
@@ -1583,14 +1583,14 @@ void _wrap_delete_ContextOptions_swig_e994726bf6dec6d2(dpt_context_options *_swi
     delete_dpt_context_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_DEVICE_CPU_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1601,7 +1601,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1609,7 +1609,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_DEVICE_CUDA_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1620,7 +1620,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1628,7 +1628,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DeviceInfo_kind_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_kind_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1641,7 +1641,7 @@ intgo _wrap_DeviceInfo_kind_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_
 }
 
 
-void _wrap_DeviceInfo_ordinal_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_ordinal_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t arg2 ;
   
@@ -1653,7 +1653,7 @@ void _wrap_DeviceInfo_ordinal_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_g
 }
 
 
-long long _wrap_DeviceInfo_ordinal_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_ordinal_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1666,7 +1666,7 @@ long long _wrap_DeviceInfo_ordinal_get_swig_e994726bf6dec6d2(dpt_device_info *_s
 }
 
 
-_gostring_ _wrap_DeviceInfo_name_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_name_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1679,7 +1679,7 @@ _gostring_ _wrap_DeviceInfo_name_get_swig_e994726bf6dec6d2(dpt_device_info *_swi
 }
 
 
-void _wrap_DeviceInfo_total_memory_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_total_memory_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1691,7 +1691,7 @@ void _wrap_DeviceInfo_total_memory_set_swig_e994726bf6dec6d2(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_total_memory_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_total_memory_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1704,7 +1704,7 @@ long long _wrap_DeviceInfo_total_memory_get_swig_e994726bf6dec6d2(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_limit_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_limit_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1716,7 +1716,7 @@ void _wrap_DeviceInfo_memory_limit_set_swig_e994726bf6dec6d2(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_memory_limit_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_limit_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1729,7 +1729,7 @@ long long _wrap_DeviceInfo_memory_limit_get_swig_e994726bf6dec6d2(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_in_use_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_in_use_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1741,7 +1741,7 @@ void _wrap_DeviceInfo_memory_in_use_set_swig_e994726bf6dec6d2(dpt_device_info *_
 }
 
 
-long long _wrap_DeviceInfo_memory_in_use_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_in_use_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1754,7 +1754,7 @@ long long _wrap_DeviceInfo_memory_in_use_get_swig_e994726bf6dec6d2(dpt_device_in
 }
 
 
-void _wrap_DeviceInfo_free_memory_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_free_memory_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1766,7 +1766,7 @@ void _wrap_DeviceInfo_free_memory_set_swig_e994726bf6dec6d2(dpt_device_info *_sw
 }
 
 
-long long _wrap_DeviceInfo_free_memory_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_free_memory_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1779,7 +1779,7 @@ long long _wrap_DeviceInfo_free_memory_get_swig_e994726bf6dec6d2(dpt_device_info
 }
 
 
-void _wrap_DeviceInfo_compute_capability_major_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_major_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1791,7 +1791,7 @@ void _wrap_DeviceInfo_compute_capability_major_set_swig_e994726bf6dec6d2(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_major_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_major_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1804,7 +1804,7 @@ intgo _wrap_DeviceInfo_compute_capability_major_get_swig_e994726bf6dec6d2(dpt_de
 }
 
 
-void _wrap_DeviceInfo_compute_capability_minor_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_minor_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1816,7 +1816,7 @@ void _wrap_DeviceInfo_compute_capability_minor_set_swig_e994726bf6dec6d2(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1829,7 +1829,7 @@ intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_e994726bf6dec6d2(dpt_de
 }
 
 
-void _wrap_DeviceInfo_multiprocessor_count_set_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_multiprocessor_count_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1841,7 +1841,7 @@ void _wrap_DeviceInfo_multiprocessor_count_set_swig_e994726bf6dec6d2(dpt_device_
 }
 
 
-intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1854,7 +1854,7 @@ intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_e994726bf6dec6d2(dpt_device
 }
 
 
-_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1867,7 +1867,7 @@ _gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_e994726bf6dec6d2(dpt_device_info
 }
 
 
-_gostring_ _wrap_DeviceInfo_product_name_get_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_product_name_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1880,7 +1880,7 @@ _gostring_ _wrap_DeviceInfo_product_name_get_swig_e994726bf6dec6d2(dpt_device_in
 }
 
 
-dpt_device_info *_wrap_new_DeviceInfo_swig_e994726bf6dec6d2() {
+dpt_device_info *_wrap_new_DeviceInfo_swig_6bb220f55ddcc519() {
   dpt_device_info *result = 0 ;
   dpt_device_info *_swig_go_result;
   
@@ -1890,7 +1890,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_e994726bf6dec6d2() {
     result = (dpt_device_info *)new_dpt_device_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = (dpt_device_info *)result; 
@@ -1898,7 +1898,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_DeviceInfo_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) {
+void _wrap_delete_DeviceInfo_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   
   arg1 = *(dpt_device_info **)&_swig_go_0; 
@@ -1908,14 +1908,14 @@ void _wrap_delete_DeviceInfo_swig_e994726bf6dec6d2(dpt_device_info *_swig_go_0) 
     delete_dpt_device_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_BackendInfo_device_count_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_BackendInfo_device_count_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t arg2 ;
   
@@ -1927,7 +1927,7 @@ void _wrap_BackendInfo_device_count_set_swig_e994726bf6dec6d2(dpt_backend_info *
 }
 
 
-long long _wrap_BackendInfo_device_count_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+long long _wrap_BackendInfo_device_count_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1940,7 +1940,7 @@ long long _wrap_BackendInfo_device_count_get_swig_e994726bf6dec6d2(dpt_backend_i
 }
 
 
-intgo _wrap_BackendInfo_kind_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_kind_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1953,7 +1953,7 @@ intgo _wrap_BackendInfo_kind_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_g
 }
 
 
-void _wrap_BackendInfo_requested_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_requested_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1965,7 +1965,7 @@ void _wrap_BackendInfo_requested_set_swig_e994726bf6dec6d2(dpt_backend_info *_sw
 }
 
 
-intgo _wrap_BackendInfo_requested_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_requested_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1978,7 +1978,7 @@ intgo _wrap_BackendInfo_requested_get_swig_e994726bf6dec6d2(dpt_backend_info *_s
 }
 
 
-void _wrap_BackendInfo_loaded_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_loaded_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1990,7 +1990,7 @@ void _wrap_BackendInfo_loaded_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_
 }
 
 
-intgo _wrap_BackendInfo_loaded_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_loaded_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2003,7 +2003,7 @@ intgo _wrap_BackendInfo_loaded_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig
 }
 
 
-void _wrap_BackendInfo_driver_version_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_driver_version_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2015,7 +2015,7 @@ void _wrap_BackendInfo_driver_version_set_swig_e994726bf6dec6d2(dpt_backend_info
 }
 
 
-intgo _wrap_BackendInfo_driver_version_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_driver_version_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2028,7 +2028,7 @@ intgo _wrap_BackendInfo_driver_version_get_swig_e994726bf6dec6d2(dpt_backend_inf
 }
 
 
-void _wrap_BackendInfo_runtime_version_set_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_runtime_version_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2040,7 +2040,7 @@ void _wrap_BackendInfo_runtime_version_set_swig_e994726bf6dec6d2(dpt_backend_inf
 }
 
 
-intgo _wrap_BackendInfo_runtime_version_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_runtime_version_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2053,7 +2053,7 @@ intgo _wrap_BackendInfo_runtime_version_get_swig_e994726bf6dec6d2(dpt_backend_in
 }
 
 
-_gostring_ _wrap_BackendInfo_module_path_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_module_path_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2066,7 +2066,7 @@ _gostring_ _wrap_BackendInfo_module_path_get_swig_e994726bf6dec6d2(dpt_backend_i
 }
 
 
-_gostring_ _wrap_BackendInfo_reason_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_reason_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2079,7 +2079,7 @@ _gostring_ _wrap_BackendInfo_reason_get_swig_e994726bf6dec6d2(dpt_backend_info *
 }
 
 
-_gostring_ _wrap_BackendInfo_versions_get_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_versions_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2092,7 +2092,7 @@ _gostring_ _wrap_BackendInfo_versions_get_swig_e994726bf6dec6d2(dpt_backend_info
 }
 
 
-dpt_backend_info *_wrap_new_BackendInfo_swig_e994726bf6dec6d2() {
+dpt_backend_info *_wrap_new_BackendInfo_swig_6bb220f55ddcc519() {
   dpt_backend_info *result = 0 ;
   dpt_backend_info *_swig_go_result;
   
@@ -2102,7 +2102,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_e994726bf6dec6d2() {
     result = (dpt_backend_info *)new_dpt_backend_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = (dpt_backend_info *)result; 
@@ -2110,7 +2110,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_BackendInfo_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0) {
+void _wrap_delete_BackendInfo_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   
   arg1 = *(dpt_backend_info **)&_swig_go_0; 
@@ -2120,14 +2120,14 @@ void _wrap_delete_BackendInfo_swig_e994726bf6dec6d2(dpt_backend_info *_swig_go_0
     delete_dpt_backend_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_ACTIVATION_RELU_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2138,7 +2138,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2146,7 +2146,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2157,7 +2157,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2165,7 +2165,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_TANH_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2176,7 +2176,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2184,7 +2184,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2195,7 +2195,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2203,7 +2203,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2214,7 +2214,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2222,7 +2222,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_POOL_AVG_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2233,7 +2233,7 @@ intgo _wrap_DPT_POOL_AVG_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2241,7 +2241,7 @@ intgo _wrap_DPT_POOL_AVG_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_POOL_MAX_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2252,7 +2252,7 @@ intgo _wrap_DPT_POOL_MAX_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2260,7 +2260,7 @@ intgo _wrap_DPT_POOL_MAX_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_TENSOR_PARAMETER_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2271,7 +2271,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2279,7 +2279,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_TENSOR_BUFFER_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2290,7 +2290,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2298,7 +2298,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_IGNORE_LABEL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_IGNORE_LABEL_swig_6bb220f55ddcc519() {
   int result;
   intgo _swig_go_result;
   
@@ -2309,7 +2309,7 @@ intgo _wrap_DPT_IGNORE_LABEL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_INPUT_FLOAT32_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2320,7 +2320,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2328,7 +2328,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_INPUT_TOKENS_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2339,7 +2339,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2347,7 +2347,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_DATASET_TRAIN_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2358,7 +2358,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2366,7 +2366,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_DATASET_TEST_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2377,7 +2377,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2385,7 +2385,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2396,7 +2396,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2404,7 +2404,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_MPI_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2415,7 +2415,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2423,7 +2423,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SPLIT_EVEN_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2434,7 +2434,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2442,7 +2442,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SPLIT_WEIGHTED_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2453,7 +2453,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2461,7 +2461,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SPLIT_AUTO_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2472,7 +2472,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2480,7 +2480,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_RING_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2491,7 +2491,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2499,7 +2499,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2510,7 +2510,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2518,7 +2518,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2529,7 +2529,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2537,7 +2537,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_INIT_NORMAL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2548,7 +2548,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2556,7 +2556,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_SKIP_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2567,7 +2567,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2575,7 +2575,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_ERROR_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2586,7 +2586,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2594,7 +2594,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_SYNC_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2605,7 +2605,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2613,7 +2613,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2624,7 +2624,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2632,7 +2632,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP32_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2643,7 +2643,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2651,7 +2651,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_PRECISION_BF16_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2662,7 +2662,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2670,7 +2670,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP16_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2681,7 +2681,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2689,7 +2689,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SHARD_NONE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2700,7 +2700,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2708,7 +2708,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SHARD_OPTIMIZER_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2719,7 +2719,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2727,7 +2727,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SHARD_GRADIENTS_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2738,7 +2738,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2746,7 +2746,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SHARD_PARAMETERS_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2757,7 +2757,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2765,7 +2765,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
   dpt_shard_scope result;
   intgo _swig_go_result;
   
@@ -2776,7 +2776,7 @@ intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2784,7 +2784,7 @@ intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519() {
   dpt_shard_scope result;
   intgo _swig_go_result;
   
@@ -2795,7 +2795,7 @@ intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2803,7 +2803,7 @@ intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_1F1B_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2814,7 +2814,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2822,7 +2822,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_GPIPE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2833,7 +2833,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2841,7 +2841,45 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_SGD_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
+  dpt_pipeline_scope result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_PIPELINE_SCOPE_PROCESS;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519() {
+  dpt_pipeline_scope result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_PIPELINE_SCOPE_WORLD;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2852,7 +2890,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2860,7 +2898,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2871,7 +2909,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2879,7 +2917,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2890,7 +2928,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2898,7 +2936,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_STEP_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2909,7 +2947,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2917,7 +2955,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_COSINE_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2928,7 +2966,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2936,7 +2974,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_TrainerOptions_split_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_split_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy arg2 ;
   
@@ -2948,7 +2986,7 @@ void _wrap_TrainerOptions_split_set_swig_e994726bf6dec6d2(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_split_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_split_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy result;
   intgo _swig_go_result;
@@ -2961,7 +2999,7 @@ intgo _wrap_TrainerOptions_split_get_swig_e994726bf6dec6d2(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_allreduce_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm arg2 ;
   
@@ -2973,7 +3011,7 @@ void _wrap_TrainerOptions_allreduce_set_swig_e994726bf6dec6d2(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
@@ -2986,7 +3024,7 @@ intgo _wrap_TrainerOptions_allreduce_get_swig_e994726bf6dec6d2(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_seed_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_seed_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -2998,7 +3036,7 @@ void _wrap_TrainerOptions_seed_set_swig_e994726bf6dec6d2(dpt_trainer_options *_s
 }
 
 
-long long _wrap_TrainerOptions_seed_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_seed_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3011,7 +3049,7 @@ long long _wrap_TrainerOptions_seed_get_swig_e994726bf6dec6d2(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_accumulation_steps_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_accumulation_steps_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3023,7 +3061,7 @@ void _wrap_TrainerOptions_accumulation_steps_set_swig_e994726bf6dec6d2(dpt_train
 }
 
 
-long long _wrap_TrainerOptions_accumulation_steps_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_accumulation_steps_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3036,7 +3074,7 @@ long long _wrap_TrainerOptions_accumulation_steps_get_swig_e994726bf6dec6d2(dpt_
 }
 
 
-void _wrap_TrainerOptions_init_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_init_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme arg2 ;
   
@@ -3048,7 +3086,7 @@ void _wrap_TrainerOptions_init_set_swig_e994726bf6dec6d2(dpt_trainer_options *_s
 }
 
 
-intgo _wrap_TrainerOptions_init_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_init_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme result;
   intgo _swig_go_result;
@@ -3061,7 +3099,7 @@ intgo _wrap_TrainerOptions_init_get_swig_e994726bf6dec6d2(dpt_trainer_options *_
 }
 
 
-void _wrap_TrainerOptions_init_std_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_TrainerOptions_init_std_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float arg2 ;
   
@@ -3073,7 +3111,7 @@ void _wrap_TrainerOptions_init_std_set_swig_e994726bf6dec6d2(dpt_trainer_options
 }
 
 
-float _wrap_TrainerOptions_init_std_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+float _wrap_TrainerOptions_init_std_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3086,7 +3124,7 @@ float _wrap_TrainerOptions_init_std_get_swig_e994726bf6dec6d2(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_nonfinite_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_nonfinite_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy arg2 ;
   
@@ -3098,7 +3136,7 @@ void _wrap_TrainerOptions_nonfinite_set_swig_e994726bf6dec6d2(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_nonfinite_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_nonfinite_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
@@ -3111,7 +3149,7 @@ intgo _wrap_TrainerOptions_nonfinite_get_swig_e994726bf6dec6d2(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_timeout_seconds_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_timeout_seconds_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3123,7 +3161,7 @@ void _wrap_TrainerOptions_timeout_seconds_set_swig_e994726bf6dec6d2(dpt_trainer_
 }
 
 
-double _wrap_TrainerOptions_timeout_seconds_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_timeout_seconds_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3136,7 +3174,7 @@ double _wrap_TrainerOptions_timeout_seconds_get_swig_e994726bf6dec6d2(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_bucket_bytes_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_bucket_bytes_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3148,7 +3186,7 @@ void _wrap_TrainerOptions_bucket_bytes_set_swig_e994726bf6dec6d2(dpt_trainer_opt
 }
 
 
-long long _wrap_TrainerOptions_bucket_bytes_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_bucket_bytes_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3161,7 +3199,7 @@ long long _wrap_TrainerOptions_bucket_bytes_get_swig_e994726bf6dec6d2(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_communicator_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_communicator_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator arg2 ;
   
@@ -3173,7 +3211,7 @@ void _wrap_TrainerOptions_communicator_set_swig_e994726bf6dec6d2(dpt_trainer_opt
 }
 
 
-intgo _wrap_TrainerOptions_communicator_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_communicator_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator result;
   intgo _swig_go_result;
@@ -3186,7 +3224,7 @@ intgo _wrap_TrainerOptions_communicator_get_swig_e994726bf6dec6d2(dpt_trainer_op
 }
 
 
-void _wrap_TrainerOptions_gpu_flags_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_gpu_flags_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t arg2 ;
   
@@ -3198,7 +3236,7 @@ void _wrap_TrainerOptions_gpu_flags_set_swig_e994726bf6dec6d2(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_gpu_flags_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_gpu_flags_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t result;
   intgo _swig_go_result;
@@ -3211,7 +3249,7 @@ intgo _wrap_TrainerOptions_gpu_flags_get_swig_e994726bf6dec6d2(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_batch_norm_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_batch_norm_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode arg2 ;
   
@@ -3223,7 +3261,7 @@ void _wrap_TrainerOptions_batch_norm_set_swig_e994726bf6dec6d2(dpt_trainer_optio
 }
 
 
-intgo _wrap_TrainerOptions_batch_norm_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_batch_norm_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
@@ -3236,7 +3274,7 @@ intgo _wrap_TrainerOptions_batch_norm_get_swig_e994726bf6dec6d2(dpt_trainer_opti
 }
 
 
-void _wrap_TrainerOptions_precision_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_precision_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3248,7 +3286,7 @@ void _wrap_TrainerOptions_precision_set_swig_e994726bf6dec6d2(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_precision_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_precision_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3261,7 +3299,7 @@ intgo _wrap_TrainerOptions_precision_get_swig_e994726bf6dec6d2(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_initial_loss_scale_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_initial_loss_scale_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3273,7 +3311,7 @@ void _wrap_TrainerOptions_initial_loss_scale_set_swig_e994726bf6dec6d2(dpt_train
 }
 
 
-double _wrap_TrainerOptions_initial_loss_scale_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_initial_loss_scale_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3286,7 +3324,7 @@ double _wrap_TrainerOptions_initial_loss_scale_get_swig_e994726bf6dec6d2(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3298,7 +3336,7 @@ void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_e994726bf6dec6d2(d
 }
 
 
-long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3311,7 +3349,7 @@ long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_e994726bf6dec
 }
 
 
-void _wrap_TrainerOptions_allreduce_dtype_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_dtype_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3323,7 +3361,7 @@ void _wrap_TrainerOptions_allreduce_dtype_set_swig_e994726bf6dec6d2(dpt_trainer_
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3336,7 +3374,7 @@ intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_e994726bf6dec6d2(dpt_trainer
 }
 
 
-void _wrap_TrainerOptions_activation_dtype_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_activation_dtype_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3348,7 +3386,7 @@ void _wrap_TrainerOptions_activation_dtype_set_swig_e994726bf6dec6d2(dpt_trainer
 }
 
 
-intgo _wrap_TrainerOptions_activation_dtype_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_activation_dtype_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3361,7 +3399,7 @@ intgo _wrap_TrainerOptions_activation_dtype_get_swig_e994726bf6dec6d2(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_shard_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode arg2 ;
   
@@ -3373,7 +3411,7 @@ void _wrap_TrainerOptions_shard_set_swig_e994726bf6dec6d2(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_shard_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode result;
   intgo _swig_go_result;
@@ -3386,7 +3424,7 @@ intgo _wrap_TrainerOptions_shard_get_swig_e994726bf6dec6d2(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_pipeline_stages_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_stages_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3398,7 +3436,7 @@ void _wrap_TrainerOptions_pipeline_stages_set_swig_e994726bf6dec6d2(dpt_trainer_
 }
 
 
-long long _wrap_TrainerOptions_pipeline_stages_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_pipeline_stages_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3411,7 +3449,7 @@ long long _wrap_TrainerOptions_pipeline_stages_get_swig_e994726bf6dec6d2(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_micro_batches_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_micro_batches_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3423,7 +3461,7 @@ void _wrap_TrainerOptions_micro_batches_set_swig_e994726bf6dec6d2(dpt_trainer_op
 }
 
 
-long long _wrap_TrainerOptions_micro_batches_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_micro_batches_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3436,7 +3474,7 @@ long long _wrap_TrainerOptions_micro_batches_get_swig_e994726bf6dec6d2(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_schedule_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_schedule_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule arg2 ;
   
@@ -3448,7 +3486,7 @@ void _wrap_TrainerOptions_pipeline_schedule_set_swig_e994726bf6dec6d2(dpt_traine
 }
 
 
-intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
@@ -3461,7 +3499,7 @@ intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_e994726bf6dec6d2(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_cuts_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_cuts_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -3486,7 +3524,7 @@ void _wrap_TrainerOptions_pipeline_cuts_set_swig_e994726bf6dec6d2(dpt_trainer_op
 }
 
 
-_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -3499,7 +3537,7 @@ _gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_e994726bf6dec6d2(dpt_trai
 }
 
 
-void _wrap_TrainerOptions_shard_scope_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_scope_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_scope arg2 ;
   
@@ -3511,7 +3549,7 @@ void _wrap_TrainerOptions_shard_scope_set_swig_e994726bf6dec6d2(dpt_trainer_opti
 }
 
 
-intgo _wrap_TrainerOptions_shard_scope_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_scope_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_scope result;
   intgo _swig_go_result;
@@ -3524,7 +3562,7 @@ intgo _wrap_TrainerOptions_shard_scope_get_swig_e994726bf6dec6d2(dpt_trainer_opt
 }
 
 
-void _wrap_TrainerOptions_prefetch_parameters_set_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_prefetch_parameters_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   int arg2 ;
   
@@ -3536,7 +3574,7 @@ void _wrap_TrainerOptions_prefetch_parameters_set_swig_e994726bf6dec6d2(dpt_trai
 }
 
 
-intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3549,7 +3587,32 @@ intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_e994726bf6dec6d2(dpt_tra
 }
 
 
-dpt_trainer_options *_wrap_new_TrainerOptions_swig_e994726bf6dec6d2() {
+void _wrap_TrainerOptions_pipeline_scope_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  dpt_pipeline_scope arg2 ;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  arg2 = (dpt_pipeline_scope)_swig_go_1; 
+  
+  if (arg1) (arg1)->pipeline_scope = arg2;
+  
+}
+
+
+intgo _wrap_TrainerOptions_pipeline_scope_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  dpt_pipeline_scope result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  
+  result = (dpt_pipeline_scope) ((arg1)->pipeline_scope);
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+dpt_trainer_options *_wrap_new_TrainerOptions_swig_6bb220f55ddcc519() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;
   
@@ -3559,7 +3622,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_e994726bf6dec6d2() {
     result = (dpt_trainer_options *)new_dpt_trainer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_trainer_options **)&_swig_go_result = (dpt_trainer_options *)result; 
@@ -3567,7 +3630,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_TrainerOptions_swig_e994726bf6dec6d2(dpt_trainer_options *_swig_go_0) {
+void _wrap_delete_TrainerOptions_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   
   arg1 = *(dpt_trainer_options **)&_swig_go_0; 
@@ -3577,14 +3640,14 @@ void _wrap_delete_TrainerOptions_swig_e994726bf6dec6d2(dpt_trainer_options *_swi
     delete_dpt_trainer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3595,7 +3658,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3603,7 +3666,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3614,7 +3677,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3622,7 +3685,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_OptimizerOptions_kind_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_kind_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind arg2 ;
   
@@ -3634,7 +3697,7 @@ void _wrap_OptimizerOptions_kind_set_swig_e994726bf6dec6d2(dpt_optimizer_options
 }
 
 
-intgo _wrap_OptimizerOptions_kind_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_kind_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind result;
   intgo _swig_go_result;
@@ -3647,7 +3710,7 @@ intgo _wrap_OptimizerOptions_kind_get_swig_e994726bf6dec6d2(dpt_optimizer_option
 }
 
 
-void _wrap_OptimizerOptions_learning_rate_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_learning_rate_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3659,7 +3722,7 @@ void _wrap_OptimizerOptions_learning_rate_set_swig_e994726bf6dec6d2(dpt_optimize
 }
 
 
-float _wrap_OptimizerOptions_learning_rate_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_learning_rate_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3672,7 +3735,7 @@ float _wrap_OptimizerOptions_learning_rate_get_swig_e994726bf6dec6d2(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_momentum_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_momentum_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3684,7 +3747,7 @@ void _wrap_OptimizerOptions_momentum_set_swig_e994726bf6dec6d2(dpt_optimizer_opt
 }
 
 
-float _wrap_OptimizerOptions_momentum_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_momentum_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3697,7 +3760,7 @@ float _wrap_OptimizerOptions_momentum_get_swig_e994726bf6dec6d2(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_nesterov_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_nesterov_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int arg2 ;
   
@@ -3709,7 +3772,7 @@ void _wrap_OptimizerOptions_nesterov_set_swig_e994726bf6dec6d2(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_nesterov_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_nesterov_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3722,7 +3785,7 @@ intgo _wrap_OptimizerOptions_nesterov_get_swig_e994726bf6dec6d2(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3734,7 +3797,7 @@ void _wrap_OptimizerOptions_weight_decay_set_swig_e994726bf6dec6d2(dpt_optimizer
 }
 
 
-float _wrap_OptimizerOptions_weight_decay_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_weight_decay_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3747,7 +3810,7 @@ float _wrap_OptimizerOptions_weight_decay_get_swig_e994726bf6dec6d2(dpt_optimize
 }
 
 
-void _wrap_OptimizerOptions_beta1_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta1_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3759,7 +3822,7 @@ void _wrap_OptimizerOptions_beta1_set_swig_e994726bf6dec6d2(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta1_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta1_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3772,7 +3835,7 @@ float _wrap_OptimizerOptions_beta1_get_swig_e994726bf6dec6d2(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_beta2_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta2_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3784,7 +3847,7 @@ void _wrap_OptimizerOptions_beta2_set_swig_e994726bf6dec6d2(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta2_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta2_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3797,7 +3860,7 @@ float _wrap_OptimizerOptions_beta2_get_swig_e994726bf6dec6d2(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_epsilon_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_epsilon_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3809,7 +3872,7 @@ void _wrap_OptimizerOptions_epsilon_set_swig_e994726bf6dec6d2(dpt_optimizer_opti
 }
 
 
-float _wrap_OptimizerOptions_epsilon_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_epsilon_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3822,7 +3885,7 @@ float _wrap_OptimizerOptions_epsilon_get_swig_e994726bf6dec6d2(dpt_optimizer_opt
 }
 
 
-void _wrap_OptimizerOptions_schedule_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_schedule_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind arg2 ;
   
@@ -3834,7 +3897,7 @@ void _wrap_OptimizerOptions_schedule_set_swig_e994726bf6dec6d2(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_schedule_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_schedule_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind result;
   intgo _swig_go_result;
@@ -3847,7 +3910,7 @@ intgo _wrap_OptimizerOptions_schedule_get_swig_e994726bf6dec6d2(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_warmup_steps_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_warmup_steps_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3859,7 +3922,7 @@ void _wrap_OptimizerOptions_warmup_steps_set_swig_e994726bf6dec6d2(dpt_optimizer
 }
 
 
-long long _wrap_OptimizerOptions_warmup_steps_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_warmup_steps_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3872,7 +3935,7 @@ long long _wrap_OptimizerOptions_warmup_steps_get_swig_e994726bf6dec6d2(dpt_opti
 }
 
 
-void _wrap_OptimizerOptions_step_size_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_step_size_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3884,7 +3947,7 @@ void _wrap_OptimizerOptions_step_size_set_swig_e994726bf6dec6d2(dpt_optimizer_op
 }
 
 
-long long _wrap_OptimizerOptions_step_size_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_step_size_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3897,7 +3960,7 @@ long long _wrap_OptimizerOptions_step_size_get_swig_e994726bf6dec6d2(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_gamma_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_gamma_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3909,7 +3972,7 @@ void _wrap_OptimizerOptions_gamma_set_swig_e994726bf6dec6d2(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_gamma_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_gamma_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3922,7 +3985,7 @@ float _wrap_OptimizerOptions_gamma_get_swig_e994726bf6dec6d2(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_total_steps_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_total_steps_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3934,7 +3997,7 @@ void _wrap_OptimizerOptions_total_steps_set_swig_e994726bf6dec6d2(dpt_optimizer_
 }
 
 
-long long _wrap_OptimizerOptions_total_steps_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_total_steps_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3947,7 +4010,7 @@ long long _wrap_OptimizerOptions_total_steps_get_swig_e994726bf6dec6d2(dpt_optim
 }
 
 
-void _wrap_OptimizerOptions_min_learning_rate_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_min_learning_rate_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3959,7 +4022,7 @@ void _wrap_OptimizerOptions_min_learning_rate_set_swig_e994726bf6dec6d2(dpt_opti
 }
 
 
-float _wrap_OptimizerOptions_min_learning_rate_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_min_learning_rate_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3972,7 +4035,7 @@ float _wrap_OptimizerOptions_min_learning_rate_get_swig_e994726bf6dec6d2(dpt_opt
 }
 
 
-void _wrap_OptimizerOptions_clip_norm_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_clip_norm_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3984,7 +4047,7 @@ void _wrap_OptimizerOptions_clip_norm_set_swig_e994726bf6dec6d2(dpt_optimizer_op
 }
 
 
-float _wrap_OptimizerOptions_clip_norm_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_clip_norm_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3997,7 +4060,7 @@ float _wrap_OptimizerOptions_clip_norm_get_swig_e994726bf6dec6d2(dpt_optimizer_o
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_scope_set_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_scope_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope arg2 ;
   
@@ -4009,7 +4072,7 @@ void _wrap_OptimizerOptions_weight_decay_scope_set_swig_e994726bf6dec6d2(dpt_opt
 }
 
 
-intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
@@ -4022,7 +4085,7 @@ intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_e994726bf6dec6d2(dpt_op
 }
 
 
-dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_e994726bf6dec6d2() {
+dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_6bb220f55ddcc519() {
   dpt_optimizer_options *result = 0 ;
   dpt_optimizer_options *_swig_go_result;
   
@@ -4032,7 +4095,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_e994726bf6dec6d2() {
     result = (dpt_optimizer_options *)new_dpt_optimizer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_optimizer_options **)&_swig_go_result = (dpt_optimizer_options *)result; 
@@ -4040,7 +4103,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_OptimizerOptions_swig_e994726bf6dec6d2(dpt_optimizer_options *_swig_go_0) {
+void _wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   
   arg1 = *(dpt_optimizer_options **)&_swig_go_0; 
@@ -4050,14 +4113,14 @@ void _wrap_delete_OptimizerOptions_swig_e994726bf6dec6d2(dpt_optimizer_options *
     delete_dpt_optimizer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_StepResult_loss_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4069,7 +4132,7 @@ void _wrap_StepResult_loss_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0
 }
 
 
-double _wrap_StepResult_loss_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4082,7 +4145,7 @@ double _wrap_StepResult_loss_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go
 }
 
 
-void _wrap_StepResult_accuracy_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_accuracy_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4094,7 +4157,7 @@ void _wrap_StepResult_accuracy_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_
 }
 
 
-double _wrap_StepResult_accuracy_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_accuracy_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4107,7 +4170,7 @@ double _wrap_StepResult_accuracy_get_swig_e994726bf6dec6d2(dpt_step_result *_swi
 }
 
 
-void _wrap_StepResult_samples_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_samples_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4119,7 +4182,7 @@ void _wrap_StepResult_samples_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_samples_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_samples_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4132,7 +4195,7 @@ long long _wrap_StepResult_samples_get_swig_e994726bf6dec6d2(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_applied_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_applied_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4144,7 +4207,7 @@ void _wrap_StepResult_applied_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_g
 }
 
 
-intgo _wrap_StepResult_applied_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_applied_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4157,7 +4220,7 @@ intgo _wrap_StepResult_applied_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_
 }
 
 
-void _wrap_StepResult_optimizer_steps_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_optimizer_steps_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4169,7 +4232,7 @@ void _wrap_StepResult_optimizer_steps_set_swig_e994726bf6dec6d2(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_optimizer_steps_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_optimizer_steps_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4182,7 +4245,7 @@ long long _wrap_StepResult_optimizer_steps_get_swig_e994726bf6dec6d2(dpt_step_re
 }
 
 
-void _wrap_StepResult_learning_rate_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_learning_rate_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4194,7 +4257,7 @@ void _wrap_StepResult_learning_rate_set_swig_e994726bf6dec6d2(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_learning_rate_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_learning_rate_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4207,7 +4270,7 @@ double _wrap_StepResult_learning_rate_get_swig_e994726bf6dec6d2(dpt_step_result 
 }
 
 
-void _wrap_StepResult_grad_norm_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_grad_norm_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4219,7 +4282,7 @@ void _wrap_StepResult_grad_norm_set_swig_e994726bf6dec6d2(dpt_step_result *_swig
 }
 
 
-double _wrap_StepResult_grad_norm_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_grad_norm_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4232,7 +4295,7 @@ double _wrap_StepResult_grad_norm_get_swig_e994726bf6dec6d2(dpt_step_result *_sw
 }
 
 
-void _wrap_StepResult_compute_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_compute_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4244,7 +4307,7 @@ void _wrap_StepResult_compute_seconds_set_swig_e994726bf6dec6d2(dpt_step_result 
 }
 
 
-double _wrap_StepResult_compute_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_compute_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4257,7 +4320,7 @@ double _wrap_StepResult_compute_seconds_get_swig_e994726bf6dec6d2(dpt_step_resul
 }
 
 
-void _wrap_StepResult_allreduce_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4269,7 +4332,7 @@ void _wrap_StepResult_allreduce_seconds_set_swig_e994726bf6dec6d2(dpt_step_resul
 }
 
 
-double _wrap_StepResult_allreduce_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4282,7 +4345,7 @@ double _wrap_StepResult_allreduce_seconds_get_swig_e994726bf6dec6d2(dpt_step_res
 }
 
 
-void _wrap_StepResult_update_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_update_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4294,7 +4357,7 @@ void _wrap_StepResult_update_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *
 }
 
 
-double _wrap_StepResult_update_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_update_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4307,7 +4370,7 @@ double _wrap_StepResult_update_seconds_get_swig_e994726bf6dec6d2(dpt_step_result
 }
 
 
-void _wrap_StepResult_total_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_total_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4319,7 +4382,7 @@ void _wrap_StepResult_total_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_total_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_total_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4332,7 +4395,7 @@ double _wrap_StepResult_total_seconds_get_swig_e994726bf6dec6d2(dpt_step_result 
 }
 
 
-void _wrap_StepResult_skipped_nonfinite_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_nonfinite_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4344,7 +4407,7 @@ void _wrap_StepResult_skipped_nonfinite_set_swig_e994726bf6dec6d2(dpt_step_resul
 }
 
 
-intgo _wrap_StepResult_skipped_nonfinite_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_nonfinite_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4357,7 +4420,7 @@ intgo _wrap_StepResult_skipped_nonfinite_get_swig_e994726bf6dec6d2(dpt_step_resu
 }
 
 
-void _wrap_StepResult_nonfinite_steps_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_nonfinite_steps_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4369,7 +4432,7 @@ void _wrap_StepResult_nonfinite_steps_set_swig_e994726bf6dec6d2(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_nonfinite_steps_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_nonfinite_steps_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4382,7 +4445,7 @@ long long _wrap_StepResult_nonfinite_steps_get_swig_e994726bf6dec6d2(dpt_step_re
 }
 
 
-void _wrap_StepResult_allreduce_exposed_seconds_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_exposed_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4394,7 +4457,7 @@ void _wrap_StepResult_allreduce_exposed_seconds_set_swig_e994726bf6dec6d2(dpt_st
 }
 
 
-double _wrap_StepResult_allreduce_exposed_seconds_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_exposed_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4407,7 +4470,7 @@ double _wrap_StepResult_allreduce_exposed_seconds_get_swig_e994726bf6dec6d2(dpt_
 }
 
 
-void _wrap_StepResult_targets_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_targets_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4419,7 +4482,7 @@ void _wrap_StepResult_targets_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_targets_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_targets_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4432,7 +4495,7 @@ long long _wrap_StepResult_targets_get_swig_e994726bf6dec6d2(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_skipped_overflow_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_overflow_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4444,7 +4507,7 @@ void _wrap_StepResult_skipped_overflow_set_swig_e994726bf6dec6d2(dpt_step_result
 }
 
 
-intgo _wrap_StepResult_skipped_overflow_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_overflow_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4457,7 +4520,7 @@ intgo _wrap_StepResult_skipped_overflow_get_swig_e994726bf6dec6d2(dpt_step_resul
 }
 
 
-void _wrap_StepResult_overflow_steps_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_overflow_steps_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4469,7 +4532,7 @@ void _wrap_StepResult_overflow_steps_set_swig_e994726bf6dec6d2(dpt_step_result *
 }
 
 
-long long _wrap_StepResult_overflow_steps_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_overflow_steps_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4482,7 +4545,7 @@ long long _wrap_StepResult_overflow_steps_get_swig_e994726bf6dec6d2(dpt_step_res
 }
 
 
-void _wrap_StepResult_loss_scale_set_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_scale_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4494,7 +4557,7 @@ void _wrap_StepResult_loss_scale_set_swig_e994726bf6dec6d2(dpt_step_result *_swi
 }
 
 
-double _wrap_StepResult_loss_scale_get_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_scale_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4507,7 +4570,7 @@ double _wrap_StepResult_loss_scale_get_swig_e994726bf6dec6d2(dpt_step_result *_s
 }
 
 
-dpt_step_result *_wrap_new_StepResult_swig_e994726bf6dec6d2() {
+dpt_step_result *_wrap_new_StepResult_swig_6bb220f55ddcc519() {
   dpt_step_result *result = 0 ;
   dpt_step_result *_swig_go_result;
   
@@ -4517,7 +4580,7 @@ dpt_step_result *_wrap_new_StepResult_swig_e994726bf6dec6d2() {
     result = (dpt_step_result *)new_dpt_step_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = (dpt_step_result *)result; 
@@ -4525,7 +4588,7 @@ dpt_step_result *_wrap_new_StepResult_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_StepResult_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) {
+void _wrap_delete_StepResult_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   
   arg1 = *(dpt_step_result **)&_swig_go_0; 
@@ -4535,14 +4598,14 @@ void _wrap_delete_StepResult_swig_e994726bf6dec6d2(dpt_step_result *_swig_go_0) 
     delete_dpt_step_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_EvalResult_loss_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_loss_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4554,7 +4617,7 @@ void _wrap_EvalResult_loss_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0
 }
 
 
-double _wrap_EvalResult_loss_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_loss_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4567,7 +4630,7 @@ double _wrap_EvalResult_loss_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go
 }
 
 
-void _wrap_EvalResult_accuracy_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_accuracy_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4579,7 +4642,7 @@ void _wrap_EvalResult_accuracy_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_
 }
 
 
-double _wrap_EvalResult_accuracy_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_accuracy_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4592,7 +4655,7 @@ double _wrap_EvalResult_accuracy_get_swig_e994726bf6dec6d2(dpt_eval_result *_swi
 }
 
 
-void _wrap_EvalResult_samples_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_samples_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4604,7 +4667,7 @@ void _wrap_EvalResult_samples_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_samples_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_samples_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4617,7 +4680,7 @@ long long _wrap_EvalResult_samples_get_swig_e994726bf6dec6d2(dpt_eval_result *_s
 }
 
 
-void _wrap_EvalResult_seconds_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_seconds_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4629,7 +4692,7 @@ void _wrap_EvalResult_seconds_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_g
 }
 
 
-double _wrap_EvalResult_seconds_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_seconds_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4642,7 +4705,7 @@ double _wrap_EvalResult_seconds_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig
 }
 
 
-void _wrap_EvalResult_targets_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_targets_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4654,7 +4717,7 @@ void _wrap_EvalResult_targets_set_swig_e994726bf6dec6d2(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_targets_get_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_targets_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4667,7 +4730,7 @@ long long _wrap_EvalResult_targets_get_swig_e994726bf6dec6d2(dpt_eval_result *_s
 }
 
 
-dpt_eval_result *_wrap_new_EvalResult_swig_e994726bf6dec6d2() {
+dpt_eval_result *_wrap_new_EvalResult_swig_6bb220f55ddcc519() {
   dpt_eval_result *result = 0 ;
   dpt_eval_result *_swig_go_result;
   
@@ -4677,7 +4740,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_e994726bf6dec6d2() {
     result = (dpt_eval_result *)new_dpt_eval_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = (dpt_eval_result *)result; 
@@ -4685,7 +4748,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_EvalResult_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) {
+void _wrap_delete_EvalResult_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   
   arg1 = *(dpt_eval_result **)&_swig_go_0; 
@@ -4695,14 +4758,14 @@ void _wrap_delete_EvalResult_swig_e994726bf6dec6d2(dpt_eval_result *_swig_go_0) 
     delete_dpt_eval_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_PROGRESS_BATCH_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4713,7 +4776,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4721,7 +4784,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_e994726bf6dec6d2() {
 }
 
 
-intgo _wrap_DPT_PROGRESS_EPOCH_swig_e994726bf6dec6d2() {
+intgo _wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4732,7 +4795,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_e994726bf6dec6d2() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4740,7 +4803,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_Progress_kind_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_kind_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind arg2 ;
   
@@ -4752,7 +4815,7 @@ void _wrap_Progress_kind_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, int
 }
 
 
-intgo _wrap_Progress_kind_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_kind_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind result;
   intgo _swig_go_result;
@@ -4765,7 +4828,7 @@ intgo _wrap_Progress_kind_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_epoch_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epoch_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4777,7 +4840,7 @@ void _wrap_Progress_epoch_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_epoch_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epoch_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4790,7 +4853,7 @@ long long _wrap_Progress_epoch_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_epochs_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epochs_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4802,7 +4865,7 @@ void _wrap_Progress_epochs_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, l
 }
 
 
-long long _wrap_Progress_epochs_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epochs_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4815,7 +4878,7 @@ long long _wrap_Progress_epochs_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_batch_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batch_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4827,7 +4890,7 @@ void _wrap_Progress_batch_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_batch_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batch_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4840,7 +4903,7 @@ long long _wrap_Progress_batch_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_batches_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batches_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4852,7 +4915,7 @@ void _wrap_Progress_batches_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_batches_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batches_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4865,7 +4928,7 @@ long long _wrap_Progress_batches_get_swig_e994726bf6dec6d2(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_samples_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_samples_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t arg2 ;
   
@@ -4877,7 +4940,7 @@ void _wrap_Progress_samples_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_samples_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_samples_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4890,7 +4953,7 @@ long long _wrap_Progress_samples_get_swig_e994726bf6dec6d2(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_loss_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4902,7 +4965,7 @@ void _wrap_Progress_loss_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, dou
 }
 
 
-double _wrap_Progress_loss_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4915,7 +4978,7 @@ double _wrap_Progress_loss_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_accuracy_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_accuracy_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4927,7 +4990,7 @@ void _wrap_Progress_accuracy_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0,
 }
 
 
-double _wrap_Progress_accuracy_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_accuracy_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4940,7 +5003,7 @@ double _wrap_Progress_accuracy_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_samples_per_second_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_samples_per_second_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4952,7 +5015,7 @@ void _wrap_Progress_samples_per_second_set_swig_e994726bf6dec6d2(dpt_progress *_
 }
 
 
-double _wrap_Progress_samples_per_second_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_samples_per_second_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4965,7 +5028,7 @@ double _wrap_Progress_samples_per_second_get_swig_e994726bf6dec6d2(dpt_progress 
 }
 
 
-void _wrap_Progress_epoch_seconds_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_epoch_seconds_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4977,7 +5040,7 @@ void _wrap_Progress_epoch_seconds_set_swig_e994726bf6dec6d2(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_epoch_seconds_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_epoch_seconds_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4990,7 +5053,7 @@ double _wrap_Progress_epoch_seconds_get_swig_e994726bf6dec6d2(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_has_test_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_has_test_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int arg2 ;
   
@@ -5002,7 +5065,7 @@ void _wrap_Progress_has_test_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0,
 }
 
 
-intgo _wrap_Progress_has_test_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_has_test_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5015,7 +5078,7 @@ intgo _wrap_Progress_has_test_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0
 }
 
 
-void _wrap_Progress_test_loss_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_loss_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5027,7 +5090,7 @@ void _wrap_Progress_test_loss_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0
 }
 
 
-double _wrap_Progress_test_loss_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_loss_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5040,7 +5103,7 @@ double _wrap_Progress_test_loss_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_test_accuracy_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_accuracy_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5052,7 +5115,7 @@ void _wrap_Progress_test_accuracy_set_swig_e994726bf6dec6d2(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_test_accuracy_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_accuracy_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5065,7 +5128,7 @@ double _wrap_Progress_test_accuracy_get_swig_e994726bf6dec6d2(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_learning_rate_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_learning_rate_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5077,7 +5140,7 @@ void _wrap_Progress_learning_rate_set_swig_e994726bf6dec6d2(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_learning_rate_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_learning_rate_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5090,7 +5153,7 @@ double _wrap_Progress_learning_rate_get_swig_e994726bf6dec6d2(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_loss_scale_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_scale_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5102,7 +5165,7 @@ void _wrap_Progress_loss_scale_set_swig_e994726bf6dec6d2(dpt_progress *_swig_go_
 }
 
 
-double _wrap_Progress_loss_scale_get_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_scale_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5115,7 +5178,7 @@ double _wrap_Progress_loss_scale_get_swig_e994726bf6dec6d2(dpt_progress *_swig_g
 }
 
 
-dpt_progress *_wrap_new_Progress_swig_e994726bf6dec6d2() {
+dpt_progress *_wrap_new_Progress_swig_6bb220f55ddcc519() {
   dpt_progress *result = 0 ;
   dpt_progress *_swig_go_result;
   
@@ -5125,7 +5188,7 @@ dpt_progress *_wrap_new_Progress_swig_e994726bf6dec6d2() {
     result = (dpt_progress *)new_dpt_progress();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_progress **)&_swig_go_result = (dpt_progress *)result; 
@@ -5133,7 +5196,7 @@ dpt_progress *_wrap_new_Progress_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_Progress_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
+void _wrap_delete_Progress_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   
   arg1 = *(dpt_progress **)&_swig_go_0; 
@@ -5143,14 +5206,14 @@ void _wrap_delete_Progress_swig_e994726bf6dec6d2(dpt_progress *_swig_go_0) {
     delete_dpt_progress(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_FitOptions_epochs_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_epochs_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5162,7 +5225,7 @@ void _wrap_FitOptions_epochs_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go
 }
 
 
-long long _wrap_FitOptions_epochs_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_epochs_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5175,7 +5238,7 @@ long long _wrap_FitOptions_epochs_get_swig_e994726bf6dec6d2(dpt_fit_options *_sw
 }
 
 
-void _wrap_FitOptions_batch_size_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_batch_size_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5187,7 +5250,7 @@ void _wrap_FitOptions_batch_size_set_swig_e994726bf6dec6d2(dpt_fit_options *_swi
 }
 
 
-long long _wrap_FitOptions_batch_size_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_batch_size_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5200,7 +5263,7 @@ long long _wrap_FitOptions_batch_size_get_swig_e994726bf6dec6d2(dpt_fit_options 
 }
 
 
-void _wrap_FitOptions_shuffle_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitOptions_shuffle_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int arg2 ;
   
@@ -5212,7 +5275,7 @@ void _wrap_FitOptions_shuffle_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_g
 }
 
 
-intgo _wrap_FitOptions_shuffle_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
+intgo _wrap_FitOptions_shuffle_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5225,7 +5288,7 @@ intgo _wrap_FitOptions_shuffle_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_
 }
 
 
-void _wrap_FitOptions_progress_every_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_progress_every_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5237,7 +5300,7 @@ void _wrap_FitOptions_progress_every_set_swig_e994726bf6dec6d2(dpt_fit_options *
 }
 
 
-long long _wrap_FitOptions_progress_every_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_progress_every_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5250,7 +5313,7 @@ long long _wrap_FitOptions_progress_every_get_swig_e994726bf6dec6d2(dpt_fit_opti
 }
 
 
-void _wrap_FitOptions_eval_batch_size_set_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_eval_batch_size_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5262,7 +5325,7 @@ void _wrap_FitOptions_eval_batch_size_set_swig_e994726bf6dec6d2(dpt_fit_options 
 }
 
 
-long long _wrap_FitOptions_eval_batch_size_get_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_eval_batch_size_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5275,7 +5338,7 @@ long long _wrap_FitOptions_eval_batch_size_get_swig_e994726bf6dec6d2(dpt_fit_opt
 }
 
 
-dpt_fit_options *_wrap_new_FitOptions_swig_e994726bf6dec6d2() {
+dpt_fit_options *_wrap_new_FitOptions_swig_6bb220f55ddcc519() {
   dpt_fit_options *result = 0 ;
   dpt_fit_options *_swig_go_result;
   
@@ -5285,7 +5348,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_e994726bf6dec6d2() {
     result = (dpt_fit_options *)new_dpt_fit_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_fit_options **)&_swig_go_result = (dpt_fit_options *)result; 
@@ -5293,7 +5356,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_FitOptions_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) {
+void _wrap_delete_FitOptions_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   
   arg1 = *(dpt_fit_options **)&_swig_go_0; 
@@ -5303,14 +5366,14 @@ void _wrap_delete_FitOptions_swig_e994726bf6dec6d2(dpt_fit_options *_swig_go_0) 
     delete_dpt_fit_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_FitResult_epochs_completed_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_epochs_completed_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t arg2 ;
   
@@ -5322,7 +5385,7 @@ void _wrap_FitResult_epochs_completed_set_swig_e994726bf6dec6d2(dpt_fit_result *
 }
 
 
-long long _wrap_FitResult_epochs_completed_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_epochs_completed_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5335,7 +5398,7 @@ long long _wrap_FitResult_epochs_completed_get_swig_e994726bf6dec6d2(dpt_fit_res
 }
 
 
-void _wrap_FitResult_stopped_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_stopped_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5347,7 +5410,7 @@ void _wrap_FitResult_stopped_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_
 }
 
 
-intgo _wrap_FitResult_stopped_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_stopped_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5360,7 +5423,7 @@ intgo _wrap_FitResult_stopped_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go
 }
 
 
-void _wrap_FitResult_train_loss_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_loss_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5372,7 +5435,7 @@ void _wrap_FitResult_train_loss_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_train_loss_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_loss_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5385,7 +5448,7 @@ double _wrap_FitResult_train_loss_get_swig_e994726bf6dec6d2(dpt_fit_result *_swi
 }
 
 
-void _wrap_FitResult_train_accuracy_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_accuracy_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5397,7 +5460,7 @@ void _wrap_FitResult_train_accuracy_set_swig_e994726bf6dec6d2(dpt_fit_result *_s
 }
 
 
-double _wrap_FitResult_train_accuracy_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_accuracy_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5410,7 +5473,7 @@ double _wrap_FitResult_train_accuracy_get_swig_e994726bf6dec6d2(dpt_fit_result *
 }
 
 
-void _wrap_FitResult_has_test_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_has_test_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5422,7 +5485,7 @@ void _wrap_FitResult_has_test_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go
 }
 
 
-intgo _wrap_FitResult_has_test_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_has_test_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5435,7 +5498,7 @@ intgo _wrap_FitResult_has_test_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_g
 }
 
 
-void _wrap_FitResult_test_loss_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_loss_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5447,7 +5510,7 @@ void _wrap_FitResult_test_loss_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_g
 }
 
 
-double _wrap_FitResult_test_loss_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_loss_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5460,7 +5523,7 @@ double _wrap_FitResult_test_loss_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig
 }
 
 
-void _wrap_FitResult_test_accuracy_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_accuracy_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5472,7 +5535,7 @@ void _wrap_FitResult_test_accuracy_set_swig_e994726bf6dec6d2(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_test_accuracy_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_accuracy_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5485,7 +5548,7 @@ double _wrap_FitResult_test_accuracy_get_swig_e994726bf6dec6d2(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_train_seconds_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_seconds_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5497,7 +5560,7 @@ void _wrap_FitResult_train_seconds_set_swig_e994726bf6dec6d2(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_train_seconds_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_seconds_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5510,7 +5573,7 @@ double _wrap_FitResult_train_seconds_get_swig_e994726bf6dec6d2(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_samples_per_second_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_samples_per_second_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5522,7 +5585,7 @@ void _wrap_FitResult_samples_per_second_set_swig_e994726bf6dec6d2(dpt_fit_result
 }
 
 
-double _wrap_FitResult_samples_per_second_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_samples_per_second_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5535,7 +5598,7 @@ double _wrap_FitResult_samples_per_second_get_swig_e994726bf6dec6d2(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_optimizer_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_optimizer_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5547,7 +5610,7 @@ void _wrap_FitResult_optimizer_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_optimizer_steps_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_optimizer_steps_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5560,7 +5623,7 @@ long long _wrap_FitResult_optimizer_steps_get_swig_e994726bf6dec6d2(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_nonfinite_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_nonfinite_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5572,7 +5635,7 @@ void _wrap_FitResult_nonfinite_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_nonfinite_steps_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_nonfinite_steps_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5585,7 +5648,7 @@ long long _wrap_FitResult_nonfinite_steps_get_swig_e994726bf6dec6d2(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_overflow_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_overflow_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5597,7 +5660,7 @@ void _wrap_FitResult_overflow_steps_set_swig_e994726bf6dec6d2(dpt_fit_result *_s
 }
 
 
-long long _wrap_FitResult_overflow_steps_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_overflow_steps_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5610,7 +5673,7 @@ long long _wrap_FitResult_overflow_steps_get_swig_e994726bf6dec6d2(dpt_fit_resul
 }
 
 
-void _wrap_FitResult_loss_scale_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_loss_scale_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5622,7 +5685,7 @@ void _wrap_FitResult_loss_scale_set_swig_e994726bf6dec6d2(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_loss_scale_get_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_loss_scale_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5635,7 +5698,7 @@ double _wrap_FitResult_loss_scale_get_swig_e994726bf6dec6d2(dpt_fit_result *_swi
 }
 
 
-dpt_fit_result *_wrap_new_FitResult_swig_e994726bf6dec6d2() {
+dpt_fit_result *_wrap_new_FitResult_swig_6bb220f55ddcc519() {
   dpt_fit_result *result = 0 ;
   dpt_fit_result *_swig_go_result;
   
@@ -5645,7 +5708,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_e994726bf6dec6d2() {
     result = (dpt_fit_result *)new_dpt_fit_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = (dpt_fit_result *)result; 
@@ -5653,7 +5716,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_FitResult_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
+void _wrap_delete_FitResult_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   
   arg1 = *(dpt_fit_result **)&_swig_go_0; 
@@ -5663,14 +5726,14 @@ void _wrap_delete_FitResult_swig_e994726bf6dec6d2(dpt_fit_result *_swig_go_0) {
     delete_dpt_fit_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-long long _wrap_ReplicaMemoryNative_parameters_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_parameters_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5683,7 +5746,7 @@ long long _wrap_ReplicaMemoryNative_parameters_get_swig_e994726bf6dec6d2(dpt_rep
 }
 
 
-long long _wrap_ReplicaMemoryNative_gradients_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_gradients_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5696,7 +5759,7 @@ long long _wrap_ReplicaMemoryNative_gradients_get_swig_e994726bf6dec6d2(dpt_repl
 }
 
 
-long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5709,7 +5772,7 @@ long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_e994726bf6dec6d2(dp
 }
 
 
-long long _wrap_ReplicaMemoryNative_buffers_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_buffers_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5722,7 +5785,7 @@ long long _wrap_ReplicaMemoryNative_buffers_get_swig_e994726bf6dec6d2(dpt_replic
 }
 
 
-long long _wrap_ReplicaMemoryNative_activations_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_activations_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5735,7 +5798,7 @@ long long _wrap_ReplicaMemoryNative_activations_get_swig_e994726bf6dec6d2(dpt_re
 }
 
 
-long long _wrap_ReplicaMemoryNative_total_get_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_total_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5748,7 +5811,7 @@ long long _wrap_ReplicaMemoryNative_total_get_swig_e994726bf6dec6d2(dpt_replica_
 }
 
 
-dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_e994726bf6dec6d2() {
+dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519() {
   dpt_replica_memory *result = 0 ;
   dpt_replica_memory *_swig_go_result;
   
@@ -5758,7 +5821,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_e994726bf6dec6d2() {
     result = (dpt_replica_memory *)new_dpt_replica_memory();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = (dpt_replica_memory *)result; 
@@ -5766,7 +5829,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_ReplicaMemoryNative_swig_e994726bf6dec6d2(dpt_replica_memory *_swig_go_0) {
+void _wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   
   arg1 = *(dpt_replica_memory **)&_swig_go_0; 
@@ -5776,14 +5839,14 @@ void _wrap_delete_ReplicaMemoryNative_swig_e994726bf6dec6d2(dpt_replica_memory *
     delete_dpt_replica_memory(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-double _wrap_ReplicaTimesNative_compute_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_compute_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5796,7 +5859,7 @@ double _wrap_ReplicaTimesNative_compute_seconds_get_swig_e994726bf6dec6d2(dpt_re
 }
 
 
-double _wrap_ReplicaTimesNative_communication_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_communication_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5809,7 +5872,7 @@ double _wrap_ReplicaTimesNative_communication_seconds_get_swig_e994726bf6dec6d2(
 }
 
 
-double _wrap_ReplicaTimesNative_update_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_update_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5822,7 +5885,7 @@ double _wrap_ReplicaTimesNative_update_seconds_get_swig_e994726bf6dec6d2(dpt_rep
 }
 
 
-double _wrap_ReplicaTimesNative_idle_seconds_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_idle_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5835,7 +5898,7 @@ double _wrap_ReplicaTimesNative_idle_seconds_get_swig_e994726bf6dec6d2(dpt_repli
 }
 
 
-double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5848,7 +5911,7 @@ double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_e994726bf6dec6d2(dpt_repl
 }
 
 
-dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_e994726bf6dec6d2() {
+dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519() {
   dpt_replica_times *result = 0 ;
   dpt_replica_times *_swig_go_result;
   
@@ -5858,7 +5921,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_e994726bf6dec6d2() {
     result = (dpt_replica_times *)new_dpt_replica_times();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = (dpt_replica_times *)result; 
@@ -5866,7 +5929,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_e994726bf6dec6d2() {
 }
 
 
-void _wrap_delete_ReplicaTimesNative_swig_e994726bf6dec6d2(dpt_replica_times *_swig_go_0) {
+void _wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   
   arg1 = *(dpt_replica_times **)&_swig_go_0; 
@@ -5876,14 +5939,14 @@ void _wrap_delete_ReplicaTimesNative_swig_e994726bf6dec6d2(dpt_replica_times *_s
     delete_dpt_replica_times(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_0_swig_e994726bf6dec6d2(long long _swig_go_0, long long _swig_go_1) {
+dpt_context *_wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519(long long _swig_go_0, long long _swig_go_1) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_context *result = 0 ;
@@ -5897,7 +5960,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_e994726bf6dec6d2(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1),arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5905,7 +5968,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_e994726bf6dec6d2(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_1_swig_e994726bf6dec6d2(long long _swig_go_0) {
+dpt_context *_wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519(long long _swig_go_0) {
   size_t arg1 ;
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
@@ -5917,7 +5980,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_e994726bf6dec6d2(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5925,7 +5988,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_e994726bf6dec6d2(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_2_swig_e994726bf6dec6d2() {
+dpt_context *_wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519() {
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
   
@@ -5935,7 +5998,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_e994726bf6dec6d2() {
     result = (dpt_context *)new_dpt_context__SWIG_0();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5943,7 +6006,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_e994726bf6dec6d2() {
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_3_swig_e994726bf6dec6d2(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
+dpt_context *_wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_device_selection arg3 ;
@@ -5959,7 +6022,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_e994726bf6dec6d2(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_3(SWIG_STD_MOVE(arg1),arg2,arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5967,7 +6030,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_e994726bf6dec6d2(long long _swig_go_
 }
 
 
-void _wrap_delete_Context_swig_e994726bf6dec6d2(dpt_context *_swig_go_0) {
+void _wrap_delete_Context_swig_6bb220f55ddcc519(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   
   arg1 = *(dpt_context **)&_swig_go_0; 
@@ -5977,14 +6040,14 @@ void _wrap_delete_Context_swig_e994726bf6dec6d2(dpt_context *_swig_go_0) {
     delete_dpt_context(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_backend_info *_wrap_Context_backendInfo_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, intgo _swig_go_1) {
+dpt_backend_info *_wrap_Context_backendInfo_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, intgo _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_device_kind arg2 ;
   SwigValueWrapper< dpt_backend_info > result;
@@ -5998,7 +6061,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_e994726bf6dec6d2(dpt_context *_
     result = dpt_context_backendInfo(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = new dpt_backend_info(result); 
@@ -6006,7 +6069,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_e994726bf6dec6d2(dpt_context *_
 }
 
 
-bool _wrap_Context_canAccessPeer_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+bool _wrap_Context_canAccessPeer_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6022,7 +6085,7 @@ bool _wrap_Context_canAccessPeer_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, 
     result = (bool)dpt_context_canAccessPeer(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6030,7 +6093,7 @@ bool _wrap_Context_canAccessPeer_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, 
 }
 
 
-long long _wrap_Context_deviceCount_swig_e994726bf6dec6d2(dpt_context *_swig_go_0) {
+long long _wrap_Context_deviceCount_swig_6bb220f55ddcc519(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6042,7 +6105,7 @@ long long _wrap_Context_deviceCount_swig_e994726bf6dec6d2(dpt_context *_swig_go_
     result = dpt_context_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6050,7 +6113,7 @@ long long _wrap_Context_deviceCount_swig_e994726bf6dec6d2(dpt_context *_swig_go_
 }
 
 
-dpt_device_info *_wrap_Context_deviceInfo_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, long long _swig_go_1) {
+dpt_device_info *_wrap_Context_deviceInfo_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, long long _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_device_info > result;
@@ -6064,7 +6127,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_e994726bf6dec6d2(dpt_context *_sw
     result = dpt_context_deviceInfo(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = new dpt_device_info(result); 
@@ -6072,7 +6135,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_e994726bf6dec6d2(dpt_context *_sw
 }
 
 
-dpt_model *_wrap_new_Model_swig_e994726bf6dec6d2(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_model *_wrap_new_Model_swig_6bb220f55ddcc519(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   size_t arg1 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6088,7 +6151,7 @@ dpt_model *_wrap_new_Model_swig_e994726bf6dec6d2(long long _swig_go_0, long long
     result = (dpt_model *)new_dpt_model(SWIG_STD_MOVE(arg1),SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6096,7 +6159,7 @@ dpt_model *_wrap_new_Model_swig_e994726bf6dec6d2(long long _swig_go_0, long long
 }
 
 
-dpt_model *_wrap_Model_createTokens_swig_e994726bf6dec6d2(long long _swig_go_0) {
+dpt_model *_wrap_Model_createTokens_swig_6bb220f55ddcc519(long long _swig_go_0) {
   size_t arg1 ;
   dpt_model *result = 0 ;
   dpt_model *_swig_go_result;
@@ -6108,7 +6171,7 @@ dpt_model *_wrap_Model_createTokens_swig_e994726bf6dec6d2(long long _swig_go_0) 
     result = (dpt_model *)dpt_model_createTokens(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6116,7 +6179,7 @@ dpt_model *_wrap_Model_createTokens_swig_e994726bf6dec6d2(long long _swig_go_0) 
 }
 
 
-dpt_model *_wrap_Model_builtin_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_builtin_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6136,7 +6199,7 @@ dpt_model *_wrap_Model_builtin_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_builtin((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6145,7 +6208,7 @@ dpt_model *_wrap_Model_builtin_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
 }
 
 
-dpt_model *_wrap_Model_fromJson_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_fromJson_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6165,7 +6228,7 @@ dpt_model *_wrap_Model_fromJson_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_fromJson((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6174,7 +6237,7 @@ dpt_model *_wrap_Model_fromJson_swig_e994726bf6dec6d2(_gostring_ _swig_go_0) {
 }
 
 
-void _wrap_delete_Model_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+void _wrap_delete_Model_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6184,14 +6247,14 @@ void _wrap_delete_Model_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     delete_dpt_model(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_addDense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6203,14 +6266,14 @@ void _wrap_Model_addDense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long
     dpt_model_addDense(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addConv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+void _wrap_Model_addConv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6228,14 +6291,14 @@ void _wrap_Model_addConv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long lon
     dpt_model_addConv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Model_addPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_pool_kind arg2 ;
   size_t arg3 ;
@@ -6251,14 +6314,14 @@ void _wrap_Model_addPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swi
     dpt_model_addPool(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addActivation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Model_addActivation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_activation arg2 ;
   
@@ -6270,14 +6333,14 @@ void _wrap_Model_addActivation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intg
     dpt_model_addActivation(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addFlatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+void _wrap_Model_addFlatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6287,14 +6350,14 @@ void _wrap_Model_addFlatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     dpt_model_addFlatten(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, float _swig_go_1) {
+void _wrap_Model_addDropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, float _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   float arg2 ;
   
@@ -6306,14 +6369,14 @@ void _wrap_Model_addDropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, float _
     dpt_model_addDropout(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_conv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
+long long _wrap_Model_conv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6347,7 +6410,7 @@ long long _wrap_Model_conv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long l
     result = dpt_model_conv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),arg7,(char const *)arg8);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6356,7 +6419,7 @@ long long _wrap_Model_conv2d_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_dense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_dense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6384,7 +6447,7 @@ long long _wrap_Model_dense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long lo
     result = dpt_model_dense(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6393,7 +6456,7 @@ long long _wrap_Model_dense_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long lo
 }
 
 
-long long _wrap_Model_linear_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_linear_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6421,7 +6484,7 @@ long long _wrap_Model_linear_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long l
     result = dpt_model_linear(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6430,7 +6493,7 @@ long long _wrap_Model_linear_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_tokenEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6458,7 +6521,7 @@ long long _wrap_Model_tokenEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_go_0
     result = dpt_model_tokenEmbedding(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6467,7 +6530,7 @@ long long _wrap_Model_tokenEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_positionEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_positionEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6491,7 +6554,7 @@ long long _wrap_Model_positionEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_g
     result = dpt_model_positionEmbedding(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6500,7 +6563,7 @@ long long _wrap_Model_positionEmbedding_swig_e994726bf6dec6d2(dpt_model *_swig_g
 }
 
 
-long long _wrap_Model_causalSelfAttention_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6528,7 +6591,7 @@ long long _wrap_Model_causalSelfAttention_swig_e994726bf6dec6d2(dpt_model *_swig
     result = dpt_model_causalSelfAttention(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6537,7 +6600,7 @@ long long _wrap_Model_causalSelfAttention_swig_e994726bf6dec6d2(dpt_model *_swig
 }
 
 
-long long _wrap_Model_batchNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_batchNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6565,7 +6628,7 @@ long long _wrap_Model_batchNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, lon
     result = dpt_model_batchNorm(arg1,SWIG_STD_MOVE(arg2),arg3,arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6574,7 +6637,7 @@ long long _wrap_Model_batchNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_layerNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_layerNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6600,7 +6663,7 @@ long long _wrap_Model_layerNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, lon
     result = dpt_model_layerNorm(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6609,7 +6672,7 @@ long long _wrap_Model_layerNorm_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_activation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_activation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_activation arg3 ;
@@ -6635,7 +6698,7 @@ long long _wrap_Model_activation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, lo
     result = dpt_model_activation(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6644,7 +6707,7 @@ long long _wrap_Model_activation_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, lo
 }
 
 
-long long _wrap_Model_pool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
+long long _wrap_Model_pool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_pool_kind arg3 ;
@@ -6674,7 +6737,7 @@ long long _wrap_Model_pool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long lon
     result = dpt_model_pool(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),(char const *)arg6);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6683,7 +6746,7 @@ long long _wrap_Model_pool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long lon
 }
 
 
-long long _wrap_Model_globalAvgPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_globalAvgPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6707,7 +6770,7 @@ long long _wrap_Model_globalAvgPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0,
     result = dpt_model_globalAvgPool(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6716,7 +6779,7 @@ long long _wrap_Model_globalAvgPool_swig_e994726bf6dec6d2(dpt_model *_swig_go_0,
 }
 
 
-long long _wrap_Model_flatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_flatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6740,7 +6803,7 @@ long long _wrap_Model_flatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
     result = dpt_model_flatten(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6749,7 +6812,7 @@ long long _wrap_Model_flatten_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_dropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_dropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6775,7 +6838,7 @@ long long _wrap_Model_dropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
     result = dpt_model_dropout(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6784,7 +6847,7 @@ long long _wrap_Model_dropout_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_add_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_add_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6810,7 +6873,7 @@ long long _wrap_Model_add_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long
     result = dpt_model_add(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6819,7 +6882,7 @@ long long _wrap_Model_add_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long
 }
 
 
-long long _wrap_Model_concat2_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_concat2_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6845,7 +6908,7 @@ long long _wrap_Model_concat2_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
     result = dpt_model_concat2(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6854,7 +6917,7 @@ long long _wrap_Model_concat2_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_concat3_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_concat3_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6882,7 +6945,7 @@ long long _wrap_Model_concat3_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
     result = dpt_model_concat3(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6891,7 +6954,7 @@ long long _wrap_Model_concat3_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long 
 }
 
 
-void _wrap_Model_tieParameter_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+void _wrap_Model_tieParameter_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -6921,7 +6984,7 @@ void _wrap_Model_tieParameter_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, _gost
     dpt_model_tieParameter(arg1,(char const *)arg2,(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_6bb220f55ddcc519)>::get();
   }
   
   
@@ -6930,7 +6993,7 @@ void _wrap_Model_tieParameter_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, _gost
 }
 
 
-long long _wrap_Model_outputTensor_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputTensor_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6942,7 +7005,7 @@ long long _wrap_Model_outputTensor_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) 
     result = dpt_model_outputTensor(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6950,7 +7013,7 @@ long long _wrap_Model_outputTensor_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) 
 }
 
 
-void _wrap_Model_setOutput_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_setOutput_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6962,14 +7025,14 @@ void _wrap_Model_setOutput_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long lon
     dpt_model_setOutput(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_tensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_tensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6981,7 +7044,7 @@ long long _wrap_Model_tensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_tensorCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -6989,7 +7052,7 @@ long long _wrap_Model_tensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_tensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_Model_tensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   std::string result;
@@ -7003,7 +7066,7 @@ _gostring_ _wrap_Model_tensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, 
     result = dpt_model_tensorShape(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7011,7 +7074,7 @@ _gostring_ _wrap_Model_tensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, 
 }
 
 
-long long _wrap_Model_bufferCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_bufferCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7023,7 +7086,7 @@ long long _wrap_Model_bufferCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_bufferCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7031,7 +7094,7 @@ long long _wrap_Model_bufferCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_namedTensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1) {
+long long _wrap_Model_namedTensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t result;
@@ -7045,7 +7108,7 @@ long long _wrap_Model_namedTensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go
     result = dpt_model_namedTensorCount(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7053,7 +7116,7 @@ long long _wrap_Model_namedTensorCount_swig_e994726bf6dec6d2(dpt_model *_swig_go
 }
 
 
-_gostring_ _wrap_Model_namedTensorName_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorName_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7069,7 +7132,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_e994726bf6dec6d2(dpt_model *_swig_go
     result = dpt_model_namedTensorName(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7077,7 +7140,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_e994726bf6dec6d2(dpt_model *_swig_go
 }
 
 
-long long _wrap_Model_namedTensorOffset_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+long long _wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7093,7 +7156,7 @@ long long _wrap_Model_namedTensorOffset_swig_e994726bf6dec6d2(dpt_model *_swig_g
     result = dpt_model_namedTensorOffset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7101,7 +7164,7 @@ long long _wrap_Model_namedTensorOffset_swig_e994726bf6dec6d2(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_namedTensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7117,7 +7180,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_g
     result = dpt_model_namedTensorShape(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7125,7 +7188,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_e994726bf6dec6d2(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_toJson_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_toJson_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7137,7 +7200,7 @@ _gostring_ _wrap_Model_toJson_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_toJson(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7145,7 +7208,7 @@ _gostring_ _wrap_Model_toJson_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_inputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_inputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7157,7 +7220,7 @@ long long _wrap_Model_inputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_inputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7165,7 +7228,7 @@ long long _wrap_Model_inputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-intgo _wrap_Model_inputType_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+intgo _wrap_Model_inputType_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7177,7 +7240,7 @@ intgo _wrap_Model_inputType_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = (dpt_input_type)dpt_model_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7185,7 +7248,7 @@ intgo _wrap_Model_inputType_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_outputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7197,7 +7260,7 @@ long long _wrap_Model_outputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_outputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7205,7 +7268,7 @@ long long _wrap_Model_outputSize_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_parameterCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_parameterCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7217,7 +7280,7 @@ long long _wrap_Model_parameterCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0
     result = dpt_model_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7225,7 +7288,7 @@ long long _wrap_Model_parameterCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_layerCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+long long _wrap_Model_layerCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7237,7 +7300,7 @@ long long _wrap_Model_layerCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_layerCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7245,7 +7308,7 @@ long long _wrap_Model_layerCount_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_describe_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_describe_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7257,7 +7320,7 @@ _gostring_ _wrap_Model_describe_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
     result = dpt_model_describe(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7265,7 +7328,7 @@ _gostring_ _wrap_Model_describe_swig_e994726bf6dec6d2(dpt_model *_swig_go_0) {
 }
 
 
-dpt_dataset *_wrap_new_Dataset_swig_e994726bf6dec6d2(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
+dpt_dataset *_wrap_new_Dataset_swig_6bb220f55ddcc519(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
   float *arg1 = (float *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7295,7 +7358,7 @@ dpt_dataset *_wrap_new_Dataset_swig_e994726bf6dec6d2(_goslice_ _swig_go_0, _gosl
     result = (dpt_dataset *)new_dpt_dataset((float const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7),SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7303,7 +7366,7 @@ dpt_dataset *_wrap_new_Dataset_swig_e994726bf6dec6d2(_goslice_ _swig_go_0, _gosl
 }
 
 
-dpt_dataset *_wrap_Dataset_createTokens_swig_e994726bf6dec6d2(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+dpt_dataset *_wrap_Dataset_createTokens_swig_6bb220f55ddcc519(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   int32_t *arg1 = (int32_t *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7331,7 +7394,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_e994726bf6dec6d2(_goslice_ _swig_go
     result = (dpt_dataset *)dpt_dataset_createTokens((int const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7339,7 +7402,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_e994726bf6dec6d2(_goslice_ _swig_go
 }
 
 
-dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
+dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
   char *arg1 = (char *) 0 ;
   size_t arg2 ;
   double arg3 ;
@@ -7363,7 +7426,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_e994726bf6dec6d2(_gostri
     result = (dptrain_binding::TextParts *)dpt_dataset_loadText((char const *)arg1,SWIG_STD_MOVE(arg2),arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dptrain_binding::TextParts **)&_swig_go_result = (dptrain_binding::TextParts *)result; 
@@ -7372,7 +7435,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_e994726bf6dec6d2(_gostri
 }
 
 
-dpt_dataset *_wrap_Dataset_loadIdx_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadIdx_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
   char *arg1 = (char *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp1 ;
@@ -7402,7 +7465,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, 
     result = (dpt_dataset *)dpt_dataset_loadIdx((char const *)arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7412,7 +7475,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, 
 }
 
 
-dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_e994726bf6dec6d2(_gostring_ _swig_go_0, intgo _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, intgo _swig_go_1) {
   char *arg1 = (char *) 0 ;
   dpt_dataset_part arg2 ;
   std::string temp1 ;
@@ -7434,7 +7497,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_e994726bf6dec6d2(_gostring_ _sw
     result = (dpt_dataset *)dpt_dataset_loadFashionMnist((char const *)arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7443,7 +7506,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_e994726bf6dec6d2(_gostring_ _sw
 }
 
 
-void _wrap_delete_Dataset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+void _wrap_delete_Dataset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   
   arg1 = *(dpt_dataset **)&_swig_go_0; 
@@ -7453,14 +7516,14 @@ void _wrap_delete_Dataset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
     delete_dpt_dataset(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_Dataset_subset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_dataset *_wrap_Dataset_subset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7476,7 +7539,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0,
     result = (dpt_dataset *)dpt_dataset_subset(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7484,7 +7547,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0,
 }
 
 
-long long _wrap_Dataset_sampleCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_sampleCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7496,7 +7559,7 @@ long long _wrap_Dataset_sampleCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_
     result = dpt_dataset_sampleCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7504,7 +7567,7 @@ long long _wrap_Dataset_sampleCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_
 }
 
 
-long long _wrap_Dataset_channels_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_channels_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7516,7 +7579,7 @@ long long _wrap_Dataset_channels_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) 
     result = dpt_dataset_channels(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7524,7 +7587,7 @@ long long _wrap_Dataset_channels_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) 
 }
 
 
-long long _wrap_Dataset_height_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_height_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7536,7 +7599,7 @@ long long _wrap_Dataset_height_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_height(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7544,7 +7607,7 @@ long long _wrap_Dataset_height_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_width_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_width_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7556,7 +7619,7 @@ long long _wrap_Dataset_width_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_width(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7564,7 +7627,7 @@ long long _wrap_Dataset_width_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_classCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_classCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7576,7 +7639,7 @@ long long _wrap_Dataset_classCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0
     result = dpt_dataset_classCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7584,7 +7647,7 @@ long long _wrap_Dataset_classCount_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0
 }
 
 
-void _wrap_Dataset_copyBatch_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyBatch_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7610,14 +7673,14 @@ void _wrap_Dataset_copyBatch_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long
     dpt_dataset_copyBatch(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-intgo _wrap_Dataset_inputType_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+intgo _wrap_Dataset_inputType_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7629,7 +7692,7 @@ intgo _wrap_Dataset_inputType_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
     result = (dpt_input_type)dpt_dataset_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7637,7 +7700,7 @@ intgo _wrap_Dataset_inputType_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_targetsPerSample_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7649,7 +7712,7 @@ long long _wrap_Dataset_targetsPerSample_swig_e994726bf6dec6d2(dpt_dataset *_swi
     result = dpt_dataset_targetsPerSample(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -7657,7 +7720,7 @@ long long _wrap_Dataset_targetsPerSample_swig_e994726bf6dec6d2(dpt_dataset *_swi
 }
 
 
-void _wrap_Dataset_copyTokens_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyTokens_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7683,14 +7746,14 @@ void _wrap_Dataset_copyTokens_swig_e994726bf6dec6d2(dpt_dataset *_swig_go_0, lon
     dpt_dataset_copyTokens(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
+dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7708,7 +7771,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_e994726bf6dec6d2(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_0(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7716,7 +7779,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_e994726bf6dec6d2(dpt_context *_swig_
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_e994726bf6dec6d2(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
+dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7746,7 +7809,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_e994726bf6dec6d2(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_1(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4,(size_t const *)arg5,SWIG_STD_MOVE(arg6),(float const *)arg7,SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7754,7 +7817,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_e994726bf6dec6d2(dpt_context *_swig_
 }
 
 
-void _wrap_delete_Trainer_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
+void _wrap_delete_Trainer_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   
   arg1 = *(dpt_trainer **)&_swig_go_0; 
@@ -7764,14 +7827,14 @@ void _wrap_delete_Trainer_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
     delete_dpt_trainer(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_step_result *_wrap_Trainer_step_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_step_result *_wrap_Trainer_step_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7795,7 +7858,7 @@ dpt_step_result *_wrap_Trainer_step_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_
     result = dpt_trainer_step(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7803,7 +7866,7 @@ dpt_step_result *_wrap_Trainer_step_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluate_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluate_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7827,7 +7890,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_e994726bf6dec6d2(dpt_trainer *_swig
     result = dpt_trainer_evaluate(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7835,7 +7898,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_e994726bf6dec6d2(dpt_trainer *_swig
 }
 
 
-dpt_step_result *_wrap_Trainer_stepTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_step_result *_wrap_Trainer_stepTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7861,7 +7924,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_e994726bf6dec6d2(dpt_trainer *_sw
     result = dpt_trainer_stepTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7869,7 +7932,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_e994726bf6dec6d2(dpt_trainer *_sw
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7895,7 +7958,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_e994726bf6dec6d2(dpt_trainer 
     result = dpt_trainer_evaluateTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7903,7 +7966,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_e994726bf6dec6d2(dpt_trainer 
 }
 
 
-void _wrap_Trainer_predictTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predictTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7927,14 +7990,14 @@ void _wrap_Trainer_predictTokens_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, 
     dpt_trainer_predictTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -7950,7 +8013,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_e994726bf6dec6d2(dpt_trainer
     result = dpt_trainer_evaluateDataset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7958,7 +8021,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_e994726bf6dec6d2(dpt_trainer
 }
 
 
-void _wrap_Trainer_recomputeBatchNorm_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -7974,14 +8037,14 @@ void _wrap_Trainer_recomputeBatchNorm_swig_e994726bf6dec6d2(dpt_trainer *_swig_g
     dpt_trainer_recomputeBatchNorm(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_recomputeBatchNorm_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_predict_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predict_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8005,14 +8068,14 @@ void _wrap_Trainer_predict_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gosli
     dpt_trainer_predict((dpt_trainer const *)arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_fit_result *_wrap_Trainer_fit_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
+dpt_fit_result *_wrap_Trainer_fit_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   dpt_dataset *arg3 = (dpt_dataset *) 0 ;
@@ -8032,7 +8095,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0,
     result = dpt_trainer_fit(arg1,arg2,arg3,(dpt_fit_options const *)arg4,arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = new dpt_fit_result(result); 
@@ -8040,7 +8103,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0,
 }
 
 
-long long _wrap_Trainer_parameterCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_parameterCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -8052,7 +8115,7 @@ long long _wrap_Trainer_parameterCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_
     result = dpt_trainer_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -8060,7 +8123,7 @@ long long _wrap_Trainer_parameterCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_
 }
 
 
-long long _wrap_Trainer_deviceCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_deviceCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -8072,7 +8135,7 @@ long long _wrap_Trainer_deviceCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_
     result = dpt_trainer_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -8080,7 +8143,7 @@ long long _wrap_Trainer_deviceCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_
 }
 
 
-void _wrap_Trainer_getParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8096,14 +8159,14 @@ void _wrap_Trainer_getParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, 
     dpt_trainer_getParameters(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_getReplicaParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
+void _wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   float *arg3 = (float *) 0 ;
@@ -8121,14 +8184,14 @@ void _wrap_Trainer_getReplicaParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig
     dpt_trainer_getReplicaParameters(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8144,14 +8207,14 @@ void _wrap_Trainer_setParameters_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, 
     dpt_trainer_setParameters(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_memory > result;
@@ -8165,7 +8228,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_e994726bf6dec6d2(dpt_traine
     result = dpt_trainer_replicaMemory(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = new dpt_replica_memory(result); 
@@ -8173,7 +8236,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_e994726bf6dec6d2(dpt_traine
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTimes_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8187,7 +8250,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_e994726bf6dec6d2(dpt_trainer 
     result = dpt_trainer_replicaTimes(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8195,7 +8258,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_e994726bf6dec6d2(dpt_trainer 
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTotals_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8209,7 +8272,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_e994726bf6dec6d2(dpt_trainer
     result = dpt_trainer_replicaTotals(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8217,7 +8280,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_e994726bf6dec6d2(dpt_trainer
 }
 
 
-void _wrap_Trainer_traceStart_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+void _wrap_Trainer_traceStart_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   
@@ -8229,14 +8292,14 @@ void _wrap_Trainer_traceStart_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, lon
     dpt_trainer_traceStart(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_traceWrite_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_traceWrite_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8256,7 +8319,7 @@ void _wrap_Trainer_traceWrite_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _go
     dpt_trainer_traceWrite(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_6bb220f55ddcc519)>::get();
   }
   
   
@@ -8264,7 +8327,7 @@ void _wrap_Trainer_traceWrite_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_Trainer_parameterChecksum_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
+_gostring_ _wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8276,7 +8339,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_e994726bf6dec6d2(dpt_trainer *_s
     result = dpt_trainer_parameterChecksum(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8284,7 +8347,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_e994726bf6dec6d2(dpt_trainer *_s
 }
 
 
-void _wrap_Trainer_saveCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8304,7 +8367,7 @@ void _wrap_Trainer_saveCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0,
     dpt_trainer_saveCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519)>::get();
   }
   
   
@@ -8312,7 +8375,7 @@ void _wrap_Trainer_saveCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_loadCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8332,7 +8395,7 @@ void _wrap_Trainer_loadCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0,
     dpt_trainer_loadCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519)>::get();
   }
   
   
@@ -8340,7 +8403,7 @@ void _wrap_Trainer_loadCheckpoint_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_saveSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8360,7 +8423,7 @@ void _wrap_Trainer_saveSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0
     dpt_trainer_saveSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519)>::get();
   }
   
   
@@ -8368,7 +8431,7 @@ void _wrap_Trainer_saveSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_loadSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8388,7 +8451,7 @@ void _wrap_Trainer_loadSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0
     dpt_trainer_loadSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519)>::get();
   }
   
   
@@ -8396,7 +8459,7 @@ void _wrap_Trainer_loadSafetensors_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_getBuffers_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getBuffers_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8412,14 +8475,14 @@ void _wrap_Trainer_getBuffers_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _go
     dpt_trainer_getBuffers(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setBuffers_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setBuffers_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8435,14 +8498,14 @@ void _wrap_Trainer_setBuffers_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0, _go
     dpt_trainer_setBuffers(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-long long _wrap_Trainer_epochCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_epochCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8454,7 +8517,7 @@ long long _wrap_Trainer_epochCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0
     result = (uint64_t)dpt_trainer_epochCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -8462,7 +8525,7 @@ long long _wrap_Trainer_epochCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0
 }
 
 
-long long _wrap_Trainer_stepCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_stepCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8474,7 +8537,7 @@ long long _wrap_Trainer_stepCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0)
     result = (uint64_t)dpt_trainer_stepCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -8482,7 +8545,7 @@ long long _wrap_Trainer_stepCount_swig_e994726bf6dec6d2(dpt_trainer *_swig_go_0)
 }
 
 
-dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_e994726bf6dec6d2(intgo _swig_go_0) {
+dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_6bb220f55ddcc519(intgo _swig_go_0) {
   int arg1 ;
   dptrain_binding::ProgressListener *result = 0 ;
   dptrain_binding::ProgressListener *_swig_go_result;
@@ -8495,7 +8558,7 @@ dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgre
 }
 
 
-void _wrap_DeleteDirectorProgressListener_swig_e994726bf6dec6d2(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_DeleteDirectorProgressListener_swig_6bb220f55ddcc519(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8505,7 +8568,7 @@ void _wrap_DeleteDirectorProgressListener_swig_e994726bf6dec6d2(dptrain_binding:
 }
 
 
-void _wrap_delete_ProgressListener_swig_e994726bf6dec6d2(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_delete_ProgressListener_swig_6bb220f55ddcc519(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8515,7 +8578,7 @@ void _wrap_delete_ProgressListener_swig_e994726bf6dec6d2(dptrain_binding::Progre
 }
 
 
-bool _wrap_ProgressListener_onProgress_swig_e994726bf6dec6d2(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
+bool _wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   dpt_progress *arg2 = 0 ;
   bool result;
@@ -8529,7 +8592,7 @@ bool _wrap_ProgressListener_onProgress_swig_e994726bf6dec6d2(dptrain_binding::Pr
     result = (bool)(arg1)->onProgress((dpt_progress const &)*arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -8537,7 +8600,7 @@ bool _wrap_ProgressListener_onProgress_swig_e994726bf6dec6d2(dptrain_binding::Pr
 }
 
 
-void _wrap_delete_TextParts_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_swig_go_0) {
+void _wrap_delete_TextParts_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   
   arg1 = *(dptrain_binding::TextParts **)&_swig_go_0; 
@@ -8547,14 +8610,14 @@ void _wrap_delete_TextParts_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_s
     delete arg1;
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_6bb220f55ddcc519)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_TextParts_takeTrain_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeTrain_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8566,7 +8629,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_e994726bf6dec6d2(dptrain_binding::Te
     result = (dpt_dataset *)(arg1)->takeTrain();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8574,7 +8637,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_e994726bf6dec6d2(dptrain_binding::Te
 }
 
 
-dpt_dataset *_wrap_TextParts_takeValidation_swig_e994726bf6dec6d2(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeValidation_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8586,7 +8649,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_e994726bf6dec6d2(dptrain_bindin
     result = (dpt_dataset *)(arg1)->takeValidation();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_6bb220f55ddcc519)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8594,7 +8657,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_e994726bf6dec6d2(dptrain_bindin
 }
 
 
-intgo _wrap_VersionNumber_swig_e994726bf6dec6d2() {
+intgo _wrap_VersionNumber_swig_6bb220f55ddcc519() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -8604,7 +8667,7 @@ intgo _wrap_VersionNumber_swig_e994726bf6dec6d2() {
     result = (unsigned int)dptrain_binding::versionNumber();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = result; 
@@ -8612,7 +8675,7 @@ intgo _wrap_VersionNumber_swig_e994726bf6dec6d2() {
 }
 
 
-_gostring_ _wrap_VersionString_swig_e994726bf6dec6d2() {
+_gostring_ _wrap_VersionString_swig_6bb220f55ddcc519() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -8622,7 +8685,7 @@ _gostring_ _wrap_VersionString_swig_e994726bf6dec6d2() {
     result = dptrain_binding::versionString();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8630,7 +8693,7 @@ _gostring_ _wrap_VersionString_swig_e994726bf6dec6d2() {
 }
 
 
-_gostring_ _wrap_StatusString_swig_e994726bf6dec6d2(intgo _swig_go_0) {
+_gostring_ _wrap_StatusString_swig_6bb220f55ddcc519(intgo _swig_go_0) {
   int arg1 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8642,7 +8705,7 @@ _gostring_ _wrap_StatusString_swig_e994726bf6dec6d2(intgo _swig_go_0) {
     result = dptrain_binding::statusString(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_e994726bf6dec6d2)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_6bb220f55ddcc519)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 

@@ -112,6 +112,7 @@ class PipelineTest {
     assertEquals(0, defaults.getMicroBatches(), "the default: four per stage");
     assertEquals(PipelineSchedule.PIPELINE_1F1B, defaults.getPipelineSchedule(), "the default schedule");
     assertNull(defaults.getPipelineCuts(), "the default: balanced cuts");
+    assertEquals(PipelineScope.PIPELINE_SCOPE_PROCESS, defaults.getPipelineScope(), "the default scope");
     try (Context one = new Context(1, 0); Context two = new Context(STAGES, 0); Model m = mlp()) {
       TrainerOptions accumulate = options();
       accumulate.setAccumulationSteps(MICRO_BATCHES);
@@ -143,6 +144,13 @@ class PipelineTest {
         assertEquals(4 * (FC1 + FC2 + HEAD), first + second, what + ": the stages' parameters");
         if ((long) c[2] != 0) assertEquals(4 * (long) c[2], first, what + ": the first stage's parameters");
       }
+      // The world scope without a communicator is the process scope: the same bits.
+      TrainerOptions world = options();
+      world.setPipelineStages(STAGES);
+      world.setMicroBatches(MICRO_BATCHES);
+      world.setPipelineScope(PipelineScope.PIPELINE_SCOPE_WORLD);
+      assertEquals(PipelineScope.PIPELINE_SCOPE_WORLD, world.getPipelineScope());
+      assertEquals(expected, train(two, m, world, 1).checksum, "PIPELINE_SCOPE_WORLD without a communicator");
       for (int s = 0; s < STAGES; ++s) {
         long oneFOneB = runs[0].memory[s].activations(), gpipe = runs[1].memory[s].activations();
         assertTrue(gpipe > oneFOneB, "stage " + s + ": GPipe's activations " + gpipe + " bytes, 1F1B's " + oneFOneB);
@@ -195,6 +203,7 @@ class PipelineTest {
       assertThrows(NullPointerException.class, () -> n.setPipelineSchedule(null));
       assertEquals(PipelineSchedule.PIPELINE_GPIPE, PipelineSchedule.swigToEnum(1));
       assertThrows(IllegalArgumentException.class, () -> PipelineSchedule.swigToEnum(2));
+      assertThrows(NullPointerException.class, () -> n.setPipelineScope(null));
 
       o = pipeline();
       o.setMicroBatches(1024);
