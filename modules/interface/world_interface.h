@@ -100,11 +100,13 @@ typedef struct dpt_world_v1 {
   /* Messages between two processes (a pipeline's activations and gradients between stages in different
    * processes): send_start starts sending bytes to process with tag (MPI_Isend on the channel, in pieces of
    * at most 2^30 bytes) and returns a handle in *pending (NULL when bytes is 0); the buffer must stay as it
-   * is until send_finish, which waits for the send (polled as all_reduce_sum) or, with abandon nonzero,
-   * leaves it to complete on its own (MPI_Request_free; after a failure, when the receiver may never come),
-   * and frees the handle either way. Messages of one channel, sender and tag arrive in the order sent.
-   * receive waits for bytes from process with tag into buffer (MPI_Irecv, polled as all_reduce_sum): the
-   * receiver knows the size; a message of another size fails. Any thread. */
+   * is until send_finish, which waits for the send (polled as all_reduce_sum) or, with abandon nonzero
+   * (after a failure, when the receiver may never come), withdraws it (MPI_Cancel, then MPI_Request_free: a
+   * send already matched completes on its own), and frees the handle either way; a send that fails or
+   * times out is withdrawn too. Messages of one channel, sender and tag arrive in the order sent. receive
+   * waits for bytes from process with tag into buffer (MPI_Irecv, polled as all_reduce_sum; withdrawn when
+   * it fails or times out, so that it never writes into the buffer afterwards): the receiver knows the
+   * size; a longer message fails. Any thread. */
   int (*send_start)(int channel, const void *buffer, size_t bytes, int process, int tag, void **pending,
                     char *error, size_t error_size);
   int (*send_finish)(void *pending, double timeout_seconds, int abandon, char *error, size_t error_size);

@@ -486,14 +486,24 @@ int send_start(int channel, const void *buffer, size_t bytes, int process, int t
   return DPT_WORLD_OK;
 }
 
+// Withdraws the requests still open after a failure or a timeout: a receive must not write into memory its
+// caller frees, nor a send read it, once no peer will ever match them (MPI_Cancel; a send already matched
+// completes on its own), and frees them.
+void withdraw_requests(PendingGet &pending) {
+  std::lock_guard<std::mutex> hold(mpi_lock);
+  for (MPI_Request &request : pending.requests)
+    if (request != MPI_REQUEST_NULL) {
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
+}
+
 int send_finish(void *pending, double timeout, int abandon, char *error, size_t error_size) {
   if (pending == nullptr) return DPT_WORLD_OK;
   std::unique_ptr<PendingGet> owned(static_cast<PendingGet *>(pending));
-  if (abandon == 0) return fail(finish_requests(*owned, timeout, error, error_size), error);
-  std::lock_guard<std::mutex> hold(mpi_lock);
-  for (MPI_Request &request : owned->requests)
-    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
-  return DPT_WORLD_OK;
+  const int r = abandon == 0 ? finish_requests(*owned, timeout, error, error_size) : DPT_WORLD_OK;
+  if (abandon != 0 || r != DPT_WORLD_OK) withdraw_requests(*owned);
+  return abandon != 0 ? DPT_WORLD_OK : fail(r, error);
 }
 
 int receive(int channel, void *buffer, size_t bytes, int process, int tag, double timeout, char *error,
@@ -509,6 +519,7 @@ int receive(int channel, void *buffer, size_t bytes, int process, int tag, doubl
       },
       error, error_size);
   if (r == DPT_WORLD_OK) r = finish_requests(pending, timeout, error, error_size);
+  if (r != DPT_WORLD_OK) withdraw_requests(pending);
   return fail(r, error);
 }
 

@@ -77,9 +77,9 @@ class World {
   void finish_get(void *pending, double timeout_seconds) const;
   // Messages between two processes (world_interface.h): start_send returns a handle (nullptr for 0 bytes)
   // that finish_send must be given exactly once; the buffer stays untouched until then. finish_send waits
-  // for the send, or (abandon, after a failure) lets it complete on its own. receive waits for a message
-  // of exactly bytes from process with tag. Messages of one channel, sender and tag arrive in the order
-  // sent. Any thread.
+  // for the send, or (abandon, after a failure) withdraws it. receive waits for a message of bytes from
+  // process with tag (a receive that fails or times out is withdrawn: it writes nothing afterwards).
+  // Messages of one channel, sender and tag arrive in the order sent. Any thread.
   void *start_send(const void *buffer, size_t bytes, size_t process, int tag) const;
   void finish_send(void *pending, double timeout_seconds, bool abandon = false) const;
   void receive(void *buffer, size_t bytes, size_t process, int tag, double timeout_seconds) const;

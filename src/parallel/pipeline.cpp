@@ -42,19 +42,13 @@ Pipeline::Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::un
       input_(replicas_per_stage),
       labels_(replicas_per_stage),
       logits_(replicas_per_stage),
-      neighbours_(neighbours),
+      link_(neighbours, stages.size(), replicas.size()),
       sent_activations_(replicas_per_stage),
       sent_gradients_(replicas_per_stage),
-      sends_(replicas.size()),
       unused_gradient_(replicas.size()) {
-  if (neighbours_.world == nullptr) neighbours_.first_stage = 0;
-  if (neighbours_.world == nullptr || neighbours_.total_stages == 0) neighbours_.total_stages = stages.size();
-  previous_remote_ = neighbours_.first_stage > 0;
-  next_remote_ = neighbours_.first_stage + stages.size() < neighbours_.total_stages;
   for (size_t d = 0; d < replicas.size(); ++d) {
-    const size_t s = stage(d), model_stage = neighbours_.first_stage + s;
-    contexts_[d].resize(
-        micro_batches_in_flight(schedule, model_stage, neighbours_.total_stages, micro_batches));
+    const size_t s = stage(d), model_stage = link_.first_stage() + s;
+    contexts_[d].resize(micro_batches_in_flight(schedule, model_stage, link_.total_stages(), micro_batches));
     for (size_t c = 1; c < contexts_[d].size(); ++c)
       contexts_[d][c] =
           std::make_unique<Network>(stages[s].spec, *replicas[d]->kernels, matmul_dtype, activation_dtype,
@@ -97,7 +91,7 @@ void Pipeline::reserve(size_t n, bool training) {
   for (size_t s = 0; s < stages_.size(); ++s) {
     ops_[s].clear();
     if (training) {
-      ops_[s] = stage_schedule(schedule_, neighbours_.first_stage + s, neighbours_.total_stages, count);
+      ops_[s] = stage_schedule(schedule_, link_.first_stage() + s, link_.total_stages(), count);
     } else {
       for (size_t m = 0; m < count; ++m) ops_[s].push_back({false, m});
     }
@@ -112,11 +106,11 @@ void Pipeline::reserve(size_t n, bool training) {
     const size_t samples = replica_samples_[r];
     DeviceMemory &front = replicas_[r]->kernels->memory();
     DeviceMemory &back = replicas_[last_stage * width_ + r]->kernels->memory();
-    if (!previous_remote_) grow(input_[r], front, samples * first_model.input().size());
-    if (!next_remote_) grow(labels_[r], back, samples * last_model.targets_per_sample());
-    if (!training && !next_remote_) grow(logits_[r], back, samples * last_model.output().size());
-    if (next_remote_) grow(sent_activations_[r], back, samples * last_model.output().size());
-    if (previous_remote_ && training) grow(sent_gradients_[r], front, samples * first_model.input().size());
+    if (!link_.previous()) grow(input_[r], front, samples * first_model.input().size());
+    if (!link_.next()) grow(labels_[r], back, samples * last_model.targets_per_sample());
+    if (!training && !link_.next()) grow(logits_[r], back, samples * last_model.output().size());
+    if (link_.next()) grow(sent_activations_[r], back, samples * last_model.output().size());
+    if (link_.previous() && training) grow(sent_gradients_[r], front, samples * first_model.input().size());
     for (size_t b = 0; b < last_stage; ++b) {
       const size_t width = stages_[b].spec.output().size();
       grow(activations_[b * width_ + r], replicas_[b * width_ + r]->kernels->memory(), samples * width);
@@ -137,10 +131,10 @@ void Pipeline::copy_in(const void *x, const int32_t *labels) {
   for (const Slice &s : slices_) {
     const size_t r = size_t(&s - slices_.data()) % width_;
     if (s.count == 0) continue;
-    if (!previous_remote_)
+    if (!link_.previous())
       replicas_[r]->kernels->copy_to_device(input_[r].data() + s.local * in,
                                             static_cast<const float *>(x) + s.first * in, s.count * in);
-    if (labels != nullptr && !next_remote_)
+    if (labels != nullptr && !link_.next())
       replicas_[last_stage * width_ + r]->kernels->copy_labels_to_device(
           reinterpret_cast<int32_t *>(labels_[r].data()) + s.local * per, labels + s.first * per,
           s.count * per);
@@ -165,9 +159,7 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
   const size_t width = stages_[s].spec.input().size();
   if (receives_from_previous_process(d)) {  // from the process before, straight into the input
     const double start = platform::now_seconds();
-    if (sl.count > 0)
-      neighbours_.world->receive(net.input(), sl.count * width * sizeof(float), neighbours_.world->rank() - 1,
-                                 tag(Crossing::kActivations, r), neighbours_.timeout_seconds);
+    link_.receive(false, Crossing::kActivations, r, net.input(), sl.count * width);
     transfer_[d] += platform::now_seconds() - start;
   } else {
     const float *from = input_[r].data();
@@ -197,7 +189,8 @@ void Pipeline::send_output(size_t d, Network &net, size_t m) {
   if (sends_to_next_process(d)) {  // kept until the pass ends: a context's output is overwritten before
     float *out = sent_activations_[r].data() + sl.local * width;
     copy_within(d, out, net.logits(), sl.count * width);
-    send_to(d, neighbours_.world->rank() + 1, Crossing::kActivations, out, sl.count * width);
+    replicas_[d]->kernels->synchronize();  // MPI reads it from the host's side
+    link_.send(d, true, Crossing::kActivations, r, out, sl.count * width);
     transfer_[d] += platform::now_seconds() - start;
     return;
   }
@@ -218,9 +211,7 @@ void Pipeline::receive_output_gradient(size_t d, Network &net, size_t m) {
       unused_gradient_[d].resize(sl.count * width);
       to = unused_gradient_[d].data();
     }
-    if (sl.count > 0)
-      neighbours_.world->receive(to, sl.count * width * sizeof(float), neighbours_.world->rank() + 1,
-                                 tag(Crossing::kGradients, r), neighbours_.timeout_seconds);
+    link_.receive(true, Crossing::kGradients, r, to, sl.count * width);
     transfer_[d] += platform::now_seconds() - start;
     return;
   }
@@ -244,46 +235,25 @@ void Pipeline::send_input_gradient(size_t d, Network &net, size_t m) {
     copy_within(d, to, from, sl.count * width);
   else if (sl.count > 0)
     replicas_[d]->kernels->memory().zero(to, sl.count * width * sizeof(float));
+  replicas_[d]->kernels->synchronize();  // the stage before (or MPI) reads it once posted
   if (remote) {
-    send_to(d, neighbours_.world->rank() - 1, Crossing::kGradients, to, sl.count * width);
+    link_.send(d, false, Crossing::kGradients, r, to, sl.count * width);
     transfer_[d] += platform::now_seconds() - start;
     return;
   }
-  replicas_[d]->kernels->synchronize();  // the stage before reads it once posted
   transfer_[d] += platform::now_seconds() - start;
   handoff_.post(Crossing::kGradients, (s - 1) * width_ + r, m);
-}
-
-void Pipeline::send_to(size_t d, size_t process, Crossing what, const float *from, size_t count) {
-  if (count == 0) return;                // the receiver skips an empty slice alike
-  replicas_[d]->kernels->synchronize();  // (a CPU device's copies are done already)
-  sends_[d].push_back(
-      neighbours_.world->start_send(from, count * sizeof(float), process, tag(what, size_t(d % width_))));
-}
-
-void Pipeline::finish_sends(size_t d, bool abandon) {
-  std::vector<void *> &sends = sends_[d];
-  for (size_t i = 0; i < sends.size(); ++i) {
-    try {
-      neighbours_.world->finish_send(sends[i], neighbours_.timeout_seconds, abandon);
-    } catch (...) {  // the others still go (and their handles are freed); the first error is the pass's
-      for (size_t j = i + 1; j < sends.size(); ++j) neighbours_.world->finish_send(sends[j], 0, true);
-      sends.clear();
-      throw;
-    }
-  }
-  sends.clear();
 }
 
 template <typename Pass>
 auto Pipeline::run_pass(size_t d, Pass pass) -> decltype(pass()) {
   try {
     auto result = pass();
-    finish_sends(d, false);
+    link_.finish(d, false);
     return result;
   } catch (...) {
     try {
-      finish_sends(d, true);
+      link_.finish(d, true);
     } catch (...) {  // the pass's own error is the one to report
     }
     throw;
@@ -319,7 +289,7 @@ LossStats Pipeline::train_pass(size_t d, const PassInfo &base, const float *para
     const double start = platform::now_seconds();
     net.backward(params, grads, info);
     busy += platform::now_seconds() - start;
-    if (s > 0 || previous_remote_) send_input_gradient(d, net, m);
+    if (s > 0 || link_.previous()) send_input_gradient(d, net, m);
   }
   replicas_[d]->kernels->synchronize();  // a GPU's queued work belongs to this pass
   busy_[d] = busy;

@@ -10,8 +10,8 @@
 // device's accumulation over the same micro-batches would; the stage's replicas sum their batch statistics
 // per micro-batch (sync batch norm) and, at the end of the window, their gradients
 // (StageGradientCollective; on GPUs CudaStageGradientCollective). CPU devices or GPUs.
-// The stages may also be divided among the processes of an MPI job (PipelineNeighbours): this process then
-// holds a run of them, and the values that cross to the stage before its first or after its last travel as
+// The stages may also be divided among the processes of an MPI job (ProcessLink): this process then holds a
+// run of them, and the values that cross to the stage before its first or after its last travel as
 // messages between the processes (CPU devices).
 #pragma once
 
@@ -21,25 +21,14 @@
 #include <vector>
 
 #include "comm/thread_collective.hpp"
-#include "comm/world.hpp"
 #include "graph/network.hpp"
 #include "parallel/pipeline_plan.hpp"
 #include "parallel/pipeline_schedule.hpp"
+#include "parallel/process_link.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/stage_handoff.hpp"
 
 namespace dpt {
-
-// Stages in other processes (TrainerConfig::pipeline_scope kWorld): this process's stages are the model's
-// stages [first_stage, first_stage + its count) of total_stages; the stage before its first lives in
-// process rank - 1 and the one after its last in process rank + 1, each with as many replicas. Replica r's
-// activations and gradients cross to replica r there as messages (World::start_send, World::receive), in
-// micro-batch order.
-struct PipelineNeighbours {
-  const World *world = nullptr;  // nullptr: every stage is in this process
-  size_t first_stage = 0, total_stages = 0;
-  double timeout_seconds = 0;
-};
 
 class Pipeline {
  public:
@@ -55,7 +44,7 @@ class Pipeline {
   PipelineSchedule schedule() const { return schedule_; }
   const PipelineStage &stage_of(size_t device) const { return stages_[device / width_]; }
   // This process holds the model's last stage (its devices compute the loss and the logits).
-  bool holds_last_stage() const { return !next_remote_; }
+  bool holds_last_stage() const { return !link_.next(); }
 
   // The samples of the first (largest) micro-batch of a training batch of n.
   size_t first_micro_batch(size_t n) const {
@@ -99,11 +88,9 @@ class Pipeline {
  private:
   size_t stage(size_t d) const { return d / width_; }
   // The model's last stage (the loss); this process's last stage, whose outputs go to the next process.
-  bool last(size_t d) const { return stage(d) + 1 == stages_.size() && !next_remote_; }
-  bool sends_to_next_process(size_t d) const { return stage(d) + 1 == stages_.size() && next_remote_; }
-  bool receives_from_previous_process(size_t d) const { return stage(d) == 0 && previous_remote_; }
-  // The tag of replica r's messages of one kind (at most 64 replicas per stage).
-  static int tag(Crossing what, size_t r) { return int(what) * 64 + int(r); }
+  bool last(size_t d) const { return stage(d) + 1 == stages_.size() && !link_.next(); }
+  bool sends_to_next_process(size_t d) const { return stage(d) + 1 == stages_.size() && link_.next(); }
+  bool receives_from_previous_process(size_t d) const { return stage(d) == 0 && link_.previous(); }
   Network &context(size_t d, size_t micro) {
     const size_t c = micro % contexts_[d].size();
     return c == 0 ? replicas_[d]->network : *contexts_[d][c];
@@ -122,11 +109,8 @@ class Pipeline {
   // Backward of micro-batch m on device d: the gradient of its output in, the gradient of its input out.
   void receive_output_gradient(size_t d, Network &net, size_t m);
   void send_input_gradient(size_t d, Network &net, size_t m);
-  // Across processes: starts sending count floats from `from` (kept until the pass ends) to the neighbour.
-  void send_to(size_t d, size_t process, Crossing what, const float *from, size_t count);
-  // The end of device d's pass: waits for its sends (abandon: after a failure, lets them go).
-  void finish_sends(size_t d, bool abandon);
-  // Runs device d's part of a pass; the sends it started end with it, also when it throws.
+  // Runs device d's part of a pass; the sends it started to other processes end with it, also when it
+  // throws.
   template <typename Pass>
   auto run_pass(size_t d, Pass pass) -> decltype(pass());
 
@@ -155,13 +139,11 @@ class Pipeline {
   std::vector<DeviceBuffer> activations_, gradients_;
   // Per replica index r: the first stage's inputs; the last stage's labels and logits.
   std::vector<DeviceBuffer> input_, labels_, logits_;
-  // Stages in other processes: where this process is, and per replica index r what it sends to them (its
-  // last stage's activations, its first stage's input gradients, the replica's slices in order); per
-  // device the sends under way, and room for a gradient its stage has no slot for.
-  PipelineNeighbours neighbours_;
-  bool previous_remote_ = false, next_remote_ = false;
+  // Stages in other processes: the link to them, and per replica index r what it sends to them (its last
+  // stage's activations, its first stage's input gradients, the replica's slices in order); per device room
+  // for a gradient its stage has no slot for.
+  ProcessLink link_;
   std::vector<DeviceBuffer> sent_activations_, sent_gradients_;
-  std::vector<std::vector<void *>> sends_;
   std::vector<std::vector<float>> unused_gradient_;
   // A slice's pass: base's fields, its samples and its first sample's position in the window.
   static PassInfo slice_info(const PassInfo &base, const Slice &sl);

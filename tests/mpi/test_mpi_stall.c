@@ -1,10 +1,14 @@
 /* Run by mpirun with 2 processes: process 1 stalls for 4 s before its first step while process 0, with a
  * 1 s timeout, steps. Process 0's step must end with DPT_ERROR_TIMEOUT within 2.5 s (never hang), and its
  * trainer must then refuse work with DPT_ERROR_INVALID_STATE and still be destroyable. When process 1
- * finally steps, its peer is gone from the step: it times out as well. */
+ * finally steps, its peer is gone from the step: it times out as well. With the argument "pipeline" the
+ * trainers are the two stages of a pipeline divided among the processes (DPT_PIPELINE_SCOPE_WORLD, one
+ * device each): process 0 waits for the gradient of its first micro-batch, which never comes, and process 1
+ * for activations that never come. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  const int pipeline = argc > 1 && strcmp(argv[1], "pipeline") == 0;
   int failures = 0;
   size_t rank = 0, size = 0;
   dpt_context *ctx = NULL;
@@ -25,9 +30,13 @@ int main(int argc, char **argv) {
   dpt_trainer_options_init(&to);
   to.communicator = DPT_COMMUNICATOR_MPI;
   to.timeout_seconds = 1.0;
+  if (pipeline) {
+    to.pipeline_stages = 2;
+    to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD;
+  }
   dpt_context_options co;
   dpt_context_options_init(&co);
-  co.cpu_devices = 2;
+  co.cpu_devices = pipeline ? 1 : 2;
   if (dpt_world_get(&rank, &size) != DPT_OK || dpt_context_create(&ctx, &co) != DPT_OK ||
       dpt_model_create_builtin(&model, "mlp") != DPT_OK ||
       dpt_trainer_create(&t, ctx, model, &to, NULL) != DPT_OK) {
