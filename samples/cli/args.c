@@ -596,7 +596,9 @@ static int check_config(const train_config *config) {
         "--checkpoint-every %zu: a checkpoint is taken between optimizer steps, so it must "
         "be a multiple of --accumulate %zu",
         config->checkpoint_every, config->accumulate);
-  if (config->pipeline > 1 && listed > 0 && listed % config->pipeline != 0) {
+  /* (With the stages divided among the processes each process holds S/P of them: the library checks.) */
+  if (config->pipeline > 1 && listed > 0 && listed % config->pipeline != 0 &&
+      config->pipeline_scope != DPT_PIPELINE_SCOPE_WORLD) {
     return cli_usage_error("--pipeline %zu needs a multiple of %zu devices (stages x replicas), %zu given",
                            config->pipeline, config->pipeline, listed);
   }

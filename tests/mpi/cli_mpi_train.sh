@@ -203,10 +203,12 @@ json_check "$WORK/pipeline_divided.out" \
 cmp -s "$WORK/alone.ckpt" "$WORK/divided.ckpt" && cmp -s "$WORK/alone.safetensors" "$WORK/divided.safetensors" &&
   pass "--pipeline-scope world: the checkpoint and the weights are the one-process run's, byte for byte" ||
   fail "--pipeline-scope world: the checkpoint or the weights differ from the one-process run's"
-# Without --devices each process takes one device per stage of its own.
+# One device each, named or (without --devices) one per stage of the process's.
 run_cli pipeline_two "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3
-mpi pipeline_divided_one "${RUN[@]}" --pipeline 2 --micro-batches 3 --pipeline-scope world
-same_bits pipeline_two pipeline_divided_one "--pipeline 2 --pipeline-scope world, one device each: one process's bits"
+mpi pipeline_divided_one "${RUN[@]}" --devices cpu:1 --pipeline 2 --micro-batches 3 --pipeline-scope world
+same_bits pipeline_two pipeline_divided_one "--pipeline 2 --pipeline-scope world --devices cpu:1: one process's bits"
+mpi pipeline_divided_default "${RUN[@]}" --pipeline 2 --micro-batches 3 --pipeline-scope world
+same_bits pipeline_two pipeline_divided_default "--pipeline 2 --pipeline-scope world without --devices: one process's bits"
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"
