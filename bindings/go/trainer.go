@@ -147,10 +147,11 @@ const (
 	// PipelineScopeProcess: every process runs every stage on its own devices, on its share of each batch
 	// (pipeline within the process, data parallel across the processes; default).
 	PipelineScopeProcess PipelineScope = 0
-	// PipelineScopeWorld: the stages are divided among the P processes, S/P each on its devices, the
+	// PipelineScopeWorld: the stages are divided among the P processes, S/P each on its devices (or, P a
+	// multiple of S, one each: P/S copies of every stage, data parallel among them), the
 	// activations and gradients between processes sent as MPI messages (model parallel across machines).
 	// Every process is given the whole batch and gets the bits of one process running the S stages on P
-	// times its devices. S a multiple of P, the same device count in every process, CPU devices, ShardNone,
+	// times its devices. S a multiple of P or P of S, the same device count in every process, CPU devices, ShardNone,
 	// a tie only within one process's stages (else StatusUnsupported). Trainer.Parameters, Buffers,
 	// Checksum, SaveCheckpoint and SaveSafetensors are then collective: every process calls them, process 0
 	// writes the files. Without a communicator, the same as PipelineScopeProcess.

@@ -423,7 +423,7 @@ public enum%}
 %typemap(javaclassmodifiers) enum dpt_pipeline_scope %{/**
  * Where a pipeline's stages run across MPI processes ({@link TrainerOptions#setPipelineScope}):
  * {@link #PIPELINE_SCOPE_PROCESS} (the default) has every process run every stage on its own devices, on its
- * share of each batch; {@link #PIPELINE_SCOPE_WORLD} divides the S stages among the P processes (S/P each, the
+ * share of each batch; {@link #PIPELINE_SCOPE_WORLD} divides the S stages among the P processes (S/P each, or P/S copies of each, the
  * activations and gradients between processes sent as MPI messages; every process given the whole batch; the
  * bits of one process running all S stages).
  */

@@ -14,7 +14,7 @@ extern "C" {
 /* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument);
  * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) and add_channels;
  * 6: reads started and finished apart (get_start, get_finish); 7: messages between two processes (send_start,
- * send_finish, receive) */
+ * send_finish, receive) and channels over a part of the processes (add_split_channels) */
 #define DPT_WORLD_ABI_VERSION 7u
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
@@ -112,6 +112,11 @@ typedef struct dpt_world_v1 {
   int (*send_finish)(void *pending, double timeout_seconds, int abandon, char *error, size_t error_size);
   int (*receive)(int channel, void *buffer, size_t bytes, int process, int tag, double timeout_seconds,
                  char *error, size_t error_size);
+  /* Creates count channels over the processes that pass the same color (>= 0), each an MPI_Comm_split of
+   * MPI_COMM_WORLD ranked as there (collective and blocking: every process calls it at the same point, each
+   * with its color), and reports the first one's number and this process's rank and the size there. */
+  int (*add_split_channels)(int color, int count, int *first, int *rank, int *size, char *error,
+                            size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

@@ -105,13 +105,17 @@ int wait_for(MPI_Request *request, double timeout, const char *call, char *error
   }
 }
 
-// Appends a channel: a duplicate of MPI_COMM_WORLD (collective, blocking).
-int duplicate_world(char *error, size_t error_size) {
+// Appends a channel: a duplicate of MPI_COMM_WORLD, or (color >= 0) of its processes of that color, in
+// rank order (collective over every process, blocking).
+int duplicate_world(char *error, size_t error_size, int color = -1) {
   MPI_Comm channel = MPI_COMM_NULL;
   int code = MPI_SUCCESS;
   {
     std::lock_guard<std::mutex> hold(mpi_lock);
-    code = MPI_Comm_dup(MPI_COMM_WORLD, &channel);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    code = color < 0 ? MPI_Comm_dup(MPI_COMM_WORLD, &channel)
+                     : MPI_Comm_split(MPI_COMM_WORLD, color, rank, &channel);
     // Errors come back as codes (and so as dptrain statuses) instead of ending the process.
     if (code == MPI_SUCCESS) {
       MPI_Comm_set_errhandler(channel, MPI_ERRORS_RETURN);
@@ -119,7 +123,7 @@ int duplicate_world(char *error, size_t error_size) {
     }
   }
   if (code == MPI_SUCCESS) return DPT_WORLD_OK;
-  describe(code, "MPI_Comm_dup", error, error_size);
+  describe(code, color < 0 ? "MPI_Comm_dup" : "MPI_Comm_split", error, error_size);
   return DPT_WORLD_FAILED;
 }
 
@@ -299,6 +303,25 @@ int add_channels(int count, int *first, char *error, size_t error_size) {
   }
   for (int c = 0; c < count; ++c)
     if (int r = duplicate_world(error, error_size); r != DPT_WORLD_OK) return fail(r, error);
+  return DPT_WORLD_OK;
+}
+
+int add_split_channels(int color, int count, int *first, int *rank, int *size, char *error,
+                       size_t error_size) {
+  if (usable(DPT_WORLD_CHANNEL_MAIN, error, error_size) == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  if (color < 0) {
+    std::snprintf(error, error_size, "add_split_channels: color %d is negative", color);
+    return DPT_WORLD_FAILED;
+  }
+  {
+    std::lock_guard<std::mutex> hold(mpi_lock);
+    *first = int(channels.size());
+  }
+  for (int c = 0; c < count; ++c)
+    if (int r = duplicate_world(error, error_size, color); r != DPT_WORLD_OK) return fail(r, error);
+  std::lock_guard<std::mutex> hold(mpi_lock);
+  MPI_Comm_rank(channels[size_t(*first)], rank);
+  MPI_Comm_size(channels[size_t(*first)], size);
   return DPT_WORLD_OK;
 }
 
@@ -597,7 +620,8 @@ const dpt_world_v1 kWorld = {DPT_WORLD_ABI_VERSION,
                              get_finish,
                              send_start,
                              send_finish,
-                             receive};
+                             receive,
+                             add_split_channels};
 
 }  // namespace
 

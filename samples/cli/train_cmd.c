@@ -102,10 +102,10 @@ static int create_context(train_run *run) {
   /* --pipeline S without --devices: one CPU device per stage (per stage of this process's, when the stages
    * are divided among the processes). */
   if (options.cpu_devices == 0 && !run->config.cuda && run->config.pipeline > 1) {
-    const size_t processes = run->summary.processes;
-    const int divided = run->config.pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi &&
-                        run->config.pipeline % processes == 0;
-    options.cpu_devices = divided ? run->config.pipeline / processes : run->config.pipeline;
+    const size_t processes = run->summary.processes, stages = run->config.pipeline;
+    const int divided = run->config.pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi;
+    /* S / P stages in each process, or one (P > S: copies of each stage in P / S processes). */
+    options.cpu_devices = !divided ? stages : stages % processes == 0 ? stages / processes : 1;
   }
   if (run->config.cuda) options.device_selection = DPT_DEVICES_CUDA;
   CLI_TRY(dpt_context_create(&run->context, &options));

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 
 #include "backend/module_loader.hpp"
@@ -16,7 +17,11 @@ namespace {
 
 std::mutex world_mutex;
 World *the_world = nullptr;
-std::deque<World *> pooled;  // World::pooled_channel's, under world_mutex; leaked as the channels are
+// World::pooled_channel's, per World (the whole World's under color -1, a split World's under its color),
+// and split's Worlds per block size, under world_mutex; leaked as the channels are.
+std::map<long, std::deque<World *>> pools;
+std::map<size_t, World *> splits;
+long next_color = 0;  // split's colors: one per block size and block, the same on every process
 bool finalized = false;
 
 // Finds and opens the module; returns its interface, or nullptr with the reason.
@@ -220,11 +225,15 @@ void World::publish(double timeout_seconds) const {
 
 void World::reserve_pooled_channels(size_t count) const {
   std::lock_guard<std::mutex> lock(world_mutex);
+  std::deque<World *> &pooled = pools[color_];
   const size_t have = pooled.size();
   if (have >= count) return;
   char error[512] = "";
-  int first = 0;
-  check(api_->add_channels(int(count - have), &first, error, sizeof error), error);
+  int first = 0, rank = 0, size = 0;
+  check(color_ < 0 ? api_->add_channels(int(count - have), &first, error, sizeof error)
+                   : api_->add_split_channels(int(color_), int(count - have), &first, &rank, &size, error,
+                                              sizeof error),
+        error);
   for (size_t k = have; k < count; ++k) {
     World *world = new World(*this);
     world->channel_ = first + int(k - have);
@@ -234,9 +243,37 @@ void World::reserve_pooled_channels(size_t count) const {
 
 const World &World::pooled_channel(size_t k) const {
   std::lock_guard<std::mutex> lock(world_mutex);
+  const std::deque<World *> &pooled = pools[color_];
   DPT_REQUIRE(k < pooled.size(), DPT_ERROR_INVALID_STATE,
               "no pooled MPI channel " + std::to_string(k) + " (reserve_pooled_channels first)");
   return *pooled[k];
+}
+
+const World &World::split(size_t block) const {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  DPT_REQUIRE(color_ < 0, DPT_ERROR_INVALID_STATE, "a split World cannot be split again");
+  DPT_REQUIRE(block > 0 && size_ % block == 0, DPT_ERROR_INVALID_ARGUMENT,
+              "cannot split " + std::to_string(size_) + " processes into blocks of " + std::to_string(block));
+  if (World *made = splits[block]) return *made;
+  // Every process makes the same splits in the same order, so the colors agree: this split's blocks take
+  // the next size_ / block colors (the pools of channels are kept per color).
+  const long color = next_color + long(rank_ / block);
+  next_color += long(size_ / block);
+  char error[512] = "";
+  int first = 0, rank = 0, size = 0;
+  check(api_->add_split_channels(int(color), DPT_WORLD_CHANNELS, &first, &rank, &size, error, sizeof error),
+        error);
+  World *channels[DPT_WORLD_CHANNELS];
+  for (int c = 0; c < DPT_WORLD_CHANNELS; ++c) {
+    World *world = channels[c] = new World(*this);
+    world->channel_ = first + c;
+    world->color_ = color;
+    world->rank_ = size_t(rank);
+    world->size_ = size_t(size);
+  }
+  for (World *world : channels) std::copy(channels, channels + DPT_WORLD_CHANNELS, world->channels_);
+  splits[block] = channels[DPT_WORLD_CHANNEL_MAIN];
+  return *channels[DPT_WORLD_CHANNEL_MAIN];
 }
 
 }  // namespace dpt

@@ -39,6 +39,11 @@ class World {
   // shared by every trainer of the process and lasts until finalize.
   void reserve_pooled_channels(size_t count) const;
   const World &pooled_channel(size_t k) const;
+  // This process's block of `block` consecutive processes of this (whole) World (ranks [k block, (k + 1)
+  // block)), as a World of their own (ranked as here; its own main channel and pool of channels):
+  // collective over every process, each passing the same block size, at the same point; made once per
+  // block size and kept, as the channels are, until finalize.
+  const World &split(size_t block) const;
 
   // Sums in place over every process; throws DPT_ERROR_TIMEOUT after timeout_seconds (0 = none), or
   // DPT_ERROR_COMMUNICATION. Calls on one channel must not overlap. A 16-bit
@@ -91,6 +96,7 @@ class World {
 
   const dpt_world_v1 *api_ = nullptr;
   int channel_ = DPT_WORLD_CHANNEL_MAIN;
+  long color_ = -1;  // split's: the processes of this color (-1: every process)
   const World *channels_[DPT_WORLD_CHANNELS] = {};  // this World on each channel
   size_t rank_ = 0, size_ = 1;
   std::string version_;

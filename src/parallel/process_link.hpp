@@ -1,11 +1,11 @@
 // A pipeline whose stages are divided among the processes of an MPI job (TrainerConfig::pipeline_scope
 // kWorld): this process holds the model's stages [first_stage, first_stage + its count) of total_stages.
-// Its first stage takes its activations from the stage before, in process rank - 1, and hands their
-// gradients back; its last stage hands its activations to process rank + 1 and takes their gradients from
-// it. Replica r talks to replica r there, by messages tagged with the kind and r, which arrive in the order
-// sent (both schedules send and receive a boundary's micro-batches in micro-batch order). Sends are started
-// from buffers the pass keeps and are finished when the device's pass ends, so no order of forwards and
-// backwards can deadlock: a receive always waits for a send already started.
+// Its first stage takes its activations from the stage before, in process rank - stride, and hands their
+// gradients back; its last stage hands its activations to process rank + stride and takes their gradients
+// from it. Replica r talks to replica r there, by messages tagged with the kind and r, which arrive in the
+// order sent (both schedules send and receive a boundary's micro-batches in micro-batch order). Sends are
+// started from buffers the pass keeps and are finished when the device's pass ends, so no order of forwards
+// and backwards can deadlock: a receive always waits for a send already started.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +20,9 @@ struct PipelineNeighbours {
   const World *world = nullptr;  // nullptr: every stage is in this process
   size_t first_stage = 0, total_stages = 0;
   double timeout_seconds = 0;
+  // The neighbours are processes rank - stride and rank + stride (stride processes hold copies of the same
+  // stages, data parallel among them).
+  size_t stride = 1;
 };
 
 class ProcessLink {
@@ -43,7 +46,9 @@ class ProcessLink {
   void finish(size_t d, bool abandon);
 
  private:
-  size_t neighbour(bool next) const { return next ? n_.world->rank() + 1 : n_.world->rank() - 1; }
+  size_t neighbour(bool next) const {
+    return next ? n_.world->rank() + n_.stride : n_.world->rank() - n_.stride;
+  }
   static int tag(Crossing what, size_t r) { return int(what) * 64 + int(r); }  // at most 64 replicas
 
   PipelineNeighbours n_;

@@ -171,7 +171,8 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   } else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire,
-        stages_across_processes() ? nullptr : config_.world,  // (a stage's replicas all in one process)
+        stages_across_processes() ? stage_world_
+                                  : config_.world,  // (the copies of a divided pipeline's stages)
         config_.timeout_seconds, *trace_, stage_process_spans(), stage_lengths(), stage_replica_parts());
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(

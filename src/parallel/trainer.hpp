@@ -49,7 +49,7 @@ enum class ShardScope { kProcess, kWorld };
 // A pipeline across MPI processes: kProcess, every process runs every stage on its own devices (data
 // parallel across the processes); kWorld, the stages are divided among the processes (stage s in process
 // s / (S / P), the activations and gradients between processes sent as messages; model parallel across
-// machines).
+// machines; with more processes than stages, P / S copies of each stage, data parallel among them).
 enum class PipelineScope { kProcess, kWorld };
 
 struct TrainerConfig {
@@ -103,7 +103,8 @@ struct TrainerConfig {
   // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
   // pipeline_cuts (stages - 1 names), or (empty) where the estimated work is most evenly divided. CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
-  // process S / P of them on its devices (kWorld: CPU devices, every process the same device count, no
+  // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies (kWorld:
+  // CPU devices, every process the same device count, no
   // sharding, a tie only within a process's stages); kOptimizer the only shard mode (either shard scope);
   // a parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
@@ -420,6 +421,11 @@ class Trainer {
   // index of its first).
   std::vector<PipelineStage> stages_;
   size_t first_stage_ = 0;
+  // Stages divided among more processes than stages: stage_copies_ processes hold the same stages (data
+  // parallel among them, each on its share of the batch), data_rank_ this process's index among them, and
+  // stage_world_ those processes (nullptr with one copy).
+  size_t stage_copies_ = 1, data_rank_ = 0;
+  const World *stage_world_ = nullptr;
   // Stages divided among the processes: per process, its stages' ranges of the parameters and of the running
   // statistics (empty otherwise).
   struct ProcessStages {

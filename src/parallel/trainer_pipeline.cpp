@@ -37,15 +37,17 @@ std::vector<double> estimated_work(const ModelSpec &spec) {
 void Trainer::plan_pipeline() {
   const size_t stages = config_.pipeline_stages;
   const std::string why = "pipeline model parallel (" + std::to_string(stages) + " stages) ";
-  // The stages divided among the processes (the world scope): each process holds S / P of them.
+  // The stages divided among the processes (the world scope).
   const bool across = config_.world != nullptr && config_.world->size() > 1 &&
                       config_.pipeline_scope == PipelineScope::kWorld;
   const size_t processes = across ? config_.world->size() : 1;
-  DPT_REQUIRE(stages % processes == 0, DPT_ERROR_UNSUPPORTED,
+  // S / P stages in each process, or (P > S) one stage in each of P / S processes (data parallel among
+  // them).
+  DPT_REQUIRE(stages % processes == 0 || processes % stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "divides its stages among the " + std::to_string(processes) +
                   " processes (--pipeline-scope world): the stage count must be a multiple of the process "
-                  "count");
-  const size_t local_stages = stages / processes;
+                  "count, or the process count a multiple of the stage count");
+  const size_t local_stages = stages % processes == 0 ? stages / processes : 1;
   DPT_REQUIRE(devices_.size() % local_stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given for " + std::to_string(local_stages) +
@@ -122,12 +124,16 @@ void Trainer::plan_pipeline() {
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), ranks);
 }
 
-// Process p holds the model's stages [p L, (p + 1) L), L = S / P, each on devices / L replicas. The layout
-// of the parameters (shards_) spans every process's stages, so the norm's block sums and a checkpoint's
-// ranges come from every process, as when the optimizer is sharded across the world.
+// Process p holds the model's stages [b L, (b + 1) L) of block b = p / C, L = S / P (or 1 when P > S), each
+// on devices / L replicas; C = P L / S processes hold copies of each block (Megatron's order: the copies of a
+// stage are neighbours in rank), data parallel among them. The layout of the parameters (shards_) spans
+// every stage, so the norm's block sums (from each block's first copy) and a checkpoint's ranges come from
+// every block, as when the optimizer is sharded across the world.
 void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
   const World &world = *config_.world;
-  const size_t processes = world.size(), local = all.size() / processes;
+  const size_t processes = world.size();
+  const size_t local = all.size() % processes == 0 ? all.size() / processes : 1;
+  const size_t copies = processes * local / all.size(), block = world.rank() / copies;
   const std::string why = "a pipeline whose stages are divided among the processes (--pipeline-scope world) ";
   DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
               why +
@@ -153,11 +159,21 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
                     std::to_string(t) + " ties one of stage " + std::to_string(source) +
                     ", held by another process); cut elsewhere or untie it");
   }
-  for (size_t p = 0; p < processes; ++p) {
-    const PipelineStage &first = all[p * local], &last = all[p * local + local - 1];
-    process_stages_.push_back({first.param_begin, last.param_end, first.buffer_begin, last.buffer_end});
+  for (size_t p = 0; p < processes; ++p) {  // a block's first copy gives its stages' ranges
+    const PipelineStage &first = all[p / copies * local], &last = all[p / copies * local + local - 1];
+    process_stages_.push_back(p % copies != 0 ? ProcessStages{}
+                                              : ProcessStages{first.param_begin, last.param_end,
+                                                              first.buffer_begin, last.buffer_end});
   }
-  first_stage_ = world.rank() * local;
+  first_stage_ = block * local;
+  stage_copies_ = copies;
+  data_rank_ = world.rank() % copies;
+  if (copies > 1) {                       // collective: every process, at the same point
+    stage_world_ = &world.split(copies);  // this block's copies
+    // Each stage's batch statistics are summed over its copies on a channel of its own (start_pipeline),
+    // made here, where every process comes, whether or not its stages have statistics.
+    stage_world_->reserve_pooled_channels(local);
+  }
   const size_t width = devices_.size() / local;
   std::vector<size_t> bounds, slots;
   for (const PipelineStage &stage : all) bounds.push_back(stage.param_begin);
@@ -255,7 +271,8 @@ std::vector<size_t> Trainer::stage_lengths() const {
 void Trainer::start_pipeline(size_t width) {
   PipelineNeighbours neighbours;
   if (stages_across_processes())
-    neighbours = {config_.world, first_stage_, config_.pipeline_stages, config_.timeout_seconds};
+    neighbours = {config_.world, first_stage_, config_.pipeline_stages, config_.timeout_seconds,
+                  stage_copies_};
   pipeline_ = std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches,
                                          config_.pipeline_schedule, config_.matmul_dtype,
                                          config_.activation_dtype, group_->aborted(), neighbours);
@@ -273,8 +290,8 @@ void Trainer::start_pipeline(size_t width) {
   // Across processes a stage's batch statistics are summed over the processes too, by the stage's device
   // threads, which run the stages' micro-batches at their own pace: each stage sums on an MPI channel of
   // its own (its sums come in the same order on every process, the stages' orders differ). Stages divided
-  // among the processes have all their replicas here.
-  const World *world = stages_across_processes() ? nullptr : config_.world;
+  // among the processes: the processes holding copies of this process's stages.
+  const World *world = stages_across_processes() ? stage_world_ : config_.world;
   if (world != nullptr && statistics) world->reserve_pooled_channels(stages_.size());
   if (width == 1 && (world == nullptr || (!statistics && stage_bounds_.empty()))) return;
   group_->enable_subgroups(stages_.size());

@@ -29,8 +29,15 @@ bool all_finite(const float *x, size_t n) {
 }  // namespace
 
 std::pair<size_t, size_t> Trainer::process_range(size_t batch) const {
-  // Stages divided among the processes: each process's stages see every sample.
-  if (config_.world == nullptr || stages_across_processes()) return {0, batch};
+  if (config_.world == nullptr) return {0, batch};
+  // Stages divided among the processes: the copies of the stages share the batch evenly (each copy's
+  // stages see its share whole).
+  if (stages_across_processes()) {
+    const std::vector<size_t> parts = split_batch(batch, std::vector<double>(stage_copies_, 1.0));
+    size_t first = 0;
+    for (size_t d = 0; d < data_rank_; ++d) first += parts[d];
+    return {first, parts[data_rank_]};
+  }
   const std::vector<size_t> parts = split_batch(batch, process_weights_);
   size_t first = 0;
   for (size_t p = 0; p < config_.world->rank(); ++p) first += parts[p];

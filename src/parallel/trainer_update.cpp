@@ -152,7 +152,11 @@ double Trainer::global_norm(size_t rank) {
   local.all_reduce_doubles(rank, blocks.data(), blocks.size());
   // Sharded across every process's devices: the processes' blocks too (each block is non-zero in one).
   if (world_shards()) {
-    if (rank == 0) config_.world->all_reduce(blocks.data(), blocks.size(), config_.timeout_seconds);
+    if (rank == 0) {
+      // Stages divided among the processes: a stage's copies hold the same sums; the first counts them.
+      if (data_rank_ != 0) std::fill(blocks.begin(), blocks.end(), 0.0);
+      config_.world->all_reduce(blocks.data(), blocks.size(), config_.timeout_seconds);
+    }
     local.broadcast(rank, reinterpret_cast<float *>(blocks.data()), 2 * blocks.size(), 0);
   }
   return l2_norm_of_blocks(blocks.data(), blocks.size());

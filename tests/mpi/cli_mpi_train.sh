@@ -209,6 +209,11 @@ mpi pipeline_divided_one "${RUN[@]}" --devices cpu:1 --pipeline 2 --micro-batche
 same_bits pipeline_two pipeline_divided_one "--pipeline 2 --pipeline-scope world --devices cpu:1: one process's bits"
 mpi pipeline_divided_default "${RUN[@]}" --pipeline 2 --micro-batches 3 --pipeline-scope world
 same_bits pipeline_two pipeline_divided_default "--pipeline 2 --pipeline-scope world without --devices: one process's bits"
+# More processes than stages: 4 processes holding 2 copies of each of the 2 stages (one device each, without
+# --devices), each pair of copies on half of every batch: the test loss of 4 data-parallel devices.
+(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 4 "$DPTRAIN" "${RUN[@]}" \
+  --pipeline 2 --micro-batches 3 --pipeline-scope world >"$WORK/pipeline_copies.out" 2>"$WORK/pipeline_copies.err")
+same_loss pipeline_copies four "--pipeline 2 --pipeline-scope world on 4 processes (2 copies of each stage): the four-device run's test loss"
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"

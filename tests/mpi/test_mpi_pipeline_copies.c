@@ -1,0 +1,147 @@
+/* Run by mpirun with 4 processes. A pipeline of 2 stages divided among 4 processes
+ * (DPT_PIPELINE_SCOPE_WORLD with more processes than stages): processes 0 and 1 hold copies of the first
+ * stage, 2 and 3 of the second, one device each; processes 0 and 2 train on the first half of each batch, 1
+ * and 3 on the second, the activations crossing 0 -> 2 and 1 -> 3, a stage's gradients (and its batch norm
+ * statistics, per micro-batch) summed over its two copies. Against one process of the same 2 stages on 2
+ * replicas each (no communicator), given each batch reordered so that its micro-batch m holds the halves'
+ * m-th micro-batches side by side (replica r then trains on half r's): LeNet with clipping and a model with
+ * batch norm, 3 micro-batches, 4 steps: the parameters and the running statistics bit for bit on every
+ * process, the evaluation loss within 1e-6 (summed in another order), each process holding one stage's
+ * parameters. Exit status 0 only when every check passed on every process. */
+#include <dptrain/dptrain.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_check.h"
+#include "mpi_fixtures.h"
+
+enum { kInput = 28 * 28, kBatch = 12, kMicro = 3, kSteps = 4, kEval = 10, kClasses = 10 };
+
+typedef struct {
+  dpt_context *ctx;
+  dpt_trainer *trainer;
+} run;
+
+static dpt_status start(const dpt_model *model, size_t devices, dpt_communicator communicator, run *r) {
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = devices;
+  OK(dpt_context_create(&r->ctx, &co));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.seed = 9;
+  to.communicator = communicator;
+  to.timeout_seconds = 60;
+  to.pipeline_stages = 2;
+  to.micro_batches = kMicro;
+  to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD;
+  dpt_optimizer_options oo;
+  dpt_optimizer_options_init(&oo);
+  oo.kind = DPT_OPTIMIZER_ADAMW;
+  oo.learning_rate = 0.003f;
+  oo.clip_norm = 0.5f;
+  r->trainer = NULL;
+  return dpt_trainer_create(&r->trainer, r->ctx, model, &to, &oo);
+}
+
+static void stop(run r) {
+  dpt_trainer_destroy(r.trainer);
+  dpt_context_destroy(r.ctx);
+}
+
+/* The reference's order of a batch: micro-batch m = half 0's m-th micro-batch, then half 1's. */
+static void interleave(const float *x, const int32_t *y, float *xo, int32_t *yo) {
+  const size_t half = kBatch / 2, micro = half / kMicro;
+  size_t at = 0;
+  for (size_t m = 0; m < kMicro; ++m)
+    for (size_t h = 0; h < 2; ++h)
+      for (size_t i = 0; i < micro; ++i, ++at) {
+        const size_t from = h * half + m * micro + i;
+        memcpy(xo + at * kInput, x + from * kInput, kInput * sizeof(float));
+        yo[at] = y[from];
+      }
+}
+
+/* Trains 4 steps (the reference on the interleaved batches), then evaluates a fixed batch: the parameters
+ * and running statistics (calloc'd) and the evaluation loss. */
+static void train(run r, const dpt_model *model, int reference, float **params, float **buffers,
+                  double *eval_loss) {
+  static float x[kBatch * kInput], xo[kBatch * kInput];
+  int32_t y[kBatch], yo[kBatch];
+  size_t n = 0, m = 0;
+  OK(dpt_model_parameter_count(model, &n));
+  OK(dpt_model_buffer_count(model, &m));
+  *params = calloc(n, sizeof(float));
+  *buffers = calloc(m + 1, sizeof(float));
+  if (r.trainer == NULL) return;
+  state = 17;
+  for (int s = 0; s < kSteps; ++s) {
+    for (size_t i = 0; i < kBatch * kInput; ++i) x[i] = next_unit();
+    for (size_t i = 0; i < kBatch; ++i) y[i] = (int32_t)(next_unit() * kClasses) % kClasses;
+    interleave(x, y, xo, yo);
+    dpt_step_result res = {.struct_size = sizeof res};
+    OK(dpt_trainer_step(r.trainer, reference ? xo : x, kBatch * kInput, reference ? yo : y, kBatch, &res));
+  }
+  OK(dpt_trainer_get_parameters(r.trainer, *params, n));
+  if (m > 0) OK(dpt_trainer_get_buffers(r.trainer, *buffers, m));
+  for (size_t i = 0; i < kEval * kInput; ++i) x[i] = next_unit();
+  for (size_t i = 0; i < kEval; ++i) y[i] = (int32_t)(next_unit() * kClasses) % kClasses;
+  dpt_eval_result e = {.struct_size = sizeof e};
+  OK(dpt_trainer_evaluate(r.trainer, x, kEval * kInput, y, kEval, &e));
+  *eval_loss = e.loss;
+}
+
+static void compare(const dpt_model *model, const char *what, int rank) {
+  size_t n = 0, m = 0;
+  OK(dpt_model_parameter_count(model, &n));
+  OK(dpt_model_buffer_count(model, &m));
+  run a, b;
+  float *p_ref, *b_ref, *p, *bufs;
+  double loss_ref = 0, loss = 0;
+  OK(start(model, 4, DPT_COMMUNICATOR_LOCAL, &a));
+  float *initial = calloc(n, sizeof(float));
+  OK(dpt_trainer_get_parameters(a.trainer, initial, n));
+  train(a, model, 1, &p_ref, &b_ref, &loss_ref);
+  stop(a);
+  OK(start(model, 1, DPT_COMMUNICATOR_MPI, &b));
+  unsigned long long mine = 0, job = 0;
+  if (b.trainer != NULL) {
+    dpt_replica_memory mem = {.struct_size = sizeof mem};
+    OK(dpt_trainer_replica_memory(b.trainer, 0, &mem));
+    mine = mem.parameters;
+  }
+  MPI_Allreduce(&mine, &job, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  train(b, model, 0, &p, &bufs, &loss);
+  stop(b);
+  CHECK(memcmp(p, p_ref, n * sizeof(float)) == 0, "%s: the parameters are not the reference's bits", what);
+  CHECK(memcmp(bufs, b_ref, m * sizeof(float)) == 0, "%s: the running statistics differ", what);
+  CHECK(fabs(loss - loss_ref) <= 1e-6 * fabs(loss_ref), "%s: evaluation loss %.9g, reference %.9g", what,
+        loss, loss_ref);
+  CHECK(same_on_every_process(p, n), "%s: the processes differ", what);
+  CHECK(memcmp(p, initial, n * sizeof(float)) != 0, "%s: the parameters did not move", what);
+  CHECK(job == 2 * n * sizeof(float) && mine < n * sizeof(float),
+        "%s: %llu parameter bytes in the job (here %llu), expected two copies of the model's %zu", what, job,
+        mine, n * sizeof(float));
+  if (rank == 0)
+    printf("%s: the reference's bits; evaluation loss %.9g (reference %.9g)\n", what, loss, loss_ref);
+  free(p_ref), free(b_ref), free(p), free(bufs), free(initial);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(size == 4, "run with mpirun -np 4 (got %d processes)", size);
+  dpt_model *lenet = NULL;
+  OK(dpt_model_create_builtin(&lenet, "lenet"));
+  compare(lenet, "LeNet, 2 stages on 4 processes (2 copies of each), clipping", rank);
+  dpt_model *norm = small_batch_norm_model();
+  compare(norm, "batch norm, 2 stages on 4 processes (2 copies of each)", rank);
+  dpt_model_destroy(norm);
+  dpt_model_destroy(lenet);
+  return finish_processes(rank);
+}
