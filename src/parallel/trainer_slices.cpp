@@ -100,7 +100,7 @@ uint64_t Trainer::check_labels(const int32_t *labels, size_t n) const {
                     " is outside [0, " + std::to_string(classes) + ") and not the ignore label -1");
     counted += i / per >= first && i / per < first + mine;
   }
-  // Stages divided among the processes: the sum over the processes counts the last stage's process only.
+  // Stages divided among the processes: the sum over the processes counts the last stage's processes only.
   if (stages_across_processes() && !pipeline_->holds_last_stage()) return 0;
   return counted;
 }
