@@ -12,6 +12,9 @@
 namespace dpt {
 
 bool Trainer::has_batch_statistics() const {
+  // Stages divided among the processes: another process's stages may have them, and every process takes
+  // part in a recomputation (its passes hand activations on): the model's running statistics say.
+  if (stages_across_processes()) return spec_.buffer_count() > 0;
   for (const auto &r : replicas_)
     if (r->network.has_statistics()) return true;
   return false;

@@ -7,7 +7,7 @@
  *     than the micro-batches), AdamW: each step's loss, the parameters, the evaluation loss and the logits
  *     bit for bit, on both processes; each process holds only its stages' parameters;
  *   - a model with batch norm in both stages, 2 stages x 2 replicas: the parameters and running statistics
- *     bit for bit;
+ *     bit for bit, also after the running statistics are recomputed from data;
  *   - checkpoints and safetensors (collective; process 0 writes): the one-process pipeline's file byte for
  *     byte; its checkpoint loads into the divided pipeline, which trains on to its bits;
  *   - refused with DPT_ERROR_UNSUPPORTED: 3 stages over 2 processes, a sharded optimizer, different device
@@ -111,6 +111,24 @@ static outcome train(run r, const dpt_model *model, uint64_t seed) {
   return o;
 }
 
+/* The running statistics recomputed from 12 samples in batches of 6 (calloc'd; NULL without batch norm). */
+static float *recomputed(run r, const dpt_model *model) {
+  size_t m = 0;
+  OK(dpt_model_buffer_count(model, &m));
+  if (m == 0 || r.trainer == NULL) return NULL;
+  static float x[12 * kInput];
+  int32_t y[12] = {0};
+  state = 5;
+  for (size_t i = 0; i < 12 * kInput; ++i) x[i] = next_unit();
+  dpt_dataset *data = NULL;
+  OK(dpt_dataset_create(&data, x, 12 * kInput, y, 12, 1, 28, 28, kClasses));
+  OK(dpt_trainer_recompute_batch_norm(r.trainer, data, 6, 0));
+  dpt_dataset_destroy(data);
+  float *buffers = calloc(m, sizeof(float));
+  OK(dpt_trainer_get_buffers(r.trainer, buffers, m));
+  return buffers;
+}
+
 static void release(outcome o) {
   free(o.params), free(o.buffers), free(o.logits);
 }
@@ -129,6 +147,7 @@ static void compare(const dpt_model *model, setup divided, const char *what, int
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(a.trainer, initial, n));
   const outcome ref = train(a, model, 99);
+  float *recomputed_ref = recomputed(a, model);
   stop(a);
   OK(start(model, divided, &b));
   /* Each process holds its stages' parameters only: together, the model once per replica index. */
@@ -144,7 +163,14 @@ static void compare(const dpt_model *model, setup divided, const char *what, int
   }
   MPI_Allreduce(&mine, &job, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   const outcome got = train(b, model, 99);
+  float *recomputed_got = recomputed(b, model);
   stop(b);
+  if (m > 0)
+    CHECK(recomputed_ref != NULL && recomputed_got != NULL &&
+              memcmp(recomputed_got, recomputed_ref, m * sizeof(float)) == 0 &&
+              memcmp(recomputed_got, got.buffers, m * sizeof(float)) != 0,
+          "%s: the recomputed running statistics are not one process's bits (or did not change)", what);
+  free(recomputed_ref), free(recomputed_got);
   int same_losses = 1;
   for (int s = 0; s < kSteps; ++s) same_losses &= got.losses[s] == ref.losses[s];
   CHECK(same_losses && got.eval_loss == ref.eval_loss,
