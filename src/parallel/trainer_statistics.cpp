@@ -11,12 +11,12 @@
 
 namespace dpt {
 
+// The model's answer, not this process's replicas': with the stages divided among the processes another
+// process's stages may have them, and every process takes part in a recomputation (its passes hand
+// activations on, its sums meet the others').
 bool Trainer::has_batch_statistics() const {
-  // Stages divided among the processes: another process's stages may have them, and every process takes
-  // part in a recomputation (its passes hand activations on): the model's running statistics say.
-  if (stages_across_processes()) return spec_.buffer_count() > 0;
-  for (const auto &r : replicas_)
-    if (r->network.has_statistics()) return true;
+  for (const Node &node : spec_.nodes())
+    if (node.layout.statistics > 0) return true;
   return false;
 }
 
