@@ -168,12 +168,11 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
             std::make_unique<CudaStatisticsReducer>(group_->subgroup(s), *nccl, config_.timeout_seconds);
     }
     collective_ = std::move(stages);
-  } else if (staged)
+  } else if (staged)  // (stages divided among the processes: their copies sum, on their own World)
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire,
-        stages_across_processes() ? stage_world_
-                                  : config_.world,  // (the copies of a divided pipeline's stages)
-        config_.timeout_seconds, *trace_, stage_process_spans(), stage_lengths(), stage_replica_parts());
+        stages_across_processes() ? stage_world_ : config_.world, config_.timeout_seconds, *trace_,
+        stage_process_spans(), stage_lengths(), stage_replica_parts());
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(
         group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire, config_.world,

@@ -103,10 +103,10 @@ struct TrainerConfig {
   // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
   // pipeline_cuts (stages - 1 names), or (empty) where the estimated work is most evenly divided. CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
-  // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies (kWorld:
-  // CPU devices, every process the same device count, no
-  // sharding, a tie only within a process's stages); kOptimizer the only shard mode (either shard scope);
-  // a parameter tied across stages only as its stage's last.
+  // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies
+  // (kWorld: CPU devices, every process the same device count, no sharding, a tie only within a process's
+  // stages); kOptimizer the only shard mode (either shard scope); a parameter tied across stages only as
+  // its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;

@@ -178,17 +178,17 @@ typedef enum dpt_pipeline_scope {
    * process, data parallel across the processes (default). */
   DPT_PIPELINE_SCOPE_PROCESS = 0,
   /** The stages are divided among the P processes: process p holds stages p S/P .. (p+1) S/P - 1 on its
-   * devices (S/P stages x R replicas; with P a multiple of S, one stage in each process and P/S copies of each
-   * stage, processes c .. c + P/S - 1 holding the same one, data parallel among them: each copy on its share
-   * of the batch, a stage's gradients and batch statistics summed over its copies), and the activations
-   * and gradients that cross from one process's
-   * stages to the next go as MPI messages (model parallel across machines). Every process is given the
-   * whole batch (the first stage's process reads its inputs, the last's its labels) and gets the same
-   * results: the bits of one process running the S stages on P x its devices. S a multiple of P or P of S, the same
-   * device count in every process, CPU devices, DPT_SHARD_NONE, a tied parameter only within one
-   * process's stages (DPT_ERROR_UNSUPPORTED otherwise). dpt_trainer_get_parameters, get_buffers,
-   * parameter_checksum and save are collective: every process calls them (each process's stages come from
-   * it); only process 0 writes a checkpoint. Without a communicator the same as
+   * devices (S/P stages x R replicas), and the activations and gradients that cross from one process's
+   * stages to the next go as MPI messages (model parallel across machines). With P a multiple of S each
+   * process holds one stage and P/S neighbouring processes hold copies of it, data parallel among them
+   * (each copy on its share of the batch, a stage's gradients and batch statistics summed over its
+   * copies). Every process is given the whole batch (the first stage's processes read its inputs, the
+   * last's its labels) and gets the same results: the bits of one process running the S stages on its
+   * devices times the processes. S a multiple of P or P of S, the same device count in every process, CPU
+   * devices, DPT_SHARD_NONE, a tied parameter only within one process's stages (DPT_ERROR_UNSUPPORTED
+   * otherwise). dpt_trainer_get_parameters, get_buffers, parameter_checksum, dpt_trainer_save and
+   * dpt_trainer_save_safetensors are collective: every process calls them (each stage's values come from
+   * its process); only process 0 writes a file. Without a communicator the same as
    * DPT_PIPELINE_SCOPE_PROCESS. */
   DPT_PIPELINE_SCOPE_WORLD = 1
 } dpt_pipeline_scope;
