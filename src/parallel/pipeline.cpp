@@ -157,22 +157,16 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
   const size_t s = stage(d), r = d % width_;
   const Slice &sl = slice(m, r);
   const size_t width = stages_[s].spec.input().size();
-  if (receives_from_previous_process(d)) {  // from the process before, straight into the input
-    const double start = platform::now_seconds();
-    link_.receive(false, Crossing::kActivations, r, net.input(), sl.count * width);
-    transfer_[d] += platform::now_seconds() - start;
-  } else {
-    const float *from = input_[r].data();
-    if (s > 0) {
-      handoff_.wait(Crossing::kActivations, (s - 1) * width_ + r, m);
-      from = activations_[(s - 1) * width_ + r].data();
-    }
-    const double start = platform::now_seconds();
-    // From the stage before: a peer copy (the first stage's inputs are its own).
-    copy_within(d, net.input(), from + sl.local * width, sl.count * width);
-    transfer_[d] += platform::now_seconds() - start;
+  const float *from = input_[r].data();
+  if (s > 0) {
+    handoff_.wait(Crossing::kActivations, (s - 1) * width_ + r, m);
+    from = activations_[(s - 1) * width_ + r].data();
   }
   const double start = platform::now_seconds();
+  if (receives_from_previous_process(d))  // from the process before, straight into the input (its wait too)
+    link_.receive(false, Crossing::kActivations, r, net.input(), sl.count * width);
+  else  // from the stage before: a peer copy (the first stage's inputs are its own)
+    copy_within(d, net.input(), from + sl.local * width, sl.count * width);
   if (with_labels && last(d)) {
     const size_t per = stages_[s].spec.targets_per_sample();
     copy_within(d, reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per,
@@ -372,10 +366,9 @@ uint64_t Pipeline::allocated_bytes(size_t d) const {
   for (size_t c = 1; c < contexts_[d].size(); ++c) bytes += contexts_[d][c]->allocated_bytes();
   uint64_t floats = 0;
   if (s == 0) floats += input_[r].size() + sent_gradients_[r].size();
-  if (stage(d) + 1 == stages_.size())
-    floats += labels_[r].size() + logits_[r].size() + sent_activations_[r].size();
+  if (s + 1 == stages_.size()) floats += labels_[r].size() + logits_[r].size() + sent_activations_[r].size();
   if (s > 0) floats += activations_[(s - 1) * width_ + r].size();
-  if (stage(d) + 1 < stages_.size()) floats += gradients_[s * width_ + r].size();
+  if (s + 1 < stages_.size()) floats += gradients_[s * width_ + r].size();
   return bytes + floats * sizeof(float);
 }
 
