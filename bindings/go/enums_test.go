@@ -57,6 +57,11 @@ func TestConstantsMatchTheCHeaders(t *testing.T) {
 		{"ShardScopeWorld", int(ShardScopeWorld), int(swig.DPT_SHARD_SCOPE_WORLD)},
 		{"Pipeline1F1B", int(Pipeline1F1B), int(swig.DPT_PIPELINE_1F1B)},
 		{"PipelineGPipe", int(PipelineGPipe), int(swig.DPT_PIPELINE_GPIPE)},
+		{"PipelineScopeProcess", int(PipelineScopeProcess), int(swig.DPT_PIPELINE_SCOPE_PROCESS)},
+		{"PipelineScopeWorld", int(PipelineScopeWorld), int(swig.DPT_PIPELINE_SCOPE_WORLD)},
+		{"PipelineBalanceWork", int(PipelineBalanceWork), int(swig.DPT_PIPELINE_BALANCE_WORK)},
+		{"PipelineBalanceTime", int(PipelineBalanceTime), int(swig.DPT_PIPELINE_BALANCE_TIME)},
+		{"PipelineBalanceParameters", int(PipelineBalanceParameters), int(swig.DPT_PIPELINE_BALANCE_PARAMETERS)},
 		{"PoolAvg", int(PoolAvg), int(swig.DPT_POOL_AVG)},
 		{"PoolMax", int(PoolMax), int(swig.DPT_POOL_MAX)},
 		{"DatasetTrain", int(DatasetTrain), int(swig.DPT_DATASET_TRAIN)},
@@ -133,6 +138,16 @@ func TestLossScaleDefaultsMatchTheLibrary(t *testing.T) {
 	}
 	if got := o.GetPipeline_cuts(); got != "" {
 		t.Errorf("the library's default pipeline_cuts is %q, not empty", got)
+	}
+	// PipelineScope's and PipelineBalance's zero values, and PipelineBalanceBatch's.
+	if got := PipelineScope(o.GetPipeline_scope()); got != PipelineScopeProcess {
+		t.Errorf("the library's default pipeline_scope is %d, not PipelineScopeProcess", got)
+	}
+	if got := PipelineBalance(o.GetPipeline_balance()); got != PipelineBalanceWork {
+		t.Errorf("the library's default pipeline_balance is %d, not PipelineBalanceWork", got)
+	}
+	if got := o.GetPipeline_balance_batch(); got != 0 {
+		t.Errorf("the library's default pipeline_balance_batch is %d, not 0", got)
 	}
 }
 

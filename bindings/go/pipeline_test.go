@@ -105,7 +105,8 @@ func pipeTrain(t *testing.T, ctx *dptrain.Context, m *dptrain.Model, opts dptrai
 func TestPipeline(t *testing.T) {
 	var zero dptrain.TrainerOptions
 	if zero.PipelineStages != 0 || zero.MicroBatches != 0 || zero.PipelineSchedule != dptrain.Pipeline1F1B ||
-		zero.PipelineCuts != "" || zero.PipelineScope != dptrain.PipelineScopeProcess {
+		zero.PipelineCuts != "" || zero.PipelineScope != dptrain.PipelineScopeProcess ||
+		zero.PipelineBalance != dptrain.PipelineBalanceWork || zero.PipelineBalanceBatch != 0 {
 		t.Fatalf("the zero TrainerOptions pipelines: %+v", zero)
 	}
 	m := pipeModel(t)
@@ -165,6 +166,59 @@ func TestPipeline(t *testing.T) {
 				oneFOneB.memory[s].Activations)
 		}
 	}
+}
+
+// TestPipelineBalance: the cuts a balance chose come back from Trainer.PipelineCuts in the form
+// TrainerOptions.PipelineCuts takes: by parameters the MLP's two stages begin at "relu1" (408 | 675
+// parameters), by the estimated work (the zero value) at "fc2" (432 | 699 operations per sample); by measured
+// time at one of its four places, which, named, gives a trainer the same cuts. No pipeline: "". Named cuts with
+// another balance and a balance outside the enum are StatusInvalidArgument, a negative batch StatusOutOfRange.
+func TestPipelineBalance(t *testing.T) {
+	m := pipeModel(t)
+	two := newContext(t, pipeStages)
+	cuts := func(change func(o *dptrain.TrainerOptions)) (string, error) {
+		o := pipeOptions()
+		change(&o)
+		tr, err := dptrain.NewTrainer(two, m, &o)
+		if err != nil {
+			return "", err
+		}
+		defer tr.Close()
+		return tr.PipelineCuts()
+	}
+	for _, c := range []struct {
+		balance dptrain.PipelineBalance
+		want    string
+	}{{dptrain.PipelineBalanceParameters, "relu1"}, {dptrain.PipelineBalanceWork, "fc2"}} {
+		got, err := cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineBalance = c.balance })
+		if err != nil || got != c.want {
+			t.Fatalf("balance %d: cuts %q (%v), want %q", c.balance, got, err, c.want)
+		}
+	}
+	measured, err := cuts(func(o *dptrain.TrainerOptions) {
+		o.PipelineStages = pipeStages
+		o.PipelineBalance = dptrain.PipelineBalanceTime
+		o.PipelineBalanceBatch = pipeBatch
+	})
+	if err != nil || (measured != "relu1" && measured != "fc2" && measured != "relu2" && measured != "head") {
+		t.Fatalf("by measured time: cuts %q (%v)", measured, err)
+	}
+	if named, err := cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineCuts = measured }); err != nil || named != measured {
+		t.Fatalf("the measured cut, named: %q (%v), want %q", named, err, measured)
+	}
+	if none, err := cuts(func(o *dptrain.TrainerOptions) {}); err != nil || none != "" {
+		t.Fatalf("no pipeline: cuts %q (%v)", none, err)
+	}
+	_, err = cuts(func(o *dptrain.TrainerOptions) {
+		o.PipelineStages = pipeStages
+		o.PipelineCuts = "fc2"
+		o.PipelineBalance = dptrain.PipelineBalanceTime
+	})
+	wantError(t, err, dptrain.StatusInvalidArgument, "one or the other")
+	_, err = cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineBalance = 3 })
+	wantError(t, err, dptrain.StatusInvalidArgument, "pipeline balance")
+	_, err = cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineBalanceBatch = -1 })
+	wantError(t, err, dptrain.StatusOutOfRange, "NewTrainer", "PipelineBalanceBatch is negative (-1)")
 }
 
 // TestPipelineRefusals: 3 stages on 2 devices is StatusUnsupported, 1025 micro-batches StatusOutOfRange, a cut

@@ -158,6 +158,28 @@ const (
 	PipelineScopeWorld PipelineScope = 1
 )
 
+// PipelineBalance is what a pipeline's automatic cuts divide evenly among its stages when
+// TrainerOptions.PipelineCuts names none (TrainerOptions.PipelineBalance); Trainer.PipelineCuts gives the cuts
+// chosen.
+type PipelineBalance int
+
+// Pipeline balances.
+const (
+	// PipelineBalanceWork: each layer's estimated work per sample (its weight matrices' multiply-adds plus one
+	// operation per output element): the same cuts on every machine and in every run (default).
+	PipelineBalanceWork PipelineBalance = 0
+	// PipelineBalanceTime: each layer's measured time. When the trainer is created its first device trains
+	// the whole model on one micro-batch of synthetic samples (TrainerOptions.PipelineBalanceBatch), once to
+	// warm up and then three times, and each layer counts its best forward plus backward; across MPI
+	// processes process 0 measures and every process takes its cuts. A model that does not fit the first
+	// device fails with its out-of-memory error. The cuts may vary from run to run: name them
+	// (Trainer.PipelineCuts) to repeat a run.
+	PipelineBalanceTime PipelineBalance = 1
+	// PipelineBalanceParameters: each layer's parameters; every stage holds about the same share of the
+	// parameters, their gradients and optimizer state (memory, not time).
+	PipelineBalanceParameters PipelineBalance = 2
+)
+
 // PipelineSchedule is the order in which each stage of a pipeline runs its micro-batches' forwards and
 // backwards (TrainerOptions.PipelineSchedule). Both give the same bubble, (S - 1) / (M + S - 1) of the step,
 // and the same results.
@@ -335,13 +357,23 @@ type TrainerOptions struct {
 	// PipelineCuts is where the stages after the first begin: PipelineStages - 1 node names, comma-separated,
 	// in node order ("layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"; a node without a name is its index). A
 	// stage may begin only at a node where one tensor is live (between blocks, not inside a residual block).
-	// "" (the default): the cuts that divide the estimated work most evenly. An unknown name, a node inside a
-	// block, names out of order or a count other than PipelineStages - 1 is StatusInvalidArgument.
+	// "" (the default): the cuts that divide PipelineBalance's costs most evenly (Trainer.PipelineCuts gives
+	// them). An unknown name, a node inside a block, names out of order or a count other than
+	// PipelineStages - 1 is StatusInvalidArgument.
 	PipelineCuts string
 	// PipelineScope: across MPI processes, PipelineScopeProcess (the zero value, the default) or
 	// PipelineScopeWorld; a value outside the enum is StatusInvalidArgument.
 	PipelineScope PipelineScope
-	Optimizer     OptimizerOptions
+	// PipelineBalance: what the automatic cuts balance, PipelineBalanceWork (the zero value, the default),
+	// PipelineBalanceTime or PipelineBalanceParameters; only the default with PipelineCuts named, and a value
+	// outside the enum, is StatusInvalidArgument.
+	PipelineBalance PipelineBalance
+	// PipelineBalanceBatch: with PipelineBalanceTime, the batch size the steps will pass (across MPI
+	// processes, the global batch); each measuring pass runs one micro-batch of it on one of a stage's
+	// replicas (a layer's time per sample depends on the samples it runs at once). 0 = 16 samples. Negative
+	// is StatusOutOfRange.
+	PipelineBalanceBatch int
+	Optimizer            OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -418,6 +450,9 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 	if o.MicroBatches < 0 {
 		return nil, newError(op, StatusOutOfRange, "MicroBatches is negative (%d)", o.MicroBatches)
 	}
+	if o.PipelineBalanceBatch < 0 {
+		return nil, newError(op, StatusOutOfRange, "PipelineBalanceBatch is negative (%d)", o.PipelineBalanceBatch)
+	}
 	if err := ctx.begin(op); err != nil {
 		return nil, err
 	}
@@ -481,6 +516,8 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 			to.SetPipeline_cuts(o.PipelineCuts)
 		}
 		to.SetPipeline_scope(swig.Dpt_pipeline_scope(o.PipelineScope))
+		to.SetPipeline_balance(swig.Dpt_pipeline_balance(o.PipelineBalance))
+		to.SetPipeline_balance_batch(int64(o.PipelineBalanceBatch))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)
@@ -767,6 +804,15 @@ func (t *Trainer) DeviceCount() (int, error) {
 	var n int64
 	err := t.read("Trainer.DeviceCount", func() { n = t.ptr.DeviceCount() })
 	return int(n), err
+}
+
+// PipelineCuts returns where the pipeline's stages after the first begin: their first layers' names,
+// comma-separated, as TrainerOptions.PipelineCuts takes them ("" without a pipeline), so that a later run can
+// name the cuts a PipelineBalance chose. Across MPI processes the same on every process.
+func (t *Trainer) PipelineCuts() (string, error) {
+	var s string
+	err := t.read("Trainer.PipelineCuts", func() { s = t.ptr.PipelineCuts() })
+	return s, err
 }
 
 // ReadParameters copies the parameters (of the first replica) into dst, whose length must be

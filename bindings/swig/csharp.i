@@ -318,6 +318,9 @@ DPT_CS_PINNED_ARRAY(const size_t, ulong, IN_SIZES, IN_COUNT)
 %rename(GPipe) DPT_PIPELINE_GPIPE;
 %rename(ProcessScope) DPT_PIPELINE_SCOPE_PROCESS; /* (one C scope: Process and World are ShardScope's) */
 %rename(WorldScope) DPT_PIPELINE_SCOPE_WORLD;
+%rename(Work) DPT_PIPELINE_BALANCE_WORK;
+%rename(Time) DPT_PIPELINE_BALANCE_TIME;
+%rename(ParameterBytes) DPT_PIPELINE_BALANCE_PARAMETERS; /* (one C scope: Parameters is ShardMode's) */
 
 /* SWIG writes no XML documentation: ShardMode carries its summary in its modifiers (TrainerOptions.Shard, written
  * by hand, documents it in full). */
@@ -361,6 +364,17 @@ public enum%}
 /// are the same.</summary>
 public enum%}
 
+%typemap(csclassmodifiers) enum dpt_pipeline_balance %{/// <summary>What a pipeline's automatic cuts divide evenly among
+/// its stages when <c>TrainerOptions.PipelineCuts</c> names none (<c>TrainerOptions.PipelineBalance</c>):
+/// <c>Work</c> (the default) each layer's estimated work per sample (its weight matrices' multiply-adds plus
+/// one operation per output element; the same cuts on every machine and in every run); <c>Time</c> each
+/// layer's measured time (the first device trains the whole model on one micro-batch of synthetic samples,
+/// <c>TrainerOptions.PipelineBalanceBatch</c>, when the trainer is created, and each layer counts its best
+/// forward plus backward of three; across MPI processes process 0 measures; the cuts may vary from run to
+/// run); <c>ParameterBytes</c> each layer's parameters (memory, not time). <c>Trainer.PipelineCuts</c> gives
+/// the cuts chosen.</summary>
+public enum%}
+
 /* Read-only getters become properties: the generated method turns private under another name and the
  * hand-written half of the class adds the property (Context.DeviceCount, Model.ParameterCount ...). */
 %define DPT_CS_PROPERTY(METHOD, PRIVATE_NAME)
@@ -382,6 +396,7 @@ DPT_CS_PROPERTY(dpt_dataset::targetsPerSample, GetTargetsPerSample)
 DPT_CS_PROPERTY(dpt_model::inputType, GetInputType)
 DPT_CS_PROPERTY(dpt_trainer::parameterCount, GetParameterCount)
 DPT_CS_PROPERTY(dpt_trainer::deviceCount, GetDeviceCount)
+DPT_CS_PROPERTY(dpt_trainer::pipelineCuts, GetPipelineCuts)
 /* TrainerOptions.Precision, InitialLossScale, LossScaleGrowthInterval, AllreduceDtype, ActivationDtype, Shard,
  * ShardScope, PipelineStages, MicroBatches, PipelineSchedule and PipelineCuts are written by hand (src/TrainerOptions.cs) for
  * their XML documentation: the generated properties turn private under other names. */

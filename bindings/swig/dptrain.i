@@ -82,6 +82,7 @@
 %rename(ShardScope) dpt_shard_scope;
 %rename(PipelineSchedule) dpt_pipeline_schedule;
 %rename(PipelineScope) dpt_pipeline_scope;
+%rename(PipelineBalance) dpt_pipeline_balance;
 %rename(TensorKind) dpt_tensor_kind;
 %rename(InputType) dpt_input_type;
 %rename(WeightDecayScope) dpt_weight_decay_scope;
@@ -727,6 +728,16 @@ class TextParts {
     size_t n = 0;
     dptrain_binding::check(dpt_trainer_device_count($self, &n));
     return n;
+  }
+  /* Where the pipeline's stages after the first begin, comma-separated ("" without a pipeline). */
+  std::string pipelineCuts() {
+    size_t needed = 0;
+    dpt_status s = dpt_trainer_pipeline_cuts($self, NULL, 0, &needed);
+    if (s != DPT_ERROR_BUFFER_TOO_SMALL) dptrain_binding::check(s);
+    std::string text(needed, '\0');
+    dptrain_binding::check(dpt_trainer_pipeline_cuts($self, &text[0], needed, &needed));
+    text.resize(needed - 1);
+    return text;
   }
   void getParameters(float *out_params, size_t out_param_count) {
     dptrain_binding::check(dpt_trainer_get_parameters($self, out_params, out_param_count));

@@ -438,6 +438,40 @@ public enum%}
    * the same; a {@code null} is a {@code NullPointerException}.
    */
   public%}
+%typemap(javaclassmodifiers) enum dpt_pipeline_balance %{/**
+ * What a pipeline's automatic cuts divide evenly among its stages when {@link TrainerOptions#setPipelineCuts}
+ * names none ({@link TrainerOptions#setPipelineBalance}): {@link #PIPELINE_BALANCE_WORK} (the default) each
+ * layer's estimated work per sample (its weight matrices' multiply-adds plus one operation per output element;
+ * the same cuts on every machine and in every run); {@link #PIPELINE_BALANCE_TIME} each layer's measured time
+ * (the first device trains the whole model on one micro-batch of synthetic samples,
+ * {@link TrainerOptions#setPipelineBalanceBatch}, when the trainer is created, and each layer counts its best
+ * forward plus backward of three; across MPI processes process 0 measures; the cuts may vary from run to run);
+ * {@link #PIPELINE_BALANCE_PARAMETERS} each layer's parameters (memory, not time).
+ * {@link Trainer#pipelineCuts} gives the cuts chosen.
+ */
+public enum%}
+%javamethodmodifiers dpt_trainer_options::pipeline_balance %{/**
+   * What the automatic cuts balance: {@link PipelineBalance#PIPELINE_BALANCE_WORK} (the default),
+   * {@link PipelineBalance#PIPELINE_BALANCE_TIME} or {@link PipelineBalance#PIPELINE_BALANCE_PARAMETERS}. Only the
+   * default with {@link #setPipelineCuts} named ({@link InvalidArgumentException} when the trainer is created);
+   * with the time balance a model that does not fit the first device fails with its out-of-memory error. A
+   * {@code null} is a {@code NullPointerException}.
+   */
+  public%}
+%javamethodmodifiers dpt_trainer_options::pipeline_balance_batch %{/**
+   * With {@link PipelineBalance#PIPELINE_BALANCE_TIME}: the batch size the steps will pass (across MPI processes,
+   * the global batch); each measuring pass runs one micro-batch of it on one of a stage's replicas (a layer's
+   * time per sample depends on the samples it runs at once). 0 (the default): 16 samples. Negative values are
+   * an {@link InvalidArgumentException} ({@code Status.ERROR_OUT_OF_RANGE}).
+   */
+  public%}
+%javamethodmodifiers dpt_trainer::pipelineCuts %{/**
+   * Where the pipeline's stages after the first begin: their first layers' names, comma-separated, as
+   * {@link TrainerOptions#setPipelineCuts} takes them ({@code ""} without a pipeline), so that a later run can
+   * name the cuts a {@link TrainerOptions#setPipelineBalance} chose. Across MPI processes the same on every
+   * process.
+   */
+  public%}
 %javamethodmodifiers dpt_trainer_options::pipeline_stages %{/**
    * Pipeline model parallel: the model is cut into this many stages S, and each step's batch into
    * {@link #setMicroBatches} micro-batches that pass forward through the stages and back. The trainer's K
@@ -471,7 +505,8 @@ public enum%}
    * Where the pipeline's stages after the first begin: stages - 1 node names, comma-separated, in node order
    * ({@code "layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"}; a node without a name is its index). A stage may
    * begin only at a node where one tensor is live (between blocks, not inside a residual block). {@code null}
-   * or {@code ""} (the default {@code null}): the cuts that divide the estimated work most evenly. An unknown name,
+   * or {@code ""} (the default {@code null}): the cuts that divide {@link #setPipelineBalance}'s costs most
+   * evenly ({@link Trainer#pipelineCuts} gives them). An unknown name,
    * a node inside a block, names out of order or a count other than stages - 1 is an
    * {@link InvalidArgumentException} ({@code Status.ERROR_INVALID_ARGUMENT}) when the trainer is created. The
    * options keep their own copy of the text.

@@ -119,4 +119,17 @@ void write_result(T *out, T value) {
   std::memcpy(out, &value, std::min(out->struct_size, sizeof(T)));
 }
 
+// Copies text and its NUL into buffer (a model's description and JSON, a pipeline's cuts):
+// BUFFER_TOO_SMALL, with *needed set, when it does not fit.
+inline void copy_text(const std::string &text, char *buffer, size_t capacity, size_t *needed,
+                      const char *what) {
+  DPT_REQUIRE(buffer != nullptr || capacity == 0, DPT_ERROR_NULL_POINTER,
+              "buffer is NULL but capacity is not 0");
+  if (needed != nullptr) *needed = text.size() + 1;
+  DPT_REQUIRE(capacity >= text.size() + 1, DPT_ERROR_BUFFER_TOO_SMALL,
+              std::string(what) + " needs " + std::to_string(text.size() + 1) + " bytes, capacity is " +
+                  std::to_string(capacity));
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+}
+
 }  // namespace dpt::capi

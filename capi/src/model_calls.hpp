@@ -107,17 +107,4 @@ inline size_t add_dropout_node(ModelSpec &m, size_t input, float rate, const std
   return m.add(op_def("dropout"), {input}, a, name);
 }
 
-// Copies text and its NUL into buffer (describe, to_json): BUFFER_TOO_SMALL, with *needed set, when it
-// does not fit.
-inline void copy_text(const std::string &text, char *buffer, size_t capacity, size_t *needed,
-                      const char *what) {
-  DPT_REQUIRE(buffer != nullptr || capacity == 0, DPT_ERROR_NULL_POINTER,
-              "buffer is NULL but capacity is not 0");
-  if (needed != nullptr) *needed = text.size() + 1;
-  DPT_REQUIRE(capacity >= text.size() + 1, DPT_ERROR_BUFFER_TOO_SMALL,
-              std::string(what) + " needs " + std::to_string(text.size() + 1) + " bytes, capacity is " +
-                  std::to_string(capacity));
-  std::memcpy(buffer, text.c_str(), text.size() + 1);
-}
-
 }  // namespace dpt::capi

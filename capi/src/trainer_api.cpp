@@ -123,6 +123,14 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
                               "pipeline scope") == DPT_PIPELINE_SCOPE_WORLD
           ? dpt::PipelineScope::kWorld
           : dpt::PipelineScope::kProcess;
+  const dpt_pipeline_balance balance = dpt::capi::checked_enum(
+      o.pipeline_balance,
+      {DPT_PIPELINE_BALANCE_WORK, DPT_PIPELINE_BALANCE_TIME, DPT_PIPELINE_BALANCE_PARAMETERS},
+      "pipeline balance");
+  c.pipeline_balance = balance == DPT_PIPELINE_BALANCE_TIME         ? dpt::PipelineBalance::kTime
+                       : balance == DPT_PIPELINE_BALANCE_PARAMETERS ? dpt::PipelineBalance::kParameters
+                                                                    : dpt::PipelineBalance::kWork;
+  c.pipeline_balance_batch = o.pipeline_balance_batch;
   c.pipeline_stages = o.pipeline_stages;
   c.micro_batches = o.micro_batches;
   c.pipeline_schedule = dpt::capi::checked_enum(o.pipeline_schedule, {DPT_PIPELINE_1F1B, DPT_PIPELINE_GPIPE},
@@ -611,6 +619,18 @@ dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *count) {
     const auto use = dpt::capi::shared(trainer);
     require_not_null(count, "count");
     *count = trainer->impl->device_count();
+  });
+}
+
+dpt_status dpt_trainer_pipeline_cuts(const dpt_trainer *trainer, char *buffer, size_t capacity,
+                                     size_t *needed) {
+  return guarded(__func__, [&] {
+    require_not_null(trainer, "trainer");
+    const auto use = dpt::capi::shared(trainer);
+    std::string names;
+    for (const std::string &name : trainer->impl->pipeline_cut_names())
+      names += (names.empty() ? "" : ",") + name;
+    dpt::capi::copy_text(names, buffer, capacity, needed, "the cuts");
   });
 }
 

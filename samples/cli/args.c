@@ -37,6 +37,10 @@ static const choice kShardScopes[] = {
     {"process", DPT_SHARD_SCOPE_PROCESS}, {"world", DPT_SHARD_SCOPE_WORLD}, {NULL, 0}};
 static const choice kPipelineScopes[] = {
     {"process", DPT_PIPELINE_SCOPE_PROCESS}, {"world", DPT_PIPELINE_SCOPE_WORLD}, {NULL, 0}};
+static const choice kPipelineBalances[] = {{"work", DPT_PIPELINE_BALANCE_WORK},
+                                           {"time", DPT_PIPELINE_BALANCE_TIME},
+                                           {"parameters", DPT_PIPELINE_BALANCE_PARAMETERS},
+                                           {NULL, 0}};
 static const choice kPipelineSchedules[] = {
     {"1f1b", DPT_PIPELINE_1F1B}, {"gpipe", DPT_PIPELINE_GPIPE}, {NULL, 0}};
 static const choice kOptimizers[] = {{"sgd", DPT_OPTIMIZER_SGD}, {"adamw", DPT_OPTIMIZER_ADAMW}, {NULL, 0}};
@@ -117,6 +121,7 @@ static const option_spec kOptions[] = {
     {"--pipeline-schedule", ARG_CHOICE, FIELD(pipeline_schedule), 0, REAL_POSITIVE, kPipelineSchedules},
     {"--pipeline-cuts", ARG_STRING, FIELD(pipeline_cuts), 0, REAL_POSITIVE, NULL},
     {"--pipeline-scope", ARG_CHOICE, FIELD(pipeline_scope), 0, REAL_POSITIVE, kPipelineScopes},
+    {"--pipeline-balance", ARG_CHOICE, FIELD(pipeline_balance), 0, REAL_POSITIVE, kPipelineBalances},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -192,6 +197,10 @@ const char *pipeline_scope_name(int scope) {
   return choice_name(kPipelineScopes, scope);
 }
 
+const char *pipeline_balance_name(int balance) {
+  return choice_name(kPipelineBalances, balance);
+}
+
 const char *pipeline_schedule_name(int schedule) {
   return choice_name(kPipelineSchedules, schedule);
 }
@@ -224,6 +233,7 @@ static void set_defaults(train_config *config) {
   config->shard_scope = DPT_SHARD_SCOPE_PROCESS;
   config->pipeline_schedule = DPT_PIPELINE_1F1B;
   config->pipeline_scope = DPT_PIPELINE_SCOPE_PROCESS;
+  config->pipeline_balance = DPT_PIPELINE_BALANCE_WORK;
   config->accumulate = 1;
   config->bucket_kib = 1024;
   config->communicator = CLI_COMMUNICATOR_AUTO;
@@ -582,11 +592,14 @@ static int check_config(const train_config *config) {
   }
   if (config->pipeline <= 1 &&
       (was_given(config, "--micro-batches") || was_given(config, "--pipeline-schedule") ||
-       was_given(config, "--pipeline-cuts") || was_given(config, "--pipeline-scope"))) {
+       was_given(config, "--pipeline-cuts") || was_given(config, "--pipeline-scope") ||
+       was_given(config, "--pipeline-balance"))) {
     return cli_usage_error(
-        "--micro-batches, --pipeline-schedule, --pipeline-cuts and --pipeline-scope need --pipeline S (S > "
-        "1)");
+        "--micro-batches, --pipeline-schedule, --pipeline-cuts, --pipeline-scope and --pipeline-balance need "
+        "--pipeline S (S > 1)");
   }
+  if (was_given(config, "--pipeline-cuts") && was_given(config, "--pipeline-balance"))
+    return cli_usage_error("--pipeline-cuts names the cuts, --pipeline-balance chooses them: give one");
   if (config->load_weights_path != NULL && config->resume_path != NULL)
     return cli_usage_error("--load-weights and --resume both set the weights: give one");
   if (config->checkpoint_every > 0 && config->checkpoint_path == NULL)
@@ -688,8 +701,11 @@ void print_train_help(FILE *out) {
       "  --micro-batches M      micro-batches per step with --pipeline (default: 4 per stage)\n"
       "  --pipeline-schedule 1f1b|gpipe  the stages' order of forwards and backwards (default: 1f1b,\n"
       "                         which keeps fewer micro-batches' activations)\n"
-      "  --pipeline-cuts NAME,...  the nodes where stages 2..S begin (default: the cuts that divide the\n"
-      "                         estimated work most evenly; `dptrain model` lists the node names)\n"
+      "  --pipeline-cuts NAME,...  the nodes where stages 2..S begin (default: chosen by\n"
+      "                         --pipeline-balance; `dptrain model` lists the node names)\n"
+      "  --pipeline-balance work|time|parameters  what the chosen cuts divide evenly: the estimated\n"
+      "                         work (default), each layer's time measured on the first device when\n"
+      "                         training starts, or the parameters (memory); the cuts are printed\n"
       "  --pipeline-scope process|world  under mpirun: every process runs every stage on its share of\n"
       "                         each batch (process, the default), or the stages are divided among the\n"
       "                         P processes, S/P each, or P/S copies of each (world: model parallel\n"

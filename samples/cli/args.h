@@ -69,6 +69,7 @@ typedef struct train_config {
   size_t micro_batches;                     /**< Micro-batches per pipelined step; 0 = the default. */
   int pipeline_schedule;                    /**< dpt_pipeline_schedule. */
   int pipeline_scope;                       /**< dpt_pipeline_scope. */
+  int pipeline_balance;                     /**< dpt_pipeline_balance. */
   const char *pipeline_cuts;                /**< --pipeline-cuts NAME,...: where stages begin, or NULL. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */
@@ -129,6 +130,7 @@ const char *shard_name(int shard);
 const char *shard_scope_name(int scope);
 const char *pipeline_schedule_name(int schedule);
 const char *pipeline_scope_name(int scope);
+const char *pipeline_balance_name(int balance);
 /** @brief Name of a schedule: "constant", "step" or "cosine". */
 const char *schedule_name(int schedule);
 /** @brief Name of an initialisation scheme: "normal" or "uniform". */

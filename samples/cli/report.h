@@ -25,11 +25,13 @@ typedef struct run_summary {
   size_t test_samples;        /**< Test samples used. */
   uint64_t total_steps;       /**< Optimizer steps the run was planned for. */
   uint64_t warmup;            /**< Warm-up optimizer steps (given, or the recipe's). */
-  size_t tokens_per_sample;   /**< Token models: the window length (losses per token, bits per byte); 0
-                                   for image models. */
-  dpt_fit_result fit;         /**< Outcome of dpt_trainer_fit(). */
-  uint64_t checksum;          /**< dpt_trainer_parameter_checksum() after training. */
-  dpt_replica_memory memory;  /**< After training: the replica that holds the most memory. */
+  /** A pipeline: where its stages after the first begin (dpt_trainer_pipeline_cuts; NULL otherwise). */
+  char *pipeline_cuts;
+  size_t tokens_per_sample;  /**< Token models: the window length (losses per token, bits per byte); 0
+                                  for image models. */
+  dpt_fit_result fit;        /**< Outcome of dpt_trainer_fit(). */
+  uint64_t checksum;         /**< dpt_trainer_parameter_checksum() after training. */
+  dpt_replica_memory memory; /**< After training: the replica that holds the most memory. */
   /** After training: each device's times summed over the run's steps (dpt_trainer_replica_totals). */
   dpt_replica_times device_times[DPT_MAX_CPU_DEVICES];
   /** --recompute-bn: the training samples batch norm's statistics were recomputed over (0: not done), and

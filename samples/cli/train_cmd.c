@@ -3,6 +3,7 @@
  * Each stage is one function that returns an exit status; the run stops at the first failure and
  * destroy_run() releases whatever was created.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -267,6 +268,8 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->pipeline_schedule = (dpt_pipeline_schedule)c->pipeline_schedule;
   options->pipeline_cuts = c->pipeline_cuts;
   options->pipeline_scope = (dpt_pipeline_scope)c->pipeline_scope;
+  options->pipeline_balance = (dpt_pipeline_balance)c->pipeline_balance;
+  options->pipeline_balance_batch = c->batch;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -308,6 +311,17 @@ static int fill_optimizer_options(train_run *run, dpt_optimizer_options *options
   return CLI_EXIT_OK;
 }
 
+/** @brief Where the pipeline's stages begin (named, or chosen by the balance), for the header and --json. */
+static int record_pipeline_cuts(train_run *run) {
+  size_t needed = 0;
+  const dpt_status status = dpt_trainer_pipeline_cuts(run->trainer, NULL, 0, &needed);
+  if (status != DPT_ERROR_BUFFER_TOO_SMALL) return cli_library_error(status);
+  run->summary.pipeline_cuts = (char *)malloc(needed);
+  if (run->summary.pipeline_cuts == NULL) return cli_library_error(DPT_ERROR_OUT_OF_MEMORY);
+  CLI_TRY(dpt_trainer_pipeline_cuts(run->trainer, run->summary.pipeline_cuts, needed, NULL));
+  return CLI_EXIT_OK;
+}
+
 static int create_trainer(train_run *run) {
   dpt_trainer_options trainer_options;
   dpt_optimizer_options optimizer_options;
@@ -320,6 +334,10 @@ static int create_trainer(train_run *run) {
   CLI_TRY(dpt_model_parameter_count(run->model, &run->summary.parameters));
   CLI_TRY(dpt_trainer_create(&run->trainer, run->context, run->model, &trainer_options, &optimizer_options));
   CLI_TRY(dpt_trainer_device_count(run->trainer, &run->summary.devices));
+  if (run->config.pipeline > 1) {
+    const int rc = record_pipeline_cuts(run);
+    if (rc != CLI_EXIT_OK) return rc;
+  }
   if (run->config.resume_path != NULL) {
     uint64_t done = 0;
     CLI_TRY(dpt_trainer_load(run->trainer, run->config.resume_path));
@@ -384,7 +402,12 @@ static void print_header(const train_run *run) {
               ? " across every process's devices"
               : "");
   if (c->pipeline > 1)
-    fprintf(run->out, "pipeline: %zu stages, %zu micro-batches per step, %s schedule%s\n", c->pipeline,
+    fprintf(run->out, "pipeline: %zu stages (cut at %s, %s), %zu micro-batches per step, %s schedule%s\n",
+            c->pipeline, run->summary.pipeline_cuts,
+            c->pipeline_cuts != NULL                                 ? "as named"
+            : c->pipeline_balance == DPT_PIPELINE_BALANCE_TIME       ? "by measured time"
+            : c->pipeline_balance == DPT_PIPELINE_BALANCE_PARAMETERS ? "by parameters"
+                                                                     : "by estimated work",
             c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline,
             pipeline_schedule_name(c->pipeline_schedule),
             c->pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi
@@ -544,6 +567,7 @@ static void destroy_run(train_run *run) {
   if (run->plot != NULL) fclose(run->plot);
   if (run->null_output != NULL) fclose(run->null_output);
   epoch_log_free(&run->progress.log);
+  free(run->summary.pipeline_cuts);
 }
 
 int cli_train_main(int argc, char **argv) {

@@ -26,6 +26,7 @@
 #include "parallel/loss_scaler.hpp"
 #include "parallel/parameter_gatherer.hpp"
 #include "parallel/pipeline.hpp"
+#include "parallel/pipeline_balance.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
 #include "parallel/trace_recorder.hpp"
@@ -101,7 +102,8 @@ struct TrainerConfig {
   // devices s R .. s R + R - 1 (0 or 1: no pipeline; R = devices / stages data-parallel replicas of each).
   // Each step's batch is cut into micro_batches micro-batches (0: four per stage, at most the batch's
   // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
-  // pipeline_cuts (stages - 1 names), or (empty) where the estimated work is most evenly divided. CPU
+  // pipeline_cuts (stages - 1 names), or (empty) where pipeline_balance's costs are most evenly divided
+  // (across processes, process 0's measured times for all). CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
   // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies
   // (kWorld: CPU devices, every process the same device count, no sharding, a tie only within a process's
@@ -112,6 +114,10 @@ struct TrainerConfig {
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
   std::vector<std::string> pipeline_cuts;
   PipelineScope pipeline_scope = PipelineScope::kProcess;
+  PipelineBalance pipeline_balance = PipelineBalance::kWork;
+  // kTime: the batch size the steps will pass (across processes, the global batch); each measuring pass
+  // runs one micro-batch of it on one of a stage's replicas. 0: kBalanceProbeSamples.
+  size_t pipeline_balance_batch = 0;
 };
 
 // One replica's share of the last step call: its compute (forward and backward), its gradient reduction
@@ -230,6 +236,9 @@ class Trainer {
   const ShardLayout &shards() const { return shards_; }
   // The pipeline (nullptr: data parallel).
   const Pipeline *pipeline() const { return pipeline_.get(); }
+  // The names of the nodes where the pipeline's stages after the first begin, as
+  // TrainerConfig::pipeline_cuts takes them; empty without a pipeline.
+  std::vector<std::string> pipeline_cut_names() const;
   std::vector<size_t> split_sizes(size_t batch) const;
   // The samples [first, first + count) of a global batch that this process trains on (all of them
   // without a world).
@@ -310,6 +319,8 @@ class Trainer {
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out, size_t count = SIZE_MAX) const;
   // trainer_pipeline.cpp
   void plan_pipeline();
+  // Without pipeline_cuts: where stages - 1 cuts divide the pipeline_balance's costs most evenly.
+  std::vector<size_t> automatic_cuts(size_t stages) const;
   // plan_pipeline with PipelineScope::kWorld: this process's stages of the whole model's.
   void place_stages_across_processes(std::vector<PipelineStage> all);
   void start_pipeline(size_t replicas_per_stage);
@@ -420,6 +431,7 @@ class Trainer {
   // process's (all of them unless the stages are divided among the processes, first_stage_ the model's
   // index of its first).
   std::vector<PipelineStage> stages_;
+  std::vector<size_t> cuts_;  // the model's nodes where its stages after the first begin
   size_t first_stage_ = 0;
   // Stages divided among more processes than stages: stage_copies_ processes hold the same stages (data
   // parallel among them, each on its share of the batch), data_rank_ this process's index among them, and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <new>
 #include <string>
 
 #include "core/error.hpp"
@@ -15,22 +16,6 @@ namespace dpt {
 namespace {
 
 constexpr size_t kMaxMicroBatches = 1024;  // GPipe keeps an activation context for each
-
-// Each node's work per sample, estimated: the multiply-adds of its weight matrices (each output element
-// takes fan_in of them: a convolution's C_in k^2, a dense layer's inputs) plus one operation per output
-// element for everything else. Balancing it balances compute where the parameters would not: ResNet-18's
-// last residual block holds 42% of its parameters but 16% of its work.
-std::vector<double> estimated_work(const ModelSpec &spec) {
-  std::vector<double> work;
-  for (const Node &node : spec.nodes()) {
-    const double outputs = double(node.layout.output.size());
-    double w = node.layout.view ? 0.0 : outputs;
-    for (const ParamInfo &p : node.layout.params)
-      if (p.matrix) w += outputs * double(p.fan_in);
-    work.push_back(w);
-  }
-  return work;
-}
 
 }  // namespace
 
@@ -69,16 +54,21 @@ void Trainer::plan_pipeline() {
   DPT_REQUIRE(config_.micro_batches <= kMaxMicroBatches, DPT_ERROR_OUT_OF_RANGE,
               why + "takes at most " + std::to_string(kMaxMicroBatches) + " micro-batches per step (" +
                   std::to_string(config_.micro_batches) + " asked)");
-  std::vector<size_t> cuts;
+  DPT_REQUIRE(config_.pipeline_balance == PipelineBalance::kWork ||
+                  config_.pipeline_balance == PipelineBalance::kTime ||
+                  config_.pipeline_balance == PipelineBalance::kParameters,
+              DPT_ERROR_INVALID_ARGUMENT, "unknown pipeline balance");
   if (config_.pipeline_cuts.empty()) {
-    cuts = balanced_cuts(spec_, stages, estimated_work(spec_));
+    cuts_ = automatic_cuts(stages);
   } else {
     DPT_REQUIRE(config_.pipeline_cuts.size() == stages - 1, DPT_ERROR_INVALID_ARGUMENT,
                 why + "needs " + std::to_string(stages - 1) + " cut points (node names), " +
                     std::to_string(config_.pipeline_cuts.size()) + " given");
-    cuts = named_cuts(spec_, config_.pipeline_cuts);
+    DPT_REQUIRE(config_.pipeline_balance == PipelineBalance::kWork, DPT_ERROR_INVALID_ARGUMENT,
+                why + "is given its cut points and a balance to choose them by: one or the other");
+    cuts_ = named_cuts(spec_, config_.pipeline_cuts);
   }
-  stages_ = cut_model(spec_, cuts);
+  stages_ = cut_model(spec_, cuts_);
   if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
   if (across) {
     place_stages_across_processes(std::move(stages_));
@@ -122,6 +112,66 @@ void Trainer::plan_pipeline() {
   const size_t ranks = stage_bounds_.empty() ? devices_.size() : stages * sharing;
   bounds.push_back(spec_.parameter_count());
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), ranks);
+}
+
+// The cuts that divide pipeline_balance's costs most evenly. Measured times differ from machine to machine
+// and from run to run: across processes, process 0's cuts are every process's (its failure, every
+// process's error).
+std::vector<size_t> Trainer::automatic_cuts(size_t stages) const {
+  if (config_.pipeline_balance == PipelineBalance::kWork)
+    return balanced_cuts(spec_, stages, estimated_work(spec_));
+  if (config_.pipeline_balance == PipelineBalance::kParameters)
+    return balanced_cuts(spec_, stages, parameter_floats(spec_));
+  const World *world = config_.world != nullptr && config_.world->size() > 1 ? config_.world : nullptr;
+  // A micro-batch of the batch, on one of the stage's replicas in the job (every process's devices / S).
+  size_t samples = kBalanceProbeSamples;
+  if (config_.pipeline_balance_batch > 0) {
+    const size_t micro = config_.micro_batches > 0 ? config_.micro_batches : 4 * stages;
+    const size_t devices = world != nullptr ? process_first_.back() : devices_.size();
+    const size_t share = micro * std::max<size_t>(1, devices / stages);
+    samples = std::max<size_t>(1, (config_.pipeline_balance_batch + share - 1) / share);
+  }
+  const auto measure = [&] {
+    std::lock_guard<std::mutex> lock(context_->work_mutex());  // the device's work, as a step's
+    std::vector<double> times;
+    try {
+      times = measured_times(spec_, *devices_[0], config_.kernels, config_.matmul_dtype,
+                             config_.activation_dtype, samples, config_.seed);
+    } catch (const Error &e) {
+      throw Error(e.status(), "the pipeline's balance by measured time trains the whole model on " +
+                                  devices_[0]->name() + " first, which failed: " + e.what());
+    }
+    return balanced_cuts(spec_, stages, times);
+  };
+  if (world == nullptr) return measure();
+  // Process 0's outcome: its status (0: measured), then the cuts.
+  std::vector<uint64_t> outcome(stages, 0);
+  dpt_status failed = DPT_OK;
+  std::string message;
+  if (world->rank() == 0) {
+    try {
+      const std::vector<size_t> cuts = measure();
+      std::copy(cuts.begin(), cuts.end(), outcome.begin() + 1);
+    } catch (const Error &e) {
+      failed = e.status();
+      message = e.what();
+    } catch (const std::bad_alloc &) {
+      failed = DPT_ERROR_OUT_OF_MEMORY;
+      message = "out of host memory while measuring the pipeline's balance";
+    }
+    outcome[0] = uint64_t(failed);
+  }
+  world->broadcast(outcome.data(), outcome.size() * sizeof(uint64_t), 0, config_.timeout_seconds);
+  if (failed != DPT_OK) throw_error(failed, message);
+  DPT_REQUIRE(outcome[0] == 0, dpt_status(outcome[0]),
+              "process 0 could not measure the pipeline's balance (its error says why)");
+  return std::vector<size_t>(outcome.begin() + 1, outcome.end());
+}
+
+std::vector<std::string> Trainer::pipeline_cut_names() const {
+  std::vector<std::string> names;
+  for (size_t node : cuts_) names.push_back(spec_.nodes()[node].name);
+  return names;
 }
 
 // Process p holds the model's stages [b L, (b + 1) L) of block b = p / C, L = S / P (or 1 when P > S), each

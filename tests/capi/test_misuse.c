@@ -463,6 +463,8 @@ static void test_status_and_init_functions(void **state) {
   assert_null(t.pipeline_cuts);
   assert_int_equal(t.shard_scope, DPT_SHARD_SCOPE_PROCESS);
   assert_int_equal(t.pipeline_scope, DPT_PIPELINE_SCOPE_PROCESS);
+  assert_int_equal(t.pipeline_balance, DPT_PIPELINE_BALANCE_WORK);
+  assert_int_equal(t.pipeline_balance_batch, 0);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1470,6 +1472,8 @@ static void test_trainer_create_misuse(void **state) {
       {"pipeline_schedule 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_schedule, 2)}},
       {"pipeline_scope 2 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_scope, 2)}},
       {"pipeline_scope -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_scope, -1)}},
+      {"pipeline_balance 3 (unknown)", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_balance, 3)}},
+      {"pipeline_balance -1", DPT_ERROR_INVALID_ARGUMENT, {SET_INT(TOPT, pipeline_balance, -1)}},
       /* A pipeline needs one device per stage, the even split, no sharding but the optimizer's, known cut
        * points. */
       {"pipeline_stages 3 on 2 devices",
@@ -1493,6 +1497,10 @@ static void test_trainer_create_misuse(void **state) {
       {"pipeline, two cuts for two stages",
        DPT_ERROR_INVALID_ARGUMENT,
        {PIPELINE_2, SET_PTR(TOPT, pipeline_cuts, "1,2")}},
+      {"pipeline, named cuts and the time balance",
+       DPT_ERROR_INVALID_ARGUMENT,
+       {SET_INT(TOPT, pipeline_stages, 2), SET_PTR(TOPT, pipeline_cuts, "1"),
+        SET_INT(TOPT, pipeline_balance, DPT_PIPELINE_BALANCE_TIME)}},
       /* The initial loss scale is a power of two from 1 to 2^64, checked whatever the precision. */
       {"initial_loss_scale 3", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 3.0)}},
       {"initial_loss_scale 0.5", DPT_ERROR_INVALID_ARGUMENT, {SET_FLT(TOPT, initial_loss_scale, 0.5)}},
@@ -1609,6 +1617,43 @@ static void test_trainer_create_misuse(void **state) {
     assert_int_equal(counts[0], 1);
     assert_int_equal(counts[1], 1);
     dpt_trainer_destroy(t);
+    /* The cuts a pipeline chose, as pipeline_cuts takes them: 1x4x4 -> dense 32 -> relu -> dense 3 by
+     * parameters (544 + 99) begins its second stage at the ReLU, node 1; a trainer given that name reports
+     * it back; "" without a pipeline. */
+    {
+      dpt_model *m = NULL;
+      char cuts[16], again[16];
+      size_t needed = 0;
+      ASSERT_OK(dpt_model_create(&m, 1, 4, 4));
+      ASSERT_OK(dpt_model_add_dense(m, 32));
+      ASSERT_OK(dpt_model_add_activation(m, DPT_ACTIVATION_RELU));
+      ASSERT_OK(dpt_model_add_dense(m, CLASSES));
+      dpt_trainer_options_init(&topt);
+      topt.devices = dev_0_1;
+      topt.device_count = 2;
+      topt.pipeline_stages = 2;
+      topt.pipeline_balance = DPT_PIPELINE_BALANCE_PARAMETERS;
+      ASSERT_OK(dpt_trainer_create(&t, f->ctx, m, &topt, NULL));
+      EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL, dpt_trainer_pipeline_cuts(t, NULL, 0, &needed));
+      assert_int_equal(needed, 2);
+      memset(cuts, 'Z', sizeof cuts);
+      EXPECT_STATUS(DPT_ERROR_BUFFER_TOO_SMALL, dpt_trainer_pipeline_cuts(t, cuts, 1, NULL));
+      assert_int_equal(cuts[0], 'Z');
+      ASSERT_OK(dpt_trainer_pipeline_cuts(t, cuts, needed, NULL));
+      assert_string_equal(cuts, "1");
+      dpt_trainer_destroy(t);
+      topt.pipeline_balance = DPT_PIPELINE_BALANCE_WORK;
+      topt.pipeline_cuts = cuts;
+      ASSERT_OK(dpt_trainer_create(&t, f->ctx, m, &topt, NULL));
+      ASSERT_OK(dpt_trainer_pipeline_cuts(t, again, sizeof again, &needed));
+      assert_string_equal(again, "1");
+      assert_int_equal(needed, 2);
+      dpt_trainer_destroy(t);
+      ASSERT_OK(dpt_trainer_pipeline_cuts(f->trainer, again, 1, &needed));
+      assert_string_equal(again, "");
+      assert_int_equal(needed, 1);
+      dpt_model_destroy(m);
+    }
     /* Known gpu_flags have no effect on CPU devices: the trainer trains as without them. */
     dpt_trainer_options_init(&topt);
     topt.gpu_flags = DPT_GPU_ALLOW_TF32 | DPT_GPU_DETERMINISTIC;
@@ -1937,6 +1982,9 @@ static void test_trainer_parameters_misuse(void **state) {
   ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_split_sizes(t, 8, f->o.counts, DEVICES - 1));
   ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_split_sizes(t, 8, f->o.counts, DEVICES + 1));
   ROW(DPT_ERROR_SIZE_MISMATCH, dpt_trainer_split_sizes(t, 8, f->o.counts, 0));
+
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_pipeline_cuts(NULL, NULL, 0, &f->o.size));
+  ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_pipeline_cuts(t, NULL, 16, &f->o.size)); /* NULL, capacity 16 */
 
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_memory(NULL, 0, &f->o.memory));
   ROW(DPT_ERROR_NULL_POINTER, dpt_trainer_replica_memory(t, 0, NULL));

@@ -63,6 +63,9 @@ expect_error 2 train --model mlp --shard optimizer --shard-scope galaxy
 expect_error 2 train --model mlp --shard-scope
 expect_error 2 train --model mlp --pipeline-scope world # without --pipeline
 expect_error 2 train --model mlp --pipeline 2 --pipeline-scope machines
+expect_error 2 train --model mlp --pipeline-balance time # without --pipeline
+expect_error 2 train --model mlp --pipeline 2 --pipeline-balance fastest
+expect_error 2 train --model mlp --pipeline 2 --pipeline-cuts 3 --pipeline-balance time # one or the other
 expect_error 2 train --model mlp --checkpoint-every 5
 expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 5 --accumulate 2
 expect_error 2 train --model mlp --checkpoint /tmp/x.ckpt --checkpoint-every 0

@@ -193,6 +193,25 @@ json_check "$WORK/gpipe.out" "d['test_accuracy'] == $(json_get "$WORK/accum.out"
   "--pipeline: the accumulated run's test accuracy (pipelined evaluation)"
 json_check "$WORK/pipe.out" "(m := d['memory_per_device'])['parameters'] < $(json_get "$WORK/accum.out" "d['memory_per_device']['parameters']")" \
   "--pipeline: the largest stage holds part of the parameters"
+# --pipeline-balance: LeNet's two stages begin at node 3 by the estimated work, at node 4 by the parameters
+# (its dense layers hold most of them), where the time measured puts them; the cuts are reported, a measured
+# cut named gives the same stages, and no cut changes the bits (one device per stage: one device's).
+LENET_PIPE=(--model lenet --epochs 1 --train-limit 512 --test-limit 100 --json --batch 64 --pipeline 2 --micro-batches 4)
+run_cli bal_work train "${LENET_PIPE[@]}"
+run_cli bal_params train "${LENET_PIPE[@]}" --pipeline-balance parameters
+run_cli bal_time train "${LENET_PIPE[@]}" --pipeline-balance time
+MEASURED=$(json_get "$WORK/bal_time.out" "d['pipeline_cuts']")
+run_cli bal_named train "${LENET_PIPE[@]}" --pipeline-cuts "$MEASURED"
+BAL_SUM=$(json_get "$WORK/bal_work.out" "d['param_checksum']")
+json_check "$WORK/bal_work.out" "d['pipeline_balance'] == 'work' and d['pipeline_cuts'] == '3'" \
+  "--pipeline-balance work (the default): cut at node 3, reported"
+json_check "$WORK/bal_params.out" \
+  "d['pipeline_balance'] == 'parameters' and d['pipeline_cuts'] == '4' and d['param_checksum'] == '$BAL_SUM'" \
+  "--pipeline-balance parameters: cut at node 4, the same bits"
+json_check "$WORK/bal_time.out" "d['pipeline_balance'] == 'time' and d['param_checksum'] == '$BAL_SUM'" \
+  "--pipeline-balance time: cut at node $MEASURED, the same bits"
+json_check "$WORK/bal_named.out" "d['pipeline_balance'] == 'named' and d['pipeline_cuts'] == '$MEASURED'" \
+  "--pipeline-cuts $MEASURED (the measured cut): the same cut, reported as named"
 run_cli pipe_bad train "${PIPE[@]}" --pipeline 2 --pipeline-cuts 0
 [ "$RC" -ne 0 ] && grep -q "pipeline cut" "$WORK/pipe_bad.err" && pass "--pipeline-cuts at a node where no stage can begin: refused" ||
   fail "--pipeline-cuts 0: $RC $(cat "$WORK/pipe_bad.err")"

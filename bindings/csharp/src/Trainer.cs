@@ -21,6 +21,12 @@ public partial class Trainer {
   /// <summary>Number of devices (replicas).</summary>
   public ulong DeviceCount { get { return GetDeviceCount(); } }
 
+  /// <summary>Where the pipeline's stages after the first begin: their first layers' names, comma-separated,
+  /// as <see cref="TrainerOptions.PipelineCuts"/> takes them (<c>""</c> without a pipeline), so that a later
+  /// run can name the cuts a <see cref="TrainerOptions.PipelineBalance"/> chose. Across MPI processes the same
+  /// on every process.</summary>
+  public string PipelineCuts { get { return GetPipelineCuts(); } }
+
   /// <summary>A copy of the parameters of the first replica.</summary>
   public float[] GetParameters() {
     var parameters = new float[GetParameterCount()];

@@ -120,8 +120,9 @@ public partial class TrainerOptions {
   /// stage's replicas, their gradients all-reduced). 0 or 1 (the default 0): no pipeline. A step gives the very
   /// bits of R devices with <see cref="AccumulationSteps"/> M stepped on the same micro-batches (the batch's even
   /// split: the first n % M micro-batches get one more sample); with a clip norm the gradient norm may differ in
-  /// its last bits. The stages are cut where <see cref="PipelineCuts"/> says, or where they divide the
-  /// estimated work most evenly; <see cref="Trainer.GetReplicaMemory"/> reports each stage's part.</summary>
+  /// its last bits. The stages are cut where <see cref="PipelineCuts"/> says, or where they divide
+  /// <see cref="PipelineBalance"/>'s costs most evenly; <see cref="Trainer.GetReplicaMemory"/> reports each
+  /// stage's part.</summary>
   /// <remarks>K must be a multiple of S, CPU devices of one process: any other count is
   /// <see cref="UnsupportedException"/> (<see cref="Status.Unsupported"/>), and so are sharding
   /// (<see cref="Shard"/>) and a parameter tied across stages that is not its stage's last (a language
@@ -156,8 +157,9 @@ public partial class TrainerOptions {
   /// <summary>Where the pipeline's stages after the first begin: stages - 1 node names, comma-separated, in node
   /// order (<c>"layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"</c>; a node without a name is its index). A stage
   /// may begin only at a node where one tensor is live (between blocks, not inside a residual block).
-  /// <c>null</c> or <c>""</c> (the default <c>null</c>): the cuts that divide the estimated work most evenly. The
-  /// options keep their own copy of the text.</summary>
+  /// <c>null</c> or <c>""</c> (the default <c>null</c>): the cuts that divide <see cref="PipelineBalance"/>'s
+  /// costs most evenly (<see cref="Trainer.PipelineCuts"/> gives them). The options keep their own copy of the
+  /// text.</summary>
   /// <remarks>An unknown name, a node inside a block, names out of order or a count other than stages - 1 is
   /// <see cref="InvalidArgumentException"/> (<see cref="Status.InvalidArgument"/>) when the trainer is
   /// created.</remarks>

@@ -155,6 +155,57 @@ public class PipelineTests {
     }
   }
 
+  /// The cuts a balance chose come back from Trainer.PipelineCuts in the form TrainerOptions.PipelineCuts takes:
+  /// by parameters the MLP's two stages begin at "relu1" (408 | 675 parameters), by the estimated work at "fc2"
+  /// (432 | 699 operations per sample); by measured time at one of its four places, which, named, gives a
+  /// trainer the same cuts. No pipeline: "". The defaults are Work and 0; named cuts with another balance and a
+  /// balance outside the enum are InvalidArgumentException.
+  [Test]
+  public void TheCutsABalanceChoseCanBeNamed() {
+    using (var defaults = new TrainerOptions()) {
+      Assert.AreEqual(PipelineBalance.Work, defaults.PipelineBalance, "the default balance");
+      Assert.AreEqual(0UL, defaults.PipelineBalanceBatch, "the default: 16 samples");
+    }
+    using (var two = new Context(Stages))
+    using (var model = MakeMlp())
+    using (var optimizer = MakeSgd()) {
+      var cases = new[] { Tuple.Create(PipelineBalance.ParameterBytes, "relu1"), Tuple.Create(PipelineBalance.Work, "fc2") };
+      foreach (var c in cases) {
+        using (var options = MakeOptions()) {
+          options.PipelineStages = Stages;
+          options.PipelineBalance = c.Item1;
+          Assert.AreEqual(c.Item1, options.PipelineBalance);
+          using (var trainer = new Trainer(two, model, options, optimizer))
+            Assert.AreEqual(c.Item2, trainer.PipelineCuts, c.Item1.ToString());
+        }
+      }
+      string measured;
+      using (var options = MakeOptions()) {
+        options.PipelineStages = Stages;
+        options.PipelineBalance = PipelineBalance.Time;
+        options.PipelineBalanceBatch = Batch;
+        Assert.AreEqual((ulong)Batch, options.PipelineBalanceBatch);
+        using (var trainer = new Trainer(two, model, options, optimizer)) measured = trainer.PipelineCuts;
+      }
+      CollectionAssert.Contains(new[] { "relu1", "fc2", "relu2", "head" }, measured, "by measured time");
+      using (var options = MakeOptions()) {
+        options.PipelineStages = Stages;
+        options.PipelineCuts = measured;
+        using (var trainer = new Trainer(two, model, options, optimizer))
+          Assert.AreEqual(measured, trainer.PipelineCuts, "the measured cut, named");
+      }
+      using (var options = MakeOptions())
+      using (var trainer = new Trainer(two, model, options, optimizer))
+        Assert.AreEqual("", trainer.PipelineCuts, "no pipeline");
+      AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model, o => {
+        o.PipelineCuts = "fc2";
+        o.PipelineBalance = PipelineBalance.Time;
+      }, "one or the other");
+      AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model,
+                                              o => o.PipelineBalance = (PipelineBalance)3, "pipeline balance");
+    }
+  }
+
   static T AssertRefused<T>(Status status, Context context, Model model, Action<TrainerOptions> change,
                             params string[] fragments) where T : DptrainException {
     using (var options = MakeOptions())

@@ -193,6 +193,25 @@ typedef enum dpt_pipeline_scope {
   DPT_PIPELINE_SCOPE_WORLD = 1
 } dpt_pipeline_scope;
 
+/** @brief What a pipeline's automatic cuts divide evenly among its stages when pipeline_cuts names none
+ * (docs/pipeline.md, "Where the model is cut"). dpt_trainer_pipeline_cuts gives the cuts chosen. */
+typedef enum dpt_pipeline_balance {
+  /** Each layer's estimated work per sample: its weight matrices' multiply-adds plus one operation per
+   * output element. The same cuts on every machine and in every run. */
+  DPT_PIPELINE_BALANCE_WORK = 0,
+  /** Each layer's measured time (torchgpipe's balance_by_time): when the trainer is created, its first
+   * device trains the whole model on a micro-batch of synthetic samples (pipeline_balance_batch), once to
+   * warm up and then three times, and each layer's forward plus backward counts its best of the three. Needs
+   * the whole model to fit on that device (else the error of the pass, DPT_ERROR_OUT_OF_MEMORY naming the
+   * device); across MPI processes process 0 measures and every process takes its cuts. Times vary from run to
+   * run, and so may the cuts (then the last bits of a clipped norm): pass the cuts dpt_trainer_pipeline_cuts
+   * gives as pipeline_cuts to repeat a run. */
+  DPT_PIPELINE_BALANCE_TIME = 1,
+  /** Each layer's parameters (DeepSpeed's partition_method "parameters"): every stage holds about the same
+   * share of the parameters, their gradients and optimizer state; memory, not time. */
+  DPT_PIPELINE_BALANCE_PARAMETERS = 2
+} dpt_pipeline_balance;
+
 /** @brief Optimizer kinds. */
 typedef enum dpt_optimizer_kind {
   DPT_OPTIMIZER_SGD = 0,  /**< SGD with optional momentum, Nesterov and (coupled, L2) weight decay. */
@@ -322,9 +341,8 @@ typedef struct dpt_trainer_options {
   /** Where the stages after the first begin: pipeline_stages - 1 node names, comma-separated, in node
    * order ("layer2.0.conv1,layer3.0.conv1,layer4.0.conv1"; copied). A stage may begin only at a node where
    * one tensor is live (between blocks, not inside a residual block). NULL or "" (default): the cuts that
-   * divide the estimated work most evenly (per sample: the weight matrices' multiply-adds, plus one per
-   * output element of every op; ResNet-18's two stages then begin at layer3.0.conv1). Name the cuts to
-   * divide memory instead. Since 0.2. */
+   * divide pipeline_balance's costs most evenly (by default the estimated work: ResNet-18's two stages
+   * then begin at layer3.0.conv1). Since 0.2. */
   const char *pipeline_cuts;
   /** DPT_SHARD_SCOPE_PROCESS (default) or DPT_SHARD_SCOPE_WORLD: across MPI processes, whether shard
    * splits among each process's devices or among every device of the job. Since 0.2. */
@@ -338,6 +356,16 @@ typedef struct dpt_trainer_options {
   /** DPT_PIPELINE_SCOPE_PROCESS (default) or DPT_PIPELINE_SCOPE_WORLD: across MPI processes, whether every
    * process runs every pipeline stage or the stages are divided among the processes. Since 0.2. */
   dpt_pipeline_scope pipeline_scope;
+  /** What the automatic cuts balance: DPT_PIPELINE_BALANCE_WORK (default), DPT_PIPELINE_BALANCE_TIME or
+   * DPT_PIPELINE_BALANCE_PARAMETERS. Only the default with pipeline_cuts named (DPT_ERROR_INVALID_ARGUMENT).
+   * Since 0.2. */
+  dpt_pipeline_balance pipeline_balance;
+  /** DPT_PIPELINE_BALANCE_TIME: the batch size the steps will pass (across MPI processes, the global
+   * batch). Each measuring pass then runs one micro-batch of it on one of a stage's replicas (the batch /
+   * micro_batches / the stage's replicas in the job, rounded up), as torchgpipe's balance_by_time measures
+   * on a micro-batch: a layer's time per sample depends on the samples it runs at once. 0 (default): 16
+   * samples. No effect with another balance. Since 0.2. */
+  size_t pipeline_balance_batch;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */
@@ -775,6 +803,19 @@ DPT_API dpt_status dpt_trainer_device_count(const dpt_trainer *trainer, size_t *
  */
 DPT_API dpt_status dpt_trainer_split_sizes(const dpt_trainer *trainer, size_t batch_size, size_t *counts,
                                            size_t count);
+
+/**
+ * @brief Where the pipeline's stages after the first begin: their first nodes' names, comma-separated, as
+ * pipeline_cuts takes them ("" without a pipeline), so that a run can name the cuts a balance chose.
+ * Across MPI processes the same on every process. Since 0.2.
+ * @param trainer the trainer.
+ * @param buffer may be NULL when @p capacity is 0.
+ * @param capacity the bytes @p buffer holds.
+ * @param needed receives the length including the terminating NUL (may be NULL).
+ * @return DPT_ERROR_BUFFER_TOO_SMALL (with *needed set) when capacity is too small.
+ */
+DPT_API dpt_status dpt_trainer_pipeline_cuts(const dpt_trainer *trainer, char *buffer, size_t capacity,
+                                             size_t *needed);
 
 DPT_EXTERN_C_END
 

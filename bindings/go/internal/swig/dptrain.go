@@ -129,10 +129,10 @@ typedef long long swig_type_99;
 typedef long long swig_type_100;
 typedef long long swig_type_101;
 typedef long long swig_type_102;
-typedef _gostring_ swig_type_103;
-typedef _gostring_ swig_type_104;
-typedef long long swig_type_105;
-typedef long long swig_type_106;
+typedef long long swig_type_103;
+typedef long long swig_type_104;
+typedef _gostring_ swig_type_105;
+typedef _gostring_ swig_type_106;
 typedef long long swig_type_107;
 typedef long long swig_type_108;
 typedef long long swig_type_109;
@@ -144,102 +144,102 @@ typedef long long swig_type_114;
 typedef long long swig_type_115;
 typedef long long swig_type_116;
 typedef long long swig_type_117;
-typedef _gostring_ swig_type_118;
+typedef long long swig_type_118;
 typedef long long swig_type_119;
-typedef long long swig_type_120;
+typedef _gostring_ swig_type_120;
 typedef long long swig_type_121;
-typedef _gostring_ swig_type_122;
+typedef long long swig_type_122;
 typedef long long swig_type_123;
-typedef long long swig_type_124;
+typedef _gostring_ swig_type_124;
 typedef long long swig_type_125;
-typedef _gostring_ swig_type_126;
+typedef long long swig_type_126;
 typedef long long swig_type_127;
-typedef long long swig_type_128;
+typedef _gostring_ swig_type_128;
 typedef long long swig_type_129;
 typedef long long swig_type_130;
-typedef _gostring_ swig_type_131;
+typedef long long swig_type_131;
 typedef long long swig_type_132;
-typedef long long swig_type_133;
-typedef _gostring_ swig_type_134;
+typedef _gostring_ swig_type_133;
+typedef long long swig_type_134;
 typedef long long swig_type_135;
-typedef long long swig_type_136;
+typedef _gostring_ swig_type_136;
 typedef long long swig_type_137;
-typedef _gostring_ swig_type_138;
+typedef long long swig_type_138;
 typedef long long swig_type_139;
-typedef long long swig_type_140;
-typedef _gostring_ swig_type_141;
+typedef _gostring_ swig_type_140;
+typedef long long swig_type_141;
 typedef long long swig_type_142;
-typedef long long swig_type_143;
-typedef _gostring_ swig_type_144;
+typedef _gostring_ swig_type_143;
+typedef long long swig_type_144;
 typedef long long swig_type_145;
-typedef long long swig_type_146;
-typedef _gostring_ swig_type_147;
+typedef _gostring_ swig_type_146;
+typedef long long swig_type_147;
 typedef long long swig_type_148;
-typedef long long swig_type_149;
+typedef _gostring_ swig_type_149;
 typedef long long swig_type_150;
 typedef long long swig_type_151;
-typedef _gostring_ swig_type_152;
+typedef long long swig_type_152;
 typedef long long swig_type_153;
-typedef long long swig_type_154;
-typedef _gostring_ swig_type_155;
+typedef _gostring_ swig_type_154;
+typedef long long swig_type_155;
 typedef long long swig_type_156;
-typedef long long swig_type_157;
-typedef _gostring_ swig_type_158;
+typedef _gostring_ swig_type_157;
+typedef long long swig_type_158;
 typedef long long swig_type_159;
-typedef long long swig_type_160;
-typedef _gostring_ swig_type_161;
+typedef _gostring_ swig_type_160;
+typedef long long swig_type_161;
 typedef long long swig_type_162;
-typedef long long swig_type_163;
+typedef _gostring_ swig_type_163;
 typedef long long swig_type_164;
-typedef _gostring_ swig_type_165;
+typedef long long swig_type_165;
 typedef long long swig_type_166;
-typedef long long swig_type_167;
+typedef _gostring_ swig_type_167;
 typedef long long swig_type_168;
-typedef _gostring_ swig_type_169;
+typedef long long swig_type_169;
 typedef long long swig_type_170;
-typedef long long swig_type_171;
+typedef _gostring_ swig_type_171;
 typedef long long swig_type_172;
 typedef long long swig_type_173;
-typedef _gostring_ swig_type_174;
-typedef _gostring_ swig_type_175;
+typedef long long swig_type_174;
+typedef long long swig_type_175;
 typedef _gostring_ swig_type_176;
-typedef long long swig_type_177;
-typedef long long swig_type_178;
+typedef _gostring_ swig_type_177;
+typedef _gostring_ swig_type_178;
 typedef long long swig_type_179;
-typedef _gostring_ swig_type_180;
+typedef long long swig_type_180;
 typedef long long swig_type_181;
-typedef long long swig_type_182;
+typedef _gostring_ swig_type_182;
 typedef long long swig_type_183;
-typedef _gostring_ swig_type_184;
+typedef long long swig_type_184;
 typedef long long swig_type_185;
-typedef long long swig_type_186;
+typedef _gostring_ swig_type_186;
 typedef long long swig_type_187;
-typedef _gostring_ swig_type_188;
+typedef long long swig_type_188;
 typedef long long swig_type_189;
 typedef _gostring_ swig_type_190;
 typedef long long swig_type_191;
-typedef long long swig_type_192;
+typedef _gostring_ swig_type_192;
 typedef long long swig_type_193;
 typedef long long swig_type_194;
-typedef _gostring_ swig_type_195;
-typedef _goslice_ swig_type_196;
-typedef _goslice_ swig_type_197;
-typedef long long swig_type_198;
-typedef long long swig_type_199;
+typedef long long swig_type_195;
+typedef long long swig_type_196;
+typedef _gostring_ swig_type_197;
+typedef _goslice_ swig_type_198;
+typedef _goslice_ swig_type_199;
 typedef long long swig_type_200;
 typedef long long swig_type_201;
-typedef _goslice_ swig_type_202;
-typedef _goslice_ swig_type_203;
-typedef long long swig_type_204;
-typedef long long swig_type_205;
+typedef long long swig_type_202;
+typedef long long swig_type_203;
+typedef _goslice_ swig_type_204;
+typedef _goslice_ swig_type_205;
 typedef long long swig_type_206;
-typedef _gostring_ swig_type_207;
+typedef long long swig_type_207;
 typedef long long swig_type_208;
 typedef _gostring_ swig_type_209;
-typedef _gostring_ swig_type_210;
+typedef long long swig_type_210;
 typedef _gostring_ swig_type_211;
-typedef long long swig_type_212;
-typedef long long swig_type_213;
+typedef _gostring_ swig_type_212;
+typedef _gostring_ swig_type_213;
 typedef long long swig_type_214;
 typedef long long swig_type_215;
 typedef long long swig_type_216;
@@ -247,13 +247,13 @@ typedef long long swig_type_217;
 typedef long long swig_type_218;
 typedef long long swig_type_219;
 typedef long long swig_type_220;
-typedef _goslice_ swig_type_221;
-typedef _goslice_ swig_type_222;
-typedef long long swig_type_223;
-typedef long long swig_type_224;
+typedef long long swig_type_221;
+typedef long long swig_type_222;
+typedef _goslice_ swig_type_223;
+typedef _goslice_ swig_type_224;
 typedef long long swig_type_225;
-typedef _goslice_ swig_type_226;
-typedef _goslice_ swig_type_227;
+typedef long long swig_type_226;
+typedef long long swig_type_227;
 typedef _goslice_ swig_type_228;
 typedef _goslice_ swig_type_229;
 typedef _goslice_ swig_type_230;
@@ -262,500 +262,511 @@ typedef _goslice_ swig_type_232;
 typedef _goslice_ swig_type_233;
 typedef _goslice_ swig_type_234;
 typedef _goslice_ swig_type_235;
-typedef long long swig_type_236;
+typedef _goslice_ swig_type_236;
 typedef _goslice_ swig_type_237;
-typedef _goslice_ swig_type_238;
-typedef long long swig_type_239;
+typedef long long swig_type_238;
+typedef _goslice_ swig_type_239;
 typedef _goslice_ swig_type_240;
 typedef long long swig_type_241;
 typedef _goslice_ swig_type_242;
 typedef long long swig_type_243;
-typedef long long swig_type_244;
+typedef _goslice_ swig_type_244;
 typedef long long swig_type_245;
-typedef _goslice_ swig_type_246;
+typedef long long swig_type_246;
 typedef long long swig_type_247;
 typedef _goslice_ swig_type_248;
 typedef long long swig_type_249;
-typedef long long swig_type_250;
-typedef _goslice_ swig_type_251;
+typedef _goslice_ swig_type_250;
+typedef long long swig_type_251;
 typedef long long swig_type_252;
-typedef _goslice_ swig_type_253;
+typedef _gostring_ swig_type_253;
 typedef _goslice_ swig_type_254;
 typedef long long swig_type_255;
-typedef long long swig_type_256;
-typedef long long swig_type_257;
+typedef _goslice_ swig_type_256;
+typedef _goslice_ swig_type_257;
 typedef long long swig_type_258;
-typedef _gostring_ swig_type_259;
-typedef _gostring_ swig_type_260;
-typedef _gostring_ swig_type_261;
+typedef long long swig_type_259;
+typedef long long swig_type_260;
+typedef long long swig_type_261;
 typedef _gostring_ swig_type_262;
 typedef _gostring_ swig_type_263;
 typedef _gostring_ swig_type_264;
-typedef _goslice_ swig_type_265;
-typedef _goslice_ swig_type_266;
-typedef long long swig_type_267;
-typedef long long swig_type_268;
-typedef _gostring_ swig_type_269;
-typedef _gostring_ swig_type_270;
-extern void _wrap_Swig_free_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_Swig_malloc_swig_6bb220f55ddcc519(swig_intgo arg1);
+typedef _gostring_ swig_type_265;
+typedef _gostring_ swig_type_266;
+typedef _gostring_ swig_type_267;
+typedef _goslice_ swig_type_268;
+typedef _goslice_ swig_type_269;
+typedef long long swig_type_270;
+typedef long long swig_type_271;
+typedef _gostring_ swig_type_272;
+typedef _gostring_ swig_type_273;
+extern void _wrap_Swig_free_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_Swig_malloc_swig_ce6bd54a8d9c8247(swig_intgo arg1);
 
 #cgo pkg-config: dptrain
 #cgo CXXFLAGS: -std=c++17
 
-extern swig_intgo _wrap_takeErrorStatus_swig_6bb220f55ddcc519(void);
-extern swig_type_1 _wrap_takeErrorMessage_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_OK_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519(void);
-extern void _wrap_ContextOptions_cpu_devices_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_2 arg2);
-extern swig_type_3 _wrap_ContextOptions_cpu_devices_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_ContextOptions_cpu_memory_limit_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_4 arg2);
-extern swig_type_5 _wrap_ContextOptions_cpu_memory_limit_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_ContextOptions_device_selection_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_ContextOptions_device_selection_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_ContextOptions_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_ContextOptions_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DeviceInfo_kind_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_ordinal_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_6 arg2);
-extern swig_type_7 _wrap_DeviceInfo_ordinal_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_8 _wrap_DeviceInfo_name_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_total_memory_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_9 arg2);
-extern swig_type_10 _wrap_DeviceInfo_total_memory_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_memory_limit_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_11 arg2);
-extern swig_type_12 _wrap_DeviceInfo_memory_limit_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_memory_in_use_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_13 arg2);
-extern swig_type_14 _wrap_DeviceInfo_memory_in_use_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_free_memory_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_15 arg2);
-extern swig_type_16 _wrap_DeviceInfo_free_memory_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_compute_capability_major_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_DeviceInfo_compute_capability_major_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_compute_capability_minor_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_DeviceInfo_multiprocessor_count_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_17 _wrap_DeviceInfo_pci_bus_id_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_18 _wrap_DeviceInfo_product_name_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_DeviceInfo_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_DeviceInfo_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_BackendInfo_device_count_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_19 arg2);
-extern swig_type_20 _wrap_BackendInfo_device_count_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_BackendInfo_kind_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_BackendInfo_requested_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_BackendInfo_requested_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_BackendInfo_loaded_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_BackendInfo_loaded_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_BackendInfo_driver_version_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_BackendInfo_driver_version_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_BackendInfo_runtime_version_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_BackendInfo_runtime_version_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_21 _wrap_BackendInfo_module_path_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_22 _wrap_BackendInfo_reason_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_23 _wrap_BackendInfo_versions_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_BackendInfo_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_BackendInfo_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_IGNORE_LABEL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519(void);
-extern void _wrap_TrainerOptions_split_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_split_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_allreduce_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_allreduce_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_seed_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_24 arg2);
-extern swig_type_25 _wrap_TrainerOptions_seed_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_accumulation_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_26 arg2);
-extern swig_type_27 _wrap_TrainerOptions_accumulation_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_init_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_init_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_init_std_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_TrainerOptions_init_std_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_nonfinite_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_nonfinite_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_timeout_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_TrainerOptions_timeout_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_bucket_bytes_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_28 arg2);
-extern swig_type_29 _wrap_TrainerOptions_bucket_bytes_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_communicator_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_communicator_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_gpu_flags_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_gpu_flags_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_batch_norm_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_batch_norm_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_precision_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_precision_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_initial_loss_scale_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_TrainerOptions_initial_loss_scale_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_30 arg2);
-extern swig_type_31 _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_allreduce_dtype_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_activation_dtype_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_activation_dtype_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_shard_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_shard_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_pipeline_stages_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_32 arg2);
-extern swig_type_33 _wrap_TrainerOptions_pipeline_stages_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_micro_batches_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_34 arg2);
-extern swig_type_35 _wrap_TrainerOptions_micro_batches_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_pipeline_schedule_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_pipeline_cuts_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_36 arg2);
-extern swig_type_37 _wrap_TrainerOptions_pipeline_cuts_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_shard_scope_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_shard_scope_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_prefetch_parameters_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_TrainerOptions_pipeline_scope_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_TrainerOptions_pipeline_scope_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_TrainerOptions_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_TrainerOptions_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519(void);
-extern void _wrap_OptimizerOptions_kind_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_OptimizerOptions_kind_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_learning_rate_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_learning_rate_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_momentum_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_momentum_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_nesterov_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_OptimizerOptions_nesterov_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_weight_decay_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_weight_decay_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_beta1_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_beta1_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_beta2_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_beta2_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_epsilon_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_epsilon_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_schedule_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_OptimizerOptions_schedule_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_warmup_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_38 arg2);
-extern swig_type_39 _wrap_OptimizerOptions_warmup_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_step_size_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_40 arg2);
-extern swig_type_41 _wrap_OptimizerOptions_step_size_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_gamma_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_gamma_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_total_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_42 arg2);
-extern swig_type_43 _wrap_OptimizerOptions_total_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_min_learning_rate_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_min_learning_rate_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_clip_norm_set_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern float _wrap_OptimizerOptions_clip_norm_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_weight_decay_scope_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_OptimizerOptions_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_loss_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_loss_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_accuracy_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_accuracy_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_samples_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_44 arg2);
-extern swig_type_45 _wrap_StepResult_samples_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_applied_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_StepResult_applied_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_optimizer_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_46 arg2);
-extern swig_type_47 _wrap_StepResult_optimizer_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_learning_rate_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_learning_rate_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_grad_norm_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_grad_norm_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_compute_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_compute_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_allreduce_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_allreduce_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_update_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_update_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_total_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_total_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_skipped_nonfinite_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_StepResult_skipped_nonfinite_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_nonfinite_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_48 arg2);
-extern swig_type_49 _wrap_StepResult_nonfinite_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_allreduce_exposed_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_allreduce_exposed_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_targets_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_50 arg2);
-extern swig_type_51 _wrap_StepResult_targets_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_skipped_overflow_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_StepResult_skipped_overflow_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_overflow_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_52 arg2);
-extern swig_type_53 _wrap_StepResult_overflow_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_StepResult_loss_scale_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_StepResult_loss_scale_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_StepResult_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_StepResult_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_EvalResult_loss_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_EvalResult_loss_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_EvalResult_accuracy_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_EvalResult_accuracy_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_EvalResult_samples_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_54 arg2);
-extern swig_type_55 _wrap_EvalResult_samples_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_EvalResult_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_EvalResult_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_EvalResult_targets_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_56 arg2);
-extern swig_type_57 _wrap_EvalResult_targets_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_EvalResult_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_EvalResult_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519(void);
-extern swig_intgo _wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519(void);
-extern void _wrap_Progress_kind_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_Progress_kind_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_epoch_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_58 arg2);
-extern swig_type_59 _wrap_Progress_epoch_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_epochs_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_60 arg2);
-extern swig_type_61 _wrap_Progress_epochs_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_batch_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_62 arg2);
-extern swig_type_63 _wrap_Progress_batch_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_batches_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_64 arg2);
-extern swig_type_65 _wrap_Progress_batches_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_samples_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_66 arg2);
-extern swig_type_67 _wrap_Progress_samples_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_loss_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_loss_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_accuracy_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_accuracy_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_samples_per_second_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_samples_per_second_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_epoch_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_epoch_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_has_test_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_Progress_has_test_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_test_loss_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_test_loss_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_test_accuracy_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_test_accuracy_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_learning_rate_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_learning_rate_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Progress_loss_scale_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_Progress_loss_scale_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_Progress_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_Progress_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitOptions_epochs_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_68 arg2);
-extern swig_type_69 _wrap_FitOptions_epochs_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitOptions_batch_size_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_70 arg2);
-extern swig_type_71 _wrap_FitOptions_batch_size_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitOptions_shuffle_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_FitOptions_shuffle_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitOptions_progress_every_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_72 arg2);
-extern swig_type_73 _wrap_FitOptions_progress_every_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitOptions_eval_batch_size_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_74 arg2);
-extern swig_type_75 _wrap_FitOptions_eval_batch_size_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_FitOptions_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_FitOptions_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_epochs_completed_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_76 arg2);
-extern swig_type_77 _wrap_FitResult_epochs_completed_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_stopped_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_FitResult_stopped_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_train_loss_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_train_loss_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_train_accuracy_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_train_accuracy_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_has_test_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_FitResult_has_test_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_test_loss_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_test_loss_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_test_accuracy_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_test_accuracy_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_train_seconds_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_train_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_samples_per_second_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_samples_per_second_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_optimizer_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_78 arg2);
-extern swig_type_79 _wrap_FitResult_optimizer_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_nonfinite_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_80 arg2);
-extern swig_type_81 _wrap_FitResult_nonfinite_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_overflow_steps_set_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_82 arg2);
-extern swig_type_83 _wrap_FitResult_overflow_steps_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_FitResult_loss_scale_set_swig_6bb220f55ddcc519(uintptr_t arg1, double arg2);
-extern double _wrap_FitResult_loss_scale_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_FitResult_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_FitResult_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_84 _wrap_ReplicaMemoryNative_parameters_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_85 _wrap_ReplicaMemoryNative_gradients_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_86 _wrap_ReplicaMemoryNative_optimizer_state_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_87 _wrap_ReplicaMemoryNative_buffers_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_88 _wrap_ReplicaMemoryNative_activations_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_89 _wrap_ReplicaMemoryNative_total_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern double _wrap_ReplicaTimesNative_compute_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern double _wrap_ReplicaTimesNative_communication_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern double _wrap_ReplicaTimesNative_update_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern double _wrap_ReplicaTimesNative_idle_seconds_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519(void);
-extern void _wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519(swig_type_90 arg1, swig_type_91 arg2);
-extern uintptr_t _wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519(swig_type_92 arg1);
-extern uintptr_t _wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519(void);
-extern uintptr_t _wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519(swig_type_93 arg1, swig_type_94 arg2, swig_intgo arg3);
-extern void _wrap_delete_Context_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_Context_backendInfo_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern _Bool _wrap_Context_canAccessPeer_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_95 arg2, swig_type_96 arg3);
-extern swig_type_97 _wrap_Context_deviceCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_Context_deviceInfo_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_98 arg2);
-extern uintptr_t _wrap_new_Model_swig_6bb220f55ddcc519(swig_type_99 arg1, swig_type_100 arg2, swig_type_101 arg3);
-extern uintptr_t _wrap_Model_createTokens_swig_6bb220f55ddcc519(swig_type_102 arg1);
-extern uintptr_t _wrap_Model_builtin_swig_6bb220f55ddcc519(swig_type_103 arg1);
-extern uintptr_t _wrap_Model_fromJson_swig_6bb220f55ddcc519(swig_type_104 arg1);
-extern void _wrap_delete_Model_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Model_addDense_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_105 arg2);
-extern void _wrap_Model_addConv2d_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_106 arg2, swig_type_107 arg3, swig_type_108 arg4, swig_type_109 arg5);
-extern void _wrap_Model_addPool_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2, swig_type_110 arg3, swig_type_111 arg4);
-extern void _wrap_Model_addActivation_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern void _wrap_Model_addFlatten_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Model_addDropout_swig_6bb220f55ddcc519(uintptr_t arg1, float arg2);
-extern swig_type_112 _wrap_Model_conv2d_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_113 arg2, swig_type_114 arg3, swig_type_115 arg4, swig_type_116 arg5, swig_type_117 arg6, _Bool arg7, swig_type_118 arg8);
-extern swig_type_119 _wrap_Model_dense_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_120 arg2, swig_type_121 arg3, _Bool arg4, swig_type_122 arg5);
-extern swig_type_123 _wrap_Model_linear_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_124 arg2, swig_type_125 arg3, _Bool arg4, swig_type_126 arg5);
-extern swig_type_127 _wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_128 arg2, swig_type_129 arg3, swig_type_130 arg4, swig_type_131 arg5);
-extern swig_type_132 _wrap_Model_positionEmbedding_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_133 arg2, swig_type_134 arg3);
-extern swig_type_135 _wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_136 arg2, swig_type_137 arg3, float arg4, swig_type_138 arg5);
-extern swig_type_139 _wrap_Model_batchNorm_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_140 arg2, float arg3, float arg4, swig_type_141 arg5);
-extern swig_type_142 _wrap_Model_layerNorm_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_143 arg2, float arg3, swig_type_144 arg4);
-extern swig_type_145 _wrap_Model_activation_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_146 arg2, swig_intgo arg3, swig_type_147 arg4);
-extern swig_type_148 _wrap_Model_pool_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_149 arg2, swig_intgo arg3, swig_type_150 arg4, swig_type_151 arg5, swig_type_152 arg6);
-extern swig_type_153 _wrap_Model_globalAvgPool_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_154 arg2, swig_type_155 arg3);
-extern swig_type_156 _wrap_Model_flatten_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_157 arg2, swig_type_158 arg3);
-extern swig_type_159 _wrap_Model_dropout_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_160 arg2, float arg3, swig_type_161 arg4);
-extern swig_type_162 _wrap_Model_add_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_163 arg2, swig_type_164 arg3, swig_type_165 arg4);
-extern swig_type_166 _wrap_Model_concat2_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_167 arg2, swig_type_168 arg3, swig_type_169 arg4);
-extern swig_type_170 _wrap_Model_concat3_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_171 arg2, swig_type_172 arg3, swig_type_173 arg4, swig_type_174 arg5);
-extern void _wrap_Model_tieParameter_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_175 arg2, swig_type_176 arg3);
-extern swig_type_177 _wrap_Model_outputTensor_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Model_setOutput_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_178 arg2);
-extern swig_type_179 _wrap_Model_tensorCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_180 _wrap_Model_tensorShape_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_181 arg2);
-extern swig_type_182 _wrap_Model_bufferCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_183 _wrap_Model_namedTensorCount_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2);
-extern swig_type_184 _wrap_Model_namedTensorName_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2, swig_type_185 arg3);
-extern swig_type_186 _wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2, swig_type_187 arg3);
-extern swig_type_188 _wrap_Model_namedTensorShape_swig_6bb220f55ddcc519(uintptr_t arg1, swig_intgo arg2, swig_type_189 arg3);
-extern swig_type_190 _wrap_Model_toJson_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_191 _wrap_Model_inputSize_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_Model_inputType_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_192 _wrap_Model_outputSize_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_193 _wrap_Model_parameterCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_194 _wrap_Model_layerCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_195 _wrap_Model_describe_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_new_Dataset_swig_6bb220f55ddcc519(swig_type_196 arg1, swig_type_197 arg2, swig_type_198 arg3, swig_type_199 arg4, swig_type_200 arg5, swig_type_201 arg6);
-extern uintptr_t _wrap_Dataset_createTokens_swig_6bb220f55ddcc519(swig_type_202 arg1, swig_type_203 arg2, swig_type_204 arg3, swig_type_205 arg4, swig_type_206 arg5);
-extern uintptr_t _wrap_Dataset_loadText_swig_6bb220f55ddcc519(swig_type_207 arg1, swig_type_208 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_loadIdx_swig_6bb220f55ddcc519(swig_type_209 arg1, swig_type_210 arg2);
-extern uintptr_t _wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519(swig_type_211 arg1, swig_intgo arg2);
-extern void _wrap_delete_Dataset_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_Dataset_subset_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_212 arg2, swig_type_213 arg3);
-extern swig_type_214 _wrap_Dataset_sampleCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_215 _wrap_Dataset_channels_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_216 _wrap_Dataset_height_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_217 _wrap_Dataset_width_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_218 _wrap_Dataset_classCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Dataset_copyBatch_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_219 arg2, swig_type_220 arg3, swig_type_221 arg4, swig_type_222 arg5);
-extern swig_intgo _wrap_Dataset_inputType_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_223 _wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Dataset_copyTokens_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_224 arg2, swig_type_225 arg3, swig_type_226 arg4, swig_type_227 arg5);
-extern uintptr_t _wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
-extern uintptr_t _wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_type_228 arg5, swig_type_229 arg6);
-extern void _wrap_delete_Trainer_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_Trainer_step_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_230 arg2, swig_type_231 arg3);
-extern uintptr_t _wrap_Trainer_evaluate_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_232 arg2, swig_type_233 arg3);
-extern uintptr_t _wrap_Trainer_stepTokens_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_234 arg2, swig_type_235 arg3, swig_type_236 arg4);
-extern uintptr_t _wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_237 arg2, swig_type_238 arg3, swig_type_239 arg4);
-extern void _wrap_Trainer_predictTokens_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_240 arg2, swig_type_241 arg3, swig_type_242 arg4);
-extern uintptr_t _wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519(uintptr_t arg1, uintptr_t arg2, swig_type_243 arg3);
-extern void _wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519(uintptr_t arg1, uintptr_t arg2, swig_type_244 arg3, swig_type_245 arg4);
-extern void _wrap_Trainer_predict_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_246 arg2, swig_type_247 arg3, swig_type_248 arg4);
-extern uintptr_t _wrap_Trainer_fit_swig_6bb220f55ddcc519(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, uintptr_t arg5);
-extern swig_type_249 _wrap_Trainer_parameterCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_250 _wrap_Trainer_deviceCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Trainer_getParameters_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_251 arg2);
-extern void _wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_252 arg2, swig_type_253 arg3);
-extern void _wrap_Trainer_setParameters_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_254 arg2);
-extern uintptr_t _wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_255 arg2);
-extern uintptr_t _wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_256 arg2);
-extern uintptr_t _wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_257 arg2);
-extern void _wrap_Trainer_traceStart_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_258 arg2);
-extern void _wrap_Trainer_traceWrite_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_259 arg2);
-extern swig_type_260 _wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_261 arg2);
-extern void _wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_262 arg2);
-extern void _wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_263 arg2);
-extern void _wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_264 arg2);
-extern void _wrap_Trainer_getBuffers_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_265 arg2);
-extern void _wrap_Trainer_setBuffers_swig_6bb220f55ddcc519(uintptr_t arg1, swig_type_266 arg2);
-extern swig_type_267 _wrap_Trainer_epochCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_type_268 _wrap_Trainer_stepCount_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap__swig_NewDirectorProgressListenerProgressListener_swig_6bb220f55ddcc519(int);
-extern void _wrap_DeleteDirectorProgressListener_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern void _wrap_delete_ProgressListener_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern _Bool _wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519(uintptr_t arg1, uintptr_t arg2);
-extern void _wrap_delete_TextParts_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_TextParts_takeTrain_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern uintptr_t _wrap_TextParts_takeValidation_swig_6bb220f55ddcc519(uintptr_t arg1);
-extern swig_intgo _wrap_VersionNumber_swig_6bb220f55ddcc519(void);
-extern swig_type_269 _wrap_VersionString_swig_6bb220f55ddcc519(void);
-extern swig_type_270 _wrap_StatusString_swig_6bb220f55ddcc519(swig_intgo arg1);
+extern swig_intgo _wrap_takeErrorStatus_swig_ce6bd54a8d9c8247(void);
+extern swig_type_1 _wrap_takeErrorMessage_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_OK_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_NULL_POINTER_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_INVALID_STATE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_NON_FINITE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_BUSY_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_DEVICE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_COMMUNICATION_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_TIMEOUT_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_IO_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_FORMAT_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ERROR_INTERNAL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_DEVICES_CPU_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_DEVICES_CUDA_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_DEVICES_ALL_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_ContextOptions_cpu_devices_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_2 arg2);
+extern swig_type_3 _wrap_ContextOptions_cpu_devices_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_ContextOptions_cpu_memory_limit_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_4 arg2);
+extern swig_type_5 _wrap_ContextOptions_cpu_memory_limit_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_ContextOptions_device_selection_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_ContextOptions_device_selection_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_ContextOptions_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_ContextOptions_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_DPT_DEVICE_CPU_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_DEVICE_CUDA_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DeviceInfo_kind_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_ordinal_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_6 arg2);
+extern swig_type_7 _wrap_DeviceInfo_ordinal_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_8 _wrap_DeviceInfo_name_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_total_memory_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_9 arg2);
+extern swig_type_10 _wrap_DeviceInfo_total_memory_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_memory_limit_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_11 arg2);
+extern swig_type_12 _wrap_DeviceInfo_memory_limit_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_memory_in_use_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_13 arg2);
+extern swig_type_14 _wrap_DeviceInfo_memory_in_use_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_free_memory_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_15 arg2);
+extern swig_type_16 _wrap_DeviceInfo_free_memory_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_compute_capability_major_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_DeviceInfo_compute_capability_major_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_compute_capability_minor_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_DeviceInfo_multiprocessor_count_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_17 _wrap_DeviceInfo_pci_bus_id_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_18 _wrap_DeviceInfo_product_name_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_DeviceInfo_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_DeviceInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_BackendInfo_device_count_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_19 arg2);
+extern swig_type_20 _wrap_BackendInfo_device_count_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_BackendInfo_kind_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_BackendInfo_requested_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_BackendInfo_requested_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_BackendInfo_loaded_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_BackendInfo_loaded_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_BackendInfo_driver_version_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_BackendInfo_driver_version_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_BackendInfo_runtime_version_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_BackendInfo_runtime_version_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_21 _wrap_BackendInfo_module_path_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_22 _wrap_BackendInfo_reason_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_23 _wrap_BackendInfo_versions_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_BackendInfo_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_BackendInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_DPT_ACTIVATION_RELU_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ACTIVATION_TANH_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ACTIVATION_GELU_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_POOL_AVG_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_POOL_MAX_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_TENSOR_PARAMETER_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_TENSOR_BUFFER_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_IGNORE_LABEL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_INPUT_FLOAT32_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_INPUT_TOKENS_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_DATASET_TRAIN_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_DATASET_TEST_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_COMMUNICATOR_MPI_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SPLIT_EVEN_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SPLIT_WEIGHTED_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SPLIT_AUTO_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ALLREDUCE_RING_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_INIT_NORMAL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_NONFINITE_SKIP_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_NONFINITE_ERROR_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_BATCH_NORM_SYNC_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PRECISION_FP32_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PRECISION_BF16_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PRECISION_FP16_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SHARD_NONE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SHARD_OPTIMIZER_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SHARD_GRADIENTS_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SHARD_PARAMETERS_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_1F1B_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_GPIPE_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_BALANCE_WORK_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_BALANCE_TIME_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PIPELINE_BALANCE_PARAMETERS_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_OPTIMIZER_SGD_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SCHEDULE_STEP_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_SCHEDULE_COSINE_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_TrainerOptions_split_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_split_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_allreduce_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_allreduce_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_seed_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_24 arg2);
+extern swig_type_25 _wrap_TrainerOptions_seed_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_accumulation_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_26 arg2);
+extern swig_type_27 _wrap_TrainerOptions_accumulation_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_init_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_init_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_init_std_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_TrainerOptions_init_std_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_nonfinite_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_nonfinite_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_timeout_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_TrainerOptions_timeout_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_bucket_bytes_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_28 arg2);
+extern swig_type_29 _wrap_TrainerOptions_bucket_bytes_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_communicator_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_communicator_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_gpu_flags_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_gpu_flags_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_batch_norm_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_batch_norm_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_precision_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_precision_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_initial_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_TrainerOptions_initial_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_30 arg2);
+extern swig_type_31 _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_allreduce_dtype_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_activation_dtype_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_activation_dtype_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_shard_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_shard_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_stages_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_32 arg2);
+extern swig_type_33 _wrap_TrainerOptions_pipeline_stages_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_micro_batches_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_34 arg2);
+extern swig_type_35 _wrap_TrainerOptions_micro_batches_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_schedule_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_cuts_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_36 arg2);
+extern swig_type_37 _wrap_TrainerOptions_pipeline_cuts_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_shard_scope_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_shard_scope_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_prefetch_parameters_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_scope_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_pipeline_scope_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_balance_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_TrainerOptions_pipeline_balance_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_balance_batch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_38 arg2);
+extern swig_type_39 _wrap_TrainerOptions_pipeline_balance_batch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_TrainerOptions_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_OptimizerOptions_kind_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_OptimizerOptions_kind_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_learning_rate_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_learning_rate_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_momentum_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_momentum_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_nesterov_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_OptimizerOptions_nesterov_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_weight_decay_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_weight_decay_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_beta1_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_beta1_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_beta2_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_beta2_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_epsilon_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_epsilon_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_schedule_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_OptimizerOptions_schedule_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_40 arg2);
+extern swig_type_41 _wrap_OptimizerOptions_warmup_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_42 arg2);
+extern swig_type_43 _wrap_OptimizerOptions_step_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_gamma_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_gamma_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_44 arg2);
+extern swig_type_45 _wrap_OptimizerOptions_total_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_min_learning_rate_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_min_learning_rate_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_clip_norm_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern float _wrap_OptimizerOptions_clip_norm_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_weight_decay_scope_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_OptimizerOptions_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_OptimizerOptions_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_46 arg2);
+extern swig_type_47 _wrap_StepResult_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_applied_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_StepResult_applied_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_48 arg2);
+extern swig_type_49 _wrap_StepResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_learning_rate_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_learning_rate_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_grad_norm_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_grad_norm_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_compute_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_compute_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_allreduce_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_allreduce_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_update_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_update_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_total_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_total_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_skipped_nonfinite_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_StepResult_skipped_nonfinite_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_50 arg2);
+extern swig_type_51 _wrap_StepResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_allreduce_exposed_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_allreduce_exposed_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_52 arg2);
+extern swig_type_53 _wrap_StepResult_targets_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_skipped_overflow_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_StepResult_skipped_overflow_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_54 arg2);
+extern swig_type_55 _wrap_StepResult_overflow_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_StepResult_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_StepResult_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_StepResult_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_EvalResult_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_EvalResult_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_56 arg2);
+extern swig_type_57 _wrap_EvalResult_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_EvalResult_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_58 arg2);
+extern swig_type_59 _wrap_EvalResult_targets_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_EvalResult_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_EvalResult_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_DPT_PROGRESS_BATCH_swig_ce6bd54a8d9c8247(void);
+extern swig_intgo _wrap_DPT_PROGRESS_EPOCH_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_Progress_kind_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_Progress_kind_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_60 arg2);
+extern swig_type_61 _wrap_Progress_epoch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_62 arg2);
+extern swig_type_63 _wrap_Progress_epochs_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_64 arg2);
+extern swig_type_65 _wrap_Progress_batch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_66 arg2);
+extern swig_type_67 _wrap_Progress_batches_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_68 arg2);
+extern swig_type_69 _wrap_Progress_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_samples_per_second_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_samples_per_second_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_epoch_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_epoch_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_has_test_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_Progress_has_test_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_test_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_test_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_test_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_test_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_learning_rate_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_learning_rate_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_Progress_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_Progress_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_Progress_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_70 arg2);
+extern swig_type_71 _wrap_FitOptions_epochs_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_72 arg2);
+extern swig_type_73 _wrap_FitOptions_batch_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_shuffle_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_FitOptions_shuffle_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_74 arg2);
+extern swig_type_75 _wrap_FitOptions_progress_every_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_76 arg2);
+extern swig_type_77 _wrap_FitOptions_eval_batch_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_FitOptions_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_FitOptions_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_78 arg2);
+extern swig_type_79 _wrap_FitResult_epochs_completed_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_stopped_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_FitResult_stopped_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_train_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_train_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_train_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_train_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_has_test_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_FitResult_has_test_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_test_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_test_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_test_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_test_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_train_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_train_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_samples_per_second_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_samples_per_second_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_80 arg2);
+extern swig_type_81 _wrap_FitResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_82 arg2);
+extern swig_type_83 _wrap_FitResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_84 arg2);
+extern swig_type_85 _wrap_FitResult_overflow_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
+extern double _wrap_FitResult_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_FitResult_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_FitResult_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_86 _wrap_ReplicaMemoryNative_parameters_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_87 _wrap_ReplicaMemoryNative_gradients_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_88 _wrap_ReplicaMemoryNative_optimizer_state_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_89 _wrap_ReplicaMemoryNative_buffers_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_90 _wrap_ReplicaMemoryNative_activations_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_91 _wrap_ReplicaMemoryNative_total_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_ReplicaMemoryNative_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_ReplicaMemoryNative_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern double _wrap_ReplicaTimesNative_compute_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern double _wrap_ReplicaTimesNative_communication_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern double _wrap_ReplicaTimesNative_update_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern double _wrap_ReplicaTimesNative_idle_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_ReplicaTimesNative_swig_ce6bd54a8d9c8247(void);
+extern void _wrap_delete_ReplicaTimesNative_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(swig_type_92 arg1, swig_type_93 arg2);
+extern uintptr_t _wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(swig_type_94 arg1);
+extern uintptr_t _wrap_new_Context__SWIG_2_swig_ce6bd54a8d9c8247(void);
+extern uintptr_t _wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(swig_type_95 arg1, swig_type_96 arg2, swig_intgo arg3);
+extern void _wrap_delete_Context_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_Context_backendInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern _Bool _wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_97 arg2, swig_type_98 arg3);
+extern swig_type_99 _wrap_Context_deviceCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_100 arg2);
+extern uintptr_t _wrap_new_Model_swig_ce6bd54a8d9c8247(swig_type_101 arg1, swig_type_102 arg2, swig_type_103 arg3);
+extern uintptr_t _wrap_Model_createTokens_swig_ce6bd54a8d9c8247(swig_type_104 arg1);
+extern uintptr_t _wrap_Model_builtin_swig_ce6bd54a8d9c8247(swig_type_105 arg1);
+extern uintptr_t _wrap_Model_fromJson_swig_ce6bd54a8d9c8247(swig_type_106 arg1);
+extern void _wrap_delete_Model_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Model_addDense_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_107 arg2);
+extern void _wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_108 arg2, swig_type_109 arg3, swig_type_110 arg4, swig_type_111 arg5);
+extern void _wrap_Model_addPool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_112 arg3, swig_type_113 arg4);
+extern void _wrap_Model_addActivation_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern void _wrap_Model_addFlatten_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Model_addDropout_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
+extern swig_type_114 _wrap_Model_conv2d_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_115 arg2, swig_type_116 arg3, swig_type_117 arg4, swig_type_118 arg5, swig_type_119 arg6, _Bool arg7, swig_type_120 arg8);
+extern swig_type_121 _wrap_Model_dense_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_122 arg2, swig_type_123 arg3, _Bool arg4, swig_type_124 arg5);
+extern swig_type_125 _wrap_Model_linear_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_126 arg2, swig_type_127 arg3, _Bool arg4, swig_type_128 arg5);
+extern swig_type_129 _wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_130 arg2, swig_type_131 arg3, swig_type_132 arg4, swig_type_133 arg5);
+extern swig_type_134 _wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_135 arg2, swig_type_136 arg3);
+extern swig_type_137 _wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_138 arg2, swig_type_139 arg3, float arg4, swig_type_140 arg5);
+extern swig_type_141 _wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_142 arg2, float arg3, float arg4, swig_type_143 arg5);
+extern swig_type_144 _wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_145 arg2, float arg3, swig_type_146 arg4);
+extern swig_type_147 _wrap_Model_activation_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_148 arg2, swig_intgo arg3, swig_type_149 arg4);
+extern swig_type_150 _wrap_Model_pool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_151 arg2, swig_intgo arg3, swig_type_152 arg4, swig_type_153 arg5, swig_type_154 arg6);
+extern swig_type_155 _wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_156 arg2, swig_type_157 arg3);
+extern swig_type_158 _wrap_Model_flatten_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_159 arg2, swig_type_160 arg3);
+extern swig_type_161 _wrap_Model_dropout_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_162 arg2, float arg3, swig_type_163 arg4);
+extern swig_type_164 _wrap_Model_add_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_165 arg2, swig_type_166 arg3, swig_type_167 arg4);
+extern swig_type_168 _wrap_Model_concat2_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_169 arg2, swig_type_170 arg3, swig_type_171 arg4);
+extern swig_type_172 _wrap_Model_concat3_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_173 arg2, swig_type_174 arg3, swig_type_175 arg4, swig_type_176 arg5);
+extern void _wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_177 arg2, swig_type_178 arg3);
+extern swig_type_179 _wrap_Model_outputTensor_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Model_setOutput_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_180 arg2);
+extern swig_type_181 _wrap_Model_tensorCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_182 _wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_183 arg2);
+extern swig_type_184 _wrap_Model_bufferCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_185 _wrap_Model_namedTensorCount_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_type_186 _wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_187 arg3);
+extern swig_type_188 _wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_189 arg3);
+extern swig_type_190 _wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_191 arg3);
+extern swig_type_192 _wrap_Model_toJson_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_193 _wrap_Model_inputSize_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_Model_inputType_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_194 _wrap_Model_outputSize_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_195 _wrap_Model_parameterCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_196 _wrap_Model_layerCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_197 _wrap_Model_describe_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_Dataset_swig_ce6bd54a8d9c8247(swig_type_198 arg1, swig_type_199 arg2, swig_type_200 arg3, swig_type_201 arg4, swig_type_202 arg5, swig_type_203 arg6);
+extern uintptr_t _wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(swig_type_204 arg1, swig_type_205 arg2, swig_type_206 arg3, swig_type_207 arg4, swig_type_208 arg5);
+extern uintptr_t _wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(swig_type_209 arg1, swig_type_210 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(swig_type_211 arg1, swig_type_212 arg2);
+extern uintptr_t _wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(swig_type_213 arg1, swig_intgo arg2);
+extern void _wrap_delete_Dataset_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_Dataset_subset_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_214 arg2, swig_type_215 arg3);
+extern swig_type_216 _wrap_Dataset_sampleCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_217 _wrap_Dataset_channels_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_218 _wrap_Dataset_height_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_219 _wrap_Dataset_width_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_220 _wrap_Dataset_classCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_221 arg2, swig_type_222 arg3, swig_type_223 arg4, swig_type_224 arg5);
+extern swig_intgo _wrap_Dataset_inputType_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_225 _wrap_Dataset_targetsPerSample_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_226 arg2, swig_type_227 arg3, swig_type_228 arg4, swig_type_229 arg5);
+extern uintptr_t _wrap_new_Trainer__SWIG_0_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
+extern uintptr_t _wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_type_230 arg5, swig_type_231 arg6);
+extern void _wrap_delete_Trainer_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_Trainer_step_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_232 arg2, swig_type_233 arg3);
+extern uintptr_t _wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_234 arg2, swig_type_235 arg3);
+extern uintptr_t _wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_236 arg2, swig_type_237 arg3, swig_type_238 arg4);
+extern uintptr_t _wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_239 arg2, swig_type_240 arg3, swig_type_241 arg4);
+extern void _wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_242 arg2, swig_type_243 arg3, swig_type_244 arg4);
+extern uintptr_t _wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, swig_type_245 arg3);
+extern void _wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, swig_type_246 arg3, swig_type_247 arg4);
+extern void _wrap_Trainer_predict_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_248 arg2, swig_type_249 arg3, swig_type_250 arg4);
+extern uintptr_t _wrap_Trainer_fit_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, uintptr_t arg5);
+extern swig_type_251 _wrap_Trainer_parameterCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_252 _wrap_Trainer_deviceCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_253 _wrap_Trainer_pipelineCuts_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_254 arg2);
+extern void _wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_255 arg2, swig_type_256 arg3);
+extern void _wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_257 arg2);
+extern uintptr_t _wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_258 arg2);
+extern uintptr_t _wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_259 arg2);
+extern uintptr_t _wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_260 arg2);
+extern void _wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_261 arg2);
+extern void _wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_262 arg2);
+extern swig_type_263 _wrap_Trainer_parameterChecksum_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_264 arg2);
+extern void _wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_265 arg2);
+extern void _wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_266 arg2);
+extern void _wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_267 arg2);
+extern void _wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_268 arg2);
+extern void _wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_269 arg2);
+extern swig_type_270 _wrap_Trainer_epochCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_271 _wrap_Trainer_stepCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap__swig_NewDirectorProgressListenerProgressListener_swig_ce6bd54a8d9c8247(int);
+extern void _wrap_DeleteDirectorProgressListener_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_delete_ProgressListener_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern _Bool _wrap_ProgressListener_onProgress_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2);
+extern void _wrap_delete_TextParts_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_TextParts_takeTrain_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_TextParts_takeValidation_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_intgo _wrap_VersionNumber_swig_ce6bd54a8d9c8247(void);
+extern swig_type_272 _wrap_VersionString_swig_ce6bd54a8d9c8247(void);
+extern swig_type_273 _wrap_StatusString_swig_ce6bd54a8d9c8247(swig_intgo arg1);
 #undef intgo
 */
 import "C"
@@ -798,25 +809,25 @@ func swigCopyString(s string) string {
 
 func Swig_free(arg1 uintptr) {
 	_swig_i_0 := arg1
-	C._wrap_Swig_free_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_Swig_free_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func Swig_malloc(arg1 int) (_swig_ret uintptr) {
 	var swig_r uintptr
 	_swig_i_0 := arg1
-	swig_r = (uintptr)(C._wrap_Swig_malloc_swig_6bb220f55ddcc519(C.swig_intgo(_swig_i_0)))
+	swig_r = (uintptr)(C._wrap_Swig_malloc_swig_ce6bd54a8d9c8247(C.swig_intgo(_swig_i_0)))
 	return swig_r
 }
 
 func TakeErrorStatus() (_swig_ret int) {
 	var swig_r int
-	swig_r = (int)(C._wrap_takeErrorStatus_swig_6bb220f55ddcc519())
+	swig_r = (int)(C._wrap_takeErrorStatus_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 func TakeErrorMessage() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_takeErrorMessage_swig_6bb220f55ddcc519()
+	swig_r_p := C._wrap_takeErrorMessage_swig_ce6bd54a8d9c8247()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -826,126 +837,126 @@ func TakeErrorMessage() (_swig_ret string) {
 type Dpt_status int
 func _swig_getDPT_OK() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_OK_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_OK_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_OK Dpt_status = _swig_getDPT_OK()
 func _swig_getDPT_ERROR_INVALID_ARGUMENT() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_INVALID_ARGUMENT_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_INVALID_ARGUMENT Dpt_status = _swig_getDPT_ERROR_INVALID_ARGUMENT()
 func _swig_getDPT_ERROR_NULL_POINTER() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_NULL_POINTER_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_NULL_POINTER Dpt_status = _swig_getDPT_ERROR_NULL_POINTER()
 func _swig_getDPT_ERROR_OUT_OF_RANGE() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_OUT_OF_RANGE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_OUT_OF_RANGE Dpt_status = _swig_getDPT_ERROR_OUT_OF_RANGE()
 func _swig_getDPT_ERROR_SIZE_MISMATCH() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_SIZE_MISMATCH_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_SIZE_MISMATCH Dpt_status = _swig_getDPT_ERROR_SIZE_MISMATCH()
 func _swig_getDPT_ERROR_INVALID_STATE() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_INVALID_STATE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_INVALID_STATE Dpt_status = _swig_getDPT_ERROR_INVALID_STATE()
 func _swig_getDPT_ERROR_BUFFER_TOO_SMALL() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_BUFFER_TOO_SMALL Dpt_status = _swig_getDPT_ERROR_BUFFER_TOO_SMALL()
 func _swig_getDPT_ERROR_NON_FINITE() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_NON_FINITE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_NON_FINITE Dpt_status = _swig_getDPT_ERROR_NON_FINITE()
 func _swig_getDPT_ERROR_BUSY() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_BUSY_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_BUSY Dpt_status = _swig_getDPT_ERROR_BUSY()
 func _swig_getDPT_ERROR_UNSUPPORTED() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_UNSUPPORTED_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_UNSUPPORTED Dpt_status = _swig_getDPT_ERROR_UNSUPPORTED()
 func _swig_getDPT_ERROR_DEVICE() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_DEVICE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_DEVICE Dpt_status = _swig_getDPT_ERROR_DEVICE()
 func _swig_getDPT_ERROR_OUT_OF_MEMORY() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_OUT_OF_MEMORY_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_OUT_OF_MEMORY Dpt_status = _swig_getDPT_ERROR_OUT_OF_MEMORY()
 func _swig_getDPT_ERROR_DEVICE_NOT_FOUND() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_DEVICE_NOT_FOUND Dpt_status = _swig_getDPT_ERROR_DEVICE_NOT_FOUND()
 func _swig_getDPT_ERROR_COMMUNICATION() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_COMMUNICATION_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_COMMUNICATION Dpt_status = _swig_getDPT_ERROR_COMMUNICATION()
 func _swig_getDPT_ERROR_TIMEOUT() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_TIMEOUT_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_TIMEOUT Dpt_status = _swig_getDPT_ERROR_TIMEOUT()
 func _swig_getDPT_ERROR_IO() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_IO_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_IO Dpt_status = _swig_getDPT_ERROR_IO()
 func _swig_getDPT_ERROR_FORMAT() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_FORMAT_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ERROR_FORMAT Dpt_status = _swig_getDPT_ERROR_FORMAT()
 func _swig_getDPT_ERROR_INTERNAL() (_swig_ret Dpt_status) {
 	var swig_r Dpt_status
-	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_status)(C._wrap_DPT_ERROR_INTERNAL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -954,21 +965,21 @@ const DPT_MAX_CPU_DEVICES int = 64
 type Dpt_device_selection int
 func _swig_getDPT_DEVICES_CPU() (_swig_ret Dpt_device_selection) {
 	var swig_r Dpt_device_selection
-	swig_r = (Dpt_device_selection)(C._wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_device_selection)(C._wrap_DPT_DEVICES_CPU_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_DEVICES_CPU Dpt_device_selection = _swig_getDPT_DEVICES_CPU()
 func _swig_getDPT_DEVICES_CUDA() (_swig_ret Dpt_device_selection) {
 	var swig_r Dpt_device_selection
-	swig_r = (Dpt_device_selection)(C._wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_device_selection)(C._wrap_DPT_DEVICES_CUDA_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_DEVICES_CUDA Dpt_device_selection = _swig_getDPT_DEVICES_CUDA()
 func _swig_getDPT_DEVICES_ALL() (_swig_ret Dpt_device_selection) {
 	var swig_r Dpt_device_selection
-	swig_r = (Dpt_device_selection)(C._wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_device_selection)(C._wrap_DPT_DEVICES_ALL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -985,51 +996,51 @@ func (p SwigcptrContextOptions) SwigIsContextOptions() {
 func (arg1 SwigcptrContextOptions) SetCpu_devices(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ContextOptions_cpu_devices_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_2(_swig_i_1))
+	C._wrap_ContextOptions_cpu_devices_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_2(_swig_i_1))
 }
 
 func (arg1 SwigcptrContextOptions) GetCpu_devices() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_ContextOptions_cpu_devices_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_ContextOptions_cpu_devices_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrContextOptions) SetCpu_memory_limit(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ContextOptions_cpu_memory_limit_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_4(_swig_i_1))
+	C._wrap_ContextOptions_cpu_memory_limit_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_4(_swig_i_1))
 }
 
 func (arg1 SwigcptrContextOptions) GetCpu_memory_limit() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ContextOptions_cpu_memory_limit_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ContextOptions_cpu_memory_limit_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrContextOptions) SetDevice_selection(arg2 Dpt_device_selection) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ContextOptions_device_selection_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_ContextOptions_device_selection_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrContextOptions) GetDevice_selection() (_swig_ret Dpt_device_selection) {
 	var swig_r Dpt_device_selection
 	_swig_i_0 := arg1
-	swig_r = (Dpt_device_selection)(C._wrap_ContextOptions_device_selection_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_device_selection)(C._wrap_ContextOptions_device_selection_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewContextOptions() (_swig_ret ContextOptions) {
 	var swig_r ContextOptions
-	swig_r = (ContextOptions)(SwigcptrContextOptions(C._wrap_new_ContextOptions_swig_6bb220f55ddcc519()))
+	swig_r = (ContextOptions)(SwigcptrContextOptions(C._wrap_new_ContextOptions_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteContextOptions(arg1 ContextOptions) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_ContextOptions_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_ContextOptions_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type ContextOptions interface {
@@ -1046,14 +1057,14 @@ type ContextOptions interface {
 type Dpt_device_kind int
 func _swig_getDPT_DEVICE_CPU() (_swig_ret Dpt_device_kind) {
 	var swig_r Dpt_device_kind
-	swig_r = (Dpt_device_kind)(C._wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_device_kind)(C._wrap_DPT_DEVICE_CPU_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_DEVICE_CPU Dpt_device_kind = _swig_getDPT_DEVICE_CPU()
 func _swig_getDPT_DEVICE_CUDA() (_swig_ret Dpt_device_kind) {
 	var swig_r Dpt_device_kind
-	swig_r = (Dpt_device_kind)(C._wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_device_kind)(C._wrap_DPT_DEVICE_CUDA_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1070,27 +1081,27 @@ func (p SwigcptrDeviceInfo) SwigIsDeviceInfo() {
 func (arg1 SwigcptrDeviceInfo) GetKind() (_swig_ret Dpt_device_kind) {
 	var swig_r Dpt_device_kind
 	_swig_i_0 := arg1
-	swig_r = (Dpt_device_kind)(C._wrap_DeviceInfo_kind_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_device_kind)(C._wrap_DeviceInfo_kind_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetOrdinal(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_ordinal_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_6(_swig_i_1))
+	C._wrap_DeviceInfo_ordinal_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_6(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetOrdinal() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_DeviceInfo_ordinal_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_DeviceInfo_ordinal_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) GetName() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_DeviceInfo_name_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_DeviceInfo_name_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1100,98 +1111,98 @@ func (arg1 SwigcptrDeviceInfo) GetName() (_swig_ret string) {
 func (arg1 SwigcptrDeviceInfo) SetTotal_memory(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_total_memory_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_9(_swig_i_1))
+	C._wrap_DeviceInfo_total_memory_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_9(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetTotal_memory() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_DeviceInfo_total_memory_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_DeviceInfo_total_memory_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetMemory_limit(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_memory_limit_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_11(_swig_i_1))
+	C._wrap_DeviceInfo_memory_limit_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_11(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetMemory_limit() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_DeviceInfo_memory_limit_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_DeviceInfo_memory_limit_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetMemory_in_use(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_memory_in_use_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_13(_swig_i_1))
+	C._wrap_DeviceInfo_memory_in_use_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_13(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetMemory_in_use() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_DeviceInfo_memory_in_use_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_DeviceInfo_memory_in_use_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetFree_memory(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_free_memory_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_15(_swig_i_1))
+	C._wrap_DeviceInfo_free_memory_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_15(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetFree_memory() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_DeviceInfo_free_memory_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_DeviceInfo_free_memory_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetCompute_capability_major(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_compute_capability_major_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_DeviceInfo_compute_capability_major_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetCompute_capability_major() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_DeviceInfo_compute_capability_major_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_DeviceInfo_compute_capability_major_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetCompute_capability_minor(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_compute_capability_minor_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_DeviceInfo_compute_capability_minor_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetCompute_capability_minor() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_DeviceInfo_compute_capability_minor_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_DeviceInfo_compute_capability_minor_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) SetMultiprocessor_count(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DeviceInfo_multiprocessor_count_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_DeviceInfo_multiprocessor_count_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrDeviceInfo) GetMultiprocessor_count() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_DeviceInfo_multiprocessor_count_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_DeviceInfo_multiprocessor_count_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDeviceInfo) GetPci_bus_id() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_DeviceInfo_pci_bus_id_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_DeviceInfo_pci_bus_id_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1201,7 +1212,7 @@ func (arg1 SwigcptrDeviceInfo) GetPci_bus_id() (_swig_ret string) {
 func (arg1 SwigcptrDeviceInfo) GetProduct_name() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_DeviceInfo_product_name_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_DeviceInfo_product_name_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1210,13 +1221,13 @@ func (arg1 SwigcptrDeviceInfo) GetProduct_name() (_swig_ret string) {
 
 func NewDeviceInfo() (_swig_ret DeviceInfo) {
 	var swig_r DeviceInfo
-	swig_r = (DeviceInfo)(SwigcptrDeviceInfo(C._wrap_new_DeviceInfo_swig_6bb220f55ddcc519()))
+	swig_r = (DeviceInfo)(SwigcptrDeviceInfo(C._wrap_new_DeviceInfo_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteDeviceInfo(arg1 DeviceInfo) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_DeviceInfo_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_DeviceInfo_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type DeviceInfo interface {
@@ -1256,79 +1267,79 @@ func (p SwigcptrBackendInfo) SwigIsBackendInfo() {
 func (arg1 SwigcptrBackendInfo) SetDevice_count(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_BackendInfo_device_count_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_19(_swig_i_1))
+	C._wrap_BackendInfo_device_count_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_19(_swig_i_1))
 }
 
 func (arg1 SwigcptrBackendInfo) GetDevice_count() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_BackendInfo_device_count_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_BackendInfo_device_count_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrBackendInfo) GetKind() (_swig_ret Dpt_device_kind) {
 	var swig_r Dpt_device_kind
 	_swig_i_0 := arg1
-	swig_r = (Dpt_device_kind)(C._wrap_BackendInfo_kind_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_device_kind)(C._wrap_BackendInfo_kind_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrBackendInfo) SetRequested(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_BackendInfo_requested_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_BackendInfo_requested_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrBackendInfo) GetRequested() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_BackendInfo_requested_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_BackendInfo_requested_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrBackendInfo) SetLoaded(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_BackendInfo_loaded_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_BackendInfo_loaded_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrBackendInfo) GetLoaded() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_BackendInfo_loaded_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_BackendInfo_loaded_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrBackendInfo) SetDriver_version(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_BackendInfo_driver_version_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_BackendInfo_driver_version_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrBackendInfo) GetDriver_version() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_BackendInfo_driver_version_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_BackendInfo_driver_version_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrBackendInfo) SetRuntime_version(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_BackendInfo_runtime_version_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_BackendInfo_runtime_version_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrBackendInfo) GetRuntime_version() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_BackendInfo_runtime_version_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_BackendInfo_runtime_version_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrBackendInfo) GetModule_path() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_BackendInfo_module_path_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_BackendInfo_module_path_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1338,7 +1349,7 @@ func (arg1 SwigcptrBackendInfo) GetModule_path() (_swig_ret string) {
 func (arg1 SwigcptrBackendInfo) GetReason() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_BackendInfo_reason_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_BackendInfo_reason_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1348,7 +1359,7 @@ func (arg1 SwigcptrBackendInfo) GetReason() (_swig_ret string) {
 func (arg1 SwigcptrBackendInfo) GetVersions() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_BackendInfo_versions_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_BackendInfo_versions_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1357,13 +1368,13 @@ func (arg1 SwigcptrBackendInfo) GetVersions() (_swig_ret string) {
 
 func NewBackendInfo() (_swig_ret BackendInfo) {
 	var swig_r BackendInfo
-	swig_r = (BackendInfo)(SwigcptrBackendInfo(C._wrap_new_BackendInfo_swig_6bb220f55ddcc519()))
+	swig_r = (BackendInfo)(SwigcptrBackendInfo(C._wrap_new_BackendInfo_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteBackendInfo(arg1 BackendInfo) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_BackendInfo_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_BackendInfo_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type BackendInfo interface {
@@ -1390,35 +1401,35 @@ const DPT_MODEL_NAME_CAPACITY int = 256
 type Dpt_activation int
 func _swig_getDPT_ACTIVATION_RELU() (_swig_ret Dpt_activation) {
 	var swig_r Dpt_activation
-	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_RELU_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ACTIVATION_RELU Dpt_activation = _swig_getDPT_ACTIVATION_RELU()
 func _swig_getDPT_ACTIVATION_SIGMOID() (_swig_ret Dpt_activation) {
 	var swig_r Dpt_activation
-	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_SIGMOID_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ACTIVATION_SIGMOID Dpt_activation = _swig_getDPT_ACTIVATION_SIGMOID()
 func _swig_getDPT_ACTIVATION_TANH() (_swig_ret Dpt_activation) {
 	var swig_r Dpt_activation
-	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_TANH_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ACTIVATION_TANH Dpt_activation = _swig_getDPT_ACTIVATION_TANH()
 func _swig_getDPT_ACTIVATION_GELU() (_swig_ret Dpt_activation) {
 	var swig_r Dpt_activation
-	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_GELU_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ACTIVATION_GELU Dpt_activation = _swig_getDPT_ACTIVATION_GELU()
 func _swig_getDPT_ACTIVATION_GELU_TANH() (_swig_ret Dpt_activation) {
 	var swig_r Dpt_activation
-	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_activation)(C._wrap_DPT_ACTIVATION_GELU_TANH_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1426,14 +1437,14 @@ var DPT_ACTIVATION_GELU_TANH Dpt_activation = _swig_getDPT_ACTIVATION_GELU_TANH(
 type Dpt_pool_kind int
 func _swig_getDPT_POOL_AVG() (_swig_ret Dpt_pool_kind) {
 	var swig_r Dpt_pool_kind
-	swig_r = (Dpt_pool_kind)(C._wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_pool_kind)(C._wrap_DPT_POOL_AVG_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_POOL_AVG Dpt_pool_kind = _swig_getDPT_POOL_AVG()
 func _swig_getDPT_POOL_MAX() (_swig_ret Dpt_pool_kind) {
 	var swig_r Dpt_pool_kind
-	swig_r = (Dpt_pool_kind)(C._wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_pool_kind)(C._wrap_DPT_POOL_MAX_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1441,21 +1452,21 @@ var DPT_POOL_MAX Dpt_pool_kind = _swig_getDPT_POOL_MAX()
 type Dpt_tensor_kind int
 func _swig_getDPT_TENSOR_PARAMETER() (_swig_ret Dpt_tensor_kind) {
 	var swig_r Dpt_tensor_kind
-	swig_r = (Dpt_tensor_kind)(C._wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_tensor_kind)(C._wrap_DPT_TENSOR_PARAMETER_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_TENSOR_PARAMETER Dpt_tensor_kind = _swig_getDPT_TENSOR_PARAMETER()
 func _swig_getDPT_TENSOR_BUFFER() (_swig_ret Dpt_tensor_kind) {
 	var swig_r Dpt_tensor_kind
-	swig_r = (Dpt_tensor_kind)(C._wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_tensor_kind)(C._wrap_DPT_TENSOR_BUFFER_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_TENSOR_BUFFER Dpt_tensor_kind = _swig_getDPT_TENSOR_BUFFER()
 func _swig_getDPT_IGNORE_LABEL() (_swig_ret int) {
 	var swig_r int
-	swig_r = (int)(C._wrap_DPT_IGNORE_LABEL_swig_6bb220f55ddcc519())
+	swig_r = (int)(C._wrap_DPT_IGNORE_LABEL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1464,14 +1475,14 @@ const DPT_TEXT_VOCABULARY int = 256
 type Dpt_input_type int
 func _swig_getDPT_INPUT_FLOAT32() (_swig_ret Dpt_input_type) {
 	var swig_r Dpt_input_type
-	swig_r = (Dpt_input_type)(C._wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_input_type)(C._wrap_DPT_INPUT_FLOAT32_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_INPUT_FLOAT32 Dpt_input_type = _swig_getDPT_INPUT_FLOAT32()
 func _swig_getDPT_INPUT_TOKENS() (_swig_ret Dpt_input_type) {
 	var swig_r Dpt_input_type
-	swig_r = (Dpt_input_type)(C._wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_input_type)(C._wrap_DPT_INPUT_TOKENS_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1479,14 +1490,14 @@ var DPT_INPUT_TOKENS Dpt_input_type = _swig_getDPT_INPUT_TOKENS()
 type Dpt_dataset_part int
 func _swig_getDPT_DATASET_TRAIN() (_swig_ret Dpt_dataset_part) {
 	var swig_r Dpt_dataset_part
-	swig_r = (Dpt_dataset_part)(C._wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_dataset_part)(C._wrap_DPT_DATASET_TRAIN_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_DATASET_TRAIN Dpt_dataset_part = _swig_getDPT_DATASET_TRAIN()
 func _swig_getDPT_DATASET_TEST() (_swig_ret Dpt_dataset_part) {
 	var swig_r Dpt_dataset_part
-	swig_r = (Dpt_dataset_part)(C._wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_dataset_part)(C._wrap_DPT_DATASET_TEST_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1495,14 +1506,14 @@ const DPT_FASHION_MNIST_DEFAULT_DIR string = "/usr/share/datasets/fashion-mnist"
 type Dpt_communicator int
 func _swig_getDPT_COMMUNICATOR_LOCAL() (_swig_ret Dpt_communicator) {
 	var swig_r Dpt_communicator
-	swig_r = (Dpt_communicator)(C._wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_communicator)(C._wrap_DPT_COMMUNICATOR_LOCAL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_COMMUNICATOR_LOCAL Dpt_communicator = _swig_getDPT_COMMUNICATOR_LOCAL()
 func _swig_getDPT_COMMUNICATOR_MPI() (_swig_ret Dpt_communicator) {
 	var swig_r Dpt_communicator
-	swig_r = (Dpt_communicator)(C._wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_communicator)(C._wrap_DPT_COMMUNICATOR_MPI_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1510,21 +1521,21 @@ var DPT_COMMUNICATOR_MPI Dpt_communicator = _swig_getDPT_COMMUNICATOR_MPI()
 type Dpt_split_policy int
 func _swig_getDPT_SPLIT_EVEN() (_swig_ret Dpt_split_policy) {
 	var swig_r Dpt_split_policy
-	swig_r = (Dpt_split_policy)(C._wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_split_policy)(C._wrap_DPT_SPLIT_EVEN_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SPLIT_EVEN Dpt_split_policy = _swig_getDPT_SPLIT_EVEN()
 func _swig_getDPT_SPLIT_WEIGHTED() (_swig_ret Dpt_split_policy) {
 	var swig_r Dpt_split_policy
-	swig_r = (Dpt_split_policy)(C._wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_split_policy)(C._wrap_DPT_SPLIT_WEIGHTED_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SPLIT_WEIGHTED Dpt_split_policy = _swig_getDPT_SPLIT_WEIGHTED()
 func _swig_getDPT_SPLIT_AUTO() (_swig_ret Dpt_split_policy) {
 	var swig_r Dpt_split_policy
-	swig_r = (Dpt_split_policy)(C._wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_split_policy)(C._wrap_DPT_SPLIT_AUTO_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1532,14 +1543,14 @@ var DPT_SPLIT_AUTO Dpt_split_policy = _swig_getDPT_SPLIT_AUTO()
 type Dpt_allreduce_algorithm int
 func _swig_getDPT_ALLREDUCE_RING() (_swig_ret Dpt_allreduce_algorithm) {
 	var swig_r Dpt_allreduce_algorithm
-	swig_r = (Dpt_allreduce_algorithm)(C._wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_allreduce_algorithm)(C._wrap_DPT_ALLREDUCE_RING_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_ALLREDUCE_RING Dpt_allreduce_algorithm = _swig_getDPT_ALLREDUCE_RING()
 func _swig_getDPT_ALLREDUCE_NAIVE() (_swig_ret Dpt_allreduce_algorithm) {
 	var swig_r Dpt_allreduce_algorithm
-	swig_r = (Dpt_allreduce_algorithm)(C._wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_allreduce_algorithm)(C._wrap_DPT_ALLREDUCE_NAIVE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1547,14 +1558,14 @@ var DPT_ALLREDUCE_NAIVE Dpt_allreduce_algorithm = _swig_getDPT_ALLREDUCE_NAIVE()
 type Dpt_init_scheme int
 func _swig_getDPT_INIT_UNIFORM_FAN_IN() (_swig_ret Dpt_init_scheme) {
 	var swig_r Dpt_init_scheme
-	swig_r = (Dpt_init_scheme)(C._wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_init_scheme)(C._wrap_DPT_INIT_UNIFORM_FAN_IN_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_INIT_UNIFORM_FAN_IN Dpt_init_scheme = _swig_getDPT_INIT_UNIFORM_FAN_IN()
 func _swig_getDPT_INIT_NORMAL() (_swig_ret Dpt_init_scheme) {
 	var swig_r Dpt_init_scheme
-	swig_r = (Dpt_init_scheme)(C._wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_init_scheme)(C._wrap_DPT_INIT_NORMAL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1562,14 +1573,14 @@ var DPT_INIT_NORMAL Dpt_init_scheme = _swig_getDPT_INIT_NORMAL()
 type Dpt_nonfinite_policy int
 func _swig_getDPT_NONFINITE_SKIP() (_swig_ret Dpt_nonfinite_policy) {
 	var swig_r Dpt_nonfinite_policy
-	swig_r = (Dpt_nonfinite_policy)(C._wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_nonfinite_policy)(C._wrap_DPT_NONFINITE_SKIP_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_NONFINITE_SKIP Dpt_nonfinite_policy = _swig_getDPT_NONFINITE_SKIP()
 func _swig_getDPT_NONFINITE_ERROR() (_swig_ret Dpt_nonfinite_policy) {
 	var swig_r Dpt_nonfinite_policy
-	swig_r = (Dpt_nonfinite_policy)(C._wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_nonfinite_policy)(C._wrap_DPT_NONFINITE_ERROR_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1577,14 +1588,14 @@ var DPT_NONFINITE_ERROR Dpt_nonfinite_policy = _swig_getDPT_NONFINITE_ERROR()
 type Dpt_batch_norm_mode int
 func _swig_getDPT_BATCH_NORM_SYNC() (_swig_ret Dpt_batch_norm_mode) {
 	var swig_r Dpt_batch_norm_mode
-	swig_r = (Dpt_batch_norm_mode)(C._wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_batch_norm_mode)(C._wrap_DPT_BATCH_NORM_SYNC_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_BATCH_NORM_SYNC Dpt_batch_norm_mode = _swig_getDPT_BATCH_NORM_SYNC()
 func _swig_getDPT_BATCH_NORM_LOCAL() (_swig_ret Dpt_batch_norm_mode) {
 	var swig_r Dpt_batch_norm_mode
-	swig_r = (Dpt_batch_norm_mode)(C._wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_batch_norm_mode)(C._wrap_DPT_BATCH_NORM_LOCAL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1592,21 +1603,21 @@ var DPT_BATCH_NORM_LOCAL Dpt_batch_norm_mode = _swig_getDPT_BATCH_NORM_LOCAL()
 type Dpt_precision int
 func _swig_getDPT_PRECISION_FP32() (_swig_ret Dpt_precision) {
 	var swig_r Dpt_precision
-	swig_r = (Dpt_precision)(C._wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_precision)(C._wrap_DPT_PRECISION_FP32_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_PRECISION_FP32 Dpt_precision = _swig_getDPT_PRECISION_FP32()
 func _swig_getDPT_PRECISION_BF16() (_swig_ret Dpt_precision) {
 	var swig_r Dpt_precision
-	swig_r = (Dpt_precision)(C._wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_precision)(C._wrap_DPT_PRECISION_BF16_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_PRECISION_BF16 Dpt_precision = _swig_getDPT_PRECISION_BF16()
 func _swig_getDPT_PRECISION_FP16() (_swig_ret Dpt_precision) {
 	var swig_r Dpt_precision
-	swig_r = (Dpt_precision)(C._wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_precision)(C._wrap_DPT_PRECISION_FP16_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1614,28 +1625,28 @@ var DPT_PRECISION_FP16 Dpt_precision = _swig_getDPT_PRECISION_FP16()
 type Dpt_shard_mode int
 func _swig_getDPT_SHARD_NONE() (_swig_ret Dpt_shard_mode) {
 	var swig_r Dpt_shard_mode
-	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_NONE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SHARD_NONE Dpt_shard_mode = _swig_getDPT_SHARD_NONE()
 func _swig_getDPT_SHARD_OPTIMIZER() (_swig_ret Dpt_shard_mode) {
 	var swig_r Dpt_shard_mode
-	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_OPTIMIZER_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SHARD_OPTIMIZER Dpt_shard_mode = _swig_getDPT_SHARD_OPTIMIZER()
 func _swig_getDPT_SHARD_GRADIENTS() (_swig_ret Dpt_shard_mode) {
 	var swig_r Dpt_shard_mode
-	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_GRADIENTS_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SHARD_GRADIENTS Dpt_shard_mode = _swig_getDPT_SHARD_GRADIENTS()
 func _swig_getDPT_SHARD_PARAMETERS() (_swig_ret Dpt_shard_mode) {
 	var swig_r Dpt_shard_mode
-	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_shard_mode)(C._wrap_DPT_SHARD_PARAMETERS_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1643,14 +1654,14 @@ var DPT_SHARD_PARAMETERS Dpt_shard_mode = _swig_getDPT_SHARD_PARAMETERS()
 type Dpt_shard_scope int
 func _swig_getDPT_SHARD_SCOPE_PROCESS() (_swig_ret Dpt_shard_scope) {
 	var swig_r Dpt_shard_scope
-	swig_r = (Dpt_shard_scope)(C._wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_shard_scope)(C._wrap_DPT_SHARD_SCOPE_PROCESS_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SHARD_SCOPE_PROCESS Dpt_shard_scope = _swig_getDPT_SHARD_SCOPE_PROCESS()
 func _swig_getDPT_SHARD_SCOPE_WORLD() (_swig_ret Dpt_shard_scope) {
 	var swig_r Dpt_shard_scope
-	swig_r = (Dpt_shard_scope)(C._wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_shard_scope)(C._wrap_DPT_SHARD_SCOPE_WORLD_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1658,14 +1669,14 @@ var DPT_SHARD_SCOPE_WORLD Dpt_shard_scope = _swig_getDPT_SHARD_SCOPE_WORLD()
 type Dpt_pipeline_schedule int
 func _swig_getDPT_PIPELINE_1F1B() (_swig_ret Dpt_pipeline_schedule) {
 	var swig_r Dpt_pipeline_schedule
-	swig_r = (Dpt_pipeline_schedule)(C._wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_pipeline_schedule)(C._wrap_DPT_PIPELINE_1F1B_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_PIPELINE_1F1B Dpt_pipeline_schedule = _swig_getDPT_PIPELINE_1F1B()
 func _swig_getDPT_PIPELINE_GPIPE() (_swig_ret Dpt_pipeline_schedule) {
 	var swig_r Dpt_pipeline_schedule
-	swig_r = (Dpt_pipeline_schedule)(C._wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_pipeline_schedule)(C._wrap_DPT_PIPELINE_GPIPE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1673,29 +1684,51 @@ var DPT_PIPELINE_GPIPE Dpt_pipeline_schedule = _swig_getDPT_PIPELINE_GPIPE()
 type Dpt_pipeline_scope int
 func _swig_getDPT_PIPELINE_SCOPE_PROCESS() (_swig_ret Dpt_pipeline_scope) {
 	var swig_r Dpt_pipeline_scope
-	swig_r = (Dpt_pipeline_scope)(C._wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_pipeline_scope)(C._wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_PIPELINE_SCOPE_PROCESS Dpt_pipeline_scope = _swig_getDPT_PIPELINE_SCOPE_PROCESS()
 func _swig_getDPT_PIPELINE_SCOPE_WORLD() (_swig_ret Dpt_pipeline_scope) {
 	var swig_r Dpt_pipeline_scope
-	swig_r = (Dpt_pipeline_scope)(C._wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_pipeline_scope)(C._wrap_DPT_PIPELINE_SCOPE_WORLD_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_PIPELINE_SCOPE_WORLD Dpt_pipeline_scope = _swig_getDPT_PIPELINE_SCOPE_WORLD()
+type Dpt_pipeline_balance int
+func _swig_getDPT_PIPELINE_BALANCE_WORK() (_swig_ret Dpt_pipeline_balance) {
+	var swig_r Dpt_pipeline_balance
+	swig_r = (Dpt_pipeline_balance)(C._wrap_DPT_PIPELINE_BALANCE_WORK_swig_ce6bd54a8d9c8247())
+	return swig_r
+}
+
+var DPT_PIPELINE_BALANCE_WORK Dpt_pipeline_balance = _swig_getDPT_PIPELINE_BALANCE_WORK()
+func _swig_getDPT_PIPELINE_BALANCE_TIME() (_swig_ret Dpt_pipeline_balance) {
+	var swig_r Dpt_pipeline_balance
+	swig_r = (Dpt_pipeline_balance)(C._wrap_DPT_PIPELINE_BALANCE_TIME_swig_ce6bd54a8d9c8247())
+	return swig_r
+}
+
+var DPT_PIPELINE_BALANCE_TIME Dpt_pipeline_balance = _swig_getDPT_PIPELINE_BALANCE_TIME()
+func _swig_getDPT_PIPELINE_BALANCE_PARAMETERS() (_swig_ret Dpt_pipeline_balance) {
+	var swig_r Dpt_pipeline_balance
+	swig_r = (Dpt_pipeline_balance)(C._wrap_DPT_PIPELINE_BALANCE_PARAMETERS_swig_ce6bd54a8d9c8247())
+	return swig_r
+}
+
+var DPT_PIPELINE_BALANCE_PARAMETERS Dpt_pipeline_balance = _swig_getDPT_PIPELINE_BALANCE_PARAMETERS()
 type Dpt_optimizer_kind int
 func _swig_getDPT_OPTIMIZER_SGD() (_swig_ret Dpt_optimizer_kind) {
 	var swig_r Dpt_optimizer_kind
-	swig_r = (Dpt_optimizer_kind)(C._wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_optimizer_kind)(C._wrap_DPT_OPTIMIZER_SGD_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_OPTIMIZER_SGD Dpt_optimizer_kind = _swig_getDPT_OPTIMIZER_SGD()
 func _swig_getDPT_OPTIMIZER_ADAMW() (_swig_ret Dpt_optimizer_kind) {
 	var swig_r Dpt_optimizer_kind
-	swig_r = (Dpt_optimizer_kind)(C._wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_optimizer_kind)(C._wrap_DPT_OPTIMIZER_ADAMW_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1703,21 +1736,21 @@ var DPT_OPTIMIZER_ADAMW Dpt_optimizer_kind = _swig_getDPT_OPTIMIZER_ADAMW()
 type Dpt_schedule_kind int
 func _swig_getDPT_SCHEDULE_CONSTANT() (_swig_ret Dpt_schedule_kind) {
 	var swig_r Dpt_schedule_kind
-	swig_r = (Dpt_schedule_kind)(C._wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_schedule_kind)(C._wrap_DPT_SCHEDULE_CONSTANT_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SCHEDULE_CONSTANT Dpt_schedule_kind = _swig_getDPT_SCHEDULE_CONSTANT()
 func _swig_getDPT_SCHEDULE_STEP() (_swig_ret Dpt_schedule_kind) {
 	var swig_r Dpt_schedule_kind
-	swig_r = (Dpt_schedule_kind)(C._wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_schedule_kind)(C._wrap_DPT_SCHEDULE_STEP_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_SCHEDULE_STEP Dpt_schedule_kind = _swig_getDPT_SCHEDULE_STEP()
 func _swig_getDPT_SCHEDULE_COSINE() (_swig_ret Dpt_schedule_kind) {
 	var swig_r Dpt_schedule_kind
-	swig_r = (Dpt_schedule_kind)(C._wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_schedule_kind)(C._wrap_DPT_SCHEDULE_COSINE_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -1734,280 +1767,280 @@ func (p SwigcptrTrainerOptions) SwigIsTrainerOptions() {
 func (arg1 SwigcptrTrainerOptions) SetSplit(arg2 Dpt_split_policy) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_split_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_split_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetSplit() (_swig_ret Dpt_split_policy) {
 	var swig_r Dpt_split_policy
 	_swig_i_0 := arg1
-	swig_r = (Dpt_split_policy)(C._wrap_TrainerOptions_split_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_split_policy)(C._wrap_TrainerOptions_split_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetAllreduce(arg2 Dpt_allreduce_algorithm) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_allreduce_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_allreduce_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetAllreduce() (_swig_ret Dpt_allreduce_algorithm) {
 	var swig_r Dpt_allreduce_algorithm
 	_swig_i_0 := arg1
-	swig_r = (Dpt_allreduce_algorithm)(C._wrap_TrainerOptions_allreduce_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_allreduce_algorithm)(C._wrap_TrainerOptions_allreduce_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetSeed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_seed_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_24(_swig_i_1))
+	C._wrap_TrainerOptions_seed_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_24(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetSeed() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_TrainerOptions_seed_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_TrainerOptions_seed_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetAccumulation_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_accumulation_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_26(_swig_i_1))
+	C._wrap_TrainerOptions_accumulation_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_26(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetAccumulation_steps() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_TrainerOptions_accumulation_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_TrainerOptions_accumulation_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetInit(arg2 Dpt_init_scheme) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_init_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_init_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetInit() (_swig_ret Dpt_init_scheme) {
 	var swig_r Dpt_init_scheme
 	_swig_i_0 := arg1
-	swig_r = (Dpt_init_scheme)(C._wrap_TrainerOptions_init_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_init_scheme)(C._wrap_TrainerOptions_init_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetInit_std(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_init_std_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_TrainerOptions_init_std_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetInit_std() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_TrainerOptions_init_std_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_TrainerOptions_init_std_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetNonfinite(arg2 Dpt_nonfinite_policy) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_nonfinite_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_nonfinite_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetNonfinite() (_swig_ret Dpt_nonfinite_policy) {
 	var swig_r Dpt_nonfinite_policy
 	_swig_i_0 := arg1
-	swig_r = (Dpt_nonfinite_policy)(C._wrap_TrainerOptions_nonfinite_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_nonfinite_policy)(C._wrap_TrainerOptions_nonfinite_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetTimeout_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_timeout_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_TrainerOptions_timeout_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetTimeout_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_TrainerOptions_timeout_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_TrainerOptions_timeout_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetBucket_bytes(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_bucket_bytes_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_28(_swig_i_1))
+	C._wrap_TrainerOptions_bucket_bytes_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_28(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetBucket_bytes() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_TrainerOptions_bucket_bytes_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_TrainerOptions_bucket_bytes_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetCommunicator(arg2 Dpt_communicator) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_communicator_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_communicator_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetCommunicator() (_swig_ret Dpt_communicator) {
 	var swig_r Dpt_communicator
 	_swig_i_0 := arg1
-	swig_r = (Dpt_communicator)(C._wrap_TrainerOptions_communicator_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_communicator)(C._wrap_TrainerOptions_communicator_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetGpu_flags(arg2 uint) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_gpu_flags_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_gpu_flags_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetGpu_flags() (_swig_ret uint) {
 	var swig_r uint
 	_swig_i_0 := arg1
-	swig_r = (uint)(C._wrap_TrainerOptions_gpu_flags_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint)(C._wrap_TrainerOptions_gpu_flags_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetBatch_norm(arg2 Dpt_batch_norm_mode) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_batch_norm_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_batch_norm_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetBatch_norm() (_swig_ret Dpt_batch_norm_mode) {
 	var swig_r Dpt_batch_norm_mode
 	_swig_i_0 := arg1
-	swig_r = (Dpt_batch_norm_mode)(C._wrap_TrainerOptions_batch_norm_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_batch_norm_mode)(C._wrap_TrainerOptions_batch_norm_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetPrecision(arg2 Dpt_precision) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_precision_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_precision_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetPrecision() (_swig_ret Dpt_precision) {
 	var swig_r Dpt_precision
 	_swig_i_0 := arg1
-	swig_r = (Dpt_precision)(C._wrap_TrainerOptions_precision_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_precision)(C._wrap_TrainerOptions_precision_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetInitial_loss_scale(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_initial_loss_scale_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_TrainerOptions_initial_loss_scale_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetInitial_loss_scale() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_TrainerOptions_initial_loss_scale_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_TrainerOptions_initial_loss_scale_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetLoss_scale_growth_interval(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_loss_scale_growth_interval_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1))
+	C._wrap_TrainerOptions_loss_scale_growth_interval_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetLoss_scale_growth_interval() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_TrainerOptions_loss_scale_growth_interval_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_TrainerOptions_loss_scale_growth_interval_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetAllreduce_dtype(arg2 Dpt_precision) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_allreduce_dtype_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_allreduce_dtype_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetAllreduce_dtype() (_swig_ret Dpt_precision) {
 	var swig_r Dpt_precision
 	_swig_i_0 := arg1
-	swig_r = (Dpt_precision)(C._wrap_TrainerOptions_allreduce_dtype_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_precision)(C._wrap_TrainerOptions_allreduce_dtype_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetActivation_dtype(arg2 Dpt_precision) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_activation_dtype_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_activation_dtype_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetActivation_dtype() (_swig_ret Dpt_precision) {
 	var swig_r Dpt_precision
 	_swig_i_0 := arg1
-	swig_r = (Dpt_precision)(C._wrap_TrainerOptions_activation_dtype_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_precision)(C._wrap_TrainerOptions_activation_dtype_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetShard(arg2 Dpt_shard_mode) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_shard_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_shard_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetShard() (_swig_ret Dpt_shard_mode) {
 	var swig_r Dpt_shard_mode
 	_swig_i_0 := arg1
-	swig_r = (Dpt_shard_mode)(C._wrap_TrainerOptions_shard_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_shard_mode)(C._wrap_TrainerOptions_shard_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetPipeline_stages(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_pipeline_stages_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_32(_swig_i_1))
+	C._wrap_TrainerOptions_pipeline_stages_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_32(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetPipeline_stages() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_TrainerOptions_pipeline_stages_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_TrainerOptions_pipeline_stages_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetMicro_batches(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_micro_batches_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_34(_swig_i_1))
+	C._wrap_TrainerOptions_micro_batches_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_34(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetMicro_batches() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_TrainerOptions_micro_batches_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_TrainerOptions_micro_batches_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetPipeline_schedule(arg2 Dpt_pipeline_schedule) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_pipeline_schedule_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_pipeline_schedule_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetPipeline_schedule() (_swig_ret Dpt_pipeline_schedule) {
 	var swig_r Dpt_pipeline_schedule
 	_swig_i_0 := arg1
-	swig_r = (Dpt_pipeline_schedule)(C._wrap_TrainerOptions_pipeline_schedule_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_pipeline_schedule)(C._wrap_TrainerOptions_pipeline_schedule_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetPipeline_cuts(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_pipeline_cuts_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_36)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_TrainerOptions_pipeline_cuts_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_36)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -2016,7 +2049,7 @@ func (arg1 SwigcptrTrainerOptions) SetPipeline_cuts(arg2 string) {
 func (arg1 SwigcptrTrainerOptions) GetPipeline_cuts() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_TrainerOptions_pipeline_cuts_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_TrainerOptions_pipeline_cuts_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -2026,51 +2059,77 @@ func (arg1 SwigcptrTrainerOptions) GetPipeline_cuts() (_swig_ret string) {
 func (arg1 SwigcptrTrainerOptions) SetShard_scope(arg2 Dpt_shard_scope) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_shard_scope_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_shard_scope_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetShard_scope() (_swig_ret Dpt_shard_scope) {
 	var swig_r Dpt_shard_scope
 	_swig_i_0 := arg1
-	swig_r = (Dpt_shard_scope)(C._wrap_TrainerOptions_shard_scope_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_shard_scope)(C._wrap_TrainerOptions_shard_scope_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetPrefetch_parameters(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_prefetch_parameters_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_prefetch_parameters_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetPrefetch_parameters() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_TrainerOptions_prefetch_parameters_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_TrainerOptions_prefetch_parameters_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainerOptions) SetPipeline_scope(arg2 Dpt_pipeline_scope) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_TrainerOptions_pipeline_scope_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_TrainerOptions_pipeline_scope_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainerOptions) GetPipeline_scope() (_swig_ret Dpt_pipeline_scope) {
 	var swig_r Dpt_pipeline_scope
 	_swig_i_0 := arg1
-	swig_r = (Dpt_pipeline_scope)(C._wrap_TrainerOptions_pipeline_scope_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_pipeline_scope)(C._wrap_TrainerOptions_pipeline_scope_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrTrainerOptions) SetPipeline_balance(arg2 Dpt_pipeline_balance) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_TrainerOptions_pipeline_balance_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrTrainerOptions) GetPipeline_balance() (_swig_ret Dpt_pipeline_balance) {
+	var swig_r Dpt_pipeline_balance
+	_swig_i_0 := arg1
+	swig_r = (Dpt_pipeline_balance)(C._wrap_TrainerOptions_pipeline_balance_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrTrainerOptions) SetPipeline_balance_batch(arg2 int64) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_TrainerOptions_pipeline_balance_batch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_38(_swig_i_1))
+}
+
+func (arg1 SwigcptrTrainerOptions) GetPipeline_balance_batch() (_swig_ret int64) {
+	var swig_r int64
+	_swig_i_0 := arg1
+	swig_r = (int64)(C._wrap_TrainerOptions_pipeline_balance_batch_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewTrainerOptions() (_swig_ret TrainerOptions) {
 	var swig_r TrainerOptions
-	swig_r = (TrainerOptions)(SwigcptrTrainerOptions(C._wrap_new_TrainerOptions_swig_6bb220f55ddcc519()))
+	swig_r = (TrainerOptions)(SwigcptrTrainerOptions(C._wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteTrainerOptions(arg1 TrainerOptions) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_TrainerOptions_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_TrainerOptions_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type TrainerOptions interface {
@@ -2126,6 +2185,10 @@ type TrainerOptions interface {
 	GetPrefetch_parameters() (_swig_ret int)
 	SetPipeline_scope(arg2 Dpt_pipeline_scope)
 	GetPipeline_scope() (_swig_ret Dpt_pipeline_scope)
+	SetPipeline_balance(arg2 Dpt_pipeline_balance)
+	GetPipeline_balance() (_swig_ret Dpt_pipeline_balance)
+	SetPipeline_balance_batch(arg2 int64)
+	GetPipeline_balance_batch() (_swig_ret int64)
 }
 
 const DPT_GPU_ALLOW_TF32 int = 1
@@ -2133,14 +2196,14 @@ const DPT_GPU_DETERMINISTIC int = 2
 type Dpt_weight_decay_scope int
 func _swig_getDPT_WEIGHT_DECAY_ALL() (_swig_ret Dpt_weight_decay_scope) {
 	var swig_r Dpt_weight_decay_scope
-	swig_r = (Dpt_weight_decay_scope)(C._wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_weight_decay_scope)(C._wrap_DPT_WEIGHT_DECAY_ALL_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_WEIGHT_DECAY_ALL Dpt_weight_decay_scope = _swig_getDPT_WEIGHT_DECAY_ALL()
 func _swig_getDPT_WEIGHT_DECAY_MATRICES() (_swig_ret Dpt_weight_decay_scope) {
 	var swig_r Dpt_weight_decay_scope
-	swig_r = (Dpt_weight_decay_scope)(C._wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_weight_decay_scope)(C._wrap_DPT_WEIGHT_DECAY_MATRICES_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -2157,220 +2220,220 @@ func (p SwigcptrOptimizerOptions) SwigIsOptimizerOptions() {
 func (arg1 SwigcptrOptimizerOptions) SetKind(arg2 Dpt_optimizer_kind) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_kind_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_OptimizerOptions_kind_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetKind() (_swig_ret Dpt_optimizer_kind) {
 	var swig_r Dpt_optimizer_kind
 	_swig_i_0 := arg1
-	swig_r = (Dpt_optimizer_kind)(C._wrap_OptimizerOptions_kind_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_optimizer_kind)(C._wrap_OptimizerOptions_kind_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetLearning_rate(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_learning_rate_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_learning_rate_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetLearning_rate() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_learning_rate_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_learning_rate_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetMomentum(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_momentum_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_momentum_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetMomentum() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_momentum_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_momentum_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetNesterov(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_nesterov_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_OptimizerOptions_nesterov_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetNesterov() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_OptimizerOptions_nesterov_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_OptimizerOptions_nesterov_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetWeight_decay(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_weight_decay_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_weight_decay_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetWeight_decay() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_weight_decay_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_weight_decay_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetBeta1(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_beta1_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_beta1_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetBeta1() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_beta1_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_beta1_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetBeta2(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_beta2_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_beta2_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetBeta2() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_beta2_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_beta2_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetEpsilon(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_epsilon_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_epsilon_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetEpsilon() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_epsilon_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_epsilon_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetSchedule(arg2 Dpt_schedule_kind) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_schedule_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_OptimizerOptions_schedule_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetSchedule() (_swig_ret Dpt_schedule_kind) {
 	var swig_r Dpt_schedule_kind
 	_swig_i_0 := arg1
-	swig_r = (Dpt_schedule_kind)(C._wrap_OptimizerOptions_schedule_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_schedule_kind)(C._wrap_OptimizerOptions_schedule_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetWarmup_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_warmup_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_38(_swig_i_1))
+	C._wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_40(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetWarmup_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_OptimizerOptions_warmup_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_OptimizerOptions_warmup_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetStep_size(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_step_size_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_40(_swig_i_1))
+	C._wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_42(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetStep_size() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_OptimizerOptions_step_size_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_OptimizerOptions_step_size_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetGamma(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_gamma_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_gamma_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetGamma() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_gamma_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_gamma_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetTotal_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_total_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_42(_swig_i_1))
+	C._wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_44(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetTotal_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_OptimizerOptions_total_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_OptimizerOptions_total_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetMin_learning_rate(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_min_learning_rate_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_min_learning_rate_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetMin_learning_rate() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_min_learning_rate_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_min_learning_rate_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetClip_norm(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_clip_norm_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_OptimizerOptions_clip_norm_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetClip_norm() (_swig_ret float32) {
 	var swig_r float32
 	_swig_i_0 := arg1
-	swig_r = (float32)(C._wrap_OptimizerOptions_clip_norm_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float32)(C._wrap_OptimizerOptions_clip_norm_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrOptimizerOptions) SetWeight_decay_scope(arg2 Dpt_weight_decay_scope) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_weight_decay_scope_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_OptimizerOptions_weight_decay_scope_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetWeight_decay_scope() (_swig_ret Dpt_weight_decay_scope) {
 	var swig_r Dpt_weight_decay_scope
 	_swig_i_0 := arg1
-	swig_r = (Dpt_weight_decay_scope)(C._wrap_OptimizerOptions_weight_decay_scope_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_weight_decay_scope)(C._wrap_OptimizerOptions_weight_decay_scope_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewOptimizerOptions() (_swig_ret OptimizerOptions) {
 	var swig_r OptimizerOptions
-	swig_r = (OptimizerOptions)(SwigcptrOptimizerOptions(C._wrap_new_OptimizerOptions_swig_6bb220f55ddcc519()))
+	swig_r = (OptimizerOptions)(SwigcptrOptimizerOptions(C._wrap_new_OptimizerOptions_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteOptimizerOptions(arg1 OptimizerOptions) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_OptimizerOptions_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type OptimizerOptions interface {
@@ -2422,246 +2485,246 @@ func (p SwigcptrStepResult) SwigIsStepResult() {
 func (arg1 SwigcptrStepResult) SetLoss(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_loss_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_loss_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetLoss() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_loss_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_loss_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetAccuracy(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_accuracy_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_accuracy_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetAccuracy() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_accuracy_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_accuracy_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetSamples(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_samples_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_44(_swig_i_1))
+	C._wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_46(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetSamples() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_StepResult_samples_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_StepResult_samples_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetApplied(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_applied_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_StepResult_applied_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetApplied() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_StepResult_applied_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_StepResult_applied_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetOptimizer_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_optimizer_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_46(_swig_i_1))
+	C._wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_48(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetOptimizer_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_StepResult_optimizer_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_StepResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetLearning_rate(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_learning_rate_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_learning_rate_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetLearning_rate() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_learning_rate_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_learning_rate_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetGrad_norm(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_grad_norm_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_grad_norm_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetGrad_norm() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_grad_norm_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_grad_norm_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetCompute_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_compute_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_compute_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetCompute_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_compute_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_compute_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetAllreduce_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_allreduce_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_allreduce_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetAllreduce_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_allreduce_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_allreduce_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetUpdate_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_update_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_update_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetUpdate_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_update_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_update_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetTotal_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_total_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_total_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetTotal_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_total_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_total_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetSkipped_nonfinite(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_skipped_nonfinite_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_StepResult_skipped_nonfinite_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetSkipped_nonfinite() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_StepResult_skipped_nonfinite_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_StepResult_skipped_nonfinite_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetNonfinite_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_nonfinite_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_48(_swig_i_1))
+	C._wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_50(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetNonfinite_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_StepResult_nonfinite_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_StepResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetAllreduce_exposed_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_allreduce_exposed_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_allreduce_exposed_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetAllreduce_exposed_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_allreduce_exposed_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_allreduce_exposed_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetTargets(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_targets_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_50(_swig_i_1))
+	C._wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_52(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetTargets() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_StepResult_targets_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_StepResult_targets_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetSkipped_overflow(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_skipped_overflow_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_StepResult_skipped_overflow_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetSkipped_overflow() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_StepResult_skipped_overflow_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_StepResult_skipped_overflow_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetOverflow_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_overflow_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_52(_swig_i_1))
+	C._wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_54(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetOverflow_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_StepResult_overflow_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_StepResult_overflow_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrStepResult) SetLoss_scale(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_loss_scale_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_StepResult_loss_scale_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetLoss_scale() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_StepResult_loss_scale_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_StepResult_loss_scale_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewStepResult() (_swig_ret StepResult) {
 	var swig_r StepResult
-	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_new_StepResult_swig_6bb220f55ddcc519()))
+	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_new_StepResult_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteStepResult(arg1 StepResult) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_StepResult_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_StepResult_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type StepResult interface {
@@ -2717,77 +2780,77 @@ func (p SwigcptrEvalResult) SwigIsEvalResult() {
 func (arg1 SwigcptrEvalResult) SetLoss(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_loss_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_EvalResult_loss_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetLoss() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_EvalResult_loss_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_EvalResult_loss_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrEvalResult) SetAccuracy(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_accuracy_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_EvalResult_accuracy_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetAccuracy() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_EvalResult_accuracy_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_EvalResult_accuracy_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrEvalResult) SetSamples(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_samples_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_54(_swig_i_1))
+	C._wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_56(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetSamples() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_EvalResult_samples_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_EvalResult_samples_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrEvalResult) SetSeconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_EvalResult_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetSeconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_EvalResult_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_EvalResult_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrEvalResult) SetTargets(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_targets_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_56(_swig_i_1))
+	C._wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_58(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetTargets() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_EvalResult_targets_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_EvalResult_targets_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewEvalResult() (_swig_ret EvalResult) {
 	var swig_r EvalResult
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_new_EvalResult_swig_6bb220f55ddcc519()))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_new_EvalResult_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteEvalResult(arg1 EvalResult) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_EvalResult_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_EvalResult_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type EvalResult interface {
@@ -2808,14 +2871,14 @@ type EvalResult interface {
 type Dpt_progress_kind int
 func _swig_getDPT_PROGRESS_BATCH() (_swig_ret Dpt_progress_kind) {
 	var swig_r Dpt_progress_kind
-	swig_r = (Dpt_progress_kind)(C._wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_progress_kind)(C._wrap_DPT_PROGRESS_BATCH_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 var DPT_PROGRESS_BATCH Dpt_progress_kind = _swig_getDPT_PROGRESS_BATCH()
 func _swig_getDPT_PROGRESS_EPOCH() (_swig_ret Dpt_progress_kind) {
 	var swig_r Dpt_progress_kind
-	swig_r = (Dpt_progress_kind)(C._wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519())
+	swig_r = (Dpt_progress_kind)(C._wrap_DPT_PROGRESS_EPOCH_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
@@ -2832,207 +2895,207 @@ func (p SwigcptrProgress) SwigIsProgress() {
 func (arg1 SwigcptrProgress) SetKind(arg2 Dpt_progress_kind) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_kind_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_Progress_kind_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetKind() (_swig_ret Dpt_progress_kind) {
 	var swig_r Dpt_progress_kind
 	_swig_i_0 := arg1
-	swig_r = (Dpt_progress_kind)(C._wrap_Progress_kind_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_progress_kind)(C._wrap_Progress_kind_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetEpoch(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_epoch_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_58(_swig_i_1))
+	C._wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_60(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetEpoch() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Progress_epoch_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Progress_epoch_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetEpochs(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_epochs_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_60(_swig_i_1))
+	C._wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_62(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetEpochs() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Progress_epochs_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Progress_epochs_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetBatch(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_batch_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_62(_swig_i_1))
+	C._wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_64(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetBatch() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Progress_batch_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Progress_batch_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetBatches(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_batches_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_64(_swig_i_1))
+	C._wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_66(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetBatches() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Progress_batches_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Progress_batches_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetSamples(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_samples_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_66(_swig_i_1))
+	C._wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_68(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetSamples() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_Progress_samples_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_Progress_samples_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetLoss(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_loss_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_loss_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetLoss() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_loss_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_loss_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetAccuracy(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_accuracy_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_accuracy_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetAccuracy() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_accuracy_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_accuracy_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetSamples_per_second(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_samples_per_second_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_samples_per_second_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetSamples_per_second() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_samples_per_second_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_samples_per_second_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetEpoch_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_epoch_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_epoch_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetEpoch_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_epoch_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_epoch_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetHas_test(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_has_test_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_Progress_has_test_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetHas_test() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_Progress_has_test_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_Progress_has_test_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetTest_loss(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_test_loss_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_test_loss_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetTest_loss() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_test_loss_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_test_loss_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetTest_accuracy(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_test_accuracy_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_test_accuracy_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetTest_accuracy() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_test_accuracy_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_test_accuracy_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetLearning_rate(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_learning_rate_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_learning_rate_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetLearning_rate() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_learning_rate_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_learning_rate_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrProgress) SetLoss_scale(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_loss_scale_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_Progress_loss_scale_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetLoss_scale() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_Progress_loss_scale_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_Progress_loss_scale_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewProgress() (_swig_ret Progress) {
 	var swig_r Progress
-	swig_r = (Progress)(SwigcptrProgress(C._wrap_new_Progress_swig_6bb220f55ddcc519()))
+	swig_r = (Progress)(SwigcptrProgress(C._wrap_new_Progress_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteProgress(arg1 Progress) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_Progress_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_Progress_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type Progress interface {
@@ -3082,77 +3145,77 @@ func (p SwigcptrFitOptions) SwigIsFitOptions() {
 func (arg1 SwigcptrFitOptions) SetEpochs(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_epochs_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_68(_swig_i_1))
+	C._wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_70(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetEpochs() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_FitOptions_epochs_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_FitOptions_epochs_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitOptions) SetBatch_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_batch_size_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_70(_swig_i_1))
+	C._wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_72(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetBatch_size() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_FitOptions_batch_size_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_FitOptions_batch_size_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitOptions) SetShuffle(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_shuffle_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_FitOptions_shuffle_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetShuffle() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_FitOptions_shuffle_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_FitOptions_shuffle_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitOptions) SetProgress_every(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_progress_every_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_72(_swig_i_1))
+	C._wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_74(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetProgress_every() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_FitOptions_progress_every_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_FitOptions_progress_every_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitOptions) SetEval_batch_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_eval_batch_size_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_74(_swig_i_1))
+	C._wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_76(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetEval_batch_size() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_FitOptions_eval_batch_size_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_FitOptions_eval_batch_size_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewFitOptions() (_swig_ret FitOptions) {
 	var swig_r FitOptions
-	swig_r = (FitOptions)(SwigcptrFitOptions(C._wrap_new_FitOptions_swig_6bb220f55ddcc519()))
+	swig_r = (FitOptions)(SwigcptrFitOptions(C._wrap_new_FitOptions_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteFitOptions(arg1 FitOptions) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_FitOptions_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_FitOptions_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type FitOptions interface {
@@ -3182,181 +3245,181 @@ func (p SwigcptrFitResult) SwigIsFitResult() {
 func (arg1 SwigcptrFitResult) SetEpochs_completed(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_epochs_completed_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_76(_swig_i_1))
+	C._wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_78(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetEpochs_completed() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_FitResult_epochs_completed_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_FitResult_epochs_completed_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetStopped(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_stopped_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_FitResult_stopped_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetStopped() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_FitResult_stopped_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_FitResult_stopped_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetTrain_loss(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_train_loss_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_train_loss_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetTrain_loss() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_train_loss_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_train_loss_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetTrain_accuracy(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_train_accuracy_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_train_accuracy_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetTrain_accuracy() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_train_accuracy_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_train_accuracy_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetHas_test(arg2 int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_has_test_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_FitResult_has_test_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetHas_test() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_FitResult_has_test_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_FitResult_has_test_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetTest_loss(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_test_loss_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_test_loss_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetTest_loss() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_test_loss_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_test_loss_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetTest_accuracy(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_test_accuracy_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_test_accuracy_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetTest_accuracy() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_test_accuracy_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_test_accuracy_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetTrain_seconds(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_train_seconds_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_train_seconds_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetTrain_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_train_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_train_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetSamples_per_second(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_samples_per_second_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_samples_per_second_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetSamples_per_second() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_samples_per_second_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_samples_per_second_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetOptimizer_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_optimizer_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_78(_swig_i_1))
+	C._wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_80(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetOptimizer_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_FitResult_optimizer_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_FitResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetNonfinite_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_nonfinite_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_80(_swig_i_1))
+	C._wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_82(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetNonfinite_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_FitResult_nonfinite_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_FitResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetOverflow_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_overflow_steps_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_82(_swig_i_1))
+	C._wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_84(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetOverflow_steps() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_FitResult_overflow_steps_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_FitResult_overflow_steps_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrFitResult) SetLoss_scale(arg2 float64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_loss_scale_set_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
+	C._wrap_FitResult_loss_scale_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.double(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetLoss_scale() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_FitResult_loss_scale_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_FitResult_loss_scale_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewFitResult() (_swig_ret FitResult) {
 	var swig_r FitResult
-	swig_r = (FitResult)(SwigcptrFitResult(C._wrap_new_FitResult_swig_6bb220f55ddcc519()))
+	swig_r = (FitResult)(SwigcptrFitResult(C._wrap_new_FitResult_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteFitResult(arg1 FitResult) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_FitResult_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_FitResult_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type FitResult interface {
@@ -3402,54 +3465,54 @@ func (p SwigcptrReplicaMemoryNative) SwigIsReplicaMemoryNative() {
 func (arg1 SwigcptrReplicaMemoryNative) GetParameters() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_parameters_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_parameters_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaMemoryNative) GetGradients() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_gradients_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_gradients_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaMemoryNative) GetOptimizer_state() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_optimizer_state_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_optimizer_state_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaMemoryNative) GetBuffers() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_buffers_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_buffers_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaMemoryNative) GetActivations() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_activations_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_activations_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaMemoryNative) GetTotal() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_total_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_ReplicaMemoryNative_total_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewReplicaMemoryNative() (_swig_ret ReplicaMemoryNative) {
 	var swig_r ReplicaMemoryNative
-	swig_r = (ReplicaMemoryNative)(SwigcptrReplicaMemoryNative(C._wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519()))
+	swig_r = (ReplicaMemoryNative)(SwigcptrReplicaMemoryNative(C._wrap_new_ReplicaMemoryNative_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteReplicaMemoryNative(arg1 ReplicaMemoryNative) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_ReplicaMemoryNative_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type ReplicaMemoryNative interface {
@@ -3475,47 +3538,47 @@ func (p SwigcptrReplicaTimesNative) SwigIsReplicaTimesNative() {
 func (arg1 SwigcptrReplicaTimesNative) GetCompute_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_ReplicaTimesNative_compute_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_ReplicaTimesNative_compute_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaTimesNative) GetCommunication_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_ReplicaTimesNative_communication_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_ReplicaTimesNative_communication_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaTimesNative) GetUpdate_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_ReplicaTimesNative_update_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_ReplicaTimesNative_update_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaTimesNative) GetIdle_seconds() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_ReplicaTimesNative_idle_seconds_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_ReplicaTimesNative_idle_seconds_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrReplicaTimesNative) GetBus_bandwidth() (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
-	swig_r = (float64)(C._wrap_ReplicaTimesNative_bus_bandwidth_get_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (float64)(C._wrap_ReplicaTimesNative_bus_bandwidth_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func NewReplicaTimesNative() (_swig_ret ReplicaTimesNative) {
 	var swig_r ReplicaTimesNative
-	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519()))
+	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_new_ReplicaTimesNative_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
 func DeleteReplicaTimesNative(arg1 ReplicaTimesNative) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_ReplicaTimesNative_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 type ReplicaTimesNative interface {
@@ -3541,20 +3604,20 @@ func NewContext__SWIG_0(arg1 int64, arg2 uint64) (_swig_ret Context) {
 	var swig_r Context
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519(C.swig_type_90(_swig_i_0), C.swig_type_91(_swig_i_1))))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(C.swig_type_92(_swig_i_0), C.swig_type_93(_swig_i_1))))
 	return swig_r
 }
 
 func NewContext__SWIG_1(arg1 int64) (_swig_ret Context) {
 	var swig_r Context
 	_swig_i_0 := arg1
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519(C.swig_type_92(_swig_i_0))))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(C.swig_type_94(_swig_i_0))))
 	return swig_r
 }
 
 func NewContext__SWIG_2() (_swig_ret Context) {
 	var swig_r Context
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519()))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_2_swig_ce6bd54a8d9c8247()))
 	return swig_r
 }
 
@@ -3563,7 +3626,7 @@ func NewContext__SWIG_3(arg1 int64, arg2 uint64, arg3 Dpt_device_selection) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519(C.swig_type_93(_swig_i_0), C.swig_type_94(_swig_i_1), C.swig_intgo(_swig_i_2))))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(C.swig_type_95(_swig_i_0), C.swig_type_96(_swig_i_1), C.swig_intgo(_swig_i_2))))
 	return swig_r
 }
 
@@ -3586,14 +3649,14 @@ func NewContext(a ...interface{}) Context {
 
 func DeleteContext(arg1 Context) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_Context_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_Context_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrContext) BackendInfo(arg2 Dpt_device_kind) (_swig_ret BackendInfo) {
 	var swig_r BackendInfo
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (BackendInfo)(SwigcptrBackendInfo(C._wrap_Context_backendInfo_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))))
+	swig_r = (BackendInfo)(SwigcptrBackendInfo(C._wrap_Context_backendInfo_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))))
 	return swig_r
 }
 
@@ -3602,14 +3665,14 @@ func (arg1 SwigcptrContext) CanAccessPeer(arg2 int64, arg3 int64) (_swig_ret boo
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (bool)(C._wrap_Context_canAccessPeer_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_95(_swig_i_1), C.swig_type_96(_swig_i_2)))
+	swig_r = (bool)(C._wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_97(_swig_i_1), C.swig_type_98(_swig_i_2)))
 	return swig_r
 }
 
 func (arg1 SwigcptrContext) DeviceCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Context_deviceCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Context_deviceCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -3617,7 +3680,7 @@ func (arg1 SwigcptrContext) DeviceInfo(arg2 int64) (_swig_ret DeviceInfo) {
 	var swig_r DeviceInfo
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DeviceInfo)(SwigcptrDeviceInfo(C._wrap_Context_deviceInfo_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_98(_swig_i_1))))
+	swig_r = (DeviceInfo)(SwigcptrDeviceInfo(C._wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_100(_swig_i_1))))
 	return swig_r
 }
 
@@ -3644,21 +3707,21 @@ func NewModel(arg1 int64, arg2 int64, arg3 int64) (_swig_ret Model) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Model)(SwigcptrModel(C._wrap_new_Model_swig_6bb220f55ddcc519(C.swig_type_99(_swig_i_0), C.swig_type_100(_swig_i_1), C.swig_type_101(_swig_i_2))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_new_Model_swig_ce6bd54a8d9c8247(C.swig_type_101(_swig_i_0), C.swig_type_102(_swig_i_1), C.swig_type_103(_swig_i_2))))
 	return swig_r
 }
 
 func ModelCreateTokens(arg1 int64) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_createTokens_swig_6bb220f55ddcc519(C.swig_type_102(_swig_i_0))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_createTokens_swig_ce6bd54a8d9c8247(C.swig_type_104(_swig_i_0))))
 	return swig_r
 }
 
 func ModelBuiltin(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_builtin_swig_6bb220f55ddcc519(*(*C.swig_type_103)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_builtin_swig_ce6bd54a8d9c8247(*(*C.swig_type_105)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -3668,7 +3731,7 @@ func ModelBuiltin(arg1 string) (_swig_ret Model) {
 func ModelFromJson(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_fromJson_swig_6bb220f55ddcc519(*(*C.swig_type_104)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_fromJson_swig_ce6bd54a8d9c8247(*(*C.swig_type_106)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -3677,13 +3740,13 @@ func ModelFromJson(arg1 string) (_swig_ret Model) {
 
 func DeleteModel(arg1 Model) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_Model_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_Model_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrModel) AddDense(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_addDense_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_105(_swig_i_1))
+	C._wrap_Model_addDense_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_107(_swig_i_1))
 }
 
 func (arg1 SwigcptrModel) AddConv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int64) {
@@ -3692,7 +3755,7 @@ func (arg1 SwigcptrModel) AddConv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_addConv2d_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_106(_swig_i_1), C.swig_type_107(_swig_i_2), C.swig_type_108(_swig_i_3), C.swig_type_109(_swig_i_4))
+	C._wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_108(_swig_i_1), C.swig_type_109(_swig_i_2), C.swig_type_110(_swig_i_3), C.swig_type_111(_swig_i_4))
 }
 
 func (arg1 SwigcptrModel) AddPool(arg2 Dpt_pool_kind, arg3 int64, arg4 int64) {
@@ -3700,24 +3763,24 @@ func (arg1 SwigcptrModel) AddPool(arg2 Dpt_pool_kind, arg3 int64, arg4 int64) {
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_addPool_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_110(_swig_i_2), C.swig_type_111(_swig_i_3))
+	C._wrap_Model_addPool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_112(_swig_i_2), C.swig_type_113(_swig_i_3))
 }
 
 func (arg1 SwigcptrModel) AddActivation(arg2 Dpt_activation) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_addActivation_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	C._wrap_Model_addActivation_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 }
 
 func (arg1 SwigcptrModel) AddFlatten() {
 	_swig_i_0 := arg1
-	C._wrap_Model_addFlatten_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_Model_addFlatten_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrModel) AddDropout(arg2 float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_addDropout_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
+	C._wrap_Model_addDropout_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.float(_swig_i_1))
 }
 
 func (arg1 SwigcptrModel) Conv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int64, arg6 int64, arg7 bool, arg8 string) (_swig_ret int64) {
@@ -3730,7 +3793,7 @@ func (arg1 SwigcptrModel) Conv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int64,
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
 	_swig_i_7 := arg8
-	swig_r = (int64)(C._wrap_Model_conv2d_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_113(_swig_i_1), C.swig_type_114(_swig_i_2), C.swig_type_115(_swig_i_3), C.swig_type_116(_swig_i_4), C.swig_type_117(_swig_i_5), C._Bool(_swig_i_6), *(*C.swig_type_118)(unsafe.Pointer(&_swig_i_7))))
+	swig_r = (int64)(C._wrap_Model_conv2d_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_115(_swig_i_1), C.swig_type_116(_swig_i_2), C.swig_type_117(_swig_i_3), C.swig_type_118(_swig_i_4), C.swig_type_119(_swig_i_5), C._Bool(_swig_i_6), *(*C.swig_type_120)(unsafe.Pointer(&_swig_i_7))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg8
 	}
@@ -3744,7 +3807,7 @@ func (arg1 SwigcptrModel) Dense(arg2 int64, arg3 int64, arg4 bool, arg5 string) 
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_dense_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_120(_swig_i_1), C.swig_type_121(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_122)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_dense_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_122(_swig_i_1), C.swig_type_123(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_124)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3758,7 +3821,7 @@ func (arg1 SwigcptrModel) Linear(arg2 int64, arg3 int64, arg4 bool, arg5 string)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_linear_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_124(_swig_i_1), C.swig_type_125(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_126)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_linear_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_126(_swig_i_1), C.swig_type_127(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_128)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3772,7 +3835,7 @@ func (arg1 SwigcptrModel) TokenEmbedding(arg2 int64, arg3 int64, arg4 int64, arg
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_128(_swig_i_1), C.swig_type_129(_swig_i_2), C.swig_type_130(_swig_i_3), *(*C.swig_type_131)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1), C.swig_type_131(_swig_i_2), C.swig_type_132(_swig_i_3), *(*C.swig_type_133)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3784,7 +3847,7 @@ func (arg1 SwigcptrModel) PositionEmbedding(arg2 int64, arg3 string) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_positionEmbedding_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_133(_swig_i_1), *(*C.swig_type_134)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int64)(C._wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_135(_swig_i_1), *(*C.swig_type_136)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3798,7 +3861,7 @@ func (arg1 SwigcptrModel) CausalSelfAttention(arg2 int64, arg3 int64, arg4 float
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_136(_swig_i_1), C.swig_type_137(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_138)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_138(_swig_i_1), C.swig_type_139(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_140)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3812,7 +3875,7 @@ func (arg1 SwigcptrModel) BatchNorm(arg2 int64, arg3 float32, arg4 float32, arg5
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_batchNorm_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_140(_swig_i_1), C.float(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_141)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_142(_swig_i_1), C.float(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_143)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3825,7 +3888,7 @@ func (arg1 SwigcptrModel) LayerNorm(arg2 int64, arg3 float32, arg4 string) (_swi
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_layerNorm_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_143(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_144)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_145(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_146)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3838,7 +3901,7 @@ func (arg1 SwigcptrModel) Activation(arg2 int64, arg3 Dpt_activation, arg4 strin
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_activation_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_146(_swig_i_1), C.swig_intgo(_swig_i_2), *(*C.swig_type_147)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_activation_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_148(_swig_i_1), C.swig_intgo(_swig_i_2), *(*C.swig_type_149)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3853,7 +3916,7 @@ func (arg1 SwigcptrModel) Pool(arg2 int64, arg3 Dpt_pool_kind, arg4 int64, arg5 
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (int64)(C._wrap_Model_pool_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_149(_swig_i_1), C.swig_intgo(_swig_i_2), C.swig_type_150(_swig_i_3), C.swig_type_151(_swig_i_4), *(*C.swig_type_152)(unsafe.Pointer(&_swig_i_5))))
+	swig_r = (int64)(C._wrap_Model_pool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_151(_swig_i_1), C.swig_intgo(_swig_i_2), C.swig_type_152(_swig_i_3), C.swig_type_153(_swig_i_4), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg6
 	}
@@ -3865,7 +3928,7 @@ func (arg1 SwigcptrModel) GlobalAvgPool(arg2 int64, arg3 string) (_swig_ret int6
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_globalAvgPool_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_154(_swig_i_1), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int64)(C._wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_156(_swig_i_1), *(*C.swig_type_157)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3877,7 +3940,7 @@ func (arg1 SwigcptrModel) Flatten(arg2 int64, arg3 string) (_swig_ret int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_flatten_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_157(_swig_i_1), *(*C.swig_type_158)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int64)(C._wrap_Model_flatten_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_159(_swig_i_1), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3890,7 +3953,7 @@ func (arg1 SwigcptrModel) Dropout(arg2 int64, arg3 float32, arg4 string) (_swig_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_dropout_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_160(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_161)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_dropout_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_162(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_163)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3903,7 +3966,7 @@ func (arg1 SwigcptrModel) Add(arg2 int64, arg3 int64, arg4 string) (_swig_ret in
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_add_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_163(_swig_i_1), C.swig_type_164(_swig_i_2), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_add_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_165(_swig_i_1), C.swig_type_166(_swig_i_2), *(*C.swig_type_167)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3916,7 +3979,7 @@ func (arg1 SwigcptrModel) Concat2(arg2 int64, arg3 int64, arg4 string) (_swig_re
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_concat2_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_167(_swig_i_1), C.swig_type_168(_swig_i_2), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_concat2_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_169(_swig_i_1), C.swig_type_170(_swig_i_2), *(*C.swig_type_171)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3930,7 +3993,7 @@ func (arg1 SwigcptrModel) Concat3(arg2 int64, arg3 int64, arg4 int64, arg5 strin
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_concat3_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_171(_swig_i_1), C.swig_type_172(_swig_i_2), C.swig_type_173(_swig_i_3), *(*C.swig_type_174)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_concat3_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_173(_swig_i_1), C.swig_type_174(_swig_i_2), C.swig_type_175(_swig_i_3), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3941,7 +4004,7 @@ func (arg1 SwigcptrModel) TieParameter(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_tieParameter_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_175)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -3953,20 +4016,20 @@ func (arg1 SwigcptrModel) TieParameter(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) OutputTensor() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_outputTensor_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_outputTensor_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrModel) SetOutput(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_setOutput_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_178(_swig_i_1))
+	C._wrap_Model_setOutput_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_180(_swig_i_1))
 }
 
 func (arg1 SwigcptrModel) TensorCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_tensorCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_tensorCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -3974,7 +4037,7 @@ func (arg1 SwigcptrModel) TensorShape(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_tensorShape_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_181(_swig_i_1))
+	swig_r_p := C._wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_183(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -3984,7 +4047,7 @@ func (arg1 SwigcptrModel) TensorShape(arg2 int64) (_swig_ret string) {
 func (arg1 SwigcptrModel) BufferCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_bufferCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_bufferCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -3992,7 +4055,7 @@ func (arg1 SwigcptrModel) NamedTensorCount(arg2 Dpt_tensor_kind) (_swig_ret int6
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Model_namedTensorCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Model_namedTensorCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
 	return swig_r
 }
 
@@ -4001,7 +4064,7 @@ func (arg1 SwigcptrModel) NamedTensorName(arg2 Dpt_tensor_kind, arg3 int64) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Model_namedTensorName_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_185(_swig_i_2))
+	swig_r_p := C._wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_187(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4013,7 +4076,7 @@ func (arg1 SwigcptrModel) NamedTensorOffset(arg2 Dpt_tensor_kind, arg3 int64) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_187(_swig_i_2)))
+	swig_r = (int64)(C._wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_189(_swig_i_2)))
 	return swig_r
 }
 
@@ -4022,7 +4085,7 @@ func (arg1 SwigcptrModel) NamedTensorShape(arg2 Dpt_tensor_kind, arg3 int64) (_s
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Model_namedTensorShape_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_189(_swig_i_2))
+	swig_r_p := C._wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_191(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4032,7 +4095,7 @@ func (arg1 SwigcptrModel) NamedTensorShape(arg2 Dpt_tensor_kind, arg3 int64) (_s
 func (arg1 SwigcptrModel) ToJson() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_Model_toJson_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_Model_toJson_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4042,42 +4105,42 @@ func (arg1 SwigcptrModel) ToJson() (_swig_ret string) {
 func (arg1 SwigcptrModel) InputSize() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_inputSize_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_inputSize_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrModel) InputType() (_swig_ret Dpt_input_type) {
 	var swig_r Dpt_input_type
 	_swig_i_0 := arg1
-	swig_r = (Dpt_input_type)(C._wrap_Model_inputType_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_input_type)(C._wrap_Model_inputType_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrModel) OutputSize() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_outputSize_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_outputSize_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrModel) ParameterCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_parameterCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_parameterCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrModel) LayerCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Model_layerCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Model_layerCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrModel) Describe() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_Model_describe_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_Model_describe_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4145,7 +4208,7 @@ func NewDataset(arg1 []float32, arg2 []int32, arg3 int64, arg4 int64, arg5 int64
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_new_Dataset_swig_6bb220f55ddcc519(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), C.swig_type_198(_swig_i_2), C.swig_type_199(_swig_i_3), C.swig_type_200(_swig_i_4), C.swig_type_201(_swig_i_5))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_new_Dataset_swig_ce6bd54a8d9c8247(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.swig_type_200(_swig_i_2), C.swig_type_201(_swig_i_3), C.swig_type_202(_swig_i_4), C.swig_type_203(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4162,7 +4225,7 @@ func DatasetCreateTokens(arg1 []int32, arg2 []int32, arg3 int64, arg4 int64, arg
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_createTokens_swig_6bb220f55ddcc519(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_1)), C.swig_type_204(_swig_i_2), C.swig_type_205(_swig_i_3), C.swig_type_206(_swig_i_4))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(*(*C.swig_type_204)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)), C.swig_type_206(_swig_i_2), C.swig_type_207(_swig_i_3), C.swig_type_208(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4177,7 +4240,7 @@ func DatasetLoadText(arg1 string, arg2 int64, arg3 float64) (_swig_ret TextParts
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (TextParts)(SwigcptrTextParts(C._wrap_Dataset_loadText_swig_6bb220f55ddcc519(*(*C.swig_type_207)(unsafe.Pointer(&_swig_i_0)), C.swig_type_208(_swig_i_1), C.double(_swig_i_2))))
+	swig_r = (TextParts)(SwigcptrTextParts(C._wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), C.swig_type_210(_swig_i_1), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4188,7 +4251,7 @@ func DatasetLoadIdx(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadIdx_swig_6bb220f55ddcc519(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_210)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4202,7 +4265,7 @@ func DatasetLoadFashionMnist(arg1 string, arg2 Dpt_dataset_part) (_swig_ret Data
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(*(*C.swig_type_213)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4211,7 +4274,7 @@ func DatasetLoadFashionMnist(arg1 string, arg2 Dpt_dataset_part) (_swig_ret Data
 
 func DeleteDataset(arg1 Dataset) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_Dataset_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_Dataset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrDataset) Subset(arg2 int64, arg3 int64) (_swig_ret Dataset) {
@@ -4219,42 +4282,42 @@ func (arg1 SwigcptrDataset) Subset(arg2 int64, arg3 int64) (_swig_ret Dataset) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_subset_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_212(_swig_i_1), C.swig_type_213(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_subset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_214(_swig_i_1), C.swig_type_215(_swig_i_2))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataset) SampleCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Dataset_sampleCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Dataset_sampleCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataset) Channels() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Dataset_channels_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Dataset_channels_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataset) Height() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Dataset_height_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Dataset_height_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataset) Width() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Dataset_width_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Dataset_width_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataset) ClassCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Dataset_classCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Dataset_classCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -4264,7 +4327,7 @@ func (arg1 SwigcptrDataset) CopyBatch(arg2 int64, arg3 int64, arg4 []float32, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Dataset_copyBatch_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_219(_swig_i_1), C.swig_type_220(_swig_i_2), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_221(_swig_i_1), C.swig_type_222(_swig_i_2), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -4276,14 +4339,14 @@ func (arg1 SwigcptrDataset) CopyBatch(arg2 int64, arg3 int64, arg4 []float32, ar
 func (arg1 SwigcptrDataset) InputType() (_swig_ret Dpt_input_type) {
 	var swig_r Dpt_input_type
 	_swig_i_0 := arg1
-	swig_r = (Dpt_input_type)(C._wrap_Dataset_inputType_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (Dpt_input_type)(C._wrap_Dataset_inputType_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataset) TargetsPerSample() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Dataset_targetsPerSample_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -4293,7 +4356,7 @@ func (arg1 SwigcptrDataset) CopyTokens(arg2 int64, arg3 int64, arg4 []int32, arg
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Dataset_copyTokens_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_224(_swig_i_1), C.swig_type_225(_swig_i_2), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_226(_swig_i_1), C.swig_type_227(_swig_i_2), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -4332,7 +4395,7 @@ func NewTrainer__SWIG_0(arg1 Context, arg2 Model, arg3 TrainerOptions, arg4 Opti
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (Trainer)(SwigcptrTrainer(C._wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))))
+	swig_r = (Trainer)(SwigcptrTrainer(C._wrap_new_Trainer__SWIG_0_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))))
 	return swig_r
 }
 
@@ -4344,7 +4407,7 @@ func NewTrainer__SWIG_1(arg1 Context, arg2 Model, arg3 TrainerOptions, arg4 Opti
 	_swig_i_3 := getSwigcptr(arg4)
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Trainer)(SwigcptrTrainer(C._wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_4)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_5)))))
+	swig_r = (Trainer)(SwigcptrTrainer(C._wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_4)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_5)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -4367,7 +4430,7 @@ func NewTrainer(a ...interface{}) Trainer {
 
 func DeleteTrainer(arg1 Trainer) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_Trainer_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_Trainer_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrTrainer) Step(arg2 []float32, arg3 []int32) (_swig_ret StepResult) {
@@ -4375,7 +4438,7 @@ func (arg1 SwigcptrTrainer) Step(arg2 []float32, arg3 []int32) (_swig_ret StepRe
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_step_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_step_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4390,7 +4453,7 @@ func (arg1 SwigcptrTrainer) Evaluate(arg2 []float32, arg3 []int32) (_swig_ret Ev
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluate_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4406,7 +4469,7 @@ func (arg1 SwigcptrTrainer) StepTokens(arg2 []int32, arg3 []int32, arg4 int64) (
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_stepTokens_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_2)), C.swig_type_236(_swig_i_3))))
+	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_2)), C.swig_type_238(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4422,7 +4485,7 @@ func (arg1 SwigcptrTrainer) EvaluateTokens(arg2 []int32, arg3 []int32, arg4 int6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_2)), C.swig_type_239(_swig_i_3))))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_2)), C.swig_type_241(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4437,7 +4500,7 @@ func (arg1 SwigcptrTrainer) PredictTokens(arg2 []int32, arg3 int64, arg4 []float
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Trainer_predictTokens_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_1)), C.swig_type_241(_swig_i_2), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_1)), C.swig_type_243(_swig_i_2), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4451,7 +4514,7 @@ func (arg1 SwigcptrTrainer) EvaluateDataset(arg2 Dataset, arg3 int64) (_swig_ret
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_243(_swig_i_2))))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_245(_swig_i_2))))
 	return swig_r
 }
 
@@ -4460,7 +4523,7 @@ func (arg1 SwigcptrTrainer) RecomputeBatchNorm(arg2 Dataset, arg3 int64, arg4 in
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_244(_swig_i_2), C.swig_type_245(_swig_i_3))
+	C._wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_246(_swig_i_2), C.swig_type_247(_swig_i_3))
 }
 
 func (arg1 SwigcptrTrainer) Predict(arg2 []float32, arg3 int64, arg4 []float32) {
@@ -4468,7 +4531,7 @@ func (arg1 SwigcptrTrainer) Predict(arg2 []float32, arg3 int64, arg4 []float32) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Trainer_predict_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_1)), C.swig_type_247(_swig_i_2), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Trainer_predict_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)), C.swig_type_249(_swig_i_2), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4484,28 +4547,38 @@ func (arg1 SwigcptrTrainer) Fit(arg2 Dataset, arg3 Dataset, arg4 FitOptions, arg
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
 	_swig_i_4 := getSwigcptr(arg5)
-	swig_r = (FitResult)(SwigcptrFitResult(C._wrap_Trainer_fit_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), C.uintptr_t(_swig_i_4))))
+	swig_r = (FitResult)(SwigcptrFitResult(C._wrap_Trainer_fit_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), C.uintptr_t(_swig_i_4))))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainer) ParameterCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Trainer_parameterCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Trainer_parameterCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainer) DeviceCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_Trainer_deviceCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_Trainer_deviceCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
+}
+
+func (arg1 SwigcptrTrainer) PipelineCuts() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_Trainer_pipelineCuts_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
 }
 
 func (arg1 SwigcptrTrainer) GetParameters(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_getParameters_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_251)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4515,7 +4588,7 @@ func (arg1 SwigcptrTrainer) GetReplicaParameters(arg2 int64, arg3 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_252(_swig_i_1), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_255(_swig_i_1), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -4524,7 +4597,7 @@ func (arg1 SwigcptrTrainer) GetReplicaParameters(arg2 int64, arg3 []float32) {
 func (arg1 SwigcptrTrainer) SetParameters(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_setParameters_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4534,7 +4607,7 @@ func (arg1 SwigcptrTrainer) ReplicaMemory(arg2 int64) (_swig_ret ReplicaMemoryNa
 	var swig_r ReplicaMemoryNative
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ReplicaMemoryNative)(SwigcptrReplicaMemoryNative(C._wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_255(_swig_i_1))))
+	swig_r = (ReplicaMemoryNative)(SwigcptrReplicaMemoryNative(C._wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_258(_swig_i_1))))
 	return swig_r
 }
 
@@ -4542,7 +4615,7 @@ func (arg1 SwigcptrTrainer) ReplicaTimes(arg2 int64) (_swig_ret ReplicaTimesNati
 	var swig_r ReplicaTimesNative
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_256(_swig_i_1))))
+	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_259(_swig_i_1))))
 	return swig_r
 }
 
@@ -4550,20 +4623,20 @@ func (arg1 SwigcptrTrainer) ReplicaTotals(arg2 int64) (_swig_ret ReplicaTimesNat
 	var swig_r ReplicaTimesNative
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_257(_swig_i_1))))
+	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_260(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainer) TraceStart(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_traceStart_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.swig_type_258(_swig_i_1))
+	C._wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_261(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainer) TraceWrite(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_traceWrite_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4572,7 +4645,7 @@ func (arg1 SwigcptrTrainer) TraceWrite(arg2 string) {
 func (arg1 SwigcptrTrainer) ParameterChecksum() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_Trainer_parameterChecksum_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4582,7 +4655,7 @@ func (arg1 SwigcptrTrainer) ParameterChecksum() (_swig_ret string) {
 func (arg1 SwigcptrTrainer) SaveCheckpoint(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4591,7 +4664,7 @@ func (arg1 SwigcptrTrainer) SaveCheckpoint(arg2 string) {
 func (arg1 SwigcptrTrainer) LoadCheckpoint(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4600,7 +4673,7 @@ func (arg1 SwigcptrTrainer) LoadCheckpoint(arg2 string) {
 func (arg1 SwigcptrTrainer) SaveSafetensors(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4609,7 +4682,7 @@ func (arg1 SwigcptrTrainer) SaveSafetensors(arg2 string) {
 func (arg1 SwigcptrTrainer) LoadSafetensors(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4618,7 +4691,7 @@ func (arg1 SwigcptrTrainer) LoadSafetensors(arg2 string) {
 func (arg1 SwigcptrTrainer) GetBuffers(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_getBuffers_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_268)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4627,7 +4700,7 @@ func (arg1 SwigcptrTrainer) GetBuffers(arg2 []float32) {
 func (arg1 SwigcptrTrainer) SetBuffers(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_setBuffers_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_269)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4636,14 +4709,14 @@ func (arg1 SwigcptrTrainer) SetBuffers(arg2 []float32) {
 func (arg1 SwigcptrTrainer) EpochCount() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_Trainer_epochCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_Trainer_epochCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainer) StepCount() (_swig_ret uint64) {
 	var swig_r uint64
 	_swig_i_0 := arg1
-	swig_r = (uint64)(C._wrap_Trainer_stepCount_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0)))
+	swig_r = (uint64)(C._wrap_Trainer_stepCount_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -4661,6 +4734,7 @@ type Trainer interface {
 	Fit(arg2 Dataset, arg3 Dataset, arg4 FitOptions, arg5 ProgressListener) (_swig_ret FitResult)
 	ParameterCount() (_swig_ret int64)
 	DeviceCount() (_swig_ret int64)
+	PipelineCuts() (_swig_ret string)
 	GetParameters(arg2 []float32)
 	GetReplicaParameters(arg2 int64, arg3 []float32)
 	SetParameters(arg2 []float32)
@@ -4698,17 +4772,17 @@ func (p *_swig_DirectorProgressListener) DirectorInterface() interface{} {
 
 func NewDirectorProgressListener(v interface{}) ProgressListener {
 	p := &_swig_DirectorProgressListener{0, v}
-	p.SwigcptrProgressListener = SwigcptrProgressListener(C._wrap__swig_NewDirectorProgressListenerProgressListener_swig_6bb220f55ddcc519(C.int(swigDirectorAdd(p))))
+	p.SwigcptrProgressListener = SwigcptrProgressListener(C._wrap__swig_NewDirectorProgressListenerProgressListener_swig_ce6bd54a8d9c8247(C.int(swigDirectorAdd(p))))
 	return p
 }
 
 func DeleteDirectorProgressListener(arg1 ProgressListener) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_DeleteDirectorProgressListener_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_DeleteDirectorProgressListener_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
-//export Swiggo_DeleteDirector_ProgressListener_swig_6bb220f55ddcc519
-func Swiggo_DeleteDirector_ProgressListener_swig_6bb220f55ddcc519(c int) {
+//export Swiggo_DeleteDirector_ProgressListener_swig_ce6bd54a8d9c8247
+func Swiggo_DeleteDirector_ProgressListener_swig_ce6bd54a8d9c8247(c int) {
 	swigDirectorLookup(c).(*_swig_DirectorProgressListener).SwigcptrProgressListener = 0
 	swigDirectorDelete(c)
 }
@@ -4724,8 +4798,8 @@ func (swig_p *_swig_DirectorProgressListener) OnProgress(progress Progress) bool
 	panic("call to pure virtual method")
 }
 
-//export Swig_DirectorProgressListener_callback_onProgress_swig_6bb220f55ddcc519
-func Swig_DirectorProgressListener_callback_onProgress_swig_6bb220f55ddcc519(swig_c int, progress uintptr) (swig_result bool) {
+//export Swig_DirectorProgressListener_callback_onProgress_swig_ce6bd54a8d9c8247
+func Swig_DirectorProgressListener_callback_onProgress_swig_ce6bd54a8d9c8247(swig_c int, progress uintptr) (swig_result bool) {
 	var swig_r bool
 	swig_p := swigDirectorLookup(swig_c).(*_swig_DirectorProgressListener)
 	swig_r = swig_p.OnProgress(SwigcptrProgress(progress))
@@ -4747,14 +4821,14 @@ func (p SwigcptrProgressListener) DirectorInterface() interface{} {
 
 func DeleteProgressListener(arg1 ProgressListener) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_ProgressListener_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_ProgressListener_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrProgressListener) OnProgress(arg2 Progress) (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (bool)(C._wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (bool)(C._wrap_ProgressListener_onProgress_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -4776,20 +4850,20 @@ func (p SwigcptrTextParts) SwigIsTextParts() {
 
 func DeleteTextParts(arg1 TextParts) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_TextParts_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_TextParts_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrTextParts) TakeTrain() (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_TextParts_takeTrain_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_TextParts_takeTrain_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))))
 	return swig_r
 }
 
 func (arg1 SwigcptrTextParts) TakeValidation() (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_TextParts_takeValidation_swig_6bb220f55ddcc519(C.uintptr_t(_swig_i_0))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_TextParts_takeValidation_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0))))
 	return swig_r
 }
 
@@ -4802,13 +4876,13 @@ type TextParts interface {
 
 func VersionNumber() (_swig_ret uint) {
 	var swig_r uint
-	swig_r = (uint)(C._wrap_VersionNumber_swig_6bb220f55ddcc519())
+	swig_r = (uint)(C._wrap_VersionNumber_swig_ce6bd54a8d9c8247())
 	return swig_r
 }
 
 func VersionString() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_VersionString_swig_6bb220f55ddcc519()
+	swig_r_p := C._wrap_VersionString_swig_ce6bd54a8d9c8247()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4818,7 +4892,7 @@ func VersionString() (_swig_ret string) {
 func StatusString(arg1 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_StatusString_swig_6bb220f55ddcc519(C.swig_intgo(_swig_i_0))
+	swig_r_p := C._wrap_StatusString_swig_ce6bd54a8d9c8247(C.swig_intgo(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 

@@ -923,6 +923,15 @@ SWIGINTERN size_t dpt_trainer_deviceCount(dpt_trainer *self){
     dptrain_binding::check(dpt_trainer_device_count(self, &n));
     return n;
   }
+SWIGINTERN std::string dpt_trainer_pipelineCuts(dpt_trainer *self){
+    size_t needed = 0;
+    dpt_status s = dpt_trainer_pipeline_cuts(self, NULL, 0, &needed);
+    if (s != DPT_ERROR_BUFFER_TOO_SMALL) dptrain_binding::check(s);
+    std::string text(needed, '\0');
+    dptrain_binding::check(dpt_trainer_pipeline_cuts(self, &text[0], needed, &needed));
+    text.resize(needed - 1);
+    return text;
+  }
 SWIGINTERN void dpt_trainer_getParameters(dpt_trainer *self,float *out_params,size_t out_param_count){
     dptrain_binding::check(dpt_trainer_get_parameters(self, out_params, out_param_count));
   }
@@ -999,21 +1008,21 @@ SwigDirector_ProgressListener::SwigDirector_ProgressListener(int swig_p)
       go_val(swig_p), swig_mem(0)
 { }
 
-extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_6bb220f55ddcc519(intgo);
+extern "C" void Swiggo_DeleteDirector_ProgressListener_swig_ce6bd54a8d9c8247(intgo);
 SwigDirector_ProgressListener::~SwigDirector_ProgressListener()
 {
-  Swiggo_DeleteDirector_ProgressListener_swig_6bb220f55ddcc519(go_val);
+  Swiggo_DeleteDirector_ProgressListener_swig_ce6bd54a8d9c8247(go_val);
   delete swig_mem;
 }
 
-extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_6bb220f55ddcc519(int, dpt_progress *progress);
+extern "C" bool Swig_DirectorProgressListener_callback_onProgress_swig_ce6bd54a8d9c8247(int, dpt_progress *progress);
 bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
   bool c_result = SwigValueInit< bool >() ;
   bool result;
   dpt_progress *swig_progress;
   
   swig_progress = (dpt_progress *)&progress; 
-  result = Swig_DirectorProgressListener_callback_onProgress_swig_6bb220f55ddcc519(go_val, swig_progress);
+  result = Swig_DirectorProgressListener_callback_onProgress_swig_ce6bd54a8d9c8247(go_val, swig_progress);
   c_result = (bool)result; 
   return c_result;
 }
@@ -1022,7 +1031,7 @@ bool SwigDirector_ProgressListener::onProgress(dpt_progress const &progress) {
 extern "C" {
 #endif
 
-void _wrap_Swig_free_swig_6bb220f55ddcc519(void *_swig_go_0) {
+void _wrap_Swig_free_swig_ce6bd54a8d9c8247(void *_swig_go_0) {
   void *arg1 = (void *) 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -1032,7 +1041,7 @@ void _wrap_Swig_free_swig_6bb220f55ddcc519(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_swig_6bb220f55ddcc519(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_swig_ce6bd54a8d9c8247(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -1045,7 +1054,7 @@ void *_wrap_Swig_malloc_swig_6bb220f55ddcc519(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_takeErrorStatus_swig_6bb220f55ddcc519() {
+intgo _wrap_takeErrorStatus_swig_ce6bd54a8d9c8247() {
   int result;
   intgo _swig_go_result;
   
@@ -1055,7 +1064,7 @@ intgo _wrap_takeErrorStatus_swig_6bb220f55ddcc519() {
     result = (int)dptrain_go::takeErrorStatus();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorStatus_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -1063,7 +1072,7 @@ intgo _wrap_takeErrorStatus_swig_6bb220f55ddcc519() {
 }
 
 
-_gostring_ _wrap_takeErrorMessage_swig_6bb220f55ddcc519() {
+_gostring_ _wrap_takeErrorMessage_swig_ce6bd54a8d9c8247() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -1073,7 +1082,7 @@ _gostring_ _wrap_takeErrorMessage_swig_6bb220f55ddcc519() {
     result = dptrain_go::takeErrorMessage();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_takeErrorMessage_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -1081,7 +1090,7 @@ _gostring_ _wrap_takeErrorMessage_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_OK_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_OK_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1092,7 +1101,7 @@ intgo _wrap_DPT_OK_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OK_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1100,7 +1109,7 @@ intgo _wrap_DPT_OK_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1111,7 +1120,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_ARGUMENT_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1119,7 +1128,7 @@ intgo _wrap_DPT_ERROR_INVALID_ARGUMENT_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_NULL_POINTER_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1130,7 +1139,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NULL_POINTER_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1138,7 +1147,7 @@ intgo _wrap_DPT_ERROR_NULL_POINTER_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1149,7 +1158,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_RANGE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1157,7 +1166,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_RANGE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1168,7 +1177,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_SIZE_MISMATCH_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1176,7 +1185,7 @@ intgo _wrap_DPT_ERROR_SIZE_MISMATCH_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_INVALID_STATE_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1187,7 +1196,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INVALID_STATE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1195,7 +1204,7 @@ intgo _wrap_DPT_ERROR_INVALID_STATE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1206,7 +1215,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1214,7 +1223,7 @@ intgo _wrap_DPT_ERROR_BUFFER_TOO_SMALL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_NON_FINITE_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1225,7 +1234,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_NON_FINITE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1233,7 +1242,7 @@ intgo _wrap_DPT_ERROR_NON_FINITE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_BUSY_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1244,7 +1253,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_BUSY_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1252,7 +1261,7 @@ intgo _wrap_DPT_ERROR_BUSY_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1263,7 +1272,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_UNSUPPORTED_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1271,7 +1280,7 @@ intgo _wrap_DPT_ERROR_UNSUPPORTED_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_DEVICE_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1282,7 +1291,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1290,7 +1299,7 @@ intgo _wrap_DPT_ERROR_DEVICE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1301,7 +1310,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_OUT_OF_MEMORY_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1309,7 +1318,7 @@ intgo _wrap_DPT_ERROR_OUT_OF_MEMORY_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1320,7 +1329,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1328,7 +1337,7 @@ intgo _wrap_DPT_ERROR_DEVICE_NOT_FOUND_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_COMMUNICATION_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1339,7 +1348,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_COMMUNICATION_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1347,7 +1356,7 @@ intgo _wrap_DPT_ERROR_COMMUNICATION_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_TIMEOUT_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1358,7 +1367,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_TIMEOUT_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1366,7 +1375,7 @@ intgo _wrap_DPT_ERROR_TIMEOUT_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_IO_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1377,7 +1386,7 @@ intgo _wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_IO_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1385,7 +1394,7 @@ intgo _wrap_DPT_ERROR_IO_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_FORMAT_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1396,7 +1405,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_FORMAT_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1404,7 +1413,7 @@ intgo _wrap_DPT_ERROR_FORMAT_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ERROR_INTERNAL_swig_ce6bd54a8d9c8247() {
   dpt_status result;
   intgo _swig_go_result;
   
@@ -1415,7 +1424,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ERROR_INTERNAL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1423,7 +1432,7 @@ intgo _wrap_DPT_ERROR_INTERNAL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DEVICES_CPU_swig_ce6bd54a8d9c8247() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1434,7 +1443,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CPU_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1442,7 +1451,7 @@ intgo _wrap_DPT_DEVICES_CPU_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DEVICES_CUDA_swig_ce6bd54a8d9c8247() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1453,7 +1462,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_CUDA_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1461,7 +1470,7 @@ intgo _wrap_DPT_DEVICES_CUDA_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DEVICES_ALL_swig_ce6bd54a8d9c8247() {
   dpt_device_selection result;
   intgo _swig_go_result;
   
@@ -1472,7 +1481,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICES_ALL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1480,7 +1489,7 @@ intgo _wrap_DPT_DEVICES_ALL_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_ContextOptions_cpu_devices_set_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_devices_set_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t arg2 ;
   
@@ -1492,7 +1501,7 @@ void _wrap_ContextOptions_cpu_devices_set_swig_6bb220f55ddcc519(dpt_context_opti
 }
 
 
-long long _wrap_ContextOptions_cpu_devices_get_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_devices_get_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1505,7 +1514,7 @@ long long _wrap_ContextOptions_cpu_devices_get_swig_6bb220f55ddcc519(dpt_context
 }
 
 
-void _wrap_ContextOptions_cpu_memory_limit_set_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_ContextOptions_cpu_memory_limit_set_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0, long long _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t arg2 ;
   
@@ -1517,7 +1526,7 @@ void _wrap_ContextOptions_cpu_memory_limit_set_swig_6bb220f55ddcc519(dpt_context
 }
 
 
-long long _wrap_ContextOptions_cpu_memory_limit_get_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
+long long _wrap_ContextOptions_cpu_memory_limit_get_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1530,7 +1539,7 @@ long long _wrap_ContextOptions_cpu_memory_limit_get_swig_6bb220f55ddcc519(dpt_co
 }
 
 
-void _wrap_ContextOptions_device_selection_set_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_ContextOptions_device_selection_set_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0, intgo _swig_go_1) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection arg2 ;
   
@@ -1542,7 +1551,7 @@ void _wrap_ContextOptions_device_selection_set_swig_6bb220f55ddcc519(dpt_context
 }
 
 
-intgo _wrap_ContextOptions_device_selection_get_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
+intgo _wrap_ContextOptions_device_selection_get_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   dpt_device_selection result;
   intgo _swig_go_result;
@@ -1555,7 +1564,7 @@ intgo _wrap_ContextOptions_device_selection_get_swig_6bb220f55ddcc519(dpt_contex
 }
 
 
-dpt_context_options *_wrap_new_ContextOptions_swig_6bb220f55ddcc519() {
+dpt_context_options *_wrap_new_ContextOptions_swig_ce6bd54a8d9c8247() {
   dpt_context_options *result = 0 ;
   dpt_context_options *_swig_go_result;
   
@@ -1565,7 +1574,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_6bb220f55ddcc519() {
     result = (dpt_context_options *)new_dpt_context_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ContextOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_context_options **)&_swig_go_result = (dpt_context_options *)result; 
@@ -1573,7 +1582,7 @@ dpt_context_options *_wrap_new_ContextOptions_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_ContextOptions_swig_6bb220f55ddcc519(dpt_context_options *_swig_go_0) {
+void _wrap_delete_ContextOptions_swig_ce6bd54a8d9c8247(dpt_context_options *_swig_go_0) {
   dpt_context_options *arg1 = (dpt_context_options *) 0 ;
   
   arg1 = *(dpt_context_options **)&_swig_go_0; 
@@ -1583,14 +1592,14 @@ void _wrap_delete_ContextOptions_swig_6bb220f55ddcc519(dpt_context_options *_swi
     delete_dpt_context_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ContextOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DEVICE_CPU_swig_ce6bd54a8d9c8247() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1601,7 +1610,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CPU_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1609,7 +1618,7 @@ intgo _wrap_DPT_DEVICE_CPU_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DEVICE_CUDA_swig_ce6bd54a8d9c8247() {
   dpt_device_kind result;
   intgo _swig_go_result;
   
@@ -1620,7 +1629,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DEVICE_CUDA_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -1628,7 +1637,7 @@ intgo _wrap_DPT_DEVICE_CUDA_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DeviceInfo_kind_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_kind_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1641,7 +1650,7 @@ intgo _wrap_DeviceInfo_kind_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_
 }
 
 
-void _wrap_DeviceInfo_ordinal_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_ordinal_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t arg2 ;
   
@@ -1653,7 +1662,7 @@ void _wrap_DeviceInfo_ordinal_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_g
 }
 
 
-long long _wrap_DeviceInfo_ordinal_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_ordinal_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1666,7 +1675,7 @@ long long _wrap_DeviceInfo_ordinal_get_swig_6bb220f55ddcc519(dpt_device_info *_s
 }
 
 
-_gostring_ _wrap_DeviceInfo_name_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_name_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1679,7 +1688,7 @@ _gostring_ _wrap_DeviceInfo_name_get_swig_6bb220f55ddcc519(dpt_device_info *_swi
 }
 
 
-void _wrap_DeviceInfo_total_memory_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_total_memory_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1691,7 +1700,7 @@ void _wrap_DeviceInfo_total_memory_set_swig_6bb220f55ddcc519(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_total_memory_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_total_memory_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1704,7 +1713,7 @@ long long _wrap_DeviceInfo_total_memory_get_swig_6bb220f55ddcc519(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_limit_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_limit_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1716,7 +1725,7 @@ void _wrap_DeviceInfo_memory_limit_set_swig_6bb220f55ddcc519(dpt_device_info *_s
 }
 
 
-long long _wrap_DeviceInfo_memory_limit_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_limit_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1729,7 +1738,7 @@ long long _wrap_DeviceInfo_memory_limit_get_swig_6bb220f55ddcc519(dpt_device_inf
 }
 
 
-void _wrap_DeviceInfo_memory_in_use_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_memory_in_use_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1741,7 +1750,7 @@ void _wrap_DeviceInfo_memory_in_use_set_swig_6bb220f55ddcc519(dpt_device_info *_
 }
 
 
-long long _wrap_DeviceInfo_memory_in_use_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_memory_in_use_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1754,7 +1763,7 @@ long long _wrap_DeviceInfo_memory_in_use_get_swig_6bb220f55ddcc519(dpt_device_in
 }
 
 
-void _wrap_DeviceInfo_free_memory_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_DeviceInfo_free_memory_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, long long _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t arg2 ;
   
@@ -1766,7 +1775,7 @@ void _wrap_DeviceInfo_free_memory_set_swig_6bb220f55ddcc519(dpt_device_info *_sw
 }
 
 
-long long _wrap_DeviceInfo_free_memory_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+long long _wrap_DeviceInfo_free_memory_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -1779,7 +1788,7 @@ long long _wrap_DeviceInfo_free_memory_get_swig_6bb220f55ddcc519(dpt_device_info
 }
 
 
-void _wrap_DeviceInfo_compute_capability_major_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_major_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1791,7 +1800,7 @@ void _wrap_DeviceInfo_compute_capability_major_set_swig_6bb220f55ddcc519(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_major_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_major_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1804,7 +1813,7 @@ intgo _wrap_DeviceInfo_compute_capability_major_get_swig_6bb220f55ddcc519(dpt_de
 }
 
 
-void _wrap_DeviceInfo_compute_capability_minor_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_compute_capability_minor_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1816,7 +1825,7 @@ void _wrap_DeviceInfo_compute_capability_minor_set_swig_6bb220f55ddcc519(dpt_dev
 }
 
 
-intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1829,7 +1838,7 @@ intgo _wrap_DeviceInfo_compute_capability_minor_get_swig_6bb220f55ddcc519(dpt_de
 }
 
 
-void _wrap_DeviceInfo_multiprocessor_count_set_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_DeviceInfo_multiprocessor_count_set_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0, intgo _swig_go_1) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t arg2 ;
   
@@ -1841,7 +1850,7 @@ void _wrap_DeviceInfo_multiprocessor_count_set_swig_6bb220f55ddcc519(dpt_device_
 }
 
 
-intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1854,7 +1863,7 @@ intgo _wrap_DeviceInfo_multiprocessor_count_get_swig_6bb220f55ddcc519(dpt_device
 }
 
 
-_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1867,7 +1876,7 @@ _gostring_ _wrap_DeviceInfo_pci_bus_id_get_swig_6bb220f55ddcc519(dpt_device_info
 }
 
 
-_gostring_ _wrap_DeviceInfo_product_name_get_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+_gostring_ _wrap_DeviceInfo_product_name_get_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1880,7 +1889,7 @@ _gostring_ _wrap_DeviceInfo_product_name_get_swig_6bb220f55ddcc519(dpt_device_in
 }
 
 
-dpt_device_info *_wrap_new_DeviceInfo_swig_6bb220f55ddcc519() {
+dpt_device_info *_wrap_new_DeviceInfo_swig_ce6bd54a8d9c8247() {
   dpt_device_info *result = 0 ;
   dpt_device_info *_swig_go_result;
   
@@ -1890,7 +1899,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_6bb220f55ddcc519() {
     result = (dpt_device_info *)new_dpt_device_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_DeviceInfo_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = (dpt_device_info *)result; 
@@ -1898,7 +1907,7 @@ dpt_device_info *_wrap_new_DeviceInfo_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_DeviceInfo_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) {
+void _wrap_delete_DeviceInfo_swig_ce6bd54a8d9c8247(dpt_device_info *_swig_go_0) {
   dpt_device_info *arg1 = (dpt_device_info *) 0 ;
   
   arg1 = *(dpt_device_info **)&_swig_go_0; 
@@ -1908,14 +1917,14 @@ void _wrap_delete_DeviceInfo_swig_6bb220f55ddcc519(dpt_device_info *_swig_go_0) 
     delete_dpt_device_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_DeviceInfo_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_BackendInfo_device_count_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
+void _wrap_BackendInfo_device_count_set_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0, long long _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t arg2 ;
   
@@ -1927,7 +1936,7 @@ void _wrap_BackendInfo_device_count_set_swig_6bb220f55ddcc519(dpt_backend_info *
 }
 
 
-long long _wrap_BackendInfo_device_count_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+long long _wrap_BackendInfo_device_count_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -1940,7 +1949,7 @@ long long _wrap_BackendInfo_device_count_get_swig_6bb220f55ddcc519(dpt_backend_i
 }
 
 
-intgo _wrap_BackendInfo_kind_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_kind_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   dpt_device_kind result;
   intgo _swig_go_result;
@@ -1953,7 +1962,7 @@ intgo _wrap_BackendInfo_kind_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_g
 }
 
 
-void _wrap_BackendInfo_requested_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_requested_set_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1965,7 +1974,7 @@ void _wrap_BackendInfo_requested_set_swig_6bb220f55ddcc519(dpt_backend_info *_sw
 }
 
 
-intgo _wrap_BackendInfo_requested_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_requested_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -1978,7 +1987,7 @@ intgo _wrap_BackendInfo_requested_get_swig_6bb220f55ddcc519(dpt_backend_info *_s
 }
 
 
-void _wrap_BackendInfo_loaded_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_loaded_set_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -1990,7 +1999,7 @@ void _wrap_BackendInfo_loaded_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_
 }
 
 
-intgo _wrap_BackendInfo_loaded_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_loaded_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2003,7 +2012,7 @@ intgo _wrap_BackendInfo_loaded_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig
 }
 
 
-void _wrap_BackendInfo_driver_version_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_driver_version_set_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2015,7 +2024,7 @@ void _wrap_BackendInfo_driver_version_set_swig_6bb220f55ddcc519(dpt_backend_info
 }
 
 
-intgo _wrap_BackendInfo_driver_version_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_driver_version_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2028,7 +2037,7 @@ intgo _wrap_BackendInfo_driver_version_get_swig_6bb220f55ddcc519(dpt_backend_inf
 }
 
 
-void _wrap_BackendInfo_runtime_version_set_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
+void _wrap_BackendInfo_runtime_version_set_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0, intgo _swig_go_1) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t arg2 ;
   
@@ -2040,7 +2049,7 @@ void _wrap_BackendInfo_runtime_version_set_swig_6bb220f55ddcc519(dpt_backend_inf
 }
 
 
-intgo _wrap_BackendInfo_runtime_version_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+intgo _wrap_BackendInfo_runtime_version_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   int32_t result;
   intgo _swig_go_result;
@@ -2053,7 +2062,7 @@ intgo _wrap_BackendInfo_runtime_version_get_swig_6bb220f55ddcc519(dpt_backend_in
 }
 
 
-_gostring_ _wrap_BackendInfo_module_path_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_module_path_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2066,7 +2075,7 @@ _gostring_ _wrap_BackendInfo_module_path_get_swig_6bb220f55ddcc519(dpt_backend_i
 }
 
 
-_gostring_ _wrap_BackendInfo_reason_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_reason_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2079,7 +2088,7 @@ _gostring_ _wrap_BackendInfo_reason_get_swig_6bb220f55ddcc519(dpt_backend_info *
 }
 
 
-_gostring_ _wrap_BackendInfo_versions_get_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+_gostring_ _wrap_BackendInfo_versions_get_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2092,7 +2101,7 @@ _gostring_ _wrap_BackendInfo_versions_get_swig_6bb220f55ddcc519(dpt_backend_info
 }
 
 
-dpt_backend_info *_wrap_new_BackendInfo_swig_6bb220f55ddcc519() {
+dpt_backend_info *_wrap_new_BackendInfo_swig_ce6bd54a8d9c8247() {
   dpt_backend_info *result = 0 ;
   dpt_backend_info *_swig_go_result;
   
@@ -2102,7 +2111,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_6bb220f55ddcc519() {
     result = (dpt_backend_info *)new_dpt_backend_info();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_BackendInfo_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = (dpt_backend_info *)result; 
@@ -2110,7 +2119,7 @@ dpt_backend_info *_wrap_new_BackendInfo_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_BackendInfo_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0) {
+void _wrap_delete_BackendInfo_swig_ce6bd54a8d9c8247(dpt_backend_info *_swig_go_0) {
   dpt_backend_info *arg1 = (dpt_backend_info *) 0 ;
   
   arg1 = *(dpt_backend_info **)&_swig_go_0; 
@@ -2120,14 +2129,14 @@ void _wrap_delete_BackendInfo_swig_6bb220f55ddcc519(dpt_backend_info *_swig_go_0
     delete_dpt_backend_info(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_BackendInfo_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ACTIVATION_RELU_swig_ce6bd54a8d9c8247() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2138,7 +2147,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_RELU_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2146,7 +2155,7 @@ intgo _wrap_DPT_ACTIVATION_RELU_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_ce6bd54a8d9c8247() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2157,7 +2166,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_SIGMOID_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2165,7 +2174,7 @@ intgo _wrap_DPT_ACTIVATION_SIGMOID_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ACTIVATION_TANH_swig_ce6bd54a8d9c8247() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2176,7 +2185,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_TANH_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2184,7 +2193,7 @@ intgo _wrap_DPT_ACTIVATION_TANH_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ACTIVATION_GELU_swig_ce6bd54a8d9c8247() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2195,7 +2204,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2203,7 +2212,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_ce6bd54a8d9c8247() {
   dpt_activation result;
   intgo _swig_go_result;
   
@@ -2214,7 +2223,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ACTIVATION_GELU_TANH_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2222,7 +2231,7 @@ intgo _wrap_DPT_ACTIVATION_GELU_TANH_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_POOL_AVG_swig_ce6bd54a8d9c8247() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2233,7 +2242,7 @@ intgo _wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_AVG_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2241,7 +2250,7 @@ intgo _wrap_DPT_POOL_AVG_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_POOL_MAX_swig_ce6bd54a8d9c8247() {
   dpt_pool_kind result;
   intgo _swig_go_result;
   
@@ -2252,7 +2261,7 @@ intgo _wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_POOL_MAX_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2260,7 +2269,7 @@ intgo _wrap_DPT_POOL_MAX_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_TENSOR_PARAMETER_swig_ce6bd54a8d9c8247() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2271,7 +2280,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_PARAMETER_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2279,7 +2288,7 @@ intgo _wrap_DPT_TENSOR_PARAMETER_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_TENSOR_BUFFER_swig_ce6bd54a8d9c8247() {
   dpt_tensor_kind result;
   intgo _swig_go_result;
   
@@ -2290,7 +2299,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_TENSOR_BUFFER_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2298,7 +2307,7 @@ intgo _wrap_DPT_TENSOR_BUFFER_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_IGNORE_LABEL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_IGNORE_LABEL_swig_ce6bd54a8d9c8247() {
   int result;
   intgo _swig_go_result;
   
@@ -2309,7 +2318,7 @@ intgo _wrap_DPT_IGNORE_LABEL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_INPUT_FLOAT32_swig_ce6bd54a8d9c8247() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2320,7 +2329,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_FLOAT32_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2328,7 +2337,7 @@ intgo _wrap_DPT_INPUT_FLOAT32_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_INPUT_TOKENS_swig_ce6bd54a8d9c8247() {
   dpt_input_type result;
   intgo _swig_go_result;
   
@@ -2339,7 +2348,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INPUT_TOKENS_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2347,7 +2356,7 @@ intgo _wrap_DPT_INPUT_TOKENS_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DATASET_TRAIN_swig_ce6bd54a8d9c8247() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2358,7 +2367,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TRAIN_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2366,7 +2375,7 @@ intgo _wrap_DPT_DATASET_TRAIN_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_DATASET_TEST_swig_ce6bd54a8d9c8247() {
   dpt_dataset_part result;
   intgo _swig_go_result;
   
@@ -2377,7 +2386,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_DATASET_TEST_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2385,7 +2394,7 @@ intgo _wrap_DPT_DATASET_TEST_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_ce6bd54a8d9c8247() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2396,7 +2405,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_LOCAL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2404,7 +2413,7 @@ intgo _wrap_DPT_COMMUNICATOR_LOCAL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_COMMUNICATOR_MPI_swig_ce6bd54a8d9c8247() {
   dpt_communicator result;
   intgo _swig_go_result;
   
@@ -2415,7 +2424,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_COMMUNICATOR_MPI_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2423,7 +2432,7 @@ intgo _wrap_DPT_COMMUNICATOR_MPI_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SPLIT_EVEN_swig_ce6bd54a8d9c8247() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2434,7 +2443,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_EVEN_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2442,7 +2451,7 @@ intgo _wrap_DPT_SPLIT_EVEN_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SPLIT_WEIGHTED_swig_ce6bd54a8d9c8247() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2453,7 +2462,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_WEIGHTED_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2461,7 +2470,7 @@ intgo _wrap_DPT_SPLIT_WEIGHTED_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SPLIT_AUTO_swig_ce6bd54a8d9c8247() {
   dpt_split_policy result;
   intgo _swig_go_result;
   
@@ -2472,7 +2481,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SPLIT_AUTO_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2480,7 +2489,7 @@ intgo _wrap_DPT_SPLIT_AUTO_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ALLREDUCE_RING_swig_ce6bd54a8d9c8247() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2491,7 +2500,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_RING_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2499,7 +2508,7 @@ intgo _wrap_DPT_ALLREDUCE_RING_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_ce6bd54a8d9c8247() {
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
   
@@ -2510,7 +2519,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_ALLREDUCE_NAIVE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2518,7 +2527,7 @@ intgo _wrap_DPT_ALLREDUCE_NAIVE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_ce6bd54a8d9c8247() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2529,7 +2538,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_UNIFORM_FAN_IN_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2537,7 +2546,7 @@ intgo _wrap_DPT_INIT_UNIFORM_FAN_IN_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_INIT_NORMAL_swig_ce6bd54a8d9c8247() {
   dpt_init_scheme result;
   intgo _swig_go_result;
   
@@ -2548,7 +2557,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_INIT_NORMAL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2556,7 +2565,7 @@ intgo _wrap_DPT_INIT_NORMAL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_NONFINITE_SKIP_swig_ce6bd54a8d9c8247() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2567,7 +2576,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_SKIP_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2575,7 +2584,7 @@ intgo _wrap_DPT_NONFINITE_SKIP_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_NONFINITE_ERROR_swig_ce6bd54a8d9c8247() {
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
   
@@ -2586,7 +2595,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_NONFINITE_ERROR_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2594,7 +2603,7 @@ intgo _wrap_DPT_NONFINITE_ERROR_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_BATCH_NORM_SYNC_swig_ce6bd54a8d9c8247() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2605,7 +2614,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_SYNC_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2613,7 +2622,7 @@ intgo _wrap_DPT_BATCH_NORM_SYNC_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_ce6bd54a8d9c8247() {
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
   
@@ -2624,7 +2633,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_BATCH_NORM_LOCAL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2632,7 +2641,7 @@ intgo _wrap_DPT_BATCH_NORM_LOCAL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PRECISION_FP32_swig_ce6bd54a8d9c8247() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2643,7 +2652,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP32_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2651,7 +2660,7 @@ intgo _wrap_DPT_PRECISION_FP32_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PRECISION_BF16_swig_ce6bd54a8d9c8247() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2662,7 +2671,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_BF16_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2670,7 +2679,7 @@ intgo _wrap_DPT_PRECISION_BF16_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PRECISION_FP16_swig_ce6bd54a8d9c8247() {
   dpt_precision result;
   intgo _swig_go_result;
   
@@ -2681,7 +2690,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PRECISION_FP16_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2689,7 +2698,7 @@ intgo _wrap_DPT_PRECISION_FP16_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SHARD_NONE_swig_ce6bd54a8d9c8247() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2700,7 +2709,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_NONE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2708,7 +2717,7 @@ intgo _wrap_DPT_SHARD_NONE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SHARD_OPTIMIZER_swig_ce6bd54a8d9c8247() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2719,7 +2728,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_OPTIMIZER_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2727,7 +2736,7 @@ intgo _wrap_DPT_SHARD_OPTIMIZER_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SHARD_GRADIENTS_swig_ce6bd54a8d9c8247() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2738,7 +2747,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_GRADIENTS_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2746,7 +2755,7 @@ intgo _wrap_DPT_SHARD_GRADIENTS_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SHARD_PARAMETERS_swig_ce6bd54a8d9c8247() {
   dpt_shard_mode result;
   intgo _swig_go_result;
   
@@ -2757,7 +2766,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_PARAMETERS_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2765,7 +2774,7 @@ intgo _wrap_DPT_SHARD_PARAMETERS_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_ce6bd54a8d9c8247() {
   dpt_shard_scope result;
   intgo _swig_go_result;
   
@@ -2776,7 +2785,7 @@ intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_PROCESS_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2784,7 +2793,7 @@ intgo _wrap_DPT_SHARD_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_ce6bd54a8d9c8247() {
   dpt_shard_scope result;
   intgo _swig_go_result;
   
@@ -2795,7 +2804,7 @@ intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SHARD_SCOPE_WORLD_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2803,7 +2812,7 @@ intgo _wrap_DPT_SHARD_SCOPE_WORLD_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PIPELINE_1F1B_swig_ce6bd54a8d9c8247() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2814,7 +2823,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_1F1B_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2822,7 +2831,7 @@ intgo _wrap_DPT_PIPELINE_1F1B_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PIPELINE_GPIPE_swig_ce6bd54a8d9c8247() {
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
   
@@ -2833,7 +2842,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_GPIPE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2841,7 +2850,7 @@ intgo _wrap_DPT_PIPELINE_GPIPE_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_ce6bd54a8d9c8247() {
   dpt_pipeline_scope result;
   intgo _swig_go_result;
   
@@ -2852,7 +2861,7 @@ intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2860,7 +2869,7 @@ intgo _wrap_DPT_PIPELINE_SCOPE_PROCESS_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_ce6bd54a8d9c8247() {
   dpt_pipeline_scope result;
   intgo _swig_go_result;
   
@@ -2871,7 +2880,7 @@ intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_SCOPE_WORLD_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2879,7 +2888,64 @@ intgo _wrap_DPT_PIPELINE_SCOPE_WORLD_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PIPELINE_BALANCE_WORK_swig_ce6bd54a8d9c8247() {
+  dpt_pipeline_balance result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_PIPELINE_BALANCE_WORK;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_BALANCE_WORK_swig_ce6bd54a8d9c8247)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_PIPELINE_BALANCE_TIME_swig_ce6bd54a8d9c8247() {
+  dpt_pipeline_balance result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_PIPELINE_BALANCE_TIME;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_BALANCE_TIME_swig_ce6bd54a8d9c8247)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_PIPELINE_BALANCE_PARAMETERS_swig_ce6bd54a8d9c8247() {
+  dpt_pipeline_balance result;
+  intgo _swig_go_result;
+  
+  
+  
+  try {
+    result = DPT_PIPELINE_BALANCE_PARAMETERS;
+    
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PIPELINE_BALANCE_PARAMETERS_swig_ce6bd54a8d9c8247)>::get();
+  }
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_DPT_OPTIMIZER_SGD_swig_ce6bd54a8d9c8247() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2890,7 +2956,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_SGD_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2898,7 +2964,7 @@ intgo _wrap_DPT_OPTIMIZER_SGD_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_ce6bd54a8d9c8247() {
   dpt_optimizer_kind result;
   intgo _swig_go_result;
   
@@ -2909,7 +2975,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_OPTIMIZER_ADAMW_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2917,7 +2983,7 @@ intgo _wrap_DPT_OPTIMIZER_ADAMW_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_ce6bd54a8d9c8247() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2928,7 +2994,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_CONSTANT_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2936,7 +3002,7 @@ intgo _wrap_DPT_SCHEDULE_CONSTANT_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SCHEDULE_STEP_swig_ce6bd54a8d9c8247() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2947,7 +3013,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_STEP_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2955,7 +3021,7 @@ intgo _wrap_DPT_SCHEDULE_STEP_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_SCHEDULE_COSINE_swig_ce6bd54a8d9c8247() {
   dpt_schedule_kind result;
   intgo _swig_go_result;
   
@@ -2966,7 +3032,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_SCHEDULE_COSINE_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -2974,7 +3040,7 @@ intgo _wrap_DPT_SCHEDULE_COSINE_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_TrainerOptions_split_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_split_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy arg2 ;
   
@@ -2986,7 +3052,7 @@ void _wrap_TrainerOptions_split_set_swig_6bb220f55ddcc519(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_split_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_split_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_split_policy result;
   intgo _swig_go_result;
@@ -2999,7 +3065,7 @@ intgo _wrap_TrainerOptions_split_get_swig_6bb220f55ddcc519(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_allreduce_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm arg2 ;
   
@@ -3011,7 +3077,7 @@ void _wrap_TrainerOptions_allreduce_set_swig_6bb220f55ddcc519(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_allreduce_algorithm result;
   intgo _swig_go_result;
@@ -3024,7 +3090,7 @@ intgo _wrap_TrainerOptions_allreduce_get_swig_6bb220f55ddcc519(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_seed_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_seed_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3036,7 +3102,7 @@ void _wrap_TrainerOptions_seed_set_swig_6bb220f55ddcc519(dpt_trainer_options *_s
 }
 
 
-long long _wrap_TrainerOptions_seed_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_seed_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3049,7 +3115,7 @@ long long _wrap_TrainerOptions_seed_get_swig_6bb220f55ddcc519(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_accumulation_steps_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_accumulation_steps_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3061,7 +3127,7 @@ void _wrap_TrainerOptions_accumulation_steps_set_swig_6bb220f55ddcc519(dpt_train
 }
 
 
-long long _wrap_TrainerOptions_accumulation_steps_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_accumulation_steps_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3074,7 +3140,7 @@ long long _wrap_TrainerOptions_accumulation_steps_get_swig_6bb220f55ddcc519(dpt_
 }
 
 
-void _wrap_TrainerOptions_init_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_init_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme arg2 ;
   
@@ -3086,7 +3152,7 @@ void _wrap_TrainerOptions_init_set_swig_6bb220f55ddcc519(dpt_trainer_options *_s
 }
 
 
-intgo _wrap_TrainerOptions_init_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_init_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_init_scheme result;
   intgo _swig_go_result;
@@ -3099,7 +3165,7 @@ intgo _wrap_TrainerOptions_init_get_swig_6bb220f55ddcc519(dpt_trainer_options *_
 }
 
 
-void _wrap_TrainerOptions_init_std_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_TrainerOptions_init_std_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, float _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float arg2 ;
   
@@ -3111,7 +3177,7 @@ void _wrap_TrainerOptions_init_std_set_swig_6bb220f55ddcc519(dpt_trainer_options
 }
 
 
-float _wrap_TrainerOptions_init_std_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+float _wrap_TrainerOptions_init_std_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3124,7 +3190,7 @@ float _wrap_TrainerOptions_init_std_get_swig_6bb220f55ddcc519(dpt_trainer_option
 }
 
 
-void _wrap_TrainerOptions_nonfinite_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_nonfinite_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy arg2 ;
   
@@ -3136,7 +3202,7 @@ void _wrap_TrainerOptions_nonfinite_set_swig_6bb220f55ddcc519(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_nonfinite_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_nonfinite_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_nonfinite_policy result;
   intgo _swig_go_result;
@@ -3149,7 +3215,7 @@ intgo _wrap_TrainerOptions_nonfinite_get_swig_6bb220f55ddcc519(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_timeout_seconds_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_timeout_seconds_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3161,7 +3227,7 @@ void _wrap_TrainerOptions_timeout_seconds_set_swig_6bb220f55ddcc519(dpt_trainer_
 }
 
 
-double _wrap_TrainerOptions_timeout_seconds_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_timeout_seconds_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3174,7 +3240,7 @@ double _wrap_TrainerOptions_timeout_seconds_get_swig_6bb220f55ddcc519(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_bucket_bytes_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_bucket_bytes_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3186,7 +3252,7 @@ void _wrap_TrainerOptions_bucket_bytes_set_swig_6bb220f55ddcc519(dpt_trainer_opt
 }
 
 
-long long _wrap_TrainerOptions_bucket_bytes_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_bucket_bytes_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3199,7 +3265,7 @@ long long _wrap_TrainerOptions_bucket_bytes_get_swig_6bb220f55ddcc519(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_communicator_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_communicator_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator arg2 ;
   
@@ -3211,7 +3277,7 @@ void _wrap_TrainerOptions_communicator_set_swig_6bb220f55ddcc519(dpt_trainer_opt
 }
 
 
-intgo _wrap_TrainerOptions_communicator_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_communicator_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_communicator result;
   intgo _swig_go_result;
@@ -3224,7 +3290,7 @@ intgo _wrap_TrainerOptions_communicator_get_swig_6bb220f55ddcc519(dpt_trainer_op
 }
 
 
-void _wrap_TrainerOptions_gpu_flags_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_gpu_flags_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t arg2 ;
   
@@ -3236,7 +3302,7 @@ void _wrap_TrainerOptions_gpu_flags_set_swig_6bb220f55ddcc519(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_gpu_flags_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_gpu_flags_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint32_t result;
   intgo _swig_go_result;
@@ -3249,7 +3315,7 @@ intgo _wrap_TrainerOptions_gpu_flags_get_swig_6bb220f55ddcc519(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_batch_norm_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_batch_norm_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode arg2 ;
   
@@ -3261,7 +3327,7 @@ void _wrap_TrainerOptions_batch_norm_set_swig_6bb220f55ddcc519(dpt_trainer_optio
 }
 
 
-intgo _wrap_TrainerOptions_batch_norm_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_batch_norm_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_batch_norm_mode result;
   intgo _swig_go_result;
@@ -3274,7 +3340,7 @@ intgo _wrap_TrainerOptions_batch_norm_get_swig_6bb220f55ddcc519(dpt_trainer_opti
 }
 
 
-void _wrap_TrainerOptions_precision_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_precision_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3286,7 +3352,7 @@ void _wrap_TrainerOptions_precision_set_swig_6bb220f55ddcc519(dpt_trainer_option
 }
 
 
-intgo _wrap_TrainerOptions_precision_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_precision_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3299,7 +3365,7 @@ intgo _wrap_TrainerOptions_precision_get_swig_6bb220f55ddcc519(dpt_trainer_optio
 }
 
 
-void _wrap_TrainerOptions_initial_loss_scale_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
+void _wrap_TrainerOptions_initial_loss_scale_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, double _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double arg2 ;
   
@@ -3311,7 +3377,7 @@ void _wrap_TrainerOptions_initial_loss_scale_set_swig_6bb220f55ddcc519(dpt_train
 }
 
 
-double _wrap_TrainerOptions_initial_loss_scale_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+double _wrap_TrainerOptions_initial_loss_scale_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   double result;
   double _swig_go_result;
@@ -3324,7 +3390,7 @@ double _wrap_TrainerOptions_initial_loss_scale_get_swig_6bb220f55ddcc519(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3336,7 +3402,7 @@ void _wrap_TrainerOptions_loss_scale_growth_interval_set_swig_6bb220f55ddcc519(d
 }
 
 
-long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3349,7 +3415,7 @@ long long _wrap_TrainerOptions_loss_scale_growth_interval_get_swig_6bb220f55ddcc
 }
 
 
-void _wrap_TrainerOptions_allreduce_dtype_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_allreduce_dtype_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3361,7 +3427,7 @@ void _wrap_TrainerOptions_allreduce_dtype_set_swig_6bb220f55ddcc519(dpt_trainer_
 }
 
 
-intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3374,7 +3440,7 @@ intgo _wrap_TrainerOptions_allreduce_dtype_get_swig_6bb220f55ddcc519(dpt_trainer
 }
 
 
-void _wrap_TrainerOptions_activation_dtype_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_activation_dtype_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision arg2 ;
   
@@ -3386,7 +3452,7 @@ void _wrap_TrainerOptions_activation_dtype_set_swig_6bb220f55ddcc519(dpt_trainer
 }
 
 
-intgo _wrap_TrainerOptions_activation_dtype_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_activation_dtype_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_precision result;
   intgo _swig_go_result;
@@ -3399,7 +3465,7 @@ intgo _wrap_TrainerOptions_activation_dtype_get_swig_6bb220f55ddcc519(dpt_traine
 }
 
 
-void _wrap_TrainerOptions_shard_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode arg2 ;
   
@@ -3411,7 +3477,7 @@ void _wrap_TrainerOptions_shard_set_swig_6bb220f55ddcc519(dpt_trainer_options *_
 }
 
 
-intgo _wrap_TrainerOptions_shard_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_mode result;
   intgo _swig_go_result;
@@ -3424,7 +3490,7 @@ intgo _wrap_TrainerOptions_shard_get_swig_6bb220f55ddcc519(dpt_trainer_options *
 }
 
 
-void _wrap_TrainerOptions_pipeline_stages_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_stages_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3436,7 +3502,7 @@ void _wrap_TrainerOptions_pipeline_stages_set_swig_6bb220f55ddcc519(dpt_trainer_
 }
 
 
-long long _wrap_TrainerOptions_pipeline_stages_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_pipeline_stages_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3449,7 +3515,7 @@ long long _wrap_TrainerOptions_pipeline_stages_get_swig_6bb220f55ddcc519(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_micro_batches_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_TrainerOptions_micro_batches_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t arg2 ;
   
@@ -3461,7 +3527,7 @@ void _wrap_TrainerOptions_micro_batches_set_swig_6bb220f55ddcc519(dpt_trainer_op
 }
 
 
-long long _wrap_TrainerOptions_micro_batches_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+long long _wrap_TrainerOptions_micro_batches_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -3474,7 +3540,7 @@ long long _wrap_TrainerOptions_micro_batches_get_swig_6bb220f55ddcc519(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_schedule_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_schedule_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule arg2 ;
   
@@ -3486,7 +3552,7 @@ void _wrap_TrainerOptions_pipeline_schedule_set_swig_6bb220f55ddcc519(dpt_traine
 }
 
 
-intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_schedule result;
   intgo _swig_go_result;
@@ -3499,7 +3565,7 @@ intgo _wrap_TrainerOptions_pipeline_schedule_get_swig_6bb220f55ddcc519(dpt_train
 }
 
 
-void _wrap_TrainerOptions_pipeline_cuts_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_cuts_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -3524,7 +3590,7 @@ void _wrap_TrainerOptions_pipeline_cuts_set_swig_6bb220f55ddcc519(dpt_trainer_op
 }
 
 
-_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+_gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -3537,7 +3603,7 @@ _gostring_ _wrap_TrainerOptions_pipeline_cuts_get_swig_6bb220f55ddcc519(dpt_trai
 }
 
 
-void _wrap_TrainerOptions_shard_scope_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_shard_scope_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_scope arg2 ;
   
@@ -3549,7 +3615,7 @@ void _wrap_TrainerOptions_shard_scope_set_swig_6bb220f55ddcc519(dpt_trainer_opti
 }
 
 
-intgo _wrap_TrainerOptions_shard_scope_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_shard_scope_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_shard_scope result;
   intgo _swig_go_result;
@@ -3562,7 +3628,7 @@ intgo _wrap_TrainerOptions_shard_scope_get_swig_6bb220f55ddcc519(dpt_trainer_opt
 }
 
 
-void _wrap_TrainerOptions_prefetch_parameters_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_prefetch_parameters_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   int arg2 ;
   
@@ -3574,7 +3640,7 @@ void _wrap_TrainerOptions_prefetch_parameters_set_swig_6bb220f55ddcc519(dpt_trai
 }
 
 
-intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3587,7 +3653,7 @@ intgo _wrap_TrainerOptions_prefetch_parameters_get_swig_6bb220f55ddcc519(dpt_tra
 }
 
 
-void _wrap_TrainerOptions_pipeline_scope_set_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_TrainerOptions_pipeline_scope_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_scope arg2 ;
   
@@ -3599,7 +3665,7 @@ void _wrap_TrainerOptions_pipeline_scope_set_swig_6bb220f55ddcc519(dpt_trainer_o
 }
 
 
-intgo _wrap_TrainerOptions_pipeline_scope_get_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+intgo _wrap_TrainerOptions_pipeline_scope_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   dpt_pipeline_scope result;
   intgo _swig_go_result;
@@ -3612,7 +3678,57 @@ intgo _wrap_TrainerOptions_pipeline_scope_get_swig_6bb220f55ddcc519(dpt_trainer_
 }
 
 
-dpt_trainer_options *_wrap_new_TrainerOptions_swig_6bb220f55ddcc519() {
+void _wrap_TrainerOptions_pipeline_balance_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, intgo _swig_go_1) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  dpt_pipeline_balance arg2 ;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  arg2 = (dpt_pipeline_balance)_swig_go_1; 
+  
+  if (arg1) (arg1)->pipeline_balance = arg2;
+  
+}
+
+
+intgo _wrap_TrainerOptions_pipeline_balance_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  dpt_pipeline_balance result;
+  intgo _swig_go_result;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  
+  result = (dpt_pipeline_balance) ((arg1)->pipeline_balance);
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_TrainerOptions_pipeline_balance_batch_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  size_t arg2 ;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  arg2 = (size_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->pipeline_balance_batch = arg2;
+  
+}
+
+
+long long _wrap_TrainerOptions_pipeline_balance_batch_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  size_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  
+  result =  ((arg1)->pipeline_balance_batch);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+dpt_trainer_options *_wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;
   
@@ -3622,7 +3738,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_6bb220f55ddcc519() {
     result = (dpt_trainer_options *)new_dpt_trainer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_trainer_options **)&_swig_go_result = (dpt_trainer_options *)result; 
@@ -3630,7 +3746,7 @@ dpt_trainer_options *_wrap_new_TrainerOptions_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_TrainerOptions_swig_6bb220f55ddcc519(dpt_trainer_options *_swig_go_0) {
+void _wrap_delete_TrainerOptions_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
   dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
   
   arg1 = *(dpt_trainer_options **)&_swig_go_0; 
@@ -3640,14 +3756,14 @@ void _wrap_delete_TrainerOptions_swig_6bb220f55ddcc519(dpt_trainer_options *_swi
     delete_dpt_trainer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TrainerOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_ce6bd54a8d9c8247() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3658,7 +3774,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_ALL_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3666,7 +3782,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_ce6bd54a8d9c8247() {
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
   
@@ -3677,7 +3793,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_WEIGHT_DECAY_MATRICES_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -3685,7 +3801,7 @@ intgo _wrap_DPT_WEIGHT_DECAY_MATRICES_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_OptimizerOptions_kind_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_kind_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind arg2 ;
   
@@ -3697,7 +3813,7 @@ void _wrap_OptimizerOptions_kind_set_swig_6bb220f55ddcc519(dpt_optimizer_options
 }
 
 
-intgo _wrap_OptimizerOptions_kind_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_kind_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_optimizer_kind result;
   intgo _swig_go_result;
@@ -3710,7 +3826,7 @@ intgo _wrap_OptimizerOptions_kind_get_swig_6bb220f55ddcc519(dpt_optimizer_option
 }
 
 
-void _wrap_OptimizerOptions_learning_rate_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_learning_rate_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3722,7 +3838,7 @@ void _wrap_OptimizerOptions_learning_rate_set_swig_6bb220f55ddcc519(dpt_optimize
 }
 
 
-float _wrap_OptimizerOptions_learning_rate_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_learning_rate_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3735,7 +3851,7 @@ float _wrap_OptimizerOptions_learning_rate_get_swig_6bb220f55ddcc519(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_momentum_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_momentum_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3747,7 +3863,7 @@ void _wrap_OptimizerOptions_momentum_set_swig_6bb220f55ddcc519(dpt_optimizer_opt
 }
 
 
-float _wrap_OptimizerOptions_momentum_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_momentum_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3760,7 +3876,7 @@ float _wrap_OptimizerOptions_momentum_get_swig_6bb220f55ddcc519(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_nesterov_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_nesterov_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int arg2 ;
   
@@ -3772,7 +3888,7 @@ void _wrap_OptimizerOptions_nesterov_set_swig_6bb220f55ddcc519(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_nesterov_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_nesterov_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -3785,7 +3901,7 @@ intgo _wrap_OptimizerOptions_nesterov_get_swig_6bb220f55ddcc519(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3797,7 +3913,7 @@ void _wrap_OptimizerOptions_weight_decay_set_swig_6bb220f55ddcc519(dpt_optimizer
 }
 
 
-float _wrap_OptimizerOptions_weight_decay_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_weight_decay_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3810,7 +3926,7 @@ float _wrap_OptimizerOptions_weight_decay_get_swig_6bb220f55ddcc519(dpt_optimize
 }
 
 
-void _wrap_OptimizerOptions_beta1_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta1_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3822,7 +3938,7 @@ void _wrap_OptimizerOptions_beta1_set_swig_6bb220f55ddcc519(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta1_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta1_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3835,7 +3951,7 @@ float _wrap_OptimizerOptions_beta1_get_swig_6bb220f55ddcc519(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_beta2_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_beta2_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3847,7 +3963,7 @@ void _wrap_OptimizerOptions_beta2_set_swig_6bb220f55ddcc519(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_beta2_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_beta2_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3860,7 +3976,7 @@ float _wrap_OptimizerOptions_beta2_get_swig_6bb220f55ddcc519(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_epsilon_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_epsilon_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3872,7 +3988,7 @@ void _wrap_OptimizerOptions_epsilon_set_swig_6bb220f55ddcc519(dpt_optimizer_opti
 }
 
 
-float _wrap_OptimizerOptions_epsilon_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_epsilon_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3885,7 +4001,7 @@ float _wrap_OptimizerOptions_epsilon_get_swig_6bb220f55ddcc519(dpt_optimizer_opt
 }
 
 
-void _wrap_OptimizerOptions_schedule_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_schedule_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind arg2 ;
   
@@ -3897,7 +4013,7 @@ void _wrap_OptimizerOptions_schedule_set_swig_6bb220f55ddcc519(dpt_optimizer_opt
 }
 
 
-intgo _wrap_OptimizerOptions_schedule_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_schedule_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_schedule_kind result;
   intgo _swig_go_result;
@@ -3910,7 +4026,7 @@ intgo _wrap_OptimizerOptions_schedule_get_swig_6bb220f55ddcc519(dpt_optimizer_op
 }
 
 
-void _wrap_OptimizerOptions_warmup_steps_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3922,7 +4038,7 @@ void _wrap_OptimizerOptions_warmup_steps_set_swig_6bb220f55ddcc519(dpt_optimizer
 }
 
 
-long long _wrap_OptimizerOptions_warmup_steps_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_warmup_steps_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3935,7 +4051,7 @@ long long _wrap_OptimizerOptions_warmup_steps_get_swig_6bb220f55ddcc519(dpt_opti
 }
 
 
-void _wrap_OptimizerOptions_step_size_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3947,7 +4063,7 @@ void _wrap_OptimizerOptions_step_size_set_swig_6bb220f55ddcc519(dpt_optimizer_op
 }
 
 
-long long _wrap_OptimizerOptions_step_size_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_step_size_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -3960,7 +4076,7 @@ long long _wrap_OptimizerOptions_step_size_get_swig_6bb220f55ddcc519(dpt_optimiz
 }
 
 
-void _wrap_OptimizerOptions_gamma_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_gamma_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -3972,7 +4088,7 @@ void _wrap_OptimizerOptions_gamma_set_swig_6bb220f55ddcc519(dpt_optimizer_option
 }
 
 
-float _wrap_OptimizerOptions_gamma_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_gamma_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -3985,7 +4101,7 @@ float _wrap_OptimizerOptions_gamma_get_swig_6bb220f55ddcc519(dpt_optimizer_optio
 }
 
 
-void _wrap_OptimizerOptions_total_steps_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, long long _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t arg2 ;
   
@@ -3997,7 +4113,7 @@ void _wrap_OptimizerOptions_total_steps_set_swig_6bb220f55ddcc519(dpt_optimizer_
 }
 
 
-long long _wrap_OptimizerOptions_total_steps_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+long long _wrap_OptimizerOptions_total_steps_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4010,7 +4126,7 @@ long long _wrap_OptimizerOptions_total_steps_get_swig_6bb220f55ddcc519(dpt_optim
 }
 
 
-void _wrap_OptimizerOptions_min_learning_rate_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_min_learning_rate_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -4022,7 +4138,7 @@ void _wrap_OptimizerOptions_min_learning_rate_set_swig_6bb220f55ddcc519(dpt_opti
 }
 
 
-float _wrap_OptimizerOptions_min_learning_rate_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_min_learning_rate_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -4035,7 +4151,7 @@ float _wrap_OptimizerOptions_min_learning_rate_get_swig_6bb220f55ddcc519(dpt_opt
 }
 
 
-void _wrap_OptimizerOptions_clip_norm_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
+void _wrap_OptimizerOptions_clip_norm_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, float _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float arg2 ;
   
@@ -4047,7 +4163,7 @@ void _wrap_OptimizerOptions_clip_norm_set_swig_6bb220f55ddcc519(dpt_optimizer_op
 }
 
 
-float _wrap_OptimizerOptions_clip_norm_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+float _wrap_OptimizerOptions_clip_norm_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   float result;
   float _swig_go_result;
@@ -4060,7 +4176,7 @@ float _wrap_OptimizerOptions_clip_norm_get_swig_6bb220f55ddcc519(dpt_optimizer_o
 }
 
 
-void _wrap_OptimizerOptions_weight_decay_scope_set_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_OptimizerOptions_weight_decay_scope_set_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0, intgo _swig_go_1) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope arg2 ;
   
@@ -4072,7 +4188,7 @@ void _wrap_OptimizerOptions_weight_decay_scope_set_swig_6bb220f55ddcc519(dpt_opt
 }
 
 
-intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   dpt_weight_decay_scope result;
   intgo _swig_go_result;
@@ -4085,7 +4201,7 @@ intgo _wrap_OptimizerOptions_weight_decay_scope_get_swig_6bb220f55ddcc519(dpt_op
 }
 
 
-dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_6bb220f55ddcc519() {
+dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_ce6bd54a8d9c8247() {
   dpt_optimizer_options *result = 0 ;
   dpt_optimizer_options *_swig_go_result;
   
@@ -4095,7 +4211,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_6bb220f55ddcc519() {
     result = (dpt_optimizer_options *)new_dpt_optimizer_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_OptimizerOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_optimizer_options **)&_swig_go_result = (dpt_optimizer_options *)result; 
@@ -4103,7 +4219,7 @@ dpt_optimizer_options *_wrap_new_OptimizerOptions_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519(dpt_optimizer_options *_swig_go_0) {
+void _wrap_delete_OptimizerOptions_swig_ce6bd54a8d9c8247(dpt_optimizer_options *_swig_go_0) {
   dpt_optimizer_options *arg1 = (dpt_optimizer_options *) 0 ;
   
   arg1 = *(dpt_optimizer_options **)&_swig_go_0; 
@@ -4113,14 +4229,14 @@ void _wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519(dpt_optimizer_options *
     delete_dpt_optimizer_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_OptimizerOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_StepResult_loss_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4132,7 +4248,7 @@ void _wrap_StepResult_loss_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0
 }
 
 
-double _wrap_StepResult_loss_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4145,7 +4261,7 @@ double _wrap_StepResult_loss_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go
 }
 
 
-void _wrap_StepResult_accuracy_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_accuracy_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4157,7 +4273,7 @@ void _wrap_StepResult_accuracy_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_
 }
 
 
-double _wrap_StepResult_accuracy_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_accuracy_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4170,7 +4286,7 @@ double _wrap_StepResult_accuracy_get_swig_6bb220f55ddcc519(dpt_step_result *_swi
 }
 
 
-void _wrap_StepResult_samples_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4182,7 +4298,7 @@ void _wrap_StepResult_samples_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_samples_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_samples_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4195,7 +4311,7 @@ long long _wrap_StepResult_samples_get_swig_6bb220f55ddcc519(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_applied_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_applied_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4207,7 +4323,7 @@ void _wrap_StepResult_applied_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_g
 }
 
 
-intgo _wrap_StepResult_applied_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_applied_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4220,7 +4336,7 @@ intgo _wrap_StepResult_applied_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_
 }
 
 
-void _wrap_StepResult_optimizer_steps_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4232,7 +4348,7 @@ void _wrap_StepResult_optimizer_steps_set_swig_6bb220f55ddcc519(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_optimizer_steps_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4245,7 +4361,7 @@ long long _wrap_StepResult_optimizer_steps_get_swig_6bb220f55ddcc519(dpt_step_re
 }
 
 
-void _wrap_StepResult_learning_rate_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_learning_rate_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4257,7 +4373,7 @@ void _wrap_StepResult_learning_rate_set_swig_6bb220f55ddcc519(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_learning_rate_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_learning_rate_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4270,7 +4386,7 @@ double _wrap_StepResult_learning_rate_get_swig_6bb220f55ddcc519(dpt_step_result 
 }
 
 
-void _wrap_StepResult_grad_norm_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_grad_norm_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4282,7 +4398,7 @@ void _wrap_StepResult_grad_norm_set_swig_6bb220f55ddcc519(dpt_step_result *_swig
 }
 
 
-double _wrap_StepResult_grad_norm_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_grad_norm_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4295,7 +4411,7 @@ double _wrap_StepResult_grad_norm_get_swig_6bb220f55ddcc519(dpt_step_result *_sw
 }
 
 
-void _wrap_StepResult_compute_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_compute_seconds_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4307,7 +4423,7 @@ void _wrap_StepResult_compute_seconds_set_swig_6bb220f55ddcc519(dpt_step_result 
 }
 
 
-double _wrap_StepResult_compute_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_compute_seconds_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4320,7 +4436,7 @@ double _wrap_StepResult_compute_seconds_get_swig_6bb220f55ddcc519(dpt_step_resul
 }
 
 
-void _wrap_StepResult_allreduce_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_seconds_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4332,7 +4448,7 @@ void _wrap_StepResult_allreduce_seconds_set_swig_6bb220f55ddcc519(dpt_step_resul
 }
 
 
-double _wrap_StepResult_allreduce_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_seconds_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4345,7 +4461,7 @@ double _wrap_StepResult_allreduce_seconds_get_swig_6bb220f55ddcc519(dpt_step_res
 }
 
 
-void _wrap_StepResult_update_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_update_seconds_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4357,7 +4473,7 @@ void _wrap_StepResult_update_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *
 }
 
 
-double _wrap_StepResult_update_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_update_seconds_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4370,7 +4486,7 @@ double _wrap_StepResult_update_seconds_get_swig_6bb220f55ddcc519(dpt_step_result
 }
 
 
-void _wrap_StepResult_total_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_total_seconds_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4382,7 +4498,7 @@ void _wrap_StepResult_total_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_
 }
 
 
-double _wrap_StepResult_total_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_total_seconds_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4395,7 +4511,7 @@ double _wrap_StepResult_total_seconds_get_swig_6bb220f55ddcc519(dpt_step_result 
 }
 
 
-void _wrap_StepResult_skipped_nonfinite_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_nonfinite_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4407,7 +4523,7 @@ void _wrap_StepResult_skipped_nonfinite_set_swig_6bb220f55ddcc519(dpt_step_resul
 }
 
 
-intgo _wrap_StepResult_skipped_nonfinite_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_nonfinite_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4420,7 +4536,7 @@ intgo _wrap_StepResult_skipped_nonfinite_get_swig_6bb220f55ddcc519(dpt_step_resu
 }
 
 
-void _wrap_StepResult_nonfinite_steps_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4432,7 +4548,7 @@ void _wrap_StepResult_nonfinite_steps_set_swig_6bb220f55ddcc519(dpt_step_result 
 }
 
 
-long long _wrap_StepResult_nonfinite_steps_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4445,7 +4561,7 @@ long long _wrap_StepResult_nonfinite_steps_get_swig_6bb220f55ddcc519(dpt_step_re
 }
 
 
-void _wrap_StepResult_allreduce_exposed_seconds_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_allreduce_exposed_seconds_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4457,7 +4573,7 @@ void _wrap_StepResult_allreduce_exposed_seconds_set_swig_6bb220f55ddcc519(dpt_st
 }
 
 
-double _wrap_StepResult_allreduce_exposed_seconds_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_allreduce_exposed_seconds_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4470,7 +4586,7 @@ double _wrap_StepResult_allreduce_exposed_seconds_get_swig_6bb220f55ddcc519(dpt_
 }
 
 
-void _wrap_StepResult_targets_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4482,7 +4598,7 @@ void _wrap_StepResult_targets_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_g
 }
 
 
-long long _wrap_StepResult_targets_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_targets_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4495,7 +4611,7 @@ long long _wrap_StepResult_targets_get_swig_6bb220f55ddcc519(dpt_step_result *_s
 }
 
 
-void _wrap_StepResult_skipped_overflow_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_StepResult_skipped_overflow_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, intgo _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int arg2 ;
   
@@ -4507,7 +4623,7 @@ void _wrap_StepResult_skipped_overflow_set_swig_6bb220f55ddcc519(dpt_step_result
 }
 
 
-intgo _wrap_StepResult_skipped_overflow_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+intgo _wrap_StepResult_skipped_overflow_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -4520,7 +4636,7 @@ intgo _wrap_StepResult_skipped_overflow_get_swig_6bb220f55ddcc519(dpt_step_resul
 }
 
 
-void _wrap_StepResult_overflow_steps_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, long long _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4532,7 +4648,7 @@ void _wrap_StepResult_overflow_steps_set_swig_6bb220f55ddcc519(dpt_step_result *
 }
 
 
-long long _wrap_StepResult_overflow_steps_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+long long _wrap_StepResult_overflow_steps_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4545,7 +4661,7 @@ long long _wrap_StepResult_overflow_steps_get_swig_6bb220f55ddcc519(dpt_step_res
 }
 
 
-void _wrap_StepResult_loss_scale_set_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0, double _swig_go_1) {
+void _wrap_StepResult_loss_scale_set_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0, double _swig_go_1) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double arg2 ;
   
@@ -4557,7 +4673,7 @@ void _wrap_StepResult_loss_scale_set_swig_6bb220f55ddcc519(dpt_step_result *_swi
 }
 
 
-double _wrap_StepResult_loss_scale_get_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+double _wrap_StepResult_loss_scale_get_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4570,7 +4686,7 @@ double _wrap_StepResult_loss_scale_get_swig_6bb220f55ddcc519(dpt_step_result *_s
 }
 
 
-dpt_step_result *_wrap_new_StepResult_swig_6bb220f55ddcc519() {
+dpt_step_result *_wrap_new_StepResult_swig_ce6bd54a8d9c8247() {
   dpt_step_result *result = 0 ;
   dpt_step_result *_swig_go_result;
   
@@ -4580,7 +4696,7 @@ dpt_step_result *_wrap_new_StepResult_swig_6bb220f55ddcc519() {
     result = (dpt_step_result *)new_dpt_step_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_StepResult_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = (dpt_step_result *)result; 
@@ -4588,7 +4704,7 @@ dpt_step_result *_wrap_new_StepResult_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_StepResult_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) {
+void _wrap_delete_StepResult_swig_ce6bd54a8d9c8247(dpt_step_result *_swig_go_0) {
   dpt_step_result *arg1 = (dpt_step_result *) 0 ;
   
   arg1 = *(dpt_step_result **)&_swig_go_0; 
@@ -4598,14 +4714,14 @@ void _wrap_delete_StepResult_swig_6bb220f55ddcc519(dpt_step_result *_swig_go_0) 
     delete_dpt_step_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_StepResult_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_EvalResult_loss_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_loss_set_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4617,7 +4733,7 @@ void _wrap_EvalResult_loss_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0
 }
 
 
-double _wrap_EvalResult_loss_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_loss_get_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4630,7 +4746,7 @@ double _wrap_EvalResult_loss_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go
 }
 
 
-void _wrap_EvalResult_accuracy_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_accuracy_set_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4642,7 +4758,7 @@ void _wrap_EvalResult_accuracy_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_
 }
 
 
-double _wrap_EvalResult_accuracy_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_accuracy_get_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4655,7 +4771,7 @@ double _wrap_EvalResult_accuracy_get_swig_6bb220f55ddcc519(dpt_eval_result *_swi
 }
 
 
-void _wrap_EvalResult_samples_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4667,7 +4783,7 @@ void _wrap_EvalResult_samples_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_samples_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_samples_get_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4680,7 +4796,7 @@ long long _wrap_EvalResult_samples_get_swig_6bb220f55ddcc519(dpt_eval_result *_s
 }
 
 
-void _wrap_EvalResult_seconds_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, double _swig_go_1) {
+void _wrap_EvalResult_seconds_set_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0, double _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double arg2 ;
   
@@ -4692,7 +4808,7 @@ void _wrap_EvalResult_seconds_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_g
 }
 
 
-double _wrap_EvalResult_seconds_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
+double _wrap_EvalResult_seconds_get_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -4705,7 +4821,7 @@ double _wrap_EvalResult_seconds_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig
 }
 
 
-void _wrap_EvalResult_targets_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0, long long _swig_go_1) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t arg2 ;
   
@@ -4717,7 +4833,7 @@ void _wrap_EvalResult_targets_set_swig_6bb220f55ddcc519(dpt_eval_result *_swig_g
 }
 
 
-long long _wrap_EvalResult_targets_get_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
+long long _wrap_EvalResult_targets_get_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4730,7 +4846,7 @@ long long _wrap_EvalResult_targets_get_swig_6bb220f55ddcc519(dpt_eval_result *_s
 }
 
 
-dpt_eval_result *_wrap_new_EvalResult_swig_6bb220f55ddcc519() {
+dpt_eval_result *_wrap_new_EvalResult_swig_ce6bd54a8d9c8247() {
   dpt_eval_result *result = 0 ;
   dpt_eval_result *_swig_go_result;
   
@@ -4740,7 +4856,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_6bb220f55ddcc519() {
     result = (dpt_eval_result *)new_dpt_eval_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_EvalResult_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = (dpt_eval_result *)result; 
@@ -4748,7 +4864,7 @@ dpt_eval_result *_wrap_new_EvalResult_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_EvalResult_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) {
+void _wrap_delete_EvalResult_swig_ce6bd54a8d9c8247(dpt_eval_result *_swig_go_0) {
   dpt_eval_result *arg1 = (dpt_eval_result *) 0 ;
   
   arg1 = *(dpt_eval_result **)&_swig_go_0; 
@@ -4758,14 +4874,14 @@ void _wrap_delete_EvalResult_swig_6bb220f55ddcc519(dpt_eval_result *_swig_go_0) 
     delete_dpt_eval_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_EvalResult_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-intgo _wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PROGRESS_BATCH_swig_ce6bd54a8d9c8247() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4776,7 +4892,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_BATCH_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4784,7 +4900,7 @@ intgo _wrap_DPT_PROGRESS_BATCH_swig_6bb220f55ddcc519() {
 }
 
 
-intgo _wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519() {
+intgo _wrap_DPT_PROGRESS_EPOCH_swig_ce6bd54a8d9c8247() {
   dpt_progress_kind result;
   intgo _swig_go_result;
   
@@ -4795,7 +4911,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519() {
     
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_DPT_PROGRESS_EPOCH_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -4803,7 +4919,7 @@ intgo _wrap_DPT_PROGRESS_EPOCH_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_Progress_kind_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_kind_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind arg2 ;
   
@@ -4815,7 +4931,7 @@ void _wrap_Progress_kind_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, int
 }
 
 
-intgo _wrap_Progress_kind_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_kind_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   dpt_progress_kind result;
   intgo _swig_go_result;
@@ -4828,7 +4944,7 @@ intgo _wrap_Progress_kind_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_epoch_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4840,7 +4956,7 @@ void _wrap_Progress_epoch_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_epoch_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epoch_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4853,7 +4969,7 @@ long long _wrap_Progress_epoch_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_epochs_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4865,7 +4981,7 @@ void _wrap_Progress_epochs_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, l
 }
 
 
-long long _wrap_Progress_epochs_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_epochs_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4878,7 +4994,7 @@ long long _wrap_Progress_epochs_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_batch_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4890,7 +5006,7 @@ void _wrap_Progress_batch_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, lo
 }
 
 
-long long _wrap_Progress_batch_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batch_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4903,7 +5019,7 @@ long long _wrap_Progress_batch_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_batches_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t arg2 ;
   
@@ -4915,7 +5031,7 @@ void _wrap_Progress_batches_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_batches_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_batches_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -4928,7 +5044,7 @@ long long _wrap_Progress_batches_get_swig_6bb220f55ddcc519(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_samples_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, long long _swig_go_1) {
+void _wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, long long _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t arg2 ;
   
@@ -4940,7 +5056,7 @@ void _wrap_Progress_samples_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, 
 }
 
 
-long long _wrap_Progress_samples_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+long long _wrap_Progress_samples_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -4953,7 +5069,7 @@ long long _wrap_Progress_samples_get_swig_6bb220f55ddcc519(dpt_progress *_swig_g
 }
 
 
-void _wrap_Progress_loss_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4965,7 +5081,7 @@ void _wrap_Progress_loss_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, dou
 }
 
 
-double _wrap_Progress_loss_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -4978,7 +5094,7 @@ double _wrap_Progress_loss_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
 }
 
 
-void _wrap_Progress_accuracy_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_accuracy_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -4990,7 +5106,7 @@ void _wrap_Progress_accuracy_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0,
 }
 
 
-double _wrap_Progress_accuracy_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_accuracy_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5003,7 +5119,7 @@ double _wrap_Progress_accuracy_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_
 }
 
 
-void _wrap_Progress_samples_per_second_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_samples_per_second_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5015,7 +5131,7 @@ void _wrap_Progress_samples_per_second_set_swig_6bb220f55ddcc519(dpt_progress *_
 }
 
 
-double _wrap_Progress_samples_per_second_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_samples_per_second_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5028,7 +5144,7 @@ double _wrap_Progress_samples_per_second_get_swig_6bb220f55ddcc519(dpt_progress 
 }
 
 
-void _wrap_Progress_epoch_seconds_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_epoch_seconds_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5040,7 +5156,7 @@ void _wrap_Progress_epoch_seconds_set_swig_6bb220f55ddcc519(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_epoch_seconds_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_epoch_seconds_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5053,7 +5169,7 @@ double _wrap_Progress_epoch_seconds_get_swig_6bb220f55ddcc519(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_has_test_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Progress_has_test_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, intgo _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int arg2 ;
   
@@ -5065,7 +5181,7 @@ void _wrap_Progress_has_test_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0,
 }
 
 
-intgo _wrap_Progress_has_test_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+intgo _wrap_Progress_has_test_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5078,7 +5194,7 @@ intgo _wrap_Progress_has_test_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0
 }
 
 
-void _wrap_Progress_test_loss_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_loss_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5090,7 +5206,7 @@ void _wrap_Progress_test_loss_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0
 }
 
 
-double _wrap_Progress_test_loss_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_loss_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5103,7 +5219,7 @@ double _wrap_Progress_test_loss_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go
 }
 
 
-void _wrap_Progress_test_accuracy_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_test_accuracy_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5115,7 +5231,7 @@ void _wrap_Progress_test_accuracy_set_swig_6bb220f55ddcc519(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_test_accuracy_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_test_accuracy_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5128,7 +5244,7 @@ double _wrap_Progress_test_accuracy_get_swig_6bb220f55ddcc519(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_learning_rate_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_learning_rate_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5140,7 +5256,7 @@ void _wrap_Progress_learning_rate_set_swig_6bb220f55ddcc519(dpt_progress *_swig_
 }
 
 
-double _wrap_Progress_learning_rate_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_learning_rate_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5153,7 +5269,7 @@ double _wrap_Progress_learning_rate_get_swig_6bb220f55ddcc519(dpt_progress *_swi
 }
 
 
-void _wrap_Progress_loss_scale_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0, double _swig_go_1) {
+void _wrap_Progress_loss_scale_set_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0, double _swig_go_1) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double arg2 ;
   
@@ -5165,7 +5281,7 @@ void _wrap_Progress_loss_scale_set_swig_6bb220f55ddcc519(dpt_progress *_swig_go_
 }
 
 
-double _wrap_Progress_loss_scale_get_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+double _wrap_Progress_loss_scale_get_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   double result;
   double _swig_go_result;
@@ -5178,7 +5294,7 @@ double _wrap_Progress_loss_scale_get_swig_6bb220f55ddcc519(dpt_progress *_swig_g
 }
 
 
-dpt_progress *_wrap_new_Progress_swig_6bb220f55ddcc519() {
+dpt_progress *_wrap_new_Progress_swig_ce6bd54a8d9c8247() {
   dpt_progress *result = 0 ;
   dpt_progress *_swig_go_result;
   
@@ -5188,7 +5304,7 @@ dpt_progress *_wrap_new_Progress_swig_6bb220f55ddcc519() {
     result = (dpt_progress *)new_dpt_progress();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Progress_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_progress **)&_swig_go_result = (dpt_progress *)result; 
@@ -5196,7 +5312,7 @@ dpt_progress *_wrap_new_Progress_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_Progress_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
+void _wrap_delete_Progress_swig_ce6bd54a8d9c8247(dpt_progress *_swig_go_0) {
   dpt_progress *arg1 = (dpt_progress *) 0 ;
   
   arg1 = *(dpt_progress **)&_swig_go_0; 
@@ -5206,14 +5322,14 @@ void _wrap_delete_Progress_swig_6bb220f55ddcc519(dpt_progress *_swig_go_0) {
     delete_dpt_progress(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Progress_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_FitOptions_epochs_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5225,7 +5341,7 @@ void _wrap_FitOptions_epochs_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go
 }
 
 
-long long _wrap_FitOptions_epochs_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_epochs_get_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5238,7 +5354,7 @@ long long _wrap_FitOptions_epochs_get_swig_6bb220f55ddcc519(dpt_fit_options *_sw
 }
 
 
-void _wrap_FitOptions_batch_size_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5250,7 +5366,7 @@ void _wrap_FitOptions_batch_size_set_swig_6bb220f55ddcc519(dpt_fit_options *_swi
 }
 
 
-long long _wrap_FitOptions_batch_size_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_batch_size_get_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5263,7 +5379,7 @@ long long _wrap_FitOptions_batch_size_get_swig_6bb220f55ddcc519(dpt_fit_options 
 }
 
 
-void _wrap_FitOptions_shuffle_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitOptions_shuffle_set_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int arg2 ;
   
@@ -5275,7 +5391,7 @@ void _wrap_FitOptions_shuffle_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_g
 }
 
 
-intgo _wrap_FitOptions_shuffle_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
+intgo _wrap_FitOptions_shuffle_get_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5288,7 +5404,7 @@ intgo _wrap_FitOptions_shuffle_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_
 }
 
 
-void _wrap_FitOptions_progress_every_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5300,7 +5416,7 @@ void _wrap_FitOptions_progress_every_set_swig_6bb220f55ddcc519(dpt_fit_options *
 }
 
 
-long long _wrap_FitOptions_progress_every_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_progress_every_get_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5313,7 +5429,7 @@ long long _wrap_FitOptions_progress_every_get_swig_6bb220f55ddcc519(dpt_fit_opti
 }
 
 
-void _wrap_FitOptions_eval_batch_size_set_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0, long long _swig_go_1) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t arg2 ;
   
@@ -5325,7 +5441,7 @@ void _wrap_FitOptions_eval_batch_size_set_swig_6bb220f55ddcc519(dpt_fit_options 
 }
 
 
-long long _wrap_FitOptions_eval_batch_size_get_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
+long long _wrap_FitOptions_eval_batch_size_get_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5338,7 +5454,7 @@ long long _wrap_FitOptions_eval_batch_size_get_swig_6bb220f55ddcc519(dpt_fit_opt
 }
 
 
-dpt_fit_options *_wrap_new_FitOptions_swig_6bb220f55ddcc519() {
+dpt_fit_options *_wrap_new_FitOptions_swig_ce6bd54a8d9c8247() {
   dpt_fit_options *result = 0 ;
   dpt_fit_options *_swig_go_result;
   
@@ -5348,7 +5464,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_6bb220f55ddcc519() {
     result = (dpt_fit_options *)new_dpt_fit_options();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_fit_options **)&_swig_go_result = (dpt_fit_options *)result; 
@@ -5356,7 +5472,7 @@ dpt_fit_options *_wrap_new_FitOptions_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_FitOptions_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) {
+void _wrap_delete_FitOptions_swig_ce6bd54a8d9c8247(dpt_fit_options *_swig_go_0) {
   dpt_fit_options *arg1 = (dpt_fit_options *) 0 ;
   
   arg1 = *(dpt_fit_options **)&_swig_go_0; 
@@ -5366,14 +5482,14 @@ void _wrap_delete_FitOptions_swig_6bb220f55ddcc519(dpt_fit_options *_swig_go_0) 
     delete_dpt_fit_options(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitOptions_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_FitResult_epochs_completed_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t arg2 ;
   
@@ -5385,7 +5501,7 @@ void _wrap_FitResult_epochs_completed_set_swig_6bb220f55ddcc519(dpt_fit_result *
 }
 
 
-long long _wrap_FitResult_epochs_completed_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_epochs_completed_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -5398,7 +5514,7 @@ long long _wrap_FitResult_epochs_completed_get_swig_6bb220f55ddcc519(dpt_fit_res
 }
 
 
-void _wrap_FitResult_stopped_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_stopped_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5410,7 +5526,7 @@ void _wrap_FitResult_stopped_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_
 }
 
 
-intgo _wrap_FitResult_stopped_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_stopped_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5423,7 +5539,7 @@ intgo _wrap_FitResult_stopped_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go
 }
 
 
-void _wrap_FitResult_train_loss_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_loss_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5435,7 +5551,7 @@ void _wrap_FitResult_train_loss_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_train_loss_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_loss_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5448,7 +5564,7 @@ double _wrap_FitResult_train_loss_get_swig_6bb220f55ddcc519(dpt_fit_result *_swi
 }
 
 
-void _wrap_FitResult_train_accuracy_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_accuracy_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5460,7 +5576,7 @@ void _wrap_FitResult_train_accuracy_set_swig_6bb220f55ddcc519(dpt_fit_result *_s
 }
 
 
-double _wrap_FitResult_train_accuracy_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_accuracy_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5473,7 +5589,7 @@ double _wrap_FitResult_train_accuracy_get_swig_6bb220f55ddcc519(dpt_fit_result *
 }
 
 
-void _wrap_FitResult_has_test_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
+void _wrap_FitResult_has_test_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, intgo _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int arg2 ;
   
@@ -5485,7 +5601,7 @@ void _wrap_FitResult_has_test_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go
 }
 
 
-intgo _wrap_FitResult_has_test_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+intgo _wrap_FitResult_has_test_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   int result;
   intgo _swig_go_result;
@@ -5498,7 +5614,7 @@ intgo _wrap_FitResult_has_test_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_g
 }
 
 
-void _wrap_FitResult_test_loss_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_loss_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5510,7 +5626,7 @@ void _wrap_FitResult_test_loss_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_g
 }
 
 
-double _wrap_FitResult_test_loss_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_loss_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5523,7 +5639,7 @@ double _wrap_FitResult_test_loss_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig
 }
 
 
-void _wrap_FitResult_test_accuracy_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_test_accuracy_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5535,7 +5651,7 @@ void _wrap_FitResult_test_accuracy_set_swig_6bb220f55ddcc519(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_test_accuracy_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_test_accuracy_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5548,7 +5664,7 @@ double _wrap_FitResult_test_accuracy_get_swig_6bb220f55ddcc519(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_train_seconds_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_train_seconds_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5560,7 +5676,7 @@ void _wrap_FitResult_train_seconds_set_swig_6bb220f55ddcc519(dpt_fit_result *_sw
 }
 
 
-double _wrap_FitResult_train_seconds_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_train_seconds_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5573,7 +5689,7 @@ double _wrap_FitResult_train_seconds_get_swig_6bb220f55ddcc519(dpt_fit_result *_
 }
 
 
-void _wrap_FitResult_samples_per_second_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_samples_per_second_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5585,7 +5701,7 @@ void _wrap_FitResult_samples_per_second_set_swig_6bb220f55ddcc519(dpt_fit_result
 }
 
 
-double _wrap_FitResult_samples_per_second_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_samples_per_second_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5598,7 +5714,7 @@ double _wrap_FitResult_samples_per_second_get_swig_6bb220f55ddcc519(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_optimizer_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5610,7 +5726,7 @@ void _wrap_FitResult_optimizer_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_optimizer_steps_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5623,7 +5739,7 @@ long long _wrap_FitResult_optimizer_steps_get_swig_6bb220f55ddcc519(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_nonfinite_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5635,7 +5751,7 @@ void _wrap_FitResult_nonfinite_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_
 }
 
 
-long long _wrap_FitResult_nonfinite_steps_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5648,7 +5764,7 @@ long long _wrap_FitResult_nonfinite_steps_get_swig_6bb220f55ddcc519(dpt_fit_resu
 }
 
 
-void _wrap_FitResult_overflow_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
+void _wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, long long _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t arg2 ;
   
@@ -5660,7 +5776,7 @@ void _wrap_FitResult_overflow_steps_set_swig_6bb220f55ddcc519(dpt_fit_result *_s
 }
 
 
-long long _wrap_FitResult_overflow_steps_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+long long _wrap_FitResult_overflow_steps_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5673,7 +5789,7 @@ long long _wrap_FitResult_overflow_steps_get_swig_6bb220f55ddcc519(dpt_fit_resul
 }
 
 
-void _wrap_FitResult_loss_scale_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0, double _swig_go_1) {
+void _wrap_FitResult_loss_scale_set_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0, double _swig_go_1) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double arg2 ;
   
@@ -5685,7 +5801,7 @@ void _wrap_FitResult_loss_scale_set_swig_6bb220f55ddcc519(dpt_fit_result *_swig_
 }
 
 
-double _wrap_FitResult_loss_scale_get_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+double _wrap_FitResult_loss_scale_get_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   double result;
   double _swig_go_result;
@@ -5698,7 +5814,7 @@ double _wrap_FitResult_loss_scale_get_swig_6bb220f55ddcc519(dpt_fit_result *_swi
 }
 
 
-dpt_fit_result *_wrap_new_FitResult_swig_6bb220f55ddcc519() {
+dpt_fit_result *_wrap_new_FitResult_swig_ce6bd54a8d9c8247() {
   dpt_fit_result *result = 0 ;
   dpt_fit_result *_swig_go_result;
   
@@ -5708,7 +5824,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_6bb220f55ddcc519() {
     result = (dpt_fit_result *)new_dpt_fit_result();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_FitResult_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = (dpt_fit_result *)result; 
@@ -5716,7 +5832,7 @@ dpt_fit_result *_wrap_new_FitResult_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_FitResult_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
+void _wrap_delete_FitResult_swig_ce6bd54a8d9c8247(dpt_fit_result *_swig_go_0) {
   dpt_fit_result *arg1 = (dpt_fit_result *) 0 ;
   
   arg1 = *(dpt_fit_result **)&_swig_go_0; 
@@ -5726,14 +5842,14 @@ void _wrap_delete_FitResult_swig_6bb220f55ddcc519(dpt_fit_result *_swig_go_0) {
     delete_dpt_fit_result(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_FitResult_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-long long _wrap_ReplicaMemoryNative_parameters_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_parameters_get_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5746,7 +5862,7 @@ long long _wrap_ReplicaMemoryNative_parameters_get_swig_6bb220f55ddcc519(dpt_rep
 }
 
 
-long long _wrap_ReplicaMemoryNative_gradients_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_gradients_get_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5759,7 +5875,7 @@ long long _wrap_ReplicaMemoryNative_gradients_get_swig_6bb220f55ddcc519(dpt_repl
 }
 
 
-long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5772,7 +5888,7 @@ long long _wrap_ReplicaMemoryNative_optimizer_state_get_swig_6bb220f55ddcc519(dp
 }
 
 
-long long _wrap_ReplicaMemoryNative_buffers_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_buffers_get_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5785,7 +5901,7 @@ long long _wrap_ReplicaMemoryNative_buffers_get_swig_6bb220f55ddcc519(dpt_replic
 }
 
 
-long long _wrap_ReplicaMemoryNative_activations_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_activations_get_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5798,7 +5914,7 @@ long long _wrap_ReplicaMemoryNative_activations_get_swig_6bb220f55ddcc519(dpt_re
 }
 
 
-long long _wrap_ReplicaMemoryNative_total_get_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+long long _wrap_ReplicaMemoryNative_total_get_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -5811,7 +5927,7 @@ long long _wrap_ReplicaMemoryNative_total_get_swig_6bb220f55ddcc519(dpt_replica_
 }
 
 
-dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519() {
+dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_ce6bd54a8d9c8247() {
   dpt_replica_memory *result = 0 ;
   dpt_replica_memory *_swig_go_result;
   
@@ -5821,7 +5937,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519() {
     result = (dpt_replica_memory *)new_dpt_replica_memory();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaMemoryNative_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = (dpt_replica_memory *)result; 
@@ -5829,7 +5945,7 @@ dpt_replica_memory *_wrap_new_ReplicaMemoryNative_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519(dpt_replica_memory *_swig_go_0) {
+void _wrap_delete_ReplicaMemoryNative_swig_ce6bd54a8d9c8247(dpt_replica_memory *_swig_go_0) {
   dpt_replica_memory *arg1 = (dpt_replica_memory *) 0 ;
   
   arg1 = *(dpt_replica_memory **)&_swig_go_0; 
@@ -5839,14 +5955,14 @@ void _wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519(dpt_replica_memory *
     delete_dpt_replica_memory(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaMemoryNative_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-double _wrap_ReplicaTimesNative_compute_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_compute_seconds_get_swig_ce6bd54a8d9c8247(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5859,7 +5975,7 @@ double _wrap_ReplicaTimesNative_compute_seconds_get_swig_6bb220f55ddcc519(dpt_re
 }
 
 
-double _wrap_ReplicaTimesNative_communication_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_communication_seconds_get_swig_ce6bd54a8d9c8247(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5872,7 +5988,7 @@ double _wrap_ReplicaTimesNative_communication_seconds_get_swig_6bb220f55ddcc519(
 }
 
 
-double _wrap_ReplicaTimesNative_update_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_update_seconds_get_swig_ce6bd54a8d9c8247(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5885,7 +6001,7 @@ double _wrap_ReplicaTimesNative_update_seconds_get_swig_6bb220f55ddcc519(dpt_rep
 }
 
 
-double _wrap_ReplicaTimesNative_idle_seconds_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_idle_seconds_get_swig_ce6bd54a8d9c8247(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5898,7 +6014,7 @@ double _wrap_ReplicaTimesNative_idle_seconds_get_swig_6bb220f55ddcc519(dpt_repli
 }
 
 
-double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
+double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_ce6bd54a8d9c8247(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   double result;
   double _swig_go_result;
@@ -5911,7 +6027,7 @@ double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_6bb220f55ddcc519(dpt_repl
 }
 
 
-dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519() {
+dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_ce6bd54a8d9c8247() {
   dpt_replica_times *result = 0 ;
   dpt_replica_times *_swig_go_result;
   
@@ -5921,7 +6037,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519() {
     result = (dpt_replica_times *)new_dpt_replica_times();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_ReplicaTimesNative_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = (dpt_replica_times *)result; 
@@ -5929,7 +6045,7 @@ dpt_replica_times *_wrap_new_ReplicaTimesNative_swig_6bb220f55ddcc519() {
 }
 
 
-void _wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519(dpt_replica_times *_swig_go_0) {
+void _wrap_delete_ReplicaTimesNative_swig_ce6bd54a8d9c8247(dpt_replica_times *_swig_go_0) {
   dpt_replica_times *arg1 = (dpt_replica_times *) 0 ;
   
   arg1 = *(dpt_replica_times **)&_swig_go_0; 
@@ -5939,14 +6055,14 @@ void _wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519(dpt_replica_times *_s
     delete_dpt_replica_times(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_ReplicaTimesNative_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519(long long _swig_go_0, long long _swig_go_1) {
+dpt_context *_wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(long long _swig_go_0, long long _swig_go_1) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_context *result = 0 ;
@@ -5960,7 +6076,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1),arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5968,7 +6084,7 @@ dpt_context *_wrap_new_Context__SWIG_0_swig_6bb220f55ddcc519(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519(long long _swig_go_0) {
+dpt_context *_wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(long long _swig_go_0) {
   size_t arg1 ;
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
@@ -5980,7 +6096,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_0(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -5988,7 +6104,7 @@ dpt_context *_wrap_new_Context__SWIG_1_swig_6bb220f55ddcc519(long long _swig_go_
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519() {
+dpt_context *_wrap_new_Context__SWIG_2_swig_ce6bd54a8d9c8247() {
   dpt_context *result = 0 ;
   dpt_context *_swig_go_result;
   
@@ -5998,7 +6114,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519() {
     result = (dpt_context *)new_dpt_context__SWIG_0();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_2_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -6006,7 +6122,7 @@ dpt_context *_wrap_new_Context__SWIG_2_swig_6bb220f55ddcc519() {
 }
 
 
-dpt_context *_wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
+dpt_context *_wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(long long _swig_go_0, long long _swig_go_1, intgo _swig_go_2) {
   size_t arg1 ;
   uint64_t arg2 ;
   dpt_device_selection arg3 ;
@@ -6022,7 +6138,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519(long long _swig_go_
     result = (dpt_context *)new_dpt_context__SWIG_3(SWIG_STD_MOVE(arg1),arg2,arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_context **)&_swig_go_result = (dpt_context *)result; 
@@ -6030,7 +6146,7 @@ dpt_context *_wrap_new_Context__SWIG_3_swig_6bb220f55ddcc519(long long _swig_go_
 }
 
 
-void _wrap_delete_Context_swig_6bb220f55ddcc519(dpt_context *_swig_go_0) {
+void _wrap_delete_Context_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   
   arg1 = *(dpt_context **)&_swig_go_0; 
@@ -6040,14 +6156,14 @@ void _wrap_delete_Context_swig_6bb220f55ddcc519(dpt_context *_swig_go_0) {
     delete_dpt_context(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Context_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_backend_info *_wrap_Context_backendInfo_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, intgo _swig_go_1) {
+dpt_backend_info *_wrap_Context_backendInfo_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0, intgo _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_device_kind arg2 ;
   SwigValueWrapper< dpt_backend_info > result;
@@ -6061,7 +6177,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_6bb220f55ddcc519(dpt_context *_
     result = dpt_context_backendInfo(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_backendInfo_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_backend_info **)&_swig_go_result = new dpt_backend_info(result); 
@@ -6069,7 +6185,7 @@ dpt_backend_info *_wrap_Context_backendInfo_swig_6bb220f55ddcc519(dpt_context *_
 }
 
 
-bool _wrap_Context_canAccessPeer_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+bool _wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6085,7 +6201,7 @@ bool _wrap_Context_canAccessPeer_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, 
     result = (bool)dpt_context_canAccessPeer(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6093,7 +6209,7 @@ bool _wrap_Context_canAccessPeer_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, 
 }
 
 
-long long _wrap_Context_deviceCount_swig_6bb220f55ddcc519(dpt_context *_swig_go_0) {
+long long _wrap_Context_deviceCount_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -6105,7 +6221,7 @@ long long _wrap_Context_deviceCount_swig_6bb220f55ddcc519(dpt_context *_swig_go_
     result = dpt_context_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6113,7 +6229,7 @@ long long _wrap_Context_deviceCount_swig_6bb220f55ddcc519(dpt_context *_swig_go_
 }
 
 
-dpt_device_info *_wrap_Context_deviceInfo_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, long long _swig_go_1) {
+dpt_device_info *_wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0, long long _swig_go_1) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_device_info > result;
@@ -6127,7 +6243,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_6bb220f55ddcc519(dpt_context *_sw
     result = dpt_context_deviceInfo(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_device_info **)&_swig_go_result = new dpt_device_info(result); 
@@ -6135,7 +6251,7 @@ dpt_device_info *_wrap_Context_deviceInfo_swig_6bb220f55ddcc519(dpt_context *_sw
 }
 
 
-dpt_model *_wrap_new_Model_swig_6bb220f55ddcc519(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_model *_wrap_new_Model_swig_ce6bd54a8d9c8247(long long _swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   size_t arg1 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6151,7 +6267,7 @@ dpt_model *_wrap_new_Model_swig_6bb220f55ddcc519(long long _swig_go_0, long long
     result = (dpt_model *)new_dpt_model(SWIG_STD_MOVE(arg1),SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Model_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6159,7 +6275,7 @@ dpt_model *_wrap_new_Model_swig_6bb220f55ddcc519(long long _swig_go_0, long long
 }
 
 
-dpt_model *_wrap_Model_createTokens_swig_6bb220f55ddcc519(long long _swig_go_0) {
+dpt_model *_wrap_Model_createTokens_swig_ce6bd54a8d9c8247(long long _swig_go_0) {
   size_t arg1 ;
   dpt_model *result = 0 ;
   dpt_model *_swig_go_result;
@@ -6171,7 +6287,7 @@ dpt_model *_wrap_Model_createTokens_swig_6bb220f55ddcc519(long long _swig_go_0) 
     result = (dpt_model *)dpt_model_createTokens(SWIG_STD_MOVE(arg1));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_createTokens_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6179,7 +6295,7 @@ dpt_model *_wrap_Model_createTokens_swig_6bb220f55ddcc519(long long _swig_go_0) 
 }
 
 
-dpt_model *_wrap_Model_builtin_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_builtin_swig_ce6bd54a8d9c8247(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6199,7 +6315,7 @@ dpt_model *_wrap_Model_builtin_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_builtin((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_builtin_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6208,7 +6324,7 @@ dpt_model *_wrap_Model_builtin_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
 }
 
 
-dpt_model *_wrap_Model_fromJson_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
+dpt_model *_wrap_Model_fromJson_swig_ce6bd54a8d9c8247(_gostring_ _swig_go_0) {
   char *arg1 = (char *) 0 ;
   std::string temp1 ;
   dpt_model *result = 0 ;
@@ -6228,7 +6344,7 @@ dpt_model *_wrap_Model_fromJson_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
     result = (dpt_model *)dpt_model_fromJson((char const *)arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_fromJson_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_model **)&_swig_go_result = (dpt_model *)result; 
@@ -6237,7 +6353,7 @@ dpt_model *_wrap_Model_fromJson_swig_6bb220f55ddcc519(_gostring_ _swig_go_0) {
 }
 
 
-void _wrap_delete_Model_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+void _wrap_delete_Model_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6247,14 +6363,14 @@ void _wrap_delete_Model_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     delete_dpt_model(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Model_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_addDense_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -6266,14 +6382,14 @@ void _wrap_Model_addDense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long
     dpt_model_addDense(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDense_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addConv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+void _wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6291,14 +6407,14 @@ void _wrap_Model_addConv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long lon
     dpt_model_addConv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addConv2d_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Model_addPool_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_pool_kind arg2 ;
   size_t arg3 ;
@@ -6314,14 +6430,14 @@ void _wrap_Model_addPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swi
     dpt_model_addPool(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addPool_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addActivation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1) {
+void _wrap_Model_addActivation_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_activation arg2 ;
   
@@ -6333,14 +6449,14 @@ void _wrap_Model_addActivation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intg
     dpt_model_addActivation(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addActivation_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addFlatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+void _wrap_Model_addFlatten_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   
   arg1 = *(dpt_model **)&_swig_go_0; 
@@ -6350,14 +6466,14 @@ void _wrap_Model_addFlatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     dpt_model_addFlatten(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addFlatten_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Model_addDropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, float _swig_go_1) {
+void _wrap_Model_addDropout_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, float _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   float arg2 ;
   
@@ -6369,14 +6485,14 @@ void _wrap_Model_addDropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, float _
     dpt_model_addDropout(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_addDropout_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_conv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
+long long _wrap_Model_conv2d_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5, bool _swig_go_6, _gostring_ _swig_go_7) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6410,7 +6526,7 @@ long long _wrap_Model_conv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long l
     result = dpt_model_conv2d(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),arg7,(char const *)arg8);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_conv2d_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6419,7 +6535,7 @@ long long _wrap_Model_conv2d_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_dense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_dense_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6447,7 +6563,7 @@ long long _wrap_Model_dense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long lo
     result = dpt_model_dense(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dense_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6456,7 +6572,7 @@ long long _wrap_Model_dense_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long lo
 }
 
 
-long long _wrap_Model_linear_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_linear_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, bool _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6484,7 +6600,7 @@ long long _wrap_Model_linear_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long l
     result = dpt_model_linear(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_linear_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6493,7 +6609,7 @@ long long _wrap_Model_linear_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long l
 }
 
 
-long long _wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6521,7 +6637,7 @@ long long _wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_go_0
     result = dpt_model_tokenEmbedding(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6530,7 +6646,7 @@ long long _wrap_Model_tokenEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_positionEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6554,7 +6670,7 @@ long long _wrap_Model_positionEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_g
     result = dpt_model_positionEmbedding(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6563,7 +6679,7 @@ long long _wrap_Model_positionEmbedding_swig_6bb220f55ddcc519(dpt_model *_swig_g
 }
 
 
-long long _wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6591,7 +6707,7 @@ long long _wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519(dpt_model *_swig
     result = dpt_model_causalSelfAttention(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6600,7 +6716,7 @@ long long _wrap_Model_causalSelfAttention_swig_6bb220f55ddcc519(dpt_model *_swig
 }
 
 
-long long _wrap_Model_batchNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, float _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6628,7 +6744,7 @@ long long _wrap_Model_batchNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, lon
     result = dpt_model_batchNorm(arg1,SWIG_STD_MOVE(arg2),arg3,arg4,(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_batchNorm_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6637,7 +6753,7 @@ long long _wrap_Model_batchNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_layerNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6663,7 +6779,7 @@ long long _wrap_Model_layerNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, lon
     result = dpt_model_layerNorm(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerNorm_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6672,7 +6788,7 @@ long long _wrap_Model_layerNorm_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, lon
 }
 
 
-long long _wrap_Model_activation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_activation_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_activation arg3 ;
@@ -6698,7 +6814,7 @@ long long _wrap_Model_activation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, lo
     result = dpt_model_activation(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_activation_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6707,7 +6823,7 @@ long long _wrap_Model_activation_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, lo
 }
 
 
-long long _wrap_Model_pool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
+long long _wrap_Model_pool_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, intgo _swig_go_2, long long _swig_go_3, long long _swig_go_4, _gostring_ _swig_go_5) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   dpt_pool_kind arg3 ;
@@ -6737,7 +6853,7 @@ long long _wrap_Model_pool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long lon
     result = dpt_model_pool(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),(char const *)arg6);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_pool_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6746,7 +6862,7 @@ long long _wrap_Model_pool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long lon
 }
 
 
-long long _wrap_Model_globalAvgPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6770,7 +6886,7 @@ long long _wrap_Model_globalAvgPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0,
     result = dpt_model_globalAvgPool(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6779,7 +6895,7 @@ long long _wrap_Model_globalAvgPool_swig_6bb220f55ddcc519(dpt_model *_swig_go_0,
 }
 
 
-long long _wrap_Model_flatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
+long long _wrap_Model_flatten_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   char *arg3 = (char *) 0 ;
@@ -6803,7 +6919,7 @@ long long _wrap_Model_flatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
     result = dpt_model_flatten(arg1,SWIG_STD_MOVE(arg2),(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_flatten_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6812,7 +6928,7 @@ long long _wrap_Model_flatten_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_dropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_dropout_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, float _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   float arg3 ;
@@ -6838,7 +6954,7 @@ long long _wrap_Model_dropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
     result = dpt_model_dropout(arg1,SWIG_STD_MOVE(arg2),arg3,(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_dropout_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6847,7 +6963,7 @@ long long _wrap_Model_dropout_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_add_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_add_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6873,7 +6989,7 @@ long long _wrap_Model_add_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long
     result = dpt_model_add(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_add_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6882,7 +6998,7 @@ long long _wrap_Model_add_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long
 }
 
 
-long long _wrap_Model_concat2_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
+long long _wrap_Model_concat2_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _gostring_ _swig_go_3) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6908,7 +7024,7 @@ long long _wrap_Model_concat2_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
     result = dpt_model_concat2(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),(char const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat2_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6917,7 +7033,7 @@ long long _wrap_Model_concat2_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
 }
 
 
-long long _wrap_Model_concat3_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
+long long _wrap_Model_concat3_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1, long long _swig_go_2, long long _swig_go_3, _gostring_ _swig_go_4) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -6945,7 +7061,7 @@ long long _wrap_Model_concat3_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
     result = dpt_model_concat3(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),(char const *)arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_concat3_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -6954,7 +7070,7 @@ long long _wrap_Model_concat3_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long 
 }
 
 
-void _wrap_Model_tieParameter_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+void _wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   char *arg2 = (char *) 0 ;
   char *arg3 = (char *) 0 ;
@@ -6984,7 +7100,7 @@ void _wrap_Model_tieParameter_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, _gost
     dpt_model_tieParameter(arg1,(char const *)arg2,(char const *)arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tieParameter_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
@@ -6993,7 +7109,7 @@ void _wrap_Model_tieParameter_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, _gost
 }
 
 
-long long _wrap_Model_outputTensor_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputTensor_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7005,7 +7121,7 @@ long long _wrap_Model_outputTensor_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) 
     result = dpt_model_outputTensor(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputTensor_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7013,7 +7129,7 @@ long long _wrap_Model_outputTensor_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) 
 }
 
 
-void _wrap_Model_setOutput_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1) {
+void _wrap_Model_setOutput_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   
@@ -7025,14 +7141,14 @@ void _wrap_Model_setOutput_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long lon
     dpt_model_setOutput(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_setOutput_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-long long _wrap_Model_tensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_tensorCount_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7044,7 +7160,7 @@ long long _wrap_Model_tensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_tensorCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7052,7 +7168,7 @@ long long _wrap_Model_tensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_tensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, long long _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t arg2 ;
   std::string result;
@@ -7066,7 +7182,7 @@ _gostring_ _wrap_Model_tensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, 
     result = dpt_model_tensorShape(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_tensorShape_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7074,7 +7190,7 @@ _gostring_ _wrap_Model_tensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, 
 }
 
 
-long long _wrap_Model_bufferCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_bufferCount_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7086,7 +7202,7 @@ long long _wrap_Model_bufferCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_bufferCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_bufferCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7094,7 +7210,7 @@ long long _wrap_Model_bufferCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_namedTensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1) {
+long long _wrap_Model_namedTensorCount_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, intgo _swig_go_1) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t result;
@@ -7108,7 +7224,7 @@ long long _wrap_Model_namedTensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go
     result = dpt_model_namedTensorCount(arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7116,7 +7232,7 @@ long long _wrap_Model_namedTensorCount_swig_6bb220f55ddcc519(dpt_model *_swig_go
 }
 
 
-_gostring_ _wrap_Model_namedTensorName_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7132,7 +7248,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_6bb220f55ddcc519(dpt_model *_swig_go
     result = dpt_model_namedTensorName(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7140,7 +7256,7 @@ _gostring_ _wrap_Model_namedTensorName_swig_6bb220f55ddcc519(dpt_model *_swig_go
 }
 
 
-long long _wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+long long _wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7156,7 +7272,7 @@ long long _wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519(dpt_model *_swig_g
     result = dpt_model_namedTensorOffset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7164,7 +7280,7 @@ long long _wrap_Model_namedTensorOffset_swig_6bb220f55ddcc519(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_namedTensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_tensor_kind arg2 ;
   size_t arg3 ;
@@ -7180,7 +7296,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_g
     result = dpt_model_namedTensorShape(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7188,7 +7304,7 @@ _gostring_ _wrap_Model_namedTensorShape_swig_6bb220f55ddcc519(dpt_model *_swig_g
 }
 
 
-_gostring_ _wrap_Model_toJson_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_toJson_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7200,7 +7316,7 @@ _gostring_ _wrap_Model_toJson_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_toJson(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_toJson_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7208,7 +7324,7 @@ _gostring_ _wrap_Model_toJson_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_inputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_inputSize_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7220,7 +7336,7 @@ long long _wrap_Model_inputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_inputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputSize_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7228,7 +7344,7 @@ long long _wrap_Model_inputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-intgo _wrap_Model_inputType_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+intgo _wrap_Model_inputType_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7240,7 +7356,7 @@ intgo _wrap_Model_inputType_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = (dpt_input_type)dpt_model_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_inputType_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7248,7 +7364,7 @@ intgo _wrap_Model_inputType_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_outputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_outputSize_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7260,7 +7376,7 @@ long long _wrap_Model_outputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_outputSize(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_outputSize_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7268,7 +7384,7 @@ long long _wrap_Model_outputSize_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-long long _wrap_Model_parameterCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_parameterCount_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7280,7 +7396,7 @@ long long _wrap_Model_parameterCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0
     result = dpt_model_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_parameterCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7288,7 +7404,7 @@ long long _wrap_Model_parameterCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0
 }
 
 
-long long _wrap_Model_layerCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+long long _wrap_Model_layerCount_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7300,7 +7416,7 @@ long long _wrap_Model_layerCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_layerCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_layerCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7308,7 +7424,7 @@ long long _wrap_Model_layerCount_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_Model_describe_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
+_gostring_ _wrap_Model_describe_swig_ce6bd54a8d9c8247(dpt_model *_swig_go_0) {
   dpt_model *arg1 = (dpt_model *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -7320,7 +7436,7 @@ _gostring_ _wrap_Model_describe_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
     result = dpt_model_describe(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Model_describe_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -7328,7 +7444,7 @@ _gostring_ _wrap_Model_describe_swig_6bb220f55ddcc519(dpt_model *_swig_go_0) {
 }
 
 
-dpt_dataset *_wrap_new_Dataset_swig_6bb220f55ddcc519(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
+dpt_dataset *_wrap_new_Dataset_swig_ce6bd54a8d9c8247(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
   float *arg1 = (float *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7358,7 +7474,7 @@ dpt_dataset *_wrap_new_Dataset_swig_6bb220f55ddcc519(_goslice_ _swig_go_0, _gosl
     result = (dpt_dataset *)new_dpt_dataset((float const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7),SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Dataset_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7366,7 +7482,7 @@ dpt_dataset *_wrap_new_Dataset_swig_6bb220f55ddcc519(_goslice_ _swig_go_0, _gosl
 }
 
 
-dpt_dataset *_wrap_Dataset_createTokens_swig_6bb220f55ddcc519(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
+dpt_dataset *_wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(_goslice_ _swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, long long _swig_go_3, long long _swig_go_4) {
   int32_t *arg1 = (int32_t *) 0 ;
   size_t arg2 ;
   int32_t *arg3 = (int32_t *) 0 ;
@@ -7394,7 +7510,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_6bb220f55ddcc519(_goslice_ _swig_go
     result = (dpt_dataset *)dpt_dataset_createTokens((int const *)arg1,SWIG_STD_MOVE(arg2),(int const *)arg3,SWIG_STD_MOVE(arg4),SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6),SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7402,7 +7518,7 @@ dpt_dataset *_wrap_Dataset_createTokens_swig_6bb220f55ddcc519(_goslice_ _swig_go
 }
 
 
-dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
+dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(_gostring_ _swig_go_0, long long _swig_go_1, double _swig_go_2) {
   char *arg1 = (char *) 0 ;
   size_t arg2 ;
   double arg3 ;
@@ -7426,7 +7542,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_6bb220f55ddcc519(_gostri
     result = (dptrain_binding::TextParts *)dpt_dataset_loadText((char const *)arg1,SWIG_STD_MOVE(arg2),arg3);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadText_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dptrain_binding::TextParts **)&_swig_go_result = (dptrain_binding::TextParts *)result; 
@@ -7435,7 +7551,7 @@ dptrain_binding::TextParts *_wrap_Dataset_loadText_swig_6bb220f55ddcc519(_gostri
 }
 
 
-dpt_dataset *_wrap_Dataset_loadIdx_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
   char *arg1 = (char *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp1 ;
@@ -7465,7 +7581,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, 
     result = (dpt_dataset *)dpt_dataset_loadIdx((char const *)arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7475,7 +7591,7 @@ dpt_dataset *_wrap_Dataset_loadIdx_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, 
 }
 
 
-dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519(_gostring_ _swig_go_0, intgo _swig_go_1) {
+dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(_gostring_ _swig_go_0, intgo _swig_go_1) {
   char *arg1 = (char *) 0 ;
   dpt_dataset_part arg2 ;
   std::string temp1 ;
@@ -7497,7 +7613,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519(_gostring_ _sw
     result = (dpt_dataset *)dpt_dataset_loadFashionMnist((char const *)arg1,arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7506,7 +7622,7 @@ dpt_dataset *_wrap_Dataset_loadFashionMnist_swig_6bb220f55ddcc519(_gostring_ _sw
 }
 
 
-void _wrap_delete_Dataset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+void _wrap_delete_Dataset_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   
   arg1 = *(dpt_dataset **)&_swig_go_0; 
@@ -7516,14 +7632,14 @@ void _wrap_delete_Dataset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
     delete_dpt_dataset(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Dataset_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_Dataset_subset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+dpt_dataset *_wrap_Dataset_subset_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7539,7 +7655,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0,
     result = (dpt_dataset *)dpt_dataset_subset(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_subset_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -7547,7 +7663,7 @@ dpt_dataset *_wrap_Dataset_subset_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0,
 }
 
 
-long long _wrap_Dataset_sampleCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_sampleCount_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7559,7 +7675,7 @@ long long _wrap_Dataset_sampleCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_
     result = dpt_dataset_sampleCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_sampleCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7567,7 +7683,7 @@ long long _wrap_Dataset_sampleCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_
 }
 
 
-long long _wrap_Dataset_channels_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_channels_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7579,7 +7695,7 @@ long long _wrap_Dataset_channels_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) 
     result = dpt_dataset_channels(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_channels_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7587,7 +7703,7 @@ long long _wrap_Dataset_channels_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) 
 }
 
 
-long long _wrap_Dataset_height_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_height_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7599,7 +7715,7 @@ long long _wrap_Dataset_height_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_height(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_height_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7607,7 +7723,7 @@ long long _wrap_Dataset_height_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_width_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_width_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7619,7 +7735,7 @@ long long _wrap_Dataset_width_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
     result = dpt_dataset_width(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_width_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7627,7 +7743,7 @@ long long _wrap_Dataset_width_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_classCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_classCount_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7639,7 +7755,7 @@ long long _wrap_Dataset_classCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0
     result = dpt_dataset_classCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_classCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7647,7 +7763,7 @@ long long _wrap_Dataset_classCount_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0
 }
 
 
-void _wrap_Dataset_copyBatch_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7673,14 +7789,14 @@ void _wrap_Dataset_copyBatch_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long
     dpt_dataset_copyBatch(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-intgo _wrap_Dataset_inputType_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+intgo _wrap_Dataset_inputType_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   dpt_input_type result;
   intgo _swig_go_result;
@@ -7692,7 +7808,7 @@ intgo _wrap_Dataset_inputType_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
     result = (dpt_input_type)dpt_dataset_inputType(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_inputType_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = (intgo)result; 
@@ -7700,7 +7816,7 @@ intgo _wrap_Dataset_inputType_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
 }
 
 
-long long _wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0) {
+long long _wrap_Dataset_targetsPerSample_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -7712,7 +7828,7 @@ long long _wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519(dpt_dataset *_swi
     result = dpt_dataset_targetsPerSample(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_targetsPerSample_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -7720,7 +7836,7 @@ long long _wrap_Dataset_targetsPerSample_swig_6bb220f55ddcc519(dpt_dataset *_swi
 }
 
 
-void _wrap_Dataset_copyTokens_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
+void _wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(dpt_dataset *_swig_go_0, long long _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3, _goslice_ _swig_go_4) {
   dpt_dataset *arg1 = (dpt_dataset *) 0 ;
   size_t arg2 ;
   size_t arg3 ;
@@ -7746,14 +7862,14 @@ void _wrap_Dataset_copyTokens_swig_6bb220f55ddcc519(dpt_dataset *_swig_go_0, lon
     dpt_dataset_copyTokens(arg1,SWIG_STD_MOVE(arg2),SWIG_STD_MOVE(arg3),arg4,SWIG_STD_MOVE(arg5),arg6,SWIG_STD_MOVE(arg7));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
+dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7771,7 +7887,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_0(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_0_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7779,7 +7895,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_0_swig_6bb220f55ddcc519(dpt_context *_swig_
 }
 
 
-dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
+dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(dpt_context *_swig_go_0, dpt_model *_swig_go_1, dpt_trainer_options *_swig_go_2, dpt_optimizer_options *_swig_go_3, _goslice_ _swig_go_4, _goslice_ _swig_go_5) {
   dpt_context *arg1 = (dpt_context *) 0 ;
   dpt_model *arg2 = (dpt_model *) 0 ;
   dpt_trainer_options *arg3 = (dpt_trainer_options *) 0 ;
@@ -7809,7 +7925,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519(dpt_context *_swig_
     result = (dpt_trainer *)new_dpt_trainer__SWIG_1(arg1,arg2,(dpt_trainer_options const *)arg3,(dpt_optimizer_options const *)arg4,(size_t const *)arg5,SWIG_STD_MOVE(arg6),(float const *)arg7,SWIG_STD_MOVE(arg8));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_trainer **)&_swig_go_result = (dpt_trainer *)result; 
@@ -7817,7 +7933,7 @@ dpt_trainer *_wrap_new_Trainer__SWIG_1_swig_6bb220f55ddcc519(dpt_context *_swig_
 }
 
 
-void _wrap_delete_Trainer_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
+void _wrap_delete_Trainer_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   
   arg1 = *(dpt_trainer **)&_swig_go_0; 
@@ -7827,14 +7943,14 @@ void _wrap_delete_Trainer_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
     delete_dpt_trainer(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_Trainer_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_step_result *_wrap_Trainer_step_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_step_result *_wrap_Trainer_step_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7858,7 +7974,7 @@ dpt_step_result *_wrap_Trainer_step_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_
     result = dpt_trainer_step(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_step_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7866,7 +7982,7 @@ dpt_step_result *_wrap_Trainer_step_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluate_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -7890,7 +8006,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_6bb220f55ddcc519(dpt_trainer *_swig
     result = dpt_trainer_evaluate(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7898,7 +8014,7 @@ dpt_eval_result *_wrap_Trainer_evaluate_swig_6bb220f55ddcc519(dpt_trainer *_swig
 }
 
 
-dpt_step_result *_wrap_Trainer_stepTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_step_result *_wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7924,7 +8040,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_6bb220f55ddcc519(dpt_trainer *_sw
     result = dpt_trainer_stepTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_step_result **)&_swig_go_result = new dpt_step_result(result); 
@@ -7932,7 +8048,7 @@ dpt_step_result *_wrap_Trainer_stepTokens_swig_6bb220f55ddcc519(dpt_trainer *_sw
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
+dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, _goslice_ _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7958,7 +8074,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519(dpt_trainer 
     result = dpt_trainer_evaluateTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),(int const *)arg4,SWIG_STD_MOVE(arg5),SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -7966,7 +8082,7 @@ dpt_eval_result *_wrap_Trainer_evaluateTokens_swig_6bb220f55ddcc519(dpt_trainer 
 }
 
 
-void _wrap_Trainer_predictTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   int32_t *arg2 = (int32_t *) 0 ;
   size_t arg3 ;
@@ -7990,14 +8106,14 @@ void _wrap_Trainer_predictTokens_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, 
     dpt_trainer_predictTokens(arg1,(int const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
+dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -8013,7 +8129,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519(dpt_trainer
     result = dpt_trainer_evaluateDataset(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_eval_result **)&_swig_go_result = new dpt_eval_result(result); 
@@ -8021,7 +8137,7 @@ dpt_eval_result *_wrap_Trainer_evaluateDataset_swig_6bb220f55ddcc519(dpt_trainer
 }
 
 
-void _wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2, long long _swig_go_3) {
+void _wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, long long _swig_go_2, long long _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   size_t arg3 ;
@@ -8037,14 +8153,14 @@ void _wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519(dpt_trainer *_swig_g
     dpt_trainer_recomputeBatchNorm(arg1,arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_recomputeBatchNorm_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_predict_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
+void _wrap_Trainer_predict_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1, long long _swig_go_2, _goslice_ _swig_go_3) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8068,14 +8184,14 @@ void _wrap_Trainer_predict_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gosli
     dpt_trainer_predict((dpt_trainer const *)arg1,(float const *)arg2,SWIG_STD_MOVE(arg3),SWIG_STD_MOVE(arg4),arg5,SWIG_STD_MOVE(arg6));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_predict_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_fit_result *_wrap_Trainer_fit_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
+dpt_fit_result *_wrap_Trainer_fit_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, dpt_dataset *_swig_go_1, dpt_dataset *_swig_go_2, dpt_fit_options *_swig_go_3, dptrain_binding::ProgressListener *_swig_go_4) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   dpt_dataset *arg2 = (dpt_dataset *) 0 ;
   dpt_dataset *arg3 = (dpt_dataset *) 0 ;
@@ -8095,7 +8211,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0,
     result = dpt_trainer_fit(arg1,arg2,arg3,(dpt_fit_options const *)arg4,arg5);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_fit_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_fit_result **)&_swig_go_result = new dpt_fit_result(result); 
@@ -8103,7 +8219,7 @@ dpt_fit_result *_wrap_Trainer_fit_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0,
 }
 
 
-long long _wrap_Trainer_parameterCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_parameterCount_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -8115,7 +8231,7 @@ long long _wrap_Trainer_parameterCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_
     result = dpt_trainer_parameterCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -8123,7 +8239,7 @@ long long _wrap_Trainer_parameterCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_
 }
 
 
-long long _wrap_Trainer_deviceCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_deviceCount_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t result;
   long long _swig_go_result;
@@ -8135,7 +8251,7 @@ long long _wrap_Trainer_deviceCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_
     result = dpt_trainer_deviceCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_deviceCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -8143,7 +8259,27 @@ long long _wrap_Trainer_deviceCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_
 }
 
 
-void _wrap_Trainer_getParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+_gostring_ _wrap_Trainer_pipelineCuts_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
+  dpt_trainer *arg1 = (dpt_trainer *) 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(dpt_trainer **)&_swig_go_0; 
+  
+  
+  try {
+    result = dpt_trainer_pipelineCuts(arg1);
+  } catch (...) {
+    dptrain_go::record_current_exception();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_pipelineCuts_swig_ce6bd54a8d9c8247)>::get();
+  }
+  
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+void _wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8159,14 +8295,14 @@ void _wrap_Trainer_getParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, 
     dpt_trainer_getParameters(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
+void _wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, long long _swig_go_1, _goslice_ _swig_go_2) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   float *arg3 = (float *) 0 ;
@@ -8184,14 +8320,14 @@ void _wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig
     dpt_trainer_getReplicaParameters(arg1,SWIG_STD_MOVE(arg2),arg3,SWIG_STD_MOVE(arg4));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8207,14 +8343,14 @@ void _wrap_Trainer_setParameters_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, 
     dpt_trainer_setParameters(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_memory > result;
@@ -8228,7 +8364,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519(dpt_traine
     result = dpt_trainer_replicaMemory(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_replica_memory **)&_swig_go_result = new dpt_replica_memory(result); 
@@ -8236,7 +8372,7 @@ dpt_replica_memory *_wrap_Trainer_replicaMemory_swig_6bb220f55ddcc519(dpt_traine
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8250,7 +8386,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519(dpt_trainer 
     result = dpt_trainer_replicaTimes(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8258,7 +8394,7 @@ dpt_replica_times *_wrap_Trainer_replicaTimes_swig_6bb220f55ddcc519(dpt_trainer 
 }
 
 
-dpt_replica_times *_wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+dpt_replica_times *_wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   SwigValueWrapper< dpt_replica_times > result;
@@ -8272,7 +8408,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519(dpt_trainer
     result = dpt_trainer_replicaTotals(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_replica_times **)&_swig_go_result = new dpt_replica_times(result); 
@@ -8280,7 +8416,7 @@ dpt_replica_times *_wrap_Trainer_replicaTotals_swig_6bb220f55ddcc519(dpt_trainer
 }
 
 
-void _wrap_Trainer_traceStart_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, long long _swig_go_1) {
+void _wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, long long _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   size_t arg2 ;
   
@@ -8292,14 +8428,14 @@ void _wrap_Trainer_traceStart_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, lon
     dpt_trainer_traceStart(arg1,SWIG_STD_MOVE(arg2));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_traceWrite_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8319,7 +8455,7 @@ void _wrap_Trainer_traceWrite_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _go
     dpt_trainer_traceWrite(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
@@ -8327,7 +8463,7 @@ void _wrap_Trainer_traceWrite_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
+_gostring_ _wrap_Trainer_parameterChecksum_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8339,7 +8475,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519(dpt_trainer *_s
     result = dpt_trainer_parameterChecksum(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_parameterChecksum_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8347,7 +8483,7 @@ _gostring_ _wrap_Trainer_parameterChecksum_swig_6bb220f55ddcc519(dpt_trainer *_s
 }
 
 
-void _wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8367,7 +8503,7 @@ void _wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0,
     dpt_trainer_saveCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
@@ -8375,7 +8511,7 @@ void _wrap_Trainer_saveCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8395,7 +8531,7 @@ void _wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0,
     dpt_trainer_loadCheckpoint(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
@@ -8403,7 +8539,7 @@ void _wrap_Trainer_loadCheckpoint_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0,
 }
 
 
-void _wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8423,7 +8559,7 @@ void _wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0
     dpt_trainer_saveSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
@@ -8431,7 +8567,7 @@ void _wrap_Trainer_saveSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _gostring_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   char *arg2 = (char *) 0 ;
   std::string temp2 ;
@@ -8451,7 +8587,7 @@ void _wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0
     dpt_trainer_loadSafetensors(arg1,(char const *)arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
@@ -8459,7 +8595,7 @@ void _wrap_Trainer_loadSafetensors_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0
 }
 
 
-void _wrap_Trainer_getBuffers_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8475,14 +8611,14 @@ void _wrap_Trainer_getBuffers_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _go
     dpt_trainer_getBuffers(arg1,arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-void _wrap_Trainer_setBuffers_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
+void _wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0, _goslice_ _swig_go_1) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   float *arg2 = (float *) 0 ;
   size_t arg3 ;
@@ -8498,14 +8634,14 @@ void _wrap_Trainer_setBuffers_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0, _go
     dpt_trainer_setBuffers(arg1,(float const *)arg2,SWIG_STD_MOVE(arg3));
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-long long _wrap_Trainer_epochCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_epochCount_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8517,7 +8653,7 @@ long long _wrap_Trainer_epochCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0
     result = (uint64_t)dpt_trainer_epochCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_epochCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -8525,7 +8661,7 @@ long long _wrap_Trainer_epochCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0
 }
 
 
-long long _wrap_Trainer_stepCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0) {
+long long _wrap_Trainer_stepCount_swig_ce6bd54a8d9c8247(dpt_trainer *_swig_go_0) {
   dpt_trainer *arg1 = (dpt_trainer *) 0 ;
   uint64_t result;
   long long _swig_go_result;
@@ -8537,7 +8673,7 @@ long long _wrap_Trainer_stepCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0)
     result = (uint64_t)dpt_trainer_stepCount(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_Trainer_stepCount_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -8545,7 +8681,7 @@ long long _wrap_Trainer_stepCount_swig_6bb220f55ddcc519(dpt_trainer *_swig_go_0)
 }
 
 
-dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_6bb220f55ddcc519(intgo _swig_go_0) {
+dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgressListener_swig_ce6bd54a8d9c8247(intgo _swig_go_0) {
   int arg1 ;
   dptrain_binding::ProgressListener *result = 0 ;
   dptrain_binding::ProgressListener *_swig_go_result;
@@ -8558,7 +8694,7 @@ dptrain_binding::ProgressListener *_wrap__swig_NewDirectorProgressListenerProgre
 }
 
 
-void _wrap_DeleteDirectorProgressListener_swig_6bb220f55ddcc519(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_DeleteDirectorProgressListener_swig_ce6bd54a8d9c8247(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8568,7 +8704,7 @@ void _wrap_DeleteDirectorProgressListener_swig_6bb220f55ddcc519(dptrain_binding:
 }
 
 
-void _wrap_delete_ProgressListener_swig_6bb220f55ddcc519(dptrain_binding::ProgressListener *_swig_go_0) {
+void _wrap_delete_ProgressListener_swig_ce6bd54a8d9c8247(dptrain_binding::ProgressListener *_swig_go_0) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   
   arg1 = *(dptrain_binding::ProgressListener **)&_swig_go_0; 
@@ -8578,7 +8714,7 @@ void _wrap_delete_ProgressListener_swig_6bb220f55ddcc519(dptrain_binding::Progre
 }
 
 
-bool _wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
+bool _wrap_ProgressListener_onProgress_swig_ce6bd54a8d9c8247(dptrain_binding::ProgressListener *_swig_go_0, dpt_progress *_swig_go_1) {
   dptrain_binding::ProgressListener *arg1 = (dptrain_binding::ProgressListener *) 0 ;
   dpt_progress *arg2 = 0 ;
   bool result;
@@ -8592,7 +8728,7 @@ bool _wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519(dptrain_binding::Pr
     result = (bool)(arg1)->onProgress((dpt_progress const &)*arg2);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_ProgressListener_onProgress_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -8600,7 +8736,7 @@ bool _wrap_ProgressListener_onProgress_swig_6bb220f55ddcc519(dptrain_binding::Pr
 }
 
 
-void _wrap_delete_TextParts_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_swig_go_0) {
+void _wrap_delete_TextParts_swig_ce6bd54a8d9c8247(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   
   arg1 = *(dptrain_binding::TextParts **)&_swig_go_0; 
@@ -8610,14 +8746,14 @@ void _wrap_delete_TextParts_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_s
     delete arg1;
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_delete_TextParts_swig_ce6bd54a8d9c8247)>::get();
   }
   
   
 }
 
 
-dpt_dataset *_wrap_TextParts_takeTrain_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeTrain_swig_ce6bd54a8d9c8247(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8629,7 +8765,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_6bb220f55ddcc519(dptrain_binding::Te
     result = (dpt_dataset *)(arg1)->takeTrain();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeTrain_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8637,7 +8773,7 @@ dpt_dataset *_wrap_TextParts_takeTrain_swig_6bb220f55ddcc519(dptrain_binding::Te
 }
 
 
-dpt_dataset *_wrap_TextParts_takeValidation_swig_6bb220f55ddcc519(dptrain_binding::TextParts *_swig_go_0) {
+dpt_dataset *_wrap_TextParts_takeValidation_swig_ce6bd54a8d9c8247(dptrain_binding::TextParts *_swig_go_0) {
   dptrain_binding::TextParts *arg1 = (dptrain_binding::TextParts *) 0 ;
   dpt_dataset *result = 0 ;
   dpt_dataset *_swig_go_result;
@@ -8649,7 +8785,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_6bb220f55ddcc519(dptrain_bindin
     result = (dpt_dataset *)(arg1)->takeValidation();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_TextParts_takeValidation_swig_ce6bd54a8d9c8247)>::get();
   }
   
   *(dpt_dataset **)&_swig_go_result = (dpt_dataset *)result; 
@@ -8657,7 +8793,7 @@ dpt_dataset *_wrap_TextParts_takeValidation_swig_6bb220f55ddcc519(dptrain_bindin
 }
 
 
-intgo _wrap_VersionNumber_swig_6bb220f55ddcc519() {
+intgo _wrap_VersionNumber_swig_ce6bd54a8d9c8247() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -8667,7 +8803,7 @@ intgo _wrap_VersionNumber_swig_6bb220f55ddcc519() {
     result = (unsigned int)dptrain_binding::versionNumber();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionNumber_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = result; 
@@ -8675,7 +8811,7 @@ intgo _wrap_VersionNumber_swig_6bb220f55ddcc519() {
 }
 
 
-_gostring_ _wrap_VersionString_swig_6bb220f55ddcc519() {
+_gostring_ _wrap_VersionString_swig_ce6bd54a8d9c8247() {
   std::string result;
   _gostring_ _swig_go_result;
   
@@ -8685,7 +8821,7 @@ _gostring_ _wrap_VersionString_swig_6bb220f55ddcc519() {
     result = dptrain_binding::versionString();
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_VersionString_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
@@ -8693,7 +8829,7 @@ _gostring_ _wrap_VersionString_swig_6bb220f55ddcc519() {
 }
 
 
-_gostring_ _wrap_StatusString_swig_6bb220f55ddcc519(intgo _swig_go_0) {
+_gostring_ _wrap_StatusString_swig_ce6bd54a8d9c8247(intgo _swig_go_0) {
   int arg1 ;
   std::string result;
   _gostring_ _swig_go_result;
@@ -8705,7 +8841,7 @@ _gostring_ _wrap_StatusString_swig_6bb220f55ddcc519(intgo _swig_go_0) {
     result = dptrain_binding::statusString(arg1);
   } catch (...) {
     dptrain_go::record_current_exception();
-    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_6bb220f55ddcc519)>::get();
+    return dptrain_go::ZeroResult<decltype(&_wrap_StatusString_swig_ce6bd54a8d9c8247)>::get();
   }
   
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 

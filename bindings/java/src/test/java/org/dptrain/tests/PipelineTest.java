@@ -158,6 +158,53 @@ class PipelineTest {
     }
   }
 
+  /**
+   * The cuts a balance chose come back from pipelineCuts in the form setPipelineCuts takes: by parameters the
+   * MLP's two stages begin at "relu1" (408 | 675 parameters), by the estimated work at "fc2" (432 | 699
+   * operations per sample); by measured time at one of its four places, which, named, gives a trainer the same
+   * cuts. No pipeline: "". The defaults are PIPELINE_BALANCE_WORK and 0; named cuts with another balance are an
+   * InvalidArgumentException, a negative batch ERROR_OUT_OF_RANGE, a null balance a NullPointerException.
+   */
+  @Test
+  void theCutsABalanceChoseCanBeNamed() {
+    TrainerOptions defaults = new TrainerOptions();
+    assertEquals(PipelineBalance.PIPELINE_BALANCE_WORK, defaults.getPipelineBalance(), "the default balance");
+    assertEquals(0, defaults.getPipelineBalanceBatch(), "the default: 16 samples");
+    try (Context two = new Context(STAGES, 0); Model m = mlp()) {
+      TrainerOptions o = pipeline();
+      o.setPipelineBalance(PipelineBalance.PIPELINE_BALANCE_PARAMETERS);
+      assertEquals(PipelineBalance.PIPELINE_BALANCE_PARAMETERS, o.getPipelineBalance());
+      try (Trainer t = new Trainer(two, m, o, sgd())) {
+        assertEquals("relu1", t.pipelineCuts(), "by parameters");
+      }
+      o.setPipelineBalance(PipelineBalance.PIPELINE_BALANCE_WORK);
+      try (Trainer t = new Trainer(two, m, o, sgd())) {
+        assertEquals("fc2", t.pipelineCuts(), "by the estimated work");
+      }
+      o.setPipelineBalance(PipelineBalance.PIPELINE_BALANCE_TIME);
+      o.setPipelineBalanceBatch(BATCH);
+      assertEquals(BATCH, o.getPipelineBalanceBatch());
+      String measured;
+      try (Trainer t = new Trainer(two, m, o, sgd())) {
+        measured = t.pipelineCuts();
+      }
+      assertTrue(Arrays.asList("relu1", "fc2", "relu2", "head").contains(measured), "by measured time: " + measured);
+      TrainerOptions named = pipeline();
+      named.setPipelineCuts(measured);
+      try (Trainer t = new Trainer(two, m, named, sgd())) {
+        assertEquals(measured, t.pipelineCuts(), "the measured cut, named");
+      }
+      try (Trainer t = new Trainer(two, m, options(), sgd())) {
+        assertEquals("", t.pipelineCuts(), "no pipeline");
+      }
+      o.setPipelineCuts("fc2");
+      assertRefused(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, two, m, o, "one or the other");
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> named.setPipelineBalanceBatch(-1));
+      assertEquals(Status.ERROR_OUT_OF_RANGE, e.getStatus());
+      assertThrows(NullPointerException.class, () -> named.setPipelineBalance(null));
+    }
+  }
+
   static <E extends DptrainException> E assertRefused(Class<E> type, Status status, Context context, Model m,
       TrainerOptions o, String... fragments) {
     E e = assertThrows(type, () -> new Trainer(context, m, o, sgd()).close(), status.toString());
