@@ -27,6 +27,7 @@
 #include "parallel/parameter_gatherer.hpp"
 #include "parallel/pipeline.hpp"
 #include "parallel/pipeline_balance.hpp"
+#include "parallel/remote_ties.hpp"
 #include "parallel/replica.hpp"
 #include "parallel/shard_layout.hpp"
 #include "parallel/trace_recorder.hpp"
@@ -106,9 +107,9 @@ struct TrainerConfig {
   // (across processes, process 0's measured times for all). CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
   // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies
-  // (kWorld: CPU devices, every process the same device count, no sharding, a tie only within a process's
-  // stages); kOptimizer the only shard mode (either shard scope); a parameter tied across stages only as
-  // its stage's last.
+  // (kWorld: CPU devices, every process the same device count, no sharding; a tie between two processes'
+  // stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard scope); a
+  // parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
@@ -330,6 +331,11 @@ class Trainer {
   void refresh_mirrors(size_t rank);
   // Rank's mirror (if its stage has one) copies the source's values, which are final.
   void copy_mirror(size_t rank);
+  // The source of a stage's mirror is one of this process's stages (else another process's: remote_ties_).
+  bool source_here(const PipelineStage &stage) const {
+    return stage.mirror_source >= stages_.front().param_begin &&
+           stage.mirror_source < stages_.back().param_end;
+  }
   // The device of the stage that owns flat parameter `offset`, replica index of rank.
   size_t owner_of(size_t offset, size_t rank) const;
   // Device thread rank: its stage's part of a training step (compute_seconds: its forwards and backwards,
@@ -450,7 +456,8 @@ class Trainer {
   // state (this process's, or in the world scope every process's in process order) relative to the stage's
   // first parameter (sharing replicas + 1 offsets); empty otherwise.
   std::vector<std::vector<size_t>> stage_bounds_;
-  bool mirrored_ = false;                     // a stage mirrors a parameter tied to an earlier stage's
+  bool mirrored_ = false;   // a stage mirrors a parameter tied to an earlier stage's (or a remote end of one)
+  RemoteTies remote_ties_;  // stages divided among the processes: the ties whose ends are in two of them
   std::vector<DeviceBuffer> mirror_scratch_;  // GPUs, mirrored_: per rank, a mirror's gradient copied in
   // The ranges of the parameters each replica updates and keeps optimizer state for (all of them unless
   // the optimizer is sharded). Before collective_, which refers to it.

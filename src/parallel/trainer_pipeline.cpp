@@ -200,15 +200,22 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
                     "needs the same device count in every process (replica r of a stage hands over to "
                     "replica r of the next); this process has " +
                     std::to_string(devices_.size()) + ", another " + std::to_string(size_t(devices)));
+  // A tie between two processes' stages: copy c of the mirror's block and copy c of the source's exchange
+  // the gradient and the values (RemoteTies); a tie within this process's stages stays copies.
+  std::vector<RemoteTies::End> ends;
   for (size_t t = 0; t < all.size(); ++t) {
     if (all[t].mirror_floats == 0) continue;
     size_t source = 0;
     while (all[source].param_end <= all[t].mirror_source) ++source;
-    DPT_REQUIRE(source / local == t / local, DPT_ERROR_UNSUPPORTED,
-                why + "keeps a parameter tied across stages within one process's stages (stage " +
-                    std::to_string(t) + " ties one of stage " + std::to_string(source) +
-                    ", held by another process); cut elsewhere or untie it");
+    const size_t mirror_block = t / local, source_block = source / local, copy = world.rank() % copies;
+    if (mirror_block == block && source_block != block)
+      ends.push_back({t - block * local, true, source_block * copies + copy,
+                      all[t].param_end - all[t].param_begin, all[t].mirror_floats, t});
+    else if (source_block == block && mirror_block != block)
+      ends.push_back({source - block * local, false, mirror_block * copies + copy,
+                      all[t].mirror_source - all[source].param_begin, all[t].mirror_floats, t});
   }
+  remote_ties_ = RemoteTies(&world, std::move(ends), devices_.size(), config_.timeout_seconds);
   for (size_t p = 0; p < processes; ++p) {  // a block's first copy gives its stages' ranges
     const PipelineStage &first = all[p / copies * local], &last = all[p / copies * local + local - 1];
     process_stages_.push_back(p % copies != 0 ? ProcessStages{}
@@ -327,6 +334,7 @@ void Trainer::start_pipeline(size_t width) {
                                          config_.pipeline_schedule, config_.matmul_dtype,
                                          config_.activation_dtype, group_->aborted(), neighbours);
   size_t largest_mirror = 0;
+  mirrored_ = !remote_ties_.empty();
   for (const PipelineStage &s : stages_) {
     mirrored_ = mirrored_ || s.mirror_floats > 0;
     largest_mirror = std::max(largest_mirror, s.mirror_floats);
@@ -369,7 +377,7 @@ void Trainer::add_mirror_gradients(size_t rank) {
   const size_t width = pipeline_->replicas_per_stage();
   for (size_t t = 0; t < stages_.size(); ++t) {
     const PipelineStage &tied = stages_[t];
-    if (tied.mirror_floats == 0 || owner_of(tied.mirror_source, rank) != rank) continue;
+    if (tied.mirror_floats == 0 || !source_here(tied) || owner_of(tied.mirror_source, rank) != rank) continue;
     const Replica &mirror = *replicas_[t * width + rank % width];
     Replica &r = *replicas_[rank];
     const float *from = mirror.grads.data() + (tied.param_end - tied.param_begin);
@@ -382,6 +390,10 @@ void Trainer::add_mirror_gradients(size_t rank) {
     // Done before the mirror's stage zeroes its gradient after the update (a GPU's copy is queued).
     r.kernels->synchronize();
   }
+  // The ties with an end in another process (after this process's: their mirrors are later stages).
+  Replica &r = *replicas_[rank];
+  if (!remote_ties_.empty())
+    remote_ties_.exchange_gradients(rank, rank / width, rank % width, *r.kernels, r.grads.data());
 }
 
 // After every device's update: each mirror copies the source's new values.
@@ -389,11 +401,15 @@ void Trainer::refresh_mirrors(size_t rank) {
   replicas_[rank]->kernels->synchronize();  // a GPU's update is queued: done before the mirrors read it
   group_->collective().barrier(rank);
   copy_mirror(rank);
+  if (!remote_ties_.empty()) {
+    const size_t width = pipeline_->replicas_per_stage();
+    remote_ties_.exchange_values(rank / width, rank % width, replicas_[rank]->params.data());
+  }
 }
 
 void Trainer::copy_mirror(size_t rank) {
   const PipelineStage &stage = pipeline_->stage_of(rank);
-  if (stage.mirror_floats == 0) return;
+  if (stage.mirror_floats == 0 || !source_here(stage)) return;
   const size_t source = owner_of(stage.mirror_source, rank);
   const float *from = replicas_[source]->params.data() + (stage.mirror_source - stage_begin(source));
   // From the source's device (a GPU peer copy), into this one's.

@@ -236,5 +236,12 @@ if [ -d "$TEXT" ]; then
   mpi gpt_mpi_pipeline_world "${GPT[@]}" --devices cpu:2 --pipeline 2 --shard optimizer --shard-scope world
   same_bits gpt_mpi_pipeline gpt_mpi_pipeline_world \
     "gpt-mini, --pipeline 2 --shard optimizer --shard-scope world on 2 processes: the unsharded pipeline's bits"
+  # The stages divided among the processes, the LM head (process 1) tied to the token embedding (process
+  # 0): the mirror's gradient and the embedding's values go between them; one process's bits.
+  TIE=(--tie lm_head.weight=transformer.wte.weight --pipeline 2 --micro-batches 2)
+  run_cli gpt_tied_alone "${GPT[@]}" --devices cpu:2 "${TIE[@]}"
+  mpi gpt_tied_divided "${GPT[@]}" --devices cpu:1 "${TIE[@]}" --pipeline-scope world
+  same_bits gpt_tied_alone gpt_tied_divided \
+    "gpt-mini, its head tied across the processes (--pipeline-scope world): one process's bits"
 fi
 finish

@@ -1,6 +1,6 @@
 /* What several mpirun tests in C share: the batch generator (the same numbers on every process, reset through
  * `state` before each trainer), the comparison of a vector across the processes and of two files, a folder
- * every process knows, and a small model with batch norm. Include after mpi_check.h. */
+ * every process knows, a small model with batch norm and one with a tied head. Include after mpi_check.h. */
 #ifndef DPTRAIN_TESTS_MPI_FIXTURES_H
 #define DPTRAIN_TESTS_MPI_FIXTURES_H
 
@@ -69,6 +69,21 @@ static inline dpt_model *small_batch_norm_model(void) {
   OK(dpt_model_global_avg_pool(m, a, "pool", &a));
   OK(dpt_model_dense(m, a, 10, 1, "fc", &a));
   return m;
+}
+
+/* 784 -> dense 10 "a" -> relu -> dense 784 "b" -> relu -> dense 10 "head" (no bias), head.weight tied to
+ * a.weight (7840 floats): every cut puts them in different stages. */
+static inline dpt_model *tied_head_model(void) {
+  dpt_model *tied = NULL;
+  size_t t = 0;
+  OK(dpt_model_create(&tied, 1, 28, 28));
+  OK(dpt_model_dense(tied, 0, 10, 1, "a", &t));
+  OK(dpt_model_activation(tied, t, DPT_ACTIVATION_RELU, "relu_a", &t));
+  OK(dpt_model_dense(tied, t, 28 * 28, 1, "b", &t));
+  OK(dpt_model_activation(tied, t, DPT_ACTIVATION_RELU, "relu_b", &t));
+  OK(dpt_model_dense(tied, t, 10, 0, "head", &t));
+  OK(dpt_model_tie(tied, "head.weight", "a.weight"));
+  return tied;
 }
 
 /* The end of main: prints this process's verdict, sums the failures over the processes and ends MPI; the

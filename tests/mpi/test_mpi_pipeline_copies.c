@@ -5,9 +5,10 @@
  * statistics, per micro-batch) summed over its two copies. Against one process of the same 2 stages on 2
  * replicas each (no communicator), given each batch reordered so that its micro-batch m holds the halves'
  * m-th micro-batches side by side (replica r then trains on half r's): LeNet with clipping and a model with
- * batch norm, 3 micro-batches, 4 steps: the parameters and the running statistics bit for bit on every
- * process, the evaluation loss within 1e-6 (summed in another order), each process holding one stage's
- * parameters. Exit status 0 only when every check passed on every process. */
+ * batch norm and a model whose head is tied to its first layer (the mirror's gradient and the source's
+ * values sent between copy c of each stage), 3 micro-batches, 4 steps: the parameters and the running
+ * statistics bit for bit on every process, the evaluation loss within 1e-6 (summed in another order), each
+ * process holding one stage's parameters. Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
 #include <mpi.h>
@@ -94,7 +95,8 @@ static void train(run r, const dpt_model *model, int reference, float **params, 
   *eval_loss = e.loss;
 }
 
-static void compare(const dpt_model *model, const char *what, int rank) {
+/* mirror_floats: a tied parameter's mirror, which the mirror's stage holds beside its own. */
+static void compare(const dpt_model *model, size_t mirror_floats, const char *what, int rank) {
   size_t n = 0, m = 0;
   OK(dpt_model_parameter_count(model, &n));
   OK(dpt_model_buffer_count(model, &m));
@@ -122,7 +124,7 @@ static void compare(const dpt_model *model, const char *what, int rank) {
         loss, loss_ref);
   CHECK(same_on_every_process(p, n), "%s: the processes differ", what);
   CHECK(memcmp(p, initial, n * sizeof(float)) != 0, "%s: the parameters did not move", what);
-  CHECK(job == 2 * n * sizeof(float) && mine < n * sizeof(float),
+  CHECK(job == 2 * (n + mirror_floats) * sizeof(float) && mine < (n + mirror_floats) * sizeof(float),
         "%s: %llu parameter bytes in the job (here %llu), expected two copies of the model's %zu", what, job,
         mine, n * sizeof(float));
   if (rank == 0)
@@ -138,10 +140,14 @@ int main(int argc, char **argv) {
   CHECK(size == 4, "run with mpirun -np 4 (got %d processes)", size);
   dpt_model *lenet = NULL;
   OK(dpt_model_create_builtin(&lenet, "lenet"));
-  compare(lenet, "LeNet, 2 stages on 4 processes (2 copies of each), clipping", rank);
+  compare(lenet, 0, "LeNet, 2 stages on 4 processes (2 copies of each), clipping", rank);
   dpt_model *norm = small_batch_norm_model();
-  compare(norm, "batch norm, 2 stages on 4 processes (2 copies of each)", rank);
+  compare(norm, 0, "batch norm, 2 stages on 4 processes (2 copies of each)", rank);
   dpt_model_destroy(norm);
+  dpt_model *tied = tied_head_model(); /* copy c of the head's stage sends to copy c of the first stage */
+  compare(tied, 10 * kInput, "a head tied across the processes, 2 stages on 4 processes (2 copies of each)",
+          rank);
+  dpt_model_destroy(tied);
   dpt_model_destroy(lenet);
   return finish_processes(rank);
 }

@@ -185,9 +185,10 @@ typedef enum dpt_pipeline_scope {
    * copies). Every process is given the whole batch (the first stage's processes read its inputs, the
    * last's its labels) and gets the same results: the bits of one process running the S stages on its
    * devices times the processes. S a multiple of P or P of S, the same device count in every process, CPU
-   * devices, DPT_SHARD_NONE, a tied parameter only within one process's stages (DPT_ERROR_UNSUPPORTED
-   * otherwise). dpt_trainer_get_parameters, get_buffers, parameter_checksum, dpt_trainer_save and
-   * dpt_trainer_save_safetensors are collective: every process calls them (each stage's values come from
+   * devices and DPT_SHARD_NONE (DPT_ERROR_UNSUPPORTED otherwise); a parameter tied across two processes'
+   * stages (a language model's head tied to its embedding) has its mirror's gradient and its source's
+   * values sent between them. dpt_trainer_get_parameters, get_buffers, parameter_checksum, dpt_trainer_save
+   * and dpt_trainer_save_safetensors are collective: every process calls them (each stage's values come from
    * its process); only process 0 writes a file. Without a communicator the same as
    * DPT_PIPELINE_SCOPE_PROCESS. */
   DPT_PIPELINE_SCOPE_WORLD = 1
