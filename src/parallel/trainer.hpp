@@ -107,8 +107,9 @@ struct TrainerConfig {
   // (across processes, process 0's measured times for all). CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
   // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies
-  // (kWorld: CPU devices, every process the same device count, no sharding; a tie between two processes'
-  // stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard scope); a
+  // (kWorld: CPU devices, every process the same device count, kOptimizer only in the process shard scope:
+  // among a stage's replicas in the process; a tie between two processes' stages exchanged as messages,
+  // RemoteTies); kOptimizer the only shard mode (either shard scope); a
   // parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
@@ -252,6 +253,9 @@ class Trainer {
   // The pipeline's stages are divided among the processes: get_parameters, get_buffers, the checksum and
   // save_state are collective (each process's stages come from it).
   bool stages_across_processes() const { return !process_stages_.empty(); }
+  // Every process runs every pipeline stage and a stage's optimizer state is sharded among the replicas of
+  // every process (ShardScope::kWorld): the stages' gathers and gradient parts span the processes.
+  bool stage_state_across_processes() const { return world_shards() && !stages_across_processes(); }
 
   // The state of the first replica (they are identical). DPT_ERROR_INVALID_STATE inside an unfinished
   // accumulation window. Collective when world_shards(): every process's ranges of the optimizer state

@@ -203,6 +203,11 @@ json_check "$WORK/pipeline_divided.out" \
 cmp -s "$WORK/alone.ckpt" "$WORK/divided.ckpt" && cmp -s "$WORK/alone.safetensors" "$WORK/divided.safetensors" &&
   pass "--pipeline-scope world: the checkpoint and the weights are the one-process run's, byte for byte" ||
   fail "--pipeline-scope world: the checkpoint or the weights differ from the one-process run's"
+# Each stage's optimizer state sharded among its 2 replicas in the process: the same bits (the state's
+# accounting is test_mpi_pipeline_world's).
+mpi pipeline_divided_shard "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3 --pipeline-scope world \
+  --shard optimizer
+same_bits pipeline_alone pipeline_divided_shard "--pipeline-scope world --shard optimizer: one process's bits"
 # One device each, named or (without --devices) one per stage of the process's.
 run_cli pipeline_two "${RUN[@]}" --devices cpu:2 --pipeline 2 --micro-batches 3
 mpi pipeline_divided_one "${RUN[@]}" --devices cpu:1 --pipeline 2 --micro-batches 3 --pipeline-scope world
@@ -214,6 +219,15 @@ same_bits pipeline_two pipeline_divided_default "--pipeline 2 --pipeline-scope w
 (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 4 "$DPTRAIN" "${RUN[@]}" \
   --pipeline 2 --micro-batches 3 --pipeline-scope world >"$WORK/pipeline_copies.out" 2>"$WORK/pipeline_copies.err")
 same_loss pipeline_copies four "--pipeline 2 --pipeline-scope world on 4 processes (2 copies of each stage): the four-device run's test loss"
+# 2 replicas of a stage in each of its 2 copies, the optimizer state sharded among the replicas (the gradient
+# summed whole over the copies first): the unsharded bits.
+for shard in none optimizer; do
+  (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 4 "$DPTRAIN" "${RUN[@]}" \
+    --devices cpu:2 --pipeline 2 --micro-batches 3 --pipeline-scope world --shard $shard \
+    >"$WORK/pipeline_copies_$shard.out" 2>"$WORK/pipeline_copies_$shard.err")
+done
+same_bits pipeline_copies_none pipeline_copies_optimizer \
+  "--pipeline 2 --pipeline-scope world on 4 processes of 2 devices, --shard optimizer: the unsharded bits"
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"

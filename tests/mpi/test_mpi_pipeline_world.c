@@ -13,8 +13,11 @@
  *   - a head tied to the first layer, the two in the two processes' stages (2 stages x 1 replica with
  *     clipping; 4 stages x 1, GPipe): the mirror's gradient and the source's values sent between the
  *     processes, the same checks bit for bit;
- *   - refused with DPT_ERROR_UNSUPPORTED: 3 stages over 2 processes, a sharded optimizer, different device
- *     counts.
+ *   - each stage's optimizer state sharded among its 2 replicas in the process (LeNet with clipping, the
+ *     tied head): the same checks bit for bit; its checkpoint and safetensors the unsharded one-process
+ *     files byte for byte;
+ *   - refused with DPT_ERROR_UNSUPPORTED: 3 stages over 2 processes, sharded gradients, the optimizer
+ *     sharded across the processes (--shard-scope world), different device counts.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -35,6 +38,7 @@ typedef struct {
   float clip;
   dpt_shard_mode shard;
   size_t mirror_floats; /* a tied parameter's mirror, which the mirror's stage holds beside its own */
+  int shard_across;     /* DPT_SHARD_SCOPE_WORLD */
 } setup;
 
 typedef struct {
@@ -65,6 +69,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.pipeline_schedule = s.schedule;
   to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD; /* no effect without a communicator */
   to.shard = s.shard;
+  to.shard_scope = s.shard_across ? DPT_SHARD_SCOPE_WORLD : DPT_SHARD_SCOPE_PROCESS;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -166,6 +171,20 @@ static void compare(const dpt_model *model, setup divided, const char *what, int
     }
   }
   MPI_Allreduce(&mine, &job, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  /* AdamW's two floats per parameter, on every device of the job: each stage's once per replica, or (its
+   * optimizer state sharded among its replicas) once. */
+  unsigned long long state = 0, job_state = 0;
+  for (size_t d = 0; d < divided.devices && b.trainer != NULL; ++d) {
+    dpt_replica_memory mem = {.struct_size = sizeof mem};
+    OK(dpt_trainer_replica_memory(b.trainer, d, &mem));
+    state += mem.optimizer_state;
+  }
+  MPI_Allreduce(&state, &job_state, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const size_t replicas = divided.devices * 2 / divided.stages;
+  const unsigned long long want_state =
+      2 * n * sizeof(float) * (divided.shard == DPT_SHARD_OPTIMIZER ? 1 : replicas);
+  CHECK(job_state == want_state, "%s: %llu bytes of optimizer state in the job, expected %llu", what,
+        job_state, want_state);
   const outcome got = train(b, model, 99);
   float *recomputed_got = recomputed(b, model);
   stop(b);
@@ -197,14 +216,16 @@ static void compare(const dpt_model *model, setup divided, const char *what, int
   free(initial);
 }
 
-/* Checkpoints and safetensors of the divided pipeline are the one-process pipeline's files; its checkpoint
- * loads into the divided pipeline, which trains on to the same bits. */
-static void check_files(const dpt_model *lenet, int rank, const char *dir) {
+/* Checkpoints and safetensors of the divided pipeline are the one-process pipeline's files (unsharded, on
+ * twice the devices); its checkpoint loads into the divided pipeline, which trains on to the same bits. */
+static void check_files(const dpt_model *lenet, int rank, const char *dir, setup divided, const char *what) {
   char paths[4][512];
   const char *names[4] = {"alone.ckpt", "divided.ckpt", "alone.safetensors", "divided.safetensors"};
   for (int i = 0; i < 4; ++i) snprintf(paths[i], sizeof paths[i], "%s/%s", dir, names[i]);
-  const setup divided = {1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0};
-  const setup alone = {2, 2, DPT_COMMUNICATOR_LOCAL, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0};
+  setup alone = divided;
+  alone.devices = 2 * divided.devices;
+  alone.communicator = DPT_COMMUNICATOR_LOCAL;
+  alone.shard = DPT_SHARD_NONE;
   run a, b;
   OK(start(lenet, alone, &a));
   OK(start(lenet, divided, &b));
@@ -215,8 +236,8 @@ static void check_files(const dpt_model *lenet, int rank, const char *dir) {
   OK(dpt_trainer_save(b.trainer, paths[1]));             /* collective */
   OK(dpt_trainer_save_safetensors(b.trainer, paths[3])); /* collective */
   MPI_Barrier(MPI_COMM_WORLD);
-  check_same_file(rank, paths[0], paths[1], "a checkpoint of the divided pipeline");
-  check_same_file(rank, paths[2], paths[3], "safetensors of the divided pipeline");
+  check_same_file(rank, paths[0], paths[1], what);
+  check_same_file(rank, paths[2], paths[3], what);
   stop(a), stop(b);
   OK(start(lenet, alone, &a));
   OK(start(lenet, divided, &b));
@@ -226,14 +247,13 @@ static void check_files(const dpt_model *lenet, int rank, const char *dir) {
   size_t n = 0;
   OK(dpt_model_parameter_count(lenet, &n));
   CHECK(memcmp(ra.params, rb.params, n * sizeof(float)) == 0,
-        "the divided pipeline resumed from a checkpoint: not the one-process bits");
+        "%s, resumed from a checkpoint: not the one-process bits", what);
   release(ra), release(rb);
   stop(a), stop(b);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     for (int i = 0; i < 4; ++i) remove(paths[i]);
-    rmdir(dir);
-    printf("checkpoint and safetensors of the divided pipeline: the one-process files; resumed: its bits\n");
+    printf("%s: the one-process checkpoint and safetensors; resumed: its bits\n", what);
   }
 }
 
@@ -248,14 +268,19 @@ static void expect_refused(const dpt_model *model, setup s, const char *needle, 
 }
 
 static void check_refusals(const dpt_model *lenet, int rank) {
-  expect_refused(lenet, (setup){1, 3, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0},
+  expect_refused(lenet, (setup){1, 3, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
                  "multiple of the process count", "3 stages over 2 processes");
-  expect_refused(lenet, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 0},
-                 "shards nothing", "a sharded optimizer");
-  expect_refused(lenet,
-                 (setup){rank == 0 ? 1 : 2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0},
-                 "same device count", "different device counts");
-  if (rank == 0) printf("refused: 3 stages over 2 processes, sharding, unequal devices\n");
+  expect_refused(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_GRADIENTS, 0, 0},
+                 "shards only the optimizer state", "sharded gradients");
+  expect_refused(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 0, 1},
+                 "shards only the optimizer state", "the optimizer sharded across the processes");
+  expect_refused(
+      lenet, (setup){rank == 0 ? 1 : 2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
+      "same device count", "different device counts");
+  if (rank == 0)
+    printf(
+        "refused: 3 stages over 2 processes, sharded gradients, the optimizer sharded across the processes, "
+        "unequal devices\n");
 }
 
 int main(int argc, char **argv) {
@@ -266,27 +291,39 @@ int main(int argc, char **argv) {
   CHECK(size == 2, "run with mpirun -np 2 (got %d processes)", size);
   dpt_model *lenet = NULL;
   OK(dpt_model_create_builtin(&lenet, "lenet"));
-  compare(lenet, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 0},
+  compare(lenet, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 0, 0},
           "LeNet, 2 stages x 1 replica, clipping", rank);
-  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 0},
+  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 0, 0},
           "LeNet, 2 stages x 2 replicas, GPipe", rank);
-  compare(lenet, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0},
+  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_OPTIMIZER, 0, 0},
+          "LeNet, 2 stages x 2 replicas sharding each stage's optimizer state, clipping", rank);
+  compare(lenet, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
           "LeNet, 4 stages x 1 replica (2 per process)", rank);
   dpt_model *norm = small_batch_norm_model();
-  compare(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0},
+  compare(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
           "batch norm, 2 stages x 2 replicas", rank);
   dpt_model_destroy(norm);
   /* The head tied to the first layer, the two in the two processes' stages: the mirror's gradient and the
    * source's values go between them. */
   dpt_model *tied = tied_head_model();
-  compare(tied, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 10 * kInput},
+  compare(tied, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 10 * kInput, 0},
           "a head tied across the processes, 2 stages x 1 replica, clipping", rank);
-  compare(tied, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 10 * kInput},
+  compare(tied, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 10 * kInput, 0},
           "a head tied across the processes, 4 stages x 1 replica (2 per process), GPipe", rank);
+  compare(
+      tied, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 10 * kInput, 0},
+      "a head tied across the processes, 2 stages x 2 replicas sharding each stage's optimizer state", rank);
   dpt_model_destroy(tied);
   char dir[256];
   shared_temp_dir(rank, "dpt-pipeline-divided", dir, sizeof dir);
-  check_files(lenet, rank, dir);
+  check_files(lenet, rank, dir,
+              (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
+              "the divided pipeline's files");
+  check_files(lenet, rank, dir,
+              (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 0, 0},
+              "the divided pipeline's files, its optimizer sharded among a stage's 2 replicas");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) rmdir(dir);
   check_refusals(lenet, rank);
   dpt_model_destroy(lenet);
   return finish_processes(rank);
