@@ -5,10 +5,12 @@
  * statistics, per micro-batch) summed over its two copies. Against one process of the same 2 stages on 2
  * replicas each (no communicator), given each batch reordered so that its micro-batch m holds the halves'
  * m-th micro-batches side by side (replica r then trains on half r's): LeNet with clipping and a model with
- * batch norm and a model whose head is tied to its first layer (the mirror's gradient and the source's
- * values sent between copy c of each stage), 3 micro-batches, 4 steps: the parameters and the running
- * statistics bit for bit on every process, the evaluation loss within 1e-6 (summed in another order), each
- * process holding one stage's parameters. Exit status 0 only when every check passed on every process. */
+ * batch norm (its running statistics also recomputed from data, the statistics of each micro-batch
+ * summed over the copies) and a model whose head is tied to its first layer (the mirror's gradient and the
+ * source's values sent between copy c of each stage), 3 micro-batches, 4 steps: the parameters and the
+ * running statistics bit for bit on every process, the evaluation loss within 1e-6 (summed in another order),
+ * each process holding one stage's parameters. Exit status 0 only when every check passed on every process.
+ */
 #include <dptrain/dptrain.h>
 #include <math.h>
 #include <mpi.h>
@@ -95,6 +97,28 @@ static void train(run r, const dpt_model *model, int reference, float **params, 
   *eval_loss = e.loss;
 }
 
+/* Batch norm's running statistics recomputed from two batches of kBatch samples (the reference's
+ * interleaved), in batches of kBatch: calloc'd, NULL without batch norm. */
+static float *recomputed(run r, const dpt_model *model, int reference) {
+  size_t m = 0;
+  OK(dpt_model_buffer_count(model, &m));
+  if (m == 0 || r.trainer == NULL) return NULL;
+  static float x[2 * kBatch * kInput], xo[2 * kBatch * kInput];
+  int32_t y[2 * kBatch] = {0}, yo[2 * kBatch];
+  state = 5;
+  for (size_t i = 0; i < 2 * kBatch * kInput; ++i) x[i] = next_unit();
+  for (size_t b = 0; b < 2; ++b)
+    interleave(x + b * kBatch * kInput, y + b * kBatch, xo + b * kBatch * kInput, yo + b * kBatch);
+  dpt_dataset *data = NULL;
+  OK(dpt_dataset_create(&data, reference ? xo : x, 2 * kBatch * kInput, reference ? yo : y, 2 * kBatch, 1, 28,
+                        28, kClasses));
+  OK(dpt_trainer_recompute_batch_norm(r.trainer, data, kBatch, 0));
+  dpt_dataset_destroy(data);
+  float *buffers = calloc(m, sizeof(float));
+  OK(dpt_trainer_get_buffers(r.trainer, buffers, m));
+  return buffers;
+}
+
 /* mirror_floats: a tied parameter's mirror, which the mirror's stage holds beside its own. */
 static void compare(const dpt_model *model, size_t mirror_floats, const char *what, int rank) {
   size_t n = 0, m = 0;
@@ -107,6 +131,7 @@ static void compare(const dpt_model *model, size_t mirror_floats, const char *wh
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(a.trainer, initial, n));
   train(a, model, 1, &p_ref, &b_ref, &loss_ref);
+  float *recomputed_ref = recomputed(a, model, 1);
   stop(a);
   OK(start(model, 1, DPT_COMMUNICATOR_MPI, &b));
   unsigned long long mine = 0, job = 0;
@@ -117,7 +142,14 @@ static void compare(const dpt_model *model, size_t mirror_floats, const char *wh
   }
   MPI_Allreduce(&mine, &job, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   train(b, model, 0, &p, &bufs, &loss);
+  float *recomputed_got = recomputed(b, model, 0);
   stop(b);
+  if (m > 0)
+    CHECK(recomputed_ref != NULL && recomputed_got != NULL &&
+              memcmp(recomputed_got, recomputed_ref, m * sizeof(float)) == 0 &&
+              memcmp(recomputed_got, bufs, m * sizeof(float)) != 0,
+          "%s: the recomputed running statistics are not the reference's bits (or did not change)", what);
+  free(recomputed_ref), free(recomputed_got);
   CHECK(memcmp(p, p_ref, n * sizeof(float)) == 0, "%s: the parameters are not the reference's bits", what);
   CHECK(memcmp(bufs, b_ref, m * sizeof(float)) == 0, "%s: the running statistics differ", what);
   CHECK(fabs(loss - loss_ref) <= 1e-6 * fabs(loss_ref), "%s: evaluation loss %.9g, reference %.9g", what,
