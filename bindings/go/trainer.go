@@ -152,8 +152,8 @@ const (
 	// activations and gradients between processes sent as MPI messages (model parallel across machines).
 	// Every process is given the whole batch and gets the bits of one process running the S stages on P
 	// times its devices. S a multiple of P or P of S, the same device count in every process, CPU devices,
-	// and ShardNone or ShardOptimizer in ShardScopeProcess (each stage's optimizer state among its replicas in
-	// the process; else StatusUnsupported); a tie between two processes' stages (a head tied to the
+	// and ShardNone or ShardOptimizer (each stage's optimizer state among its replicas in the process, or with
+	// ShardScopeWorld among every copy's replicas of it; else StatusUnsupported); a tie between two processes' stages (a head tied to the
 	// embedding) goes between them as messages. Trainer.Parameters, Buffers,
 	// Checksum, SaveCheckpoint and SaveSafetensors are then collective: every process calls them, process 0
 	// writes the files. Without a communicator, the same as PipelineScopeProcess.

@@ -358,8 +358,9 @@ public enum%}
 /// its own devices, on its share of each batch; <c>WorldScope</c> divides the S stages among the P processes (S/P each, or P/S copies of each,
 /// the activations and gradients between processes sent as MPI messages; every process given the whole batch;
 /// the bits of one process running all S stages). <c>WorldScope</c> needs S a multiple of P or P of S, the same device count
-/// in every process, CPU devices and no sharding but <c>ShardMode.Optimizer</c> in <c>ShardScope.Process</c>
-/// (each stage's optimizer state among its replicas in the process; <c>UnsupportedException</c> otherwise; a
+/// in every process, CPU devices and no sharding but <c>ShardMode.Optimizer</c> (each stage's optimizer state
+/// among its replicas in the process, or with <c>ShardScope.World</c> among every copy's replicas of it;
+/// <c>UnsupportedException</c> otherwise; a
 /// tie between two processes' stages goes between them as messages); reading the parameters, the checksum and saving (checkpoint,
 /// safetensors) are then collective: every process calls them, process 0 writes. Without a communicator both
 /// are the same.</summary>

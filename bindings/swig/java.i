@@ -432,8 +432,9 @@ public enum%}
    * Across MPI processes, {@link PipelineScope#PIPELINE_SCOPE_PROCESS} (the default: every process runs every
    * stage) or {@link PipelineScope#PIPELINE_SCOPE_WORLD} (the stages divided among the processes). The world
    * scope needs the stage count a multiple of the process count, the same device count in every process, CPU
-   * devices and no sharding but {@code SHARD_OPTIMIZER} in {@code SHARD_SCOPE_PROCESS} (each stage's optimizer
-   * state among its replicas in the process; {@link UnsupportedException} otherwise; a tie between two
+   * devices and no sharding but {@code SHARD_OPTIMIZER} (each stage's optimizer state among its replicas in the
+   * process, or with {@code SHARD_SCOPE_WORLD} among every copy's replicas of it; {@link UnsupportedException}
+   * otherwise; a tie between two
    * processes' stages goes between them as messages);
    * {@link Trainer#getParameters}, the checksum, {@link Trainer#saveCheckpoint} and saving safetensors are
    * then collective: every process calls them and process 0 writes the files. Without a communicator both are

@@ -255,7 +255,10 @@ class Trainer {
   bool stages_across_processes() const { return !process_stages_.empty(); }
   // Every process runs every pipeline stage and a stage's optimizer state is sharded among the replicas of
   // every process (ShardScope::kWorld): the stages' gathers and gradient parts span the processes.
-  bool stage_state_across_processes() const { return world_shards() && !stages_across_processes(); }
+  // Or the stages are divided among the processes and a stage's state among the replicas of its copies.
+  bool stage_state_across_processes() const {
+    return (world_shards() && !stages_across_processes()) || state_over_copies_;
+  }
 
   // The state of the first replica (they are identical). DPT_ERROR_INVALID_STATE inside an unfinished
   // accumulation window. Collective when world_shards(): every process's ranges of the optimizer state
@@ -454,6 +457,10 @@ class Trainer {
     size_t param_begin = 0, param_end = 0, buffer_begin = 0, buffer_end = 0;
   };
   std::vector<ProcessStages> process_stages_;
+  // Stages divided among the processes with copies, each stage's optimizer state sharded among every copy's
+  // replicas of it (ShardScope::kWorld): per process, its parts of its stages (a checkpoint's pieces).
+  bool state_over_copies_ = false;
+  std::vector<std::vector<std::pair<size_t, size_t>>> process_state_spans_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unique_ptr<Pipeline> pipeline_;
   // A pipeline with a sharded optimizer: per stage, the ranges of the replicas that share its optimizer

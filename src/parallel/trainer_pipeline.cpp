@@ -42,7 +42,8 @@ void Trainer::gather_stage(size_t rank) {
     stage.all_gather(rank % width, params, stage_bounds_[s].data());
     return;
   }
-  const World &world = *config_.world;
+  // Every process's replicas of the stage (or every copy's, the stages divided among the processes).
+  const World &world = stages_across_processes() ? *stage_world_ : *config_.world;
   stage.all_gather(rank % width, params, stage_bounds_[s].data() + stage_replica_offset(world.rank()));
   ThreadCollective &local = group_->collective();
   local.barrier(rank);  // every stage's first replica holds this process's parts
@@ -62,6 +63,7 @@ void Trainer::gather_stage(size_t rank) {
 }
 
 size_t Trainer::stage_replica_offset(size_t p) const {
+  if (stages_across_processes()) return p * (devices_.size() / stages_.size());  // copy p's first part
   return process_first_[p] / stages_.size();
 }
 
@@ -72,10 +74,10 @@ std::pair<size_t, size_t> Trainer::stage_span(size_t s, size_t p) const {
 std::vector<std::vector<size_t>> Trainer::stage_process_spans() const {
   std::vector<std::vector<size_t>> spans;
   if (!stage_state_across_processes() || stage_bounds_.empty()) return spans;
+  const size_t sharing = stages_across_processes() ? stage_world_->size() : config_.world->size();
   for (size_t s = 0; s < stages_.size(); ++s) {
     spans.emplace_back();
-    for (size_t p = 0; p <= config_.world->size(); ++p)
-      spans.back().push_back(stage_bounds_[s][stage_replica_offset(p)]);
+    for (size_t p = 0; p <= sharing; ++p) spans.back().push_back(stage_bounds_[s][stage_replica_offset(p)]);
   }
   return spans;
 }

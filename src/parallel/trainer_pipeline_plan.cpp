@@ -193,12 +193,11 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
                   "runs on CPU devices in this version (its activations and gradients go between the "
                   "processes as MPI messages from host memory; " +
                   devices_[0]->name() + " was given)");
-  DPT_REQUIRE(config_.shard == ShardMode::kNone ||
-                  (config_.shard == ShardMode::kOptimizer && config_.shard_scope == ShardScope::kProcess),
+  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer,
               DPT_ERROR_UNSUPPORTED,
               why +
-                  "shards only the optimizer state, among each stage's replicas in the process (--shard "
-                  "optimizer --shard-scope process): each process holds its own stages' parameters and "
+                  "shards only the optimizer state (--shard optimizer), among each stage's replicas in the "
+                  "process or in every copy of it: each process holds its own stages' parameters and "
                   "gradients already");
   for (double devices : process_weights_)
     DPT_REQUIRE(size_t(devices) == devices_.size(), DPT_ERROR_UNSUPPORTED,
@@ -237,19 +236,32 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
     // made here, where every process comes, whether or not its stages have statistics.
     stage_world_->reserve_pooled_channels(local);
   }
-  // The layout spans every stage (each cut among its replicas when they shard its optimizer state, ZeRO-1
-  // within the process: with copies the gradient is summed whole over them first).
+  // The layout spans every stage, each cut among the replicas that shard its optimizer state (ZeRO-1): its
+  // replicas in the process (the process shard scope: with copies the gradient is summed whole over them
+  // first), or every copy's replicas, copy c's parts the c-th width of them (the world scope: the copies
+  // reduce-scatter the stage's sum, as processes that each run every stage do).
   const size_t width = devices_.size() / local;
-  const size_t sharing = config_.shard == ShardMode::kOptimizer ? width : 1;
+  state_over_copies_ =
+      config_.shard == ShardMode::kOptimizer && config_.shard_scope == ShardScope::kWorld && copies > 1;
+  const size_t sharing = config_.shard != ShardMode::kOptimizer ? 1
+                         : state_over_copies_                   ? width * copies
+                                                                : width;
+  const size_t offset = state_over_copies_ ? data_rank_ * width : 0;  // this copy's first part
   std::vector<size_t> bounds, slots;
+  process_state_spans_.assign(state_over_copies_ ? processes : 0, {});
   for (size_t t = 0; t < all.size(); ++t) {
     std::vector<size_t> parts = stage_parts(all[t], sharing);
     for (size_t r = 0; r < sharing; ++r) bounds.push_back(all[t].param_begin + parts[r]);
+    for (size_t p = 0; p < process_state_spans_.size(); ++p)  // copy p % copies of block p / copies
+      if (t / local == p / copies)
+        process_state_spans_[p].emplace_back(all[t].param_begin + parts[p % copies * width],
+                                             all[t].param_begin + parts[(p % copies + 1) * width]);
     if (sharing > 1 && t / local == block) stage_bounds_.push_back(std::move(parts));
   }
   bounds.push_back(spec_.parameter_count());
   for (size_t s = 0; s < local; ++s)
-    for (size_t r = 0; r < width; ++r) slots.push_back((first_stage_ + s) * sharing + (sharing > 1 ? r : 0));
+    for (size_t r = 0; r < width; ++r)
+      slots.push_back((first_stage_ + s) * sharing + (sharing > 1 ? offset + r : 0));
   stages_.assign(std::make_move_iterator(all.begin() + first_stage_),
                  std::make_move_iterator(all.begin() + first_stage_ + local));
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), all.size() * width);

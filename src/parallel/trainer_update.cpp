@@ -154,7 +154,8 @@ double Trainer::global_norm(size_t rank) {
   if (world_shards()) {
     if (rank == 0) {
       // Stages divided among the processes: a stage's copies hold the same sums; the first counts them.
-      if (data_rank_ != 0) std::fill(blocks.begin(), blocks.end(), 0.0);
+      // (Unless the copies shard the stage's optimizer state: each then counts its own parts.)
+      if (data_rank_ != 0 && !state_over_copies_) std::fill(blocks.begin(), blocks.end(), 0.0);
       config_.world->all_reduce(blocks.data(), blocks.size(), config_.timeout_seconds);
     }
     local.broadcast(rank, reinterpret_cast<float *>(blocks.data()), 2 * blocks.size(), 0);

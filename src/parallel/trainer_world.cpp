@@ -82,6 +82,7 @@ std::pair<size_t, size_t> Trainer::process_span(size_t p) const {
 
 std::vector<std::pair<size_t, size_t>> Trainer::process_spans_of(size_t p) const {
   if (pipeline_ == nullptr) return {process_span(p)};
+  if (state_over_copies_) return process_state_spans_[p];
   if (stages_across_processes()) return {{process_stages_[p].param_begin, process_stages_[p].param_end}};
   std::vector<std::pair<size_t, size_t>> spans;
   for (size_t s = 0; s < stages_.size(); ++s) {

@@ -220,14 +220,18 @@ same_bits pipeline_two pipeline_divided_default "--pipeline 2 --pipeline-scope w
   --pipeline 2 --micro-batches 3 --pipeline-scope world >"$WORK/pipeline_copies.out" 2>"$WORK/pipeline_copies.err")
 same_loss pipeline_copies four "--pipeline 2 --pipeline-scope world on 4 processes (2 copies of each stage): the four-device run's test loss"
 # 2 replicas of a stage in each of its 2 copies, the optimizer state sharded among the replicas (the gradient
-# summed whole over the copies first): the unsharded bits.
-for shard in none optimizer; do
+# summed whole over the copies first), or among both copies' replicas (--shard-scope world: reduce-scattered
+# over the copies): the unsharded bits.
+for scope in none process world; do
   (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 4 "$DPTRAIN" "${RUN[@]}" \
-    --devices cpu:2 --pipeline 2 --micro-batches 3 --pipeline-scope world --shard $shard \
-    >"$WORK/pipeline_copies_$shard.out" 2>"$WORK/pipeline_copies_$shard.err")
+    --devices cpu:2 --pipeline 2 --micro-batches 3 --pipeline-scope world \
+    $([ $scope = none ] || echo "--shard optimizer --shard-scope $scope") \
+    >"$WORK/pipeline_copies_$scope.out" 2>"$WORK/pipeline_copies_$scope.err")
 done
-same_bits pipeline_copies_none pipeline_copies_optimizer \
-  "--pipeline 2 --pipeline-scope world on 4 processes of 2 devices, --shard optimizer: the unsharded bits"
+for scope in process world; do
+  same_bits pipeline_copies_none pipeline_copies_$scope \
+    "--pipeline 2 --pipeline-scope world on 4 processes of 2 devices, --shard optimizer --shard-scope $scope: the unsharded bits"
+done
 json_check "$WORK/mpi.out" "d['test_accuracy'] > 0.5" "training moved (test accuracy above 0.5)"
 [ -s "$WORK/mpi.ckpt" ] && pass "process 0 wrote the checkpoint" || fail "no checkpoint"
 run_cli resumed "${RUN[@]}" --devices cpu:1 --epochs 2 --resume "$WORK/mpi.ckpt"

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi_check.h"
 #include "mpi_fixtures.h"
@@ -28,7 +29,9 @@ typedef struct {
   dpt_trainer *trainer;
 } run;
 
-static dpt_status start(const dpt_model *model, size_t devices, dpt_communicator communicator, run *r) {
+/* shard: the divided pipeline's optimizer state sharded among every copy's replicas of a stage. */
+static dpt_status start(const dpt_model *model, size_t devices, dpt_communicator communicator, int shard,
+                        run *r) {
   dpt_context_options co;
   dpt_context_options_init(&co);
   co.cpu_devices = devices;
@@ -41,6 +44,10 @@ static dpt_status start(const dpt_model *model, size_t devices, dpt_communicator
   to.pipeline_stages = 2;
   to.micro_batches = kMicro;
   to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD;
+  if (shard) {
+    to.shard = DPT_SHARD_OPTIMIZER;
+    to.shard_scope = DPT_SHARD_SCOPE_WORLD;
+  }
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -120,28 +127,40 @@ static float *recomputed(run r, const dpt_model *model, int reference) {
 }
 
 /* mirror_floats: a tied parameter's mirror, which the mirror's stage holds beside its own. */
-static void compare(const dpt_model *model, size_t mirror_floats, const char *what, int rank) {
+static void compare(const dpt_model *model, size_t mirror_floats, int shard, const char *what, int rank,
+                    const char *dir) {
   size_t n = 0, m = 0;
   OK(dpt_model_parameter_count(model, &n));
   OK(dpt_model_buffer_count(model, &m));
   run a, b;
   float *p_ref, *b_ref, *p, *bufs;
   double loss_ref = 0, loss = 0;
-  OK(start(model, 4, DPT_COMMUNICATOR_LOCAL, &a));
+  OK(start(model, 4, DPT_COMMUNICATOR_LOCAL, 0, &a));
   float *initial = calloc(n, sizeof(float));
   OK(dpt_trainer_get_parameters(a.trainer, initial, n));
   train(a, model, 1, &p_ref, &b_ref, &loss_ref);
+  char paths[2][512];
+  snprintf(paths[0], sizeof paths[0], "%s/reference.ckpt", dir);
+  snprintf(paths[1], sizeof paths[1], "%s/divided.ckpt", dir);
+  if (rank == 0 && a.trainer != NULL) OK(dpt_trainer_save(a.trainer, paths[0]));
   float *recomputed_ref = recomputed(a, model, 1);
   stop(a);
-  OK(start(model, 1, DPT_COMMUNICATOR_MPI, &b));
-  unsigned long long mine = 0, job = 0;
+  OK(start(model, 1, DPT_COMMUNICATOR_MPI, shard, &b));
+  unsigned long long mine[2] = {0, 0}, job[2] = {0, 0}; /* parameter and optimizer-state bytes */
   if (b.trainer != NULL) {
     dpt_replica_memory mem = {.struct_size = sizeof mem};
     OK(dpt_trainer_replica_memory(b.trainer, 0, &mem));
-    mine = mem.parameters;
+    mine[0] = mem.parameters;
+    mine[1] = mem.optimizer_state;
   }
-  MPI_Allreduce(&mine, &job, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(mine, job, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   train(b, model, 0, &p, &bufs, &loss);
+  /* The checkpoint (collective; each copy gives its parts of the optimizer state when they shard it): the
+   * reference's file byte for byte. */
+  if (b.trainer != NULL) OK(dpt_trainer_save(b.trainer, paths[1]));
+  MPI_Barrier(MPI_COMM_WORLD);
+  check_same_file(rank, paths[0], paths[1], what);
+  if (rank == 0) remove(paths[0]), remove(paths[1]);
   float *recomputed_got = recomputed(b, model, 0);
   stop(b);
   if (m > 0)
@@ -156,9 +175,12 @@ static void compare(const dpt_model *model, size_t mirror_floats, const char *wh
         loss, loss_ref);
   CHECK(same_on_every_process(p, n), "%s: the processes differ", what);
   CHECK(memcmp(p, initial, n * sizeof(float)) != 0, "%s: the parameters did not move", what);
-  CHECK(job == 2 * (n + mirror_floats) * sizeof(float) && mine < (n + mirror_floats) * sizeof(float),
-        "%s: %llu parameter bytes in the job (here %llu), expected two copies of the model's %zu", what, job,
-        mine, n * sizeof(float));
+  CHECK(job[0] == 2 * (n + mirror_floats) * sizeof(float) && mine[0] < (n + mirror_floats) * sizeof(float),
+        "%s: %llu parameter bytes in the job (here %llu), expected two copies of the model's %zu", what,
+        job[0], mine[0], n * sizeof(float));
+  /* AdamW's two floats per parameter: in each copy, or (sharded among the copies) once in the job. */
+  CHECK(job[1] == (shard ? 1 : 2) * 2 * n * sizeof(float), "%s: %llu bytes of optimizer state in the job",
+        what, job[1]);
   if (rank == 0)
     printf("%s: the reference's bits; evaluation loss %.9g (reference %.9g)\n", what, loss, loss_ref);
   free(p_ref), free(b_ref), free(p), free(bufs), free(initial);
@@ -170,16 +192,28 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   CHECK(size == 4, "run with mpirun -np 4 (got %d processes)", size);
+  char dir[256];
+  shared_temp_dir(rank, "dpt-pipeline-copies", dir, sizeof dir);
   dpt_model *lenet = NULL;
   OK(dpt_model_create_builtin(&lenet, "lenet"));
-  compare(lenet, 0, "LeNet, 2 stages on 4 processes (2 copies of each), clipping", rank);
+  compare(lenet, 0, 0, "LeNet, 2 stages on 4 processes (2 copies of each), clipping", rank, dir);
   dpt_model *norm = small_batch_norm_model();
-  compare(norm, 0, "batch norm, 2 stages on 4 processes (2 copies of each)", rank);
+  compare(norm, 0, 0, "batch norm, 2 stages on 4 processes (2 copies of each)", rank, dir);
   dpt_model_destroy(norm);
   dpt_model *tied = tied_head_model(); /* copy c of the head's stage sends to copy c of the first stage */
-  compare(tied, 10 * kInput, "a head tied across the processes, 2 stages on 4 processes (2 copies of each)",
-          rank);
+  compare(tied, 10 * kInput, 0,
+          "a head tied across the processes, 2 stages on 4 processes (2 copies of each)", rank, dir);
+  dpt_model_destroy(tied);
+  /* Each stage's optimizer state sharded among its two copies (--shard optimizer --shard-scope world): the
+   * copies reduce-scatter the stage's gradient and gather the parts they updated. */
+  compare(lenet, 0, 1,
+          "LeNet, 2 stages on 4 processes, the optimizer state sharded over the copies, clipping", rank, dir);
+  tied = tied_head_model();
+  compare(tied, 10 * kInput, 1,
+          "a tied head, 2 stages on 4 processes, the optimizer state sharded over the copies", rank, dir);
   dpt_model_destroy(tied);
   dpt_model_destroy(lenet);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) rmdir(dir);
   return finish_processes(rank);
 }

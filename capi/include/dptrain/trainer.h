@@ -151,8 +151,8 @@ typedef enum dpt_shard_scope {
    * from their owners; with DPT_SHARD_GRADIENTS: each bucket reduced to its owners over NCCL during
    * backward, the ranges gathered alike. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
    * state cut among every process's replicas of the stage, its gradient summed within the process and
-   * reduce-scattered across the processes (with DPT_PIPELINE_SCOPE_WORLD: DPT_ERROR_UNSUPPORTED, each
-   * process holding its own stages). The same bits as DPT_SHARD_NONE with two processes (with
+   * reduce-scattered across the processes (with DPT_PIPELINE_SCOPE_WORLD: among every copy's replicas of
+   * the stage, each process holding its own stages). The same bits as DPT_SHARD_NONE with two processes (with
    * accumulation, DPT_SHARD_GRADIENTS's one rounding per micro-batch). dpt_trainer_save is then
    * collective: every process calls it, process 0 writes the file. With DPT_SHARD_PARAMETERS,
    * dpt_trainer_set_parameters, dpt_trainer_load and dpt_trainer_destroy are collective too (every process
@@ -186,8 +186,9 @@ typedef enum dpt_pipeline_scope {
    * copies). Every process is given the whole batch (the first stage's processes read its inputs, the
    * last's its labels) and gets the same results: the bits of one process running the S stages on its
    * devices times the processes. S a multiple of P or P of S, the same device count in every process, CPU
-   * devices, and DPT_SHARD_NONE or DPT_SHARD_OPTIMIZER in DPT_SHARD_SCOPE_PROCESS (each stage's optimizer
-   * state cut among its replicas in the process; DPT_ERROR_UNSUPPORTED otherwise); a parameter tied across
+   * devices, and DPT_SHARD_NONE or DPT_SHARD_OPTIMIZER (each stage's optimizer state cut among its replicas
+   * in the process, or with DPT_SHARD_SCOPE_WORLD among every copy's replicas of it; DPT_ERROR_UNSUPPORTED
+   * otherwise); a parameter tied across
    * two processes' stages (a language model's head tied to its embedding) has its mirror's gradient and
    * its source's values sent between them. dpt_trainer_get_parameters, get_buffers, parameter_checksum,
    * dpt_trainer_save and dpt_trainer_save_safetensors are collective: every process calls them (each
