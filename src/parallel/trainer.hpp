@@ -4,8 +4,10 @@
 // the replicas' times), trainer_trace.cpp (the timeline), trainer_slices.cpp (the split of a batch into the
 // replicas' slices, and copying them in), trainer_speeds.cpp (SplitPolicy::kAuto's measurements),
 // trainer_world.cpp (joining an MPI world, sums across it), trainer_state.cpp (parameters, checkpoints),
-// trainer_statistics.cpp (recomputing batch norm's running statistics);
-// the gradient all-reduce is a GradientCollective (gradient_collective.hpp).
+// trainer_statistics.cpp (recomputing batch norm's running statistics), trainer_pipeline_plan.cpp (a
+// pipeline's cuts and what each stage and process owns), trainer_pipeline.cpp (the stages' passes, their
+// collectives, the mirrors of tied parameters); the gradient all-reduce is a GradientCollective
+// (gradient_collective.hpp).
 #pragma once
 
 #include <memory>
@@ -107,9 +109,9 @@ struct TrainerConfig {
   // (across processes, process 0's measured times for all). CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
   // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies
-  // (kWorld: CPU devices, every process the same device count, kOptimizer only in the process shard scope:
-  // among a stage's replicas in the process; a tie between two processes' stages exchanged as messages,
-  // RemoteTies); kOptimizer the only shard mode (either shard scope); a
+  // (kWorld: CPU devices, every process the same device count; kOptimizer shards a stage's state among its
+  // replicas in the process, or in the world shard scope among every copy's; a tie between two processes'
+  // stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard scope); a
   // parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
@@ -325,12 +327,13 @@ class Trainer {
   void reshard_state(size_t rank, const float *whole, float *shard) const;
   // The replica's parameters (or optimizer state) copied to the host.
   void copy_to_host(size_t replica, const DeviceBuffer &buffer, float *out, size_t count = SIZE_MAX) const;
-  // trainer_pipeline.cpp
+  // trainer_pipeline_plan.cpp
   void plan_pipeline();
   // Without pipeline_cuts: where stages - 1 cuts divide the pipeline_balance's costs most evenly.
   std::vector<size_t> automatic_cuts(size_t stages) const;
   // plan_pipeline with PipelineScope::kWorld: this process's stages of the whole model's.
   void place_stages_across_processes(std::vector<PipelineStage> all);
+  // trainer_pipeline.cpp
   void start_pipeline(size_t replicas_per_stage);
   // Update phase, device thread rank, when a parameter is tied across stages (mirrored_): the source's
   // stage adds the mirrors' gradients to the source's; after the update the mirrors copy its values.

@@ -181,7 +181,8 @@ std::vector<std::string> Trainer::pipeline_cut_names() const {
 // on devices / L replicas; C = P L / S processes hold copies of each block (Megatron's order: the copies of a
 // stage are neighbours in rank), data parallel among them. The layout of the parameters (shards_) spans
 // every stage, so the norm's block sums (from each block's first copy) and a checkpoint's ranges come from
-// every block, as when the optimizer is sharded across the world.
+// every block, as when the optimizer is sharded across the world. (plan_pipeline refused sharded gradients
+// and parameters: a stage's are its own already.)
 void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
   const World &world = *config_.world;
   const size_t processes = world.size();
@@ -193,12 +194,6 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
                   "runs on CPU devices in this version (its activations and gradients go between the "
                   "processes as MPI messages from host memory; " +
                   devices_[0]->name() + " was given)");
-  DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer,
-              DPT_ERROR_UNSUPPORTED,
-              why +
-                  "shards only the optimizer state (--shard optimizer), among each stage's replicas in the "
-                  "process or in every copy of it: each process holds its own stages' parameters and "
-                  "gradients already");
   for (double devices : process_weights_)
     DPT_REQUIRE(size_t(devices) == devices_.size(), DPT_ERROR_UNSUPPORTED,
                 why +
