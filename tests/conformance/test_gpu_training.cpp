@@ -353,8 +353,37 @@ void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<s
   cuda_test::expect_close("predict logits", lg, lc, nullptr, 1e-4, 1e-5);
 }
 
+// The balance by measured time probes the whole model on the first GPU (each op timed once the GPU's queue
+// drained): every layer with parameters takes time, the probe's memory goes back, and the cut it chose,
+// named, gives a trainer the same stages.
+void check_gpu_time_balance(const std::shared_ptr<dpt::Context> &gpus) {
+  const dpt::ModelSpec lenet = dpt::ModelSpec::builtin("lenet");
+  dpt::Device &gpu = gpus->device(0);
+  const uint64_t free_before = gpu.details().free_memory;
+  const std::vector<double> times =
+      dpt::measured_times(lenet, gpu, dpt::KernelOptions{}, dpt::DType::kF32, dpt::DType::kF32, 8, 1);
+  for (size_t j = 0; j < times.size(); ++j)  // (a view, flatten, runs no kernel: it may take 0)
+    assert_true(times[j] >= 0.0 && (lenet.nodes()[j].layout.params.empty() || times[j] > 0.0));
+  if (simulated()) assert_int_equal(gpu.details().free_memory, free_before);  // (a real GPU's varies)
+  dpt::TrainerConfig c = config({0, 0});
+  c.pipeline_stages = 2;
+  c.micro_batches = 2;
+  c.pipeline_balance = dpt::PipelineBalance::kTime;
+  c.pipeline_balance_batch = 16;
+  dpt::Trainer measured(gpus, lenet, c);
+  const std::vector<std::string> names = measured.pipeline_cut_names();
+  assert_int_equal(names.size(), 1);
+  c.pipeline_balance = dpt::PipelineBalance::kWork;
+  c.pipeline_cuts = names;
+  dpt::Trainer named(gpus, lenet, c);
+  assert_true(named.pipeline_cut_names() == names);
+  assert_int_equal(named.replica_memory(0).parameters, measured.replica_memory(0).parameters);
+  print_message("time balance on %s: cut at %s\n", gpu.name().c_str(), names[0].c_str());
+}
+
 void test_gpu_pipeline(void **) {
   auto context = gpu_context();
+  check_gpu_time_balance(context);
   check_gpu_pipeline(context, {0, 0}, dpt::ModelSpec::builtin("lenet"), "lenet, 2 stages on cuda:0");
   check_gpu_pipeline(context, {0, 0}, batch_norm_model(), "batch norm, 2 stages on cuda:0");
   check_gpu_pipeline(context, {0, 0, 0, 0}, batch_norm_model(),
