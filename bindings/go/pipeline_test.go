@@ -106,7 +106,8 @@ func TestPipeline(t *testing.T) {
 	var zero dptrain.TrainerOptions
 	if zero.PipelineStages != 0 || zero.MicroBatches != 0 || zero.PipelineSchedule != dptrain.Pipeline1F1B ||
 		zero.PipelineCuts != "" || zero.PipelineScope != dptrain.PipelineScopeProcess ||
-		zero.PipelineBalance != dptrain.PipelineBalanceWork || zero.PipelineBalanceBatch != 0 {
+		zero.PipelineBalance != dptrain.PipelineBalanceWork || zero.PipelineBalanceBatch != 0 ||
+		zero.PipelineCopies != 0 {
 		t.Fatalf("the zero TrainerOptions pipelines: %+v", zero)
 	}
 	m := pipeModel(t)
@@ -158,6 +159,11 @@ func TestPipeline(t *testing.T) {
 	world.PipelineScope = dptrain.PipelineScopeWorld
 	if got := pipeTrain(t, two, m, world, 1); got.checksum != want.checksum {
 		t.Fatalf("PipelineScopeWorld without a communicator: checksum %s, want %s", got.checksum, want.checksum)
+	}
+	// Copies of the pipeline divide the processes: no effect without a communicator.
+	world.PipelineCopies = 2
+	if got := pipeTrain(t, two, m, world, 1); got.checksum != want.checksum {
+		t.Fatalf("PipelineCopies without a communicator: checksum %s, want %s", got.checksum, want.checksum)
 	}
 	oneFOneB, gpipe := runs[`schedule=0,cuts=""`], runs[`schedule=1,cuts=""`]
 	for s := 0; s < pipeStages && len(oneFOneB.memory) == pipeStages && len(gpipe.memory) == pipeStages; s++ {
@@ -219,6 +225,11 @@ func TestPipelineBalance(t *testing.T) {
 	wantError(t, err, dptrain.StatusInvalidArgument, "pipeline balance")
 	_, err = cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineBalanceBatch = -1 })
 	wantError(t, err, dptrain.StatusOutOfRange, "NewTrainer", "PipelineBalanceBatch is negative (-1)")
+	// Copies of the pipeline in the process scope, where every process is a copy; negative copies.
+	_, err = cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineCopies = 2 })
+	wantError(t, err, dptrain.StatusInvalidArgument, "process scope")
+	_, err = cuts(func(o *dptrain.TrainerOptions) { o.PipelineStages = pipeStages; o.PipelineCopies = -1 })
+	wantError(t, err, dptrain.StatusOutOfRange, "NewTrainer", "PipelineCopies is negative (-1)")
 }
 
 // TestPipelineRefusals: 3 stages on 2 devices is StatusUnsupported, 1025 micro-batches StatusOutOfRange, a cut

@@ -375,7 +375,13 @@ type TrainerOptions struct {
 	// replicas (a layer's time per sample depends on the samples it runs at once). 0 = 16 samples. Negative
 	// is StatusOutOfRange.
 	PipelineBalanceBatch int
-	Optimizer            OptimizerOptions
+	// PipelineCopies: with PipelineScopeWorld across P MPI processes, how many copies C of the pipeline they
+	// hold, data parallel among them, each process S C / P stages (the C processes of a block of stages
+	// neighbours in rank). 0 = P / S when P > S, else 1. A C that does not divide P, or P / C that does not
+	// divide S, is StatusUnsupported; nonzero in the process scope StatusInvalidArgument; no effect without
+	// a communicator. Negative is StatusOutOfRange.
+	PipelineCopies int
+	Optimizer      OptimizerOptions
 }
 
 // StepResult is the outcome of one Trainer.Step or Trainer.StepTokens.
@@ -455,6 +461,9 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 	if o.PipelineBalanceBatch < 0 {
 		return nil, newError(op, StatusOutOfRange, "PipelineBalanceBatch is negative (%d)", o.PipelineBalanceBatch)
 	}
+	if o.PipelineCopies < 0 {
+		return nil, newError(op, StatusOutOfRange, "PipelineCopies is negative (%d)", o.PipelineCopies)
+	}
 	if err := ctx.begin(op); err != nil {
 		return nil, err
 	}
@@ -520,6 +529,7 @@ func NewTrainer(ctx *Context, model *Model, opts *TrainerOptions) (*Trainer, err
 		to.SetPipeline_scope(swig.Dpt_pipeline_scope(o.PipelineScope))
 		to.SetPipeline_balance(swig.Dpt_pipeline_balance(o.PipelineBalance))
 		to.SetPipeline_balance_batch(int64(o.PipelineBalanceBatch))
+		to.SetPipeline_copies(int64(o.PipelineCopies))
 		oo := swig.NewOptimizerOptions()
 		defer swig.DeleteOptimizerOptions(oo)
 		fillOptimizer(oo, &o.Optimizer)

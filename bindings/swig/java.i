@@ -431,7 +431,8 @@ public enum%}
 %javamethodmodifiers dpt_trainer_options::pipeline_scope %{/**
    * Across MPI processes, {@link PipelineScope#PIPELINE_SCOPE_PROCESS} (the default: every process runs every
    * stage) or {@link PipelineScope#PIPELINE_SCOPE_WORLD} (the stages divided among the processes). The world
-   * scope needs the stage count a multiple of the process count, the same device count in every process, CPU
+   * scope needs the stage count a multiple of the process count (or of the processes per copy,
+   * {@link #setPipelineCopies}), the same device count in every process, CPU
    * devices and no sharding but {@code SHARD_OPTIMIZER} (each stage's optimizer state among its replicas in the
    * process, or with {@code SHARD_SCOPE_WORLD} among every copy's replicas of it; {@link UnsupportedException}
    * otherwise; a tie between two
@@ -459,6 +460,15 @@ public enum%}
    * default with {@link #setPipelineCuts} named ({@link InvalidArgumentException} when the trainer is created);
    * with the time balance a model that does not fit the first device fails with its out-of-memory error. A
    * {@code null} is a {@code NullPointerException}.
+   */
+  public%}
+%javamethodmodifiers dpt_trainer_options::pipeline_copies %{/**
+   * With {@link PipelineScope#PIPELINE_SCOPE_WORLD} across P MPI processes: how many copies C of the pipeline they
+   * hold, data parallel among them, each process S C / P stages (the C processes of a block of stages neighbours
+   * in rank). 0 (the default): P / S when P > S, else 1. A C that does not divide P, or P / C that does not divide
+   * S, is an {@link UnsupportedException} when the trainer is created; nonzero in the process scope an
+   * {@link InvalidArgumentException}; no effect without a communicator. Negative values are an
+   * {@link InvalidArgumentException} ({@code Status.ERROR_OUT_OF_RANGE}).
    */
   public%}
 %javamethodmodifiers dpt_trainer_options::pipeline_balance_batch %{/**

@@ -131,6 +131,7 @@ dpt::TrainerConfig to_config(const dpt_trainer_options &o, size_t context_device
                        : balance == DPT_PIPELINE_BALANCE_PARAMETERS ? dpt::PipelineBalance::kParameters
                                                                     : dpt::PipelineBalance::kWork;
   c.pipeline_balance_batch = o.pipeline_balance_batch;
+  c.pipeline_copies = o.pipeline_copies;
   c.pipeline_stages = o.pipeline_stages;
   c.micro_batches = o.micro_batches;
   c.pipeline_schedule = dpt::capi::checked_enum(o.pipeline_schedule, {DPT_PIPELINE_1F1B, DPT_PIPELINE_GPIPE},

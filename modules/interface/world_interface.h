@@ -14,8 +14,9 @@ extern "C" {
 /* 2: all_to_all and all_gather; 3: reduce_scatter_sum; 4: channels (every collective's first argument);
  * 5: one-sided reads of exposed memory (open_window, expose, withdraw, get, publish) and add_channels;
  * 6: reads started and finished apart (get_start, get_finish); 7: messages between two processes (send_start,
- * send_finish, receive) and channels over a part of the processes (add_split_channels) */
-#define DPT_WORLD_ABI_VERSION 7u
+ * send_finish, receive) and channels over a part of the processes (add_split_channels); 8: waiting for a
+ * message apart from receiving it (wait_message) */
+#define DPT_WORLD_ABI_VERSION 8u
 #if defined(_WIN32)
 #define DPT_WORLD_MODULE_MPI "dptrain_mpi.dll"
 #else
@@ -117,6 +118,11 @@ typedef struct dpt_world_v1 {
    * with its color), and reports the first one's number and this process's rank and the size there. */
   int (*add_split_channels)(int color, int count, int *first, int *rank, int *size, char *error,
                             size_t error_size);
+  /* Waits until a message from process with tag is there to receive (MPI_Iprobe, polled as all_reduce_sum),
+   * without receiving it: the time a pipeline stage waits for its neighbour (idle) apart from the time the
+   * message takes to come in (receive, communication). Any thread. */
+  int (*wait_message)(int channel, int process, int tag, double timeout_seconds, char *error,
+                      size_t error_size);
 } dpt_world_v1;
 
 typedef const dpt_world_v1 *(*dpt_world_entry_fn)(void);

@@ -76,13 +76,16 @@ double now() {
 
 // Polls a non-blocking operation: a peer that never arrives ends in DPT_WORLD_TIMEOUT instead of a hang.
 // (MPI cannot cancel a collective: after a timeout the process should end, as after a NCCL abort.)
-int wait_for(MPI_Request *request, double timeout, const char *call, char *error, size_t size) {
+// Polls test (an MPI call setting its flag, made under the lock) until the flag is set, the timeout passes
+// or the launcher is gone.
+template <typename Test>
+int poll_until(Test test, double timeout, const char *call, char *error, size_t size) {
   const double deadline = timeout > 0 ? now() + timeout : 0;
   for (long round = 0;; ++round) {
     int done = 0, code = MPI_SUCCESS;
     {
       std::lock_guard<std::mutex> hold(mpi_lock);
-      code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+      code = test(&done);
     }
     if (code != MPI_SUCCESS) {
       describe(code, call, error, size);
@@ -103,6 +106,11 @@ int wait_for(MPI_Request *request, double timeout, const char *call, char *error
     // Poll hard for a moment (the peers are usually close), then give the core away between polls.
     if (round > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+int wait_for(MPI_Request *request, double timeout, const char *call, char *error, size_t size) {
+  return poll_until([&](int *done) { return MPI_Test(request, done, MPI_STATUS_IGNORE); }, timeout, call,
+                    error, size);
 }
 
 // Appends a channel: a duplicate of MPI_COMM_WORLD, or (color >= 0) of its processes of that color, in
@@ -546,6 +554,14 @@ int receive(int channel, void *buffer, size_t bytes, int process, int tag, doubl
   return fail(r, error);
 }
 
+int wait_message(int channel, int process, int tag, double timeout, char *error, size_t error_size) {
+  const MPI_Comm comm = usable(channel, error, error_size);
+  if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
+  return fail(poll_until([&](int *there) { return MPI_Iprobe(process, tag, comm, there, MPI_STATUS_IGNORE); },
+                         timeout, "MPI_Iprobe", error, error_size),
+              error);
+}
+
 int publish(int channel, double timeout, char *error, size_t error_size) {
   const MPI_Comm comm = usable(channel, error, error_size);
   if (comm == MPI_COMM_NULL) return DPT_WORLD_FAILED;
@@ -621,7 +637,8 @@ const dpt_world_v1 kWorld = {DPT_WORLD_ABI_VERSION,
                              send_start,
                              send_finish,
                              receive,
-                             add_split_channels};
+                             add_split_channels,
+                             wait_message};
 
 }  // namespace
 

@@ -122,6 +122,7 @@ static const option_spec kOptions[] = {
     {"--pipeline-cuts", ARG_STRING, FIELD(pipeline_cuts), 0, REAL_POSITIVE, NULL},
     {"--pipeline-scope", ARG_CHOICE, FIELD(pipeline_scope), 0, REAL_POSITIVE, kPipelineScopes},
     {"--pipeline-balance", ARG_CHOICE, FIELD(pipeline_balance), 0, REAL_POSITIVE, kPipelineBalances},
+    {"--pipeline-copies", ARG_SIZE, FIELD(pipeline_copies), 1, REAL_POSITIVE, NULL},
     {"--accumulate", ARG_SIZE, FIELD(accumulate), 1, REAL_POSITIVE, NULL},
     {"--bucket-kib", ARG_SIZE, FIELD(bucket_kib), 0, REAL_POSITIVE, NULL},
     {"--communicator", ARG_CHOICE, FIELD(communicator), 0, REAL_POSITIVE, kCommunicators},
@@ -593,11 +594,15 @@ static int check_config(const train_config *config) {
   if (config->pipeline <= 1 &&
       (was_given(config, "--micro-batches") || was_given(config, "--pipeline-schedule") ||
        was_given(config, "--pipeline-cuts") || was_given(config, "--pipeline-scope") ||
-       was_given(config, "--pipeline-balance"))) {
+       was_given(config, "--pipeline-balance") || was_given(config, "--pipeline-copies"))) {
     return cli_usage_error(
-        "--micro-batches, --pipeline-schedule, --pipeline-cuts, --pipeline-scope and --pipeline-balance need "
-        "--pipeline S (S > 1)");
+        "--micro-batches, --pipeline-schedule, --pipeline-cuts, --pipeline-scope, --pipeline-balance and "
+        "--pipeline-copies need --pipeline S (S > 1)");
   }
+  if (was_given(config, "--pipeline-copies") && config->pipeline_scope != DPT_PIPELINE_SCOPE_WORLD)
+    return cli_usage_error(
+        "--pipeline-copies divides the processes among copies of a pipeline whose stages they share: it "
+        "needs --pipeline-scope world (in the process scope every process is a copy)");
   if (was_given(config, "--pipeline-cuts") && was_given(config, "--pipeline-balance"))
     return cli_usage_error("--pipeline-cuts names the cuts, --pipeline-balance chooses them: give one");
   if (config->load_weights_path != NULL && config->resume_path != NULL)
@@ -711,6 +716,9 @@ void print_train_help(FILE *out) {
       "                         P processes, S/P each, or P/S copies of each (world: model parallel\n"
       "                         across machines, data parallel among a stage's copies; the\n"
       "                         same device count in every process, default cpu:S/P)\n"
+      "  --pipeline-copies C    --pipeline-scope world: the P processes hold C copies of the pipeline,\n"
+      "                         S C/P stages each (default: P/S when P > S, else 1); e.g. 4 processes,\n"
+      "                         --pipeline 4 --pipeline-copies 2: 2 stages per process, 2 copies\n"
       "  --bn sync|local        batch norm statistics over the global batch (exact under any split) or\n"
       "                         over each device's slice (default: sync)\n"
       "  --recompute-bn N       after training, recompute batch norm's running statistics over the\n"

@@ -70,6 +70,7 @@ typedef struct train_config {
   int pipeline_schedule;                    /**< dpt_pipeline_schedule. */
   int pipeline_scope;                       /**< dpt_pipeline_scope. */
   int pipeline_balance;                     /**< dpt_pipeline_balance. */
+  size_t pipeline_copies;                   /**< Copies of a divided pipeline; 0 = the default. */
   const char *pipeline_cuts;                /**< --pipeline-cuts NAME,...: where stages begin, or NULL. */
   size_t accumulate;                        /**< Micro-batches per optimizer step. */
   size_t bucket_kib;                        /**< Gradient bucket size in KiB; 0 = no overlap. */

@@ -138,6 +138,7 @@ static void write_settings(json_writer *w, const run_summary *s) {
     json_uint(w, "micro_batches", c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline);
     json_string(w, "pipeline_schedule", pipeline_schedule_name(c->pipeline_schedule));
     json_string(w, "pipeline_scope", pipeline_scope_name(c->pipeline_scope));
+    if (s->pipeline_copies > 0) json_uint(w, "pipeline_copies", s->pipeline_copies);
     json_string(w, "pipeline_balance",
                 c->pipeline_cuts != NULL ? "named" : pipeline_balance_name(c->pipeline_balance));
     if (s->pipeline_cuts != NULL) json_string(w, "pipeline_cuts", s->pipeline_cuts);

@@ -27,6 +27,8 @@ typedef struct run_summary {
   uint64_t warmup;            /**< Warm-up optimizer steps (given, or the recipe's). */
   /** A pipeline: where its stages after the first begin (dpt_trainer_pipeline_cuts; NULL otherwise). */
   char *pipeline_cuts;
+  /** A pipeline whose stages are divided among the processes: the copies of it they hold (0 otherwise). */
+  size_t pipeline_copies;
   size_t tokens_per_sample;  /**< Token models: the window length (losses per token, bits per byte); 0
                                   for image models. */
   dpt_fit_result fit;        /**< Outcome of dpt_trainer_fit(). */

@@ -104,9 +104,12 @@ static int create_context(train_run *run) {
    * are divided among the processes). */
   if (options.cpu_devices == 0 && !run->config.cuda && run->config.pipeline > 1) {
     const size_t processes = run->summary.processes, stages = run->config.pipeline;
-    const int divided = run->config.pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi;
-    /* S / P stages in each process, or one (P > S: copies of each stage in P / S processes). */
-    options.cpu_devices = !divided ? stages : stages % processes == 0 ? stages / processes : 1;
+    const size_t copies = run->summary.pipeline_copies;
+    const int divided = copies > 0;
+    /* S C / P stages in each process (the library refuses a C that does not divide them). */
+    options.cpu_devices = !divided                             ? stages
+                          : (stages * copies) % processes == 0 ? stages * copies / processes
+                                                               : 1;
   }
   if (run->config.cuda) options.device_selection = DPT_DEVICES_CUDA;
   CLI_TRY(dpt_context_create(&run->context, &options));
@@ -207,6 +210,13 @@ static int join_world(train_run *run) {
   run->summary.processes = 1;
   if (!run->mpi) return CLI_EXIT_OK;
   CLI_TRY(dpt_world_get(&run->summary.rank, &run->summary.processes));
+  /* The stages divided among the P processes: C copies of the pipeline, --pipeline-copies or by default
+   * P / S when P > S (one stage per process), else 1. */
+  if (c->pipeline > 1 && c->pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->summary.processes > 1)
+    run->summary.pipeline_copies = c->pipeline_copies > 0 ? c->pipeline_copies
+                                   : run->summary.processes > c->pipeline
+                                       ? run->summary.processes / c->pipeline
+                                       : 1;
   if (run->summary.rank != 0) {
     run->null_output = platform_null_output();
     if (run->null_output == NULL) return cli_system_error("cannot open", "the null device");
@@ -270,6 +280,7 @@ static void fill_trainer_options(const train_run *run, dpt_trainer_options *opti
   options->pipeline_scope = (dpt_pipeline_scope)c->pipeline_scope;
   options->pipeline_balance = (dpt_pipeline_balance)c->pipeline_balance;
   options->pipeline_balance_batch = c->batch;
+  options->pipeline_copies = c->pipeline_copies;
   options->timeout_seconds = c->timeout;
   options->init = (dpt_init_scheme)c->init;
   options->init_std = (float)c->init_std;
@@ -401,7 +412,16 @@ static void print_header(const train_run *run) {
           c->shard != DPT_SHARD_NONE && c->shard_scope == DPT_SHARD_SCOPE_WORLD && run->mpi
               ? " across every process's devices"
               : "");
-  if (c->pipeline > 1)
+  if (c->pipeline > 1) {
+    /* Divided among the processes: how many copies of the pipeline, how many stages each process holds. */
+    char divided[96] = "";
+    if (run->summary.pipeline_copies > 0) {
+      const size_t copies = run->summary.pipeline_copies,
+                   local = c->pipeline * copies / run->summary.processes;
+      snprintf(divided, sizeof divided,
+               ", the stages divided among the processes (%zu cop%s, %zu stage%s each)", copies,
+               copies == 1 ? "y" : "ies", local, local == 1 ? "" : "s");
+    }
     fprintf(run->out, "pipeline: %zu stages (cut at %s, %s), %zu micro-batches per step, %s schedule%s\n",
             c->pipeline, run->summary.pipeline_cuts,
             c->pipeline_cuts != NULL                                 ? "as named"
@@ -409,10 +429,8 @@ static void print_header(const train_run *run) {
             : c->pipeline_balance == DPT_PIPELINE_BALANCE_PARAMETERS ? "by parameters"
                                                                      : "by estimated work",
             c->micro_batches > 0 ? c->micro_batches : 4 * c->pipeline,
-            pipeline_schedule_name(c->pipeline_schedule),
-            c->pipeline_scope == DPT_PIPELINE_SCOPE_WORLD && run->mpi
-                ? ", the stages divided among the processes"
-                : "");
+            pipeline_schedule_name(c->pipeline_schedule), divided);
+  }
   fflush(run->out);
 }
 

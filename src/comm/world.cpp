@@ -218,6 +218,11 @@ void World::receive(void *buffer, size_t bytes, size_t process, int tag, double 
         error);
 }
 
+void World::wait_message(size_t process, int tag, double timeout_seconds) const {
+  char error[512] = "";
+  check(api_->wait_message(channel_, int(process), tag, timeout_seconds, error, sizeof error), error);
+}
+
 void World::publish(double timeout_seconds) const {
   char error[512] = "";
   check(api_->publish(channel_, timeout_seconds, error, sizeof error), error);

@@ -84,10 +84,13 @@ class World {
   // that finish_send must be given exactly once; the buffer stays untouched until then. finish_send waits
   // for the send, or (abandon, after a failure) withdraws it. receive waits for a message of bytes from
   // process with tag (a receive that fails or times out is withdrawn: it writes nothing afterwards).
-  // Messages of one channel, sender and tag arrive in the order sent. Any thread.
+  // wait_message waits until such a message is there, without receiving it (a stage's wait for its
+  // neighbour apart from the transfer). Messages of one channel, sender and tag arrive in the order sent.
+  // Any thread.
   void *start_send(const void *buffer, size_t bytes, size_t process, int tag) const;
   void finish_send(void *pending, double timeout_seconds, bool abandon = false) const;
   void receive(void *buffer, size_t bytes, size_t process, int tag, double timeout_seconds) const;
+  void wait_message(size_t process, int tag, double timeout_seconds) const;
 
  private:
   World() = default;

@@ -163,8 +163,9 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
     from = activations_[(s - 1) * width_ + r].data();
   }
   const double start = platform::now_seconds();
-  if (receives_from_previous_process(d))  // from the process before, straight into the input (its wait too)
-    link_.receive(false, Crossing::kActivations, r, net.input(), sl.count * width);
+  double waited = 0;  // for the process before to send (idle, as the wait for a stage in this process)
+  if (receives_from_previous_process(d))  // from the process before, straight into the input
+    waited = link_.receive(false, Crossing::kActivations, r, net.input(), sl.count * width);
   else  // from the stage before: a peer copy (the first stage's inputs are its own)
     copy_within(d, net.input(), from + sl.local * width, sl.count * width);
   if (with_labels && last(d)) {
@@ -172,7 +173,7 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
     copy_within(d, reinterpret_cast<float *>(net.labels()), labels_[r].data() + sl.local * per,
                 sl.count * per);
   }
-  transfer_[d] += platform::now_seconds() - start;
+  transfer_[d] += platform::now_seconds() - start - waited;
 }
 
 void Pipeline::send_output(size_t d, Network &net, size_t m) {
@@ -205,8 +206,8 @@ void Pipeline::receive_output_gradient(size_t d, Network &net, size_t m) {
       unused_gradient_[d].resize(sl.count * width);
       to = unused_gradient_[d].data();
     }
-    link_.receive(true, Crossing::kGradients, r, to, sl.count * width);
-    transfer_[d] += platform::now_seconds() - start;
+    const double waited = link_.receive(true, Crossing::kGradients, r, to, sl.count * width);
+    transfer_[d] += platform::now_seconds() - start - waited;  // the wait for the next process is idle
     return;
   }
   handoff_.wait(Crossing::kGradients, s * width_ + r, m);

@@ -1,5 +1,7 @@
 #include "parallel/process_link.hpp"
 
+#include "core/platform.hpp"
+
 namespace dpt {
 
 ProcessLink::ProcessLink(PipelineNeighbours neighbours, size_t stages, size_t devices)
@@ -10,9 +12,13 @@ ProcessLink::ProcessLink(PipelineNeighbours neighbours, size_t stages, size_t de
   next_ = n_.first_stage + stages < n_.total_stages;
 }
 
-void ProcessLink::receive(bool from_next, Crossing what, size_t r, float *to, size_t count) const {
-  if (count > 0)  // the sender skips an empty slice alike
-    n_.world->receive(to, count * sizeof(float), neighbour(from_next), tag(what, r), n_.timeout_seconds);
+double ProcessLink::receive(bool from_next, Crossing what, size_t r, float *to, size_t count) const {
+  if (count == 0) return 0;  // the sender skips an empty slice alike
+  const double start = platform::now_seconds();
+  n_.world->wait_message(neighbour(from_next), tag(what, r), n_.timeout_seconds);
+  const double waited = platform::now_seconds() - start;
+  n_.world->receive(to, count * sizeof(float), neighbour(from_next), tag(what, r), n_.timeout_seconds);
+  return waited;
 }
 
 void ProcessLink::send(size_t d, bool to_next, Crossing what, size_t r, const float *from, size_t count) {

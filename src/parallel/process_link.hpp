@@ -38,8 +38,9 @@ class ProcessLink {
   bool next() const { return next_; }
 
   // Device thread of replica r: count floats from the neighbour (the next process's when from_next) into to;
-  // waits up to the timeout (DPT_ERROR_TIMEOUT, the receive withdrawn).
-  void receive(bool from_next, Crossing what, size_t r, float *to, size_t count) const;
+  // waits up to the timeout (DPT_ERROR_TIMEOUT, the receive withdrawn). Returns the seconds it waited for
+  // the message to be sent (the stage's idle wait for its neighbour), before it came in.
+  double receive(bool from_next, Crossing what, size_t r, float *to, size_t count) const;
   // Device thread d, replica r: starts sending count floats from `from` (left untouched until finish(d)).
   void send(size_t d, bool to_next, Crossing what, size_t r, const float *from, size_t count);
   // The end of device d's pass: waits for its sends, or (abandon: after a failure) withdraws them.

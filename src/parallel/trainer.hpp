@@ -107,9 +107,10 @@ struct TrainerConfig {
   // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
   // pipeline_cuts (stages - 1 names), or (empty) where pipeline_balance's costs are most evenly divided
   // (across processes, process 0's measured times for all). CPU
-  // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or each
-  // process S / P of them on its devices, or with P a multiple of S one stage in each of P / S copies
-  // (kWorld: CPU devices, every process the same device count; kOptimizer shards a stage's state among its
+  // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or the P
+  // processes hold pipeline_copies copies C of the pipeline (0: P / S when P > S, else 1), each process
+  // S C / P stages on its devices (kWorld: CPU devices, every process the same device count; kOptimizer
+  // shards a stage's state among its
   // replicas in the process, or in the world shard scope among every copy's; a tie between two processes'
   // stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard scope); a
   // parameter tied across stages only as its stage's last.
@@ -118,6 +119,7 @@ struct TrainerConfig {
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
   std::vector<std::string> pipeline_cuts;
   PipelineScope pipeline_scope = PipelineScope::kProcess;
+  size_t pipeline_copies = 0;  // kWorld across processes: C (0: the default above)
   PipelineBalance pipeline_balance = PipelineBalance::kWork;
   // kTime: the batch size the steps will pass (across processes, the global batch); each measuring pass
   // runs one micro-batch of it on one of a stage's replicas. 0: kBalanceProbeSamples.
@@ -332,7 +334,7 @@ class Trainer {
   // Without pipeline_cuts: where stages - 1 cuts divide the pipeline_balance's costs most evenly.
   std::vector<size_t> automatic_cuts(size_t stages) const;
   // plan_pipeline with PipelineScope::kWorld: this process's stages of the whole model's.
-  void place_stages_across_processes(std::vector<PipelineStage> all);
+  void place_stages_across_processes(std::vector<PipelineStage> all, size_t local);
   // trainer_pipeline.cpp
   void start_pipeline(size_t replicas_per_stage);
   // Update phase, device thread rank, when a parameter is tied across stages (mirrored_): the source's

@@ -42,13 +42,25 @@ void Trainer::plan_pipeline() {
   const bool across = config_.world != nullptr && config_.world->size() > 1 &&
                       config_.pipeline_scope == PipelineScope::kWorld;
   const size_t processes = across ? config_.world->size() : 1;
-  // S / P stages in each process, or (P > S) one stage in each of P / S processes (data parallel among
-  // them).
-  DPT_REQUIRE(stages % processes == 0 || processes % stages == 0, DPT_ERROR_UNSUPPORTED,
+  // The P processes hold C copies of the pipeline (Megatron's data-parallel size), each process S C / P
+  // stages; by default C = P / S when P > S (one stage per process), else 1 (S / P stages per process).
+  DPT_REQUIRE(config_.pipeline_copies == 0 || config_.pipeline_scope == PipelineScope::kWorld,
+              DPT_ERROR_INVALID_ARGUMENT,
+              why +
+                  "is given pipeline copies in the process scope, where every process is a copy (copies "
+                  "apply to --pipeline-scope world)");
+  const size_t copies = !across                        ? 1
+                        : config_.pipeline_copies != 0 ? config_.pipeline_copies
+                        : processes > stages           ? processes / stages
+                                                       : 1;
+  DPT_REQUIRE(processes % copies == 0 && (stages * copies) % processes == 0, DPT_ERROR_UNSUPPORTED,
               why + "divides its stages among the " + std::to_string(processes) +
-                  " processes (--pipeline-scope world): the stage count must be a multiple of the process "
-                  "count, or the process count a multiple of the stage count");
-  const size_t local_stages = stages % processes == 0 ? stages / processes : 1;
+                  " processes (--pipeline-scope world) in " + std::to_string(copies) +
+                  (copies == 1 ? " copy" : " copies") +
+                  ": the process count must be a multiple of the copies, and the stage count of the "
+                  "processes per copy (" +
+                  (processes % copies == 0 ? std::to_string(processes / copies) : std::string("-")) + ")");
+  const size_t local_stages = stages * copies / processes;
   DPT_REQUIRE(devices_.size() % local_stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +
                   " devices given for " + std::to_string(local_stages) +
@@ -87,7 +99,7 @@ void Trainer::plan_pipeline() {
   stages_ = cut_model(spec_, cuts_);
   if (config_.micro_batches == 0) config_.micro_batches = 4 * stages;
   if (across) {
-    place_stages_across_processes(std::move(stages_));
+    place_stages_across_processes(std::move(stages_), local_stages);
     return;
   }
   const size_t width = devices_.size() / stages;
@@ -177,16 +189,15 @@ std::vector<std::string> Trainer::pipeline_cut_names() const {
   return names;
 }
 
-// Process p holds the model's stages [b L, (b + 1) L) of block b = p / C, L = S / P (or 1 when P > S), each
-// on devices / L replicas; C = P L / S processes hold copies of each block (Megatron's order: the copies of a
-// stage are neighbours in rank), data parallel among them. The layout of the parameters (shards_) spans
-// every stage, so the norm's block sums (from each block's first copy) and a checkpoint's ranges come from
-// every block, as when the optimizer is sharded across the world. (plan_pipeline refused sharded gradients
-// and parameters: a stage's are its own already.)
-void Trainer::place_stages_across_processes(std::vector<PipelineStage> all) {
+// Process p holds the model's stages [b L, (b + 1) L) of block b = p / C, L = S C / P (plan_pipeline), each
+// on devices / L replicas; the C processes p with the same p / C hold copies of a block (Megatron's order:
+// the copies of a stage are neighbours in rank), data parallel among them. The layout of the parameters
+// (shards_) spans every stage, so the norm's block sums (from each block's first copy) and a checkpoint's
+// ranges come from every block, as when the optimizer is sharded across the world. (plan_pipeline refused
+// sharded gradients and parameters: a stage's are its own already.)
+void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size_t local) {
   const World &world = *config_.world;
   const size_t processes = world.size();
-  const size_t local = all.size() % processes == 0 ? all.size() / processes : 1;
   const size_t copies = processes * local / all.size(), block = world.rank() / copies;
   const std::string why = "a pipeline whose stages are divided among the processes (--pipeline-scope world) ";
   DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,

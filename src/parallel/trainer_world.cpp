@@ -39,6 +39,7 @@ void Trainer::join_world() {
   agreed.add("micro-batches", uint64_t(config_.micro_batches));
   agreed.add("pipeline schedule", uint64_t(config_.pipeline_schedule));
   agreed.add("pipeline scope", uint64_t(config_.pipeline_scope));
+  agreed.add("pipeline copies", uint64_t(config_.pipeline_copies));
   agreed.add("pipeline balance", uint64_t(config_.pipeline_balance));
   agreed.add("pipeline balance batch", uint64_t(config_.pipeline_balance_batch));
   std::string cuts;

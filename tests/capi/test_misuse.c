@@ -465,6 +465,7 @@ static void test_status_and_init_functions(void **state) {
   assert_int_equal(t.pipeline_scope, DPT_PIPELINE_SCOPE_PROCESS);
   assert_int_equal(t.pipeline_balance, DPT_PIPELINE_BALANCE_WORK);
   assert_int_equal(t.pipeline_balance_batch, 0);
+  assert_int_equal(t.pipeline_copies, 0);
 
   memset(&o, 0xA5, sizeof o);
   dpt_optimizer_options_init(&o);
@@ -1497,6 +1498,9 @@ static void test_trainer_create_misuse(void **state) {
       {"pipeline, two cuts for two stages",
        DPT_ERROR_INVALID_ARGUMENT,
        {PIPELINE_2, SET_PTR(TOPT, pipeline_cuts, "1,2")}},
+      {"pipeline, pipeline_copies 2 in the process scope",
+       DPT_ERROR_INVALID_ARGUMENT,
+       {PIPELINE_2, SET_INT(TOPT, pipeline_copies, 2)}},
       {"pipeline, named cuts and the time balance",
        DPT_ERROR_INVALID_ARGUMENT,
        {SET_INT(TOPT, pipeline_stages, 2), SET_PTR(TOPT, pipeline_cuts, "1"),

@@ -64,6 +64,9 @@ expect_error 2 train --model mlp --shard-scope
 expect_error 2 train --model mlp --pipeline-scope world # without --pipeline
 expect_error 2 train --model mlp --pipeline 2 --pipeline-scope machines
 expect_error 2 train --model mlp --pipeline-balance time # without --pipeline
+expect_error 2 train --model mlp --pipeline-copies 2 # without --pipeline
+expect_error 2 train --model mlp --pipeline 2 --pipeline-copies 2 # without --pipeline-scope world
+expect_error 2 train --model mlp --pipeline 2 --pipeline-scope world --pipeline-copies 0
 expect_error 2 train --model mlp --pipeline 2 --pipeline-balance fastest
 expect_error 2 train --model mlp --pipeline 2 --pipeline-cuts 3 --pipeline-balance time # one or the other
 expect_error 2 train --model mlp --checkpoint-every 5

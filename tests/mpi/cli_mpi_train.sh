@@ -219,6 +219,19 @@ same_bits pipeline_two pipeline_divided_default "--pipeline 2 --pipeline-scope w
 (cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 4 "$DPTRAIN" "${RUN[@]}" \
   --pipeline 2 --micro-batches 3 --pipeline-scope world >"$WORK/pipeline_copies.out" 2>"$WORK/pipeline_copies.err")
 same_loss pipeline_copies four "--pipeline 2 --pipeline-scope world on 4 processes (2 copies of each stage): the four-device run's test loss"
+# Several stages in each process and copies of them at once (--pipeline-copies): 4 processes holding 2 copies
+# of 4 stages, 2 stages per process (one device each, without --devices): the bits of 2 copies of 2 stages
+# above (where the model is cut changes no bit).
+(cd "$WORK" && "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 4 "$DPTRAIN" "${RUN[@]}" \
+  --pipeline 4 --pipeline-copies 2 --micro-batches 3 --pipeline-scope world \
+  >"$WORK/pipeline_copies_stages.out" 2>"$WORK/pipeline_copies_stages.err")
+same_bits pipeline_copies pipeline_copies_stages \
+  "--pipeline 4 --pipeline-copies 2 on 4 processes (2 stages in each): the bits of 2 copies of 2 stages"
+json_check "$WORK/pipeline_copies_stages.out" "d['pipeline_copies'] == 2 and d['devices'] == 2" \
+  "--pipeline 4 --pipeline-copies 2: the JSON names the copies, 2 devices per process"
+grep -q "the stages divided among the processes (2 copies, 2 stages each)" "$WORK/pipeline_copies_stages.err" &&
+  pass "--pipeline-copies: the header names the copies and the stages per process" ||
+  fail "--pipeline-copies: the header does not name the copies ($(grep '^pipeline' "$WORK/pipeline_copies_stages.err"))"
 # 2 replicas of a stage in each of its 2 copies, the optimizer state sharded among the replicas (the gradient
 # summed whole over the copies first), or among both copies' replicas (--shard-scope world: reduce-scattered
 # over the copies): the unsharded bits.

@@ -16,8 +16,8 @@
  *   - each stage's optimizer state sharded among its 2 replicas in the process (LeNet with clipping, the
  *     tied head): the same checks bit for bit; its checkpoint and safetensors the unsharded one-process
  *     files byte for byte;
- *   - refused with DPT_ERROR_UNSUPPORTED: 3 stages over 2 processes, sharded gradients, different device
- *     counts.
+ *   - refused with DPT_ERROR_UNSUPPORTED: 3 stages over 2 processes, 3 copies of the pipeline over 2
+ *     processes, sharded gradients, different device counts.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -39,6 +39,7 @@ typedef struct {
   dpt_shard_mode shard;
   size_t mirror_floats; /* a tied parameter's mirror, which the mirror's stage holds beside its own */
   int shard_across;     /* DPT_SHARD_SCOPE_WORLD */
+  size_t copies;        /* pipeline_copies */
 } setup;
 
 typedef struct {
@@ -68,6 +69,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.micro_batches = 3;
   to.pipeline_schedule = s.schedule;
   to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD; /* no effect without a communicator */
+  to.pipeline_copies = s.copies;
   to.shard = s.shard;
   to.shard_scope = s.shard_across ? DPT_SHARD_SCOPE_WORLD : DPT_SHARD_SCOPE_PROCESS;
   dpt_optimizer_options oo;
@@ -268,14 +270,63 @@ static void expect_refused(const dpt_model *model, setup s, const char *needle, 
 }
 
 static void check_refusals(const dpt_model *lenet, int rank) {
-  expect_refused(lenet, (setup){1, 3, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
-                 "multiple of the process count", "3 stages over 2 processes");
-  expect_refused(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_GRADIENTS, 0, 0},
+  expect_refused(lenet, (setup){1, 3, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0, 0},
+                 "the stage count of the processes per copy (2)", "3 stages over 2 processes");
+  expect_refused(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0, 3},
+                 "a multiple of the copies", "3 copies over 2 processes");
+  expect_refused(lenet,
+                 (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_GRADIENTS, 0, 0, 0},
                  "shards only the optimizer state", "sharded gradients");
   expect_refused(
-      lenet, (setup){rank == 0 ? 1 : 2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
+      lenet,
+      (setup){rank == 0 ? 1 : 2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0, 0},
       "same device count", "different device counts");
-  if (rank == 0) printf("refused: 3 stages over 2 processes, sharded gradients, unequal devices\n");
+  if (rank == 0) printf("refused: 3 stages over 2 processes, 3 copies, sharded gradients, unequal devices\n");
+}
+
+/* A stage's wait for the process before it is idle, as its wait for a stage in its own process is, and not
+ * communication: LeNet cut before its last layer, so that process 1's stage (one dense layer) spends the step
+ * waiting for process 0's (every convolution) to send each micro-batch. Its device's idle time must exceed
+ * both its compute and twice its communication (the transfers themselves: a few KB each). */
+static void check_waits_are_idle(const dpt_model *lenet, int rank) {
+  enum { kWaitBatch = 16 };
+  dpt_context_options co;
+  dpt_context_options_init(&co);
+  co.cpu_devices = 1;
+  run r;
+  OK(dpt_context_create(&r.ctx, &co));
+  dpt_trainer_options to;
+  dpt_trainer_options_init(&to);
+  to.communicator = DPT_COMMUNICATOR_MPI;
+  to.timeout_seconds = 60;
+  to.pipeline_stages = 2;
+  to.micro_batches = 8;
+  to.pipeline_cuts = "9";
+  to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD;
+  dpt_optimizer_options oo;
+  dpt_optimizer_options_init(&oo);
+  r.trainer = NULL;
+  OK(dpt_trainer_create(&r.trainer, r.ctx, lenet, &to, &oo));
+  static float x[kWaitBatch * kInput];
+  int32_t y[kWaitBatch];
+  dpt_replica_times t = {.struct_size = sizeof t};
+  for (int s = 0; s < 3 && r.trainer != NULL; ++s) { /* the last step's times */
+    batch(x, y, kWaitBatch);
+    dpt_step_result res = {.struct_size = sizeof res};
+    OK(dpt_trainer_step(r.trainer, x, kWaitBatch * kInput, y, kWaitBatch, &res));
+    OK(dpt_trainer_replica_times(r.trainer, 0, &t));
+  }
+  if (rank == 1)
+    CHECK(t.idle_seconds > t.compute_seconds && t.idle_seconds > 2 * t.communication_seconds,
+          "the last stage waiting for the process before: idle %.3g s, compute %.3g s, communication %.3g s "
+          "(its waits counted as communication?)",
+          t.idle_seconds, t.compute_seconds, t.communication_seconds);
+  if (rank == 1)
+    printf(
+        "the last stage's waits for the process before are idle: %.3g s idle, %.3g s compute, %.3g s "
+        "communication\n",
+        t.idle_seconds, t.compute_seconds, t.communication_seconds);
+  stop(r);
 }
 
 int main(int argc, char **argv) {
@@ -286,43 +337,45 @@ int main(int argc, char **argv) {
   CHECK(size == 2, "run with mpirun -np 2 (got %d processes)", size);
   dpt_model *lenet = NULL;
   OK(dpt_model_create_builtin(&lenet, "lenet"));
-  compare(lenet, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 0, 0},
+  compare(lenet, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 0, 0, 0},
           "LeNet, 2 stages x 1 replica, clipping", rank);
-  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 0, 0},
+  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 0, 0, 0},
           "LeNet, 2 stages x 2 replicas, GPipe", rank);
-  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_OPTIMIZER, 0, 0},
+  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_OPTIMIZER, 0, 0, 0},
           "LeNet, 2 stages x 2 replicas sharding each stage's optimizer state, clipping", rank);
   /* The world shard scope: one copy of each stage, so the same as the process scope. */
-  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_OPTIMIZER, 0, 1},
+  compare(lenet, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_OPTIMIZER, 0, 1, 0},
           "LeNet, 2 stages x 2 replicas sharding each stage's optimizer state, --shard-scope world", rank);
-  compare(lenet, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
+  compare(lenet, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0, 0},
           "LeNet, 4 stages x 1 replica (2 per process)", rank);
   dpt_model *norm = small_batch_norm_model();
-  compare(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
+  compare(norm, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0, 0},
           "batch norm, 2 stages x 2 replicas", rank);
   dpt_model_destroy(norm);
   /* The head tied to the first layer, the two in the two processes' stages: the mirror's gradient and the
    * source's values go between them. */
   dpt_model *tied = tied_head_model();
-  compare(tied, (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 10 * kInput, 0},
+  compare(tied,
+          (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.5f, DPT_SHARD_NONE, 10 * kInput, 0, 0},
           "a head tied across the processes, 2 stages x 1 replica, clipping", rank);
-  compare(tied, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 10 * kInput, 0},
+  compare(tied, (setup){2, 4, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_GPIPE, 0, DPT_SHARD_NONE, 10 * kInput, 0, 0},
           "a head tied across the processes, 4 stages x 1 replica (2 per process), GPipe", rank);
   compare(
-      tied, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 10 * kInput, 0},
+      tied, (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 10 * kInput, 0, 0},
       "a head tied across the processes, 2 stages x 2 replicas sharding each stage's optimizer state", rank);
   dpt_model_destroy(tied);
   char dir[256];
   shared_temp_dir(rank, "dpt-pipeline-divided", dir, sizeof dir);
   check_files(lenet, rank, dir,
-              (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0},
+              (setup){1, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_NONE, 0, 0, 0},
               "the divided pipeline's files");
   check_files(lenet, rank, dir,
-              (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 0, 0},
+              (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0, DPT_SHARD_OPTIMIZER, 0, 0, 0},
               "the divided pipeline's files, its optimizer sharded among a stage's 2 replicas");
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) rmdir(dir);
   check_refusals(lenet, rank);
+  check_waits_are_idle(lenet, rank);
   dpt_model_destroy(lenet);
   return finish_processes(rank);
 }

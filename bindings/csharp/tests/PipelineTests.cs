@@ -99,6 +99,7 @@ public class PipelineTests {
       Assert.AreEqual(PipelineSchedule.OneFOneB, defaults.PipelineSchedule, "the default schedule");
       Assert.IsNull(defaults.PipelineCuts, "the default: balanced cuts");
       Assert.AreEqual(PipelineScope.ProcessScope, defaults.PipelineScope, "the default scope");
+      Assert.AreEqual(0UL, defaults.PipelineCopies, "the default copies");
     }
     using (var one = new Context(1))
     using (var two = new Context(Stages))
@@ -147,6 +148,10 @@ public class PipelineTests {
         Assert.AreEqual(PipelineScope.WorldScope, world.PipelineScope);
         Assert.AreEqual(expected, Train(two, model, world, 1).Checksum,
                         "PipelineScope.WorldScope without a communicator");
+        // Copies of the pipeline divide the processes: no effect without a communicator.
+        world.PipelineCopies = 2;
+        Assert.AreEqual(2UL, world.PipelineCopies);
+        Assert.AreEqual(expected, Train(two, model, world, 1).Checksum, "PipelineCopies without a communicator");
       }
       for (int s = 0; s < Stages; ++s) {
         ulong oneFOneB = runs[0].Memory[s].Activations, gpipe = runs[1].Memory[s].Activations;
@@ -222,7 +227,8 @@ public class PipelineTests {
 
   /// 3 stages on 2 devices is UnsupportedException (Status.Unsupported), 1025 micro-batches
   /// InvalidArgumentException with Status.OutOfRange, a cut at a node that does not exist and a schedule outside
-  /// the enum (and a scope outside its enum) InvalidArgumentException with Status.InvalidArgument. The limits themselves are taken, and the
+  /// the enum (and a scope outside its enum, and copies of the pipeline in the process scope)
+  /// InvalidArgumentException with Status.InvalidArgument. The limits themselves are taken, and the
   /// options keep their own copy of the cuts.
   [Test]
   public void TheLibraryRefusalsComeBackAsExceptions() {
@@ -238,6 +244,9 @@ public class PipelineTests {
                                               o => o.PipelineSchedule = (PipelineSchedule)2, "pipeline schedule");
       AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model,
                                               o => o.PipelineScope = (PipelineScope)2, "pipeline scope");
+      // Copies in the process scope, where every process is a copy.
+      AssertRefused<InvalidArgumentException>(Status.InvalidArgument, two, model, o => o.PipelineCopies = 2,
+                                              "process scope");
       Assert.AreEqual(1, (int)PipelineSchedule.GPipe);
 
       using (var options = MakeOptions())

@@ -183,17 +183,18 @@ typedef enum dpt_pipeline_scope {
    * stages to the next go as MPI messages (model parallel across machines). With P a multiple of S each
    * process holds one stage and P/S neighbouring processes hold copies of it, data parallel among them
    * (each copy on its share of the batch, a stage's gradients and batch statistics summed over its
-   * copies). Every process is given the whole batch (the first stage's processes read its inputs, the
-   * last's its labels) and gets the same results: the bits of one process running the S stages on its
-   * devices times the processes. S a multiple of P or P of S, the same device count in every process, CPU
-   * devices, and DPT_SHARD_NONE or DPT_SHARD_OPTIMIZER (each stage's optimizer state cut among its replicas
-   * in the process, or with DPT_SHARD_SCOPE_WORLD among every copy's replicas of it; DPT_ERROR_UNSUPPORTED
-   * otherwise); a parameter tied across
-   * two processes' stages (a language model's head tied to its embedding) has its mirror's gradient and
-   * its source's values sent between them. dpt_trainer_get_parameters, get_buffers, parameter_checksum,
-   * dpt_trainer_save and dpt_trainer_save_safetensors are collective: every process calls them (each
-   * stage's values come from its process); only process 0 writes a file. Without a communicator the same
-   * as DPT_PIPELINE_SCOPE_PROCESS. */
+   * copies); pipeline_copies sets the copies C (each process then holds S C/P stages). Every process is
+   * given the whole batch (the first stage's processes read its inputs, the last's its labels) and gets the
+   * same results: the bits of one process running the S stages on its devices times the processes (with
+   * more than two copies within the usual tolerance, relative error <= 1e-5: the sums over the copies go
+   * over MPI in another order). S a multiple of P or P of S (or of P/C), the same device count in every
+   * process, CPU devices, and DPT_SHARD_NONE or DPT_SHARD_OPTIMIZER (each stage's optimizer state cut
+   * among its replicas in the process, or with DPT_SHARD_SCOPE_WORLD among every copy's replicas of it;
+   * DPT_ERROR_UNSUPPORTED otherwise); a parameter tied across two processes' stages (a language model's head
+   * tied to its embedding) has its mirror's gradient and its source's values sent between them.
+   * dpt_trainer_get_parameters, get_buffers, parameter_checksum, dpt_trainer_save and
+   * dpt_trainer_save_safetensors are collective: every process calls them (each stage's values come from its
+   * process); only process 0 writes a file. Without a communicator the same as DPT_PIPELINE_SCOPE_PROCESS. */
   DPT_PIPELINE_SCOPE_WORLD = 1
 } dpt_pipeline_scope;
 
@@ -370,6 +371,13 @@ typedef struct dpt_trainer_options {
    * on a micro-batch: a layer's time per sample depends on the samples it runs at once. 0 (default): 16
    * samples. No effect with another balance. Since 0.2. */
   size_t pipeline_balance_batch;
+  /** DPT_PIPELINE_SCOPE_WORLD: how many copies C of the pipeline the P processes hold, data parallel among
+   * them (Megatron's data-parallel size; docs/pipeline.md, "Copies of the pipeline"). Process p holds the
+   * stages of block p / C, S C / P stages on its devices, with the C processes of a block neighbours in
+   * rank (copy p % C). 0 (default): P / S when P > S, else 1. P a multiple of C and S of P / C
+   * (DPT_ERROR_UNSUPPORTED otherwise); no effect without a communicator of more than one process; nonzero
+   * with DPT_PIPELINE_SCOPE_PROCESS, where every process is a copy: DPT_ERROR_INVALID_ARGUMENT. Since 0.2. */
+  size_t pipeline_copies;
 } dpt_trainer_options;
 
 /** @brief gpu_flags: let cuBLAS and cuDNN use TF32 tensor cores (products with a 10-bit mantissa). */

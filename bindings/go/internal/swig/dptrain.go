@@ -131,10 +131,10 @@ typedef long long swig_type_101;
 typedef long long swig_type_102;
 typedef long long swig_type_103;
 typedef long long swig_type_104;
-typedef _gostring_ swig_type_105;
-typedef _gostring_ swig_type_106;
-typedef long long swig_type_107;
-typedef long long swig_type_108;
+typedef long long swig_type_105;
+typedef long long swig_type_106;
+typedef _gostring_ swig_type_107;
+typedef _gostring_ swig_type_108;
 typedef long long swig_type_109;
 typedef long long swig_type_110;
 typedef long long swig_type_111;
@@ -146,102 +146,102 @@ typedef long long swig_type_116;
 typedef long long swig_type_117;
 typedef long long swig_type_118;
 typedef long long swig_type_119;
-typedef _gostring_ swig_type_120;
+typedef long long swig_type_120;
 typedef long long swig_type_121;
-typedef long long swig_type_122;
+typedef _gostring_ swig_type_122;
 typedef long long swig_type_123;
-typedef _gostring_ swig_type_124;
+typedef long long swig_type_124;
 typedef long long swig_type_125;
-typedef long long swig_type_126;
+typedef _gostring_ swig_type_126;
 typedef long long swig_type_127;
-typedef _gostring_ swig_type_128;
+typedef long long swig_type_128;
 typedef long long swig_type_129;
-typedef long long swig_type_130;
+typedef _gostring_ swig_type_130;
 typedef long long swig_type_131;
 typedef long long swig_type_132;
-typedef _gostring_ swig_type_133;
+typedef long long swig_type_133;
 typedef long long swig_type_134;
-typedef long long swig_type_135;
-typedef _gostring_ swig_type_136;
+typedef _gostring_ swig_type_135;
+typedef long long swig_type_136;
 typedef long long swig_type_137;
-typedef long long swig_type_138;
+typedef _gostring_ swig_type_138;
 typedef long long swig_type_139;
-typedef _gostring_ swig_type_140;
+typedef long long swig_type_140;
 typedef long long swig_type_141;
-typedef long long swig_type_142;
-typedef _gostring_ swig_type_143;
+typedef _gostring_ swig_type_142;
+typedef long long swig_type_143;
 typedef long long swig_type_144;
-typedef long long swig_type_145;
-typedef _gostring_ swig_type_146;
+typedef _gostring_ swig_type_145;
+typedef long long swig_type_146;
 typedef long long swig_type_147;
-typedef long long swig_type_148;
-typedef _gostring_ swig_type_149;
+typedef _gostring_ swig_type_148;
+typedef long long swig_type_149;
 typedef long long swig_type_150;
-typedef long long swig_type_151;
+typedef _gostring_ swig_type_151;
 typedef long long swig_type_152;
 typedef long long swig_type_153;
-typedef _gostring_ swig_type_154;
+typedef long long swig_type_154;
 typedef long long swig_type_155;
-typedef long long swig_type_156;
-typedef _gostring_ swig_type_157;
+typedef _gostring_ swig_type_156;
+typedef long long swig_type_157;
 typedef long long swig_type_158;
-typedef long long swig_type_159;
-typedef _gostring_ swig_type_160;
+typedef _gostring_ swig_type_159;
+typedef long long swig_type_160;
 typedef long long swig_type_161;
-typedef long long swig_type_162;
-typedef _gostring_ swig_type_163;
+typedef _gostring_ swig_type_162;
+typedef long long swig_type_163;
 typedef long long swig_type_164;
-typedef long long swig_type_165;
+typedef _gostring_ swig_type_165;
 typedef long long swig_type_166;
-typedef _gostring_ swig_type_167;
+typedef long long swig_type_167;
 typedef long long swig_type_168;
-typedef long long swig_type_169;
+typedef _gostring_ swig_type_169;
 typedef long long swig_type_170;
-typedef _gostring_ swig_type_171;
+typedef long long swig_type_171;
 typedef long long swig_type_172;
-typedef long long swig_type_173;
+typedef _gostring_ swig_type_173;
 typedef long long swig_type_174;
 typedef long long swig_type_175;
-typedef _gostring_ swig_type_176;
-typedef _gostring_ swig_type_177;
+typedef long long swig_type_176;
+typedef long long swig_type_177;
 typedef _gostring_ swig_type_178;
-typedef long long swig_type_179;
-typedef long long swig_type_180;
+typedef _gostring_ swig_type_179;
+typedef _gostring_ swig_type_180;
 typedef long long swig_type_181;
-typedef _gostring_ swig_type_182;
+typedef long long swig_type_182;
 typedef long long swig_type_183;
-typedef long long swig_type_184;
+typedef _gostring_ swig_type_184;
 typedef long long swig_type_185;
-typedef _gostring_ swig_type_186;
+typedef long long swig_type_186;
 typedef long long swig_type_187;
-typedef long long swig_type_188;
+typedef _gostring_ swig_type_188;
 typedef long long swig_type_189;
-typedef _gostring_ swig_type_190;
+typedef long long swig_type_190;
 typedef long long swig_type_191;
 typedef _gostring_ swig_type_192;
 typedef long long swig_type_193;
-typedef long long swig_type_194;
+typedef _gostring_ swig_type_194;
 typedef long long swig_type_195;
 typedef long long swig_type_196;
-typedef _gostring_ swig_type_197;
-typedef _goslice_ swig_type_198;
-typedef _goslice_ swig_type_199;
-typedef long long swig_type_200;
-typedef long long swig_type_201;
+typedef long long swig_type_197;
+typedef long long swig_type_198;
+typedef _gostring_ swig_type_199;
+typedef _goslice_ swig_type_200;
+typedef _goslice_ swig_type_201;
 typedef long long swig_type_202;
 typedef long long swig_type_203;
-typedef _goslice_ swig_type_204;
-typedef _goslice_ swig_type_205;
-typedef long long swig_type_206;
-typedef long long swig_type_207;
+typedef long long swig_type_204;
+typedef long long swig_type_205;
+typedef _goslice_ swig_type_206;
+typedef _goslice_ swig_type_207;
 typedef long long swig_type_208;
-typedef _gostring_ swig_type_209;
+typedef long long swig_type_209;
 typedef long long swig_type_210;
 typedef _gostring_ swig_type_211;
-typedef _gostring_ swig_type_212;
+typedef long long swig_type_212;
 typedef _gostring_ swig_type_213;
-typedef long long swig_type_214;
-typedef long long swig_type_215;
+typedef _gostring_ swig_type_214;
+typedef _gostring_ swig_type_215;
 typedef long long swig_type_216;
 typedef long long swig_type_217;
 typedef long long swig_type_218;
@@ -249,13 +249,13 @@ typedef long long swig_type_219;
 typedef long long swig_type_220;
 typedef long long swig_type_221;
 typedef long long swig_type_222;
-typedef _goslice_ swig_type_223;
-typedef _goslice_ swig_type_224;
-typedef long long swig_type_225;
-typedef long long swig_type_226;
+typedef long long swig_type_223;
+typedef long long swig_type_224;
+typedef _goslice_ swig_type_225;
+typedef _goslice_ swig_type_226;
 typedef long long swig_type_227;
-typedef _goslice_ swig_type_228;
-typedef _goslice_ swig_type_229;
+typedef long long swig_type_228;
+typedef long long swig_type_229;
 typedef _goslice_ swig_type_230;
 typedef _goslice_ swig_type_231;
 typedef _goslice_ swig_type_232;
@@ -264,42 +264,44 @@ typedef _goslice_ swig_type_234;
 typedef _goslice_ swig_type_235;
 typedef _goslice_ swig_type_236;
 typedef _goslice_ swig_type_237;
-typedef long long swig_type_238;
+typedef _goslice_ swig_type_238;
 typedef _goslice_ swig_type_239;
-typedef _goslice_ swig_type_240;
-typedef long long swig_type_241;
+typedef long long swig_type_240;
+typedef _goslice_ swig_type_241;
 typedef _goslice_ swig_type_242;
 typedef long long swig_type_243;
 typedef _goslice_ swig_type_244;
 typedef long long swig_type_245;
-typedef long long swig_type_246;
+typedef _goslice_ swig_type_246;
 typedef long long swig_type_247;
-typedef _goslice_ swig_type_248;
+typedef long long swig_type_248;
 typedef long long swig_type_249;
 typedef _goslice_ swig_type_250;
 typedef long long swig_type_251;
-typedef long long swig_type_252;
-typedef _gostring_ swig_type_253;
-typedef _goslice_ swig_type_254;
-typedef long long swig_type_255;
+typedef _goslice_ swig_type_252;
+typedef long long swig_type_253;
+typedef long long swig_type_254;
+typedef _gostring_ swig_type_255;
 typedef _goslice_ swig_type_256;
-typedef _goslice_ swig_type_257;
-typedef long long swig_type_258;
-typedef long long swig_type_259;
+typedef long long swig_type_257;
+typedef _goslice_ swig_type_258;
+typedef _goslice_ swig_type_259;
 typedef long long swig_type_260;
 typedef long long swig_type_261;
-typedef _gostring_ swig_type_262;
-typedef _gostring_ swig_type_263;
+typedef long long swig_type_262;
+typedef long long swig_type_263;
 typedef _gostring_ swig_type_264;
 typedef _gostring_ swig_type_265;
 typedef _gostring_ swig_type_266;
 typedef _gostring_ swig_type_267;
-typedef _goslice_ swig_type_268;
-typedef _goslice_ swig_type_269;
-typedef long long swig_type_270;
-typedef long long swig_type_271;
-typedef _gostring_ swig_type_272;
-typedef _gostring_ swig_type_273;
+typedef _gostring_ swig_type_268;
+typedef _gostring_ swig_type_269;
+typedef _goslice_ swig_type_270;
+typedef _goslice_ swig_type_271;
+typedef long long swig_type_272;
+typedef long long swig_type_273;
+typedef _gostring_ swig_type_274;
+typedef _gostring_ swig_type_275;
 extern void _wrap_Swig_free_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_swig_ce6bd54a8d9c8247(swig_intgo arg1);
 
@@ -479,6 +481,8 @@ extern void _wrap_TrainerOptions_pipeline_balance_set_swig_ce6bd54a8d9c8247(uint
 extern swig_intgo _wrap_TrainerOptions_pipeline_balance_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_TrainerOptions_pipeline_balance_batch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_38 arg2);
 extern swig_type_39 _wrap_TrainerOptions_pipeline_balance_batch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_TrainerOptions_pipeline_copies_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_40 arg2);
+extern swig_type_41 _wrap_TrainerOptions_pipeline_copies_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_TrainerOptions_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern swig_intgo _wrap_DPT_WEIGHT_DECAY_ALL_swig_ce6bd54a8d9c8247(void);
@@ -501,14 +505,14 @@ extern void _wrap_OptimizerOptions_epsilon_set_swig_ce6bd54a8d9c8247(uintptr_t a
 extern float _wrap_OptimizerOptions_epsilon_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_OptimizerOptions_schedule_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_OptimizerOptions_schedule_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_40 arg2);
-extern swig_type_41 _wrap_OptimizerOptions_warmup_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_42 arg2);
-extern swig_type_43 _wrap_OptimizerOptions_step_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_42 arg2);
+extern swig_type_43 _wrap_OptimizerOptions_warmup_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_44 arg2);
+extern swig_type_45 _wrap_OptimizerOptions_step_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_OptimizerOptions_gamma_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
 extern float _wrap_OptimizerOptions_gamma_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_44 arg2);
-extern swig_type_45 _wrap_OptimizerOptions_total_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_46 arg2);
+extern swig_type_47 _wrap_OptimizerOptions_total_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_OptimizerOptions_min_learning_rate_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
 extern float _wrap_OptimizerOptions_min_learning_rate_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_OptimizerOptions_clip_norm_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
@@ -521,12 +525,12 @@ extern void _wrap_StepResult_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, doub
 extern double _wrap_StepResult_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_StepResult_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_46 arg2);
-extern swig_type_47 _wrap_StepResult_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_48 arg2);
+extern swig_type_49 _wrap_StepResult_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_applied_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_StepResult_applied_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_48 arg2);
-extern swig_type_49 _wrap_StepResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_50 arg2);
+extern swig_type_51 _wrap_StepResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_learning_rate_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_StepResult_learning_rate_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_grad_norm_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
@@ -541,16 +545,16 @@ extern void _wrap_StepResult_total_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t a
 extern double _wrap_StepResult_total_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_skipped_nonfinite_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_StepResult_skipped_nonfinite_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_50 arg2);
-extern swig_type_51 _wrap_StepResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_52 arg2);
+extern swig_type_53 _wrap_StepResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_allreduce_exposed_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_StepResult_allreduce_exposed_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_52 arg2);
-extern swig_type_53 _wrap_StepResult_targets_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_54 arg2);
+extern swig_type_55 _wrap_StepResult_targets_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_skipped_overflow_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_StepResult_skipped_overflow_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_54 arg2);
-extern swig_type_55 _wrap_StepResult_overflow_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_56 arg2);
+extern swig_type_57 _wrap_StepResult_overflow_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_StepResult_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_StepResult_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_StepResult_swig_ce6bd54a8d9c8247(void);
@@ -559,28 +563,28 @@ extern void _wrap_EvalResult_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, doub
 extern double _wrap_EvalResult_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_EvalResult_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_EvalResult_accuracy_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_56 arg2);
-extern swig_type_57 _wrap_EvalResult_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_58 arg2);
+extern swig_type_59 _wrap_EvalResult_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_EvalResult_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_EvalResult_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_58 arg2);
-extern swig_type_59 _wrap_EvalResult_targets_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_60 arg2);
+extern swig_type_61 _wrap_EvalResult_targets_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_EvalResult_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_EvalResult_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern swig_intgo _wrap_DPT_PROGRESS_BATCH_swig_ce6bd54a8d9c8247(void);
 extern swig_intgo _wrap_DPT_PROGRESS_EPOCH_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_Progress_kind_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_Progress_kind_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_60 arg2);
-extern swig_type_61 _wrap_Progress_epoch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_62 arg2);
-extern swig_type_63 _wrap_Progress_epochs_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_64 arg2);
-extern swig_type_65 _wrap_Progress_batch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_66 arg2);
-extern swig_type_67 _wrap_Progress_batches_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_68 arg2);
-extern swig_type_69 _wrap_Progress_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_62 arg2);
+extern swig_type_63 _wrap_Progress_epoch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_64 arg2);
+extern swig_type_65 _wrap_Progress_epochs_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_66 arg2);
+extern swig_type_67 _wrap_Progress_batch_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_68 arg2);
+extern swig_type_69 _wrap_Progress_batches_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_70 arg2);
+extern swig_type_71 _wrap_Progress_samples_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_Progress_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_Progress_loss_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_Progress_accuracy_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
@@ -601,20 +605,20 @@ extern void _wrap_Progress_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, 
 extern double _wrap_Progress_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_Progress_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_Progress_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_70 arg2);
-extern swig_type_71 _wrap_FitOptions_epochs_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_72 arg2);
-extern swig_type_73 _wrap_FitOptions_batch_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_72 arg2);
+extern swig_type_73 _wrap_FitOptions_epochs_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_74 arg2);
+extern swig_type_75 _wrap_FitOptions_batch_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_FitOptions_shuffle_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_FitOptions_shuffle_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_74 arg2);
-extern swig_type_75 _wrap_FitOptions_progress_every_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_76 arg2);
-extern swig_type_77 _wrap_FitOptions_eval_batch_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_76 arg2);
+extern swig_type_77 _wrap_FitOptions_progress_every_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_78 arg2);
+extern swig_type_79 _wrap_FitOptions_eval_batch_size_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_FitOptions_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_FitOptions_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_78 arg2);
-extern swig_type_79 _wrap_FitResult_epochs_completed_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_80 arg2);
+extern swig_type_81 _wrap_FitResult_epochs_completed_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_FitResult_stopped_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_FitResult_stopped_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_FitResult_train_loss_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
@@ -631,22 +635,22 @@ extern void _wrap_FitResult_train_seconds_set_swig_ce6bd54a8d9c8247(uintptr_t ar
 extern double _wrap_FitResult_train_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_FitResult_samples_per_second_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_FitResult_samples_per_second_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_80 arg2);
-extern swig_type_81 _wrap_FitResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_82 arg2);
-extern swig_type_83 _wrap_FitResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_84 arg2);
-extern swig_type_85 _wrap_FitResult_overflow_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_82 arg2);
+extern swig_type_83 _wrap_FitResult_optimizer_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_84 arg2);
+extern swig_type_85 _wrap_FitResult_nonfinite_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_86 arg2);
+extern swig_type_87 _wrap_FitResult_overflow_steps_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_FitResult_loss_scale_set_swig_ce6bd54a8d9c8247(uintptr_t arg1, double arg2);
 extern double _wrap_FitResult_loss_scale_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_FitResult_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_FitResult_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_86 _wrap_ReplicaMemoryNative_parameters_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_87 _wrap_ReplicaMemoryNative_gradients_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_88 _wrap_ReplicaMemoryNative_optimizer_state_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_89 _wrap_ReplicaMemoryNative_buffers_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_90 _wrap_ReplicaMemoryNative_activations_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_91 _wrap_ReplicaMemoryNative_total_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_88 _wrap_ReplicaMemoryNative_parameters_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_89 _wrap_ReplicaMemoryNative_gradients_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_90 _wrap_ReplicaMemoryNative_optimizer_state_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_91 _wrap_ReplicaMemoryNative_buffers_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_92 _wrap_ReplicaMemoryNative_activations_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_93 _wrap_ReplicaMemoryNative_total_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_ReplicaMemoryNative_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_ReplicaMemoryNative_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern double _wrap_ReplicaTimesNative_compute_seconds_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
@@ -656,107 +660,107 @@ extern double _wrap_ReplicaTimesNative_idle_seconds_get_swig_ce6bd54a8d9c8247(ui
 extern double _wrap_ReplicaTimesNative_bus_bandwidth_get_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_new_ReplicaTimesNative_swig_ce6bd54a8d9c8247(void);
 extern void _wrap_delete_ReplicaTimesNative_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern uintptr_t _wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(swig_type_92 arg1, swig_type_93 arg2);
-extern uintptr_t _wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(swig_type_94 arg1);
+extern uintptr_t _wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(swig_type_94 arg1, swig_type_95 arg2);
+extern uintptr_t _wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(swig_type_96 arg1);
 extern uintptr_t _wrap_new_Context__SWIG_2_swig_ce6bd54a8d9c8247(void);
-extern uintptr_t _wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(swig_type_95 arg1, swig_type_96 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(swig_type_97 arg1, swig_type_98 arg2, swig_intgo arg3);
 extern void _wrap_delete_Context_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_Context_backendInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
-extern _Bool _wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_97 arg2, swig_type_98 arg3);
-extern swig_type_99 _wrap_Context_deviceCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern uintptr_t _wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_100 arg2);
-extern uintptr_t _wrap_new_Model_swig_ce6bd54a8d9c8247(swig_type_101 arg1, swig_type_102 arg2, swig_type_103 arg3);
-extern uintptr_t _wrap_Model_createTokens_swig_ce6bd54a8d9c8247(swig_type_104 arg1);
-extern uintptr_t _wrap_Model_builtin_swig_ce6bd54a8d9c8247(swig_type_105 arg1);
-extern uintptr_t _wrap_Model_fromJson_swig_ce6bd54a8d9c8247(swig_type_106 arg1);
+extern _Bool _wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_99 arg2, swig_type_100 arg3);
+extern swig_type_101 _wrap_Context_deviceCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_102 arg2);
+extern uintptr_t _wrap_new_Model_swig_ce6bd54a8d9c8247(swig_type_103 arg1, swig_type_104 arg2, swig_type_105 arg3);
+extern uintptr_t _wrap_Model_createTokens_swig_ce6bd54a8d9c8247(swig_type_106 arg1);
+extern uintptr_t _wrap_Model_builtin_swig_ce6bd54a8d9c8247(swig_type_107 arg1);
+extern uintptr_t _wrap_Model_fromJson_swig_ce6bd54a8d9c8247(swig_type_108 arg1);
 extern void _wrap_delete_Model_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Model_addDense_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_107 arg2);
-extern void _wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_108 arg2, swig_type_109 arg3, swig_type_110 arg4, swig_type_111 arg5);
-extern void _wrap_Model_addPool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_112 arg3, swig_type_113 arg4);
+extern void _wrap_Model_addDense_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_109 arg2);
+extern void _wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_110 arg2, swig_type_111 arg3, swig_type_112 arg4, swig_type_113 arg5);
+extern void _wrap_Model_addPool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_114 arg3, swig_type_115 arg4);
 extern void _wrap_Model_addActivation_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
 extern void _wrap_Model_addFlatten_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_Model_addDropout_swig_ce6bd54a8d9c8247(uintptr_t arg1, float arg2);
-extern swig_type_114 _wrap_Model_conv2d_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_115 arg2, swig_type_116 arg3, swig_type_117 arg4, swig_type_118 arg5, swig_type_119 arg6, _Bool arg7, swig_type_120 arg8);
-extern swig_type_121 _wrap_Model_dense_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_122 arg2, swig_type_123 arg3, _Bool arg4, swig_type_124 arg5);
-extern swig_type_125 _wrap_Model_linear_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_126 arg2, swig_type_127 arg3, _Bool arg4, swig_type_128 arg5);
-extern swig_type_129 _wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_130 arg2, swig_type_131 arg3, swig_type_132 arg4, swig_type_133 arg5);
-extern swig_type_134 _wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_135 arg2, swig_type_136 arg3);
-extern swig_type_137 _wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_138 arg2, swig_type_139 arg3, float arg4, swig_type_140 arg5);
-extern swig_type_141 _wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_142 arg2, float arg3, float arg4, swig_type_143 arg5);
-extern swig_type_144 _wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_145 arg2, float arg3, swig_type_146 arg4);
-extern swig_type_147 _wrap_Model_activation_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_148 arg2, swig_intgo arg3, swig_type_149 arg4);
-extern swig_type_150 _wrap_Model_pool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_151 arg2, swig_intgo arg3, swig_type_152 arg4, swig_type_153 arg5, swig_type_154 arg6);
-extern swig_type_155 _wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_156 arg2, swig_type_157 arg3);
-extern swig_type_158 _wrap_Model_flatten_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_159 arg2, swig_type_160 arg3);
-extern swig_type_161 _wrap_Model_dropout_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_162 arg2, float arg3, swig_type_163 arg4);
-extern swig_type_164 _wrap_Model_add_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_165 arg2, swig_type_166 arg3, swig_type_167 arg4);
-extern swig_type_168 _wrap_Model_concat2_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_169 arg2, swig_type_170 arg3, swig_type_171 arg4);
-extern swig_type_172 _wrap_Model_concat3_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_173 arg2, swig_type_174 arg3, swig_type_175 arg4, swig_type_176 arg5);
-extern void _wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_177 arg2, swig_type_178 arg3);
-extern swig_type_179 _wrap_Model_outputTensor_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Model_setOutput_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_180 arg2);
-extern swig_type_181 _wrap_Model_tensorCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_182 _wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_183 arg2);
-extern swig_type_184 _wrap_Model_bufferCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_185 _wrap_Model_namedTensorCount_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
-extern swig_type_186 _wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_187 arg3);
-extern swig_type_188 _wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_189 arg3);
-extern swig_type_190 _wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_191 arg3);
-extern swig_type_192 _wrap_Model_toJson_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_193 _wrap_Model_inputSize_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_116 _wrap_Model_conv2d_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_117 arg2, swig_type_118 arg3, swig_type_119 arg4, swig_type_120 arg5, swig_type_121 arg6, _Bool arg7, swig_type_122 arg8);
+extern swig_type_123 _wrap_Model_dense_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_124 arg2, swig_type_125 arg3, _Bool arg4, swig_type_126 arg5);
+extern swig_type_127 _wrap_Model_linear_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_128 arg2, swig_type_129 arg3, _Bool arg4, swig_type_130 arg5);
+extern swig_type_131 _wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_132 arg2, swig_type_133 arg3, swig_type_134 arg4, swig_type_135 arg5);
+extern swig_type_136 _wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_137 arg2, swig_type_138 arg3);
+extern swig_type_139 _wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_140 arg2, swig_type_141 arg3, float arg4, swig_type_142 arg5);
+extern swig_type_143 _wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_144 arg2, float arg3, float arg4, swig_type_145 arg5);
+extern swig_type_146 _wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_147 arg2, float arg3, swig_type_148 arg4);
+extern swig_type_149 _wrap_Model_activation_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_150 arg2, swig_intgo arg3, swig_type_151 arg4);
+extern swig_type_152 _wrap_Model_pool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_153 arg2, swig_intgo arg3, swig_type_154 arg4, swig_type_155 arg5, swig_type_156 arg6);
+extern swig_type_157 _wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_158 arg2, swig_type_159 arg3);
+extern swig_type_160 _wrap_Model_flatten_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_161 arg2, swig_type_162 arg3);
+extern swig_type_163 _wrap_Model_dropout_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_164 arg2, float arg3, swig_type_165 arg4);
+extern swig_type_166 _wrap_Model_add_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_167 arg2, swig_type_168 arg3, swig_type_169 arg4);
+extern swig_type_170 _wrap_Model_concat2_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_171 arg2, swig_type_172 arg3, swig_type_173 arg4);
+extern swig_type_174 _wrap_Model_concat3_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_175 arg2, swig_type_176 arg3, swig_type_177 arg4, swig_type_178 arg5);
+extern void _wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_179 arg2, swig_type_180 arg3);
+extern swig_type_181 _wrap_Model_outputTensor_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Model_setOutput_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_182 arg2);
+extern swig_type_183 _wrap_Model_tensorCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_184 _wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_185 arg2);
+extern swig_type_186 _wrap_Model_bufferCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_187 _wrap_Model_namedTensorCount_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2);
+extern swig_type_188 _wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_189 arg3);
+extern swig_type_190 _wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_191 arg3);
+extern swig_type_192 _wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_intgo arg2, swig_type_193 arg3);
+extern swig_type_194 _wrap_Model_toJson_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_195 _wrap_Model_inputSize_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern swig_intgo _wrap_Model_inputType_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_194 _wrap_Model_outputSize_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_195 _wrap_Model_parameterCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_196 _wrap_Model_layerCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_197 _wrap_Model_describe_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern uintptr_t _wrap_new_Dataset_swig_ce6bd54a8d9c8247(swig_type_198 arg1, swig_type_199 arg2, swig_type_200 arg3, swig_type_201 arg4, swig_type_202 arg5, swig_type_203 arg6);
-extern uintptr_t _wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(swig_type_204 arg1, swig_type_205 arg2, swig_type_206 arg3, swig_type_207 arg4, swig_type_208 arg5);
-extern uintptr_t _wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(swig_type_209 arg1, swig_type_210 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(swig_type_211 arg1, swig_type_212 arg2);
-extern uintptr_t _wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(swig_type_213 arg1, swig_intgo arg2);
+extern swig_type_196 _wrap_Model_outputSize_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_197 _wrap_Model_parameterCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_198 _wrap_Model_layerCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_199 _wrap_Model_describe_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern uintptr_t _wrap_new_Dataset_swig_ce6bd54a8d9c8247(swig_type_200 arg1, swig_type_201 arg2, swig_type_202 arg3, swig_type_203 arg4, swig_type_204 arg5, swig_type_205 arg6);
+extern uintptr_t _wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(swig_type_206 arg1, swig_type_207 arg2, swig_type_208 arg3, swig_type_209 arg4, swig_type_210 arg5);
+extern uintptr_t _wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(swig_type_211 arg1, swig_type_212 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(swig_type_213 arg1, swig_type_214 arg2);
+extern uintptr_t _wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(swig_type_215 arg1, swig_intgo arg2);
 extern void _wrap_delete_Dataset_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern uintptr_t _wrap_Dataset_subset_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_214 arg2, swig_type_215 arg3);
-extern swig_type_216 _wrap_Dataset_sampleCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_217 _wrap_Dataset_channels_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_218 _wrap_Dataset_height_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_219 _wrap_Dataset_width_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_220 _wrap_Dataset_classCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_221 arg2, swig_type_222 arg3, swig_type_223 arg4, swig_type_224 arg5);
+extern uintptr_t _wrap_Dataset_subset_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_216 arg2, swig_type_217 arg3);
+extern swig_type_218 _wrap_Dataset_sampleCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_219 _wrap_Dataset_channels_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_220 _wrap_Dataset_height_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_221 _wrap_Dataset_width_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_222 _wrap_Dataset_classCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_223 arg2, swig_type_224 arg3, swig_type_225 arg4, swig_type_226 arg5);
 extern swig_intgo _wrap_Dataset_inputType_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_225 _wrap_Dataset_targetsPerSample_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_226 arg2, swig_type_227 arg3, swig_type_228 arg4, swig_type_229 arg5);
+extern swig_type_227 _wrap_Dataset_targetsPerSample_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_228 arg2, swig_type_229 arg3, swig_type_230 arg4, swig_type_231 arg5);
 extern uintptr_t _wrap_new_Trainer__SWIG_0_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
-extern uintptr_t _wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_type_230 arg5, swig_type_231 arg6);
+extern uintptr_t _wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_type_232 arg5, swig_type_233 arg6);
 extern void _wrap_delete_Trainer_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern uintptr_t _wrap_Trainer_step_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_232 arg2, swig_type_233 arg3);
-extern uintptr_t _wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_234 arg2, swig_type_235 arg3);
-extern uintptr_t _wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_236 arg2, swig_type_237 arg3, swig_type_238 arg4);
-extern uintptr_t _wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_239 arg2, swig_type_240 arg3, swig_type_241 arg4);
-extern void _wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_242 arg2, swig_type_243 arg3, swig_type_244 arg4);
-extern uintptr_t _wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, swig_type_245 arg3);
-extern void _wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, swig_type_246 arg3, swig_type_247 arg4);
-extern void _wrap_Trainer_predict_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_248 arg2, swig_type_249 arg3, swig_type_250 arg4);
+extern uintptr_t _wrap_Trainer_step_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_234 arg2, swig_type_235 arg3);
+extern uintptr_t _wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_236 arg2, swig_type_237 arg3);
+extern uintptr_t _wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_238 arg2, swig_type_239 arg3, swig_type_240 arg4);
+extern uintptr_t _wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_241 arg2, swig_type_242 arg3, swig_type_243 arg4);
+extern void _wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_244 arg2, swig_type_245 arg3, swig_type_246 arg4);
+extern uintptr_t _wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, swig_type_247 arg3);
+extern void _wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, swig_type_248 arg3, swig_type_249 arg4);
+extern void _wrap_Trainer_predict_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_250 arg2, swig_type_251 arg3, swig_type_252 arg4);
 extern uintptr_t _wrap_Trainer_fit_swig_ce6bd54a8d9c8247(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, uintptr_t arg5);
-extern swig_type_251 _wrap_Trainer_parameterCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_252 _wrap_Trainer_deviceCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_253 _wrap_Trainer_pipelineCuts_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_254 arg2);
-extern void _wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_255 arg2, swig_type_256 arg3);
-extern void _wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_257 arg2);
-extern uintptr_t _wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_258 arg2);
-extern uintptr_t _wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_259 arg2);
-extern uintptr_t _wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_260 arg2);
-extern void _wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_261 arg2);
-extern void _wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_262 arg2);
-extern swig_type_263 _wrap_Trainer_parameterChecksum_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern void _wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_264 arg2);
-extern void _wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_265 arg2);
-extern void _wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_266 arg2);
-extern void _wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_267 arg2);
-extern void _wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_268 arg2);
-extern void _wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_269 arg2);
-extern swig_type_270 _wrap_Trainer_epochCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
-extern swig_type_271 _wrap_Trainer_stepCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_253 _wrap_Trainer_parameterCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_254 _wrap_Trainer_deviceCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_255 _wrap_Trainer_pipelineCuts_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_256 arg2);
+extern void _wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_257 arg2, swig_type_258 arg3);
+extern void _wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_259 arg2);
+extern uintptr_t _wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_260 arg2);
+extern uintptr_t _wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_261 arg2);
+extern uintptr_t _wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_262 arg2);
+extern void _wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_263 arg2);
+extern void _wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_264 arg2);
+extern swig_type_265 _wrap_Trainer_parameterChecksum_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern void _wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_266 arg2);
+extern void _wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_267 arg2);
+extern void _wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_268 arg2);
+extern void _wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_269 arg2);
+extern void _wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_270 arg2);
+extern void _wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(uintptr_t arg1, swig_type_271 arg2);
+extern swig_type_272 _wrap_Trainer_epochCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
+extern swig_type_273 _wrap_Trainer_stepCount_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorProgressListenerProgressListener_swig_ce6bd54a8d9c8247(int);
 extern void _wrap_DeleteDirectorProgressListener_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern void _wrap_delete_ProgressListener_swig_ce6bd54a8d9c8247(uintptr_t arg1);
@@ -765,8 +769,8 @@ extern void _wrap_delete_TextParts_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_TextParts_takeTrain_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern uintptr_t _wrap_TextParts_takeValidation_swig_ce6bd54a8d9c8247(uintptr_t arg1);
 extern swig_intgo _wrap_VersionNumber_swig_ce6bd54a8d9c8247(void);
-extern swig_type_272 _wrap_VersionString_swig_ce6bd54a8d9c8247(void);
-extern swig_type_273 _wrap_StatusString_swig_ce6bd54a8d9c8247(swig_intgo arg1);
+extern swig_type_274 _wrap_VersionString_swig_ce6bd54a8d9c8247(void);
+extern swig_type_275 _wrap_StatusString_swig_ce6bd54a8d9c8247(swig_intgo arg1);
 #undef intgo
 */
 import "C"
@@ -2121,6 +2125,19 @@ func (arg1 SwigcptrTrainerOptions) GetPipeline_balance_batch() (_swig_ret int64)
 	return swig_r
 }
 
+func (arg1 SwigcptrTrainerOptions) SetPipeline_copies(arg2 int64) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_TrainerOptions_pipeline_copies_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_40(_swig_i_1))
+}
+
+func (arg1 SwigcptrTrainerOptions) GetPipeline_copies() (_swig_ret int64) {
+	var swig_r int64
+	_swig_i_0 := arg1
+	swig_r = (int64)(C._wrap_TrainerOptions_pipeline_copies_get_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func NewTrainerOptions() (_swig_ret TrainerOptions) {
 	var swig_r TrainerOptions
 	swig_r = (TrainerOptions)(SwigcptrTrainerOptions(C._wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247()))
@@ -2189,6 +2206,8 @@ type TrainerOptions interface {
 	GetPipeline_balance() (_swig_ret Dpt_pipeline_balance)
 	SetPipeline_balance_batch(arg2 int64)
 	GetPipeline_balance_batch() (_swig_ret int64)
+	SetPipeline_copies(arg2 int64)
+	GetPipeline_copies() (_swig_ret int64)
 }
 
 const DPT_GPU_ALLOW_TF32 int = 1
@@ -2337,7 +2356,7 @@ func (arg1 SwigcptrOptimizerOptions) GetSchedule() (_swig_ret Dpt_schedule_kind)
 func (arg1 SwigcptrOptimizerOptions) SetWarmup_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_40(_swig_i_1))
+	C._wrap_OptimizerOptions_warmup_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_42(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetWarmup_steps() (_swig_ret uint64) {
@@ -2350,7 +2369,7 @@ func (arg1 SwigcptrOptimizerOptions) GetWarmup_steps() (_swig_ret uint64) {
 func (arg1 SwigcptrOptimizerOptions) SetStep_size(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_42(_swig_i_1))
+	C._wrap_OptimizerOptions_step_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_44(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetStep_size() (_swig_ret uint64) {
@@ -2376,7 +2395,7 @@ func (arg1 SwigcptrOptimizerOptions) GetGamma() (_swig_ret float32) {
 func (arg1 SwigcptrOptimizerOptions) SetTotal_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_44(_swig_i_1))
+	C._wrap_OptimizerOptions_total_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_46(_swig_i_1))
 }
 
 func (arg1 SwigcptrOptimizerOptions) GetTotal_steps() (_swig_ret uint64) {
@@ -2511,7 +2530,7 @@ func (arg1 SwigcptrStepResult) GetAccuracy() (_swig_ret float64) {
 func (arg1 SwigcptrStepResult) SetSamples(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_46(_swig_i_1))
+	C._wrap_StepResult_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_48(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetSamples() (_swig_ret uint64) {
@@ -2537,7 +2556,7 @@ func (arg1 SwigcptrStepResult) GetApplied() (_swig_ret int) {
 func (arg1 SwigcptrStepResult) SetOptimizer_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_48(_swig_i_1))
+	C._wrap_StepResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_50(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetOptimizer_steps() (_swig_ret uint64) {
@@ -2641,7 +2660,7 @@ func (arg1 SwigcptrStepResult) GetSkipped_nonfinite() (_swig_ret int) {
 func (arg1 SwigcptrStepResult) SetNonfinite_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_50(_swig_i_1))
+	C._wrap_StepResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_52(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetNonfinite_steps() (_swig_ret uint64) {
@@ -2667,7 +2686,7 @@ func (arg1 SwigcptrStepResult) GetAllreduce_exposed_seconds() (_swig_ret float64
 func (arg1 SwigcptrStepResult) SetTargets(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_52(_swig_i_1))
+	C._wrap_StepResult_targets_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_54(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetTargets() (_swig_ret uint64) {
@@ -2693,7 +2712,7 @@ func (arg1 SwigcptrStepResult) GetSkipped_overflow() (_swig_ret int) {
 func (arg1 SwigcptrStepResult) SetOverflow_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_54(_swig_i_1))
+	C._wrap_StepResult_overflow_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_56(_swig_i_1))
 }
 
 func (arg1 SwigcptrStepResult) GetOverflow_steps() (_swig_ret uint64) {
@@ -2806,7 +2825,7 @@ func (arg1 SwigcptrEvalResult) GetAccuracy() (_swig_ret float64) {
 func (arg1 SwigcptrEvalResult) SetSamples(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_56(_swig_i_1))
+	C._wrap_EvalResult_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_58(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetSamples() (_swig_ret uint64) {
@@ -2832,7 +2851,7 @@ func (arg1 SwigcptrEvalResult) GetSeconds() (_swig_ret float64) {
 func (arg1 SwigcptrEvalResult) SetTargets(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_58(_swig_i_1))
+	C._wrap_EvalResult_targets_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_60(_swig_i_1))
 }
 
 func (arg1 SwigcptrEvalResult) GetTargets() (_swig_ret uint64) {
@@ -2908,7 +2927,7 @@ func (arg1 SwigcptrProgress) GetKind() (_swig_ret Dpt_progress_kind) {
 func (arg1 SwigcptrProgress) SetEpoch(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_60(_swig_i_1))
+	C._wrap_Progress_epoch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_62(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetEpoch() (_swig_ret int64) {
@@ -2921,7 +2940,7 @@ func (arg1 SwigcptrProgress) GetEpoch() (_swig_ret int64) {
 func (arg1 SwigcptrProgress) SetEpochs(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_62(_swig_i_1))
+	C._wrap_Progress_epochs_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_64(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetEpochs() (_swig_ret int64) {
@@ -2934,7 +2953,7 @@ func (arg1 SwigcptrProgress) GetEpochs() (_swig_ret int64) {
 func (arg1 SwigcptrProgress) SetBatch(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_64(_swig_i_1))
+	C._wrap_Progress_batch_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_66(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetBatch() (_swig_ret int64) {
@@ -2947,7 +2966,7 @@ func (arg1 SwigcptrProgress) GetBatch() (_swig_ret int64) {
 func (arg1 SwigcptrProgress) SetBatches(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_66(_swig_i_1))
+	C._wrap_Progress_batches_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_68(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetBatches() (_swig_ret int64) {
@@ -2960,7 +2979,7 @@ func (arg1 SwigcptrProgress) GetBatches() (_swig_ret int64) {
 func (arg1 SwigcptrProgress) SetSamples(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_68(_swig_i_1))
+	C._wrap_Progress_samples_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_70(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgress) GetSamples() (_swig_ret uint64) {
@@ -3145,7 +3164,7 @@ func (p SwigcptrFitOptions) SwigIsFitOptions() {
 func (arg1 SwigcptrFitOptions) SetEpochs(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_70(_swig_i_1))
+	C._wrap_FitOptions_epochs_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_72(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetEpochs() (_swig_ret int64) {
@@ -3158,7 +3177,7 @@ func (arg1 SwigcptrFitOptions) GetEpochs() (_swig_ret int64) {
 func (arg1 SwigcptrFitOptions) SetBatch_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_72(_swig_i_1))
+	C._wrap_FitOptions_batch_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_74(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetBatch_size() (_swig_ret int64) {
@@ -3184,7 +3203,7 @@ func (arg1 SwigcptrFitOptions) GetShuffle() (_swig_ret int) {
 func (arg1 SwigcptrFitOptions) SetProgress_every(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_74(_swig_i_1))
+	C._wrap_FitOptions_progress_every_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_76(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetProgress_every() (_swig_ret int64) {
@@ -3197,7 +3216,7 @@ func (arg1 SwigcptrFitOptions) GetProgress_every() (_swig_ret int64) {
 func (arg1 SwigcptrFitOptions) SetEval_batch_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_76(_swig_i_1))
+	C._wrap_FitOptions_eval_batch_size_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_78(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitOptions) GetEval_batch_size() (_swig_ret int64) {
@@ -3245,7 +3264,7 @@ func (p SwigcptrFitResult) SwigIsFitResult() {
 func (arg1 SwigcptrFitResult) SetEpochs_completed(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_78(_swig_i_1))
+	C._wrap_FitResult_epochs_completed_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_80(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetEpochs_completed() (_swig_ret int64) {
@@ -3362,7 +3381,7 @@ func (arg1 SwigcptrFitResult) GetSamples_per_second() (_swig_ret float64) {
 func (arg1 SwigcptrFitResult) SetOptimizer_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_80(_swig_i_1))
+	C._wrap_FitResult_optimizer_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_82(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetOptimizer_steps() (_swig_ret uint64) {
@@ -3375,7 +3394,7 @@ func (arg1 SwigcptrFitResult) GetOptimizer_steps() (_swig_ret uint64) {
 func (arg1 SwigcptrFitResult) SetNonfinite_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_82(_swig_i_1))
+	C._wrap_FitResult_nonfinite_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_84(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetNonfinite_steps() (_swig_ret uint64) {
@@ -3388,7 +3407,7 @@ func (arg1 SwigcptrFitResult) GetNonfinite_steps() (_swig_ret uint64) {
 func (arg1 SwigcptrFitResult) SetOverflow_steps(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_84(_swig_i_1))
+	C._wrap_FitResult_overflow_steps_set_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_86(_swig_i_1))
 }
 
 func (arg1 SwigcptrFitResult) GetOverflow_steps() (_swig_ret uint64) {
@@ -3604,14 +3623,14 @@ func NewContext__SWIG_0(arg1 int64, arg2 uint64) (_swig_ret Context) {
 	var swig_r Context
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(C.swig_type_92(_swig_i_0), C.swig_type_93(_swig_i_1))))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_0_swig_ce6bd54a8d9c8247(C.swig_type_94(_swig_i_0), C.swig_type_95(_swig_i_1))))
 	return swig_r
 }
 
 func NewContext__SWIG_1(arg1 int64) (_swig_ret Context) {
 	var swig_r Context
 	_swig_i_0 := arg1
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(C.swig_type_94(_swig_i_0))))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_1_swig_ce6bd54a8d9c8247(C.swig_type_96(_swig_i_0))))
 	return swig_r
 }
 
@@ -3626,7 +3645,7 @@ func NewContext__SWIG_3(arg1 int64, arg2 uint64, arg3 Dpt_device_selection) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(C.swig_type_95(_swig_i_0), C.swig_type_96(_swig_i_1), C.swig_intgo(_swig_i_2))))
+	swig_r = (Context)(SwigcptrContext(C._wrap_new_Context__SWIG_3_swig_ce6bd54a8d9c8247(C.swig_type_97(_swig_i_0), C.swig_type_98(_swig_i_1), C.swig_intgo(_swig_i_2))))
 	return swig_r
 }
 
@@ -3665,7 +3684,7 @@ func (arg1 SwigcptrContext) CanAccessPeer(arg2 int64, arg3 int64) (_swig_ret boo
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (bool)(C._wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_97(_swig_i_1), C.swig_type_98(_swig_i_2)))
+	swig_r = (bool)(C._wrap_Context_canAccessPeer_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_99(_swig_i_1), C.swig_type_100(_swig_i_2)))
 	return swig_r
 }
 
@@ -3680,7 +3699,7 @@ func (arg1 SwigcptrContext) DeviceInfo(arg2 int64) (_swig_ret DeviceInfo) {
 	var swig_r DeviceInfo
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DeviceInfo)(SwigcptrDeviceInfo(C._wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_100(_swig_i_1))))
+	swig_r = (DeviceInfo)(SwigcptrDeviceInfo(C._wrap_Context_deviceInfo_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_102(_swig_i_1))))
 	return swig_r
 }
 
@@ -3707,21 +3726,21 @@ func NewModel(arg1 int64, arg2 int64, arg3 int64) (_swig_ret Model) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Model)(SwigcptrModel(C._wrap_new_Model_swig_ce6bd54a8d9c8247(C.swig_type_101(_swig_i_0), C.swig_type_102(_swig_i_1), C.swig_type_103(_swig_i_2))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_new_Model_swig_ce6bd54a8d9c8247(C.swig_type_103(_swig_i_0), C.swig_type_104(_swig_i_1), C.swig_type_105(_swig_i_2))))
 	return swig_r
 }
 
 func ModelCreateTokens(arg1 int64) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_createTokens_swig_ce6bd54a8d9c8247(C.swig_type_104(_swig_i_0))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_createTokens_swig_ce6bd54a8d9c8247(C.swig_type_106(_swig_i_0))))
 	return swig_r
 }
 
 func ModelBuiltin(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_builtin_swig_ce6bd54a8d9c8247(*(*C.swig_type_105)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_builtin_swig_ce6bd54a8d9c8247(*(*C.swig_type_107)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -3731,7 +3750,7 @@ func ModelBuiltin(arg1 string) (_swig_ret Model) {
 func ModelFromJson(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_fromJson_swig_ce6bd54a8d9c8247(*(*C.swig_type_106)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_fromJson_swig_ce6bd54a8d9c8247(*(*C.swig_type_108)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -3746,7 +3765,7 @@ func DeleteModel(arg1 Model) {
 func (arg1 SwigcptrModel) AddDense(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_addDense_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_107(_swig_i_1))
+	C._wrap_Model_addDense_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_109(_swig_i_1))
 }
 
 func (arg1 SwigcptrModel) AddConv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int64) {
@@ -3755,7 +3774,7 @@ func (arg1 SwigcptrModel) AddConv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_108(_swig_i_1), C.swig_type_109(_swig_i_2), C.swig_type_110(_swig_i_3), C.swig_type_111(_swig_i_4))
+	C._wrap_Model_addConv2d_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_110(_swig_i_1), C.swig_type_111(_swig_i_2), C.swig_type_112(_swig_i_3), C.swig_type_113(_swig_i_4))
 }
 
 func (arg1 SwigcptrModel) AddPool(arg2 Dpt_pool_kind, arg3 int64, arg4 int64) {
@@ -3763,7 +3782,7 @@ func (arg1 SwigcptrModel) AddPool(arg2 Dpt_pool_kind, arg3 int64, arg4 int64) {
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_addPool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_112(_swig_i_2), C.swig_type_113(_swig_i_3))
+	C._wrap_Model_addPool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_114(_swig_i_2), C.swig_type_115(_swig_i_3))
 }
 
 func (arg1 SwigcptrModel) AddActivation(arg2 Dpt_activation) {
@@ -3793,7 +3812,7 @@ func (arg1 SwigcptrModel) Conv2d(arg2 int64, arg3 int64, arg4 int64, arg5 int64,
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
 	_swig_i_7 := arg8
-	swig_r = (int64)(C._wrap_Model_conv2d_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_115(_swig_i_1), C.swig_type_116(_swig_i_2), C.swig_type_117(_swig_i_3), C.swig_type_118(_swig_i_4), C.swig_type_119(_swig_i_5), C._Bool(_swig_i_6), *(*C.swig_type_120)(unsafe.Pointer(&_swig_i_7))))
+	swig_r = (int64)(C._wrap_Model_conv2d_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_117(_swig_i_1), C.swig_type_118(_swig_i_2), C.swig_type_119(_swig_i_3), C.swig_type_120(_swig_i_4), C.swig_type_121(_swig_i_5), C._Bool(_swig_i_6), *(*C.swig_type_122)(unsafe.Pointer(&_swig_i_7))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg8
 	}
@@ -3807,7 +3826,7 @@ func (arg1 SwigcptrModel) Dense(arg2 int64, arg3 int64, arg4 bool, arg5 string) 
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_dense_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_122(_swig_i_1), C.swig_type_123(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_124)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_dense_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_124(_swig_i_1), C.swig_type_125(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_126)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3821,7 +3840,7 @@ func (arg1 SwigcptrModel) Linear(arg2 int64, arg3 int64, arg4 bool, arg5 string)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_linear_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_126(_swig_i_1), C.swig_type_127(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_128)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_linear_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_128(_swig_i_1), C.swig_type_129(_swig_i_2), C._Bool(_swig_i_3), *(*C.swig_type_130)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3835,7 +3854,7 @@ func (arg1 SwigcptrModel) TokenEmbedding(arg2 int64, arg3 int64, arg4 int64, arg
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1), C.swig_type_131(_swig_i_2), C.swig_type_132(_swig_i_3), *(*C.swig_type_133)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_tokenEmbedding_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_132(_swig_i_1), C.swig_type_133(_swig_i_2), C.swig_type_134(_swig_i_3), *(*C.swig_type_135)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3847,7 +3866,7 @@ func (arg1 SwigcptrModel) PositionEmbedding(arg2 int64, arg3 string) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_135(_swig_i_1), *(*C.swig_type_136)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int64)(C._wrap_Model_positionEmbedding_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_137(_swig_i_1), *(*C.swig_type_138)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3861,7 +3880,7 @@ func (arg1 SwigcptrModel) CausalSelfAttention(arg2 int64, arg3 int64, arg4 float
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_138(_swig_i_1), C.swig_type_139(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_140)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_causalSelfAttention_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_140(_swig_i_1), C.swig_type_141(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_142)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3875,7 +3894,7 @@ func (arg1 SwigcptrModel) BatchNorm(arg2 int64, arg3 float32, arg4 float32, arg5
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_142(_swig_i_1), C.float(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_143)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_batchNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_144(_swig_i_1), C.float(_swig_i_2), C.float(_swig_i_3), *(*C.swig_type_145)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -3888,7 +3907,7 @@ func (arg1 SwigcptrModel) LayerNorm(arg2 int64, arg3 float32, arg4 string) (_swi
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_145(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_146)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_layerNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_147(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_148)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3901,7 +3920,7 @@ func (arg1 SwigcptrModel) Activation(arg2 int64, arg3 Dpt_activation, arg4 strin
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_activation_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_148(_swig_i_1), C.swig_intgo(_swig_i_2), *(*C.swig_type_149)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_activation_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_150(_swig_i_1), C.swig_intgo(_swig_i_2), *(*C.swig_type_151)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3916,7 +3935,7 @@ func (arg1 SwigcptrModel) Pool(arg2 int64, arg3 Dpt_pool_kind, arg4 int64, arg5 
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (int64)(C._wrap_Model_pool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_151(_swig_i_1), C.swig_intgo(_swig_i_2), C.swig_type_152(_swig_i_3), C.swig_type_153(_swig_i_4), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_5))))
+	swig_r = (int64)(C._wrap_Model_pool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_153(_swig_i_1), C.swig_intgo(_swig_i_2), C.swig_type_154(_swig_i_3), C.swig_type_155(_swig_i_4), *(*C.swig_type_156)(unsafe.Pointer(&_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg6
 	}
@@ -3928,7 +3947,7 @@ func (arg1 SwigcptrModel) GlobalAvgPool(arg2 int64, arg3 string) (_swig_ret int6
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_156(_swig_i_1), *(*C.swig_type_157)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int64)(C._wrap_Model_globalAvgPool_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_158(_swig_i_1), *(*C.swig_type_159)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3940,7 +3959,7 @@ func (arg1 SwigcptrModel) Flatten(arg2 int64, arg3 string) (_swig_ret int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_flatten_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_159(_swig_i_1), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int64)(C._wrap_Model_flatten_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_161(_swig_i_1), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3953,7 +3972,7 @@ func (arg1 SwigcptrModel) Dropout(arg2 int64, arg3 float32, arg4 string) (_swig_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_dropout_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_162(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_163)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_dropout_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_164(_swig_i_1), C.float(_swig_i_2), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3966,7 +3985,7 @@ func (arg1 SwigcptrModel) Add(arg2 int64, arg3 int64, arg4 string) (_swig_ret in
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_add_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_165(_swig_i_1), C.swig_type_166(_swig_i_2), *(*C.swig_type_167)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_add_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_167(_swig_i_1), C.swig_type_168(_swig_i_2), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3979,7 +3998,7 @@ func (arg1 SwigcptrModel) Concat2(arg2 int64, arg3 int64, arg4 string) (_swig_re
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (int64)(C._wrap_Model_concat2_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_169(_swig_i_1), C.swig_type_170(_swig_i_2), *(*C.swig_type_171)(unsafe.Pointer(&_swig_i_3))))
+	swig_r = (int64)(C._wrap_Model_concat2_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_171(_swig_i_1), C.swig_type_172(_swig_i_2), *(*C.swig_type_173)(unsafe.Pointer(&_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -3993,7 +4012,7 @@ func (arg1 SwigcptrModel) Concat3(arg2 int64, arg3 int64, arg4 int64, arg5 strin
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (int64)(C._wrap_Model_concat3_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_173(_swig_i_1), C.swig_type_174(_swig_i_2), C.swig_type_175(_swig_i_3), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_4))))
+	swig_r = (int64)(C._wrap_Model_concat3_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_175(_swig_i_1), C.swig_type_176(_swig_i_2), C.swig_type_177(_swig_i_3), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -4004,7 +4023,7 @@ func (arg1 SwigcptrModel) TieParameter(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_tieParameter_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_179)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4023,7 +4042,7 @@ func (arg1 SwigcptrModel) OutputTensor() (_swig_ret int64) {
 func (arg1 SwigcptrModel) SetOutput(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_setOutput_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_180(_swig_i_1))
+	C._wrap_Model_setOutput_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_182(_swig_i_1))
 }
 
 func (arg1 SwigcptrModel) TensorCount() (_swig_ret int64) {
@@ -4037,7 +4056,7 @@ func (arg1 SwigcptrModel) TensorShape(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_183(_swig_i_1))
+	swig_r_p := C._wrap_Model_tensorShape_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_185(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4064,7 +4083,7 @@ func (arg1 SwigcptrModel) NamedTensorName(arg2 Dpt_tensor_kind, arg3 int64) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_187(_swig_i_2))
+	swig_r_p := C._wrap_Model_namedTensorName_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_189(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4076,7 +4095,7 @@ func (arg1 SwigcptrModel) NamedTensorOffset(arg2 Dpt_tensor_kind, arg3 int64) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int64)(C._wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_189(_swig_i_2)))
+	swig_r = (int64)(C._wrap_Model_namedTensorOffset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_191(_swig_i_2)))
 	return swig_r
 }
 
@@ -4085,7 +4104,7 @@ func (arg1 SwigcptrModel) NamedTensorShape(arg2 Dpt_tensor_kind, arg3 int64) (_s
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_191(_swig_i_2))
+	swig_r_p := C._wrap_Model_namedTensorShape_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_193(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4208,7 +4227,7 @@ func NewDataset(arg1 []float32, arg2 []int32, arg3 int64, arg4 int64, arg5 int64
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_new_Dataset_swig_ce6bd54a8d9c8247(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.swig_type_200(_swig_i_2), C.swig_type_201(_swig_i_3), C.swig_type_202(_swig_i_4), C.swig_type_203(_swig_i_5))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_new_Dataset_swig_ce6bd54a8d9c8247(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)), C.swig_type_202(_swig_i_2), C.swig_type_203(_swig_i_3), C.swig_type_204(_swig_i_4), C.swig_type_205(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4225,7 +4244,7 @@ func DatasetCreateTokens(arg1 []int32, arg2 []int32, arg3 int64, arg4 int64, arg
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(*(*C.swig_type_204)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)), C.swig_type_206(_swig_i_2), C.swig_type_207(_swig_i_3), C.swig_type_208(_swig_i_4))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_createTokens_swig_ce6bd54a8d9c8247(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_207)(unsafe.Pointer(&_swig_i_1)), C.swig_type_208(_swig_i_2), C.swig_type_209(_swig_i_3), C.swig_type_210(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4240,7 +4259,7 @@ func DatasetLoadText(arg1 string, arg2 int64, arg3 float64) (_swig_ret TextParts
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (TextParts)(SwigcptrTextParts(C._wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), C.swig_type_210(_swig_i_1), C.double(_swig_i_2))))
+	swig_r = (TextParts)(SwigcptrTextParts(C._wrap_Dataset_loadText_swig_ce6bd54a8d9c8247(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), C.swig_type_212(_swig_i_1), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4251,7 +4270,7 @@ func DatasetLoadIdx(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadIdx_swig_ce6bd54a8d9c8247(*(*C.swig_type_213)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4265,7 +4284,7 @@ func DatasetLoadFashionMnist(arg1 string, arg2 Dpt_dataset_part) (_swig_ret Data
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(*(*C.swig_type_213)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_loadFashionMnist_swig_ce6bd54a8d9c8247(*(*C.swig_type_215)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4282,7 +4301,7 @@ func (arg1 SwigcptrDataset) Subset(arg2 int64, arg3 int64) (_swig_ret Dataset) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_subset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_214(_swig_i_1), C.swig_type_215(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_subset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_216(_swig_i_1), C.swig_type_217(_swig_i_2))))
 	return swig_r
 }
 
@@ -4327,7 +4346,7 @@ func (arg1 SwigcptrDataset) CopyBatch(arg2 int64, arg3 int64, arg4 []float32, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_221(_swig_i_1), C.swig_type_222(_swig_i_2), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Dataset_copyBatch_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_223(_swig_i_1), C.swig_type_224(_swig_i_2), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -4356,7 +4375,7 @@ func (arg1 SwigcptrDataset) CopyTokens(arg2 int64, arg3 int64, arg4 []int32, arg
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_226(_swig_i_1), C.swig_type_227(_swig_i_2), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Dataset_copyTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_228(_swig_i_1), C.swig_type_229(_swig_i_2), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg4
 	}
@@ -4407,7 +4426,7 @@ func NewTrainer__SWIG_1(arg1 Context, arg2 Model, arg3 TrainerOptions, arg4 Opti
 	_swig_i_3 := getSwigcptr(arg4)
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Trainer)(SwigcptrTrainer(C._wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_4)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_5)))))
+	swig_r = (Trainer)(SwigcptrTrainer(C._wrap_new_Trainer__SWIG_1_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_4)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_5)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -4438,7 +4457,7 @@ func (arg1 SwigcptrTrainer) Step(arg2 []float32, arg3 []int32) (_swig_ret StepRe
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_step_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_step_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4453,7 +4472,7 @@ func (arg1 SwigcptrTrainer) Evaluate(arg2 []float32, arg3 []int32) (_swig_ret Ev
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluate_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4469,7 +4488,7 @@ func (arg1 SwigcptrTrainer) StepTokens(arg2 []int32, arg3 []int32, arg4 int64) (
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_2)), C.swig_type_238(_swig_i_3))))
+	swig_r = (StepResult)(SwigcptrStepResult(C._wrap_Trainer_stepTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_2)), C.swig_type_240(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4485,7 +4504,7 @@ func (arg1 SwigcptrTrainer) EvaluateTokens(arg2 []int32, arg3 []int32, arg4 int6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_2)), C.swig_type_241(_swig_i_3))))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_2)), C.swig_type_243(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4500,7 +4519,7 @@ func (arg1 SwigcptrTrainer) PredictTokens(arg2 []int32, arg3 int64, arg4 []float
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_1)), C.swig_type_243(_swig_i_2), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Trainer_predictTokens_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_1)), C.swig_type_245(_swig_i_2), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4514,7 +4533,7 @@ func (arg1 SwigcptrTrainer) EvaluateDataset(arg2 Dataset, arg3 int64) (_swig_ret
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_245(_swig_i_2))))
+	swig_r = (EvalResult)(SwigcptrEvalResult(C._wrap_Trainer_evaluateDataset_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_247(_swig_i_2))))
 	return swig_r
 }
 
@@ -4523,7 +4542,7 @@ func (arg1 SwigcptrTrainer) RecomputeBatchNorm(arg2 Dataset, arg3 int64, arg4 in
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_246(_swig_i_2), C.swig_type_247(_swig_i_3))
+	C._wrap_Trainer_recomputeBatchNorm_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_248(_swig_i_2), C.swig_type_249(_swig_i_3))
 }
 
 func (arg1 SwigcptrTrainer) Predict(arg2 []float32, arg3 int64, arg4 []float32) {
@@ -4531,7 +4550,7 @@ func (arg1 SwigcptrTrainer) Predict(arg2 []float32, arg3 int64, arg4 []float32) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Trainer_predict_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)), C.swig_type_249(_swig_i_2), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Trainer_predict_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_1)), C.swig_type_251(_swig_i_2), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4578,7 +4597,7 @@ func (arg1 SwigcptrTrainer) PipelineCuts() (_swig_ret string) {
 func (arg1 SwigcptrTrainer) GetParameters(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_getParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4588,7 +4607,7 @@ func (arg1 SwigcptrTrainer) GetReplicaParameters(arg2 int64, arg3 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_255(_swig_i_1), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Trainer_getReplicaParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_257(_swig_i_1), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -4597,7 +4616,7 @@ func (arg1 SwigcptrTrainer) GetReplicaParameters(arg2 int64, arg3 []float32) {
 func (arg1 SwigcptrTrainer) SetParameters(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_setParameters_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4607,7 +4626,7 @@ func (arg1 SwigcptrTrainer) ReplicaMemory(arg2 int64) (_swig_ret ReplicaMemoryNa
 	var swig_r ReplicaMemoryNative
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ReplicaMemoryNative)(SwigcptrReplicaMemoryNative(C._wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_258(_swig_i_1))))
+	swig_r = (ReplicaMemoryNative)(SwigcptrReplicaMemoryNative(C._wrap_Trainer_replicaMemory_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_260(_swig_i_1))))
 	return swig_r
 }
 
@@ -4615,7 +4634,7 @@ func (arg1 SwigcptrTrainer) ReplicaTimes(arg2 int64) (_swig_ret ReplicaTimesNati
 	var swig_r ReplicaTimesNative
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_259(_swig_i_1))))
+	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTimes_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_261(_swig_i_1))))
 	return swig_r
 }
 
@@ -4623,20 +4642,20 @@ func (arg1 SwigcptrTrainer) ReplicaTotals(arg2 int64) (_swig_ret ReplicaTimesNat
 	var swig_r ReplicaTimesNative
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_260(_swig_i_1))))
+	swig_r = (ReplicaTimesNative)(SwigcptrReplicaTimesNative(C._wrap_Trainer_replicaTotals_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_262(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrTrainer) TraceStart(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_261(_swig_i_1))
+	C._wrap_Trainer_traceStart_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), C.swig_type_263(_swig_i_1))
 }
 
 func (arg1 SwigcptrTrainer) TraceWrite(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_traceWrite_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4655,7 +4674,7 @@ func (arg1 SwigcptrTrainer) ParameterChecksum() (_swig_ret string) {
 func (arg1 SwigcptrTrainer) SaveCheckpoint(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_saveCheckpoint_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4664,7 +4683,7 @@ func (arg1 SwigcptrTrainer) SaveCheckpoint(arg2 string) {
 func (arg1 SwigcptrTrainer) LoadCheckpoint(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_loadCheckpoint_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4673,7 +4692,7 @@ func (arg1 SwigcptrTrainer) LoadCheckpoint(arg2 string) {
 func (arg1 SwigcptrTrainer) SaveSafetensors(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_saveSafetensors_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_268)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4682,7 +4701,7 @@ func (arg1 SwigcptrTrainer) SaveSafetensors(arg2 string) {
 func (arg1 SwigcptrTrainer) LoadSafetensors(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_loadSafetensors_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_269)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4691,7 +4710,7 @@ func (arg1 SwigcptrTrainer) LoadSafetensors(arg2 string) {
 func (arg1 SwigcptrTrainer) GetBuffers(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_268)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_getBuffers_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4700,7 +4719,7 @@ func (arg1 SwigcptrTrainer) GetBuffers(arg2 []float32) {
 func (arg1 SwigcptrTrainer) SetBuffers(arg2 []float32) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_269)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Trainer_setBuffers_swig_ce6bd54a8d9c8247(C.uintptr_t(_swig_i_0), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

@@ -3728,6 +3728,31 @@ long long _wrap_TrainerOptions_pipeline_balance_batch_get_swig_ce6bd54a8d9c8247(
 }
 
 
+void _wrap_TrainerOptions_pipeline_copies_set_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0, long long _swig_go_1) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  size_t arg2 ;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  arg2 = (size_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->pipeline_copies = arg2;
+  
+}
+
+
+long long _wrap_TrainerOptions_pipeline_copies_get_swig_ce6bd54a8d9c8247(dpt_trainer_options *_swig_go_0) {
+  dpt_trainer_options *arg1 = (dpt_trainer_options *) 0 ;
+  size_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(dpt_trainer_options **)&_swig_go_0; 
+  
+  result =  ((arg1)->pipeline_copies);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 dpt_trainer_options *_wrap_new_TrainerOptions_swig_ce6bd54a8d9c8247() {
   dpt_trainer_options *result = 0 ;
   dpt_trainer_options *_swig_go_result;

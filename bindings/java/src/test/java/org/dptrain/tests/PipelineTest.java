@@ -113,6 +113,7 @@ class PipelineTest {
     assertEquals(PipelineSchedule.PIPELINE_1F1B, defaults.getPipelineSchedule(), "the default schedule");
     assertNull(defaults.getPipelineCuts(), "the default: balanced cuts");
     assertEquals(PipelineScope.PIPELINE_SCOPE_PROCESS, defaults.getPipelineScope(), "the default scope");
+    assertEquals(0, defaults.getPipelineCopies(), "the default copies");
     try (Context one = new Context(1, 0); Context two = new Context(STAGES, 0); Model m = mlp()) {
       TrainerOptions accumulate = options();
       accumulate.setAccumulationSteps(MICRO_BATCHES);
@@ -151,6 +152,18 @@ class PipelineTest {
       world.setPipelineScope(PipelineScope.PIPELINE_SCOPE_WORLD);
       assertEquals(PipelineScope.PIPELINE_SCOPE_WORLD, world.getPipelineScope());
       assertEquals(expected, train(two, m, world, 1).checksum, "PIPELINE_SCOPE_WORLD without a communicator");
+      // Copies of the pipeline divide the processes: no effect without a communicator, refused in the process
+      // scope (where every process is a copy).
+      world.setPipelineCopies(2);
+      assertEquals(2, world.getPipelineCopies());
+      assertEquals(expected, train(two, m, world, 1).checksum, "pipeline copies without a communicator");
+      TrainerOptions copies = options();
+      copies.setPipelineStages(STAGES);
+      copies.setPipelineCopies(2);
+      assertRefused(InvalidArgumentException.class, Status.ERROR_INVALID_ARGUMENT, two, m, copies, "process scope");
+      InvalidArgumentException negative =
+          assertThrows(InvalidArgumentException.class, () -> copies.setPipelineCopies(-1));
+      assertEquals(Status.ERROR_OUT_OF_RANGE, negative.getStatus());
       for (int s = 0; s < STAGES; ++s) {
         long oneFOneB = runs[0].memory[s].activations(), gpipe = runs[1].memory[s].activations();
         assertTrue(gpipe > oneFOneB, "stage " + s + ": GPipe's activations " + gpipe + " bytes, 1F1B's " + oneFOneB);
