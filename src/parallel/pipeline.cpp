@@ -45,7 +45,10 @@ Pipeline::Pipeline(const std::vector<PipelineStage> &stages, std::vector<std::un
       link_(neighbours, stages.size(), replicas.size()),
       sent_activations_(replicas_per_stage),
       sent_gradients_(replicas_per_stage),
-      unused_gradient_(replicas.size()) {
+      unused_gradient_(replicas.size()),
+      host_sent_activations_(replicas_per_stage),
+      host_sent_gradients_(replicas_per_stage),
+      host_received_(replicas.size()) {
   for (size_t d = 0; d < replicas.size(); ++d) {
     const size_t s = stage(d), model_stage = link_.first_stage() + s;
     contexts_[d].resize(micro_batches_in_flight(schedule, model_stage, link_.total_stages(), micro_batches));
@@ -109,8 +112,15 @@ void Pipeline::reserve(size_t n, bool training) {
     if (!link_.previous()) grow(input_[r], front, samples * first_model.input().size());
     if (!link_.next()) grow(labels_[r], back, samples * last_model.targets_per_sample());
     if (!training && !link_.next()) grow(logits_[r], back, samples * last_model.output().size());
-    if (link_.next()) grow(sent_activations_[r], back, samples * last_model.output().size());
-    if (link_.previous() && training) grow(sent_gradients_[r], front, samples * first_model.input().size());
+    const size_t sent_activations = link_.next() ? samples * last_model.output().size() : 0;
+    const size_t sent_gradients = link_.previous() && training ? samples * first_model.input().size() : 0;
+    if (link_.host_staging()) {
+      host_sent_activations_[r].resize(std::max(host_sent_activations_[r].size(), sent_activations));
+      host_sent_gradients_[r].resize(std::max(host_sent_gradients_[r].size(), sent_gradients));
+    } else {
+      if (sent_activations > 0) grow(sent_activations_[r], back, sent_activations);
+      if (sent_gradients > 0) grow(sent_gradients_[r], front, sent_gradients);
+    }
     for (size_t b = 0; b < last_stage; ++b) {
       const size_t width = stages_[b].spec.output().size();
       grow(activations_[b * width_ + r], replicas_[b * width_ + r]->kernels->memory(), samples * width);
@@ -153,6 +163,32 @@ void Pipeline::copy_within(size_t d, float *to, const float *from, size_t count)
   if (count > 0) replicas_[d]->kernels->copy_device(to, from, count);
 }
 
+float *Pipeline::message(bool activations, size_t r, size_t offset) {
+  if (link_.host_staging())
+    return (activations ? host_sent_activations_[r] : host_sent_gradients_[r]).data() + offset;
+  return (activations ? sent_activations_[r] : sent_gradients_[r]).data() + offset;
+}
+
+void Pipeline::copy_to_message(size_t d, float *to, const float *from, size_t count) {
+  if (!link_.host_staging())
+    copy_within(d, to, from, count);
+  else if (count > 0)
+    replicas_[d]->kernels->copy_to_host(to, from, count);
+}
+
+double Pipeline::receive_message(size_t d, bool from_next, Crossing what, float *to, size_t count) {
+  const size_t r = d % width_;
+  if (!link_.host_staging()) return link_.receive(from_next, what, r, to, count);  // straight in
+  std::vector<float> &staged = host_received_[d];
+  staged.resize(std::max(staged.size(), count));
+  const double waited = link_.receive(from_next, what, r, staged.data(), count);
+  if (count > 0) {
+    replicas_[d]->kernels->copy_to_device(to, staged.data(), count);
+    replicas_[d]->kernels->synchronize();  // the next message reuses the host buffer
+  }
+  return waited;
+}
+
 void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels) {
   const size_t s = stage(d), r = d % width_;
   const Slice &sl = slice(m, r);
@@ -165,7 +201,7 @@ void Pipeline::receive_input(size_t d, Network &net, size_t m, bool with_labels)
   const double start = platform::now_seconds();
   double waited = 0;  // for the process before to send (idle, as the wait for a stage in this process)
   if (receives_from_previous_process(d))  // from the process before, straight into the input
-    waited = link_.receive(false, Crossing::kActivations, r, net.input(), sl.count * width);
+    waited = receive_message(d, false, Crossing::kActivations, net.input(), sl.count * width);
   else  // from the stage before: a peer copy (the first stage's inputs are its own)
     copy_within(d, net.input(), from + sl.local * width, sl.count * width);
   if (with_labels && last(d)) {
@@ -182,8 +218,8 @@ void Pipeline::send_output(size_t d, Network &net, size_t m) {
   const size_t width = stages_[s].spec.output().size();
   const double start = platform::now_seconds();
   if (sends_to_next_process(d)) {  // kept until the pass ends: a context's output is overwritten before
-    float *out = sent_activations_[r].data() + sl.local * width;
-    copy_within(d, out, net.logits(), sl.count * width);
+    float *out = message(true, r, sl.local * width);
+    copy_to_message(d, out, net.logits(), sl.count * width);
     replicas_[d]->kernels->synchronize();  // MPI reads it from the host's side
     link_.send(d, true, Crossing::kActivations, r, out, sl.count * width);
     transfer_[d] += platform::now_seconds() - start;
@@ -201,12 +237,13 @@ void Pipeline::receive_output_gradient(size_t d, Network &net, size_t m) {
   const size_t width = stages_[s].spec.output().size();
   if (sends_to_next_process(d)) {
     const double start = platform::now_seconds();
-    float *to = net.output_gradient();
-    if (to == nullptr) {  // the next process sends it all the same: the messages stay in step
+    double waited = 0;
+    if (float *to = net.output_gradient()) {
+      waited = receive_message(d, true, Crossing::kGradients, to, sl.count * width);
+    } else {  // the next process sends it all the same: the messages stay in step (into a host buffer)
       unused_gradient_[d].resize(sl.count * width);
-      to = unused_gradient_[d].data();
+      waited = link_.receive(true, Crossing::kGradients, r, unused_gradient_[d].data(), sl.count * width);
     }
-    const double waited = link_.receive(true, Crossing::kGradients, r, to, sl.count * width);
     transfer_[d] += platform::now_seconds() - start - waited;  // the wait for the next process is idle
     return;
   }
@@ -224,10 +261,15 @@ void Pipeline::send_input_gradient(size_t d, Network &net, size_t m) {
   const size_t width = stages_[s].spec.input().size();
   const double start = platform::now_seconds();
   const bool remote = receives_from_previous_process(d);
-  float *to =
-      (remote ? sent_gradients_[r].data() : gradients_[(s - 1) * width_ + r].data()) + sl.local * width;
-  if (const float *from = net.input_gradient())
+  float *to = remote ? message(false, r, sl.local * width)
+                     : gradients_[(s - 1) * width_ + r].data() + sl.local * width;
+  const float *from = net.input_gradient();
+  if (from != nullptr && remote)
+    copy_to_message(d, to, from, sl.count * width);
+  else if (from != nullptr)
     copy_within(d, to, from, sl.count * width);
+  else if (remote && link_.host_staging())  // no gradient to send: zeros, in host memory
+    std::fill(to, to + sl.count * width, 0.0f);
   else if (sl.count > 0)
     replicas_[d]->kernels->memory().zero(to, sl.count * width * sizeof(float));
   replicas_[d]->kernels->synchronize();  // the stage before (or MPI) reads it once posted

@@ -145,10 +145,22 @@ class Pipeline {
   ProcessLink link_;
   std::vector<DeviceBuffer> sent_activations_, sent_gradients_;
   std::vector<std::vector<float>> unused_gradient_;
+  // With host staging (GPUs), what is sent lives in host memory instead (per replica index r, as
+  // sent_activations_ and sent_gradients_), and each device receives into a host buffer of its own first.
+  std::vector<std::vector<float>> host_sent_activations_, host_sent_gradients_, host_received_;
   // A slice's pass: base's fields, its samples and its first sample's position in the window.
   static PassInfo slice_info(const PassInfo &base, const Slice &sl);
   // Device thread d: count floats from `from` (on any device) into `to` (on d), queued on d.
   void copy_within(size_t d, float *to, const float *from, size_t count);
+  // Where replica r's message to another process starts, at float offset (activations to the next
+  // process, or input gradients to the one before): in device memory, or with host staging on the host.
+  float *message(bool activations, size_t r, size_t offset);
+  // Device thread d: count floats of its device's `from` into message `to` (queued; the caller
+  // synchronizes before MPI reads it).
+  void copy_to_message(size_t d, float *to, const float *from, size_t count);
+  // Device thread d, replica r: count floats from the neighbouring process into `to` on d (with host
+  // staging through d's host buffer, copied in before it returns); returns the seconds it waited for them.
+  double receive_message(size_t d, bool from_next, Crossing what, float *to, size_t count);
 };
 
 }  // namespace dpt

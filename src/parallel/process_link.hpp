@@ -23,6 +23,9 @@ struct PipelineNeighbours {
   // The neighbours are processes rank - stride and rank + stride (stride processes hold copies of the same
   // stages, data parallel among them).
   size_t stride = 1;
+  // The devices' memory is not the host's (GPUs): MPI sends and receives from host buffers, which the
+  // pipeline copies the values out to and in from.
+  bool host_staging = false;
 };
 
 class ProcessLink {
@@ -32,6 +35,7 @@ class ProcessLink {
 
   // The model's index of this process's first stage, and the model's stage count.
   size_t first_stage() const { return n_.first_stage; }
+  bool host_staging() const { return n_.host_staging; }
   size_t total_stages() const { return n_.total_stages; }
   // Stages before this process's first (after its last) live in another process.
   bool previous() const { return previous_; }

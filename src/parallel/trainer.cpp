@@ -157,8 +157,11 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
+  // (Stages divided among the processes: their copies sum, on their own World, or nothing is summed
+  // across the processes without copies.)
+  const World *stage_sums = stages_across_processes() ? stage_world_ : config_.world;
   if (staged && on_gpus_) {
-    auto stages = std::make_unique<CudaStageGradientCollective>(replicas_, width, config_.world,
+    auto stages = std::make_unique<CudaStageGradientCollective>(replicas_, width, stage_sums,
                                                                 config_.timeout_seconds, wire, stage_bounds_);
     // A stage's batch statistics go over its NCCL communicator too, when its replicas have GPUs of their own.
     for (size_t s = 0; s < stage_statistics_.size(); ++s) {
@@ -168,10 +171,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
             std::make_unique<CudaStatisticsReducer>(group_->subgroup(s), *nccl, config_.timeout_seconds);
     }
     collective_ = std::move(stages);
-  } else if (staged)  // (stages divided among the processes: their copies sum, on their own World)
+  } else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
-        *group_, replicas_, width, config_.allreduce, wire,
-        stages_across_processes() ? stage_world_ : config_.world, config_.timeout_seconds, *trace_,
+        *group_, replicas_, width, config_.allreduce, wire, stage_sums, config_.timeout_seconds, *trace_,
         stage_process_spans(), stage_lengths(), stage_replica_parts());
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(

@@ -101,9 +101,11 @@ std::vector<size_t> Trainer::stage_lengths() const {
 // replicas per stage the stages' collectives (batch statistics, gradients) among them.
 void Trainer::start_pipeline(size_t width) {
   PipelineNeighbours neighbours;
-  if (stages_across_processes())
+  if (stages_across_processes()) {
     neighbours = {config_.world, first_stage_, config_.pipeline_stages, config_.timeout_seconds,
                   stage_copies_};
+    neighbours.host_staging = on_gpus_;  // MPI reads and writes host memory only
+  }
   pipeline_ = std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches,
                                          config_.pipeline_schedule, config_.matmul_dtype,
                                          config_.activation_dtype, group_->aborted(), neighbours);

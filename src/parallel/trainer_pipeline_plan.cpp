@@ -200,10 +200,13 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
   const size_t processes = world.size();
   const size_t copies = processes * local / all.size(), block = world.rank() / copies;
   const std::string why = "a pipeline whose stages are divided among the processes (--pipeline-scope world) ";
-  DPT_REQUIRE(!on_gpus_, DPT_ERROR_UNSUPPORTED,
+  // On GPUs the messages between the processes go through host buffers (Pipeline's host staging) and a
+  // stage's copies sum over NCCL; the sharded optimizer's gathers and a tie's messages between the
+  // processes read device memory as the host's, so they stay on CPU devices.
+  DPT_REQUIRE(!on_gpus_ || config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
               why +
-                  "runs on CPU devices in this version (its activations and gradients go between the "
-                  "processes as MPI messages from host memory; " +
+                  "shards the optimizer state on CPU devices only in this version (its gathers between the "
+                  "processes read host memory; " +
                   devices_[0]->name() + " was given)");
   for (double devices : process_weights_)
     DPT_REQUIRE(size_t(devices) == devices_.size(), DPT_ERROR_UNSUPPORTED,
@@ -219,6 +222,10 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
     size_t source = 0;
     while (all[source].param_end <= all[t].mirror_source) ++source;
     const size_t mirror_block = t / local, source_block = source / local, copy = world.rank() % copies;
+    DPT_REQUIRE(!on_gpus_ || mirror_block == source_block, DPT_ERROR_UNSUPPORTED,
+                why + "ties a parameter across two processes' stages on CPU devices only in this version (" +
+                    spec_.nodes()[all[t].first_node].name + "'s stage and an earlier process's; " +
+                    devices_[0]->name() + " was given)");
     if (mirror_block == block && source_block != block)
       ends.push_back({t - block * local, true, source_block * copies + copy,
                       all[t].param_end - all[t].param_begin, all[t].mirror_floats, t});

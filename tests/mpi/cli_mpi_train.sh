@@ -132,6 +132,12 @@ if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
   run_cli gpu_resnet_local "${RESNET[@]/cpu:2/cuda:0,1}"
   mpi gpu_resnet_mpi "${RESNET[@]/cpu:2/cuda:0}"
   same_bits gpu_resnet_local gpu_resnet_mpi "ResNet-18, 2 processes x cuda:0 = 1 process x cuda:0,1 (simulated)"
+  # The stages divided among the processes on GPUs (one simulated GPU each, the messages through host
+  # buffers): the bits of the same run on CPU devices.
+  mpi gpu_pipeline_divided "${GPU_RUN[@]}" --devices cuda:local --pipeline 2 --micro-batches 3 --pipeline-scope world
+  mpi cpu_pipeline_divided "${GPU_RUN[@]}" --devices cpu:1 --pipeline 2 --micro-batches 3 --pipeline-scope world
+  same_bits cpu_pipeline_divided gpu_pipeline_divided \
+    "--pipeline 2 --pipeline-scope world on 2 processes x 1 simulated GPU: the CPU devices' bits"
   # ZeRO-1 across every GPU of the job (the ranges gathered over NCCL): the unsharded bits, half the state per
   # GPU, and the checkpoint (collective, written by process 0) byte for byte the unsharded run's.
   mpi gpu_mpi_plain "${GPU_RUN[@]}" --devices cuda:local --checkpoint "$WORK/gpu_plain.ckpt"

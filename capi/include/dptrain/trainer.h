@@ -188,10 +188,12 @@ typedef enum dpt_pipeline_scope {
    * same results: the bits of one process running the S stages on its devices times the processes (with
    * more than two copies within the usual tolerance, relative error <= 1e-5: the sums over the copies go
    * over MPI in another order). S a multiple of P or P of S (or of P/C), the same device count in every
-   * process, CPU devices, and DPT_SHARD_NONE or DPT_SHARD_OPTIMIZER (each stage's optimizer state cut
-   * among its replicas in the process, or with DPT_SHARD_SCOPE_WORLD among every copy's replicas of it;
-   * DPT_ERROR_UNSUPPORTED otherwise); a parameter tied across two processes' stages (a language model's head
-   * tied to its embedding) has its mirror's gradient and its source's values sent between them.
+   * process, and DPT_SHARD_NONE or DPT_SHARD_OPTIMIZER (each stage's optimizer state cut among its replicas
+   * in the process, or with DPT_SHARD_SCOPE_WORLD among every copy's replicas of it; DPT_ERROR_UNSUPPORTED
+   * otherwise); a parameter tied across two processes' stages (a language model's head tied to its
+   * embedding) has its mirror's gradient and its source's values sent between them. CPU devices or GPUs (on
+   * GPUs the messages go through host buffers and a stage's copies sum over NCCL; a sharded optimizer and a
+   * tie across processes are DPT_ERROR_UNSUPPORTED there).
    * dpt_trainer_get_parameters, get_buffers, parameter_checksum, dpt_trainer_save and
    * dpt_trainer_save_safetensors are collective: every process calls them (each stage's values come from its
    * process); only process 0 writes a file. Without a communicator the same as DPT_PIPELINE_SCOPE_PROCESS. */
