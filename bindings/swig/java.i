@@ -435,8 +435,8 @@ public enum%}
    * {@link #setPipelineCopies}), the same device count in every process and no sharding but
    * {@code SHARD_OPTIMIZER} (each stage's optimizer state among its replicas in the process, or with
    * {@code SHARD_SCOPE_WORLD} among every copy's replicas of it; {@link UnsupportedException} otherwise; a tie
-   * between two processes' stages goes between them as messages; on GPUs neither a sharded optimizer nor such a
-   * tie);
+   * between two processes' stages goes between them as messages; on GPUs every message goes through host
+   * buffers);
    * {@link Trainer#getParameters}, the checksum, {@link Trainer#saveCheckpoint} and saving safetensors are
    * then collective: every process calls them and process 0 writes the files. Without a communicator both are
    * the same; a {@code null} is a {@code NullPointerException}.

@@ -6,6 +6,7 @@
 // summed among its replicas and copies, the mirror sends its gradient, which the source adds to its own
 // before the norm; after the update the source sends its new values into the mirror. Every send is
 // finished before the call returns (a window skipped for a non-finite norm then leaves nothing in flight).
+// On GPUs (host_staging) MPI reads and writes host buffers, which the values are copied out to and in from.
 #pragma once
 
 #include <cstddef>
@@ -28,24 +29,32 @@ class RemoteTies {
   };
 
   RemoteTies() = default;
-  RemoteTies(const World *world, std::vector<End> ends, size_t devices, double timeout_seconds);
+  RemoteTies(const World *world, std::vector<End> ends, size_t devices, double timeout_seconds,
+             bool host_staging);
 
   bool empty() const { return ends_.empty(); }
-  // Update phase, device thread `device` (its stage `stage`, replica r of it; gradients and parameters in
-  // host memory): the mirror's gradient to the source, whose kernels add it.
-  void exchange_gradients(size_t device, size_t stage, size_t r, DeviceKernels &kernels, float *grads);
+  // The most floats one end exchanges (the room a GPU needs to add a received gradient).
+  size_t largest() const;
+  // Update phase, device thread `device` (its stage `stage`, replica r of it): the mirror's gradient to the
+  // source, whose kernels add it (with host staging from `scratch`, room for largest() floats on the
+  // device).
+  void exchange_gradients(size_t device, size_t stage, size_t r, DeviceKernels &kernels, float *grads,
+                          float *scratch);
   // After the update: the source's values to the mirror.
-  void exchange_values(size_t stage, size_t r, float *params);
+  void exchange_values(size_t device, size_t stage, size_t r, DeviceKernels &kernels, float *params);
 
  private:
   // Above the stage hand-overs' tags (ProcessLink: kind * 64 + replica), one pair per tie.
   static int tag(size_t tie, bool values, size_t r) { return int(1024 + (2 * tie + values) * 64 + r); }
-  void send(const float *from, size_t floats, size_t process, int tag) const;
+  // Sends floats of the device's `from` (through the device's host buffer with host staging).
+  void send(size_t device, DeviceKernels &kernels, const float *from, size_t floats, size_t process, int tag);
+  float *host_buffer(size_t device, size_t floats);
 
   const World *world_ = nullptr;
   std::vector<End> ends_;
-  std::vector<std::vector<float>> received_;  // per device: a mirror's gradient, before it is added
+  std::vector<std::vector<float>> host_;  // per device: what it sends or receives, in host memory
   double timeout_seconds_ = 0;
+  bool host_staging_ = false;
 };
 
 }  // namespace dpt

@@ -109,8 +109,8 @@ struct TrainerConfig {
   // (across processes, process 0's measured times for all). CPU
   // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or the P
   // processes hold pipeline_copies copies C of the pipeline (0: P / S when P > S, else 1), each process
-  // S C / P stages on its devices (kWorld: every process the same device count; on GPUs no sharding and no
-  // tie across processes; kOptimizer
+  // S C / P stages on its devices (kWorld: every process the same device count; on GPUs the messages
+  // through host buffers; kOptimizer
   // shards a stage's state among its
   // replicas in the process, or in the world shard scope among every copy's; a tie between two processes'
   // stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard scope); a

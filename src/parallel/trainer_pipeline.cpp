@@ -109,7 +109,7 @@ void Trainer::start_pipeline(size_t width) {
   pipeline_ = std::make_unique<Pipeline>(stages_, replicas_, width, config_.micro_batches,
                                          config_.pipeline_schedule, config_.matmul_dtype,
                                          config_.activation_dtype, group_->aborted(), neighbours);
-  size_t largest_mirror = 0;
+  size_t largest_mirror = remote_ties_.largest();  // a GPU adds a received gradient from its own memory
   mirrored_ = !remote_ties_.empty();
   for (const PipelineStage &s : stages_) {
     mirrored_ = mirrored_ || s.mirror_floats > 0;
@@ -169,7 +169,8 @@ void Trainer::add_mirror_gradients(size_t rank) {
   // The ties with an end in another process (after this process's: their mirrors are later stages).
   Replica &r = *replicas_[rank];
   if (!remote_ties_.empty())
-    remote_ties_.exchange_gradients(rank, rank / width, rank % width, *r.kernels, r.grads.data());
+    remote_ties_.exchange_gradients(rank, rank / width, rank % width, *r.kernels, r.grads.data(),
+                                    on_gpus_ ? mirror_scratch_[rank].data() : nullptr);
 }
 
 // After every device's update: each mirror copies the source's new values.
@@ -179,7 +180,8 @@ void Trainer::refresh_mirrors(size_t rank) {
   copy_mirror(rank);
   if (!remote_ties_.empty()) {
     const size_t width = pipeline_->replicas_per_stage();
-    remote_ties_.exchange_values(rank / width, rank % width, replicas_[rank]->params.data());
+    remote_ties_.exchange_values(rank, rank / width, rank % width, *replicas_[rank]->kernels,
+                                 replicas_[rank]->params.data());
   }
 }
 

@@ -200,14 +200,6 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
   const size_t processes = world.size();
   const size_t copies = processes * local / all.size(), block = world.rank() / copies;
   const std::string why = "a pipeline whose stages are divided among the processes (--pipeline-scope world) ";
-  // On GPUs the messages between the processes go through host buffers (Pipeline's host staging) and a
-  // stage's copies sum over NCCL; the sharded optimizer's gathers and a tie's messages between the
-  // processes read device memory as the host's, so they stay on CPU devices.
-  DPT_REQUIRE(!on_gpus_ || config_.shard == ShardMode::kNone, DPT_ERROR_UNSUPPORTED,
-              why +
-                  "shards the optimizer state on CPU devices only in this version (its gathers between the "
-                  "processes read host memory; " +
-                  devices_[0]->name() + " was given)");
   for (double devices : process_weights_)
     DPT_REQUIRE(size_t(devices) == devices_.size(), DPT_ERROR_UNSUPPORTED,
                 why +
@@ -222,10 +214,6 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
     size_t source = 0;
     while (all[source].param_end <= all[t].mirror_source) ++source;
     const size_t mirror_block = t / local, source_block = source / local, copy = world.rank() % copies;
-    DPT_REQUIRE(!on_gpus_ || mirror_block == source_block, DPT_ERROR_UNSUPPORTED,
-                why + "ties a parameter across two processes' stages on CPU devices only in this version (" +
-                    spec_.nodes()[all[t].first_node].name + "'s stage and an earlier process's; " +
-                    devices_[0]->name() + " was given)");
     if (mirror_block == block && source_block != block)
       ends.push_back({t - block * local, true, source_block * copies + copy,
                       all[t].param_end - all[t].param_begin, all[t].mirror_floats, t});
@@ -233,7 +221,7 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
       ends.push_back({source - block * local, false, mirror_block * copies + copy,
                       all[t].mirror_source - all[source].param_begin, all[t].mirror_floats, t});
   }
-  remote_ties_ = RemoteTies(&world, std::move(ends), devices_.size(), config_.timeout_seconds);
+  remote_ties_ = RemoteTies(&world, std::move(ends), devices_.size(), config_.timeout_seconds, on_gpus_);
   for (size_t p = 0; p < processes; ++p) {  // a block's first copy gives its stages' ranges
     const PipelineStage &first = all[p / copies * local], &last = all[p / copies * local + local - 1];
     process_stages_.push_back(p % copies != 0 ? ProcessStages{}
@@ -277,7 +265,11 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
       slots.push_back((first_stage_ + s) * sharing + (sharing > 1 ? offset + r : 0));
   stages_.assign(std::make_move_iterator(all.begin() + first_stage_),
                  std::make_move_iterator(all.begin() + first_stage_ + local));
-  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), all.size() * width);
+  // Every device of the job that owns a range: the copies' too when they shard the state among them (so
+  // that world_shards() holds, and the norm and the checkpoint take every copy's parts, also when every
+  // process holds every stage).
+  shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots),
+                        all.size() * width * (state_over_copies_ ? copies : 1));
 }
 
 }  // namespace dpt

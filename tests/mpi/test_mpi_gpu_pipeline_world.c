@@ -12,10 +12,12 @@
  *   - LeNet, 2 stages of 2 replicas (2 GPUs in each process, a stage's replicas summed over NCCL);
  *   - pipeline_copies 2 (every process holds both stages, the copies' sums over NCCL across the processes):
  *     LeNet, and batch norm (its statistics summed over the copies in device memory);
+ *   - the optimizer sharded among a stage's 2 replicas, within the process with copies, and over the copies
+ *     (the parts gathered over the stage's NCCL communicator);
+ *   - a head tied to the first layer across the processes, 2 and 4 stages (the mirror's gradient and the
+ *     source's values through host buffers too);
  * the parameters, the running statistics (also recomputed from data) and the evaluation loss bit for bit,
- * every process alike; the checkpoint (collective, process 0 writes) the CPU layout's file byte for byte;
- *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): the optimizer state sharded, a parameter tied
- *     across the two processes' stages.
+ * every process alike; the checkpoint (collective, process 0 writes) the CPU layout's file byte for byte.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -33,6 +35,7 @@ typedef struct {
   size_t devices, stages, copies; /* in each process; copies: pipeline_copies (0: the default) */
   int cpu;                        /* CPU devices instead of GPUs (the reference) */
   dpt_shard_mode shard;
+  int shard_world; /* DPT_SHARD_SCOPE_WORLD */
 } setup;
 
 typedef struct {
@@ -60,6 +63,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD;
   to.pipeline_copies = s.copies;
   to.shard = s.shard;
+  to.shard_scope = s.shard_world ? DPT_SHARD_SCOPE_WORLD : DPT_SHARD_SCOPE_PROCESS;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
   oo.kind = DPT_OPTIMIZER_ADAMW;
@@ -142,14 +146,6 @@ static void check_bits(const dpt_model *model, setup s, const char *what, int ra
   free(vc), free(vg);
 }
 
-static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
-  run r;
-  const dpt_status st = start(model, s, &r);
-  CHECK(st == DPT_ERROR_UNSUPPORTED && r.trainer == NULL && strstr(dpt_last_error_message(), needle),
-        "%s: status %d, %s", what, (int)st, dpt_last_error_message());
-  stop(r);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -161,23 +157,30 @@ int main(int argc, char **argv) {
   dpt_model *lenet = NULL, *norm = small_batch_norm_model(), *tied = tied_head_model();
   OK(dpt_model_create_builtin(&lenet, "lenet"));
 
-  check_bits(lenet, (setup){1, 2, 0, 0, DPT_SHARD_NONE}, "LeNet, 2 stages on 1 GPU in each process", rank,
+  check_bits(lenet, (setup){1, 2, 0, 0, DPT_SHARD_NONE, 0}, "LeNet, 2 stages on 1 GPU in each process", rank,
              dir);
-  check_bits(norm, (setup){1, 2, 0, 0, DPT_SHARD_NONE}, "batch norm, 2 stages on 1 GPU in each process", rank,
-             dir);
-  check_bits(lenet, (setup){2, 4, 0, 0, DPT_SHARD_NONE}, "LeNet, 4 stages on 2 GPUs in each process", rank,
-             dir);
-  check_bits(lenet, (setup){2, 2, 0, 0, DPT_SHARD_NONE}, "LeNet, 2 stages of 2 replicas in each process",
+  check_bits(norm, (setup){1, 2, 0, 0, DPT_SHARD_NONE, 0}, "batch norm, 2 stages on 1 GPU in each process",
              rank, dir);
-  check_bits(lenet, (setup){2, 2, 2, 0, DPT_SHARD_NONE}, "LeNet, 2 copies of 2 stages (summed over NCCL)",
+  check_bits(lenet, (setup){2, 4, 0, 0, DPT_SHARD_NONE, 0}, "LeNet, 4 stages on 2 GPUs in each process", rank,
+             dir);
+  check_bits(lenet, (setup){2, 2, 0, 0, DPT_SHARD_NONE, 0}, "LeNet, 2 stages of 2 replicas in each process",
              rank, dir);
-  check_bits(norm, (setup){2, 2, 2, 0, DPT_SHARD_NONE}, "batch norm, 2 copies of 2 stages", rank, dir);
+  check_bits(lenet, (setup){2, 2, 2, 0, DPT_SHARD_NONE, 0}, "LeNet, 2 copies of 2 stages (summed over NCCL)",
+             rank, dir);
+  check_bits(norm, (setup){2, 2, 2, 0, DPT_SHARD_NONE, 0}, "batch norm, 2 copies of 2 stages", rank, dir);
 
-  check_refused(lenet, (setup){1, 2, 0, 0, DPT_SHARD_OPTIMIZER}, "CPU devices only",
-                "the optimizer state sharded");
-  check_refused(tied, (setup){1, 2, 0, 0, DPT_SHARD_NONE}, "CPU devices only",
-                "a parameter tied across the processes");
-  if (rank == 0) printf("refused on GPUs: a sharded optimizer, a tie across the processes\n");
+  check_bits(lenet, (setup){2, 2, 0, 0, DPT_SHARD_OPTIMIZER, 0},
+             "LeNet, 2 stages of 2 replicas sharding the optimizer", rank, dir);
+  check_bits(lenet, (setup){2, 2, 2, 0, DPT_SHARD_OPTIMIZER, 0},
+             "LeNet, 2 copies sharding within the process", rank, dir);
+  check_bits(lenet, (setup){2, 2, 2, 0, DPT_SHARD_OPTIMIZER, 1}, "LeNet, 2 copies sharding over the copies",
+             rank, dir);
+  /* A head tied to the first layer, the two in the two processes' stages: the mirror's gradient and the
+   * source's values through host buffers, the gradient added on the source's GPU. */
+  check_bits(tied, (setup){1, 2, 0, 0, DPT_SHARD_NONE, 0}, "a head tied across the processes, 2 stages", rank,
+             dir);
+  check_bits(tied, (setup){2, 4, 0, 0, DPT_SHARD_NONE, 0}, "a head tied across the processes, 4 stages", rank,
+             dir);
 
   dpt_model_destroy(tied);
   dpt_model_destroy(norm);

@@ -16,6 +16,8 @@
  *   - each stage's optimizer state sharded among its 2 replicas in the process (LeNet with clipping, the
  *     tied head): the same checks bit for bit; its checkpoint and safetensors the unsharded one-process
  *     files byte for byte;
+ *   - pipeline_copies 2 (both processes hold both stages), the optimizer sharded over the copies, clipping
+ *     that bites: the unsharded run's bits;
  *   - refused with DPT_ERROR_UNSUPPORTED: 3 stages over 2 processes, 3 copies of the pipeline over 2
  *     processes, sharded gradients, different device counts.
  * Exit status 0 only when every check passed on every process. */
@@ -329,6 +331,42 @@ static void check_waits_are_idle(const dpt_model *lenet, int rank) {
   stop(r);
 }
 
+/* Two copies of the whole pipeline (pipeline_copies 2: both processes hold both stages, each on half of
+ * every batch), the optimizer state sharded over the copies (each process updates its parts): the norm
+ * takes both copies' parts, so with clipping that bites the parameters are the unsharded run's bits (a norm
+ * of this process's parts alone clipped differently until 2026-12-05). */
+static void check_copies_sharded(const dpt_model *lenet, int rank) {
+  float *params[2] = {NULL, NULL};
+  double norm = 0;
+  size_t n = 0;
+  OK(dpt_model_parameter_count(lenet, &n));
+  for (int shard = 0; shard < 2; ++shard) {
+    run r;
+    OK(start(lenet,
+             (setup){2, 2, DPT_COMMUNICATOR_MPI, DPT_PIPELINE_1F1B, 0.05f,
+                     shard ? DPT_SHARD_OPTIMIZER : DPT_SHARD_NONE, 0, shard, 2},
+             &r));
+    params[shard] = calloc(n, sizeof(float));
+    static float x[12 * kInput];
+    int32_t y[12];
+    state = 3;
+    for (int s = 0; s < 3 && r.trainer != NULL; ++s) {
+      batch(x, y, 12);
+      dpt_step_result res = {.struct_size = sizeof res};
+      OK(dpt_trainer_step(r.trainer, x, 12 * kInput, y, 12, &res));
+      norm = res.grad_norm;
+    }
+    if (r.trainer != NULL) OK(dpt_trainer_get_parameters(r.trainer, params[shard], n));
+    stop(r);
+  }
+  CHECK(norm > 0.05 && memcmp(params[0], params[1], n * sizeof(float)) == 0,
+        "2 copies of 2 stages, the optimizer sharded over the copies: not the unsharded bits (norm %.6g)",
+        norm);
+  if (rank == 0)
+    printf("2 copies of 2 stages, the optimizer sharded over the copies, clipped: the unsharded bits\n");
+  free(params[0]), free(params[1]);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -376,6 +414,7 @@ int main(int argc, char **argv) {
   if (rank == 0) rmdir(dir);
   check_refusals(lenet, rank);
   check_waits_are_idle(lenet, rank);
+  check_copies_sharded(lenet, rank);
   dpt_model_destroy(lenet);
   return finish_processes(rank);
 }

@@ -192,8 +192,8 @@ typedef enum dpt_pipeline_scope {
    * in the process, or with DPT_SHARD_SCOPE_WORLD among every copy's replicas of it; DPT_ERROR_UNSUPPORTED
    * otherwise); a parameter tied across two processes' stages (a language model's head tied to its
    * embedding) has its mirror's gradient and its source's values sent between them. CPU devices or GPUs (on
-   * GPUs the messages go through host buffers and a stage's copies sum over NCCL; a sharded optimizer and a
-   * tie across processes are DPT_ERROR_UNSUPPORTED there).
+   * GPUs every message between the processes goes through host buffers and a stage's copies sum over
+   * NCCL).
    * dpt_trainer_get_parameters, get_buffers, parameter_checksum, dpt_trainer_save and
    * dpt_trainer_save_safetensors are collective: every process calls them (each stage's values come from its
    * process); only process 0 writes a file. Without a communicator the same as DPT_PIPELINE_SCOPE_PROCESS. */
