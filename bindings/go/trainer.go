@@ -148,11 +148,12 @@ const (
 	// (pipeline within the process, data parallel across the processes; default).
 	PipelineScopeProcess PipelineScope = 0
 	// PipelineScopeWorld: the stages are divided among the P processes, S/P each on its devices (or, P a
-	// multiple of S, one each: P/S copies of every stage, data parallel among them), the
-	// activations and gradients between processes sent as MPI messages (model parallel across machines).
-	// Every process is given the whole batch and gets the bits of one process running the S stages on P
-	// times its devices. S a multiple of P or P of S, the same device count in every process, CPU devices,
-	// and ShardNone or ShardOptimizer (each stage's optimizer state among its replicas in the process, or with
+	// multiple of S, one each: P/S copies of every stage, data parallel among them; or PipelineCopies C
+	// copies of the pipeline, S C/P stages each), the activations and gradients between processes sent as
+	// MPI messages (model parallel across machines; from GPUs through host buffers). Every process is given
+	// the whole batch and gets the bits of one process running the S stages on P times its devices (within
+	// 1e-5 with more than two copies). S a multiple of P or P of S (or of P/C), the same device count in
+	// every process, and ShardNone or ShardOptimizer (each stage's optimizer state among its replicas in the process, or with
 	// ShardScopeWorld among every copy's replicas of it; else StatusUnsupported); a tie between two processes' stages (a head tied to the
 	// embedding) goes between them as messages. Trainer.Parameters, Buffers,
 	// Checksum, SaveCheckpoint and SaveSafetensors are then collective: every process calls them, process 0

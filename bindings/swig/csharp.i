@@ -356,9 +356,10 @@ public enum%}
 %typemap(csclassmodifiers) enum dpt_pipeline_scope %{/// <summary>Where a pipeline's stages run across MPI processes
 /// (<c>TrainerOptions.PipelineScope</c>): <c>ProcessScope</c> (the default) has every process run every stage on
 /// its own devices, on its share of each batch; <c>WorldScope</c> divides the S stages among the P processes (S/P each, or P/S copies of each,
-/// the activations and gradients between processes sent as MPI messages; every process given the whole batch;
-/// the bits of one process running all S stages). <c>WorldScope</c> needs S a multiple of P or P of S, the same device count
-/// in every process, CPU devices and no sharding but <c>ShardMode.Optimizer</c> (each stage's optimizer state
+/// or <c>TrainerOptions.PipelineCopies</c> C copies of the pipeline, S C/P stages each; the activations and gradients
+/// between processes sent as MPI messages, from GPUs through host buffers; every process given the whole batch;
+/// the bits of one process running all S stages, within 1e-5 with more than two copies). <c>WorldScope</c> needs S a
+/// multiple of P or P of S (or of P/C), the same device count in every process and no sharding but <c>ShardMode.Optimizer</c> (each stage's optimizer state
 /// among its replicas in the process, or with <c>ShardScope.World</c> among every copy's replicas of it;
 /// <c>UnsupportedException</c> otherwise; a
 /// tie between two processes' stages goes between them as messages); reading the parameters, the checksum and saving (checkpoint,

@@ -53,13 +53,14 @@ void Trainer::plan_pipeline() {
                         : config_.pipeline_copies != 0 ? config_.pipeline_copies
                         : processes > stages           ? processes / stages
                                                        : 1;
-  DPT_REQUIRE(processes % copies == 0 && (stages * copies) % processes == 0, DPT_ERROR_UNSUPPORTED,
-              why + "divides its stages among the " + std::to_string(processes) +
-                  " processes (--pipeline-scope world) in " + std::to_string(copies) +
-                  (copies == 1 ? " copy" : " copies") +
-                  ": the process count must be a multiple of the copies, and the stage count of the "
-                  "processes per copy (" +
-                  (processes % copies == 0 ? std::to_string(processes / copies) : std::string("-")) + ")");
+  DPT_REQUIRE(
+      processes % copies == 0 && (stages * copies) % processes == 0, DPT_ERROR_UNSUPPORTED,
+      why + "divides its stages among the " + std::to_string(processes) +
+          " processes (--pipeline-scope world) in " + std::to_string(copies) +
+          (copies == 1 ? " copy" : " copies") +
+          ": the process count must be a multiple of the copies, and the stage count of the "
+          "processes per copy" +
+          (processes % copies == 0 ? " (" + std::to_string(processes / copies) + ")" : std::string()));
   const size_t local_stages = stages * copies / processes;
   DPT_REQUIRE(devices_.size() % local_stages == 0, DPT_ERROR_UNSUPPORTED,
               why + "needs a whole number of devices per stage (" + std::to_string(devices_.size()) +

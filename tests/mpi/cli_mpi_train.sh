@@ -280,5 +280,13 @@ if [ -d "$TEXT" ]; then
   mpi gpt_tied_divided "${GPT[@]}" --devices cpu:1 "${TIE[@]}" --pipeline-scope world
   same_bits gpt_tied_alone gpt_tied_divided \
     "gpt-mini, its head tied across the processes (--pipeline-scope world): one process's bits"
+  # The same on one simulated GPU per process: the stages' messages and the tie's through host buffers.
+  if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
+    (export DPTRAIN_BACKEND_PATH="$SIM_DIR:$(dirname "$(readlink -f "$DPTRAIN")")/../lib" \
+      DPTRAIN_SIM_CUDA_DEVICES=2 DPTRAIN_SIM_CUDA_FAIL=
+    mpi gpt_tied_divided_gpu "${GPT[@]}" --devices cuda:local "${TIE[@]}" --pipeline-scope world)
+    same_bits gpt_tied_divided gpt_tied_divided_gpu \
+      "gpt-mini, its head tied across the processes on 1 simulated GPU each: the CPU devices' bits"
+  fi
 fi
 finish
