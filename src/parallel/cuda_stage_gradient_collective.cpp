@@ -10,6 +10,7 @@ CudaStageGradientCollective::CudaStageGradientCollective(
     : timeout_(timeout_seconds), wire_(wire), width_(replicas_per_stage), parts_(std::move(parts)) {
   const bool processes = world != nullptr && world->size() > 1;
   if (width_ < 2 && !processes) return;
+  first_rank_ = processes ? world->rank() * width_ : 0;  // (every process holds width_ replicas of a stage)
   for (size_t first = 0; first < replicas.size(); first += width_) {
     std::vector<CudaKernels *> kernels;
     std::vector<float *> grads, params;
@@ -32,8 +33,27 @@ void CudaStageGradientCollective::reduce_between_phases(bool /*reduced*/) {
   if (stages_.empty()) return;
   const double t0 = platform::now_seconds();
   for (size_t s = 0; s < stages_.size(); ++s)
-    stages_[s]->all_reduce(grads_[s], {{0, floats_[s]}}, timeout_, wire_);
+    if (reduces_to_owners(s))
+      reduce_to_owners(s);
+    else
+      stages_[s]->all_reduce(grads_[s], {{0, floats_[s]}}, timeout_, wire_);
   seconds_ = platform::now_seconds() - t0;
+}
+
+// Rank g's part [parts[g], parts[g + 1]) of the stage's sums into its own gradient buffer, in place; the
+// rest of a buffer keeps this replica's own values, which nothing reads (the norm and the update take the
+// rank's part, a tied parameter's mirror is added into the source's owner).
+void CudaStageGradientCollective::reduce_to_owners(size_t s) {
+  const std::vector<size_t> &parts = parts_[s];
+  sends_.assign(grads_[s].begin(), grads_[s].end());
+  recvs_.assign(width_, nullptr);
+  for (size_t r = 0; r < width_; ++r) {
+    const size_t g = first_rank_ + r;
+    if (parts[g + 1] > parts[g]) recvs_[r] = grads_[s][r] + parts[g];
+  }
+  stages_[s]->reduce_ranges(sends_, recvs_, parts, timeout_, wire_);
+  const size_t range = parts.back();
+  if (floats_[s] > range) stages_[s]->all_reduce(grads_[s], {{range, floats_[s]}}, timeout_, wire_);
 }
 
 void CudaStageGradientCollective::gather_between_phases(const std::vector<size_t> & /*bounds*/) {
@@ -41,12 +61,16 @@ void CudaStageGradientCollective::gather_between_phases(const std::vector<size_t
     stages_[s]->all_gather(params_[s], parts_[s], timeout_);
 }
 
-// As NCCL's tests count an all-reduce: the stage's gradient bytes times 2 (R - 1) / R, R its ranks.
+// As NCCL's tests count an all-reduce: the stage's gradient bytes times 2 (R - 1) / R, R its ranks; a
+// reduce to the parts' owners half that for the range (a reduce-scatter's (R - 1) / R).
 CudaStageGradientCollective::RankReduction CudaStageGradientCollective::rank_reduction(size_t rank,
                                                                                        bool) const {
   if (stages_.empty()) return {0, 0};
-  const double r = double(ranks_);
-  return {seconds_, double(floats_[rank / width_]) * sizeof(float) * 2.0 * (r - 1.0) / r};
+  const size_t s = rank / width_;
+  const double r = double(ranks_), all = double(floats_[s]) * sizeof(float);
+  if (!reduces_to_owners(s)) return {seconds_, all * 2.0 * (r - 1.0) / r};
+  const double range = double(parts_[s].back()) * sizeof(float);
+  return {seconds_, range * (r - 1.0) / r + (all - range) * 2.0 * (r - 1.0) / r};
 }
 
 }  // namespace dpt

@@ -5,10 +5,14 @@
 // CudaGradientCollective does for a data-parallel trainer (a CUDA context is used by one thread at a time,
 // and the device workers are idle then). Across the processes of an MPI world (each running every stage on
 // its own GPUs) a stage's communicator spans every process's replicas of it. With the optimizer sharded among
-// a stage's replicas of a process, each updates its part of the stage and the parts are gathered
-// afterwards, from the same thread (CudaCollective::all_gather: peer copies among the process's replicas;
-// NCCL broadcasts from each part's owner when the parts are the communicator's ranks'). With one replica
-// per stage in one process there is nothing to reduce.
+// the ranks of a stage's communicator (its replicas in one process, or every process's in the world shard
+// scope) on distinct GPUs, each rank needs only its part's sums: the stage's range is reduced to the parts'
+// owners (CudaCollective::reduce_ranges, one ncclReduce per part, ZeRO-1's reduce-scatter: half an
+// all-reduce's bytes; a tied parameter's mirror still all-reduced), else all-reduced whole. Each rank
+// updates its part of the stage and the parts are gathered afterwards, from the same thread
+// (CudaCollective::all_gather: peer copies among the process's replicas; NCCL broadcasts from each part's
+// owner when the parts are the communicator's ranks'). With one replica per stage in one process there is
+// nothing to reduce.
 #pragma once
 
 #include <cstddef>
@@ -48,12 +52,21 @@ class CudaStageGradientCollective final : public GradientCollective {
   double timeout_;
   WireType wire_;
   size_t width_;
-  size_t ranks_ = 1;  // of each stage's all-reduce: its replicas in every process
+  size_t ranks_ = 1;       // of each stage's all-reduce: its replicas in every process
+  size_t first_rank_ = 0;  // this process's first replica's rank in a stage's communicator
   std::vector<std::unique_ptr<CudaCollective>> stages_;  // per stage (none with one replica per stage)
   std::vector<std::vector<float *>> grads_, params_;     // per stage, its replicas' buffers
   std::vector<std::vector<size_t>> parts_;
   std::vector<size_t> floats_;  // per stage, the floats all-reduced
   double seconds_ = 0;
+  std::vector<const float *> sends_;  // reduce_to_owners' scratch, kept so that a step allocates nothing
+  std::vector<float *> recvs_;
+
+  // Stage s's parts are its communicator's ranks' (on distinct GPUs): its range reduced to their owners.
+  bool reduces_to_owners(size_t s) const {
+    return !parts_.empty() && !stages_[s]->shares_one_gpu() && parts_[s].size() == ranks_ + 1;
+  }
+  void reduce_to_owners(size_t s);
 };
 
 }  // namespace dpt
