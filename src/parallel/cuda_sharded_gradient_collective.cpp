@@ -23,17 +23,18 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
       seconds_(replicas.size(), 0.0) {
   const std::string refused = "sharded gradients on GPUs (" + std::to_string(replicas.size()) + " replicas)";
   const bool processes = world != nullptr && world->size() > 1;
-  DPT_REQUIRE(!processes || world_scope, DPT_ERROR_UNSUPPORTED,
+  if (processes && !world_scope) world_ = world;  // the hybrid: within each process, then over the processes
+  DPT_REQUIRE(world_ == nullptr || wire_ == WireType::kF32, DPT_ERROR_UNSUPPORTED,
               refused +
-                  " across MPI processes shard across every GPU of the job in this version "
-                  "(--shard-scope world), not within each process");
+                  " sharded within each of several MPI processes send float32 in this version (a 16-bit "
+                  "--allreduce-dtype needs --shard-scope world)");
   std::vector<CudaKernels *> cuda;
   for (auto &r : replicas) {
     cuda.push_back(static_cast<CudaKernels *>(r->kernels.get()));
     kernels_.push_back(r->kernels.get());
   }
-  collective_ =
-      std::make_unique<CudaCollective>(std::move(cuda), processes ? world : nullptr, timeout_seconds);
+  collective_ = std::make_unique<CudaCollective>(std::move(cuda), processes && world_scope ? world : nullptr,
+                                                 timeout_seconds);
   bucket_of_node_ = bucket_of_nodes(spec, buckets_);
   for (const TiedSources::Source &t : tied_.sources()) {
     size_t b = 0;
@@ -42,6 +43,7 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
   }
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
   const size_t largest = largest_bucket(buckets_);
+  if (world_ != nullptr) host_.resize(shards.count());
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
     slots_.emplace_back(replicas[rank]->kernels->memory(), largest);
     if (!tied_.empty()) tied_grads_.emplace_back(replicas[rank]->kernels->memory(), tied_.floats());
@@ -148,6 +150,23 @@ void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
     else
       kernels_[r]->copy_device(own(r), slot_pointers_[r] + part(r), length(r));
   }
+}
+
+void CudaShardedGradientCollective::reduce_between_phases(bool) {
+  world_seconds_ = 0;
+  if (world_ == nullptr) return;
+  const double start = platform::now_seconds();
+  const size_t k = kernels_.size();
+  for (size_t r = 0; r < k; ++r)
+    if (shards_.size(r) > 0)
+      kernels_[r]->copy_to_host(host_.data() + shards_.begin(r), shard_gradients_[r], shards_.size(r));
+  for (size_t r = 0; r < k; ++r) kernels_[r]->synchronize();
+  world_->all_reduce(host_.data(), host_.size(), timeout_, wire_);
+  for (size_t r = 0; r < k; ++r)
+    if (shards_.size(r) > 0)
+      kernels_[r]->copy_to_device(shard_gradients_[r], host_.data() + shards_.begin(r), shards_.size(r));
+  for (size_t r = 0; r < k; ++r) kernels_[r]->synchronize();
+  world_seconds_ = platform::now_seconds() - start;
 }
 
 BackwardHook CudaShardedGradientCollective::backward_hook(size_t rank) {

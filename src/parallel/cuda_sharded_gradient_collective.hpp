@@ -21,9 +21,15 @@
 // in another order than its all-reduce.
 //
 // A 16-bit wire (allreduce_dtype) gives the bits of the 16-bit all-reduce (backend_interface.h's rule, in
-// rank order on every path). Not here (the constructor throws DPT_ERROR_UNSUPPORTED): several MPI processes
-// each sharding within itself (the process scope; the trainer refuses a pipeline and sharded
-// parameters on GPUs before).
+// rank order on every path).
+//
+// Several MPI processes each sharding within itself (the process scope, hybrid: every process's replica r
+// owns the same range): each bucket is reduced to its owners within the process as above; at the end of the
+// window, from the trainer's thread, the ranges (the window's sums over this process's replicas) are summed
+// over the processes (copied to one host buffer, World::all_reduce, copied back): the CPU path's order
+// (ShardedGradientCollective: within the process, the window, then across), so its bits. float32 wire only
+// there (DPT_ERROR_UNSUPPORTED otherwise); the trainer refuses a pipeline and sharded parameters on GPUs
+// before.
 #pragma once
 
 #include <cstddef>
@@ -58,7 +64,9 @@ class CudaShardedGradientCollective final : public GradientCollective {
                                 const World *world, bool world_scope, double timeout_seconds,
                                 TraceRecorder &trace);
 
-  CudaCollective *collective() { return collective_.get(); }
+  // The communicator over every replica of the job (nullptr in the hybrid, whose NCCL communicator is this
+  // process's alone: batch statistics then go over the host and MPI).
+  CudaCollective *collective() { return world_ != nullptr ? nullptr : collective_.get(); }
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
@@ -66,11 +74,14 @@ class CudaShardedGradientCollective final : public GradientCollective {
   BackwardHook backward_hook(size_t rank) override;
   BackwardHook probe_hook(size_t rank) override;
   void finish_backward(size_t rank) override;
-  void reduce_between_phases(bool) override {}
+  // The hybrid: the ranges summed over the processes (nothing otherwise: backward reduced them).
+  void reduce_between_phases(bool) override;
   void reduce_in_update(size_t, bool) override {}
   void gather_between_phases(const std::vector<size_t> &bounds) override;
   // The reductions ran during backward, which waited for them: all of their time is exposed.
-  AllReduceTimes times(bool) const override { return {0, seconds_[0], seconds_[0]}; }
+  AllReduceTimes times(bool) const override {
+    return {world_seconds_, seconds_[0] + world_seconds_, seconds_[0] + world_seconds_};
+  }
   RankReduction rank_reduction(size_t rank, bool) const override;
   uint64_t staging_bytes(size_t rank) const override {
     return (slots_[rank].size() + (tied_.empty() ? 0 : tied_grads_[rank].size())) * sizeof(float);
@@ -100,6 +111,9 @@ class CudaShardedGradientCollective final : public GradientCollective {
   WireType wire_;
   TraceRecorder &trace_;
   std::unique_ptr<CudaCollective> collective_;
+  const World *world_ = nullptr;  // the hybrid's processes (nullptr: one communicator over every replica)
+  std::vector<float> host_;       // the hybrid's host copy of the ranges
+  double world_seconds_ = 0;      // the hybrid's sum over the processes, in the last window
   std::vector<DeviceKernels *> kernels_;
   std::vector<GradientBucket> buckets_;
   std::vector<size_t> bucket_of_node_;  // per node with parameters: its bucket

@@ -158,15 +158,18 @@ if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
   cmp -s "$WORK/gpu_plain.ckpt" "$WORK/gpu_gradients.ckpt" &&
     pass "--shard gradients --shard-scope world on GPUs: the checkpoint is the unsharded run's, byte for byte" ||
     fail "--shard gradients --shard-scope world on GPUs: the checkpoint differs from the unsharded run's"
-  # (Two GPUs in each process: with one, the process scope shards nothing and trains unsharded.)
-  for refused in "gradients process cuda:0,1" "parameters world cuda:local"; do
-    read -r mode scope devices <<<"$refused"
-    mpi "gpu_mpi_refused_$mode" "${GPU_RUN[@]}" --devices "$devices" --shard "$mode" --shard-scope "$scope"
-    RC=$?
-    [ "$RC" -ne 0 ] && grep -q "on GPUs" "$WORK/gpu_mpi_refused_$mode.err" &&
-      pass "--shard $mode --shard-scope $scope on 2 processes of $devices: refused" ||
-      fail "--shard $mode --shard-scope $scope on GPUs: exit $RC, $(tail -n 2 "$WORK/gpu_mpi_refused_$mode.err")"
-  done
+  # ZeRO-2 within each process (the process scope, two GPUs in each: with one it shards nothing): each
+  # bucket reduced to its owners over NCCL, the ranges summed over the processes by MPI at the window's end:
+  # the bits of the same run on CPU devices.
+  mpi gpu_mpi_gradients_process "${GPU_RUN[@]}" --devices cuda:0,1 --shard gradients
+  mpi cpu_mpi_gradients_process "${GPU_RUN[@]}" --devices cpu:2 --shard gradients
+  same_bits cpu_mpi_gradients_process gpu_mpi_gradients_process \
+    "--shard gradients (process scope) on 2 processes x 2 simulated GPUs: the CPU devices' bits"
+  mpi gpu_mpi_refused_parameters "${GPU_RUN[@]}" --devices cuda:local --shard parameters --shard-scope world
+  RC=$?
+  [ "$RC" -ne 0 ] && grep -q "on GPUs" "$WORK/gpu_mpi_refused_parameters.err" &&
+    pass "--shard parameters --shard-scope world on 2 processes of cuda:local: refused" ||
+    fail "--shard parameters --shard-scope world on GPUs: exit $RC, $(tail -n 2 "$WORK/gpu_mpi_refused_parameters.err")"
   unset DPTRAIN_BACKEND_PATH DPTRAIN_SIM_CUDA_DEVICES DPTRAIN_SIM_CUDA_FAIL
 fi
 run_cli four "${RUN[@]}" --devices cpu:4

@@ -42,8 +42,9 @@ typedef struct {
   int cpu;       /* on as many CPU devices instead (the pipeline's reference) */
 } setup;
 
-/* The gradient-norm clip of start()'s optimizer (0: off). */
+/* The gradient-norm clip of start()'s optimizer (0: off), and its trainer's accumulation steps. */
 static float clip_norm = 0.0f;
+static size_t accumulation = 1;
 
 typedef struct {
   dpt_context *ctx;
@@ -71,6 +72,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.shard_scope = s.scope;
   to.gpu_flags = DPT_GPU_DETERMINISTIC;
   to.pipeline_stages = s.stages;
+  to.accumulation_steps = accumulation;
   to.micro_batches = s.stages > 1 ? 3 : 0;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
@@ -198,8 +200,26 @@ int main(int argc, char **argv) {
   check_bits(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, NONE, PROCESS, 0, 0},
              (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, DPT_SHARD_SCOPE_WORLD, 0, 0},
              "a bf16 wire, the gradients sharded across the job, 2 x 2");
-  check_refused(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
-                "--shard-scope world", "the gradients sharded within each process");
+  /* ZeRO-2 within each process (the process scope, hybrid): each bucket reduced to its owners within the
+   * process over NCCL, then the owners' parts summed over the processes by MPI from host buffers: the CPU
+   * path's hierarchical sums, (a0 + a1) + (b0 + b1), so the bits of the same run on CPU devices, also with
+   * batch norm (its statistics over the host and MPI) and with accumulation (a window's later micro-batches
+   * reduced in the staging bucket, summed over the processes, then added); a bf16 wire is refused. */
+  batches[0] = 12, batches[1] = 8;
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+             "the gradients sharded within each process, 2 x 2, vs CPU devices");
+  check_bits(norm, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+             "batch norm, the gradients sharded within each process, 2 x 2, vs CPU devices");
+  accumulation = 2;
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+             "the gradients sharded within each process, accumulating 2, vs CPU devices");
+  accumulation = 1;
+  batches[0] = 11, batches[1] = 6;
+  check_refused(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+                "float32", "a bf16 wire, the gradients sharded within each process");
   check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
                 "within one process", "the parameters sharded across the job");
 

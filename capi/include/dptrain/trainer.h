@@ -116,9 +116,9 @@ typedef enum dpt_shard_mode {
    * float32 rounding per micro-batch than DPT_SHARD_NONE's sum of micro-batches). CPU devices, and GPUs
    * (within one process, or across every GPU of an MPI job with DPT_SHARD_SCOPE_WORLD): there each bucket
    * is reduced to its owners over NCCL while backward waits (one staging bucket), the bits of
-   * DPT_SHARD_NONE; a 16-bit
-   * allreduce_dtype gives the 16-bit all-reduce's bits; DPT_SHARD_SCOPE_PROCESS across processes is
-   * DPT_ERROR_UNSUPPORTED on GPUs. Tied
+   * DPT_SHARD_NONE; a 16-bit allreduce_dtype gives the 16-bit all-reduce's bits; DPT_SHARD_SCOPE_PROCESS
+   * across processes reduces within each process over NCCL and sums the ranges over the processes through
+   * the host at the end of the step (float32 allreduce_dtype only, else DPT_ERROR_UNSUPPORTED). Tied
    * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
    * aside until its source's bucket opens. Across MPI processes each process shards among its own devices (at
    * least 2 in every process, else DPT_ERROR_UNSUPPORTED; the counts may differ) and the ranges are summed
