@@ -89,12 +89,14 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
                   config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
-  // (Sharded parameters on GPUs read other processes' ranges through MPI windows of host memory: no.)
+  // (Sharded parameters on GPUs across every process would read other processes' ranges through MPI
+  // windows of host memory: no. Within each process they are gathered by peer copies.)
   DPT_REQUIRE(config_.shard != ShardMode::kParameters || !on_gpus_ || config_.world == nullptr ||
-                  config_.world->size() == 1,
+                  config_.world->size() == 1 || config_.shard_scope == ShardScope::kProcess,
               DPT_ERROR_UNSUPPORTED,
-              "sharded parameters on GPUs run within one process in this version (the replicas are on " +
-                  devices_[0]->name() + "; across MPI processes GPUs shard the optimizer or the gradients)");
+              "sharded parameters on GPUs shard within each process in this version (the replicas are on " +
+                  devices_[0]->name() +
+                  "; --shard-scope world shards the optimizer or the gradients on GPUs)");
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;

@@ -17,8 +17,11 @@
  *   - the gradients sharded across every GPU of the job (DPT_SHARD_GRADIENTS, world scope; the buckets
  *     reduced to their owners by NCCL reduces during backward): 2 x 1 and 2 x 2 = unsharded, also with batch
  *     norm and (2 x 2) on a bf16 wire;
- *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2"); the
- *     gradients sharded within each process; the parameters sharded across processes.
+ *   - the gradients and the parameters sharded within each process (the process scope, hybrid: each bucket
+ *     reduced within the process, the ranges summed over the processes through the host at the window's
+ *     end): 2 x 2 = the same run on CPU devices, with batch norm, and (gradients) accumulating 2;
+ *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2"); a bf16
+ *     wire with the gradients sharded within each process; the parameters sharded across the job.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -217,11 +220,19 @@ int main(int argc, char **argv) {
              (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
              "the gradients sharded within each process, accumulating 2, vs CPU devices");
   accumulation = 1;
+  /* ZeRO-3 within each process: the same gradient path, the parameters gathered by peer copies within the
+   * process. */
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, PROCESS, 0, 0},
+             "the parameters sharded within each process, 2 x 2, vs CPU devices");
+  check_bits(norm, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, PROCESS, 0, 0},
+             "batch norm, the parameters sharded within each process, 2 x 2, vs CPU devices");
   batches[0] = 11, batches[1] = 6;
   check_refused(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
                 "float32", "a bf16 wire, the gradients sharded within each process");
   check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
-                "within one process", "the parameters sharded across the job");
+                "within each process", "the parameters sharded across the job");
 
   /* Pipelines across the processes: each runs both stages on its GPUs, a stage's gradient all-reduced by a
    * NCCL communicator over both processes' GPUs of it (two terms: the CPU pipeline's MPI sum's bits). */

@@ -128,7 +128,8 @@ typedef enum dpt_shard_mode {
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
    * that own it just before the bucket's layers run, into one gather buffer of the largest bucket's size
    * (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
-   * DPT_SHARD_GRADIENTS; the same restrictions, and on GPUs within one process only (a bucket copied in by
+   * DPT_SHARD_GRADIENTS; the same restrictions, and on GPUs within each process only (DPT_SHARD_SCOPE_WORLD
+   * across processes is DPT_ERROR_UNSUPPORTED there; a bucket copied in by
    * peer copies on the replica's stream). dpt_trainer_get_parameters and checkpoints gather the
    * whole vector. */
   DPT_SHARD_PARAMETERS = 3
