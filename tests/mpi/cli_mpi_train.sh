@@ -165,6 +165,9 @@ if [ -n "$SIM_DIR" ] && [ -f "$SIM_DIR/libdptrain_cuda.so" ]; then
   mpi cpu_mpi_gradients_process "${GPU_RUN[@]}" --devices cpu:2 --shard gradients
   same_bits cpu_mpi_gradients_process gpu_mpi_gradients_process \
     "--shard gradients (process scope) on 2 processes x 2 simulated GPUs: the CPU devices' bits"
+  mpi gpu_mpi_parameters_process "${GPU_RUN[@]}" --devices cuda:0,1 --shard parameters
+  same_bits cpu_mpi_gradients_process gpu_mpi_parameters_process \
+    "--shard parameters (process scope) on 2 processes x 2 simulated GPUs: the CPU devices' bits"
   mpi gpu_mpi_refused_parameters "${GPU_RUN[@]}" --devices cuda:local --shard parameters --shard-scope world
   RC=$?
   [ "$RC" -ne 0 ] && grep -q "on GPUs" "$WORK/gpu_mpi_refused_parameters.err" &&
