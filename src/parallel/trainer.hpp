@@ -106,15 +106,13 @@ struct TrainerConfig {
   // Each step's batch is cut into micro_batches micro-batches (0: four per stage, at most the batch's
   // samples) run through the stages in pipeline_schedule's order. The stages begin at the nodes named in
   // pipeline_cuts (stages - 1 names), or (empty) where pipeline_balance's costs are most evenly divided
-  // (across processes, process 0's measured times for all). CPU
-  // devices or GPUs; across processes every process runs every stage (pipeline_scope kProcess), or the P
-  // processes hold pipeline_copies copies C of the pipeline (0: P / S when P > S, else 1), each process
-  // S C / P stages on its devices (kWorld: every process the same device count; on GPUs the messages
-  // through host buffers; kOptimizer
-  // shards a stage's state among its
-  // replicas in the process, or in the world shard scope among every copy's; a tie between two processes'
-  // stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard scope); a
-  // parameter tied across stages only as its stage's last.
+  // (across processes, process 0's measured times for all). CPU devices or GPUs; across processes every
+  // process runs every stage (pipeline_scope kProcess), or the P processes hold pipeline_copies copies C of
+  // the pipeline (0: P / S when P > S, else 1), each process S C / P stages on its devices (kWorld: every
+  // process the same device count; on GPUs the messages through host buffers; kOptimizer shards a stage's
+  // state among its replicas in the process, or in the world shard scope among every copy's; a tie between
+  // two processes' stages exchanged as messages, RemoteTies); kOptimizer the only shard mode (either shard
+  // scope); a parameter tied across stages only as its stage's last.
   size_t pipeline_stages = 0;
   size_t micro_batches = 0;
   PipelineSchedule pipeline_schedule = PipelineSchedule::kOneFOneB;
