@@ -114,7 +114,7 @@ const (
 	// parameters only, and a pass (training, evaluation, prediction) copies each bucket of them in from the
 	// devices that own it just before the bucket's layers run, into one gather buffer of the largest bucket's
 	// size (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
-	// ShardGradients; the same restrictions, and on GPUs within each process only. Trainer.Parameters,
+	// ShardGradients; the same restrictions. Trainer.Parameters,
 	// Trainer.Checksum and checkpoints gather the whole vector.
 	ShardParameters ShardMode = 3
 )

@@ -21,8 +21,13 @@ ParameterOwners::ParameterOwners(const std::vector<std::unique_ptr<Replica>> &re
     std::fill(process_of_.begin() + first[p], process_of_.begin() + first[p + 1], p);
   world.open_window();
   addresses_.assign(shards.ranks(), 0);
+  if (placement_.host_staging) {
+    staged_.resize(ranges_.size());
+    for (size_t rank = 0; rank < ranges_.size(); ++rank) exposed_.emplace_back(shards.size(rank));
+  }
   for (size_t rank = 0; rank < ranges_.size(); ++rank)
-    addresses_[first_ + rank] = world.expose(ranges_[rank], shards.size(rank) * sizeof(float));
+    addresses_[first_ + rank] = world.expose(placement_.host_staging ? exposed_[rank].data() : ranges_[rank],
+                                             shards.size(rank) * sizeof(float));
   // Every process's addresses to every process (a broadcast rooted at each process in turn).
   for (size_t p = 0; p + 1 < first.size(); ++p)
     if (first[p + 1] > first[p])
@@ -36,7 +41,8 @@ ParameterOwners::~ParameterOwners() {
   if (placement_.world == nullptr) return;
   std::vector<void *> exposed;
   for (size_t rank = 0; rank < ranges_.size(); ++rank)
-    if (addresses_[first_ + rank] != 0) exposed.push_back(ranges_[rank]);
+    if (addresses_[first_ + rank] != 0)
+      exposed.push_back(placement_.host_staging ? exposed_[rank].data() : ranges_[rank]);
   try {
     placement_.world->withdraw(exposed, placement_.timeout_seconds);
   } catch (const Error &) {  // a process stalled or MPI broke: the job is out of step, nothing to report to
@@ -52,12 +58,30 @@ void ParameterOwners::for_each_part(size_t begin, size_t end, Part part) const {
   }
 }
 
+void ParameterOwners::get_remote(float *dst, size_t begin, size_t end) const {
+  for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
+    if (!local(device))
+      placement_.world->get(dst + (lo - begin), (hi - lo) * sizeof(float), process_of_[device],
+                            remote_address(device, lo), placement_.timeout_seconds);
+  });
+}
+
 void ParameterOwners::copy(float *dst, size_t begin, size_t end, size_t rank) const {
+  if (placement_.host_staging) {  // the other processes' parts through host memory, then onto the GPU
+    std::vector<float> &staged = staged_[rank];
+    if (staged.size() < end - begin) staged.resize(end - begin);
+    get_remote(staged.data(), begin, end);
+    for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
+      if (!local(device))
+        kernels_[rank]->copy_to_device(dst + (lo - begin), staged.data() + (lo - begin), hi - lo);
+    });
+    kernels_[rank]->synchronize();  // the host buffer takes the next read
+  }
   for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
     float *to = dst + (lo - begin);
     if (local(device))
       kernels_[rank]->copy_device(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
-    else
+    else if (!placement_.host_staging)
       placement_.world->get(to, (hi - lo) * sizeof(float), process_of_[device], remote_address(device, lo),
                             placement_.timeout_seconds);
   });
@@ -79,11 +103,13 @@ void ParameterOwners::copy_to_host(float *dst, size_t begin, size_t end) const {
 
 ParameterOwners::PendingCopy ParameterOwners::start_copy(float *dst, size_t begin, size_t end,
                                                          size_t rank) const {
-  PendingCopy pending{dst, begin, end, rank, {}};
+  PendingCopy pending{dst, begin, end, rank, {}, {}};
+  if (placement_.host_staging) pending.staged.resize(end - begin);
+  float *into = placement_.host_staging ? pending.staged.data() : dst;  // the gets' destination
   try {
     for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
       if (local(device)) return;
-      void *get = placement_.world->start_get(dst + (lo - begin), (hi - lo) * sizeof(float),
+      void *get = placement_.world->start_get(into + (lo - begin), (hi - lo) * sizeof(float),
                                               process_of_[device], remote_address(device, lo));
       if (get != nullptr) pending.gets.push_back(get);
     });
@@ -105,15 +131,25 @@ void ParameterOwners::finish_copy(PendingCopy &pending) const {
       if (first == nullptr) first = std::current_exception();
     }
   if (first != nullptr) std::rethrow_exception(first);
+  DeviceKernels &k = *kernels_[done.rank];
   for_each_part(done.begin, done.end, [&](size_t device, size_t lo, size_t hi) {
+    float *to = done.dst + (lo - done.begin);
     if (local(device))
-      kernels_[done.rank]->copy_device(done.dst + (lo - done.begin),
-                                       ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
+      k.copy_device(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
+    else if (placement_.host_staging)
+      k.copy_to_device(to, done.staged.data() + (lo - done.begin), hi - lo);
   });
+  if (placement_.host_staging) k.synchronize();  // done.staged is freed on return
 }
 
 void ParameterOwners::publish() const {
-  if (placement_.world != nullptr) placement_.world->publish(placement_.timeout_seconds);
+  if (placement_.world == nullptr) return;
+  for (size_t rank = 0; rank < exposed_.size(); ++rank)  // host staging: the window's copies, from the GPUs
+    if (!exposed_[rank].empty()) {
+      kernels_[rank]->copy_to_host(exposed_[rank].data(), ranges_[rank], exposed_[rank].size());
+      kernels_[rank]->synchronize();
+    }
+  placement_.world->publish(placement_.timeout_seconds);
 }
 
 }  // namespace dpt

@@ -6,7 +6,9 @@
 // (World::get): this process exposes its replicas' ranges in the World's window and learns every device's
 // address once, when it is built; afterwards a read, from any device thread, needs nothing of the owner
 // process. The owners write their ranges only between passes (the update, a load), and publish them
-// (World::publish) before anybody reads again.
+// (World::publish) before anybody reads again. On GPUs (host_staging: MPI reads and writes host memory
+// only) the window exposes a host copy of each range, which publish refreshes from the GPU first, and the
+// other processes' parts are read into host memory and copied onto the reading GPU.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +28,7 @@ struct WorldPlacement {
   const World *world = nullptr;
   std::vector<size_t> process_first;
   double timeout_seconds = 0;
+  bool host_staging = false;  // the replicas' memory is not the host's (GPUs)
 };
 
 class ParameterOwners {
@@ -54,6 +57,7 @@ class ParameterOwners {
     float *dst = nullptr;  // nullptr: inactive
     size_t begin = 0, end = 0, rank = 0;
     std::vector<void *> gets;
+    std::vector<float> staged;  // host staging: the gets' destination, [begin, end)
   };
   PendingCopy start_copy(float *dst, size_t begin, size_t end, size_t rank) const;
   void finish_copy(PendingCopy &pending) const;
@@ -79,6 +83,12 @@ class ParameterOwners {
   WorldPlacement placement_;              // world == nullptr: every owner is in this process
   std::vector<size_t> process_of_;        // per device of the layout
   std::vector<uint64_t> addresses_;       // per device of the layout: its range's address in its process
+  // Host staging: per replica of this process, the host copy of its range the window exposes, and the host
+  // buffer its reads from other processes land in.
+  mutable std::vector<std::vector<float>> exposed_;  // (publish, const, refreshes it)
+  mutable std::vector<std::vector<float>> staged_;
+  // Host staging: the other processes' parts of [begin, end) into host memory at dst (waiting for them).
+  void get_remote(float *dst, size_t begin, size_t end) const;
 };
 
 }  // namespace dpt

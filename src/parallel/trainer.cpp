@@ -89,14 +89,6 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   DPT_REQUIRE(config_.shard == ShardMode::kNone || config_.shard == ShardMode::kOptimizer ||
                   config_.shard == ShardMode::kGradients || config_.shard == ShardMode::kParameters,
               DPT_ERROR_INVALID_ARGUMENT, "unknown shard mode");
-  // (Sharded parameters on GPUs across every process would read other processes' ranges through MPI
-  // windows of host memory: no. Within each process they are gathered by peer copies.)
-  DPT_REQUIRE(config_.shard != ShardMode::kParameters || !on_gpus_ || config_.world == nullptr ||
-                  config_.world->size() == 1 || config_.shard_scope == ShardScope::kProcess,
-              DPT_ERROR_UNSUPPORTED,
-              "sharded parameters on GPUs shard within each process in this version (the replicas are on " +
-                  devices_[0]->name() +
-                  "; --shard-scope world shards the optimizer or the gradients on GPUs)");
   // Sharded across every device of every process (join_world refuses what that scope cannot shard).
   const bool world_scope = config_.world != nullptr && config_.world->size() > 1 &&
                            config_.shard_scope == ShardScope::kWorld && config_.shard != ShardMode::kNone;
@@ -141,10 +133,11 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
                : StagePlacement{}));
   if (staged) start_pipeline(width);
   if (shard_parameters)
-    gatherer_ = std::make_unique<ParameterGatherer>(
-        replicas_, spec_, config_.bucket_bytes, shards_, *trace_,
-        WorldPlacement{world_scope ? config_.world : nullptr, process_first_, config_.timeout_seconds},
-        config_.prefetch_parameters);
+    gatherer_ =
+        std::make_unique<ParameterGatherer>(replicas_, spec_, config_.bucket_bytes, shards_, *trace_,
+                                            WorldPlacement{world_scope ? config_.world : nullptr,
+                                                           process_first_, config_.timeout_seconds, on_gpus_},
+                                            config_.prefetch_parameters);
   // Initialise once on the host (across processes: process 0's values), then copy to every replica, so
   // that every replica starts bitwise identical.
   std::vector<float> initial(spec_.parameter_count());

@@ -20,8 +20,11 @@
  *   - the gradients and the parameters sharded within each process (the process scope, hybrid: each bucket
  *     reduced within the process, the ranges summed over the processes through the host at the window's
  *     end): 2 x 2 = the same run on CPU devices, with batch norm, and (gradients) accumulating 2;
+ *   - the parameters sharded across every GPU of the job (each process exposing host copies of its ranges,
+ *     refreshed when it publishes; a pass reading the others' into host memory, then onto its GPU): 2 x 1
+ *     and 2 x 2 (also reading ahead) = unsharded, also with batch norm;
  *   - refused on every process alike (DPT_ERROR_UNSUPPORTED): replicas sharing a GPU ("cuda:0x2"); a bf16
- *     wire with the gradients sharded within each process; the parameters sharded across the job.
+ *     wire with the gradients sharded within each process.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
@@ -48,6 +51,7 @@ typedef struct {
 /* The gradient-norm clip of start()'s optimizer (0: off), and its trainer's accumulation steps. */
 static float clip_norm = 0.0f;
 static size_t accumulation = 1;
+static int prefetch = 0; /* prefetch_parameters */
 
 typedef struct {
   dpt_context *ctx;
@@ -76,6 +80,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.gpu_flags = DPT_GPU_DETERMINISTIC;
   to.pipeline_stages = s.stages;
   to.accumulation_steps = accumulation;
+  to.prefetch_parameters = prefetch;
   to.micro_batches = s.stages > 1 ? 3 : 0;
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
@@ -231,8 +236,23 @@ int main(int argc, char **argv) {
   batches[0] = 11, batches[1] = 6;
   check_refused(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
                 "float32", "a bf16 wire, the gradients sharded within each process");
-  check_refused(lenet, (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
-                "within each process", "the parameters sharded across the job");
+  /* ZeRO-3 across every GPU of the job: a pass reads the other processes' ranges from host copies they
+   * expose (refreshed from their GPUs when they publish) into host memory and copies them onto its GPU; the
+   * gradient as ZeRO-2 across the job. */
+  check_bits(lenet, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "the parameters sharded across the job, 2 x 1");
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "the parameters sharded across the job, 2 x 2");
+  check_bits(norm, (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "batch norm, the parameters sharded across the job, 2 x 1");
+  prefetch = 1; /* the next bucket's gets started into a host buffer while the current one computes */
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, DPT_SHARD_SCOPE_WORLD, 0, 0},
+             "the parameters sharded across the job, read ahead, 2 x 2");
+  prefetch = 0;
 
   /* Pipelines across the processes: each runs both stages on its GPUs, a stage's gradient all-reduced by a
    * NCCL communicator over both processes' GPUs of it (two terms: the CPU pipeline's MPI sum's bits). */

@@ -128,9 +128,9 @@ typedef enum dpt_shard_mode {
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
    * that own it just before the bucket's layers run, into one gather buffer of the largest bucket's size
    * (AdamW: 16/K bytes per parameter, plus that buffer and the two staging buckets). The bits of
-   * DPT_SHARD_GRADIENTS; the same restrictions, and on GPUs within each process only (DPT_SHARD_SCOPE_WORLD
-   * across processes is DPT_ERROR_UNSUPPORTED there; a bucket copied in by
-   * peer copies on the replica's stream). dpt_trainer_get_parameters and checkpoints gather the
+   * DPT_SHARD_GRADIENTS; the same restrictions (on GPUs a bucket is copied in by peer copies on the
+   * replica's stream; across processes in DPT_SHARD_SCOPE_WORLD the other processes' ranges come through
+   * host copies they expose). dpt_trainer_get_parameters and checkpoints gather the
    * whole vector. */
   DPT_SHARD_PARAMETERS = 3
 } dpt_shard_mode;
@@ -150,7 +150,9 @@ typedef enum dpt_shard_scope {
    * other processes own straight from their memory (one-sided MPI gets, MPI_Rget). GPUs, with
    * DPT_SHARD_OPTIMIZER: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL broadcasts
    * from their owners; with DPT_SHARD_GRADIENTS: each bucket reduced to its owners over NCCL during
-   * backward, the ranges gathered alike. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
+   * backward, the ranges gathered alike; with DPT_SHARD_PARAMETERS each process exposes host copies of its
+   * ranges (refreshed from its GPUs after an update, a load or a set), which a pass reads into host memory
+   * and copies onto its GPU. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
    * state cut among every process's replicas of the stage, its gradient summed within the process and
    * reduce-scattered across the processes (with DPT_PIPELINE_SCOPE_WORLD: among every copy's replicas of
    * the stage, each process holding its own stages). The same bits as DPT_SHARD_NONE with two processes (with
