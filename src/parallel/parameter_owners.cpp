@@ -23,6 +23,7 @@ ParameterOwners::ParameterOwners(const std::vector<std::unique_ptr<Replica>> &re
   addresses_.assign(shards.ranks(), 0);
   if (placement_.host_staging) {
     staged_.resize(ranges_.size());
+    ahead_.resize(ranges_.size());
     for (size_t rank = 0; rank < ranges_.size(); ++rank) exposed_.emplace_back(shards.size(rank));
   }
   for (size_t rank = 0; rank < ranges_.size(); ++rank)
@@ -103,9 +104,13 @@ void ParameterOwners::copy_to_host(float *dst, size_t begin, size_t end) const {
 
 ParameterOwners::PendingCopy ParameterOwners::start_copy(float *dst, size_t begin, size_t end,
                                                          size_t rank) const {
-  PendingCopy pending{dst, begin, end, rank, {}, {}};
-  if (placement_.host_staging) pending.staged.resize(end - begin);
-  float *into = placement_.host_staging ? pending.staged.data() : dst;  // the gets' destination
+  PendingCopy pending{dst, begin, end, rank, {}, nullptr};
+  if (placement_.host_staging) {  // (one read ahead per replica at a time: the gatherer's lanes)
+    std::vector<float> &ahead = ahead_[rank];
+    if (ahead.size() < end - begin) ahead.resize(end - begin);
+    pending.staged = ahead.data();
+  }
+  float *into = placement_.host_staging ? pending.staged : dst;  // the gets' destination
   try {
     for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
       if (local(device)) return;
@@ -137,9 +142,9 @@ void ParameterOwners::finish_copy(PendingCopy &pending) const {
     if (local(device))
       k.copy_device(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
     else if (placement_.host_staging)
-      k.copy_to_device(to, done.staged.data() + (lo - done.begin), hi - lo);
+      k.copy_to_device(to, done.staged + (lo - done.begin), hi - lo);
   });
-  if (placement_.host_staging) k.synchronize();  // done.staged is freed on return
+  if (placement_.host_staging) k.synchronize();  // the read-ahead buffer takes the next read
 }
 
 void ParameterOwners::publish() const {

@@ -57,7 +57,7 @@ class ParameterOwners {
     float *dst = nullptr;  // nullptr: inactive
     size_t begin = 0, end = 0, rank = 0;
     std::vector<void *> gets;
-    std::vector<float> staged;  // host staging: the gets' destination, [begin, end)
+    float *staged = nullptr;  // host staging: the gets' destination, [begin, end) (rank's read-ahead buffer)
   };
   PendingCopy start_copy(float *dst, size_t begin, size_t end, size_t rank) const;
   void finish_copy(PendingCopy &pending) const;
@@ -86,6 +86,8 @@ class ParameterOwners {
   // Host staging: per replica of this process, the host copy of its range the window exposes, and the host
   // buffer its reads from other processes land in.
   mutable std::vector<std::vector<float>> exposed_;  // (publish, const, refreshes it)
+  // Host staging: per replica, where its one read ahead (start_copy) lands; grown once, kept.
+  mutable std::vector<std::vector<float>> ahead_;
   mutable std::vector<std::vector<float>> staged_;
   // Host staging: the other processes' parts of [begin, end) into host memory at dst (waiting for them).
   void get_remote(float *dst, size_t begin, size_t end) const;
