@@ -23,6 +23,8 @@ dpt_backend_context::~dpt_backend_context() {
   if (x_desc != nullptr) cudnnDestroyTensorDescriptor(x_desc);
   if (dnn != nullptr) cudnnDestroy(dnn);
   if (blas != nullptr) cublasDestroy(blas);
+  if (comm_ready != nullptr) cudaEventDestroy(comm_ready);
+  if (comm_stream != nullptr) cudaStreamDestroy(comm_stream);
   if (event != nullptr) cudaEventDestroy(event);
   if (stream != nullptr) cudaStreamDestroy(stream);
   cudaGetLastError();
@@ -50,11 +52,13 @@ int read_options(const dpt_backend_context_options *options, int ordinal, dpt_ba
   return 0;
 }
 
-// Creates the stream, the event and the library handles of c.
+// Creates the streams, the events and the library handles of c.
 int create_resources(dpt_backend_context &c, const Error &e) {
   const int ordinal = c.ordinal;
   DPT_CUDA("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   DPT_CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&c.event, cudaEventDisableTiming));
+  DPT_CUDA("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c.comm_stream, cudaStreamNonBlocking));
+  DPT_CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&c.comm_ready, cudaEventDisableTiming));
   DPT_CUBLAS("cublasCreate", cublasCreate(&c.blas));
   DPT_CUBLAS("cublasSetStream", cublasSetStream(c.blas, c.stream));
   // CUBLAS_DEFAULT_MATH never uses TF32 for SGEMM; CUBLAS_TF32_TENSOR_OP_MATH allows it.
@@ -137,7 +141,7 @@ int context_create(int ordinal, const dpt_backend_context_options *options, dpt_
     c->flags = o.flags;
     if (o.workspace_limit != 0) c->workspace_limit = o.workspace_limit;
     if (const int rc = create_resources(*c, e)) {
-      cudaStreamSynchronize(c->stream);
+      if (c->stream != nullptr) cudaStreamSynchronize(c->stream);
       return rc;  // c's destructor releases what was created
     }
     *out = c.release();
@@ -153,6 +157,7 @@ void context_destroy(dpt_backend_context *ctx) {
   if (ctx == nullptr) return;
   DeviceGuard guard(ctx->ordinal);
   if (ctx->stream != nullptr) cudaStreamSynchronize(ctx->stream);  // nothing may still use what is freed
+  if (ctx->comm_stream != nullptr) cudaStreamSynchronize(ctx->comm_stream);
   delete ctx;
 }
 

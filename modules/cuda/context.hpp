@@ -35,6 +35,10 @@ struct dpt_backend_context {
   uint64_t workspace_limit = dpt::cuda::kDefaultWorkspaceLimit;
   cudaStream_t stream = nullptr;
   cudaEvent_t event = nullptr;  // orders this stream against others (virtual_all_reduce, comm_all_reduce)
+  // comm_all_reduce_start's stream, which runs beside `stream`, and the event that orders it after the work
+  // queued on `stream` before each start.
+  cudaStream_t comm_stream = nullptr;
+  cudaEvent_t comm_ready = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
   // Reused by pooling and activations (set at each call: host-only work).

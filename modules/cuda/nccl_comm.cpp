@@ -28,32 +28,6 @@ std::string rank_names(const int *ordinals, int count) {
   return text;
 }
 
-int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
-                float *const *buffers, const size_t *counts, const Error &e) {
-  const char *ranks = c.ranks.c_str();
-  if (c.aborted)
-    return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                  "%s: comm_all_reduce: the communicator was aborted after an earlier failure; destroy it",
-                  ranks);
-  if (buffer_count == 0) return 0;
-  if (contexts == nullptr || buffers == nullptr || counts == nullptr)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: comm_all_reduce: NULL array", ranks);
-  for (size_t r = 0; r < c.ordinals.size(); ++r) {
-    if (contexts[r] == nullptr)
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: comm_all_reduce: NULL context of rank %zu",
-                    ranks, r);
-    if (contexts[r]->ordinal != c.ordinals[r])
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: comm_all_reduce: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks,
-                    r, contexts[r]->ordinal, c.ordinals[r]);
-    for (size_t b = 0; b < buffer_count; ++b)
-      if (counts[b] > 0 && buffers[r * buffer_count + b] == nullptr)
-        return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                      "%s: comm_all_reduce: NULL buffer %zu of rank %zu", ranks, b, r);
-  }
-  return 0;
-}
-
 // Enqueues the grouped float32 all-reduce and, on each rank's stream, its completion event.
 int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
             float *const *buffers, const size_t *counts, const Error &e) {
@@ -105,6 +79,42 @@ void abort_all(dpt_backend_comm &c) {
   }
   c.aborted = true;
   cudaGetLastError();
+}
+
+int check_contexts(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                   const Error &e) {
+  const char *ranks = c.ranks.c_str();
+  if (c.aborted)
+    return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
+                  "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, call);
+  if (contexts == nullptr)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, call);
+  for (size_t r = 0; r < c.ordinals.size(); ++r) {
+    if (contexts[r] == nullptr)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL context of rank %zu", ranks, call,
+                    r);
+    if (contexts[r]->ordinal != c.ordinals[r])
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
+                    contexts[r]->ordinal, c.ordinals[r]);
+  }
+  return 0;
+}
+
+int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                float *const *buffers, const size_t *counts, const char *call, const Error &e) {
+  const char *ranks = c.ranks.c_str();
+  if (c.aborted) return check_contexts(c, contexts, call, e);  // (which says so)
+  if (buffer_count == 0) return 0;
+  if (buffers == nullptr || counts == nullptr)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, call);
+  if (const int rc = check_contexts(c, contexts, call, e)) return rc;
+  for (size_t r = 0; r < c.ordinals.size(); ++r)
+    for (size_t b = 0; b < buffer_count; ++b)
+      if (counts[b] > 0 && buffers[r * buffer_count + b] == nullptr)
+        return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL buffer %zu of rank %zu", ranks,
+                      call, b, r);
+  return 0;
 }
 
 // Waits for every rank's event; checks NCCL's asynchronous errors and the deadline on the way.
@@ -227,9 +237,12 @@ int comm_create(int count, const int *ordinals, dpt_backend_comm **out, char *er
 
 void comm_destroy(dpt_backend_comm *comm) {
   if (comm == nullptr) return;
+  // Started collectives that no wait ended (a step that failed between) may wait for a peer forever:
+  // ncclCommAbort ends them, where ncclCommDestroy would wait.
   for (size_t r = 0; r < comm->comms.size(); ++r) {
     DeviceGuard guard(comm->ordinals[r]);
-    if (comm->comms[r] != nullptr) ncclCommDestroy(comm->comms[r]);
+    if (comm->comms[r] != nullptr)
+      comm->started ? ncclCommAbort(comm->comms[r]) : ncclCommDestroy(comm->comms[r]);
   }
   free_wire16_staging(*comm);
   cudaGetLastError();
@@ -246,7 +259,8 @@ int comm_all_reduce(dpt_backend_comm *comm, dpt_backend_context *const *contexts
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                   "%s: comm_all_reduce: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(),
                   int(wire_dtype));
-  if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, e)) return rc;
+  if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, "comm_all_reduce", e))
+    return rc;
   if (buffer_count == 0) return 0;
   const bool f32 = wire_dtype == DPT_DTYPE_F32;
   return run_collective(

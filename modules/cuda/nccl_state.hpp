@@ -1,5 +1,6 @@
 // What a NCCL communicator of the module holds (backend interface: dpt_backend_comm), shared by its
-// collectives (nccl_comm.cpp, nccl_wire16.cpp, nccl_f64.cpp, nccl_gather.cpp, nccl_reduce*.cpp), and the
+// collectives (nccl_comm.cpp, nccl_wire16.cpp, nccl_f64.cpp, nccl_gather.cpp, nccl_reduce*.cpp,
+// nccl_started.cpp), and the
 // steps they all end with.
 #pragma once
 
@@ -27,7 +28,8 @@ struct dpt_backend_comm {
   std::vector<uint16_t *> staging;
   std::vector<size_t> staging_capacity;
   bool aborted = false;
-  int hang_rank = -1;  // comm_inject_hang: the rank the next all-reduce leaves out
+  int hang_rank = -1;    // comm_inject_hang: the rank the next all-reduce leaves out
+  bool started = false;  // comm_all_reduce_start queued work that comm_wait_started has not yet waited for
 };
 
 namespace dpt::cuda {
@@ -42,6 +44,13 @@ int record_events(dpt_backend_comm &c, dpt_backend_context *const *contexts, con
 // communicator; otherwise each rank's completion event is recorded (record_events).
 int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
               dpt_backend_context *const *contexts, const Error &e);
+// A collective's contexts checked (`call` names it): a communicator not aborted, every rank's context on
+// its GPU.
+int check_contexts(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                   const Error &e);
+// comm_all_reduce's arguments checked: check_contexts (with buffers), no NULL array or non-empty buffer.
+int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                float *const *buffers, const size_t *counts, const char *call, const Error &e);
 // Waits for every rank's event; checks NCCL's asynchronous errors and the deadline on the way (what: the
 // collective, for messages). A failure or the deadline aborts the communicator.
 int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, double timeout_seconds,

@@ -39,9 +39,10 @@ extern "C" {
  * sharded optimizer's gather over NCCL). 6: dpt_op_call::statistics_momentum (recomputed batch-norm
  * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL), comm_reduce_ranges
  * (sharded gradients over NCCL), l2_block_sums and l2_norm in the core's order (a sharded gradient's norm).
- * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
- * refused by its version, with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 7u
+ * 8: comm_all_reduce_start and comm_wait_started (a gradient bucket all-reduced on a communication stream
+ * while backward computes the next). (The entry function and the table keep their "v2" names, so that a
+ * module of an older version is found and refused by its version, with a message that says so.) */
+#define DPT_BACKEND_ABI_VERSION 8u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -219,7 +220,7 @@ typedef struct dpt_backend_v2 {
   /** A communicator over @p count distinct GPUs of this process (ncclCommInitAll); rank r is
    *  ordinals[r]. Replicas on one GPU use virtual_all_reduce instead. */
   int (*comm_create)(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
-  /** NULL is ignored. */
+  /** NULL is ignored. Collectives started (comm_all_reduce_start) and not waited for are aborted. */
   void (*comm_destroy)(dpt_backend_comm *comm);
   /** Sums, in place and across the ranks, @p buffer_count buffers per rank in one NCCL group:
    *  buffers[r * buffer_count + b] holds counts[b] floats on rank r's GPU; contexts[r] (on ordinals[r])
@@ -324,6 +325,29 @@ typedef struct dpt_backend_v2 {
    *  the whole vector's norm bit for bit. end <= begin writes nothing. Since version 7. */
   int (*l2_block_sums)(dpt_backend_context *ctx, const float *x, size_t begin, size_t end, double *sums,
                        char *error, size_t error_size);
+
+  /* ---- Collectives beside compute ---- */
+
+  /** Starts comm_all_reduce's float32 sum of @p buffer_count buffers per rank (the same layout of buffers,
+   *  counts and contexts; one ncclAllReduce per buffer in one NCCL group) on each rank's communication
+   *  stream, a second stream of its context: ordered after the work queued so far on the context's stream,
+   *  and NOT before the work queued on it later, which runs beside it (a gradient bucket summed while
+   *  backward computes the next). Returns once queued, without waiting. Until comm_wait_started returns, the
+   *  buffers must be neither read nor written (what they hold meanwhile is undefined) and the contexts
+   *  belong to the communicator's caller (one thread drives every rank, as for comm_all_reduce). Several
+   *  starts run in the order they were started. @p wire_dtype: DPT_DTYPE_F32 only (anything else is
+   *  DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started). A failure to queue aborts the communicator as
+   *  comm_all_reduce's does. comm_inject_hang leaves its rank out of every start until the next
+   *  comm_wait_started. The same bits as comm_all_reduce of the same buffers. Since version 8. */
+  int (*comm_all_reduce_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                               size_t buffer_count, float *const *buffers, const size_t *counts,
+                               int32_t wire_dtype, char *error, size_t error_size);
+  /** Ends every comm_all_reduce_start since the last wait: orders each rank's context stream after them
+   *  (work queued later sees the sums) and waits on the host until they have finished, polling, timing out
+   *  (@p timeout_seconds counted from this call; <= 0: 300 s) and aborting as comm_all_reduce. Nothing
+   *  started: returns 0 at once. Since version 8. */
+  int (*comm_wait_started)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                           double timeout_seconds, char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -335,7 +359,8 @@ typedef struct dpt_backend_test_v1 {
    *  results: proves that the module's device code and libraries work on this GPU. */
   int (*self_test)(int ordinal, char *error, size_t error_size);
   /** The next collective (comm_all_reduce, comm_all_reduce_f64, comm_all_gather_ranges,
-   *  comm_reduce_ranges) does not start on @p rank (as if that peer hung); -1 clears. */
+   *  comm_reduce_ranges; or every comm_all_reduce_start until the next comm_wait_started) does not start on
+   *  @p rank (as if that peer hung); -1 clears. */
   int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
 } dpt_backend_test_v1;
 
@@ -352,7 +377,8 @@ typedef struct dpt_backend_test_v1 {
   X(softmax_cross_entropy) X(optimizer_update) X(l2_norm) X(scale) X(convert)                            \
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
-  X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums)
+  X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums) X(comm_all_reduce_start)               \
+  X(comm_wait_started)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

@@ -5,10 +5,11 @@
 
 namespace dpt {
 
-CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
+CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
+                                               const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes, const World *world,
-                                               double timeout_seconds, WireType wire)
-    : timeout_(timeout_seconds), wire_(wire) {
+                                               double timeout_seconds, WireType wire, TraceRecorder &trace)
+    : local_(local), timeout_(timeout_seconds), wire_(wire), trace_(trace), lanes_(replicas.size()) {
   const bool processes = world != nullptr && world->size() > 1;
   size_t ranks = replicas.size();
   if (replicas.size() > 1 || processes) {
@@ -18,9 +19,14 @@ CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr
         std::make_unique<CudaCollective>(std::move(kernels), processes ? world : nullptr, timeout_seconds);
     ranks = collective_->ranks();
   }
-  // The buckets are all-reduced in one NCCL group after backward.
-  for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) buckets_.emplace_back(b.begin, b.end);
+  for (const GradientBucket &b : plan_buckets(spec, bucket_bytes)) {
+    buckets_.emplace_back(b.begin, b.end);
+    lowest_layer_.push_back(b.lowest_layer);
+  }
   for (auto &r : replicas) grads_.push_back(r->grads.data()), params_.push_back(r->params.data());
+  for (size_t rank = 0; rank < lanes_.size(); ++rank) lanes_[rank].owner = this, lanes_[rank].rank = rank;
+  overlap_ = collective_ != nullptr && !collective_->shares_one_gpu() && wire_ == WireType::kF32 &&
+             buckets_.size() > 1;
   const double k = double(ranks);
   bus_bytes_ = double(spec.parameter_count()) * sizeof(float) * 2.0 * (k - 1.0) / k;
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
@@ -31,13 +37,56 @@ CudaGradientCollective::CudaGradientCollective(const std::vector<std::unique_ptr
     collective_->all_reduce(grads_, buckets_, timeout_, wire_);
 }
 
-// The summed gradients of every replica; overlap is never on (reduced is false).
-void CudaGradientCollective::reduce_between_phases(bool /*reduced*/) {
-  seconds_ = 0;
+void CudaGradientCollective::start_micro_batch(bool) {
+  for (Lane &lane : lanes_) lane.started = 0;
+}
+
+void CudaGradientCollective::layer_done(void *context, size_t node) {
+  Lane &lane = *static_cast<Lane *>(context);
+  CudaGradientCollective &self = *lane.owner;
+  while (lane.started < self.buckets_.size() && node <= self.lowest_layer_[lane.started])
+    self.start(lane.rank, lane.started++);
+}
+
+void CudaGradientCollective::start(size_t rank, size_t bucket) {
+  local_.barrier(rank);  // every replica's backward of the bucket is queued on its stream
+  if (rank == 0) {
+    if (bucket == 0) first_start_ = platform::now_seconds();
+    collective_->start_all_reduce(grads_, {buckets_[bucket]});
+  }
+  local_.barrier(rank);  // replica 0 is done with every context
+}
+
+BackwardHook CudaGradientCollective::backward_hook(size_t rank) {
+  return BackwardHook{&layer_done, &lanes_[rank]};
+}
+
+// Buckets that backward did not reach (an empty or non-finite slice skips it) are started here, so that the
+// peers' buckets complete; then replica 0 waits for them all.
+void CudaGradientCollective::finish_backward(size_t rank) {
+  Lane &lane = lanes_[rank];
+  while (lane.started < buckets_.size()) start(rank, lane.started++);
+  local_.barrier(rank);
+  if (rank == 0) {
+    const double wait = platform::now_seconds();
+    collective_->wait_started(timeout_);
+    const double end = platform::now_seconds();
+    exposed_seconds_ = end - wait;
+    seconds_ = end - first_start_;
+  }
+  local_.barrier(rank);  // every replica's stream is ordered after the sums
+  trace_.record(TraceRecorder::communication_row(rank), TraceKind::kAllReduce, 0, first_start_,
+                first_start_ + seconds_);
+}
+
+// The summed gradients of every replica, unless backward reduced them.
+void CudaGradientCollective::reduce_between_phases(bool reduced) {
+  if (reduced) return;
+  seconds_ = exposed_seconds_ = 0;
   if (collective_ == nullptr) return;
   const double t0 = platform::now_seconds();
   collective_->all_reduce(grads_, buckets_, timeout_, wire_);
-  seconds_ = platform::now_seconds() - t0;
+  seconds_ = exposed_seconds_ = platform::now_seconds() - t0;
 }
 
 void CudaGradientCollective::gather_between_phases(const std::vector<size_t> &bounds) {

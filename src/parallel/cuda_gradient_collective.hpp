@@ -1,7 +1,19 @@
 // The gradient all-reduce of GPU replicas (backend/cuda/collective.hpp: NCCL, also across the processes of an
-// MPI world, or the virtual all-reduce of replicas sharing one GPU), one group of bucketed ranges per
-// window, from the trainer's thread between the backward and update phases: a CUDA context is used by one
-// thread at a time, and the device workers are idle then.
+// MPI world, or the virtual all-reduce of replicas sharing one GPU).
+//
+// With buckets (more than one, replicas on GPUs of their own, the float32 wire), a window's last
+// micro-batch reduces during backward, as PyTorch's DDP does: once every replica has queued the backward of
+// a bucket's layers, their device threads meet at a barrier and replica 0's thread starts the bucket's NCCL
+// all-reduce on every replica's communication stream (CudaCollective::start_all_reduce: ordered after the
+// bucket's gradients, beside the backward of the layers before it); the others wait at a second barrier (a
+// NCCL communicator's ranks are driven from one thread, and a context by one thread at a time). After
+// backward, replica 0's thread waits for every started bucket (wait_started: bounded by the timeout, then
+// aborted). Otherwise (one bucket, replicas sharing a GPU, a 16-bit wire, earlier micro-batches) the
+// buckets are all-reduced in one NCCL group from the trainer's thread between the backward and update
+// phases, while the device workers are idle.
+//
+// Bits: each bucket is one ncclAllReduce in either case (NCCL's algorithm and order of sums; the simulator
+// sums in rank order), the same bits on every replica.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +22,11 @@
 #include <vector>
 
 #include "backend/cuda/collective.hpp"
+#include "comm/thread_collective.hpp"
 #include "graph/model_spec.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
@@ -22,26 +36,51 @@ class CudaGradientCollective final : public GradientCollective {
   // this process alone). With one replica in all there is nothing to reduce. Throws as CudaCollective does
   // (DPT_ERROR_UNSUPPORTED: some replicas share a GPU and others do not, or share one across processes).
   // wire: what the all-reduce sends (float32, or 16-bit values: CudaCollective::all_reduce).
-  CudaGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-                         size_t bucket_bytes, const World *world, double timeout_seconds, WireType wire);
+  // local: the replicas' threads (the device group's collective), aborted with the group; trace: where
+  // each replica's overlapped reduction is recorded (its communication row).
+  CudaGradientCollective(ThreadCollective &local, const std::vector<std::unique_ptr<Replica>> &replicas,
+                         const ModelSpec &spec, size_t bucket_bytes, const World *world,
+                         double timeout_seconds, WireType wire, TraceRecorder &trace);
 
   // nullptr with one replica. Test seam (CudaCollective::inject_hang).
   CudaCollective *collective() { return collective_.get(); }
 
+  bool overlaps_backward() const override { return overlap_; }
+  void start_micro_batch(bool first_of_window) override;
+  BackwardHook backward_hook(size_t rank) override;
+  void finish_backward(size_t rank) override;
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
   void gather_between_phases(const std::vector<size_t> &bounds) override;
-  AllReduceTimes times(bool) const override { return {seconds_, seconds_, seconds_}; }
+  // Overlapped: total from the first bucket's start to the end of the wait (the GPU's own time in NCCL is
+  // not measured), exposed the wait after backward; otherwise the whole reduction, all of it exposed.
+  AllReduceTimes times(bool) const override { return {0, seconds_, exposed_seconds_}; }
   RankReduction rank_reduction(size_t, bool) const override { return {seconds_, bus_bytes_}; }
 
  private:
+  // One replica's progress through the buckets of the current backward.
+  struct alignas(64) Lane {
+    CudaGradientCollective *owner = nullptr;
+    size_t rank = 0;
+    size_t started = 0;  // buckets started
+  };
+  static void layer_done(void *context, size_t node);
+  // Device thread rank: bucket `bucket` started on every replica (a collective of the threads).
+  void start(size_t rank, size_t bucket);
+
+  ThreadCollective &local_;
   double timeout_;
   WireType wire_;
+  TraceRecorder &trace_;
   std::unique_ptr<CudaCollective> collective_;
   std::vector<std::pair<size_t, size_t>> buckets_;  // ranges of the gradient, one NCCL call each
-  std::vector<float *> grads_;                      // every replica's gradient buffer
-  std::vector<float *> params_;                     // and parameter buffer
-  double seconds_ = 0;                              // of the last reduction
+  std::vector<size_t> lowest_layer_;  // per bucket: the last of its layers that backward reaches
+  std::vector<float *> grads_;        // every replica's gradient buffer
+  std::vector<float *> params_;       // and parameter buffer
+  bool overlap_ = false;              // buckets reduced during backward
+  std::vector<Lane> lanes_;
+  double first_start_ = 0;  // when replica 0 started the first bucket of the overlapped backward
+  double seconds_ = 0, exposed_seconds_ = 0;  // of the last reduction
   double bus_bytes_ = 0;  // an all-reduce of the gradient over every rank, as NCCL counts it
 };
 

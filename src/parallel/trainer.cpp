@@ -147,8 +147,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   std::vector<float> buffers(spec_.buffer_count());
   init_buffers(spec_, buffers.data());
   set_buffers_locked(buffers.data());
-  // The gradient all-reduce, chosen once here: GPU replicas reduce from this thread between phases (a CUDA
-  // context is used by one thread at a time), CPU devices on their own threads.
+  // The gradient all-reduce, chosen once here: GPU replicas reduce during backward (buckets started by
+  // replica 0's thread) or from this thread between phases (a CUDA context is used by one thread at a
+  // time), CPU devices on their own threads.
   const WireType wire = config_.allreduce_dtype == DType::kBF16  ? WireType::kBF16
                         : config_.allreduce_dtype == DType::kF16 ? WireType::kF16
                                                                  : WireType::kF32;
@@ -180,8 +181,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         std::vector<size_t>(process_weights_.begin(), process_weights_.end()), process_spans(),
         config_.timeout_seconds, *trace_);
   else if (on_gpus_)
-    collective_ = std::make_unique<CudaGradientCollective>(replicas_, spec_, config_.bucket_bytes,
-                                                           config_.world, config_.timeout_seconds, wire);
+    collective_ =
+        std::make_unique<CudaGradientCollective>(group_->collective(), replicas_, spec_, config_.bucket_bytes,
+                                                 config_.world, config_.timeout_seconds, wire, *trace_);
   else
     collective_ = std::make_unique<HostGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,

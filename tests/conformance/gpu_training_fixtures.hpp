@@ -1,4 +1,5 @@
-// What the GPU training conformance tests share (test_gpu_training.cpp, test_gpu_sharding.cpp, one binary):
+// What the GPU training conformance tests share (test_gpu_training.cpp, test_gpu_sharding.cpp,
+// test_gpu_overlap.cpp, one binary):
 // the tolerances, synthetic batches, contexts and trainers of the tests' recipe, and the models they train.
 #pragma once
 
@@ -56,5 +57,9 @@ void test_gpu_sharded_optimizer(void **);
 void test_gpu_sharded_gradients(void **);
 void test_gpu_sharded_parameters(void **);
 void test_gpu_sharded_tied_head(void **);
+// test_gpu_overlap.cpp
+void test_gpu_overlapped_buckets_match_one_call(void **);
+void test_gpu_overlapped_hang_times_out(void **);
+void test_gpu_overlapped_backward_failure(void **);
 
 }  // namespace gpu_test

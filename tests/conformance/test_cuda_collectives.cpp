@@ -4,7 +4,8 @@
 // the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). The gather of a
 // sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit. Batch statistics' float64 all-reduce
 // (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold. A sharded gradient's bucket reduced
-// to its owners' uneven parts (comm_reduce_ranges), exact on integer data.
+// to its owners' uneven parts (comm_reduce_ranges), exact on integer data. All-reduces started beside the
+// compute and waited for later (comm_all_reduce_start, comm_wait_started).
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -136,6 +137,88 @@ void test_gpu_nccl_all_reduce(void **) {
   for (size_t r = 0; r < size_t(count); ++r)
     expect_bitwise(("round 2, rank " + std::to_string(r)).c_str(),
                    ranks.download(r, buffers[r * kBuffers + 2], kCounts[2]), sums[2]);
+  api.comm_destroy(comm);
+}
+
+// GPU: all-reduces started beside the compute (comm_all_reduce_start, comm_wait_started) over every GPU:
+// buffer 0 alone, then buffers 1 and 2 in one start. Work queued on a context's stream before a start is in
+// its sums (buffer 1 tripled first); work queued between a start and the wait on other memory goes on (a
+// buffer of its own set); work queued after the wait sees the sums (buffer 0 doubled). Every rank must hold
+// the exact integer sums. A wait with nothing started returns at once; a 16-bit wire is refused, the
+// communicator still usable; a rank left out (comm_inject_hang): the wait ends with a communication error
+// after its timeout, and a start is refused afterwards.
+void test_gpu_nccl_all_reduce_started(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  char *error = ranks.error;
+  const size_t error_size = sizeof ranks.error;
+  check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, error, error_size),
+        "comm_wait_started (none)", error);
+  std::vector<float *> buffers;
+  std::vector<std::vector<float>> sums = fill(ranks, buffers, 1300);
+  const size_t other_count = 4096;
+  std::vector<float *> others;
+  for (size_t r = 0; r < size_t(count); ++r)
+    others.push_back(ranks.upload(r, std::vector<float>(other_count)));
+  for (float &v : sums[1]) v *= 3.0f;  // (exact: small integers)
+  for (size_t r = 0; r < size_t(count); ++r)
+    check(api.scale(ranks.contexts[r], buffers[r * kBuffers + 1], kCounts[1], 3.0f, error, error_size),
+          "scale", error);
+  const size_t k = size_t(count);
+  std::vector<float *> first(k), rest(2 * k);
+  for (size_t r = 0; r < size_t(count); ++r) {
+    first[r] = buffers[r * kBuffers];
+    rest[2 * r] = buffers[r * kBuffers + 1];
+    rest[2 * r + 1] = buffers[r * kBuffers + 2];
+  }
+  assert_int_equal(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts,
+                                             DPT_DTYPE_BF16, error, error_size),
+                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  print_message("a 16-bit wire: %s\n", error);
+  check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, DPT_DTYPE_F32, error,
+                                  error_size),
+        "comm_all_reduce_start (buffer 0)", error);
+  for (size_t r = 0; r < size_t(count); ++r)
+    check(api.mem_set(ranks.contexts[r], others[r], 0x3f, other_count * sizeof(float), error, error_size),
+          "mem_set", error);
+  check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 2, rest.data(), kCounts + 1, DPT_DTYPE_F32,
+                                  error, error_size),
+        "comm_all_reduce_start (buffers 1 and 2)", error);
+  check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, error, error_size), "comm_wait_started",
+        error);
+  for (float &v : sums[0]) v *= 2.0f;
+  for (size_t r = 0; r < size_t(count); ++r)
+    check(api.scale(ranks.contexts[r], buffers[r * kBuffers], kCounts[0], 2.0f, error, error_size), "scale",
+          error);
+  for (size_t r = 0; r < size_t(count); ++r) {
+    for (size_t b = 0; b < kBuffers; ++b)
+      expect_bitwise(
+          ("started, rank " + std::to_string(r) + ", buffer of " + std::to_string(kCounts[b])).c_str(),
+          ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), sums[b]);
+    std::vector<float> set(other_count);
+    const uint32_t bits = 0x3f3f3f3fu;
+    std::memcpy(&set[0], &bits, sizeof bits);
+    std::fill(set.begin(), set.end(), set[0]);
+    expect_bitwise("the work between start and wait", ranks.download(r, others[r], other_count), set);
+  }
+  check(cuda_test::test_extension(api).comm_inject_hang(comm, count - 1, error, error_size),
+        "comm_inject_hang", error);
+  check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, DPT_DTYPE_F32, error,
+                                  error_size),
+        "comm_all_reduce_start (a rank left out)", error);
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = api.comm_wait_started(comm, ranks.contexts.data(), 2.0, error, error_size);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  print_message("started all-reduce with a missing rank: %d after %.2f s: %s\n", rc, seconds, error);
+  assert_int_equal(rc, DPT_BACKEND_ERROR_COMMUNICATION);
+  assert_non_null(std::strstr(error, "ncclCommAbort"));
+  assert_true(seconds >= 2.0 && seconds < 30.0);
+  assert_int_equal(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts,
+                                             DPT_DTYPE_F32, error, error_size),
+                   DPT_BACKEND_ERROR_COMMUNICATION);
   api.comm_destroy(comm);
 }
 
@@ -590,11 +673,16 @@ void test_gpu_comm_misuse(void **) {
 int main(int argc, char **argv) {
   if (!cuda_test::start(argc, argv)) return 2;
   const CMUnitTest tests[] = {
-      cmocka_unit_test(test_gpu_nccl_all_reduce),           cmocka_unit_test(test_gpu_nccl_timeout),
-      cmocka_unit_test(test_gpu_virtual_all_reduce),        cmocka_unit_test(test_gpu_nccl_all_reduce_wire16),
-      cmocka_unit_test(test_gpu_virtual_all_reduce_wire16), cmocka_unit_test(test_gpu_comm_misuse),
-      cmocka_unit_test(test_gpu_nccl_all_gather_ranges),    cmocka_unit_test(test_gpu_nccl_all_reduce_f64),
+      cmocka_unit_test(test_gpu_nccl_all_reduce),
+      cmocka_unit_test(test_gpu_nccl_timeout),
+      cmocka_unit_test(test_gpu_virtual_all_reduce),
+      cmocka_unit_test(test_gpu_nccl_all_reduce_wire16),
+      cmocka_unit_test(test_gpu_virtual_all_reduce_wire16),
+      cmocka_unit_test(test_gpu_comm_misuse),
+      cmocka_unit_test(test_gpu_nccl_all_gather_ranges),
+      cmocka_unit_test(test_gpu_nccl_all_reduce_f64),
       cmocka_unit_test(test_gpu_nccl_reduce_ranges),
+      cmocka_unit_test(test_gpu_nccl_all_reduce_started),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -2,7 +2,8 @@
 // "virtual devices") against one replica on the full batch, one GPU replica against one CPU device, a
 // checkpoint from a GPU trainer loaded on a CPU trainer, and the faults: out of memory, a failing kernel,
 // a hung collective, the configurations refused; batch norm, pipelines, 16-bit precisions, the timeline.
-// Sharded data parallel is in test_gpu_sharding.cpp, the shared fixtures in gpu_training_fixtures.*: one
+// Sharded data parallel is in test_gpu_sharding.cpp, buckets reduced during backward in
+// test_gpu_overlap.cpp, the shared fixtures in gpu_training_fixtures.*: one
 // binary.
 //
 // Registered twice: test_gpu_training_gpu runs it against the real module (skipped without a GPU), and
@@ -669,6 +670,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_out_of_memory_names_the_device),
       cmocka_unit_test(test_gpu_kernel_failure),
       cmocka_unit_test(test_gpu_hung_collective_times_out),
+      cmocka_unit_test(test_gpu_overlapped_buckets_match_one_call),
+      cmocka_unit_test(test_gpu_overlapped_hang_times_out),
+      cmocka_unit_test(test_gpu_overlapped_backward_failure),
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_sharded_optimizer),
       cmocka_unit_test(test_gpu_sharded_gradients),

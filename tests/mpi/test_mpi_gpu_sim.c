@@ -8,6 +8,8 @@
  *   - a bf16 wire (each rank's value and the sum rounded): 2 x 1 = 1 x 2;
  *   - a model with batch norm (statistics summed in device memory over the communicator,
  * comm_all_reduce_f64): 2 x 1 = 1 x 2, parameters and running statistics;
+ *   - gradient buckets all-reduced during backward (comm_all_reduce_start): 2 x 1 and 2 x 2, LeNet and
+ *     batch norm, = one all-reduce after backward on 1 x 2 and 1 x 4;
  *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2; and
  *     across every GPU of the job (DPT_SHARD_SCOPE_WORLD, the ranges gathered by NCCL broadcasts): 2 x 1
  *     and 2 x 2 = unsharded;
@@ -52,13 +54,16 @@ typedef struct {
 static float clip_norm = 0.0f;
 static size_t accumulation = 1;
 static int prefetch = 0; /* prefetch_parameters */
+/* check_bits' second setup's bucket_bytes (0: the C API's default, LeNet in one bucket, all-reduced after
+ * backward). */
+static size_t later_bucket_bytes = 0;
 
 typedef struct {
   dpt_context *ctx;
   dpt_trainer *trainer;
 } run;
 
-static dpt_status start(const dpt_model *model, setup s, run *r) {
+static dpt_status start(const dpt_model *model, setup s, size_t bucket_bytes, run *r) {
   dpt_context_options co;
   dpt_context_options_init(&co);
   co.device_selection = s.cpu ? DPT_DEVICES_CPU : DPT_DEVICES_CUDA;
@@ -74,6 +79,7 @@ static dpt_status start(const dpt_model *model, setup s, run *r) {
   to.seed = 3;
   to.communicator = s.communicator;
   to.timeout_seconds = 60;
+  if (bucket_bytes != 0) to.bucket_bytes = bucket_bytes;
   to.allreduce_dtype = s.wire;
   to.shard = s.shard;
   to.shard_scope = s.scope;
@@ -132,8 +138,8 @@ static float *values(run r, const dpt_model *model, size_t *count) {
  * process. */
 static void check_bits(const dpt_model *model, setup a, setup b, const char *what) {
   run ra, rb;
-  OK(start(model, a, &ra));
-  OK(start(model, b, &rb));
+  OK(start(model, a, 0, &ra));
+  OK(start(model, b, later_bucket_bytes, &rb));
   train(ra), train(rb);
   size_t n = 0;
   float *va = values(ra, model, &n), *vb = values(rb, model, &n);
@@ -145,7 +151,7 @@ static void check_bits(const dpt_model *model, setup a, setup b, const char *wha
 
 static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
   run r;
-  const dpt_status st = start(model, s, &r);
+  const dpt_status st = start(model, s, 0, &r);
   CHECK(st == DPT_ERROR_UNSUPPORTED && r.trainer == NULL && strstr(dpt_last_error_message(), needle),
         "%s: status %d, %s", what, (int)st, dpt_last_error_message());
   stop(r);
@@ -177,6 +183,24 @@ int main(int argc, char **argv) {
              "a bf16 wire, 2 x 1 vs 1 x 2");
   check_bits(norm, (setup){2, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
              (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0}, "batch norm, 2 x 1 vs 1 x 2");
+  /* Buckets all-reduced during backward over both processes' GPUs (comm_all_reduce_start, then
+   * comm_wait_started after backward), against one all-reduce after backward in one process; with batch
+   * norm, whose statistics' all-reduces go over the same communicator between the started buckets. */
+  later_bucket_bytes = 4096;
+  check_bits(lenet, (setup){2, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             "buckets during backward, 2 x 1 vs 1 x 2 after backward");
+  later_bucket_bytes = 64;
+  check_bits(norm, (setup){2, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
+             (setup){1, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             "batch norm, buckets during backward, 2 x 1 vs 1 x 2 after backward");
+  later_bucket_bytes = 4096;
+  batches[0] = 12, batches[1] = 8;
+  check_bits(lenet, (setup){4, 0, LOCAL, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             "buckets during backward, 2 x 2 vs 1 x 4 after backward");
+  later_bucket_bytes = 0;
+  batches[0] = 11, batches[1] = 6;
   check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
              (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
              "the optimizer state sharded within each process, 2 x 2");

@@ -85,61 +85,30 @@ int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeo
                 names.c_str(), what, timeout_seconds, late);
 }
 
-namespace {
-
-constexpr int kMaxVirtualReplicas = 32;
-
-std::string rank_names(const int *ordinals, int count) {
-  std::string text = "cuda:";
-  for (int r = 0; r < count; ++r) {
-    if (r > 0) text += ',';
-    text += std::to_string(ordinals[r]);
-  }
-  return text;
-}
-
-// Every ordinal names a device, none twice.
-int check_ordinals(const int *ordinals, int count, const char *ranks, const Error &e) {
-  int devices = 0;
-  if (const int rc = device_count_or_report(e, ordinals[0], "comm_create", devices)) return rc;
-  for (int r = 0; r < count; ++r) {
-    if (ordinals[r] < 0 || ordinals[r] >= devices)
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: comm_create: no device cuda:%d (%d CUDA devices)", ranks, ordinals[r], devices);
-    for (int q = 0; q < r; ++q)
-      if (ordinals[q] == ordinals[r])
-        return report(
-            e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-            "%s: comm_create: cuda:%d appears twice; NCCL needs distinct GPUs (replicas on one GPU: "
-            "virtual_all_reduce)",
-            ranks, ordinals[r]);
-  }
-  return 0;
-}
-
 // Checks the ranks' contexts and buffers; spans[r * buffer_count + b] (absent for an empty buffer).
 int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
-                float *const *buffers, const size_t *counts, std::vector<Span> &spans, const Error &e) {
+                float *const *buffers, const size_t *counts, std::vector<Span> &spans, const char *call,
+                const Error &e) {
   const char *ranks = c.ranks.c_str();
   if (contexts == nullptr || buffers == nullptr || counts == nullptr)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: comm_all_reduce: NULL array", ranks);
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, call);
   spans.assign(c.ordinals.size() * buffer_count, Span{});
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     const dpt_backend_context *ctx = contexts[r];
     if (ctx == nullptr)
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: comm_all_reduce: NULL context of rank %zu",
-                    ranks, r);
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL context of rank %zu", ranks, call,
+                    r);
     if (!context_alive(ctx))
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: comm_all_reduce: the context of rank %zu is not a live context", ranks, r);
+                    "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
     if (ctx->ordinal != c.ordinals[r])
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: comm_all_reduce: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks,
-                    r, ctx->ordinal, c.ordinals[r]);
+                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
+                    ctx->ordinal, c.ordinals[r]);
     for (size_t b = 0; b < buffer_count; ++b) {
       if (counts[b] == 0) continue;
-      if (const int rc = floats(*ctx, "comm_all_reduce", "buffer", buffers[r * buffer_count + b], counts[b],
-                                false, spans[r * buffer_count + b], e))
+      if (const int rc = floats(*ctx, call, "buffer", buffers[r * buffer_count + b], counts[b], false,
+                                spans[r * buffer_count + b], e))
         return rc;
     }
   }
@@ -184,6 +153,38 @@ bool sum_across_processes(dpt_backend_comm &c, size_t buffer_count, const size_t
   return true;
 }
 
+namespace {
+
+constexpr int kMaxVirtualReplicas = 32;
+
+std::string rank_names(const int *ordinals, int count) {
+  std::string text = "cuda:";
+  for (int r = 0; r < count; ++r) {
+    if (r > 0) text += ',';
+    text += std::to_string(ordinals[r]);
+  }
+  return text;
+}
+
+// Every ordinal names a device, none twice.
+int check_ordinals(const int *ordinals, int count, const char *ranks, const Error &e) {
+  int devices = 0;
+  if (const int rc = device_count_or_report(e, ordinals[0], "comm_create", devices)) return rc;
+  for (int r = 0; r < count; ++r) {
+    if (ordinals[r] < 0 || ordinals[r] >= devices)
+      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                    "%s: comm_create: no device cuda:%d (%d CUDA devices)", ranks, ordinals[r], devices);
+    for (int q = 0; q < r; ++q)
+      if (ordinals[q] == ordinals[r])
+        return report(
+            e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+            "%s: comm_create: cuda:%d appears twice; NCCL needs distinct GPUs (replicas on one GPU: "
+            "virtual_all_reduce)",
+            ranks, ordinals[r]);
+  }
+  return 0;
+}
+
 // The hung all-reduce: the other ranks wait for the missing one until the deadline, then NCCL is aborted;
 // what their buffers hold is undefined (here: NaN, so that using them shows).
 int hang(dpt_backend_comm &c, int hang_rank, size_t buffer_count, const std::vector<Span> &spans,
@@ -214,7 +215,8 @@ int all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t
                   ranks);
   if (buffer_count == 0) return 0;
   std::vector<Span> spans;
-  if (const int rc = check_ranks(c, contexts, buffer_count, buffers, counts, spans, e)) return rc;
+  if (const int rc = check_ranks(c, contexts, buffer_count, buffers, counts, spans, "comm_all_reduce", e))
+    return rc;
   // comm_inject_hang applies to this all-reduce only (as in the real module: one that got this far).
   const int hang_rank = c.hang_rank;
   c.hang_rank = -1;

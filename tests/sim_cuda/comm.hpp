@@ -1,5 +1,5 @@
 // The simulated NCCL communicator (backend interface: dpt_backend_comm), shared by the all-reduce
-// (collectives.cpp) and the ranges' gather (gather.cpp).
+// (collectives.cpp, started.cpp), the ranges' gather (gather.cpp) and the other collectives.
 #pragma once
 
 #include <cstddef>
@@ -13,12 +13,26 @@
 #include "process_board.hpp"
 #include "sim.hpp"
 
+namespace dpt_sim {
+
+// One comm_all_reduce_start: the values its buffers held when it started (the work queued before had run),
+// and where its sums go when comm_wait_started ends it.
+struct StartedAllReduce {
+  std::vector<size_t> counts;               // per buffer
+  std::vector<Span> buffers;                // per rank and buffer, as comm_all_reduce's
+  std::vector<std::vector<float>> started;  // the same, their values at the start
+};
+
+}  // namespace dpt_sim
+
 struct dpt_backend_comm {
   std::vector<int> ordinals;  // local rank r is on device ordinals[r]
   std::string ranks;          // "cuda:0,1", for messages
   bool aborted = false;
   int hang_rank = -1;                            // comm_inject_hang: the rank the next collective leaves out
   std::unique_ptr<dpt_sim::ProcessBoard> board;  // comm_create_multi: the ranks of the other processes
+  std::vector<dpt_sim::StartedAllReduce> started;  // comm_all_reduce_start's since the last wait
+  bool started_hung = false;  // one of them left out hang_rank: the wait waits out its timeout
 };
 
 namespace dpt_sim {
@@ -67,5 +81,17 @@ int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeo
 // A collective across processes whose peers did not all arrive on the board by the deadline: the
 // communicator aborted, `what` reported. Returns the report's code.
 int processes_stalled(dpt_backend_comm &c, double timeout_seconds, const char *what, const Error &e);
+
+// comm_all_reduce's arguments (of `call`) checked: spans[r * buffer_count + b] (absent for an empty buffer).
+int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                float *const *buffers, const size_t *counts, std::vector<Span> &spans, const char *call,
+                const Error &e);
+// The all-reduce proper (everything queued before has run): sums in rank order, written to every rank.
+void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, int32_t wire,
+               const std::vector<Span> &spans);
+// The all-reduce across processes, through the board, in global rank order; false when a peer did not
+// arrive by the deadline.
+bool sum_across_processes(dpt_backend_comm &c, size_t buffer_count, const size_t *counts, int32_t wire,
+                          const std::vector<Span> &spans, double deadline);
 
 }  // namespace dpt_sim

@@ -53,6 +53,8 @@ const dpt_backend_v2 kBackend = {
     .comm_all_reduce_f64 = &comm_all_reduce_f64,
     .comm_reduce_ranges = &comm_reduce_ranges,
     .l2_block_sums = &l2_block_sums,
+    .comm_all_reduce_start = &comm_all_reduce_start,
+    .comm_wait_started = &comm_wait_started,
 };
 
 }  // namespace

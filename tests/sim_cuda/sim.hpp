@@ -271,6 +271,12 @@ int comm_all_reduce_f64(dpt_backend_comm *comm, dpt_backend_context *const *cont
 int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const float *const *sends, float *const *recvs, const size_t *bounds,
                        int32_t wire_dtype, double timeout_seconds, char *error, size_t error_size);
+// started.cpp
+int comm_all_reduce_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
+                          float *const *buffers, const size_t *counts, int32_t wire_dtype, char *error,
+                          size_t error_size);
+int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contexts, double timeout_seconds,
+                      char *error, size_t error_size);
 
 // module.cpp: DPT_BACKEND_TEST_EXTENSION, or NULL
 const void *get_extension(const char *name);

@@ -263,8 +263,11 @@ typedef struct dpt_trainer_options {
   double timeout_seconds;
   /** Gradient bucket size in bytes for the all-reduce overlapped with backward: whole layers are grouped,
    * from the last layer down, into buckets of at least this size, and each bucket is all-reduced by
-   * per-device communication threads as soon as every device has finished it, while backward goes on.
-   * 0 = one all-reduce of the whole gradient after backward. The result is bitwise the same either way.
+   * per-device communication threads as soon as every device has finished it, while backward goes on
+   * (GPUs of their own: on a second CUDA stream through NCCL, float32 wire only; replicas sharing a GPU and
+   * a 16-bit wire all-reduce after backward). 0 = one all-reduce of the whole gradient after backward. The
+   * result is bitwise the same either way (on GPUs, NCCL's order of sums may depend on a bucket's size:
+   * within the equivalence tolerance).
    * Default 1 MiB (see docs/decisions.md). With DPT_COMMUNICATOR_MPI each bucket is also all-reduced across
    * the processes during backward (docs/distributed.md). */
   size_t bucket_bytes;
@@ -442,7 +445,8 @@ typedef struct dpt_step_result {
   uint64_t nonfinite_steps; /**< Windows discarded for non-finite values so far. */
   /** Of allreduce_seconds, the part this call waited for after backward had finished; the rest was hidden
    * behind backward by the bucket overlap (equal to allreduce_seconds when bucket_bytes is 0). With
-   * buckets, compute_seconds includes this wait. */
+   * buckets, compute_seconds includes this wait. On GPUs, overlapped, allreduce_seconds is the span from the
+   * first bucket's start to the end of this wait (the GPU's own time in NCCL is not measured). */
   double allreduce_exposed_seconds;
   /** The batch's labels that count (not DPT_IGNORE_LABEL): its samples for a classifier, its positions for
    * a sequence model. The loss and the gradient are divided by the window's count of them. Since 0.2. */

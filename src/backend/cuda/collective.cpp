@@ -79,6 +79,29 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
+                                      const std::vector<std::pair<size_t, size_t>> &ranges) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_all_reduce needs a NCCL communicator");
+  const size_t k = replicas_.size();
+  pointers_.resize(k * ranges.size());
+  counts_.resize(ranges.size());
+  for (size_t b = 0; b < ranges.size(); ++b) counts_[b] = ranges[b].second - ranges[b].first;
+  for (size_t i = 0; i < k; ++i)
+    for (size_t b = 0; b < ranges.size(); ++b)
+      pointers_[i * ranges.size() + b] = buffers[i] + ranges[b].first;
+  const int rc =
+      replicas_[0]->api().comm_all_reduce_start(comm_, contexts_.data(), ranges.size(), pointers_.data(),
+                                                counts_.data(), DPT_DTYPE_F32, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
+void CudaCollective::wait_started(double timeout_seconds) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "wait_started needs a NCCL communicator");
+  const int rc =
+      replicas_[0]->api().comm_wait_started(comm_, contexts_.data(), timeout_seconds, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
 void CudaCollective::all_gather(const std::vector<float *> &buffers, const std::vector<size_t> &bounds,
                                 double timeout_seconds) {
   if (comm_ != nullptr && bounds.size() == ranks_ + 1) {

@@ -37,6 +37,14 @@ class CudaCollective {
   // backend_interface.h's wire_dtype), the same bits on every replica.
   void all_reduce(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges,
                   double timeout_seconds, WireType wire = WireType::kF32);
+  // all_reduce's float32 sum of the ranges, started on each replica's communication stream after the work
+  // queued on its stream, beside what is queued later (NCCL only: comm_all_reduce_start). The buffers'
+  // ranges are not to be touched until wait_started.
+  void start_all_reduce(const std::vector<float *> &buffers,
+                        const std::vector<std::pair<size_t, size_t>> &ranges);
+  // Ends every start since the last wait: returns when the sums are in, each replica's stream ordered after
+  // them; bounded by the timeout as all_reduce.
+  void wait_started(double timeout_seconds);
   // Sharded optimizer state: afterwards every buffers[r] holds, in each range [bounds[q], bounds[q + 1]), its
   // owner's values, after the work queued on every stream; returns when done. A range per rank of the
   // communicator (ranks() + 1 offsets; across processes: the job's layout) goes through NCCL, one broadcast

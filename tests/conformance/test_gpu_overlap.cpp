@@ -1,0 +1,127 @@
+// Gradient buckets all-reduced during backward on GPUs of their own (CudaGradientCollective's overlap:
+// comm_all_reduce_start / comm_wait_started), through the core's trainer: part of test_gpu_training's binary
+// (its main registers these cases), run against the real module and the simulated one alike. The simulator
+// takes a started bucket's values at its start and writes the sums at the wait (tests/sim_cuda/started.cpp),
+// so a trainer that touched a bucket in between, or used the sums before waiting, fails here.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/platform.hpp"
+#include "cuda_harness.hpp"
+#include "gpu_training_fixtures.hpp"
+#include "parallel/gradient_buckets.hpp"
+
+// CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
+#include <setjmp.h>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "../core/core_test_util.hpp"
+
+namespace gpu_test {
+
+namespace {
+
+// Several buckets, so that backward starts all-reduces while it goes on.
+dpt::TrainerConfig overlapped(dpt::OptimizerKind kind = dpt::OptimizerKind::kSgd) {
+  dpt::TrainerConfig c = config({0, 1}, kind);
+  c.bucket_bytes = 4096;
+  return c;
+}
+
+}  // namespace
+
+// Two GPUs, buckets reduced during backward, against one NCCL call after backward (bucket_bytes 0): the
+// simulator's bits (each element summed in rank order either way), NCCL's within the equivalence tolerance
+// (its order of sums may depend on a buffer's size); the replicas bitwise identical. With AdamW, clipping
+// and two micro-batches per window (only the last overlaps), and on a ragged last batch. The step reports
+// the reduction: its span at least the wait after backward.
+void test_gpu_overlapped_buckets_match_one_call(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  dpt::TrainerConfig c = overlapped(dpt::OptimizerKind::kAdamW);
+  c.optimizer.clip_norm = 0.5f;
+  c.accumulation_steps = 2;
+  assert_true(dpt::plan_buckets(dpt::ModelSpec::builtin("lenet"), c.bucket_bytes).size() > 2);
+  auto over = trainer(context, c);
+  c.bucket_bytes = 0;
+  auto plain = trainer(context, c);
+  const std::vector<float> start = parameters(*plain);
+  dpt::StepStats last;
+  for (uint64_t s = 0; s < 4; ++s) {
+    const Batch b = batch(s == 3 ? 27 : 32, 900 + s);
+    plain->step(b.x.data(), b.y.data(), b.n);
+    last = over->step(b.x.data(), b.y.data(), b.n);
+  }
+  const std::vector<float> got = parameters(*over);
+  cuda_test::expect_bitwise("overlapped: replica 1 vs replica 0", parameters(*over, 1), got);
+  if (simulated())
+    cuda_test::expect_bitwise("overlapped buckets vs one all-reduce", got, parameters(*plain));
+  else
+    expect_equivalent("overlapped buckets vs one all-reduce", got, parameters(*plain), start, kEquivalence);
+  print_message("overlapped reduction: %.6f s, exposed %.6f s\n", last.allreduce_seconds,
+                last.allreduce_exposed_seconds);
+  assert_true(last.allreduce_seconds > 0);
+  assert_true(last.allreduce_exposed_seconds >= 0 &&
+              last.allreduce_exposed_seconds <= last.allreduce_seconds);
+}
+
+// A peer left out of the started all-reduces: the step ends within the timeout, and the trainer refuses
+// further work. Its status is DPT_ERROR_TIMEOUT (the device group's deadline, which started with the phase,
+// ends the replicas waiting at a barrier) or, when the group's watchdog wakes late on a loaded machine, the
+// NCCL wait's DPT_ERROR_COMMUNICATION, which names the started all-reduce.
+void test_gpu_overlapped_hang_times_out(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  dpt::TrainerConfig c = overlapped();
+  c.timeout_seconds = 1;
+  auto t = trainer(context, c);
+  t->cuda_collective()->inject_hang(1);
+  const Batch b = batch(16, 910);
+  const double t0 = dpt::platform::now_seconds();
+  dpt_status status = DPT_OK;
+  try {
+    t->step(b.x.data(), b.y.data(), b.n);
+  } catch (const dpt::Error &error) {
+    status = error.status();
+    print_message("%s\n", error.what());
+    if (status == DPT_ERROR_COMMUNICATION)
+      assert_non_null(std::strstr(error.what(), "ncclAllReduce (started)"));
+  }
+  const double seconds = dpt::platform::now_seconds() - t0;
+  print_message("hung started all-reduce: status %d after %.2f s\n", int(status), seconds);
+  assert_true(status == DPT_ERROR_TIMEOUT || status == DPT_ERROR_COMMUNICATION);
+  assert_true(seconds < 10);
+  dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                         "a step after the abort");
+}
+
+// A kernel of replica 1's backward fails after replica 0 has started buckets (the simulator's fault
+// injection): the step reports the failing GPU at once, not after the collective's timeout of 60 s.
+void test_gpu_overlapped_backward_failure(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  if (!simulated()) skip();
+  auto t = trainer(context, overlapped());
+  const Batch b = batch(16, 920);
+  setenv("DPTRAIN_SIM_CUDA_FAIL", "op_backward(conv2d)@1", 1);
+  const double t0 = dpt::platform::now_seconds();
+  const std::string message = dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); },
+                                                     DPT_ERROR_DEVICE, "a failing backward kernel");
+  unsetenv("DPTRAIN_SIM_CUDA_FAIL");
+  const double seconds = dpt::platform::now_seconds() - t0;
+  print_message("%s (after %.2f s)\n", message.c_str(), seconds);
+  assert_non_null(std::strstr(message.c_str(), "cuda:1"));
+  assert_true(seconds < 10);
+  dpt_test::expect_error([&] { t->step(b.x.data(), b.y.data(), b.n); }, DPT_ERROR_INVALID_STATE,
+                         "a step after the failure");
+}
+
+}  // namespace gpu_test
