@@ -116,6 +116,8 @@ const dpt_backend_v2 kBackend = {
     .l2_block_sums = &l2_block_sums,
     .comm_all_reduce_start = &comm_all_reduce_start,
     .comm_wait_started = &comm_wait_started,
+    .comm_reduce_ranges_start = &comm_reduce_ranges_start,
+    .comm_join_started = &comm_join_started,
 };
 
 }  // namespace

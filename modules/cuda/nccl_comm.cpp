@@ -31,20 +31,9 @@ std::string rank_names(const int *ordinals, int count) {
 // Enqueues the grouped float32 all-reduce and, on each rank's stream, its completion event.
 int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
             float *const *buffers, const size_t *counts, const Error &e) {
-  const char *ranks = c.ranks.c_str();
-  const size_t n = c.comms.size();
   ncclResult_t status = ncclGroupStart();
-  if (status != ncclSuccess) return nccl_failed(e, ranks, "ncclGroupStart", status, nullptr);
-  for (size_t r = 0; r < n; ++r) {
-    if (int(r) == c.hang_rank) continue;
-    for (size_t b = 0; b < buffer_count; ++b) {
-      if (counts[b] == 0) continue;
-      float *buffer = buffers[r * buffer_count + b];
-      status = ncclAllReduce(buffer, buffer, counts[b], ncclFloat, ncclSum, c.comms[r], contexts[r]->stream);
-      if (status != ncclSuccess) break;
-    }
-    if (status != ncclSuccess) break;
-  }
+  if (status != ncclSuccess) return nccl_failed(e, c.ranks.c_str(), "ncclGroupStart", status, nullptr);
+  status = queue_all_reduces(c, contexts, buffer_count, buffers, counts, &dpt_backend_context::stream);
   return end_group(c, status, "ncclAllReduce", contexts, e);
 }
 
@@ -68,6 +57,20 @@ int check_ordinals(const int *ordinals, int count, const char *ranks, const char
 }
 
 }  // namespace
+
+ncclResult_t queue_all_reduces(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                               float *const *buffers, const size_t *counts, StreamOf on) {
+  ncclResult_t status = ncclSuccess;
+  for (size_t r = 0; r < c.comms.size() && status == ncclSuccess; ++r) {
+    if (int(r) == c.hang_rank) continue;
+    for (size_t b = 0; b < buffer_count && status == ncclSuccess; ++b) {
+      if (counts[b] == 0) continue;
+      float *buffer = buffers[r * buffer_count + b];
+      status = ncclAllReduce(buffer, buffer, counts[b], ncclFloat, ncclSum, c.comms[r], contexts[r]->*on);
+    }
+  }
+  return status;
+}
 
 // Aborts every rank: NCCL kernels still waiting for a peer end, the communicator is unusable.
 void abort_all(dpt_backend_comm &c) {
@@ -243,6 +246,10 @@ void comm_destroy(dpt_backend_comm *comm) {
     DeviceGuard guard(comm->ordinals[r]);
     if (comm->comms[r] != nullptr)
       comm->started ? ncclCommAbort(comm->comms[r]) : ncclCommDestroy(comm->comms[r]);
+  }
+  for (size_t r = 0; r < comm->started_events.size(); ++r) {
+    DeviceGuard guard(comm->ordinals[r]);
+    for (cudaEvent_t event : comm->started_events[r]) cudaEventDestroy(event);
   }
   free_wire16_staging(*comm);
   cudaGetLastError();

@@ -43,5 +43,11 @@ int comm_all_reduce_start(dpt_backend_comm *comm, dpt_backend_context *const *co
                           size_t error_size);
 int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contexts, double timeout_seconds,
                       char *error, size_t error_size);
+int comm_join_started(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t keep, char *error,
+                      size_t error_size);
+// nccl_reduce.cpp
+int comm_reduce_ranges_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                             const float *const *sends, float *const *recvs, const size_t *bounds,
+                             int32_t wire_dtype, char *error, size_t error_size);
 
 }  // namespace dpt::cuda

@@ -45,9 +45,31 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const
 
 int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, const float *const *sends,
             float *const *recvs, const size_t *bounds, const Error &e) {
-  const char *ranks = c.ranks.c_str();
   ncclResult_t status = ncclGroupStart();
-  if (status != ncclSuccess) return nccl_failed(e, ranks, "ncclGroupStart", status, nullptr);
+  if (status != ncclSuccess) return nccl_failed(e, c.ranks.c_str(), "ncclGroupStart", status, nullptr);
+  status = queue_reduces(c, contexts, sends, recvs, bounds, &dpt_backend_context::stream);
+  return end_group(c, status, "ncclReduce", contexts, e);
+}
+
+struct StartArguments {
+  dpt_backend_comm *c;
+  dpt_backend_context *const *contexts;
+  const float *const *sends;
+  float *const *recvs;
+  const size_t *bounds;
+};
+
+ncclResult_t queue_started(void *arguments) {
+  const StartArguments &a = *static_cast<const StartArguments *>(arguments);
+  return queue_reduces(*a.c, a.contexts, a.sends, a.recvs, a.bounds, &dpt_backend_context::comm_stream);
+}
+
+}  // namespace
+
+ncclResult_t queue_reduces(dpt_backend_comm &c, dpt_backend_context *const *contexts,
+                           const float *const *sends, float *const *recvs, const size_t *bounds,
+                           StreamOf on) {
+  ncclResult_t status = ncclSuccess;
   for (size_t r = 0; r < c.comms.size() && status == ncclSuccess; ++r) {
     if (int(r) == c.hang_rank) continue;
     for (int q = 0; q < c.world && status == ncclSuccess; ++q) {
@@ -55,14 +77,12 @@ int enqueue(dpt_backend_comm &c, dpt_backend_context *const *contexts, const flo
       if (count == 0) continue;
       // Only the root's receive buffer is written (the others' is not read: any valid pointer).
       float *recv = q == c.first_rank + int(r) ? recvs[r] : const_cast<float *>(sends[r]) + bounds[q];
-      status = ncclReduce(sends[r] + bounds[q], recv, count, ncclFloat, ncclSum, q, c.comms[r],
-                          contexts[r]->stream);
+      status =
+          ncclReduce(sends[r] + bounds[q], recv, count, ncclFloat, ncclSum, q, c.comms[r], contexts[r]->*on);
     }
   }
-  return end_group(c, status, "ncclReduce", contexts, e);
+  return status;
 }
-
-}  // namespace
 
 int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const float *const *sends, float *const *recvs, const size_t *bounds,
@@ -85,6 +105,21 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
                    : enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype, e);
       },
       e);
+}
+
+int comm_reduce_ranges_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                             const float *const *sends, float *const *recvs, const size_t *bounds,
+                             int32_t wire_dtype, char *error, size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "comm_reduce_ranges_start";
+  if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", call);
+  if (wire_dtype != DPT_DTYPE_F32)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: %s: wire dtype %d (DPT_DTYPE_F32 only; a 16-bit wire: comm_reduce_ranges)",
+                  comm->ranks.c_str(), call, int(wire_dtype));
+  if (const int rc = check(*comm, contexts, sends, recvs, bounds, e)) return rc;
+  StartArguments arguments{comm, contexts, sends, recvs, bounds};
+  return start_collective(*comm, contexts, call, &queue_started, &arguments, e);
 }
 
 }  // namespace dpt::cuda

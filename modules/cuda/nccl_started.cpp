@@ -1,13 +1,17 @@
-// comm_all_reduce_start and comm_wait_started: the float32 all-reduce of gradient buckets on each context's
-// communication stream, beside the compute that goes on on its stream (PyTorch DDP's bucket overlap).
+// Collectives started beside the compute (comm_all_reduce_start, comm_reduce_ranges_start), and their ends
+// (comm_join_started, comm_wait_started): a gradient bucket reduced on each context's communication stream
+// while the compute goes on on its stream (PyTorch DDP's bucket overlap).
 //
 // A start records the context's comm_ready event on its stream and makes the communication stream wait for
-// it (the bucket's gradients are queued before), then enqueues one ncclAllReduce per buffer on the
-// communication streams, every rank in one NCCL group, and returns. Work queued on the stream later does not
-// wait for it. The wait records each rank's completion event on its communication stream, makes the
-// context's stream wait for that event (what is queued later sees the sums), and polls the events as
-// comm_all_reduce does (asynchronous errors, the deadline, the abort).
+// it (the bucket's gradients are queued before), enqueues its NCCL calls on the communication streams,
+// every rank in one NCCL group, records the start's own event on each communication stream, and returns.
+// Work queued on the stream later does not wait for it. A join makes each context's stream wait for the
+// event of an earlier start (device-side only). The wait records each rank's completion event on its
+// communication stream, makes the context's stream wait for that event (what is queued later sees the
+// results), and polls the events as comm_all_reduce does (asynchronous errors, the deadline, the abort).
 #include <nccl.h>
+
+#include <cstdio>
 
 #include "cuda/context.hpp"
 #include "cuda/nccl_comm.hpp"
@@ -17,10 +21,9 @@ namespace dpt::cuda {
 
 namespace {
 
-constexpr const char *kStart = "comm_all_reduce_start";
-
 // Every rank's communication stream ordered after what its context's stream holds now.
-int order_after_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e) {
+int order_after_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                        const Error &e) {
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     const int ordinal = c.ordinals[r];
     dpt_backend_context &ctx = *contexts[r];
@@ -28,8 +31,9 @@ int order_after_streams(dpt_backend_comm &c, dpt_backend_context *const *context
     cudaError_t s = cudaEventRecord(ctx.comm_ready, ctx.stream);
     if (s == cudaSuccess) s = cudaStreamWaitEvent(ctx.comm_stream, ctx.comm_ready, 0);
     if (s != cudaSuccess) {
-      const int rc =
-          cuda_failed(e, ordinal, "cudaEventRecord / cudaStreamWaitEvent (comm_all_reduce_start)", s);
+      char what[96];
+      std::snprintf(what, sizeof what, "cudaEventRecord / cudaStreamWaitEvent (%s)", call);
+      const int rc = cuda_failed(e, ordinal, what, s);
       abort_all(c);
       return rc;
     }
@@ -37,28 +41,31 @@ int order_after_streams(dpt_backend_comm &c, dpt_backend_context *const *context
   return 0;
 }
 
-int enqueue_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
-                    float *const *buffers, const size_t *counts, const Error &e) {
-  if (const int rc = order_after_streams(c, contexts, e)) return rc;
-  ncclResult_t status = ncclGroupStart();
-  if (status != ncclSuccess) return nccl_failed(e, c.ranks.c_str(), "ncclGroupStart", status, nullptr);
-  for (size_t r = 0; r < c.comms.size() && status == ncclSuccess; ++r) {
-    if (int(r) == c.hang_rank) continue;
-    for (size_t b = 0; b < buffer_count && status == ncclSuccess; ++b) {
-      if (counts[b] == 0) continue;
-      float *buffer = buffers[r * buffer_count + b];
-      status =
-          ncclAllReduce(buffer, buffer, counts[b], ncclFloat, ncclSum, c.comms[r], contexts[r]->comm_stream);
+// The event of start number c.started on every rank's communication stream (the events are made on first
+// need and kept).
+int record_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                   const Error &e) {
+  c.started_events.resize(c.ordinals.size());
+  for (size_t r = 0; r < c.ordinals.size(); ++r) {
+    const int ordinal = c.ordinals[r];
+    DeviceGuard guard(ordinal);
+    std::vector<cudaEvent_t> &events = c.started_events[r];
+    cudaError_t s = cudaSuccess;
+    if (events.size() <= c.started) {
+      events.push_back(nullptr);
+      s = cudaEventCreateWithFlags(&events.back(), cudaEventDisableTiming);
+      if (s != cudaSuccess) events.pop_back();
+    }
+    if (s == cudaSuccess) s = cudaEventRecord(events[c.started], contexts[r]->comm_stream);
+    if (s != cudaSuccess) {
+      char what[96];
+      std::snprintf(what, sizeof what, "cudaEventRecord (%s)", call);
+      const int rc = cuda_failed(e, ordinal, what, s);
+      abort_all(c);
+      return rc;
     }
   }
-  const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
-  if (status == ncclSuccess) status = end;
-  if (status != ncclSuccess) {
-    const int rc = nccl_failed(e, c.ranks.c_str(), "ncclAllReduce (comm_all_reduce_start)", status, nullptr);
-    abort_all(c);
-    return rc;
-  }
-  c.started = true;
+  ++c.started;
   return 0;
 }
 
@@ -79,28 +86,87 @@ int join_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, cons
   return 0;
 }
 
+struct AllReduceArguments {
+  dpt_backend_comm *c;
+  dpt_backend_context *const *contexts;
+  size_t buffer_count;
+  float *const *buffers;
+  const size_t *counts;
+};
+
+ncclResult_t queue_all_reduces_started(void *arguments) {
+  const AllReduceArguments &a = *static_cast<const AllReduceArguments *>(arguments);
+  return queue_all_reduces(*a.c, a.contexts, a.buffer_count, a.buffers, a.counts,
+                           &dpt_backend_context::comm_stream);
+}
+
 }  // namespace
+
+int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                     ncclResult_t (*queue)(void *), void *arguments, const Error &e) {
+  try {
+    DeviceGuard guard(c.ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
+    if (const int rc = order_after_streams(c, contexts, call, e)) return rc;
+    ncclResult_t status = ncclGroupStart();
+    if (status != ncclSuccess) return nccl_failed(e, c.ranks.c_str(), "ncclGroupStart", status, nullptr);
+    status = queue(arguments);
+    const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
+    if (status == ncclSuccess) status = end;
+    if (status != ncclSuccess) {
+      const int rc = nccl_failed(e, c.ranks.c_str(), call, status, nullptr);
+      abort_all(c);
+      return rc;
+    }
+    return record_started(c, contexts, call, e);
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", c.ranks.c_str(), call);
+  }
+}
 
 int comm_all_reduce_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
                           float *const *buffers, const size_t *counts, int32_t wire_dtype, char *error,
                           size_t error_size) {
   const Error e{error, error_size};
-  if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", kStart);
+  const char *call = "comm_all_reduce_start";
+  if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", call);
   if (wire_dtype != DPT_DTYPE_F32)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                   "%s: %s: wire dtype %d (DPT_DTYPE_F32 only; a 16-bit wire: comm_all_reduce)",
-                  comm->ranks.c_str(), kStart, int(wire_dtype));
-  if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, kStart, e)) return rc;
+                  comm->ranks.c_str(), call, int(wire_dtype));
+  if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, call, e)) return rc;
   if (buffer_count == 0) return 0;
-  try {
-    DeviceGuard guard(comm->ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
-    return enqueue_started(*comm, contexts, buffer_count, buffers, counts, e);
-  } catch (const std::bad_alloc &) {
-    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", comm->ranks.c_str(),
-                  kStart);
-  } catch (...) {
-    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", comm->ranks.c_str(), kStart);
+  AllReduceArguments arguments{comm, contexts, buffer_count, buffers, counts};
+  return start_collective(*comm, contexts, call, &queue_all_reduces_started, &arguments, e);
+}
+
+int join_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t keep, const char *call,
+                 const Error &e) {
+  if (c.started <= keep) return 0;
+  const size_t last = c.started - keep - 1;  // the newest start the streams wait for
+  for (size_t r = 0; r < c.ordinals.size(); ++r) {
+    const int ordinal = c.ordinals[r];
+    DeviceGuard guard(ordinal);
+    const cudaError_t s = cudaStreamWaitEvent(contexts[r]->stream, c.started_events[r][last], 0);
+    if (s != cudaSuccess) {
+      char what[96];
+      std::snprintf(what, sizeof what, "cudaStreamWaitEvent (%s, after the started collectives)", call);
+      const int rc = cuda_failed(e, ordinal, what, s);
+      abort_all(c);
+      return rc;
+    }
   }
+  return 0;
+}
+
+int comm_join_started(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t keep, char *error,
+                      size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "comm_join_started";
+  if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", call);
+  if (const int rc = check_contexts(*comm, contexts, call, e)) return rc;
+  return join_started(*comm, contexts, keep, call, e);
 }
 
 int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contexts, double timeout_seconds,
@@ -109,11 +175,11 @@ int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contex
   if (comm == nullptr)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "comm_wait_started: NULL communicator");
   if (const int rc = check_contexts(*comm, contexts, "comm_wait_started", e)) return rc;
-  if (!comm->started) return 0;
-  comm->started = false;
+  if (comm->started == 0) return 0;
+  comm->started = 0;
   return run_collective(
-      *comm, contexts, "comm_wait_started", "ncclAllReduce (started)", timeout_seconds,
-      [&] { return join_streams(*comm, contexts, e); }, e);
+      *comm, contexts, "comm_wait_started", "the started collectives (ncclAllReduce, ncclReduce)",
+      timeout_seconds, [&] { return join_streams(*comm, contexts, e); }, e);
 }
 
 }  // namespace dpt::cuda

@@ -28,8 +28,11 @@ struct dpt_backend_comm {
   std::vector<uint16_t *> staging;
   std::vector<size_t> staging_capacity;
   bool aborted = false;
-  int hang_rank = -1;    // comm_inject_hang: the rank the next all-reduce leaves out
-  bool started = false;  // comm_all_reduce_start queued work that comm_wait_started has not yet waited for
+  int hang_rank = -1;  // comm_inject_hang: the rank the next all-reduce leaves out
+  // The starts (comm_*_start) since the last comm_wait_started; per local rank, an event recorded on its
+  // communication stream after each of them (created on first need, kept for the next window).
+  size_t started = 0;
+  std::vector<std::vector<cudaEvent_t>> started_events;
 };
 
 namespace dpt::cuda {
@@ -57,6 +60,28 @@ int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, do
                    const char *what, const Error &e);
 constexpr double kDefaultTimeoutSeconds = 300.0;
 
+// Which of a context's streams a collective's NCCL calls go on.
+using StreamOf = cudaStream_t dpt_backend_context::*;
+
+// comm_all_reduce's float32 ncclAllReduce of every rank's buffers, on each context's stream `on`, inside an
+// open NCCL group (the rank comm_inject_hang left out skipped); the first failed call's status.
+ncclResult_t queue_all_reduces(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                               float *const *buffers, const size_t *counts, StreamOf on);
+// comm_reduce_ranges' float32 ncclReduce of every non-empty part to its owner, likewise.
+ncclResult_t queue_reduces(dpt_backend_comm &c, dpt_backend_context *const *contexts,
+                           const float *const *sends, float *const *recvs, const size_t *bounds, StreamOf on);
+// Each context's stream ordered after the starts since the last wait but the last `keep` (comm_join_started;
+// a collective of the communicator queued on the streams first joins them all: NCCL does not promise that
+// collectives of one communicator on two streams progress when the ranks may run them in different orders).
+// A failure aborts the communicator.
+int join_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t keep, const char *call,
+                 const Error &e);
+// A start (nccl_started.cpp): every rank's communication stream ordered after its context's stream, queue()
+// (the NCCL calls on the communication streams) in one group, then the start's event recorded on each
+// communication stream. A failure is reported as `call`'s and aborts the communicator.
+int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                     ncclResult_t (*queue)(void *), void *arguments, const Error &e);
+
 // A collective entry's common body, its arguments checked: the caller's device restored afterwards (NCCL
 // leaves another current), the default timeout, enqueue() (the NCCL calls and the ranks' completion events;
 // a code), the wait for every rank (`what` names the collective in its messages), the test seam's left-out
@@ -67,7 +92,8 @@ int run_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, co
   try {
     DeviceGuard guard(c.ordinals[0]);
     if (!(timeout_seconds > 0.0) || !std::isfinite(timeout_seconds)) timeout_seconds = kDefaultTimeoutSeconds;
-    int rc = enqueue();
+    int rc = join_started(c, contexts, 0, call, e);
+    if (rc == 0) rc = enqueue();
     if (rc == 0) rc = wait_for_ranks(c, contexts, timeout_seconds, what, e);
     c.hang_rank = -1;
     return rc;

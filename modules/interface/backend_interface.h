@@ -39,9 +39,10 @@ extern "C" {
  * sharded optimizer's gather over NCCL). 6: dpt_op_call::statistics_momentum (recomputed batch-norm
  * statistics). 7: comm_all_reduce_f64 (batch norm's statistics summed over NCCL), comm_reduce_ranges
  * (sharded gradients over NCCL), l2_block_sums and l2_norm in the core's order (a sharded gradient's norm).
- * 8: comm_all_reduce_start and comm_wait_started (a gradient bucket all-reduced on a communication stream
- * while backward computes the next). (The entry function and the table keep their "v2" names, so that a
- * module of an older version is found and refused by its version, with a message that says so.) */
+ * 8: comm_all_reduce_start, comm_reduce_ranges_start, comm_join_started and comm_wait_started (a gradient
+ * bucket all-reduced, or reduced to its owners, on a communication stream while backward computes the next).
+ * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
+ * refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 8u
 
 /** Name of the CUDA module's entry function. */
@@ -220,7 +221,7 @@ typedef struct dpt_backend_v2 {
   /** A communicator over @p count distinct GPUs of this process (ncclCommInitAll); rank r is
    *  ordinals[r]. Replicas on one GPU use virtual_all_reduce instead. */
   int (*comm_create)(int count, const int *ordinals, dpt_backend_comm **out, char *error, size_t error_size);
-  /** NULL is ignored. Collectives started (comm_all_reduce_start) and not waited for are aborted. */
+  /** NULL is ignored. Collectives started (comm_*_start) and not waited for are aborted. */
   void (*comm_destroy)(dpt_backend_comm *comm);
   /** Sums, in place and across the ranks, @p buffer_count buffers per rank in one NCCL group:
    *  buffers[r * buffer_count + b] holds counts[b] floats on rank r's GPU; contexts[r] (on ordinals[r])
@@ -342,12 +343,30 @@ typedef struct dpt_backend_v2 {
   int (*comm_all_reduce_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                                size_t buffer_count, float *const *buffers, const size_t *counts,
                                int32_t wire_dtype, char *error, size_t error_size);
-  /** Ends every comm_all_reduce_start since the last wait: orders each rank's context stream after them
-   *  (work queued later sees the sums) and waits on the host until they have finished, polling, timing out
-   *  (@p timeout_seconds counted from this call; <= 0: 300 s) and aborting as comm_all_reduce. Nothing
-   *  started: returns 0 at once. Since version 8. */
+  /** Ends every start (comm_all_reduce_start, comm_reduce_ranges_start) since the last wait: orders each
+   *  rank's context stream after them (work queued later sees the sums) and waits on the host until they
+   *  have finished, polling, timing out (@p timeout_seconds counted from this call; <= 0: 300 s) and
+   *  aborting as comm_all_reduce. Nothing started: returns 0 at once. Any other collective of the
+   *  communicator called between a start and the wait (batch norm's comm_all_reduce_f64 in the middle of
+   *  backward) is ordered after the started ones on each rank's stream: NCCL does not promise that
+   *  collectives of one communicator on two streams progress when the ranks may run them in different
+   *  orders. Since version 8. */
   int (*comm_wait_started)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                            double timeout_seconds, char *error, size_t error_size);
+  /** comm_reduce_ranges' float32 reduce (the same arguments; one ncclReduce per non-empty part, rooted at
+   *  its owner, in one group) started as comm_all_reduce_start starts its all-reduce: on the communication
+   *  streams, after the work queued so far on the contexts' streams, returning at once. Until a join or the
+   *  wait orders a context's stream after it, the send vectors and the receive buffers must be neither
+   *  read nor written. @p wire_dtype: DPT_DTYPE_F32 only. Since version 8. */
+  int (*comm_reduce_ranges_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                                  const float *const *sends, float *const *recvs, const size_t *bounds,
+                                  int32_t wire_dtype, char *error, size_t error_size);
+  /** Orders each rank's context stream after the collectives started since the last comm_wait_started,
+   *  all but the last @p keep of them (the work queued later on the stream sees their results), without
+   *  waiting on the host: a staging buffer of an earlier start reused while later starts still run.
+   *  Fewer than @p keep + 1 started: nothing to do. The wait still ends them all. Since version 8. */
+  int (*comm_join_started)(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t keep,
+                           char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -359,7 +378,7 @@ typedef struct dpt_backend_test_v1 {
    *  results: proves that the module's device code and libraries work on this GPU. */
   int (*self_test)(int ordinal, char *error, size_t error_size);
   /** The next collective (comm_all_reduce, comm_all_reduce_f64, comm_all_gather_ranges,
-   *  comm_reduce_ranges; or every comm_all_reduce_start until the next comm_wait_started) does not start on
+   *  comm_reduce_ranges; or every start until the next comm_wait_started) does not start on
    *  @p rank (as if that peer hung); -1 clears. */
   int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
 } dpt_backend_test_v1;
@@ -378,7 +397,7 @@ typedef struct dpt_backend_test_v1 {
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
   X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums) X(comm_all_reduce_start)               \
-  X(comm_wait_started)
+  X(comm_wait_started) X(comm_reduce_ranges_start) X(comm_join_started)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

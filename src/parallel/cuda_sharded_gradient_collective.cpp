@@ -42,14 +42,15 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
     tied_bucket_.push_back(b);
   }
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
-  const size_t largest = largest_bucket(buckets_);
+  largest_ = largest_bucket(buckets_);
+  overlap_ = !collective_->shares_one_gpu() && wire_ == WireType::kF32;
   if (world_ != nullptr) host_.resize(shards.count());
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
-    slots_.emplace_back(replicas[rank]->kernels->memory(), largest);
+    slots_.emplace_back(replicas[rank]->kernels->memory(), (overlap_ ? 2 : 1) * largest_);
     if (!tied_.empty()) tied_grads_.emplace_back(replicas[rank]->kernels->memory(), tied_.floats());
     shard_gradients_.push_back(replicas[rank]->grads.data());
     params_.push_back(replicas[rank]->params.data());
-    slot_pointers_.push_back(slots_.back().data());
+    slot_pointers_.push_back(nullptr);
     lanes_[rank].owner = this;
     lanes_[rank].rank = rank;
   }
@@ -66,17 +67,21 @@ void CudaShardedGradientCollective::start_micro_batch(bool first_of_window) {
   accumulate_ = !first_of_window;
   for (Lane &lane : lanes_) lane.opened = lane.reduced = 0, lane.probe = false;
   for (DeviceBuffer &t : tied_grads_) t.zero();  // (queued on each idle replica's stream)
-  if (first_of_window) std::fill(seconds_.begin(), seconds_.end(), 0.0);
+  if (first_of_window) {
+    std::fill(seconds_.begin(), seconds_.end(), 0.0);
+    wait_seconds_ = span_seconds_ = 0;
+  }
 }
 
-// The staging bucket is free: the previous bucket's reduction finished before this thread left it
-// (NCCL: replica 0 waited for it; one GPU: the virtual all-reduce and the copies are ordered before
+// The staging bucket is free: the reduction that last used it is ordered before anything queued now on the
+// stream (overlapped: the join after the previous bucket's start, which waits for the bucket before it;
+// otherwise NCCL: replica 0 waited for it; one GPU: the virtual all-reduce and the copies are ordered before
 // anything queued later on the streams).
 void CudaShardedGradientCollective::open_next(Lane &lane) {
   const size_t bucket = lane.opened;
   const GradientBucket &b = buckets_[bucket];
   DeviceKernels &k = *kernels_[lane.rank];
-  float *slot = slots_[lane.rank].data();
+  float *slot = this->slot(lane.rank, bucket);
   k.memory().zero(slot, (b.end - b.begin) * sizeof(float));
   // The tying nodes' contributions to the sources in this bucket, where backward would have added them.
   for (size_t i = 0; i < tied_bucket_.size(); ++i)
@@ -92,7 +97,7 @@ float *CudaShardedGradientCollective::gradients(void *context, size_t node) {
   CudaShardedGradientCollective &self = *lane.owner;
   const size_t bucket = self.bucket_of_node_[node];
   while (lane.opened <= bucket) self.open_next(lane);
-  return self.slots_[lane.rank].data() + (self.node_offsets_[node] - self.buckets_[bucket].begin);
+  return self.slot(lane.rank, bucket) + (self.node_offsets_[node] - self.buckets_[bucket].begin);
 }
 
 // The source's bucket comes at or after the tying node's in backward: open (the same bucket) or not yet.
@@ -100,7 +105,7 @@ float *CudaShardedGradientCollective::tied_gradients(void *context, size_t, size
   Lane &lane = *static_cast<Lane *>(context);
   CudaShardedGradientCollective &self = *lane.owner;
   const size_t i = self.tied_.index(offset), bucket = self.tied_bucket_[i];
-  if (bucket < lane.opened) return self.slots_[lane.rank].data() + (offset - self.buckets_[bucket].begin);
+  if (bucket < lane.opened) return self.slot(lane.rank, bucket) + (offset - self.buckets_[bucket].begin);
   return self.tied_grads_[lane.rank].data() + self.tied_.sources()[i].packed;
 }
 
@@ -116,39 +121,77 @@ void CudaShardedGradientCollective::layer_done(void *context, size_t node) {
 void CudaShardedGradientCollective::reduce(size_t rank, size_t bucket) {
   const double start = platform::now_seconds();
   local_.barrier(rank);  // every replica's bucket is queued on its stream
-  if (rank == 0) reduce_bucket(bucket);
+  if (rank == 0) {
+    if (bucket == 0) first_start_ = start;
+    reduce_bucket(bucket);
+  }
   local_.barrier(rank);  // every range holds its sums (or they are queued before anything later)
   const double end = platform::now_seconds();
   seconds_[rank] += end - start;
   trace_.record(TraceRecorder::compute_row(rank), TraceKind::kBucketReduceScatter, bucket, start, end);
 }
 
-void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
+float *CudaShardedGradientCollective::slot(size_t rank, size_t bucket) {
+  return slots_[rank].data() + (overlap_ ? (bucket % 2) * largest_ : 0);
+}
+
+// Local rank r's part of bucket b: where it starts in the bucket, its length, where it lies in its range.
+size_t CudaShardedGradientCollective::part(size_t r) const {
+  return parts_[shards_.first() + r];
+}
+
+size_t CudaShardedGradientCollective::part_length(size_t r) const {
+  return parts_[shards_.first() + r + 1] - parts_[shards_.first() + r];
+}
+
+float *CudaShardedGradientCollective::own(size_t r, const GradientBucket &b) const {
+  return shard_gradients_[r] + (b.begin + part(r) - shards_.begin(r));
+}
+
+void CudaShardedGradientCollective::plan_parts(size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
-  const size_t k = kernels_.size(), first = shards_.first();  // local rank r is global rank first + r
   const std::vector<size_t> &bounds = shards_.bounds();
   parts_.resize(bounds.size());  // global rank g's part of the bucket, offsets into it
   for (size_t g = 0; g < bounds.size(); ++g) parts_[g] = std::clamp(bounds[g], b.begin, b.end) - b.begin;
-  // Local rank r's part: where it starts in the bucket, its length, where it lies in the rank's range.
-  auto part = [&](size_t r) { return parts_[first + r]; };
-  auto length = [&](size_t r) { return parts_[first + r + 1] - parts_[first + r]; };
-  auto own = [&](size_t r) { return shard_gradients_[r] + (b.begin + part(r) - shards_.begin(r)); };
+  for (size_t r = 0; r < kernels_.size(); ++r) slot_pointers_[r] = slot(r, bucket);
+}
+
+// A later micro-batch of the window: the bucket's sums (in each owner's staging) added into the ranges.
+void CudaShardedGradientCollective::add_sums(size_t bucket) {
+  plan_parts(bucket);
+  const GradientBucket &b = buckets_[bucket];
+  for (size_t r = 0; r < kernels_.size(); ++r)
+    if (part_length(r) > 0) kernels_[r]->accumulate(own(r, b), slot_pointers_[r] + part(r), part_length(r));
+}
+
+void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
+  plan_parts(bucket);
+  const GradientBucket &b = buckets_[bucket];
+  const size_t k = kernels_.size();
   if (collective_->shares_one_gpu()) {
     collective_->all_reduce(slot_pointers_, {{0, b.end - b.begin}}, timeout_, wire_);
   } else {
     sends_.assign(slot_pointers_.begin(), slot_pointers_.end());
     recvs_.assign(k, nullptr);
     for (size_t r = 0; r < k; ++r)
-      if (length(r) > 0) recvs_[r] = accumulate_ ? slot_pointers_[r] + part(r) : own(r);
+      if (part_length(r) > 0) recvs_[r] = accumulate_ ? slot_pointers_[r] + part(r) : own(r, b);
+    if (overlap_) {
+      // Started beside backward; the streams then wait for the bucket before it, whose staging the next
+      // bucket reuses (and whose sums a later micro-batch adds now).
+      collective_->start_reduce_ranges(sends_, recvs_, parts_);
+      collective_->join_started(1);
+      if (accumulate_ && bucket > 0) add_sums(bucket - 1);
+      return;
+    }
     collective_->reduce_ranges(sends_, recvs_, parts_, timeout_, wire_);
     if (!accumulate_) return;
   }
   for (size_t r = 0; r < k; ++r) {
-    if (length(r) == 0) continue;
+    if (part_length(r) == 0) continue;
     if (accumulate_)
-      kernels_[r]->accumulate(own(r), slot_pointers_[r] + part(r), length(r));
+      kernels_[r]->accumulate(own(r, b), slot_pointers_[r] + part(r), part_length(r));
     else
-      kernels_[r]->copy_device(own(r), slot_pointers_[r] + part(r), length(r));
+      kernels_[r]->copy_device(own(r, b), slot_pointers_[r] + part(r), part_length(r));
   }
 }
 
@@ -192,6 +235,18 @@ void CudaShardedGradientCollective::finish_backward(size_t rank) {
     while (lane.opened <= lane.reduced) open_next(lane);
     reduce(rank, lane.reduced++);
   }
+  if (!overlap_) return;
+  // Replica 0 waits for the started reduces; a later micro-batch then adds the last bucket's sums.
+  local_.barrier(rank);
+  if (rank == 0) {
+    const double wait = platform::now_seconds();
+    collective_->wait_started(timeout_);
+    if (accumulate_) add_sums(buckets_.size() - 1);
+    const double end = platform::now_seconds();
+    wait_seconds_ += end - wait;
+    span_seconds_ += end - first_start_;
+  }
+  local_.barrier(rank);  // every replica's stream is ordered after the sums
 }
 
 void CudaShardedGradientCollective::gather_between_phases(const std::vector<size_t> &bounds) {

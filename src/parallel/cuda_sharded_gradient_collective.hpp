@@ -5,12 +5,15 @@
 // staging bucket in its GPU's memory; once a replica has finished a bucket its device thread meets the
 // others' at a barrier, and replica 0's thread reduce-scatters the bucket into the replicas' ranges
 // (ShardLayout; a replica's gradient buffer is its range) while the others wait at a second barrier: a
-// NCCL communicator's ranks are driven from one thread. On distinct GPUs: one ncclReduce per range, rooted
-// at its owner (CudaCollective::reduce_ranges); on one GPU (cuda:0x2): the virtual all-reduce of the
-// buckets, then each owner's copy of its range. Backward waits for each bucket's reduction (no overlap, so
-// one staging bucket suffices). The first micro-batch of a window writes its sums into the ranges, later
-// ones add theirs (reduced in place in the owner's staging bucket, then added: the sum first, then one
-// addition, as on CPU devices). A tied parameter's gradient (ModelSpec::tie) has two writers: the tying
+// NCCL communicator's ranks are driven from one thread. On distinct GPUs with the float32 wire: one
+// ncclReduce per range, rooted at its owner, started on the replicas' communication streams beside backward
+// (CudaCollective::start_reduce_ranges); each replica has two staging buckets, and once a bucket is started
+// the streams are made to wait (on the device) for the one before it, whose staging the next bucket reuses;
+// replica 0 waits for them all after backward. With a 16-bit wire the reduce waits for each bucket
+// (reduce_ranges), and on one GPU (cuda:0x2) the virtual all-reduce of the buckets, then each owner's copy
+// of its range: one staging bucket then suffices. The first micro-batch of a window writes its sums into
+// the ranges, later ones add theirs (reduced in place in the owner's staging bucket, then added: the sum
+// first, then one addition, as on CPU devices). A tied parameter's gradient (ModelSpec::tie) has two writers: the tying
 // node, early in backward, adds into the source's place in the staging bucket when the source's bucket is
 // the one open, else into a small per-replica copy in the GPU's memory (TiedSources), which becomes the
 // source's part of the staging bucket when that bucket opens, instead of zeros (as on CPU devices: the
@@ -78,8 +81,10 @@ class CudaShardedGradientCollective final : public GradientCollective {
   void reduce_between_phases(bool) override;
   void reduce_in_update(size_t, bool) override {}
   void gather_between_phases(const std::vector<size_t> &bounds) override;
-  // The reductions ran during backward, which waited for them: all of their time is exposed.
+  // The reductions ran during backward. Overlapped: their span from the first start to the end of the
+  // wait, the wait after backward exposed; otherwise backward waited for each: all of their time exposed.
   AllReduceTimes times(bool) const override {
+    if (overlap_) return {world_seconds_, span_seconds_ + world_seconds_, wait_seconds_ + world_seconds_};
     return {world_seconds_, seconds_[0] + world_seconds_, seconds_[0] + world_seconds_};
   }
   RankReduction rank_reduction(size_t rank, bool) const override;
@@ -104,6 +109,17 @@ class CudaShardedGradientCollective final : public GradientCollective {
   void reduce(size_t rank, size_t bucket);
   // Replica 0's thread, every replica waiting: the reduce-scatter itself, on every replica's stream.
   void reduce_bucket(size_t bucket);
+  // Replica rank's staging of bucket `bucket` (overlapped: one of two, by the bucket's parity).
+  float *slot(size_t rank, size_t bucket);
+  // parts_ and slot_pointers_ of bucket `bucket`; then local rank r's part: its offset in the bucket, its
+  // length, where it lies in r's range.
+  void plan_parts(size_t bucket);
+  size_t part(size_t r) const;
+  size_t part_length(size_t r) const;
+  float *own(size_t r, const GradientBucket &b) const;
+  // Replica 0's thread: a later micro-batch's sums of bucket `bucket` (in the owners' staging, the reduce
+  // ordered before) added into the ranges.
+  void add_sums(size_t bucket);
 
   ThreadCollective &local_;
   const ShardLayout &shards_;
@@ -118,7 +134,13 @@ class CudaShardedGradientCollective final : public GradientCollective {
   std::vector<GradientBucket> buckets_;
   std::vector<size_t> bucket_of_node_;  // per node with parameters: its bucket
   std::vector<size_t> node_offsets_;    // per node: its param_offset
-  std::vector<DeviceBuffer> slots_;     // per replica: the staging bucket, the largest bucket's size
+  // Reduces started on a communication stream beside backward (GPUs of their own, the float32 wire): two
+  // staging buckets per replica, a bucket reusing the one of the bucket two before it.
+  bool overlap_ = false;
+  size_t largest_ = 0;               // floats of the largest bucket
+  std::vector<DeviceBuffer> slots_;  // per replica: the staging buckets, the largest bucket's size each
+  double first_start_ = 0;           // when replica 0 started the micro-batch's first bucket
+  double wait_seconds_ = 0, span_seconds_ = 0;  // overlapped: the window's waits after backward, spans
   TiedSources tied_;
   std::vector<size_t> tied_bucket_;       // per tied source: its bucket
   std::vector<DeviceBuffer> tied_grads_;  // per replica: the tying nodes' contributions, packed

@@ -4,8 +4,9 @@
 // the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). The gather of a
 // sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit. Batch statistics' float64 all-reduce
 // (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold. A sharded gradient's bucket reduced
-// to its owners' uneven parts (comm_reduce_ranges), exact on integer data. All-reduces started beside the
-// compute and waited for later (comm_all_reduce_start, comm_wait_started).
+// to its owners' uneven parts (comm_reduce_ranges), exact on integer data. All-reduces and reduces started
+// beside the compute, joined and waited for later (comm_all_reduce_start, comm_reduce_ranges_start,
+// comm_join_started, comm_wait_started).
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -338,8 +339,12 @@ float wire_rule(int32_t wire, const std::vector<float> &values);  // below
 // (the last rank's empty from 3 GPUs on), rank 0's received in place in its send vector, the others' into
 // buffers of their own; the send vectors untouched but for the in-place part. On the float32 wire integer
 // data, so every owner must hold the exact sums of its part; on the 16-bit wires fractions over 40 binades
-// and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused.
-void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire) {
+// and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused. Then the float32 reduce started beside the
+// compute (comm_reduce_ranges_start), joined and waited for.
+// started: comm_reduce_ranges_start (float32) followed by an all-reduce start of another buffer, a join
+// that keeps the last start (the reduce joined: each owner's part doubled on its stream afterwards, which
+// must see the sums) and the wait.
+void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire, bool started = false) {
   const std::vector<int> ordinals = first_gpus(count);
   Ranks ranks(api, ordinals);
   dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
@@ -369,9 +374,46 @@ void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire) {
     else
       sums[i] = wire_rule(wire, column);
   }
-  check(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(), wire,
-                               60.0, ranks.error, sizeof ranks.error),
-        "comm_reduce_ranges", ranks.error);
+  if (!started) {
+    check(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(), wire,
+                                 60.0, ranks.error, sizeof ranks.error),
+          "comm_reduce_ranges", ranks.error);
+  } else {
+    char *error = ranks.error;
+    const size_t error_size = sizeof ranks.error;
+    std::vector<float *> others;
+    for (int r = 0; r < count; ++r)
+      others.push_back(ranks.upload(size_t(r), std::vector<float>(kCounts[1], 1.0f)));
+    check(api.comm_join_started(comm, ranks.contexts.data(), 0, error, error_size),
+          "comm_join_started (none)", error);
+    check(api.comm_reduce_ranges_start(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(),
+                                       wire, error, error_size),
+          "comm_reduce_ranges_start", error);
+    check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, others.data(), kCounts + 1, DPT_DTYPE_F32,
+                                    error, error_size),
+          "comm_all_reduce_start", error);
+    check(api.comm_join_started(comm, ranks.contexts.data(), 2, error, error_size),
+          "comm_join_started (keep 2)", error);
+    check(api.comm_join_started(comm, ranks.contexts.data(), 1, error, error_size),
+          "comm_join_started (keep 1)", error);
+    for (int r = 0; r < count; ++r) {
+      const size_t own = bounds[size_t(r) + 1] - bounds[size_t(r)];
+      if (own > 0)
+        check(api.scale(ranks.contexts[size_t(r)], recvs[size_t(r)], own, 2.0f, error, error_size), "scale",
+              error);
+    }
+    for (float &v : sums) v *= 2.0f;  // (exact)
+    check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, error, error_size), "comm_wait_started",
+          error);
+    for (int r = 0; r < count; ++r)
+      expect_bitwise("the all-reduce started after the reduce",
+                     ranks.download(size_t(r), others[size_t(r)], kCounts[1]),
+                     std::vector<float>(kCounts[1], float(count)));
+    assert_int_equal(api.comm_reduce_ranges_start(comm, ranks.contexts.data(), sends.data(), recvs.data(),
+                                                  bounds.data(), DPT_DTYPE_BF16, error, error_size),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+    print_message("a started reduce on a 16-bit wire: %s\n", error);
+  }
   for (int r = 0; r < count; ++r) {
     const size_t lo = bounds[size_t(r)], own = bounds[size_t(r) + 1] - lo;
     if (own > 0)
@@ -400,6 +442,7 @@ void test_gpu_nccl_reduce_ranges(void **) {
   const int count = cuda_test::gpu_count_or_skip(api);
   for (const int32_t wire : {DPT_DTYPE_F32, DPT_DTYPE_BF16, DPT_DTYPE_F16})
     check_reduce_ranges(api, count, wire);
+  check_reduce_ranges(api, count, DPT_DTYPE_F32, true);
 }
 
 // Fractions for a 16-bit wire: uniform in (-1, 1) times 2^e, e cycling through -30 .. 9 (float16 flushes the

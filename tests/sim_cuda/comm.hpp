@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,12 +16,17 @@
 
 namespace dpt_sim {
 
-// One comm_all_reduce_start: the values its buffers held when it started (the work queued before had run),
-// and where its sums go when comm_wait_started ends it.
-struct StartedAllReduce {
-  std::vector<size_t> counts;               // per buffer
-  std::vector<Span> buffers;                // per rank and buffer, as comm_all_reduce's
-  std::vector<std::vector<float>> started;  // the same, their values at the start
+// One start (comm_all_reduce_start, comm_reduce_ranges_start): finish() checks that the buffers it sends
+// still hold what they held when it started (the work queued before had run, and a copy was taken), sums
+// the copies and writes the results where they go.
+struct StartedCollective {
+  enum Outcome {
+    kDone,
+    kStalled /* a peer process did not arrive by the deadline */,
+    kWritten /* a sent
+            buffer changed */
+  };
+  std::function<Outcome(dpt_backend_comm &, double deadline)> finish;
 };
 
 }  // namespace dpt_sim
@@ -31,7 +37,7 @@ struct dpt_backend_comm {
   bool aborted = false;
   int hang_rank = -1;                            // comm_inject_hang: the rank the next collective leaves out
   std::unique_ptr<dpt_sim::ProcessBoard> board;  // comm_create_multi: the ranks of the other processes
-  std::vector<dpt_sim::StartedAllReduce> started;  // comm_all_reduce_start's since the last wait
+  std::vector<dpt_sim::StartedCollective> started;  // the starts not yet joined or waited for
   bool started_hung = false;  // one of them left out hang_rank: the wait waits out its timeout
 };
 
@@ -93,5 +99,18 @@ void sum_ranks(size_t ranks, size_t buffer_count, const size_t *counts, int32_t 
 // arrive by the deadline.
 bool sum_across_processes(dpt_backend_comm &c, size_t buffer_count, const size_t *counts, int32_t wire,
                           const std::vector<Span> &spans, double deadline);
+
+// comm_reduce_ranges' arguments (of `call`) checked: sends[r] every local rank's vector, recvs[r] its own
+// part's receive buffer (absent when empty).
+int check_reduce_ranges(const dpt_backend_comm &c, dpt_backend_context *const *contexts,
+                        const float *const *sends_in, float *const *recvs_in, const size_t *bounds,
+                        size_t world, size_t first, std::vector<Span> &sends, std::vector<Span> &recvs,
+                        const char *call, const Error &e);
+// The reduce of comm_reduce_ranges within the process (everything queued before has run).
+void reduce_in_process(size_t world, const size_t *bounds, int32_t wire, const std::vector<Span> &sends,
+                       const std::vector<Span> &recvs);
+// The same across processes, through the board; false when a peer did not arrive by the deadline.
+bool reduce_across_processes(dpt_backend_comm &c, const size_t *bounds, int32_t wire,
+                             const std::vector<Span> &sends, const std::vector<Span> &recvs, double deadline);
 
 }  // namespace dpt_sim

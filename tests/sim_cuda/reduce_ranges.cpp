@@ -19,36 +19,39 @@ namespace {
 
 const char *const kCall = "comm_reduce_ranges";
 
+}  // namespace
+
 // Every local rank's send vector (sends[r]) and its own part's receive buffer (recvs[r], absent when empty).
-int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const float *const *sends_in,
-          float *const *recvs_in, const size_t *bounds, size_t world, size_t first, std::vector<Span> &sends,
-          std::vector<Span> &recvs, const Error &e) {
+int check_reduce_ranges(const dpt_backend_comm &c, dpt_backend_context *const *contexts,
+                        const float *const *sends_in, float *const *recvs_in, const size_t *bounds,
+                        size_t world, size_t first, std::vector<Span> &sends, std::vector<Span> &recvs,
+                        const char *call, const Error &e) {
   const char *ranks = c.ranks.c_str();
   if (c.aborted)
     return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                  "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, kCall);
+                  "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, call);
   if (contexts == nullptr || sends_in == nullptr || recvs_in == nullptr || bounds == nullptr)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, kCall);
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, call);
   for (size_t q = 0; q < world; ++q)
     if (bounds[q + 1] < bounds[q])
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: bounds not ascending at rank %zu", ranks,
-                    kCall, q);
+                    call, q);
   sends.assign(c.ordinals.size(), Span{});
   recvs.assign(c.ordinals.size(), Span{});
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     if (contexts[r] == nullptr || !context_alive(contexts[r]))
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is not a live context", ranks, kCall, r);
+                    "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
     if (contexts[r]->ordinal != c.ordinals[r])
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, kCall, r,
+                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
                     contexts[r]->ordinal, c.ordinals[r]);
     if (bounds[world] > 0)
-      if (const int rc = floats(*contexts[r], kCall, "send", sends_in[r], bounds[world], false, sends[r], e))
+      if (const int rc = floats(*contexts[r], call, "send", sends_in[r], bounds[world], false, sends[r], e))
         return rc;
     const size_t own = bounds[first + r + 1] - bounds[first + r];
     if (own > 0)
-      if (const int rc = floats(*contexts[r], kCall, "receive", recvs_in[r], own, false, recvs[r], e))
+      if (const int rc = floats(*contexts[r], call, "receive", recvs_in[r], own, false, recvs[r], e))
         return rc;
   }
   return 0;
@@ -83,7 +86,20 @@ bool reduce_across_processes(dpt_backend_comm &c, const size_t *bounds, int32_t 
   return true;
 }
 
-}  // namespace
+// Within the process: each part summed in rank order into a copy first (a receive buffer may be its owner's
+// send part), then written to its owner's receive buffer.
+void reduce_in_process(size_t world, const size_t *bounds, int32_t wire, const std::vector<Span> &sends,
+                       const std::vector<Span> &recvs) {
+  std::vector<float> sums;
+  for (size_t q = 0; q < world; ++q) {
+    const size_t lo = bounds[q], n = bounds[q + 1] - lo;
+    if (n == 0) continue;
+    sums.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      sums[i] = wire_sum(wire, world, [&](size_t r) { return sends[r].f()[lo + i]; });
+    std::memcpy(recvs[q].f(), sums.data(), n * sizeof(float));
+  }
+}
 
 int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const float *const *sends, float *const *recvs, const size_t *bounds,
@@ -102,7 +118,8 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
     const size_t world = c.board != nullptr ? size_t(c.board->world_ranks()) : c.ordinals.size();
     const size_t first = c.board != nullptr ? size_t(c.board->first_rank()) : 0;
     std::vector<Span> send_spans, recv_spans;
-    if (const int rc = check(c, contexts, sends, recvs, bounds, world, first, send_spans, recv_spans, e))
+    if (const int rc = check_reduce_ranges(c, contexts, sends, recvs, bounds, world, first, send_spans,
+                                           recv_spans, kCall, e))
       return rc;
     const double start = steady_seconds();  // the timeout counts the work queued before, as on a GPU
     if (const int rc = begin_collective(c, contexts, kCall, timeout_seconds, e)) return rc;
@@ -115,16 +132,7 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
         return 0;
       return processes_stalled(c, timeout_seconds, "ncclReduce (the ranges' reduce)", e);
     }
-    // Each part summed in rank order into a copy first: a receive buffer may be its owner's send part.
-    std::vector<float> sums;
-    for (size_t q = 0; q < world; ++q) {
-      const size_t lo = bounds[q], n = bounds[q + 1] - lo;
-      if (n == 0) continue;
-      sums.resize(n);
-      for (size_t i = 0; i < n; ++i)
-        sums[i] = wire_sum(wire_dtype, world, [&](size_t r) { return send_spans[r].f()[lo + i]; });
-      std::memcpy(recv_spans[q].f(), sums.data(), n * sizeof(float));
-    }
+    reduce_in_process(world, bounds, wire_dtype, send_spans, recv_spans);
     return 0;
   } catch (const std::bad_alloc &) {
     return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", comm->ranks.c_str(),

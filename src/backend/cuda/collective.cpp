@@ -95,6 +95,22 @@ void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+void CudaCollective::start_reduce_ranges(const std::vector<const float *> &sends,
+                                         const std::vector<float *> &recvs,
+                                         const std::vector<size_t> &bounds) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_reduce_ranges needs a NCCL communicator");
+  const int rc =
+      replicas_[0]->api().comm_reduce_ranges_start(comm_, contexts_.data(), sends.data(), recvs.data(),
+                                                   bounds.data(), DPT_DTYPE_F32, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
+void CudaCollective::join_started(size_t keep) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "join_started needs a NCCL communicator");
+  const int rc = replicas_[0]->api().comm_join_started(comm_, contexts_.data(), keep, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
 void CudaCollective::wait_started(double timeout_seconds) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "wait_started needs a NCCL communicator");
   const int rc =

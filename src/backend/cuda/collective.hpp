@@ -42,6 +42,14 @@ class CudaCollective {
   // ranges are not to be touched until wait_started.
   void start_all_reduce(const std::vector<float *> &buffers,
                         const std::vector<std::pair<size_t, size_t>> &ranges);
+  // reduce_ranges' float32 reduce, started as start_all_reduce starts its all-reduce
+  // (comm_reduce_ranges_start): the sends and the receive buffers are not to be touched until a join or the
+  // wait covers it.
+  void start_reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
+                           const std::vector<size_t> &bounds);
+  // Each replica's stream ordered after the starts since the last wait but the last `keep` (device-side: the
+  // host does not wait; comm_join_started).
+  void join_started(size_t keep);
   // Ends every start since the last wait: returns when the sums are in, each replica's stream ordered after
   // them; bounded by the timeout as all_reduce.
   void wait_started(double timeout_seconds);
