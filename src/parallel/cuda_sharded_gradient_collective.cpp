@@ -21,13 +21,8 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
       tied_(spec),
       lanes_(replicas.size()),
       seconds_(replicas.size(), 0.0) {
-  const std::string refused = "sharded gradients on GPUs (" + std::to_string(replicas.size()) + " replicas)";
   const bool processes = world != nullptr && world->size() > 1;
   if (processes && !world_scope) world_ = world;  // the hybrid: within each process, then over the processes
-  DPT_REQUIRE(world_ == nullptr || wire_ == WireType::kF32, DPT_ERROR_UNSUPPORTED,
-              refused +
-                  " sharded within each of several MPI processes send float32 in this version (a 16-bit "
-                  "--allreduce-dtype needs --shard-scope world)");
   std::vector<CudaKernels *> cuda;
   for (auto &r : replicas) {
     cuda.push_back(static_cast<CudaKernels *>(r->kernels.get()));

@@ -30,8 +30,8 @@
 // owns the same range): each bucket is reduced to its owners within the process as above; at the end of the
 // window, from the trainer's thread, the ranges (the window's sums over this process's replicas) are summed
 // over the processes (copied to one host buffer, World::all_reduce, copied back): the CPU path's order
-// (ShardedGradientCollective: within the process, the window, then across), so its bits. float32 wire only
-// there (DPT_ERROR_UNSUPPORTED otherwise); the trainer refuses a pipeline and sharded parameters on GPUs
+// (ShardedGradientCollective: within the process, the window, then across), so its bits, on a 16-bit wire
+// too (World::all_reduce's 16-bit sum); the trainer refuses a pipeline and sharded parameters on GPUs
 // before.
 #pragma once
 

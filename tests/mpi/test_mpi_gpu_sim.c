@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
    * process over NCCL, then the owners' parts summed over the processes by MPI from host buffers: the CPU
    * path's hierarchical sums, (a0 + a1) + (b0 + b1), so the bits of the same run on CPU devices, also with
    * batch norm (its statistics over the host and MPI) and with accumulation (a window's later micro-batches
-   * reduced in the staging bucket, summed over the processes, then added); a bf16 wire is refused. */
+   * reduced in the staging bucket, summed over the processes, then added). */
   batches[0] = 12, batches[1] = 8;
   check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 1},
              (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
@@ -257,9 +257,18 @@ int main(int argc, char **argv) {
   check_bits(norm, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, PROCESS, 0, 1},
              (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_PARAMETERS, PROCESS, 0, 0},
              "batch norm, the parameters sharded within each process, 2 x 2, vs CPU devices");
+  /* A bf16 wire: within the process the 16-bit reduce (each rank's value rounded, summed in rank order,
+   * rounded), across the processes MPI's 16-bit sum of the owners' parts: the CPU path's roundings, so its
+   * bits; also accumulating 2. */
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+             "a bf16 wire, the gradients sharded within each process, 2 x 2, vs CPU devices");
+  accumulation = 2;
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 1},
+             (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
+             "a bf16 wire, the gradients sharded within each process, accumulating 2, vs CPU devices");
+  accumulation = 1;
   batches[0] = 11, batches[1] = 6;
-  check_refused(lenet, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_GRADIENTS, PROCESS, 0, 0},
-                "float32", "a bf16 wire, the gradients sharded within each process");
   /* ZeRO-3 across every GPU of the job: a pass reads the other processes' ranges from host copies they
    * expose (refreshed from their GPUs when they publish) into host memory and copies them onto its GPU; the
    * gradient as ZeRO-2 across the job. */
