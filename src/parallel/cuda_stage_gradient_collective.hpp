@@ -13,6 +13,12 @@
 // (CudaCollective::all_gather: peer copies among the process's replicas; NCCL broadcasts from each part's
 // owner when the parts are the communicator's ranks'). With one replica per stage in one process there is
 // nothing to reduce.
+//
+// A window's last micro-batch reduces each stage as soon as its replicas have run their schedule, while
+// other stages still drain the pipeline (their GPUs are others): the stage's device threads meet at the
+// stage's barrier and its first replica's thread reduces the stage over its communicator (the stage's
+// contexts are idle then); stages reduce at once on communicators of disjoint GPUs. Earlier micro-batches
+// (accumulation) reduce nothing. The reduction's bits are those of the reduction after the phase.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "backend/cuda/collective.hpp"
+#include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
 
@@ -32,7 +39,8 @@ class CudaStageGradientCollective final : public GradientCollective {
   // empty, or (a sharded optimizer) per stage its replicas' parts, replicas_per_stage + 1 offsets from the
   // stage's first parameter. Throws as CudaCollective does (DPT_ERROR_UNSUPPORTED: a stage's replicas partly
   // sharing a GPU, or sharing one across processes).
-  CudaStageGradientCollective(const std::vector<std::unique_ptr<Replica>> &replicas,
+  // group: the trainer's devices, whose subgroups are the stages (DeviceGroup::enable_subgroups).
+  CudaStageGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                               size_t replicas_per_stage, const World *world, double timeout_seconds,
                               WireType wire, std::vector<std::vector<size_t>> parts);
 
@@ -40,12 +48,17 @@ class CudaStageGradientCollective final : public GradientCollective {
   // stage in one process).
   CudaCollective *stage(size_t s) { return stages_.empty() ? nullptr : stages_[s].get(); }
 
+  bool overlaps_backward() const override { return !stages_.empty(); }
+  // Device thread rank, after its stage's schedule: the stage reduced by its first replica's thread.
+  void finish_backward(size_t rank) override;
+  // Every stage, one after the other, unless the stages reduced at the end of their schedules.
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
   // Every stage's replicas gather its parts (the layout's bounds are not used: each stage has its own).
   void gather_between_phases(const std::vector<size_t> &bounds) override;
-  // The stages reduce one after the other: the step waits for all of them.
-  AllReduceTimes times(bool) const override { return {seconds_, seconds_, seconds_}; }
+  // total: the stages' reductions added up; exposed: after the phase every one of them (the step waits for
+  // them all), or, reduced at the end of their schedules, from the last stage's start to the last end.
+  AllReduceTimes times(bool) const override { return {0, seconds_, exposed_seconds_}; }
   RankReduction rank_reduction(size_t rank, bool) const override;
 
  private:
@@ -58,9 +71,15 @@ class CudaStageGradientCollective final : public GradientCollective {
   std::vector<std::vector<float *>> grads_, params_;     // per stage, its replicas' buffers
   std::vector<std::vector<size_t>> parts_;
   std::vector<size_t> floats_;  // per stage, the floats all-reduced
-  double seconds_ = 0;
-  std::vector<const float *> sends_;  // reduce_to_owners' scratch, kept so that a step allocates nothing
-  std::vector<float *> recvs_;
+  DeviceGroup &group_;
+  double seconds_ = 0, exposed_seconds_ = 0;
+  std::vector<double> starts_, ends_;  // per stage: its last reduction (at the end of its schedule)
+  // reduce_to_owners' scratch, per stage (stages reduce at once), kept so that a step allocates nothing
+  std::vector<std::vector<const float *>> sends_;
+  std::vector<std::vector<float *>> recvs_;
+
+  // Stage s's reduction over its communicator.
+  void reduce_stage(size_t s);
 
   // Stage s's parts are its communicator's ranks' (on distinct GPUs): its range reduced to their owners.
   bool reduces_to_owners(size_t s) const {

@@ -157,7 +157,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // across the processes without copies.)
   const World *stage_sums = stages_across_processes() ? stage_world_ : config_.world;
   if (staged && on_gpus_) {
-    auto stages = std::make_unique<CudaStageGradientCollective>(replicas_, width, stage_sums,
+    auto stages = std::make_unique<CudaStageGradientCollective>(*group_, replicas_, width, stage_sums,
                                                                 config_.timeout_seconds, wire, stage_bounds_);
     // A stage's batch statistics go over its NCCL communicator too, when its replicas have GPUs of their own.
     for (size_t s = 0; s < stage_statistics_.size(); ++s) {
@@ -265,6 +265,7 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   run_phase([this, overlap](size_t rank) {
     if (pipeline_ != nullptr) {
       run_stage(rank);
+      if (overlap) collective_->finish_backward(rank);  // (GPUs: each stage reduces as soon as it is done)
       return;
     }
     const double start = platform::now_seconds();

@@ -195,8 +195,9 @@ void Trainer::record_replica_times(double total_seconds, bool reduced, bool over
     }
     // A pipeline stage's hand-overs (its activations and gradients copied across its boundaries).
     if (pipeline_ != nullptr) t.communication += pipeline_->transfer_seconds(rank);
-    // An overlapped reduction ran on the communication thread, beside the compute.
-    const double busy = t.compute + t.update + (overlapped ? 0 : t.communication);
+    // An overlapped reduction ran on the communication thread, beside the compute (a pipeline stage's ran
+    // after its schedule, on its own thread: busy).
+    const double busy = t.compute + t.update + (overlapped && pipeline_ == nullptr ? 0 : t.communication);
     t.idle = std::max(0.0, total_seconds - busy);
     ReplicaTimes &sum = replica_totals_[rank];
     sum.compute += t.compute, sum.communication += t.communication, sum.update += t.update,

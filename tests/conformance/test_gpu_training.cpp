@@ -310,9 +310,17 @@ void check_gpu_pipeline(const std::shared_ptr<dpt::Context> &gpus, std::vector<s
   train(gpu);
   train(cpu);
   const Batch last = batch(16, 420);
-  const double norm_gpu = gpu.step(last.x.data(), last.y.data(), last.n).grad_norm;
+  const dpt::StepStats stats = gpu.step(last.x.data(), last.y.data(), last.n);
+  const double norm_gpu = stats.grad_norm;
   const double norm_cpu = cpu.step(last.x.data(), last.y.data(), last.n).grad_norm;
   print_message("%s: gradient norm GPU %.9g, CPU %.9g\n", what, norm_gpu, norm_cpu);
+  if (k == 4) {  // each stage reduced at the end of its schedule: its time, the part after the last start
+    print_message("%s: stages' reductions %.6f s, exposed %.6f s\n", what, stats.allreduce_seconds,
+                  stats.allreduce_exposed_seconds);
+    assert_true(stats.allreduce_seconds > 0);
+    assert_true(stats.allreduce_exposed_seconds >= 0 &&
+                stats.allreduce_exposed_seconds <= stats.allreduce_seconds);
+  }
   assert_true(std::fabs(norm_gpu - norm_cpu) <= 1e-5 * norm_cpu && norm_cpu > 0.05);
   expect_equivalent("pipeline of GPUs vs of CPU devices", parameters(gpu), parameters(cpu), start,
                     kAcrossBackends);
