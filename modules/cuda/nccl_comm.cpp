@@ -180,15 +180,18 @@ int wait_for_ranks(dpt_backend_comm &c, dpt_backend_context *const *contexts, do
   }
 }
 
-int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
-              dpt_backend_context *const *contexts, const Error &e) {
+int close_group(dpt_backend_comm &c, ncclResult_t status, const char *call, const Error &e) {
   const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
   if (status == ncclSuccess) status = end;
-  if (status != ncclSuccess) {
-    const int rc = nccl_failed(e, c.ranks.c_str(), call, status, nullptr);
-    abort_all(c);
-    return rc;
-  }
+  if (status == ncclSuccess) return 0;
+  const int rc = nccl_failed(e, c.ranks.c_str(), call, status, nullptr);
+  abort_all(c);
+  return rc;
+}
+
+int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
+              dpt_backend_context *const *contexts, const Error &e) {
+  if (const int rc = close_group(c, status, call, e)) return rc;
   return record_events(c, contexts, e);
 }
 

@@ -21,15 +21,17 @@ namespace dpt::cuda {
 
 namespace {
 
-// Every rank's communication stream ordered after what its context's stream holds now.
-int order_after_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
-                        const Error &e) {
+using EventOf = cudaEvent_t dpt_backend_context::*;
+
+// Every rank's stream `to` ordered after what its stream `from` holds now, through its event `event`.
+int order_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, StreamOf from, StreamOf to,
+                  EventOf event, const char *call, const Error &e) {
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     const int ordinal = c.ordinals[r];
     dpt_backend_context &ctx = *contexts[r];
     DeviceGuard guard(ordinal);
-    cudaError_t s = cudaEventRecord(ctx.comm_ready, ctx.stream);
-    if (s == cudaSuccess) s = cudaStreamWaitEvent(ctx.comm_stream, ctx.comm_ready, 0);
+    cudaError_t s = cudaEventRecord(ctx.*event, ctx.*from);
+    if (s == cudaSuccess) s = cudaStreamWaitEvent(ctx.*to, ctx.*event, 0);
     if (s != cudaSuccess) {
       char what[96];
       std::snprintf(what, sizeof what, "cudaEventRecord / cudaStreamWaitEvent (%s)", call);
@@ -69,23 +71,6 @@ int record_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, co
   return 0;
 }
 
-// Each context's stream ordered after its communication stream, whose end the completion event marks.
-int join_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e) {
-  for (size_t r = 0; r < c.ordinals.size(); ++r) {
-    const int ordinal = c.ordinals[r];
-    dpt_backend_context &ctx = *contexts[r];
-    DeviceGuard guard(ordinal);
-    cudaError_t s = cudaEventRecord(ctx.event, ctx.comm_stream);
-    if (s == cudaSuccess) s = cudaStreamWaitEvent(ctx.stream, ctx.event, 0);
-    if (s != cudaSuccess) {
-      const int rc = cuda_failed(e, ordinal, "cudaEventRecord / cudaStreamWaitEvent (comm_wait_started)", s);
-      abort_all(c);
-      return rc;
-    }
-  }
-  return 0;
-}
-
 struct AllReduceArguments {
   dpt_backend_comm *c;
   dpt_backend_context *const *contexts;
@@ -106,17 +91,14 @@ int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
                      ncclResult_t (*queue)(void *), void *arguments, const Error &e) {
   try {
     DeviceGuard guard(c.ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
-    if (const int rc = order_after_streams(c, contexts, call, e)) return rc;
+    // Every rank's communication stream ordered after what its context's stream holds now.
+    if (const int rc =
+            order_streams(c, contexts, &dpt_backend_context::stream, &dpt_backend_context::comm_stream,
+                          &dpt_backend_context::comm_ready, call, e))
+      return rc;
     ncclResult_t status = ncclGroupStart();
     if (status != ncclSuccess) return nccl_failed(e, c.ranks.c_str(), "ncclGroupStart", status, nullptr);
-    status = queue(arguments);
-    const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
-    if (status == ncclSuccess) status = end;
-    if (status != ncclSuccess) {
-      const int rc = nccl_failed(e, c.ranks.c_str(), call, status, nullptr);
-      abort_all(c);
-      return rc;
-    }
+    if (const int rc = close_group(c, queue(arguments), call, e)) return rc;
     return record_started(c, contexts, call, e);
   } catch (const std::bad_alloc &) {
     return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
@@ -179,7 +161,12 @@ int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contex
   comm->started = 0;
   return run_collective(
       *comm, contexts, "comm_wait_started", "the started collectives (ncclAllReduce, ncclReduce)",
-      timeout_seconds, [&] { return join_streams(*comm, contexts, e); }, e);
+      timeout_seconds,
+      [&] {  // each context's stream after its communication stream's end, which the event marks
+        return order_streams(*comm, contexts, &dpt_backend_context::comm_stream, &dpt_backend_context::stream,
+                             &dpt_backend_context::event, "comm_wait_started", e);
+      },
+      e);
 }
 
 }  // namespace dpt::cuda

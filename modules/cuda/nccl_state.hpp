@@ -44,7 +44,9 @@ void abort_all(dpt_backend_comm &c);
 int record_events(dpt_backend_comm &c, dpt_backend_context *const *contexts, const Error &e);
 // Closes the NCCL group a collective's calls were enqueued in (status: the first failed call's, else
 // ncclSuccess); a failure, of a call or of the group's end, is reported as `call`'s and aborts the
-// communicator; otherwise each rank's completion event is recorded (record_events).
+// communicator.
+int close_group(dpt_backend_comm &c, ncclResult_t status, const char *call, const Error &e);
+// close_group, then each rank's completion event recorded (record_events).
 int end_group(dpt_backend_comm &c, ncclResult_t status, const char *call,
               dpt_backend_context *const *contexts, const Error &e);
 // A collective's contexts checked (`call` names it): a communicator not aborted, every rank's context on

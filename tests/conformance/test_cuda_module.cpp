@@ -249,6 +249,19 @@ void test_null_handles(void **) {
   EXPECT_ERROR(kInvalid, "comm_all_reduce",
                api->comm_all_reduce(nullptr, nullptr, 1, &buffer, &one, DPT_DTYPE_F32, 1.0, e, sizeof e), e,
                "comm_all_reduce");
+  EXPECT_ERROR(kInvalid, "comm_all_reduce_start",
+               api->comm_all_reduce_start(nullptr, nullptr, 1, &buffer, &one, DPT_DTYPE_F32, e, sizeof e), e,
+               "comm_all_reduce_start");
+  const float *send = &f;
+  const size_t bounds[2] = {0, 1};
+  EXPECT_ERROR(
+      kInvalid, "comm_reduce_ranges_start",
+      api->comm_reduce_ranges_start(nullptr, nullptr, &send, &buffer, bounds, DPT_DTYPE_F32, e, sizeof e), e,
+      "comm_reduce_ranges_start");
+  EXPECT_ERROR(kInvalid, "comm_join_started", api->comm_join_started(nullptr, nullptr, 0, e, sizeof e), e,
+               "comm_join_started");
+  EXPECT_ERROR(kInvalid, "comm_wait_started", api->comm_wait_started(nullptr, nullptr, 1.0, e, sizeof e), e,
+               "comm_wait_started");
   EXPECT_ERROR(kInvalid, "comm_inject_hang",
                cuda_test::test_extension(*api).comm_inject_hang(nullptr, 0, e, sizeof e), e,
                "comm_inject_hang");

@@ -67,21 +67,15 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
     rc = api.virtual_all_reduce(contexts_.data(), int(k), pointers_.data(), end - begin, dtype, error_,
                                 sizeof error_);
   } else {
-    pointers_.resize(k * ranges.size());
-    counts_.resize(ranges.size());
-    for (size_t b = 0; b < ranges.size(); ++b) counts_[b] = ranges[b].second - ranges[b].first;
-    for (size_t i = 0; i < k; ++i)
-      for (size_t b = 0; b < ranges.size(); ++b)
-        pointers_[i * ranges.size() + b] = buffers[i] + ranges[b].first;
+    point_at(buffers, ranges);
     rc = api.comm_all_reduce(comm_, contexts_.data(), ranges.size(), pointers_.data(), counts_.data(), dtype,
                              timeout_seconds, error_, sizeof error_);
   }
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
-void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
-                                      const std::vector<std::pair<size_t, size_t>> &ranges) {
-  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_all_reduce needs a NCCL communicator");
+void CudaCollective::point_at(const std::vector<float *> &buffers,
+                              const std::vector<std::pair<size_t, size_t>> &ranges) {
   const size_t k = replicas_.size();
   pointers_.resize(k * ranges.size());
   counts_.resize(ranges.size());
@@ -89,6 +83,12 @@ void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
   for (size_t i = 0; i < k; ++i)
     for (size_t b = 0; b < ranges.size(); ++b)
       pointers_[i * ranges.size() + b] = buffers[i] + ranges[b].first;
+}
+
+void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
+                                      const std::vector<std::pair<size_t, size_t>> &ranges) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_all_reduce needs a NCCL communicator");
+  point_at(buffers, ranges);
   const int rc =
       replicas_[0]->api().comm_all_reduce_start(comm_, contexts_.data(), ranges.size(), pointers_.data(),
                                                 counts_.data(), DPT_DTYPE_F32, error_, sizeof error_);

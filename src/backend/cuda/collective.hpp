@@ -85,6 +85,8 @@ class CudaCollective {
   // Scratch of all_reduce, kept so that a step allocates nothing.
   std::vector<float *> pointers_;
   std::vector<size_t> counts_;
+  // pointers_ and counts_ of comm_all_reduce's layout: replica r's buffer b at r * ranges + b.
+  void point_at(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges);
   char error_[512] = "";
 };
 
