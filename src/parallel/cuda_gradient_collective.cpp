@@ -52,7 +52,8 @@ void CudaGradientCollective::start(size_t rank, size_t bucket) {
   local_.barrier(rank);  // every replica's backward of the bucket is queued on its stream
   if (rank == 0) {
     if (bucket == 0) first_start_ = platform::now_seconds();
-    collective_->start_all_reduce(grads_, {buckets_[bucket]});
+    one_bucket_[0] = buckets_[bucket];
+    collective_->start_all_reduce(grads_, one_bucket_);
   }
   local_.barrier(rank);  // replica 0 is done with every context
 }

@@ -79,6 +79,8 @@ class CudaGradientCollective final : public GradientCollective {
   std::vector<float *> params_;       // and parameter buffer
   bool overlap_ = false;              // buckets reduced during backward
   std::vector<Lane> lanes_;
+  std::vector<std::pair<size_t, size_t>> one_bucket_ = {
+      {0, 0}};              // a start's range (a step allocates nothing)
   double first_start_ = 0;  // when replica 0 started the first bucket of the overlapped backward
   double seconds_ = 0, exposed_seconds_ = 0;  // of the last reduction
   double bus_bytes_ = 0;  // an all-reduce of the gradient over every rank, as NCCL counts it
