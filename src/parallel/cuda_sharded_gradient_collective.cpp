@@ -164,7 +164,8 @@ void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
   const size_t k = kernels_.size();
   if (collective_->shares_one_gpu()) {
-    collective_->all_reduce(slot_pointers_, {{0, b.end - b.begin}}, timeout_, wire_);
+    whole_bucket_[0] = {0, b.end - b.begin};
+    collective_->all_reduce(slot_pointers_, whole_bucket_, timeout_, wire_);
   } else {
     sends_.assign(slot_pointers_.begin(), slot_pointers_.end());
     recvs_.assign(k, nullptr);

@@ -13,10 +13,10 @@
 // (reduce_ranges), and on one GPU (cuda:0x2) the virtual all-reduce of the buckets, then each owner's copy
 // of its range: one staging bucket then suffices. The first micro-batch of a window writes its sums into
 // the ranges, later ones add theirs (reduced in place in the owner's staging bucket, then added: the sum
-// first, then one addition, as on CPU devices). A tied parameter's gradient (ModelSpec::tie) has two writers: the tying
-// node, early in backward, adds into the source's place in the staging bucket when the source's bucket is
-// the one open, else into a small per-replica copy in the GPU's memory (TiedSources), which becomes the
-// source's part of the staging bucket when that bucket opens, instead of zeros (as on CPU devices: the
+// first, then one addition, as on CPU devices). A tied parameter's gradient (ModelSpec::tie) has two writers:
+// the tying node, early in backward, adds into the source's place in the staging bucket when the source's
+// bucket is the one open, else into a small per-replica copy in the GPU's memory (TiedSources), which becomes
+// the source's part of the staging bucket when that bucket opens, instead of zeros (as on CPU devices: the
 // unsharded backward's order of additions, so its bits).
 //
 // Bits: on one GPU and against the simulator, those of the unsharded all-reduce (sums in rank order); on
@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/collective.hpp"
@@ -151,6 +152,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
   std::vector<size_t> parts_;  // every rank's (of every process) part of the bucket
   std::vector<const float *> sends_;
   std::vector<float *> recvs_, slot_pointers_;
+  std::vector<std::pair<size_t, size_t>> whole_bucket_ = {{0, 0}};  // one GPU: the bucket's range
   std::vector<double> seconds_;  // per replica: its reductions in the last window
 };
 

@@ -36,13 +36,19 @@ CudaStageGradientCollective::CudaStageGradientCollective(
   ends_.assign(stages_.size(), 0.0);
   sends_.resize(stages_.size());
   recvs_.resize(stages_.size());
+  ranges_.assign(stages_.size(), {{0, 0}});
+}
+
+void CudaStageGradientCollective::all_reduce_range(size_t s, size_t begin, size_t end) {
+  ranges_[s][0] = {begin, end};
+  stages_[s]->all_reduce(grads_[s], ranges_[s], timeout_, wire_);
 }
 
 void CudaStageGradientCollective::reduce_stage(size_t s) {
   if (reduces_to_owners(s))
     reduce_to_owners(s);
   else
-    stages_[s]->all_reduce(grads_[s], {{0, floats_[s]}}, timeout_, wire_);
+    all_reduce_range(s, 0, floats_[s]);
 }
 
 void CudaStageGradientCollective::finish_backward(size_t rank) {
@@ -91,7 +97,7 @@ void CudaStageGradientCollective::reduce_to_owners(size_t s) {
   }
   stages_[s]->reduce_ranges(sends, recvs, parts, timeout_, wire_);
   const size_t range = parts.back();
-  if (floats_[s] > range) stages_[s]->all_reduce(grads_[s], {{range, floats_[s]}}, timeout_, wire_);
+  if (floats_[s] > range) all_reduce_range(s, range, floats_[s]);
 }
 
 void CudaStageGradientCollective::gather_between_phases(const std::vector<size_t> & /*bounds*/) {

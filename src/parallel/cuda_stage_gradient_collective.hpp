@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/collective.hpp"
@@ -77,9 +78,12 @@ class CudaStageGradientCollective final : public GradientCollective {
   // reduce_to_owners' scratch, per stage (stages reduce at once), kept so that a step allocates nothing
   std::vector<std::vector<const float *>> sends_;
   std::vector<std::vector<float *>> recvs_;
+  std::vector<std::vector<std::pair<size_t, size_t>>> ranges_;  // per stage: all_reduce_range's one range
 
   // Stage s's reduction over its communicator.
   void reduce_stage(size_t s);
+  // Stage s's gradient [begin, end) all-reduced among its replicas.
+  void all_reduce_range(size_t s, size_t begin, size_t end);
 
   // Stage s's parts are its communicator's ranks' (on distinct GPUs): its range reduced to their owners.
   bool reduces_to_owners(size_t s) const {
