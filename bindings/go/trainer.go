@@ -333,10 +333,11 @@ type TrainerOptions struct {
 	// among its own devices) or ShardScopeWorld (among every device of the job; ShardOptimizer or
 	// ShardGradients); a value outside the enum is StatusInvalidArgument.
 	ShardScope ShardScope
-	// PrefetchParameters: with ShardParameters in ShardScopeWorld, each pass reads the next bucket of
-	// parameters from the other processes while the current bucket's layers run, at the cost of a second
-	// gather buffer per device (the largest bucket). False (the default): each bucket is read when its first
-	// layer asks. No effect elsewhere; the same bits either way.
+	// PrefetchParameters: with ShardParameters, each pass reads the next bucket of parameters while the
+	// current bucket's layers run (from the other processes in ShardScopeWorld, from the other GPUs on CUDA
+	// devices), at the cost of a second gather buffer per device (the largest bucket). False (the default):
+	// each bucket is read when its first layer asks. No effect on CPU devices within a process; the same
+	// bits either way.
 	PrefetchParameters bool
 	// PipelineStages is pipeline model parallel: the model is cut into this many stages S, and each step's
 	// batch into MicroBatches micro-batches that pass forward through the stages and back. The trainer's K

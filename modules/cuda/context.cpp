@@ -23,6 +23,9 @@ dpt_backend_context::~dpt_backend_context() {
   if (x_desc != nullptr) cudnnDestroyTensorDescriptor(x_desc);
   if (dnn != nullptr) cudnnDestroy(dnn);
   if (blas != nullptr) cublasDestroy(blas);
+  if (copy_done != nullptr) cudaEventDestroy(copy_done);
+  if (copy_ready != nullptr) cudaEventDestroy(copy_ready);
+  if (copy_stream != nullptr) cudaStreamDestroy(copy_stream);
   if (comm_ready != nullptr) cudaEventDestroy(comm_ready);
   if (comm_stream != nullptr) cudaStreamDestroy(comm_stream);
   if (event != nullptr) cudaEventDestroy(event);
@@ -59,6 +62,9 @@ int create_resources(dpt_backend_context &c, const Error &e) {
   DPT_CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&c.event, cudaEventDisableTiming));
   DPT_CUDA("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c.comm_stream, cudaStreamNonBlocking));
   DPT_CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&c.comm_ready, cudaEventDisableTiming));
+  DPT_CUDA("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&c.copy_stream, cudaStreamNonBlocking));
+  DPT_CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&c.copy_ready, cudaEventDisableTiming));
+  DPT_CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&c.copy_done, cudaEventDisableTiming));
   DPT_CUBLAS("cublasCreate", cublasCreate(&c.blas));
   DPT_CUBLAS("cublasSetStream", cublasSetStream(c.blas, c.stream));
   // CUBLAS_DEFAULT_MATH never uses TF32 for SGEMM; CUBLAS_TF32_TENSOR_OP_MATH allows it.
@@ -158,6 +164,7 @@ void context_destroy(dpt_backend_context *ctx) {
   DeviceGuard guard(ctx->ordinal);
   if (ctx->stream != nullptr) cudaStreamSynchronize(ctx->stream);  // nothing may still use what is freed
   if (ctx->comm_stream != nullptr) cudaStreamSynchronize(ctx->comm_stream);
+  if (ctx->copy_stream != nullptr) cudaStreamSynchronize(ctx->copy_stream);
   delete ctx;
 }
 

@@ -39,6 +39,11 @@ struct dpt_backend_context {
   // queued on `stream` before each start.
   cudaStream_t comm_stream = nullptr;
   cudaEvent_t comm_ready = nullptr;
+  // copy_device_ahead's stream, beside `stream`; copy_ready orders it after `stream`'s work before each
+  // copy, copy_done orders `stream` after its copies at a join; copies_pending: queued and not joined.
+  cudaStream_t copy_stream = nullptr;
+  cudaEvent_t copy_ready = nullptr, copy_done = nullptr;
+  bool copies_pending = false;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
   // Reused by pooling and activations (set at each call: host-only work).

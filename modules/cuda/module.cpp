@@ -6,6 +6,7 @@
 #include "cuda/accumulate.hpp"
 #include "cuda/context.hpp"
 #include "cuda/convert.hpp"
+#include "cuda/copies_ahead.hpp"
 #include "cuda/discovery.hpp"
 #include "cuda/loss.hpp"
 #include "cuda/memory.hpp"
@@ -118,6 +119,8 @@ const dpt_backend_v2 kBackend = {
     .comm_wait_started = &comm_wait_started,
     .comm_reduce_ranges_start = &comm_reduce_ranges_start,
     .comm_join_started = &comm_join_started,
+    .copy_device_ahead = &copy_device_ahead,
+    .copy_join_ahead = &copy_join_ahead,
 };
 
 }  // namespace

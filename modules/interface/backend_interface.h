@@ -41,9 +41,11 @@ extern "C" {
  * (sharded gradients over NCCL), l2_block_sums and l2_norm in the core's order (a sharded gradient's norm).
  * 8: comm_all_reduce_start, comm_reduce_ranges_start, comm_join_started and comm_wait_started (a gradient
  * bucket all-reduced, or reduced to its owners, on a communication stream while backward computes the next).
+ * 9: copy_device_ahead and copy_join_ahead (a sharded parameter bucket copied in on a copy stream while the
+ * layers before it compute).
  * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
  * refused by its version, with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 8u
+#define DPT_BACKEND_ABI_VERSION 9u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -146,8 +148,8 @@ typedef struct dpt_backend_v2 {
    *  be NULL (defaults). On failure *out is NULL and nothing is left allocated. */
   int (*context_create)(int ordinal, const dpt_backend_context_options *options, dpt_backend_context **out,
                         char *error, size_t error_size);
-  /** Waits for the stream, then frees every allocation, the workspace, the handles and the stream.
-   *  NULL is ignored. */
+  /** Waits for the streams (copies queued ahead and never joined too), then frees every allocation, the
+   *  workspace, the handles and the streams. NULL is ignored. */
   void (*context_destroy)(dpt_backend_context *ctx);
   /** Waits until everything queued on the context's stream has finished; reports its errors. */
   int (*context_synchronize)(dpt_backend_context *ctx, char *error, size_t error_size);
@@ -367,6 +369,20 @@ typedef struct dpt_backend_v2 {
    *  Fewer than @p keep + 1 started: nothing to do. The wait still ends them all. Since version 8. */
   int (*comm_join_started)(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t keep,
                            char *error, size_t error_size);
+
+  /* ---- Copies beside compute ---- */
+
+  /** copy_device on the context's copy stream, a third stream of the context: ordered after the work
+   *  queued so far on the context's stream, and NOT before the work queued on it later, which runs beside
+   *  it (a sharded parameter bucket copied in from its owners while the layers before it compute). Until
+   *  copy_join_ahead, @p dst must be neither read nor written (what it holds meanwhile is undefined) and
+   *  @p src not written. Several copies run in the order they were queued. Since version 9. */
+  int (*copy_device_ahead)(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                           size_t error_size);
+  /** Orders the context's stream after every copy_device_ahead queued since the last join (the work queued
+   *  later sees the copies), without waiting on the host; an error of the copies surfaces at a later
+   *  synchronizing call. None queued: returns 0. Since version 9. */
+  int (*copy_join_ahead)(dpt_backend_context *ctx, char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -397,7 +413,8 @@ typedef struct dpt_backend_test_v1 {
   X(comm_create) X(comm_destroy) X(comm_all_reduce) X(virtual_all_reduce)                               \
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
   X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums) X(comm_all_reduce_start)               \
-  X(comm_wait_started) X(comm_reduce_ranges_start) X(comm_join_started)
+  X(comm_wait_started) X(comm_reduce_ranges_start) X(comm_join_started) X(copy_device_ahead)            \
+  X(copy_join_ahead)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

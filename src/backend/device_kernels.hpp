@@ -44,6 +44,15 @@ class DeviceKernels {
   // Device to device, queued after the work before it (on a GPU src may be another GPU's: a peer copy); no
   // host round trip, no wait.
   virtual void copy_device(float *dst, const float *src, size_t count) = 0;
+  // copy_device beside the work queued later (a GPU's copy stream: a parameter bucket read ahead while
+  // the layers before it compute): ordered after the work queued before it; until join_copies_ahead, dst
+  // must be neither read nor written and src not written. Where the copy cannot run beside the work (a
+  // CPU device), it is copy_device and the join does nothing.
+  virtual void copy_device_ahead(float *dst, const float *src, size_t count) { copy_device(dst, src, count); }
+  // Orders the work queued from now on after every copy_device_ahead since the last join (no host wait).
+  virtual void join_copies_ahead() {}
+  // True when copy_device_ahead runs beside the work queued later (a read ahead can hide it).
+  virtual bool copies_beside_compute() const { return false; }
   // Waits for the queued work; throws its error (DPT_ERROR_DEVICE naming the device and the call).
   virtual void synchronize() = 0;
   // Host to device, as copy_to_device, for the labels of a slice.

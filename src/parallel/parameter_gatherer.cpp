@@ -17,7 +17,9 @@ ParameterGatherer::ParameterGatherer(const std::vector<std::unique_ptr<Replica>>
       tied_(spec),
       lanes_(replicas.size()) {
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
-  read_ahead_ = read_ahead && owners_.across_processes();
+  // Within a process only a GPU's copy stream can hide a read (a CPU device's copy is its thread's work).
+  read_ahead_ = read_ahead && (owners_.across_processes() ||
+                               (!replicas.empty() && replicas[0]->kernels->copies_beside_compute()));
   const size_t largest = largest_bucket(buckets_);
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
     for (size_t s = 0; s < slots_per_replica(); ++s)

@@ -10,9 +10,10 @@
 // of the tied sources (TiedSources), gathered at the start of every pass: the source's bucket is elsewhere in
 // the pass. Sharded across the devices of every MPI process, the other processes' ranges of a bucket are read
 // from them one-sidedly (ParameterOwners), each device thread on its own; optionally read ahead (the
-// trainer's prefetch_parameters): each replica has a second slot, into which the bucket the pass will ask for
-// next (the one after the current, in the direction the pass goes: forward and backward each visit the
-// buckets in order) is read while the current one's layers run. A pass's last bucket has none after it, so no
+// trainer's prefetch_parameters, across processes or on GPUs, whose copies then run on a copy stream beside
+// the compute): each replica has a second slot, into which the bucket the pass will ask for next (the one
+// after the current, in the direction the pass goes: forward and backward each visit the buckets in order)
+// is read while the current one's layers run. A pass's last bucket has none after it, so no
 // read outlives a pass that ends normally; one that an error left behind is finished when the next pass
 // starts.
 #pragma once
@@ -49,7 +50,7 @@ class ParameterGatherer {
   ParameterSource source(size_t rank) const;
   // Where the ranges are: every parameter is read through it.
   const ParameterOwners &owners() const { return owners_; }
-  // The slots (two across processes) and the tied sources' copy of replica rank.
+  // The slots (two when reading ahead) and the tied sources' copy of replica rank.
   uint64_t slot_bytes(size_t rank) const {
     return (slots_per_replica() * slots_[rank * slots_per_replica()].size() +
             (tied_.empty() ? 0 : tied_values_[rank].size())) *
@@ -82,7 +83,7 @@ class ParameterGatherer {
   TraceRecorder &trace_;
   std::vector<GradientBucket> buckets_;
   std::vector<size_t> bucket_of_node_, node_offsets_;  // per node (with parameters): its bucket, its offset
-  bool read_ahead_ = false;                            // asked for, and across processes
+  bool read_ahead_ = false;                            // asked for, and across processes or on GPUs
   mutable std::vector<DeviceBuffer> slots_;            // per replica, slots_per_replica() each
   TiedSources tied_;
   mutable std::vector<DeviceBuffer> tied_values_;  // per replica, packed

@@ -111,9 +111,16 @@ ParameterOwners::PendingCopy ParameterOwners::start_copy(float *dst, size_t begi
     pending.staged = ahead.data();
   }
   float *into = placement_.host_staging ? pending.staged : dst;  // the gets' destination
+  DeviceKernels &k = *kernels_[rank];
+  pending.local_ahead = k.copies_beside_compute();
   try {
     for_each_part(begin, end, [&](size_t device, size_t lo, size_t hi) {
-      if (local(device)) return;
+      if (local(device)) {
+        if (pending.local_ahead)
+          k.copy_device_ahead(dst + (lo - begin), ranges_[device - first_] + (lo - shards_.bounds()[device]),
+                              hi - lo);
+        return;
+      }
       void *get = placement_.world->start_get(into + (lo - begin), (hi - lo) * sizeof(float),
                                               process_of_[device], remote_address(device, lo));
       if (get != nullptr) pending.gets.push_back(get);
@@ -129,20 +136,27 @@ void ParameterOwners::finish_copy(PendingCopy &pending) const {
   if (pending.dst == nullptr) return;
   PendingCopy done = std::move(pending);
   pending = PendingCopy{};
+  DeviceKernels &k = *kernels_[done.rank];
   std::exception_ptr first;
+  if (done.local_ahead) try {  // (device-side: first, so that no failed get leaves the copies unjoined)
+      k.join_copies_ahead();
+    } catch (...) {
+      first = std::current_exception();
+    }
   for (void *get : done.gets) try {
       placement_.world->finish_get(get, placement_.timeout_seconds);
     } catch (...) {
       if (first == nullptr) first = std::current_exception();
     }
   if (first != nullptr) std::rethrow_exception(first);
-  DeviceKernels &k = *kernels_[done.rank];
   for_each_part(done.begin, done.end, [&](size_t device, size_t lo, size_t hi) {
     float *to = done.dst + (lo - done.begin);
-    if (local(device))
-      k.copy_device(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
-    else if (placement_.host_staging)
+    if (local(device)) {
+      if (!done.local_ahead)
+        k.copy_device(to, ranges_[device - first_] + (lo - shards_.bounds()[device]), hi - lo);
+    } else if (placement_.host_staging) {
       k.copy_to_device(to, done.staged + (lo - done.begin), hi - lo);
+    }
   });
   if (placement_.host_staging) k.synchronize();  // the read-ahead buffer takes the next read
 }

@@ -49,15 +49,18 @@ class ParameterOwners {
   // The same into host memory, from any thread between passes; returns when the values are there.
   void copy_to_host(float *dst, size_t begin, size_t end) const;
 
-  // copy() in two halves, to read ahead across processes: start_copy starts the one-sided gets of the
-  // other processes' parts, which proceed while the caller computes; finish_copy waits for them and copies
-  // this process's parts. A started copy must be finished, also when it is no longer wanted (the gets may
-  // write dst until then); finish_copy leaves it inactive, also when it throws.
+  // copy() in two halves, to read ahead: start_copy starts the one-sided gets of the other processes'
+  // parts, and on GPUs queues this process's parts on the reading replica's copy stream
+  // (DeviceKernels::copy_device_ahead), which proceed while the caller computes; finish_copy waits for the
+  // gets, and copies this process's parts (on GPUs: orders the replica's stream after their copies). A
+  // started copy must be finished, also when it is no longer wanted (the gets and copies may write dst
+  // until then); finish_copy leaves it inactive, also when it throws.
   struct PendingCopy {
     float *dst = nullptr;  // nullptr: inactive
     size_t begin = 0, end = 0, rank = 0;
     std::vector<void *> gets;
-    float *staged = nullptr;  // host staging: the gets' destination, [begin, end) (rank's read-ahead buffer)
+    float *staged = nullptr;   // host staging: the gets' destination, [begin, end) (rank's read-ahead buffer)
+    bool local_ahead = false;  // this process's parts are queued on the copy stream
   };
   PendingCopy start_copy(float *dst, size_t begin, size_t end, size_t rank) const;
   void finish_copy(PendingCopy &pending) const;

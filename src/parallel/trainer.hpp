@@ -98,8 +98,8 @@ struct TrainerConfig {
   // kParameters: the parameters too (plus one gather slot of a bucket); the bits of kGradients.
   ShardMode shard = ShardMode::kNone;
   ShardScope shard_scope = ShardScope::kProcess;
-  // kParameters across processes (kWorld): read each pass's next bucket ahead, into a second gather slot
-  // per device (parallel/parameter_gatherer.hpp).
+  // kParameters across processes (kWorld) or on GPUs: read each pass's next bucket ahead, into a second
+  // gather slot per device (parallel/parameter_gatherer.hpp).
   bool prefetch_parameters = false;
   // Pipeline model parallel (parallel/pipeline.hpp): the model cut into this many stages, stage s on
   // devices s R .. s R + R - 1 (0 or 1: no pipeline; R = devices / stages data-parallel replicas of each).

@@ -8,15 +8,15 @@
 //
 //   dptrain_gpu_bench [--models lenet,mlp,resnet18,gpt-mini] [--batch 256] [--steps 50] [--max-mib 256]
 //   [--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] [--shard
-//   none,optimizer,gradients]
-//   [--pipeline S] [--trace DIR]
+//   none,optimizer,gradients,parameters,parameters-ahead] [--pipeline S] [--trace DIR]
 //
 // --deterministic: the trainers' DPT_GPU_DETERMINISTIC (cuDNN's heuristics, GEMM-family convolution
 // algorithms; default: the timed choice), the row's model printed as "resnet18/det".
 // --precision: the trainer's precision per row (docs/precision.md; fp16 with its loss scaling); a 16-bit
 // row's model is printed as "lenet/bf16", its vs_1 against the same precision's first layout.
 // --shard: the trainer's shard mode per row (docs/sharding.md; GPUs shard the optimizer state and, within one
-// process, the gradients and the parameters); a sharded row's model is printed as "resnet18/optimizer".
+// process, the gradients and the parameters; parameters-ahead: sharded parameters read ahead on a copy
+// stream, prefetch_parameters); a sharded row's model is printed as "resnet18/optimizer".
 // --pipeline S: only the layouts of S devices, each a stage (docs/pipeline.md, "GPUs"; the default
 // micro-batches), the row's model printed as "resnet18/pipe2". MiB/dev: the bytes of the replica that holds
 // the most (parameters, gradients, optimizer state, buffers, activations; dpt_trainer_replica_memory). A
@@ -142,10 +142,11 @@ void bench_training(const Options &o, std::shared_ptr<dpt::Context> context) {
           dpt::TrainerConfig config;
           config.devices = devices;
           config.pipeline_stages = o.pipeline;
-          config.shard = shard == "optimizer"    ? dpt::ShardMode::kOptimizer
-                         : shard == "gradients"  ? dpt::ShardMode::kGradients
-                         : shard == "parameters" ? dpt::ShardMode::kParameters
-                                                 : dpt::ShardMode::kNone;
+          config.shard = shard == "optimizer"                ? dpt::ShardMode::kOptimizer
+                         : shard == "gradients"              ? dpt::ShardMode::kGradients
+                         : shard.rfind("parameters", 0) == 0 ? dpt::ShardMode::kParameters
+                                                             : dpt::ShardMode::kNone;
+          config.prefetch_parameters = shard == "parameters-ahead";
           // Sharded gradients and parameters stage and gather by buckets: the C API's and the CLI's 1 MiB (0,
           // a single bucket, would stage the whole gradient). The other rows keep one all-reduce per step.
           if (config.shard == dpt::ShardMode::kGradients || config.shard == dpt::ShardMode::kParameters)
@@ -294,7 +295,7 @@ int main(int argc, char **argv) {
       std::printf(
           "usage: dptrain_gpu_bench [--models lenet,mlp] [--batch 256] [--steps 50] [--max-mib 256] "
           "[--tf32] [--deterministic] [--precision fp32,bf16,fp16] [--wire fp32,bf16,fp16] "
-          "[--shard none,optimizer,gradients,parameters] [--pipeline S] [--trace DIR]\n");
+          "[--shard none,optimizer,gradients,parameters,parameters-ahead] [--pipeline S] [--trace DIR]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -306,9 +307,10 @@ int main(int argc, char **argv) {
     }
   }
   for (const std::string &s : o.shards)
-    if (s != "none" && s != "optimizer" && s != "gradients" && s != "parameters") {
+    if (s != "none" && s != "optimizer" && s != "gradients" && s != "parameters" && s != "parameters-ahead") {
       std::fprintf(stderr,
-                   "dptrain_gpu_bench: --shard takes none, optimizer, gradients and parameters, not '%s'\n",
+                   "dptrain_gpu_bench: --shard takes none, optimizer, gradients, parameters and "
+                   "parameters-ahead, not '%s'\n",
                    s.c_str());
       return 2;
     }

@@ -56,6 +56,7 @@ void train_tokens(dpt::Trainer &t);
 void test_gpu_sharded_optimizer(void **);
 void test_gpu_sharded_gradients(void **);
 void test_gpu_sharded_parameters(void **);
+void test_gpu_sharded_parameters_read_ahead(void **);
 void test_gpu_sharded_tied_head(void **);
 // test_gpu_overlap.cpp
 void test_gpu_overlapped_buckets_match_one_call(void **);

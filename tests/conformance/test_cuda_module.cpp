@@ -227,6 +227,9 @@ void test_null_handles(void **) {
   EXPECT_ERROR(kInvalid, "copy_to_host", api->copy_to_host(nullptr, &f, p, 4, e, sizeof e), e,
                "copy_to_host");
   EXPECT_ERROR(kInvalid, "copy_device", api->copy_device(nullptr, p, p, 4, e, sizeof e), e, "copy_device");
+  EXPECT_ERROR(kInvalid, "copy_device_ahead", api->copy_device_ahead(nullptr, p, p, 4, e, sizeof e), e,
+               "copy_device_ahead");
+  EXPECT_ERROR(kInvalid, "copy_join_ahead", api->copy_join_ahead(nullptr, e, sizeof e), e, "copy_join_ahead");
   EXPECT_ERROR(kInvalid, "op_forward", api->op_forward(nullptr, &relu, e, sizeof e), e, "op_forward");
   EXPECT_ERROR(kInvalid, "op_backward", api->op_backward(nullptr, &relu, e, sizeof e), e, "op_backward");
   EXPECT_ERROR(kInvalid, "op_forward(NULL call)", api->op_forward(nullptr, nullptr, e, sizeof e), e,
@@ -301,6 +304,64 @@ void test_gpu_memory(void **) {
                api.mem_alloc(gpu.ctx(), 0, &a, gpu.error, sizeof gpu.error), gpu.error, "cuda:0",
                "mem_alloc");
   assert_null(a);
+}
+
+// GPU: copies queued ahead on the copy stream, beside the work queued after them: after the join the work
+// queued later sees them (from this GPU and, with two, from the other one: a peer copy), a copy takes its
+// source as it was when the work before it was done (not the writes after the join), the work queued
+// between the copy and the join is done as queued, copies run in their order, and a join with nothing
+// queued does nothing. NULL pointers are errors naming the call.
+void test_gpu_copies_ahead(void **) {
+  Gpu gpu;
+  const dpt_backend_v2 &api = gpu.api();
+  const size_t count = 300007;
+  const size_t bytes = count * sizeof(float);
+  const std::vector<float> first = cuda_test::uniform(count, 11, -1.0f, 1.0f);
+  const std::vector<float> second = cuda_test::uniform(count, 12, -1.0f, 1.0f);
+  float *source = gpu.upload(cuda_test::uniform(count, 10, -1.0f, 1.0f));
+  float *other = gpu.upload(second);
+  float *dst = static_cast<float *>(gpu.alloc(bytes));
+  float *seen = static_cast<float *>(gpu.alloc(bytes));
+  // The source as the work before the copy leaves it.
+  check(api.copy_to_device(gpu.ctx(), source, first.data(), bytes, gpu.error, sizeof gpu.error),
+        "copy_to_device", gpu.error);
+  check(api.copy_device_ahead(gpu.ctx(), dst, source, bytes, gpu.error, sizeof gpu.error),
+        "copy_device_ahead", gpu.error);
+  check(api.scale(gpu.ctx(), other, count, 2.0f, gpu.error, sizeof gpu.error), "scale", gpu.error);
+  check(api.copy_join_ahead(gpu.ctx(), gpu.error, sizeof gpu.error), "copy_join_ahead", gpu.error);
+  check(api.copy_device(gpu.ctx(), seen, dst, bytes, gpu.error, sizeof gpu.error), "copy_device", gpu.error);
+  check(api.scale(gpu.ctx(), source, count, 4.0f, gpu.error, sizeof gpu.error), "scale", gpu.error);
+  cuda_test::expect_bitwise("the copy, seen by the work after the join", gpu.download(seen, count), first);
+  cuda_test::expect_bitwise("the copy, not the source's later writes", gpu.download(dst, count), first);
+  std::vector<float> doubled = second;
+  for (float &v : doubled) v *= 2.0f;
+  cuda_test::expect_bitwise("the work between the copy and the join", gpu.download(other, count), doubled);
+  // Two copies into one buffer land in their order; a join with nothing queued does nothing.
+  check(api.copy_device_ahead(gpu.ctx(), dst, other, bytes, gpu.error, sizeof gpu.error), "copy_device_ahead",
+        gpu.error);
+  check(api.copy_device_ahead(gpu.ctx(), dst, source, count / 2 * sizeof(float), gpu.error, sizeof gpu.error),
+        "copy_device_ahead", gpu.error);
+  check(api.copy_join_ahead(gpu.ctx(), gpu.error, sizeof gpu.error), "copy_join_ahead", gpu.error);
+  check(api.copy_join_ahead(gpu.ctx(), gpu.error, sizeof gpu.error), "copy_join_ahead (nothing)", gpu.error);
+  std::vector<float> want = doubled;
+  for (size_t i = 0; i < count / 2; ++i) want[i] = first[i] * 4.0f;
+  cuda_test::expect_bitwise("two copies in their order", gpu.download(dst, count), want);
+  EXPECT_ERROR(DPT_BACKEND_ERROR_INVALID_ARGUMENT, "copy_device_ahead(NULL)",
+               api.copy_device_ahead(gpu.ctx(), dst, nullptr, bytes, gpu.error, sizeof gpu.error), gpu.error,
+               "cuda:0", "copy_device_ahead");
+  int gpus = 0;
+  check(api.device_count(&gpus, gpu.error, sizeof gpu.error), "device_count", gpu.error);
+  if (gpus < 2) {
+    print_message("one GPU: the peer copy is not checked\n");
+    return;
+  }
+  Gpu peer(0, 1);  // the source on cuda:1, read by cuda:0's copy stream
+  const float *remote = peer.upload(second);
+  peer.sync();
+  check(api.copy_device_ahead(gpu.ctx(), dst, remote, bytes, gpu.error, sizeof gpu.error),
+        "copy_device_ahead (peer)", gpu.error);
+  check(api.copy_join_ahead(gpu.ctx(), gpu.error, sizeof gpu.error), "copy_join_ahead", gpu.error);
+  cuda_test::expect_bitwise("a peer copy ahead", gpu.download(dst, count), second);
 }
 
 // GPU: more memory than the device has is an out-of-memory error naming the device and the call, and the
@@ -495,6 +556,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_null_handles),       cmocka_unit_test(test_gpu_self_test),
       cmocka_unit_test(test_gpu_memory),         cmocka_unit_test(test_gpu_out_of_memory),
       cmocka_unit_test(test_gpu_op_call_errors), cmocka_unit_test(test_gpu_destroy_frees_everything),
+      cmocka_unit_test(test_gpu_copies_ahead),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,6 +1,9 @@
 // Sharded data parallel on CUDA devices (ZeRO stages 1-3, docs/sharding.md), through the core's trainer,
 // against the unsharded trainer on the same GPUs: part of test_gpu_training's binary (its main registers
 // these cases), run against the real module and the simulated one alike.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -201,6 +204,62 @@ void test_gpu_sharded_tied_head(void **) {
     }
 }
 
+// The timeline t recorded since start_trace: written to a file of this process's, read back, removed.
+std::string trace_of(dpt::Trainer &t, const char *name) {
+  const std::string path =
+      std::string(P_tmpdir) + "/dptrain_gpu_read_ahead_" + std::to_string(getpid()) + "_" + name + ".json";
+  t.write_trace(path);
+  const std::string text = dpt_test::read_file(path);
+  std::remove(path.c_str());
+  return text;
+}
+
+// Occurrences of text in content.
+size_t occurrences(const std::string &content, const char *text) {
+  size_t count = 0;
+  for (size_t at = content.find(text); at != std::string::npos; at = content.find(text, at + 1)) ++count;
+  return count;
+}
+
+// Sharded parameters read ahead (prefetch_parameters) on GPU replicas: each pass copies the next bucket on
+// the replica's copy stream while the current bucket's layers run. The unsharded trainer's bits in steps,
+// evaluation and prediction (the simulator fills a copy's destination with NaN until its join, so a layer
+// that read a bucket before its join would show); one more gather bucket per replica; the timeline's
+// gathers served from a read ahead, and none without it.
+void check_read_ahead(const std::shared_ptr<dpt::Context> &context, std::vector<size_t> devices,
+                      dpt::TrainerConfig c) {
+  c.devices = devices;
+  c.bucket_bytes = 4096;  // several buckets
+  auto plain = trainer(context, c);
+  c.shard = dpt::ShardMode::kParameters;
+  auto gathering = trainer(context, c);
+  c.prefetch_parameters = true;
+  auto ahead = trainer(context, c);
+  ahead->start_trace(100000);
+  gathering->start_trace(100000);
+  for (dpt::Trainer *t : {plain.get(), gathering.get(), ahead.get()}) train(*t);
+  const std::vector<float> want = parameters(*plain);
+  for (size_t r = 0; r < devices.size(); ++r)
+    cuda_test::expect_bitwise("read ahead: replica vs unsharded", parameters(*ahead, r), want);
+  const Batch b = batch(37, 740);
+  const dpt::EvalStats ep = plain->evaluate(b.x.data(), b.y.data(), b.n);
+  const dpt::EvalStats ea = ahead->evaluate(b.x.data(), b.y.data(), b.n);
+  assert_true(ep.loss_sum == ea.loss_sum && ep.correct == ea.correct);
+  const size_t classes = plain->spec().tensors()[plain->spec().output_tensor()].shape.size();
+  std::vector<float> lp(b.n * classes), la(b.n * classes);
+  plain->predict(b.x.data(), b.n, lp.data());
+  ahead->predict(b.x.data(), b.n, la.data());
+  cuda_test::expect_bitwise("read ahead: predicted logits", la, lp);
+  const size_t served = occurrences(trace_of(*ahead, "with"), "(read ahead)");
+  print_message("%zu gathers served from a read ahead\n", served);
+  assert_true(served > 0);
+  assert_int_equal(occurrences(trace_of(*gathering, "without"), "(read ahead)"), 0);
+  const uint64_t bucket =
+      dpt::largest_bucket(dpt::plan_buckets(ahead->spec(), c.bucket_bytes)) * sizeof(float);
+  for (size_t r = 0; r < devices.size(); ++r)
+    assert_int_equal(ahead->replica_memory(r).parameters, gathering->replica_memory(r).parameters + bucket);
+}
+
 void test_gpu_sharded_parameters(void **) {
   auto context = gpu_context();
   const dpt::ShardMode kParameters = dpt::ShardMode::kParameters;
@@ -214,6 +273,12 @@ void test_gpu_sharded_parameters(void **) {
     const dpt::ModelSpec with_batch_norm = batch_norm_model();
     check_sharded(context, {0, 1}, config({}), kParameters, 0, &with_batch_norm);
   }
+}
+
+void test_gpu_sharded_parameters_read_ahead(void **) {
+  auto context = gpu_context();
+  check_read_ahead(context, {0, 0}, config({}, dpt::OptimizerKind::kAdamW));
+  if (context->device_count() >= 2) check_read_ahead(context, {0, 1}, config({}));
 }
 
 }  // namespace gpu_test

@@ -685,6 +685,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_sharded_optimizer),
       cmocka_unit_test(test_gpu_sharded_gradients),
       cmocka_unit_test(test_gpu_sharded_parameters),
+      cmocka_unit_test(test_gpu_sharded_parameters_read_ahead),
       cmocka_unit_test(test_gpu_sharded_tied_head),
       cmocka_unit_test(test_gpu_auto_split),
       cmocka_unit_test(test_gpu_trace_times_the_device),

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <unordered_set>
+#include <utility>
 
 #include "sim.hpp"
 
@@ -99,6 +100,14 @@ int with_context(dpt_backend_context *ctx, const Error &e, const char *call,
 }
 
 int enqueue(dpt_backend_context &c, const char *call, std::vector<Span> spans, std::function<void()> work) {
+  return enqueue_checked(c, call, std::move(spans), [work = std::move(work)](const Error &) {
+    work();
+    return 0;
+  });
+}
+
+int enqueue_checked(dpt_backend_context &c, const char *call, std::vector<Span> spans,
+                    std::function<int(const Error &)> work) {
   Op op;
   op.call = call;
   op.spans = std::move(spans);
@@ -107,10 +116,7 @@ int enqueue(dpt_backend_context &c, const char *call, std::vector<Span> spans, s
     const int ordinal = c.ordinal;
     op.run = [ordinal, call](const Error &e) { return simulated_failure(e, ordinal, call, true); };
   } else {
-    op.run = [work = std::move(work)](const Error &) {
-      work();
-      return 0;
-    };
+    op.run = std::move(work);
   }
   std::lock_guard<std::mutex> lock(c.queue_mutex);
   c.queue.push_back(std::move(op));

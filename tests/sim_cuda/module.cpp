@@ -57,6 +57,8 @@ const dpt_backend_v2 kBackend = {
     .comm_wait_started = &comm_wait_started,
     .comm_reduce_ranges_start = &comm_reduce_ranges_start,
     .comm_join_started = &comm_join_started,
+    .copy_device_ahead = &copy_device_ahead,
+    .copy_join_ahead = &copy_join_ahead,
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -144,6 +145,13 @@ struct Op {
   std::function<int(const Error &)> run;  // 0, or a report
 };
 
+// A copy_device_ahead not yet joined (copies_ahead.cpp): what its source held when it ran.
+struct AheadCopy {
+  Span to, from;
+  std::vector<char> values;
+  bool taken = false;  // false: the stream had failed, the copy did not run
+};
+
 }  // namespace dpt_sim
 
 struct dpt_backend_context {
@@ -159,6 +167,9 @@ struct dpt_backend_context {
   std::mutex run_mutex;  // one drain at a time
 
   bool async_fault = false;  // DPTRAIN_SIM_CUDA_FAIL ...:async for this call: queue a failure instead
+
+  // copy_device_ahead's copies queued since the last copy_join_ahead (used by the context's one thread).
+  std::vector<std::shared_ptr<dpt_sim::AheadCopy>> ahead;
 };
 
 namespace dpt_sim {
@@ -172,6 +183,9 @@ int with_context(dpt_backend_context *ctx, const Error &e, const char *call,
 
 // Queues work on the context's stream; its spans are re-checked when it runs.
 int enqueue(dpt_backend_context &c, const char *call, std::vector<Span> spans, std::function<void()> work);
+// The same for work that may fail: its code and report become the context's pending error.
+int enqueue_checked(dpt_backend_context &c, const char *call, std::vector<Span> spans,
+                    std::function<int(const Error &)> work);
 // Runs everything queued on c; errors stay pending on c.
 void drain(dpt_backend_context &c);
 // Drains c, then reports and clears its pending error (0 when none).
@@ -213,6 +227,11 @@ int copy_to_host(dpt_backend_context *ctx, void *dst, const void *src, size_t by
                  size_t error_size);
 int copy_device(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
                 size_t error_size);
+
+// copies_ahead.cpp
+int copy_device_ahead(dpt_backend_context *ctx, void *dst, const void *src, size_t bytes, char *error,
+                      size_t error_size);
+int copy_join_ahead(dpt_backend_context *ctx, char *error, size_t error_size);
 
 // ops.cpp: the CPU reference kernels behind the op members
 int op_supported(const char *op, int32_t dtype, int32_t matmul_dtype);

@@ -119,6 +119,50 @@ void test_results_after_synchronize(void **) {
   api->context_destroy(ctx);
 }
 
+// A copy queued ahead takes its source where the work before it leaves it, holds 0xFF bytes (NaN) in its
+// destination until the join (what a read of it before the join gets: on a GPU anything), and writes its
+// values at the join; a source or destination written between the copy and the join is a race the join
+// reports when it runs (at the next synchronize), after which the context goes on working.
+void test_copies_ahead(void **) {
+  dpt_backend_context *ctx = context(0);
+  dpt_backend_context *peer = context(1);
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f, 4.0f};
+  const size_t bytes = values.size() * sizeof(float);
+  float *source = alloc_floats(peer, values.size());  // on cuda:1: a peer copy
+  OK(api->copy_to_device(peer, source, values.data(), bytes, error, sizeof error));
+  OK(api->context_synchronize(peer, error, sizeof error));
+  float *dst = alloc_floats(ctx, values.size());
+  float *early = alloc_floats(ctx, values.size());
+  float *late = alloc_floats(ctx, values.size());
+  OK(api->copy_device_ahead(ctx, dst, source, bytes, error, sizeof error));
+  OK(api->copy_device(ctx, early, dst, bytes, error, sizeof error));  // a read before the join
+  OK(api->copy_join_ahead(ctx, error, sizeof error));
+  OK(api->copy_device(ctx, late, dst, bytes, error, sizeof error));
+  for (const float v : download(ctx, early, values.size())) assert_true(std::isnan(v));
+  const std::vector<float> got = download(ctx, late, values.size());
+  assert_memory_equal(got.data(), values.data(), bytes);
+  // The source written before the join (by its own GPU's work).
+  const std::vector<float> zeros(values.size(), 0.0f);
+  OK(api->copy_device_ahead(ctx, dst, source, bytes, error, sizeof error));
+  OK(api->copy_to_device(peer, source, zeros.data(), bytes, error, sizeof error));
+  OK(api->context_synchronize(peer, error, sizeof error));
+  OK(api->copy_join_ahead(ctx, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "the source", api->context_synchronize(ctx, error, sizeof error));
+  assert_non_null(std::strstr(error, "written before the join"));
+  // The destination written before the join.
+  OK(api->copy_device_ahead(ctx, dst, source, bytes, error, sizeof error));
+  OK(api->mem_set(ctx, dst, 0, bytes, error, sizeof error));
+  OK(api->copy_join_ahead(ctx, error, sizeof error));
+  EXPECT_ERROR(DPT_BACKEND_ERROR, "the destination", api->context_synchronize(ctx, error, sizeof error));
+  // The context goes on working; a join with nothing queued does nothing.
+  OK(api->copy_join_ahead(ctx, error, sizeof error));
+  OK(api->copy_device_ahead(ctx, dst, source, bytes, error, sizeof error));
+  OK(api->copy_join_ahead(ctx, error, sizeof error));
+  assert_memory_equal(download(ctx, dst, values.size()).data(), zeros.data(), bytes);
+  api->context_destroy(ctx);
+  api->context_destroy(peer);
+}
+
 // New device memory holds NaNs (garbage on a GPU), not zeros.
 void test_fresh_memory_is_nan(void **) {
   dpt_backend_context *ctx = context(1);
@@ -388,6 +432,7 @@ int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(test_discovery),
       cmocka_unit_test(test_results_after_synchronize),
+      cmocka_unit_test(test_copies_ahead),
       cmocka_unit_test(test_fresh_memory_is_nan),
       cmocka_unit_test(test_device_pointer_not_host_readable),
       cmocka_unit_test(test_pointer_checks),

@@ -360,11 +360,12 @@ typedef struct dpt_trainer_options {
   /** DPT_SHARD_SCOPE_PROCESS (default) or DPT_SHARD_SCOPE_WORLD: across MPI processes, whether shard
    * splits among each process's devices or among every device of the job. Since 0.2. */
   dpt_shard_scope shard_scope;
-  /** With DPT_SHARD_PARAMETERS in DPT_SHARD_SCOPE_WORLD, nonzero: a pass reads the next bucket of
-   * parameters from the other processes while the current bucket's layers run (one-sided reads that
-   * proceed meanwhile; FSDP's prefetch), at the cost of a second gather buffer per device, as large as the
-   * largest bucket. 0 (default): each bucket is read when its first layer asks. No effect elsewhere (within
-   * a process a gather is a copy out of shared memory). The same bits either way. Since 0.2. */
+  /** With DPT_SHARD_PARAMETERS, nonzero: a pass reads the next bucket of parameters while the current
+   * bucket's layers run (FSDP's prefetch): from the other processes in DPT_SHARD_SCOPE_WORLD (one-sided
+   * reads that proceed meanwhile), and on CUDA devices from the other replicas' GPUs (copies on a stream
+   * beside the compute), at the cost of a second gather buffer per device, as large as the largest bucket.
+   * 0 (default): each bucket is read when its first layer asks. No effect on CPU devices within a process
+   * (a gather there is a copy out of shared memory). The same bits either way. Since 0.2. */
   int prefetch_parameters;
   /** DPT_PIPELINE_SCOPE_PROCESS (default) or DPT_PIPELINE_SCOPE_WORLD: across MPI processes, whether every
    * process runs every pipeline stage or the stages are divided among the processes. Since 0.2. */
@@ -741,7 +742,7 @@ DPT_API dpt_status dpt_trainer_parameter_checksum(dpt_trainer *trainer, uint64_t
 typedef struct dpt_replica_memory {
   size_t struct_size; /**< Set by the caller. */
   /** The parameters (float32); with DPT_SHARD_PARAMETERS the replica's range of them plus its gather
-   * buffer (two with prefetch_parameters across processes). */
+   * buffer (two with prefetch_parameters where it reads ahead). */
   uint64_t parameters;
   /** The summed gradient (float32, one per parameter); with DPT_SHARD_GRADIENTS or _PARAMETERS that of
    * the replica's range only, plus the two staging buckets backward writes into. */

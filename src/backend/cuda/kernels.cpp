@@ -86,6 +86,14 @@ void CudaKernels::copy_device(float *dst, const float *src, size_t count) {
   if (count != 0) check(api_.copy_device(ctx_, dst, src, count * sizeof(float), error_, sizeof error_));
 }
 
+void CudaKernels::copy_device_ahead(float *dst, const float *src, size_t count) {
+  if (count != 0) check(api_.copy_device_ahead(ctx_, dst, src, count * sizeof(float), error_, sizeof error_));
+}
+
+void CudaKernels::join_copies_ahead() {
+  check(api_.copy_join_ahead(ctx_, error_, sizeof error_));
+}
+
 void CudaKernels::copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) {
   if (count != 0)
     check(api_.copy_to_device(ctx_, device, host, count * sizeof(int32_t), error_, sizeof error_));

@@ -35,6 +35,10 @@ class CudaKernels final : public DeviceKernels, private DeviceMemory {
   void copy_labels_to_device(int32_t *device, const int32_t *host, size_t count) override;
   // dst [count] = src [count] on this context's stream; src may be on another GPU (a peer copy).
   void copy_device(float *dst, const float *src, size_t count) override;
+  // On the context's copy stream (the module's copy_device_ahead), and its join.
+  void copy_device_ahead(float *dst, const float *src, size_t count) override;
+  void join_copies_ahead() override;
+  bool copies_beside_compute() const override { return true; }
   void forward(const dpt_op_call &call) override;
   void backward(const dpt_op_call &call) override;
   void accumulate(float *y, const float *x, size_t count) override;
