@@ -79,6 +79,20 @@ int create_resources(dpt_backend_context &c, const Error &e) {
   return 0;
 }
 
+// Lets the current device (ordinal) read and write every peer GPU that it can reach directly (NVLink or
+// PCIe peer-to-peer), so that peer copies (pipeline hand-offs, sharded parameter gathers, a sharded
+// optimizer's ranges on a shared communicator) go GPU to GPU instead of through host memory. Best effort: a
+// pair already enabled by an earlier context, or refused (too many peers), keeps the staged copy, which
+// gives the same bytes.
+void enable_peer_access(int ordinal, int count) {
+  for (int peer = 0; peer < count; ++peer) {
+    int can = 0;
+    if (peer == ordinal || cudaDeviceCanAccessPeer(&can, ordinal, peer) != cudaSuccess || can == 0) continue;
+    cudaDeviceEnablePeerAccess(peer, 0);  // cudaErrorPeerAccessAlreadyEnabled after the first context
+  }
+  cudaGetLastError();  // nothing of it is the context's error
+}
+
 // Frees *buffer once the stream is done with it and allocates bytes instead.
 int grow(dpt_backend_context &c, void *&buffer, size_t &size, size_t bytes, const char *what,
          const Error &e) {
@@ -150,6 +164,7 @@ int context_create(int ordinal, const dpt_backend_context_options *options, dpt_
       if (c->stream != nullptr) cudaStreamSynchronize(c->stream);
       return rc;  // c's destructor releases what was created
     }
+    enable_peer_access(ordinal, count);
     *out = c.release();
     return 0;
   } catch (const std::bad_alloc &) {

@@ -8,12 +8,16 @@ namespace dpt {
 
 CudaStageGradientCollective::CudaStageGradientCollective(
     DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas, size_t replicas_per_stage,
-    const World *world, double timeout_seconds, WireType wire, std::vector<std::vector<size_t>> parts)
+    const World *world, double timeout_seconds, WireType wire, std::vector<std::vector<size_t>> parts,
+    const std::vector<std::vector<GradientBucket>> &buckets, TraceRecorder &trace)
     : timeout_(timeout_seconds),
       wire_(wire),
       width_(replicas_per_stage),
       parts_(std::move(parts)),
-      group_(group) {
+      group_(group),
+      trace_(trace),
+      lanes_(replicas.size()) {
+  for (size_t rank = 0; rank < lanes_.size(); ++rank) lanes_[rank].owner = this, lanes_[rank].rank = rank;
   const bool processes = world != nullptr && world->size() > 1;
   if (width_ < 2 && !processes) return;
   first_rank_ = processes ? world->rank() * width_ : 0;  // (every process holds width_ replicas of a stage)
@@ -37,6 +41,52 @@ CudaStageGradientCollective::CudaStageGradientCollective(
   sends_.resize(stages_.size());
   recvs_.resize(stages_.size());
   ranges_.assign(stages_.size(), {{0, 0}});
+  // In buckets: several of them, covering the whole buffer (a cross-stage tie's mirror included), all-reduced
+  // whole over the float32 wire among GPUs of their own.
+  buckets_.resize(stages_.size());
+  lowest_layer_.resize(stages_.size());
+  bucket_starts_.resize(stages_.size());
+  for (size_t s = 0; s < stages_.size() && s < buckets.size(); ++s) {
+    const std::vector<GradientBucket> &b = buckets[s];
+    if (b.size() < 2 || b.front().end != floats_[s] || wire_ != WireType::kF32 ||
+        stages_[s]->shares_one_gpu() || reduces_to_owners(s))
+      continue;
+    for (const GradientBucket &bucket : b) {
+      buckets_[s].emplace_back(bucket.begin, bucket.end);
+      lowest_layer_[s].push_back(bucket.lowest_layer);
+    }
+    bucket_starts_[s].assign(b.size(), 0.0);
+  }
+}
+
+void CudaStageGradientCollective::start_micro_batch(bool) {
+  for (Lane &lane : lanes_) lane.started = 0;
+}
+
+BackwardHook CudaStageGradientCollective::backward_hook(size_t rank) {
+  if (stages_.empty() || buckets_[rank / width_].empty()) return {};
+  return BackwardHook{&layer_done, &lanes_[rank]};
+}
+
+void CudaStageGradientCollective::layer_done(void *context, size_t node) {
+  Lane &lane = *static_cast<Lane *>(context);
+  CudaStageGradientCollective &self = *lane.owner;
+  const size_t s = lane.rank / self.width_;
+  while (lane.started < self.buckets_[s].size() && node <= self.lowest_layer_[s][lane.started])
+    self.start(lane.rank, lane.started++);
+}
+
+void CudaStageGradientCollective::start(size_t rank, size_t bucket) {
+  const size_t s = rank / width_, member = rank % width_;
+  ThreadCollective *stage = width_ > 1 ? &group_.subgroup(s) : nullptr;
+  if (stage != nullptr) stage->barrier(member);  // every replica of the stage has queued the bucket
+  if (member == 0) {
+    bucket_starts_[s][bucket] = platform::now_seconds();
+    if (bucket == 0) starts_[s] = bucket_starts_[s][bucket];
+    ranges_[s][0] = buckets_[s][bucket];
+    stages_[s]->start_all_reduce(grads_[s], ranges_[s]);
+  }
+  if (stage != nullptr) stage->barrier(member);  // the first replica is done with the stage's contexts
 }
 
 void CudaStageGradientCollective::all_reduce_range(size_t s, size_t begin, size_t end) {
@@ -53,13 +103,26 @@ void CudaStageGradientCollective::reduce_stage(size_t s) {
 
 void CudaStageGradientCollective::finish_backward(size_t rank) {
   const size_t s = rank / width_, member = rank % width_;
+  const bool in_buckets = !buckets_[s].empty();
+  // Buckets that backward did not reach (a slice that skipped backward) are started here, so that the
+  // stage's peers' buckets complete.
+  for (Lane &lane = lanes_[rank]; in_buckets && lane.started < buckets_[s].size();)
+    start(rank, lane.started++);
   // (One replica per stage in each process: no stage barrier, and the trainer makes no subgroups then.)
   ThreadCollective *stage = width_ > 1 ? &group_.subgroup(s) : nullptr;
   if (stage != nullptr) stage->barrier(member);  // every replica of the stage has queued its last backward
   if (member == 0) {
-    starts_[s] = platform::now_seconds();
-    reduce_stage(s);
+    if (in_buckets) {
+      stages_[s]->wait_started(timeout_);
+    } else {
+      starts_[s] = platform::now_seconds();
+      reduce_stage(s);
+    }
     ends_[s] = platform::now_seconds();
+    // The timeline: each bucket from its start to the end of the wait.
+    for (size_t b = 0; in_buckets && b < bucket_starts_[s].size(); ++b)
+      trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketAllReduce, b,
+                    bucket_starts_[s][b], ends_[s]);
   }
   if (stage != nullptr) stage->barrier(member);  // the stage's sums are in
 }

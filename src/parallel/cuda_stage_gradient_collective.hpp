@@ -17,8 +17,13 @@
 // A window's last micro-batch reduces each stage as soon as its replicas have run their schedule, while
 // other stages still drain the pipeline (their GPUs are others): the stage's device threads meet at the
 // stage's barrier and its first replica's thread reduces the stage over its communicator (the stage's
-// contexts are idle then); stages reduce at once on communicators of disjoint GPUs. Earlier micro-batches
-// (accumulation) reduce nothing. The reduction's bits are those of the reduction after the phase.
+// contexts are idle then); stages reduce at once on communicators of disjoint GPUs. A stage whose gradient
+// spans several buckets (plan_buckets over its sub-model) and is all-reduced whole on GPUs of their own
+// over the float32 wire reduces earlier still, beside its own last backward, as CudaGradientCollective
+// does for a data-parallel trainer: each bucket started on the communication streams by the stage's first
+// replica's thread once every replica of the stage has queued the bucket's backward, one wait after the
+// schedule. Earlier micro-batches (accumulation) reduce nothing. The reduction's bits are those of the
+// reduction after the phase.
 #pragma once
 
 #include <cstddef>
@@ -28,8 +33,10 @@
 
 #include "backend/cuda/collective.hpp"
 #include "parallel/device_group.hpp"
+#include "parallel/gradient_buckets.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/trace_recorder.hpp"
 
 namespace dpt {
 
@@ -40,17 +47,24 @@ class CudaStageGradientCollective final : public GradientCollective {
   // empty, or (a sharded optimizer) per stage its replicas' parts, replicas_per_stage + 1 offsets from the
   // stage's first parameter. Throws as CudaCollective does (DPT_ERROR_UNSUPPORTED: a stage's replicas partly
   // sharing a GPU, or sharing one across processes).
-  // group: the trainer's devices, whose subgroups are the stages (DeviceGroup::enable_subgroups).
+  // group: the trainer's devices, whose subgroups are the stages (DeviceGroup::enable_subgroups). buckets:
+  // per stage of this process, plan_buckets of its sub-model (ranges of its gradient buffer; empty: none).
+  // trace: the timeline's bucket reductions, on the communication row of each stage's first replica.
   CudaStageGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                               size_t replicas_per_stage, const World *world, double timeout_seconds,
-                              WireType wire, std::vector<std::vector<size_t>> parts);
+                              WireType wire, std::vector<std::vector<size_t>> parts,
+                              const std::vector<std::vector<GradientBucket>> &buckets, TraceRecorder &trace);
 
   // Stage s's communicator (its replicas in every process), or nullptr when it has none (one replica per
   // stage in one process).
   CudaCollective *stage(size_t s) { return stages_.empty() ? nullptr : stages_[s].get(); }
 
   bool overlaps_backward() const override { return !stages_.empty(); }
-  // Device thread rank, after its stage's schedule: the stage reduced by its first replica's thread.
+  void start_micro_batch(bool first_of_window) override;
+  // Device thread rank, the stage's last backward: the hook that starts each bucket (stages in buckets).
+  BackwardHook backward_hook(size_t rank) override;
+  // Device thread rank, after its stage's schedule: the stage reduced by its first replica's thread, or
+  // its buckets' reductions, started during its last backward, waited for.
   void finish_backward(size_t rank) override;
   // Every stage, one after the other, unless the stages reduced at the end of their schedules.
   void reduce_between_phases(bool reduced) override;
@@ -75,6 +89,17 @@ class CudaStageGradientCollective final : public GradientCollective {
   DeviceGroup &group_;
   double seconds_ = 0, exposed_seconds_ = 0;
   std::vector<double> starts_, ends_;  // per stage: its last reduction (at the end of its schedule)
+  // Stages reduced in buckets beside their last backward: per stage its buckets' ranges (empty: the stage
+  // reduces whole after its schedule), the layer that completes each, and per replica how many it started.
+  std::vector<std::vector<std::pair<size_t, size_t>>> buckets_;
+  std::vector<std::vector<size_t>> lowest_layer_;
+  std::vector<std::vector<double>> bucket_starts_;  // per stage: when each bucket started (the timeline)
+  TraceRecorder &trace_;
+  struct alignas(64) Lane {
+    CudaStageGradientCollective *owner = nullptr;
+    size_t rank = 0, started = 0;
+  };
+  std::vector<Lane> lanes_;
   // reduce_to_owners' scratch, per stage (stages reduce at once), kept so that a step allocates nothing
   std::vector<std::vector<const float *>> sends_;
   std::vector<std::vector<float *>> recvs_;
@@ -82,6 +107,11 @@ class CudaStageGradientCollective final : public GradientCollective {
 
   // Stage s's reduction over its communicator.
   void reduce_stage(size_t s);
+  // Backward of rank's stage has finished layer `node` of its sub-model: the buckets it completes started.
+  static void layer_done(void *context, size_t node);
+  // Bucket b of rank's stage started on its communicator by the stage's first replica's thread, between two
+  // barriers of the stage's replicas (each has queued the bucket's backward; the contexts are free again).
+  void start(size_t rank, size_t bucket);
   // Stage s's gradient [begin, end) all-reduced among its replicas.
   void all_reduce_range(size_t s, size_t begin, size_t end);
 

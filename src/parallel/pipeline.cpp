@@ -297,17 +297,21 @@ auto Pipeline::run_pass(size_t d, Pass pass) -> decltype(pass()) {
   }
 }
 
-LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers) {
-  return run_pass(d, [&] { return train_pass(d, base, params, grads, buffers); });
+LossStats Pipeline::train(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers,
+                          BackwardHook last_backward) {
+  return run_pass(d, [&] { return train_pass(d, base, params, grads, buffers, last_backward); });
 }
 
 LossStats Pipeline::train_pass(size_t d, const PassInfo &base, const float *params, float *grads,
-                               float *buffers) {
+                               float *buffers, BackwardHook last_backward) {
   const size_t s = stage(d), r = d % width_;
   LossStats total;
   double busy = 0;
   transfer_[d] = 0;
-  for (const PipelineOp &op : ops_[s]) {
+  size_t end_of_backwards = ops_[s].size();  // past the stage's last backward (every schedule ends with one)
+  while (end_of_backwards > 0 && !ops_[s][end_of_backwards - 1].backward) --end_of_backwards;
+  for (size_t i = 0; i < ops_[s].size(); ++i) {
+    const PipelineOp &op = ops_[s][i];
     const size_t m = op.micro;
     const Slice &sl = slice(m, r);
     Network &net = context(d, m);
@@ -324,7 +328,7 @@ LossStats Pipeline::train_pass(size_t d, const PassInfo &base, const float *para
     }
     if (!last(d)) receive_output_gradient(d, net, m);
     const double start = platform::now_seconds();
-    net.backward(params, grads, info);
+    net.backward(params, grads, info, i + 1 == end_of_backwards ? last_backward : BackwardHook{});
     busy += platform::now_seconds() - start;
     if (s > 0 || link_.previous()) send_input_gradient(d, net, m);
   }

@@ -65,8 +65,10 @@ class Pipeline {
   // Device thread d: the forwards and backwards of a training step's slices, their gradients added into
   // grads (the stage's range). base: the pass's fields (first_sample: the batch's position in the
   // accumulation window; rank and statistics: the replica's among its stage's). Returns the loss
-  // statistics (last stage; zero elsewhere) and sets busy_seconds(d).
-  LossStats train(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers);
+  // statistics (last stage; zero elsewhere) and sets busy_seconds(d). last_backward: the hook of the
+  // stage's last backward (its gradients are final layer by layer then: a stage's buckets reduced beside it).
+  LossStats train(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers,
+                  BackwardHook last_backward = {});
   // Device thread d: the forwards of an evaluation (with_labels) or a prediction (the logits kept on the
   // last stage's devices for copy_logits).
   LossStats infer(size_t d, const PassInfo &base, const float *params, float *buffers, bool with_labels);
@@ -101,7 +103,8 @@ class Pipeline {
     size_t count = 0, first = 0, local = 0;
   };
   const Slice &slice(size_t m, size_t r) const { return slices_[m * width_ + r]; }
-  LossStats train_pass(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers);
+  LossStats train_pass(size_t d, const PassInfo &base, const float *params, float *grads, float *buffers,
+                       BackwardHook last_backward);
   LossStats infer_pass(size_t d, const PassInfo &base, const float *params, float *buffers, bool with_labels);
   void recompute_pass(size_t d, const PassInfo &base, const float *params, float *buffers);
   void receive_input(size_t d, Network &net, size_t m, bool with_labels);

@@ -157,8 +157,12 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // across the processes without copies.)
   const World *stage_sums = stages_across_processes() ? stage_world_ : config_.world;
   if (staged && on_gpus_) {
+    std::vector<std::vector<GradientBucket>> stage_buckets;  // (this process's stages)
+    for (size_t rank = 0; rank < replicas_.size(); rank += width)
+      stage_buckets.push_back(plan_buckets(stages_[rank / width].spec, config_.bucket_bytes));
     auto stages = std::make_unique<CudaStageGradientCollective>(*group_, replicas_, width, stage_sums,
-                                                                config_.timeout_seconds, wire, stage_bounds_);
+                                                                config_.timeout_seconds, wire, stage_bounds_,
+                                                                stage_buckets, *trace_);
     // A stage's batch statistics go over its NCCL communicator too, when its replicas have GPUs of their own.
     for (size_t s = 0; s < stage_statistics_.size(); ++s) {
       CudaCollective *nccl = stages->stage(s);
@@ -264,7 +268,7 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   if (overlap) collective_->start_micro_batch(pending_micro_ == 0);
   run_phase([this, overlap](size_t rank) {
     if (pipeline_ != nullptr) {
-      run_stage(rank);
+      run_stage(rank, overlap);
       if (overlap) collective_->finish_backward(rank);  // (GPUs: each stage reduces as soon as it is done)
       return;
     }

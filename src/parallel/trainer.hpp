@@ -351,7 +351,8 @@ class Trainer {
   size_t owner_of(size_t offset, size_t rank) const;
   // Device thread rank: its stage's part of a training step (compute_seconds: its forwards and backwards,
   // not its waits), of an evaluation (with_labels) or of a prediction.
-  void run_stage(size_t rank);
+  // overlap: the window's last micro-batch, whose last backward hands the stage's buckets over as it goes.
+  void run_stage(size_t rank, bool overlap);
   void infer_stage(size_t rank, bool with_labels);
   // A replica holds a range of the parameters (sharded parameters, a pipeline stage), not all of them.
   bool ranged_parameters() const { return gatherer_ != nullptr || pipeline_ != nullptr; }

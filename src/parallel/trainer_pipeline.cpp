@@ -196,14 +196,15 @@ void Trainer::copy_mirror(size_t rank) {
   replicas_[rank]->kernels->synchronize();
 }
 
-void Trainer::run_stage(size_t rank) {
+void Trainer::run_stage(size_t rank, bool overlap) {
   Replica &r = *replicas_[rank];
   PassInfo info = pass_info(0, pending_samples_, optimizer_steps_, true, rank);
   // Batch statistics are summed among the stage's replicas (one replica: its micro-batch is the batch).
   const size_t width = pipeline_->replicas_per_stage();
   info.rank = rank % width;
   info.statistics = stage_statistics_.empty() ? nullptr : stage_statistics_[rank / width].get();
-  r.stats = pipeline_->train(rank, info, r.params.data(), r.grads.data(), r.buffers.data());
+  r.stats = pipeline_->train(rank, info, r.params.data(), r.grads.data(), r.buffers.data(),
+                             overlap ? collective_->backward_hook(rank) : BackwardHook{});
   r.compute_seconds = pipeline_->busy_seconds(rank);
   // The rest of the stages run on: their peers wait for every micro-batch. The window is discarded whole.
   if (!std::isfinite(r.stats.loss_sum)) r.nonfinite = true;

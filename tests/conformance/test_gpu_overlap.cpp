@@ -3,6 +3,9 @@
 // (its main registers these cases), run against the real module and the simulated one alike. The simulator
 // takes a started bucket's values at its start and writes the sums at the wait (tests/sim_cuda/started.cpp),
 // so a trainer that touched a bucket in between, or used the sums before waiting, fails here.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -71,6 +74,64 @@ void test_gpu_overlapped_buckets_match_one_call(void **) {
   assert_true(last.allreduce_seconds > 0);
   assert_true(last.allreduce_exposed_seconds >= 0 &&
               last.allreduce_exposed_seconds <= last.allreduce_seconds);
+}
+
+// The timeline t recorded since start_trace: written to a file of this process's, read back, removed; and
+// the occurrences of text in it.
+size_t trace_count(dpt::Trainer &t, const char *name, const char *text) {
+  const std::string path =
+      std::string(P_tmpdir) + "/dptrain_gpu_overlap_" + std::to_string(getpid()) + "_" + name + ".json";
+  t.write_trace(path);
+  const std::string content = dpt_test::read_file(path);
+  std::remove(path.c_str());
+  size_t count = 0;
+  for (size_t at = content.find(text); at != std::string::npos; at = content.find(text, at + 1)) ++count;
+  return count;
+}
+
+// A pipeline of 2 stages x 2 replicas on two GPUs (stage s on cuda:0 and cuda:1), each stage's gradient in
+// buckets all-reduced beside its own last backward, against each stage all-reduced whole after its schedule
+// (bucket_bytes 0): the simulator's bits, NCCL's within the equivalence tolerance; a stage's replicas
+// bitwise identical; the timeline shows the buckets' reductions, and none without buckets. Batch norm's
+// statistics go over the stage's communicator in the middle of the same backward (blocking collectives
+// between the starts); clipping (the norm over both stages) and two micro-batches per window (only the last
+// overlaps) on; a ragged last batch.
+void check_stage_buckets(const std::shared_ptr<dpt::Context> &context, const dpt::ModelSpec &model,
+                         const char *what) {
+  dpt::TrainerConfig c = config({0, 1, 0, 1});
+  c.pipeline_stages = 2;
+  c.micro_batches = 3;
+  c.accumulation_steps = 2;
+  c.optimizer.clip_norm = 0.05f;
+  c.bucket_bytes = 4;  // a bucket per layer
+  dpt::Trainer over(context, model, c);
+  c.bucket_bytes = 0;
+  dpt::Trainer plain(context, model, c);
+  const std::vector<float> start = parameters(plain);
+  over.start_trace(100000);
+  plain.start_trace(100000);
+  for (uint64_t s = 0; s < 4; ++s) {
+    const Batch b = batch(s == 3 ? 27 : 32, 940 + s);
+    plain.step(b.x.data(), b.y.data(), b.n);
+    over.step(b.x.data(), b.y.data(), b.n);
+  }
+  const std::vector<float> got = parameters(over);
+  cuda_test::expect_bitwise("stage buckets: a stage's replica 1 vs replica 0", parameters(over, 1), got);
+  if (simulated())
+    cuda_test::expect_bitwise(what, got, parameters(plain));
+  else
+    expect_equivalent(what, got, parameters(plain), start, kEquivalence);
+  const size_t buckets = trace_count(over, "buckets", "all-reduce bucket");
+  print_message("%s: %zu bucket reductions in the timeline\n", what, buckets);
+  assert_true(buckets >= 2 * 2);  // two steps ended a window, each with 2 buckets or more of a stage
+  assert_int_equal(trace_count(plain, "whole", "all-reduce bucket"), 0);
+}
+
+void test_gpu_pipeline_stage_buckets(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  check_stage_buckets(context, dpt::ModelSpec::builtin("lenet"), "lenet, stages in buckets vs whole");
+  check_stage_buckets(context, batch_norm_model(), "batch norm, stages in buckets vs whole");
 }
 
 // A peer left out of the started all-reduces: the step ends within the timeout, and the trainer refuses
