@@ -6,12 +6,23 @@
 
 namespace dpt {
 
-void StageGradientCollective::reduce_in_update(size_t rank, bool) {
+void StageGradientCollective::finish_backward(size_t rank) {
+  const double start = platform::now_seconds();
+  reduce_within_stage(rank);
+  finished_[rank] = {start, platform::now_seconds()};
+  trace_.record(TraceRecorder::compute_row(rank),
+                replica_parts_.empty() ? TraceKind::kAllReduce : TraceKind::kReduceScatter, 0, start,
+                finished_[rank].end);
+}
+
+void StageGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   seconds_[rank] = 0;
+  if (!reduced) finished_[rank] = {};
   if (width_ == 1 && world_ == nullptr) return;
+  if (reduced && world_ == nullptr) return;  // (finish_backward reduced within the stage)
   DeviceBuffer &grads = replicas_[rank]->grads;
   const double start = platform::now_seconds();
-  if (width_ > 1) reduce_within_stage(rank);
+  if (width_ > 1 && !reduced) reduce_within_stage(rank);
   if (world_ != nullptr) {
     ThreadCollective &local = group_.collective();
     local.barrier(rank);  // every stage's replicas hold the process's sum
@@ -59,10 +70,19 @@ void StageGradientCollective::reduce_across_processes(size_t s) const {
   if (grads.size() > range) world_->all_reduce(grads.data() + range, grads.size() - range, timeout_, wire_);
 }
 
-// The stages reduce at once, each its own range: the step waited for the slowest.
-AllReduceTimes StageGradientCollective::times(bool) const {
-  const double most = *std::max_element(seconds_.begin(), seconds_.end());
-  return {most, most, most};
+// The stages reduce at once, each its own range: the step waited for the slowest. Reduced after their
+// schedules, the stages' reductions overlap the others' drain: the step waited for the one that started
+// last (the stage that finished last), and for the update phase's part.
+AllReduceTimes StageGradientCollective::times(bool reduced) const {
+  const double in_update = *std::max_element(seconds_.begin(), seconds_.end());
+  if (!reduced) return {in_update, in_update, in_update};
+  double longest = 0;
+  Span last;
+  for (const Span &f : finished_) {
+    longest = std::max(longest, f.end - f.start);
+    if (f.start > last.start) last = f;
+  }
+  return {in_update, longest + in_update, last.end - last.start + in_update};
 }
 
 // The stage's all-reduce (reduce-scatter, the mirror all-reduced) among its replicas; across P processes
@@ -84,7 +104,7 @@ StageGradientCollective::RankReduction StageGradientCollective::rank_reduction(s
     const double p = double(world_->size());
     moved += whole * (spans_.empty() ? 2.0 : 1.0) * (p - 1.0) / p;
   }
-  return {seconds_[rank], moved};
+  return {finished_[rank].end - finished_[rank].start + seconds_[rank], moved};
 }
 
 }  // namespace dpt

@@ -10,6 +10,11 @@
 // single process, each replica needs the sums of its own part only: the replicas reduce-scatter the stage's
 // range (ThreadCollective::reduce_scatter, the all-reduce's bits in each part, half its traffic; ZeRO-1's
 // reduce-scatter) and all-reduce only the mirror of a tied parameter.
+//
+// A window's last micro-batch reduces within each stage as soon as the stage's replicas have run their
+// schedule (finish_backward, on their device threads), while other stages still drain the pipeline (1F1B:
+// the last stage finishes first); what crosses the processes stays in the update phase (one thread calls
+// MPI). The bits are those of the reduction in the update phase.
 #pragma once
 
 #include <cstddef>
@@ -48,9 +53,15 @@ class StageGradientCollective final : public GradientCollective {
         spans_(std::move(spans)),
         stage_floats_(std::move(stage_floats)),
         replica_parts_(std::move(replica_parts)),
-        seconds_(replicas.size(), 0.0) {}
+        seconds_(replicas.size(), 0.0),
+        finished_(replicas.size()) {}
 
+  bool overlaps_backward() const override { return width_ > 1; }
+  // Device thread rank, after its stage's schedule: the reduction among the stage's replicas.
+  void finish_backward(size_t rank) override;
   void reduce_between_phases(bool) override {}
+  // The reduction among the stage's replicas unless finish_backward ran it (reduced), then across the
+  // processes.
   void reduce_in_update(size_t rank, bool reduced) override;
   AllReduceTimes times(bool reduced) const override;
   RankReduction rank_reduction(size_t rank, bool reduced) const override;
@@ -67,7 +78,11 @@ class StageGradientCollective final : public GradientCollective {
   std::vector<std::vector<size_t>> spans_;
   std::vector<size_t> stage_floats_;
   std::vector<std::vector<size_t>> replica_parts_;
-  std::vector<double> seconds_;  // per rank, of the last reduction
+  std::vector<double> seconds_;  // per rank, of the last reduction (in the update phase)
+  struct Span {
+    double start = 0, end = 0;
+  };
+  std::vector<Span> finished_;  // per rank, of the last reduction after its stage's schedule
 
   // Among the stage's replicas: the sums of the whole range, or of the rank's part (and the mirror).
   void reduce_within_stage(size_t rank) const;
