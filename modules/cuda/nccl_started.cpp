@@ -4,7 +4,9 @@
 //
 // A start records the context's comm_ready event on its stream and makes the communication stream wait for
 // it (the bucket's gradients are queued before), enqueues its NCCL calls on the communication streams,
-// every rank in one NCCL group, records the start's own event on each communication stream, and returns.
+// every rank in one NCCL group (a 16-bit all-reduce: comm_all_reduce's conversions, all-to-all, sums and
+// all-gather, in its own part of the staging), records the start's own event on each communication stream,
+// and returns.
 // Work queued on the stream later does not wait for it. A join makes each context's stream wait for the
 // event of an earlier start (device-side only). The wait records each rank's completion event on its
 // communication stream, makes the context's stream wait for that event (what is queued later sees the
@@ -16,6 +18,7 @@
 #include "cuda/context.hpp"
 #include "cuda/nccl_comm.hpp"
 #include "cuda/nccl_state.hpp"
+#include "cuda/nccl_wire16.hpp"
 
 namespace dpt::cuda {
 
@@ -107,18 +110,51 @@ int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
   }
 }
 
+// A 16-bit all-reduce started: comm_all_reduce's sequence (nccl_wire16.cpp) on the communication streams,
+// in the staging after what the starts since the last wait hold (the first start of a window may grow it;
+// later ones must fit).
+int start_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                 float *const *buffers, const size_t *counts, int32_t wire, const char *call,
+                 const Error &e) {
+  try {
+    DeviceGuard guard(c.ordinals[0]);
+    WirePlan plan;
+    if (const int rc = plan_wire(c, buffer_count, counts, plan, e)) return rc;
+    const size_t values = 2 * size_t(c.world) * plan.stride;
+    if (values == 0) return 0;  // every buffer empty
+    if (c.started == 0) c.started_staging = 0;
+    if (const int rc = ensure_wire16_staging(c, c.started_staging + values, e)) return rc;
+    if (const int rc =
+            order_streams(c, contexts, &dpt_backend_context::stream, &dpt_backend_context::comm_stream,
+                          &dpt_backend_context::comm_ready, call, e))
+      return rc;
+    if (const int rc = enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan,
+                                       c.started_staging, &dpt_backend_context::comm_stream, e))
+      return rc;
+    if (const int rc = record_started(c, contexts, call, e)) return rc;
+    c.started_staging += values;
+    return 0;
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", c.ranks.c_str(), call);
+  }
+}
+
 int comm_all_reduce_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts, size_t buffer_count,
                           float *const *buffers, const size_t *counts, int32_t wire_dtype, char *error,
                           size_t error_size) {
   const Error e{error, error_size};
   const char *call = "comm_all_reduce_start";
   if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", call);
-  if (wire_dtype != DPT_DTYPE_F32)
+  if (wire_dtype != DPT_DTYPE_F32 && wire_dtype != DPT_DTYPE_BF16 && wire_dtype != DPT_DTYPE_F16)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                  "%s: %s: wire dtype %d (DPT_DTYPE_F32 only; a 16-bit wire: comm_all_reduce)",
+                  "%s: %s: wire dtype %d (DPT_DTYPE_F32, DPT_DTYPE_BF16 or DPT_DTYPE_F16)",
                   comm->ranks.c_str(), call, int(wire_dtype));
   if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, call, e)) return rc;
   if (buffer_count == 0) return 0;
+  if (wire_dtype != DPT_DTYPE_F32)
+    return start_wire16(*comm, contexts, buffer_count, buffers, counts, wire_dtype, call, e);
   AllReduceArguments arguments{comm, contexts, buffer_count, buffers, counts};
   return start_collective(*comm, contexts, call, &queue_all_reduces_started, &arguments, e);
 }
@@ -159,6 +195,7 @@ int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contex
   if (const int rc = check_contexts(*comm, contexts, "comm_wait_started", e)) return rc;
   if (comm->started == 0) return 0;
   comm->started = 0;
+  comm->started_staging = 0;
   return run_collective(
       *comm, contexts, "comm_wait_started", "the started collectives (ncclAllReduce, ncclReduce)",
       timeout_seconds,

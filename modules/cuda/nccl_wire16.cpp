@@ -9,15 +9,6 @@
 
 namespace dpt::cuda {
 
-namespace {
-
-// Where the buffers of a 16-bit all-reduce live in a rank's staging (wire16.hpp): buffer b's chunks are
-// length[b] values long, at offset[b] in each of the K regions of stride values.
-struct WirePlan {
-  std::vector<size_t> length, offset;
-  size_t stride = 0;
-};
-
 int plan_wire(const dpt_backend_comm &c, size_t buffer_count, const size_t *counts, WirePlan &plan,
               const Error &e) {
   const size_t k = size_t(c.world);
@@ -40,15 +31,20 @@ int plan_wire(const dpt_backend_comm &c, size_t buffer_count, const size_t *coun
   return 0;
 }
 
-}  // namespace
-
 // Every local rank's staging holds at least `values` 16-bit values. Nothing is in flight (every collective
-// waits until done, and an aborted communicator does none), so the old memory is freed at once.
+// waits until done, and an aborted communicator does none; a started one holds the staging until the wait,
+// so growing it then is refused), so the old memory is freed at once.
 int ensure_wire16_staging(dpt_backend_comm &c, size_t values, const Error &e) {
   c.staging.resize(c.ordinals.size(), nullptr);
   c.staging_capacity.resize(c.ordinals.size(), 0);
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     if (c.staging_capacity[r] >= values) continue;
+    if (c.started > 0)
+      return report(
+          e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+          "%s: the 16-bit staging (%zu values) is too small for %zu while started collectives "
+          "use it: a 16-bit comm_all_reduce of the window's buffers before the first start sizes it",
+          c.ranks.c_str(), c.staging_capacity[r], values);
     const int ordinal = c.ordinals[r];
     DeviceGuard guard(ordinal);
     if (c.staging[r] != nullptr) cudaFree(c.staging[r]);
@@ -67,15 +63,12 @@ int ensure_wire16_staging(dpt_backend_comm &c, size_t values, const Error &e) {
   return 0;
 }
 
-namespace {
-
-// Enqueues the 16-bit all-reduce planned and, on each rank's stream, its completion event:
-// every buffer rounded into the rank's wire regions; in one group, region p sent to rank p and rank p's
+// Every buffer rounded into the rank's wire regions; in one group, region p sent to rank p and rank p's
 // region received into slot p; the sum of the slots in rank order, rounded, into the rank's own region;
 // in one group, an in-place ncclAllGather of the own regions; the wire back into the buffers.
 int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                     float *const *buffers, const size_t *counts, int32_t wire, const WirePlan &plan,
-                    const Error &e) {
+                    size_t base, StreamOf on, const Error &e) {
   const char *ranks = c.ranks.c_str();
   const size_t n = c.comms.size(), k = size_t(c.world), stride = plan.stride;
   const ncclDataType_t type = wire == DPT_DTYPE_BF16 ? ncclBfloat16 : ncclHalf;
@@ -93,8 +86,8 @@ int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, s
     for (size_t b = 0; b < buffer_count; ++b) {
       if (counts[b] == 0) continue;
       const cudaError_t s =
-          launch_to_wire16(wire, buffers[r * buffer_count + b], counts[b], k, plan.length[b], c.staging[r],
-                           stride, plan.offset[b], contexts[r]->stream);
+          launch_to_wire16(wire, buffers[r * buffer_count + b], counts[b], k, plan.length[b],
+                           (c.staging[r] + base), stride, plan.offset[b], contexts[r]->*on);
       if (s != cudaSuccess) return kernels_failed(r, "16-bit conversion kernel", s);
     }
   }
@@ -103,11 +96,11 @@ int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, s
   if (status != ncclSuccess) return nccl_failed(e, ranks, "ncclGroupStart", status, nullptr);
   for (size_t r = 0; r < n && status == ncclSuccess; ++r) {
     if (skipped(r)) continue;
-    uint16_t *regions = c.staging[r], *slots = regions + k * stride;
+    uint16_t *regions = (c.staging[r] + base), *slots = regions + k * stride;
     for (size_t p = 0; p < k && status == ncclSuccess; ++p) {
-      status = ncclSend(regions + p * stride, stride, type, int(p), c.comms[r], contexts[r]->stream);
+      status = ncclSend(regions + p * stride, stride, type, int(p), c.comms[r], contexts[r]->*on);
       if (status == ncclSuccess)
-        status = ncclRecv(slots + p * stride, stride, type, int(p), c.comms[r], contexts[r]->stream);
+        status = ncclRecv(slots + p * stride, stride, type, int(p), c.comms[r], contexts[r]->*on);
     }
   }
   ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
@@ -120,10 +113,10 @@ int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, s
   for (size_t r = 0; r < n; ++r) {
     if (skipped(r)) continue;
     DeviceGuard guard(c.ordinals[r]);
-    uint16_t *regions = c.staging[r], *slots = regions + k * stride;
+    uint16_t *regions = (c.staging[r] + base), *slots = regions + k * stride;
     const size_t me = size_t(c.first_rank) + r;
     const cudaError_t s =
-        launch_sum_wire16(wire, slots, k, stride, stride, regions + me * stride, contexts[r]->stream);
+        launch_sum_wire16(wire, slots, k, stride, stride, regions + me * stride, contexts[r]->*on);
     if (s != cudaSuccess) return kernels_failed(r, "16-bit sum kernel", s);
   }
   status = ncclGroupStart();
@@ -134,9 +127,9 @@ int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, s
   }
   for (size_t r = 0; r < n && status == ncclSuccess; ++r) {
     if (skipped(r)) continue;
-    uint16_t *regions = c.staging[r];
+    uint16_t *regions = (c.staging[r] + base);
     const size_t me = size_t(c.first_rank) + r;
-    status = ncclAllGather(regions + me * stride, regions, stride, type, c.comms[r], contexts[r]->stream);
+    status = ncclAllGather(regions + me * stride, regions, stride, type, c.comms[r], contexts[r]->*on);
   }
   end = ncclGroupEnd();
   if (status == ncclSuccess) status = end;
@@ -150,15 +143,14 @@ int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, s
     DeviceGuard guard(c.ordinals[r]);
     for (size_t b = 0; b < buffer_count; ++b) {
       if (counts[b] == 0) continue;
-      const cudaError_t s = launch_from_wire16(wire, c.staging[r], stride, plan.offset[b], plan.length[b],
-                                               buffers[r * buffer_count + b], counts[b], contexts[r]->stream);
+      const cudaError_t s =
+          launch_from_wire16(wire, (c.staging[r] + base), stride, plan.offset[b], plan.length[b],
+                             buffers[r * buffer_count + b], counts[b], contexts[r]->*on);
       if (s != cudaSuccess) return kernels_failed(r, "16-bit conversion kernel", s);
     }
   }
-  return record_events(c, contexts, e);
+  return 0;
 }
-
-}  // namespace
 
 int enqueue_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                    float *const *buffers, const size_t *counts, int32_t wire, const Error &e) {
@@ -166,7 +158,10 @@ int enqueue_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, si
   if (const int rc = plan_wire(c, buffer_count, counts, plan, e)) return rc;
   if (plan.stride == 0) return record_events(c, contexts, e);  // every buffer empty
   if (const int rc = ensure_wire16_staging(c, 2 * size_t(c.world) * plan.stride, e)) return rc;
-  return enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan, e);
+  if (const int rc = enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan, 0,
+                                     &dpt_backend_context::stream, e))
+    return rc;
+  return record_events(c, contexts, e);
 }
 
 void free_wire16_staging(dpt_backend_comm &c) {

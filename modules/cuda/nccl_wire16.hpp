@@ -8,10 +8,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cuda/nccl_state.hpp"
 
 namespace dpt::cuda {
+
+// Where the buffers of a 16-bit all-reduce live in a rank's staging (wire16.hpp): buffer b's chunks are
+// length[b] values long, at offset[b] in each of the K regions of stride values; 2 K stride values in all
+// (the K regions, then the K slots received).
+struct WirePlan {
+  std::vector<size_t> length, offset;
+  size_t stride = 0;
+};
+// The plan of comm_all_reduce's buffers (DPT_BACKEND_ERROR_INVALID_ARGUMENT for sizes that overflow).
+int plan_wire(const dpt_backend_comm &c, size_t buffer_count, const size_t *counts, WirePlan &plan,
+              const Error &e);
+// The planned sequence on each rank's stream `on`, its staging taken from value `base` on (the rank
+// c.hang_rank left out); no completion event. A failed launch or NCCL call aborts the communicator.
+int enqueue_planned(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
+                    float *const *buffers, const size_t *counts, int32_t wire, const WirePlan &plan,
+                    size_t base, StreamOf on, const Error &e);
 
 // Enqueues the sequence on the ranks' streams and their completion events (nccl_comm.cpp's wait follows);
 // the rank c.hang_rank is left out. Staging memory that cannot be had is DPT_BACKEND_ERROR_OUT_OF_MEMORY
@@ -19,7 +36,8 @@ namespace dpt::cuda {
 int enqueue_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                    float *const *buffers, const size_t *counts, int32_t wire, const Error &e);
 // Grows every local rank's staging to at least `values` 16-bit values (DPT_BACKEND_ERROR_OUT_OF_MEMORY with
-// nothing changed but the ranks already grown).
+// nothing changed but the ranks already grown; DPT_BACKEND_ERROR_INVALID_ARGUMENT while started collectives
+// hold it).
 int ensure_wire16_staging(dpt_backend_comm &c, size_t values, const Error &e);
 // The 16-bit reduce of a vector's uneven parts to their owners (comm_reduce_ranges; nccl_reduce.cpp): each
 // rank's part q rounded into region q of its staging, sent to rank q (ncclSend/ncclRecv, one group), the

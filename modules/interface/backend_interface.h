@@ -42,7 +42,7 @@ extern "C" {
  * 8: comm_all_reduce_start, comm_reduce_ranges_start, comm_join_started and comm_wait_started (a gradient
  * bucket all-reduced, or reduced to its owners, on a communication stream while backward computes the next).
  * 9: copy_device_ahead and copy_join_ahead (a sharded parameter bucket copied in on a copy stream while the
- * layers before it compute).
+ * layers before it compute); comm_all_reduce_start on the 16-bit wires.
  * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
  * refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 9u
@@ -331,17 +331,21 @@ typedef struct dpt_backend_v2 {
 
   /* ---- Collectives beside compute ---- */
 
-  /** Starts comm_all_reduce's float32 sum of @p buffer_count buffers per rank (the same layout of buffers,
-   *  counts and contexts; one ncclAllReduce per buffer in one NCCL group) on each rank's communication
+  /** Starts comm_all_reduce's sum of @p buffer_count buffers per rank (the same layout of buffers, counts
+   *  and contexts; on the float32 wire one ncclAllReduce per buffer in one NCCL group) on each rank's communication
    *  stream, a second stream of its context: ordered after the work queued so far on the context's stream,
    *  and NOT before the work queued on it later, which runs beside it (a gradient bucket summed while
    *  backward computes the next). Returns once queued, without waiting. Until comm_wait_started returns, the
    *  buffers must be neither read nor written (what they hold meanwhile is undefined) and the contexts
    *  belong to the communicator's caller (one thread drives every rank, as for comm_all_reduce). Several
-   *  starts run in the order they were started. @p wire_dtype: DPT_DTYPE_F32 only (anything else is
-   *  DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started). A failure to queue aborts the communicator as
-   *  comm_all_reduce's does. comm_inject_hang leaves its rank out of every start until the next
-   *  comm_wait_started. The same bits as comm_all_reduce of the same buffers. Since version 8. */
+   *  starts run in the order they were started. @p wire_dtype: DPT_DTYPE_F32, or (since version 9)
+   *  DPT_DTYPE_BF16 / DPT_DTYPE_F16: comm_all_reduce's 16-bit sequence and rule on the communication
+   *  streams, each start in the communicator's staging after the ones since the last wait; the first start
+   *  of a window may grow the staging, a later one that does not fit is DPT_BACKEND_ERROR_INVALID_ARGUMENT
+   *  with nothing started (a 16-bit comm_all_reduce of all the window's buffers beforehand sizes it); any
+   *  other type is DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started. A failure to queue aborts the
+   *  communicator as comm_all_reduce's does. comm_inject_hang leaves its rank out of every start until the
+   *  next comm_wait_started. The same bits as comm_all_reduce of the same buffers. Since version 8. */
   int (*comm_all_reduce_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                                size_t buffer_count, float *const *buffers, const size_t *counts,
                                int32_t wire_dtype, char *error, size_t error_size);

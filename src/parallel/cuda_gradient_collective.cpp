@@ -25,14 +25,15 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
   }
   for (auto &r : replicas) grads_.push_back(r->grads.data()), params_.push_back(r->params.data());
   for (size_t rank = 0; rank < lanes_.size(); ++rank) lanes_[rank].owner = this, lanes_[rank].rank = rank;
-  overlap_ = collective_ != nullptr && !collective_->shares_one_gpu() && wire_ == WireType::kF32 &&
-             buckets_.size() > 1;
+  overlap_ = collective_ != nullptr && !collective_->shares_one_gpu() && buckets_.size() > 1;
   const double k = double(ranks);
   bus_bytes_ = double(spec.parameter_count()) * sizeof(float) * 2.0 * (k - 1.0) / k;
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
   // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the
-  // trainer would refuse further work. It also makes NCCL connect the peers while all are known to be here.
+  // trainer would refuse further work; its size, every bucket's regions side by side, is what a window's
+  // started buckets take one after the other. It also makes NCCL connect the peers while all are known to
+  // be here.
   if (collective_ != nullptr && !collective_->shares_one_gpu() && wire_ != WireType::kF32)
     collective_->all_reduce(grads_, buckets_, timeout_, wire_);
 }
@@ -53,7 +54,7 @@ void CudaGradientCollective::start(size_t rank, size_t bucket) {
   if (rank == 0) {
     if (bucket == 0) first_start_ = platform::now_seconds();
     one_bucket_[0] = buckets_[bucket];
-    collective_->start_all_reduce(grads_, one_bucket_);
+    collective_->start_all_reduce(grads_, one_bucket_, wire_);
   }
   local_.barrier(rank);  // replica 0 is done with every context
 }

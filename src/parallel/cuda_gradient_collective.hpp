@@ -1,14 +1,14 @@
 // The gradient all-reduce of GPU replicas (backend/cuda/collective.hpp: NCCL, also across the processes of an
 // MPI world, or the virtual all-reduce of replicas sharing one GPU).
 //
-// With buckets (more than one, replicas on GPUs of their own, the float32 wire), a window's last
+// With buckets (more than one, replicas on GPUs of their own; any wire), a window's last
 // micro-batch reduces during backward, as PyTorch's DDP does: once every replica has queued the backward of
 // a bucket's layers, their device threads meet at a barrier and replica 0's thread starts the bucket's NCCL
 // all-reduce on every replica's communication stream (CudaCollective::start_all_reduce: ordered after the
 // bucket's gradients, beside the backward of the layers before it); the others wait at a second barrier (a
 // NCCL communicator's ranks are driven from one thread, and a context by one thread at a time). After
 // backward, replica 0's thread waits for every started bucket (wait_started: bounded by the timeout, then
-// aborted). Otherwise (one bucket, replicas sharing a GPU, a 16-bit wire, earlier micro-batches) the
+// aborted). Otherwise (one bucket, replicas sharing a GPU, earlier micro-batches) the
 // buckets are all-reduced in one NCCL group from the trainer's thread between the backward and update
 // phases, while the device workers are idle.
 //

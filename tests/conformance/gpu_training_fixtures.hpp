@@ -63,5 +63,6 @@ void test_gpu_overlapped_buckets_match_one_call(void **);
 void test_gpu_overlapped_hang_times_out(void **);
 void test_gpu_overlapped_backward_failure(void **);
 void test_gpu_pipeline_stage_buckets(void **);
+void test_gpu_overlapped_buckets_wire16(void **);
 
 }  // namespace gpu_test

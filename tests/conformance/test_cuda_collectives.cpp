@@ -145,9 +145,9 @@ void test_gpu_nccl_all_reduce(void **) {
 // buffer 0 alone, then buffers 1 and 2 in one start. Work queued on a context's stream before a start is in
 // its sums (buffer 1 tripled first); work queued between a start and the wait on other memory goes on (a
 // buffer of its own set); work queued after the wait sees the sums (buffer 0 doubled). Every rank must hold
-// the exact integer sums. A wait with nothing started returns at once; a 16-bit wire is refused, the
-// communicator still usable; a rank left out (comm_inject_hang): the wait ends with a communication error
-// after its timeout, and a start is refused afterwards.
+// the exact integer sums. A wait with nothing started returns at once; a wire type that is none of the
+// three is refused, the communicator still usable; a rank left out (comm_inject_hang): the wait ends with a
+// communication error after its timeout, and a start is refused afterwards.
 void test_gpu_nccl_all_reduce_started(void **) {
   const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
@@ -175,10 +175,10 @@ void test_gpu_nccl_all_reduce_started(void **) {
     rest[2 * r] = buffers[r * kBuffers + 1];
     rest[2 * r + 1] = buffers[r * kBuffers + 2];
   }
-  assert_int_equal(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts,
-                                             DPT_DTYPE_BF16, error, error_size),
-                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-  print_message("a 16-bit wire: %s\n", error);
+  assert_int_equal(
+      api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, 99, error, error_size),
+      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  print_message("wire type 99: %s\n", error);
   check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, DPT_DTYPE_F32, error,
                                   error_size),
         "comm_all_reduce_start (buffer 0)", error);
@@ -339,8 +339,8 @@ float wire_rule(int32_t wire, const std::vector<float> &values);  // below
 // (the last rank's empty from 3 GPUs on), rank 0's received in place in its send vector, the others' into
 // buffers of their own; the send vectors untouched but for the in-place part. On the float32 wire integer
 // data, so every owner must hold the exact sums of its part; on the 16-bit wires fractions over 40 binades
-// and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused. Then the float32 reduce started beside the
-// compute (comm_reduce_ranges_start), joined and waited for.
+// and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused.
+// Then the float32 reduce started beside the compute (comm_reduce_ranges_start), joined and waited for.
 // started: comm_reduce_ranges_start (float32) followed by an all-reduce start of another buffer, a join
 // that keeps the last start (the reduce joined: each owner's part doubled on its stream afterwards, which
 // must see the sums) and the wait.
@@ -536,6 +536,76 @@ void test_gpu_nccl_all_reduce_wire16(void **) {
   api.comm_destroy(comm);
 }
 
+// GPU: the 16-bit wires started beside the compute over every GPU: a 16-bit comm_all_reduce of the three
+// buffers first (it sizes the staging the window's starts take one after the other), then buffer 0 alone
+// and buffers 1 and 2 in one start, work on other memory between them, one wait: every rank holds the
+// rule's bits, as the plain call gives them. With the real module a start that no longer fits the staging
+// is refused, nothing started, and the wait ends the others (the simulator has no staging).
+void test_gpu_nccl_all_reduce_started_wire16(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  const size_t k = size_t(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  dpt_backend_versions versions;
+  api.versions(&versions);
+  const bool simulated = std::strstr(versions.text, "simulated") != nullptr;
+  for (const int32_t wire : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
+    std::vector<std::vector<std::vector<float>>> host(k, std::vector<std::vector<float>>(kBuffers));
+    std::vector<float *> buffers(k * kBuffers), first(k), rest(2 * k), others(k);
+    for (size_t r = 0; r < k; ++r) {
+      for (size_t b = 0; b < kBuffers; ++b) {
+        host[r][b] = wire_data(kCounts[b], 2600 + uint64_t(wire) * 100 + 10 * r + b);
+        buffers[r * kBuffers + b] = ranks.upload(r, host[r][b]);
+      }
+      first[r] = buffers[r * kBuffers];
+      rest[2 * r] = buffers[r * kBuffers + 1];
+      rest[2 * r + 1] = buffers[r * kBuffers + 2];
+      others[r] = ranks.upload(r, std::vector<float>(4096));
+    }
+    // The plain call (the staging sized), then the starts on its sums.
+    check(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, wire, 60.0,
+                              ranks.error, sizeof ranks.error),
+          "comm_all_reduce (16-bit wire)", ranks.error);
+    for (size_t b = 0; b < kBuffers; ++b) {
+      std::vector<std::vector<float>> inputs;
+      for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
+      const std::vector<float> sum = wire_reference(wire, inputs);
+      for (size_t r = 0; r < k; ++r) host[r][b] = sum;
+    }
+    check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, wire, ranks.error,
+                                    sizeof ranks.error),
+          "comm_all_reduce_start (16-bit, buffer 0)", ranks.error);
+    for (size_t r = 0; r < k; ++r)
+      check(api.mem_set(ranks.contexts[r], others[r], 0x3f, 4096 * sizeof(float), ranks.error,
+                        sizeof ranks.error),
+            "mem_set", ranks.error);
+    check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 2, rest.data(), kCounts + 1, wire,
+                                    ranks.error, sizeof ranks.error),
+          "comm_all_reduce_start (16-bit, buffers 1 and 2)", ranks.error);
+    if (!simulated) {
+      assert_int_equal(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, wire,
+                                                 ranks.error, sizeof ranks.error),
+                       DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+      print_message("a start past the staging: %s\n", ranks.error);
+    }
+    check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, ranks.error, sizeof ranks.error),
+          "comm_wait_started", ranks.error);
+    for (size_t b = 0; b < kBuffers; ++b) {
+      std::vector<std::vector<float>> inputs;
+      for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
+      const std::vector<float> want = wire_reference(wire, inputs);
+      for (size_t r = 0; r < k; ++r) {
+        const std::string what = std::string("started ") + wire_name(wire) + ", rank " + std::to_string(r) +
+                                 ", buffer of " + std::to_string(kCounts[b]);
+        expect_bitwise(what.c_str(), ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), want);
+      }
+    }
+  }
+  api.comm_destroy(comm);
+}
+
 // GPU: the 16-bit wires of K replicas on GPU 0 (K = 1, 2, 3, each with its own context; 3 sharing one):
 // every replica the rule's bits, in replica order.
 void test_gpu_virtual_all_reduce_wire16(void **) {
@@ -726,6 +796,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_nccl_all_reduce_f64),
       cmocka_unit_test(test_gpu_nccl_reduce_ranges),
       cmocka_unit_test(test_gpu_nccl_all_reduce_started),
+      cmocka_unit_test(test_gpu_nccl_all_reduce_started_wire16),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -134,6 +134,35 @@ void test_gpu_pipeline_stage_buckets(void **) {
   check_stage_buckets(context, batch_norm_model(), "batch norm, stages in buckets vs whole");
 }
 
+// The same on the 16-bit wires: buckets started during backward (the module's 16-bit all-reduce on the
+// communication streams, each bucket in its own part of the staging) against one 16-bit all-reduce after
+// backward: the wire's rule is exact and in rank order, so the bits are the same on NCCL too.
+void test_gpu_overlapped_buckets_wire16(void **) {
+  auto context = gpu_context();
+  need_gpus(*context, 2);
+  for (const dpt::DType wire : {dpt::DType::kBF16, dpt::DType::kF16}) {
+    dpt::TrainerConfig c = overlapped(dpt::OptimizerKind::kAdamW);
+    c.allreduce_dtype = wire;
+    c.accumulation_steps = 2;
+    auto over = trainer(context, c);
+    c.bucket_bytes = 0;
+    auto plain = trainer(context, c);
+    over->start_trace(100000);
+    for (uint64_t s = 0; s < 4; ++s) {
+      const Batch b = batch(s == 3 ? 27 : 32, 960 + s);
+      plain->step(b.x.data(), b.y.data(), b.n);
+      over->step(b.x.data(), b.y.data(), b.n);
+    }
+    const std::vector<float> got = parameters(*over);
+    cuda_test::expect_bitwise("16-bit overlapped: replica 1 vs replica 0", parameters(*over, 1), got);
+    cuda_test::expect_bitwise("16-bit overlapped buckets vs one all-reduce", got, parameters(*plain));
+    const size_t spans = trace_count(*over, "wire16", "\"all-reduce\"");
+    print_message("%s wire: %zu overlapped reductions in the timeline\n",
+                  wire == dpt::DType::kBF16 ? "bf16" : "fp16", spans);
+    assert_int_equal(spans, 2 * 2);  // two windows' spans on each replica's communication row
+  }
+}
+
 // A peer left out of the started all-reduces: the step ends within the timeout, and the trainer refuses
 // further work. Its status is DPT_ERROR_TIMEOUT (the device group's deadline, which started with the phase,
 // ends the replicas waiting at a barrier) or, when the group's watchdog wakes late on a loaded machine, the

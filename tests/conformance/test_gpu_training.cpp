@@ -682,6 +682,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_overlapped_hang_times_out),
       cmocka_unit_test(test_gpu_overlapped_backward_failure),
       cmocka_unit_test(test_gpu_pipeline_stage_buckets),
+      cmocka_unit_test(test_gpu_overlapped_buckets_wire16),
       cmocka_unit_test(test_gpu_refused_configurations),
       cmocka_unit_test(test_gpu_sharded_optimizer),
       cmocka_unit_test(test_gpu_sharded_gradients),

@@ -47,10 +47,16 @@ struct Copies {
   }
 };
 
-// A start's wire and communicator checked (`plain` names the call for a 16-bit wire). 0 to go on.
+// A start's wire and communicator checked (`plain` names the call for a 16-bit wire, which only the
+// all-reduce starts). 0 to go on.
 int refuse(const dpt_backend_comm &c, int32_t wire, const char *call, const char *plain, const Error &e) {
   const char *ranks = c.ranks.c_str();
-  if (wire != DPT_DTYPE_F32)
+  const bool sixteen = wire == DPT_DTYPE_BF16 || wire == DPT_DTYPE_F16;
+  if (call == kAllReduce && wire != DPT_DTYPE_F32 && !sixteen)
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: %s: wire dtype %d (DPT_DTYPE_F32, DPT_DTYPE_BF16 or DPT_DTYPE_F16)", ranks, call,
+                  int(wire));
+  if (call != kAllReduce && wire != DPT_DTYPE_F32)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                   "%s: %s: wire dtype %d (DPT_DTYPE_F32 only; a 16-bit wire: %s)", ranks, call, int(wire),
                   plain);
@@ -84,12 +90,12 @@ int start_all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
   if (hung) return 0;
   auto copies = std::make_shared<Copies>(spans);
   std::vector<size_t> sizes(counts, counts + buffer_count);
-  c.started.push_back({[copies, spans, sizes](dpt_backend_comm &comm, double deadline) {
+  c.started.push_back({[copies, spans, sizes, wire](dpt_backend_comm &comm, double deadline) {
     if (!copies->unchanged(spans)) return StartedCollective::kWritten;
     const size_t buffers = sizes.size();
     if (comm.board == nullptr)
-      sum_ranks(comm.ordinals.size(), buffers, sizes.data(), DPT_DTYPE_F32, copies->spans);
-    else if (!sum_across_processes(comm, buffers, sizes.data(), DPT_DTYPE_F32, copies->spans, deadline))
+      sum_ranks(comm.ordinals.size(), buffers, sizes.data(), wire, copies->spans);
+    else if (!sum_across_processes(comm, buffers, sizes.data(), wire, copies->spans, deadline))
       return StartedCollective::kStalled;
     for (size_t i = 0; i < spans.size(); ++i)
       if (spans[i]) std::copy(copies->values[i].begin(), copies->values[i].end(), spans[i].f());

@@ -44,6 +44,14 @@ CudaCollective::CudaCollective(std::vector<CudaKernels *> replicas, const World 
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+namespace {
+
+int32_t wire_dtype(WireType wire) {
+  return wire == WireType::kBF16 ? DPT_DTYPE_BF16 : wire == WireType::kF16 ? DPT_DTYPE_F16 : DPT_DTYPE_F32;
+}
+
+}  // namespace
+
 CudaCollective::~CudaCollective() {
   if (comm_ != nullptr) replicas_[0]->api().comm_destroy(comm_);
 }
@@ -54,9 +62,7 @@ void CudaCollective::all_reduce(const std::vector<float *> &buffers,
   const dpt_backend_v2 &api = replicas_[0]->api();
   const size_t k = replicas_.size();
   if (ranks_ < 2 || ranges.empty()) return;
-  const int32_t dtype = wire == WireType::kBF16  ? DPT_DTYPE_BF16
-                        : wire == WireType::kF16 ? DPT_DTYPE_F16
-                                                 : DPT_DTYPE_F32;
+  const int32_t dtype = wire_dtype(wire);
   int rc = DPT_BACKEND_OK;
   if (comm_ == nullptr) {
     // One call over the ranges' hull: they are contiguous pieces of one vector.
@@ -86,12 +92,12 @@ void CudaCollective::point_at(const std::vector<float *> &buffers,
 }
 
 void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
-                                      const std::vector<std::pair<size_t, size_t>> &ranges) {
+                                      const std::vector<std::pair<size_t, size_t>> &ranges, WireType wire) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_all_reduce needs a NCCL communicator");
   point_at(buffers, ranges);
   const int rc =
       replicas_[0]->api().comm_all_reduce_start(comm_, contexts_.data(), ranges.size(), pointers_.data(),
-                                                counts_.data(), DPT_DTYPE_F32, error_, sizeof error_);
+                                                counts_.data(), wire_dtype(wire), error_, sizeof error_);
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
@@ -146,9 +152,7 @@ void CudaCollective::all_reduce_doubles(const std::vector<double *> &buffers, si
 void CudaCollective::reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
                                    const std::vector<size_t> &bounds, double timeout_seconds, WireType wire) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "reduce_ranges needs a NCCL communicator");
-  const int32_t dtype = wire == WireType::kBF16  ? DPT_DTYPE_BF16
-                        : wire == WireType::kF16 ? DPT_DTYPE_F16
-                                                 : DPT_DTYPE_F32;
+  const int32_t dtype = wire_dtype(wire);
   const int rc =
       replicas_[0]->api().comm_reduce_ranges(comm_, contexts_.data(), sends.data(), recvs.data(),
                                              bounds.data(), dtype, timeout_seconds, error_, sizeof error_);

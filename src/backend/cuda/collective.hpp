@@ -37,11 +37,12 @@ class CudaCollective {
   // backend_interface.h's wire_dtype), the same bits on every replica.
   void all_reduce(const std::vector<float *> &buffers, const std::vector<std::pair<size_t, size_t>> &ranges,
                   double timeout_seconds, WireType wire = WireType::kF32);
-  // all_reduce's float32 sum of the ranges, started on each replica's communication stream after the work
-  // queued on its stream, beside what is queued later (NCCL only: comm_all_reduce_start). The buffers'
-  // ranges are not to be touched until wait_started.
+  // all_reduce's sum of the ranges on the wire, started on each replica's communication stream after the
+  // work queued on its stream, beside what is queued later (NCCL only: comm_all_reduce_start). The buffers'
+  // ranges are not to be touched until wait_started. A 16-bit wire takes the communicator's staging, which
+  // a 16-bit all_reduce of every range of a window sizes beforehand.
   void start_all_reduce(const std::vector<float *> &buffers,
-                        const std::vector<std::pair<size_t, size_t>> &ranges);
+                        const std::vector<std::pair<size_t, size_t>> &ranges, WireType wire = WireType::kF32);
   // reduce_ranges' float32 reduce, started as start_all_reduce starts its all-reduce
   // (comm_reduce_ranges_start): the sends and the receive buffers are not to be touched until a join or the
   // wait covers it.
