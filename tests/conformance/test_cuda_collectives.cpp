@@ -480,6 +480,41 @@ const char *wire_name(int32_t wire) {
   return wire == DPT_DTYPE_BF16 ? "bf16" : wire == DPT_DTYPE_F16 ? "fp16" : "fp32";
 }
 
+// What every rank's buffers hold, on the host: host[r][b], rank r's buffer b.
+using HostBuffers = std::vector<std::vector<std::vector<float>>>;
+
+// Every rank's kBuffers buffers of 16-bit-wire data (wire_data, seeds from `seed`), on the host and on the
+// ranks' GPUs (buffers[r * kBuffers + b]).
+void upload_wire_data(Ranks &ranks, int32_t wire, uint64_t seed, HostBuffers &host,
+                      std::vector<float *> &buffers) {
+  const size_t k = ranks.contexts.size();
+  host.assign(k, std::vector<std::vector<float>>(kBuffers));
+  buffers.assign(k * kBuffers, nullptr);
+  for (size_t r = 0; r < k; ++r)
+    for (size_t b = 0; b < kBuffers; ++b) {
+      host[r][b] = wire_data(kCounts[b], seed + uint64_t(wire) * 100 + 10 * r + b);
+      buffers[r * kBuffers + b] = ranks.upload(r, host[r][b]);
+    }
+}
+
+// Every rank's buffers 0 .. used - 1 hold the wire's rule over the ranks' host values, bit for bit; the
+// host values become those sums.
+void expect_rule_sums(Ranks &ranks, int32_t wire, const std::vector<float *> &buffers, size_t used,
+                      HostBuffers &host, const std::string &what) {
+  const size_t k = host.size();
+  for (size_t b = 0; b < used; ++b) {
+    std::vector<std::vector<float>> inputs;
+    for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
+    const std::vector<float> want = wire_reference(wire, inputs);
+    for (size_t r = 0; r < k; ++r) {
+      const std::string name = what + " " + wire_name(wire) + ", rank " + std::to_string(r) + ", buffer of " +
+                               std::to_string(kCounts[b]);
+      expect_bitwise(name.c_str(), ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), want);
+      host[r][b] = want;
+    }
+  }
+}
+
 // GPU: the 16-bit wires over every GPU: a call with the smallest buffer alone, then the grouped call of all
 // three (the staging grows), then the three again (the staging is reused, the inputs the last sums); every
 // rank holds the rule's bits after each. On the float32 wire the same data differ (the wire is used).
@@ -491,14 +526,9 @@ void test_gpu_nccl_all_reduce_wire16(void **) {
   Ranks ranks(api, ordinals);
   dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
   for (const int32_t wire : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
-    // host[r][b]: what rank r's buffer b holds.
-    std::vector<std::vector<std::vector<float>>> host(k, std::vector<std::vector<float>>(kBuffers));
-    std::vector<float *> buffers(k * kBuffers);
-    for (size_t r = 0; r < k; ++r)
-      for (size_t b = 0; b < kBuffers; ++b) {
-        host[r][b] = wire_data(kCounts[b], 2000 + uint64_t(wire) * 100 + 10 * r + b);
-        buffers[r * kBuffers + b] = ranks.upload(r, host[r][b]);
-      }
+    HostBuffers host;
+    std::vector<float *> buffers;
+    upload_wire_data(ranks, wire, 2000, host, buffers);
     const size_t calls[3] = {1, kBuffers, kBuffers};  // buffers per call: the first alone, then all
     for (int round = 0; round < 3; ++round) {
       const size_t used = calls[round];
@@ -508,18 +538,7 @@ void test_gpu_nccl_all_reduce_wire16(void **) {
       check(api.comm_all_reduce(comm, ranks.contexts.data(), used, pointers.data(), kCounts, wire, 60.0,
                                 ranks.error, sizeof ranks.error),
             "comm_all_reduce (16-bit wire)", ranks.error);
-      for (size_t b = 0; b < used; ++b) {
-        std::vector<std::vector<float>> inputs;
-        for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
-        const std::vector<float> want = wire_reference(wire, inputs);
-        for (size_t r = 0; r < k; ++r) {
-          const std::string what = std::string(wire_name(wire)) + " round " + std::to_string(round) +
-                                   ", rank " + std::to_string(r) + ", buffer of " +
-                                   std::to_string(kCounts[b]);
-          expect_bitwise(what.c_str(), ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), want);
-          host[r][b] = want;
-        }
-      }
+      expect_rule_sums(ranks, wire, buffers, used, host, "round " + std::to_string(round));
     }
   }
   // The float32 wire on 16-bit-style data: NCCL's float sums, not the rounded ones.
@@ -552,13 +571,10 @@ void test_gpu_nccl_all_reduce_started_wire16(void **) {
   api.versions(&versions);
   const bool simulated = std::strstr(versions.text, "simulated") != nullptr;
   for (const int32_t wire : {DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
-    std::vector<std::vector<std::vector<float>>> host(k, std::vector<std::vector<float>>(kBuffers));
-    std::vector<float *> buffers(k * kBuffers), first(k), rest(2 * k), others(k);
+    HostBuffers host;
+    std::vector<float *> buffers, first(k), rest(2 * k), others(k);
+    upload_wire_data(ranks, wire, 2600, host, buffers);
     for (size_t r = 0; r < k; ++r) {
-      for (size_t b = 0; b < kBuffers; ++b) {
-        host[r][b] = wire_data(kCounts[b], 2600 + uint64_t(wire) * 100 + 10 * r + b);
-        buffers[r * kBuffers + b] = ranks.upload(r, host[r][b]);
-      }
       first[r] = buffers[r * kBuffers];
       rest[2 * r] = buffers[r * kBuffers + 1];
       rest[2 * r + 1] = buffers[r * kBuffers + 2];
@@ -568,12 +584,7 @@ void test_gpu_nccl_all_reduce_started_wire16(void **) {
     check(api.comm_all_reduce(comm, ranks.contexts.data(), kBuffers, buffers.data(), kCounts, wire, 60.0,
                               ranks.error, sizeof ranks.error),
           "comm_all_reduce (16-bit wire)", ranks.error);
-    for (size_t b = 0; b < kBuffers; ++b) {
-      std::vector<std::vector<float>> inputs;
-      for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
-      const std::vector<float> sum = wire_reference(wire, inputs);
-      for (size_t r = 0; r < k; ++r) host[r][b] = sum;
-    }
+    expect_rule_sums(ranks, wire, buffers, kBuffers, host, "plain");
     check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, wire, ranks.error,
                                     sizeof ranks.error),
           "comm_all_reduce_start (16-bit, buffer 0)", ranks.error);
@@ -592,16 +603,7 @@ void test_gpu_nccl_all_reduce_started_wire16(void **) {
     }
     check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, ranks.error, sizeof ranks.error),
           "comm_wait_started", ranks.error);
-    for (size_t b = 0; b < kBuffers; ++b) {
-      std::vector<std::vector<float>> inputs;
-      for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
-      const std::vector<float> want = wire_reference(wire, inputs);
-      for (size_t r = 0; r < k; ++r) {
-        const std::string what = std::string("started ") + wire_name(wire) + ", rank " + std::to_string(r) +
-                                 ", buffer of " + std::to_string(kCounts[b]);
-        expect_bitwise(what.c_str(), ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), want);
-      }
-    }
+    expect_rule_sums(ranks, wire, buffers, kBuffers, host, "started");
   }
   api.comm_destroy(comm);
 }

@@ -74,6 +74,18 @@ void test_gpu_sharded_optimizer(void **) {
   }
 }
 
+// Evaluation of b and its predicted logits: the same bits from both trainers.
+void expect_same_inference(dpt::Trainer &want, dpt::Trainer &got, const Batch &b, const char *what) {
+  const dpt::EvalStats ew = want.evaluate(b.x.data(), b.y.data(), b.n);
+  const dpt::EvalStats eg = got.evaluate(b.x.data(), b.y.data(), b.n);
+  assert_true(ew.loss_sum == eg.loss_sum && ew.correct == eg.correct);
+  const size_t classes = want.spec().tensors()[want.spec().output_tensor()].shape.size();
+  std::vector<float> lw(b.n * classes), lg(b.n * classes);
+  want.predict(b.x.data(), b.n, lw.data());
+  got.predict(b.x.data(), b.n, lg.data());
+  cuda_test::expect_bitwise(what, lg, lw);
+}
+
 // Sharded gradients (ZeRO stage 2) and parameters (stage 3) on GPU replicas, sharing one GPU (the virtual
 // all-reduce, then each owner's copy) and on distinct GPUs (one NCCL reduce per range): each replica holds
 // its range of the gradient and one staging bucket (and with `parameters` its range of the parameters and one
@@ -105,15 +117,7 @@ void check_sharded(const std::shared_ptr<dpt::Context> &context, std::vector<siz
       expect_equivalent("sharded vs unsharded", parameters(*sharded, r), want, start, tolerance);
   }
   if (tolerance == 0) {
-    const Batch b = batch(37, 720);
-    const dpt::EvalStats ep = plain->evaluate(b.x.data(), b.y.data(), b.n);
-    const dpt::EvalStats es = sharded->evaluate(b.x.data(), b.y.data(), b.n);
-    assert_true(ep.loss_sum == es.loss_sum && ep.correct == es.correct);
-    const size_t classes = plain->spec().tensors()[plain->spec().output_tensor()].shape.size();
-    std::vector<float> lp(b.n * classes), ls(b.n * classes);
-    plain->predict(b.x.data(), b.n, lp.data());
-    sharded->predict(b.x.data(), b.n, ls.data());
-    cuda_test::expect_bitwise("sharded: predicted logits", ls, lp);
+    expect_same_inference(*plain, *sharded, batch(37, 720), "sharded: predicted logits");
     // Checkpoints: the sharded trainer's is the unsharded one's, and each continues in the other mode.
     const dpt::TrainerState state = sharded->save_state(), plain_state = plain->save_state();
     cuda_test::expect_bitwise("sharded: checkpointed optimizer state", state.optimizer_state,
@@ -241,15 +245,7 @@ void check_read_ahead(const std::shared_ptr<dpt::Context> &context, std::vector<
   const std::vector<float> want = parameters(*plain);
   for (size_t r = 0; r < devices.size(); ++r)
     cuda_test::expect_bitwise("read ahead: replica vs unsharded", parameters(*ahead, r), want);
-  const Batch b = batch(37, 740);
-  const dpt::EvalStats ep = plain->evaluate(b.x.data(), b.y.data(), b.n);
-  const dpt::EvalStats ea = ahead->evaluate(b.x.data(), b.y.data(), b.n);
-  assert_true(ep.loss_sum == ea.loss_sum && ep.correct == ea.correct);
-  const size_t classes = plain->spec().tensors()[plain->spec().output_tensor()].shape.size();
-  std::vector<float> lp(b.n * classes), la(b.n * classes);
-  plain->predict(b.x.data(), b.n, lp.data());
-  ahead->predict(b.x.data(), b.n, la.data());
-  cuda_test::expect_bitwise("read ahead: predicted logits", la, lp);
+  expect_same_inference(*plain, *ahead, batch(37, 740), "read ahead: predicted logits");
   const size_t served = occurrences(trace_of(*ahead, "with"), "(read ahead)");
   print_message("%zu gathers served from a read ahead\n", served);
   assert_true(served > 0);
