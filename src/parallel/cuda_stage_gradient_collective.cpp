@@ -37,6 +37,7 @@ CudaStageGradientCollective::CudaStageGradientCollective(
     floats_.push_back(replicas[first]->grads.size());
   }
   starts_.assign(stages_.size(), 0.0);
+  waits_.assign(stages_.size(), 0.0);
   ends_.assign(stages_.size(), 0.0);
   sends_.resize(stages_.size());
   recvs_.resize(stages_.size());
@@ -113,6 +114,7 @@ void CudaStageGradientCollective::finish_backward(size_t rank) {
   if (stage != nullptr) stage->barrier(member);  // every replica of the stage has queued its last backward
   if (member == 0) {
     if (in_buckets) {
+      waits_[s] = platform::now_seconds();
       stages_[s]->wait_started(timeout_);
     } else {
       starts_[s] = platform::now_seconds();
@@ -176,7 +178,9 @@ CudaStageGradientCollective::RankReduction CudaStageGradientCollective::rank_red
   const size_t s = rank / width_;
   const double seconds = reduced ? ends_[s] - starts_[s] : seconds_;  // the stage's own, or every stage's
   const double r = double(ranks_), all = double(floats_[s]) * sizeof(float);
-  if (!reduces_to_owners(s)) return {seconds, all * 2.0 * (r - 1.0) / r};
+  // In buckets: until the wait began, the reduction ran beside the stage's last backward.
+  const double beside = reduced && !buckets_[s].empty() ? waits_[s] - starts_[s] : 0;
+  if (!reduces_to_owners(s)) return {seconds, all * 2.0 * (r - 1.0) / r, beside};
   const double range = double(parts_[s].back()) * sizeof(float);
   return {seconds, range * (r - 1.0) / r + (all - range) * 2.0 * (r - 1.0) / r};
 }

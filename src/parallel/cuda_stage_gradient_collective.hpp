@@ -89,6 +89,7 @@ class CudaStageGradientCollective final : public GradientCollective {
   DeviceGroup &group_;
   double seconds_ = 0, exposed_seconds_ = 0;
   std::vector<double> starts_, ends_;  // per stage: its last reduction (at the end of its schedule)
+  std::vector<double> waits_;          // per stage in buckets: when its first replica began to wait
   // Stages reduced in buckets beside their last backward: per stage its buckets' ranges (empty: the stage
   // reduces whole after its schedule), the layer that completes each, and per replica how many it started.
   std::vector<std::vector<std::pair<size_t, size_t>>> buckets_;

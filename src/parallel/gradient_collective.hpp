@@ -84,6 +84,7 @@ class GradientCollective {
   // 2 (K - 1) / K for an all-reduce, (K - 1) / K for a reduce-scatter).
   struct RankReduction {
     double seconds = 0, bus_bytes = 0;
+    double beside = 0;  // of seconds, what ran beside the rank's own compute (a pipeline stage's buckets)
   };
   virtual RankReduction rank_reduction(size_t rank, bool reduced) const = 0;
 };

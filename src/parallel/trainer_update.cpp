@@ -185,9 +185,11 @@ void Trainer::record_replica_times(double total_seconds, bool reduced, bool over
     const Replica &r = *replicas_[rank];
     ReplicaTimes &t = replica_times_[rank];
     t = ReplicaTimes{r.compute_seconds, 0, r.update_seconds, 0, 0};
+    double beside = 0;  // of the communication, what ran beside the compute
     if (reduced && replicas_.size() > 1) {
       const GradientCollective::RankReduction reduction = collective_->rank_reduction(rank, overlapped);
       t.communication = reduction.seconds;
+      beside = reduction.beside;
       t.bus_bandwidth = reduction.seconds > 0 ? reduction.bus_bytes / reduction.seconds : 0;
       if (reduction.seconds > 0)
         reduction_totals_[rank].bus_bytes += reduction.bus_bytes,
@@ -196,8 +198,9 @@ void Trainer::record_replica_times(double total_seconds, bool reduced, bool over
     // A pipeline stage's hand-overs (its activations and gradients copied across its boundaries).
     if (pipeline_ != nullptr) t.communication += pipeline_->transfer_seconds(rank);
     // An overlapped reduction ran on the communication thread, beside the compute (a pipeline stage's ran
-    // after its schedule, on its own thread: busy).
-    const double busy = t.compute + t.update + (overlapped && pipeline_ == nullptr ? 0 : t.communication);
+    // after its schedule, on its own thread: busy, but for its buckets started during its last backward).
+    const double busy =
+        t.compute + t.update + (overlapped && pipeline_ == nullptr ? 0 : t.communication - beside);
     t.idle = std::max(0.0, total_seconds - busy);
     ReplicaTimes &sum = replica_totals_[rank];
     sum.compute += t.compute, sum.communication += t.communication, sum.update += t.update,
