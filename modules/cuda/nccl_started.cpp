@@ -5,7 +5,7 @@
 // A start records the context's comm_ready event on its stream and makes the communication stream wait for
 // it (the bucket's gradients are queued before), enqueues its NCCL calls on the communication streams,
 // every rank in one NCCL group (a 16-bit all-reduce: comm_all_reduce's conversions, all-to-all, sums and
-// all-gather, in its own part of the staging), records the start's own event on each communication stream,
+// all-gather in the communicator's staging), records the start's own event on each communication stream,
 // and returns.
 // Work queued on the stream later does not wait for it. A join makes each context's stream wait for the
 // event of an earlier start (device-side only). The wait records each rank's completion event on its
@@ -110,9 +110,10 @@ int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
   }
 }
 
-// A 16-bit all-reduce started: comm_all_reduce's sequence (nccl_wire16.cpp) on the communication streams,
-// in the staging after what the starts since the last wait hold (the first start of a window may grow it;
-// later ones must fit).
+// A 16-bit all-reduce started: comm_all_reduce's sequence (nccl_wire16.cpp) on the communication streams.
+// Every start takes the staging whole: a rank's starts run one after the other on its communication stream,
+// so each finds the one before done with it. Growing it while starts hold it is refused (its memory may
+// still be in use on the device): the first start since a wait may grow it.
 int start_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                  float *const *buffers, const size_t *counts, int32_t wire, const char *call,
                  const Error &e) {
@@ -122,18 +123,15 @@ int start_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size
     if (const int rc = plan_wire(c, buffer_count, counts, plan, e)) return rc;
     const size_t values = 2 * size_t(c.world) * plan.stride;
     if (values == 0) return 0;  // every buffer empty
-    if (c.started == 0) c.started_staging = 0;
-    if (const int rc = ensure_wire16_staging(c, c.started_staging + values, e)) return rc;
+    if (const int rc = ensure_wire16_staging(c, values, e)) return rc;
     if (const int rc =
             order_streams(c, contexts, &dpt_backend_context::stream, &dpt_backend_context::comm_stream,
                           &dpt_backend_context::comm_ready, call, e))
       return rc;
-    if (const int rc = enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan,
-                                       c.started_staging, &dpt_backend_context::comm_stream, e))
+    if (const int rc = enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan, 0,
+                                       &dpt_backend_context::comm_stream, e))
       return rc;
-    if (const int rc = record_started(c, contexts, call, e)) return rc;
-    c.started_staging += values;
-    return 0;
+    return record_started(c, contexts, call, e);
   } catch (const std::bad_alloc &) {
     return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
   } catch (...) {
@@ -195,7 +193,6 @@ int comm_wait_started(dpt_backend_comm *comm, dpt_backend_context *const *contex
   if (const int rc = check_contexts(*comm, contexts, "comm_wait_started", e)) return rc;
   if (comm->started == 0) return 0;
   comm->started = 0;
-  comm->started_staging = 0;
   return run_collective(
       *comm, contexts, "comm_wait_started", "the started collectives (ncclAllReduce, ncclReduce)",
       timeout_seconds,

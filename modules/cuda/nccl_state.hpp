@@ -33,8 +33,6 @@ struct dpt_backend_comm {
   // communication stream after each of them (created on first need, kept for the next window).
   size_t started = 0;
   std::vector<std::vector<cudaEvent_t>> started_events;
-  // The 16-bit staging the starts since the last wait hold: values [0, started_staging) of every rank's.
-  size_t started_staging = 0;
 };
 
 namespace dpt::cuda {

@@ -340,10 +340,10 @@ typedef struct dpt_backend_v2 {
    *  belong to the communicator's caller (one thread drives every rank, as for comm_all_reduce). Several
    *  starts run in the order they were started. @p wire_dtype: DPT_DTYPE_F32, or (since version 9)
    *  DPT_DTYPE_BF16 / DPT_DTYPE_F16: comm_all_reduce's 16-bit sequence and rule on the communication
-   *  streams, each start in the communicator's staging after the ones since the last wait; the first start
-   *  of a window may grow the staging, a later one that does not fit is DPT_BACKEND_ERROR_INVALID_ARGUMENT
-   *  with nothing started (a 16-bit comm_all_reduce of all the window's buffers beforehand sizes it); any
-   *  other type is DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started. A failure to queue aborts the
+   *  streams, in the communicator's staging (a rank's starts run one after the other there); the first
+   *  start since a wait may grow the staging, a later one that does not fit is
+   *  DPT_BACKEND_ERROR_INVALID_ARGUMENT with nothing started (a 16-bit comm_all_reduce of the largest start's
+   *  buffers beforehand sizes it); any other type is DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started. A failure to queue aborts the
    *  communicator as comm_all_reduce's does. comm_inject_hang leaves its rank out of every start until the
    *  next comm_wait_started. The same bits as comm_all_reduce of the same buffers. Since version 8. */
   int (*comm_all_reduce_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,

@@ -31,9 +31,8 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
   // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the
-  // trainer would refuse further work; its size, every bucket's regions side by side, is what a window's
-  // started buckets take one after the other. It also makes NCCL connect the peers while all are known to
-  // be here.
+  // trainer would refuse further work; it holds any one bucket, which is what a started bucket takes. It
+  // also makes NCCL connect the peers while all are known to be here.
   if (collective_ != nullptr && !collective_->shares_one_gpu() && wire_ != WireType::kF32)
     collective_->all_reduce(grads_, buckets_, timeout_, wire_);
 }

@@ -558,8 +558,9 @@ void test_gpu_nccl_all_reduce_wire16(void **) {
 // GPU: the 16-bit wires started beside the compute over every GPU: a 16-bit comm_all_reduce of the three
 // buffers first (it sizes the staging the window's starts take one after the other), then buffer 0 alone
 // and buffers 1 and 2 in one start, work on other memory between them, one wait: every rank holds the
-// rule's bits, as the plain call gives them. With the real module a start that no longer fits the staging
-// is refused, nothing started, and the wait ends the others (the simulator has no staging).
+// rule's bits, as the plain call gives them. With the real module, on a fresh communicator, a start larger
+// than the staging the first start grew is refused, nothing started, and the wait ends the first (the
+// simulator has no staging).
 void test_gpu_nccl_all_reduce_started_wire16(void **) {
   const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
@@ -595,15 +596,24 @@ void test_gpu_nccl_all_reduce_started_wire16(void **) {
     check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 2, rest.data(), kCounts + 1, wire,
                                     ranks.error, sizeof ranks.error),
           "comm_all_reduce_start (16-bit, buffers 1 and 2)", ranks.error);
-    if (!simulated) {
-      assert_int_equal(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, first.data(), kCounts, wire,
-                                                 ranks.error, sizeof ranks.error),
-                       DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-      print_message("a start past the staging: %s\n", ranks.error);
-    }
     check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, ranks.error, sizeof ranks.error),
           "comm_wait_started", ranks.error);
     expect_rule_sums(ranks, wire, buffers, kBuffers, host, "started");
+    if (simulated) continue;
+    // A fresh communicator: the first start grows its staging to buffer 0's; a larger start while that one
+    // holds it is refused, nothing started; the wait ends the first.
+    dpt_backend_comm *fresh = comm_over(api, ranks, ordinals);
+    check(api.comm_all_reduce_start(fresh, ranks.contexts.data(), 1, first.data(), kCounts, wire, ranks.error,
+                                    sizeof ranks.error),
+          "comm_all_reduce_start (16-bit, a fresh staging)", ranks.error);
+    assert_int_equal(api.comm_all_reduce_start(fresh, ranks.contexts.data(), 2, rest.data(), kCounts + 1,
+                                               wire, ranks.error, sizeof ranks.error),
+                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+    print_message("a start past the staging: %s\n", ranks.error);
+    check(api.comm_wait_started(fresh, ranks.contexts.data(), 60.0, ranks.error, sizeof ranks.error),
+          "comm_wait_started", ranks.error);
+    expect_rule_sums(ranks, wire, buffers, 1, host, "started on a fresh staging");
+    api.comm_destroy(fresh);
   }
   api.comm_destroy(comm);
 }

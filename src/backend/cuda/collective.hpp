@@ -40,7 +40,7 @@ class CudaCollective {
   // all_reduce's sum of the ranges on the wire, started on each replica's communication stream after the
   // work queued on its stream, beside what is queued later (NCCL only: comm_all_reduce_start). The buffers'
   // ranges are not to be touched until wait_started. A 16-bit wire takes the communicator's staging, which
-  // a 16-bit all_reduce of every range of a window sizes beforehand.
+  // a 16-bit all_reduce of the largest start's ranges sizes beforehand.
   void start_all_reduce(const std::vector<float *> &buffers,
                         const std::vector<std::pair<size_t, size_t>> &ranges, WireType wire = WireType::kF32);
   // reduce_ranges' float32 reduce, started as start_all_reduce starts its all-reduce
