@@ -101,8 +101,11 @@ int comm_reduce_ranges(dpt_backend_comm *comm, dpt_backend_context *const *conte
       f32 ? "ncclReduce (the ranges' reduce)" : "the 16-bit reduce of ranges (ncclSend/ncclRecv)",
       timeout_seconds,
       [&] {
-        return f32 ? enqueue(*comm, contexts, sends, recvs, bounds, e)
-                   : enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype, e);
+        if (f32) return enqueue(*comm, contexts, sends, recvs, bounds, e);
+        if (const int rc = enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype,
+                                                        &dpt_backend_context::stream, e))
+          return rc;
+        return record_events(*comm, contexts, e);
       },
       e);
 }
@@ -113,11 +116,18 @@ int comm_reduce_ranges_start(dpt_backend_comm *comm, dpt_backend_context *const 
   const Error e{error, error_size};
   const char *call = "comm_reduce_ranges_start";
   if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", call);
-  if (wire_dtype != DPT_DTYPE_F32)
+  if (wire_dtype != DPT_DTYPE_F32 && wire_dtype != DPT_DTYPE_BF16 && wire_dtype != DPT_DTYPE_F16)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                  "%s: %s: wire dtype %d (DPT_DTYPE_F32 only; a 16-bit wire: comm_reduce_ranges)",
-                  comm->ranks.c_str(), call, int(wire_dtype));
+                  "%s: %s: wire dtype %d (DPT_DTYPE_F32, _BF16 or _F16)", comm->ranks.c_str(), call,
+                  int(wire_dtype));
   if (const int rc = check(*comm, contexts, sends, recvs, bounds, e)) return rc;
+  if (wire_dtype != DPT_DTYPE_F32) {  // the 16-bit sequence on the communication streams
+    const auto enqueue16 = [&] {
+      return enqueue_reduce_ranges_wire16(*comm, contexts, sends, recvs, bounds, wire_dtype,
+                                          &dpt_backend_context::comm_stream, e);
+    };
+    return start_sequence(*comm, contexts, call, enqueue16, e);
+  }
   StartArguments arguments{comm, contexts, sends, recvs, bounds};
   return start_collective(*comm, contexts, call, &queue_started, &arguments, e);
 }

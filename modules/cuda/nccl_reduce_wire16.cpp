@@ -16,13 +16,13 @@ namespace dpt::cuda {
 
 int enqueue_reduce_ranges_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts,
                                  const float *const *sends, float *const *recvs, const size_t *bounds,
-                                 int32_t wire, const Error &e) {
+                                 int32_t wire, StreamOf on, const Error &e) {
   const char *ranks = c.ranks.c_str();
   const size_t n = c.comms.size(), k = size_t(c.world);
   size_t stride = 0;
   for (size_t q = 0; q < k; ++q) stride = std::max(stride, bounds[q + 1] - bounds[q]);
   stride = (stride + kWireChunkAlign - 1) / kWireChunkAlign * kWireChunkAlign;
-  if (stride == 0) return record_events(c, contexts, e);  // every part empty
+  if (stride == 0) return 0;  // every part empty
   if (stride > (SIZE_MAX >> 4) / k)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: comm_reduce_ranges: parts of %zu floats", ranks,
                   stride);
@@ -43,7 +43,7 @@ int enqueue_reduce_ranges_wire16(dpt_backend_comm &c, dpt_backend_context *const
     for (size_t q = 0; q < k; ++q) {
       if (length(q) == 0) continue;
       const cudaError_t s = launch_to_wire16(wire, sends[r] + bounds[q], length(q), 1, length(q),
-                                             c.staging[r] + q * stride, stride, 0, contexts[r]->stream);
+                                             c.staging[r] + q * stride, stride, 0, contexts[r]->*on);
       if (s != cudaSuccess) return kernels_failed(r, "16-bit conversion kernel", s);
     }
   }
@@ -55,9 +55,9 @@ int enqueue_reduce_ranges_wire16(dpt_backend_comm &c, dpt_backend_context *const
     const size_t me = size_t(c.first_rank) + r;
     for (size_t q = 0; q < k && status == ncclSuccess; ++q) {
       if (length(q) > 0)
-        status = ncclSend(regions + q * stride, length(q), type, int(q), c.comms[r], contexts[r]->stream);
+        status = ncclSend(regions + q * stride, length(q), type, int(q), c.comms[r], contexts[r]->*on);
       if (status == ncclSuccess && length(me) > 0)
-        status = ncclRecv(slots + q * stride, length(me), type, int(q), c.comms[r], contexts[r]->stream);
+        status = ncclRecv(slots + q * stride, length(me), type, int(q), c.comms[r], contexts[r]->*on);
     }
   }
   const ncclResult_t end = ncclGroupEnd();  // always closes the group, also after a failed call
@@ -73,13 +73,13 @@ int enqueue_reduce_ranges_wire16(dpt_backend_comm &c, dpt_backend_context *const
     DeviceGuard guard(c.ordinals[r]);
     uint16_t *regions = c.staging[r], *slots = regions + k * stride;
     cudaError_t s =
-        launch_sum_wire16(wire, slots, k, stride, length(me), regions + me * stride, contexts[r]->stream);
+        launch_sum_wire16(wire, slots, k, stride, length(me), regions + me * stride, contexts[r]->*on);
     if (s != cudaSuccess) return kernels_failed(r, "16-bit sum kernel", s);
     s = launch_from_wire16(wire, regions + me * stride, stride, 0, length(me), recvs[r], length(me),
-                           contexts[r]->stream);
+                           contexts[r]->*on);
     if (s != cudaSuccess) return kernels_failed(r, "16-bit conversion kernel", s);
   }
-  return record_events(c, contexts, e);
+  return 0;
 }
 
 }  // namespace dpt::cuda

@@ -46,6 +46,14 @@ int order_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, Str
   return 0;
 }
 
+}  // namespace
+
+int order_for_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                    const Error &e) {
+  return order_streams(c, contexts, &dpt_backend_context::stream, &dpt_backend_context::comm_stream,
+                       &dpt_backend_context::comm_ready, call, e);
+}
+
 // The event of start number c.started on every rank's communication stream (the events are made on first
 // need and kept).
 int record_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
@@ -74,6 +82,8 @@ int record_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, co
   return 0;
 }
 
+namespace {
+
 struct AllReduceArguments {
   dpt_backend_comm *c;
   dpt_backend_context *const *contexts;
@@ -95,42 +105,10 @@ int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
   try {
     DeviceGuard guard(c.ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
     // Every rank's communication stream ordered after what its context's stream holds now.
-    if (const int rc =
-            order_streams(c, contexts, &dpt_backend_context::stream, &dpt_backend_context::comm_stream,
-                          &dpt_backend_context::comm_ready, call, e))
-      return rc;
+    if (const int rc = order_for_start(c, contexts, call, e)) return rc;
     ncclResult_t status = ncclGroupStart();
     if (status != ncclSuccess) return nccl_failed(e, c.ranks.c_str(), "ncclGroupStart", status, nullptr);
     if (const int rc = close_group(c, queue(arguments), call, e)) return rc;
-    return record_started(c, contexts, call, e);
-  } catch (const std::bad_alloc &) {
-    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
-  } catch (...) {
-    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", c.ranks.c_str(), call);
-  }
-}
-
-// A 16-bit all-reduce started: comm_all_reduce's sequence (nccl_wire16.cpp) on the communication streams.
-// Every start takes the staging whole: a rank's starts run one after the other on its communication stream,
-// so each finds the one before done with it. Growing it while starts hold it is refused (its memory may
-// still be in use on the device): the first start since a wait may grow it.
-int start_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
-                 float *const *buffers, const size_t *counts, int32_t wire, const char *call,
-                 const Error &e) {
-  try {
-    DeviceGuard guard(c.ordinals[0]);
-    WirePlan plan;
-    if (const int rc = plan_wire(c, buffer_count, counts, plan, e)) return rc;
-    const size_t values = 2 * size_t(c.world) * plan.stride;
-    if (values == 0) return 0;  // every buffer empty
-    if (const int rc = ensure_wire16_staging(c, values, e)) return rc;
-    if (const int rc =
-            order_streams(c, contexts, &dpt_backend_context::stream, &dpt_backend_context::comm_stream,
-                          &dpt_backend_context::comm_ready, call, e))
-      return rc;
-    if (const int rc = enqueue_planned(c, contexts, buffer_count, buffers, counts, wire, plan, 0,
-                                       &dpt_backend_context::comm_stream, e))
-      return rc;
     return record_started(c, contexts, call, e);
   } catch (const std::bad_alloc &) {
     return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
@@ -151,8 +129,18 @@ int comm_all_reduce_start(dpt_backend_comm *comm, dpt_backend_context *const *co
                   comm->ranks.c_str(), call, int(wire_dtype));
   if (const int rc = check_ranks(*comm, contexts, buffer_count, buffers, counts, call, e)) return rc;
   if (buffer_count == 0) return 0;
-  if (wire_dtype != DPT_DTYPE_F32)
-    return start_wire16(*comm, contexts, buffer_count, buffers, counts, wire_dtype, call, e);
+  if (wire_dtype != DPT_DTYPE_F32) {  // the 16-bit sequence on the communication streams
+    const auto enqueue16 = [&] {
+      WirePlan plan;
+      if (const int rc = plan_wire(*comm, buffer_count, counts, plan, e)) return rc;
+      const size_t values = 2 * size_t(comm->world) * plan.stride;
+      if (values == 0) return 0;  // every buffer empty: a start with nothing in it
+      if (const int rc = ensure_wire16_staging(*comm, values, e)) return rc;
+      return enqueue_planned(*comm, contexts, buffer_count, buffers, counts, wire_dtype, plan, 0,
+                             &dpt_backend_context::comm_stream, e);
+    };
+    return start_sequence(*comm, contexts, call, enqueue16, e);
+  }
   AllReduceArguments arguments{comm, contexts, buffer_count, buffers, counts};
   return start_collective(*comm, contexts, call, &queue_all_reduces_started, &arguments, e);
 }

@@ -83,6 +83,30 @@ int join_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, size
 // communication stream. A failure is reported as `call`'s and aborts the communicator.
 int start_collective(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
                      ncclResult_t (*queue)(void *), void *arguments, const Error &e);
+// The steps of a start around a sequence of its own (a 16-bit wire's kernels and NCCL groups): every rank's
+// communication stream ordered after its context's stream, then the start's event (record_started).
+int order_for_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                    const Error &e);
+int record_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                   const Error &e);
+// A start of a sequence of its own: order_for_start, enqueue() (its work on the communication streams; a
+// code), record_started; C++ exceptions become codes naming `call`. The staging of a 16-bit wire is taken
+// whole by every start (a rank's starts run in order on its communication stream) and grown only by the
+// first since a wait (ensure_wire16_staging refuses while starts hold it).
+template <class Enqueue>
+int start_sequence(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call,
+                   Enqueue enqueue, const Error &e) {
+  try {
+    DeviceGuard guard(c.ordinals[0]);  // restores the caller's device, whichever NCCL leaves current
+    if (const int rc = order_for_start(c, contexts, call, e)) return rc;
+    if (const int rc = enqueue()) return rc;
+    return record_started(c, contexts, call, e);
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", c.ranks.c_str(), call);
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", c.ranks.c_str(), call);
+  }
+}
 
 // A collective entry's common body, its arguments checked: the caller's device restored afterwards (NCCL
 // leaves another current), the default timeout, enqueue() (the NCCL calls and the ranks' completion events;

@@ -42,10 +42,10 @@ int ensure_wire16_staging(dpt_backend_comm &c, size_t values, const Error &e);
 // The 16-bit reduce of a vector's uneven parts to their owners (comm_reduce_ranges; nccl_reduce.cpp): each
 // rank's part q rounded into region q of its staging, sent to rank q (ncclSend/ncclRecv, one group), the
 // owner's K received copies summed in rank order in float32 and rounded (wire16.cu), then widened into its
-// receive buffer; its completion events recorded. Failures as enqueue_wire16's.
+// receive buffer; on each rank's stream `on`, no completion event. Failures as enqueue_wire16's.
 int enqueue_reduce_ranges_wire16(dpt_backend_comm &c, dpt_backend_context *const *contexts,
                                  const float *const *sends, float *const *recvs, const size_t *bounds,
-                                 int32_t wire, const Error &e);
+                                 int32_t wire, StreamOf on, const Error &e);
 // Frees every rank's staging (comm_destroy).
 void free_wire16_staging(dpt_backend_comm &c);
 

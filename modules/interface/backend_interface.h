@@ -42,7 +42,7 @@ extern "C" {
  * 8: comm_all_reduce_start, comm_reduce_ranges_start, comm_join_started and comm_wait_started (a gradient
  * bucket all-reduced, or reduced to its owners, on a communication stream while backward computes the next).
  * 9: copy_device_ahead and copy_join_ahead (a sharded parameter bucket copied in on a copy stream while the
- * layers before it compute); comm_all_reduce_start on the 16-bit wires.
+ * layers before it compute); comm_all_reduce_start and comm_reduce_ranges_start on the 16-bit wires.
  * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
  * refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 9u
@@ -359,11 +359,13 @@ typedef struct dpt_backend_v2 {
    *  orders. Since version 8. */
   int (*comm_wait_started)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                            double timeout_seconds, char *error, size_t error_size);
-  /** comm_reduce_ranges' float32 reduce (the same arguments; one ncclReduce per non-empty part, rooted at
-   *  its owner, in one group) started as comm_all_reduce_start starts its all-reduce: on the communication
-   *  streams, after the work queued so far on the contexts' streams, returning at once. Until a join or the
-   *  wait orders a context's stream after it, the send vectors and the receive buffers must be neither
-   *  read nor written. @p wire_dtype: DPT_DTYPE_F32 only. Since version 8. */
+  /** comm_reduce_ranges' reduce (the same arguments; on the float32 wire one ncclReduce per non-empty
+   *  part, rooted at its owner, in one group) started as comm_all_reduce_start starts its all-reduce: on the
+   *  communication streams, after the work queued so far on the contexts' streams, returning at once. Until
+   *  a join or the wait orders a context's stream after it, the send vectors and the receive buffers must be
+   *  neither read nor written. @p wire_dtype: DPT_DTYPE_F32, or (since version 9) DPT_DTYPE_BF16 /
+   *  DPT_DTYPE_F16: comm_reduce_ranges' 16-bit sequence in the communicator's staging, under
+   *  comm_all_reduce_start's rule for growing it. Since version 8. */
   int (*comm_reduce_ranges_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                                   const float *const *sends, float *const *recvs, const size_t *bounds,
                                   int32_t wire_dtype, char *error, size_t error_size);

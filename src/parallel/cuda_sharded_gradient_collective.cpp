@@ -38,10 +38,10 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
   }
   for (const Node &node : spec.nodes()) node_offsets_.push_back(node.param_offset);
   largest_ = largest_bucket(buckets_);
-  overlap_ = !collective_->shares_one_gpu() && wire_ == WireType::kF32;
+  const bool overlap = !collective_->shares_one_gpu();  // (set below, after the staging's first reduces)
   if (world_ != nullptr) host_.resize(shards.count());
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
-    slots_.emplace_back(replicas[rank]->kernels->memory(), (overlap_ ? 2 : 1) * largest_);
+    slots_.emplace_back(replicas[rank]->kernels->memory(), (overlap ? 2 : 1) * largest_);
     if (!tied_.empty()) tied_grads_.emplace_back(replicas[rank]->kernels->memory(), tied_.floats());
     shard_gradients_.push_back(replicas[rank]->grads.data());
     params_.push_back(replicas[rank]->params.data());
@@ -49,13 +49,15 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
     lanes_[rank].owner = this;
     lanes_[rank].rank = rank;
   }
-  // A 16-bit wire over NCCL needs the module's staging, which it grows at a collective's first need: every
-  // bucket reduced once now (zeros into the zeroed gradient ranges) grows it to its largest, so that a GPU
-  // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step.
+  // A 16-bit wire over NCCL needs the module's staging, which it grows at a collective's first need (never
+  // while started reduces hold it): every bucket reduced once now, waiting (zeros into the zeroed gradient
+  // ranges), grows it to its largest, so that a GPU without room fails the trainer's creation
+  // (DPT_ERROR_OUT_OF_MEMORY), not a step, and no start of a step needs to grow it.
   if (!collective_->shares_one_gpu() && wire_ != WireType::kF32) {
     for (size_t rank = 0; rank < replicas.size(); ++rank) slots_[rank].zero();
     for (size_t b = 0; b < buckets_.size(); ++b) reduce_bucket(b);
   }
+  overlap_ = overlap;
 }
 
 void CudaShardedGradientCollective::start_micro_batch(bool first_of_window) {
@@ -174,7 +176,7 @@ void CudaShardedGradientCollective::reduce_bucket(size_t bucket) {
     if (overlap_) {
       // Started beside backward; the streams then wait for the bucket before it, whose staging the next
       // bucket reuses (and whose sums a later micro-batch adds now).
-      collective_->start_reduce_ranges(sends_, recvs_, parts_);
+      collective_->start_reduce_ranges(sends_, recvs_, parts_, wire_);
       collective_->join_started(1);
       if (accumulate_ && bucket > 0) add_sums(bucket - 1);
       return;

@@ -5,13 +5,13 @@
 // staging bucket in its GPU's memory; once a replica has finished a bucket its device thread meets the
 // others' at a barrier, and replica 0's thread reduce-scatters the bucket into the replicas' ranges
 // (ShardLayout; a replica's gradient buffer is its range) while the others wait at a second barrier: a
-// NCCL communicator's ranks are driven from one thread. On distinct GPUs with the float32 wire: one
-// ncclReduce per range, rooted at its owner, started on the replicas' communication streams beside backward
-// (CudaCollective::start_reduce_ranges); each replica has two staging buckets, and once a bucket is started
-// the streams are made to wait (on the device) for the one before it, whose staging the next bucket reuses;
-// replica 0 waits for them all after backward. With a 16-bit wire the reduce waits for each bucket
-// (reduce_ranges), and on one GPU (cuda:0x2) the virtual all-reduce of the buckets, then each owner's copy
-// of its range: one staging bucket then suffices. The first micro-batch of a window writes its sums into
+// NCCL communicator's ranks are driven from one thread. On distinct GPUs: one ncclReduce per range, rooted
+// at its owner (a 16-bit wire: the module's 16-bit reduce of the ranges), started on the replicas'
+// communication streams beside backward (CudaCollective::start_reduce_ranges); each replica has two staging
+// buckets, and once a bucket is started the streams are made to wait (on the device) for the one before it,
+// whose staging the next bucket reuses; replica 0 waits for them all after backward. On one GPU (cuda:0x2)
+// the virtual all-reduce of the buckets, then each owner's copy of its range, waited for bucket by bucket:
+// one staging bucket then suffices. The first micro-batch of a window writes its sums into
 // the ranges, later ones add theirs (reduced in place in the owner's staging bucket, then added: the sum
 // first, then one addition, as on CPU devices). A tied parameter's gradient (ModelSpec::tie) has two writers:
 // the tying node, early in backward, adds into the source's place in the staging bucket when the source's
@@ -135,7 +135,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
   std::vector<GradientBucket> buckets_;
   std::vector<size_t> bucket_of_node_;  // per node with parameters: its bucket
   std::vector<size_t> node_offsets_;    // per node: its param_offset
-  // Reduces started on a communication stream beside backward (GPUs of their own, the float32 wire): two
+  // Reduces started on a communication stream beside backward (GPUs of their own, any wire): two
   // staging buckets per replica, a bucket reusing the one of the bucket two before it.
   bool overlap_ = false;
   size_t largest_ = 0;               // floats of the largest bucket

@@ -340,8 +340,8 @@ float wire_rule(int32_t wire, const std::vector<float> &values);  // below
 // buffers of their own; the send vectors untouched but for the in-place part. On the float32 wire integer
 // data, so every owner must hold the exact sums of its part; on the 16-bit wires fractions over 40 binades
 // and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused.
-// Then the float32 reduce started beside the compute (comm_reduce_ranges_start), joined and waited for.
-// started: comm_reduce_ranges_start (float32) followed by an all-reduce start of another buffer, a join
+// Then the reduce started beside the compute (comm_reduce_ranges_start), joined and waited for, on every
+// wire. started: comm_reduce_ranges_start followed by a float32 all-reduce start of another buffer, a join
 // that keeps the last start (the reduce joined: each owner's part doubled on its stream afterwards, which
 // must see the sums) and the wait.
 void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire, bool started = false) {
@@ -410,9 +410,9 @@ void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire, boo
                      ranks.download(size_t(r), others[size_t(r)], kCounts[1]),
                      std::vector<float>(kCounts[1], float(count)));
     assert_int_equal(api.comm_reduce_ranges_start(comm, ranks.contexts.data(), sends.data(), recvs.data(),
-                                                  bounds.data(), DPT_DTYPE_BF16, error, error_size),
+                                                  bounds.data(), 77, error, error_size),
                      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-    print_message("a started reduce on a 16-bit wire: %s\n", error);
+    print_message("a started reduce on wire type 77: %s\n", error);
   }
   for (int r = 0; r < count; ++r) {
     const size_t lo = bounds[size_t(r)], own = bounds[size_t(r) + 1] - lo;
@@ -440,9 +440,10 @@ void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire, boo
 void test_gpu_nccl_reduce_ranges(void **) {
   const dpt_backend_v2 &api = cuda_test::module_or_skip();
   const int count = cuda_test::gpu_count_or_skip(api);
-  for (const int32_t wire : {DPT_DTYPE_F32, DPT_DTYPE_BF16, DPT_DTYPE_F16})
+  for (const int32_t wire : {DPT_DTYPE_F32, DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
     check_reduce_ranges(api, count, wire);
-  check_reduce_ranges(api, count, DPT_DTYPE_F32, true);
+    check_reduce_ranges(api, count, wire, true);
+  }
 }
 
 // Fractions for a 16-bit wire: uniform in (-1, 1) times 2^e, e cycling through -30 .. 9 (float16 flushes the

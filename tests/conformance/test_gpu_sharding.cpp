@@ -133,13 +133,12 @@ void check_sharded(const std::shared_ptr<dpt::Context> &context, std::vector<siz
     cuda_test::expect_bitwise("unsharded checkpoint continued sharded", parameters(*resumed_sharded),
                               parameters(*plain));
   }
-  // Each replica: its range and one staging bucket (the largest; two on GPUs of their own with the float32
-  // wire, whose reduces run beside backward); the ranges add up to one whole gradient. With sharded
+  // Each replica: its range and one staging bucket (the largest; two on GPUs of their own, whose reduces
+  // run beside backward); the ranges add up to one whole gradient. With sharded
   // parameters likewise its range of them and one gather bucket.
   const uint64_t bucket =
       dpt::largest_bucket(dpt::plan_buckets(sharded->spec(), c.bucket_bytes)) * sizeof(float);
-  const bool overlapped =
-      devices.size() > 1 && devices[0] != devices[1] && c.allreduce_dtype == dpt::DType::kF32;
+  const bool overlapped = devices.size() > 1 && devices[0] != devices[1];
   const uint64_t staging = (overlapped ? 2 : 1) * bucket;
   uint64_t gradients = 0, params = 0;
   for (size_t r = 0; r < devices.size(); ++r) {

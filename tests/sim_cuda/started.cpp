@@ -47,19 +47,13 @@ struct Copies {
   }
 };
 
-// A start's wire and communicator checked (`plain` names the call for a 16-bit wire, which only the
-// all-reduce starts). 0 to go on.
-int refuse(const dpt_backend_comm &c, int32_t wire, const char *call, const char *plain, const Error &e) {
+// A start's wire (float32 or one of the 16-bit ones) and communicator checked. 0 to go on.
+int refuse(const dpt_backend_comm &c, int32_t wire, const char *call, const Error &e) {
   const char *ranks = c.ranks.c_str();
-  const bool sixteen = wire == DPT_DTYPE_BF16 || wire == DPT_DTYPE_F16;
-  if (call == kAllReduce && wire != DPT_DTYPE_F32 && !sixteen)
+  if (wire != DPT_DTYPE_F32 && wire != DPT_DTYPE_BF16 && wire != DPT_DTYPE_F16)
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                   "%s: %s: wire dtype %d (DPT_DTYPE_F32, DPT_DTYPE_BF16 or DPT_DTYPE_F16)", ranks, call,
                   int(wire));
-  if (call != kAllReduce && wire != DPT_DTYPE_F32)
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                  "%s: %s: wire dtype %d (DPT_DTYPE_F32 only; a 16-bit wire: %s)", ranks, call, int(wire),
-                  plain);
   if (c.aborted)
     return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
                   "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, call);
@@ -81,7 +75,7 @@ int begin_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const
 
 int start_all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                      float *const *buffers, const size_t *counts, int32_t wire, const Error &e) {
-  if (const int rc = refuse(c, wire, kAllReduce, "comm_all_reduce", e)) return rc;
+  if (const int rc = refuse(c, wire, kAllReduce, e)) return rc;
   if (buffer_count == 0) return 0;
   std::vector<Span> spans;
   if (const int rc = check_ranks(c, contexts, buffer_count, buffers, counts, spans, kAllReduce, e)) return rc;
@@ -106,7 +100,7 @@ int start_all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, 
 
 int start_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, const float *const *sends,
                  float *const *recvs, const size_t *bounds, int32_t wire, const Error &e) {
-  if (const int rc = refuse(c, wire, kReduce, "comm_reduce_ranges", e)) return rc;
+  if (const int rc = refuse(c, wire, kReduce, e)) return rc;
   const size_t world = c.board != nullptr ? size_t(c.board->world_ranks()) : c.ordinals.size();
   const size_t first = c.board != nullptr ? size_t(c.board->first_rank()) : 0;
   std::vector<Span> send_spans, recv_spans;
@@ -119,12 +113,11 @@ int start_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, cons
   auto copies = std::make_shared<Copies>(send_spans);
   std::vector<size_t> offsets(bounds, bounds + world + 1);
   c.started.push_back(
-      {[copies, send_spans, recv_spans, offsets, world](dpt_backend_comm &comm, double deadline) {
+      {[copies, send_spans, recv_spans, offsets, world, wire](dpt_backend_comm &comm, double deadline) {
         if (!copies->unchanged(send_spans)) return StartedCollective::kWritten;
         if (comm.board == nullptr)
-          reduce_in_process(world, offsets.data(), DPT_DTYPE_F32, copies->spans, recv_spans);
-        else if (!reduce_across_processes(comm, offsets.data(), DPT_DTYPE_F32, copies->spans, recv_spans,
-                                          deadline))
+          reduce_in_process(world, offsets.data(), wire, copies->spans, recv_spans);
+        else if (!reduce_across_processes(comm, offsets.data(), wire, copies->spans, recv_spans, deadline))
           return StartedCollective::kStalled;
         return StartedCollective::kDone;
       }});

@@ -102,12 +102,12 @@ void CudaCollective::start_all_reduce(const std::vector<float *> &buffers,
 }
 
 void CudaCollective::start_reduce_ranges(const std::vector<const float *> &sends,
-                                         const std::vector<float *> &recvs,
-                                         const std::vector<size_t> &bounds) {
+                                         const std::vector<float *> &recvs, const std::vector<size_t> &bounds,
+                                         WireType wire) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_reduce_ranges needs a NCCL communicator");
   const int rc =
       replicas_[0]->api().comm_reduce_ranges_start(comm_, contexts_.data(), sends.data(), recvs.data(),
-                                                   bounds.data(), DPT_DTYPE_F32, error_, sizeof error_);
+                                                   bounds.data(), wire_dtype(wire), error_, sizeof error_);
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 

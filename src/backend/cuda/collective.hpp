@@ -43,11 +43,11 @@ class CudaCollective {
   // a 16-bit all_reduce of the largest start's ranges sizes beforehand.
   void start_all_reduce(const std::vector<float *> &buffers,
                         const std::vector<std::pair<size_t, size_t>> &ranges, WireType wire = WireType::kF32);
-  // reduce_ranges' float32 reduce, started as start_all_reduce starts its all-reduce
+  // reduce_ranges' reduce on the wire, started as start_all_reduce starts its all-reduce
   // (comm_reduce_ranges_start): the sends and the receive buffers are not to be touched until a join or the
   // wait covers it.
   void start_reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
-                           const std::vector<size_t> &bounds);
+                           const std::vector<size_t> &bounds, WireType wire = WireType::kF32);
   // Each replica's stream ordered after the starts since the last wait but the last `keep` (device-side: the
   // host does not wait; comm_join_started).
   void join_started(size_t keep);
