@@ -43,15 +43,17 @@ CudaStageGradientCollective::CudaStageGradientCollective(
   recvs_.resize(stages_.size());
   ranges_.assign(stages_.size(), {{0, 0}});
   // In buckets: several of them, covering the whole buffer (a cross-stage tie's mirror included), all-reduced
-  // whole over the float32 wire among GPUs of their own.
+  // whole among GPUs of their own.
   buckets_.resize(stages_.size());
   lowest_layer_.resize(stages_.size());
   bucket_starts_.resize(stages_.size());
   for (size_t s = 0; s < stages_.size() && s < buckets.size(); ++s) {
     const std::vector<GradientBucket> &b = buckets[s];
-    if (b.size() < 2 || b.front().end != floats_[s] || wire_ != WireType::kF32 ||
-        stages_[s]->shares_one_gpu() || reduces_to_owners(s))
+    if (b.size() < 2 || b.front().end != floats_[s] || stages_[s]->shares_one_gpu() || reduces_to_owners(s))
       continue;
+    // A 16-bit wire's staging, which a start may not grow once others hold it: sized for the whole stage
+    // now, by an all-reduce of its gradients (zero, so they stay zero).
+    if (wire_ != WireType::kF32) all_reduce_range(s, 0, floats_[s]);
     for (const GradientBucket &bucket : b) {
       buckets_[s].emplace_back(bucket.begin, bucket.end);
       lowest_layer_[s].push_back(bucket.lowest_layer);
@@ -85,7 +87,7 @@ void CudaStageGradientCollective::start(size_t rank, size_t bucket) {
     bucket_starts_[s][bucket] = platform::now_seconds();
     if (bucket == 0) starts_[s] = bucket_starts_[s][bucket];
     ranges_[s][0] = buckets_[s][bucket];
-    stages_[s]->start_all_reduce(grads_[s], ranges_[s]);
+    stages_[s]->start_all_reduce(grads_[s], ranges_[s], wire_);
   }
   if (stage != nullptr) stage->barrier(member);  // the first replica is done with the stage's contexts
 }

@@ -19,7 +19,7 @@
 // stage's barrier and its first replica's thread reduces the stage over its communicator (the stage's
 // contexts are idle then); stages reduce at once on communicators of disjoint GPUs. A stage whose gradient
 // spans several buckets (plan_buckets over its sub-model) and is all-reduced whole on GPUs of their own
-// over the float32 wire reduces earlier still, beside its own last backward, as CudaGradientCollective
+// reduces earlier still, beside its own last backward, as CudaGradientCollective
 // does for a data-parallel trainer: each bucket started on the communication streams by the stage's first
 // replica's thread once every replica of the stage has queued the bucket's backward, one wait after the
 // schedule. Earlier micro-batches (accumulation) reduce nothing. The reduction's bits are those of the

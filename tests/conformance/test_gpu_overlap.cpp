@@ -95,10 +95,11 @@ size_t trace_count(dpt::Trainer &t, const char *name, const char *text) {
 // bitwise identical; the timeline shows the buckets' reductions, and none without buckets. Batch norm's
 // statistics go over the stage's communicator in the middle of the same backward (blocking collectives
 // between the starts); clipping (the norm over both stages) and two micro-batches per window (only the last
-// overlaps) on; a ragged last batch.
+// overlaps) on; a ragged last batch; and on a bf16 wire (bitwise on NCCL too: the rule sums in rank order).
 void check_stage_buckets(const std::shared_ptr<dpt::Context> &context, const dpt::ModelSpec &model,
-                         const char *what) {
+                         const char *what, dpt::DType wire = dpt::DType::kF32) {
   dpt::TrainerConfig c = config({0, 1, 0, 1});
+  c.allreduce_dtype = wire;
   c.pipeline_stages = 2;
   c.micro_batches = 3;
   c.accumulation_steps = 2;
@@ -117,7 +118,7 @@ void check_stage_buckets(const std::shared_ptr<dpt::Context> &context, const dpt
   }
   const std::vector<float> got = parameters(over);
   cuda_test::expect_bitwise("stage buckets: a stage's replica 1 vs replica 0", parameters(over, 1), got);
-  if (simulated())
+  if (simulated() || wire != dpt::DType::kF32)  // (a 16-bit wire's rule sums in rank order on NCCL too)
     cuda_test::expect_bitwise(what, got, parameters(plain));
   else
     expect_equivalent(what, got, parameters(plain), start, kEquivalence);
@@ -132,6 +133,8 @@ void test_gpu_pipeline_stage_buckets(void **) {
   need_gpus(*context, 2);
   check_stage_buckets(context, dpt::ModelSpec::builtin("lenet"), "lenet, stages in buckets vs whole");
   check_stage_buckets(context, batch_norm_model(), "batch norm, stages in buckets vs whole");
+  check_stage_buckets(context, dpt::ModelSpec::builtin("lenet"),
+                      "lenet, bf16 wire, stages in buckets vs whole", dpt::DType::kBF16);
 }
 
 // The same on the 16-bit wires: buckets started during backward (the module's 16-bit all-reduce on the
