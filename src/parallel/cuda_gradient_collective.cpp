@@ -1,5 +1,7 @@
 #include "parallel/cuda_gradient_collective.hpp"
 
+#include <algorithm>
+
 #include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
 
@@ -8,7 +10,8 @@ namespace dpt {
 CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
                                                const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes, const World *world,
-                                               double timeout_seconds, WireType wire, TraceRecorder &trace)
+                                               double timeout_seconds, WireType wire, TraceRecorder &trace,
+                                               const ShardLayout *owners)
     : local_(local), timeout_(timeout_seconds), wire_(wire), trace_(trace), lanes_(replicas.size()) {
   const bool processes = world != nullptr && world->size() > 1;
   size_t ranks = replicas.size();
@@ -26,15 +29,29 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
   for (auto &r : replicas) grads_.push_back(r->grads.data()), params_.push_back(r->params.data());
   for (size_t rank = 0; rank < lanes_.size(); ++rank) lanes_[rank].owner = this, lanes_[rank].rank = rank;
   overlap_ = collective_ != nullptr && !collective_->shares_one_gpu() && buckets_.size() > 1;
+  // The owners of a sharded optimizer's ranges are the communicator's ranks: each range reduced to its owner.
+  if (owners != nullptr && owners->sharded() && collective_ != nullptr && !collective_->shares_one_gpu() &&
+      owners->bounds().size() == ranks + 1) {
+    owners_ = owners;
+    parts_.resize(ranks + 1);
+    sends_.resize(replicas.size());
+    recvs_.resize(replicas.size());
+  }
   const double k = double(ranks);
-  bus_bytes_ = double(spec.parameter_count()) * sizeof(float) * 2.0 * (k - 1.0) / k;
+  // As NCCL's tests count them: an all-reduce 2 (K - 1) / K of the bytes, a reduce-scatter (K - 1) / K.
+  bus_bytes_ =
+      double(spec.parameter_count()) * sizeof(float) * (owners_ != nullptr ? 1.0 : 2.0) * (k - 1.0) / k;
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
   // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the
   // trainer would refuse further work; it holds any one bucket, which is what a started bucket takes. It
   // also makes NCCL connect the peers while all are known to be here.
-  if (collective_ != nullptr && !collective_->shares_one_gpu() && wire_ != WireType::kF32)
-    collective_->all_reduce(grads_, buckets_, timeout_, wire_);
+  // Reduced to owners, each bucket so (a part may be a whole bucket: its staging is 2 K times its length).
+  if (collective_ != nullptr && !collective_->shares_one_gpu() && wire_ != WireType::kF32) {
+    if (owners_ == nullptr) collective_->all_reduce(grads_, buckets_, timeout_, wire_);
+    for (size_t b = 0; owners_ != nullptr && b < buckets_.size(); ++b)
+      reduce(buckets_[b].first, buckets_[b].second, false);
+  }
 }
 
 void CudaGradientCollective::start_micro_batch(bool) {
@@ -52,10 +69,32 @@ void CudaGradientCollective::start(size_t rank, size_t bucket) {
   local_.barrier(rank);  // every replica's backward of the bucket is queued on its stream
   if (rank == 0) {
     if (bucket == 0) first_start_ = platform::now_seconds();
-    one_bucket_[0] = buckets_[bucket];
-    collective_->start_all_reduce(grads_, one_bucket_, wire_);
+    reduce(buckets_[bucket].first, buckets_[bucket].second, true);
   }
   local_.barrier(rank);  // replica 0 is done with every context
+}
+
+void CudaGradientCollective::reduce(size_t begin, size_t end, bool started) {
+  if (owners_ == nullptr) {
+    one_bucket_[0] = {begin, end};
+    if (started)
+      collective_->start_all_reduce(grads_, one_bucket_, wire_);
+    else
+      collective_->all_reduce(grads_, one_bucket_, timeout_, wire_);
+    return;
+  }
+  // Global rank g's part of [begin, end), from `begin`; this process's replica r is rank first + r.
+  const std::vector<size_t> &bounds = owners_->bounds();
+  for (size_t g = 0; g < bounds.size(); ++g) parts_[g] = std::clamp(bounds[g], begin, end) - begin;
+  for (size_t r = 0; r < grads_.size(); ++r) {
+    const size_t g = owners_->first() + r;
+    sends_[r] = grads_[r] + begin;
+    recvs_[r] = parts_[g + 1] > parts_[g] ? grads_[r] + begin + parts_[g] : nullptr;  // (in place)
+  }
+  if (started)
+    collective_->start_reduce_ranges(sends_, recvs_, parts_, wire_);
+  else
+    collective_->reduce_ranges(sends_, recvs_, parts_, timeout_, wire_);
 }
 
 BackwardHook CudaGradientCollective::backward_hook(size_t rank) {
@@ -76,7 +115,8 @@ void CudaGradientCollective::finish_backward(size_t rank) {
     seconds_ = end - first_start_;
   }
   local_.barrier(rank);  // every replica's stream is ordered after the sums
-  trace_.record(TraceRecorder::communication_row(rank), TraceKind::kAllReduce, 0, first_start_,
+  trace_.record(TraceRecorder::communication_row(rank),
+                owners_ != nullptr ? TraceKind::kReduceScatter : TraceKind::kAllReduce, 0, first_start_,
                 first_start_ + seconds_);
 }
 
@@ -86,7 +126,10 @@ void CudaGradientCollective::reduce_between_phases(bool reduced) {
   seconds_ = exposed_seconds_ = 0;
   if (collective_ == nullptr) return;
   const double t0 = platform::now_seconds();
-  collective_->all_reduce(grads_, buckets_, timeout_, wire_);
+  if (owners_ != nullptr)
+    reduce(0, owners_->count(), false);  // (one reduce of the whole vector: the buckets are its pieces)
+  else
+    collective_->all_reduce(grads_, buckets_, timeout_, wire_);
   seconds_ = exposed_seconds_ = platform::now_seconds() - t0;
 }
 

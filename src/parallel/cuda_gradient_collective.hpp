@@ -12,8 +12,13 @@
 // buckets are all-reduced in one NCCL group from the trainer's thread between the backward and update
 // phases, while the device workers are idle.
 //
-// Bits: each bucket is one ncclAllReduce in either case (NCCL's algorithm and order of sums; the simulator
-// sums in rank order), the same bits on every replica.
+// With a sharded optimizer whose ranks are the communicator's (distinct GPUs), each bucket's part of each
+// range is reduced to its owner instead (CudaCollective::start_reduce_ranges / reduce_ranges: ZeRO-1's
+// reduce-scatter), the rest of a replica's gradient left as backward wrote it.
+//
+// Bits: each bucket is one ncclAllReduce (or ncclReduce per part) in either case (NCCL's algorithm and order
+// of sums; the simulator sums in rank order; a 16-bit wire the module's rule in rank order), the same bits
+// on every replica.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +31,7 @@
 #include "graph/model_spec.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
 #include "parallel/trace_recorder.hpp"
 
 namespace dpt {
@@ -37,10 +43,15 @@ class CudaGradientCollective final : public GradientCollective {
   // (DPT_ERROR_UNSUPPORTED: some replicas share a GPU and others do not, or share one across processes).
   // wire: what the all-reduce sends (float32, or 16-bit values: CudaCollective::all_reduce).
   // local: the replicas' threads (the device group's collective), aborted with the group; trace: where
-  // each replica's overlapped reduction is recorded (its communication row).
+  // each replica's overlapped reduction is recorded (its communication row). owners: a sharded optimizer's
+  // layout (nullptr: none); when its ranks are the communicator's (distinct GPUs, within a process or
+  // across every GPU of the job), each range's sums go to its owner only (reduce_ranges: ZeRO-1's
+  // reduce-scatter, half an all-reduce's bytes), and the other ranges of a replica's gradient keep its own
+  // values, which nothing reads (the norm comes from the ranges' block sums: sums_whole()).
   CudaGradientCollective(ThreadCollective &local, const std::vector<std::unique_ptr<Replica>> &replicas,
                          const ModelSpec &spec, size_t bucket_bytes, const World *world,
-                         double timeout_seconds, WireType wire, TraceRecorder &trace);
+                         double timeout_seconds, WireType wire, TraceRecorder &trace,
+                         const ShardLayout *owners = nullptr);
 
   // nullptr with one replica. Test seam (CudaCollective::inject_hang).
   CudaCollective *collective() { return collective_.get(); }
@@ -52,12 +63,16 @@ class CudaGradientCollective final : public GradientCollective {
   void reduce_between_phases(bool reduced) override;
   void reduce_in_update(size_t, bool) override {}
   void gather_between_phases(const std::vector<size_t> &bounds) override;
+  bool sums_whole() const override { return owners_ == nullptr; }
   // Overlapped: total from the first bucket's start to the end of the wait (the GPU's own time in NCCL is
   // not measured), exposed the wait after backward; otherwise the whole reduction, all of it exposed.
   AllReduceTimes times(bool) const override { return {0, seconds_, exposed_seconds_}; }
   RankReduction rank_reduction(size_t, bool) const override { return {seconds_, bus_bytes_}; }
 
  private:
+  // The gradient [begin, end) reduced: all-reduced, or its parts sent to their owners (owners_); started
+  // beside backward or waited for.
+  void reduce(size_t begin, size_t end, bool started);
   // One replica's progress through the buckets of the current backward.
   struct alignas(64) Lane {
     CudaGradientCollective *owner = nullptr;
@@ -84,6 +99,13 @@ class CudaGradientCollective final : public GradientCollective {
   double first_start_ = 0;  // when replica 0 started the first bucket of the overlapped backward
   double seconds_ = 0, exposed_seconds_ = 0;  // of the last reduction
   double bus_bytes_ = 0;  // an all-reduce of the gradient over every rank, as NCCL counts it
+  // Reduced to the owners of a sharded optimizer's ranges: the layout, and a reduce's scratch (kept, so
+  // that a step allocates nothing): every rank's part of the reduced span, and the send and receive
+  // pointers of this process's replicas.
+  const ShardLayout *owners_ = nullptr;
+  std::vector<size_t> parts_;
+  std::vector<const float *> sends_;
+  std::vector<float *> recvs_;
 };
 
 }  // namespace dpt

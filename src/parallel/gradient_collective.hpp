@@ -53,6 +53,9 @@ class GradientCollective {
   // Device thread rank: the hook for a backward that is measured, not reduced (SplitPolicy::kAuto's
   // probes), when the gradient is not a whole vector on the rank.
   virtual BackwardHook probe_hook(size_t /*rank*/) { return {}; }
+  // True when the reduction leaves the whole summed gradient on every rank; false when each rank holds the
+  // sums of the range it owns only (the norm then comes from the ranges' block sums).
+  virtual bool sums_whole() const { return true; }
   // Bytes the collective keeps in rank's device memory (gradient staging).
   virtual uint64_t staging_bytes(size_t /*rank*/) const { return 0; }
   // Device thread rank, an overlapped micro-batch, before backward: the hook that hands each gradient

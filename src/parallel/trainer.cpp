@@ -185,9 +185,9 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
         std::vector<size_t>(process_weights_.begin(), process_weights_.end()), process_spans(),
         config_.timeout_seconds, *trace_);
   else if (on_gpus_)
-    collective_ =
-        std::make_unique<CudaGradientCollective>(group_->collective(), replicas_, spec_, config_.bucket_bytes,
-                                                 config_.world, config_.timeout_seconds, wire, *trace_);
+    collective_ = std::make_unique<CudaGradientCollective>(
+        group_->collective(), replicas_, spec_, config_.bucket_bytes, config_.world, config_.timeout_seconds,
+        wire, *trace_, config_.shard == ShardMode::kOptimizer ? &shards_ : nullptr);
   else
     collective_ = std::make_unique<HostGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,

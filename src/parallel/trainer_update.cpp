@@ -139,8 +139,10 @@ bool Trainer::update_replicas(StepStats &s, bool reduced) {
 // l2_norm's bits).
 double Trainer::global_norm(size_t rank) {
   Replica &r = *replicas_[rank];
-  // The gradient whole on every rank: not sharded, or (GPUs) only the optimizer state sharded.
-  if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr && !collective_->reduces_every_micro_batch()))
+  // The gradient whole on every rank: not sharded, or (GPUs) only the optimizer state sharded and the
+  // gradient all-reduced whole.
+  if (!shards_.sharded() || (on_gpus_ && pipeline_ == nullptr && !collective_->reduces_every_micro_batch() &&
+                             collective_->sums_whole()))
     return r.kernels->l2_norm(r.grads.data(), r.grads.size());
   std::vector<double> &blocks = norm_blocks_[rank];
   std::fill(blocks.begin(), blocks.end(), 0.0);
