@@ -79,8 +79,9 @@ void test_gpu_sharded_optimizer(void **) {
   check_sharded_optimizer(context, {0, 0}, adamw);
   check_sharded_optimizer(context, {0, 0, 0}, config({}));
   if (context->device_count() >= 2) {
+    check_sharded_optimizer(context, {0, 1}, adamw);  // one bucket: reduced to the owners after backward
     adamw.bucket_bytes = 4096;
-    check_sharded_optimizer(context, {0, 1}, adamw);
+    check_sharded_optimizer(context, {0, 1}, adamw);  // buckets: beside backward
   }
 }
 
