@@ -2,8 +2,9 @@
 # `dptrain train --devices cuda...`: GPU device strings, their errors, and training LeNet on two replicas of
 # one GPU (cuda:0x2) against the same run on one CPU device, in float32 and in bf16 (against two CPU
 # devices: the same slices, so the same 16-bit roundings up to the order of float32 sums), and a sharded
-# optimizer against the unsharded run (the same bits). Registered as cli_train_cuda_sim (against the
-# simulated module of tests/sim_cuda) and cli_train_cuda (the real module: skipped, exit 77, without a GPU).
+# optimizer, gradients and parameters (also read ahead) against the unsharded run (the same bits).
+# Registered as cli_train_cuda_sim (against the simulated module of tests/sim_cuda) and cli_train_cuda (the
+# real module: skipped, exit 77, without a GPU).
 # shellcheck source=tests/cli/common.sh
 source "$(dirname "$0")/common.sh" "$@"
 DATA=${DPTRAIN_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -82,6 +83,15 @@ run_cli gpu_shard3 "${common[@]}" --devices cuda:0x2 --deterministic --momentum 
 D=$(json_get "$WORK/gpu_shard3.out" "d['param_checksum']")
 [ -n "$D" ] && [ "$A" = "$D" ] && pass "cuda:0x2 --shard parameters: the unsharded bits ($A)" ||
   fail "cuda:0x2 --shard parameters: $A vs $D ($(tail -n 2 "$WORK/gpu_shard3.err"))"
+# Read ahead on the GPUs' copy streams (--prefetch-parameters): the same bits, a second gather bucket.
+run_cli gpu_ahead "${common[@]}" --devices cuda:0x2 --deterministic --momentum 0.9 --shard parameters \
+  --prefetch-parameters
+E=$(json_get "$WORK/gpu_ahead.out" "d['param_checksum']")
+[ -n "$E" ] && [ "$A" = "$E" ] && pass "cuda:0x2 --prefetch-parameters: the unsharded bits ($A)" ||
+  fail "cuda:0x2 --prefetch-parameters: $A vs $E ($(tail -n 2 "$WORK/gpu_ahead.err"))"
+json_check "$WORK/gpu_ahead.out" \
+  "d['memory_per_device']['parameters'] > $(json_get "$WORK/gpu_shard3.out" "d['memory_per_device']['parameters']")" \
+  "cuda:0x2 --prefetch-parameters: a second gather bucket"
 # A pipeline of two stages on the GPU (docs/pipeline.md, "GPUs"): the CPU pipeline's test loss.
 run_cli gpu_pipe "${common[@]}" --devices cuda:0x2 --deterministic --pipeline 2
 [ "$RC" -eq 0 ] || fail "cuda:0x2 --pipeline 2: exit $RC, $(tail -n 3 "$WORK/gpu_pipe.err")"
