@@ -42,18 +42,23 @@ CudaStageGradientCollective::CudaStageGradientCollective(
   sends_.resize(stages_.size());
   recvs_.resize(stages_.size());
   ranges_.assign(stages_.size(), {{0, 0}});
-  // In buckets: several of them, covering the whole buffer (a cross-stage tie's mirror included), all-reduced
-  // whole among GPUs of their own.
+  // In buckets: several of them, covering the whole buffer (a cross-stage tie's mirror included), among GPUs
+  // of their own.
+  bucket_parts_.resize(stages_.size());
   buckets_.resize(stages_.size());
   lowest_layer_.resize(stages_.size());
   bucket_starts_.resize(stages_.size());
   for (size_t s = 0; s < stages_.size() && s < buckets.size(); ++s) {
     const std::vector<GradientBucket> &b = buckets[s];
-    if (b.size() < 2 || b.front().end != floats_[s] || stages_[s]->shares_one_gpu() || reduces_to_owners(s))
-      continue;
+    if (b.size() < 2 || b.front().end != floats_[s] || stages_[s]->shares_one_gpu()) continue;
     // A 16-bit wire's staging, which a start may not grow once others hold it: sized for the whole stage
-    // now, by an all-reduce of its gradients (zero, so they stay zero).
-    if (wire_ != WireType::kF32) all_reduce_range(s, 0, floats_[s]);
+    // now, by its reduction (of zero gradients, which stay zero).
+    if (wire_ != WireType::kF32) reduce_stage(s);
+    if (reduces_to_owners(s)) {
+      bucket_parts_[s].resize(parts_[s].size());
+      sends_[s].resize(width_);
+      recvs_[s].resize(width_);
+    }
     for (const GradientBucket &bucket : b) {
       buckets_[s].emplace_back(bucket.begin, bucket.end);
       lowest_layer_[s].push_back(bucket.lowest_layer);
@@ -86,10 +91,29 @@ void CudaStageGradientCollective::start(size_t rank, size_t bucket) {
   if (member == 0) {
     bucket_starts_[s][bucket] = platform::now_seconds();
     if (bucket == 0) starts_[s] = bucket_starts_[s][bucket];
-    ranges_[s][0] = buckets_[s][bucket];
-    stages_[s]->start_all_reduce(grads_[s], ranges_[s], wire_);
+    start_bucket(s, buckets_[s][bucket].first, buckets_[s][bucket].second);
   }
   if (stage != nullptr) stage->barrier(member);  // the first replica is done with the stage's contexts
+}
+
+// Stage s's gradient [begin, end) started: all-reduced, or (reduced to the parts' owners) its part of the
+// range sent to each owner and its part of the mirror all-reduced.
+void CudaStageGradientCollective::start_bucket(size_t s, size_t begin, size_t end) {
+  const size_t range = reduces_to_owners(s) ? parts_[s].back() : begin;
+  if (begin < range) {
+    const size_t hi = std::min(end, range);
+    std::vector<size_t> &parts = bucket_parts_[s];
+    for (size_t g = 0; g < parts.size(); ++g) parts[g] = std::clamp(parts_[s][g], begin, hi) - begin;
+    for (size_t r = 0; r < width_; ++r) {
+      const size_t g = first_rank_ + r;
+      sends_[s][r] = grads_[s][r] + begin;
+      recvs_[s][r] = parts[g + 1] > parts[g] ? grads_[s][r] + begin + parts[g] : nullptr;  // (in place)
+    }
+    stages_[s]->start_reduce_ranges(sends_[s], recvs_[s], parts, wire_);
+  }
+  if (end <= range) return;
+  ranges_[s][0] = {std::max(begin, range), end};
+  stages_[s]->start_all_reduce(grads_[s], ranges_[s], wire_);
 }
 
 void CudaStageGradientCollective::all_reduce_range(size_t s, size_t begin, size_t end) {

@@ -18,12 +18,12 @@
 // other stages still drain the pipeline (their GPUs are others): the stage's device threads meet at the
 // stage's barrier and its first replica's thread reduces the stage over its communicator (the stage's
 // contexts are idle then); stages reduce at once on communicators of disjoint GPUs. A stage whose gradient
-// spans several buckets (plan_buckets over its sub-model) and is all-reduced whole on GPUs of their own
-// reduces earlier still, beside its own last backward, as CudaGradientCollective
-// does for a data-parallel trainer: each bucket started on the communication streams by the stage's first
-// replica's thread once every replica of the stage has queued the bucket's backward, one wait after the
-// schedule. Earlier micro-batches (accumulation) reduce nothing. The reduction's bits are those of the
-// reduction after the phase.
+// spans several buckets (plan_buckets over its sub-model) on GPUs of its own (all-reduced whole, or its
+// range reduced to the parts' owners and a tied parameter's mirror all-reduced) reduces earlier still, beside
+// its own last backward, as CudaGradientCollective does for a data-parallel trainer: each bucket started on
+// the communication streams by the stage's first replica's thread once every replica of the stage has queued
+// the bucket's backward, one wait after the schedule. Earlier micro-batches (accumulation) reduce nothing.
+// The reduction's bits are those of the reduction after the phase.
 #pragma once
 
 #include <cstddef>
@@ -105,11 +105,13 @@ class CudaStageGradientCollective final : public GradientCollective {
   std::vector<std::vector<const float *>> sends_;
   std::vector<std::vector<float *>> recvs_;
   std::vector<std::vector<std::pair<size_t, size_t>>> ranges_;  // per stage: all_reduce_range's one range
+  std::vector<std::vector<size_t>> bucket_parts_;  // per stage: every rank's part of a started bucket
 
   // Stage s's reduction over its communicator.
   void reduce_stage(size_t s);
   // Backward of rank's stage has finished layer `node` of its sub-model: the buckets it completes started.
   static void layer_done(void *context, size_t node);
+  void start_bucket(size_t s, size_t begin, size_t end);
   // Bucket b of rank's stage started on its communicator by the stage's first replica's thread, between two
   // barriers of the stage's replicas (each has queued the bucket's backward; the contexts are free again).
   void start(size_t rank, size_t bucket);

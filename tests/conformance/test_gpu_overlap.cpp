@@ -95,11 +95,15 @@ size_t trace_count(dpt::Trainer &t, const char *name, const char *text) {
 // bitwise identical; the timeline shows the buckets' reductions, and none without buckets. Batch norm's
 // statistics go over the stage's communicator in the middle of the same backward (blocking collectives
 // between the starts); clipping (the norm over both stages) and two micro-batches per window (only the last
-// overlaps) on; a ragged last batch; and on a bf16 wire (bitwise on NCCL too: the rule sums in rank order).
+// overlaps) on; a ragged last batch; on a bf16 wire (bitwise on NCCL too: the rule sums in rank order);
+// and with the optimizer sharded among a stage's replicas (each bucket's part of the range reduced to its
+// owners).
 void check_stage_buckets(const std::shared_ptr<dpt::Context> &context, const dpt::ModelSpec &model,
-                         const char *what, dpt::DType wire = dpt::DType::kF32) {
+                         const char *what, dpt::DType wire = dpt::DType::kF32,
+                         dpt::ShardMode shard = dpt::ShardMode::kNone) {
   dpt::TrainerConfig c = config({0, 1, 0, 1});
   c.allreduce_dtype = wire;
+  c.shard = shard;
   c.pipeline_stages = 2;
   c.micro_batches = 3;
   c.accumulation_steps = 2;
@@ -128,6 +132,43 @@ void check_stage_buckets(const std::shared_ptr<dpt::Context> &context, const dpt
   assert_int_equal(trace_count(plain, "whole", "all-reduce bucket"), 0);
 }
 
+// A language model whose head is tied to its embedding across two stages (the second stage keeps a mirror
+// of the embedding after its own range), 2 replicas per stage on two GPUs, a bucket per layer: the second
+// stage's buckets hold its range and the mirror, which a started bucket all-reduces (and with the optimizer
+// sharded, reduces the range's part to its owners beside it). The bits of the stages reduced whole.
+void check_tied_stage_buckets(const std::shared_ptr<dpt::Context> &context, dpt::ShardMode shard) {
+  dpt::ModelSpec m(dpt::Shape{12}, dpt::DType::kI32);
+  dpt::OpAttrs embed, mid, head;
+  embed.ints[0] = 17, embed.ints[1] = 16;
+  mid.ints[0] = 16, mid.ints[1] = 1;
+  head.ints[0] = 17, head.ints[1] = 0;
+  m.add(dpt::op_def("token_embedding"), {0}, embed, "wte");
+  m.add(dpt::op_def("linear"), {m.output_tensor()}, mid, "mid");
+  m.add(dpt::op_def("linear"), {m.output_tensor()}, head, "head");
+  m.tie("head.weight", "wte.weight");
+  dpt::TrainerConfig c = config({0, 1, 0, 1});
+  c.pipeline_stages = 2;
+  c.micro_batches = 2;
+  c.pipeline_cuts = {"mid"};  // the second stage: mid's range, then the mirror of wte
+  c.shard = shard;
+  c.bucket_bytes = 4;
+  dpt::Trainer over(context, m, c);
+  c.bucket_bytes = 0;
+  dpt::Trainer plain(context, m, c);
+  const std::vector<float> start = parameters(plain);
+  over.start_trace(100000);
+  train_tokens(over);
+  train_tokens(plain);
+  const char *what = shard == dpt::ShardMode::kNone
+                         ? "tied head, stages in buckets vs whole"
+                         : "tied head, optimizer sharded, stages in buckets vs whole";
+  if (simulated())
+    cuda_test::expect_bitwise(what, parameters(over), parameters(plain));
+  else
+    expect_equivalent(what, parameters(over), parameters(plain), start, kEquivalence);
+  assert_true(trace_count(over, "tied", "all-reduce bucket") >= 2);
+}
+
 void test_gpu_pipeline_stage_buckets(void **) {
   auto context = gpu_context();
   need_gpus(*context, 2);
@@ -135,6 +176,14 @@ void test_gpu_pipeline_stage_buckets(void **) {
   check_stage_buckets(context, batch_norm_model(), "batch norm, stages in buckets vs whole");
   check_stage_buckets(context, dpt::ModelSpec::builtin("lenet"),
                       "lenet, bf16 wire, stages in buckets vs whole", dpt::DType::kBF16);
+  check_stage_buckets(context, dpt::ModelSpec::builtin("lenet"),
+                      "lenet, optimizer sharded, stages in buckets vs whole", dpt::DType::kF32,
+                      dpt::ShardMode::kOptimizer);
+  check_stage_buckets(context, dpt::ModelSpec::builtin("lenet"),
+                      "lenet, optimizer sharded, bf16 wire, stages in buckets vs whole", dpt::DType::kBF16,
+                      dpt::ShardMode::kOptimizer);
+  check_tied_stage_buckets(context, dpt::ShardMode::kNone);
+  check_tied_stage_buckets(context, dpt::ShardMode::kOptimizer);
 }
 
 // The same on the 16-bit wires: buckets started during backward (the module's 16-bit all-reduce on the
