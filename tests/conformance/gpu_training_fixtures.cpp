@@ -138,6 +138,19 @@ dpt::ModelSpec token_model() {
   return m;
 }
 
+dpt::ModelSpec tied_head_model() {
+  dpt::ModelSpec m(dpt::Shape{12}, dpt::DType::kI32);
+  dpt::OpAttrs embed, mid, head;
+  embed.ints[0] = 17, embed.ints[1] = 16;
+  mid.ints[0] = 16, mid.ints[1] = 1;
+  head.ints[0] = 17, head.ints[1] = 0;
+  m.add(dpt::op_def("token_embedding"), {0}, embed, "wte");
+  m.add(dpt::op_def("linear"), {m.output_tensor()}, mid, "mid");
+  m.add(dpt::op_def("linear"), {m.output_tensor()}, head, "head");
+  m.tie("head.weight", "wte.weight");
+  return m;
+}
+
 void train_tokens(dpt::Trainer &t) {
   for (uint64_t s = 0; s < 4; ++s) {
     const size_t n = s == 3 ? 7 : 10;

@@ -49,6 +49,9 @@ void expect_equivalent(const char *what, const std::vector<float> &got, const st
 dpt::ModelSpec batch_norm_model();
 // A small GPT: token and position embeddings, a pre-LayerNorm block with causal attention, the LM head.
 dpt::ModelSpec token_model();
+// A language model whose head (a linear layer after "mid") is tied to its token embedding (17 tokens, width
+// 16, 12 positions): token_model's batches fit it.
+dpt::ModelSpec tied_head_model();
 // Four steps of token_model's batches (a target at every position, one in seven ignored).
 void train_tokens(dpt::Trainer &t);
 

@@ -137,15 +137,7 @@ void check_stage_buckets(const std::shared_ptr<dpt::Context> &context, const dpt
 // stage's buckets hold its range and the mirror, which a started bucket all-reduces (and with the optimizer
 // sharded, reduces the range's part to its owners beside it). The bits of the stages reduced whole.
 void check_tied_stage_buckets(const std::shared_ptr<dpt::Context> &context, dpt::ShardMode shard) {
-  dpt::ModelSpec m(dpt::Shape{12}, dpt::DType::kI32);
-  dpt::OpAttrs embed, mid, head;
-  embed.ints[0] = 17, embed.ints[1] = 16;
-  mid.ints[0] = 16, mid.ints[1] = 1;
-  head.ints[0] = 17, head.ints[1] = 0;
-  m.add(dpt::op_def("token_embedding"), {0}, embed, "wte");
-  m.add(dpt::op_def("linear"), {m.output_tensor()}, mid, "mid");
-  m.add(dpt::op_def("linear"), {m.output_tensor()}, head, "head");
-  m.tie("head.weight", "wte.weight");
+  const dpt::ModelSpec m = tied_head_model();
   dpt::TrainerConfig c = config({0, 1, 0, 1});
   c.pipeline_stages = 2;
   c.micro_batches = 2;

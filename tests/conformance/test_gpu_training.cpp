@@ -463,15 +463,7 @@ void test_gpu_hung_statistics_time_out(void **) {
 // the later steps away from it).
 void test_gpu_pipeline_tied_head(void **) {
   auto context = gpu_context();
-  dpt::ModelSpec m(dpt::Shape{12}, dpt::DType::kI32);
-  dpt::OpAttrs embed, mid, head;
-  embed.ints[0] = 17, embed.ints[1] = 16;
-  mid.ints[0] = 16, mid.ints[1] = 1;
-  head.ints[0] = 17, head.ints[1] = 0;
-  m.add(dpt::op_def("token_embedding"), {0}, embed, "wte");
-  m.add(dpt::op_def("linear"), {m.output_tensor()}, mid, "mid");
-  m.add(dpt::op_def("linear"), {m.output_tensor()}, head, "head");
-  m.tie("head.weight", "wte.weight");
+  const dpt::ModelSpec m = tied_head_model();
   for (const bool sharded : {false, true}) {
     dpt::TrainerConfig c = config(sharded ? std::vector<size_t>{0, 0, 0, 0} : std::vector<size_t>{0, 0});
     c.pipeline_stages = 2;
