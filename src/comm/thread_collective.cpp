@@ -23,7 +23,7 @@ void for_each_run(size_t chunk, size_t k, size_t begin, size_t end, Fn &&fn) {
 }  // namespace
 
 ThreadCollective::ThreadCollective(size_t ranks, int spin_rounds)
-    : ranks_(ranks), buffers_(ranks, nullptr), barrier_(ranks, spin_rounds) {}
+    : ranks_(ranks), buffers_(ranks, nullptr), outputs_(ranks, nullptr), barrier_(ranks, spin_rounds) {}
 
 void ThreadCollective::publish(size_t rank, float *buf) {
   buffers_[rank] = buf;
@@ -121,12 +121,40 @@ double ThreadCollective::reduce_scatter_bucket(size_t rank, const float *bucket,
       std::memmove(to, from, (hi - lo) * sizeof(float));
     return 0.0;
   }
+  outputs_[rank] = shard;
   publish(rank, const_cast<float *>(bucket));  // read only
   const double t0 = platform::now_seconds();
-  const size_t lo = std::max(begin, bounds[rank]), hi = std::min(end, bounds[rank + 1]);
-  if (lo < hi) sum_range(begin, lo, hi, shard + (lo - bounds[rank]), accumulate, algorithm, wire);
-  barrier_.arrive_and_wait();  // every rank's bucket is read before any rank reuses it
+  sum_chunk_into_owners(rank, begin, begin, end, bounds, accumulate, algorithm, wire);
+  barrier_.arrive_and_wait();  // every rank's bucket is read and every sum written before any is used
   return platform::now_seconds() - t0;
+}
+
+double ThreadCollective::reduce_scatter_range(size_t rank, float *buf, size_t begin, size_t end,
+                                              const size_t *bounds, AllReduceAlgorithm algorithm,
+                                              WireType wire) {
+  if (ranks_ == 1) return 0.0;
+  outputs_[rank] = buf + bounds[rank];
+  publish(rank, buf);
+  const double t0 = platform::now_seconds();
+  // In place: each element is read (a tile of every buffer, before the tile's sum is written) and written
+  // by one rank only.
+  sum_chunk_into_owners(rank, 0, begin, end, bounds, false, algorithm, wire);
+  barrier_.arrive_and_wait();  // every sum is written before any owner uses it
+  return platform::now_seconds() - t0;
+}
+
+void ThreadCollective::sum_chunk_into_owners(size_t rank, size_t base, size_t begin, size_t end,
+                                             const size_t *bounds, bool accumulate,
+                                             AllReduceAlgorithm algorithm, WireType wire) {
+  size_t owner = 0;
+  for_each_run(rank, ranks_, begin, end, [&](size_t lo, size_t hi) {
+    while (lo < hi) {
+      while (bounds[owner + 1] <= lo) ++owner;  // the runs ascend; an empty range is skipped
+      const size_t stop = std::min(hi, bounds[owner + 1]);
+      sum_range(base, lo, stop, outputs_[owner] + (lo - bounds[owner]), accumulate, algorithm, wire);
+      lo = stop;
+    }
+  });
 }
 
 // In tiles, each summed on the stack in the order of its ring chunk (the all-reduce's order: starting at
@@ -140,6 +168,17 @@ void ThreadCollective::sum_range(size_t base, size_t lo, size_t hi, float *out, 
     next = std::min(hi, (at / kTile + 1) * kTile);
     const size_t n = next - at;
     const size_t first = algorithm == AllReduceAlgorithm::kRing ? (at / kRingBlock) % k : 0;
+    if (k == 2 && wire == WireType::kF32) {
+      // One pass, no tile on the stack: each element is read from both buffers before out's is written
+      // (out may be one of them, at the same index), the two-rank sum's bits.
+      const float *a = buffers_[first] + (at - base), *b = buffers_[1 - first] + (at - base);
+      float *dst = out + (at - lo);
+      if (accumulate)
+        for (size_t i = 0; i < n; ++i) dst[i] += a[i] + b[i];
+      else
+        for (size_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+      continue;
+    }
     std::memcpy(sum, buffers_[first] + (at - base), n * sizeof(float));
     round_for_wire(sum, n, wire);
     for (size_t j = 1; j < k; ++j) {

@@ -46,11 +46,17 @@ class ThreadCollective {
   // step. Returns seconds as all_reduce().
   double reduce_scatter(size_t rank, float *buf, const size_t *bounds, AllReduceAlgorithm algorithm,
                         WireType wire = WireType::kF32);
+  // reduce_scatter of the part [begin, end) of buf (a gradient bucket): afterwards buf[i] holds the sum,
+  // with reduce_scatter's bits, for every i in [begin, end) that the rank owns. The work is cut as the ring
+  // cuts it, not by owner: rank r sums the elements of ring chunk r and writes each sum into its owner's
+  // buffer, so that every rank takes its share of a bucket that lies in one rank's range.
+  double reduce_scatter_range(size_t rank, float *buf, size_t begin, size_t end, const size_t *bounds,
+                              AllReduceAlgorithm algorithm, WireType wire = WireType::kF32);
   // Sharded gradients: every rank's `bucket` holds the elements [begin, end) of its gradient (bucket[0] is
   // element begin). Afterwards rank's `shard` (shard[0] is element bounds[rank]) holds, in the part of
   // [begin, end) that the rank owns, the sum over all ranks with reduce_scatter's bits, stored
   // (accumulate false) or added to what the shard held (accumulate true: the sum first, then one addition).
-  // One rank: its bucket copied (or added) into its shard.
+  // The work is cut as in reduce_scatter_range. One rank: its bucket copied (or added) into its shard.
   double reduce_scatter_bucket(size_t rank, const float *bucket, size_t begin, size_t end,
                                const size_t *bounds, float *shard, bool accumulate,
                                AllReduceAlgorithm algorithm, WireType wire = WireType::kF32);
@@ -80,9 +86,15 @@ class ThreadCollective {
   void sum_range(size_t base, size_t lo, size_t hi, float *out, bool accumulate, AllReduceAlgorithm algorithm,
                  WireType wire);
   void naive(size_t rank, float *buf, size_t begin, size_t end, WireType wire);
+  // The reduce-scatters of a bucket: rank sums the elements of its ring chunk in [begin, end) (rank q's
+  // value of element i is buffers_[q][i - base]) into their owners' outputs (element i of owner q is
+  // outputs_[q][i - bounds[q]]).
+  void sum_chunk_into_owners(size_t rank, size_t base, size_t begin, size_t end, const size_t *bounds,
+                             bool accumulate, AllReduceAlgorithm algorithm, WireType wire);
 
   size_t ranks_;
   std::vector<float *> buffers_;
+  std::vector<float *> outputs_;  // the reduce-scatters' destinations, each rank's range
   AbortableBarrier barrier_;
 };
 

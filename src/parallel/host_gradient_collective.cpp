@@ -35,8 +35,10 @@ HostGradientCollective::HostGradientCollective(
       group_.enable_bucket_reducer(std::move(buckets), [this](ThreadCollective &c, size_t rank, size_t b) {
         const GradientBucket &bucket = reducer_->buckets()[b];
         const double start = platform::now_seconds();
-        const double seconds = sum_range(c, bucket_world_, rank, bucket.begin, bucket.end);
-        trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketAllReduce, b, start,
+        const double seconds = scatters() ? scatter_bucket(c, rank, bucket.begin, bucket.end)
+                                          : sum_range(c, bucket_world_, rank, bucket.begin, bucket.end);
+        trace_.record(TraceRecorder::communication_row(rank),
+                      scatters() ? TraceKind::kBucketReduceScatter : TraceKind::kBucketAllReduce, b, start,
                       platform::now_seconds());
         return seconds;
       });
@@ -55,6 +57,12 @@ double HostGradientCollective::sum_range(ThreadCollective &local, const World *w
     return hierarchical_all_reduce(local, world, rank, grads_[rank], begin, end, algorithm_, timeout_, wire_);
   return hierarchical_reduce_scatter(local, *world, rank, grads_[rank], begin, end, spans_.data(), algorithm_,
                                      timeout_, wire_);
+}
+
+double HostGradientCollective::scatter_bucket(ThreadCollective &local, size_t rank, size_t begin,
+                                              size_t end) {
+  return local.reduce_scatter_range(rank, grads_[rank], begin, end, shards_.bounds().data(), algorithm_,
+                                    wire_);
 }
 
 void HostGradientCollective::Poster::layer_done(void *context, size_t layer) {
@@ -84,7 +92,7 @@ void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   // Across processes the whole sum is all-reduced, or reduce-scattered by process spans (the World's
   // collectives run on rank 0's thread): the ranks then update their ranges of it.
   const double start = platform::now_seconds();
-  const bool scatter = shards_.sharded() && world_ == nullptr;
+  const bool scatter = scatters();
   if (scatter)
     seconds_[rank] =
         group_.collective().reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_);
@@ -99,13 +107,12 @@ AllReduceTimes HostGradientCollective::times(bool reduced) const {
   return {seconds_[0], seconds_[0], seconds_[0]};
 }
 
-// Without buckets and across no processes a sharded trainer reduce-scatters; everything else all-reduces.
+// Across no processes a sharded trainer reduce-scatters (whole or in buckets); everything else all-reduces.
 HostGradientCollective::RankReduction HostGradientCollective::rank_reduction(size_t rank,
                                                                              bool reduced) const {
   const double k = double(grads_.size()), bytes = double(count_) * sizeof(float);
-  const bool scatter = !reduced && shards_.sharded() && world_ == nullptr;
   return {reduced ? reducer_->reduce_seconds(rank) : seconds_[rank],
-          bytes * (scatter ? 1.0 : 2.0) * (k - 1.0) / k};
+          bytes * (scatters() ? 1.0 : 2.0) * (k - 1.0) / k};
 }
 
 }  // namespace dpt

@@ -1,8 +1,11 @@
 // The gradient all-reduce of CPU replicas, on their device threads: hierarchical_all_reduce over the
 // group's ThreadCollective and (across processes) the World in the update phase, or, with gradient
-// buckets, the group's BucketReducer during backward. With the optimizer state sharded across every
-// process's devices, the sum across the processes is a reduce-scatter instead (hierarchical_reduce_scatter):
-// each process receives only its span.
+// buckets, the group's BucketReducer during backward. With the optimizer state sharded among this
+// process's devices only (ZeRO-1 in one process), each rank needs the sums of its own range: the gradient
+// (or each bucket) is reduce-scattered, half the bytes of an all-reduce, with the all-reduce's bits in every
+// range (ThreadCollective adds each element in its ring chunk's order however it is cut). With the state
+// sharded across every process's devices, the sum across the processes is a reduce-scatter too
+// (hierarchical_reduce_scatter): each process receives only its span.
 #pragma once
 
 #include <cstddef>
@@ -69,6 +72,10 @@ class HostGradientCollective final : public GradientCollective {
   // Sums [begin, end) of rank's gradient over every device of every process (or, with spans_, this
   // process's span of it), across the processes on world's channel.
   double sum_range(ThreadCollective &local, const World *world, size_t rank, size_t begin, size_t end);
+  // The optimizer state sharded among this process's devices: each rank needs the sums of its range only.
+  bool scatters() const { return shards_.sharded() && world_ == nullptr; }
+  // Sums the part of [begin, end) that rank owns over the process's devices, into rank's gradient buffer.
+  double scatter_bucket(ThreadCollective &local, size_t rank, size_t begin, size_t end);
 };
 
 }  // namespace dpt

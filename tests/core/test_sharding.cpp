@@ -120,6 +120,20 @@ void test_reduce_scatter_has_the_all_reduce_bits(void **) {
                 fail_msg("K=%zu algorithm=%d wire=%d: bucket element %zu of rank %zu's shard is %g, not %g",
                          k, int(algorithm), int(wire), i, r, double(shard[r][i - bounds[r]]), double(want));
             }
+          // The bucket in place (the sharded optimizer's buckets): the sums where the rank owns them, every
+          // other element (the peers' ranges, outside the bucket) as it was.
+          std::vector<std::vector<float>> in_place = inputs;
+          on_threads(k, [&](size_t r) {
+            c.reduce_scatter_range(r, in_place[r].data(), b0, b1, bounds.data(), algorithm, wire);
+          });
+          for (size_t r = 0; r < k; ++r)
+            for (size_t i = 0; i < n; ++i) {
+              const bool summed = i >= b0 && i < b1 && i >= bounds[r] && i < bounds[r + 1];
+              const float want = summed ? reduced[0][i] : inputs[r][i];
+              if (std::memcmp(&in_place[r][i], &want, 4) != 0)
+                fail_msg("K=%zu algorithm=%d wire=%d: element %zu of rank %zu is %g in place, not %g", k,
+                         int(algorithm), int(wire), i, r, double(in_place[r][i]), double(want));
+            }
         }
       }
 }
@@ -242,8 +256,8 @@ void test_sharded_optimizer_changes_no_bit(void **) {
         }
 }
 
-// With buckets the gradient is all-reduced during backward and each device updates its range of it; with
-// a 16-bit wire the reduce-scatter rounds as the all-reduce does.
+// With buckets each bucket is reduce-scattered during backward into the ranges' owners, which update their
+// ranges of it; with a 16-bit wire the reduce-scatter rounds as the all-reduce does.
 void test_buckets_and_wires_change_no_bit(void **) {
   for (size_t bucket_bytes : {size_t(0), size_t(64) << 10})
     for (dpt::DType wire : {dpt::DType::kF32, dpt::DType::kBF16, dpt::DType::kF16}) {
@@ -280,6 +294,17 @@ void expect_unsharded_bits(Run run, dpt::ShardMode mode, size_t between) {
     if (!same(sharded.state.optimizer_state, reference.state.optimizer_state))
       fail_msg("%s: the optimizer state differs", what);
   }
+}
+
+// The optimizer sharded (ZeRO-1) with its gradient reduce-scattered bucket by bucket during backward: the
+// unsharded bits with a bucket per layer and with two layers in a bucket (the ranges' bounds, at norm blocks,
+// fall inside buckets), over accumulation windows and clipping.
+void test_sharded_optimizer_buckets_change_no_bit(void **) {
+  for (size_t k : {2, 3, 8})
+    for (bool adamw : {false, true})
+      for (size_t accumulation : {1, 2})
+        expect_unsharded_bits(Run{k, dpt::ShardMode::kNone, adamw, accumulation, k == 3},
+                              dpt::ShardMode::kOptimizer, size_t(20) << 10);
 }
 
 // Sharded gradients (ZeRO-2) and sharded parameters (ZeRO-3) with one micro-batch per window: the very
@@ -560,6 +585,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_reduce_scatter_has_the_all_reduce_bits),
       cmocka_unit_test(test_sharded_optimizer_changes_no_bit),
       cmocka_unit_test(test_buckets_and_wires_change_no_bit),
+      cmocka_unit_test(test_sharded_optimizer_buckets_change_no_bit),
       cmocka_unit_test(test_checkpoints_do_not_depend_on_the_sharding),
       cmocka_unit_test(test_each_replica_holds_its_share_of_the_state),
       cmocka_unit_test(test_sharded_gradients_change_no_bit),

@@ -145,6 +145,32 @@ void test_trace_of_sharded_training(void **) {
   std::remove(path.c_str());
 }
 
+// The optimizer sharded in buckets: each bucket reduce-scattered on the communication rows (half an
+// all-reduce's bus bytes, NCCL's (K - 1) / K of the gradient), none all-reduced.
+void test_trace_of_sharded_optimizer_buckets(void **) {
+  auto t = make_trainer(dpt::ShardMode::kOptimizer, 4096);
+  t->start_trace(10000);
+  for (size_t s = 0; s < 2; ++s) step(*t, s);
+  const std::string path = temp_path("optimizer");
+  t->write_trace(path);
+  const Trace trace = read_trace(path);
+  for (int64_t device = 0; device < 3; ++device) {
+    const int64_t communication = 2 * device + 1;
+    assert_true(trace.count(communication, "communication") >= 2 * 2);
+    size_t scattered = 0;
+    for (const Event &e : trace.rows.at(communication)) {
+      assert_null(std::strstr(e.name.c_str(), "all-reduce"));
+      scattered += e.ph == "X" && e.name.rfind("reduce-scatter bucket ", 0) == 0;
+    }
+    assert_int_equal(scattered, trace.count(communication, "communication"));
+    const dpt::ReplicaTimes m = t->replica_times(size_t(device));
+    const double bus_bytes = double(t->parameter_count()) * 4.0 * 2.0 / 3.0;
+    assert_true(m.communication > 0);
+    assert_true(std::fabs(m.bus_bandwidth * m.communication - bus_bytes) <= 1e-6 * bus_bytes);
+  }
+  std::remove(path.c_str());
+}
+
 // Unsharded without buckets: the all-reduce runs on the device threads; a full row drops and says so;
 // recording changes no bit.
 void test_trace_of_plain_training_and_dropping(void **) {
@@ -261,6 +287,7 @@ void test_trace_misuse(void **) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_trace_of_sharded_training),
+      cmocka_unit_test(test_trace_of_sharded_optimizer_buckets),
       cmocka_unit_test(test_trace_of_plain_training_and_dropping),
       cmocka_unit_test(test_replica_times),
       cmocka_unit_test(test_replica_totals),
