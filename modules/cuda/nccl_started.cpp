@@ -26,6 +26,17 @@ namespace {
 
 using EventOf = cudaEvent_t dpt_backend_context::*;
 
+// A CUDA call on rank's GPU failed while starts are queued: reported as `cuda_call (call detail)`, and
+// the communicator aborted, since the other ranks' parts of the collective may be queued already.
+int start_call_failed(dpt_backend_comm &c, int ordinal, cudaError_t status, const char *cuda_call,
+                      const char *call, const char *detail, const Error &e) {
+  char what[160];
+  std::snprintf(what, sizeof what, "%s (%s%s)", cuda_call, call, detail);
+  const int rc = cuda_failed(e, ordinal, what, status);
+  abort_all(c);
+  return rc;
+}
+
 // Every rank's stream `to` ordered after what its stream `from` holds now, through its event `event`.
 int order_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, StreamOf from, StreamOf to,
                   EventOf event, const char *call, const Error &e) {
@@ -35,13 +46,8 @@ int order_streams(dpt_backend_comm &c, dpt_backend_context *const *contexts, Str
     DeviceGuard guard(ordinal);
     cudaError_t s = cudaEventRecord(ctx.*event, ctx.*from);
     if (s == cudaSuccess) s = cudaStreamWaitEvent(ctx.*to, ctx.*event, 0);
-    if (s != cudaSuccess) {
-      char what[96];
-      std::snprintf(what, sizeof what, "cudaEventRecord / cudaStreamWaitEvent (%s)", call);
-      const int rc = cuda_failed(e, ordinal, what, s);
-      abort_all(c);
-      return rc;
-    }
+    if (s != cudaSuccess)
+      return start_call_failed(c, ordinal, s, "cudaEventRecord / cudaStreamWaitEvent", call, "", e);
   }
   return 0;
 }
@@ -70,13 +76,7 @@ int record_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, co
       if (s != cudaSuccess) events.pop_back();
     }
     if (s == cudaSuccess) s = cudaEventRecord(events[c.started], contexts[r]->comm_stream);
-    if (s != cudaSuccess) {
-      char what[96];
-      std::snprintf(what, sizeof what, "cudaEventRecord (%s)", call);
-      const int rc = cuda_failed(e, ordinal, what, s);
-      abort_all(c);
-      return rc;
-    }
+    if (s != cudaSuccess) return start_call_failed(c, ordinal, s, "cudaEventRecord", call, "", e);
   }
   ++c.started;
   return 0;
@@ -153,13 +153,9 @@ int join_started(dpt_backend_comm &c, dpt_backend_context *const *contexts, size
     const int ordinal = c.ordinals[r];
     DeviceGuard guard(ordinal);
     const cudaError_t s = cudaStreamWaitEvent(contexts[r]->stream, c.started_events[r][last], 0);
-    if (s != cudaSuccess) {
-      char what[96];
-      std::snprintf(what, sizeof what, "cudaStreamWaitEvent (%s, after the started collectives)", call);
-      const int rc = cuda_failed(e, ordinal, what, s);
-      abort_all(c);
-      return rc;
-    }
+    if (s != cudaSuccess)
+      return start_call_failed(c, ordinal, s, "cudaStreamWaitEvent", call, ", after the started collectives",
+                               e);
   }
   return 0;
 }
