@@ -1,5 +1,6 @@
 #include "parallel/host_gradient_collective.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "comm/hierarchical_reduce.hpp"
@@ -8,10 +9,13 @@
 
 namespace dpt {
 
-HostGradientCollective::HostGradientCollective(
-    DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
-    size_t bucket_bytes, AllReduceAlgorithm algorithm, const World *world, double timeout_seconds,
-    WireType wire, const ShardLayout &shards, std::vector<size_t> process_spans, TraceRecorder &trace)
+HostGradientCollective::HostGradientCollective(DeviceGroup &group,
+                                               const std::vector<std::unique_ptr<Replica>> &replicas,
+                                               const ModelSpec &spec, size_t bucket_bytes,
+                                               AllReduceAlgorithm algorithm, const World *world,
+                                               double timeout_seconds, WireType wire,
+                                               const ShardLayout &shards, std::vector<size_t> process_spans,
+                                               std::vector<ShardPiece> process_pieces, TraceRecorder &trace)
     : group_(group),
       world_(world),
       bucket_world_(world != nullptr ? &world->channel(WorldChannel::kBuckets) : nullptr),
@@ -23,7 +27,8 @@ HostGradientCollective::HostGradientCollective(
       count_(replicas[0]->grads.size()),
       posters_(replicas.size()),
       seconds_(replicas.size(), 0.0),
-      spans_(std::move(process_spans)) {
+      spans_(std::move(process_spans)),
+      pieces_(std::move(process_pieces)) {
   for (auto &r : replicas) grads_.push_back(r->grads.data());
   // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
   // the plain all-reduce on the device threads saves the hand-over to the communication threads.
@@ -31,12 +36,11 @@ HostGradientCollective::HostGradientCollective(
   if ((replicas.size() > 1 || world != nullptr) && bucket_bytes > 0) {
     std::vector<GradientBucket> buckets = plan_buckets(spec, bucket_bytes);
     if (buckets.size() > 1) {
-      // Each bucket all-reduced in place (across processes too: rank 0's thread, then a broadcast).
+      // Each bucket reduced in place (reduce_range), across processes too.
       group_.enable_bucket_reducer(std::move(buckets), [this](ThreadCollective &c, size_t rank, size_t b) {
         const GradientBucket &bucket = reducer_->buckets()[b];
         const double start = platform::now_seconds();
-        const double seconds = scatters() ? scatter_bucket(c, rank, bucket.begin, bucket.end)
-                                          : sum_range(c, bucket_world_, rank, bucket.begin, bucket.end);
+        const double seconds = reduce_range(c, bucket_world_, rank, bucket.begin, bucket.end);
         trace_.record(TraceRecorder::communication_row(rank),
                       scatters() ? TraceKind::kBucketReduceScatter : TraceKind::kBucketAllReduce, b, start,
                       platform::now_seconds());
@@ -59,10 +63,31 @@ double HostGradientCollective::sum_range(ThreadCollective &local, const World *w
                                      timeout_, wire_);
 }
 
-double HostGradientCollective::scatter_bucket(ThreadCollective &local, size_t rank, size_t begin,
-                                              size_t end) {
-  return local.reduce_scatter_range(rank, grads_[rank], begin, end, shards_.bounds().data(), algorithm_,
-                                    wire_);
+double HostGradientCollective::sum_pieces_across_processes(ThreadCollective &local, const World *world,
+                                                           size_t rank, size_t begin, size_t end) {
+  const double start = platform::now_seconds();
+  if (rank == 0)
+    for (const ShardPiece &p : pieces_) {
+      const size_t lo = std::max(p.begin, begin), hi = std::min(p.end, end);
+      if (lo < hi) world->all_reduce(grads_[p.owner] + lo, hi - lo, timeout_, wire_);
+    }
+  local.barrier(rank);  // no owner reads its sums before they are summed over the processes
+  return platform::now_seconds() - start;
+}
+
+// In place within the process: a bucket by ring chunks (reduce_scatter_range), the whole vector by owner
+// (each rank its own range: even ranges, and each rank writes its own buffer only).
+double HostGradientCollective::reduce_range(ThreadCollective &local, const World *world, size_t rank,
+                                            size_t begin, size_t end) {
+  if (!scatters() && !by_pieces()) return sum_range(local, world, rank, begin, end);
+  double seconds = 0;
+  if (scatters())
+    seconds = begin == 0 && end == count_
+                  ? local.reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_)
+                  : local.reduce_scatter_range(rank, grads_[rank], begin, end, shards_.bounds().data(),
+                                               algorithm_, wire_);
+  if (by_pieces()) seconds += sum_pieces_across_processes(local, world, rank, begin, end);
+  return seconds;
 }
 
 void HostGradientCollective::Poster::layer_done(void *context, size_t layer) {
@@ -90,14 +115,11 @@ void HostGradientCollective::reduce_in_update(size_t rank, bool reduced) {
   seconds_[rank] = 0;
   if (reduced) return;  // the bucket reducer did it during backward
   // Across processes the whole sum is all-reduced, or reduce-scattered by process spans (the World's
-  // collectives run on rank 0's thread): the ranks then update their ranges of it.
+  // collectives run on rank 0's thread), or (the optimizer sharded in each process) each device's range
+  // summed over the processes: the ranks then update their ranges of it.
   const double start = platform::now_seconds();
   const bool scatter = scatters();
-  if (scatter)
-    seconds_[rank] =
-        group_.collective().reduce_scatter(rank, grads_[rank], shards_.bounds().data(), algorithm_, wire_);
-  else
-    seconds_[rank] = sum_range(group_.collective(), world_, rank, 0, count_);
+  seconds_[rank] = reduce_range(group_.collective(), world_, rank, 0, count_);
   trace_.record(TraceRecorder::compute_row(rank), scatter ? TraceKind::kReduceScatter : TraceKind::kAllReduce,
                 0, start, platform::now_seconds());
 }
@@ -107,7 +129,9 @@ AllReduceTimes HostGradientCollective::times(bool reduced) const {
   return {seconds_[0], seconds_[0], seconds_[0]};
 }
 
-// Across no processes a sharded trainer reduce-scatters (whole or in buckets); everything else all-reduces.
+// A trainer whose optimizer is sharded among its process's devices reduce-scatters within the process
+// (whole or in buckets); everything else all-reduces. Across processes the seconds include the sums over
+// the processes, the bytes count the process's part (for the all-reduce too).
 HostGradientCollective::RankReduction HostGradientCollective::rank_reduction(size_t rank,
                                                                              bool reduced) const {
   const double k = double(grads_.size()), bytes = double(count_) * sizeof(float);

@@ -51,4 +51,15 @@ class ShardLayout {
   size_t slot(size_t rank) const { return slots_.empty() ? first_ + rank : slots_[rank]; }
 };
 
+// Sharded within each process (the process scope) across processes whose device counts may differ: the
+// pieces between every process's range cuts (process_devices: every process's device count), in offset
+// order, each with the rank of this process whose range holds it (0 where `local` is not sharded: a
+// process of one device, which shards nothing). Summed over the processes piece by piece, every
+// process makes the same MPI calls.
+struct ShardPiece {
+  size_t begin, end, owner;
+};
+std::vector<ShardPiece> pieces_over_processes(const ShardLayout &local,
+                                              const std::vector<size_t> &process_devices);
+
 }  // namespace dpt

@@ -23,8 +23,8 @@ ShardedGradientCollective::ShardedGradientCollective(
       wire_(wire),
       slots_(replicas.size()),
       tied_(spec),
-      world_segments_(process_spans.empty() ? plan_world_segments(shards, process_devices)
-                                            : std::vector<Segment>{}),
+      world_segments_(process_spans.empty() ? pieces_over_processes(shards, process_devices)
+                                            : std::vector<ShardPiece>{}),
       spans_(std::move(process_spans)),
       bounds_(shards.sharded() ? shards.bounds() : std::vector<size_t>{0, shards.count()}),
       lanes_(replicas.size()),
@@ -182,24 +182,6 @@ void ShardedGradientCollective::finish_backward(size_t rank) {
 // The cuts of every process's ranges (ShardLayout depends on the parameter count and the device count
 // only, so each process knows every other's), and for each piece between two cuts the rank here whose
 // shard holds it. Equal device counts: the ranges themselves.
-std::vector<ShardedGradientCollective::Segment> ShardedGradientCollective::plan_world_segments(
-    const ShardLayout &shards, const std::vector<size_t> &process_devices) {
-  std::vector<size_t> cuts;
-  for (size_t devices : process_devices) {
-    const ShardLayout layout(shards.count(), devices, true);
-    cuts.insert(cuts.end(), layout.bounds().begin(), layout.bounds().end());
-  }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  std::vector<Segment> segments;
-  size_t owner = 0;
-  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-    while (shards.end(owner) <= cuts[i]) ++owner;
-    segments.push_back({cuts[i], cuts[i + 1], owner});
-  }
-  return segments;
-}
-
 // Every range holds the sum over this process's devices of the window's micro-batches; the sum over the
 // processes follows, segment by segment in offset order on every process (so the MPI calls match). With
 // two processes every element's sum has two terms, so the ranges get the bits of DPT_SHARD_NONE's whole
@@ -211,7 +193,7 @@ void ShardedGradientCollective::reduce_in_update(size_t rank, bool) {
   const double start = platform::now_seconds();
   local.barrier(rank);  // every range is final
   if (rank == 0)
-    for (const Segment &s : world_segments_)
+    for (const ShardPiece &s : world_segments_)
       world_->all_reduce(shard_gradients_[s.owner] + (s.begin - shards_.begin(s.owner)), s.end - s.begin,
                          timeout_, wire_);
   local.barrier(rank);  // the sums are in before any rank reads its range

@@ -112,18 +112,13 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<float *> shard_gradients_;  // each rank's gradient buffer: its shard
   // Across processes: the segments summed over them, each [begin, end) of the flat vector in the shard
   // of rank `owner` here.
-  struct Segment {
-    size_t begin, end, owner;
-  };
-  std::vector<Segment> world_segments_;
+  std::vector<ShardPiece> world_segments_;  // pieces_over_processes, the process scope's sums over them
   // Sharded across every process's devices: the processes' spans, per bucket its split among this
   // process's devices for their sum, and the bucket buffer of that sum (in device 0's memory; none for one
   // device, whose staging slot is the sum).
   std::vector<size_t> spans_;
   std::vector<std::vector<size_t>> bucket_splits_;
   std::vector<DeviceBuffer> sum_;
-  static std::vector<Segment> plan_world_segments(const ShardLayout &shards,
-                                                  const std::vector<size_t> &process_devices);
   // The ranks' ranges: the layout's, or the whole vector in a process of one device (which shards nothing
   // but sums by the pieces of the processes that do).
   std::vector<size_t> bounds_;

@@ -73,6 +73,8 @@ struct TrainerConfig {
   bool sync_batch_norm = true;
   double timeout_seconds = 0;  // deadline of each multi-device operation; 0 = none
   // Gradient bucket size for the all-reduce overlapped with backward; 0 = one all-reduce after backward.
+  // 0 here, so that core tests take the plain path unless they ask for buckets; the C API's default
+  // (dpt_trainer_options_init, the CLI's --bucket-kib) is 1 MiB.
   size_t bucket_bytes = 0;
   // Spans every process of this MPI world (nullptr: this process only). Every process passes the same
   // global batch to step() and evaluate() and reads its own share of it.

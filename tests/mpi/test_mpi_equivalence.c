@@ -17,10 +17,11 @@
  * Sharded gradients and parameters across the processes (each process shards among its own devices, the
  * ranges summed over the processes in the update): the unsharded bits with one bucket and with a bucket per
  * layer, with batch norm, with a bf16 wire; with accumulation within the equivalence tolerance of unsharded
- * accumulation; processes of 2 and 3 devices (ranges cut differently) the unsharded bits of 2 + 3 devices;
- * a process of 1 device beside one of 2 (it shards nothing, but sums by the other's pieces) the unsharded
- * bits of 1 + 2 devices, within the tolerance with accumulation.
- * Prints one line per process; exit status 0 only when every check passed on this process. */
+ * accumulation; a sharded optimizer (each device's range all-reduced over the processes) the unsharded bits
+ * with one bucket and a bucket per layer, accumulation and a bf16 wire; processes of 2 and 3 devices (ranges
+ * cut differently) the unsharded bits of 2 + 3 devices; a process of 1 device beside one of 2 (it shards
+ * nothing, but sums by the other's pieces) the unsharded bits of 1 + 2 devices, within the tolerance with
+ * accumulation. Prints one line per process; exit status 0 only when every check passed on this process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
 #include <mpi.h>
@@ -285,18 +286,20 @@ static void check_16_bit_wire(const dpt_model *model, const float *one_fp32, con
   }
 }
 
-/* Sharded gradients and parameters across 2 processes x 2 devices (hybrid sharding: each process shards
- * among its devices, each range is summed over the processes in the update). world: the unsharded trainer's
- * parameters (no buckets). With two processes every sum across them has two terms, so the bits are those of
- * the unsharded trainer; with accumulation each micro-batch is summed over a process's devices before the
- * micro-batches are added (one more rounding per micro-batch, as in one process). */
+/* Sharded optimizer, gradients and parameters across 2 processes x 2 devices (hybrid sharding: each process
+ * shards among its devices; the optimizer's gradient reduce-scattered within the process and each device's
+ * range all-reduced over the processes, the sharded gradients' ranges summed over the processes in the
+ * update). world: the unsharded trainer's parameters (no buckets). With two processes every sum across them
+ * has two terms, so the bits are those of the unsharded trainer; with accumulation each micro-batch of
+ * sharded gradients is summed over a process's devices before the micro-batches are added (one more
+ * rounding per micro-batch, as in one process), while the sharded optimizer sums the window once. */
 static void check_sharded(const dpt_model *model, const float *world, const float *start, size_t n,
                           int mpi_rank) {
-  const dpt_shard_mode modes[] = {DPT_SHARD_GRADIENTS, DPT_SHARD_PARAMETERS};
-  const char *names[] = {"gradients", "parameters"};
+  const dpt_shard_mode modes[] = {DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS, DPT_SHARD_PARAMETERS};
+  const char *names[] = {"optimizer", "gradients", "parameters"};
   size_t count = 0;
   double loss = 0;
-  for (int m = 0; m < 2; ++m)
+  for (int m = 0; m < 3; ++m)
     for (size_t bucket_bytes = 0; bucket_bytes < 2; ++bucket_bytes) { /* one bucket; one per layer */
       shard = modes[m];
       float *p = train(2, DPT_COMMUNICATOR_MPI, bucket_bytes, model, &count, &loss);
@@ -316,16 +319,26 @@ static void check_sharded(const dpt_model *model, const float *world, const floa
   CHECK(e <= 1e-5 && same_on_every_process(sharded, n),
         "shard gradients, accumulation, across processes: relative error %g vs unsharded, or they differ", e);
   printf("sharded gradients across processes, accumulation 2: relative error vs unsharded %.3g\n", e);
-  free(plain), free(sharded);
-  wire = DPT_PRECISION_BF16;
-  plain = train(2, DPT_COMMUNICATOR_MPI, 0, model, &count, &loss);
-  shard = DPT_SHARD_GRADIENTS;
+  free(sharded);
+  shard = DPT_SHARD_OPTIMIZER;
+  accumulation = 2;
   sharded = train(2, DPT_COMMUNICATOR_MPI, 1, model, &count, &loss);
   shard = DPT_SHARD_NONE;
-  wire = DPT_PRECISION_FP32;
+  accumulation = 1;
   CHECK(memcmp(plain, sharded, n * sizeof(float)) == 0,
-        "shard gradients across processes, bf16 wire: not the unsharded bits");
+        "shard optimizer, accumulation, across processes: not the unsharded bits");
   free(plain), free(sharded);
+  for (int m = 0; m < 2; ++m) { /* optimizer, gradients */
+    wire = DPT_PRECISION_BF16;
+    plain = train(2, DPT_COMMUNICATOR_MPI, 0, model, &count, &loss);
+    shard = modes[m];
+    sharded = train(2, DPT_COMMUNICATOR_MPI, 1, model, &count, &loss);
+    shard = DPT_SHARD_NONE;
+    wire = DPT_PRECISION_FP32;
+    CHECK(memcmp(plain, sharded, n * sizeof(float)) == 0,
+          "shard %s across processes, bf16 wire: not the unsharded bits", names[m]);
+    free(plain), free(sharded);
+  }
   /* 2 devices here, 3 there: the ranges are cut differently, and summed over the processes by the pieces
    * between every process's cuts. Two terms per sum again: the unsharded bits of 2 + 3 devices. 1 device
    * here, 2 there: the process of one device shards nothing but sums by the other's pieces (its bucket
@@ -335,15 +348,17 @@ static void check_sharded(const dpt_model *model, const float *world, const floa
   for (int u = 0; u < 2; ++u) {
     const size_t devices = device_counts[u][mpi_rank == 0 ? 0 : 1];
     float *uneven = train(devices, DPT_COMMUNICATOR_MPI, 0, model, &count, &loss);
-    for (int m = 0; m < 2; ++m) {
-      shard = modes[m];
-      float *p = train(devices, DPT_COMMUNICATOR_MPI, 1, model, &count, &loss);
-      shard = DPT_SHARD_NONE;
-      CHECK(count == n && memcmp(p, uneven, n * sizeof(float)) == 0 && same_on_every_process(p, n),
-            "shard %s across processes of %zu and %zu devices: not the unsharded bits", names[m],
-            device_counts[u][0], device_counts[u][1]);
-      free(p);
-    }
+    for (int m = 0; m < 3; ++m)
+      for (size_t bucket_bytes = 0; bucket_bytes < 2; ++bucket_bytes) {
+        shard = modes[m];
+        float *p = train(devices, DPT_COMMUNICATOR_MPI, bucket_bytes, model, &count, &loss);
+        shard = DPT_SHARD_NONE;
+        CHECK(count == n && memcmp(p, uneven, n * sizeof(float)) == 0 && same_on_every_process(p, n),
+              "shard %s across processes of %zu and %zu devices (%s): not the unsharded bits", names[m],
+              device_counts[u][0], device_counts[u][1],
+              bucket_bytes == 0 ? "one bucket" : "a bucket per layer");
+        free(p);
+      }
     free(uneven);
   }
   accumulation = 2;
