@@ -30,11 +30,14 @@ void StageGradientCollective::reduce_in_update(size_t rank, bool reduced) {
       for (size_t s = 0; s < replicas_.size() / width_; ++s) reduce_across_processes(s);
     local.barrier(rank);  // the sums over the processes are in
     if (rank % width_ != 0) {
-      // The stage's sums (the world scope: this process's part of the range, and the mirror).
+      // The stage's sums (the world scope: this process's part of the range, and the mirror; the process
+      // scope, pieces: each replica's part is summed in place, the mirror only).
       const float *sum = replicas_[rank - rank % width_]->grads.data();
       const size_t s = rank / width_;
-      const size_t begin = spans_.empty() ? 0 : spans_[s][world_->rank()];
-      const size_t end = spans_.empty() ? grads.size() : spans_[s][world_->rank() + 1];
+      const size_t begin = !pieces_.empty() ? stage_floats_[s]
+                           : spans_.empty() ? 0
+                                            : spans_[s][world_->rank()];
+      const size_t end = !pieces_.empty() || spans_.empty() ? grads.size() : spans_[s][world_->rank() + 1];
       std::copy(sum + begin, sum + end, grads.data() + begin);
       if (!spans_.empty())
         std::copy(sum + stage_floats_[s], sum + grads.size(), grads.data() + stage_floats_[s]);
@@ -61,11 +64,18 @@ void StageGradientCollective::reduce_within_stage(size_t rank) const {
 
 void StageGradientCollective::reduce_across_processes(size_t s) const {
   DeviceBuffer &grads = replicas_[s * width_]->grads;
+  const size_t range = stage_floats_[s];
+  if (!pieces_.empty()) {  // each replica's part in place, then the mirror
+    for (const ShardPiece &p : pieces_[s])
+      world_->all_reduce(replicas_[s * width_ + p.owner]->grads.data() + p.begin, p.end - p.begin, timeout_,
+                         wire_);
+    if (grads.size() > range) world_->all_reduce(grads.data() + range, grads.size() - range, timeout_, wire_);
+    return;
+  }
   if (spans_.empty()) {
     world_->all_reduce(grads.data(), grads.size(), timeout_, wire_);
     return;
   }
-  const size_t range = stage_floats_[s];
   world_->reduce_scatter(grads.data(), 0, range, spans_[s].data(), timeout_, wire_);
   if (grads.size() > range) world_->all_reduce(grads.data() + range, grads.size() - range, timeout_, wire_);
 }

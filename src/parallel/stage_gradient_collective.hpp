@@ -9,7 +9,11 @@
 // one process there is nothing to reduce. With the optimizer state sharded among the stage's replicas of a
 // single process, each replica needs the sums of its own part only: the replicas reduce-scatter the stage's
 // range (ThreadCollective::reduce_scatter, the all-reduce's bits in each part, half its traffic; ZeRO-1's
-// reduce-scatter) and all-reduce only the mirror of a tied parameter.
+// reduce-scatter) and all-reduce only the mirror of a tied parameter. So they do too in each process that
+// runs every stage (the process scope): device 0 then all-reduces every replica's part over the processes
+// piece by piece (the pieces between every process's cuts, so that processes of different widths make the
+// same calls), in place in the part's owner, and the mirror from the stage's first replica; the others copy
+// only the mirror.
 //
 // A window's last micro-batch reduces within each stage as soon as the stage's replicas have run their
 // schedule (finish_backward, on their device threads), while other stages still drain the pipeline (1F1B:
@@ -26,6 +30,7 @@
 #include "parallel/device_group.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
 #include "parallel/trace_recorder.hpp"
 
 namespace dpt {
@@ -35,13 +40,16 @@ class StageGradientCollective final : public GradientCollective {
   // replicas: stage d / replicas_per_stage on device d; the group's subgroups are the stages. spans: empty,
   // or (the world scope) per stage its processes' parts, world size + 1 offsets from the stage's first
   // parameter; stage_floats: per stage, its range's length (without a mirror of a tied parameter);
-  // replica_parts: empty, or (the optimizer sharded among the replicas of one process, no world) per stage
-  // its replicas' parts, replicas_per_stage + 1 offsets from the stage's first parameter.
+  // replica_parts: empty, or (the optimizer sharded among the replicas of one process, alone or in the
+  // process scope) per stage its replicas' parts, replicas_per_stage + 1 offsets from the stage's first
+  // parameter. pieces: empty, or (the process scope) per stage the pieces its sums over the processes go
+  // by (Trainer::stage_pieces_).
   StageGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                           size_t replicas_per_stage, AllReduceAlgorithm algorithm, WireType wire,
                           const World *world, double timeout_seconds, TraceRecorder &trace,
                           std::vector<std::vector<size_t>> spans, std::vector<size_t> stage_floats,
-                          std::vector<std::vector<size_t>> replica_parts)
+                          std::vector<std::vector<size_t>> replica_parts,
+                          std::vector<std::vector<ShardPiece>> pieces)
       : group_(group),
         replicas_(replicas),
         width_(replicas_per_stage),
@@ -53,6 +61,7 @@ class StageGradientCollective final : public GradientCollective {
         spans_(std::move(spans)),
         stage_floats_(std::move(stage_floats)),
         replica_parts_(std::move(replica_parts)),
+        pieces_(std::move(pieces)),
         seconds_(replicas.size(), 0.0),
         finished_(replicas.size()) {}
 
@@ -78,6 +87,7 @@ class StageGradientCollective final : public GradientCollective {
   std::vector<std::vector<size_t>> spans_;
   std::vector<size_t> stage_floats_;
   std::vector<std::vector<size_t>> replica_parts_;
+  std::vector<std::vector<ShardPiece>> pieces_;
   std::vector<double> seconds_;  // per rank, of the last reduction (in the update phase)
   struct Span {
     double start = 0, end = 0;

@@ -174,7 +174,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   } else if (staged)
     collective_ = std::make_unique<StageGradientCollective>(
         *group_, replicas_, width, config_.allreduce, wire, stage_sums, config_.timeout_seconds, *trace_,
-        stage_process_spans(), stage_lengths(), stage_replica_parts());
+        stage_process_spans(), stage_lengths(), stage_replica_parts(), stage_pieces_);
   else if (shard_gradients && on_gpus_)
     collective_ = std::make_unique<CudaShardedGradientCollective>(
         group_->collective(), replicas_, spec_, config_.bucket_bytes, shards_, wire, config_.world,

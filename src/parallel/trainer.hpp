@@ -383,7 +383,8 @@ class Trainer {
   std::vector<std::vector<size_t>> stage_process_spans() const;
   std::vector<size_t> stage_lengths() const;
   // And per stage its replicas' parts (replicas per stage + 1 offsets from the stage's first parameter)
-  // when the optimizer is sharded among them in a single process: they reduce-scatter; else empty.
+  // when the optimizer is sharded among them in a single process, or in each process that runs every
+  // stage (the process scope): they reduce-scatter; else empty.
   std::vector<std::vector<size_t>> stage_replica_parts() const;
   size_t buffer_begin(size_t rank) const {
     return pipeline_ != nullptr ? pipeline_->stage_of(rank).buffer_begin : 0;
@@ -474,6 +475,11 @@ class Trainer {
   // state (this process's, or in the world scope every process's in process order) relative to the stage's
   // first parameter (sharing replicas + 1 offsets); empty otherwise.
   std::vector<std::vector<size_t>> stage_bounds_;
+  // Every process runs every stage and shards a stage's optimizer state among its own replicas (the
+  // process scope, in one process at least): per stage, the pieces between every process's part cuts, the
+  // stage's sums over the processes going piece by piece (offsets from the stage's first parameter; owner:
+  // this process's replica of the stage whose part holds the piece). Empty otherwise.
+  std::vector<std::vector<ShardPiece>> stage_pieces_;
   bool mirrored_ = false;   // a stage mirrors a parameter tied to an earlier stage's (or a remote end of one)
   RemoteTies remote_ties_;  // stages divided among the processes: the ties whose ends are in two of them
   std::vector<DeviceBuffer> mirror_scratch_;  // GPUs, mirrored_: per rank, a mirror's gradient copied in

@@ -33,6 +33,28 @@ std::vector<size_t> stage_parts(const PipelineStage &stage, size_t sharing) {
   return parts;
 }
 
+// The process scope: a stage's pieces between the part cuts of every process's width (replicas of the
+// stage; one shards nothing), each owned by this process's replica whose part (local_parts; empty: one
+// replica) holds it.
+std::vector<ShardPiece> stage_pieces(const PipelineStage &stage, const std::vector<size_t> &widths,
+                                     const std::vector<size_t> &local_parts) {
+  std::vector<size_t> cuts{0, stage.param_end - stage.param_begin};
+  for (size_t w : widths)
+    if (w > 1) {
+      const std::vector<size_t> parts = stage_parts(stage, w);
+      cuts.insert(cuts.end(), parts.begin(), parts.end());
+    }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<ShardPiece> pieces;
+  size_t owner = 0;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    while (!local_parts.empty() && local_parts[owner + 1] <= cuts[i]) ++owner;
+    pieces.push_back({cuts[i], cuts[i + 1], owner});
+  }
+  return pieces;
+}
+
 }  // namespace
 
 void Trainer::plan_pipeline() {
@@ -125,6 +147,15 @@ void Trainer::plan_pipeline() {
       for (size_t r = 0; r < width; ++r) slots.push_back(s);
     }
   }
+  // The process scope across processes, a stage sharded in some process: its sums over the processes go
+  // by the pieces of every process's parts, the same MPI calls in processes of different widths.
+  std::vector<size_t> widths;
+  for (double devices : process_weights_) widths.push_back(size_t(devices) / stages);
+  if (config_.world != nullptr && config_.world->size() > 1 && !world_scope &&
+      config_.shard == ShardMode::kOptimizer && *std::max_element(widths.begin(), widths.end()) > 1)
+    for (size_t s = 0; s < stages; ++s)
+      stage_pieces_.push_back(
+          stage_pieces(stages_[s], widths, stage_bounds_.empty() ? std::vector<size_t>{} : stage_bounds_[s]));
   const size_t ranks = stage_bounds_.empty() ? devices_.size() : stages * sharing;
   bounds.push_back(spec_.parameter_count());
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), ranks);

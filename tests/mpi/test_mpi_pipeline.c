@@ -16,7 +16,7 @@
  *   - the optimizer state sharded among each process's replicas of a stage and among every process's (the
  *     world scope): the unsharded pipeline's bits, the state held once per process or once in the job; the
  *     world scope's checkpoint (collective) is the unsharded pipeline's file, which loads into it and trains
- *     on to the unsharded bits; a head tied across the stages, the world scope: the unsharded bits.
+ *     on to the unsharded bits; a head tied across the stages, both scopes: the unsharded bits.
  * Exit status 0 only when every check passed on every process. */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -217,7 +217,8 @@ static void check_sharded(const dpt_model *lenet, size_t n, int rank) {
  * mirror of it, whose gradient is summed over the processes beside the stage's reduce-scatter) with the
  * optimizer state sharded across the processes: 2 processes x (2 stages x 1) and x (2 x 2) (the balanced cut
  * puts the head in the second stage), 4 steps of 8 samples: the unsharded pipeline's parameters, bit for
- * bit, on both processes. */
+ * bit, on both processes. The same with the state sharded within each process (the process scope, 2 x
+ * (2 x 2): the parts summed over the processes in place, the mirror from the stage's first replica). */
 enum { kTiedWidth = 256, kTiedBatch = 8 };
 static void check_world_tied(int rank) {
   dpt_model *m = NULL;
@@ -230,13 +231,15 @@ static void check_world_tied(int rank) {
   OK(dpt_model_dense(m, t, kTiedWidth, 0, "head", &t));
   OK(dpt_model_tie(m, "head.weight", "a.weight"));
   OK(dpt_model_parameter_count(m, &n));
-  for (size_t devices = 2; devices <= 4; devices += 2) {
+  for (size_t devices = 2; devices <= 6; devices += 2) {
+    /* 6: 4 devices, the process scope */
+    const dpt_shard_scope scope = devices == 6 ? DPT_SHARD_SCOPE_PROCESS : DPT_SHARD_SCOPE_WORLD;
     float *p[2] = {NULL, NULL};
     for (int sharded = 0; sharded < 2; ++sharded) {
       run r;
       OK(start(m,
-               (setup){devices, 2, DPT_COMMUNICATOR_MPI, 0, sharded ? DPT_SHARD_OPTIMIZER : DPT_SHARD_NONE,
-                       DPT_SHARD_SCOPE_WORLD},
+               (setup){devices == 6 ? 4 : devices, 2, DPT_COMMUNICATOR_MPI, 0,
+                       sharded ? DPT_SHARD_OPTIMIZER : DPT_SHARD_NONE, scope},
                &r));
       static float x[kTiedBatch * kTiedWidth];
       int32_t y[kTiedBatch];
@@ -252,9 +255,9 @@ static void check_world_tied(int rank) {
       stop(r);
     }
     CHECK(memcmp(p[0], p[1], n * sizeof(float)) == 0 && same_on_every_process(p[1], n),
-          "a head tied across the stages, optimizer sharded across the processes (%zu devices each): not the "
+          "a head tied across the stages, optimizer sharded (%s scope, %zu devices each): not the "
           "unsharded bits",
-          devices);
+          scope == DPT_SHARD_SCOPE_PROCESS ? "process" : "world", devices == 6 ? 4 : devices);
     free(p[0]), free(p[1]);
   }
   if (rank == 0)
