@@ -475,10 +475,11 @@ class Trainer {
   // state (this process's, or in the world scope every process's in process order) relative to the stage's
   // first parameter (sharing replicas + 1 offsets); empty otherwise.
   std::vector<std::vector<size_t>> stage_bounds_;
-  // Every process runs every stage and shards a stage's optimizer state among its own replicas (the
-  // process scope, in one process at least): per stage, the pieces between every process's part cuts, the
-  // stage's sums over the processes going piece by piece (offsets from the stage's first parameter; owner:
-  // this process's replica of the stage whose part holds the piece). Empty otherwise.
+  // A stage's optimizer state sharded among each process's own replicas of it (the process scope) while
+  // other processes hold the stage too (every process runs every stage, in one process at least sharded;
+  // or copies of divided stages): per stage of this process, the pieces between every process's part cuts,
+  // the stage's sums over the processes going piece by piece (offsets from the stage's first parameter;
+  // owner: this process's replica of the stage whose part holds the piece). Empty otherwise.
   std::vector<std::vector<ShardPiece>> stage_pieces_;
   bool mirrored_ = false;   // a stage mirrors a parameter tied to an earlier stage's (or a remote end of one)
   RemoteTies remote_ties_;  // stages divided among the processes: the ties whose ends are in two of them

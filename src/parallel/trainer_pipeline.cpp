@@ -84,8 +84,8 @@ std::vector<std::vector<size_t>> Trainer::stage_process_spans() const {
 
 // The optimizer sharded among the stage's replicas of this process alone (no other process shares the
 // stages' sums: no world, or stages divided among the processes without copies), or among each process's
-// replicas of every stage (the process scope: the sums over the processes go by stage_pieces_): each
-// stage's replicas' parts, for their reduce-scatter.
+// replicas of a stage that other processes hold too (the process scope: the sums over the processes go by
+// stage_pieces_): each stage's replicas' parts, for their reduce-scatter.
 std::vector<std::vector<size_t>> Trainer::stage_replica_parts() const {
   const bool alone = config_.world == nullptr || config_.world->size() == 1 ||
                      (stages_across_processes() && stage_world_ == nullptr);

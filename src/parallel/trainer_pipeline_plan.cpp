@@ -270,8 +270,8 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
     stage_world_->reserve_pooled_channels(local);
   }
   // The layout spans every stage, each cut among the replicas that shard its optimizer state (ZeRO-1): its
-  // replicas in the process (the process shard scope: with copies the gradient is summed whole over them
-  // first), or every copy's replicas, copy c's parts the c-th width of them (the world scope: the copies
+  // replicas in the process (the process shard scope: with copies each part is then summed over them), or
+  // every copy's replicas, copy c's parts the c-th width of them (the world scope: the copies
   // reduce-scatter the stage's sum, as processes that each run every stage do).
   const size_t width = devices_.size() / local;
   state_over_copies_ =
@@ -297,6 +297,10 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
       slots.push_back((first_stage_ + s) * sharing + (sharing > 1 ? offset + r : 0));
   stages_.assign(std::make_move_iterator(all.begin() + first_stage_),
                  std::make_move_iterator(all.begin() + first_stage_ + local));
+  // The process scope with copies (of equal widths): each part summed over the copies in place.
+  if (copies > 1 && !state_over_copies_ && sharing > 1)
+    for (size_t s = 0; s < local; ++s)
+      stage_pieces_.push_back(stage_pieces(stages_[s], {width}, stage_bounds_[s]));
   // Every device of the job that owns a range: the copies' too when they shard the state among them (so
   // that world_shards() holds, and the norm and the checkpoint take every copy's parts, also when every
   // process holds every stage).

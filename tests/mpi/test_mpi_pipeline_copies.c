@@ -15,8 +15,9 @@
  * process of 4 stages on 2 replicas each; and 2 stages in 4 copies (every process holds the whole pipeline):
  * LeNet (also sharding the optimizer over the copies) and batch norm within 1e-5 of one process of 2 stages
  * on 4 replicas each (a stage's sums over 4 copies go over MPI in another order), the processes bitwise
- * identical. Clipping at 0.05 bites in every case (checked: every step's norm is above it). Exit status 0
- * only when every check passed on every process.
+ * identical. Clipping at 0.05 bites in every case (checked: every step's norm is above it). And 2 stages
+ * in 2 copies of 2 replicas each, the optimizer sharded among each process's replicas (the process scope):
+ * the unsharded divided pipeline's bits. Exit status 0 only when every check passed on every process.
  */
 #include <dptrain/dptrain.h>
 #include <math.h>
@@ -48,7 +49,8 @@ typedef struct {
   size_t stages, copies, devices;
 } layout;
 
-/* shard: the divided pipeline's optimizer state sharded among every copy's replicas of a stage. */
+/* shard: 1, the divided pipeline's optimizer state sharded among every copy's replicas of a stage; 2, among
+ * each process's own replicas (the process scope). */
 static dpt_status start(const dpt_model *model, layout l, size_t devices, dpt_communicator communicator,
                         int shard, run *r) {
   dpt_context_options co;
@@ -66,7 +68,7 @@ static dpt_status start(const dpt_model *model, layout l, size_t devices, dpt_co
   if (communicator == DPT_COMMUNICATOR_MPI) to.pipeline_copies = l.copies;
   if (shard) {
     to.shard = DPT_SHARD_OPTIMIZER;
-    to.shard_scope = DPT_SHARD_SCOPE_WORLD;
+    to.shard_scope = shard == 1 ? DPT_SHARD_SCOPE_WORLD : DPT_SHARD_SCOPE_PROCESS;
   }
   dpt_optimizer_options oo;
   dpt_optimizer_options_init(&oo);
@@ -230,6 +232,44 @@ static void compare(const dpt_model *model, layout l, size_t mirror_floats, int 
   free(p_ref), free(b_ref), free(p), free(bufs), free(initial);
 }
 
+/* The process scope with copies: 2 stages on 4 processes, 2 replicas of its stage in each, the optimizer
+ * state sharded among each process's 2 replicas (they reduce-scatter the stage's gradient, each part is then
+ * summed over the two copies in place): the unsharded divided pipeline's bits on every process (two copies'
+ * sums have one addition), AdamW's state held once per copy. */
+static void check_process_scope(const dpt_model *model, int rank) {
+  const layout l = {2, 0, 2};
+  size_t n = 0;
+  OK(dpt_model_parameter_count(model, &n));
+  float *p[2], *bufs[2];
+  unsigned long long state[2] = {0, 0};
+  for (int shard = 0; shard < 2; ++shard) {
+    run r;
+    double loss = 0;
+    OK(start(model, l, l.devices, DPT_COMMUNICATOR_MPI, shard ? 2 : 0, &r));
+    unsigned long long mine = 0;
+    for (size_t d = 0; r.trainer != NULL && d < l.devices; ++d) {
+      dpt_replica_memory mem = {.struct_size = sizeof mem};
+      OK(dpt_trainer_replica_memory(r.trainer, d, &mem));
+      mine += mem.optimizer_state;
+    }
+    MPI_Allreduce(&mine, &state[shard], 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    train(r, l, model, 0, &p[shard], &bufs[shard], &loss);
+    stop(r);
+  }
+  CHECK(memcmp(p[0], p[1], n * sizeof(float)) == 0 && same_on_every_process(p[1], n),
+        "LeNet, 2 stages in 2 copies of 2 replicas, the optimizer sharded in the process scope: not the "
+        "unsharded bits");
+  CHECK(state[1] * 2 == state[0] && state[1] == 2ull * 2 * n * sizeof(float),
+        "the process scope with copies: %llu bytes of optimizer state in the job, unsharded %llu", state[1],
+        state[0]);
+  if (rank == 0)
+    printf(
+        "LeNet, 2 stages in 2 copies of 2 replicas, the optimizer sharded in the process scope: the "
+        "unsharded bits, %llu bytes of AdamW state in the job (unsharded %llu)\n",
+        state[1], state[0]);
+  for (int i = 0; i < 2; ++i) free(p[i]), free(bufs[i]);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -268,6 +308,7 @@ int main(int argc, char **argv) {
   compare(norm, whole, 0, 0, "batch norm, 2 stages in 4 copies (every stage in every process)", rank, dir);
   compare(lenet, whole, 0, 1, "LeNet, 2 stages in 4 copies, the optimizer state sharded over the copies",
           rank, dir);
+  check_process_scope(lenet, rank);
   dpt_model_destroy(tied);
   dpt_model_destroy(norm);
   dpt_model_destroy(lenet);
