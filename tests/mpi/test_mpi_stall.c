@@ -4,7 +4,9 @@
  * finally steps, its peer is gone from the step: it times out as well. With the argument "pipeline" the
  * trainers are the two stages of a pipeline divided among the processes (DPT_PIPELINE_SCOPE_WORLD, one
  * device each): process 0 waits for the gradient of its first micro-batch, which never comes, and process 1
- * for activations that never come. */
+ * for activations that never come. With "shard" the optimizer state is sharded among each process's 2
+ * devices (the process scope) and the gradient goes in 64 KiB buckets: process 0's device 0 waits in the
+ * sum of a bucket's pieces over the processes on its communication thread while device 1 waits for it. */
 #include <dptrain/dptrain.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@ static double now(void) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   const int pipeline = argc > 1 && strcmp(argv[1], "pipeline") == 0;
+  const int shard = argc > 1 && strcmp(argv[1], "shard") == 0;
   int failures = 0;
   size_t rank = 0, size = 0;
   dpt_context *ctx = NULL;
@@ -33,6 +36,10 @@ int main(int argc, char **argv) {
   if (pipeline) {
     to.pipeline_stages = 2;
     to.pipeline_scope = DPT_PIPELINE_SCOPE_WORLD;
+  }
+  if (shard) {
+    to.shard = DPT_SHARD_OPTIMIZER;
+    to.bucket_bytes = 64 << 10;
   }
   dpt_context_options co;
   dpt_context_options_init(&co);
