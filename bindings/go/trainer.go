@@ -97,7 +97,8 @@ const (
 	// ShardOptimizer (ZeRO stage 1): each device keeps, and updates, the optimizer state of one contiguous
 	// range of the parameters only; the gradient is reduce-scattered and the updated ranges all-gathered.
 	// The same bits as ShardNone; per device the optimizer state becomes 1/K of its bytes over K devices.
-	// CPU devices and GPUs (there the gradient is all-reduced whole and the updated ranges copied across).
+	// CPU devices and GPUs (on GPUs of their own each range's sums go to its owner over NCCL; on a shared
+	// GPU the gradient is all-reduced whole; the updated ranges are copied across).
 	ShardOptimizer ShardMode = 1
 	// ShardGradients (ZeRO stage 2): also the gradient. Backward writes each gradient bucket (BucketBytes,
 	// whole layers) into one of two staging buffers, and each finished bucket is reduce-scattered into the

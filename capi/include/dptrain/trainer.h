@@ -104,9 +104,10 @@ typedef enum dpt_shard_mode {
   /** ZeRO stage 1: each device keeps the optimizer state (and updates the parameters) of one contiguous
    * range of the parameters only; the gradient is reduce-scattered, each device updates its range, and the
    * updated ranges are all-gathered. The same bits as DPT_SHARD_NONE; per device the optimizer state takes
-   * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices and GPUs (on GPUs the
-   * gradient is all-reduced whole and the updated ranges are copied across, peer to peer). Across MPI
-   * processes K is each process's devices, or every device of the job (dpt_shard_scope). */
+   * 1/K of its bytes (AdamW: 16 bytes per parameter become 8 + 8/K). CPU devices and GPUs (on GPUs of
+   * their own each range's sums are reduced to its owner over NCCL, on GPUs shared by replicas the gradient
+   * is all-reduced whole; the updated ranges are copied across). Across MPI processes K is each process's
+   * devices, or every device of the job (dpt_shard_scope). */
   DPT_SHARD_OPTIMIZER = 1,
   /** ZeRO stage 2: also the gradient. Backward writes each gradient bucket (bucket_bytes, whole layers)
    * into one of two staging buffers, and each finished bucket is reduce-scattered into the devices' ranges
@@ -148,11 +149,11 @@ typedef enum dpt_shard_scope {
    * its range, and the ranges are gathered within each process and copied across the processes; with
    * DPT_SHARD_PARAMETERS nothing is gathered after the update: a pass reads each bucket's ranges that
    * other processes own straight from their memory (one-sided MPI gets, MPI_Rget). GPUs, with
-   * DPT_SHARD_OPTIMIZER: the gradient all-reduced whole over NCCL, the ranges gathered by NCCL broadcasts
-   * from their owners; with DPT_SHARD_GRADIENTS: each bucket reduced to its owners over NCCL during
-   * backward, the ranges gathered alike; with DPT_SHARD_PARAMETERS each process exposes host copies of its
-   * ranges (refreshed from its GPUs after an update, a load or a set), which a pass reads into host memory
-   * and copies onto its GPU. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
+   * DPT_SHARD_OPTIMIZER: each range's sums reduced to its owner over NCCL, the ranges gathered by NCCL
+   * broadcasts from their owners; with DPT_SHARD_GRADIENTS: each bucket reduced to its owners over NCCL
+   * during backward, the ranges gathered alike; with DPT_SHARD_PARAMETERS each process exposes host copies of
+   * its ranges (refreshed from its GPUs after an update, a load or a set), which a pass reads into host
+   * memory and copies onto its GPU. A pipeline (pipeline_stages), DPT_SHARD_OPTIMIZER only: each stage's
    * state cut among every process's replicas of the stage, its gradient summed within the process and
    * reduce-scattered across the processes (with DPT_PIPELINE_SCOPE_WORLD: among every copy's replicas of
    * the stage, each process holding its own stages). The same bits as DPT_SHARD_NONE with two processes (with
@@ -320,9 +321,9 @@ typedef struct dpt_trainer_options {
    * DPT_SHARD_PARAMETERS across processes, and DPT_SHARD_GRADIENTS across processes in the process scope
    * (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
    * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
-   * the optimizer mode all-reduces the gradient whole, the other two sum each device's range over the
-   * processes (processes of different device counts sum by the pieces between their cuts; a process of one
-   * device shards nothing but sums by the others' pieces). Since 0.2. */
+   * on CPU devices every mode sums each device's range over the processes (processes of different device
+   * counts sum by the pieces between their cuts; a process of one device shards nothing but sums by the
+   * others' pieces), on GPUs the optimizer mode all-reduces the gradient whole. Since 0.2. */
   dpt_shard_mode shard;
   /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages S, and each
    * step's batch into micro_batches micro-batches that pass forward through the stages and back. The
