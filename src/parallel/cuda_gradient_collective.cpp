@@ -54,7 +54,7 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
   }
 }
 
-void CudaGradientCollective::start_micro_batch(bool) {
+void CudaGradientCollective::start_micro_batch(bool, bool) {
   for (Lane &lane : lanes_) lane.started = 0;
 }
 

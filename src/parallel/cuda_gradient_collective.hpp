@@ -57,7 +57,7 @@ class CudaGradientCollective final : public GradientCollective {
   CudaCollective *collective() { return collective_.get(); }
 
   bool overlaps_backward() const override { return overlap_; }
-  void start_micro_batch(bool first_of_window) override;
+  void start_micro_batch(bool first_of_window, bool last_of_window) override;
   BackwardHook backward_hook(size_t rank) override;
   void finish_backward(size_t rank) override;
   void reduce_between_phases(bool reduced) override;

@@ -60,7 +60,7 @@ CudaShardedGradientCollective::CudaShardedGradientCollective(
   overlap_ = overlap;
 }
 
-void CudaShardedGradientCollective::start_micro_batch(bool first_of_window) {
+void CudaShardedGradientCollective::start_micro_batch(bool first_of_window, bool) {
   accumulate_ = !first_of_window;
   for (Lane &lane : lanes_) lane.opened = lane.reduced = 0, lane.probe = false;
   for (DeviceBuffer &t : tied_grads_) t.zero();  // (queued on each idle replica's stream)

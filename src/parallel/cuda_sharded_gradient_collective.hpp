@@ -74,7 +74,7 @@ class CudaShardedGradientCollective final : public GradientCollective {
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
-  void start_micro_batch(bool first_of_window) override;
+  void start_micro_batch(bool first_of_window, bool last_of_window) override;
   BackwardHook backward_hook(size_t rank) override;
   BackwardHook probe_hook(size_t rank) override;
   void finish_backward(size_t rank) override;

@@ -67,7 +67,7 @@ CudaStageGradientCollective::CudaStageGradientCollective(
   }
 }
 
-void CudaStageGradientCollective::start_micro_batch(bool) {
+void CudaStageGradientCollective::start_micro_batch(bool, bool) {
   for (Lane &lane : lanes_) lane.started = 0;
 }
 

@@ -60,7 +60,7 @@ class CudaStageGradientCollective final : public GradientCollective {
   CudaCollective *stage(size_t s) { return stages_.empty() ? nullptr : stages_[s].get(); }
 
   bool overlaps_backward() const override { return !stages_.empty(); }
-  void start_micro_batch(bool first_of_window) override;
+  void start_micro_batch(bool first_of_window, bool last_of_window) override;
   // Device thread rank, the stage's last backward: the hook that starts each bucket (stages in buckets).
   BackwardHook backward_hook(size_t rank) override;
   // Device thread rank, after its stage's schedule: the stage reduced by its first replica's thread, or

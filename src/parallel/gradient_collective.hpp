@@ -48,8 +48,9 @@ class GradientCollective {
   // True when every micro-batch (not only a window's last) is reduced during backward: the gradient is
   // sharded, so no device can hold a window's sum of its own.
   virtual bool reduces_every_micro_batch() const { return false; }
-  // Trainer thread, before the backward phase of a micro-batch that overlaps.
-  virtual void start_micro_batch(bool /*first_of_window*/) {}
+  // Trainer thread, before the backward phase of a micro-batch that overlaps (the first and the last of its
+  // accumulation window: one micro-batch a window is both).
+  virtual void start_micro_batch(bool /*first_of_window*/, bool /*last_of_window*/) {}
   // Device thread rank: the hook for a backward that is measured, not reduced (SplitPolicy::kAuto's
   // probes), when the gradient is not a whole vector on the rank.
   virtual BackwardHook probe_hook(size_t /*rank*/) { return {}; }

@@ -28,8 +28,7 @@ ShardedGradientCollective::ShardedGradientCollective(
       spans_(std::move(process_spans)),
       bounds_(shards.sharded() ? shards.bounds() : std::vector<size_t>{0, shards.count()}),
       lanes_(replicas.size()),
-      buckets_(plan_buckets(spec, bucket_bytes)),
-      world_seconds_(replicas.size(), 0.0) {
+      buckets_(plan_buckets(spec, bucket_bytes)) {
   bucket_of_node_ = bucket_of_nodes(spec, buckets_);
   for (const TiedSources::Source &s : tied_.sources()) {
     size_t b = 0;
@@ -63,8 +62,9 @@ ShardedGradientCollective::ShardedGradientCollective(
 
 // Every lane starts the micro-batch afresh: a rank whose slice is empty never asks for a hook, and its
 // buckets must still be opened (zeroed) before they are posted.
-void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
+void ShardedGradientCollective::start_micro_batch(bool first_of_window, bool last_of_window) {
   accumulate_ = !first_of_window;
+  sum_across_ = world_ != nullptr && spans_.empty() && last_of_window;
   for (Lane &lane : lanes_) lane.opened = lane.posted = 0, lane.probe = false;
   for (DeviceBuffer &t : tied_grads_) std::fill_n(t.data(), t.size(), 0.0f);
 }
@@ -72,11 +72,13 @@ void ShardedGradientCollective::start_micro_batch(bool first_of_window) {
 double ShardedGradientCollective::reduce(ThreadCollective &collective, size_t rank, size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
   const double start = platform::now_seconds();
-  if (spans_.empty())
+  if (spans_.empty()) {
     collective.reduce_scatter_bucket(rank, slot(rank, bucket), b.begin, b.end, bounds_.data(),
                                      shard_gradients_[rank], accumulate_, algorithm_, wire_);
-  else
+    if (sum_across_) sum_bucket_across_processes(collective, rank, bucket);
+  } else {
     reduce_across_world(collective, rank, bucket);
+  }
   const double seconds = platform::now_seconds() - start;
   trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketReduceScatter, bucket, start,
                 platform::now_seconds());
@@ -182,28 +184,26 @@ void ShardedGradientCollective::finish_backward(size_t rank) {
 // The cuts of every process's ranges (ShardLayout depends on the parameter count and the device count
 // only, so each process knows every other's), and for each piece between two cuts the rank here whose
 // shard holds it. Equal device counts: the ranges themselves.
-// Every range holds the sum over this process's devices of the window's micro-batches; the sum over the
-// processes follows, segment by segment in offset order on every process (so the MPI calls match). With
-// two processes every element's sum has two terms, so the ranges get the bits of DPT_SHARD_NONE's whole
-// all-reduce; 16-bit wires sum each element in process order whatever the segment.
-void ShardedGradientCollective::reduce_in_update(size_t rank, bool) {
-  world_seconds_[rank] = 0;
-  if (world_ == nullptr || !spans_.empty()) return;  // summed across the processes during backward
-  ThreadCollective &local = group_.collective();
-  const double start = platform::now_seconds();
-  local.barrier(rank);  // every range is final
+// The bucket's part of every range holds the sum over this process's devices of the window's micro-batches;
+// the sum over the processes follows, piece by piece in offset order on every process (so the MPI calls
+// match). With two processes every element's sum has two terms, so the ranges get the bits of
+// DPT_SHARD_NONE's whole all-reduce; 16-bit wires sum each element in process order whatever the piece.
+void ShardedGradientCollective::sum_bucket_across_processes(ThreadCollective &collective, size_t rank,
+                                                            size_t bucket) {
+  const GradientBucket &b = buckets_[bucket];
+  collective.barrier(rank);  // every rank's sums of the bucket are in its range
   if (rank == 0)
-    for (const ShardPiece &s : world_segments_)
-      world_->all_reduce(shard_gradients_[s.owner] + (s.begin - shards_.begin(s.owner)), s.end - s.begin,
-                         timeout_, wire_);
-  local.barrier(rank);  // the sums are in before any rank reads its range
-  world_seconds_[rank] = platform::now_seconds() - start;
-  trace_.record(TraceRecorder::compute_row(rank), TraceKind::kAllReduce, 0, start, platform::now_seconds());
+    for (const ShardPiece &p : world_segments_) {
+      const size_t lo = std::max(p.begin, b.begin), hi = std::min(p.end, b.end);
+      if (lo < hi)
+        bucket_world_->all_reduce(shard_gradients_[p.owner] + (lo - shards_.begin(p.owner)), hi - lo,
+                                  timeout_, wire_);
+    }
+  collective.barrier(rank);  // the sums are in before any rank reads its range
 }
 
 AllReduceTimes ShardedGradientCollective::times(bool) const {
-  const double world = world_seconds_[0];
-  return {world, reducer_->reduce_seconds(0) + world, reducer_->exposed_seconds(0) + world};
+  return {0, reducer_->reduce_seconds(0), reducer_->exposed_seconds(0)};
 }
 
 // The reduce-scatter within the process, and across P processes the all-reduce of the rank's range (the
@@ -214,8 +214,7 @@ ShardedGradientCollective::RankReduction ShardedGradientCollective::rank_reducti
   const double across = spans_.empty() ? double(shards_.size(rank)) * sizeof(float) * 2.0
                         : rank == 0    ? bytes
                                        : 0.0;
-  return {reducer_->reduce_seconds(rank) + world_seconds_[rank],
-          bytes * (k - 1.0) / k + across * (p - 1.0) / p};
+  return {reducer_->reduce_seconds(rank), bytes * (k - 1.0) / k + across * (p - 1.0) / p};
 }
 
 uint64_t ShardedGradientCollective::staging_bytes(size_t rank) const {

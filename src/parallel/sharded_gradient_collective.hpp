@@ -15,13 +15,14 @@
 // order of the unsharded backward (so the same bits).
 //
 // Across MPI processes the sharding is hybrid (PyTorch FSDP's HYBRID_SHARD): each process shards among its
-// own devices, so the ranks of a process hold together one whole gradient; at the end of a window, in the
-// update phase, the ranges are summed over the processes (rank 0's thread calls the World, whose
-// collectives run on one thread per process). Processes with different device counts cut their ranges
-// differently: the sums go by segments, the pieces between the cuts of every process (each segment lies in
-// one range of every process), in offset order on every process, so the MPI calls match. During backward
-// the communication threads stay within the process, so sync batch norm's sums across processes (from the
-// device threads) never meet them in MPI.
+// own devices, so the ranks of a process hold together one whole gradient; in the backward of a window's
+// last micro-batch, as soon as a bucket is reduce-scattered within the process (its part of every range
+// then holds the window's sum over the process), rank 0's communication thread sums that part over the
+// processes on the World's buckets channel (whose collectives run on one thread per process; sync batch
+// norm's sums go over the main channel meanwhile). Processes with different device counts cut their ranges
+// differently: the sums go by pieces, those between the cuts of every process (each lies in one range of
+// every process; pieces_over_processes), cut at the buckets, in offset order on every process, so the MPI
+// calls match.
 //
 // Sharded across every process's devices (DPT_SHARD_SCOPE_WORLD; a model without batch statistics, since
 // the communication threads then call MPI during backward, as the unsharded trainer's buckets do): the
@@ -64,13 +65,13 @@ class ShardedGradientCollective final : public GradientCollective {
 
   bool overlaps_backward() const override { return true; }
   bool reduces_every_micro_batch() const override { return true; }
-  void start_micro_batch(bool first_of_window) override;
+  void start_micro_batch(bool first_of_window, bool last_of_window) override;
   BackwardHook backward_hook(size_t rank) override;
   BackwardHook probe_hook(size_t rank) override;
   void finish_backward(size_t rank) override;
   void reduce_between_phases(bool) override {}
-  // Within the process it was done during backward; across processes each range is summed over them here.
-  void reduce_in_update(size_t rank, bool) override;
+  // Done during backward, within the process and across processes.
+  void reduce_in_update(size_t, bool) override {}
   AllReduceTimes times(bool reduced) const override;
   RankReduction rank_reduction(size_t rank, bool) const override;
   uint64_t staging_bytes(size_t rank) const override;
@@ -113,6 +114,9 @@ class ShardedGradientCollective final : public GradientCollective {
   // Across processes: the segments summed over them, each [begin, end) of the flat vector in the shard
   // of rank `owner` here.
   std::vector<ShardPiece> world_segments_;  // pieces_over_processes, the process scope's sums over them
+  // The process scope across processes, in a window's last micro-batch: each bucket's part of the pieces
+  // summed over the processes (rank 0's thread; every rank waits for it).
+  void sum_bucket_across_processes(ThreadCollective &collective, size_t rank, size_t bucket);
   // Sharded across every process's devices: the processes' spans, per bucket its split among this
   // process's devices for their sum, and the bucket buffer of that sum (in device 0's memory; none for one
   // device, whose staging slot is the sum).
@@ -125,8 +129,8 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<Lane> lanes_;
   BucketReducer *reducer_ = nullptr;  // the group's
   std::vector<GradientBucket> buckets_;
-  bool accumulate_ = false;            // this micro-batch adds into the shards (not the first of its window)
-  std::vector<double> world_seconds_;  // per rank: its part in the last sum across processes
+  bool accumulate_ = false;  // this micro-batch adds into the shards (not the first of its window)
+  bool sum_across_ = false;  // this micro-batch's buckets are summed over the processes (the window's last)
 };
 
 }  // namespace dpt

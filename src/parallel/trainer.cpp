@@ -273,7 +273,8 @@ void Trainer::step(const void *x, const int32_t *labels, size_t batch, StepStats
   // micro-batch does with sharded gradients).
   const bool overlap = collective_->overlaps_backward() && (collective_->reduces_every_micro_batch() ||
                                                             pending_micro_ + 1 == config_.accumulation_steps);
-  if (overlap) collective_->start_micro_batch(pending_micro_ == 0);
+  if (overlap)
+    collective_->start_micro_batch(pending_micro_ == 0, pending_micro_ + 1 == config_.accumulation_steps);
   run_phase([this, overlap](size_t rank) {
     if (pipeline_ != nullptr) {
       run_stage(rank, overlap);

@@ -121,9 +121,10 @@ typedef enum dpt_shard_mode {
    * across processes reduces within each process over NCCL and sums the ranges over the processes through
    * the host at the end of the step (float32 allreduce_dtype only, else DPT_ERROR_UNSUPPORTED). Tied
    * parameters (dpt_model_tie) are sharded like the others: the tying node's part of the gradient is kept
-   * aside until its source's bucket opens. Across MPI processes each process shards among its own devices (at
-   * least 2 in every process, else DPT_ERROR_UNSUPPORTED; the counts may differ) and the ranges are summed
-   * over the processes at the end of the step. */
+   * aside until its source's bucket opens. Across MPI processes each process shards among its own devices
+   * (the counts may differ; a process of one device shards nothing but sums by the others' pieces) and on
+   * CPU devices each bucket's part of the ranges is summed over the processes during the backward of a
+   * window's last micro-batch (on GPUs at the end of the step). */
   DPT_SHARD_GRADIENTS = 2,
   /** ZeRO stage 3 (PyTorch's FSDP): also the parameters. Each device keeps its range of the parameters
    * only, and a pass (training, evaluation, prediction) copies each bucket of them in from the devices
