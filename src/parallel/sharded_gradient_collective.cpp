@@ -191,7 +191,7 @@ void ShardedGradientCollective::finish_backward(size_t rank) {
 void ShardedGradientCollective::sum_bucket_across_processes(ThreadCollective &collective, size_t rank,
                                                             size_t bucket) {
   const GradientBucket &b = buckets_[bucket];
-  collective.barrier(rank);  // every rank's sums of the bucket are in its range
+  // (reduce_scatter_bucket ended at a barrier: every rank's sums of the bucket are in its range.)
   if (rank == 0)
     for (const ShardPiece &p : world_segments_) {
       const size_t lo = std::max(p.begin, b.begin), hi = std::min(p.end, b.end);
