@@ -11,7 +11,7 @@ namespace dpt {
 ShardedGradientCollective::ShardedGradientCollective(
     DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas, const ModelSpec &spec,
     size_t bucket_bytes, AllReduceAlgorithm algorithm, WireType wire, const ShardLayout &shards,
-    const World *world, const std::vector<size_t> &process_devices, std::vector<size_t> process_spans,
+    const World *world, std::vector<ShardPiece> process_pieces, std::vector<size_t> process_spans,
     double timeout_seconds, TraceRecorder &trace)
     : group_(group),
       shards_(shards),
@@ -23,8 +23,7 @@ ShardedGradientCollective::ShardedGradientCollective(
       wire_(wire),
       slots_(replicas.size()),
       tied_(spec),
-      world_segments_(process_spans.empty() ? pieces_over_processes(shards, process_devices)
-                                            : std::vector<ShardPiece>{}),
+      pieces_(std::move(process_pieces)),
       spans_(std::move(process_spans)),
       bounds_(shards.sharded() ? shards.bounds() : std::vector<size_t>{0, shards.count()}),
       lanes_(replicas.size()),
@@ -193,7 +192,7 @@ void ShardedGradientCollective::sum_bucket_across_processes(ThreadCollective &co
   const GradientBucket &b = buckets_[bucket];
   // (reduce_scatter_bucket ended at a barrier: every rank's sums of the bucket are in its range.)
   if (rank == 0)
-    for (const ShardPiece &p : world_segments_) {
+    for (const ShardPiece &p : pieces_) {
       const size_t lo = std::max(p.begin, b.begin), hi = std::min(p.end, b.end);
       if (lo < hi)
         bucket_world_->all_reduce(shard_gradients_[p.owner] + (lo - shards_.begin(p.owner)), hi - lo,

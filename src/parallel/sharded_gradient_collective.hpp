@@ -54,13 +54,14 @@ class ShardedGradientCollective final : public GradientCollective {
  public:
   // Allocates the staging slots (and the tied gradients' copies) in each replica's device memory
   // (DPT_ERROR_OUT_OF_MEMORY naming the device) and enables the group's bucket reducer. world may be nullptr
-  // (this process only); process_devices: then the device count of every process (each at least 2, as
-  // this one's); process_spans: empty, or (shards laid out across every process's devices) each process's
-  // span of the flat vector, world size + 1 offsets; timeout_seconds bounds each sum across processes.
+  // (this process only); process_pieces: then (each process sharding among its own devices) the pieces
+  // the sums over the processes go by (pieces_over_processes); process_spans: empty, or (shards laid out
+  // across every process's devices) each process's span of the flat vector, world size + 1 offsets;
+  // timeout_seconds bounds each sum across processes.
   ShardedGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                             const ModelSpec &spec, size_t bucket_bytes, AllReduceAlgorithm algorithm,
                             WireType wire, const ShardLayout &shards, const World *world,
-                            const std::vector<size_t> &process_devices, std::vector<size_t> process_spans,
+                            std::vector<ShardPiece> process_pieces, std::vector<size_t> process_spans,
                             double timeout_seconds, TraceRecorder &trace);
 
   bool overlaps_backward() const override { return true; }
@@ -113,7 +114,7 @@ class ShardedGradientCollective final : public GradientCollective {
   std::vector<float *> shard_gradients_;  // each rank's gradient buffer: its shard
   // Across processes: the segments summed over them, each [begin, end) of the flat vector in the shard
   // of rank `owner` here.
-  std::vector<ShardPiece> world_segments_;  // pieces_over_processes, the process scope's sums over them
+  std::vector<ShardPiece> pieces_;  // process_pieces
   // The process scope across processes, in a window's last micro-batch: each bucket's part of the pieces
   // summed over the processes (rank 0's thread; every rank waits for it).
   void sum_bucket_across_processes(ThreadCollective &collective, size_t rank, size_t bucket);

@@ -97,7 +97,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   // Across processes: the same trainer everywhere, and every process's device count.
   if (config_.world != nullptr) join_world();
   // A process of one device shards nothing, but beside processes of several it sums its gradient over the
-  // processes by the same pieces as they do (pieces_over_processes, parallel/shard_layout.hpp).
+  // processes by the same pieces as they do (process_pieces).
   const bool several_elsewhere =
       std::any_of(process_weights_.begin(), process_weights_.end(), [](double d) { return d > 1; });
   const bool shard_gradients =
@@ -182,24 +182,15 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   else if (shard_gradients)
     collective_ = std::make_unique<ShardedGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, wire, shards_, config_.world,
-        std::vector<size_t>(process_weights_.begin(), process_weights_.end()), process_spans(),
-        config_.timeout_seconds, *trace_);
+        process_pieces(), process_spans(), config_.timeout_seconds, *trace_);
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(
         group_->collective(), replicas_, spec_, config_.bucket_bytes, config_.world, config_.timeout_seconds,
         wire, *trace_, config_.shard == ShardMode::kOptimizer ? &shards_ : nullptr);
-  else {
-    // The optimizer sharded within each process of a job: its ranges are summed over the processes by
-    // the pieces of every process's cuts (also by a process of one device beside several: it shards nothing).
-    std::vector<ShardPiece> pieces;
-    if (config_.world != nullptr && !world_scope && config_.shard == ShardMode::kOptimizer &&
-        (devices_.size() > 1 || several_elsewhere))
-      pieces = pieces_over_processes(shards_,
-                                     std::vector<size_t>(process_weights_.begin(), process_weights_.end()));
+  else
     collective_ = std::make_unique<HostGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,
-        config_.timeout_seconds, wire, shards_, process_spans(), std::move(pieces), *trace_);
-  }
+        config_.timeout_seconds, wire, shards_, process_spans(), process_pieces(), *trace_);
   // Batch statistics summed over the replicas (a pipeline's stages have reducers of their own): on GPUs
   // with a NCCL communicator, over NCCL in device memory; otherwise on the host, by the replicas' worker
   // threads meeting at a barrier (replicas that share a GPU run on workers of their own: Device::submit's

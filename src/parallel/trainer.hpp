@@ -312,6 +312,10 @@ class Trainer {
   std::vector<std::pair<size_t, size_t>> process_spans_of(size_t p) const;
   // Every process's span, world size + 1 offsets (empty unless world_shards).
   std::vector<size_t> process_spans() const;
+  // Each process sharding among its own devices across processes (the process scope): the pieces its sums
+  // over the processes go by, those between every process's range cuts (pieces_over_processes; a process of
+  // one device, which shards nothing, sums by the others' pieces too). Empty otherwise.
+  std::vector<ShardPiece> process_pieces() const;
   // Stages divided among the processes: every process's stages' range of a vector (the parameters, or the
   // running statistics) from it to every process (broadcasts rooted at each; collective).
   void share_stages_across_world(float *vector, bool buffers) const;

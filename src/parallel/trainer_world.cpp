@@ -101,6 +101,12 @@ std::vector<size_t> Trainer::process_spans() const {
   return spans;
 }
 
+std::vector<ShardPiece> Trainer::process_pieces() const {
+  if (config_.world == nullptr || config_.shard == ShardMode::kNone || world_shards()) return {};
+  return pieces_over_processes(shards_,
+                               std::vector<size_t>(process_weights_.begin(), process_weights_.end()));
+}
+
 // Within the process each device's updated range goes to the others (ThreadCollective::all_gather over
 // this process's part of the layout); then device 0's thread copies every process's span to every
 // process (one broadcast per process, rooted there, in place: no staging), and the process's other devices
