@@ -121,6 +121,7 @@ const dpt_backend_v2 kBackend = {
     .comm_join_started = &comm_join_started,
     .copy_device_ahead = &copy_device_ahead,
     .copy_join_ahead = &copy_join_ahead,
+    .comm_exchange = &comm_exchange,
 };
 
 }  // namespace

@@ -43,9 +43,11 @@ extern "C" {
  * bucket all-reduced, or reduced to its owners, on a communication stream while backward computes the next).
  * 9: copy_device_ahead and copy_join_ahead (a sharded parameter bucket copied in on a copy stream while the
  * layers before it compute); comm_all_reduce_start and comm_reduce_ranges_start on the 16-bit wires.
+ * 10: comm_exchange (grouped sends and receives between ranks: a sharded optimizer's sums delivered to the
+ * owners of the other processes in the process scope).
  * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
  * refused by its version, with a message that says so.) */
-#define DPT_BACKEND_ABI_VERSION 9u
+#define DPT_BACKEND_ABI_VERSION 10u
 
 /** Name of the CUDA module's entry function. */
 #define DPT_BACKEND_ENTRY_CUDA "dptrain_cuda_backend_v2"
@@ -56,6 +58,17 @@ extern "C" {
 #else
 #define DPT_BACKEND_MODULE_CUDA "libdptrain_cuda.so"
 #endif
+
+/** One message of comm_exchange: local rank @p local_rank (its context's stream, a buffer on its GPU) sends
+ *  @p count floats from @p data to global rank @p peer, or (receive non-zero) receives them from there into
+ *  @p data. */
+typedef struct dpt_backend_message {
+  int32_t local_rank;
+  int32_t peer;
+  int32_t receive;
+  float *data;
+  size_t count;
+} dpt_backend_message;
 
 /** Return codes of the table's functions. */
 enum {
@@ -332,20 +345,21 @@ typedef struct dpt_backend_v2 {
   /* ---- Collectives beside compute ---- */
 
   /** Starts comm_all_reduce's sum of @p buffer_count buffers per rank (the same layout of buffers, counts
-   *  and contexts; on the float32 wire one ncclAllReduce per buffer in one NCCL group) on each rank's communication
-   *  stream, a second stream of its context: ordered after the work queued so far on the context's stream,
-   *  and NOT before the work queued on it later, which runs beside it (a gradient bucket summed while
-   *  backward computes the next). Returns once queued, without waiting. Until comm_wait_started returns, the
-   *  buffers must be neither read nor written (what they hold meanwhile is undefined) and the contexts
-   *  belong to the communicator's caller (one thread drives every rank, as for comm_all_reduce). Several
-   *  starts run in the order they were started. @p wire_dtype: DPT_DTYPE_F32, or (since version 9)
+   *  and contexts; on the float32 wire one ncclAllReduce per buffer in one NCCL group) on each rank's
+   * communication stream, a second stream of its context: ordered after the work queued so far on the
+   * context's stream, and NOT before the work queued on it later, which runs beside it (a gradient bucket
+   * summed while backward computes the next). Returns once queued, without waiting. Until comm_wait_started
+   * returns, the buffers must be neither read nor written (what they hold meanwhile is undefined) and the
+   * contexts belong to the communicator's caller (one thread drives every rank, as for comm_all_reduce).
+   * Several starts run in the order they were started. @p wire_dtype: DPT_DTYPE_F32, or (since version 9)
    *  DPT_DTYPE_BF16 / DPT_DTYPE_F16: comm_all_reduce's 16-bit sequence and rule on the communication
    *  streams, in the communicator's staging (a rank's starts run one after the other there); the first
    *  start since a wait may grow the staging, a later one that does not fit is
    *  DPT_BACKEND_ERROR_INVALID_ARGUMENT with nothing started (a 16-bit comm_all_reduce of the largest start's
-   *  buffers beforehand sizes it); any other type is DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started. A failure to queue aborts the
-   *  communicator as comm_all_reduce's does. comm_inject_hang leaves its rank out of every start until the
-   *  next comm_wait_started. The same bits as comm_all_reduce of the same buffers. Since version 8. */
+   *  buffers beforehand sizes it); any other type is DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing started. A
+   * failure to queue aborts the communicator as comm_all_reduce's does. comm_inject_hang leaves its rank out
+   * of every start until the next comm_wait_started. The same bits as comm_all_reduce of the same buffers.
+   * Since version 8. */
   int (*comm_all_reduce_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                                size_t buffer_count, float *const *buffers, const size_t *counts,
                                int32_t wire_dtype, char *error, size_t error_size);
@@ -389,6 +403,20 @@ typedef struct dpt_backend_v2 {
    *  later sees the copies), without waiting on the host; an error of the copies surfaces at a later
    *  synchronizing call. None queued: returns 0. Since version 9. */
   int (*copy_join_ahead)(dpt_backend_context *ctx, char *error, size_t error_size);
+
+  /* ---- Point to point ---- */
+
+  /** Sends and receives between ranks of the communicator, all in one NCCL group (ncclSend / ncclRecv per
+   *  message, so that no order of them can deadlock): messages[0 .. message_count) are this process's; a
+   *  send is matched by the receive of the same count that its peer lists for it, the messages between two
+   *  ranks in the order both list them. A message to the rank itself, a peer or local rank out of range, or
+   *  a NULL buffer is DPT_BACKEND_ERROR_INVALID_ARGUMENT, nothing sent; messages unmatched (or of different
+   *  counts) wait until the timeout. Copies are exact. Ordered after the work queued on every rank's
+   *  stream (every local rank's, also one without messages); waits, times out and aborts as comm_all_reduce;
+   *  comm_inject_hang leaves its rank's messages out. No message: returns 0 at once. Since version 10. */
+  int (*comm_exchange)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                       const dpt_backend_message *messages, size_t message_count, double timeout_seconds,
+                       char *error, size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -400,7 +428,7 @@ typedef struct dpt_backend_test_v1 {
    *  results: proves that the module's device code and libraries work on this GPU. */
   int (*self_test)(int ordinal, char *error, size_t error_size);
   /** The next collective (comm_all_reduce, comm_all_reduce_f64, comm_all_gather_ranges,
-   *  comm_reduce_ranges; or every start until the next comm_wait_started) does not start on
+   *  comm_reduce_ranges, comm_exchange; or every start until the next comm_wait_started) does not start on
    *  @p rank (as if that peer hung); -1 clears. */
   int (*comm_inject_hang)(dpt_backend_comm *comm, int rank, char *error, size_t error_size);
 } dpt_backend_test_v1;
@@ -420,7 +448,7 @@ typedef struct dpt_backend_test_v1 {
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
   X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums) X(comm_all_reduce_start)               \
   X(comm_wait_started) X(comm_reduce_ranges_start) X(comm_join_started) X(copy_device_ahead)            \
-  X(copy_join_ahead)
+  X(copy_join_ahead) X(comm_exchange)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
 
@@ -11,7 +12,7 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
                                                const std::vector<std::unique_ptr<Replica>> &replicas,
                                                const ModelSpec &spec, size_t bucket_bytes, const World *world,
                                                double timeout_seconds, WireType wire, TraceRecorder &trace,
-                                               const ShardLayout *owners)
+                                               const ShardLayout *owners, ProcessRoutes routes)
     : local_(local), timeout_(timeout_seconds), wire_(wire), trace_(trace), lanes_(replicas.size()) {
   const bool processes = world != nullptr && world->size() > 1;
   size_t ranks = replicas.size();
@@ -29,18 +30,37 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
   for (auto &r : replicas) grads_.push_back(r->grads.data()), params_.push_back(r->params.data());
   for (size_t rank = 0; rank < lanes_.size(); ++rank) lanes_[rank].owner = this, lanes_[rank].rank = rank;
   overlap_ = collective_ != nullptr && !collective_->shares_one_gpu() && buckets_.size() > 1;
+  const bool nccl = collective_ != nullptr && !collective_->shares_one_gpu();
   // The owners of a sharded optimizer's ranges are the communicator's ranks: each range reduced to its owner.
-  if (owners != nullptr && owners->sharded() && collective_ != nullptr && !collective_->shares_one_gpu() &&
-      owners->bounds().size() == ranks + 1) {
+  if (owners != nullptr && owners->sharded() && nccl && owners->bounds().size() == ranks + 1) {
     owners_ = owners;
+    reduce_bounds_ = owners->bounds();
+    first_rank_ = owners->first();
+  }
+  // The process scope across processes: each piece reduced to one of its owners, then sent to the others.
+  if (owners != nullptr && nccl && !routes.reduce_bounds.empty()) {
+    DPT_REQUIRE(
+        routes.reduce_bounds.size() == ranks + 1 && routes.reduce_bounds.back() == spec.parameter_count(),
+        DPT_ERROR_INTERNAL, "the process scope's routes do not fit the communicator");
+    owners_ = owners;
+    reduce_bounds_ = std::move(routes.reduce_bounds);
+    first_rank_ = routes.first_rank;
+    for (const ProcessRoutes::Message &m : routes.messages)
+      deliveries_.push_back(
+          {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[m.local] + m.begin, m.end - m.begin});
+  }
+  if (owners_ != nullptr) {
     parts_.resize(ranks + 1);
     sends_.resize(replicas.size());
     recvs_.resize(replicas.size());
   }
   const double k = double(ranks);
-  // As NCCL's tests count them: an all-reduce 2 (K - 1) / K of the bytes, a reduce-scatter (K - 1) / K.
+  // As NCCL's tests count them: an all-reduce 2 (K - 1) / K of the bytes, a reduce-scatter (K - 1) / K; the
+  // process scope's deliveries add the bytes a replica sends and receives, on average.
   bus_bytes_ =
       double(spec.parameter_count()) * sizeof(float) * (owners_ != nullptr ? 1.0 : 2.0) * (k - 1.0) / k;
+  for (const dpt_backend_message &m : deliveries_)
+    bus_bytes_ += double(m.count) * sizeof(float) / double(replicas.size());
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
   // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the
@@ -84,10 +104,10 @@ void CudaGradientCollective::reduce(size_t begin, size_t end, bool started) {
     return;
   }
   // Global rank g's part of [begin, end), from `begin`; this process's replica r is rank first + r.
-  const std::vector<size_t> &bounds = owners_->bounds();
+  const std::vector<size_t> &bounds = reduce_bounds_;
   for (size_t g = 0; g < bounds.size(); ++g) parts_[g] = std::clamp(bounds[g], begin, end) - begin;
   for (size_t r = 0; r < grads_.size(); ++r) {
-    const size_t g = owners_->first() + r;
+    const size_t g = first_rank_ + r;
     sends_[r] = grads_[r] + begin;
     recvs_[r] = parts_[g + 1] > parts_[g] ? grads_[r] + begin + parts_[g] : nullptr;  // (in place)
   }
@@ -95,6 +115,10 @@ void CudaGradientCollective::reduce(size_t begin, size_t end, bool started) {
     collective_->start_reduce_ranges(sends_, recvs_, parts_, wire_);
   else
     collective_->reduce_ranges(sends_, recvs_, parts_, timeout_, wire_);
+}
+
+void CudaGradientCollective::deliver() {
+  if (!deliveries_.empty()) collective_->exchange(deliveries_, timeout_);
 }
 
 BackwardHook CudaGradientCollective::backward_hook(size_t rank) {
@@ -110,6 +134,7 @@ void CudaGradientCollective::finish_backward(size_t rank) {
   if (rank == 0) {
     const double wait = platform::now_seconds();
     collective_->wait_started(timeout_);
+    deliver();
     const double end = platform::now_seconds();
     exposed_seconds_ = end - wait;
     seconds_ = end - first_start_;
@@ -126,9 +151,10 @@ void CudaGradientCollective::reduce_between_phases(bool reduced) {
   seconds_ = exposed_seconds_ = 0;
   if (collective_ == nullptr) return;
   const double t0 = platform::now_seconds();
-  if (owners_ != nullptr)
+  if (owners_ != nullptr) {
     reduce(0, owners_->count(), false);  // (one reduce of the whole vector: the buckets are its pieces)
-  else
+    deliver();
+  } else
     collective_->all_reduce(grads_, buckets_, timeout_, wire_);
   seconds_ = exposed_seconds_ = platform::now_seconds() - t0;
 }

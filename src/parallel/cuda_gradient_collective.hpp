@@ -14,7 +14,10 @@
 //
 // With a sharded optimizer whose ranks are the communicator's (distinct GPUs), each bucket's part of each
 // range is reduced to its owner instead (CudaCollective::start_reduce_ranges / reduce_ranges: ZeRO-1's
-// reduce-scatter), the rest of a replica's gradient left as backward wrote it.
+// reduce-scatter), the rest of a replica's gradient left as backward wrote it. In the process scope across
+// processes (the layout is each process's, the communicator the job's) each piece between every process's
+// cuts is reduced so to one of its owners, and after the reduces the pieces are sent on to their owners in
+// the other processes (process_routes, CudaCollective::exchange).
 //
 // Bits: each bucket is one ncclAllReduce (or ncclReduce per part) in either case (NCCL's algorithm and order
 // of sums; the simulator sums in rank order; a 16-bit wire the module's rule in rank order), the same bits
@@ -47,11 +50,14 @@ class CudaGradientCollective final : public GradientCollective {
   // layout (nullptr: none); when its ranks are the communicator's (distinct GPUs, within a process or
   // across every GPU of the job), each range's sums go to its owner only (reduce_ranges: ZeRO-1's
   // reduce-scatter, half an all-reduce's bytes), and the other ranges of a replica's gradient keep its own
-  // values, which nothing reads (the norm comes from the ranges' block sums: sums_whole()).
+  // values, which nothing reads (the norm comes from the ranges' block sums: sums_whole()). routes: the
+  // layout is each process's own (the process scope) and the communicator spans the processes (distinct
+  // GPUs): process_routes' plan for this process (empty: none), each piece reduced to its owner in one
+  // process and sent from there to its owners in the others (CudaCollective::exchange).
   CudaGradientCollective(ThreadCollective &local, const std::vector<std::unique_ptr<Replica>> &replicas,
                          const ModelSpec &spec, size_t bucket_bytes, const World *world,
                          double timeout_seconds, WireType wire, TraceRecorder &trace,
-                         const ShardLayout *owners = nullptr);
+                         const ShardLayout *owners = nullptr, ProcessRoutes routes = {});
 
   // nullptr with one replica. Test seam (CudaCollective::inject_hang).
   CudaCollective *collective() { return collective_.get(); }
@@ -73,6 +79,8 @@ class CudaGradientCollective final : public GradientCollective {
   // The gradient [begin, end) reduced: all-reduced, or its parts sent to their owners (owners_); started
   // beside backward or waited for.
   void reduce(size_t begin, size_t end, bool started);
+  // After the reduces are in: the process scope's pieces sent on to their owners in the other processes.
+  void deliver();
   // One replica's progress through the buckets of the current backward.
   struct alignas(64) Lane {
     CudaGradientCollective *owner = nullptr;
@@ -103,6 +111,11 @@ class CudaGradientCollective final : public GradientCollective {
   // that a step allocates nothing): every rank's part of the reduced span, and the send and receive
   // pointers of this process's replicas.
   const ShardLayout *owners_ = nullptr;
+  // The parts' roots: the layout's bounds and this process's first rank in them, or the process scope's
+  // (ProcessRoutes::reduce_bounds, the process's first global rank) with its messages.
+  std::vector<size_t> reduce_bounds_;
+  size_t first_rank_ = 0;
+  std::vector<dpt_backend_message> deliveries_;
   std::vector<size_t> parts_;
   std::vector<const float *> sends_;
   std::vector<float *> recvs_;

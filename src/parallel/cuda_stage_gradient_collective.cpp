@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "core/platform.hpp"
 
 namespace dpt {
@@ -9,7 +10,8 @@ namespace dpt {
 CudaStageGradientCollective::CudaStageGradientCollective(
     DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas, size_t replicas_per_stage,
     const World *world, double timeout_seconds, WireType wire, std::vector<std::vector<size_t>> parts,
-    const std::vector<std::vector<GradientBucket>> &buckets, TraceRecorder &trace)
+    const std::vector<std::vector<GradientBucket>> &buckets, TraceRecorder &trace,
+    const std::vector<ProcessRoutes> &routes)
     : timeout_(timeout_seconds),
       wire_(wire),
       width_(replicas_per_stage),
@@ -36,6 +38,24 @@ CudaStageGradientCollective::CudaStageGradientCollective(
     params_.push_back(std::move(params));
     floats_.push_back(replicas[first]->grads.size());
   }
+  reduce_parts_.resize(stages_.size());
+  deliveries_.resize(stages_.size());
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    if (stages_[s]->shares_one_gpu()) continue;
+    if (!routes.empty()) {
+      const ProcessRoutes &r = routes[s];
+      DPT_REQUIRE(r.reduce_bounds.size() == ranks_ + 1 && r.first_rank + width_ < r.reduce_bounds.size() &&
+                      r.reduce_bounds.back() <= floats_[s],
+                  DPT_ERROR_INTERNAL, "a stage's process-scope routes do not fit its communicator");
+      reduce_parts_[s] = r.reduce_bounds;
+      first_rank_ = r.first_rank;
+      for (const ProcessRoutes::Message &m : r.messages)
+        deliveries_[s].push_back({int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0,
+                                  grads_[s][m.local] + m.begin, m.end - m.begin});
+    } else if (!parts_.empty() && parts_[s].size() == ranks_ + 1) {
+      reduce_parts_[s] = parts_[s];
+    }
+  }
   starts_.assign(stages_.size(), 0.0);
   waits_.assign(stages_.size(), 0.0);
   ends_.assign(stages_.size(), 0.0);
@@ -55,7 +75,7 @@ CudaStageGradientCollective::CudaStageGradientCollective(
     // now, by its reduction (of zero gradients, which stay zero).
     if (wire_ != WireType::kF32) reduce_stage(s);
     if (reduces_to_owners(s)) {
-      bucket_parts_[s].resize(parts_[s].size());
+      bucket_parts_[s].resize(reduce_parts_[s].size());
       sends_[s].resize(width_);
       recvs_[s].resize(width_);
     }
@@ -99,11 +119,11 @@ void CudaStageGradientCollective::start(size_t rank, size_t bucket) {
 // Stage s's gradient [begin, end) started: all-reduced, or (reduced to the parts' owners) its part of the
 // range sent to each owner and its part of the mirror all-reduced.
 void CudaStageGradientCollective::start_bucket(size_t s, size_t begin, size_t end) {
-  const size_t range = reduces_to_owners(s) ? parts_[s].back() : begin;
+  const size_t range = reduces_to_owners(s) ? reduce_parts_[s].back() : begin;
   if (begin < range) {
     const size_t hi = std::min(end, range);
     std::vector<size_t> &parts = bucket_parts_[s];
-    for (size_t g = 0; g < parts.size(); ++g) parts[g] = std::clamp(parts_[s][g], begin, hi) - begin;
+    for (size_t g = 0; g < parts.size(); ++g) parts[g] = std::clamp(reduce_parts_[s][g], begin, hi) - begin;
     for (size_t r = 0; r < width_; ++r) {
       const size_t g = first_rank_ + r;
       sends_[s][r] = grads_[s][r] + begin;
@@ -142,6 +162,7 @@ void CudaStageGradientCollective::finish_backward(size_t rank) {
     if (in_buckets) {
       waits_[s] = platform::now_seconds();
       stages_[s]->wait_started(timeout_);
+      deliver(s);
     } else {
       starts_[s] = platform::now_seconds();
       reduce_stage(s);
@@ -149,7 +170,8 @@ void CudaStageGradientCollective::finish_backward(size_t rank) {
     ends_[s] = platform::now_seconds();
     // The timeline: each bucket from its start to the end of the wait.
     for (size_t b = 0; in_buckets && b < bucket_starts_[s].size(); ++b)
-      trace_.record(TraceRecorder::communication_row(rank), TraceKind::kBucketAllReduce, b,
+      trace_.record(TraceRecorder::communication_row(rank),
+                    reduces_to_owners(s) ? TraceKind::kBucketReduceScatter : TraceKind::kBucketAllReduce, b,
                     bucket_starts_[s][b], ends_[s]);
   }
   if (stage != nullptr) stage->barrier(member);  // the stage's sums are in
@@ -177,7 +199,7 @@ void CudaStageGradientCollective::reduce_between_phases(bool reduced) {
 // rest of a buffer keeps this replica's own values, which nothing reads (the norm and the update take the
 // rank's part, a tied parameter's mirror is added into the source's owner).
 void CudaStageGradientCollective::reduce_to_owners(size_t s) {
-  const std::vector<size_t> &parts = parts_[s];
+  const std::vector<size_t> &parts = reduce_parts_[s];
   std::vector<const float *> &sends = sends_[s];
   std::vector<float *> &recvs = recvs_[s];
   sends.assign(grads_[s].begin(), grads_[s].end());
@@ -189,6 +211,11 @@ void CudaStageGradientCollective::reduce_to_owners(size_t s) {
   stages_[s]->reduce_ranges(sends, recvs, parts, timeout_, wire_);
   const size_t range = parts.back();
   if (floats_[s] > range) all_reduce_range(s, range, floats_[s]);
+  deliver(s);
+}
+
+void CudaStageGradientCollective::deliver(size_t s) {
+  if (!deliveries_[s].empty()) stages_[s]->exchange(deliveries_[s], timeout_);
 }
 
 void CudaStageGradientCollective::gather_between_phases(const std::vector<size_t> & /*bounds*/) {
@@ -207,8 +234,11 @@ CudaStageGradientCollective::RankReduction CudaStageGradientCollective::rank_red
   // In buckets: until the wait began, the reduction ran beside the stage's last backward.
   const double beside = reduced && !buckets_[s].empty() ? waits_[s] - starts_[s] : 0;
   if (!reduces_to_owners(s)) return {seconds, all * 2.0 * (r - 1.0) / r, beside};
-  const double range = double(parts_[s].back()) * sizeof(float);
-  return {seconds, range * (r - 1.0) / r + (all - range) * 2.0 * (r - 1.0) / r};
+  const double range = double(reduce_parts_[s].back()) * sizeof(float);
+  double delivered = 0;  // the process scope's sends and receives, per replica on average
+  for (const dpt_backend_message &m : deliveries_[s]) delivered += double(m.count) * sizeof(float);
+  return {seconds, range * (r - 1.0) / r + (all - range) * 2.0 * (r - 1.0) / r + delivered / double(width_),
+          beside};
 }
 
 }  // namespace dpt

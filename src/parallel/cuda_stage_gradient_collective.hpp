@@ -11,8 +11,10 @@
 // all-reduce's bytes; a tied parameter's mirror still all-reduced), else all-reduced whole. Each rank
 // updates its part of the stage and the parts are gathered afterwards, from the same thread
 // (CudaCollective::all_gather: peer copies among the process's replicas; NCCL broadcasts from each part's
-// owner when the parts are the communicator's ranks'). With one replica per stage in one process there is
-// nothing to reduce.
+// owner when the parts are the communicator's ranks'). In the process scope across processes (the parts are
+// each process's own, the communicator spans the processes) each piece between every process's part cuts
+// is reduced to its owner in one process and then sent to its owners in the others (process_routes,
+// CudaCollective::exchange). With one replica per stage in one process there is nothing to reduce.
 //
 // A window's last micro-batch reduces each stage as soon as its replicas have run their schedule, while
 // other stages still drain the pipeline (their GPUs are others): the stage's device threads meet at the
@@ -36,6 +38,7 @@
 #include "parallel/gradient_buckets.hpp"
 #include "parallel/gradient_collective.hpp"
 #include "parallel/replica.hpp"
+#include "parallel/shard_layout.hpp"
 #include "parallel/trace_recorder.hpp"
 
 namespace dpt {
@@ -50,10 +53,13 @@ class CudaStageGradientCollective final : public GradientCollective {
   // group: the trainer's devices, whose subgroups are the stages (DeviceGroup::enable_subgroups). buckets:
   // per stage of this process, plan_buckets of its sub-model (ranges of its gradient buffer; empty: none).
   // trace: the timeline's bucket reductions, on the communication row of each stage's first replica.
+  // routes: empty, or (the process scope across processes) per stage of this process, the routes of its
+  // pieces over its communicator (process_routes; every process passes them, one of one replica too).
   CudaStageGradientCollective(DeviceGroup &group, const std::vector<std::unique_ptr<Replica>> &replicas,
                               size_t replicas_per_stage, const World *world, double timeout_seconds,
                               WireType wire, std::vector<std::vector<size_t>> parts,
-                              const std::vector<std::vector<GradientBucket>> &buckets, TraceRecorder &trace);
+                              const std::vector<std::vector<GradientBucket>> &buckets, TraceRecorder &trace,
+                              const std::vector<ProcessRoutes> &routes = {});
 
   // Stage s's communicator (its replicas in every process), or nullptr when it has none (one replica per
   // stage in one process).
@@ -85,6 +91,11 @@ class CudaStageGradientCollective final : public GradientCollective {
   std::vector<std::unique_ptr<CudaCollective>> stages_;  // per stage (none with one replica per stage)
   std::vector<std::vector<float *>> grads_, params_;     // per stage, its replicas' buffers
   std::vector<std::vector<size_t>> parts_;
+  // Per stage, the roots of its range's reduce, ranks_ + 1 offsets (empty: all-reduced whole): parts_[s]
+  // when the parts are the communicator's ranks', or the process scope's routes; then the pieces sent on
+  // from the roots to the other processes' owners (CudaCollective::exchange).
+  std::vector<std::vector<size_t>> reduce_parts_;
+  std::vector<std::vector<dpt_backend_message>> deliveries_;
   std::vector<size_t> floats_;  // per stage, the floats all-reduced
   DeviceGroup &group_;
   double seconds_ = 0, exposed_seconds_ = 0;
@@ -118,11 +129,11 @@ class CudaStageGradientCollective final : public GradientCollective {
   // Stage s's gradient [begin, end) all-reduced among its replicas.
   void all_reduce_range(size_t s, size_t begin, size_t end);
 
-  // Stage s's parts are its communicator's ranks' (on distinct GPUs): its range reduced to their owners.
-  bool reduces_to_owners(size_t s) const {
-    return !parts_.empty() && !stages_[s]->shares_one_gpu() && parts_[s].size() == ranks_ + 1;
-  }
+  // Stage s's range is reduced to its parts' owners (on distinct GPUs).
+  bool reduces_to_owners(size_t s) const { return !reduce_parts_[s].empty(); }
   void reduce_to_owners(size_t s);
+  // After stage s's reduce: its pieces sent on to the other processes' owners (the process scope).
+  void deliver(size_t s);
 };
 
 }  // namespace dpt

@@ -62,4 +62,25 @@ struct ShardPiece {
 std::vector<ShardPiece> pieces_over_processes(const ShardLayout &local,
                                               const std::vector<size_t> &process_devices);
 
+// The same sums over one communicator of every process's devices (GPUs: NCCL, global rank = the process's
+// first rank + its local one), each device ending with the sums of its own range only: each piece between
+// every process's cuts is reduced to its owner in one process (the one whose even share of the vector the
+// piece starts in, so every process roots about 1/P of it), then sent from there to its owner in each other
+// process. A rank's pieces are consecutive, so the reduce is one range per rank.
+struct ProcessRoutes {
+  std::vector<size_t> reduce_bounds;  // global ranks + 1 ascending offsets: the range each rank is root of
+  size_t first_rank = 0;              // this process's first global rank
+  struct Message {
+    size_t local, peer;  // this process's rank, and the global rank on the other side
+    bool receive;
+    size_t begin, end;  // the piece, in the vector
+  };
+  std::vector<Message> messages;  // this process's sends and receives, in piece order
+};
+// process_cuts[p]: process p's ranks + 1 ascending offsets from 0 to the vector's length (empty ranges
+// allowed); `process` is this one.
+ProcessRoutes process_routes(const std::vector<std::vector<size_t>> &process_cuts, size_t process);
+// Each process's ShardLayout over its process_devices[p] devices (one device: the whole vector).
+ProcessRoutes process_routes(size_t count, const std::vector<size_t> &process_devices, size_t process);
+
 }  // namespace dpt

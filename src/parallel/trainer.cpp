@@ -162,7 +162,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
       stage_buckets.push_back(plan_buckets(stages_[rank / width].spec, config_.bucket_bytes));
     auto stages = std::make_unique<CudaStageGradientCollective>(*group_, replicas_, width, stage_sums,
                                                                 config_.timeout_seconds, wire, stage_bounds_,
-                                                                stage_buckets, *trace_);
+                                                                stage_buckets, *trace_, stage_routes_);
     // A stage's batch statistics go over its NCCL communicator too, when its replicas have GPUs of their own.
     for (size_t s = 0; s < stage_statistics_.size(); ++s) {
       CudaCollective *nccl = stages->stage(s);
@@ -186,7 +186,7 @@ Trainer::Trainer(std::shared_ptr<Context> context, const ModelSpec &spec, Traine
   else if (on_gpus_)
     collective_ = std::make_unique<CudaGradientCollective>(
         group_->collective(), replicas_, spec_, config_.bucket_bytes, config_.world, config_.timeout_seconds,
-        wire, *trace_, config_.shard == ShardMode::kOptimizer ? &shards_ : nullptr);
+        wire, *trace_, config_.shard == ShardMode::kOptimizer ? &shards_ : nullptr, process_routes_of_gpus());
   else
     collective_ = std::make_unique<HostGradientCollective>(
         *group_, replicas_, spec_, config_.bucket_bytes, config_.allreduce, config_.world,

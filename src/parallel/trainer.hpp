@@ -316,6 +316,10 @@ class Trainer {
   // over the processes go by, those between every process's range cuts (pieces_over_processes; a process of
   // one device, which shards nothing, sums by the others' pieces too). Empty otherwise.
   std::vector<ShardPiece> process_pieces() const;
+  // GPUs whose communicator spans the processes, the optimizer state sharded within each (the process
+  // scope; a process of several devices somewhere): the route of each piece's sums to every owner of it
+  // (process_routes); empty otherwise.
+  ProcessRoutes process_routes_of_gpus() const;
   // Stages divided among the processes: every process's stages' range of a vector (the parameters, or the
   // running statistics) from it to every process (broadcasts rooted at each; collective).
   void share_stages_across_world(float *vector, bool buffers) const;
@@ -485,6 +489,9 @@ class Trainer {
   // the stage's sums over the processes going piece by piece (offsets from the stage's first parameter;
   // owner: this process's replica of the stage whose part holds the piece). Empty otherwise.
   std::vector<std::vector<ShardPiece>> stage_pieces_;
+  // The same sums on GPUs, whose stage communicators span those processes: per stage of this process, each
+  // piece's route to every owner of it (process_routes). Empty where stage_pieces_ is.
+  std::vector<ProcessRoutes> stage_routes_;
   bool mirrored_ = false;   // a stage mirrors a parameter tied to an earlier stage's (or a remote end of one)
   RemoteTies remote_ties_;  // stages divided among the processes: the ties whose ends are in two of them
   std::vector<DeviceBuffer> mirror_scratch_;  // GPUs, mirrored_: per rank, a mirror's gradient copied in

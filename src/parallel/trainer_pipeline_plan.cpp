@@ -55,6 +55,16 @@ std::vector<ShardPiece> stage_pieces(const PipelineStage &stage, const std::vect
   return pieces;
 }
 
+// The same on GPUs, whose stage communicator spans the processes (theirs in `widths`' order, this one
+// `process`): each piece reduced to its owner in one process and sent on to the others (process_routes).
+ProcessRoutes stage_routes(const PipelineStage &stage, const std::vector<size_t> &widths, size_t process) {
+  std::vector<std::vector<size_t>> cuts;
+  for (size_t w : widths)
+    cuts.push_back(w > 1 ? stage_parts(stage, w)
+                         : std::vector<size_t>{0, stage.param_end - stage.param_begin});
+  return process_routes(cuts, process);
+}
+
 }  // namespace
 
 void Trainer::plan_pipeline() {
@@ -153,9 +163,11 @@ void Trainer::plan_pipeline() {
   for (double devices : process_weights_) widths.push_back(size_t(devices) / stages);
   if (config_.world != nullptr && config_.world->size() > 1 && !world_scope &&
       config_.shard == ShardMode::kOptimizer && *std::max_element(widths.begin(), widths.end()) > 1)
-    for (size_t s = 0; s < stages; ++s)
+    for (size_t s = 0; s < stages; ++s) {
       stage_pieces_.push_back(
           stage_pieces(stages_[s], widths, stage_bounds_.empty() ? std::vector<size_t>{} : stage_bounds_[s]));
+      stage_routes_.push_back(stage_routes(stages_[s], widths, config_.world->rank()));
+    }
   const size_t ranks = stage_bounds_.empty() ? devices_.size() : stages * sharing;
   bounds.push_back(spec_.parameter_count());
   shards_ = ShardLayout(spec_.parameter_count(), std::move(bounds), std::move(slots), ranks);
@@ -299,8 +311,11 @@ void Trainer::place_stages_across_processes(std::vector<PipelineStage> all, size
                  std::make_move_iterator(all.begin() + first_stage_ + local));
   // The process scope with copies (of equal widths): each part summed over the copies in place.
   if (copies > 1 && !state_over_copies_ && sharing > 1)
-    for (size_t s = 0; s < local; ++s)
+    for (size_t s = 0; s < local; ++s) {
       stage_pieces_.push_back(stage_pieces(stages_[s], {width}, stage_bounds_[s]));
+      stage_routes_.push_back(
+          stage_routes(stages_[s], std::vector<size_t>(copies, width), stage_world_->rank()));
+    }
   // Every device of the job that owns a range: the copies' too when they shard the state among them (so
   // that world_shards() holds, and the norm and the checkpoint take every copy's parts, also when every
   // process holds every stage).

@@ -107,6 +107,16 @@ std::vector<ShardPiece> Trainer::process_pieces() const {
                                std::vector<size_t>(process_weights_.begin(), process_weights_.end()));
 }
 
+ProcessRoutes Trainer::process_routes_of_gpus() const {
+  if (config_.world == nullptr || config_.world->size() < 2 || config_.shard != ShardMode::kOptimizer ||
+      world_shards() ||
+      std::none_of(process_weights_.begin(), process_weights_.end(), [](double d) { return d > 1; }))
+    return {};
+  return process_routes(shards_.count(),
+                        std::vector<size_t>(process_weights_.begin(), process_weights_.end()),
+                        config_.world->rank());
+}
+
 // Within the process each device's updated range goes to the others (ThreadCollective::all_gather over
 // this process's part of the layout); then device 0's thread copies every process's span to every
 // process (one broadcast per process, rooted there, in place: no staging), and the process's other devices

@@ -1,5 +1,7 @@
 #include "gpu_training_fixtures.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -162,6 +164,21 @@ void train_tokens(dpt::Trainer &t) {
     const dpt::StepStats st = t.step(x.data(), y.data(), n);
     assert_true(st.applied && std::isfinite(st.loss));
   }
+}
+
+std::string trace_of(dpt::Trainer &t, const char *name) {
+  const std::string path =
+      std::string(P_tmpdir) + "/dptrain_gpu_trace_" + std::to_string(getpid()) + "_" + name + ".json";
+  t.write_trace(path);
+  const std::string text = dpt_test::read_file(path);
+  std::remove(path.c_str());
+  return text;
+}
+
+size_t occurrences(const std::string &content, const char *text) {
+  size_t count = 0;
+  for (size_t at = content.find(text); at != std::string::npos; at = content.find(text, at + 1)) ++count;
+  return count;
 }
 
 }  // namespace gpu_test

@@ -54,6 +54,11 @@ dpt::ModelSpec token_model();
 dpt::ModelSpec tied_head_model();
 // Four steps of token_model's batches (a target at every position, one in seven ignored).
 void train_tokens(dpt::Trainer &t);
+// The timeline t recorded since start_trace (which this ends): written to a file of this process's (name
+// tells the callers' apart), read back, removed.
+std::string trace_of(dpt::Trainer &t, const char *name);
+// Occurrences of text in content.
+size_t occurrences(const std::string &content, const char *text);
 
 // test_gpu_sharding.cpp
 void test_gpu_sharded_optimizer(void **);

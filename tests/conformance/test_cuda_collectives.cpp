@@ -6,7 +6,8 @@
 // (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold. A sharded gradient's bucket reduced
 // to its owners' uneven parts (comm_reduce_ranges), exact on integer data. All-reduces and reduces started
 // beside the compute, joined and waited for later (comm_all_reduce_start, comm_reduce_ranges_start,
-// comm_join_started, comm_wait_started).
+// comm_join_started, comm_wait_started). Grouped sends and receives between ranks (comm_exchange), bit for
+// bit.
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -794,6 +795,84 @@ void test_gpu_comm_misuse(void **) {
   api.comm_destroy(comm);
 }
 
+// GPU: grouped sends and receives (comm_exchange) over every GPU: each rank sends two messages to the next
+// rank (matched in order) and a large one to the one before, all in one group, so that every rank sends and
+// receives at once; the received bits are the sent ones. Then misuse (a message to the rank itself, a peer
+// out of range: refused, the communicator still usable; no message: nothing), and a receive no peer sends
+// to: a communication error after the timeout, the communicator aborted.
+void test_gpu_nccl_exchange(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  const size_t n = size_t(count), sizes[3] = {4099, 7, (size_t(1) << 20) + 5};
+  std::vector<std::vector<std::vector<float>>> sent(n);  // sent[r][m]
+  std::vector<std::vector<float *>> from(n), into(n);    // per rank, its three send and receive buffers
+  std::vector<dpt_backend_message> messages;
+  for (size_t r = 0; r < n; ++r) {
+    const int32_t next = int32_t((r + 1) % n), previous = int32_t((r + n - 1) % n);
+    for (size_t m = 0; m < 3; ++m) {
+      sent[r].push_back(cuda_test::uniform(sizes[m], 4100 + 10 * r + m, -1.0f, 1.0f));
+      from[r].push_back(ranks.upload(r, sent[r][m]));
+      into[r].push_back(ranks.upload(r, std::vector<float>(sizes[m], 0.0f)));
+    }
+    if (n < 2) continue;
+    messages.push_back({int32_t(r), next, 0, from[r][0], sizes[0]});
+    messages.push_back({int32_t(r), previous, 0, from[r][2], sizes[2]});
+    messages.push_back({int32_t(r), next, 0, from[r][1], sizes[1]});
+    messages.push_back({int32_t(r), previous, 1, into[r][0], sizes[0]});
+    messages.push_back({int32_t(r), next, 1, into[r][2], sizes[2]});
+    messages.push_back({int32_t(r), previous, 1, into[r][1], sizes[1]});
+  }
+  if (n > 1) {
+    check(api.comm_exchange(comm, ranks.contexts.data(), messages.data(), messages.size(), 60.0, ranks.error,
+                            sizeof ranks.error),
+          "comm_exchange", ranks.error);
+    for (size_t r = 0; r < n; ++r) {
+      const size_t previous = (r + n - 1) % n, next = (r + 1) % n;
+      expect_bitwise(("first message to rank " + std::to_string(r)).c_str(),
+                     ranks.download(r, into[r][0], sizes[0]), sent[previous][0]);
+      expect_bitwise(("second message to rank " + std::to_string(r)).c_str(),
+                     ranks.download(r, into[r][1], sizes[1]), sent[previous][1]);
+      expect_bitwise(("large message to rank " + std::to_string(r)).c_str(),
+                     ranks.download(r, into[r][2], sizes[2]), sent[next][2]);
+      expect_bitwise("a sent buffer", ranks.download(r, from[r][0], sizes[0]), sent[r][0]);
+    }
+  } else {
+    print_message("one GPU: no peer to exchange with; misuse only\n");
+  }
+  dpt_backend_message self = {0, 0, 0, from[0][1], sizes[1]};
+  assert_int_equal(
+      api.comm_exchange(comm, ranks.contexts.data(), &self, 1, 60.0, ranks.error, sizeof ranks.error),
+      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  assert_non_null(std::strstr(ranks.error, "not to itself"));
+  print_message("to itself: %s\n", ranks.error);
+  dpt_backend_message beyond = {0, int32_t(n), 0, from[0][1], sizes[1]};
+  assert_int_equal(
+      api.comm_exchange(comm, ranks.contexts.data(), &beyond, 1, 60.0, ranks.error, sizeof ranks.error),
+      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  check(api.comm_exchange(comm, ranks.contexts.data(), nullptr, 0, 60.0, ranks.error, sizeof ranks.error),
+        "comm_exchange of nothing", ranks.error);
+  if (n > 1) {
+    check(api.comm_exchange(comm, ranks.contexts.data(), messages.data(), messages.size(), 60.0, ranks.error,
+                            sizeof ranks.error),
+          "comm_exchange after misuse", ranks.error);
+    dpt_backend_message lonely = {0, 1, 1, into[0][1], sizes[1]};  // rank 1 sends nothing
+    const auto t0 = std::chrono::steady_clock::now();
+    assert_int_equal(
+        api.comm_exchange(comm, ranks.contexts.data(), &lonely, 1, 1.0, ranks.error, sizeof ranks.error),
+        DPT_BACKEND_ERROR_COMMUNICATION);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    print_message("unmatched receive, after %.2f s: %s\n", waited, ranks.error);
+    assert_true(waited >= 0.9 && waited < 30.0);
+    assert_int_equal(api.comm_exchange(comm, ranks.contexts.data(), messages.data(), messages.size(), 60.0,
+                                       ranks.error, sizeof ranks.error),
+                     DPT_BACKEND_ERROR_COMMUNICATION);  // aborted
+  }
+  api.comm_destroy(comm);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -810,6 +889,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_nccl_reduce_ranges),
       cmocka_unit_test(test_gpu_nccl_all_reduce_started),
       cmocka_unit_test(test_gpu_nccl_all_reduce_started_wire16),
+      cmocka_unit_test(test_gpu_nccl_exchange),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,7 +1,6 @@
 // Sharded data parallel on CUDA devices (ZeRO stages 1-3, docs/sharding.md), through the core's trainer,
 // against the unsharded trainer on the same GPUs: part of test_gpu_training's binary (its main registers
 // these cases), run against the real module and the simulated one alike.
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -216,23 +215,6 @@ void test_gpu_sharded_tied_head(void **) {
         cuda_test::expect_bitwise("tied head, sharded vs unsharded", parameters(sharded, r),
                                   parameters(plain));
     }
-}
-
-// The timeline t recorded since start_trace: written to a file of this process's, read back, removed.
-std::string trace_of(dpt::Trainer &t, const char *name) {
-  const std::string path =
-      std::string(P_tmpdir) + "/dptrain_gpu_read_ahead_" + std::to_string(getpid()) + "_" + name + ".json";
-  t.write_trace(path);
-  const std::string text = dpt_test::read_file(path);
-  std::remove(path.c_str());
-  return text;
-}
-
-// Occurrences of text in content.
-size_t occurrences(const std::string &content, const char *text) {
-  size_t count = 0;
-  for (size_t at = content.find(text); at != std::string::npos; at = content.find(text, at + 1)) ++count;
-  return count;
 }
 
 // Sharded parameters read ahead (prefetch_parameters) on GPU replicas: each pass copies the next bucket on

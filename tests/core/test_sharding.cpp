@@ -3,9 +3,10 @@
 // all-reduce (ring and naive, float32 and 16-bit wires) and the all-gather restores the whole vector; a
 // sharded trainer produces the bits of the unsharded one (K in {2, 3, 8}, even and weighted splits, ragged
 // batches, accumulation, SGD-momentum and AdamW with clipping and decay on the matrices only, buckets, a
-// 16-bit wire); its checkpoints hold the unsharded state and load into any device count and mode; and under
-// a memory cap the unsharded trainer runs out of memory naming the device while the sharded one trains to
-// the same parameters.
+// 16-bit wire); the process scope's routes over one communicator of every process's devices (GPUs) bring each
+// piece's sum to every owner of it; its checkpoints hold the unsharded state and load into any device count
+// and mode; and under a memory cap the unsharded trainer runs out of memory naming the device while the
+// sharded one trains to the same parameters.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,78 @@ void test_layout_cuts_whole_blocks_evenly(void **) {
       assert_true(largest - smallest <= 1);  // as even as whole blocks allow
       const dpt::ShardLayout whole(count, k, false);
       for (size_t r = 0; r < k; ++r) assert_int_equal(whole.size(r), count);
+    }
+}
+
+// The process scope's routes over one communicator of every process's devices (process_routes), played
+// out on plain vectors: rank g's gradient is g + 1 everywhere; each reduce range (the same on every process)
+// gets the sum at its root, every send is matched by its peer's receive of the same piece in the same
+// order, and afterwards every rank holds the sum exactly on its own range of its process's layout, and the
+// roots are spread over the processes.
+void test_process_scope_routes_reach_every_owner(void **) {
+  const size_t b = dpt::kNormBlock;
+  const std::vector<std::vector<size_t>> jobs = {{2, 2}, {2, 3}, {1, 2}, {3, 1, 2}, {4, 4}, {2, 2, 2, 2}};
+  for (const std::vector<size_t> &devices : jobs)
+    for (size_t count : {size_t(100), 3 * b + 5, 41 * b + 100}) {
+      const size_t processes = devices.size();
+      std::vector<size_t> first(1, 0);
+      for (size_t d : devices) first.push_back(first.back() + d);
+      const size_t world = first.back(), sum = world * (world + 1) / 2;
+      std::vector<std::vector<float>> grads(world, std::vector<float>(count));
+      for (size_t g = 0; g < world; ++g) std::fill(grads[g].begin(), grads[g].end(), float(g + 1));
+      std::vector<dpt::ProcessRoutes> routes;
+      for (size_t p = 0; p < processes; ++p) routes.push_back(dpt::process_routes(count, devices, p));
+      const std::vector<size_t> &bounds = routes[0].reduce_bounds;
+      assert_int_equal(bounds.size(), world + 1);
+      assert_int_equal(bounds.front(), 0);
+      assert_int_equal(bounds.back(), count);
+      std::vector<size_t> rooted(processes, 0);  // elements each process is root of
+      for (size_t p = 0; p < processes; ++p) {
+        assert_int_equal(routes[p].first_rank, first[p]);
+        assert_true(routes[p].reduce_bounds == bounds);
+        for (size_t r = 0; r < devices[p]; ++r) {
+          const size_t g = first[p] + r;
+          assert_true(bounds[g] <= bounds[g + 1]);
+          for (size_t i = bounds[g]; i < bounds[g + 1]; ++i) grads[g][i] = float(sum);
+          rooted[p] += bounds[g + 1] - bounds[g];
+        }
+      }
+      // Each sender's messages to one peer in order, against that peer's receives from it in order.
+      for (size_t p = 0; p < processes; ++p)
+        for (const dpt::ProcessRoutes::Message &m : routes[p].messages) {
+          if (m.receive) continue;
+          const size_t from = first[p] + m.local, to = m.peer;
+          size_t q = 0;
+          while (first[q + 1] <= to) ++q;
+          assert_true(q != p);
+          size_t k = 0;  // m's place among from's sends to `to`
+          for (const dpt::ProcessRoutes::Message &n : routes[p].messages) {
+            if (&n == &m) break;
+            if (!n.receive && n.local == m.local && n.peer == to) ++k;
+          }
+          const dpt::ProcessRoutes::Message *match = nullptr;
+          for (const dpt::ProcessRoutes::Message &n : routes[q].messages)
+            if (n.receive && first[q] + n.local == to && n.peer == from && k-- == 0) {
+              match = &n;
+              break;
+            }
+          assert_non_null(match);
+          assert_int_equal(match->begin, m.begin);
+          assert_int_equal(match->end, m.end);
+          for (size_t i = m.begin; i < m.end; ++i) grads[to][i] = grads[from][i];
+        }
+      size_t receives = 0, sends = 0;
+      for (const dpt::ProcessRoutes &r : routes)
+        for (const dpt::ProcessRoutes::Message &m : r.messages) (m.receive ? receives : sends) += 1;
+      assert_int_equal(receives, sends);
+      for (size_t p = 0; p < processes; ++p) {
+        const dpt::ShardLayout layout(count, devices[p], true);
+        for (size_t r = 0; r < devices[p]; ++r)
+          for (size_t i = layout.begin(r); i < layout.end(r); ++i)
+            assert_true(grads[first[p] + r][i] == float(sum));
+      }
+      if (count > 40 * b)  // every process roots its even share, to a block
+        for (size_t p = 0; p < processes; ++p) assert_true(rooted[p] + 2 * b * world >= count / processes);
     }
 }
 
@@ -582,6 +655,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout_cuts_whole_blocks_evenly),
+      cmocka_unit_test(test_process_scope_routes_reach_every_owner),
       cmocka_unit_test(test_reduce_scatter_has_the_all_reduce_bits),
       cmocka_unit_test(test_sharded_optimizer_changes_no_bit),
       cmocka_unit_test(test_buckets_and_wires_change_no_bit),

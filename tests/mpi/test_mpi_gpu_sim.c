@@ -10,7 +10,9 @@
  * comm_all_reduce_f64): 2 x 1 = 1 x 2, parameters and running statistics;
  *   - gradient buckets all-reduced during backward (comm_all_reduce_start): 2 x 1 and 2 x 2, LeNet and
  *     batch norm, = one all-reduce after backward on 1 x 2 and 1 x 4;
- *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2; and
+ *   - the optimizer state sharded within each process (DPT_SHARD_OPTIMIZER): 2 x 2 = unsharded 2 x 2, also
+ *     with buckets during backward and clipping, batch norm on a bf16 wire, and processes of 1 + 2 GPUs (each
+ *     piece reduced to one owner, then sent to the others: the timeline shows reduce-scatters only); and
  *     across every GPU of the job (DPT_SHARD_SCOPE_WORLD, the ranges gathered by NCCL broadcasts): 2 x 1
  *     and 2 x 2 = unsharded;
  *   - a pipeline of 2 stages on 2 GPUs in each process (a stage's communicator over both processes' GPUs of
@@ -33,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi_check.h"
 #include "mpi_fixtures.h"
@@ -57,6 +60,8 @@ static int prefetch = 0; /* prefetch_parameters */
 /* check_bits' second setup's bucket_bytes (0: the C API's default, LeNet in one bucket, all-reduced after
  * backward). */
 static size_t later_bucket_bytes = 0;
+/* Non-zero: process 0 has this many GPUs instead of the setup's (processes of different sizes). */
+static size_t first_process_gpus = 0;
 
 typedef struct {
   dpt_context *ctx;
@@ -67,6 +72,9 @@ static dpt_status start(const dpt_model *model, setup s, size_t bucket_bytes, ru
   dpt_context_options co;
   dpt_context_options_init(&co);
   co.device_selection = s.cpu ? DPT_DEVICES_CPU : DPT_DEVICES_CUDA;
+  int process = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &process);
+  if (process == 0 && first_process_gpus != 0) s.gpus = first_process_gpus;
   co.cpu_devices = s.gpus;
   OK(dpt_context_create(&r->ctx, &co));
   size_t devices[4];
@@ -149,6 +157,29 @@ static void check_bits(const dpt_model *model, setup a, setup b, const char *wha
   stop(ra), stop(rb);
 }
 
+/* The trainer's timeline of its steps (buckets during backward) names the reductions: reduce-scatters
+ * (whole or of buckets), and no all-reduce. */
+static void check_reduced_to_owners(const dpt_model *model, setup s, const char *what) {
+  run r;
+  OK(start(model, s, 4096, &r));
+  OK(dpt_trainer_trace_start(r.trainer, 100000));
+  train(r);
+  int process = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &process);
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/dptrain-gpu-sim-trace-%ld-%d.json", (long)getpid(), process);
+  OK(dpt_trainer_trace_write(r.trainer, path));
+  FILE *f = fopen(path, "rb");
+  static char text[1 << 22];
+  const size_t n = f != NULL ? fread(text, 1, sizeof text - 1, f) : 0;
+  text[n] = 0;
+  if (f != NULL) fclose(f);
+  remove(path);
+  CHECK(strstr(text, "\"reduce-scatter") != NULL && strstr(text, "\"all-reduce") == NULL,
+        "%s: the timeline's reductions are not reduce-scatters only (%zu bytes)", what, n);
+  stop(r);
+}
+
 static void check_refused(const dpt_model *model, setup s, const char *needle, const char *what) {
   run r;
   const dpt_status st = start(model, s, 0, &r);
@@ -204,6 +235,31 @@ int main(int argc, char **argv) {
   check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
              (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
              "the optimizer state sharded within each process, 2 x 2");
+  /* ZeRO-1 within each process across the processes over one communicator of every GPU: each piece of the
+   * gradient between every process's cuts reduced to its owner in one process (comm_reduce_ranges, global
+   * rank order as the all-reduce's), then sent to its owners in the others (comm_exchange): the unsharded
+   * bits with buckets during backward, clipping that bites (the norm from each process's own ranges), a bf16
+   * wire, and processes of 1 and 2 GPUs (the one GPU receiving every piece it does not root). */
+  later_bucket_bytes = 4096;
+  clip_norm = 0.05f;
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
+             "the optimizer state sharded within each process, buckets during backward, clipped, 2 x 2");
+  check_reduced_to_owners(lenet, (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
+                          "the optimizer state sharded within each process, 2 x 2");
+  check_bits(norm, (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, DPT_PRECISION_BF16, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
+             "batch norm, a bf16 wire, the optimizer state sharded within each process, 2 x 2");
+  first_process_gpus = 1;
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
+             "the optimizer state sharded within each process, 1 + 2 GPUs, buckets, clipped");
+  later_bucket_bytes = 0;
+  check_bits(lenet, (setup){2, 0, WORLD_MPI, F32, NONE, PROCESS, 0, 0},
+             (setup){2, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 0, 0},
+             "the optimizer state sharded within each process, 1 + 2 GPUs, after backward, clipped");
+  first_process_gpus = 0;
+  clip_norm = 0.0f;
 
   check_refused(lenet, (setup){2, 1, WORLD_MPI, F32, NONE, PROCESS, 0, 0}, "need a GPU each",
                 "cuda:0x2 in each process");
@@ -299,6 +355,18 @@ int main(int argc, char **argv) {
   check_bits(lenet, (setup){4, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 0},
              (setup){4, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 2, 0},
              "a pipeline of 2 x 2 GPUs per process, the optimizer sharded within each process vs unsharded");
+  /* The same with each stage in buckets during its last backward, clipping on: each stage's pieces reduced
+   * to one owner over both processes' GPUs of the stage, then sent on to the other's (comm_exchange). */
+  later_bucket_bytes = 4096;
+  clip_norm = 0.05f;
+  check_bits(lenet, (setup){4, 0, WORLD_MPI, F32, NONE, PROCESS, 2, 0},
+             (setup){4, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 2, 0},
+             "a pipeline of 2 x 2 GPUs per process in buckets, the optimizer sharded within each process, "
+             "clipped, vs unsharded");
+  check_reduced_to_owners(lenet, (setup){4, 0, WORLD_MPI, F32, DPT_SHARD_OPTIMIZER, PROCESS, 2, 0},
+                          "a pipeline of 2 x 2 GPUs per process, the optimizer sharded within each process");
+  later_bucket_bytes = 0;
+  clip_norm = 0.0f;
   /* The optimizer sharded across every process's replicas of a stage (the world scope): each part's owner
    * updates it, the parts gathered by NCCL broadcasts over the stage's communicator, the norm's squares
    * summed over the processes (clipping on: a norm of this process's parts alone would clip otherwise). */

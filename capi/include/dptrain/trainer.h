@@ -318,13 +318,12 @@ typedef struct dpt_trainer_options {
   /** DPT_SHARD_NONE (default), DPT_SHARD_OPTIMIZER, DPT_SHARD_GRADIENTS or DPT_SHARD_PARAMETERS
    * (docs/sharding.md). Sharding the optimizer changes no bit of training, of the step and fit results or
    * of checkpoints (a checkpoint loads into any device count and mode); sharding the gradients and the
-   * parameters neither, with one micro-batch per step. CPU devices; CUDA devices refuse
-   * DPT_SHARD_PARAMETERS across processes, and DPT_SHARD_GRADIENTS across processes in the process scope
-   * (DPT_ERROR_UNSUPPORTED). Across MPI processes each process
-   * shards among its own devices (hybrid sharding: every process holds one whole copy across its devices);
-   * on CPU devices every mode sums each device's range over the processes (processes of different device
-   * counts sum by the pieces between their cuts; a process of one device shards nothing but sums by the
-   * others' pieces), on GPUs the optimizer mode all-reduces the gradient whole. Since 0.2. */
+   * parameters neither, with one micro-batch per step. CPU devices and CUDA devices. Across MPI processes
+   * each process shards among its own devices (hybrid sharding: every process holds one whole copy across
+   * its devices): each device's range summed over the processes (processes of different device counts sum
+   * by the pieces between their cuts; a process of one device shards nothing but sums by the others'
+   * pieces); on GPUs the optimizer mode reduces each piece to one of its owners over NCCL and sends it on
+   * to the others, the gradients and parameters modes sum the ranges over MPI from host copies. Since 0.2. */
   dpt_shard_mode shard;
   /** Pipeline model parallel (docs/pipeline.md): the model is cut into this many stages S, and each
    * step's batch into micro_batches micro-batches that pass forward through the stages and back. The

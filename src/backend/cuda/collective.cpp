@@ -159,6 +159,13 @@ void CudaCollective::reduce_ranges(const std::vector<const float *> &sends, cons
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+void CudaCollective::exchange(const std::vector<dpt_backend_message> &messages, double timeout_seconds) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "exchange needs a NCCL communicator");
+  const int rc = replicas_[0]->api().comm_exchange(comm_, contexts_.data(), messages.data(), messages.size(),
+                                                   timeout_seconds, error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
   const auto *test =

@@ -75,6 +75,11 @@ class CudaCollective {
   void reduce_ranges(const std::vector<const float *> &sends, const std::vector<float *> &recvs,
                      const std::vector<size_t> &bounds, double timeout_seconds,
                      WireType wire = WireType::kF32);
+  // Point to point: messages[m] sends (or receives) floats between its local rank and another rank of the
+  // communicator; every message in one NCCL group (ncclSend / ncclRecv, so no order of them deadlocks),
+  // those between two ranks matched in the order both list them. NCCL only (comm_exchange), after the
+  // work queued on every stream, bounded by the timeout as all_reduce. Copies are exact.
+  void exchange(const std::vector<dpt_backend_message> &messages, double timeout_seconds);
   // Test seam: the next collective does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 
