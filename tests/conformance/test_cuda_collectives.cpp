@@ -1,13 +1,12 @@
 // The CUDA module's collectives: the NCCL all-reduce over every GPU present (one GPU: a single rank), its
 // timeout (a rank that never joins: the communicator is aborted and a communication error returned, never a
 // hang), and the device-memory all-reduce of K replicas on one GPU (virtual devices, K = 2 and 3); each on
-// the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). The gather of a
-// sharded vector's uneven ranges (comm_all_gather_ranges), bit for bit. Batch statistics' float64 all-reduce
-// (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold. A sharded gradient's bucket reduced
-// to its owners' uneven parts (comm_reduce_ranges), exact on integer data. All-reduces and reduces started
-// beside the compute, joined and waited for later (comm_all_reduce_start, comm_reduce_ranges_start,
-// comm_join_started, comm_wait_started). Grouped sends and receives between ranks (comm_exchange), bit for
-// bit.
+// the float32 wire and on the 16-bit ones (bf16, fp16: backend_interface.h's wire_dtype). Batch statistics'
+// float64 all-reduce (comm_all_reduce_f64): exact sums of doubles that float32 cannot hold. All-reduces
+// started beside the compute, joined and waited for later (comm_all_reduce_start, comm_join_started,
+// comm_wait_started). The collectives of sharded training (the gather of uneven ranges, the reduce to the
+// owners' parts, also started) and grouped sends and receives are test_cuda_sharding_collectives.cpp's, in
+// this binary (collectives_fixtures.hpp: what both share).
 //
 // Tolerance: exact. On the float32 wire the data are small integers, whose sums are exact in FP32 in any
 // order, so every rank must hold exactly the integer sum (and the replicas the same bits). On a 16-bit wire
@@ -24,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives_fixtures.hpp"
 #include "core/float16.hpp"
-#include "cuda_harness.hpp"
 
 // CMocka last: its fail() macro would clash with std::ios::fail() in the C++ headers.
 #include <setjmp.h>
@@ -35,81 +34,11 @@ extern "C" {
 #include <cmocka.h>
 }
 
-namespace {
+namespace collectives_test {
 
 using cuda_test::check;
 using cuda_test::expect_bitwise;
 using cuda_test::integers;
-
-const size_t kCounts[] = {1, 4099, (size_t(1) << 20) + 5};  // buffers of one grouped all-reduce
-constexpr size_t kBuffers = sizeof kCounts / sizeof kCounts[0];
-
-// One context per rank, created on the given GPUs and destroyed at the end.
-struct Ranks {
-  const dpt_backend_v2 &api;
-  std::vector<dpt_backend_context *> contexts;
-  char error[512] = "";
-
-  Ranks(const dpt_backend_v2 &a, const std::vector<int> &ordinals) : api(a) {
-    for (const int ordinal : ordinals) {
-      dpt_backend_context *ctx = nullptr;
-      check(api.context_create(ordinal, nullptr, &ctx, error, sizeof error), "context_create", error);
-      contexts.push_back(ctx);
-    }
-  }
-  ~Ranks() {
-    for (dpt_backend_context *ctx : contexts) api.context_destroy(ctx);
-  }
-  float *upload(size_t rank, const std::vector<float> &host) {
-    void *p = nullptr;
-    check(api.mem_alloc(contexts[rank], host.size() * sizeof(float), &p, error, sizeof error), "mem_alloc",
-          error);
-    check(
-        api.copy_to_device(contexts[rank], p, host.data(), host.size() * sizeof(float), error, sizeof error),
-        "copy_to_device", error);
-    check(api.context_synchronize(contexts[rank], error, sizeof error), "context_synchronize", error);
-    return static_cast<float *>(p);
-  }
-  std::vector<float> download(size_t rank, const float *device, size_t count) {
-    std::vector<float> host(count);
-    check(api.context_synchronize(contexts[rank], error, sizeof error), "context_synchronize", error);
-    check(api.copy_to_host(contexts[rank], host.data(), device, count * sizeof(float), error, sizeof error),
-          "copy_to_host", error);
-    check(api.context_synchronize(contexts[rank], error, sizeof error), "context_synchronize", error);
-    return host;
-  }
-};
-
-// Fills buffers[rank * kBuffers + b] with integers and returns the exact sums per buffer.
-std::vector<std::vector<float>> fill(Ranks &ranks, std::vector<float *> &buffers, uint64_t seed) {
-  const size_t n = ranks.contexts.size();
-  std::vector<std::vector<float>> sums(kBuffers);
-  buffers.assign(n * kBuffers, nullptr);
-  for (size_t b = 0; b < kBuffers; ++b) {
-    sums[b].assign(kCounts[b], 0.0f);
-    for (size_t r = 0; r < n; ++r) {
-      const std::vector<float> data = integers(kCounts[b], seed + 100 * r + b, -1000, 1000);
-      for (size_t i = 0; i < data.size(); ++i) sums[b][i] += data[i];  // exact: |sum| <= 1000 * ranks
-      buffers[r * kBuffers + b] = ranks.upload(r, data);
-    }
-  }
-  return sums;
-}
-
-// GPUs 0 .. count-1, one rank each.
-std::vector<int> first_gpus(int count) {
-  std::vector<int> ordinals;
-  for (int i = 0; i < count; ++i) ordinals.push_back(i);
-  return ordinals;
-}
-
-// A NCCL communicator with one rank per GPU of ordinals.
-dpt_backend_comm *comm_over(const dpt_backend_v2 &api, Ranks &ranks, const std::vector<int> &ordinals) {
-  dpt_backend_comm *comm = nullptr;
-  check(api.comm_create(int(ordinals.size()), ordinals.data(), &comm, ranks.error, sizeof ranks.error),
-        "comm_create", ranks.error);
-  return comm;
-}
 
 // GPU: a grouped all-reduce of three buffers over every GPU; every rank holds the exact sums.
 void test_gpu_nccl_all_reduce(void **) {
@@ -224,46 +153,6 @@ void test_gpu_nccl_all_reduce_started(void **) {
   api.comm_destroy(comm);
 }
 
-// GPU: a sharded vector gathered over every GPU (comm_all_gather_ranges): uneven ranges, the last rank's
-// empty from 3 GPUs on; every rank then holds each range as its owner held it, bit for bit.
-void test_gpu_nccl_all_gather_ranges(void **) {
-  const dpt_backend_v2 &api = cuda_test::module_or_skip();
-  const int count = cuda_test::gpu_count_or_skip(api);
-  const std::vector<int> ordinals = first_gpus(count);
-  Ranks ranks(api, ordinals);
-  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
-  const size_t n = (size_t(1) << 20) + 4099;
-  std::vector<size_t> bounds = {0};
-  for (int q = 1; q < count; ++q) bounds.push_back(n * size_t(q * q) / size_t(count * count));  // uneven
-  bounds.push_back(n);
-  if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
-  std::vector<std::vector<float>> inputs;
-  std::vector<float *> buffers;
-  for (int r = 0; r < count; ++r) {
-    inputs.push_back(cuda_test::uniform(n, 3100 + uint64_t(r), -1.0f, 1.0f));
-    buffers.push_back(ranks.upload(size_t(r), inputs.back()));
-  }
-  check(api.comm_all_gather_ranges(comm, ranks.contexts.data(), buffers.data(), bounds.data(), 60.0,
-                                   ranks.error, sizeof ranks.error),
-        "comm_all_gather_ranges", ranks.error);
-  std::vector<float> want(n);
-  for (int q = 0; q < count; ++q)
-    std::copy(inputs[size_t(q)].begin() + long(bounds[size_t(q)]),
-              inputs[size_t(q)].begin() + long(bounds[size_t(q) + 1]),
-              want.begin() + long(bounds[size_t(q)]));
-  for (int r = 0; r < count; ++r)
-    expect_bitwise(("gathered ranges, rank " + std::to_string(r)).c_str(),
-                   ranks.download(size_t(r), buffers[size_t(r)], n), want);
-  std::vector<size_t> descending = bounds;
-  if (count > 1) {
-    std::swap(descending[0], descending[1]);
-    assert_int_equal(api.comm_all_gather_ranges(comm, ranks.contexts.data(), buffers.data(),
-                                                descending.data(), 60.0, ranks.error, sizeof ranks.error),
-                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-  }
-  api.comm_destroy(comm);
-}
-
 // GPU: batch statistics' all-reduce of doubles (comm_all_reduce_f64) over every GPU, twice (the second
 // round reuses the connections). The values are multiples of 2^-10 below 2^39 in magnitude (their sums over
 // up to 8 ranks need at most 51 bits), so that every sum is exact in float64 in any order, and float32 holds
@@ -331,190 +220,6 @@ void test_gpu_nccl_all_reduce_f64(void **) {
                                            sizeof ranks.error),
                    DPT_BACKEND_ERROR_COMMUNICATION);
   api.comm_destroy(comm);
-}
-
-std::vector<float> wire_data(size_t count, uint64_t seed);        // below
-float wire_rule(int32_t wire, const std::vector<float> &values);  // below
-
-// GPU: a sharded gradient's bucket reduced to its owners (comm_reduce_ranges) over every GPU: uneven parts
-// (the last rank's empty from 3 GPUs on), rank 0's received in place in its send vector, the others' into
-// buffers of their own; the send vectors untouched but for the in-place part. On the float32 wire integer
-// data, so every owner must hold the exact sums of its part; on the 16-bit wires fractions over 40 binades
-// and the wire's rule evaluated on the host, as for the 16-bit all-reduce. Descending bounds are refused.
-// Then the reduce started beside the compute (comm_reduce_ranges_start), joined and waited for, on every
-// wire. started: comm_reduce_ranges_start followed by a float32 all-reduce start of another buffer, a join
-// that keeps the last start (the reduce joined: each owner's part doubled on its stream afterwards, which
-// must see the sums) and the wait.
-void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire, bool started = false) {
-  const std::vector<int> ordinals = first_gpus(count);
-  Ranks ranks(api, ordinals);
-  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
-  const size_t n = (size_t(1) << 20) + 4099;
-  std::vector<size_t> bounds = {0};
-  for (int q = 1; q < count; ++q) bounds.push_back(n * size_t(q * q) / size_t(count * count));  // uneven
-  bounds.push_back(n);
-  if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
-  std::vector<std::vector<float>> inputs;
-  std::vector<const float *> sends;
-  std::vector<float *> recvs;
-  for (int r = 0; r < count; ++r) {
-    inputs.push_back(wire == DPT_DTYPE_F32 ? integers(n, 3400 + uint64_t(r), -1000, 1000)
-                                           : wire_data(n, 3500 + uint64_t(r)));
-    float *send = ranks.upload(size_t(r), inputs.back());
-    sends.push_back(send);
-    const size_t own = bounds[size_t(r) + 1] - bounds[size_t(r)];
-    recvs.push_back(own == 0 ? nullptr
-                    : r == 0 ? send + bounds[0]
-                             : ranks.upload(size_t(r), std::vector<float>(own, -1.0f)));
-  }
-  std::vector<float> sums(n, 0.0f), column(static_cast<size_t>(count));
-  for (size_t i = 0; i < n; ++i) {
-    for (int r = 0; r < count; ++r) column[size_t(r)] = inputs[size_t(r)][i];
-    if (wire == DPT_DTYPE_F32)
-      for (const float v : column) sums[i] += v;  // exact: |sum| <= 1000 * ranks
-    else
-      sums[i] = wire_rule(wire, column);
-  }
-  if (!started) {
-    check(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(), wire,
-                                 60.0, ranks.error, sizeof ranks.error),
-          "comm_reduce_ranges", ranks.error);
-  } else {
-    char *error = ranks.error;
-    const size_t error_size = sizeof ranks.error;
-    std::vector<float *> others;
-    for (int r = 0; r < count; ++r)
-      others.push_back(ranks.upload(size_t(r), std::vector<float>(kCounts[1], 1.0f)));
-    check(api.comm_join_started(comm, ranks.contexts.data(), 0, error, error_size),
-          "comm_join_started (none)", error);
-    check(api.comm_reduce_ranges_start(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(),
-                                       wire, error, error_size),
-          "comm_reduce_ranges_start", error);
-    check(api.comm_all_reduce_start(comm, ranks.contexts.data(), 1, others.data(), kCounts + 1, DPT_DTYPE_F32,
-                                    error, error_size),
-          "comm_all_reduce_start", error);
-    check(api.comm_join_started(comm, ranks.contexts.data(), 2, error, error_size),
-          "comm_join_started (keep 2)", error);
-    check(api.comm_join_started(comm, ranks.contexts.data(), 1, error, error_size),
-          "comm_join_started (keep 1)", error);
-    for (int r = 0; r < count; ++r) {
-      const size_t own = bounds[size_t(r) + 1] - bounds[size_t(r)];
-      if (own > 0)
-        check(api.scale(ranks.contexts[size_t(r)], recvs[size_t(r)], own, 2.0f, error, error_size), "scale",
-              error);
-    }
-    for (float &v : sums) v *= 2.0f;  // (exact)
-    check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, error, error_size), "comm_wait_started",
-          error);
-    for (int r = 0; r < count; ++r)
-      expect_bitwise("the all-reduce started after the reduce",
-                     ranks.download(size_t(r), others[size_t(r)], kCounts[1]),
-                     std::vector<float>(kCounts[1], float(count)));
-    assert_int_equal(api.comm_reduce_ranges_start(comm, ranks.contexts.data(), sends.data(), recvs.data(),
-                                                  bounds.data(), 77, error, error_size),
-                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-    print_message("a started reduce on wire type 77: %s\n", error);
-  }
-  for (int r = 0; r < count; ++r) {
-    const size_t lo = bounds[size_t(r)], own = bounds[size_t(r) + 1] - lo;
-    if (own > 0)
-      expect_bitwise(("reduced part, rank " + std::to_string(r)).c_str(),
-                     ranks.download(size_t(r), recvs[size_t(r)], own),
-                     std::vector<float>(sums.begin() + long(lo), sums.begin() + long(lo + own)));
-    if (r > 0)
-      expect_bitwise(("send vector untouched, rank " + std::to_string(r)).c_str(),
-                     ranks.download(size_t(r), sends[size_t(r)], n), inputs[size_t(r)]);
-  }
-  if (count > 1) {
-    std::vector<size_t> descending = bounds;
-    std::swap(descending[0], descending[1]);
-    assert_int_equal(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(),
-                                            descending.data(), wire, 60.0, ranks.error, sizeof ranks.error),
-                     DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-  }
-  assert_int_equal(api.comm_reduce_ranges(comm, ranks.contexts.data(), sends.data(), recvs.data(),
-                                          bounds.data(), 77, 60.0, ranks.error, sizeof ranks.error),
-                   DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-  api.comm_destroy(comm);
-}
-
-void test_gpu_nccl_reduce_ranges(void **) {
-  const dpt_backend_v2 &api = cuda_test::module_or_skip();
-  const int count = cuda_test::gpu_count_or_skip(api);
-  for (const int32_t wire : {DPT_DTYPE_F32, DPT_DTYPE_BF16, DPT_DTYPE_F16}) {
-    check_reduce_ranges(api, count, wire);
-    check_reduce_ranges(api, count, wire, true);
-  }
-}
-
-// Fractions for a 16-bit wire: uniform in (-1, 1) times 2^e, e cycling through -30 .. 9 (float16 flushes the
-// lowest to zero and keeps 2^-24 .. 2^-14 as subnormals), every 97th value a float32 subnormal (bfloat16
-// takes it to zero). Sums stay far below float16's 65504: no infinity, no NaN, whose payload bits the rule
-// does not pin.
-std::vector<float> wire_data(size_t count, uint64_t seed) {
-  std::vector<float> v = cuda_test::uniform(count, seed, -1.0f, 1.0f);
-  for (size_t i = 0; i < count; ++i)
-    v[i] = i % 97 == 3 ? v[i] * 0x1p-130f : std::ldexp(v[i], int(i % 40) - 30);
-  return v;
-}
-
-// The rule of a 16-bit wire (backend_interface.h) for values[0 .. K) in rank order.
-float wire_rule(int32_t wire, const std::vector<float> &values) {
-  auto round = [wire](float x) {
-    return wire == DPT_DTYPE_BF16 ? dpt::round_to_bf16(x) : dpt::round_to_f16(x);
-  };
-  float s = 0.0f;
-  for (const float v : values) s += round(v);
-  return round(s);
-}
-
-// The rule over ranks for every element: want[i] = wire_rule(inputs[0][i], inputs[1][i], ...).
-std::vector<float> wire_reference(int32_t wire, const std::vector<std::vector<float>> &inputs) {
-  std::vector<float> want(inputs[0].size()), column(inputs.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    for (size_t r = 0; r < inputs.size(); ++r) column[r] = inputs[r][i];
-    want[i] = wire_rule(wire, column);
-  }
-  return want;
-}
-
-const char *wire_name(int32_t wire) {
-  return wire == DPT_DTYPE_BF16 ? "bf16" : wire == DPT_DTYPE_F16 ? "fp16" : "fp32";
-}
-
-// What every rank's buffers hold, on the host: host[r][b], rank r's buffer b.
-using HostBuffers = std::vector<std::vector<std::vector<float>>>;
-
-// Every rank's kBuffers buffers of 16-bit-wire data (wire_data, seeds from `seed`), on the host and on the
-// ranks' GPUs (buffers[r * kBuffers + b]).
-void upload_wire_data(Ranks &ranks, int32_t wire, uint64_t seed, HostBuffers &host,
-                      std::vector<float *> &buffers) {
-  const size_t k = ranks.contexts.size();
-  host.assign(k, std::vector<std::vector<float>>(kBuffers));
-  buffers.assign(k * kBuffers, nullptr);
-  for (size_t r = 0; r < k; ++r)
-    for (size_t b = 0; b < kBuffers; ++b) {
-      host[r][b] = wire_data(kCounts[b], seed + uint64_t(wire) * 100 + 10 * r + b);
-      buffers[r * kBuffers + b] = ranks.upload(r, host[r][b]);
-    }
-}
-
-// Every rank's buffers 0 .. used - 1 hold the wire's rule over the ranks' host values, bit for bit; the
-// host values become those sums.
-void expect_rule_sums(Ranks &ranks, int32_t wire, const std::vector<float *> &buffers, size_t used,
-                      HostBuffers &host, const std::string &what) {
-  const size_t k = host.size();
-  for (size_t b = 0; b < used; ++b) {
-    std::vector<std::vector<float>> inputs;
-    for (size_t r = 0; r < k; ++r) inputs.push_back(host[r][b]);
-    const std::vector<float> want = wire_reference(wire, inputs);
-    for (size_t r = 0; r < k; ++r) {
-      const std::string name = what + " " + wire_name(wire) + ", rank " + std::to_string(r) + ", buffer of " +
-                               std::to_string(kCounts[b]);
-      expect_bitwise(name.c_str(), ranks.download(r, buffers[r * kBuffers + b], kCounts[b]), want);
-      host[r][b] = want;
-    }
-  }
 }
 
 // GPU: the 16-bit wires over every GPU: a call with the smallest buffer alone, then the grouped call of all
@@ -795,87 +500,10 @@ void test_gpu_comm_misuse(void **) {
   api.comm_destroy(comm);
 }
 
-// GPU: grouped sends and receives (comm_exchange) over every GPU: each rank sends two messages to the next
-// rank (matched in order) and a large one to the one before, all in one group, so that every rank sends and
-// receives at once; the received bits are the sent ones. Then misuse (a message to the rank itself, a peer
-// out of range: refused, the communicator still usable; no message: nothing), and a receive no peer sends
-// to: a communication error after the timeout, the communicator aborted.
-void test_gpu_nccl_exchange(void **) {
-  const dpt_backend_v2 &api = cuda_test::module_or_skip();
-  const int count = cuda_test::gpu_count_or_skip(api);
-  const std::vector<int> ordinals = first_gpus(count);
-  Ranks ranks(api, ordinals);
-  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
-  const size_t n = size_t(count), sizes[3] = {4099, 7, (size_t(1) << 20) + 5};
-  std::vector<std::vector<std::vector<float>>> sent(n);  // sent[r][m]
-  std::vector<std::vector<float *>> from(n), into(n);    // per rank, its three send and receive buffers
-  std::vector<dpt_backend_message> messages;
-  for (size_t r = 0; r < n; ++r) {
-    const int32_t next = int32_t((r + 1) % n), previous = int32_t((r + n - 1) % n);
-    for (size_t m = 0; m < 3; ++m) {
-      sent[r].push_back(cuda_test::uniform(sizes[m], 4100 + 10 * r + m, -1.0f, 1.0f));
-      from[r].push_back(ranks.upload(r, sent[r][m]));
-      into[r].push_back(ranks.upload(r, std::vector<float>(sizes[m], 0.0f)));
-    }
-    if (n < 2) continue;
-    messages.push_back({int32_t(r), next, 0, from[r][0], sizes[0]});
-    messages.push_back({int32_t(r), previous, 0, from[r][2], sizes[2]});
-    messages.push_back({int32_t(r), next, 0, from[r][1], sizes[1]});
-    messages.push_back({int32_t(r), previous, 1, into[r][0], sizes[0]});
-    messages.push_back({int32_t(r), next, 1, into[r][2], sizes[2]});
-    messages.push_back({int32_t(r), previous, 1, into[r][1], sizes[1]});
-  }
-  if (n > 1) {
-    check(api.comm_exchange(comm, ranks.contexts.data(), messages.data(), messages.size(), 60.0, ranks.error,
-                            sizeof ranks.error),
-          "comm_exchange", ranks.error);
-    for (size_t r = 0; r < n; ++r) {
-      const size_t previous = (r + n - 1) % n, next = (r + 1) % n;
-      expect_bitwise(("first message to rank " + std::to_string(r)).c_str(),
-                     ranks.download(r, into[r][0], sizes[0]), sent[previous][0]);
-      expect_bitwise(("second message to rank " + std::to_string(r)).c_str(),
-                     ranks.download(r, into[r][1], sizes[1]), sent[previous][1]);
-      expect_bitwise(("large message to rank " + std::to_string(r)).c_str(),
-                     ranks.download(r, into[r][2], sizes[2]), sent[next][2]);
-      expect_bitwise("a sent buffer", ranks.download(r, from[r][0], sizes[0]), sent[r][0]);
-    }
-  } else {
-    print_message("one GPU: no peer to exchange with; misuse only\n");
-  }
-  dpt_backend_message self = {0, 0, 0, from[0][1], sizes[1]};
-  assert_int_equal(
-      api.comm_exchange(comm, ranks.contexts.data(), &self, 1, 60.0, ranks.error, sizeof ranks.error),
-      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-  assert_non_null(std::strstr(ranks.error, "not to itself"));
-  print_message("to itself: %s\n", ranks.error);
-  dpt_backend_message beyond = {0, int32_t(n), 0, from[0][1], sizes[1]};
-  assert_int_equal(
-      api.comm_exchange(comm, ranks.contexts.data(), &beyond, 1, 60.0, ranks.error, sizeof ranks.error),
-      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
-  check(api.comm_exchange(comm, ranks.contexts.data(), nullptr, 0, 60.0, ranks.error, sizeof ranks.error),
-        "comm_exchange of nothing", ranks.error);
-  if (n > 1) {
-    check(api.comm_exchange(comm, ranks.contexts.data(), messages.data(), messages.size(), 60.0, ranks.error,
-                            sizeof ranks.error),
-          "comm_exchange after misuse", ranks.error);
-    dpt_backend_message lonely = {0, 1, 1, into[0][1], sizes[1]};  // rank 1 sends nothing
-    const auto t0 = std::chrono::steady_clock::now();
-    assert_int_equal(
-        api.comm_exchange(comm, ranks.contexts.data(), &lonely, 1, 1.0, ranks.error, sizeof ranks.error),
-        DPT_BACKEND_ERROR_COMMUNICATION);
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    print_message("unmatched receive, after %.2f s: %s\n", waited, ranks.error);
-    assert_true(waited >= 0.9 && waited < 30.0);
-    assert_int_equal(api.comm_exchange(comm, ranks.contexts.data(), messages.data(), messages.size(), 60.0,
-                                       ranks.error, sizeof ranks.error),
-                     DPT_BACKEND_ERROR_COMMUNICATION);  // aborted
-  }
-  api.comm_destroy(comm);
-}
-
-}  // namespace
+}  // namespace collectives_test
 
 int main(int argc, char **argv) {
+  using namespace collectives_test;
   if (!cuda_test::start(argc, argv)) return 2;
   const CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_nccl_all_reduce),
