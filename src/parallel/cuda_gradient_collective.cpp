@@ -56,11 +56,12 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
   }
   const double k = double(ranks);
   // As NCCL's tests count them: an all-reduce 2 (K - 1) / K of the bytes, a reduce-scatter (K - 1) / K; the
-  // process scope's deliveries add the bytes a replica sends and receives, on average.
+  // process scope's deliveries add what a replica sends, on average over the job ((P - 1) / P of its range:
+  // half of this process's sends and receives, which balance over the job).
   bus_bytes_ =
       double(spec.parameter_count()) * sizeof(float) * (owners_ != nullptr ? 1.0 : 2.0) * (k - 1.0) / k;
   for (const dpt_backend_message &m : deliveries_)
-    bus_bytes_ += double(m.count) * sizeof(float) / double(replicas.size());
+    bus_bytes_ += double(m.count) * sizeof(float) / (2.0 * double(replicas.size()));
   // A 16-bit wire over NCCL needs staging memory of the module's, which it allocates at its first
   // all-reduce: one all-reduce of the gradients (zeroed, so they stay zero) allocates it now, so that a GPU
   // without room fails the trainer's creation (DPT_ERROR_OUT_OF_MEMORY), not a step, after which the

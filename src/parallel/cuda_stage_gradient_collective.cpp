@@ -235,9 +235,12 @@ CudaStageGradientCollective::RankReduction CudaStageGradientCollective::rank_red
   const double beside = reduced && !buckets_[s].empty() ? waits_[s] - starts_[s] : 0;
   if (!reduces_to_owners(s)) return {seconds, all * 2.0 * (r - 1.0) / r, beside};
   const double range = double(reduce_parts_[s].back()) * sizeof(float);
-  double delivered = 0;  // the process scope's sends and receives, per replica on average
+  // The process scope's deliveries: what a replica sends, on average over the job (half of this process's
+  // sends and receives, which balance over the job).
+  double delivered = 0;
   for (const dpt_backend_message &m : deliveries_[s]) delivered += double(m.count) * sizeof(float);
-  return {seconds, range * (r - 1.0) / r + (all - range) * 2.0 * (r - 1.0) / r + delivered / double(width_),
+  return {seconds,
+          range * (r - 1.0) / r + (all - range) * 2.0 * (r - 1.0) / r + delivered / (2.0 * double(width_)),
           beside};
 }
 
