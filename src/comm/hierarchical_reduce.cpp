@@ -18,9 +18,9 @@ double hierarchical_all_reduce(ThreadCollective &local, const World *world, size
 }
 
 double hierarchical_reduce_scatter(ThreadCollective &local, const World &world, size_t rank, float *buffer,
-                                   size_t begin, size_t end, const size_t *spans,
+                                   size_t begin, size_t end, const size_t *spans, const size_t *to_first,
                                    AllReduceAlgorithm algorithm, double timeout_seconds, WireType wire) {
-  double seconds = local.all_reduce_range(rank, buffer, begin, end, algorithm, wire);
+  double seconds = local.reduce_scatter_range(rank, buffer, begin, end, to_first, algorithm, wire);
   const double t0 = platform::now_seconds();
   if (rank == 0) world.reduce_scatter(buffer + begin, begin, end, spans, timeout_seconds, wire);
   const size_t lo = std::clamp(spans[world.rank()], begin, end);

@@ -20,11 +20,13 @@ double hierarchical_all_reduce(ThreadCollective &local, const World *world, size
                                WireType wire = WireType::kF32);
 
 // The same sum where each process needs only its span of the range (the optimizer state sharded across
-// every process's devices): the process's devices all-reduce the range in shared memory, device 0
-// reduce-scatters it across the processes (World::reduce_scatter: spans, size + 1 offsets), and hands this
-// process's span of the range to the others. The rest of the range is then undefined.
+// every process's devices): the process's devices reduce the range to device 0 in shared memory (a
+// reduce-scatter whose bounds, to_first, give device 0 the whole vector: local ranks + 1 offsets {0, n, n,
+// ...}; the all-reduce's bits, without its copies to the other devices), device 0 reduce-scatters it across
+// the processes (World::reduce_scatter: spans, size + 1 offsets), and hands this process's span of the range
+// to the others. The rest of the range is then undefined.
 double hierarchical_reduce_scatter(ThreadCollective &local, const World &world, size_t rank, float *buffer,
-                                   size_t begin, size_t end, const size_t *spans,
+                                   size_t begin, size_t end, const size_t *spans, const size_t *to_first,
                                    AllReduceAlgorithm algorithm, double timeout_seconds,
                                    WireType wire = WireType::kF32);
 

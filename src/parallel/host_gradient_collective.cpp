@@ -30,6 +30,8 @@ HostGradientCollective::HostGradientCollective(DeviceGroup &group,
       spans_(std::move(process_spans)),
       pieces_(std::move(process_pieces)) {
   for (auto &r : replicas) grads_.push_back(r->grads.data());
+  to_first_.assign(replicas.size() + 1, count_);
+  to_first_[0] = 0;
   // Overlap needs a second bucket: with one, the reduction could only start after backward anyway, and
   // the plain all-reduce on the device threads saves the hand-over to the communication threads.
   // Across processes the reducer also runs the MPI all-reduce of each bucket, so one device is enough.
@@ -59,8 +61,8 @@ double HostGradientCollective::sum_range(ThreadCollective &local, const World *w
                                          size_t begin, size_t end) {
   if (spans_.empty())
     return hierarchical_all_reduce(local, world, rank, grads_[rank], begin, end, algorithm_, timeout_, wire_);
-  return hierarchical_reduce_scatter(local, *world, rank, grads_[rank], begin, end, spans_.data(), algorithm_,
-                                     timeout_, wire_);
+  return hierarchical_reduce_scatter(local, *world, rank, grads_[rank], begin, end, spans_.data(),
+                                     to_first_.data(), algorithm_, timeout_, wire_);
 }
 
 double HostGradientCollective::sum_pieces_across_processes(ThreadCollective &local, const World *world,

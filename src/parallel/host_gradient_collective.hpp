@@ -73,6 +73,7 @@ class HostGradientCollective final : public GradientCollective {
   std::vector<Poster> posters_;
   std::vector<double> seconds_;     // of each rank's reduction in the update phase
   std::vector<size_t> spans_;       // process_spans
+  std::vector<size_t> to_first_;    // device 0 owning the whole vector: hierarchical_reduce_scatter's reduce
   std::vector<ShardPiece> pieces_;  // process_pieces
   // Sums [begin, end) of rank's gradient over every device of every process (or, with spans_, this
   // process's span of it), across the processes on world's channel.
