@@ -6,7 +6,8 @@
 // (its receiver, the chunk's floats, whether more follows), every process taking the chunks addressed to
 // its ranks; the rounds go on until no rank has more. A receive left unfilled, or a message nobody
 // expected, is NCCL's hang: the call waits out its timeout and aborts. comm_inject_hang leaves its rank's
-// messages out.
+// messages out. Unlike NCCL, across processes every process of the job must call it (with no message of
+// its own too): the board's rounds count every rank.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -52,7 +53,7 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const
   if (c.aborted)
     return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
                   "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, kCall);
-  if (contexts == nullptr || in == nullptr)
+  if (contexts == nullptr || (in == nullptr && count > 0))
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, kCall);
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     if (contexts[r] == nullptr || !context_alive(contexts[r]))
@@ -167,7 +168,9 @@ int comm_exchange(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
   if (!comm_alive(comm))
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %p is not a live communicator", kCall,
                   static_cast<void *>(comm));
-  if (message_count == 0) return 0;
+  // Across processes the board's rounds count every rank of the job, so a process takes part with no
+  // message of its own (NCCL's point to point involves only the pairs: the simulator asks more).
+  if (message_count == 0 && comm->board == nullptr) return 0;
   try {
     dpt_backend_comm &c = *comm;
     const size_t world = c.board != nullptr ? size_t(c.board->world_ranks()) : c.ordinals.size();
