@@ -43,8 +43,9 @@ extern "C" {
  * bucket all-reduced, or reduced to its owners, on a communication stream while backward computes the next).
  * 9: copy_device_ahead and copy_join_ahead (a sharded parameter bucket copied in on a copy stream while the
  * layers before it compute); comm_all_reduce_start and comm_reduce_ranges_start on the 16-bit wires.
- * 10: comm_exchange (grouped sends and receives between ranks: a sharded optimizer's sums delivered to the
- * owners of the other processes in the process scope).
+ * 10: comm_exchange and comm_exchange_start (grouped sends and receives between ranks, waited for or started
+ * beside the compute: a sharded optimizer's sums delivered to the owners of the other processes in the
+ * process scope).
  * (The entry function and the table keep their "v2" names, so that a module of an older version is found and
  * refused by its version, with a message that says so.) */
 #define DPT_BACKEND_ABI_VERSION 10u
@@ -363,10 +364,10 @@ typedef struct dpt_backend_v2 {
   int (*comm_all_reduce_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                                size_t buffer_count, float *const *buffers, const size_t *counts,
                                int32_t wire_dtype, char *error, size_t error_size);
-  /** Ends every start (comm_all_reduce_start, comm_reduce_ranges_start) since the last wait: orders each
-   *  rank's context stream after them (work queued later sees the sums) and waits on the host until they
-   *  have finished, polling, timing out (@p timeout_seconds counted from this call; <= 0: 300 s) and
-   *  aborting as comm_all_reduce. Nothing started: returns 0 at once. Any other collective of the
+  /** Ends every start (comm_all_reduce_start, comm_reduce_ranges_start, comm_exchange_start) since the last
+   * wait: orders each rank's context stream after them (work queued later sees the sums) and waits on the
+   * host until they have finished, polling, timing out (@p timeout_seconds counted from this call; <= 0: 300
+   * s) and aborting as comm_all_reduce. Nothing started: returns 0 at once. Any other collective of the
    *  communicator called between a start and the wait (batch norm's comm_all_reduce_f64 in the middle of
    *  backward) is ordered after the started ones on each rank's stream: NCCL does not promise that
    *  collectives of one communicator on two streams progress when the ranks may run them in different
@@ -417,6 +418,15 @@ typedef struct dpt_backend_v2 {
   int (*comm_exchange)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                        const dpt_backend_message *messages, size_t message_count, double timeout_seconds,
                        char *error, size_t error_size);
+  /** comm_exchange's messages (the same arguments and checks) started as comm_all_reduce_start starts its
+   *  all-reduce: on the communication streams, after the work queued so far on the contexts' streams and
+   *  after the starts before it (a piece reduced by comm_reduce_ranges_start, then sent on), returning at
+   *  once. Until a join or the wait orders a context's stream after it, the buffers must be neither read
+   *  nor written. comm_inject_hang leaves its rank's messages out until the wait. No message: returns 0
+   *  at once. Since version 10. */
+  int (*comm_exchange_start)(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                             const dpt_backend_message *messages, size_t message_count, char *error,
+                             size_t error_size);
 } dpt_backend_v2;
 
 /** Name of the test extension, a dpt_backend_test_v1: hooks that only tests and diagnostics use. */
@@ -448,7 +458,7 @@ typedef struct dpt_backend_test_v1 {
   X(nccl_unique_id) X(comm_create_multi) X(get_extension) X(comm_all_gather_ranges)                  \
   X(comm_all_reduce_f64) X(comm_reduce_ranges) X(l2_block_sums) X(comm_all_reduce_start)               \
   X(comm_wait_started) X(comm_reduce_ranges_start) X(comm_join_started) X(copy_device_ahead)            \
-  X(copy_join_ahead) X(comm_exchange)
+  X(copy_join_ahead) X(comm_exchange) X(comm_exchange_start)
 /* clang-format on */
 
 /** Signature of a module's entry function. */

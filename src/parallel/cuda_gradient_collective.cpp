@@ -48,6 +48,17 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
     for (const ProcessRoutes::Message &m : routes.messages)
       deliveries_.push_back(
           {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[m.local] + m.begin, m.end - m.begin});
+    // Reduced bucket by bucket beside backward: each bucket's part of the messages sent on right after its
+    // reduce, on the communication streams too.
+    for (size_t b = 0; overlap_ && b < buckets_.size(); ++b) {
+      bucket_deliveries_.emplace_back();
+      for (const ProcessRoutes::Message &m : routes.messages) {
+        const size_t lo = std::max(m.begin, buckets_[b].first), hi = std::min(m.end, buckets_[b].second);
+        if (lo < hi)
+          bucket_deliveries_.back().push_back(
+              {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[m.local] + lo, hi - lo});
+      }
+    }
   }
   if (owners_ != nullptr) {
     parts_.resize(ranks + 1);
@@ -91,6 +102,7 @@ void CudaGradientCollective::start(size_t rank, size_t bucket) {
   if (rank == 0) {
     if (bucket == 0) first_start_ = platform::now_seconds();
     reduce(buckets_[bucket].first, buckets_[bucket].second, true);
+    if (!bucket_deliveries_.empty()) collective_->start_exchange(bucket_deliveries_[bucket]);
   }
   local_.barrier(rank);  // replica 0 is done with every context
 }
@@ -134,8 +146,7 @@ void CudaGradientCollective::finish_backward(size_t rank) {
   local_.barrier(rank);
   if (rank == 0) {
     const double wait = platform::now_seconds();
-    collective_->wait_started(timeout_);
-    deliver();
+    collective_->wait_started(timeout_);  // (the process scope's deliveries too: started per bucket)
     const double end = platform::now_seconds();
     exposed_seconds_ = end - wait;
     seconds_ = end - first_start_;

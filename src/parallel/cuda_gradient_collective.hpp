@@ -17,7 +17,8 @@
 // reduce-scatter), the rest of a replica's gradient left as backward wrote it. In the process scope across
 // processes (the layout is each process's, the communicator the job's) each piece between every process's
 // cuts is reduced so to one of its owners, and after the reduces the pieces are sent on to their owners in
-// the other processes (process_routes, CudaCollective::exchange).
+// the other processes (process_routes, CudaCollective::exchange; beside backward, each bucket's part
+// started on the communication streams after its reduce: start_exchange).
 //
 // Bits: each bucket is one ncclAllReduce (or ncclReduce per part) in either case (NCCL's algorithm and order
 // of sums; the simulator sums in rank order; a 16-bit wire the module's rule in rank order), the same bits
@@ -116,6 +117,7 @@ class CudaGradientCollective final : public GradientCollective {
   std::vector<size_t> reduce_bounds_;
   size_t first_rank_ = 0;
   std::vector<dpt_backend_message> deliveries_;
+  std::vector<std::vector<dpt_backend_message>> bucket_deliveries_;  // overlapped: per bucket, its part
   std::vector<size_t> parts_;
   std::vector<const float *> sends_;
   std::vector<float *> recvs_;

@@ -65,6 +65,7 @@ CudaStageGradientCollective::CudaStageGradientCollective(
   // In buckets: several of them, covering the whole buffer (a cross-stage tie's mirror included), among GPUs
   // of their own.
   bucket_parts_.resize(stages_.size());
+  bucket_deliveries_.resize(stages_.size());
   buckets_.resize(stages_.size());
   lowest_layer_.resize(stages_.size());
   bucket_starts_.resize(stages_.size());
@@ -82,6 +83,16 @@ CudaStageGradientCollective::CudaStageGradientCollective(
     for (const GradientBucket &bucket : b) {
       buckets_[s].emplace_back(bucket.begin, bucket.end);
       lowest_layer_[s].push_back(bucket.lowest_layer);
+    }
+    // The process scope: each bucket's part of the stage's messages, started right after its reduce.
+    for (size_t k = 0; !deliveries_[s].empty() && k < b.size(); ++k) {
+      bucket_deliveries_[s].emplace_back();
+      for (const ProcessRoutes::Message &m : routes[s].messages) {
+        const size_t lo = std::max(m.begin, b[k].begin), hi = std::min(m.end, b[k].end);
+        if (lo < hi)
+          bucket_deliveries_[s].back().push_back(
+              {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[s][m.local] + lo, hi - lo});
+      }
     }
     bucket_starts_[s].assign(b.size(), 0.0);
   }
@@ -112,6 +123,7 @@ void CudaStageGradientCollective::start(size_t rank, size_t bucket) {
     bucket_starts_[s][bucket] = platform::now_seconds();
     if (bucket == 0) starts_[s] = bucket_starts_[s][bucket];
     start_bucket(s, buckets_[s][bucket].first, buckets_[s][bucket].second);
+    if (!bucket_deliveries_[s].empty()) stages_[s]->start_exchange(bucket_deliveries_[s][bucket]);
   }
   if (stage != nullptr) stage->barrier(member);  // the first replica is done with the stage's contexts
 }
@@ -161,8 +173,7 @@ void CudaStageGradientCollective::finish_backward(size_t rank) {
   if (member == 0) {
     if (in_buckets) {
       waits_[s] = platform::now_seconds();
-      stages_[s]->wait_started(timeout_);
-      deliver(s);
+      stages_[s]->wait_started(timeout_);  // (the process scope's deliveries too: started per bucket)
     } else {
       starts_[s] = platform::now_seconds();
       reduce_stage(s);

@@ -14,7 +14,8 @@
 // owner when the parts are the communicator's ranks'). In the process scope across processes (the parts are
 // each process's own, the communicator spans the processes) each piece between every process's part cuts
 // is reduced to its owner in one process and then sent to its owners in the others (process_routes,
-// CudaCollective::exchange). With one replica per stage in one process there is nothing to reduce.
+// CudaCollective::exchange; in buckets, each bucket's part started after its reduce: start_exchange). With
+// one replica per stage in one process there is nothing to reduce.
 //
 // A window's last micro-batch reduces each stage as soon as its replicas have run their schedule, while
 // other stages still drain the pipeline (their GPUs are others): the stage's device threads meet at the
@@ -96,6 +97,7 @@ class CudaStageGradientCollective final : public GradientCollective {
   // from the roots to the other processes' owners (CudaCollective::exchange).
   std::vector<std::vector<size_t>> reduce_parts_;
   std::vector<std::vector<dpt_backend_message>> deliveries_;
+  std::vector<std::vector<std::vector<dpt_backend_message>>> bucket_deliveries_;  // in buckets: per bucket
   std::vector<size_t> floats_;  // per stage, the floats all-reduced
   DeviceGroup &group_;
   double seconds_ = 0, exposed_seconds_ = 0;

@@ -91,5 +91,6 @@ void expect_rule_sums(Ranks &ranks, int32_t wire, const std::vector<float *> &bu
 void test_gpu_nccl_all_gather_ranges(void **);
 void test_gpu_nccl_reduce_ranges(void **);
 void test_gpu_nccl_exchange(void **);
+void test_gpu_nccl_exchange_started(void **);
 
 }  // namespace collectives_test

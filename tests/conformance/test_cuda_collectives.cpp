@@ -518,6 +518,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gpu_nccl_all_reduce_started),
       cmocka_unit_test(test_gpu_nccl_all_reduce_started_wire16),
       cmocka_unit_test(test_gpu_nccl_exchange),
+      cmocka_unit_test(test_gpu_nccl_exchange_started),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

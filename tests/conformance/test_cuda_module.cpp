@@ -268,6 +268,9 @@ void test_null_handles(void **) {
   const dpt_backend_message message = {0, 1, 0, &f, 1};
   EXPECT_ERROR(kInvalid, "comm_exchange", api->comm_exchange(nullptr, nullptr, &message, 1, 1.0, e, sizeof e),
                e, "comm_exchange");
+  EXPECT_ERROR(kInvalid, "comm_exchange_start",
+               api->comm_exchange_start(nullptr, nullptr, &message, 1, e, sizeof e), e,
+               "comm_exchange_start");
   EXPECT_ERROR(kInvalid, "comm_inject_hang",
                cuda_test::test_extension(*api).comm_inject_hang(nullptr, 0, e, sizeof e), e,
                "comm_inject_hang");

@@ -3,7 +3,7 @@
 // uneven ranges (comm_all_gather_ranges), bit for bit; a sharded gradient's bucket reduced to its owners'
 // uneven parts (comm_reduce_ranges, and started beside the compute: comm_reduce_ranges_start), exact on
 // integer data and by the wire's rule on the 16-bit wires; grouped sends and receives between ranks
-// (comm_exchange), bit for bit.
+// (comm_exchange), bit for bit, and started after a reduce whose result they send on (comm_exchange_start).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -252,6 +252,57 @@ void test_gpu_nccl_exchange(void **) {
                                        ranks.error, sizeof ranks.error),
                      DPT_BACKEND_ERROR_COMMUNICATION);  // aborted
   }
+  api.comm_destroy(comm);
+}
+
+// GPU: a piece reduced to one rank and sent on from there, both started beside the compute
+// (comm_reduce_ranges_start, then comm_exchange_start: a sharded optimizer's process scope): every rank's
+// integers reduced in place to rank 0, which sends the sums to the last rank; the wait; the last rank holds
+// the exact sums (the exchange saw the reduce's result: the communication stream's order). A start of no
+// message does nothing; a message to the rank itself is refused with nothing started (the wait then ends
+// at once).
+void test_gpu_nccl_exchange_started(void **) {
+  const dpt_backend_v2 &api = cuda_test::module_or_skip();
+  const int count = cuda_test::gpu_count_or_skip(api);
+  const std::vector<int> ordinals = first_gpus(count);
+  Ranks ranks(api, ordinals);
+  dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
+  const size_t n = size_t(count), length = (size_t(1) << 18) + 77, last = n - 1;
+  std::vector<float> sum(length, 0.0f);
+  std::vector<const float *> sends;
+  std::vector<float *> recvs(n, nullptr);
+  for (size_t r = 0; r < n; ++r) {
+    const std::vector<float> data = integers(length, 4200 + r, -1000, 1000);
+    for (size_t i = 0; i < length; ++i) sum[i] += data[i];
+    sends.push_back(ranks.upload(r, data));
+  }
+  recvs[0] = const_cast<float *>(sends[0]);  // rank 0 owns everything, in place
+  std::vector<size_t> bounds(n + 1, length);
+  bounds[0] = 0;
+  float *into = ranks.upload(last, std::vector<float>(length, 0.0f));
+  check(api.comm_reduce_ranges_start(comm, ranks.contexts.data(), sends.data(), recvs.data(), bounds.data(),
+                                     DPT_DTYPE_F32, ranks.error, sizeof ranks.error),
+        "comm_reduce_ranges_start", ranks.error);
+  std::vector<dpt_backend_message> messages;
+  if (n > 1) {
+    messages.push_back({0, int32_t(last), 0, recvs[0], length});
+    messages.push_back({int32_t(last), 0, 1, into, length});
+  }
+  check(api.comm_exchange_start(comm, ranks.contexts.data(), messages.data(), messages.size(), ranks.error,
+                                sizeof ranks.error),
+        "comm_exchange_start", ranks.error);
+  check(api.comm_exchange_start(comm, ranks.contexts.data(), nullptr, 0, ranks.error, sizeof ranks.error),
+        "comm_exchange_start of nothing", ranks.error);
+  check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, ranks.error, sizeof ranks.error),
+        "comm_wait_started", ranks.error);
+  expect_bitwise("reduced at rank 0", ranks.download(0, recvs[0], length), sum);
+  if (n > 1) expect_bitwise("sent on to the last rank", ranks.download(last, into, length), sum);
+  dpt_backend_message self = {0, 0, 0, recvs[0], length};
+  assert_int_equal(
+      api.comm_exchange_start(comm, ranks.contexts.data(), &self, 1, ranks.error, sizeof ranks.error),
+      DPT_BACKEND_ERROR_INVALID_ARGUMENT);
+  check(api.comm_wait_started(comm, ranks.contexts.data(), 60.0, ranks.error, sizeof ranks.error),
+        "comm_wait_started after a refused start", ranks.error);
   api.comm_destroy(comm);
 }
 

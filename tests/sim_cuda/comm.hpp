@@ -88,6 +88,10 @@ int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeo
 // communicator aborted, `what` reported. Returns the report's code.
 int processes_stalled(dpt_backend_comm &c, double timeout_seconds, const char *what, const Error &e);
 
+// The work queued before a start run (0 to take the copies, else the code), unless comm_inject_hang makes
+// it hang: then it is queued as unfinished (*hung), and the wait says so (started.cpp).
+int begin_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call, bool &hung,
+                const Error &e);
 // comm_all_reduce's arguments (of `call`) checked: spans[r * buffer_count + b] (absent for an empty buffer).
 int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                 float *const *buffers, const size_t *counts, std::vector<Span> &spans, const char *call,

@@ -8,11 +8,17 @@
 // expected, is NCCL's hang: the call waits out its timeout and aborts. comm_inject_hang leaves its rank's
 // messages out. Unlike NCCL, across processes every process of the job must call it (with no message of
 // its own too): the board's rounds count every rank.
+//
+// comm_exchange_start queues the same as a start (started.cpp): the join or the wait that finishes it
+// copies what is sent then, after the starts before it have written their results (the communication
+// stream's order: a piece reduced by a started reduce, then sent on), and delivers it; unlike the other
+// starts it does not check the sent buffers for writes in between.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <new>
 #include <string>
 #include <thread>
@@ -41,27 +47,29 @@ constexpr size_t kChunkFloats = ProcessBoard::kChunk - kHeaderFloats;
 struct Message {
   size_t local;  // local rank
   size_t peer;   // global rank
-  Span span;     // absent for a count of 0
+  bool receive;
+  Span span;  // absent for a count of 0
   size_t count;
-  std::vector<float> sent;  // a send's values, copied at the start
+  std::vector<float> sent;  // a send's values, copied before any receive is written
   size_t done = 0;          // floats sent or received so far
 };
 
 int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const dpt_backend_message *in,
-          size_t count, size_t world, size_t first, std::vector<Message> &out, const Error &e) {
+          size_t count, size_t world, size_t first, std::vector<Message> &out, const char *call,
+          const Error &e) {
   const char *ranks = c.ranks.c_str();
   if (c.aborted)
     return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
-                  "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, kCall);
+                  "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, call);
   if (contexts == nullptr || (in == nullptr && count > 0))
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, kCall);
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, call);
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
     if (contexts[r] == nullptr || !context_alive(contexts[r]))
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is not a live context", ranks, kCall, r);
+                    "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
     if (contexts[r]->ordinal != c.ordinals[r])
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, kCall, r,
+                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
                     contexts[r]->ordinal, c.ordinals[r]);
   }
   for (size_t m = 0; m < count; ++m) {
@@ -71,14 +79,13 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
                     "%s: %s: message %zu from local rank %d to rank %d (%zu local ranks, %zu in all; not to "
                     "itself)",
-                    ranks, kCall, m, int(msg.local_rank), int(msg.peer), c.ordinals.size(), world);
-    Message message{size_t(msg.local_rank), size_t(msg.peer), Span{}, msg.count, {}};
+                    ranks, call, m, int(msg.local_rank), int(msg.peer), c.ordinals.size(), world);
+    Message message{size_t(msg.local_rank), size_t(msg.peer), msg.receive != 0, Span{}, msg.count, {}};
     if (msg.count > 0)
-      if (const int rc = floats(*contexts[message.local], kCall, msg.receive != 0 ? "receive" : "send",
+      if (const int rc = floats(*contexts[message.local], call, msg.receive != 0 ? "receive" : "send",
                                 msg.data, msg.count, false, message.span, e))
         return rc;
     out.push_back(std::move(message));
-    out.back().done = msg.receive != 0 ? 0 : SIZE_MAX;  // (marks a send until the copy below)
   }
   return 0;
 }
@@ -158,45 +165,54 @@ bool exchange_across_processes(dpt_backend_comm &c, std::vector<Message *> &send
   return true;
 }
 
+// Every message delivered (the sends copied first); false when a peer process did not arrive by the
+// deadline, *matched false when a message had no partner (or one of another count).
+bool run_messages(dpt_backend_comm &c, std::vector<Message> &all, double deadline, bool &matched) {
+  const size_t first = c.board != nullptr ? size_t(c.board->first_rank()) : 0;
+  std::vector<Message *> sends_here, receives_here, sends_away, receives_away;
+  for (Message &m : all) {
+    const bool here = m.peer >= first && m.peer < first + c.ordinals.size();
+    if (!m.receive && m.count > 0) m.sent.assign(m.span.f(), m.span.f() + m.count);
+    (m.receive ? (here ? receives_here : receives_away) : (here ? sends_here : sends_away)).push_back(&m);
+  }
+  matched = exchange_in_process(sends_here, receives_here, first);
+  return c.board == nullptr || exchange_across_processes(c, sends_away, receives_away, deadline, matched);
+}
+
+// The checks both entries make: 0 to go on (`all` the messages), else the report's code.
+int check_entry(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                const dpt_backend_message *messages, size_t message_count, const char *call,
+                std::vector<Message> &all, const Error &e) {
+  if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", call);
+  if (!comm_alive(comm))
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %p is not a live communicator", call,
+                  static_cast<void *>(comm));
+  const dpt_backend_comm &c = *comm;
+  const size_t world = c.board != nullptr ? size_t(c.board->world_ranks()) : c.ordinals.size();
+  const size_t first = c.board != nullptr ? size_t(c.board->first_rank()) : 0;
+  return check(c, contexts, messages, message_count, world, first, all, call, e);
+}
+
 }  // namespace
 
 int comm_exchange(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                   const dpt_backend_message *messages, size_t message_count, double timeout_seconds,
                   char *error, size_t error_size) {
   const Error e{error, error_size};
-  if (comm == nullptr) return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: NULL communicator", kCall);
-  if (!comm_alive(comm))
-    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %p is not a live communicator", kCall,
-                  static_cast<void *>(comm));
   // Across processes the board's rounds count every rank of the job, so a process takes part with no
   // message of its own (NCCL's point to point involves only the pairs: the simulator asks more).
-  if (message_count == 0 && comm->board == nullptr) return 0;
+  if (comm != nullptr && message_count == 0 && comm->board == nullptr) return 0;
   try {
-    dpt_backend_comm &c = *comm;
-    const size_t world = c.board != nullptr ? size_t(c.board->world_ranks()) : c.ordinals.size();
-    const size_t first = c.board != nullptr ? size_t(c.board->first_rank()) : 0;
     std::vector<Message> all;
-    if (const int rc = check(c, contexts, messages, message_count, world, first, all, e)) return rc;
+    if (const int rc = check_entry(comm, contexts, messages, message_count, kCall, all, e)) return rc;
+    dpt_backend_comm &c = *comm;
     const double start = steady_seconds();  // the timeout counts the work queued before, as on a GPU
     if (const int rc = begin_collective(c, contexts, kCall, timeout_seconds, e)) return rc;
     const int hang_rank = c.hang_rank;
     c.hang_rank = -1;
     if (hang_rank >= 0) return wait_out_hang(c, hang_rank, start, timeout_seconds, kWhat, e);
-    // Everything sent copied before anything is received; split by whether the peer is in this process.
-    std::vector<Message *> sends_here, receives_here, sends_away, receives_away;
-    for (Message &m : all) {
-      const bool here = m.peer >= first && m.peer < first + c.ordinals.size();
-      if (m.done == SIZE_MAX) {
-        m.done = 0;
-        if (m.count > 0) m.sent.assign(m.span.f(), m.span.f() + m.count);
-        (here ? sends_here : sends_away).push_back(&m);
-      } else {
-        (here ? receives_here : receives_away).push_back(&m);
-      }
-    }
-    bool matched = exchange_in_process(sends_here, receives_here, first);
-    if (c.board != nullptr &&
-        !exchange_across_processes(c, sends_away, receives_away, start + timeout_seconds, matched))
+    bool matched = true;
+    if (!run_messages(c, all, start + timeout_seconds, matched))
       return processes_stalled(c, timeout_seconds, kWhat, e);
     if (matched) return 0;
     // NCCL would wait for the missing partner until the deadline.
@@ -212,6 +228,34 @@ int comm_exchange(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                   kCall);
   } catch (...) {
     return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", comm->ranks.c_str(), kCall);
+  }
+}
+
+int comm_exchange_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                        const dpt_backend_message *messages, size_t message_count, char *error,
+                        size_t error_size) {
+  const Error e{error, error_size};
+  const char *call = "comm_exchange_start";
+  if (comm != nullptr && message_count == 0 && comm->board == nullptr) return 0;
+  try {
+    auto all = std::make_shared<std::vector<Message>>();
+    if (const int rc = check_entry(comm, contexts, messages, message_count, call, *all, e)) return rc;
+    dpt_backend_comm &c = *comm;
+    bool hung = false;
+    if (const int rc = begin_start(c, contexts, call, hung, e)) return rc;
+    if (hung) return 0;
+    // (A message without its partner: the wait's deadline passes, as for a peer process that stalled.)
+    c.started.push_back({[all](dpt_backend_comm &comm, double deadline) {
+      bool matched = true;
+      return run_messages(comm, *all, deadline, matched) && matched ? StartedCollective::kDone
+                                                                    : StartedCollective::kStalled;
+    }});
+    return 0;
+  } catch (const std::bad_alloc &) {
+    return report(e, DPT_BACKEND_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", comm->ranks.c_str(),
+                  call);
+  } catch (...) {
+    return report(e, DPT_BACKEND_ERROR, "%s: %s: unexpected C++ exception", comm->ranks.c_str(), call);
   }
 }
 

@@ -60,6 +60,7 @@ const dpt_backend_v2 kBackend = {
     .copy_device_ahead = &copy_device_ahead,
     .copy_join_ahead = &copy_join_ahead,
     .comm_exchange = &comm_exchange,
+    .comm_exchange_start = &comm_exchange_start,
 };
 
 }  // namespace

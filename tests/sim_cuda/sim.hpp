@@ -305,6 +305,9 @@ int comm_join_started(dpt_backend_comm *comm, dpt_backend_context *const *contex
 int comm_exchange(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                   const dpt_backend_message *messages, size_t message_count, double timeout_seconds, char *error,
                   size_t error_size);
+int comm_exchange_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
+                        const dpt_backend_message *messages, size_t message_count, char *error,
+                        size_t error_size);
 
 // module.cpp: DPT_BACKEND_TEST_EXTENSION, or NULL
 const void *get_extension(const char *name);

@@ -22,6 +22,17 @@
 
 namespace dpt_sim {
 
+int begin_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call, bool &hung,
+                const Error &e) {
+  hung = c.hang_rank >= 0;
+  if (hung) {
+    c.started_hung = true;
+    return 0;
+  }
+  double timeout = 0;  // (begin_collective's default; a start does not wait)
+  return begin_collective(c, contexts, call, timeout, e);
+}
+
 namespace {
 
 constexpr const char *kAllReduce = "comm_all_reduce_start";
@@ -58,19 +69,6 @@ int refuse(const dpt_backend_comm &c, int32_t wire, const char *call, const Erro
     return report(e, DPT_BACKEND_ERROR_COMMUNICATION,
                   "%s: %s: the communicator was aborted after an earlier failure; destroy it", ranks, call);
   return 0;
-}
-
-// The work queued before a start run (0 to take the copies, else the code), unless comm_inject_hang makes
-// it hang: then it is queued as unfinished (*hung), and the wait says so.
-int begin_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call, bool &hung,
-                const Error &e) {
-  hung = c.hang_rank >= 0;
-  if (hung) {
-    c.started_hung = true;
-    return 0;
-  }
-  double timeout = 0;  // (begin_collective's default; a start does not wait)
-  return begin_collective(c, contexts, call, timeout, e);
 }
 
 int start_all_reduce(dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,

@@ -166,6 +166,13 @@ void CudaCollective::exchange(const std::vector<dpt_backend_message> &messages, 
   if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
 }
 
+void CudaCollective::start_exchange(const std::vector<dpt_backend_message> &messages) {
+  DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_INTERNAL, "start_exchange needs a NCCL communicator");
+  const int rc = replicas_[0]->api().comm_exchange_start(comm_, contexts_.data(), messages.data(),
+                                                         messages.size(), error_, sizeof error_);
+  if (rc != DPT_BACKEND_OK) throw_backend_error(rc, error_);
+}
+
 void CudaCollective::inject_hang(size_t rank) {
   DPT_REQUIRE(comm_ != nullptr, DPT_ERROR_UNSUPPORTED, "inject_hang needs a NCCL communicator");
   const auto *test =

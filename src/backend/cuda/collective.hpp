@@ -80,6 +80,10 @@ class CudaCollective {
   // those between two ranks matched in the order both list them. NCCL only (comm_exchange), after the
   // work queued on every stream, bounded by the timeout as all_reduce. Copies are exact.
   void exchange(const std::vector<dpt_backend_message> &messages, double timeout_seconds);
+  // exchange's messages started as start_reduce_ranges starts its reduce (comm_exchange_start): on the
+  // communication streams after the starts before it; the buffers are not to be touched until a join or the
+  // wait covers it.
+  void start_exchange(const std::vector<dpt_backend_message> &messages);
   // Test seam: the next collective does not start on replica rank (NCCL only).
   void inject_hang(size_t rank);
 
