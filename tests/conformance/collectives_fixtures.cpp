@@ -116,4 +116,12 @@ void expect_rule_sums(Ranks &ranks, int32_t wire, const std::vector<float *> &bu
   }
 }
 
+std::vector<size_t> uneven_bounds(size_t n, size_t ranks) {
+  std::vector<size_t> bounds = {0};
+  for (size_t q = 1; q < ranks; ++q) bounds.push_back(n * q * q / (ranks * ranks));
+  bounds.push_back(n);
+  if (ranks > 2) bounds[ranks - 1] = n;  // the last rank owns nothing
+  return bounds;
+}
+
 }  // namespace collectives_test

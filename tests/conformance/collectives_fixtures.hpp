@@ -63,6 +63,9 @@ std::vector<std::vector<float>> fill(Ranks &ranks, std::vector<float *> &buffers
 std::vector<int> first_gpus(int count);
 // A NCCL communicator with one rank per GPU of ordinals.
 dpt_backend_comm *comm_over(const dpt_backend_v2 &api, Ranks &ranks, const std::vector<int> &ordinals);
+// ranks + 1 offsets cutting n floats into uneven parts (rank q's end at n q^2 / ranks^2), the last rank's
+// empty from 3 ranks on.
+std::vector<size_t> uneven_bounds(size_t n, size_t ranks);
 
 // Fractions for a 16-bit wire: uniform in (-1, 1) times 2^e, e cycling through -30 .. 9 (float16 flushes the
 // lowest to zero and keeps 2^-24 .. 2^-14 as subnormals), every 97th value a float32 subnormal (bfloat16

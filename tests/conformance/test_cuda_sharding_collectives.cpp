@@ -35,10 +35,7 @@ void test_gpu_nccl_all_gather_ranges(void **) {
   Ranks ranks(api, ordinals);
   dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
   const size_t n = (size_t(1) << 20) + 4099;
-  std::vector<size_t> bounds = {0};
-  for (int q = 1; q < count; ++q) bounds.push_back(n * size_t(q * q) / size_t(count * count));  // uneven
-  bounds.push_back(n);
-  if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
+  std::vector<size_t> bounds = uneven_bounds(n, size_t(count));
   std::vector<std::vector<float>> inputs;
   std::vector<float *> buffers;
   for (int r = 0; r < count; ++r) {
@@ -80,10 +77,7 @@ void check_reduce_ranges(const dpt_backend_v2 &api, int count, int32_t wire, boo
   Ranks ranks(api, ordinals);
   dpt_backend_comm *comm = comm_over(api, ranks, ordinals);
   const size_t n = (size_t(1) << 20) + 4099;
-  std::vector<size_t> bounds = {0};
-  for (int q = 1; q < count; ++q) bounds.push_back(n * size_t(q * q) / size_t(count * count));  // uneven
-  bounds.push_back(n);
-  if (count > 2) bounds[size_t(count) - 1] = n;  // the last rank owns nothing
+  std::vector<size_t> bounds = uneven_bounds(n, size_t(count));
   std::vector<std::vector<float>> inputs;
   std::vector<const float *> sends;
   std::vector<float *> recvs;

@@ -85,6 +85,19 @@ int wait_out_hang(dpt_backend_comm &c, int hang_rank, double start, double timeo
                 names.c_str(), what, timeout_seconds, late);
 }
 
+int check_rank_context(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t r,
+                       const char *call, const Error &e) {
+  const char *ranks = c.ranks.c_str();
+  if (contexts[r] == nullptr || !context_alive(contexts[r]))
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
+  if (contexts[r]->ordinal != c.ordinals[r])
+    return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
+                  "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
+                  contexts[r]->ordinal, c.ordinals[r]);
+  return 0;
+}
+
 // Checks the ranks' contexts and buffers; spans[r * buffer_count + b] (absent for an empty buffer).
 int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                 float *const *buffers, const size_t *counts, std::vector<Span> &spans, const char *call,
@@ -98,13 +111,7 @@ int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts,
     if (ctx == nullptr)
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL context of rank %zu", ranks, call,
                     r);
-    if (!context_alive(ctx))
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
-    if (ctx->ordinal != c.ordinals[r])
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
-                    ctx->ordinal, c.ordinals[r]);
+    if (const int rc = check_rank_context(c, contexts, r, call, e)) return rc;
     for (size_t b = 0; b < buffer_count; ++b) {
       if (counts[b] == 0) continue;
       if (const int rc = floats(*ctx, call, "buffer", buffers[r * buffer_count + b], counts[b], false,

@@ -92,6 +92,9 @@ int processes_stalled(dpt_backend_comm &c, double timeout_seconds, const char *w
 // it hang: then it is queued as unfinished (*hung), and the wait says so (started.cpp).
 int begin_start(dpt_backend_comm &c, dpt_backend_context *const *contexts, const char *call, bool &hung,
                 const Error &e);
+// Local rank r's context (of `call`): live, and on the rank's GPU. 0 to go on, else the report's code.
+int check_rank_context(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t r,
+                       const char *call, const Error &e);
 // comm_all_reduce's arguments (of `call`) checked: spans[r * buffer_count + b] (absent for an empty buffer).
 int check_ranks(const dpt_backend_comm &c, dpt_backend_context *const *contexts, size_t buffer_count,
                 float *const *buffers, const size_t *counts, std::vector<Span> &spans, const char *call,

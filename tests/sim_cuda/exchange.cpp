@@ -64,13 +64,7 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, const
   if (contexts == nullptr || (in == nullptr && count > 0))
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, call);
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
-    if (contexts[r] == nullptr || !context_alive(contexts[r]))
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
-    if (contexts[r]->ordinal != c.ordinals[r])
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
-                    contexts[r]->ordinal, c.ordinals[r]);
+    if (const int rc = check_rank_context(c, contexts, r, call, e)) return rc;
   }
   for (size_t m = 0; m < count; ++m) {
     const dpt_backend_message &msg = in[m];

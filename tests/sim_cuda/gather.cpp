@@ -32,13 +32,7 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, float
                     call, q);
   spans.assign(c.ordinals.size(), Span{});
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
-    if (contexts[r] == nullptr || !context_alive(contexts[r]))
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is not a live context", ranks, call, r);
-    if (contexts[r]->ordinal != c.ordinals[r])
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, call, r,
-                    contexts[r]->ordinal, c.ordinals[r]);
+    if (const int rc = check_rank_context(c, contexts, r, call, e)) return rc;
     if (bounds[world] > 0)
       if (const int rc = floats(*contexts[r], call, "buffer", buffers[r], bounds[world], false, spans[r], e))
         return rc;

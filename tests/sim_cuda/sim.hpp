@@ -303,8 +303,8 @@ int comm_join_started(dpt_backend_comm *comm, dpt_backend_context *const *contex
                       size_t error_size);
 // exchange.cpp
 int comm_exchange(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
-                  const dpt_backend_message *messages, size_t message_count, double timeout_seconds, char *error,
-                  size_t error_size);
+                  const dpt_backend_message *messages, size_t message_count, double timeout_seconds,
+                  char *error, size_t error_size);
 int comm_exchange_start(dpt_backend_comm *comm, dpt_backend_context *const *contexts,
                         const dpt_backend_message *messages, size_t message_count, char *error,
                         size_t error_size);
