@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/platform.hpp"
 #include "parallel/gradient_buckets.hpp"
+#include "parallel/process_deliveries.hpp"
 
 namespace dpt {
 
@@ -45,20 +46,12 @@ CudaGradientCollective::CudaGradientCollective(ThreadCollective &local,
     owners_ = owners;
     reduce_bounds_ = std::move(routes.reduce_bounds);
     first_rank_ = routes.first_rank;
-    for (const ProcessRoutes::Message &m : routes.messages)
-      deliveries_.push_back(
-          {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[m.local] + m.begin, m.end - m.begin});
+    deliveries_ = deliveries_within(routes.messages, grads_);
     // Reduced bucket by bucket beside backward: each bucket's part of the messages sent on right after its
     // reduce, on the communication streams too.
-    for (size_t b = 0; overlap_ && b < buckets_.size(); ++b) {
-      bucket_deliveries_.emplace_back();
-      for (const ProcessRoutes::Message &m : routes.messages) {
-        const size_t lo = std::max(m.begin, buckets_[b].first), hi = std::min(m.end, buckets_[b].second);
-        if (lo < hi)
-          bucket_deliveries_.back().push_back(
-              {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[m.local] + lo, hi - lo});
-      }
-    }
+    for (size_t b = 0; overlap_ && b < buckets_.size(); ++b)
+      bucket_deliveries_.push_back(
+          deliveries_within(routes.messages, grads_, buckets_[b].first, buckets_[b].second));
   }
   if (owners_ != nullptr) {
     parts_.resize(ranks + 1);

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/platform.hpp"
+#include "parallel/process_deliveries.hpp"
 
 namespace dpt {
 
@@ -49,9 +50,7 @@ CudaStageGradientCollective::CudaStageGradientCollective(
                   DPT_ERROR_INTERNAL, "a stage's process-scope routes do not fit its communicator");
       reduce_parts_[s] = r.reduce_bounds;
       first_rank_ = r.first_rank;
-      for (const ProcessRoutes::Message &m : r.messages)
-        deliveries_[s].push_back({int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0,
-                                  grads_[s][m.local] + m.begin, m.end - m.begin});
+      deliveries_[s] = deliveries_within(r.messages, grads_[s]);
     } else if (!parts_.empty() && parts_[s].size() == ranks_ + 1) {
       reduce_parts_[s] = parts_[s];
     }
@@ -85,15 +84,8 @@ CudaStageGradientCollective::CudaStageGradientCollective(
       lowest_layer_[s].push_back(bucket.lowest_layer);
     }
     // The process scope: each bucket's part of the stage's messages, started right after its reduce.
-    for (size_t k = 0; !deliveries_[s].empty() && k < b.size(); ++k) {
-      bucket_deliveries_[s].emplace_back();
-      for (const ProcessRoutes::Message &m : routes[s].messages) {
-        const size_t lo = std::max(m.begin, b[k].begin), hi = std::min(m.end, b[k].end);
-        if (lo < hi)
-          bucket_deliveries_[s].back().push_back(
-              {int32_t(m.local), int32_t(m.peer), m.receive ? 1 : 0, grads_[s][m.local] + lo, hi - lo});
-      }
-    }
+    for (size_t k = 0; !deliveries_[s].empty() && k < b.size(); ++k)
+      bucket_deliveries_[s].push_back(deliveries_within(routes[s].messages, grads_[s], b[k].begin, b[k].end));
     bucket_starts_[s].assign(b.size(), 0.0);
   }
 }

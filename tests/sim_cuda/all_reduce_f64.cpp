@@ -29,13 +29,7 @@ int check(const dpt_backend_comm &c, dpt_backend_context *const *contexts, doubl
     return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL array", ranks, kCall);
   spans.assign(c.ordinals.size(), Span{});
   for (size_t r = 0; r < c.ordinals.size(); ++r) {
-    if (contexts[r] == nullptr || !context_alive(contexts[r]))
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is not a live context", ranks, kCall, r);
-    if (contexts[r]->ordinal != c.ordinals[r])
-      return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT,
-                    "%s: %s: the context of rank %zu is on cuda:%d, the rank on cuda:%d", ranks, kCall, r,
-                    contexts[r]->ordinal, c.ordinals[r]);
+    if (const int rc = check_rank_context(c, contexts, r, kCall, e)) return rc;
     if (buffers[r] == nullptr)
       return report(e, DPT_BACKEND_ERROR_INVALID_ARGUMENT, "%s: %s: NULL buffer of rank %zu", ranks, kCall,
                     r);
